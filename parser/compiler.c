@@ -1,0 +1,442 @@
+/* compiler.c - one pass over the syntax tree, emitting stack-machine code.
+ *
+ * Every instruction carries the span of the node it evaluates, so a runtime
+ * error can underline the whole failing expression. Literal nested lists of
+ * numbers are folded into tensor constants here, which also checks them for
+ * raggedness before the program runs. */
+#include "compiler.h"
+
+#include <math.h>
+
+#include "../runtime/tensor.h"
+#include "../vm/globals.h"
+
+typedef struct loop {
+  struct loop *prev;
+  int start;       /* where `continue` goes */
+  int *breaks;     /* jump operands to patch at the loop's end */
+  int nbreaks, breaks_cap;
+} loop;
+
+typedef struct compiler {
+  mq_state *S;
+  mq_function *f;
+  bool echo;
+  int depth, max_depth; /* stack depth tracking, for the frame's size */
+  loop *loops;
+} compiler;
+
+/* --- emitting ------------------------------------------------------------ */
+
+static void adjust(compiler *C, int delta) {
+  C->depth += delta;
+  if (C->depth > C->max_depth) C->max_depth = C->depth;
+}
+
+static void emit(compiler *C, uint8_t byte, mq_span sp) { mq_chunk_emit(C->S, C->f, byte, sp); }
+
+static void emit_op(compiler *C, mq_opcode op, int delta, mq_span sp) {
+  emit(C, (uint8_t)op, sp);
+  adjust(C, delta);
+}
+
+static void emit_u16(compiler *C, unsigned v, mq_span sp) {
+  emit(C, (uint8_t)(v & 0xff), sp);
+  emit(C, (uint8_t)(v >> 8), sp);
+}
+
+static void emit_const(compiler *C, mq_value v, mq_span sp) {
+  int k = mq_chunk_const(C->S, C->f, v);
+  emit_op(C, MQ_OP_CONST, +1, sp);
+  emit_u16(C, (unsigned)k, sp);
+}
+
+/* Emits a forward jump with a placeholder; returns the operand's offset. */
+static int emit_jump(compiler *C, mq_opcode op, int delta, mq_span sp) {
+  emit_op(C, op, delta, sp);
+  emit_u16(C, 0xffff, sp);
+  return C->f->code_len - 2;
+}
+
+static void patch_jump(compiler *C, int at, mq_span sp) {
+  int dist = C->f->code_len - (at + 2);
+  if (dist > 0xffff) mq_error_at(C->S, sp, "this block is too large to jump over");
+  C->f->code[at] = (uint8_t)(dist & 0xff);
+  C->f->code[at + 1] = (uint8_t)(dist >> 8);
+}
+
+static void emit_loop(compiler *C, int start, mq_span sp) {
+  emit_op(C, MQ_OP_LOOP, 0, sp);
+  int dist = C->f->code_len + 2 - start;
+  if (dist > 0xffff) mq_error_at(C->S, sp, "this loop body is too large");
+  emit_u16(C, (unsigned)dist, sp);
+}
+
+/* --- literal tensors ------------------------------------------------------- */
+
+/* A literal number, or - applied to one. */
+static bool literal_number(const mq_node *n) {
+  if (!n) return false;
+  if (n->kind == MQ_N_INT || n->kind == MQ_N_FLOAT || n->kind == MQ_N_TRUE ||
+      n->kind == MQ_N_FALSE)
+    return true;
+  return n->kind == MQ_N_UNARY && n->op == '-' && n->nkids == 1 && n->kids[0] &&
+         (n->kids[0]->kind == MQ_N_INT || n->kids[0]->kind == MQ_N_FLOAT);
+}
+
+/* A non-empty nested list with only literal numbers at its leaves. */
+static bool literal_tensor(const mq_node *n) {
+  if (n->kind != MQ_N_LIST || n->nkids == 0) return false;
+  for (int i = 0; i < n->nkids; i++) {
+    const mq_node *k = n->kids[i];
+    if (!literal_number(k) && !(k && literal_tensor(k))) return false;
+  }
+  return true;
+}
+
+typedef struct literal_info {
+  int ndim;
+  int64_t shape[MQ_MAX_DIMS];
+  bool any_float, any_int, any_bool;
+} literal_info;
+
+/* First pass: shape (checked rectangular) and kinds of leaves. */
+static void literal_shape(compiler *C, const mq_node *n, int depth, literal_info *li) {
+  if (literal_number(n)) {
+    if (depth != li->ndim)
+      mq_error_at(C->S, n->span, "ragged nested list: expected a list at depth %d, got a number",
+                  depth);
+    const mq_node *v = n->kind == MQ_N_UNARY ? n->kids[0] : n;
+    if (v->kind == MQ_N_FLOAT) li->any_float = true;
+    else if (v->kind == MQ_N_INT) li->any_int = true;
+    else li->any_bool = true;
+    return;
+  }
+  if (depth >= MQ_MAX_DIMS)
+    mq_error_at(C->S, n->span, "a tensor literal may have at most %d dimensions", MQ_MAX_DIMS);
+  if (depth >= li->ndim) {
+    if (li->ndim != depth)
+      mq_error_at(C->S, n->span, "ragged nested list: expected a number at depth %d, got a list",
+                  depth);
+    li->shape[li->ndim++] = n->nkids;
+  } else if (li->shape[depth] != n->nkids) {
+    mq_error_at(C->S, n->span, "ragged nested list: expected %lld elements at depth %d, got %d",
+                (long long)li->shape[depth], depth, n->nkids);
+  }
+  for (int i = 0; i < n->nkids; i++) literal_shape(C, n->kids[i], depth + 1, li);
+}
+
+static double literal_value(const mq_node *n) {
+  double sign = 1;
+  if (n->kind == MQ_N_UNARY) {
+    sign = -1;
+    n = n->kids[0];
+  }
+  switch (n->kind) {
+  case MQ_N_INT: return sign * (double)n->ival;
+  case MQ_N_FLOAT: return sign * n->fval;
+  case MQ_N_TRUE: return 1;
+  default: return 0;
+  }
+}
+
+static void literal_fill(const mq_node *n, mq_tensor *t, int64_t *at) {
+  if (!literal_number(n)) {
+    for (int i = 0; i < n->nkids; i++) literal_fill(n->kids[i], t, at);
+    return;
+  }
+  void *data = mq_tensor_data(t);
+  switch ((mq_dtype)t->dtype) {
+  case MQ_DT_BOOL: ((uint8_t *)data)[*at] = n->kind == MQ_N_TRUE; break;
+  case MQ_DT_I64: {
+    const mq_node *v = n->kind == MQ_N_UNARY ? n->kids[0] : n;
+    int64_t i = v->kind == MQ_N_TRUE ? 1 : v->kind == MQ_N_INT ? v->ival : 0;
+    /* Negate through unsigned arithmetic: -INT64_MIN must not be UB. */
+    ((int64_t *)data)[*at] = n->kind == MQ_N_UNARY ? (int64_t)(0 - (uint64_t)i) : i;
+    break;
+  }
+  case MQ_DT_F32: ((float *)data)[*at] = (float)literal_value(n); break;
+  case MQ_DT_F64: ((double *)data)[*at] = literal_value(n); break;
+  default: break;
+  }
+  (*at)++;
+}
+
+static void compile_literal_tensor(compiler *C, const mq_node *n) {
+  literal_info li = {0};
+  literal_shape(C, n, 0, &li);
+  mq_dtype dt = li.any_float ? MQ_DT_F32 : li.any_int ? MQ_DT_I64 : MQ_DT_BOOL;
+  mq_tensor *t = mq_tensor_new(C->S, dt, li.ndim, li.shape);
+  int64_t at = 0;
+  literal_fill(n, t, &at);
+  emit_const(C, mq_objv(t), n->span);
+}
+
+/* --- expressions ---------------------------------------------------------- */
+
+static void expr(compiler *C, const mq_node *n);
+
+static void name_get(compiler *C, const char *name, mq_span sp) {
+  int slot = mq_global_slot(C->S, name);
+  emit_op(C, MQ_OP_GET_GLOBAL, +1, sp);
+  emit_u16(C, (unsigned)slot, sp);
+}
+
+/* Pushes args; returns the count. Keyword arguments must come last; their
+ * names are collected into [kwnames]. */
+static int call_args(compiler *C, const mq_node *const *args, int nargs, mq_list **kwnames) {
+  int nkw = 0;
+  for (int i = 0; i < nargs; i++) {
+    const mq_node *a = args[i];
+    if (a->kind == MQ_N_KWARG) {
+      if (!*kwnames) *kwnames = mq_list_new(C->S, 4);
+      for (int j = 0; j < (*kwnames)->len; j++)
+        if (strcmp(mq_as_string((*kwnames)->items[j])->chars, a->str) == 0)
+          mq_error_at(C->S, a->span, "keyword argument '%s' given twice", a->str);
+      mq_list_push(C->S, *kwnames, mq_objv(mq_string_new(C->S, a->str, strlen(a->str))));
+      expr(C, a->kids[0]);
+      nkw++;
+    } else {
+      if (nkw) mq_error_at(C->S, a->span, "a positional argument cannot follow a keyword argument");
+      expr(C, a);
+    }
+  }
+  return nargs;
+}
+
+static void emit_call(compiler *C, int nargs, mq_list *kwnames, mq_span sp) {
+  if (nargs > 255) mq_error_at(C->S, sp, "too many arguments (limit 255)");
+  if (kwnames) {
+    int k = mq_chunk_const(C->S, C->f, mq_objv(kwnames));
+    emit_op(C, MQ_OP_CALL_KW, -nargs, sp);
+    emit(C, (uint8_t)nargs, sp);
+    emit_u16(C, (unsigned)k, sp);
+  } else {
+    emit_op(C, MQ_OP_CALL, -nargs, sp);
+    emit(C, (uint8_t)nargs, sp);
+  }
+}
+
+/* f(args) */
+static void call(compiler *C, const mq_node *n) {
+  expr(C, n->kids[0]);
+  mq_list *kw = NULL;
+  int nargs = call_args(C, (const mq_node *const *)n->kids + 1, n->nkids - 1, &kw);
+  emit_call(C, nargs, kw, n->span);
+}
+
+/* x.f(args) is f(x, args); x.f is f(x). */
+static void method(compiler *C, const mq_node *n) {
+  name_get(C, n->str, n->span);
+  expr(C, n->kids[0]);
+  mq_list *kw = NULL;
+  int nargs = 1 + call_args(C, (const mq_node *const *)n->kids + 1, n->nkids - 1, &kw);
+  emit_call(C, nargs, kw, n->span);
+}
+
+static void list(compiler *C, const mq_node *n, bool outermost) {
+  if (outermost && literal_tensor(n)) {
+    compile_literal_tensor(C, n);
+    return;
+  }
+  if (n->nkids > 65535) mq_error_at(C->S, n->span, "list literal too long");
+  for (int i = 0; i < n->nkids; i++) {
+    const mq_node *k = n->kids[i];
+    if (k->kind == MQ_N_LIST) list(C, k, false);
+    else expr(C, k);
+  }
+  emit_op(C, MQ_OP_LIST, 1 - n->nkids, n->span);
+  emit_u16(C, (unsigned)n->nkids, n->span);
+  if (outermost) emit_op(C, MQ_OP_TENSORIZE, 0, n->span);
+}
+
+static void index_expr(compiler *C, const mq_node *n) {
+  int nitems = n->nkids - 1;
+  if (nitems > 255) mq_error_at(C->S, n->span, "too many indices");
+  expr(C, n->kids[0]);
+  uint8_t kinds[256];
+  int pushed = 0;
+  for (int i = 0; i < nitems; i++) {
+    const mq_node *it = n->kids[i + 1];
+    if (it->kind == MQ_N_ELLIPSIS) {
+      kinds[i] = MQ_IXB_ELLIPSIS;
+    } else if (it->kind == MQ_N_SLICE) {
+      kinds[i] = MQ_IXB_SLICE;
+      for (int p = 0; p < 3; p++) {
+        if (p < it->nkids && it->kids[p]) {
+          kinds[i] |= (uint8_t)(1 << p);
+          expr(C, it->kids[p]);
+          pushed++;
+        }
+      }
+    } else {
+      kinds[i] = MQ_IXB_VALUE;
+      expr(C, it);
+      pushed++;
+    }
+  }
+  emit_op(C, MQ_OP_INDEX, -pushed, n->span);
+  emit(C, (uint8_t)nitems, n->span);
+  for (int i = 0; i < nitems; i++) emit(C, kinds[i], n->span);
+}
+
+static void expr(compiler *C, const mq_node *n) {
+  switch ((mq_node_kind)n->kind) {
+  case MQ_N_INT: emit_const(C, mq_int(n->ival), n->span); return;
+  case MQ_N_FLOAT: emit_const(C, mq_float(n->fval), n->span); return;
+  case MQ_N_TRUE: emit_op(C, MQ_OP_TRUE, +1, n->span); return;
+  case MQ_N_FALSE: emit_op(C, MQ_OP_FALSE, +1, n->span); return;
+  case MQ_N_NONE: emit_op(C, MQ_OP_NONE, +1, n->span); return;
+  case MQ_N_STRING:
+    emit_const(C, mq_objv(mq_string_new(C->S, n->str, (size_t)n->ival)), n->span);
+    return;
+  case MQ_N_NAME: name_get(C, n->str, n->span); return;
+  case MQ_N_LIST: list(C, n, true); return;
+  case MQ_N_UNARY:
+    expr(C, n->kids[0]);
+    if (n->op == '-') emit_op(C, MQ_OP_NEG, 0, n->span);
+    else if (n->op == '~') emit_op(C, MQ_OP_BITNOT, 0, n->span);
+    else if (n->op == '!') emit_op(C, MQ_OP_NOT, 0, n->span);
+    return; /* unary + is the value itself */
+  case MQ_N_BINARY:
+    expr(C, n->kids[0]);
+    expr(C, n->kids[1]);
+    emit_op(C, MQ_OP_BINARY, -1, n->span);
+    emit(C, n->op, n->span);
+    return;
+  case MQ_N_AND:
+  case MQ_N_OR: {
+    expr(C, n->kids[0]);
+    int j = emit_jump(C, n->kind == MQ_N_AND ? MQ_OP_JUMP_IF_FALSE_KEEP : MQ_OP_JUMP_IF_TRUE_KEEP,
+                      -1, n->span);
+    expr(C, n->kids[1]);
+    patch_jump(C, j, n->span);
+    return;
+  }
+  case MQ_N_CALL: call(C, n); return;
+  case MQ_N_METHOD:
+  case MQ_N_ATTR: method(C, n); return;
+  case MQ_N_INDEX: index_expr(C, n); return;
+  case MQ_N_KWARG:
+    mq_error_at(C->S, n->span, "a keyword argument is only allowed in a call");
+  case MQ_N_SLICE:
+  case MQ_N_ELLIPSIS:
+    mq_error_at(C->S, n->span, "a slice is only allowed inside [ ]");
+  case MQ_N_FN:
+    mq_error_at(C->S, n->span, "functions are not supported yet");
+  default:
+    mq_error_at(C->S, n->span, "%s is not an expression", mq_node_kind_name(n->kind));
+  }
+}
+
+/* --- statements ------------------------------------------------------------ */
+
+static void block(compiler *C, const mq_node *n, bool top);
+
+static void assign(compiler *C, const mq_node *n) {
+  const mq_node *target = n->kids[0];
+  if (target->kind != MQ_N_NAME)
+    mq_error_at(C->S, target->span, "only a name can be assigned to for now");
+  expr(C, n->kids[1]);
+  int slot = mq_global_slot(C->S, target->str);
+  emit_op(C, MQ_OP_SET_GLOBAL, -1, n->span);
+  emit_u16(C, (unsigned)slot, n->span);
+}
+
+static void if_stmt(compiler *C, const mq_node *n) {
+  expr(C, n->kids[0]);
+  int to_else = emit_jump(C, MQ_OP_JUMP_IF_FALSE, -1, n->kids[0]->span);
+  block(C, n->kids[1], false);
+  if (n->nkids > 2 && n->kids[2]) {
+    int to_end = emit_jump(C, MQ_OP_JUMP, 0, n->span);
+    patch_jump(C, to_else, n->span);
+    if (n->kids[2]->kind == MQ_N_IF) if_stmt(C, n->kids[2]);
+    else block(C, n->kids[2], false);
+    patch_jump(C, to_end, n->span);
+  } else {
+    patch_jump(C, to_else, n->span);
+  }
+}
+
+static void while_stmt(compiler *C, const mq_node *n) {
+  loop l = {C->loops, C->f->code_len, NULL, 0, 0};
+  C->loops = &l;
+  expr(C, n->kids[0]);
+  int to_end = emit_jump(C, MQ_OP_JUMP_IF_FALSE, -1, n->kids[0]->span);
+  block(C, n->kids[1], false);
+  emit_loop(C, l.start, n->span);
+  patch_jump(C, to_end, n->span);
+  for (int i = 0; i < l.nbreaks; i++) patch_jump(C, l.breaks[i], n->span);
+  mq_free(C->S, l.breaks, (size_t)l.breaks_cap * sizeof *l.breaks);
+  C->loops = l.prev;
+}
+
+static void stmt(compiler *C, const mq_node *n, bool top) {
+  switch ((mq_node_kind)n->kind) {
+  case MQ_N_EXPR_STMT:
+    expr(C, n->kids[0]);
+    if (top && C->echo) emit_op(C, MQ_OP_ECHO, -1, n->span);
+    else emit_op(C, MQ_OP_POP, -1, n->span);
+    return;
+  case MQ_N_ASSIGN: assign(C, n); return;
+  case MQ_N_BLOCK: block(C, n, false); return;
+  case MQ_N_IF: if_stmt(C, n); return;
+  case MQ_N_WHILE: while_stmt(C, n); return;
+  case MQ_N_BREAK:
+    if (!C->loops) mq_error_at(C->S, n->span, "'break' outside a loop");
+    MQ_GROW(C->S, C->loops->breaks, C->loops->breaks_cap, C->loops->nbreaks + 1);
+    C->loops->breaks[C->loops->nbreaks++] = emit_jump(C, MQ_OP_JUMP, 0, n->span);
+    return;
+  case MQ_N_CONTINUE:
+    if (!C->loops) mq_error_at(C->S, n->span, "'continue' outside a loop");
+    emit_loop(C, C->loops->start, n->span);
+    return;
+  case MQ_N_FN:
+  case MQ_N_FOR:
+  case MQ_N_RETURN:
+  case MQ_N_IMPORT:
+    mq_error_at(C->S, n->span, "'%s' is not supported yet", mq_node_kind_name(n->kind));
+  default: expr(C, n); emit_op(C, MQ_OP_POP, -1, n->span); return;
+  }
+}
+
+static void block(compiler *C, const mq_node *n, bool top) {
+  for (int i = 0; i < n->nkids; i++)
+    if (n->kids[i]) stmt(C, n->kids[i], top);
+}
+
+/* Frees loop bookkeeping if an error unwinds through the compiler. */
+static void free_loops(compiler *C) {
+  for (loop *l = C->loops; l; l = l->prev)
+    mq_free(C->S, l->breaks, (size_t)l->breaks_cap * sizeof *l->breaks);
+  C->loops = NULL;
+}
+
+typedef struct compile_job {
+  compiler *C;
+  const mq_node *program;
+} compile_job;
+
+static void compile_protected(mq_state *S, void *ud) {
+  (void)S;
+  compile_job *job = ud;
+  block(job->C, job->program, true);
+}
+
+mq_function *mq_compile(mq_state *S, const mq_node *program, const mq_source *src, bool echo) {
+  compiler C = {S, NULL, echo, 0, 0, NULL};
+  C.f = mq_function_new(S, "<script>", src);
+  compile_job job = {&C, program};
+  masq_status st = mq_protect(S, compile_protected, &job);
+  if (st != MASQ_OK) {
+    free_loops(&C);
+    /* Re-raise with the span the compiler recorded. */
+    S->pending_span = S->err_has_span;
+    mq_throw(S, st, "%s", S->err_message.data);
+  }
+  mq_span end = {0, 0, 0};
+  emit_op(&C, MQ_OP_NONE, +1, end);
+  emit_op(&C, MQ_OP_RETURN, -1, end);
+  C.f->nslots = C.max_depth + 1;
+  return C.f;
+}

@@ -1,0 +1,232 @@
+/* tensor.h - masked tensors: storage, views, and the operations the VM and
+ * the standard library call.
+ *
+ * Vocabulary (ggml's): a tensor has a dtype, a shape, strides (in elements)
+ * and an offset into refcounted storage; views share storage. A masked
+ * tensor additionally points at a validity mask: a plain bool tensor of the
+ * same shape (possibly a broadcast view with zero strides), True = valid, as
+ * in torch.masked. A plain tensor has mask == NULL.
+ *
+ * Tensors are values: no operation here changes a tensor it was given.
+ *
+ * Ownership: every function returning mq_tensor* returns a tensor owned by
+ * the state's pool (vm/state.h): valid until the current operation ends,
+ * retained by whoever keeps it. It may also return one of its arguments
+ * unchanged (e.g. contiguous() of a contiguous tensor); that is fine because
+ * the caller retains whatever it keeps. Errors are raised with mq_error().
+ */
+#ifndef MQ_TENSOR_H
+#define MQ_TENSOR_H
+
+#include "../vm/state.h"
+
+/* Promotion order is the enum order: bool < int64 < float32 < float64. */
+#define MQ_DTYPES(X)                                                           \
+  X(BOOL, bool, uint8_t, "bool")                                               \
+  X(I64, int64, int64_t, "int64")                                              \
+  X(F32, float32, float, "float32")                                            \
+  X(F64, float64, double, "float64")
+
+typedef enum mq_dtype {
+#define X(E, n, T, s) MQ_DT_##E,
+  MQ_DTYPES(X)
+#undef X
+  MQ_DT__COUNT
+} mq_dtype;
+
+MQ_INTERNAL const char *mq_dtype_name(mq_dtype dt); /* "float32" */
+MQ_INTERNAL size_t mq_dtype_size(mq_dtype dt);
+static inline bool mq_dtype_is_float(mq_dtype dt) { return dt >= MQ_DT_F32; }
+
+/* Refcounted memory shared by views. If [release] is set the memory belongs
+ * to a host (masq.h wrap); release(release_ud) is called when the last view
+ * goes away instead of freeing it. */
+typedef struct mq_storage {
+  uint32_t rc;
+  size_t nbytes;
+  void *data;
+  void (*release)(void *ud);
+  void *release_ud;
+} mq_storage;
+
+struct mq_gradnode; /* autograd (runtime/autograd.h, later) */
+
+struct mq_tensor {
+  mq_obj hdr;
+  uint8_t dtype; /* mq_dtype */
+  uint8_t ndim;
+  bool weak;     /* a 0-d tensor made from a number literal: promotes like a
+                    Python scalar (does not widen a tensor's dtype) */
+  bool requires_grad;
+  int64_t numel;
+  int64_t shape[MQ_MAX_DIMS];
+  int64_t strides[MQ_MAX_DIMS]; /* in elements; 0 for broadcast dims */
+  int64_t offset;               /* in elements */
+  mq_storage *storage;
+  mq_tensor *mask; /* NULL: plain; else plain bool, same shape, True = valid */
+  /* autograd, filled in by the autograd issue */
+  mq_tensor *grad;
+  struct mq_gradnode *node;
+};
+
+/* Address of element 0 of the view. */
+static inline void *mq_tensor_data(const mq_tensor *t) {
+  return (char *)t->storage->data + (size_t)t->offset * mq_dtype_size((mq_dtype)t->dtype);
+}
+
+/* --- creation ------------------------------------------------------------ */
+
+/* A new contiguous plain tensor, uninitialized. */
+MQ_INTERNAL mq_tensor *mq_tensor_new(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape);
+/* Filled with [value] (converted to dt). */
+MQ_INTERNAL mq_tensor *mq_tensor_full(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape,
+                                      double value);
+/* A 0-d tensor. */
+MQ_INTERNAL mq_tensor *mq_tensor_scalar(mq_state *S, mq_dtype dt, double value);
+MQ_INTERNAL mq_tensor *mq_tensor_scalar_i64(mq_state *S, int64_t value);
+/* A view of [base]'s storage with the given geometry; the mask (if any) is
+ * NOT carried over: set it with mq_tensor_set_mask(). */
+MQ_INTERNAL mq_tensor *mq_tensor_view(mq_state *S, const mq_tensor *base, int ndim,
+                                      const int64_t *shape, const int64_t *strides,
+                                      int64_t offset);
+/* Attaches [mask] (plain bool, same shape as t, retained) to a tensor that was
+ * just created and has no mask yet. */
+MQ_INTERNAL void mq_tensor_set_mask(mq_state *S, mq_tensor *t, mq_tensor *mask);
+/* Converts a value to a tensor: a tensor as is; a number or bool to a weak
+ * 0-d tensor (int -> int64, float -> float32, bool -> bool); a list of
+ * numbers (nested, rectangular) to a tensor. [what] names the argument in
+ * errors ("x", "mask"). */
+MQ_INTERNAL mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what);
+
+MQ_INTERNAL mq_tensor *mq_arange(mq_state *S, double start, double stop, double step,
+                                 mq_dtype dt);
+MQ_INTERNAL mq_tensor *mq_rand(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt);
+MQ_INTERNAL mq_tensor *mq_randn(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt);
+
+/* --- geometry ------------------------------------------------------------ */
+
+MQ_INTERNAL bool mq_tensor_is_contiguous(const mq_tensor *t);
+/* [t] itself if contiguous, else a contiguous copy (mask copied too). */
+MQ_INTERNAL mq_tensor *mq_contiguous(mq_state *S, mq_tensor *t);
+/* [t] converted to [dt] (the mask is kept). */
+MQ_INTERNAL mq_tensor *mq_astype(mq_state *S, mq_tensor *t, mq_dtype dt);
+/* Broadcasts shapes a and b (numpy rules) into out; error shows both. */
+MQ_INTERNAL int mq_broadcast_shapes(mq_state *S, int na, const int64_t *a, int nb,
+                                    const int64_t *b, int64_t *out);
+/* A view of [t] broadcast to [shape] (zero strides; mask follows). */
+MQ_INTERNAL mq_tensor *mq_expand(mq_state *S, mq_tensor *t, int ndim, const int64_t *shape);
+/* "(2, 3)" into a small buffer, for messages. */
+MQ_INTERNAL const char *mq_shape_str(mq_state *S, int ndim, const int64_t *shape);
+/* Normalizes a possibly negative [dim] for a tensor of [ndim] dims; error
+ * "dimension 5 out of range for a 2-d tensor (expected -2 to 1)". */
+MQ_INTERNAL int mq_norm_dim(mq_state *S, int64_t dim, int ndim);
+
+/* Indexing: one item per entry of x[...]. */
+typedef enum mq_index_kind {
+  MQ_IX_INT,      /* select: removes the dim */
+  MQ_IX_SLICE,    /* start/stop/step with has_* flags (python semantics, clamped) */
+  MQ_IX_NEWAXIS,  /* `none` */
+  MQ_IX_ELLIPSIS  /* `...` */
+} mq_index_kind;
+typedef struct mq_index_item {
+  uint8_t kind;
+  bool has_start, has_stop, has_step;
+  int64_t start, stop, step; /* for INT: start is the index */
+} mq_index_item;
+/* Returns a view; the mask is indexed the same way. Out-of-range ints, step
+ * <= 0, too many indices are errors. */
+MQ_INTERNAL mq_tensor *mq_index(mq_state *S, mq_tensor *t, const mq_index_item *items, int n);
+
+/* --- masks --------------------------------------------------------------- */
+
+/* masked(data, mask): mask must be bool and broadcastable to data's shape
+ * (an extension of torch, which wants equal shapes). data must be plain. */
+MQ_INTERNAL mq_tensor *mq_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
+MQ_INTERNAL mq_tensor *mq_get_data(mq_state *S, mq_tensor *t); /* plain view */
+/* The mask as a plain bool tensor; all True for a plain tensor. */
+MQ_INTERNAL mq_tensor *mq_get_mask(mq_state *S, mq_tensor *t);
+/* Plain tensor with masked-out entries replaced by [fill] (dtype of data). */
+MQ_INTERNAL mq_tensor *mq_to_tensor(mq_state *S, mq_tensor *t, double fill);
+
+/* --- elementwise ---------------------------------------------------------- */
+
+#define MQ_UNARY_OPS(X)                                                        \
+  X(NEG, "neg") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") X(ABS, "abs")     \
+  X(BITNOT, "bitwise_not")
+
+typedef enum mq_unop {
+#define X(E, s) MQ_UN_##E,
+  MQ_UNARY_OPS(X)
+#undef X
+  MQ_UN__COUNT
+} mq_unop;
+
+#define MQ_BINARY_OPS(X)                                                       \
+  X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow")       \
+  X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge") X(EQ, "eq") X(NE, "ne")     \
+  X(BAND, "bitwise_and") X(BOR, "bitwise_or") X(BXOR, "bitwise_xor")
+
+typedef enum mq_binop {
+#define X(E, s) MQ_BIN_##E,
+  MQ_BINARY_OPS(X)
+#undef X
+  MQ_BIN__COUNT
+} mq_binop;
+
+/* Unary op; the mask is kept. Integer/bool inputs to exp/log/sqrt compute in
+ * float32. bitwise_not needs bool or int64. */
+MQ_INTERNAL mq_tensor *mq_unary(mq_state *S, mq_unop op, mq_tensor *t);
+/* Binary op with numpy broadcasting and torch's type promotion (weak
+ * scalars included). Masks: two masked operands need equal masks (error says
+ * how many positions differ); a plain operand takes the masked one's mask,
+ * broadcast to the result shape. Comparisons give bool; div of ints gives
+ * float32. */
+MQ_INTERNAL mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b);
+/* where(cond, a, b): cond plain bool; data and mask picked from a or b
+ * (a plain branch counts as all valid), masks need not match. */
+MQ_INTERNAL mq_tensor *mq_where(mq_state *S, mq_tensor *cond, mq_tensor *a, mq_tensor *b);
+/* torch's result_type over [n] operands: dimensioned tensors, then 0-d
+ * tensors, then weak scalars (the default dtype of their category); a lower
+ * tier only counts when its category (bool < int < float) is higher. */
+MQ_INTERNAL mq_dtype mq_result_type(int n, mq_tensor *const *ts);
+
+/* --- reductions ----------------------------------------------------------- */
+
+#define MQ_REDUCE_OPS(X) X(SUM, "sum") X(MEAN, "mean") X(AMAX, "amax") X(AMIN, "amin")
+
+typedef enum mq_redop {
+#define X(E, s) MQ_RED_##E,
+  MQ_REDUCE_OPS(X)
+#undef X
+  MQ_RED__COUNT
+} mq_redop;
+
+/* Reduces over the dims listed in [dims] ([ndims] of them, already
+ * normalized and distinct), or over everything when ndims == 0 (a 0-d
+ * result). Masked-out entries are ignored; an output position with no valid
+ * input is masked out (data: the identity, or NaN for mean). A masked input
+ * gives a masked result; a plain input a plain result. */
+MQ_INTERNAL mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims,
+                                 const int *dims, bool keepdim);
+
+/* Softmax along [dim] over the valid entries of each slice; masked-out
+ * entries of a partly valid slice hold 0, a fully masked slice holds NaN and
+ * stays masked out. The result keeps the input's mask. Ints compute in
+ * float32. */
+MQ_INTERNAL mq_tensor *mq_softmax(mq_state *S, mq_tensor *t, int dim);
+
+/* --- scalars and printing -------------------------------------------------- */
+
+/* The single element of a one-element tensor as a double; errors if it has
+ * more than one element or is masked out. */
+MQ_INTERNAL double mq_tensor_item(mq_state *S, mq_tensor *t);
+/* Appends the printed form: "MaskedTensor(...)" for masked tensors, torch's
+ * "tensor(...)" for plain ones. [color]: masked-out entries dim (ANSI). */
+MQ_INTERNAL void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color);
+/* "float32 tensor (2, 3), masked" for :vars. */
+MQ_INTERNAL void mq_tensor_summary(mq_state *S, mq_buf *b, const mq_tensor *t);
+
+/* Frees a tensor whose refcount reached zero (called by mq_obj_free). */
+MQ_INTERNAL void mq_tensor_free(mq_state *S, mq_tensor *t);
+
+#endif

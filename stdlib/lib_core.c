@@ -1,0 +1,205 @@
+/* lib_core.c - the first builtins: masks, creation, elementwise math,
+ * reductions, softmax, where, print. Each is a thin binding of a runtime
+ * operation; the signature string is the binding spec and the help text. */
+#include <math.h>
+
+#include "../vm/globals.h"
+#include "stdlib.h"
+
+#define T(i, what) mq_arg_tensor(S, args[i], what)
+#define RET(t) return mq_objv(t)
+
+/* --- masks ------------------------------------------------------------------- */
+
+static mq_value lib_masked(mq_state *S, mq_value *args) {
+  RET(mq_masked(S, T(0, "data"), T(1, "mask")));
+}
+static mq_value lib_get_data(mq_state *S, mq_value *args) { RET(mq_get_data(S, T(0, "x"))); }
+static mq_value lib_get_mask(mq_state *S, mq_value *args) { RET(mq_get_mask(S, T(0, "x"))); }
+static mq_value lib_to_tensor(mq_state *S, mq_value *args) {
+  RET(mq_to_tensor(S, T(0, "x"), mq_arg_number(S, args[1], "fill")));
+}
+static mq_value lib_is_masked(mq_state *S, mq_value *args) {
+  return mq_bool(mq_is_tensor(args[0]) && mq_as_tensor(args[0])->mask != NULL);
+}
+
+/* --- creation ------------------------------------------------------------------ */
+
+static mq_value lib_tensor(mq_state *S, mq_value *args) {
+  mq_tensor *t = T(0, "data");
+  mq_dtype dt = mq_arg_dtype(S, args[1], (mq_dtype)t->dtype);
+  if (t->weak) {
+    /* tensor(3) is an ordinary 0-d tensor, no longer a weak scalar. */
+    if (dt == MQ_DT_I64 && t->dtype == MQ_DT_I64)
+      RET(mq_tensor_scalar_i64(S, *(const int64_t *)mq_tensor_data(t)));
+    RET(mq_tensor_scalar(S, dt, mq_tensor_item(S, t)));
+  }
+  RET(mq_astype(S, t, dt));
+}
+
+static mq_value filled(mq_state *S, mq_value *args, double v) {
+  int64_t shape[MQ_MAX_DIMS];
+  int nd = mq_arg_shape(S, args[0], shape, "shape");
+  RET(mq_tensor_full(S, mq_arg_dtype(S, args[1], MQ_DT_F32), nd, shape, v));
+}
+static mq_value lib_zeros(mq_state *S, mq_value *args) { return filled(S, args, 0); }
+static mq_value lib_ones(mq_state *S, mq_value *args) { return filled(S, args, 1); }
+
+static mq_value lib_arange(mq_state *S, mq_value *args) {
+  /* arange(stop), arange(start, stop), arange(start, stop, step) */
+  mq_value a = args[0], b = args[1], c = args[2];
+  bool any_float = a.type == MQ_FLOAT || b.type == MQ_FLOAT || c.type == MQ_FLOAT;
+  double start = 0, stop, step = 1;
+  if (b.type == MQ_NONE) {
+    stop = mq_arg_number(S, a, "stop");
+  } else {
+    start = mq_arg_number(S, a, "start");
+    stop = mq_arg_number(S, b, "stop");
+    if (c.type != MQ_NONE) step = mq_arg_number(S, c, "step");
+  }
+  RET(mq_arange(S, start, stop, step, mq_arg_dtype(S, args[3], any_float ? MQ_DT_F32 : MQ_DT_I64)));
+}
+
+static mq_value random_tensor(mq_state *S, mq_value *args, bool normal) {
+  int64_t shape[MQ_MAX_DIMS];
+  int nd = mq_arg_shape(S, args[0], shape, "shape");
+  mq_dtype dt = mq_arg_dtype(S, args[1], MQ_DT_F32);
+  if (!mq_dtype_is_float(dt)) mq_error(S, "random tensors must have a float dtype");
+  RET(normal ? mq_randn(S, nd, shape, dt) : mq_rand(S, nd, shape, dt));
+}
+static mq_value lib_rand(mq_state *S, mq_value *args) { return random_tensor(S, args, false); }
+static mq_value lib_randn(mq_state *S, mq_value *args) { return random_tensor(S, args, true); }
+
+static mq_value lib_seed(mq_state *S, mq_value *args) {
+  mq_rng_seed(S, (uint64_t)mq_arg_int(S, args[0], "n"));
+  return mq_none();
+}
+
+/* --- elementwise ------------------------------------------------------------------ */
+
+#define UNARY(name, OP)                                                        \
+  static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
+    RET(mq_unary(S, OP, T(0, "x")));                                           \
+  }
+UNARY(neg, MQ_UN_NEG)
+UNARY(exp, MQ_UN_EXP)
+UNARY(log, MQ_UN_LOG)
+UNARY(sqrt, MQ_UN_SQRT)
+UNARY(abs, MQ_UN_ABS)
+
+static mq_value lib_where(mq_state *S, mq_value *args) {
+  RET(mq_where(S, T(0, "cond"), T(1, "a"), T(2, "b")));
+}
+
+/* --- reductions --------------------------------------------------------------------- */
+
+/* dim: none (everything), an int, or a list of ints. */
+static int reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
+  if (v.type == MQ_NONE) return 0;
+  int n = 0;
+  if (mq_is_obj(v, MQ_O_LIST) || (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 1)) {
+    int64_t raw[MQ_MAX_DIMS];
+    mq_list *wrap = mq_list_new(S, 1);
+    mq_list_push(S, wrap, v);
+    n = mq_arg_shape(S, mq_objv(wrap), raw, "dim");
+    for (int i = 0; i < n; i++) dims[i] = mq_norm_dim(S, raw[i], t->ndim);
+  } else {
+    dims[n++] = mq_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++)
+      if (dims[i] == dims[j]) mq_error(S, "dimension %d appears twice in dim", dims[i]);
+  if (n == 0) mq_error(S, "dim must not be empty (use none to reduce everything)");
+  return n;
+}
+
+static mq_value reduce(mq_state *S, mq_value *args, mq_redop op) {
+  mq_tensor *t = T(0, "x");
+  int dims[MQ_MAX_DIMS];
+  int n = reduce_dims(S, args[1], t, dims);
+  RET(mq_reduce(S, op, t, n, dims, mq_arg_bool(S, args[2], "keepdim")));
+}
+static mq_value lib_sum(mq_state *S, mq_value *args) { return reduce(S, args, MQ_RED_SUM); }
+static mq_value lib_mean(mq_state *S, mq_value *args) { return reduce(S, args, MQ_RED_MEAN); }
+static mq_value lib_amax(mq_state *S, mq_value *args) { return reduce(S, args, MQ_RED_AMAX); }
+static mq_value lib_amin(mq_state *S, mq_value *args) { return reduce(S, args, MQ_RED_AMIN); }
+
+static mq_value lib_softmax(mq_state *S, mq_value *args) {
+  mq_tensor *t = T(0, "x");
+  RET(mq_softmax(S, t, mq_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim)));
+}
+
+/* --- info ------------------------------------------------------------------------------ */
+
+static mq_value lib_shape(mq_state *S, mq_value *args) {
+  mq_tensor *t = T(0, "x");
+  mq_list *l = mq_list_new(S, t->ndim);
+  for (int i = 0; i < t->ndim; i++) mq_list_push(S, l, mq_int(t->shape[i]));
+  RET(l);
+}
+static mq_value lib_ndim(mq_state *S, mq_value *args) { return mq_int(T(0, "x")->ndim); }
+static mq_value lib_numel(mq_state *S, mq_value *args) { return mq_int(T(0, "x")->numel); }
+static mq_value lib_dtype(mq_state *S, mq_value *args) {
+  const char *name = mq_dtype_name((mq_dtype)T(0, "x")->dtype);
+  RET(mq_string_new(S, name, strlen(name)));
+}
+static mq_value lib_item(mq_state *S, mq_value *args) {
+  mq_tensor *t = T(0, "x");
+  double v = mq_tensor_item(S, t);
+  if (t->dtype == MQ_DT_BOOL) return mq_bool(v != 0);
+  if (t->dtype == MQ_DT_I64) return mq_int((int64_t)v);
+  return mq_float(v);
+}
+
+/* --- output ------------------------------------------------------------------------------ */
+
+static mq_value lib_print(mq_state *S, mq_value *args) {
+  mq_list *l = mq_as_list(args[0]);
+  const char *sep = mq_is_obj(args[1], MQ_O_STRING) ? mq_as_string(args[1])->chars : " ";
+  const char *end = mq_is_obj(args[2], MQ_O_STRING) ? mq_as_string(args[2])->chars : "\n";
+  S->out.len = 0;
+  for (int i = 0; i < l->len; i++) {
+    if (i) mq_buf_puts(S, &S->out, sep);
+    mq_value_format(S, &S->out, l->items[i]);
+  }
+  mq_buf_puts(S, &S->out, end);
+  mq_write(S, S->out.data, S->out.len);
+  return mq_none();
+}
+
+const mq_libfn mq_lib_core[] = {
+    {"masked(data, mask)", lib_masked,
+     "a masked tensor: data where mask is true, masked out (--) elsewhere; mask broadcasts"},
+    {"get_data(x)", lib_get_data, "the data of a masked tensor, masked-out entries included"},
+    {"get_mask(x)", lib_get_mask, "the validity mask as a bool tensor (true = valid)"},
+    {"to_tensor(x, fill)", lib_to_tensor, "a plain tensor with masked-out entries set to fill"},
+    {"is_masked(x)", lib_is_masked, "true if x is a masked tensor"},
+    {"tensor(data, dtype=none)", lib_tensor, "a tensor from a number or nested list"},
+    {"zeros(*shape, dtype=none)", lib_zeros, "a tensor of zeros (float32 unless dtype is given)"},
+    {"ones(*shape, dtype=none)", lib_ones, "a tensor of ones (float32 unless dtype is given)"},
+    {"arange(start, stop=none, step=none, dtype=none)", lib_arange,
+     "evenly spaced values in [start, stop); arange(n) is 0 .. n-1"},
+    {"rand(*shape, dtype=none)", lib_rand, "uniform random numbers in [0, 1)"},
+    {"randn(*shape, dtype=none)", lib_randn, "standard normal random numbers"},
+    {"seed(n)", lib_seed, "reseed the random generator of rand and randn"},
+    {"neg(x)", lib_neg, "-x elementwise"},
+    {"exp(x)", lib_exp, "e**x elementwise"},
+    {"log(x)", lib_log, "natural logarithm elementwise"},
+    {"sqrt(x)", lib_sqrt, "square root elementwise"},
+    {"abs(x)", lib_abs, "absolute value elementwise"},
+    {"where(cond, a, b)", lib_where,
+     "a where cond is true, else b; the mask is picked the same way"},
+    {"sum(x, dim=none, keepdim=false)", lib_sum, "sum of the valid entries"},
+    {"mean(x, dim=none, keepdim=false)", lib_mean, "mean of the valid entries"},
+    {"amax(x, dim=none, keepdim=false)", lib_amax, "largest valid entry"},
+    {"amin(x, dim=none, keepdim=false)", lib_amin, "smallest valid entry"},
+    {"softmax(x, dim)", lib_softmax,
+     "softmax over the valid entries along dim; a fully masked slice stays masked"},
+    {"shape(x)", lib_shape, "the shape as a list of ints"},
+    {"ndim(x)", lib_ndim, "the number of dimensions"},
+    {"numel(x)", lib_numel, "the number of elements"},
+    {"dtype(x)", lib_dtype, "the dtype name: \"bool\", \"int64\", \"float32\" or \"float64\""},
+    {"item(x)", lib_item, "the value of a one-element tensor as a number"},
+    {"print(*values, sep=\" \", end=\"\\n\")", lib_print, "print values separated by sep"},
+    {NULL, NULL, NULL},
+};

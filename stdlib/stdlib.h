@@ -1,0 +1,60 @@
+/* stdlib.h - the table of builtins and the argument binder.
+ *
+ * A builtin is declared by its signature string, which is also its
+ * documentation and the spec its arguments are bound by:
+ *
+ *   {"softmax(x, dim)", lib_softmax, "softmax over the valid entries along dim"}
+ *   {"sum(x, dim=none, keepdim=false)", ...}
+ *   {"zeros(*shape, dtype=none)", ...}      -- *rest collects into a list
+ *
+ * Before the C function runs, positional and keyword arguments are matched
+ * to the parameters, defaults filled in, and a *rest parameter gets a list;
+ * the function receives exactly one value per parameter, in order. */
+#ifndef MQ_STDLIB_H
+#define MQ_STDLIB_H
+
+#include "../runtime/tensor.h"
+#include "../vm/state.h"
+
+/* Returns a borrowed or pool-owned value (the VM retains what it keeps). */
+typedef mq_value (*mq_cfn)(mq_state *S, mq_value *args);
+
+typedef struct mq_libfn {
+  const char *sig;
+  mq_cfn fn;
+  const char *doc;
+} mq_libfn;
+
+/* A builtin as bound at open: the parsed signature. */
+typedef struct mq_builtin {
+  const char *name; /* points into [name_buf] */
+  char *name_buf;
+  const mq_libfn *def;
+  int nparams;
+  int rest;          /* index of the *rest parameter, or -1 */
+  char **pnames;
+  mq_value *defaults;
+  bool *required;
+} mq_builtin;
+
+/* Binds the library's table into S->builtins and global slots. */
+MQ_INTERNAL void mq_stdlib_open(mq_state *S);
+MQ_INTERNAL void mq_stdlib_close(mq_state *S);
+
+/* Calls builtin [b] with [nargs] values at [argv], the last [nkw] of which
+ * are keyword arguments named by [kwnames] (a list of strings). */
+MQ_INTERNAL mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv,
+                                     int nargs, int nkw, const mq_list *kwnames);
+
+/* --- argument helpers for builtins ---------------------------------------- */
+
+MQ_INTERNAL mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what);
+MQ_INTERNAL int64_t mq_arg_int(mq_state *S, mq_value v, const char *what);
+MQ_INTERNAL double mq_arg_number(mq_state *S, mq_value v, const char *what);
+MQ_INTERNAL bool mq_arg_bool(mq_state *S, mq_value v, const char *what);
+/* A shape from a list of ints, or from one list argument inside [v]. */
+MQ_INTERNAL int mq_arg_shape(mq_state *S, mq_value v, int64_t *shape, const char *what);
+/* none -> [dflt]; otherwise a dtype name string or a dtype constant. */
+MQ_INTERNAL mq_dtype mq_arg_dtype(mq_state *S, mq_value v, mq_dtype dflt);
+
+#endif

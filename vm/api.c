@@ -1,0 +1,351 @@
+/* api.c - include/masq.h: every entry point is a protected boundary that
+ * turns internal errors (longjmps) into a masq_status and a diagnostic. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../parser/ast.h"
+#include "../parser/compiler.h"
+#include "../runtime/tensor.h"
+#include "../stdlib/stdlib.h"
+#include "chunk.h"
+#include "diag.h"
+#include "globals.h"
+#include "vm.h"
+
+static void *default_alloc(void *ud, void *p, size_t osize, size_t nsize) {
+  (void)ud;
+  (void)osize;
+  if (nsize == 0) {
+    free(p);
+    return NULL;
+  }
+  return realloc(p, nsize);
+}
+
+void masq_config_init(masq_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+}
+
+static void open_library(mq_state *S, void *ud) {
+  (void)ud;
+  mq_stdlib_open(S);
+  mq_rng_seed(S, 0);
+}
+
+masq_state *masq_open(const masq_config *cfg) {
+  masq_config c;
+  if (cfg) c = *cfg;
+  else masq_config_init(&c);
+  if (!c.alloc) c.alloc = default_alloc;
+  mq_state *S = c.alloc(c.alloc_ud, NULL, 0, sizeof *S);
+  if (!S) return NULL;
+  memset(S, 0, sizeof *S);
+  S->cfg = c;
+  S->mem_used = sizeof *S;
+  if (mq_protect(S, open_library, NULL) != MASQ_OK) {
+    masq_close(S);
+    return NULL;
+  }
+  return S;
+}
+
+void masq_close(masq_state *S) {
+  if (!S) return;
+  mq_vm_unwind(S, 0, 0);
+  mq_pool_drain(S, 0);
+  mq_globals_free(S);
+  mq_stdlib_close(S);
+  mq_sources_free(S);
+  mq_free(S, S->stack, (size_t)S->stack_cap * sizeof *S->stack);
+  mq_free(S, S->frames, (size_t)S->frames_cap * sizeof *S->frames);
+  mq_free(S, S->pool, S->pool_cap * sizeof *S->pool);
+  mq_buf_free(S, &S->err_message);
+  mq_buf_free(S, &S->err_rendered);
+  mq_buf_free(S, &S->out);
+  mq_strfree(S, S->err_chunk);
+  S->cfg.alloc(S->cfg.alloc_ud, S, sizeof *S, 0);
+}
+
+/* --- errors ----------------------------------------------------------------------- */
+
+static void clear_error(mq_state *S) {
+  S->err.status = MASQ_OK;
+  S->err.message = S->err.rendered = S->err.chunkname = NULL;
+  S->err.line = S->err.column = S->err.end_column = 0;
+  S->err_has_span = false;
+}
+
+typedef struct error_job {
+  masq_status status;
+  const mq_source *src;
+  const mq_span *span;
+  const char *message; /* NULL: the message of the error just caught */
+} error_job;
+
+static void record_error(mq_state *S, void *ud) {
+  error_job *job = ud;
+  const char *msg = job->message ? job->message : S->err_message.data;
+  mq_diag_set_error(S, job->status, job->src, job->span, msg ? msg : "error");
+}
+
+/* Records an error, located at [span] if known. Rendering allocates; if even
+ * that fails we fall back to static text. */
+static masq_status fail_with(mq_state *S, masq_status st, const mq_source *src,
+                             const mq_span *span, const char *message) {
+  error_job job = {st, src, span, message};
+  if (mq_protect(S, record_error, &job) != MASQ_OK) {
+    S->err.status = st;
+    S->err.message = S->err.rendered = "error: out of memory while reporting an error\n";
+    S->err.line = S->err.column = S->err.end_column = 0;
+  }
+  if (S->cfg.error) S->cfg.error(S->cfg.error_ud, S->err.rendered);
+  return st;
+}
+
+static masq_status fail(mq_state *S, masq_status st, const mq_source *src, const mq_span *span) {
+  return fail_with(S, st, src, span, NULL);
+}
+
+const masq_error *masq_last_error(const masq_state *S) { return &S->err; }
+
+void masq_interrupt(masq_state *S) { S->interrupted = 1; }
+
+/* --- eval ----------------------------------------------------------------------------- */
+
+typedef struct syntax_errors {
+  mq_state *S;
+  const mq_source *src;
+  int count;
+  mq_buf rendered;
+  mq_buf first_message;
+  mq_span first_span;
+} syntax_errors;
+
+static void report_syntax(void *ud, mq_span span, const char *message) {
+  syntax_errors *e = ud;
+  if (e->count++ == 0) {
+    mq_buf_puts(e->S, &e->first_message, message);
+    e->first_span = span;
+  }
+  mq_diag_render(e->S, &e->rendered, e->src, span, "error", message, e->S->cfg.color);
+}
+
+typedef struct eval_job {
+  const char *text;
+  size_t len;
+  const char *name;
+  int flags;
+  const char *purpose; /* NULL: run; "dis": disassemble */
+  mq_source *src;
+  masq_status parse_status;
+  syntax_errors errs;
+  mq_arena arena;
+  int stack_len, nframes;
+  mq_function *fn;
+} eval_job;
+
+static void eval_protected(mq_state *S, void *ud) {
+  eval_job *job = ud;
+  job->src = mq_source_new(S, job->name, job->text, job->len);
+  mq_arena_init(&job->arena, S);
+  mq_node *program = NULL;
+  job->errs.S = S;
+  job->errs.src = job->src;
+  mq_parse_status ps = mq_parse(&job->arena, job->src, (job->flags & MASQ_EVAL_PARTIAL) != 0,
+                                report_syntax, &job->errs, &program);
+  if (ps == MQ_PARSE_INCOMPLETE) {
+    job->parse_status = MASQ_INCOMPLETE;
+    return;
+  }
+  if (ps == MQ_PARSE_ERROR) {
+    job->parse_status = MASQ_ERR_SYNTAX;
+    return;
+  }
+  job->fn = mq_compile(S, program, job->src, (job->flags & MASQ_EVAL_ECHO) != 0);
+  mq_arena_free(&job->arena);
+  if (job->purpose) {
+    S->out.len = 0;
+    mq_chunk_disassemble(S, &S->out, job->fn);
+    mq_write(S, S->out.data, S->out.len);
+    return;
+  }
+  mq_value r = mq_vm_run(S, job->fn, (job->flags & MASQ_EVAL_ECHO) != 0);
+  mq_release(S, r);
+}
+
+/* Forgets the newest source if nothing refers to it (an incomplete or
+ * unparsable REPL line). */
+static void drop_source(mq_state *S, mq_source *src) {
+  if (!src || S->sources != src) return;
+  S->sources = src->next;
+  src->next = NULL;
+  mq_strfree(S, src->name);
+  mq_free(S, src->text, src->len + 1);
+  mq_free(S, src, sizeof *src);
+}
+
+static masq_status run_eval(mq_state *S, eval_job *job) {
+  clear_error(S);
+  S->interrupted = 0;
+  size_t mark = mq_pool_mark(S);
+  job->stack_len = S->stack_len;
+  job->nframes = S->nframes;
+  mq_arena_init(&job->arena, S);
+  masq_status st = mq_protect(S, eval_protected, job);
+  mq_arena_free(&job->arena);
+  masq_status result = st;
+  if (st != MASQ_OK) {
+    const mq_source *src = job->src;
+    mq_span span;
+    bool located = false;
+    if (S->err_has_span) {
+      span = S->err_span;
+      located = true;
+    } else if (mq_vm_error_span(S, &src, &span)) {
+      located = true;
+    }
+    mq_vm_unwind(S, job->stack_len, job->nframes);
+    mq_pool_drain(S, mark);
+    fail(S, st, src, located ? &span : NULL);
+  } else if (job->parse_status == MASQ_ERR_SYNTAX) {
+    result = MASQ_ERR_SYNTAX;
+    mq_buf_free(S, &S->err_message);
+    S->err_message = job->errs.first_message;
+    job->errs.first_message = (mq_buf){0};
+    mq_buf_free(S, &S->err_rendered);
+    S->err_rendered = job->errs.rendered;
+    job->errs.rendered = (mq_buf){0};
+    mq_strfree(S, S->err_chunk);
+    S->err_chunk = NULL;
+    S->err.status = MASQ_ERR_SYNTAX;
+    S->err.message = S->err_message.data;
+    S->err.rendered = S->err_rendered.data;
+    S->err.chunkname = job->src->name;
+    S->err.line = job->errs.first_span.line;
+    S->err.column = job->errs.first_span.col;
+    S->err.end_column = job->errs.first_span.end_col;
+    if (S->cfg.error) S->cfg.error(S->cfg.error_ud, S->err.rendered);
+    drop_source(S, job->src);
+  } else if (job->parse_status == MASQ_INCOMPLETE) {
+    result = MASQ_INCOMPLETE;
+    drop_source(S, job->src);
+  }
+  mq_buf_free(S, &job->errs.rendered);
+  mq_buf_free(S, &job->errs.first_message);
+  mq_pool_drain(S, mark);
+  return result;
+}
+
+masq_status masq_eval(masq_state *S, const char *source, size_t len, const char *chunkname,
+                      int flags) {
+  eval_job job;
+  memset(&job, 0, sizeof job);
+  job.text = source;
+  job.len = len;
+  job.name = chunkname ? chunkname : "<string>";
+  job.flags = flags;
+  return run_eval(S, &job);
+}
+
+masq_status masq_disassemble(masq_state *S, const char *source, size_t len,
+                             const char *chunkname) {
+  eval_job job;
+  memset(&job, 0, sizeof job);
+  job.text = source;
+  job.len = len;
+  job.name = chunkname ? chunkname : "<string>";
+  job.purpose = "dis";
+  return run_eval(S, &job);
+}
+
+typedef struct file_job {
+  const char *path;
+  FILE *fp; /* closed by the caller, also when reading fails */
+  char *text;
+  size_t len, cap;
+} file_job;
+
+static void read_file(mq_state *S, void *ud) {
+  file_job *fj = ud;
+  for (;;) {
+    if (fj->len + 4096 + 1 > fj->cap) {
+      size_t nc = fj->cap ? fj->cap * 2 : 8192;
+      fj->text = mq_realloc(S, fj->text, fj->cap, nc);
+      fj->cap = nc;
+    }
+    size_t n = fread(fj->text + fj->len, 1, fj->cap - fj->len - 1, fj->fp);
+    fj->len += n;
+    if (n == 0) break;
+  }
+  if (ferror(fj->fp)) mq_throw(S, MASQ_ERR_USAGE, "cannot read '%s': %s", fj->path, strerror(errno));
+  fj->text[fj->len] = '\0';
+}
+
+masq_status masq_eval_file(masq_state *S, const char *path) {
+  clear_error(S);
+  file_job fj = {path, fopen(path, "rb"), NULL, 0, 0};
+  masq_status st;
+  if (!fj.fp) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "cannot open '%s': %s", path, strerror(errno));
+    return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, msg);
+  }
+  st = mq_protect(S, read_file, &fj);
+  fclose(fj.fp);
+  if (st == MASQ_OK) st = masq_eval(S, fj.text, fj.len, path, 0);
+  else st = fail(S, st, NULL, NULL);
+  mq_free(S, fj.text, fj.cap);
+  return st;
+}
+
+/* --- introspection for the REPL ---------------------------------------------------------- */
+
+void masq_complete(masq_state *S, const char *prefix, void (*fn)(void *ud, const char *name),
+                   void *ud) {
+  size_t n = strlen(prefix);
+  for (int i = 0; i < S->nglobals; i++) {
+    const mq_global *g = &S->globals[i];
+    if (g->defined && strncmp(g->name, prefix, n) == 0) fn(ud, g->name);
+  }
+}
+
+const char *masq_doc(masq_state *S, const char *name) {
+  for (int i = 0; i < S->nbuiltins; i++)
+    if (strcmp(S->builtins[i].name, name) == 0) return S->builtins[i].def->doc;
+  return NULL;
+}
+
+typedef struct globals_job {
+  int index;
+  mq_buf summary;
+} globals_job;
+
+static void summarize(mq_state *S, void *ud) {
+  globals_job *job = ud;
+  mq_value v = S->globals[job->index].value;
+  job->summary.len = 0;
+  if (mq_is_tensor(v)) {
+    mq_tensor_summary(S, &job->summary, mq_as_tensor(v));
+  } else {
+    mq_buf_printf(S, &job->summary, "%s ", mq_type_name(v));
+    size_t at = job->summary.len;
+    mq_value_format(S, &job->summary, v);
+    if (job->summary.len - at > 60) {
+      job->summary.len = at + 57;
+      mq_buf_puts(S, &job->summary, "...");
+    }
+  }
+}
+
+void masq_globals(masq_state *S, void (*fn)(void *ud, const char *name, const char *summary),
+                  void *ud) {
+  globals_job job = {0, {0}};
+  for (int i = 0; i < S->nglobals; i++) {
+    const mq_global *g = &S->globals[i];
+    if (!g->defined || g->builtin) continue;
+    job.index = i;
+    if (mq_protect(S, summarize, &job) == MASQ_OK) fn(ud, g->name, job.summary.data);
+  }
+  mq_buf_free(S, &job.summary);
+}

@@ -1,0 +1,38 @@
+/* chunk.h - compiled code: a function's bytecode, constants and the source
+ * span of every instruction byte (for caret diagnostics). */
+#ifndef MQ_CHUNK_H
+#define MQ_CHUNK_H
+
+#include "diag.h"
+#include "opcodes.h"
+#include "state.h"
+
+typedef struct mq_function {
+  mq_obj hdr;
+  char *name;               /* "<script>" for top-level code */
+  uint8_t *code;
+  mq_span *spans;           /* spans[i] belongs to code[i] */
+  int code_len, code_cap;
+  mq_value *consts;
+  int nconsts, consts_cap;
+  int nparams;
+  int nslots;               /* locals the frame needs */
+  const mq_source *src;
+} mq_function;
+
+/* A builtin as a value: an index into S->builtins. */
+typedef struct mq_builtin_obj {
+  mq_obj hdr;
+  int index;
+} mq_builtin_obj;
+
+/* A new function, owned by the pool like every new object. */
+MQ_INTERNAL mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src);
+MQ_INTERNAL void mq_function_free(mq_state *S, mq_function *f);
+MQ_INTERNAL void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span);
+/* Adds [v] (retained) to the constants, reusing an equal number or string. */
+MQ_INTERNAL int mq_chunk_const(mq_state *S, mq_function *f, mq_value v);
+/* Appends a `luac -l`-style listing of [f] to [b]. */
+MQ_INTERNAL void mq_chunk_disassemble(mq_state *S, mq_buf *b, const mq_function *f);
+
+#endif

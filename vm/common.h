@@ -1,0 +1,38 @@
+/* common.h - what every internal file of masq includes first.
+ *
+ * Naming: public API is masq_ (include/masq.h); internal cross-file symbols are
+ * mq_<module>_... and tagged MQ_INTERNAL so the shared library never exports them;
+ * file-static helpers carry no prefix. */
+#ifndef MQ_COMMON_H
+#define MQ_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "masq.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MQ_INTERNAL __attribute__((visibility("hidden"))) extern
+#define MQ_NORETURN __attribute__((noreturn))
+#define MQ_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define MQ_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MQ_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define MQ_INTERNAL extern
+#define MQ_NORETURN _Noreturn
+#define MQ_PRINTF(f, a)
+#define MQ_LIKELY(x) (x)
+#define MQ_UNLIKELY(x) (x)
+#endif
+
+/* A tensor has at most this many dimensions. Shapes and strides live inline in
+ * the tensor struct, so views cost one allocation; torch allows 64, but no
+ * masked-tensor program we know of goes past 6. */
+#define MQ_MAX_DIMS 8
+
+typedef struct mq_state mq_state;   /* the interpreter; masq_state in masq.h */
+typedef struct mq_tensor mq_tensor; /* runtime/tensor.h */
+
+#endif

@@ -1,0 +1,54 @@
+/* opcodes.h - the instruction set, one X-macro list that drives the opcode
+ * enum, the dispatch table of vm.c and the disassembler of chunk.c.
+ *
+ *   OP(name, operand bytes, stack effect, description)
+ *
+ * Operands are unsigned, little-endian. The stack effect is what the
+ * disassembler prints; -N means "pops N more than it pushes". Grep "ORDER OP"
+ * before reordering: nothing else depends on the order. */
+#ifndef MQ_OPCODES_H
+#define MQ_OPCODES_H
+
+#define MQ_OPCODES(OP)                                                              \
+  OP(CONST, 2, +1, "push constant K")                                              \
+  OP(NONE, 0, +1, "push none")                                                     \
+  OP(TRUE, 0, +1, "push true")                                                     \
+  OP(FALSE, 0, +1, "push false")                                                   \
+  OP(POP, 0, -1, "drop the top value")                                             \
+  OP(DUP, 0, +1, "push a copy of the top value")                                   \
+  OP(GET_GLOBAL, 2, +1, "push global slot G")                                      \
+  OP(SET_GLOBAL, 2, -1, "pop into global slot G")                                  \
+  OP(GET_LOCAL, 1, +1, "push local slot L")                                        \
+  OP(SET_LOCAL, 1, -1, "pop into local slot L")                                    \
+  OP(NEG, 0, 0, "negate the top value")                                            \
+  OP(BITNOT, 0, 0, "bitwise/logical not (~) of the top value")                     \
+  OP(NOT, 0, 0, "boolean `not` of the top value's truth")                          \
+  OP(BINARY, 1, -1, "apply binary operator B (an mq_binop_token) to the top two") \
+  OP(LIST, 2, 0, "pop N values, push them as a list (N - 1 less on the stack)")    \
+  OP(TENSORIZE, 0, 0, "a nested list whose leaves are all numbers becomes a tensor") \
+  OP(INDEX, 1, 0, "index: N item kinds follow as bytes; pops object and items")    \
+  OP(CALL, 1, 0, "call with A positional arguments")                               \
+  OP(CALL_KW, 3, 0, "call with A arguments, the last ones named by list K")        \
+  OP(ECHO, 0, -1, "pop; in echo mode print it and bind it to `_`")                 \
+  OP(JUMP, 2, 0, "jump forward by D")                                              \
+  OP(JUMP_IF_FALSE, 2, -1, "pop; jump forward by D if falsy")                      \
+  OP(JUMP_IF_FALSE_KEEP, 2, 0, "jump forward by D if the top is falsy, else pop")  \
+  OP(JUMP_IF_TRUE_KEEP, 2, 0, "jump forward by D if the top is truthy, else pop")  \
+  OP(LOOP, 2, 0, "jump backward by D (polls the interrupt flag)")                  \
+  OP(RETURN, 0, 0, "return the top value to the caller")
+
+typedef enum mq_opcode {
+#define OP(name, nbytes, effect, doc) MQ_OP_##name,
+  MQ_OPCODES(OP)
+#undef OP
+  MQ_OP__COUNT
+} mq_opcode;
+
+/* Index item kinds that follow an INDEX instruction, one byte each. */
+enum {
+  MQ_IXB_VALUE = 0,    /* one value: an int selects, none adds an axis */
+  MQ_IXB_ELLIPSIS = 1, /* no value */
+  MQ_IXB_SLICE = 8     /* | 1 start, | 2 stop, | 4 step: those values present */
+};
+
+#endif

@@ -1,0 +1,180 @@
+/* state.h - the interpreter state: memory accounting, the error boundary,
+ * and the pool that owns a running operation's temporaries.
+ *
+ * Error model (Lua's): any function may call mq_error(); it longjmps to the
+ * nearest mq_protect() on this state, which returns the status. Nothing leaks
+ * on the way, because everything a C function allocates while it runs is
+ * owned by the state's pool (mq_pool_*), and the protect boundary drains the
+ * pool back to the mark it took. Rule for runtime code:
+ *
+ *   - mq_tensor_new() and friends return tensors owned by the pool: never
+ *     release them yourself; they die when the current operation ends unless
+ *     somebody retained them (the VM retains the values it keeps).
+ *   - Scratch memory from mq_scratch() is owned by the pool the same way.
+ *   - Memory you want to outlive the operation (chunks, globals, ...) comes
+ *     from mq_alloc()/mq_free(), and you must make sure an error can't strand
+ *     it (allocate it last, or hang it off something reachable first).
+ */
+#ifndef MQ_STATE_H
+#define MQ_STATE_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+
+#include "common.h"
+#include "value.h"
+
+/* One entry of the temporaries pool. */
+typedef struct mq_pool_item {
+  void *ptr;
+  size_t size; /* bytes for raw scratch; 0 for an object */
+} mq_pool_item;
+
+/* A growable byte buffer for building text (messages, printed tensors). */
+typedef struct mq_buf {
+  char *data;
+  size_t len, cap;
+} mq_buf;
+
+/* A source location: 1-based line and byte columns; end_col is exclusive and
+ * on the same line as col (multi-line spans are cut at the end of line). */
+typedef struct mq_span {
+  int line, col, end_col;
+} mq_span;
+
+typedef struct mq_jmp {
+  struct mq_jmp *prev;
+  jmp_buf buf;
+  volatile masq_status status;
+} mq_jmp;
+
+/* A global variable slot. Builtins occupy the first slots; user globals
+ * follow. Slots never move, so compiled code refers to them by index. */
+typedef struct mq_global {
+  char *name;
+  mq_value value;
+  bool defined;
+  bool builtin; /* holds the builtin it was opened with (for :vars) */
+} mq_global;
+
+struct mq_source; /* vm/diag.h */
+struct mq_builtin;
+
+struct mq_state {
+  masq_config cfg;
+  size_t mem_used, mem_peak;
+
+  mq_jmp *errjmp;   /* innermost protected call */
+  mq_pool_item *pool;
+  size_t pool_len, pool_cap;
+
+  /* Last error, as masq_last_error() reports it. */
+  masq_error err;
+  mq_buf err_message, err_rendered;
+  mq_buf out; /* reused for printing values: a failed print leaks nothing */
+  char *err_chunk;
+  bool err_has_span; /* err_span was set by mq_error_at */
+  bool pending_span;
+  mq_span err_span;
+
+  /* Globals: slots plus an open-addressing name index. */
+  mq_global *globals;
+  int nglobals, globals_cap;
+  int *gindex; /* slot+1 per bucket, 0 = empty */
+  int gindex_cap;
+
+  struct mq_builtin *builtins; /* stdlib table, bound at open */
+  int nbuiltins;
+
+  /* The VM's value stack and call frames (vm/vm.c). */
+  mq_value *stack;
+  int stack_len, stack_cap;
+  struct mq_vmframe *frames;
+  int nframes, frames_cap;
+
+  /* Sources kept alive for diagnostics of functions defined in them. */
+  struct mq_source *sources;
+
+  /* Random generator (xoshiro256**), seeded by seed(n). */
+  uint64_t rng[4];
+
+  volatile int interrupted; /* set by masq_interrupt(), maybe from a signal */
+  unsigned poll_counter;
+};
+
+/* --- memory ------------------------------------------------------------ */
+
+/* Resizes a block through the host allocator, counting bytes against the
+ * memory limit. Throws MASQ_ERR_MEMORY on failure (never returns NULL when
+ * nsize > 0). */
+MQ_INTERNAL void *mq_realloc(mq_state *S, void *p, size_t osize, size_t nsize);
+MQ_INTERNAL void *mq_alloc(mq_state *S, size_t n);     /* uninitialized */
+MQ_INTERNAL void *mq_calloc(mq_state *S, size_t n);    /* zeroed */
+MQ_INTERNAL void mq_free(mq_state *S, void *p, size_t n);
+MQ_INTERNAL char *mq_strdup(mq_state *S, const char *s);
+MQ_INTERNAL void mq_strfree(mq_state *S, char *s);
+
+/* Grows *arr (of *cap elements of size esize) to hold at least need. */
+#define MQ_GROW(S, arr, cap, need)                                              \
+  do {                                                                         \
+    if ((need) > (cap)) {                                                      \
+      size_t nc_ = (cap) ? (size_t)(cap) * 2 : 8;                              \
+      while (nc_ < (size_t)(need)) nc_ *= 2;                                   \
+      (arr) = mq_realloc((S), (arr), (size_t)(cap) * sizeof *(arr),            \
+                         nc_ * sizeof *(arr));                                 \
+      (cap) = nc_;                                                             \
+    }                                                                          \
+  } while (0)
+
+/* --- the pool of temporaries -------------------------------------------- */
+
+/* Scratch memory that lives until the current operation ends. */
+MQ_INTERNAL void *mq_scratch(mq_state *S, size_t n);
+/* Hands object [o] to the pool: the pool holds one reference to it. */
+MQ_INTERNAL void mq_pool_own(mq_state *S, mq_obj *o);
+static inline size_t mq_pool_mark(const mq_state *S) { return S->pool_len; }
+/* Releases everything the pool took since [mark]. */
+MQ_INTERNAL void mq_pool_drain(mq_state *S, size_t mark);
+
+/* --- errors ------------------------------------------------------------- */
+
+/* Raises a runtime error with a printf-style message. */
+MQ_INTERNAL MQ_NORETURN void mq_error(mq_state *S, const char *fmt, ...) MQ_PRINTF(2, 3);
+/* Raises an error of a given status. */
+MQ_INTERNAL MQ_NORETURN void mq_throw(mq_state *S, masq_status st, const char *fmt, ...)
+    MQ_PRINTF(3, 4);
+MQ_INTERNAL MQ_NORETURN void mq_vthrow(mq_state *S, masq_status st, const char *fmt,
+                                       va_list ap);
+/* Raises a runtime error located at [span] of the source being compiled or
+ * run (instead of the span of the current instruction). */
+MQ_INTERNAL MQ_NORETURN void mq_error_at(mq_state *S, mq_span span, const char *fmt, ...)
+    MQ_PRINTF(3, 4);
+
+/* Runs fn(S, ud) with an error boundary; returns MASQ_OK or the status it
+ * failed with (message in S->err_message). Drains the pool to the mark taken
+ * on entry when it fails. */
+typedef void (*mq_pfunc)(mq_state *S, void *ud);
+MQ_INTERNAL masq_status mq_protect(mq_state *S, mq_pfunc fn, void *ud);
+
+/* Polls the interrupt hook and flag; throws MASQ_ERR_INTERRUPTED if set.
+ * Cheap enough to call from kernel row loops. */
+MQ_INTERNAL void mq_check_interrupt(mq_state *S);
+
+/* --- text buffers ------------------------------------------------------- */
+
+MQ_INTERNAL void mq_buf_putn(mq_state *S, mq_buf *b, const char *s, size_t n);
+MQ_INTERNAL void mq_buf_puts(mq_state *S, mq_buf *b, const char *s);
+MQ_INTERNAL void mq_buf_putc(mq_state *S, mq_buf *b, char c);
+MQ_INTERNAL void mq_buf_printf(mq_state *S, mq_buf *b, const char *fmt, ...) MQ_PRINTF(3, 4);
+MQ_INTERNAL void mq_buf_free(mq_state *S, mq_buf *b);
+/* Writes text to the host's output hook (print). */
+MQ_INTERNAL void mq_write(mq_state *S, const char *s, size_t n);
+
+/* --- random numbers ----------------------------------------------------- */
+
+MQ_INTERNAL void mq_rng_seed(mq_state *S, uint64_t seed);
+MQ_INTERNAL uint64_t mq_rng_next(mq_state *S);
+MQ_INTERNAL double mq_rng_uniform(mq_state *S);  /* [0, 1) */
+MQ_INTERNAL double mq_rng_normal(mq_state *S);   /* N(0, 1) */
+
+#endif

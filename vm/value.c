@@ -1,0 +1,141 @@
+/* value.c - objects: freeing, strings, lists, names, printing, truthiness. */
+#include "value.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../runtime/tensor.h"
+#include "../stdlib/stdlib.h"
+#include "chunk.h"
+#include "state.h"
+
+void mq_obj_free(mq_state *S, mq_obj *o) {
+  switch ((mq_otype)o->type) {
+  case MQ_O_TENSOR: mq_tensor_free(S, (mq_tensor *)o); break;
+  case MQ_O_STRING: mq_free(S, o, sizeof(mq_string) + ((mq_string *)o)->len + 1); break;
+  case MQ_O_LIST: {
+    mq_list *l = (mq_list *)o;
+    for (int i = 0; i < l->len; i++) mq_release(S, l->items[i]);
+    mq_free(S, l->items, (size_t)l->cap * sizeof *l->items);
+    mq_free(S, l, sizeof *l);
+    break;
+  }
+  case MQ_O_FUNCTION: mq_function_free(S, (mq_function *)o); break;
+  case MQ_O_BUILTIN: mq_free(S, o, sizeof(mq_builtin_obj)); break;
+  }
+}
+
+mq_string *mq_string_new(mq_state *S, const char *s, size_t len) {
+  mq_string *str = mq_alloc(S, sizeof(mq_string) + len + 1);
+  str->hdr.rc = 1;
+  str->hdr.type = MQ_O_STRING;
+  str->len = len;
+  memcpy(str->chars, s, len);
+  str->chars[len] = '\0';
+  mq_pool_own(S, &str->hdr);
+  return str;
+}
+
+mq_list *mq_list_new(mq_state *S, int cap) {
+  mq_list *l = mq_calloc(S, sizeof *l);
+  l->hdr.rc = 1;
+  l->hdr.type = MQ_O_LIST;
+  mq_pool_own(S, &l->hdr);
+  if (cap > 0) {
+    l->items = mq_alloc(S, (size_t)cap * sizeof *l->items);
+    l->cap = cap;
+  }
+  return l;
+}
+
+void mq_list_push(mq_state *S, mq_list *l, mq_value v) {
+  MQ_GROW(S, l->items, l->cap, l->len + 1);
+  mq_retain(v);
+  l->items[l->len++] = v;
+}
+
+const char *mq_type_name(mq_value v) {
+  switch ((mq_vtype)v.type) {
+  case MQ_NONE: return "none";
+  case MQ_BOOL: return "bool";
+  case MQ_INT: return "int";
+  case MQ_FLOAT: return "float";
+  case MQ_OBJ: break;
+  }
+  switch ((mq_otype)v.as.o->type) {
+  case MQ_O_TENSOR: return "tensor";
+  case MQ_O_STRING: return "string";
+  case MQ_O_LIST: return "list";
+  case MQ_O_FUNCTION:
+  case MQ_O_BUILTIN: return "function";
+  }
+  return "?";
+}
+
+/* Shortest text that reads back as the same double, like Python's repr. */
+static void format_float(mq_state *S, mq_buf *b, double f) {
+  if (isnan(f)) { mq_buf_puts(S, b, "nan"); return; }
+  if (isinf(f)) { mq_buf_puts(S, b, f > 0 ? "inf" : "-inf"); return; }
+  char tmp[40];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, f);
+    if (strtod(tmp, NULL) == f) break;
+  }
+  mq_buf_puts(S, b, tmp);
+  if (!strpbrk(tmp, ".eE")) mq_buf_puts(S, b, ".0");
+}
+
+void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
+  switch ((mq_vtype)v.type) {
+  case MQ_NONE: mq_buf_puts(S, b, "none"); return;
+  case MQ_BOOL: mq_buf_puts(S, b, v.as.b ? "true" : "false"); return;
+  case MQ_INT: mq_buf_printf(S, b, "%lld", (long long)v.as.i); return;
+  case MQ_FLOAT: format_float(S, b, v.as.f); return;
+  case MQ_OBJ: break;
+  }
+  switch ((mq_otype)v.as.o->type) {
+  case MQ_O_TENSOR: mq_tensor_format(S, b, mq_as_tensor(v), S->cfg.color); return;
+  case MQ_O_STRING: mq_buf_puts(S, b, mq_as_string(v)->chars); return;
+  case MQ_O_LIST: {
+    mq_list *l = mq_as_list(v);
+    mq_buf_putc(S, b, '[');
+    for (int i = 0; i < l->len; i++) {
+      if (i) mq_buf_puts(S, b, ", ");
+      if (mq_is_obj(l->items[i], MQ_O_STRING)) {
+        mq_buf_printf(S, b, "\"%s\"", mq_as_string(l->items[i])->chars);
+      } else {
+        mq_value_format(S, b, l->items[i]);
+      }
+    }
+    mq_buf_putc(S, b, ']');
+    return;
+  }
+  case MQ_O_FUNCTION:
+    mq_buf_printf(S, b, "<function %s>", ((mq_function *)v.as.o)->name);
+    return;
+  case MQ_O_BUILTIN:
+    mq_buf_printf(S, b, "<builtin %s>", S->builtins[((mq_builtin_obj *)v.as.o)->index].name);
+    return;
+  }
+}
+
+bool mq_truthy(mq_state *S, mq_value v) {
+  switch ((mq_vtype)v.type) {
+  case MQ_NONE: return false;
+  case MQ_BOOL: return v.as.b;
+  case MQ_INT: return v.as.i != 0;
+  case MQ_FLOAT: return v.as.f != 0.0;
+  case MQ_OBJ: break;
+  }
+  if (mq_is_tensor(v)) {
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->numel != 1)
+      mq_error(S, "the truth value of a tensor with %lld elements is ambiguous (use all() or any())",
+               (long long)t->numel);
+    return mq_tensor_item(S, t) != 0.0;
+  }
+  if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len > 0;
+  if (mq_is_obj(v, MQ_O_STRING)) return mq_as_string(v)->len > 0;
+  return true;
+}

@@ -1,0 +1,102 @@
+/* value.h - the values a masq program handles.
+ *
+ * Numbers and booleans are unboxed. Everything else is a refcounted object
+ * (tensor, string, list, function, builtin) behind an mq_obj header. Numbers
+ * written in source are "weak" scalars, as Python numbers are to torch: they
+ * do not widen a tensor's dtype within its category (float32 tensor * 2.5 is
+ * float32; int64 tensor * 2.5 is float32).
+ */
+#ifndef MQ_VALUE_H
+#define MQ_VALUE_H
+
+#include "common.h"
+
+typedef enum mq_vtype {
+  MQ_NONE,  /* `none`: no value (also a new axis in an index) */
+  MQ_BOOL,
+  MQ_INT,   /* int64 */
+  MQ_FLOAT, /* double */
+  MQ_OBJ
+} mq_vtype;
+
+typedef enum mq_otype {
+  MQ_O_TENSOR,
+  MQ_O_STRING,
+  MQ_O_LIST,
+  MQ_O_FUNCTION, /* a compiled masq function (vm/chunk.h) */
+  MQ_O_BUILTIN   /* a C function from stdlib/ */
+} mq_otype;
+
+typedef struct mq_obj {
+  uint32_t rc;
+  uint8_t type; /* mq_otype */
+} mq_obj;
+
+typedef struct mq_value {
+  uint8_t type; /* mq_vtype */
+  union {
+    bool b;
+    int64_t i;
+    double f;
+    mq_obj *o;
+  } as;
+} mq_value;
+
+typedef struct mq_string {
+  mq_obj hdr;
+  size_t len;
+  char chars[]; /* NUL-terminated */
+} mq_string;
+
+typedef struct mq_list {
+  mq_obj hdr;
+  int len, cap;
+  mq_value *items;
+} mq_list;
+
+static inline mq_value mq_none(void) { mq_value v; v.type = MQ_NONE; v.as.i = 0; return v; }
+static inline mq_value mq_bool(bool b) { mq_value v; v.type = MQ_BOOL; v.as.i = 0; v.as.b = b; return v; }
+static inline mq_value mq_int(int64_t i) { mq_value v; v.type = MQ_INT; v.as.i = i; return v; }
+static inline mq_value mq_float(double f) { mq_value v; v.type = MQ_FLOAT; v.as.f = f; return v; }
+static inline mq_value mq_objv(void *o) { mq_value v; v.type = MQ_OBJ; v.as.o = (mq_obj *)o; return v; }
+
+static inline bool mq_is_obj(mq_value v, mq_otype t) {
+  return v.type == MQ_OBJ && v.as.o->type == t;
+}
+static inline bool mq_is_tensor(mq_value v) { return mq_is_obj(v, MQ_O_TENSOR); }
+static inline bool mq_is_number(mq_value v) {
+  return v.type == MQ_INT || v.type == MQ_FLOAT || v.type == MQ_BOOL;
+}
+static inline mq_tensor *mq_as_tensor(mq_value v) { return (mq_tensor *)v.as.o; }
+static inline mq_string *mq_as_string(mq_value v) { return (mq_string *)v.as.o; }
+static inline mq_list *mq_as_list(mq_value v) { return (mq_list *)v.as.o; }
+
+/* Reference counting. Retaining a non-object is a no-op. */
+static inline void mq_retain(mq_value v) { if (v.type == MQ_OBJ) v.as.o->rc++; }
+MQ_INTERNAL void mq_obj_free(mq_state *S, mq_obj *o);
+static inline void mq_obj_release(mq_state *S, mq_obj *o) {
+  if (o && --o->rc == 0) mq_obj_free(S, o);
+}
+static inline void mq_release(mq_state *S, mq_value v) {
+  if (v.type == MQ_OBJ) mq_obj_release(S, v.as.o);
+}
+
+/* New objects are owned by the pool (vm/state.h); retain to keep them. */
+MQ_INTERNAL mq_string *mq_string_new(mq_state *S, const char *s, size_t len);
+MQ_INTERNAL mq_list *mq_list_new(mq_state *S, int cap);
+/* Appends [v] (retained) to [l]. */
+MQ_INTERNAL void mq_list_push(mq_state *S, mq_list *l, mq_value v);
+
+/* "tensor", "int", "float", "bool", "none", "string", "list", "function". */
+MQ_INTERNAL const char *mq_type_name(mq_value v);
+
+/* Appends the printed form of [v] as print() shows it. */
+struct mq_buf;
+MQ_INTERNAL void mq_value_format(mq_state *S, struct mq_buf *b, mq_value v);
+
+/* Truthiness for `if`/`while`/`assert`: false, none, 0 and 0.0 are false; a
+ * tensor must have one element, valid, and is true when non-zero (an error
+ * otherwise). */
+MQ_INTERNAL bool mq_truthy(mq_state *S, mq_value v);
+
+#endif

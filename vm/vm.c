@@ -1,0 +1,501 @@
+/* vm.c - the dispatch loop.
+ *
+ * A plain switch, or computed goto where the compiler has it, chosen by the
+ * three macros vmdispatch/vmcase/vmbreak (Lua's trick); the jump table is
+ * generated from the same X-macro list as the opcode enum.
+ *
+ * Hot state (ip, sp) lives in locals. SAVE() writes it back to the frame and
+ * state before anything that can raise an error, so an error can be located
+ * (frame->ip) and the stack unwound (S->stack_len) from outside. */
+#include "vm.h"
+
+#include <math.h>
+
+#include "../parser/ast.h"
+#include "../runtime/tensor.h"
+#include "../stdlib/stdlib.h"
+#include "globals.h"
+
+/* --- stack and frames ------------------------------------------------------ */
+
+static void ensure_stack(mq_state *S, int need) {
+  MQ_GROW(S, S->stack, S->stack_cap, need);
+}
+
+static mq_vmframe *push_frame(mq_state *S, mq_function *f, int base) {
+  MQ_GROW(S, S->frames, S->frames_cap, S->nframes + 1);
+  mq_vmframe *fr = &S->frames[S->nframes++];
+  fr->f = f;
+  fr->ip = f->code;
+  fr->base = base;
+  return fr;
+}
+
+void mq_vm_unwind(mq_state *S, int stack_len, int nframes) {
+  while (S->stack_len > stack_len) mq_release(S, S->stack[--S->stack_len]);
+  S->nframes = nframes;
+}
+
+bool mq_vm_error_span(mq_state *S, const mq_source **src, mq_span *span) {
+  if (S->nframes == 0) return false;
+  mq_vmframe *fr = &S->frames[S->nframes - 1];
+  ptrdiff_t at = fr->ip - fr->f->code;
+  if (at < 0 || at >= fr->f->code_len) return false;
+  *src = fr->f->src;
+  *span = fr->f->spans[at];
+  return span->line > 0;
+}
+
+/* --- scalar arithmetic ------------------------------------------------------ */
+
+static bool is_scalar(mq_value v) { return mq_is_number(v); }
+
+static double as_double(mq_value v) {
+  return v.type == MQ_FLOAT ? v.as.f : v.type == MQ_INT ? (double)v.as.i : (double)v.as.b;
+}
+
+static int64_t as_int(mq_value v) { return v.type == MQ_INT ? v.as.i : (int64_t)v.as.b; }
+
+static int64_t ipow(mq_state *S, int64_t base, int64_t e) {
+  (void)S;
+  uint64_t r = 1, b = (uint64_t)base;
+  while (e > 0) {
+    if (e & 1) r *= b;
+    b *= b;
+    e >>= 1;
+  }
+  return (int64_t)r;
+}
+
+/* Python semantics on numbers: int op int stays int except `/`; bools act as
+ * ints except that & | ^ of two bools is a bool. */
+static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
+  bool both_bool = a.type == MQ_BOOL && b.type == MQ_BOOL;
+  bool ints = a.type != MQ_FLOAT && b.type != MQ_FLOAT;
+  if (ints) {
+    int64_t x = as_int(a), y = as_int(b);
+    uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+    switch (op) {
+    case MQ_TOK_ADD: return mq_int((int64_t)(ux + uy));
+    case MQ_TOK_SUB: return mq_int((int64_t)(ux - uy));
+    case MQ_TOK_MUL: return mq_int((int64_t)(ux * uy));
+    case MQ_TOK_DIV: return mq_float((double)x / (double)y);
+    case MQ_TOK_FLOORDIV:
+    case MQ_TOK_MOD: {
+      if (y == 0) mq_error(S, "integer division by zero");
+      if (y == -1) return op == MQ_TOK_MOD ? mq_int(0) : mq_int((int64_t)(0 - ux));
+      int64_t q = x / y, r = x % y;
+      if (r != 0 && ((r < 0) != (y < 0))) {
+        q -= 1;
+        r += y;
+      }
+      return op == MQ_TOK_MOD ? mq_int(r) : mq_int(q);
+    }
+    case MQ_TOK_POW:
+      if (y < 0) return mq_float(pow((double)x, (double)y));
+      return mq_int(ipow(S, x, y));
+    case MQ_TOK_LT: return mq_bool(x < y);
+    case MQ_TOK_LE: return mq_bool(x <= y);
+    case MQ_TOK_GT: return mq_bool(x > y);
+    case MQ_TOK_GE: return mq_bool(x >= y);
+    case MQ_TOK_EQ: return mq_bool(x == y);
+    case MQ_TOK_NE: return mq_bool(x != y);
+    case MQ_TOK_BAND: return both_bool ? mq_bool(x & y) : mq_int(x & y);
+    case MQ_TOK_BOR: return both_bool ? mq_bool(x | y) : mq_int(x | y);
+    case MQ_TOK_BXOR: return both_bool ? mq_bool(x ^ y) : mq_int(x ^ y);
+    default: break;
+    }
+  } else {
+    double x = as_double(a), y = as_double(b);
+    switch (op) {
+    case MQ_TOK_ADD: return mq_float(x + y);
+    case MQ_TOK_SUB: return mq_float(x - y);
+    case MQ_TOK_MUL: return mq_float(x * y);
+    case MQ_TOK_DIV: return mq_float(x / y);
+    case MQ_TOK_FLOORDIV: return mq_float(floor(x / y));
+    case MQ_TOK_MOD: {
+      double r = fmod(x, y);
+      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+      return mq_float(r);
+    }
+    case MQ_TOK_POW: return mq_float(pow(x, y));
+    case MQ_TOK_LT: return mq_bool(x < y);
+    case MQ_TOK_LE: return mq_bool(x <= y);
+    case MQ_TOK_GT: return mq_bool(x > y);
+    case MQ_TOK_GE: return mq_bool(x >= y);
+    case MQ_TOK_EQ: return mq_bool(x == y);
+    case MQ_TOK_NE: return mq_bool(x != y);
+    default: break;
+    }
+  }
+  mq_error(S, "unsupported operand types for this operator: %s and %s", mq_type_name(a),
+           mq_type_name(b));
+}
+
+static const int8_t token_to_binop[MQ_TOK__COUNT] = {
+    [MQ_TOK_ADD] = MQ_BIN_ADD, [MQ_TOK_SUB] = MQ_BIN_SUB,   [MQ_TOK_MUL] = MQ_BIN_MUL,
+    [MQ_TOK_DIV] = MQ_BIN_DIV, [MQ_TOK_POW] = MQ_BIN_POW,   [MQ_TOK_LT] = MQ_BIN_LT,
+    [MQ_TOK_LE] = MQ_BIN_LE,   [MQ_TOK_GT] = MQ_BIN_GT,     [MQ_TOK_GE] = MQ_BIN_GE,
+    [MQ_TOK_EQ] = MQ_BIN_EQ,   [MQ_TOK_NE] = MQ_BIN_NE,     [MQ_TOK_BAND] = MQ_BIN_BAND,
+    [MQ_TOK_BOR] = MQ_BIN_BOR, [MQ_TOK_BXOR] = MQ_BIN_BXOR, [MQ_TOK_FLOORDIV] = -1,
+    [MQ_TOK_MOD] = -1,         [MQ_TOK_MATMUL] = -1,
+};
+
+static const char *const token_text[] = {
+#define X(n, s) s,
+    MQ_BINOP_TOKENS(X)
+#undef X
+};
+
+static bool values_equal(mq_value a, mq_value b) {
+  if (a.type != b.type) return false;
+  if (a.type == MQ_NONE) return true;
+  if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING))
+    return strcmp(mq_as_string(a)->chars, mq_as_string(b)->chars) == 0;
+  return a.type == MQ_OBJ && a.as.o == b.as.o;
+}
+
+static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
+  if (is_scalar(a) && is_scalar(b)) return scalar_binary(S, op, a, b);
+  bool tensors = (mq_is_tensor(a) || is_scalar(a) || mq_is_obj(a, MQ_O_LIST)) &&
+                 (mq_is_tensor(b) || is_scalar(b) || mq_is_obj(b, MQ_O_LIST)) &&
+                 (mq_is_tensor(a) || mq_is_tensor(b));
+  if (tensors) {
+    int bop = token_to_binop[op];
+    if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors yet", token_text[op]);
+    return mq_objv(mq_binary(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
+                             mq_tensor_from_value(S, b, "right operand")));
+  }
+  if (op == MQ_TOK_EQ) return mq_bool(values_equal(a, b));
+  if (op == MQ_TOK_NE) return mq_bool(!values_equal(a, b));
+  if (op == MQ_TOK_ADD && mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) {
+    mq_string *x = mq_as_string(a), *y = mq_as_string(b);
+    char *tmp = mq_scratch(S, x->len + y->len);
+    memcpy(tmp, x->chars, x->len);
+    memcpy(tmp + x->len, y->chars, y->len);
+    return mq_objv(mq_string_new(S, tmp, x->len + y->len));
+  }
+  mq_error(S, "unsupported operand types for '%s': %s and %s", token_text[op], mq_type_name(a),
+           mq_type_name(b));
+}
+
+static mq_value negate(mq_state *S, mq_value v) {
+  switch ((mq_vtype)v.type) {
+  case MQ_INT: return mq_int((int64_t)(0 - (uint64_t)v.as.i));
+  case MQ_FLOAT: return mq_float(-v.as.f);
+  case MQ_BOOL: return mq_int(-(int64_t)v.as.b);
+  default: break;
+  }
+  if (mq_is_tensor(v)) return mq_objv(mq_unary(S, MQ_UN_NEG, mq_as_tensor(v)));
+  mq_error(S, "cannot negate a %s", mq_type_name(v));
+}
+
+static mq_value bitnot(mq_state *S, mq_value v) {
+  if (v.type == MQ_BOOL) return mq_bool(!v.as.b);
+  if (v.type == MQ_INT) return mq_int(~v.as.i);
+  if (mq_is_tensor(v)) return mq_objv(mq_unary(S, MQ_UN_BITNOT, mq_as_tensor(v)));
+  mq_error(S, "'~' needs a bool or int value or tensor, not a %s", mq_type_name(v));
+}
+
+/* --- indexing ----------------------------------------------------------------- */
+
+static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int nitems,
+                            mq_value *vals) {
+  if (mq_is_obj(obj, MQ_O_LIST)) {
+    mq_list *l = mq_as_list(obj);
+    if (nitems != 1 || kinds[0] != MQ_IXB_VALUE || vals[0].type != MQ_INT)
+      mq_error(S, "a list is indexed by one int");
+    int64_t i = vals[0].as.i;
+    if (i < 0) i += l->len;
+    if (i < 0 || i >= l->len)
+      mq_error(S, "index %lld is out of range for a list of length %d", (long long)vals[0].as.i,
+               l->len);
+    return l->items[i];
+  }
+  if (!mq_is_tensor(obj)) mq_error(S, "a %s cannot be indexed", mq_type_name(obj));
+  mq_index_item items[256];
+  int v = 0;
+  for (int i = 0; i < nitems; i++) {
+    mq_index_item *it = &items[i];
+    memset(it, 0, sizeof *it);
+    if (kinds[i] == MQ_IXB_ELLIPSIS) {
+      it->kind = MQ_IX_ELLIPSIS;
+    } else if (kinds[i] == MQ_IXB_VALUE) {
+      mq_value x = vals[v++];
+      if (x.type == MQ_NONE) {
+        it->kind = MQ_IX_NEWAXIS;
+      } else {
+        it->kind = MQ_IX_INT;
+        it->start = mq_arg_int(S, x, "index");
+      }
+    } else {
+      it->kind = MQ_IX_SLICE;
+      bool *has[3] = {&it->has_start, &it->has_stop, &it->has_step};
+      int64_t *dst[3] = {&it->start, &it->stop, &it->step};
+      for (int p = 0; p < 3; p++) {
+        if (!(kinds[i] & (1 << p))) continue;
+        mq_value x = vals[v++];
+        if (x.type == MQ_NONE) continue;
+        *has[p] = true;
+        *dst[p] = mq_arg_int(S, x, "slice bound");
+      }
+    }
+  }
+  return mq_objv(mq_index(S, mq_as_tensor(obj), items, nitems));
+}
+
+/* A nested list whose leaves are all numbers (or bools). */
+static bool numeric_nest(mq_value v) {
+  if (is_scalar(v)) return true;
+  if (!mq_is_obj(v, MQ_O_LIST)) return false;
+  mq_list *l = mq_as_list(v);
+  if (l->len == 0) return false;
+  for (int i = 0; i < l->len; i++)
+    if (!numeric_nest(l->items[i])) return false;
+  return true;
+}
+
+static void echo_value(mq_state *S, mq_value v) {
+  if (v.type == MQ_NONE) return;
+  S->out.len = 0;
+  mq_value_format(S, &S->out, v);
+  mq_buf_putc(S, &S->out, '\n');
+  mq_write(S, S->out.data, S->out.len);
+  mq_global_set(S, mq_global_slot(S, "_"), v);
+}
+
+/* --- the loop -------------------------------------------------------------------- */
+
+#if defined(__GNUC__) && !defined(MQ_NO_COMPUTED_GOTO)
+#define vmdispatch(o) goto *jump_table[o];
+#define vmcase(l) L_##l:
+#define vmbreak vmdispatch(*ip++)
+#else
+#define vmdispatch(o) switch (o)
+#define vmcase(l) case MQ_OP_##l:
+#define vmbreak break
+#endif
+
+#define READ_U8() (*ip++)
+#define READ_U16() (ip += 2, (unsigned)(ip[-2] | (ip[-1] << 8)))
+#define PUSH(v) (*sp++ = (v))
+#define POP() (*--sp)
+#define TOP() (sp[-1])
+#define SAVE() (fr->ip = ip - 1, S->stack_len = (int)(sp - S->stack))
+/* Replaces the top [n] values with [v] (retained), releasing them after. */
+#define REPLACE_TOP(n, v)                                                      \
+  do {                                                                         \
+    mq_value r_ = (v);                                                         \
+    mq_retain(r_);                                                             \
+    for (int k_ = 1; k_ <= (n); k_++) mq_release(S, sp[-k_]);                 \
+    sp -= (n);                                                                 \
+    PUSH(r_);                                                                  \
+    S->stack_len = (int)(sp - S->stack);                                       \
+    mq_pool_drain(S, mark);                                                    \
+  } while (0)
+
+mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
+  int base = S->stack_len;
+  ensure_stack(S, base + f->nslots + 1);
+  mq_vmframe *fr = push_frame(S, f, base);
+  size_t mark = mq_pool_mark(S);
+  mq_value *sp = S->stack + base;
+  const uint8_t *ip = f->code;
+  mq_value *consts = f->consts;
+
+#if defined(__GNUC__) && !defined(MQ_NO_COMPUTED_GOTO)
+  static const void *const jump_table[MQ_OP__COUNT] = {
+#define OP(name, nbytes, effect, doc) &&L_##name,
+      MQ_OPCODES(OP)
+#undef OP
+  };
+#endif
+
+  for (;;) {
+    uint8_t op = *ip++;
+    vmdispatch(op) {
+      vmcase(CONST) {
+        mq_value v = consts[READ_U16()];
+        mq_retain(v);
+        PUSH(v);
+        vmbreak;
+      }
+      vmcase(NONE) { PUSH(mq_none()); vmbreak; }
+      vmcase(TRUE) { PUSH(mq_bool(true)); vmbreak; }
+      vmcase(FALSE) { PUSH(mq_bool(false)); vmbreak; }
+      vmcase(POP) {
+        mq_value v = POP();
+        mq_release(S, v);
+        vmbreak;
+      }
+      vmcase(DUP) {
+        mq_value v = TOP();
+        mq_retain(v);
+        PUSH(v);
+        vmbreak;
+      }
+      vmcase(GET_GLOBAL) {
+        unsigned slot = READ_U16();
+        mq_global *g = &S->globals[slot];
+        if (MQ_UNLIKELY(!g->defined)) {
+          SAVE();
+          mq_error(S, "undefined variable '%s'", g->name);
+        }
+        mq_retain(g->value);
+        PUSH(g->value);
+        vmbreak;
+      }
+      vmcase(SET_GLOBAL) {
+        unsigned slot = READ_U16();
+        SAVE();
+        mq_value v = POP();
+        S->stack_len--;
+        mq_global_set(S, (int)slot, v);
+        mq_release(S, v);
+        vmbreak;
+      }
+      vmcase(GET_LOCAL) {
+        mq_value v = S->stack[fr->base + READ_U8()];
+        mq_retain(v);
+        PUSH(v);
+        vmbreak;
+      }
+      vmcase(SET_LOCAL) {
+        mq_value *slot = &S->stack[fr->base + READ_U8()];
+        mq_value old = *slot;
+        *slot = POP();
+        mq_release(S, old);
+        vmbreak;
+      }
+      vmcase(NEG) {
+        SAVE();
+        REPLACE_TOP(1, negate(S, TOP()));
+        vmbreak;
+      }
+      vmcase(BITNOT) {
+        SAVE();
+        REPLACE_TOP(1, bitnot(S, TOP()));
+        vmbreak;
+      }
+      vmcase(NOT) {
+        SAVE();
+        REPLACE_TOP(1, mq_bool(!mq_truthy(S, TOP())));
+        vmbreak;
+      }
+      vmcase(BINARY) {
+        int bop = READ_U8();
+        SAVE();
+        REPLACE_TOP(2, binary(S, bop, sp[-2], sp[-1]));
+        vmbreak;
+      }
+      vmcase(LIST) {
+        unsigned n = READ_U16();
+        SAVE();
+        mq_list *l = mq_list_new(S, (int)n);
+        for (unsigned i = 0; i < n; i++) mq_list_push(S, l, sp[(int)i - (int)n]);
+        REPLACE_TOP((int)n, mq_objv(l));
+        vmbreak;
+      }
+      vmcase(TENSORIZE) {
+        if (numeric_nest(TOP())) {
+          SAVE();
+          REPLACE_TOP(1, mq_objv(mq_tensor_from_value(S, TOP(), "list")));
+        }
+        vmbreak;
+      }
+      vmcase(INDEX) {
+        int nitems = READ_U8();
+        const uint8_t *kinds = ip;
+        ip += nitems;
+        int nvals = 0;
+        for (int i = 0; i < nitems; i++)
+          if (kinds[i] == MQ_IXB_VALUE) nvals++;
+          else if (kinds[i] & MQ_IXB_SLICE)
+            nvals += (kinds[i] & 1) + ((kinds[i] >> 1) & 1) + ((kinds[i] >> 2) & 1);
+        fr->ip = kinds - 2;
+        S->stack_len = (int)(sp - S->stack);
+        mq_value r = index_value(S, sp[-nvals - 1], kinds, nitems, sp - nvals);
+        REPLACE_TOP(nvals + 1, r);
+        vmbreak;
+      }
+      vmcase(CALL) {
+        int argc = READ_U8();
+        SAVE();
+        mq_value callee = sp[-argc - 1];
+        if (!mq_is_obj(callee, MQ_O_BUILTIN))
+          mq_error(S, "a %s cannot be called", mq_type_name(callee));
+        const mq_builtin *b = &S->builtins[((mq_builtin_obj *)callee.as.o)->index];
+        REPLACE_TOP(argc + 1, mq_builtin_call(S, b, sp - argc, argc, 0, NULL));
+        mq_check_interrupt(S);
+        vmbreak;
+      }
+      vmcase(CALL_KW) {
+        int argc = READ_U8();
+        unsigned k = READ_U16();
+        fr->ip = ip - 4;
+        S->stack_len = (int)(sp - S->stack);
+        mq_value callee = sp[-argc - 1];
+        if (!mq_is_obj(callee, MQ_O_BUILTIN))
+          mq_error(S, "a %s cannot be called", mq_type_name(callee));
+        const mq_builtin *b = &S->builtins[((mq_builtin_obj *)callee.as.o)->index];
+        const mq_list *names = mq_as_list(consts[k]);
+        REPLACE_TOP(argc + 1, mq_builtin_call(S, b, sp - argc, argc, names->len, names));
+        mq_check_interrupt(S);
+        vmbreak;
+      }
+      vmcase(ECHO) {
+        SAVE();
+        mq_value v = TOP();
+        if (echo) echo_value(S, v);
+        sp--;
+        S->stack_len--;
+        mq_release(S, v);
+        mq_pool_drain(S, mark);
+        vmbreak;
+      }
+      vmcase(JUMP) {
+        unsigned d = READ_U16();
+        ip += d;
+        vmbreak;
+      }
+      vmcase(JUMP_IF_FALSE) {
+        unsigned d = READ_U16();
+        SAVE();
+        mq_value v = POP();
+        bool t = mq_truthy(S, v);
+        S->stack_len--;
+        mq_release(S, v);
+        if (!t) ip += d;
+        vmbreak;
+      }
+      vmcase(JUMP_IF_FALSE_KEEP) {
+        unsigned d = READ_U16();
+        SAVE();
+        if (!mq_truthy(S, TOP())) ip += d;
+        else mq_release(S, POP());
+        vmbreak;
+      }
+      vmcase(JUMP_IF_TRUE_KEEP) {
+        unsigned d = READ_U16();
+        SAVE();
+        if (mq_truthy(S, TOP())) ip += d;
+        else mq_release(S, POP());
+        vmbreak;
+      }
+      vmcase(LOOP) {
+        unsigned d = READ_U16();
+        SAVE();
+        ip -= d;
+        /* The flag every time; the host's hook every 1024 iterations. */
+        if (S->interrupted || (++S->poll_counter & 1023) == 0) mq_check_interrupt(S);
+        vmbreak;
+      }
+      vmcase(RETURN) {
+        mq_value r = POP();
+        S->stack_len = (int)(sp - S->stack);
+        S->nframes--;
+        return r;
+      }
+    }
+  }
+}

@@ -1,0 +1,26 @@
+/* vm.h - the bytecode interpreter. */
+#ifndef MQ_VM_H
+#define MQ_VM_H
+
+#include "chunk.h"
+
+/* One activation: the function, where it is, and where its stack starts. */
+typedef struct mq_vmframe {
+  mq_function *f;
+  const uint8_t *ip; /* saved before anything that may raise an error */
+  int base;
+} mq_vmframe;
+
+/* Runs top-level function [f]. In [echo] mode expression statements print
+ * their value and bind it to `_`. Errors propagate (mq_throw) with the frame
+ * stack left in place so the caller can locate them; the caller then calls
+ * mq_vm_unwind(). Returns the function's result (retained). */
+MQ_INTERNAL mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo);
+
+/* The span of the instruction that was running in the innermost frame. */
+MQ_INTERNAL bool mq_vm_error_span(mq_state *S, const mq_source **src, mq_span *span);
+
+/* Releases the values and frames above the given depths after an error. */
+MQ_INTERNAL void mq_vm_unwind(mq_state *S, int stack_len, int nframes);
+
+#endif
