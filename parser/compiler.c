@@ -430,9 +430,10 @@ mq_function *mq_compile(mq_state *S, const mq_node *program, const mq_source *sr
   masq_status st = mq_protect(S, compile_protected, &job);
   if (st != MASQ_OK) {
     free_loops(&C);
-    /* Re-raise with the span the compiler recorded. */
+    /* Re-raise with the span the compiler recorded; a static error is
+     * reported like a syntax error (exit status 3), before anything runs. */
     S->pending_span = S->err_has_span;
-    mq_throw(S, st, "%s", S->err_message.data);
+    mq_throw(S, st == MASQ_ERR_RUNTIME ? MASQ_ERR_SYNTAX : st, "%s", S->err_message.data);
   }
   mq_span end = {0, 0, 0};
   emit_op(&C, MQ_OP_NONE, +1, end);
