@@ -43,7 +43,7 @@ SANFLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sani
 all: $(B)/masq $(B)/libmasq.a
 
 # --- generated front end ----------------------------------------------------
-$(GEN)/parser.c $(GEN)/parser.h: parser/parser.y
+$(GEN)/parser.c $(GEN)/parser.h &: parser/parser.y
 	@mkdir -p $(GEN)
 	$(BISON) -Wall -Werror -d -o $(GEN)/parser.c parser/parser.y
 
@@ -109,7 +109,10 @@ test: all $(UNITS) $(ASAN_DIR)/masq $(ASAN_UNITS)
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@sh tests/summary.sh $(B)/results
 
-demo: all
+# The new user's first command: install what is missing, build, take the tour.
+demo:
+	@sh tools/install-deps.sh
+	@$(MAKE) --no-print-directory all
 	$(B)/masq examples/tour.masq
 
 clean:

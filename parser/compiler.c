@@ -11,19 +11,38 @@
 #include "../runtime/tensor.h"
 #include "../vm/globals.h"
 
+/* Bookkeeping below lives in scratch memory (the pool), so an error that
+ * unwinds through the compiler leaks nothing. */
 typedef struct loop {
   struct loop *prev;
   int start;       /* where `continue` goes */
   int *breaks;     /* jump operands to patch at the loop's end */
   int nbreaks, breaks_cap;
+  int hidden;      /* iterator values a `for` keeps on the stack */
 } loop;
+
+typedef struct capture {
+  uint8_t kind; /* MQ_CAP_* */
+  uint8_t index;
+  const char *name;
+} capture;
+
+#define MAX_LOCALS 250
+#define MAX_CAPTURES 250
 
 typedef struct compiler {
   mq_state *S;
+  struct compiler *enclosing; /* NULL for top-level code */
   mq_function *f;
   bool echo;
-  int depth, max_depth; /* stack depth tracking, for the frame's size */
+  bool is_fn;            /* false: top-level code, whose variables are globals */
+  const char *self_name; /* a nested function's own name (calls itself by it) */
+  int depth, max_depth;  /* stack depth tracking, for the frame's size */
   loop *loops;
+  const char *locals[MAX_LOCALS];
+  int nlocals;
+  capture captures[MAX_CAPTURES];
+  int ncaptures;
 } compiler;
 
 /* --- emitting ------------------------------------------------------------ */
@@ -175,11 +194,80 @@ static void compile_literal_tensor(compiler *C, const mq_node *n) {
 /* --- expressions ---------------------------------------------------------- */
 
 static void expr(compiler *C, const mq_node *n);
+static void function(compiler *C, const mq_node *n);
+
+/* --- names: locals, captures, globals --------------------------------------- */
+
+typedef enum { NAME_LOCAL, NAME_CAPTURE, NAME_SELF, NAME_GLOBAL } name_kind;
+
+static int find_local(const compiler *C, const char *name) {
+  for (int i = C->nlocals - 1; i >= 0; i--)
+    if (strcmp(C->locals[i], name) == 0) return i;
+  return -1;
+}
+
+static int add_local(compiler *C, const char *name, mq_span sp) {
+  int i = find_local(C, name);
+  if (i >= 0) return i;
+  if (C->nlocals == MAX_LOCALS)
+    mq_error_at(C->S, sp, "too many local variables in one function (limit %d)", MAX_LOCALS);
+  C->locals[C->nlocals] = name;
+  return C->nlocals++;
+}
+
+static name_kind resolve(compiler *C, const char *name, int *index, mq_span sp);
+
+static int add_capture(compiler *C, uint8_t kind, int index, const char *name, mq_span sp) {
+  for (int i = 0; i < C->ncaptures; i++)
+    if (strcmp(C->captures[i].name, name) == 0) return i;
+  if (C->ncaptures == MAX_CAPTURES)
+    mq_error_at(C->S, sp, "a function may capture at most %d variables", MAX_CAPTURES);
+  C->captures[C->ncaptures] = (capture){kind, (uint8_t)index, name};
+  return C->ncaptures++;
+}
+
+/* Where [name] lives as seen from [C]: a local of this function, a value
+ * captured from an enclosing function, the function itself, or a global. */
+static name_kind resolve(compiler *C, const char *name, int *index, mq_span sp) {
+  if (!C->is_fn) return NAME_GLOBAL;
+  if ((*index = find_local(C, name)) >= 0) return NAME_LOCAL;
+  bool nested = C->enclosing && C->enclosing->is_fn;
+  if (C->self_name && nested && strcmp(C->self_name, name) == 0) return NAME_SELF;
+  if (!nested) return NAME_GLOBAL;
+  int outer;
+  switch (resolve(C->enclosing, name, &outer, sp)) {
+  case NAME_LOCAL: *index = add_capture(C, MQ_CAP_LOCAL, outer, name, sp); return NAME_CAPTURE;
+  case NAME_CAPTURE: *index = add_capture(C, MQ_CAP_UPVAL, outer, name, sp); return NAME_CAPTURE;
+  case NAME_SELF: *index = add_capture(C, MQ_CAP_SELF, 0, name, sp); return NAME_CAPTURE;
+  case NAME_GLOBAL: break;
+  }
+  return NAME_GLOBAL;
+}
 
 static void name_get(compiler *C, const char *name, mq_span sp) {
-  int slot = mq_global_slot(C->S, name);
+  int index = 0;
+  switch (resolve(C, name, &index, sp)) {
+  case NAME_LOCAL: emit_op(C, MQ_OP_GET_LOCAL, +1, sp); emit(C, (uint8_t)index, sp); return;
+  case NAME_CAPTURE: emit_op(C, MQ_OP_GET_UPVAL, +1, sp); emit(C, (uint8_t)index, sp); return;
+  case NAME_SELF: emit_op(C, MQ_OP_SELF, +1, sp); return;
+  case NAME_GLOBAL: break;
+  }
   emit_op(C, MQ_OP_GET_GLOBAL, +1, sp);
-  emit_u16(C, (unsigned)slot, sp);
+  emit_u16(C, (unsigned)mq_global_slot(C->S, name), sp);
+}
+
+/* Pops the top value into variable [name]: a local inside a function (every
+ * name a function assigns is its own), else a global. */
+static void name_set(compiler *C, const char *name, mq_span sp) {
+  if (C->is_fn) {
+    int slot = find_local(C, name);
+    if (slot < 0) slot = add_local(C, name, sp);
+    emit_op(C, MQ_OP_SET_LOCAL, -1, sp);
+    emit(C, (uint8_t)slot, sp);
+    return;
+  }
+  emit_op(C, MQ_OP_SET_GLOBAL, -1, sp);
+  emit_u16(C, (unsigned)mq_global_slot(C->S, name), sp);
 }
 
 /* Pushes args; returns the count. Keyword arguments must come last; their
@@ -322,8 +410,7 @@ static void expr(compiler *C, const mq_node *n) {
   case MQ_N_SLICE:
   case MQ_N_ELLIPSIS:
     mq_error_at(C->S, n->span, "a slice is only allowed inside [ ]");
-  case MQ_N_FN:
-    mq_error_at(C->S, n->span, "functions are not supported yet");
+  case MQ_N_FN: function(C, n); return;
   default:
     mq_error_at(C->S, n->span, "%s is not an expression", mq_node_kind_name(n->kind));
   }
@@ -334,13 +421,38 @@ static void expr(compiler *C, const mq_node *n) {
 static void block(compiler *C, const mq_node *n, bool top);
 
 static void assign(compiler *C, const mq_node *n) {
-  const mq_node *target = n->kids[0];
-  if (target->kind != MQ_N_NAME)
-    mq_error_at(C->S, target->span, "only a name can be assigned to for now");
-  expr(C, n->kids[1]);
-  int slot = mq_global_slot(C->S, target->str);
-  emit_op(C, MQ_OP_SET_GLOBAL, -1, n->span);
-  emit_u16(C, (unsigned)slot, n->span);
+  const mq_node *target = n->kids[0], *value = n->kids[1];
+  switch ((mq_node_kind)target->kind) {
+  case MQ_N_NAME:
+    expr(C, value);
+    name_set(C, target->str, n->span);
+    return;
+  case MQ_N_INDEX:
+    if (target->nkids != 2 || target->kids[1]->kind == MQ_N_SLICE ||
+        target->kids[1]->kind == MQ_N_ELLIPSIS)
+      mq_error_at(C->S, target->span, "only one index can be assigned to, as in x[i] = v");
+    expr(C, target->kids[0]);
+    expr(C, target->kids[1]);
+    expr(C, value);
+    emit_op(C, MQ_OP_SET_INDEX, -3, n->span);
+    return;
+  case MQ_N_LIST: {
+    int nt = target->nkids;
+    if (nt > 255) mq_error_at(C->S, target->span, "too many names on the left of '='");
+    if (value->kind == MQ_N_LIST && value->nkids == nt) {
+      /* a, b = b, a: evaluate every value first, then assign. */
+      for (int i = 0; i < nt; i++) expr(C, value->kids[i]);
+      for (int i = nt - 1; i >= 0; i--) name_set(C, target->kids[i]->str, target->kids[i]->span);
+      return;
+    }
+    expr(C, value);
+    emit_op(C, MQ_OP_UNPACK, nt - 1, n->span);
+    emit(C, (uint8_t)nt, n->span);
+    for (int i = 0; i < nt; i++) name_set(C, target->kids[i]->str, target->kids[i]->span);
+    return;
+  }
+  default: mq_error_at(C->S, target->span, "cannot assign to this");
+  }
 }
 
 static void if_stmt(compiler *C, const mq_node *n) {
@@ -358,17 +470,83 @@ static void if_stmt(compiler *C, const mq_node *n) {
   }
 }
 
+static void begin_loop(compiler *C, loop *l, int hidden) {
+  memset(l, 0, sizeof *l);
+  l->prev = C->loops;
+  l->start = C->f->code_len;
+  l->hidden = hidden;
+  C->loops = l;
+}
+
+/* Patches the loop's breaks to land here. */
+static void end_loop(compiler *C, loop *l, mq_span sp) {
+  for (int i = 0; i < l->nbreaks; i++) patch_jump(C, l->breaks[i], sp);
+  C->loops = l->prev;
+}
+
+static void add_break(compiler *C, int at) {
+  loop *l = C->loops;
+  if (l->nbreaks == l->breaks_cap) {
+    int cap = l->breaks_cap ? l->breaks_cap * 2 : 8;
+    int *nb = mq_scratch(C->S, (size_t)cap * sizeof *nb);
+    if (l->nbreaks) memcpy(nb, l->breaks, (size_t)l->nbreaks * sizeof *nb);
+    l->breaks = nb;
+    l->breaks_cap = cap;
+  }
+  l->breaks[l->nbreaks++] = at;
+}
+
 static void while_stmt(compiler *C, const mq_node *n) {
-  loop l = {C->loops, C->f->code_len, NULL, 0, 0};
-  C->loops = &l;
+  loop l;
+  begin_loop(C, &l, 0);
   expr(C, n->kids[0]);
   int to_end = emit_jump(C, MQ_OP_JUMP_IF_FALSE, -1, n->kids[0]->span);
   block(C, n->kids[1], false);
   emit_loop(C, l.start, n->span);
   patch_jump(C, to_end, n->span);
-  for (int i = 0; i < l.nbreaks; i++) patch_jump(C, l.breaks[i], n->span);
-  mq_free(C->S, l.breaks, (size_t)l.breaks_cap * sizeof *l.breaks);
-  C->loops = l.prev;
+  end_loop(C, &l, n->span);
+}
+
+/* `for i in range(a, b, s)` counts without building a list. */
+static bool range_call(const mq_node *it) {
+  if (it->kind != MQ_N_CALL || it->kids[0]->kind != MQ_N_NAME ||
+      strcmp(it->kids[0]->str, "range") != 0 || it->nkids < 2 || it->nkids > 4)
+    return false;
+  for (int i = 1; i < it->nkids; i++)
+    if (it->kids[i]->kind == MQ_N_KWARG) return false;
+  return true;
+}
+
+static void for_stmt(compiler *C, const mq_node *n) {
+  const mq_node *it = n->kids[0];
+  loop l;
+  int hidden;
+  mq_opcode next;
+  if (range_call(it)) {
+    /* [cur, stop, step] */
+    int nargs = it->nkids - 1;
+    if (nargs == 1) emit_const(C, mq_int(0), it->span);
+    expr(C, it->kids[1]);
+    if (nargs >= 2) expr(C, it->kids[2]);
+    if (nargs == 3) expr(C, it->kids[3]);
+    else emit_const(C, mq_int(1), it->span);
+    hidden = 3;
+    next = MQ_OP_FOR_RANGE;
+  } else {
+    /* [sequence, index] */
+    expr(C, it);
+    emit_const(C, mq_int(0), it->span);
+    hidden = 2;
+    next = MQ_OP_FOR_ITER;
+  }
+  begin_loop(C, &l, hidden);
+  int to_end = emit_jump(C, next, +1, it->span);
+  name_set(C, n->str, n->span);
+  block(C, n->kids[1], false);
+  emit_loop(C, l.start, n->span);
+  patch_jump(C, to_end, n->span);
+  end_loop(C, &l, n->span);
+  for (int i = 0; i < hidden; i++) emit_op(C, MQ_OP_POP, -1, n->span);
 }
 
 static void stmt(compiler *C, const mq_node *n, bool top) {
@@ -382,20 +560,34 @@ static void stmt(compiler *C, const mq_node *n, bool top) {
   case MQ_N_BLOCK: block(C, n, false); return;
   case MQ_N_IF: if_stmt(C, n); return;
   case MQ_N_WHILE: while_stmt(C, n); return;
+  case MQ_N_FOR: for_stmt(C, n); return;
   case MQ_N_BREAK:
     if (!C->loops) mq_error_at(C->S, n->span, "'break' outside a loop");
-    MQ_GROW(C->S, C->loops->breaks, C->loops->breaks_cap, C->loops->nbreaks + 1);
-    C->loops->breaks[C->loops->nbreaks++] = emit_jump(C, MQ_OP_JUMP, 0, n->span);
+    /* The loop's exit pops its own iterator values. */
+    add_break(C, emit_jump(C, MQ_OP_JUMP, 0, n->span));
     return;
   case MQ_N_CONTINUE:
     if (!C->loops) mq_error_at(C->S, n->span, "'continue' outside a loop");
     emit_loop(C, C->loops->start, n->span);
     return;
   case MQ_N_FN:
-  case MQ_N_FOR:
+    function(C, n);
+    if (n->str) name_set(C, n->str, n->span);
+    else emit_op(C, MQ_OP_POP, -1, n->span);
+    return;
   case MQ_N_RETURN:
-  case MQ_N_IMPORT:
-    mq_error_at(C->S, n->span, "'%s' is not supported yet", mq_node_kind_name(n->kind));
+    if (!C->is_fn) mq_error_at(C->S, n->span, "'return' outside a function");
+    if (n->nkids > 0 && n->kids[0]) expr(C, n->kids[0]);
+    else emit_op(C, MQ_OP_NONE, +1, n->span);
+    emit_op(C, MQ_OP_RETURN, -1, n->span);
+    return;
+  case MQ_N_IMPORT: {
+    if (C->is_fn) mq_error_at(C->S, n->span, "'import' is only allowed at the top level");
+    int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, n->str, strlen(n->str))));
+    emit_op(C, MQ_OP_IMPORT, 0, n->span);
+    emit_u16(C, (unsigned)k, n->span);
+    return;
+  }
   default: expr(C, n); emit_op(C, MQ_OP_POP, -1, n->span); return;
   }
 }
@@ -405,11 +597,79 @@ static void block(compiler *C, const mq_node *n, bool top) {
     if (n->kids[i]) stmt(C, n->kids[i], top);
 }
 
-/* Frees loop bookkeeping if an error unwinds through the compiler. */
-static void free_loops(compiler *C) {
-  for (loop *l = C->loops; l; l = l->prev)
-    mq_free(C->S, l->breaks, (size_t)l->breaks_cap * sizeof *l->breaks);
-  C->loops = NULL;
+/* --- functions ---------------------------------------------------------------- */
+
+/* Every name a function body assigns (not looking into nested functions)
+ * is a local of that function. */
+static void prescan_locals(compiler *F, const mq_node *n) {
+  if (!n) return;
+  switch ((mq_node_kind)n->kind) {
+  case MQ_N_ASSIGN: {
+    const mq_node *t = n->kids[0];
+    if (t->kind == MQ_N_NAME) add_local(F, t->str, t->span);
+    else if (t->kind == MQ_N_LIST)
+      for (int i = 0; i < t->nkids; i++) add_local(F, t->kids[i]->str, t->kids[i]->span);
+    return;
+  }
+  case MQ_N_FOR:
+    add_local(F, n->str, n->span);
+    prescan_locals(F, n->kids[1]);
+    return;
+  case MQ_N_FN:
+    if (n->str) add_local(F, n->str, n->span);
+    return;
+  case MQ_N_BLOCK:
+  case MQ_N_IF:
+  case MQ_N_WHILE:
+    for (int i = 0; i < n->nkids; i++) prescan_locals(F, n->kids[i]);
+    return;
+  default: return;
+  }
+}
+
+static void function(compiler *C, const mq_node *n) {
+  mq_state *S = C->S;
+  const mq_node *params = n->kids[0], *body = n->kids[1];
+  compiler F;
+  memset(&F, 0, sizeof F);
+  F.S = S;
+  F.enclosing = C;
+  F.is_fn = true;
+  F.self_name = n->str;
+  F.f = mq_function_new(S, n->str ? n->str : "<anonymous>", C->f->src);
+  F.f->def_span = n->span;
+  int np = params ? params->nkids : 0, ndefaults = 0;
+  for (int i = 0; i < np; i++) {
+    const mq_node *p = params->kids[i];
+    add_local(&F, p->str, p->span);
+    if (p->nkids > 0 && p->kids[0]) {
+      ndefaults++;
+      expr(C, p->kids[0]); /* defaults are evaluated when the fn statement runs */
+    }
+  }
+  F.f->param_names = mq_calloc(S, (size_t)(np ? np : 1) * sizeof(char *));
+  for (int i = 0; i < np; i++) F.f->param_names[i] = mq_strdup(S, params->kids[i]->str);
+  F.f->nparams = np;
+  F.f->ndefaults = ndefaults;
+  if (body->kind == MQ_N_BLOCK) prescan_locals(&F, body);
+  F.depth = F.max_depth = F.nlocals;
+  if (body->kind == MQ_N_BLOCK) {
+    block(&F, body, false);
+    emit_op(&F, MQ_OP_NONE, +1, n->span);
+  } else {
+    expr(&F, body);
+  }
+  emit_op(&F, MQ_OP_RETURN, -1, n->span);
+  F.f->nlocals = F.nlocals;
+  F.f->nupvals = F.ncaptures;
+  F.f->nslots = F.max_depth + 1;
+  int k = mq_chunk_const(S, C->f, mq_objv(F.f));
+  emit_op(C, MQ_OP_CLOSURE, 1 - ndefaults, n->span);
+  emit_u16(C, (unsigned)k, n->span);
+  for (int i = 0; i < F.ncaptures; i++) {
+    emit(C, F.captures[i].kind, n->span);
+    emit(C, F.captures[i].index, n->span);
+  }
 }
 
 typedef struct compile_job {
@@ -424,12 +684,14 @@ static void compile_protected(mq_state *S, void *ud) {
 }
 
 mq_function *mq_compile(mq_state *S, const mq_node *program, const mq_source *src, bool echo) {
-  compiler C = {S, NULL, echo, 0, 0, NULL};
+  compiler C;
+  memset(&C, 0, sizeof C);
+  C.S = S;
+  C.echo = echo;
   C.f = mq_function_new(S, "<script>", src);
   compile_job job = {&C, program};
   masq_status st = mq_protect(S, compile_protected, &job);
   if (st != MASQ_OK) {
-    free_loops(&C);
     /* Re-raise with the span the compiler recorded; a static error is
      * reported like a syntax error (exit status 3), before anything runs. */
     S->pending_span = S->err_has_span;

@@ -56,6 +56,7 @@ void masq_close(masq_state *S) {
   mq_pool_drain(S, 0);
   mq_globals_free(S);
   mq_stdlib_close(S);
+  if (S->imports) mq_obj_release(S, &S->imports->hdr);
   mq_sources_free(S);
   mq_free(S, S->stack, (size_t)S->stack_cap * sizeof *S->stack);
   mq_free(S, S->frames, (size_t)S->frames_cap * sizeof *S->frames);
@@ -81,19 +82,24 @@ typedef struct error_job {
   const mq_source *src;
   const mq_span *span;
   const char *message; /* NULL: the message of the error just caught */
+  const char *extra;   /* appended to the rendered text (the traceback) */
 } error_job;
 
 static void record_error(mq_state *S, void *ud) {
   error_job *job = ud;
   const char *msg = job->message ? job->message : S->err_message.data;
   mq_diag_set_error(S, job->status, job->src, job->span, msg ? msg : "error");
+  if (job->extra) {
+    mq_buf_puts(S, &S->err_rendered, job->extra);
+    S->err.rendered = S->err_rendered.data;
+  }
 }
 
 /* Records an error, located at [span] if known. Rendering allocates; if even
  * that fails we fall back to static text. */
 static masq_status fail_with(mq_state *S, masq_status st, const mq_source *src,
-                             const mq_span *span, const char *message) {
-  error_job job = {st, src, span, message};
+                             const mq_span *span, const char *message, const char *extra) {
+  error_job job = {st, src, span, message, extra};
   if (mq_protect(S, record_error, &job) != MASQ_OK) {
     S->err.status = st;
     S->err.message = S->err.rendered = "error: out of memory while reporting an error\n";
@@ -104,7 +110,7 @@ static masq_status fail_with(mq_state *S, masq_status st, const mq_source *src,
 }
 
 static masq_status fail(mq_state *S, masq_status st, const mq_source *src, const mq_span *span) {
-  return fail_with(S, st, src, span, NULL);
+  return fail_with(S, st, src, span, NULL, NULL);
 }
 
 const masq_error *masq_last_error(const masq_state *S) { return &S->err; }
@@ -112,6 +118,36 @@ const masq_error *masq_last_error(const masq_state *S) { return &S->err; }
 void masq_interrupt(masq_state *S) { S->interrupted = 1; }
 
 /* --- eval ----------------------------------------------------------------------------- */
+
+/* The callers of the frame that failed, innermost first: where each call
+ * was made, with its own caret. */
+typedef struct traceback_job {
+  int first_frame; /* frames below this belong to an outer eval */
+  mq_buf text;
+} traceback_job;
+
+static void traceback(mq_state *S, void *ud) {
+  traceback_job *tb = ud;
+  /* Deep recursion: the innermost calls and the outermost, a count between. */
+  enum { INNER = 5, OUTER = 3 };
+  int top = S->nframes - 1, ncallers = top - tb->first_frame;
+  for (int level = top; level > tb->first_frame; level--) {
+    int from_top = top - level;
+    if (ncallers > INNER + OUTER && from_top == INNER) {
+      mq_buf_printf(S, &tb->text, "... %d more calls ...\n", ncallers - INNER - OUTER);
+      level = tb->first_frame + OUTER + 1;
+    }
+    const mq_vmframe *callee = &S->frames[level];
+    const mq_source *src;
+    mq_span span;
+    if (!mq_vm_error_span(S, level - 1, &src, &span)) continue;
+    char what[160];
+    if (callee->cl) snprintf(what, sizeof what, "in %s(), called from here", callee->f->name);
+    else snprintf(what, sizeof what, "in '%s', imported here",
+                  callee->f->src ? callee->f->src->name : "?");
+    mq_diag_render(S, &tb->text, src, span, "note", what, S->cfg.color);
+  }
+}
 
 typedef struct syntax_errors {
   mq_state *S;
@@ -163,6 +199,9 @@ static void eval_protected(mq_state *S, void *ud) {
     return;
   }
   job->fn = mq_compile(S, program, job->src, (job->flags & MASQ_EVAL_ECHO) != 0);
+  /* Our own reference: an error drains the pool, and the function must
+   * outlive that so the error can be located in its code. */
+  job->fn->hdr.rc++;
   mq_arena_free(&job->arena);
   if (job->purpose) {
     S->out.len = 0;
@@ -199,15 +238,18 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
     const mq_source *src = job->src;
     mq_span span;
     bool located = false;
+    traceback_job tb = {job->nframes, {0}};
     if (S->err_has_span) {
       span = S->err_span;
       located = true;
-    } else if (mq_vm_error_span(S, &src, &span)) {
+    } else if (mq_vm_error_span(S, S->nframes - 1, &src, &span)) {
       located = true;
+      if (mq_protect(S, traceback, &tb) != MASQ_OK) tb.text.len = 0;
     }
     mq_vm_unwind(S, job->stack_len, job->nframes);
     mq_pool_drain(S, mark);
-    fail(S, st, src, located ? &span : NULL);
+    fail_with(S, st, src, located ? &span : NULL, NULL, tb.text.len ? tb.text.data : NULL);
+    mq_buf_free(S, &tb.text);
   } else if (job->parse_status == MASQ_ERR_SYNTAX) {
     result = MASQ_ERR_SYNTAX;
     mq_buf_free(S, &S->err_message);
@@ -233,6 +275,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   }
   mq_buf_free(S, &job->errs.rendered);
   mq_buf_free(S, &job->errs.first_message);
+  if (job->fn) mq_obj_release(S, &job->fn->hdr);
   mq_pool_drain(S, mark);
   return result;
 }
@@ -289,7 +332,7 @@ masq_status masq_eval_file(masq_state *S, const char *path) {
   if (!fj.fp) {
     char msg[512];
     snprintf(msg, sizeof msg, "cannot open '%s': %s", path, strerror(errno));
-    return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, msg);
+    return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, msg, NULL);
   }
   st = mq_protect(S, read_file, &fj);
   fclose(fj.fp);
@@ -348,4 +391,73 @@ void masq_globals(masq_state *S, void (*fn)(void *ud, const char *name, const ch
     if (mq_protect(S, summarize, &job) == MASQ_OK) fn(ud, g->name, job.summary.data);
   }
   mq_buf_free(S, &job.summary);
+}
+
+/* --- import -------------------------------------------------------------------------------- */
+
+typedef struct import_job {
+  mq_source *src;
+  mq_arena arena;
+  syntax_errors errs;
+  mq_function *fn;
+} import_job;
+
+static void import_compile(mq_state *S, void *ud) {
+  import_job *ij = ud;
+  mq_node *program = NULL;
+  ij->errs.S = S;
+  ij->errs.src = ij->src;
+  if (mq_parse(&ij->arena, ij->src, false, report_syntax, &ij->errs, &program) != MQ_PARSE_OK)
+    mq_throw(S, MASQ_ERR_SYNTAX, "cannot import '%s': %s:%d:%d: %s", ij->src->name, ij->src->name,
+             ij->errs.first_span.line, ij->errs.first_span.col, ij->errs.first_message.data);
+  ij->fn = mq_compile(S, program, ij->src, false);
+}
+
+void mq_import(mq_state *S, const char *path, const mq_source *from) {
+  char full[4096];
+  const char *slash = from ? strrchr(from->name, '/') : NULL;
+  if (path[0] != '/' && slash)
+    snprintf(full, sizeof full, "%.*s/%s", (int)(slash - from->name), from->name, path);
+  else
+    snprintf(full, sizeof full, "%s", path);
+  if (!S->imports) {
+    S->imports = mq_list_new(S, 4);
+    S->imports->hdr.rc++; /* the state's own reference */
+  }
+  for (int i = 0; i < S->imports->len; i++)
+    if (strcmp(mq_as_string(S->imports->items[i])->chars, full) == 0) return;
+  mq_list_push(S, S->imports, mq_objv(mq_string_new(S, full, strlen(full))));
+
+  file_job fj = {full, fopen(full, "rb"), NULL, 0, 0};
+  if (!fj.fp) mq_error(S, "cannot import '%s': %s", full, strerror(errno));
+  masq_status st = mq_protect(S, read_file, &fj);
+  fclose(fj.fp);
+  if (st != MASQ_OK) {
+    mq_free(S, fj.text, fj.cap);
+    mq_throw(S, st, "%s", S->err_message.data);
+  }
+  import_job ij;
+  memset(&ij, 0, sizeof ij);
+  mq_jmp guard; /* frees the file text if making the source fails */
+  guard.prev = S->errjmp;
+  S->errjmp = &guard;
+  if (setjmp(guard.buf) == 0) {
+    ij.src = mq_source_new(S, full, fj.text, fj.len);
+    S->errjmp = guard.prev;
+  } else {
+    S->errjmp = guard.prev;
+    mq_free(S, fj.text, fj.cap);
+    mq_throw(S, guard.status, "%s", S->err_message.data);
+  }
+  mq_free(S, fj.text, fj.cap);
+  mq_arena_init(&ij.arena, S);
+  st = mq_protect(S, import_compile, &ij);
+  mq_arena_free(&ij.arena);
+  mq_buf_free(S, &ij.errs.rendered);
+  if (st != MASQ_OK) {
+    mq_buf_free(S, &ij.errs.first_message);
+    mq_throw(S, st, "%s", S->err_message.data);
+  }
+  mq_buf_free(S, &ij.errs.first_message);
+  mq_release(S, mq_vm_run(S, ij.fn, false));
 }

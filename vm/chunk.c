@@ -18,8 +18,33 @@ void mq_function_free(mq_state *S, mq_function *f) {
   mq_free(S, f->consts, (size_t)f->consts_cap * sizeof *f->consts);
   mq_free(S, f->code, (size_t)f->code_cap);
   mq_free(S, f->spans, (size_t)f->code_cap * sizeof *f->spans);
+  if (f->param_names) {
+    for (int i = 0; i < f->nparams; i++) mq_strfree(S, f->param_names[i]);
+    mq_free(S, f->param_names, (size_t)f->nparams * sizeof *f->param_names);
+  }
   mq_strfree(S, f->name);
   mq_free(S, f, sizeof *f);
+}
+
+static size_t closure_size(const mq_function *fn) {
+  return sizeof(mq_closure) + (size_t)(fn->nupvals + fn->ndefaults) * sizeof(mq_value);
+}
+
+mq_closure *mq_closure_new(mq_state *S, mq_function *fn) {
+  mq_closure *c = mq_calloc(S, closure_size(fn));
+  c->hdr.rc = 1;
+  c->hdr.type = MQ_O_CLOSURE;
+  c->fn = fn;
+  fn->hdr.rc++;
+  mq_pool_own(S, &c->hdr);
+  return c;
+}
+
+void mq_closure_free(mq_state *S, mq_closure *c) {
+  mq_function *fn = c->fn;
+  for (int i = 0; i < fn->nupvals + fn->ndefaults; i++) mq_release(S, c->vals[i]);
+  mq_free(S, c, closure_size(fn));
+  mq_obj_release(S, &fn->hdr);
 }
 
 void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span) {

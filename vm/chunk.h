@@ -16,9 +16,22 @@ typedef struct mq_function {
   mq_value *consts;
   int nconsts, consts_cap;
   int nparams;
-  int nslots;               /* locals the frame needs */
+  int ndefaults;            /* the last ndefaults params have defaults */
+  char **param_names;       /* nparams names, for keyword arguments */
+  int nlocals;              /* params first, then the other locals */
+  int nupvals;              /* values captured from enclosing functions */
+  int nslots;               /* stack slots the frame needs: locals + temporaries */
+  mq_span def_span;         /* the `fn` that defined it, for tracebacks */
   const mq_source *src;
 } mq_function;
+
+/* A function value: its code, the values it captured when it was created
+ * (by value: see docs/LANGUAGE.md), then its parameters' default values. */
+typedef struct mq_closure {
+  mq_obj hdr;
+  mq_function *fn;
+  mq_value vals[]; /* fn->nupvals captures, then fn->ndefaults defaults */
+} mq_closure;
 
 /* A builtin as a value: an index into S->builtins. */
 typedef struct mq_builtin_obj {
@@ -29,6 +42,9 @@ typedef struct mq_builtin_obj {
 /* A new function, owned by the pool like every new object. */
 MQ_INTERNAL mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src);
 MQ_INTERNAL void mq_function_free(mq_state *S, mq_function *f);
+/* A closure of [fn] with room for its captures and defaults (all none). */
+MQ_INTERNAL mq_closure *mq_closure_new(mq_state *S, mq_function *fn);
+MQ_INTERNAL void mq_closure_free(mq_state *S, mq_closure *c);
 MQ_INTERNAL void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span);
 /* Adds [v] (retained) to the constants, reusing an equal number or string. */
 MQ_INTERNAL int mq_chunk_const(mq_state *S, mq_function *f, mq_value v);

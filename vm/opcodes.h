@@ -20,6 +20,14 @@
   OP(SET_GLOBAL, 2, -1, "pop into global slot G")                                  \
   OP(GET_LOCAL, 1, +1, "push local slot L")                                        \
   OP(SET_LOCAL, 1, -1, "pop into local slot L")                                    \
+  OP(GET_UPVAL, 1, +1, "push captured value U of the running function")            \
+  OP(SELF, 0, +1, "push the running function (a nested function calling itself)") \
+  OP(CLOSURE, 2, 0, "make a function of code K; pops its defaults; captures follow")\
+  OP(SET_INDEX, 0, -3, "pop value, index, list: list[index] = value")              \
+  OP(UNPACK, 1, 0, "pop a list or tensor of N items; push them, the first on top") \
+  OP(FOR_ITER, 2, +1, "[seq, i]: push seq[i] and advance i, or jump forward D")    \
+  OP(FOR_RANGE, 2, +1, "[cur, stop, step]: push cur and advance, or jump forward D")\
+  OP(IMPORT, 2, 0, "run the file named by string constant K, once per state")     \
   OP(NEG, 0, 0, "negate the top value")                                            \
   OP(BITNOT, 0, 0, "bitwise/logical not (~) of the top value")                     \
   OP(NOT, 0, 0, "boolean `not` of the top value's truth")                          \
@@ -43,6 +51,9 @@ typedef enum mq_opcode {
 #undef OP
   MQ_OP__COUNT
 } mq_opcode;
+
+/* Capture descriptors after CLOSURE, two bytes each: kind, index. */
+enum { MQ_CAP_LOCAL = 0, MQ_CAP_UPVAL = 1, MQ_CAP_SELF = 2 };
 
 /* Index item kinds that follow an INDEX instruction, one byte each. */
 enum {

@@ -94,6 +94,7 @@ struct mq_state {
 
   /* Sources kept alive for diagnostics of functions defined in them. */
   struct mq_source *sources;
+  mq_list *imports; /* paths already imported (strings) */
 
   /* Random generator (xoshiro256**), seeded by seed(n). */
   uint64_t rng[4];

@@ -22,6 +22,7 @@ void mq_obj_free(mq_state *S, mq_obj *o) {
     break;
   }
   case MQ_O_FUNCTION: mq_function_free(S, (mq_function *)o); break;
+  case MQ_O_CLOSURE: mq_closure_free(S, (mq_closure *)o); break;
   case MQ_O_BUILTIN: mq_free(S, o, sizeof(mq_builtin_obj)); break;
   }
 }
@@ -68,6 +69,7 @@ const char *mq_type_name(mq_value v) {
   case MQ_O_STRING: return "string";
   case MQ_O_LIST: return "list";
   case MQ_O_FUNCTION:
+  case MQ_O_CLOSURE:
   case MQ_O_BUILTIN: return "function";
   }
   return "?";
@@ -112,7 +114,10 @@ void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
     return;
   }
   case MQ_O_FUNCTION:
-    mq_buf_printf(S, b, "<function %s>", ((mq_function *)v.as.o)->name);
+    mq_buf_printf(S, b, "<code %s>", ((mq_function *)v.as.o)->name);
+    return;
+  case MQ_O_CLOSURE:
+    mq_buf_printf(S, b, "<function %s>", ((mq_closure *)v.as.o)->fn->name);
     return;
   case MQ_O_BUILTIN:
     mq_buf_printf(S, b, "<builtin %s>", S->builtins[((mq_builtin_obj *)v.as.o)->index].name);

@@ -23,7 +23,8 @@ typedef enum mq_otype {
   MQ_O_TENSOR,
   MQ_O_STRING,
   MQ_O_LIST,
-  MQ_O_FUNCTION, /* a compiled masq function (vm/chunk.h) */
+  MQ_O_FUNCTION, /* compiled code of a masq function (vm/chunk.h) */
+  MQ_O_CLOSURE,  /* a callable masq function: code + captured values */
   MQ_O_BUILTIN   /* a C function from stdlib/ */
 } mq_otype;
 

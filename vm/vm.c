@@ -22,13 +22,13 @@ static void ensure_stack(mq_state *S, int need) {
   MQ_GROW(S, S->stack, S->stack_cap, need);
 }
 
-static mq_vmframe *push_frame(mq_state *S, mq_function *f, int base) {
+static void push_frame(mq_state *S, mq_closure *cl, mq_function *f, int base) {
   MQ_GROW(S, S->frames, S->frames_cap, S->nframes + 1);
   mq_vmframe *fr = &S->frames[S->nframes++];
+  fr->cl = cl;
   fr->f = f;
   fr->ip = f->code;
   fr->base = base;
-  return fr;
 }
 
 void mq_vm_unwind(mq_state *S, int stack_len, int nframes) {
@@ -36,10 +36,10 @@ void mq_vm_unwind(mq_state *S, int stack_len, int nframes) {
   S->nframes = nframes;
 }
 
-bool mq_vm_error_span(mq_state *S, const mq_source **src, mq_span *span) {
-  if (S->nframes == 0) return false;
-  mq_vmframe *fr = &S->frames[S->nframes - 1];
-  ptrdiff_t at = fr->ip - fr->f->code;
+bool mq_vm_error_span(mq_state *S, int level, const mq_source **src, mq_span *span) {
+  if (level < 0 || level >= S->nframes) return false;
+  mq_vmframe *fr = &S->frames[level];
+  ptrdiff_t at = fr->ip - 1 - fr->f->code;
   if (at < 0 || at >= fr->f->code_len) return false;
   *src = fr->f->src;
   *span = fr->f->spans[at];
@@ -264,6 +264,71 @@ static void echo_value(mq_state *S, mq_value v) {
   mq_global_set(S, mq_global_slot(S, "_"), v);
 }
 
+/* --- calls ------------------------------------------------------------------------ */
+
+/* Matches [argc] arguments at [args] (the last [nkw] named by [names]) to
+ * [cl]'s parameters and rewrites them in place as exactly nparams values;
+ * the stack must have room for them. Checks everything before moving. */
+static void bind_args(mq_state *S, const mq_closure *cl, mq_value *args, int argc, int nkw,
+                      const mq_list *names) {
+  const mq_function *fn = cl->fn;
+  int np = fn->nparams, npos = argc - nkw, first_default = np - fn->ndefaults;
+  mq_value bound[256];
+  bool given[256] = {0};
+  if (npos > np)
+    mq_error(S, "%s() takes %d argument%s but %d were given", fn->name, np, np == 1 ? "" : "s",
+             npos);
+  for (int i = 0; i < npos; i++) {
+    bound[i] = args[i];
+    given[i] = true;
+  }
+  for (int k = 0; k < nkw; k++) {
+    const char *kw = mq_as_string(names->items[k])->chars;
+    int j = 0;
+    while (j < np && strcmp(fn->param_names[j], kw) != 0) j++;
+    if (j == np) mq_error(S, "%s() has no parameter named '%s'", fn->name, kw);
+    if (given[j]) mq_error(S, "%s() got two values for '%s'", fn->name, kw);
+    bound[j] = args[npos + k];
+    given[j] = true;
+  }
+  for (int j = 0; j < np; j++) {
+    if (given[j]) continue;
+    if (j < first_default) mq_error(S, "%s() missing argument '%s'", fn->name, fn->param_names[j]);
+    bound[j] = cl->vals[fn->nupvals + (j - first_default)];
+    mq_retain(bound[j]);
+  }
+  memcpy(args, bound, (size_t)np * sizeof *args);
+}
+
+static mq_value iterate_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
+  *done = false;
+  if (mq_is_obj(seq, MQ_O_LIST)) {
+    mq_list *l = mq_as_list(seq);
+    if (i >= l->len) {
+      *done = true;
+      return mq_none();
+    }
+    return l->items[i];
+  }
+  if (mq_is_tensor(seq)) {
+    mq_tensor *t = mq_as_tensor(seq);
+    if (t->ndim == 0) mq_error(S, "cannot iterate over a 0-d tensor");
+    if (i >= t->shape[0]) {
+      *done = true;
+      return mq_none();
+    }
+    mq_index_item it = {MQ_IX_INT, false, false, false, i, 0, 0};
+    return mq_objv(mq_index(S, t, &it, 1));
+  }
+  mq_error(S, "cannot iterate over a %s", mq_type_name(seq));
+}
+
+static int64_t sequence_length(mq_state *S, mq_value v) {
+  if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len;
+  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
+  mq_error(S, "cannot unpack a %s", mq_type_name(v));
+}
+
 /* --- the loop -------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && !defined(MQ_NO_COMPUTED_GOTO)
@@ -281,7 +346,12 @@ static void echo_value(mq_state *S, mq_value v) {
 #define PUSH(v) (*sp++ = (v))
 #define POP() (*--sp)
 #define TOP() (sp[-1])
-#define SAVE() (fr->ip = ip - 1, S->stack_len = (int)(sp - S->stack))
+#define SAVE() (fr->ip = ip, S->stack_len = (int)(sp - S->stack))
+/* Caches the innermost frame's state in locals (after calls and returns,
+ * and whenever the frame or value stacks may have moved). */
+#define LOAD_FRAME()                                                           \
+  (fr = &S->frames[S->nframes - 1], ip = fr->ip, slots = S->stack + fr->base, \
+   consts = fr->f->consts)
 /* Replaces the top [n] values with [v] (retained), releasing them after. */
 #define REPLACE_TOP(n, v)                                                      \
   do {                                                                         \
@@ -295,13 +365,16 @@ static void echo_value(mq_state *S, mq_value v) {
   } while (0)
 
 mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
-  int base = S->stack_len;
+  int entry = S->nframes, base = S->stack_len;
   ensure_stack(S, base + f->nslots + 1);
-  mq_vmframe *fr = push_frame(S, f, base);
+  push_frame(S, NULL, f, base);
   size_t mark = mq_pool_mark(S);
-  mq_value *sp = S->stack + base;
-  const uint8_t *ip = f->code;
-  mq_value *consts = f->consts;
+  mq_vmframe *fr;
+  const uint8_t *ip;
+  mq_value *slots, *consts, *sp = S->stack + base;
+  int argc = 0, nkw = 0;
+  const mq_list *kwnames = NULL;
+  LOAD_FRAME();
 
 #if defined(__GNUC__) && !defined(MQ_NO_COMPUTED_GOTO)
   static const void *const jump_table[MQ_OP__COUNT] = {
@@ -335,8 +408,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         vmbreak;
       }
       vmcase(GET_GLOBAL) {
-        unsigned slot = READ_U16();
-        mq_global *g = &S->globals[slot];
+        mq_global *g = &S->globals[READ_U16()];
         if (MQ_UNLIKELY(!g->defined)) {
           SAVE();
           mq_error(S, "undefined variable '%s'", g->name);
@@ -347,24 +419,52 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
       }
       vmcase(SET_GLOBAL) {
         unsigned slot = READ_U16();
-        SAVE();
         mq_value v = POP();
-        S->stack_len--;
         mq_global_set(S, (int)slot, v);
         mq_release(S, v);
         vmbreak;
       }
       vmcase(GET_LOCAL) {
-        mq_value v = S->stack[fr->base + READ_U8()];
+        mq_value v = slots[READ_U8()];
         mq_retain(v);
         PUSH(v);
         vmbreak;
       }
       vmcase(SET_LOCAL) {
-        mq_value *slot = &S->stack[fr->base + READ_U8()];
+        mq_value *slot = &slots[READ_U8()];
         mq_value old = *slot;
         *slot = POP();
         mq_release(S, old);
+        vmbreak;
+      }
+      vmcase(GET_UPVAL) {
+        mq_value v = fr->cl->vals[READ_U8()];
+        mq_retain(v);
+        PUSH(v);
+        vmbreak;
+      }
+      vmcase(SELF) {
+        mq_value v = mq_objv(fr->cl);
+        mq_retain(v);
+        PUSH(v);
+        vmbreak;
+      }
+      vmcase(CLOSURE) {
+        mq_function *fn = (mq_function *)consts[READ_U16()].as.o;
+        SAVE();
+        mq_closure *cl = mq_closure_new(S, fn);
+        /* Defaults move from the stack into the closure. */
+        sp -= fn->ndefaults;
+        memcpy(cl->vals + fn->nupvals, sp, (size_t)fn->ndefaults * sizeof *sp);
+        for (int i = 0; i < fn->nupvals; i++) {
+          uint8_t kind = READ_U8(), index = READ_U8();
+          mq_value v = kind == MQ_CAP_LOCAL   ? slots[index]
+                       : kind == MQ_CAP_UPVAL ? fr->cl->vals[index]
+                                              : mq_objv(fr->cl);
+          mq_retain(v);
+          cl->vals[i] = v;
+        }
+        REPLACE_TOP(0, mq_objv(cl));
         vmbreak;
       }
       vmcase(NEG) {
@@ -412,35 +512,120 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
           if (kinds[i] == MQ_IXB_VALUE) nvals++;
           else if (kinds[i] & MQ_IXB_SLICE)
             nvals += (kinds[i] & 1) + ((kinds[i] >> 1) & 1) + ((kinds[i] >> 2) & 1);
-        fr->ip = kinds - 2;
-        S->stack_len = (int)(sp - S->stack);
+        SAVE();
         mq_value r = index_value(S, sp[-nvals - 1], kinds, nitems, sp - nvals);
         REPLACE_TOP(nvals + 1, r);
         vmbreak;
       }
-      vmcase(CALL) {
-        int argc = READ_U8();
+      vmcase(SET_INDEX) {
         SAVE();
-        mq_value callee = sp[-argc - 1];
-        if (!mq_is_obj(callee, MQ_O_BUILTIN))
-          mq_error(S, "a %s cannot be called", mq_type_name(callee));
-        const mq_builtin *b = &S->builtins[((mq_builtin_obj *)callee.as.o)->index];
-        REPLACE_TOP(argc + 1, mq_builtin_call(S, b, sp - argc, argc, 0, NULL));
-        mq_check_interrupt(S);
+        mq_value obj = sp[-3], v = sp[-1];
+        if (!mq_is_obj(obj, MQ_O_LIST)) {
+          if (mq_is_tensor(obj))
+            mq_error(S, "tensors are values and cannot be changed in place (x[i] = v); "
+                        "build a new one, e.g. with where(...)");
+          mq_error(S, "a %s does not support item assignment", mq_type_name(obj));
+        }
+        mq_list *l = mq_as_list(obj);
+        int64_t i = mq_arg_int(S, sp[-2], "index"), at = i < 0 ? i + l->len : i;
+        if (at < 0 || at >= l->len)
+          mq_error(S, "index %lld is out of range for a list of length %d", (long long)i, l->len);
+        mq_retain(v);
+        mq_release(S, l->items[at]);
+        l->items[at] = v;
+        for (int k = 0; k < 3; k++) mq_release(S, POP());
         vmbreak;
       }
-      vmcase(CALL_KW) {
-        int argc = READ_U8();
-        unsigned k = READ_U16();
-        fr->ip = ip - 4;
+      vmcase(UNPACK) {
+        int n = READ_U8();
+        SAVE();
+        mq_value v = TOP();
+        int64_t len = sequence_length(S, v);
+        if (len != n)
+          mq_error(S, "cannot unpack %lld values into %d names", (long long)len, n);
+        /* Items go on the stack last first, so the first one is on top. */
+        for (int i = n - 1; i >= 0; i--) {
+          bool done;
+          mq_value item = iterate_item(S, v, i, &done);
+          mq_retain(item);
+          PUSH(item);
+          S->stack_len++;
+        }
+        memmove(sp - n - 1, sp - n, (size_t)n * sizeof *sp); /* drop the sequence */
+        sp--;
         S->stack_len = (int)(sp - S->stack);
-        mq_value callee = sp[-argc - 1];
-        if (!mq_is_obj(callee, MQ_O_BUILTIN))
-          mq_error(S, "a %s cannot be called", mq_type_name(callee));
-        const mq_builtin *b = &S->builtins[((mq_builtin_obj *)callee.as.o)->index];
-        const mq_list *names = mq_as_list(consts[k]);
-        REPLACE_TOP(argc + 1, mq_builtin_call(S, b, sp - argc, argc, names->len, names));
-        mq_check_interrupt(S);
+        mq_release(S, v);
+        mq_pool_drain(S, mark);
+        vmbreak;
+      }
+      vmcase(FOR_ITER) {
+        unsigned d = READ_U16();
+        SAVE();
+        bool done;
+        mq_value item = iterate_item(S, sp[-2], sp[-1].as.i, &done);
+        if (done) {
+          ip += d;
+        } else {
+          sp[-1].as.i++;
+          REPLACE_TOP(0, item);
+        }
+        vmbreak;
+      }
+      vmcase(FOR_RANGE) {
+        unsigned d = READ_U16();
+        if (MQ_UNLIKELY(sp[-3].type != MQ_INT || sp[-2].type != MQ_INT || sp[-1].type != MQ_INT ||
+                        sp[-1].as.i == 0)) {
+          SAVE();
+          if (sp[-1].type == MQ_INT && sp[-1].as.i == 0) mq_error(S, "range() step must not be 0");
+          mq_error(S, "range() takes ints, not %s, %s and %s", mq_type_name(sp[-3]),
+                   mq_type_name(sp[-2]), mq_type_name(sp[-1]));
+        }
+        int64_t cur = sp[-3].as.i, stop = sp[-2].as.i, step = sp[-1].as.i;
+        if (step > 0 ? cur >= stop : cur <= stop) {
+          ip += d;
+        } else {
+          sp[-3].as.i = (int64_t)((uint64_t)cur + (uint64_t)step);
+          PUSH(mq_int(cur));
+        }
+        vmbreak;
+      }
+      vmcase(CALL) {
+        argc = READ_U8();
+        nkw = 0;
+        kwnames = NULL;
+        goto call_value;
+      }
+      vmcase(CALL_KW) {
+        argc = READ_U8();
+        kwnames = mq_as_list(consts[READ_U16()]);
+        nkw = kwnames->len;
+      call_value:
+        SAVE();
+        {
+          mq_value callee = sp[-argc - 1];
+          if (mq_is_obj(callee, MQ_O_BUILTIN)) {
+            const mq_builtin *b = &S->builtins[((mq_builtin_obj *)callee.as.o)->index];
+            REPLACE_TOP(argc + 1, mq_builtin_call(S, b, sp - argc, argc, nkw, kwnames));
+            if (S->interrupted) mq_check_interrupt(S);
+            vmbreak;
+          }
+          if (!mq_is_obj(callee, MQ_O_CLOSURE))
+            mq_error(S, "a %s cannot be called", mq_type_name(callee));
+          mq_closure *cl = (mq_closure *)callee.as.o;
+          mq_function *fn = cl->fn;
+          if (S->nframes - entry >= MQ_MAX_CALL_DEPTH)
+            mq_error(S, "stack overflow: more than %d nested calls", MQ_MAX_CALL_DEPTH);
+          int callee_base = (int)(sp - S->stack) - argc;
+          ensure_stack(S, callee_base + fn->nslots + 1);
+          sp = S->stack + callee_base + argc;
+          bind_args(S, cl, S->stack + callee_base, argc, nkw, kwnames);
+          sp = S->stack + callee_base + fn->nparams;
+          for (int i = fn->nparams; i < fn->nlocals; i++) PUSH(mq_none());
+          S->stack_len = (int)(sp - S->stack);
+          push_frame(S, cl, fn, callee_base);
+          LOAD_FRAME();
+          if (S->interrupted) mq_check_interrupt(S);
+        }
         vmbreak;
       }
       vmcase(ECHO) {
@@ -461,9 +646,9 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
       vmcase(JUMP_IF_FALSE) {
         unsigned d = READ_U16();
         SAVE();
-        mq_value v = POP();
+        mq_value v = TOP();
         bool t = mq_truthy(S, v);
-        S->stack_len--;
+        sp--;
         mq_release(S, v);
         if (!t) ip += d;
         vmbreak;
@@ -484,17 +669,38 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
       }
       vmcase(LOOP) {
         unsigned d = READ_U16();
-        SAVE();
         ip -= d;
         /* The flag every time; the host's hook every 1024 iterations. */
-        if (S->interrupted || (++S->poll_counter & 1023) == 0) mq_check_interrupt(S);
+        if (S->interrupted || (++S->poll_counter & 1023) == 0) {
+          SAVE();
+          mq_check_interrupt(S);
+        }
+        vmbreak;
+      }
+      vmcase(IMPORT) {
+        const char *path = mq_as_string(consts[READ_U16()])->chars;
+        SAVE();
+        int saved = S->stack_len;
+        mq_import(S, path, fr->f->src);
+        LOAD_FRAME();
+        sp = S->stack + saved;
         vmbreak;
       }
       vmcase(RETURN) {
         mq_value r = POP();
-        S->stack_len = (int)(sp - S->stack);
+        mq_value *frame_base = S->stack + fr->base;
+        while (sp > frame_base) mq_release(S, *--sp);
         S->nframes--;
-        return r;
+        if (S->nframes == entry) {
+          S->stack_len = (int)(sp - S->stack);
+          return r;
+        }
+        mq_release(S, *--sp); /* the callee */
+        PUSH(r);
+        S->stack_len = (int)(sp - S->stack);
+        LOAD_FRAME();
+        mq_pool_drain(S, mark);
+        vmbreak;
       }
     }
   }

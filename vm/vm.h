@@ -6,10 +6,16 @@
 
 /* One activation: the function, where it is, and where its stack starts. */
 typedef struct mq_vmframe {
+  mq_closure *cl;    /* the running function; NULL for top-level code */
   mq_function *f;
-  const uint8_t *ip; /* saved before anything that may raise an error */
-  int base;
+  const uint8_t *ip; /* just past the instruction running (saved before
+                        anything that may raise) or, in a caller, the call */
+  int base;          /* stack index of local slot 0 */
 } mq_vmframe;
+
+/* Calls deeper than this raise "stack overflow" (the VM does not recurse on
+ * the C stack, so this only bounds memory). */
+#define MQ_MAX_CALL_DEPTH 10000
 
 /* Runs top-level function [f]. In [echo] mode expression statements print
  * their value and bind it to `_`. Errors propagate (mq_throw) with the frame
@@ -17,8 +23,13 @@ typedef struct mq_vmframe {
  * mq_vm_unwind(). Returns the function's result (retained). */
 MQ_INTERNAL mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo);
 
-/* The span of the instruction that was running in the innermost frame. */
-MQ_INTERNAL bool mq_vm_error_span(mq_state *S, const mq_source **src, mq_span *span);
+/* The span of the instruction that was running in frame [level] (the
+ * innermost frame is S->nframes - 1). */
+MQ_INTERNAL bool mq_vm_error_span(mq_state *S, int level, const mq_source **src, mq_span *span);
+
+/* Runs the file at [path] (relative to the directory of [from]) once per
+ * state: the `import` statement. Implemented in api.c, next to eval. */
+MQ_INTERNAL void mq_import(mq_state *S, const char *path, const mq_source *from);
 
 /* Releases the values and frames above the given depths after an error. */
 MQ_INTERNAL void mq_vm_unwind(mq_state *S, int stack_len, int nframes);

@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs the Debian packages masq needs to build and test, only those that
+# are missing. Uses sudo when not run as root. Used by `make demo` and CI.
+set -e
+need=""
+have() { command -v "$1" >/dev/null 2>&1; }
+have re2c  || need="$need re2c"
+have bison || need="$need bison"
+have clang || need="$need clang"
+have tmux  || need="$need tmux"
+have make  || need="$need make"
+have cc    || need="$need gcc"
+[ -f /usr/include/readline/readline.h ] || need="$need libreadline-dev"
+[ -f /usr/include/zlib.h ] || need="$need zlib1g-dev"
+[ -z "$need" ] && exit 0
+echo "installing:$need"
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq $need >/dev/null
