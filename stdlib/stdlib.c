@@ -10,8 +10,9 @@
 
 /* The library's tables, one per family (lib_*.c). */
 extern const mq_libfn mq_lib_core[];
+extern const mq_libfn mq_lib_lang[];
 
-static const mq_libfn *const tables[] = {mq_lib_core};
+static const mq_libfn *const tables[] = {mq_lib_core, mq_lib_lang};
 
 /* --- signatures ------------------------------------------------------------ */
 

@@ -610,7 +610,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
             vmbreak;
           }
           if (!mq_is_obj(callee, MQ_O_CLOSURE))
-            mq_error(S, "a %s cannot be called", mq_type_name(callee));
+            mq_error(S, "cannot call a value of type %s", mq_type_name(callee));
           mq_closure *cl = (mq_closure *)callee.as.o;
           mq_function *fn = cl->fn;
           if (S->nframes - entry >= MQ_MAX_CALL_DEPTH)

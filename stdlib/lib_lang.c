@@ -1,0 +1,120 @@
+/* lib_lang.c - builtins of the language itself rather than of tensors:
+ * lists, strings, formatting, assertions. */
+#include <stdio.h>
+
+#include "stdlib.h"
+
+static mq_value lib_len(mq_state *S, mq_value *args) {
+  mq_value v = args[0];
+  if (mq_is_obj(v, MQ_O_LIST)) return mq_int(mq_as_list(v)->len);
+  if (mq_is_obj(v, MQ_O_STRING)) return mq_int((int64_t)mq_as_string(v)->len);
+  if (mq_is_tensor(v)) {
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->ndim == 0) mq_error(S, "len() of a 0-d tensor");
+    return mq_int(t->shape[0]);
+  }
+  mq_error(S, "len() of a %s", mq_type_name(v));
+}
+
+static mq_value lib_range(mq_state *S, mq_value *args) {
+  int64_t start = 0, stop, step = mq_arg_int(S, args[2], "step");
+  if (args[1].type == MQ_NONE) {
+    stop = mq_arg_int(S, args[0], "stop");
+  } else {
+    start = mq_arg_int(S, args[0], "start");
+    stop = mq_arg_int(S, args[1], "stop");
+  }
+  if (step == 0) mq_error(S, "range() step must not be 0");
+  mq_list *l = mq_list_new(S, 0);
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    if (l->len == INT32_MAX) mq_error(S, "range() is too long for a list");
+    mq_list_push(S, l, mq_int(i));
+  }
+  return mq_objv(l);
+}
+
+static mq_value lib_append(mq_state *S, mq_value *args) {
+  if (!mq_is_obj(args[0], MQ_O_LIST)) mq_error(S, "append() needs a list, not a %s", mq_type_name(args[0]));
+  mq_list_push(S, mq_as_list(args[0]), args[1]);
+  return mq_none();
+}
+
+static mq_value lib_str(mq_state *S, mq_value *args) {
+  if (mq_is_obj(args[0], MQ_O_STRING)) return args[0];
+  mq_buf *b = &S->out;
+  b->len = 0;
+  mq_value_format(S, b, args[0]);
+  return mq_objv(mq_string_new(S, b->data, b->len));
+}
+
+static mq_value lib_type(mq_state *S, mq_value *args) {
+  const char *name = mq_type_name(args[0]);
+  return mq_objv(mq_string_new(S, name, strlen(name)));
+}
+
+/* One "{...}" field: "" or ":.Nf", ":.Ne", ":Nd", ":N" (width). */
+static void format_field(mq_state *S, mq_buf *b, const char *spec, size_t n, mq_value v) {
+  if (n == 0) {
+    mq_value_format(S, b, v);
+    return;
+  }
+  char fmt[24], tmp[64];
+  if (spec[0] != ':' || n > 12) mq_error(S, "format: bad field {%.*s}", (int)n, spec);
+  char conv = spec[n - 1];
+  if (conv == 'f' || conv == 'e' || conv == 'g') {
+    snprintf(fmt, sizeof fmt, "%%%.*s", (int)(n - 1), spec + 1);
+    snprintf(tmp, sizeof tmp, fmt, mq_arg_number(S, v, "format value"));
+  } else if (conv == 'd') {
+    snprintf(fmt, sizeof fmt, "%%%.*slld", (int)(n - 2), spec + 1);
+    snprintf(tmp, sizeof tmp, fmt, (long long)mq_arg_int(S, v, "format value"));
+  } else {
+    mq_error(S, "format: unknown conversion in {%.*s} (use {}, {:.3f}, {:8.2e} or {:5d})",
+             (int)n, spec);
+  }
+  mq_buf_puts(S, b, tmp);
+}
+
+static mq_value lib_format(mq_state *S, mq_value *args) {
+  if (!mq_is_obj(args[0], MQ_O_STRING)) mq_error(S, "format() needs a format string first");
+  const char *f = mq_as_string(args[0])->chars;
+  mq_list *vals = mq_as_list(args[1]);
+  mq_buf *b = &S->out;
+  b->len = 0;
+  int next = 0;
+  for (const char *p = f; *p; p++) {
+    if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
+      mq_buf_putc(S, b, *p++);
+    } else if (*p == '{') {
+      const char *end = strchr(p, '}');
+      if (!end) mq_error(S, "format: '{' without a matching '}'");
+      if (next >= vals->len)
+        mq_error(S, "format: the string has more fields than the %d value%s given", vals->len,
+                 vals->len == 1 ? "" : "s");
+      format_field(S, b, p + 1, (size_t)(end - p - 1), vals->items[next++]);
+      p = end;
+    } else {
+      mq_buf_putc(S, b, *p);
+    }
+  }
+  if (next < vals->len) mq_error(S, "format: %d values given for %d fields", vals->len, next);
+  return mq_objv(mq_string_new(S, b->data, b->len));
+}
+
+static mq_value lib_assert(mq_state *S, mq_value *args) {
+  if (mq_truthy(S, args[0])) return mq_none();
+  if (mq_is_obj(args[1], MQ_O_STRING)) mq_error(S, "assertion failed: %s", mq_as_string(args[1])->chars);
+  mq_error(S, "assertion failed");
+}
+
+const mq_libfn mq_lib_lang[] = {
+    {"len(x)", lib_len, "the length of a list or string, or the first dim of a tensor"},
+    {"range(start, stop=none, step=1)", lib_range,
+     "a list of ints from start to stop (exclusive); range(n) is 0 .. n-1"},
+    {"append(list, value)", lib_append, "add value at the end of list (changes the list)"},
+    {"str(x)", lib_str, "x as a string, as print shows it"},
+    {"type(x)", lib_type, "the type name: \"tensor\", \"int\", \"float\", \"list\", ..."},
+    {"format(fmt, *values)", lib_format,
+     "fill {} fields of fmt with values; {:.3f}, {:10.2e}, {:5d} format numbers"},
+    {"assert(cond, message=none)", lib_assert, "raise an error unless cond is true"},
+    {NULL, NULL, NULL},
+};

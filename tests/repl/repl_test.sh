@@ -1,0 +1,236 @@
+#!/bin/sh
+# repl_test.sh - drives the real masq REPL in a terminal and checks what a
+# user sees: continuation lines, located errors, history, Ctrl-C, Ctrl-D,
+# :commands and Tab completion.
+#
+# usage: tests/repl/repl_test.sh [path/to/masq]      (default: build/masq)
+#
+# Each case starts masq in a fresh tmux pane on a private server (its own
+# socket, no user config), types with send-keys and reads the screen with
+# capture-pane. Every wait polls the screen for up to 5 s instead of sleeping
+# a fixed time. HOME and MASQ_HISTORY point into a temporary directory.
+# Prints "repl: N passed, N failed, N skipped"; exits 1 if anything failed.
+
+MASQ=${1:-build/masq}
+case $MASQ in /*) ;; *) MASQ=$PWD/$MASQ ;; esac
+
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "repl: tmux is not installed; SKIP"
+  exit 0
+fi
+if [ ! -x "$MASQ" ]; then
+  echo "repl: no executable at $MASQ" >&2
+  exit 2
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/masq-repl.XXXXXX") || exit 2
+hist=$tmp/history
+passed=0 failed=0 skipped=0
+
+# Each case gets its own tmux server: a server that is still shutting down
+# must not receive the next case's commands.
+server=0
+T() { tmux -S "$tmp/tmux.$server" "$@"; }
+trap 'T kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+# start [COMMAND]: a fresh 100x30 terminal running masq (or COMMAND, a shell
+# line), then waits for the first prompt unless a COMMAND was given. The pane
+# prints "[exit N]" when the command ends and stays open to be read.
+start() {
+  T kill-server 2>/dev/null
+  server=$((server + 1))
+  {
+    echo "cd '$tmp' || exit 2"
+    echo "export HOME='$tmp' MASQ_HISTORY='$hist' TERM=xterm NO_COLOR=1 INPUTRC=/dev/null"
+    echo "${1:-"'$MASQ'"}"
+    echo 'echo "[exit $?]"'
+    echo 'exec sleep 600'
+  } >"$tmp/pane.sh"
+  T -f /dev/null new-session -d -x 100 -y 30 "sh '$tmp/pane.sh'"
+  [ -n "$1" ] || wait_prompt
+}
+
+screen() { T capture-pane -p -J -S -200 2>/dev/null; }
+lines() { screen | sed -e 's/[[:space:]]*$//' -e '/^$/d'; }
+last_line() { lines | tail -n 1; }
+type_text() { T send-keys -l -- "$1"; }
+key() { T send-keys "$@"; }
+enter() { type_text "$1"; key Enter; }
+
+# poll CMD...: until CMD succeeds, trying every 0.1 s for 5 s ($tries / 10)
+tries=50
+poll() {
+  i=0
+  while [ $i -lt $tries ]; do
+    "$@" && return 0
+    sleep 0.1
+    i=$((i + 1))
+  done
+  return 1
+}
+# briefly CMD...: poll for 1 s only, to see whether something happens soon
+briefly() {
+  tries=10
+  poll "$@"
+  set -- $?
+  tries=50
+  return "$1"
+}
+has_text() { [ "$(screen | grep -cF -- "$1")" -ge "${2:-1}" ]; }
+has_line() { [ "$(lines | grep -cxE -- "$1")" -ge "${2:-1}" ]; }
+last_is() { last_line | grep -qxE -- "$1"; }
+wait_text() { poll has_text "$@"; }
+wait_line() { poll has_line "$@"; }
+wait_last() { poll last_is "$1"; }
+wait_prompt() { wait_last 'masq>'; }
+
+ok() { passed=$((passed + 1)); echo "ok - $1"; }
+skip() { skipped=$((skipped + 1)); echo "SKIP - $1"; }
+not_ok() {
+  failed=$((failed + 1))
+  echo "FAIL - $1"
+  echo "  --- screen ---"
+  lines | sed 's/^/  | /'
+}
+# check NAME CMD...: one test result
+check() {
+  name=$1
+  shift
+  if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+# --- 1. multi-line input ---------------------------------------------------
+
+start
+enter '[1,'
+check "open bracket gives the continuation prompt" wait_last '  \.\.\.>'
+enter '2]'
+# The value's exact form is the library's; it must be output, not an error,
+# followed by a fresh prompt.
+result_after_continuation() {
+  last_is 'masq>' && lines | awk '
+    /^  \.\.\.> 2\]$/ { seen = 1; next }
+    seen && /^masq>/ { exit !(out && !err) }
+    seen { out = 1; if (/error/) err = 1 }
+    END { if (!seen) exit 1 }'
+}
+check "closing the bracket shows the value" poll result_after_continuation
+enter '(40 +'
+enter '2)'
+check "a continued expression evaluates as a whole" wait_line '42'
+
+# --- 2. errors -------------------------------------------------------------
+
+start
+enter '1 +* 2'
+check "a syntax error is located (file:line:col)" \
+  wait_line '<stdin>:1:[0-9]+: error: .*'
+check "the error shows carets under the source" has_line ' *\^[~^]*'
+enter '1 + 2'
+check "the REPL goes on after an error" wait_line '3'
+
+# --- 3. history ------------------------------------------------------------
+
+rm -f "$hist"
+start
+enter '1 + 2'
+wait_line '3'
+enter '2 * 5'
+wait_line '10'
+enter '[1,'
+enter '2]'
+wait_prompt
+key Up
+check "Up recalls a multi-line entry whole" wait_last '2\]'
+key Up
+check "Up again recalls the line before" wait_last 'masq> 2 \* 5'
+key Enter
+wait_line '10' 2
+enter '2 * 5'
+wait_line '10' 3
+key C-d
+wait_text '[exit 0]'
+expected_history='1 + 2
+2 * 5
+[1,\n2]
+2 * 5'
+check "the history file holds the entries, one per line" \
+  test "$(cat "$hist" 2>/dev/null)" = "$expected_history"
+start
+key Up Up
+check "history is read back, multi-line entries whole" wait_last '2\]'
+check "... with the rest of the entry above" has_line 'masq> \[1,'
+
+# --- 4. Ctrl-C -------------------------------------------------------------
+
+start
+enter 'while true { x = 1 }'
+# A build without while loops answers at once with an error.
+if briefly last_is 'masq>' && has_text 'error'; then
+  skip "Ctrl-C stops a long computation (no while loop in this build)"
+else
+  key C-c
+  check "Ctrl-C stops a long computation with a message" wait_text 'interrupted'
+  check "... and gives a fresh prompt" wait_prompt
+  enter '2*3'
+  check "... after which evaluation works" wait_line '6'
+fi
+type_text 'half typed'
+wait_text 'half typed'
+key C-c
+check "Ctrl-C on a half-typed line gives a fresh prompt" wait_last 'masq>'
+check "... leaving the discarded text marked ^C" has_line 'masq> half typed\^C'
+enter '7*6'
+check "... and the text is gone" wait_line '42'
+enter '[1,'
+wait_last '  \.\.\.>'
+key C-c
+wait_prompt
+enter '1 + 1'
+check "Ctrl-C in a continuation drops the whole entry" wait_line '2'
+
+printf 'while true { x = 1 }\n' >"$tmp/loop.masq"
+# The shell running masq must not ignore SIGINT (masq would then keep it
+# ignored), nor die of it before printing masq's status: a trap does both.
+start "trap : INT; '$MASQ' loop.masq"
+if briefly has_text '[exit'; then
+  skip "Ctrl-C ends a script with status 130 (no while loop in this build)"
+else
+  key C-c
+  check "Ctrl-C ends a script with status 130" wait_text '[exit 130]'
+fi
+
+# --- 5. Ctrl-D -------------------------------------------------------------
+
+start
+key C-d
+check "Ctrl-D at an empty prompt exits with status 0" wait_text '[exit 0]'
+check "... on a new line" has_line '\[exit 0\]'
+
+# --- :commands and Tab completion ------------------------------------------
+
+start
+check "the banner names the version and how to leave" \
+  has_text 'masq 0.1.0'
+type_text ':he'
+key Tab
+check "Tab completes :commands" wait_last 'masq> :help'
+key Enter
+check ":help lists the commands" wait_text ':load FILE'
+enter ':nope'
+check "an unknown command says so" wait_text "unknown command ':nope' (try :help)"
+enter ':help no_such_builtin'
+check ":help NAME for an unknown name" wait_text "no builtin named 'no_such_builtin'"
+enter 'value_one = 1'
+wait_prompt
+type_text 'value_o'
+key Tab
+check "Tab completes global names" wait_last 'masq> value_one'
+key Enter
+check "... which evaluate" wait_line '1'
+enter ':q'
+check ":q leaves with status 0" wait_text '[exit 0]'
+
+echo "repl: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
