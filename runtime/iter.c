@@ -1,0 +1,45 @@
+/* iter.c - setting up row walks over same-shaped tensors (see iter.h). */
+#include "iter.h"
+
+void mq_iter_init(mq_iter *it, int nops, mq_tensor *const *ts) {
+  const mq_tensor *t0 = ts[0];
+  int64_t shape[MQ_MAX_DIMS], st[MQ_ITER_MAXOPS][MQ_MAX_DIMS];
+  int nd = 0;
+  it->nops = nops;
+  /* Drop size-1 dims (their strides are irrelevant), then merge dim d into
+   * the previous one when that is exactly one step of d for every operand. */
+  for (int d = 0; d < t0->ndim; d++) {
+    if (t0->shape[d] == 1) continue;
+    if (nd > 0) {
+      bool merge = true;
+      for (int k = 0; k < nops && merge; k++)
+        merge = st[k][nd - 1] == ts[k]->strides[d] * t0->shape[d];
+      if (merge) {
+        shape[nd - 1] *= t0->shape[d];
+        for (int k = 0; k < nops; k++) st[k][nd - 1] = ts[k]->strides[d];
+        continue;
+      }
+    }
+    shape[nd] = t0->shape[d];
+    for (int k = 0; k < nops; k++) st[k][nd] = ts[k]->strides[d];
+    nd++;
+  }
+  if (nd == 0) { /* a single element */
+    shape[0] = 1;
+    for (int k = 0; k < nops; k++) st[k][0] = 1;
+    nd = 1;
+  }
+  it->nd = nd;
+  it->n = shape[nd - 1];
+  it->rows = t0->numel == 0 ? 0 : t0->numel / it->n;
+  for (int k = 0; k < nops; k++) {
+    size_t es = mq_dtype_size((mq_dtype)ts[k]->dtype);
+    it->is[k] = st[k][nd - 1];
+    it->p[k] = (char *)mq_tensor_data(ts[k]);
+    for (int d = 0; d < nd - 1; d++) it->bst[k][d] = st[k][d] * (int64_t)es;
+  }
+  for (int d = 0; d < nd - 1; d++) {
+    it->shape[d] = shape[d];
+    it->idx[d] = 0;
+  }
+}

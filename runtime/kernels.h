@@ -1,0 +1,61 @@
+/* kernels.h - helpers shared by the runtime's files (not for the VM). */
+#ifndef MQ_KERNELS_H
+#define MQ_KERNELS_H
+
+#include <math.h>
+
+#include "tensor.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* gcc's -O2 vectorizes only loops whose trip count is a known multiple of
+ * the vector width; our kernels run over runtime lengths, so the files that
+ * hold kernels (all include this header) ask for the "cheap" model, which
+ * adds a scalar epilogue and alias checks. clang vectorizes these at -O2. */
+#pragma GCC optimize("vect-cost-model=cheap")
+#if defined(__GLIBC__) && defined(__x86_64__)
+/* glibc's libmvec (reached through -lm) has SIMD variants of these; glibc
+ * only declares them under -ffast-math, which we never use. Declaring them
+ * lets gcc vectorize exp/log/pow loops with IEEE semantics intact (NaN and
+ * inf preserved, max error about 2e-7 relative). */
+__attribute__((simd("notinbranch"))) float expf(float);
+__attribute__((simd("notinbranch"))) float logf(float);
+__attribute__((simd("notinbranch"))) float powf(float, float);
+__attribute__((simd("notinbranch"))) double exp(double);
+__attribute__((simd("notinbranch"))) double log(double);
+__attribute__((simd("notinbranch"))) double pow(double, double);
+#endif
+#endif
+
+/* float -> int64 the way x86 does it (NaN and out of range give INT64_MIN),
+ * without the undefined behaviour of a plain C cast. */
+static inline int64_t mq_f2i(double x) {
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) return INT64_MIN;
+  return (int64_t)x;
+}
+
+/* Writes src converted to dst's dtype into dst (same shape, any strides). */
+MQ_INTERNAL void mq_kernel_convert(mq_state *S, mq_tensor *dst, mq_tensor *src);
+/* out = cond ? a : b for one dtype; all four of the same shape; cond bool,
+ * a and b of out's dtype. */
+MQ_INTERNAL void mq_kernel_where(mq_state *S, mq_tensor *out, mq_tensor *cond, mq_tensor *a,
+                                 mq_tensor *b);
+/* Counts the positions where two same-shaped bool tensors differ. */
+MQ_INTERNAL int64_t mq_kernel_count_ne(mq_state *S, mq_tensor *a, mq_tensor *b);
+
+/* Sum (pairwise, in double) and NaN-propagating max of a contiguous row,
+ * over the entries where m is nonzero (m NULL: all); max of none is -inf. */
+MQ_INTERNAL double mq_rowsum_f32(const float *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL double mq_rowsum_f64(const double *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL float mq_rowmax_f32(const float *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL double mq_rowmax_f64(const double *x, const uint8_t *m, int64_t n);
+
+/* A tensor object with no storage yet, owned by the pool. */
+MQ_INTERNAL mq_tensor *mq_tensor_alloc(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape);
+/* Sets contiguous row-major strides from t->shape. */
+MQ_INTERNAL void mq_set_contiguous_strides(mq_tensor *t);
+MQ_INTERNAL bool mq_same_shape(const mq_tensor *a, const mq_tensor *b);
+
+/* How often long kernels poll for interrupts (elements). */
+#define MQ_POLL_ELEMS (1 << 16)
+
+#endif

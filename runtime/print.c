@@ -1,0 +1,354 @@
+/* print.c - the printed forms of tensors.
+ *
+ * Masked tensors print exactly as torch.masked 1.13's MaskedTensor.__repr__
+ * (reference torch_masked.md §3): "%8.4f" floats, `--` for masked-out
+ * entries, one bracket per line with two spaces of indent per level. Where
+ * torch crashes or is ragged we deliberately differ:
+ *   - empty tensors print ("[]" rows) instead of raising;
+ *   - above 1000 elements, every dim longer than 6 shows its first and last
+ *     3 entries around a `...` entry (a `...` line between sub-blocks);
+ *   - int rows are aligned. Rule: let w = the widest valid int of the row,
+ *     raised to 8 if the row has a masked-out entry; every entry (int or
+ *     `--`) is right-justified to w. (torch pads only `--` to 8 and leaves
+ *     ints ragged: `[1,       --, 333]`; we print `[       1,       --,
+ *     333]` with 333 padded as well.) Float and bool rows are as torch.
+ * Plain tensors print as torch's tensor(...) (torch/_tensor_str.py, default
+ * print options: precision 4, linewidth 80, threshold 1000, edgeitems 3),
+ * with dtypes spelled without "torch.". */
+#include <math.h>
+#include <stdio.h>
+
+#include "kernels.h"
+
+#define EDGE 3
+#define THRESHOLD 1000
+#define LINEWIDTH 80
+
+static const char dim_on[] = "\x1b[2m", dim_off[] = "\x1b[0m";
+
+/* Element [off] (in elements from the view's start) of [t]. */
+static double get_f(const mq_tensor *t, int64_t off) {
+  const void *p = mq_tensor_data(t);
+  switch ((mq_dtype)t->dtype) {
+  case MQ_DT_BOOL: return ((const uint8_t *)p)[off];
+  case MQ_DT_I64: return (double)((const int64_t *)p)[off];
+  case MQ_DT_F32: return ((const float *)p)[off];
+  default: return ((const double *)p)[off];
+  }
+}
+static int64_t get_i(const mq_tensor *t, int64_t off) {
+  if (t->dtype == MQ_DT_I64) return ((const int64_t *)mq_tensor_data(t))[off];
+  return (int64_t)get_f(t, off);
+}
+
+static void spaces(mq_state *S, mq_buf *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) mq_buf_putc(S, b, ' ');
+}
+
+static void rjust(mq_state *S, mq_buf *b, const char *s, int w) {
+  spaces(S, b, w - (int64_t)strlen(s));
+  mq_buf_puts(S, b, s);
+}
+
+/* Next shown index after i along a dim of n entries (skipping the middle
+ * when summarizing); -1 marks the `...` slot, n the end. */
+static int64_t next_index(int64_t i, int64_t n, bool summarize) {
+  if (summarize && n > 2 * EDGE) {
+    if (i == EDGE - 1) return -1;
+    if (i == -1) return n - EDGE;
+  }
+  return i + 1;
+}
+
+/* --- masked tensors --------------------------------------------------------- */
+
+/* E(x) of torch's repr: "%8.4f" for floats (NaN always "nan", as Python),
+ * plain decimal for ints, True/False for bools. */
+static void masked_elem(const mq_tensor *t, int64_t off, char *out, size_t cap) {
+  switch ((mq_dtype)t->dtype) {
+  case MQ_DT_BOOL: snprintf(out, cap, "%s", get_f(t, off) != 0 ? "True" : "False"); break;
+  case MQ_DT_I64: snprintf(out, cap, "%lld", (long long)get_i(t, off)); break;
+  default: {
+    double v = get_f(t, off);
+    if (isnan(v)) snprintf(out, cap, "%8s", "nan");
+    else snprintf(out, cap, "%8.4f", v);
+  }
+  }
+}
+
+static void masked_dashes(mq_state *S, mq_buf *b, int w, bool color) {
+  spaces(S, b, w - 2);
+  if (color) mq_buf_puts(S, b, dim_on);
+  mq_buf_puts(S, b, "--");
+  if (color) mq_buf_puts(S, b, dim_off);
+}
+
+static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tensor *m,
+                       int64_t off, int64_t moff, bool summarize, bool color) {
+  int d = t->ndim - 1;
+  int64_t n = t->shape[d], st = t->strides[d], mst = m->strides[d];
+  const uint8_t *mv = mq_tensor_data(m);
+  bool is_int = t->dtype == MQ_DT_I64, any_masked = false;
+  int w = 0;
+  char e[64];
+  for (int64_t i = 0; i < n; i = next_index(i, n, summarize)) {
+    if (i < 0) continue;
+    if (!mv[moff + i * mst]) {
+      any_masked = true;
+      if (w < 8) w = 8;
+    } else {
+      masked_elem(t, off + i * st, e, sizeof e);
+      int len = (int)strlen(e);
+      if (len > w) w = len;
+    }
+  }
+  (void)any_masked;
+  mq_buf_putc(S, b, '[');
+  for (int64_t i = 0; i < n; i = next_index(i, n, summarize)) {
+    if (i != 0) mq_buf_puts(S, b, ", ");
+    if (i < 0) {
+      rjust(S, b, "...", w);
+    } else if (!mv[moff + i * mst]) {
+      masked_dashes(S, b, w, color);
+    } else {
+      masked_elem(t, off + i * st, e, sizeof e);
+      if (is_int) rjust(S, b, e, w); /* our alignment rule; torch leaves ints ragged */
+      else mq_buf_puts(S, b, e);
+    }
+  }
+  mq_buf_putc(S, b, ']');
+}
+
+/* Sub-tensor at [dim]; every line it writes starts with 2 * (dim + 1) spaces
+ * (torch's repeated "indent every line by two"). */
+static void masked_rec(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tensor *m, int dim,
+                       int64_t off, int64_t moff, bool summarize, bool color) {
+  int64_t ind = 2 * (dim + 1);
+  spaces(S, b, ind);
+  if (dim == t->ndim - 1) {
+    masked_row(S, b, t, m, off, moff, summarize, color);
+    return;
+  }
+  mq_buf_puts(S, b, "[\n");
+  int64_t n = t->shape[dim];
+  if (n == 0) spaces(S, b, ind); /* torch: the empty line is indented too */
+  for (int64_t i = 0; i < n; i = next_index(i, n, summarize)) {
+    if (i != 0) mq_buf_puts(S, b, ",\n");
+    if (i < 0) {
+      spaces(S, b, ind + 2);
+      mq_buf_puts(S, b, "...");
+    } else {
+      masked_rec(S, b, t, m, dim + 1, off + i * t->strides[dim], moff + i * m->strides[dim],
+                 summarize, color);
+    }
+  }
+  mq_buf_putc(S, b, '\n');
+  spaces(S, b, ind);
+  mq_buf_putc(S, b, ']');
+}
+
+static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, bool color) {
+  const mq_tensor *m = t->mask;
+  if (t->ndim == 0) {
+    bool valid = *(const uint8_t *)mq_tensor_data(m) != 0;
+    char e[64];
+    mq_buf_puts(S, b, "MaskedTensor(");
+    if (valid) {
+      masked_elem(t, 0, e, sizeof e);
+      mq_buf_puts(S, b, e);
+    } else {
+      masked_dashes(S, b, 2, color);
+    }
+    mq_buf_puts(S, b, valid ? ", True)" : ", False)");
+    return;
+  }
+  mq_buf_puts(S, b, "MaskedTensor(\n");
+  masked_rec(S, b, t, m, 0, 0, 0, t->numel > THRESHOLD, color);
+  mq_buf_puts(S, b, "\n)");
+}
+
+/* --- plain tensors ---------------------------------------------------------- */
+
+/* torch's _Formatter: one width for every element; floats in int mode
+ * ("1."), fixed "%.4f" or scientific "%.4e", chosen from the shown values. */
+typedef struct plain_fmt {
+  mq_dtype dt;
+  bool int_mode, sci_mode;
+  int width;
+  /* float statistics over nonzero finite values */
+  bool any;
+  double minabs, maxabs;
+} plain_fmt;
+
+typedef void (*visit_fn)(plain_fmt *f, const mq_tensor *t, int64_t off);
+
+static void visit_shown(const mq_tensor *t, int dim, int64_t off, bool summarize, visit_fn fn,
+                        plain_fmt *f) {
+  if (dim == t->ndim) {
+    fn(f, t, off);
+    return;
+  }
+  int64_t n = t->shape[dim];
+  for (int64_t i = 0; i < n; i = next_index(i, n, summarize))
+    if (i >= 0) visit_shown(t, dim + 1, off + i * t->strides[dim], summarize, fn, f);
+}
+
+static void stats_visit(plain_fmt *f, const mq_tensor *t, int64_t off) {
+  double v = get_f(t, off);
+  if (!isfinite(v) || v == 0) return;
+  double a = fabs(v);
+  if (!f->any || a < f->minabs) f->minabs = a;
+  if (!f->any || a > f->maxabs) f->maxabs = a;
+  f->any = true;
+  if (v != ceil(v)) f->int_mode = false;
+}
+
+/* The text of one float under the formatter's mode, unpadded. */
+static void plain_float(const plain_fmt *f, double v, char *out, size_t cap) {
+  if (isnan(v)) snprintf(out, cap, "nan");
+  else if (f->sci_mode) snprintf(out, cap, "%.4e", v);
+  else if (f->int_mode) snprintf(out, cap, isinf(v) ? "%.0f" : "%.0f.", v);
+  else snprintf(out, cap, "%.4f", v);
+}
+
+static void plain_elem(const plain_fmt *f, const mq_tensor *t, int64_t off, char *out, size_t cap) {
+  switch (f->dt) {
+  case MQ_DT_BOOL: snprintf(out, cap, "%s", get_f(t, off) != 0 ? "True" : "False"); break;
+  case MQ_DT_I64: snprintf(out, cap, "%lld", (long long)get_i(t, off)); break;
+  default: plain_float(f, get_f(t, off), out, cap); break;
+  }
+}
+
+static void width_visit(plain_fmt *f, const mq_tensor *t, int64_t off) {
+  char e[64];
+  if (mq_dtype_is_float(f->dt)) {
+    /* torch measures nonzero finite values only (nan, inf, 0 never widen) */
+    double v = get_f(t, off);
+    if (!isfinite(v) || v == 0) return;
+  }
+  plain_elem(f, t, off, e, sizeof e);
+  int len = (int)strlen(e);
+  if (len > f->width) f->width = len;
+}
+
+static void plain_fmt_init(plain_fmt *f, const mq_tensor *t, bool summarize) {
+  memset(f, 0, sizeof *f);
+  f->dt = (mq_dtype)t->dtype;
+  f->int_mode = true;
+  f->width = 1;
+  if (mq_dtype_is_float(f->dt)) {
+    visit_shown(t, 0, 0, summarize, stats_visit, f);
+    if (!f->any) return;
+    double ratio = f->maxabs / f->minabs;
+    if (f->int_mode) f->sci_mode = ratio > 1000. || f->maxabs > 1.e8;
+    else f->sci_mode = ratio > 1000. || f->maxabs > 1.e8 || f->minabs < 1.e-4;
+  }
+  visit_shown(t, 0, 0, summarize, width_visit, f);
+}
+
+static void plain_vector(mq_state *S, mq_buf *b, const mq_tensor *t, int64_t off, int indent,
+                         bool summarize, const plain_fmt *f) {
+  int d = t->ndim - 1;
+  int64_t n = t->shape[d], per_line = (LINEWIDTH - indent) / (f->width + 2), count = 0;
+  if (per_line < 1) per_line = 1;
+  char e[64];
+  mq_buf_putc(S, b, '[');
+  for (int64_t i = 0; i < n; i = next_index(i, n, summarize), count++) {
+    if (count > 0) {
+      if (count % per_line == 0) {
+        mq_buf_puts(S, b, ",\n");
+        spaces(S, b, indent + 1);
+      } else {
+        mq_buf_puts(S, b, ", ");
+      }
+    }
+    if (i < 0) {
+      mq_buf_puts(S, b, " ...");
+    } else {
+      plain_elem(f, t, off + i * t->strides[d], e, sizeof e);
+      rjust(S, b, e, f->width);
+    }
+  }
+  mq_buf_putc(S, b, ']');
+}
+
+static void plain_rec(mq_state *S, mq_buf *b, const mq_tensor *t, int dim, int64_t off,
+                      int indent, bool summarize, const plain_fmt *f) {
+  int rem = t->ndim - dim;
+  if (rem == 1) {
+    plain_vector(S, b, t, off, indent, summarize, f);
+    return;
+  }
+  int64_t n = t->shape[dim];
+  mq_buf_putc(S, b, '[');
+  for (int64_t i = 0; i < n; i = next_index(i, n, summarize)) {
+    if (i != 0) {
+      mq_buf_putc(S, b, ',');
+      for (int k = 0; k < rem - 1; k++) mq_buf_putc(S, b, '\n');
+      spaces(S, b, indent + 1);
+    }
+    if (i < 0) mq_buf_puts(S, b, "...");
+    else plain_rec(S, b, t, dim + 1, off + i * t->strides[dim], indent + 1, summarize, f);
+  }
+  mq_buf_putc(S, b, ']');
+}
+
+static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
+  static const char prefix[] = "tensor(";
+  const int indent = (int)sizeof prefix - 1;
+  size_t start = b->len;
+  char suffixes[2][64];
+  int nsuf = 0;
+  mq_buf_puts(S, b, prefix);
+  if (t->numel == 0) {
+    mq_buf_puts(S, b, "[]");
+    if (t->ndim != 1) {
+      const char *shape = mq_shape_str(S, t->ndim, t->shape);
+      snprintf(suffixes[nsuf++], sizeof suffixes[0], "size=%s", shape);
+    }
+    if (t->dtype != MQ_DT_F32)
+      snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=%s", mq_dtype_name((mq_dtype)t->dtype));
+  } else {
+    bool summarize = t->numel > THRESHOLD;
+    plain_fmt f;
+    plain_fmt_init(&f, t, summarize);
+    if (t->ndim == 0) {
+      char e[64];
+      plain_elem(&f, t, 0, e, sizeof e);
+      rjust(S, b, e, f.width);
+    } else {
+      plain_rec(S, b, t, 0, 0, indent, summarize, &f);
+    }
+    if (t->dtype == MQ_DT_F64) snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=float64");
+  }
+  /* torch's _add_suffixes, including its line-length arithmetic */
+  const char *s = b->data + start;
+  const char *nl = strrchr(s, '\n');
+  int64_t len = (int64_t)(b->len - start);
+  int64_t last_line_len = len - (nl ? (int64_t)(nl - s) : -1) + 1;
+  for (int i = 0; i < nsuf; i++) {
+    int64_t sl = (int64_t)strlen(suffixes[i]);
+    if (last_line_len + sl + 2 > LINEWIDTH) {
+      mq_buf_puts(S, b, ",\n");
+      spaces(S, b, indent);
+      last_line_len = indent + sl;
+    } else {
+      mq_buf_puts(S, b, ", ");
+      last_line_len += sl + 2;
+    }
+    mq_buf_puts(S, b, suffixes[i]);
+  }
+  mq_buf_putc(S, b, ')');
+}
+
+/* --- entry points ----------------------------------------------------------- */
+
+void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color) {
+  if (t->mask) format_masked(S, b, t, color);
+  else format_plain(S, b, t);
+}
+
+void mq_tensor_summary(mq_state *S, mq_buf *b, const mq_tensor *t) {
+  mq_buf_printf(S, b, "%s tensor %s%s", mq_dtype_name((mq_dtype)t->dtype),
+                mq_shape_str(S, t->ndim, t->shape), t->mask ? ", masked" : "");
+}

@@ -1,0 +1,123 @@
+/* softmax.c - softmax along one dim, torch.masked's "safe softmax".
+ *
+ * The input is viewed as (outer, n, inner) with n the softmax dim. With
+ * inner == 1 each slice is a contiguous row; otherwise the slices are the
+ * columns of an (n, inner) block, handled a whole row of columns at a time
+ * with per-column max/sum rows, so nothing is gathered. The max is taken
+ * over valid entries only (numerical stability), exponentials are summed in
+ * double (pairwise along rows). Masked-out entries of a partly valid slice get 0; a slice with no
+ * valid entry gets NaN (and stays masked out). */
+#include <math.h>
+
+#include "kernels.h"
+
+/* Scaling multiplies by the float reciprocal of the sum, as torch does. */
+#define DEF_SOFTMAX(E, T, EXP, ROWMAX, ROWSUM)                                 \
+  /* one contiguous slice of n */                                              \
+  static void sm_row_##E(T *o, const T *x, const uint8_t *m, int64_t n) {      \
+    if (m) {                                                                   \
+      uint8_t any = 0;                                                         \
+      for (int64_t i = 0; i < n; i++) any |= m[i];                             \
+      if (!any) {                                                              \
+        for (int64_t i = 0; i < n; i++) o[i] = NAN;                            \
+        return;                                                                \
+      }                                                                        \
+    }                                                                          \
+    T mx = ROWMAX(x, m, n);                                                    \
+    /* exp everywhere, then zero the masked-out slots: two loops that both \
+     * vectorize, where one loop with a select around a call does not */     \
+    for (int64_t i = 0; i < n; i++) o[i] = EXP(x[i] - mx);                     \
+    if (m)                                                                     \
+      for (int64_t i = 0; i < n; i++) {                                        \
+        T e = o[i];                                                            \
+        o[i] = m[i] ? e : (T)0;                                                \
+      }                                                                        \
+    T inv = (T)(1.0 / ROWSUM(o, NULL, n));                                     \
+    for (int64_t i = 0; i < n; i++) o[i] *= inv;                               \
+  }                                                                            \
+  /* n rows of [inner] columns; mx, sum and any are scratch rows */           \
+  static void sm_cols_##E(T *o, const T *x, const uint8_t *m, int64_t n, int64_t inner, \
+                          T *mx, double *sum, uint8_t *any) {                  \
+    for (int64_t i = 0; i < inner; i++) { mx[i] = -INFINITY; sum[i] = 0; any[i] = m ? 0 : 1; } \
+    for (int64_t j = 0; j < n; j++) {                                          \
+      const T *xr = x + j * inner;                                             \
+      if (m) {                                                                 \
+        const uint8_t *mr = m + j * inner;                                     \
+        for (int64_t i = 0; i < inner; i++) {                                  \
+          T v = xr[i];                                                         \
+          v = mr[i] ? v : (T)-INFINITY;                                        \
+          mx[i] = (v > mx[i] || v != v) ? v : mx[i];                           \
+          any[i] |= mr[i];                                                     \
+        }                                                                      \
+      } else {                                                                 \
+        for (int64_t i = 0; i < inner; i++) {                                  \
+          T v = xr[i];                                                         \
+          mx[i] = (v > mx[i] || v != v) ? v : mx[i];                           \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+    for (int64_t j = 0; j < n; j++) {                                          \
+      const T *xr = x + j * inner;                                             \
+      T *orow = o + j * inner;                                                 \
+      for (int64_t i = 0; i < inner; i++) orow[i] = EXP(xr[i] - mx[i]);        \
+      if (m) {                                                                 \
+        const uint8_t *mr = m + j * inner;                                     \
+        for (int64_t i = 0; i < inner; i++) {                                  \
+          T e = orow[i];                                                       \
+          orow[i] = mr[i] ? e : (T)0;                                          \
+        }                                                                      \
+      }                                                                        \
+      for (int64_t i = 0; i < inner; i++) sum[i] += (double)orow[i];           \
+    }                                                                          \
+    /* mx is reused for the reciprocals */                                     \
+    for (int64_t i = 0; i < inner; i++) mx[i] = any[i] ? (T)(1.0 / sum[i]) : (T)NAN; \
+    for (int64_t j = 0; j < n; j++) {                                          \
+      T *orow = o + j * inner;                                                 \
+      for (int64_t i = 0; i < inner; i++) orow[i] *= mx[i];                    \
+    }                                                                          \
+  }
+
+DEF_SOFTMAX(F32, float, expf, mq_rowmax_f32, mq_rowsum_f32)
+DEF_SOFTMAX(F64, double, exp, mq_rowmax_f64, mq_rowsum_f64)
+
+mq_tensor *mq_softmax(mq_state *S, mq_tensor *t, int dim) {
+  int d = mq_norm_dim(S, dim, t->ndim);
+  mq_dtype dt = mq_dtype_is_float((mq_dtype)t->dtype) ? (mq_dtype)t->dtype : MQ_DT_F32;
+  mq_tensor *x = mq_contiguous(S, mq_astype(S, mq_get_data(S, t), dt));
+  const uint8_t *m = t->mask ? mq_tensor_data(mq_contiguous(S, t->mask)) : NULL;
+  mq_tensor *out = mq_tensor_new(S, dt, t->ndim, t->shape);
+  int64_t outer = 1, n = t->ndim ? t->shape[d] : 1, inner = 1;
+  for (int i = 0; i < d; i++) outer *= t->shape[i];
+  for (int i = d + 1; i < t->ndim; i++) inner *= t->shape[i];
+  if (out->numel) {
+    size_t es = mq_dtype_size(dt);
+    char *o = mq_tensor_data(out);
+    const char *xv = mq_tensor_data(x);
+    void *mx = NULL;
+    double *sum = NULL;
+    uint8_t *any = NULL;
+    if (inner > 1) {
+      mx = mq_scratch(S, (size_t)inner * es);
+      sum = mq_scratch(S, (size_t)inner * sizeof *sum);
+      any = mq_scratch(S, (size_t)inner);
+    }
+    int64_t block = n * inner, polled = 0;
+    for (int64_t b = 0; b < outer; b++) {
+      size_t off = (size_t)(b * block);
+      const uint8_t *mb = m ? m + off : NULL;
+      if (dt == MQ_DT_F32) {
+        if (inner == 1) sm_row_F32((float *)o + off, (const float *)xv + off, mb, n);
+        else sm_cols_F32((float *)o + off, (const float *)xv + off, mb, n, inner, mx, sum, any);
+      } else {
+        if (inner == 1) sm_row_F64((double *)o + off, (const double *)xv + off, mb, n);
+        else sm_cols_F64((double *)o + off, (const double *)xv + off, mb, n, inner, mx, sum, any);
+      }
+      if ((polled += block) >= MQ_POLL_ELEMS) {
+        polled = 0;
+        mq_check_interrupt(S);
+      }
+    }
+  }
+  if (t->mask) mq_tensor_set_mask(S, out, t->mask);
+  return out;
+}

@@ -1,0 +1,445 @@
+/* tensor.c - the dtype table, storage, creation, views and geometry. */
+#include <math.h>
+#include <stdio.h>
+
+#include "iter.h"
+#include "kernels.h"
+
+static const char *const dtype_names[] = {
+#define X(E, n, T, s) s,
+    MQ_DTYPES(X)
+#undef X
+};
+static const size_t dtype_sizes[] = {
+#define X(E, n, T, s) sizeof(T),
+    MQ_DTYPES(X)
+#undef X
+};
+
+const char *mq_dtype_name(mq_dtype dt) { return dt < MQ_DT__COUNT ? dtype_names[dt] : "?"; }
+size_t mq_dtype_size(mq_dtype dt) { return dt < MQ_DT__COUNT ? dtype_sizes[dt] : 1; }
+
+/* --- objects and storage ------------------------------------------------ */
+
+void mq_set_contiguous_strides(mq_tensor *t) {
+  int64_t s = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    t->strides[d] = s;
+    s *= t->shape[d];
+  }
+}
+
+bool mq_same_shape(const mq_tensor *a, const mq_tensor *b) {
+  if (a->ndim != b->ndim) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d]) return false;
+  return true;
+}
+
+/* Validates a shape and returns its element count. */
+static int64_t check_shape(mq_state *S, int ndim, const int64_t *shape) {
+  if (ndim < 0 || ndim > MQ_MAX_DIMS)
+    mq_error(S, "tensors have at most %d dimensions, got %d", MQ_MAX_DIMS, ndim);
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 0) mq_error(S, "negative dimension %lld in shape %s", (long long)shape[d],
+                               mq_shape_str(S, ndim, shape));
+    if (shape[d] && n > INT64_MAX / 16 / shape[d])
+      mq_error(S, "shape %s is too large", mq_shape_str(S, ndim, shape));
+    n *= shape[d];
+  }
+  return n;
+}
+
+/* The object is handed to the pool before anything else is allocated, so an
+ * allocation failure below can never strand it. */
+mq_tensor *mq_tensor_alloc(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape) {
+  int64_t numel = check_shape(S, ndim, shape);
+  mq_tensor *t = mq_calloc(S, sizeof *t);
+  t->hdr.rc = 1;
+  t->hdr.type = MQ_O_TENSOR;
+  t->dtype = (uint8_t)dt;
+  t->ndim = (uint8_t)ndim;
+  t->numel = numel;
+  for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+  mq_pool_own(S, &t->hdr);
+  return t;
+}
+
+mq_tensor *mq_tensor_new(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape) {
+  mq_tensor *t = mq_tensor_alloc(S, dt, ndim, shape);
+  mq_set_contiguous_strides(t);
+  size_t es = mq_dtype_size(dt);
+  if ((uint64_t)t->numel > SIZE_MAX / es) mq_error(S, "tensor too large");
+  /* Never a zero-byte block: views of empty tensors still point somewhere. */
+  size_t nbytes = t->numel ? (size_t)t->numel * es : es;
+  mq_storage *st = mq_calloc(S, sizeof *st);
+  st->rc = 1;
+  t->storage = st;
+  st->data = mq_alloc(S, nbytes);
+  st->nbytes = nbytes;
+  return t;
+}
+
+void mq_tensor_free(mq_state *S, mq_tensor *t) {
+  if (t->mask) mq_obj_release(S, &t->mask->hdr);
+  if (t->grad) mq_obj_release(S, &t->grad->hdr);
+  /* t->node belongs to autograd, which will release it here once it exists. */
+  mq_storage *st = t->storage;
+  if (st && --st->rc == 0) {
+    if (st->release) st->release(st->release_ud);
+    else mq_free(S, st->data, st->nbytes);
+    mq_free(S, st, sizeof *st);
+  }
+  mq_free(S, t, sizeof *t);
+}
+
+/* --- creation ------------------------------------------------------------ */
+
+mq_tensor *mq_tensor_full(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape,
+                          double value) {
+  mq_tensor *t = mq_tensor_new(S, dt, ndim, shape);
+  switch (dt) {
+  case MQ_DT_BOOL: { uint8_t v = value != 0; uint8_t *p = mq_tensor_data(t); memset(p, v, (size_t)t->numel); break; }
+  case MQ_DT_I64: { int64_t v = mq_f2i(value); int64_t *p = mq_tensor_data(t); for (int64_t i = 0; i < t->numel; i++) p[i] = v; break; }
+  case MQ_DT_F32: { float v = (float)value; float *p = mq_tensor_data(t); for (int64_t i = 0; i < t->numel; i++) p[i] = v; break; }
+  case MQ_DT_F64: { double v = value; double *p = mq_tensor_data(t); for (int64_t i = 0; i < t->numel; i++) p[i] = v; break; }
+  default: mq_error(S, "bad dtype");
+  }
+  return t;
+}
+
+mq_tensor *mq_tensor_scalar(mq_state *S, mq_dtype dt, double value) {
+  return mq_tensor_full(S, dt, 0, NULL, value);
+}
+
+mq_tensor *mq_tensor_scalar_i64(mq_state *S, int64_t value) {
+  mq_tensor *t = mq_tensor_new(S, MQ_DT_I64, 0, NULL);
+  *(int64_t *)mq_tensor_data(t) = value;
+  return t;
+}
+
+mq_tensor *mq_tensor_view(mq_state *S, const mq_tensor *base, int ndim, const int64_t *shape,
+                          const int64_t *strides, int64_t offset) {
+  mq_tensor *t = mq_tensor_alloc(S, (mq_dtype)base->dtype, ndim, shape);
+  for (int d = 0; d < ndim; d++) t->strides[d] = strides[d];
+  t->offset = offset;
+  t->storage = base->storage;
+  t->storage->rc++;
+  return t;
+}
+
+void mq_tensor_set_mask(mq_state *S, mq_tensor *t, mq_tensor *mask) {
+  (void)S;
+  mask->hdr.rc++;
+  t->mask = mask;
+}
+
+mq_tensor *mq_arange(mq_state *S, double start, double stop, double step, mq_dtype dt) {
+  if (step == 0) mq_error(S, "arange: step must be nonzero");
+  if (!isfinite(start) || !isfinite(stop) || !isfinite(step))
+    mq_error(S, "arange: start, stop and step must be finite");
+  double c = ceil((stop - start) / step);
+  if (c > 1e15) mq_error(S, "arange: too many elements (%.0f)", c);
+  int64_t n = c > 0 ? (int64_t)c : 0;
+  mq_tensor *t = mq_tensor_new(S, dt, 1, &n);
+  switch (dt) {
+  case MQ_DT_BOOL: { uint8_t *p = mq_tensor_data(t); for (int64_t i = 0; i < n; i++) p[i] = start + (double)i * step != 0; break; }
+  case MQ_DT_I64: { int64_t *p = mq_tensor_data(t); for (int64_t i = 0; i < n; i++) p[i] = mq_f2i(start + (double)i * step); break; }
+  case MQ_DT_F32: { float *p = mq_tensor_data(t); for (int64_t i = 0; i < n; i++) p[i] = (float)(start + (double)i * step); break; }
+  case MQ_DT_F64: { double *p = mq_tensor_data(t); for (int64_t i = 0; i < n; i++) p[i] = start + (double)i * step; break; }
+  default: mq_error(S, "bad dtype");
+  }
+  return t;
+}
+
+static mq_tensor *random_tensor(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt,
+                                bool normal) {
+  if (!mq_dtype_is_float(dt)) mq_error(S, "%s: dtype must be float32 or float64, got %s",
+                                       normal ? "randn" : "rand", mq_dtype_name(dt));
+  mq_tensor *t = mq_tensor_new(S, dt, ndim, shape);
+  if (dt == MQ_DT_F32) {
+    float *p = mq_tensor_data(t);
+    for (int64_t i = 0; i < t->numel; i++)
+      p[i] = (float)(normal ? mq_rng_normal(S) : mq_rng_uniform(S));
+    /* rounding can turn a uniform just below 1 into 1.0f; keep [0, 1) */
+    if (!normal)
+      for (int64_t i = 0; i < t->numel; i++) if (p[i] >= 1.0f) p[i] = 0x1.fffffep-1f;
+  } else {
+    double *p = mq_tensor_data(t);
+    for (int64_t i = 0; i < t->numel; i++) p[i] = normal ? mq_rng_normal(S) : mq_rng_uniform(S);
+  }
+  return t;
+}
+
+mq_tensor *mq_rand(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt) {
+  return random_tensor(S, ndim, shape, dt, false);
+}
+mq_tensor *mq_randn(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt) {
+  return random_tensor(S, ndim, shape, dt, true);
+}
+
+/* --- lists to tensors ---------------------------------------------------- */
+
+typedef struct list_scan {
+  int ndim;
+  int64_t shape[MQ_MAX_DIMS];
+  bool any_float, any_int, any_bool, any_number;
+  const char *what;
+} list_scan;
+
+static bool item_is_scalar(mq_state *S, mq_value v, list_scan *sc) {
+  switch ((mq_vtype)v.type) {
+  case MQ_BOOL: sc->any_bool = true; return true;
+  case MQ_INT: sc->any_int = true; return true;
+  case MQ_FLOAT: sc->any_float = true; return true;
+  default: break;
+  }
+  if (mq_is_tensor(v)) {
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->ndim != 0)
+      mq_error(S, "%s: a list may hold numbers and lists, not a %d-d tensor (use stack())",
+               sc->what, t->ndim);
+    if (t->mask) mq_error(S, "%s: a list may not hold a masked tensor", sc->what);
+    if (t->dtype == MQ_DT_BOOL) sc->any_bool = true;
+    else if (t->dtype == MQ_DT_I64) sc->any_int = true;
+    else sc->any_float = true;
+    return true;
+  }
+  if (mq_is_obj(v, MQ_O_LIST)) return false;
+  mq_error(S, "%s: a list may hold numbers and lists, not a %s", sc->what, mq_type_name(v));
+}
+
+/* Fixes the shape from the first element at each depth, then checks that
+ * every element agrees with it. */
+static void scan_list(mq_state *S, mq_list *l, int depth, list_scan *sc) {
+  if (depth >= MQ_MAX_DIMS)
+    mq_error(S, "%s: list nested deeper than %d levels", sc->what, MQ_MAX_DIMS);
+  if (depth == sc->ndim) {
+    sc->ndim++;
+    sc->shape[depth] = l->len;
+    if (l->len > 0 && !item_is_scalar(S, l->items[0], sc)) {
+      scan_list(S, mq_as_list(l->items[0]), depth + 1, sc);
+    }
+  } else if (sc->shape[depth] != l->len) {
+    mq_error(S, "ragged nested list: expected %lld elements at depth %d, got %d",
+             (long long)sc->shape[depth], depth, l->len);
+  }
+  bool leaf = depth + 1 == sc->ndim;
+  for (int i = 0; i < l->len; i++) {
+    bool scalar = item_is_scalar(S, l->items[i], sc);
+    if (scalar != leaf)
+      mq_error(S, "ragged nested list: expected %s at depth %d, got %s", leaf ? "a number" : "a list",
+               depth + 1, scalar ? "a number" : "a list");
+    if (!scalar) scan_list(S, mq_as_list(l->items[i]), depth + 1, sc);
+  }
+}
+
+static double scalar_value(mq_value v) {
+  switch ((mq_vtype)v.type) {
+  case MQ_BOOL: return v.as.b;
+  case MQ_INT: return (double)v.as.i;
+  case MQ_FLOAT: return v.as.f;
+  default: break;
+  }
+  mq_tensor *t = mq_as_tensor(v);
+  const void *p = mq_tensor_data(t);
+  switch ((mq_dtype)t->dtype) {
+  case MQ_DT_BOOL: return *(const uint8_t *)p;
+  case MQ_DT_I64: return (double)*(const int64_t *)p;
+  case MQ_DT_F32: return *(const float *)p;
+  default: return *(const double *)p;
+  }
+}
+
+static int64_t scalar_i64(mq_value v) {
+  if (v.type == MQ_INT) return v.as.i;
+  if (v.type == MQ_OBJ && mq_as_tensor(v)->dtype == MQ_DT_I64)
+    return *(const int64_t *)mq_tensor_data(mq_as_tensor(v));
+  return (int64_t)scalar_value(v); /* bools only: 0 or 1 */
+}
+
+static void fill_list(mq_list *l, int depth, int ndim, mq_tensor *t, int64_t *pos) {
+  for (int i = 0; i < l->len; i++) {
+    mq_value v = l->items[i];
+    if (depth + 1 < ndim) {
+      fill_list(mq_as_list(v), depth + 1, ndim, t, pos);
+      continue;
+    }
+    void *data = mq_tensor_data(t);
+    switch ((mq_dtype)t->dtype) {
+    case MQ_DT_BOOL: ((uint8_t *)data)[*pos] = scalar_value(v) != 0; break;
+    case MQ_DT_I64: ((int64_t *)data)[*pos] = scalar_i64(v); break;
+    case MQ_DT_F32: ((float *)data)[*pos] = (float)scalar_value(v); break;
+    default: ((double *)data)[*pos] = scalar_value(v); break;
+    }
+    (*pos)++;
+  }
+}
+
+mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
+  switch ((mq_vtype)v.type) {
+  case MQ_BOOL: case MQ_INT: case MQ_FLOAT: {
+    mq_tensor *t;
+    if (v.type == MQ_INT) t = mq_tensor_scalar_i64(S, v.as.i);
+    else if (v.type == MQ_BOOL) t = mq_tensor_scalar(S, MQ_DT_BOOL, v.as.b);
+    else t = mq_tensor_scalar(S, MQ_DT_F32, v.as.f);
+    t->weak = true;
+    return t;
+  }
+  case MQ_NONE: mq_error(S, "%s: expected a tensor, got none", what);
+  case MQ_OBJ: break;
+  }
+  if (mq_is_tensor(v)) return mq_as_tensor(v);
+  if (!mq_is_obj(v, MQ_O_LIST))
+    mq_error(S, "%s: expected a tensor, got %s", what, mq_type_name(v));
+  list_scan sc;
+  memset(&sc, 0, sizeof sc);
+  sc.what = what;
+  scan_list(S, mq_as_list(v), 0, &sc);
+  /* torch.tensor's rule: any float -> float32; else any int -> int64 (bools
+   * count as ints then); all bools -> bool; no numbers at all -> float32. */
+  mq_dtype dt = sc.any_float ? MQ_DT_F32 : sc.any_int ? MQ_DT_I64 : sc.any_bool ? MQ_DT_BOOL
+                                                                               : MQ_DT_F32;
+  mq_tensor *t = mq_tensor_new(S, dt, sc.ndim, sc.shape);
+  int64_t pos = 0;
+  if (t->numel) fill_list(mq_as_list(v), 0, sc.ndim, t, &pos);
+  return t;
+}
+
+/* --- geometry ------------------------------------------------------------ */
+
+bool mq_tensor_is_contiguous(const mq_tensor *t) {
+  if (t->numel == 0) return true;
+  int64_t s = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    if (t->shape[d] != 1 && t->strides[d] != s) return false;
+    s *= t->shape[d];
+  }
+  return true;
+}
+
+mq_tensor *mq_contiguous(mq_state *S, mq_tensor *t) {
+  bool mask_ok = !t->mask || mq_tensor_is_contiguous(t->mask);
+  if (mq_tensor_is_contiguous(t) && mask_ok) return t;
+  mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
+  mq_kernel_convert(S, out, t);
+  if (t->mask) mq_tensor_set_mask(S, out, mq_contiguous(S, t->mask));
+  return out;
+}
+
+mq_tensor *mq_astype(mq_state *S, mq_tensor *t, mq_dtype dt) {
+  if (t->dtype == dt) return t;
+  mq_tensor *out = mq_tensor_new(S, dt, t->ndim, t->shape);
+  mq_kernel_convert(S, out, t);
+  if (t->mask) mq_tensor_set_mask(S, out, t->mask);
+  return out;
+}
+
+const char *mq_shape_str(mq_state *S, int ndim, const int64_t *shape) {
+  char *buf = mq_scratch(S, 24 * (size_t)ndim + 4);
+  size_t n = 0;
+  buf[n++] = '(';
+  for (int d = 0; d < ndim; d++)
+    n += (size_t)sprintf(buf + n, d ? ", %lld" : "%lld", (long long)shape[d]);
+  if (ndim == 1) buf[n++] = ',';
+  buf[n++] = ')';
+  buf[n] = '\0';
+  return buf;
+}
+
+int mq_broadcast_shapes(mq_state *S, int na, const int64_t *a, int nb, const int64_t *b,
+                        int64_t *out) {
+  int n = na > nb ? na : nb;
+  for (int i = 0; i < n; i++) {
+    int64_t x = i < na ? a[na - 1 - i] : 1, y = i < nb ? b[nb - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1)
+      mq_error(S, "shapes %s and %s cannot be broadcast", mq_shape_str(S, na, a),
+               mq_shape_str(S, nb, b));
+    out[n - 1 - i] = x == 1 ? y : x;
+  }
+  return n;
+}
+
+mq_tensor *mq_expand(mq_state *S, mq_tensor *t, int ndim, const int64_t *shape) {
+  if (t->ndim == ndim && memcmp(t->shape, shape, (size_t)ndim * sizeof *shape) == 0) return t;
+  if (ndim < t->ndim || ndim > MQ_MAX_DIMS) goto bad;
+  int64_t strides[MQ_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) {
+    int d = t->ndim - ndim + i; /* t's dim aligned with out dim i, if any */
+    if (d < 0) strides[i] = 0;
+    else if (t->shape[d] == shape[i]) strides[i] = t->strides[d];
+    else if (t->shape[d] == 1) strides[i] = 0;
+    else goto bad;
+  }
+  mq_tensor *v = mq_tensor_view(S, t, ndim, shape, strides, t->offset);
+  if (t->mask) mq_tensor_set_mask(S, v, mq_expand(S, t->mask, ndim, shape));
+  return v;
+bad:
+  mq_error(S, "cannot broadcast shape %s to %s", mq_shape_str(S, t->ndim, t->shape),
+           mq_shape_str(S, ndim, shape));
+}
+
+int mq_norm_dim(mq_state *S, int64_t dim, int ndim) {
+  int n = ndim > 0 ? ndim : 1; /* a 0-d tensor accepts dim 0 and -1, as torch */
+  if (dim < -n || dim >= n)
+    mq_error(S, "dimension %lld out of range for a %d-d tensor (expected %d to %d)",
+             (long long)dim, ndim, -n, n - 1);
+  return (int)(dim < 0 ? dim + n : dim);
+}
+
+/* --- masks --------------------------------------------------------------- */
+
+mq_tensor *mq_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
+  if (data->mask)
+    mq_error(S, "masked: the data is already masked (use get_data(x) for its plain data)");
+  if (mask->mask) mq_error(S, "masked: the mask must be a plain bool tensor, not a masked one");
+  if (mask->dtype != MQ_DT_BOOL)
+    mq_error(S, "masked: the mask must have dtype bool, got %s", mq_dtype_name((mq_dtype)mask->dtype));
+  int64_t shape[MQ_MAX_DIMS];
+  int n = mq_broadcast_shapes(S, data->ndim, data->shape, mask->ndim, mask->shape, shape);
+  if (n != data->ndim || memcmp(shape, data->shape, (size_t)n * sizeof *shape) != 0)
+    mq_error(S, "masked: a mask of shape %s does not broadcast to data of shape %s",
+             mq_shape_str(S, mask->ndim, mask->shape), mq_shape_str(S, data->ndim, data->shape));
+  mq_tensor *m = mq_expand(S, mask, data->ndim, data->shape);
+  mq_tensor *t = mq_tensor_view(S, data, data->ndim, data->shape, data->strides, data->offset);
+  mq_tensor_set_mask(S, t, m);
+  return t;
+}
+
+mq_tensor *mq_get_data(mq_state *S, mq_tensor *t) {
+  if (!t->mask) return t;
+  return mq_tensor_view(S, t, t->ndim, t->shape, t->strides, t->offset);
+}
+
+mq_tensor *mq_get_mask(mq_state *S, mq_tensor *t) {
+  if (t->mask) return t->mask;
+  /* all valid: a broadcast view of one True, not numel bytes */
+  return mq_expand(S, mq_tensor_scalar(S, MQ_DT_BOOL, 1), t->ndim, t->shape);
+}
+
+mq_tensor *mq_to_tensor(mq_state *S, mq_tensor *t, double fill) {
+  if (!t->mask) return t;
+  mq_tensor *data = mq_get_data(S, t);
+  mq_tensor *f = mq_expand(S, mq_tensor_scalar(S, (mq_dtype)t->dtype, fill), t->ndim, t->shape);
+  mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
+  mq_kernel_where(S, out, t->mask, data, f);
+  return out;
+}
+
+/* --- scalars -------------------------------------------------------------- */
+
+double mq_tensor_item(mq_state *S, mq_tensor *t) {
+  if (t->numel != 1)
+    mq_error(S, "item: expected a tensor with one element, got shape %s",
+             mq_shape_str(S, t->ndim, t->shape));
+  if (t->mask && !*(const uint8_t *)mq_tensor_data(t->mask))
+    mq_error(S, "item: the only element is masked out");
+  const void *p = mq_tensor_data(t);
+  switch ((mq_dtype)t->dtype) {
+  case MQ_DT_BOOL: return *(const uint8_t *)p;
+  case MQ_DT_I64: return (double)*(const int64_t *)p;
+  case MQ_DT_F32: return *(const float *)p;
+  default: return *(const double *)p;
+  }
+}
