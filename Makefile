@@ -17,7 +17,7 @@ WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parame
 # Never -ffast-math.
 BASEFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fno-math-errno -fvisibility=hidden $(WARN)
 OPT     ?= -O2 -g
-INC      = -Iinclude -Ivm -Ibuild/gen -Ilexer -Iparser
+INC      = -Iinclude -Ivm -I$(GEN) -Ilexer -Iparser
 LIBS     = -lm
 CLI_LIBS = -lreadline
 

@@ -5,7 +5,9 @@
 #
 # A first line "# ARGS: ..." runs `masq ...` instead (for -e and option
 # tests); "# STDIN" feeds the script on standard input to `masq -`.
-# UPDATE=1 sh tests/run.sh build/masq rewrites the expected files.
+# A second argument runs only the tests whose path contains it.
+# UPDATE=1 sh tests/run.sh build/masq NAME rewrites the expected files of
+# those tests: check every rewritten line against torch or by hand.
 masq=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 root=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
@@ -14,6 +16,7 @@ pass=0 fail=0
 export LC_ALL=C NO_COLOR=1 TERM=dumb MASQ_HISTORY=
 for t in "$root"/lang/*.masq "$root"/errors/*.masq; do
   [ -f "$t" ] || continue
+  case "$t" in *"$2"*) ;; *) continue ;; esac
   dir=$(dirname "$t"); name=$(basename "$t" .masq); base="$dir/$name"
   first=$(head -n 1 "$t")
   (
