@@ -74,9 +74,20 @@ typedef struct masq_config {
   void *error_ud;
   /* Colour masked-out entries and errors with ANSI escapes (REPL on a tty). */
   int color;
+  /* Which library groups to open (MASQ_LIB_* bits). The default leaves out
+   * MASQ_LIB_IO, so a script from an untrusted user cannot touch the file
+   * system (no load, save or import) unless the host turns it on. */
+  unsigned libs;
 } masq_config;
 
-/* Fills [cfg] with the defaults described on each field. */
+/* Library groups for masq_config.libs. */
+#define MASQ_LIB_CORE 1u    /* tensors, masks, math, shapes, the language: always open */
+#define MASQ_LIB_IO 2u      /* load, save (.npy/.npz) and import: the file system */
+#define MASQ_LIB_DEFAULT MASQ_LIB_CORE
+#define MASQ_LIB_ALL (MASQ_LIB_CORE | MASQ_LIB_IO)
+
+/* Fills [cfg] with the defaults described on each field (libs is
+ * MASQ_LIB_DEFAULT, everything else zero/NULL). */
 MASQ_API void masq_config_init(masq_config *cfg);
 
 /* Opens a new interpreter with the builtin library loaded. [cfg] may be NULL

@@ -12,7 +12,15 @@
 extern const mq_libfn mq_lib_core[];
 extern const mq_libfn mq_lib_lang[];
 
-static const mq_libfn *const tables[] = {mq_lib_core, mq_lib_lang};
+/* Every table of builtins with the library group (MASQ_LIB_*) it belongs
+ * to; a group the host did not enable is not bound at all. */
+static const struct {
+  const mq_libfn *fns;
+  unsigned group;
+} tables[] = {
+    {mq_lib_core, MASQ_LIB_CORE},
+    {mq_lib_lang, MASQ_LIB_CORE},
+};
 
 /* --- signatures ------------------------------------------------------------ */
 
@@ -80,10 +88,11 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
 void mq_stdlib_open(mq_state *S) {
   int total = 0;
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
-    for (const mq_libfn *d = tables[t]; d->sig; d++) total++;
+    for (const mq_libfn *d = tables[t].fns; d->sig; d++) total++;
   S->builtins = mq_calloc(S, (size_t)total * sizeof *S->builtins);
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
-    for (const mq_libfn *d = tables[t]; d->sig; d++) {
+    if (!(S->cfg.libs & tables[t].group)) continue;
+    for (const mq_libfn *d = tables[t].fns; d->sig; d++) {
       int index = S->nbuiltins++;
       bind_signature(S, &S->builtins[index], d);
       int slot = mq_global_slot(S, S->builtins[index].name);

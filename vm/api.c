@@ -25,6 +25,7 @@ static void *default_alloc(void *ud, void *p, size_t osize, size_t nsize) {
 
 void masq_config_init(masq_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
+  cfg->libs = MASQ_LIB_DEFAULT;
 }
 
 static void open_library(mq_state *S, void *ud) {
@@ -37,6 +38,7 @@ masq_state *masq_open(const masq_config *cfg) {
   masq_config c;
   if (cfg) c = *cfg;
   else masq_config_init(&c);
+  c.libs |= MASQ_LIB_CORE;
   if (!c.alloc) c.alloc = default_alloc;
   mq_state *S = c.alloc(c.alloc_ud, NULL, 0, sizeof *S);
   if (!S) return NULL;
@@ -414,6 +416,8 @@ static void import_compile(mq_state *S, void *ud) {
 }
 
 void mq_import(mq_state *S, const char *path, const mq_source *from) {
+  if (!(S->cfg.libs & MASQ_LIB_IO))
+    mq_error(S, "import is disabled: the host did not enable file access (MASQ_LIB_IO)");
   char full[4096];
   const char *slash = from ? strrchr(from->name, '/') : NULL;
   if (path[0] != '/' && slash)
