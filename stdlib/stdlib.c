@@ -3,6 +3,7 @@
 #include "stdlib.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../vm/chunk.h"
@@ -52,6 +53,9 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
   memcpy(b->name_buf, sig, nlen);
   b->name_buf[nlen] = '\0';
   b->name = b->name_buf;
+  size_t hlen = strlen(sig) + strlen(" -- ") + strlen(def->doc) + 1;
+  b->help = mq_alloc(S, hlen);
+  snprintf(b->help, hlen, "%s -- %s", sig, def->doc);
   int n = 0;
   for (const char *p = paren + 1; *p && *p != ')'; p++)
     if (*p == ',') n++;
@@ -116,6 +120,7 @@ void mq_stdlib_close(mq_state *S) {
     if (b->defaults) mq_free(S, b->defaults, (size_t)n * sizeof *b->defaults);
     if (b->required) mq_free(S, b->required, (size_t)n * sizeof *b->required);
     mq_strfree(S, b->name_buf);
+    mq_strfree(S, b->help);
   }
   mq_free(S, S->builtins, (size_t)S->nbuiltins * sizeof *S->builtins);
   S->builtins = NULL;

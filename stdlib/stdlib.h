@@ -29,6 +29,7 @@ typedef struct mq_libfn {
 typedef struct mq_builtin {
   const char *name; /* points into [name_buf] */
   char *name_buf;
+  char *help;       /* "sig -- doc", what :help NAME shows */
   const mq_libfn *def;
   int nparams;
   int rest;          /* index of the *rest parameter, or -1 */

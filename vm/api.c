@@ -357,7 +357,7 @@ void masq_complete(masq_state *S, const char *prefix, void (*fn)(void *ud, const
 
 const char *masq_doc(masq_state *S, const char *name) {
   for (int i = 0; i < S->nbuiltins; i++)
-    if (strcmp(S->builtins[i].name, name) == 0) return S->builtins[i].def->doc;
+    if (strcmp(S->builtins[i].name, name) == 0) return S->builtins[i].help;
   return NULL;
 }
 

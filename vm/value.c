@@ -75,17 +75,41 @@ const char *mq_type_name(mq_value v) {
   return "?";
 }
 
-/* Shortest text that reads back as the same double, like Python's repr. */
+/* Shortest text that reads back as the same double, laid out as Python's
+ * repr: fixed notation for exponents -4..15, scientific otherwise. */
 static void format_float(mq_state *S, mq_buf *b, double f) {
   if (isnan(f)) { mq_buf_puts(S, b, "nan"); return; }
   if (isinf(f)) { mq_buf_puts(S, b, f > 0 ? "inf" : "-inf"); return; }
-  char tmp[40];
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(tmp, sizeof tmp, "%.*g", prec, f);
-    if (strtod(tmp, NULL) == f) break;
+  char sci[40];
+  int prec = 1;
+  for (; prec <= 17; prec++) {
+    snprintf(sci, sizeof sci, "%.*e", prec - 1, f);
+    if (strtod(sci, NULL) == f) break;
   }
-  mq_buf_puts(S, b, tmp);
-  if (!strpbrk(tmp, ".eE")) mq_buf_puts(S, b, ".0");
+  /* sci is "-d.ddde+XX": collect the digits and the exponent. */
+  char digits[24];
+  int nd = 0, exp10 = atoi(strchr(sci, 'e') + 1);
+  for (const char *p = sci; *p && *p != 'e'; p++)
+    if (*p >= '0' && *p <= '9') digits[nd++] = *p;
+  while (nd > 1 && digits[nd - 1] == '0') nd--;
+  if (signbit(f)) mq_buf_putc(S, b, '-');
+  if (exp10 < -4 || exp10 >= 16) {
+    mq_buf_putc(S, b, digits[0]);
+    if (nd > 1) {
+      mq_buf_putc(S, b, '.');
+      mq_buf_putn(S, b, digits + 1, (size_t)(nd - 1));
+    }
+    mq_buf_printf(S, b, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+  } else if (exp10 < 0) {
+    mq_buf_puts(S, b, "0.");
+    for (int i = 0; i < -exp10 - 1; i++) mq_buf_putc(S, b, '0');
+    mq_buf_putn(S, b, digits, (size_t)nd);
+  } else {
+    for (int i = 0; i <= exp10; i++) mq_buf_putc(S, b, i < nd ? digits[i] : '0');
+    mq_buf_putc(S, b, '.');
+    if (nd > exp10 + 1) mq_buf_putn(S, b, digits + exp10 + 1, (size_t)(nd - exp10 - 1));
+    else mq_buf_putc(S, b, '0');
+  }
 }
 
 void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
