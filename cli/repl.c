@@ -1,0 +1,404 @@
+/* repl.c - the interactive loop: prompts, continuation lines, :commands and
+ * Tab completion. Input comes through lineedit.h, code runs through run.h. */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* strndup */
+#endif
+
+#include "repl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lineedit.h"
+#include "run.h"
+
+#define PROMPT "masq> "
+#define PROMPT_CONTINUE "  ...> "
+/* Readline needs the escape codes bracketed by \001 and \002 so it does not
+ * count them in the prompt's width. */
+#define COLOR_PROMPT "\001\033[1;32m\002masq>\001\033[0m\002 "
+#define COLOR_PROMPT_CONTINUE "  \001\033[2m\002...>\001\033[0m\002 "
+
+#define BANNER "masq " MASQ_VERSION_STRING \
+  " \xe2\x80\x94 masked tensor expressions. :help for help, Ctrl-D to exit.\n"
+
+/* Characters that end an identifier, for completing names in expressions. */
+#define IDENT_BREAKS " \t\n\"'`~!@#$%^&*()-=+[]{}\\|;:,.<>/?"
+
+static void *xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n);
+  if (!q) {
+    fputs("masq: out of memory\n", stderr);
+    exit(1);
+  }
+  return q;
+}
+
+static char *xstrdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  return memcpy(xrealloc(NULL, n), s, n);
+}
+
+static const char *skip_space(const char *s) {
+  return s + strspn(s, " \t");
+}
+
+static int is_blank(const char *s) {
+  return s[strspn(s, " \t\r\n")] == '\0';
+}
+
+/* --- :commands ---------------------------------------------------------- */
+
+typedef enum arg_kind { ARG_NONE, ARG_NAME, ARG_FILE, ARG_CODE } arg_kind;
+
+/* A command's handler; returns 1 to leave the REPL. [arg] is trimmed. */
+typedef int (*command_fn)(masq_state *M, const char *arg);
+
+typedef struct command {
+  const char *name, *alias;
+  arg_kind arg;
+  const char *usage, *help;
+  command_fn run;
+} command;
+
+static int cmd_help(masq_state *M, const char *arg);
+static int cmd_vars(masq_state *M, const char *arg);
+static int cmd_load(masq_state *M, const char *arg);
+static int cmd_dis(masq_state *M, const char *arg);
+static int cmd_quit(masq_state *M, const char *arg);
+
+/* The one list the dispatcher, :help and Tab completion all read. */
+static const command commands[] = {
+  {"help", NULL, ARG_NAME, ":help [NAME]", "this overview, or what builtin NAME does", cmd_help},
+  {"vars", NULL, ARG_NONE, ":vars", "list your variables with their shapes", cmd_vars},
+  {"load", NULL, ARG_FILE, ":load FILE", "run a script in this session", cmd_load},
+  {"dis", NULL, ARG_CODE, ":dis CODE", "show the bytecode CODE compiles to", cmd_dis},
+  {"quit", "q", ARG_NONE, ":quit, :q", "leave (so does Ctrl-D)", cmd_quit},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const command *find_command(const char *name, size_t len) {
+  for (size_t i = 0; i < NCOMMANDS; i++) {
+    const command *c = &commands[i];
+    if ((strlen(c->name) == len && memcmp(c->name, name, len) == 0) ||
+        (c->alias && strlen(c->alias) == len && memcmp(c->alias, name, len) == 0))
+      return c;
+  }
+  return NULL;
+}
+
+static const char overview[] =
+    "masq evaluates expressions over masked tensors: every element has a value\n"
+    "and a flag saying whether it is valid, and operations skip invalid ones.\n"
+    "\n"
+    "  x = [[1, 2], [3, 4]]     make a tensor and name it\n"
+    "  x * 2 + 1                operators: + - * / // % ** @  == != < <= > >=\n"
+    "  m = masked(x, x > 1)     hide the entries where the mask is false\n"
+    "  sum(m, 1)                builtins skip hidden entries (:help sum)\n"
+    "  _                        the last result shown\n"
+    "\n"
+    "A line with an open bracket or string continues on the next one (  ...>);\n"
+    "an empty line ends it. Tab completes names, Up/Down walk the history,\n"
+    "Ctrl-C stops a computation or discards the line, Ctrl-L clears the screen.\n"
+    "\n"
+    "Commands (at the start of a line):\n";
+
+static int cmd_help(masq_state *M, const char *arg) {
+  const char *doc;
+  if (*arg == ':') {
+    const command *c = find_command(arg + 1, strlen(arg + 1));
+    if (!c) {
+      fprintf(stderr, "unknown command '%s' (try :help)\n", arg);
+      return 0;
+    }
+    printf("%s  %s\n", c->usage, c->help);
+    return 0;
+  }
+  if (*arg) {
+    if ((doc = masq_doc(M, arg)))
+      printf("%s\n", doc);
+    else
+      fprintf(stderr, "no builtin named '%s'\n", arg);
+    return 0;
+  }
+  fputs(overview, stdout);
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    printf("  %-14s %s\n", commands[i].usage, commands[i].help);
+  return 0;
+}
+
+typedef struct var_list {
+  char **names, **summaries;
+  size_t n, cap;
+} var_list;
+
+static void add_var(void *ud, const char *name, const char *summary) {
+  var_list *v = ud;
+  if (v->n == v->cap) {
+    v->cap = v->cap ? 2 * v->cap : 16;
+    v->names = xrealloc(v->names, v->cap * sizeof *v->names);
+    v->summaries = xrealloc(v->summaries, v->cap * sizeof *v->summaries);
+  }
+  v->names[v->n] = xstrdup(name);
+  v->summaries[v->n] = xstrdup(summary ? summary : "");
+  v->n++;
+}
+
+/* Names longer than this don't push every summary to the right. */
+enum { VARS_NAME_COLUMN = 16 };
+
+static int cmd_vars(masq_state *M, const char *arg) {
+  var_list v = {0};
+  int width = 0;
+  (void)arg;
+  masq_globals(M, add_var, &v);
+  if (v.n == 0) puts("(no variables)");
+  for (size_t i = 0; i < v.n; i++) {
+    int len = (int)strlen(v.names[i]);
+    if (len > width && len <= VARS_NAME_COLUMN) width = len;
+  }
+  for (size_t i = 0; i < v.n; i++) {
+    printf("%-*s  %s\n", width, v.names[i], v.summaries[i]);
+    free(v.names[i]);
+    free(v.summaries[i]);
+  }
+  free(v.names);
+  free(v.summaries);
+  return 0;
+}
+
+/* :load takes a file name as typed, optionally in quotes, with ~/ for $HOME. */
+static char *expand_path(const char *arg) {
+  size_t len = strlen(arg);
+  const char *home = getenv("HOME");
+  char *path;
+  if (len >= 2 && (arg[0] == '"' || arg[0] == '\'') && arg[len - 1] == arg[0]) {
+    arg++;
+    len -= 2;
+  }
+  if (len >= 2 && arg[0] == '~' && arg[1] == '/' && home) {
+    path = xrealloc(NULL, strlen(home) + len);
+    sprintf(path, "%s%.*s", home, (int)len - 1, arg + 1);
+    return path;
+  }
+  path = xrealloc(NULL, len + 1);
+  memcpy(path, arg, len);
+  path[len] = '\0';
+  return path;
+}
+
+static int cmd_load(masq_state *M, const char *arg) {
+  char *path = expand_path(arg);
+  run_file(M, path);
+  free(path);
+  return 0;
+}
+
+static int cmd_dis(masq_state *M, const char *arg) {
+  if (masq_disassemble(M, arg, strlen(arg), "<stdin>") != MASQ_OK) run_report(M);
+  return 0;
+}
+
+static int cmd_quit(masq_state *M, const char *arg) {
+  (void)M;
+  (void)arg;
+  return 1;
+}
+
+/* Runs the :command on [line] (which starts with ':' after any blanks).
+ * Returns 1 to leave the REPL. */
+static int run_command(masq_state *M, const char *line) {
+  const char *name = skip_space(line) + 1;
+  size_t len = strcspn(name, " \t");
+  const command *c = find_command(name, len);
+  const char *arg = skip_space(name + len);
+  size_t arglen = strlen(arg);
+  char *trimmed;
+  int quit;
+  if (!c) {
+    fprintf(stderr, "unknown command ':%.*s' (try :help)\n", (int)len, name);
+    return 0;
+  }
+  while (arglen > 0 && strchr(" \t\r\n", arg[arglen - 1])) arglen--;
+  if (c->arg == ARG_NONE && arglen > 0) {
+    fprintf(stderr, "usage: %s\n", c->usage);
+    return 0;
+  }
+  if ((c->arg == ARG_FILE || c->arg == ARG_CODE) && arglen == 0) {
+    fprintf(stderr, "usage: %s\n", c->usage);
+    return 0;
+  }
+  trimmed = xrealloc(NULL, arglen + 1);
+  memcpy(trimmed, arg, arglen);
+  trimmed[arglen] = '\0';
+  quit = c->run(M, trimmed);
+  free(trimmed);
+  return quit;
+}
+
+/* --- Tab completion ----------------------------------------------------- */
+
+/* Whether line[0, point) ends inside a string literal. */
+static int in_string(const char *line, int point) {
+  char quote = 0;
+  for (int i = 0; i < point && line[i]; i++) {
+    if (quote && line[i] == '\\' && i + 1 < point)
+      i++;
+    else if (quote && line[i] == quote)
+      quote = 0;
+    else if (!quote && (line[i] == '"' || line[i] == '\''))
+      quote = line[i];
+  }
+  return quote != 0;
+}
+
+/* Offset of the end of the command name in a :command line. */
+static int command_name_end(const char *line) {
+  const char *s = skip_space(line);
+  return (int)(s - line) + 1 + (int)strcspn(s + 1, " \t");
+}
+
+static const char *word_breaks(void *ud, const char *line, int point) {
+  (void)ud;
+  if (*skip_space(line) == ':')
+    /* The command name is the word after ':'; its argument (a file name or
+     * a builtin) is split at blanks only, so paths stay whole. */
+    return point <= command_name_end(line) ? " \t:" : " \t";
+  return IDENT_BREAKS;
+}
+
+static void add_match(void *ud, const char *name) {
+  le_match_add(ud, name);
+}
+
+static int complete(void *ud, const char *line, int start, int end, le_matches *m) {
+  masq_state *M = ud;
+  const char *s = skip_space(line);
+  char *word = strndup(line + start, (size_t)(end - start));
+  size_t wlen;
+  int handled = 1;
+  if (!word) return 1;
+  wlen = strlen(word);
+  if (*s == ':' && start == (int)(s - line) + 1) {
+    for (size_t i = 0; i < NCOMMANDS; i++)
+      if (strncmp(commands[i].name, word, wlen) == 0) le_match_add(m, commands[i].name);
+  } else if (*s == ':') {
+    const command *c = find_command(s + 1, strcspn(s + 1, " \t"));
+    if (c && c->arg == ARG_FILE)
+      handled = 0;
+    else if (c && c->arg != ARG_NONE)
+      masq_complete(M, word, add_match, m);
+  } else if (in_string(line, start)) {
+    handled = 0; /* a file name, e.g. for load("...") */
+  } else {
+    masq_complete(M, word, add_match, m);
+  }
+  free(word);
+  return handled;
+}
+
+/* --- the loop ----------------------------------------------------------- */
+
+/* The source of the entry being typed: one or more lines, each ending in
+ * '\n'. */
+typedef struct text {
+  char *data;
+  size_t len, cap;
+} text;
+
+static void text_append_line(text *t, const char *line) {
+  size_t n = strlen(line);
+  if (t->len + n + 2 > t->cap) {
+    t->cap = 2 * (t->len + n + 2);
+    t->data = xrealloc(t->data, t->cap);
+  }
+  memcpy(t->data + t->len, line, n);
+  t->len += n;
+  t->data[t->len++] = '\n';
+  t->data[t->len] = '\0';
+}
+
+/* The finished entry as one history item: without the trailing newline and
+ * the blank line that may have forced it through. */
+static void remember(text *t) {
+  while (t->len > 0 && strchr(" \t\r\n", t->data[t->len - 1])) t->len--;
+  t->data[t->len] = '\0';
+  le_add_history(t->data);
+}
+
+/* The history file: $MASQ_HISTORY if set (empty turns history off), else
+ * ~/.masq_history. NULL: none. */
+static char *history_path(void) {
+  const char *env = getenv("MASQ_HISTORY");
+  const char *home = getenv("HOME");
+  static const char name[] = "/.masq_history";
+  char *path;
+  if (env) return *env ? xstrdup(env) : NULL;
+  if (!home || !*home) return NULL;
+  path = xrealloc(NULL, strlen(home) + sizeof name);
+  strcpy(path, home);
+  strcat(path, name);
+  return path;
+}
+
+int repl_run(masq_state *M, const repl_options *opt) {
+  int colored = opt->color && opt->editing;
+  const char *prompt = colored ? COLOR_PROMPT : PROMPT;
+  const char *prompt_continue = colored ? COLOR_PROMPT_CONTINUE : PROMPT_CONTINUE;
+  char *hist = opt->editing ? history_path() : NULL;
+  le_config cfg = {opt->editing, hist, {word_breaks, complete, M}};
+  text buf = {0};
+
+  le_open(&cfg);
+  if (opt->editing) fputs(BANNER, stdout);
+  for (;;) {
+    char *line;
+    le_status s;
+    masq_status st;
+    int force;
+
+    run_fresh_line();
+    s = le_read(buf.len ? prompt_continue : prompt, &line);
+    if (s == LE_INTERRUPT) { /* Ctrl-C abandons the whole entry */
+      buf.len = 0;
+      continue;
+    }
+    if (s == LE_EOF) {
+      if (buf.len == 0) break;
+      /* Ctrl-D or the end of piped input inside an entry: run it as it is
+       * so the real error shows. A pipe then ends the loop at the next
+       * read; a terminal gets a fresh prompt. */
+      run_source(M, buf.data, buf.len, "<stdin>", MASQ_EVAL_ECHO);
+      remember(&buf);
+      buf.len = 0;
+      continue;
+    }
+    if (buf.len == 0 && *skip_space(line) == ':') {
+      int quit;
+      le_add_history(line);
+      quit = run_command(M, line);
+      free(line);
+      if (quit) break;
+      continue;
+    }
+    if (buf.len == 0 && is_blank(line)) {
+      free(line);
+      continue;
+    }
+    /* An empty line while continuing asks for the real error. */
+    force = buf.len > 0 && is_blank(line);
+    text_append_line(&buf, line);
+    free(line);
+    st = run_source(M, buf.data, buf.len, "<stdin>",
+                    MASQ_EVAL_ECHO | (force ? 0 : MASQ_EVAL_PARTIAL));
+    if (st == MASQ_INCOMPLETE) continue;
+    remember(&buf);
+    buf.len = 0;
+  }
+  run_fresh_line();
+  le_close();
+  free(hist);
+  free(buf.data);
+  return 0;
+}
