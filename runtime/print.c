@@ -7,8 +7,8 @@
  *   - empty tensors print ("[]" rows) instead of raising;
  *   - above 1000 elements, every dim longer than 6 shows its first and last
  *     3 entries around a `...` entry (a `...` line between sub-blocks);
- *   - int rows are aligned. Rule: let w = the widest valid int of the row,
- *     raised to 8 if the row has a masked-out entry; every entry (int or
+ *   - int columns are aligned. Rule: let w = the widest valid int of the
+ *     whole tensor, raised to 8 if any entry is masked out; every entry (int or
  *     `--`) is right-justified to w. (torch pads only `--` to 8 and leaves
  *     ints ragged: `[1,       --, 333]`; we print `[       1,       --,
  *     333]` with 333 padded as well.) Float and bool rows are as torch.
@@ -83,18 +83,37 @@ static void masked_dashes(mq_state *S, mq_buf *b, int w, bool color) {
   if (color) mq_buf_puts(S, b, dim_off);
 }
 
+/* Width of the widest valid int of an int64 masked tensor, at least 8 if
+ * anything is masked out: one width for every column. */
+static void int_width_rec(const mq_tensor *t, const mq_tensor *m, int dim, int64_t off,
+                          int64_t moff, int *w) {
+  const int64_t *v = mq_tensor_data(t);
+  const uint8_t *mv = mq_tensor_data(m);
+  for (int64_t i = 0; i < t->shape[dim]; i++) {
+    int64_t o = off + i * t->strides[dim], mo = moff + i * m->strides[dim];
+    if (dim < t->ndim - 1) {
+      int_width_rec(t, m, dim + 1, o, mo, w);
+    } else if (!mv[mo]) {
+      if (*w < 8) *w = 8;
+    } else {
+      char e[32];
+      int len = snprintf(e, sizeof e, "%lld", (long long)v[o]);
+      if (len > *w) *w = len;
+    }
+  }
+}
+
 static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tensor *m,
-                       int64_t off, int64_t moff, bool summarize, bool color) {
+                       int64_t off, int64_t moff, bool summarize, bool color, int int_w) {
   int d = t->ndim - 1;
   int64_t n = t->shape[d], st = t->strides[d], mst = m->strides[d];
   const uint8_t *mv = mq_tensor_data(m);
-  bool is_int = t->dtype == MQ_DT_I64, any_masked = false;
-  int w = 0;
+  bool is_int = t->dtype == MQ_DT_I64;
+  int w = int_w;
   char e[64];
-  for (int64_t i = 0; i < n; i = next_index(i, n, summarize)) {
+  for (int64_t i = 0; !is_int && i < n; i = next_index(i, n, summarize)) {
     if (i < 0) continue;
     if (!mv[moff + i * mst]) {
-      any_masked = true;
       if (w < 8) w = 8;
     } else {
       masked_elem(t, off + i * st, e, sizeof e);
@@ -102,7 +121,6 @@ static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tens
       if (len > w) w = len;
     }
   }
-  (void)any_masked;
   mq_buf_putc(S, b, '[');
   for (int64_t i = 0; i < n; i = next_index(i, n, summarize)) {
     if (i != 0) mq_buf_puts(S, b, ", ");
@@ -122,11 +140,11 @@ static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tens
 /* Sub-tensor at [dim]; every line it writes starts with 2 * (dim + 1) spaces
  * (torch's repeated "indent every line by two"). */
 static void masked_rec(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tensor *m, int dim,
-                       int64_t off, int64_t moff, bool summarize, bool color) {
+                       int64_t off, int64_t moff, bool summarize, bool color, int int_w) {
   int64_t ind = 2 * (dim + 1);
   spaces(S, b, ind);
   if (dim == t->ndim - 1) {
-    masked_row(S, b, t, m, off, moff, summarize, color);
+    masked_row(S, b, t, m, off, moff, summarize, color, int_w);
     return;
   }
   mq_buf_puts(S, b, "[\n");
@@ -139,7 +157,7 @@ static void masked_rec(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tens
       mq_buf_puts(S, b, "...");
     } else {
       masked_rec(S, b, t, m, dim + 1, off + i * t->strides[dim], moff + i * m->strides[dim],
-                 summarize, color);
+                 summarize, color, int_w);
     }
   }
   mq_buf_putc(S, b, '\n');
@@ -162,8 +180,10 @@ static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, bool color
     mq_buf_puts(S, b, valid ? ", True)" : ", False)");
     return;
   }
+  int int_w = 0;
+  if (t->dtype == MQ_DT_I64 && t->numel > 0) int_width_rec(t, m, 0, 0, 0, &int_w);
   mq_buf_puts(S, b, "MaskedTensor(\n");
-  masked_rec(S, b, t, m, 0, 0, 0, t->numel > THRESHOLD, color);
+  masked_rec(S, b, t, m, 0, 0, 0, t->numel > THRESHOLD, color, int_w);
   mq_buf_puts(S, b, "\n)");
 }
 
