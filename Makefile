@@ -1,8 +1,12 @@
 # masq - build, test and install.
 #
-#   make            build/masq and build/libmasq.a
-#   make test       unit + golden + REPL tests, then again under ASan+UBSan
+#   make            build/masq, build/libmasq.a and build/libmasq.so
+#   make test       unit + API + golden + REPL + install tests, then again
+#                   under ASan+UBSan
 #   make demo       build and run the tour (examples/tour.masq)
+#   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
+#                   libraries, masq.pc and the man page masq(1)
+#   make uninstall
 #   make clean
 #
 # Generated sources (re2c, Bison) and all objects live in build/.
@@ -11,6 +15,13 @@ CC      ?= cc
 RE2C    ?= re2c
 BISON   ?= bison
 PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR       = $(PREFIX)/bin
+LIBDIR       = $(PREFIX)/lib
+INCLUDEDIR   = $(PREFIX)/include
+MANDIR       = $(PREFIX)/share/man
+PKGCONFIGDIR = $(LIBDIR)/pkgconfig
+LDCONFIG    ?= ldconfig
 
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 # -fno-math-errno lets expf/logf/sqrtf vectorize; it changes no IEEE result.
@@ -18,7 +29,7 @@ WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parame
 BASEFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fno-math-errno -fvisibility=hidden $(WARN)
 OPT     ?= -O2 -g
 INC      = -Iinclude -Ivm -I$(GEN) -Ilexer -Iparser
-LIBS     = -lm
+LIBS     = -lm -lz
 CLI_LIBS = -lreadline
 
 B        = build
@@ -39,8 +50,14 @@ ASAN_OBJ = $(call objs,$(ASAN_DIR))
 SAN_CC  ?= $(shell command -v clang >/dev/null 2>&1 && echo clang || echo $(CC))
 SANFLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all test unit golden repl-test asan-test demo clean install
-all: $(B)/masq $(B)/libmasq.a
+# The shared library's version comes from the header; the soname carries
+# the major number only.
+VERSION := $(shell sed -n 's/^\#define MASQ_VERSION_STRING "\(.*\)"/\1/p' include/masq.h)
+SONAME   = libmasq.so.$(firstword $(subst ., ,$(VERSION)))
+SHLIB    = libmasq.so.$(VERSION)
+
+.PHONY: all test unit golden repl-test asan-test demo clean install uninstall
+all: $(B)/masq $(B)/libmasq.a $(B)/libmasq.so $(B)/$(SONAME)
 
 # --- generated front end ----------------------------------------------------
 $(GEN)/parser.c $(GEN)/parser.h &: parser/parser.y
@@ -54,18 +71,29 @@ $(GEN)/lexer.c: lexer/lexer.re $(GEN)/parser.h
 HDRS = $(wildcard include/*.h vm/*.h runtime/*.h stdlib/*.h parser/*.h lexer/*.h) $(GEN)/parser.h
 
 # --- normal build -------------------------------------------------------------
+# One set of objects serves both libraries, so they are position independent.
 $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(OPT) $(INC) -c -o $@ $<
+	$(CC) $(BASEFLAGS) $(OPT) -fPIC $(INC) -c -o $@ $<
 
 $(B)/obj/gen/%.o: $(GEN)/%.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(OPT) $(INC) -c -o $@ $<
+	$(CC) $(BASEFLAGS) $(OPT) -fPIC $(INC) -c -o $@ $<
 
 $(B)/libmasq.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Only MASQ_API symbols are exported: everything is compiled with
+# -fvisibility=hidden (tests/api/install_test.sh checks with nm -D).
+# -z defs: every library the code needs must be named here.
+$(B)/$(SHLIB): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,defs -o $@ $^ $(LIBS)
+
+$(B)/$(SONAME) $(B)/libmasq.so: $(B)/$(SHLIB)
+	ln -sf $(SHLIB) $@
+
+# The CLI links the static library, so it runs uninstalled.
 $(B)/masq: $(CLI_SRC) $(wildcard cli/*.h) $(B)/libmasq.a
 	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $(CLI_SRC) $(B)/libmasq.a $(CLI_LIBS) $(LIBS)
 
@@ -96,16 +124,49 @@ $(ASAN_DIR)/unit/%: tests/unit/%.c $(ASAN_DIR)/libmasq.a $(HDRS)
 UNITS      = $(patsubst tests/unit/%.c,$(B)/unit/%,$(UNIT_SRC))
 ASAN_UNITS = $(patsubst tests/unit/%.c,$(ASAN_DIR)/unit/%,$(UNIT_SRC))
 
+# --- API tests and the embedding example -----------------------------------
+# Hosts see only include/masq.h. The normal flavour links the shared
+# library (a function missing from its exports fails the link); the
+# sanitized one the sanitized static library.
+API_SRC   = $(wildcard tests/api/test_*.c)
+APIS      = $(patsubst tests/api/%.c,$(B)/api/%,$(API_SRC))
+ASAN_APIS = $(patsubst tests/api/%.c,$(ASAN_DIR)/api/%,$(API_SRC))
+EMBED     = $(B)/examples/embed $(ASAN_DIR)/examples/embed
+SHARED    = -L$(B) -lmasq -Wl,-rpath,$(abspath $(B))
+
+$(B)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(B)/libmasq.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -pthread -o $@ $< $(SHARED)
+
+$(ASAN_DIR)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(ASAN_DIR)/libmasq.a
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -pthread -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
+
+$(B)/examples/embed: examples/embed/embed.c include/masq.h $(B)/libmasq.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $< $(SHARED)
+
+$(ASAN_DIR)/examples/embed: examples/embed/embed.c include/masq.h $(ASAN_DIR)/libmasq.a
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
+
 # --- tests --------------------------------------------------------------------
 # Each suite appends "N passed, N failed" to build/results; tests/summary.sh
 # adds them up into the closing line and fails if anything failed.
-test: all $(UNITS) $(ASAN_DIR)/masq $(ASAN_UNITS)
+test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@rm -f $(B)/results
 	@sh tests/run_units.sh $(B) | tee -a $(B)/results
+	@sh tests/run_units.sh $(B) api | tee -a $(B)/results
+	@sh tests/api/example_test.sh $(B) | tee -a $(B)/results
+	@CC="$(CC)" sh tests/api/install_test.sh $(B) | tee -a $(B)/results
 	@sh tests/run.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/repl_test.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/repl/cli_test.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/repl/transcript.sh $(B)/masq | tee -a $(B)/results
 	@echo "--- again under AddressSanitizer + UndefinedBehaviorSanitizer ($(SAN_CC))"
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) | tee -a $(B)/results
+	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) api | tee -a $(B)/results
+	@ASAN_OPTIONS=detect_leaks=1 sh tests/api/example_test.sh $(ASAN_DIR) | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@sh tests/summary.sh $(B)/results
 
@@ -114,6 +175,49 @@ demo:
 	@sh tools/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	$(B)/masq examples/tour.masq
+
+# --- install --------------------------------------------------------------------
+# GNU conventions: PREFIX for the layout, DESTDIR for staging (packages).
+# masq.pc is written here, with the real prefix; ldconfig refreshes the
+# loader's cache only for a real (root, unstaged) install.
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) \
+	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(B)/masq $(DESTDIR)$(BINDIR)/masq
+	install -m 644 include/masq.h $(DESTDIR)$(INCLUDEDIR)/masq.h
+	install -m 644 $(B)/libmasq.a $(DESTDIR)$(LIBDIR)/libmasq.a
+	install -m 755 $(B)/$(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB)
+	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmasq.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@LIBS_PRIVATE@|$(LIBS)|' masq.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/masq.pc
+	install -m 644 docs/masq.1 $(DESTDIR)$(MANDIR)/man1/masq.1
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v $(LDCONFIG) >/dev/null; then \
+	  $(LDCONFIG); fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/masq $(DESTDIR)$(INCLUDEDIR)/masq.h \
+	  $(DESTDIR)$(LIBDIR)/libmasq.a $(DESTDIR)$(LIBDIR)/$(SHLIB) \
+	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libmasq.so \
+	  $(DESTDIR)$(PKGCONFIGDIR)/masq.pc $(DESTDIR)$(MANDIR)/man1/masq.1
+
+# --- benchmarks: make bench (bench/run.sh; docs/PERFORMANCE.md) --------------
+# masq_bench times masq in-process through include/masq.h; baseline is the
+# hand-written C loop, built with the same flags (plus -fopenmp-simd, which
+# only honours its `omp simd` pragmas) and glibc's vector math if present.
+.PHONY: bench
+MVEC := $(shell printf 'int main(void){return 0;}\n' | $(CC) -x c - -lmvec -lm -o /dev/null 2>/dev/null && echo -lmvec)
+bench: $(B)/masq $(B)/bench/masq_bench $(B)/bench/baseline
+	sh bench/run.sh $(B)
+
+$(B)/bench/masq_bench: bench/masq_bench.c bench/bench_util.h include/masq.h $(B)/libmasq.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $< $(B)/libmasq.a $(LIBS)
+
+$(B)/bench/baseline: bench/baseline.c bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(OPT) -fopenmp-simd -o $@ $< $(MVEC) -lm
 
 clean:
 	rm -rf $(B)

@@ -7,10 +7,24 @@
  * Rules that hold for every function here:
  *  - Nothing aborts, exits or longjmps into host code. Every failure is a
  *    masq_status; the message and its source location stay readable through
- *    masq_last_error() until the next call on the same state.
+ *    masq_last_error() until the next call on the same state. A NULL state,
+ *    handle or out-pointer is MASQ_ERR_USAGE with a message, never a crash
+ *    (with a NULL state there is nowhere to put the message).
  *  - There is no global mutable state. Each masq_state is independent; use one
  *    state per thread (a state is not safe to use from two threads at once).
+ *    Objects of one state (tensor handles) must never be given to another.
+ *    The one exception is masq_interrupt(), callable from any thread or from
+ *    a signal handler.
  *  - Strings passed in are borrowed for the duration of the call.
+ *  - Tensor handles (masq_tensor *) are refcounted. Arguments are borrowed;
+ *    every masq_tensor * a function hands back through an out-parameter is a
+ *    new reference that the host gives back with masq_tensor_release().
+ *  - Masks: the validity pointer of a tensor holds 1 where the element is
+ *    VALID (use it) and 0 where it is masked out. That is torch.masked's
+ *    polarity and the OPPOSITE of numpy.ma, whose mask is True where the
+ *    element is invalid: pass ~ma.getmaskarray(a), not the numpy mask.
+ *
+ * The embedding guide, with a complete example: docs/EMBEDDING.md.
  */
 #ifndef MASQ_H
 #define MASQ_H
@@ -95,7 +109,9 @@ MASQ_API void masq_config_init(masq_config *cfg);
  * fails. */
 MASQ_API masq_state *masq_open(const masq_config *cfg);
 
-/* Frees [M] and everything it owns. [M] may be NULL. */
+/* Frees [M] and everything it owns, including the tensor handles the host
+ * still holds (so wrapped buffers' release callbacks run now); every handle
+ * of [M] is invalid afterwards. [M] may be NULL. Not from a host function. */
 MASQ_API void masq_close(masq_state *M);
 
 /* Flags for masq_eval. */
@@ -105,9 +121,10 @@ enum {
                            the source ends inside a bracket or string (REPL) */
 };
 
-/* Compiles and runs [len] bytes of [source]. [chunkname] names the source in
- * diagnostics ("script.masq", "<expr>", "<stdin>"). Globals persist across
- * calls on the same state. On error the state is still usable. */
+/* Compiles and runs [len] bytes of [source] (NULL only if [len] is 0).
+ * [chunkname] names the source in diagnostics ("script.masq", "<expr>",
+ * "<stdin>"; NULL: "<string>"). Globals persist across calls on the same
+ * state. On error the state is still usable. */
 MASQ_API masq_status masq_eval(masq_state *M, const char *source, size_t len,
                                const char *chunkname, int flags);
 
@@ -118,7 +135,8 @@ MASQ_API masq_status masq_eval_file(masq_state *M, const char *path);
 /* The last error on [M]: [message] is the bare text ("unexpected ')'"),
  * [rendered] the full diagnostic with file:line:col, source line and carets,
  * as the CLI prints it. Line and column are 1-based; 0 when there is no
- * location. Valid until the next call on [M]. */
+ * location. Valid until the next call on [M]. [M] NULL gives an error that
+ * says so. */
 typedef struct masq_error {
   masq_status status;
   const char *message;
@@ -138,8 +156,9 @@ MASQ_API void masq_interrupt(masq_state *M);
 MASQ_API void masq_complete(masq_state *M, const char *prefix,
                             void (*fn)(void *ud, const char *name), void *ud);
 
-/* The one-line documentation of builtin [name] ("softmax(x, dim): ..."), or
- * NULL if there is no such builtin. Borrowed; valid while [M] is open. */
+/* The signature and one-line documentation of builtin or host function
+ * [name] ("softmax(x, dim) -- ..."), or NULL if there is none. Borrowed;
+ * valid while [M] is open. */
 MASQ_API const char *masq_doc(masq_state *M, const char *name);
 
 /* Calls [fn] once for every user-defined global with its name and a one-line
@@ -151,6 +170,226 @@ MASQ_API void masq_globals(masq_state *M,
 /* Prints the bytecode of [source] with its source lines, like `luac -l`. */
 MASQ_API masq_status masq_disassemble(masq_state *M, const char *source, size_t len,
                                       const char *chunkname);
+
+/* The version of the library actually linked ("0.1.0"), to compare with
+ * MASQ_VERSION_STRING of the header the host was compiled against. */
+MASQ_API const char *masq_version(void);
+
+/* --- tensors across the boundary -----------------------------------------------
+ *
+ * A masq_tensor is a refcounted handle to an immutable masked tensor: a
+ * dtype, a shape, strided data and an optional validity mask. masq never
+ * writes to the memory of any tensor, so a script cannot change a buffer the
+ * host wrapped; operations make new tensors (some of them views that share
+ * the memory, e.g. x[0] or a transpose). Handles belong to the state that
+ * made them. */
+typedef struct mq_tensor masq_tensor;
+
+/* Element types. The values are fixed (they are part of the ABI). */
+typedef enum masq_dtype {
+  MASQ_BOOL = 0,    /* uint8_t holding 0 or 1 (other values are undefined) */
+  MASQ_INT64 = 1,   /* int64_t */
+  MASQ_FLOAT32 = 2, /* float */
+  MASQ_FLOAT64 = 3  /* double */
+} masq_dtype;
+
+/* Tensors have at most this many dimensions. */
+#define MASQ_MAX_DIMS 8
+
+/* Flags of masq_tensor_desc. */
+#define MASQ_TENSOR_READONLY 1u /* the host's promise that the wrapped memory is
+                                   never written while masq uses it (an mmapped
+                                   file, a numpy array with writeable=False).
+                                   masq writes no tensor memory either way; it
+                                   keeps the flag and reports it on every view of
+                                   the buffer, so a binding that hands masq's
+                                   tensors on can mark them read-only too. */
+#define MASQ_TENSOR_HOST 2u     /* reported by masq_tensor_info() only: the data
+                                   lives in a buffer the host wrapped (the tensor
+                                   is that buffer or a view of it) */
+
+/* Describes a tensor's memory, in both directions: the host fills one in for
+ * masq_tensor_wrap() and masq_tensor_new(), and masq_tensor_info() fills one
+ * in to show a handle's memory. Strides count elements, not bytes (DLPack's
+ * convention; numpy's byte strides divided by the item size). */
+typedef struct masq_tensor_desc {
+  masq_dtype dtype;
+  int ndim;                     /* 0 (a scalar) to MASQ_MAX_DIMS */
+  const int64_t *shape;         /* ndim sizes, each >= 0; may be NULL if ndim is 0 */
+  const int64_t *strides;       /* ndim strides >= 0 in elements (0 repeats an
+                                   element: broadcasting); NULL: C-contiguous */
+  const void *data;             /* element 0; aligned for the dtype. May be NULL
+                                   only when the tensor has no elements (and for
+                                   masq_tensor_new, which then fills zeros) */
+  const uint8_t *valid;         /* validity mask of the same shape, 1 = valid
+                                   (NOT numpy.ma's polarity); NULL: all valid,
+                                   a plain tensor */
+  const int64_t *valid_strides; /* strides of [valid] in elements (bytes);
+                                   NULL: C-contiguous */
+  unsigned flags;               /* MASQ_TENSOR_* */
+  /* masq_tensor_wrap only: called exactly once with [release_ud] when masq no
+   * longer uses [data] or [valid] (the last handle and the last view inside
+   * the state are gone, or masq_close() runs). NULL: the host keeps the memory
+   * alive for as long as the state may use it. It must not call into masq. */
+  void (*release)(void *ud);
+  void *release_ud;
+} masq_tensor_desc;
+
+/* Makes a tensor that uses the host's memory in place, without copying: the
+ * data at [desc]->data (and the mask at [desc]->valid, if any) with the given
+ * shape and strides. Scripts see the memory as it is when they run, so the
+ * host may change the buffer between two calls into masq (never during one);
+ * tensors computed earlier are not affected unless they are views of it.
+ * The memory is not counted against memory_limit. On success *out is a new
+ * reference and masq owns the obligation to call [release]; on failure *out
+ * is NULL and [release] is never called: the buffer is still the host's.
+ * Errors: MASQ_ERR_USAGE for an unknown dtype, more than MASQ_MAX_DIMS
+ * dimensions, a negative size or stride, a misaligned or NULL data pointer. */
+MASQ_API masq_status masq_tensor_wrap(masq_state *M, const masq_tensor_desc *desc,
+                                      masq_tensor **out);
+
+/* Makes a tensor that owns a contiguous copy of what [desc] describes (data
+ * NULL: zeros). [release] is ignored: the host's buffer is only read during
+ * the call. *out is a new reference. Errors as masq_tensor_wrap(), plus
+ * MASQ_ERR_MEMORY past the memory limit. */
+MASQ_API masq_status masq_tensor_new(masq_state *M, const masq_tensor_desc *desc,
+                                     masq_tensor **out);
+
+/* A 0-d tensor holding [value] as float64 that behaves like a number written
+ * in a script: in arithmetic it does not widen the other operand's dtype
+ * (float32 tensor * it stays float32). *out is a new reference. */
+MASQ_API masq_status masq_tensor_scalar(masq_state *M, double value, masq_tensor **out);
+
+/* Describes [t]'s memory in *out: dtype, ndim, shape, strides, the address of
+ * element 0, the mask (valid NULL for a plain tensor; its strides may be 0
+ * where one mask entry covers a broadcast dimension) and flags
+ * (MASQ_TENSOR_HOST if the data is wrapped host memory, READONLY as the host
+ * passed it). The pointers are borrowed: valid while the host holds [t].
+ * Data may be strided and the mask broadcast; ask masq_tensor_contiguous()
+ * for a dense layout. release and release_ud are set to NULL. */
+MASQ_API masq_status masq_tensor_info(masq_state *M, const masq_tensor *t,
+                                      masq_tensor_desc *out);
+
+/* A handle to [t] laid out C-contiguously, data and mask alike (a mask,
+ * if any, as a dense byte array of the same shape): [t] itself, retained,
+ * when it already is; otherwise a copy. *out is a new reference. */
+MASQ_API masq_status masq_tensor_contiguous(masq_state *M, masq_tensor *t, masq_tensor **out);
+
+/* The single element of a one-element tensor, as a double. Errors
+ * (MASQ_ERR_RUNTIME) if [t] has another number of elements or the element
+ * is masked out. */
+MASQ_API masq_status masq_tensor_item(masq_state *M, const masq_tensor *t, double *out);
+
+/* Takes one more reference to [t], which the host must hold already (as a
+ * new reference or as an argument of a running host function). */
+MASQ_API masq_status masq_tensor_retain(masq_state *M, masq_tensor *t);
+
+/* Gives back one reference. When no handle, global or value inside masq
+ * uses the tensor any more, it is freed (and a wrapped buffer's release
+ * callback runs). [t] NULL does nothing. masq counts the host's references,
+ * so a pointer the host holds none to (released twice, never returned by
+ * masq) is MASQ_ERR_USAGE rather than a double free. masq_close() releases
+ * the handles the host still holds, so after it they are all invalid. */
+MASQ_API masq_status masq_tensor_release(masq_state *M, masq_tensor *t);
+
+/* --- globals ----------------------------------------------------------------------- */
+
+/* Binds global [name] (a masq identifier) to tensor [t] (borrowed: the
+ * global takes its own reference; NULL binds `none`). Scripts evaluated
+ * later see it as a variable. */
+MASQ_API masq_status masq_set_global(masq_state *M, const char *name, masq_tensor *t);
+
+/* The value of global [name] as a tensor in *out (a new reference). A
+ * number or bool becomes a 0-d tensor (int64, float64 or bool) and a list of
+ * numbers a tensor; `none` gives *out = NULL and MASQ_OK. An undefined
+ * global, or one holding a function, string or other list, is
+ * MASQ_ERR_USAGE. */
+MASQ_API masq_status masq_get_global(masq_state *M, const char *name, masq_tensor **out);
+
+/* Binds global [name] to a float number (as if the script said `name = 2.5`). */
+MASQ_API masq_status masq_set_number(masq_state *M, const char *name, double value);
+
+/* Binds global [name] to an int (`name = 3`), the type sizes and dims need. */
+MASQ_API masq_status masq_set_int(masq_state *M, const char *name, int64_t value);
+
+/* The value of global [name] as a double: a number or bool, or a tensor
+ * with one valid element. Anything else is an error. */
+MASQ_API masq_status masq_get_number(masq_state *M, const char *name, double *out);
+
+/* --- calling masq from C ---------------------------------------------------------- */
+
+/* Calls the function bound to global [fname] (defined by a script, a
+ * builtin, or a host function) with [argc] tensors at [argv] as its
+ * positional arguments (borrowed; at most 255). On success *result is the
+ * returned value as a tensor (a new reference), converted as in
+ * masq_get_global(), or NULL when the function returned `none`; [result]
+ * may be NULL to discard it. Errors inside the function are reported as
+ * masq_eval() reports them, with file:line:col, carets and the calls that
+ * led there. */
+MASQ_API masq_status masq_call(masq_state *M, const char *fname, int argc,
+                               masq_tensor *const *argv, masq_tensor **result);
+
+/* --- host functions ---------------------------------------------------------------- */
+
+/* A C function callable from scripts. [argv] holds [argc] borrowed tensors
+ * (retain one to keep it past the call); a number passed by the script
+ * arrives as a 0-d tensor (int64, float64 or bool) that behaves as in
+ * masq_tensor_scalar(), a list of numbers as a tensor, and `none` (e.g. an
+ * omitted parameter whose default is none) as NULL. To return a value, store
+ * a new reference in *result (a fresh tensor, or an argument after
+ * masq_tensor_retain()); leaving it NULL returns `none`. To fail, return an
+ * error status, best `return masq_errorf(M, "...")`: the script stops with
+ * that message, located at the call with carets like any masq error.
+ * MASQ_ERR_MEMORY and MASQ_ERR_INTERRUPTED keep their meaning; other
+ * statuses become runtime errors. The function may call any masq_ function
+ * on [M] (masq_eval, masq_call, ...) except masq_close(); it must return
+ * normally (no longjmp or C++ exception through masq). */
+typedef masq_status (*masq_cfunction)(masq_state *M, void *ud, int argc,
+                                      masq_tensor *const *argv, masq_tensor **result);
+
+/* Makes [fn] callable from scripts. [signature] is either a bare name
+ * ("clip"), and the function receives every positional argument the script
+ * passes, or a name with parameters in the builtins' notation,
+ * "clip(x, lo=0, hi=none)", and masq checks the call against it first
+ * (arity, keywords, defaults: none, true, false or a number; one *rest
+ * parameter collects extra positional arguments), so [fn] receives exactly
+ * one argument per parameter, rest expanded in place. [ud] is passed to every
+ * call. [doc] (may be NULL) is what masq_doc() and the REPL's :help show.
+ * Registering a name again replaces the earlier binding, builtins included. */
+MASQ_API masq_status masq_register(masq_state *M, const char *signature, masq_cfunction fn,
+                                   void *ud, const char *doc);
+
+/* Formats an error message printf-style for the host function that is
+ * running and returns MASQ_ERR_RUNTIME, so a host function can say
+ * `return masq_errorf(M, "lengths must be int64, got %s", name);`. */
+MASQ_API masq_status masq_errorf(masq_state *M, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* --- autograd ------------------------------------------------------------------------- *
+ *
+ * As in scripts (docs/LANGUAGE.md): tensors are values, so requiring grad
+ * makes a new leaf rather than changing a tensor in place; computations on
+ * leaves record a graph; backward adds gradients into the leaves. Gradients
+ * are masked tensors: a masked-out gradient means none flowed there. */
+
+/* *out = a new leaf that shares [t]'s data and mask (for a wrapped buffer:
+ * still the host's memory, no copy) and requires grad; [t] must be float.
+ * Hand the leaf to scripts (masq_set_global, masq_call) and read its
+ * gradient after a backward pass. *out is a new reference. */
+MASQ_API masq_status masq_requires_grad(masq_state *M, masq_tensor *t, masq_tensor **out);
+
+/* Backpropagates from [loss] (one element, computed from leaves that
+ * require grad), adding the gradient into every leaf reached, and frees
+ * loss's graph: run the forward computation again for another pass. */
+MASQ_API masq_status masq_backward(masq_state *M, masq_tensor *loss);
+
+/* *out = the gradient accumulated in leaf [t] (a new reference; masq's
+ * memory, never the host's buffer, in t's dtype and shape), or NULL if no
+ * backward pass has reached [t] yet. */
+MASQ_API masq_status masq_grad(masq_state *M, masq_tensor *t, masq_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,15 @@
-/* softmax.c - softmax along one dim, torch.masked's "safe softmax".
+/* softmax.c - softmax and log_softmax along one dim, torch.masked's "safe
+ * softmax", and normalize.
  *
  * The input is viewed as (outer, n, inner) with n the softmax dim. With
  * inner == 1 each slice is a contiguous row; otherwise the slices are the
  * columns of an (n, inner) block, handled a whole row of columns at a time
  * with per-column max/sum rows, so nothing is gathered. The max is taken
  * over valid entries only (numerical stability), exponentials are summed in
- * double (pairwise along rows). Masked-out entries of a partly valid slice get 0; a slice with no
- * valid entry gets NaN (and stays masked out). */
+ * double (pairwise along rows). Masked-out entries of a partly valid slice
+ * get 0 (-inf for log_softmax, which is x - max - log(sum), never the log of
+ * a rounded softmax); a slice with no valid entry gets NaN and stays masked
+ * out. */
 #include <math.h>
 
 #include "kernels.h"
@@ -14,7 +17,7 @@
 /* Scaling multiplies by the float reciprocal of the sum, as torch does. */
 #define DEF_SOFTMAX(E, T, EXP, ROWMAX, ROWSUM)                                 \
   /* one contiguous slice of n */                                              \
-  static void sm_row_##E(T *o, const T *x, const uint8_t *m, int64_t n) {      \
+  static void sm_row_##E(T *o, const T *x, const uint8_t *m, int64_t n, bool lg) { \
     if (m) {                                                                   \
       uint8_t any = 0;                                                         \
       for (int64_t i = 0; i < n; i++) any |= m[i];                             \
@@ -32,12 +35,22 @@
         T e = o[i];                                                            \
         o[i] = m[i] ? e : (T)0;                                                \
       }                                                                        \
+    if (lg) { /* x - (max + log(sum)); masked-out entries: log(0) */         \
+      T lse = mx + (T)log(ROWSUM(o, NULL, n));                                 \
+      for (int64_t i = 0; i < n; i++) o[i] = x[i] - lse;                       \
+      if (m)                                                                   \
+        for (int64_t i = 0; i < n; i++) {                                      \
+          T v = o[i];                                                          \
+          o[i] = m[i] ? v : (T)-INFINITY;                                      \
+        }                                                                      \
+      return;                                                                  \
+    }                                                                          \
     T inv = (T)(1.0 / ROWSUM(o, NULL, n));                                     \
     for (int64_t i = 0; i < n; i++) o[i] *= inv;                               \
   }                                                                            \
   /* n rows of [inner] columns; mx, sum and any are scratch rows */           \
   static void sm_cols_##E(T *o, const T *x, const uint8_t *m, int64_t n, int64_t inner, \
-                          T *mx, double *sum, uint8_t *any) {                  \
+                          T *mx, double *sum, uint8_t *any, bool lg) {         \
     for (int64_t i = 0; i < inner; i++) { mx[i] = -INFINITY; sum[i] = 0; any[i] = m ? 0 : 1; } \
     for (int64_t j = 0; j < n; j++) {                                          \
       const T *xr = x + j * inner;                                             \
@@ -69,6 +82,22 @@
       }                                                                        \
       for (int64_t i = 0; i < inner; i++) sum[i] += (double)orow[i];           \
     }                                                                          \
+    if (lg) { /* mx becomes max + log(sum), the log of the normalizer */   \
+      for (int64_t i = 0; i < inner; i++) mx[i] = any[i] ? mx[i] + (T)log(sum[i]) : (T)NAN; \
+      for (int64_t j = 0; j < n; j++) {                                        \
+        const T *xr = x + j * inner;                                           \
+        T *orow = o + j * inner;                                               \
+        for (int64_t i = 0; i < inner; i++) orow[i] = xr[i] - mx[i];           \
+        if (m) {                                                               \
+          const uint8_t *mr = m + j * inner;                                   \
+          for (int64_t i = 0; i < inner; i++) {                                \
+            T v = orow[i];                                                     \
+            orow[i] = mr[i] || !any[i] ? v : (T)-INFINITY;                     \
+          }                                                                    \
+        }                                                                      \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
     /* mx is reused for the reciprocals */                                     \
     for (int64_t i = 0; i < inner; i++) mx[i] = any[i] ? (T)(1.0 / sum[i]) : (T)NAN; \
     for (int64_t j = 0; j < n; j++) {                                          \
@@ -80,7 +109,7 @@
 DEF_SOFTMAX(F32, float, expf, mq_rowmax_f32, mq_rowsum_f32)
 DEF_SOFTMAX(F64, double, exp, mq_rowmax_f64, mq_rowsum_f64)
 
-mq_tensor *mq_softmax(mq_state *S, mq_tensor *t, int dim) {
+static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
   int d = mq_norm_dim(S, dim, t->ndim);
   mq_dtype dt = mq_dtype_is_float((mq_dtype)t->dtype) ? (mq_dtype)t->dtype : MQ_DT_F32;
   mq_tensor *x = mq_contiguous(S, mq_astype(S, mq_get_data(S, t), dt));
@@ -106,11 +135,11 @@ mq_tensor *mq_softmax(mq_state *S, mq_tensor *t, int dim) {
       size_t off = (size_t)(b * block);
       const uint8_t *mb = m ? m + off : NULL;
       if (dt == MQ_DT_F32) {
-        if (inner == 1) sm_row_F32((float *)o + off, (const float *)xv + off, mb, n);
-        else sm_cols_F32((float *)o + off, (const float *)xv + off, mb, n, inner, mx, sum, any);
+        if (inner == 1) sm_row_F32((float *)o + off, (const float *)xv + off, mb, n, lg);
+        else sm_cols_F32((float *)o + off, (const float *)xv + off, mb, n, inner, mx, sum, any, lg);
       } else {
-        if (inner == 1) sm_row_F64((double *)o + off, (const double *)xv + off, mb, n);
-        else sm_cols_F64((double *)o + off, (const double *)xv + off, mb, n, inner, mx, sum, any);
+        if (inner == 1) sm_row_F64((double *)o + off, (const double *)xv + off, mb, n, lg);
+        else sm_cols_F64((double *)o + off, (const double *)xv + off, mb, n, inner, mx, sum, any, lg);
       }
       if ((polled += block) >= MQ_POLL_ELEMS) {
         polled = 0;
@@ -119,5 +148,24 @@ mq_tensor *mq_softmax(mq_state *S, mq_tensor *t, int dim) {
     }
   }
   if (t->mask) mq_tensor_set_mask(S, out, t->mask);
+  mq_ag_softmax(S, out, t, d, lg);
   return out;
+}
+
+mq_tensor *mq_softmax(mq_state *S, mq_tensor *t, int dim) { return softmax(S, t, dim, false); }
+mq_tensor *mq_log_softmax(mq_state *S, mq_tensor *t, int dim) { return softmax(S, t, dim, true); }
+
+/* --- normalize --------------------------------------------------------------- */
+
+mq_tensor *mq_normalize(mq_state *S, mq_tensor *t, double p, int dim, double eps) {
+  int d = mq_norm_dim(S, dim, t->ndim);
+  int dims[1] = {d};
+  /* the norm's data (0 for a fully masked slice) clamped to eps, then a
+   * division that reads the norm broadcast: no full-size temporary */
+  mq_tensor *nrm = mq_get_data(S, mq_norm(S, t, p, t->ndim ? 1 : 0, dims, true));
+  mq_tensor *e = mq_tensor_scalar(S, (mq_dtype)nrm->dtype, eps);
+  e->weak = true;
+  mq_tensor *den = mq_binary(S, MQ_BIN_MAXIMUM, nrm, e);
+  mq_tensor *out = mq_binary(S, MQ_BIN_DIV, t, den);
+  return t->mask ? mq_as_masked(S, mq_to_tensor(S, out, 0), t->mask) : out; /* as_masked: differentiable */
 }

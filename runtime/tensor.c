@@ -84,7 +84,7 @@ mq_tensor *mq_tensor_new(mq_state *S, mq_dtype dt, int ndim, const int64_t *shap
 void mq_tensor_free(mq_state *S, mq_tensor *t) {
   if (t->mask) mq_obj_release(S, &t->mask->hdr);
   if (t->grad) mq_obj_release(S, &t->grad->hdr);
-  /* t->node belongs to autograd, which will release it here once it exists. */
+  if (t->node) mq_ag_node_free(S, t->node); /* the recorded op that made t */
   mq_storage *st = t->storage;
   if (st && --st->rc == 0) {
     if (st->release) st->release(st->release_ud);
@@ -283,7 +283,7 @@ mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
     mq_tensor *t;
     if (v.type == MQ_INT) t = mq_tensor_scalar_i64(S, v.as.i);
     else if (v.type == MQ_BOOL) t = mq_tensor_scalar(S, MQ_DT_BOOL, v.as.b);
-    else t = mq_tensor_scalar(S, MQ_DT_F32, v.as.f);
+    else t = mq_tensor_scalar(S, MQ_DT_F64, v.as.f); /* full value; promotes as float32 */
     t->weak = true;
     return t;
   }
@@ -325,7 +325,7 @@ mq_tensor *mq_contiguous(mq_state *S, mq_tensor *t) {
   mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
   mq_kernel_convert(S, out, t);
   if (t->mask) mq_tensor_set_mask(S, out, mq_contiguous(S, t->mask));
-  return out;
+  return mq_ag_cast(S, out, t);
 }
 
 mq_tensor *mq_astype(mq_state *S, mq_tensor *t, mq_dtype dt) {
@@ -333,7 +333,7 @@ mq_tensor *mq_astype(mq_state *S, mq_tensor *t, mq_dtype dt) {
   mq_tensor *out = mq_tensor_new(S, dt, t->ndim, t->shape);
   mq_kernel_convert(S, out, t);
   if (t->mask) mq_tensor_set_mask(S, out, t->mask);
-  return out;
+  return mq_ag_cast(S, out, t);
 }
 
 const char *mq_shape_str(mq_state *S, int ndim, const int64_t *shape) {
@@ -374,7 +374,7 @@ mq_tensor *mq_expand(mq_state *S, mq_tensor *t, int ndim, const int64_t *shape) 
   }
   mq_tensor *v = mq_tensor_view(S, t, ndim, shape, strides, t->offset);
   if (t->mask) mq_tensor_set_mask(S, v, mq_expand(S, t->mask, ndim, shape));
-  return v;
+  return mq_ag_expand(S, v, t);
 bad:
   mq_error(S, "cannot broadcast shape %s to %s", mq_shape_str(S, t->ndim, t->shape),
            mq_shape_str(S, ndim, shape));
@@ -409,7 +409,7 @@ mq_tensor *mq_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
 
 mq_tensor *mq_get_data(mq_state *S, mq_tensor *t) {
   if (!t->mask) return t;
-  return mq_tensor_view(S, t, t->ndim, t->shape, t->strides, t->offset);
+  return mq_ag_get_data(S, mq_tensor_view(S, t, t->ndim, t->shape, t->strides, t->offset), t);
 }
 
 mq_tensor *mq_get_mask(mq_state *S, mq_tensor *t) {
@@ -424,7 +424,7 @@ mq_tensor *mq_to_tensor(mq_state *S, mq_tensor *t, double fill) {
   mq_tensor *f = mq_expand(S, mq_tensor_scalar(S, (mq_dtype)t->dtype, fill), t->ndim, t->shape);
   mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
   mq_kernel_where(S, out, t->mask, data, f);
-  return out;
+  return mq_ag_get_data(S, out, t);
 }
 
 /* --- scalars -------------------------------------------------------------- */

@@ -126,15 +126,18 @@ typedef enum mq_index_kind {
   MQ_IX_INT,      /* select: removes the dim */
   MQ_IX_SLICE,    /* start/stop/step with has_* flags (python semantics, clamped) */
   MQ_IX_NEWAXIS,  /* `none` */
-  MQ_IX_ELLIPSIS  /* `...` */
+  MQ_IX_ELLIPSIS, /* `...` */
+  MQ_IX_TENSOR    /* advanced: an int64 tensor gathers, a bool tensor selects */
 } mq_index_kind;
 typedef struct mq_index_item {
   uint8_t kind;
   bool has_start, has_stop, has_step;
   int64_t start, stop, step; /* for INT: start is the index */
+  mq_tensor *tensor;         /* for TENSOR: plain int64 or bool */
 } mq_index_item;
 /* Returns a view; the mask is indexed the same way. Out-of-range ints, step
- * <= 0, too many indices are errors. */
+ * <= 0, too many indices are errors. With TENSOR items (numpy/torch advanced
+ * indexing, ints applied first as in torch) the result is a copy. */
 MQ_INTERNAL mq_tensor *mq_index(mq_state *S, mq_tensor *t, const mq_index_item *items, int n);
 
 /* --- masks --------------------------------------------------------------- */
@@ -152,7 +155,20 @@ MQ_INTERNAL mq_tensor *mq_to_tensor(mq_state *S, mq_tensor *t, double fill);
 
 #define MQ_UNARY_OPS(X)                                                        \
   X(NEG, "neg") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") X(ABS, "abs")     \
-  X(BITNOT, "bitwise_not")
+  X(BITNOT, "bitwise_not") X(POS, "positive") X(SIGN, "sign")                  \
+  X(SIGNBIT, "signbit") X(SQUARE, "square") X(RELU, "relu") X(CEIL, "ceil")    \
+  X(FLOOR, "floor") X(ROUND, "round") X(ROUND_DEC, "round") X(TRUNC, "trunc")  \
+  X(FRAC, "frac") X(EXP2, "exp2") X(EXPM1, "expm1") X(LOG2, "log2")            \
+  X(LOG10, "log10") X(LOG1P, "log1p") X(RSQRT, "rsqrt")                        \
+  X(RECIPROCAL, "reciprocal") X(SIN, "sin") X(COS, "cos") X(TAN, "tan")        \
+  X(ASIN, "asin") X(ACOS, "acos") X(ATAN, "atan") X(SINH, "sinh")              \
+  X(COSH, "cosh") X(TANH, "tanh") X(ASINH, "asinh") X(ACOSH, "acosh")          \
+  X(ATANH, "atanh") X(SIGMOID, "sigmoid") X(LOGIT, "logit") X(ERF, "erf")      \
+  X(ERFC, "erfc") X(ERFINV, "erfinv") X(LGAMMA, "lgamma")                      \
+  X(DIGAMMA, "digamma") X(I0, "i0") X(SINC, "sinc") X(DEG2RAD, "deg2rad")      \
+  X(RAD2DEG, "rad2deg") X(ANGLE, "angle") X(ISNAN, "isnan") X(ISINF, "isinf")  \
+  X(ISFINITE, "isfinite") X(NOT, "logical_not") X(NAN_TO_NUM, "nan_to_num")    \
+  X(CLAMP, "clamp")
 
 typedef enum mq_unop {
 #define X(E, s) MQ_UN_##E,
@@ -164,7 +180,14 @@ typedef enum mq_unop {
 #define MQ_BINARY_OPS(X)                                                       \
   X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow")       \
   X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge") X(EQ, "eq") X(NE, "ne")     \
-  X(BAND, "bitwise_and") X(BOR, "bitwise_or") X(BXOR, "bitwise_xor")
+  X(BAND, "bitwise_and") X(BOR, "bitwise_or") X(BXOR, "bitwise_xor")          \
+  X(FLOORDIV, "floor_divide") X(REM, "remainder") X(FMOD, "fmod")             \
+  X(DIVTRUNC, "div") X(ATAN2, "atan2") X(LOGADDEXP, "logaddexp")              \
+  X(LOGADDEXP2, "logaddexp2") X(MAXIMUM, "maximum") X(MINIMUM, "minimum")     \
+  X(FMAX, "fmax") X(FMIN, "fmin") X(SHL, "bitwise_left_shift")                \
+  X(SHR, "bitwise_right_shift") X(NEXTAFTER, "nextafter") X(HYPOT, "hypot")   \
+  X(COPYSIGN, "copysign") X(XLOGY, "xlogy") X(FLOAT_POWER, "float_power")     \
+  X(LAND, "logical_and") X(LOR, "logical_or") X(LXOR, "logical_xor")
 
 typedef enum mq_binop {
 #define X(E, s) MQ_BIN_##E,
@@ -176,6 +199,13 @@ typedef enum mq_binop {
 /* Unary op; the mask is kept. Integer/bool inputs to exp/log/sqrt compute in
  * float32. bitwise_not needs bool or int64. */
 MQ_INTERNAL mq_tensor *mq_unary(mq_state *S, mq_unop op, mq_tensor *t);
+/* A unary op with scalar parameters [prm] (up to 3): clamp (lo, hi; NaN
+ * for none), round with digits (decimals), logit (eps, NaN for none),
+ * nan_to_num (nan, posinf, neginf; NaN for the dtype's default). */
+MQ_INTERNAL mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm);
+/* clamp(x, lo, hi) with number or tensor bounds (NULL: none); an int
+ * tensor clamped to a float number becomes float32, as in torch. */
+MQ_INTERNAL mq_tensor *mq_clamp(mq_state *S, mq_tensor *t, mq_tensor *lo, mq_tensor *hi);
 /* Binary op with numpy broadcasting and torch's type promotion (weak
  * scalars included). Masks: two masked operands need equal masks (error says
  * how many positions differ); a plain operand takes the masked one's mask,
@@ -185,6 +215,10 @@ MQ_INTERNAL mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tens
 /* where(cond, a, b): cond plain bool; data and mask picked from a or b
  * (a plain branch counts as all valid), masks need not match. */
 MQ_INTERNAL mq_tensor *mq_where(mq_state *S, mq_tensor *cond, mq_tensor *a, mq_tensor *b);
+/* masked_fill(x, m, v): x with v where the plain bool m (broadcast to x) is
+ * true; those positions become valid, the others keep x's mask. The dtype
+ * stays x's. */
+MQ_INTERNAL mq_tensor *mq_masked_fill(mq_state *S, mq_tensor *x, mq_tensor *m, mq_tensor *v);
 /* torch's result_type over [n] operands: dimensioned tensors, then 0-d
  * tensors, then weak scalars (the default dtype of their category); a lower
  * tier only counts when its category (bool < int < float) is higher. */
@@ -192,7 +226,9 @@ MQ_INTERNAL mq_dtype mq_result_type(int n, mq_tensor *const *ts);
 
 /* --- reductions ----------------------------------------------------------- */
 
-#define MQ_REDUCE_OPS(X) X(SUM, "sum") X(MEAN, "mean") X(AMAX, "amax") X(AMIN, "amin")
+#define MQ_REDUCE_OPS(X)                                                       \
+  X(SUM, "sum") X(MEAN, "mean") X(AMAX, "amax") X(AMIN, "amin") X(PROD, "prod") \
+  X(ALL, "all") X(ANY, "any") X(COUNT, "count") X(LOGSUMEXP, "logsumexp")
 
 typedef enum mq_redop {
 #define X(E, s) MQ_RED_##E,
@@ -204,8 +240,11 @@ typedef enum mq_redop {
 /* Reduces over the dims listed in [dims] ([ndims] of them, already
  * normalized and distinct), or over everything when ndims == 0 (a 0-d
  * result). Masked-out entries are ignored; an output position with no valid
- * input is masked out (data: the identity, or NaN for mean). A masked input
- * gives a masked result; a plain input a plain result. */
+ * input is masked out (data: the identity, NaN for mean, -inf for
+ * logsumexp). A masked input gives a masked result; a plain input a plain
+ * result. Result dtypes: sum and prod of ints int64; mean and logsumexp of
+ * ints float32; all and any bool; count (the valid entries) is always a
+ * plain int64 tensor, never masked. */
 MQ_INTERNAL mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims,
                                  const int *dims, bool keepdim);
 
@@ -214,6 +253,28 @@ MQ_INTERNAL mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndi
  * stays masked out. The result keeps the input's mask. Ints compute in
  * float32. */
 MQ_INTERNAL mq_tensor *mq_softmax(mq_state *S, mq_tensor *t, int dim);
+/* log of the same: masked-out entries of a partly valid slice hold -inf. */
+MQ_INTERNAL mq_tensor *mq_log_softmax(mq_state *S, mq_tensor *t, int dim);
+/* x / max(norm_p(x along dim), eps) over the valid entries; masked-out
+ * entries hold 0 and stay masked out. */
+MQ_INTERNAL mq_tensor *mq_normalize(mq_state *S, mq_tensor *t, double p, int dim, double eps);
+
+/* Statistics over dims (as mq_reduce): the variance with [correction]
+ * (0: population, as torch.masked; 1: sample) or its square root. */
+MQ_INTERNAL mq_tensor *mq_var(mq_state *S, mq_tensor *t, int ndims, const int *dims,
+                              double correction, bool keepdim, bool std);
+/* The p-norm of the valid entries (p may be inf or -inf; 0 counts the
+ * nonzero ones). */
+MQ_INTERNAL mq_tensor *mq_norm(mq_state *S, mq_tensor *t, double p, int ndims, const int *dims,
+                               bool keepdim);
+/* Along one dim, or over the flattened tensor when dim < 0. argmax/argmin
+ * give int64 indices of the first extremum (NaN counts as the largest);
+ * median gives the lower median of the valid entries (NaN if one is). */
+MQ_INTERNAL mq_tensor *mq_argext(mq_state *S, mq_tensor *t, int dim, bool keepdim, bool max);
+MQ_INTERNAL mq_tensor *mq_median(mq_state *S, mq_tensor *t, int dim, bool keepdim);
+/* Running sum or product along [dim]; masked-out entries count as the
+ * identity and stay masked out. Ints and bools accumulate as int64. */
+MQ_INTERNAL mq_tensor *mq_cumulative(mq_state *S, mq_tensor *t, int dim, bool prod);
 
 /* --- scalars and printing -------------------------------------------------- */
 

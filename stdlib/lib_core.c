@@ -1,8 +1,9 @@
-/* lib_core.c - the first builtins: masks, creation, elementwise math,
- * reductions, softmax, where, print. Each is a thin binding of a runtime
- * operation; the signature string is the binding spec and the help text. */
+/* lib_core.c - the first builtins: masks, creation, info, print (the math
+ * is in lib_math.c). Each is a thin binding of a runtime operation; the
+ * signature string is the binding spec and the help text. */
 #include <math.h>
 
+#include "../runtime/autograd.h"
 #include "../vm/globals.h"
 #include "stdlib.h"
 
@@ -12,7 +13,8 @@
 /* --- masks ------------------------------------------------------------------- */
 
 static mq_value lib_masked(mq_state *S, mq_value *args) {
-  RET(mq_masked(S, T(0, "data"), T(1, "mask")));
+  mq_tensor *t = mq_masked(S, T(0, "data"), T(1, "mask"));
+  RET(mq_arg_bool(S, args[2], "requires_grad") ? mq_ag_leaf(S, t, true, "masked") : t);
 }
 static mq_value lib_get_data(mq_state *S, mq_value *args) { RET(mq_get_data(S, T(0, "x"))); }
 static mq_value lib_get_mask(mq_state *S, mq_value *args) { RET(mq_get_mask(S, T(0, "x"))); }
@@ -25,7 +27,7 @@ static mq_value lib_is_masked(mq_state *S, mq_value *args) {
 
 /* --- creation ------------------------------------------------------------------ */
 
-static mq_value lib_tensor(mq_state *S, mq_value *args) {
+static mq_value tensor_value(mq_state *S, mq_value *args) {
   mq_tensor *t = T(0, "data");
   mq_dtype dt = mq_arg_dtype(S, args[1], (mq_dtype)t->dtype);
   if (t->weak) {
@@ -35,6 +37,11 @@ static mq_value lib_tensor(mq_state *S, mq_value *args) {
     RET(mq_tensor_scalar(S, dt, mq_tensor_item(S, t)));
   }
   RET(mq_astype(S, t, dt));
+}
+/* always a leaf, as torch.tensor: a copy of a tensor's values, not of its history */
+static mq_value lib_tensor(mq_state *S, mq_value *args) {
+  mq_tensor *t = mq_as_tensor(tensor_value(S, args));
+  RET(mq_ag_leaf(S, t, mq_arg_bool(S, args[2], "requires_grad"), "tensor"));
 }
 
 static mq_value filled(mq_state *S, mq_value *args, double v) {
@@ -73,60 +80,6 @@ static mq_value lib_randn(mq_state *S, mq_value *args) { return random_tensor(S,
 static mq_value lib_seed(mq_state *S, mq_value *args) {
   mq_rng_seed(S, (uint64_t)mq_arg_int(S, args[0], "n"));
   return mq_none();
-}
-
-/* --- elementwise ------------------------------------------------------------------ */
-
-#define UNARY(name, OP)                                                        \
-  static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
-    RET(mq_unary(S, OP, T(0, "x")));                                           \
-  }
-UNARY(neg, MQ_UN_NEG)
-UNARY(exp, MQ_UN_EXP)
-UNARY(log, MQ_UN_LOG)
-UNARY(sqrt, MQ_UN_SQRT)
-UNARY(abs, MQ_UN_ABS)
-
-static mq_value lib_where(mq_state *S, mq_value *args) {
-  RET(mq_where(S, T(0, "cond"), T(1, "a"), T(2, "b")));
-}
-
-/* --- reductions --------------------------------------------------------------------- */
-
-/* dim: none (everything), an int, or a list of ints. */
-static int reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
-  if (v.type == MQ_NONE) return 0;
-  int n = 0;
-  if (mq_is_obj(v, MQ_O_LIST) || (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 1)) {
-    int64_t raw[MQ_MAX_DIMS];
-    mq_list *wrap = mq_list_new(S, 1);
-    mq_list_push(S, wrap, v);
-    n = mq_arg_shape(S, mq_objv(wrap), raw, "dim");
-    for (int i = 0; i < n; i++) dims[i] = mq_norm_dim(S, raw[i], t->ndim);
-  } else {
-    dims[n++] = mq_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
-  }
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < i; j++)
-      if (dims[i] == dims[j]) mq_error(S, "dimension %d appears twice in dim", dims[i]);
-  if (n == 0) mq_error(S, "dim must not be empty (use none to reduce everything)");
-  return n;
-}
-
-static mq_value reduce(mq_state *S, mq_value *args, mq_redop op) {
-  mq_tensor *t = T(0, "x");
-  int dims[MQ_MAX_DIMS];
-  int n = reduce_dims(S, args[1], t, dims);
-  RET(mq_reduce(S, op, t, n, dims, mq_arg_bool(S, args[2], "keepdim")));
-}
-static mq_value lib_sum(mq_state *S, mq_value *args) { return reduce(S, args, MQ_RED_SUM); }
-static mq_value lib_mean(mq_state *S, mq_value *args) { return reduce(S, args, MQ_RED_MEAN); }
-static mq_value lib_amax(mq_state *S, mq_value *args) { return reduce(S, args, MQ_RED_AMAX); }
-static mq_value lib_amin(mq_state *S, mq_value *args) { return reduce(S, args, MQ_RED_AMIN); }
-
-static mq_value lib_softmax(mq_state *S, mq_value *args) {
-  mq_tensor *t = T(0, "x");
-  RET(mq_softmax(S, t, mq_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim)));
 }
 
 /* --- info ------------------------------------------------------------------------------ */
@@ -168,13 +121,13 @@ static mq_value lib_print(mq_state *S, mq_value *args) {
 }
 
 const mq_libfn mq_lib_core[] = {
-    {"masked(data, mask)", lib_masked,
+    {"masked(data, mask, requires_grad=false)", lib_masked,
      "a masked tensor: data where mask is true, masked out (--) elsewhere; mask broadcasts"},
     {"get_data(x)", lib_get_data, "the data of a masked tensor, masked-out entries included"},
     {"get_mask(x)", lib_get_mask, "the validity mask as a bool tensor (true = valid)"},
     {"to_tensor(x, fill)", lib_to_tensor, "a plain tensor with masked-out entries set to fill"},
     {"is_masked(x)", lib_is_masked, "true if x is a masked tensor"},
-    {"tensor(data, dtype=none)", lib_tensor, "a tensor from a number or nested list"},
+    {"tensor(data, dtype=none, requires_grad=false)", lib_tensor, "a tensor from a number or nested list"},
     {"zeros(*shape, dtype=none)", lib_zeros, "a tensor of zeros (float32 unless dtype is given)"},
     {"ones(*shape, dtype=none)", lib_ones, "a tensor of ones (float32 unless dtype is given)"},
     {"arange(start, stop=none, step=none, dtype=none)", lib_arange,
@@ -182,19 +135,6 @@ const mq_libfn mq_lib_core[] = {
     {"rand(*shape, dtype=none)", lib_rand, "uniform random numbers in [0, 1)"},
     {"randn(*shape, dtype=none)", lib_randn, "standard normal random numbers"},
     {"seed(n)", lib_seed, "reseed the random generator of rand and randn"},
-    {"neg(x)", lib_neg, "-x elementwise"},
-    {"exp(x)", lib_exp, "e**x elementwise"},
-    {"log(x)", lib_log, "natural logarithm elementwise"},
-    {"sqrt(x)", lib_sqrt, "square root elementwise"},
-    {"abs(x)", lib_abs, "absolute value elementwise"},
-    {"where(cond, a, b)", lib_where,
-     "a where cond is true, else b; the mask is picked the same way"},
-    {"sum(x, dim=none, keepdim=false)", lib_sum, "sum of the valid entries"},
-    {"mean(x, dim=none, keepdim=false)", lib_mean, "mean of the valid entries"},
-    {"amax(x, dim=none, keepdim=false)", lib_amax, "largest valid entry"},
-    {"amin(x, dim=none, keepdim=false)", lib_amin, "smallest valid entry"},
-    {"softmax(x, dim)", lib_softmax,
-     "softmax over the valid entries along dim; a fully masked slice stays masked"},
     {"shape(x)", lib_shape, "the shape as a list of ints"},
     {"ndim(x)", lib_ndim, "the number of dimensions"},
     {"numel(x)", lib_numel, "the number of elements"},

@@ -12,6 +12,11 @@
 /* The library's tables, one per family (lib_*.c). */
 extern const mq_libfn mq_lib_core[];
 extern const mq_libfn mq_lib_lang[];
+extern const mq_libfn mq_lib_shape[];
+extern const mq_libfn mq_lib_math[];
+extern const mq_constant mq_lib_constants[];
+extern const mq_libfn mq_lib_io[];
+extern const mq_libfn mq_lib_autograd[];
 
 /* Every table of builtins with the library group (MASQ_LIB_*) it belongs
  * to; a group the host did not enable is not bound at all. */
@@ -21,6 +26,10 @@ static const struct {
 } tables[] = {
     {mq_lib_core, MASQ_LIB_CORE},
     {mq_lib_lang, MASQ_LIB_CORE},
+    {mq_lib_shape, MASQ_LIB_CORE},
+    {mq_lib_math, MASQ_LIB_CORE},
+    {mq_lib_autograd, MASQ_LIB_CORE},
+    {mq_lib_io, MASQ_LIB_IO},
 };
 
 /* --- signatures ------------------------------------------------------------ */
@@ -53,9 +62,12 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
   memcpy(b->name_buf, sig, nlen);
   b->name_buf[nlen] = '\0';
   b->name = b->name_buf;
-  size_t hlen = strlen(sig) + strlen(" -- ") + strlen(def->doc) + 1;
+  /* A host function may come without a doc: then :help shows the
+   * signature alone. */
+  bool has_doc = def->doc && def->doc[0];
+  size_t hlen = strlen(sig) + (has_doc ? strlen(" -- ") + strlen(def->doc) : 0) + 1;
   b->help = mq_alloc(S, hlen);
-  snprintf(b->help, hlen, "%s -- %s", sig, def->doc);
+  snprintf(b->help, hlen, has_doc ? "%s -- %s" : "%s", sig, has_doc ? def->doc : "");
   int n = 0;
   for (const char *p = paren + 1; *p && *p != ')'; p++)
     if (*p == ',') n++;
@@ -89,25 +101,52 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
   }
 }
 
+/* Binds entry [index] of S->builtins to its name in the globals. */
+static void bind_global(mq_state *S, int index) {
+  int slot = mq_global_slot(S, S->builtins[index].name);
+  mq_builtin_obj *o = mq_alloc(S, sizeof *o);
+  o->hdr.rc = 0;
+  o->hdr.type = MQ_O_BUILTIN;
+  o->index = index;
+  mq_global_set(S, slot, mq_objv(o));
+  S->globals[slot].builtin = true;
+}
+
 void mq_stdlib_open(mq_state *S) {
+  /* Exactly as many entries as get bound: the array's size is always
+   * nbuiltins entries (mq_stdlib_new_entry grows it, close frees that much). */
   int total = 0;
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
-    for (const mq_libfn *d = tables[t].fns; d->sig; d++) total++;
+    if (S->cfg.libs & tables[t].group)
+      for (const mq_libfn *d = tables[t].fns; d->sig; d++) total++;
   S->builtins = mq_calloc(S, (size_t)total * sizeof *S->builtins);
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
     if (!(S->cfg.libs & tables[t].group)) continue;
     for (const mq_libfn *d = tables[t].fns; d->sig; d++) {
       int index = S->nbuiltins++;
       bind_signature(S, &S->builtins[index], d);
-      int slot = mq_global_slot(S, S->builtins[index].name);
-      mq_builtin_obj *o = mq_alloc(S, sizeof *o);
-      o->hdr.rc = 0;
-      o->hdr.type = MQ_O_BUILTIN;
-      o->index = index;
-      mq_global_set(S, slot, mq_objv(o));
-      S->globals[slot].builtin = true;
+      bind_global(S, index);
     }
   }
+  if (S->cfg.libs & MASQ_LIB_CORE)
+    for (const mq_constant *c = mq_lib_constants; c->name; c++) {
+      int slot = mq_global_slot(S, c->name);
+      mq_global_set(S, slot, mq_float(c->value));
+      S->globals[slot].builtin = true;
+    }
+}
+
+int mq_stdlib_new_entry(mq_state *S) {
+  size_t size = sizeof *S->builtins;
+  S->builtins = mq_realloc(S, S->builtins, (size_t)S->nbuiltins * size,
+                           (size_t)(S->nbuiltins + 1) * size);
+  memset(&S->builtins[S->nbuiltins], 0, size);
+  return S->nbuiltins++;
+}
+
+void mq_stdlib_bind(mq_state *S, int index, const mq_libfn *def) {
+  bind_signature(S, &S->builtins[index], def);
+  bind_global(S, index);
 }
 
 void mq_stdlib_close(mq_state *S) {
@@ -121,6 +160,7 @@ void mq_stdlib_close(mq_state *S) {
     if (b->required) mq_free(S, b->required, (size_t)n * sizeof *b->required);
     mq_strfree(S, b->name_buf);
     mq_strfree(S, b->help);
+    if (b->host) mq_hostfn_free(S, b->host);
   }
   mq_free(S, S->builtins, (size_t)S->nbuiltins * sizeof *S->builtins);
   S->builtins = NULL;
@@ -128,8 +168,6 @@ void mq_stdlib_close(mq_state *S) {
 }
 
 /* --- calls --------------------------------------------------------------------- */
-
-#define MQ_MAX_PARAMS 16
 
 mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int nargs, int nkw,
                          const mq_list *kwnames) {
@@ -167,12 +205,20 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
     if (b->required[j]) mq_error(S, "%s() missing argument '%s'", b->name, b->pnames[j]);
     args[j] = b->defaults[j];
   }
-  return b->def->fn(S, args);
+  return b->host ? mq_host_call(S, b, args) : b->def->fn(S, args);
 }
 
 /* --- argument converters ----------------------------------------------------- */
 
 mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what) {
+  /* A float number is a weak float64 scalar, so that x64 * 0.1 uses 0.1 and
+   * not its float32 rounding; a builtin taking it as its tensor gets the
+   * float32 tensor a literal means (exp(2.5) is float32, as tensor(2.5)). */
+  if (v.type == MQ_FLOAT) {
+    mq_tensor *t = mq_tensor_scalar(S, MQ_DT_F32, v.as.f);
+    t->weak = true;
+    return t;
+  }
   return mq_tensor_from_value(S, v, what);
 }
 

@@ -25,6 +25,12 @@ typedef struct mq_libfn {
   const char *doc;
 } mq_libfn;
 
+/* A named numeric constant bound at open (nan, inf, pi). */
+typedef struct mq_constant {
+  const char *name;
+  double value;
+} mq_constant;
+
 /* A builtin as bound at open: the parsed signature. */
 typedef struct mq_builtin {
   const char *name; /* points into [name_buf] */
@@ -36,11 +42,29 @@ typedef struct mq_builtin {
   char **pnames;
   mq_value *defaults;
   bool *required;
+  /* A host function (masq_register): called through mq_host_call() instead
+   * of def->fn. Owned by this entry; NULL for the library's builtins. */
+  struct mq_hostfn *host;
 } mq_builtin;
+
+/* Most parameters a builtin or host function may declare. */
+#define MQ_MAX_PARAMS 16
 
 /* Binds the library's table into S->builtins and global slots. */
 MQ_INTERNAL void mq_stdlib_open(mq_state *S);
 MQ_INTERNAL void mq_stdlib_close(mq_state *S);
+/* Adding a builtin after open (host functions), in two steps so that
+ * nothing can leak in between: a new zeroed entry, counted at once (close
+ * frees whatever part of it gets filled in), returned by index; then its
+ * binding to [def] (a well-formed signature, outliving the entry), which
+ * also binds the name in the globals, replacing what was there. */
+MQ_INTERNAL int mq_stdlib_new_entry(mq_state *S);
+MQ_INTERNAL void mq_stdlib_bind(mq_state *S, int index, const mq_libfn *def);
+
+/* Host functions (vm/api_host.c): runs one with its bound [args], the way
+ * def->fn would; frees one when its builtin entry goes. */
+MQ_INTERNAL mq_value mq_host_call(mq_state *S, const mq_builtin *b, mq_value *args);
+MQ_INTERNAL void mq_hostfn_free(mq_state *S, struct mq_hostfn *h);
 
 /* Calls builtin [b] with [nargs] values at [argv], the last [nkw] of which
  * are keyword arguments named by [kwnames] (a list of strings). */

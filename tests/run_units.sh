@@ -1,10 +1,11 @@
 #!/bin/sh
-# Runs the C unit tests built into DIR/unit (argument: build or build/asan).
-# Each test prints its own "name: N passed, N failed"; a crash counts as one
-# failure.
+# Runs the C tests built into DIR/SUITE (arguments: build or build/asan, and
+# unit (the default) or api). Each test prints its own "name: N passed, N
+# failed"; a crash counts as one failure.
 dir=$1
+suite=${2:-unit}
 pass=0 fail=0
-for t in "$dir"/unit/*; do
+for t in "$dir"/"$suite"/*; do
   [ -x "$t" ] || continue
   out=$("$t" 2>&1); st=$?
   printf '%s\n' "$out" | grep -v ': [0-9]* passed, [0-9]* failed$'
@@ -15,4 +16,4 @@ for t in "$dir"/unit/*; do
   [ "$st" != 0 ] && [ "$f" = 0 ] && { f=1; echo "FAIL $t: exit status $st"; }
   pass=$((pass + p)); fail=$((fail + f))
 done
-echo "unit ($dir): $pass passed, $fail failed"
+echo "$suite ($dir): $pass passed, $fail failed"

@@ -10,6 +10,7 @@ have clang || need="$need clang"
 have tmux  || need="$need tmux"
 have make  || need="$need make"
 have cc    || need="$need gcc"
+have pkg-config || need="$need pkgconf" # make test builds a host with it
 [ -f /usr/include/readline/readline.h ] || need="$need libreadline-dev"
 [ -f /usr/include/zlib.h ] || need="$need zlib1g-dev"
 [ -z "$need" ] && exit 0

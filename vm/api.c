@@ -1,5 +1,7 @@
 /* api.c - include/masq.h: every entry point is a protected boundary that
- * turns internal errors (longjmps) into a masq_status and a diagnostic. */
+ * turns internal errors (longjmps) into a masq_status and a diagnostic.
+ * This file has the state, eval and errors; tensor handles are in
+ * api_tensor.c, globals, calls and host functions in api_host.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include "../parser/compiler.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
+#include "api_int.h"
 #include "chunk.h"
 #include "diag.h"
 #include "globals.h"
@@ -23,7 +26,10 @@ static void *default_alloc(void *ud, void *p, size_t osize, size_t nsize) {
   return realloc(p, nsize);
 }
 
+const char *masq_version(void) { return MASQ_VERSION_STRING; }
+
 void masq_config_init(masq_config *cfg) {
+  if (!cfg) return;
   memset(cfg, 0, sizeof *cfg);
   cfg->libs = MASQ_LIB_DEFAULT;
 }
@@ -56,6 +62,7 @@ void masq_close(masq_state *S) {
   if (!S) return;
   mq_vm_unwind(S, 0, 0);
   mq_pool_drain(S, 0);
+  mq_host_free(S); /* the handles the host did not release */
   mq_globals_free(S);
   mq_stdlib_close(S);
   if (S->imports) mq_obj_release(S, &S->imports->hdr);
@@ -72,7 +79,7 @@ void masq_close(masq_state *S) {
 
 /* --- errors ----------------------------------------------------------------------- */
 
-static void clear_error(mq_state *S) {
+void mq_api_clear_error(mq_state *S) {
   S->err.status = MASQ_OK;
   S->err.message = S->err.rendered = S->err.chunkname = NULL;
   S->err.line = S->err.column = S->err.end_column = 0;
@@ -107,7 +114,9 @@ static masq_status fail_with(mq_state *S, masq_status st, const mq_source *src,
     S->err.message = S->err.rendered = "error: out of memory while reporting an error\n";
     S->err.line = S->err.column = S->err.end_column = 0;
   }
-  if (S->cfg.error) S->cfg.error(S->cfg.error_ud, S->err.rendered);
+  /* Only errors that end a top-level call are reported as they happen; a
+   * host function calling back into masq may handle a failure itself. */
+  if (S->cfg.error && S->nframes == 0) S->cfg.error(S->cfg.error_ud, S->err.rendered);
   return st;
 }
 
@@ -115,9 +124,27 @@ static masq_status fail(mq_state *S, masq_status st, const mq_source *src, const
   return fail_with(S, st, src, span, NULL, NULL);
 }
 
-const masq_error *masq_last_error(const masq_state *S) { return &S->err; }
+const masq_error *masq_last_error(const masq_state *S) {
+  static const masq_error no_state = {MASQ_ERR_USAGE, "the state is NULL",
+                                      "error: the state is NULL\n", NULL, 0, 0, 0};
+  return S ? &S->err : &no_state;
+}
 
-void masq_interrupt(masq_state *S) { S->interrupted = 1; }
+void mq_api_need(mq_state *S, const void *p, const char *fn, const char *what) {
+  if (!p) mq_throw(S, MASQ_ERR_USAGE, "%s: %s is NULL", fn, what);
+}
+
+masq_status mq_api_run(mq_state *S, mq_pfunc fn, void *ud) {
+  mq_api_clear_error(S);
+  size_t mark = mq_pool_mark(S);
+  masq_status st = mq_protect(S, fn, ud);
+  mq_pool_drain(S, mark);
+  return st == MASQ_OK ? st : fail(S, st, NULL, NULL);
+}
+
+void masq_interrupt(masq_state *S) {
+  if (S) S->interrupted = 1;
+}
 
 /* --- eval ----------------------------------------------------------------------------- */
 
@@ -226,9 +253,34 @@ static void drop_source(mq_state *S, mq_source *src) {
   mq_free(S, src, sizeof *src);
 }
 
+masq_status mq_api_fail_run(mq_state *S, masq_status st, const mq_source *src, int stack_len,
+                            int nframes, size_t mark) {
+  mq_span span;
+  bool located = false;
+  traceback_job tb = {nframes, {0}};
+  if (S->err_has_span) {
+    span = S->err_span;
+    located = true;
+  } else if (mq_vm_error_span(S, S->nframes - 1, &src, &span)) {
+    located = true;
+    if (mq_protect(S, traceback, &tb) != MASQ_OK) tb.text.len = 0;
+  }
+  mq_vm_unwind(S, stack_len, nframes);
+  mq_pool_drain(S, mark);
+  fail_with(S, st, src, located ? &span : NULL, NULL, tb.text.len ? tb.text.data : NULL);
+  mq_buf_free(S, &tb.text);
+  return st;
+}
+
 static masq_status run_eval(mq_state *S, eval_job *job) {
-  clear_error(S);
-  S->interrupted = 0;
+  if (!S) return MASQ_ERR_USAGE;
+  mq_api_clear_error(S);
+  if (!job->text) {
+    if (job->len)
+      return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, "masq_eval: source is NULL", NULL);
+    job->text = ""; /* no source, no code */
+  }
+  mq_api_reset_interrupt(S);
   size_t mark = mq_pool_mark(S);
   job->stack_len = S->stack_len;
   job->nframes = S->nframes;
@@ -237,21 +289,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   mq_arena_free(&job->arena);
   masq_status result = st;
   if (st != MASQ_OK) {
-    const mq_source *src = job->src;
-    mq_span span;
-    bool located = false;
-    traceback_job tb = {job->nframes, {0}};
-    if (S->err_has_span) {
-      span = S->err_span;
-      located = true;
-    } else if (mq_vm_error_span(S, S->nframes - 1, &src, &span)) {
-      located = true;
-      if (mq_protect(S, traceback, &tb) != MASQ_OK) tb.text.len = 0;
-    }
-    mq_vm_unwind(S, job->stack_len, job->nframes);
-    mq_pool_drain(S, mark);
-    fail_with(S, st, src, located ? &span : NULL, NULL, tb.text.len ? tb.text.data : NULL);
-    mq_buf_free(S, &tb.text);
+    mq_api_fail_run(S, st, job->src, job->stack_len, job->nframes, mark);
   } else if (job->parse_status == MASQ_ERR_SYNTAX) {
     result = MASQ_ERR_SYNTAX;
     mq_buf_free(S, &S->err_message);
@@ -269,7 +307,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
     S->err.line = job->errs.first_span.line;
     S->err.column = job->errs.first_span.col;
     S->err.end_column = job->errs.first_span.end_col;
-    if (S->cfg.error) S->cfg.error(S->cfg.error_ud, S->err.rendered);
+    if (S->cfg.error && S->nframes == 0) S->cfg.error(S->cfg.error_ud, S->err.rendered);
     drop_source(S, job->src);
   } else if (job->parse_status == MASQ_INCOMPLETE) {
     result = MASQ_INCOMPLETE;
@@ -328,7 +366,9 @@ static void read_file(mq_state *S, void *ud) {
 }
 
 masq_status masq_eval_file(masq_state *S, const char *path) {
-  clear_error(S);
+  if (!S) return MASQ_ERR_USAGE;
+  mq_api_clear_error(S);
+  if (!path) return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, "masq_eval_file: path is NULL", NULL);
   file_job fj = {path, fopen(path, "rb"), NULL, 0, 0};
   masq_status st;
   if (!fj.fp) {
@@ -348,6 +388,8 @@ masq_status masq_eval_file(masq_state *S, const char *path) {
 
 void masq_complete(masq_state *S, const char *prefix, void (*fn)(void *ud, const char *name),
                    void *ud) {
+  if (!S || !fn) return;
+  if (!prefix) prefix = "";
   size_t n = strlen(prefix);
   for (int i = 0; i < S->nglobals; i++) {
     const mq_global *g = &S->globals[i];
@@ -356,8 +398,13 @@ void masq_complete(masq_state *S, const char *prefix, void (*fn)(void *ud, const
 }
 
 const char *masq_doc(masq_state *S, const char *name) {
-  for (int i = 0; i < S->nbuiltins; i++)
-    if (strcmp(S->builtins[i].name, name) == 0) return S->builtins[i].help;
+  if (!S || !name) return NULL;
+  /* Newest first: a host function registered under a builtin's name
+   * replaces it. An entry whose registration failed has no help yet. */
+  for (int i = S->nbuiltins - 1; i >= 0; i--) {
+    const mq_builtin *b = &S->builtins[i];
+    if (b->help && strcmp(b->name, name) == 0) return b->help;
+  }
   return NULL;
 }
 
@@ -385,6 +432,7 @@ static void summarize(mq_state *S, void *ud) {
 
 void masq_globals(masq_state *S, void (*fn)(void *ud, const char *name, const char *summary),
                   void *ud) {
+  if (!S || !fn) return;
   globals_job job = {0, {0}};
   for (int i = 0; i < S->nglobals; i++) {
     const mq_global *g = &S->globals[i];

@@ -101,6 +101,11 @@ struct mq_state {
 
   volatile int interrupted; /* set by masq_interrupt(), maybe from a signal */
   unsigned poll_counter;
+  bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
+
+  /* Handles the host holds and the masq_errorf() message (vm/api_int.h);
+   * NULL until the host first uses a tensor handle or a host function. */
+  struct mq_host *host;
 };
 
 /* --- memory ------------------------------------------------------------ */

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "../parser/ast.h"
+#include "../runtime/shape.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "globals.h"
@@ -137,8 +138,8 @@ static const int8_t token_to_binop[MQ_TOK__COUNT] = {
     [MQ_TOK_DIV] = MQ_BIN_DIV, [MQ_TOK_POW] = MQ_BIN_POW,   [MQ_TOK_LT] = MQ_BIN_LT,
     [MQ_TOK_LE] = MQ_BIN_LE,   [MQ_TOK_GT] = MQ_BIN_GT,     [MQ_TOK_GE] = MQ_BIN_GE,
     [MQ_TOK_EQ] = MQ_BIN_EQ,   [MQ_TOK_NE] = MQ_BIN_NE,     [MQ_TOK_BAND] = MQ_BIN_BAND,
-    [MQ_TOK_BOR] = MQ_BIN_BOR, [MQ_TOK_BXOR] = MQ_BIN_BXOR, [MQ_TOK_FLOORDIV] = -1,
-    [MQ_TOK_MOD] = -1,         [MQ_TOK_MATMUL] = -1,
+    [MQ_TOK_BOR] = MQ_BIN_BOR, [MQ_TOK_BXOR] = MQ_BIN_BXOR,
+    [MQ_TOK_FLOORDIV] = MQ_BIN_FLOORDIV, [MQ_TOK_MOD] = MQ_BIN_REM, [MQ_TOK_MATMUL] = -1,
 };
 
 static const char *const token_text[] = {
@@ -161,6 +162,9 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
                  (mq_is_tensor(b) || is_scalar(b) || mq_is_obj(b, MQ_O_LIST)) &&
                  (mq_is_tensor(a) || mq_is_tensor(b));
   if (tensors) {
+    if (op == MQ_TOK_MATMUL)
+      return mq_objv(mq_matmul(S, mq_tensor_from_value(S, a, "left operand"),
+                               mq_tensor_from_value(S, b, "right operand")));
     int bop = token_to_binop[op];
     if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors yet", token_text[op]);
     return mq_objv(mq_binary(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
@@ -224,6 +228,12 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
       mq_value x = vals[v++];
       if (x.type == MQ_NONE) {
         it->kind = MQ_IX_NEWAXIS;
+      } else if (x.type == MQ_BOOL || mq_is_obj(x, MQ_O_LIST) ||
+                 (mq_is_tensor(x) && (mq_as_tensor(x)->ndim > 0 || mq_as_tensor(x)->mask ||
+                                      mq_as_tensor(x)->dtype != MQ_DT_I64))) {
+        /* advanced indexing; only a plain 0-d int tensor acts as an int */
+        it->kind = MQ_IX_TENSOR;
+        it->tensor = mq_tensor_from_value(S, x, "index");
       } else {
         it->kind = MQ_IX_INT;
         it->start = mq_arg_int(S, x, "index");
@@ -317,7 +327,7 @@ static mq_value iterate_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
       *done = true;
       return mq_none();
     }
-    mq_index_item it = {MQ_IX_INT, false, false, false, i, 0, 0};
+    mq_index_item it = {MQ_IX_INT, false, false, false, i, 0, 0, NULL};
     return mq_objv(mq_index(S, t, &it, 1));
   }
   mq_error(S, "cannot iterate over a %s", mq_type_name(seq));
@@ -605,7 +615,13 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
           mq_value callee = sp[-argc - 1];
           if (mq_is_obj(callee, MQ_O_BUILTIN)) {
             const mq_builtin *b = &S->builtins[((mq_builtin_obj *)callee.as.o)->index];
-            REPLACE_TOP(argc + 1, mq_builtin_call(S, b, sp - argc, argc, nkw, kwnames));
+            int top = (int)(sp - S->stack);
+            mq_value r = mq_builtin_call(S, b, sp - argc, argc, nkw, kwnames);
+            /* A host function may have run masq code (masq_call), which can
+             * move the stack and the frames: find our place again. */
+            LOAD_FRAME();
+            sp = S->stack + top;
+            REPLACE_TOP(argc + 1, r);
             if (S->interrupted) mq_check_interrupt(S);
             vmbreak;
           }
@@ -669,12 +685,13 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
       }
       vmcase(LOOP) {
         unsigned d = READ_U16();
-        ip -= d;
-        /* The flag every time; the host's hook every 1024 iterations. */
+        /* The flag every time; the host's hook every 1024 iterations.
+         * Before jumping, so that an interrupt is located at the loop. */
         if (S->interrupted || (++S->poll_counter & 1023) == 0) {
           SAVE();
           mq_check_interrupt(S);
         }
+        ip -= d;
         vmbreak;
       }
       vmcase(IMPORT) {

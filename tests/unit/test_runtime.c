@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../../runtime/shape.h"
 #include "../../runtime/tensor.h"
 
 static mq_state *S;
@@ -196,10 +197,12 @@ static void e_broadcast(void) { mq_binary(S, MQ_BIN_ADD, ga, gb); }
 
 static void test_errors_elementwise(void) {
   ga = I64(1, SHAPE(3), VALS(1, 2, 3));
-  EXPECT_ERROR(e_neg_pow, "integers to negative integer powers are not allowed");
+  EXPECT_ERROR(e_neg_pow, "integers to negative integer powers are not allowed (use a float base, "
+                          "e.g. float(x) ** n)");
   gb = F32(1, SHAPE(3), VALS(1, 2, 3));
   EXPECT_ERROR(e_band_float, "bitwise_and is only defined for bool and int64 tensors, got int64 and float32");
-  EXPECT_ERROR(e_bitnot_float, "bitwise_not is only defined for bool and int64 tensors, got float32");
+  EXPECT_ERROR(e_bitnot_float,
+               "bitwise_not, the `~` operator, is only defined for bool and int64 tensors, got float32");
   ga = F32(2, SHAPE(2, 3), VALS(0, 1, 2, 3, 4, 5));
   gb = F32(1, SHAPE(4), VALS(0, 1, 2, 3));
   EXPECT_ERROR(e_broadcast, "shapes (2, 3) and (4,) cannot be broadcast");
@@ -384,7 +387,8 @@ static void test_reductions(void) {
   CHECK(bs->dtype == MQ_DT_I64 && at(bs, 0) == 3);
   CHECK_STR(fmt(mq_reduce(S, MQ_RED_MEAN, F32(1, SHAPE(0), NULL), 0, NULL, false)), "tensor(nan)");
   ga = F32(1, SHAPE(0), NULL);
-  EXPECT_ERROR(e_amax_empty, "amax of an empty tensor");
+  EXPECT_ERROR(e_amax_empty,
+               "amax of an empty tensor has no value (reduce a non-empty tensor, or mask it)");
   /* a strided (transposed) input reduces correctly */
   mq_tensor *q = F32(2, SHAPE(2, 3), VALS(0, 1, 2, 3, 4, 5));
   mq_tensor *qt = mq_tensor_view(S, q, 2, SHAPE(3, 2), SHAPE(1, 3), 0);
@@ -443,26 +447,26 @@ static void test_softmax(void) {
 }
 
 static void e_index_range(void) {
-  mq_index_item it[] = {{MQ_IX_INT, 0, 0, 0, 5, 0, 0}};
+  mq_index_item it[] = {{MQ_IX_INT, 0, 0, 0, 5, 0, 0, NULL}};
   mq_index(S, ga, it, 1);
 }
 static void e_index_step(void) {
-  mq_index_item it[] = {{MQ_IX_SLICE, 0, 0, 1, 0, 0, 0}};
+  mq_index_item it[] = {{MQ_IX_SLICE, 0, 0, 1, 0, 0, 0, NULL}};
   mq_index(S, ga, it, 1);
 }
 static void e_index_many(void) {
-  mq_index_item it[] = {{MQ_IX_INT, 0, 0, 0, 0, 0, 0}, {MQ_IX_INT, 0, 0, 0, 0, 0, 0}, {MQ_IX_INT, 0, 0, 0, 0, 0, 0}};
+  mq_index_item it[] = {{MQ_IX_INT, 0, 0, 0, 0, 0, 0, NULL}, {MQ_IX_INT, 0, 0, 0, 0, 0, 0, NULL}, {MQ_IX_INT, 0, 0, 0, 0, 0, 0, NULL}};
   mq_index(S, ga, it, 3);
 }
 static void e_index_ell(void) {
-  mq_index_item it[] = {{MQ_IX_ELLIPSIS, 0, 0, 0, 0, 0, 0}, {MQ_IX_ELLIPSIS, 0, 0, 0, 0, 0, 0}};
+  mq_index_item it[] = {{MQ_IX_ELLIPSIS, 0, 0, 0, 0, 0, 0, NULL}, {MQ_IX_ELLIPSIS, 0, 0, 0, 0, 0, 0, NULL}};
   mq_index(S, ga, it, 2);
 }
 
-static mq_index_item ix_int(int64_t i) { return (mq_index_item){MQ_IX_INT, 0, 0, 0, i, 0, 0}; }
-static mq_index_item ix_all(void) { return (mq_index_item){MQ_IX_SLICE, 0, 0, 0, 0, 0, 0}; }
+static mq_index_item ix_int(int64_t i) { return (mq_index_item){MQ_IX_INT, 0, 0, 0, i, 0, 0, NULL}; }
+static mq_index_item ix_all(void) { return (mq_index_item){MQ_IX_SLICE, 0, 0, 0, 0, 0, 0, NULL}; }
 static mq_index_item ix_slice(bool hs, int64_t s, bool he, int64_t e, bool hst, int64_t st) {
-  return (mq_index_item){MQ_IX_SLICE, hs, he, hst, s, e, st};
+  return (mq_index_item){MQ_IX_SLICE, hs, he, hst, s, e, st, NULL};
 }
 
 static void test_index(void) {
@@ -506,9 +510,9 @@ static void test_index(void) {
   CHECK_STR(fmt(sc), "MaskedTensor(  0.0000, True)");
   mq_index_item a4[] = {ix_int(0), ix_int(1)};
   CHECK_STR(fmt(mq_index(S, m23, a4, 2)), "MaskedTensor(--, False)");
-  mq_index_item a5[] = {{MQ_IX_ELLIPSIS, 0, 0, 0, 0, 0, 0}, ix_slice(1, 1, 0, 0, 0, 0)};
+  mq_index_item a5[] = {{MQ_IX_ELLIPSIS, 0, 0, 0, 0, 0, 0, NULL}, ix_slice(1, 1, 0, 0, 0, 0)};
   CHECK_STR(fmt(mq_index(S, m23, a5, 2)), "MaskedTensor(\n  [\n    [      --,   2.0000],\n    [  4.0000,   5.0000]\n  ]\n)");
-  mq_index_item a6[] = {{MQ_IX_NEWAXIS, 0, 0, 0, 0, 0, 0}};
+  mq_index_item a6[] = {{MQ_IX_NEWAXIS, 0, 0, 0, 0, 0, 0, NULL}};
   CHECK_STR(fmt(mq_index(S, m23, a6, 1)),
             "MaskedTensor(\n  [\n    [\n      [  0.0000,       --,   2.0000],\n      [      --,   4.0000,   5.0000]\n    ]\n  ]\n)");
   mq_index_item a7[] = {ix_all(), ix_slice(0, 0, 0, 0, 1, 2)};
@@ -594,7 +598,7 @@ static void test_print_masked(void) {
             "MaskedTensor(\n  [\n    [\n      [\n        [  0.0000,       --]\n      ],\n      [\n"
             "        [      --,   3.0000]\n      ]\n    ]\n  ]\n)");
   CHECK_STR(fmt(msk(I64(3, SHAPE(2, 2, 2), VALS(0, 1, 2, 3, 4, 5, 6, 7)), VALS(1, 0, 1, 1, 0, 0, 1, 0))),
-            "MaskedTensor(\n  [\n    [\n      [       0,       --],\n      [2, 3]\n    ],\n"
+            "MaskedTensor(\n  [\n    [\n      [       0,       --],\n      [       2,        3]\n    ],\n"
             "    [\n      [      --,       --],\n      [       6,       --]\n    ]\n  ]\n)");
   /* colour: only the dashes change */
   CHECK_STR(fmt_c(msk(arange_f(2), VALS(1, 0)), true), "MaskedTensor(\n  [  0.0000,       \x1b[2m--\x1b[0m]\n)");
@@ -706,7 +710,7 @@ static void test_creation(void) {
   CHECK_STR(fmt(mq_tensor_from_value(S, mq_objv(bl), "x")), "tensor([1.0000, 0.0000, 7.0000, 2.5000])");
   CHECK_STR(fmt(mq_tensor_from_value(S, mq_objv(mq_list_new(S, 0)), "x")), "tensor([])");
   mq_tensor *w = mq_tensor_from_value(S, mq_float(2.5), "x");
-  CHECK(w->weak && w->ndim == 0 && w->dtype == MQ_DT_F32);
+  CHECK(w->weak && w->ndim == 0 && w->dtype == MQ_DT_F64); /* full value; promotes as float32 */
   EXPECT_ERROR(e_ragged, "ragged nested list: expected 3 elements at depth 1, got 2");
   CHECK_STR(fmt(mq_arange(S, 1, 2, 0.25, MQ_DT_F32)), "tensor([1.0000, 1.2500, 1.5000, 1.7500])");
   CHECK_STR(fmt(mq_arange(S, 5, 0, -2, MQ_DT_I64)), "tensor([5, 3, 1])");
@@ -727,6 +731,47 @@ static void test_creation(void) {
   CHECK_STR(fmt(mq_astype(S, F32(1, SHAPE(3), VALS(0, 0.5, NAN)), MQ_DT_BOOL)), "tensor([False,  True,  True])");
 }
 
+/* runtime/shape.c and index.c: which ops are views sharing storage (data
+ * and mask alike) and which copy, and the element order of copies made from
+ * strided inputs (the golden tests see values only). */
+static bool shares(const mq_tensor *v, const mq_tensor *t) {
+  return v->storage == t->storage && v->mask->storage == t->mask->storage;
+}
+
+static void test_shape_views(void) {
+  mq_tensor *t = msk(arange_f(6), VALS(1, 0, 1, 1, 0, 1));
+  t = mq_reshape(S, t, 2, SHAPE(2, 3));
+  CHECK(shares(mq_reshape(S, t, 2, SHAPE(3, 2)), t));
+  CHECK(shares(mq_flatten(S, t, 0, -1), t));
+  CHECK(shares(mq_unsqueeze(S, t, 1), t));
+  CHECK(shares(mq_squeeze(S, mq_unsqueeze(S, t, 0), 0, NULL), t));
+  CHECK(shares(mq_transpose(S, t, 0, 1), t));
+  CHECK(shares(mq_permute(S, t, 2, SHAPE(1, 0)), t));
+  CHECK(shares(mq_t(S, t), t));
+  CHECK(shares(mq_expand_sizes(S, t, 3, SHAPE(4, -1, -1)), t));
+  CHECK(shares(mq_narrow(S, t, 1, 1, 2), t));
+  CHECK(shares(mq_select(S, t, 0, 1), t));
+  CHECK(mq_flip(S, t, 1, SHAPE(0))->storage != t->storage);
+  mq_tensor *two[2] = {t, t};
+  CHECK(mq_cat(S, 2, two, 0)->storage != t->storage);
+  /* a transpose stays a view where its strides allow, else it is copied in
+   * the transposed order (torch 1.13 keeps memory order: A.2 item 6) */
+  mq_tensor *tt = mq_transpose(S, t, 0, 1);
+  CHECK(shares(mq_unsqueeze(S, tt, 0), t));
+  mq_tensor *flat = mq_reshape(S, tt, 1, SHAPE(-1));
+  CHECK(flat->storage != t->storage && flat->mask->storage != t->mask->storage);
+  const double want[6] = {0, 3, 1, 4, 2, 5}, valid[6] = {1, 1, 0, 0, 1, 1};
+  for (int i = 0; i < 6; i++) CHECK(at(flat, i) == want[i] && at(flat->mask, i) == valid[i]);
+  /* a broadcast mask (zero strides) that cannot take the new shape is
+   * copied alone, in the same logical order */
+  mq_tensor *b = mq_masked(S, mq_reshape(S, arange_f(6), 2, SHAPE(2, 3)),
+                           BOOLS(1, SHAPE(3), VALS(1, 0, 1)));
+  mq_tensor *bf = mq_reshape(S, b, 1, SHAPE(6));
+  CHECK(bf->storage == b->storage && bf->mask->storage != b->mask->storage);
+  for (int i = 0; i < 6; i++) CHECK(at(bf->mask, i) == (i % 3 != 1));
+  CHECK(shares(mq_reshape(S, b, 3, SHAPE(2, 1, 3)), b));
+}
+
 static void all_tests(mq_state *S_, void *ud) {
   (void)S_, (void)ud;
   size_t mark = mq_pool_mark(S);
@@ -738,6 +783,7 @@ static void all_tests(mq_state *S_, void *ud) {
   test_reductions();
   test_softmax();
   test_index();
+  test_shape_views();
   test_print_masked();
   test_print_plain();
   test_creation();

@@ -1,0 +1,552 @@
+/* autograd.c - recording nodes, leaves, the backward engine, and freeing
+ * graphs. The derivatives themselves are in backward.c. */
+#include "autograd.h"
+
+#include <math.h>
+
+#include "kernels.h"
+#include "shape.h"
+
+/* --- gradient tensors ------------------------------------------------------ */
+
+/* During backward every gradient is a contiguous float64 tensor of its
+ * tensor's shape, with a contiguous mask or none; it is converted to the
+ * tensor's dtype only when it leaves the engine. */
+
+mq_tensor *mq_ag_gnew(mq_state *S, int ndim, const int64_t *shape) {
+  return mq_tensor_new(S, MQ_DT_F64, ndim, shape);
+}
+
+const uint8_t *mq_ag_maskp(mq_state *S, mq_tensor *t) {
+  if (!t->mask) return NULL;
+  return mq_tensor_data(mq_contiguous(S, t->mask));
+}
+
+uint8_t *mq_ag_new_mask(mq_state *S, mq_tensor *g) {
+  mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, g->ndim, g->shape);
+  if (g->mask) mq_obj_release(S, &g->mask->hdr);
+  g->mask = NULL;
+  mq_tensor_set_mask(S, g, m);
+  return mq_tensor_data(m);
+}
+
+mq_tensor *mq_ag_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b) {
+  mq_tensor *out = mq_ag_gnew(S, a->ndim, a->shape);
+  const double *x = mq_tensor_data(a), *y = mq_tensor_data(b);
+  double *o = mq_tensor_data(out);
+  int64_t n = out->numel;
+  const uint8_t *ma = mq_ag_maskp(S, a), *mb = mq_ag_maskp(S, b);
+  if (!ma && !mb) {
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i];
+    return out;
+  }
+  uint8_t *m = mq_ag_new_mask(S, out);
+  for (int64_t i = 0; i < n; i++) {
+    bool va = !ma || ma[i], vb = !mb || mb[i];
+    double u = x[i], v = y[i];
+    o[i] = (va ? u : 0.0) + (vb ? v : 0.0);
+    m[i] = va || vb;
+  }
+  return out;
+}
+
+/* A stored gradient (t's dtype) back in the engine's form. */
+static mq_tensor *grad_f64(mq_state *S, mq_tensor *t) {
+  mq_tensor *out = mq_ag_gnew(S, t->ndim, t->shape);
+  mq_kernel_convert(S, out, t);
+  if (t->mask) mq_tensor_set_mask(S, out, mq_contiguous(S, t->mask));
+  return out;
+}
+
+/* [g] (float64) as a gradient of [t]: t's dtype, and within t's mask. A
+ * masked t always gets a masked gradient. */
+static mq_tensor *finalize(mq_state *S, mq_tensor *g, mq_tensor *t) {
+  mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
+  mq_kernel_convert(S, out, g);
+  const uint8_t *gm = mq_ag_maskp(S, g), *tm = mq_ag_maskp(S, t);
+  if (gm || tm) {
+    uint8_t *m = mq_ag_new_mask(S, out);
+    for (int64_t i = 0; i < out->numel; i++) m[i] = (!gm || gm[i]) && (!tm || tm[i]);
+  }
+  return out;
+}
+
+/* --- recording ----------------------------------------------------------- */
+
+static void check_dtype(mq_state *S, mq_tensor *t, const char *who) {
+  if (!mq_dtype_is_float((mq_dtype)t->dtype))
+    mq_error(S, "%s: only float tensors can require gradients, got %s (write 1.0, not 1, or "
+                "pass dtype=\"float32\")",
+             who, mq_dtype_name((mq_dtype)t->dtype));
+}
+
+/* A node for [out] with [nin] inputs and [naux] aux tensors, or NULL when
+ * nothing is to be recorded: recording is off, the result is not float
+ * (comparisons, argmax), or the op returned a tensor that already exists
+ * (one of its inputs, unchanged). The node is attached before anything
+ * else is allocated, so an error can never strand it. */
+static mq_gradnode *record(mq_state *S, mq_tensor *out, int kind, int nin, int naux) {
+  if (S->no_grad || !mq_dtype_is_float((mq_dtype)out->dtype) || out->node || out->requires_grad)
+    return NULL;
+  mq_gradnode *n = mq_calloc(S, sizeof *n);
+  n->kind = (uint8_t)kind;
+  out->node = n;
+  out->requires_grad = true;
+  n->in = mq_calloc(S, (size_t)(nin + naux) * sizeof *n->in);
+  n->nin = nin;
+  n->ntot = nin + naux;
+  return n;
+}
+
+static void set_in(mq_gradnode *n, int i, mq_tensor *t) {
+  if (!t) return;
+  t->hdr.rc++;
+  n->in[i] = t;
+}
+
+static void set_args(mq_state *S, mq_gradnode *n, const void *args, size_t size) {
+  if (!size) return;
+  n->args = mq_alloc(S, size);
+  n->args_size = size;
+  memcpy(n->args, args, size);
+}
+
+void mq_ag_rec_unary(mq_state *S, mq_tensor *out, int op, mq_tensor *t, const double *prm) {
+  mq_gradnode *n = record(S, out, MQ_AG_UNARY, 1, 0);
+  if (!n) return;
+  n->op = op;
+  set_in(n, 0, t);
+  for (int i = 0; i < 3; i++) n->prm[i] = prm ? prm[i] : NAN; /* NaN: absent (unary.c) */
+}
+
+void mq_ag_rec_binary(mq_state *S, mq_tensor *out, int op, mq_tensor *a, mq_tensor *b) {
+  mq_gradnode *n = record(S, out, MQ_AG_BINARY, 2, 0);
+  if (!n) return;
+  n->op = op;
+  set_in(n, 0, a);
+  set_in(n, 1, b);
+}
+
+void mq_ag_rec_where(mq_state *S, mq_tensor *out, mq_tensor *cond, mq_tensor *a, mq_tensor *b) {
+  mq_gradnode *n = record(S, out, MQ_AG_WHERE, 2, 1);
+  if (!n) return;
+  set_in(n, 0, a);
+  set_in(n, 1, b);
+  set_in(n, 2, cond);
+}
+
+void mq_ag_rec_reduce(mq_state *S, mq_tensor *out, int kind, int op, mq_tensor *t, int ndims,
+                      const int *dims, bool keepdim, double prm) {
+  mq_gradnode *n = record(S, out, kind, 1, 0);
+  if (!n) return;
+  n->op = op;
+  n->keepdim = keepdim;
+  n->prm[0] = prm;
+  uint32_t bits = 0;
+  for (int i = 0; i < ndims; i++) bits |= 1u << dims[i];
+  n->dims = ndims == 0 || t->ndim == 0 ? (1u << t->ndim) - 1 : bits;
+  set_in(n, 0, t);
+}
+
+void mq_ag_rec_dim(mq_state *S, mq_tensor *out, int kind, int op, mq_tensor *t, int dim) {
+  mq_gradnode *n = record(S, out, kind, 1, 0);
+  if (!n) return;
+  n->op = op;
+  n->dim = dim;
+  set_in(n, 0, t);
+}
+
+static void rec_gather(mq_state *S, mq_tensor *out, int nin, mq_tensor *const *in,
+                       mq_ag_replay_fn replay, const void *args, size_t size) {
+  mq_gradnode *n = record(S, out, MQ_AG_GATHER, nin, 0);
+  if (!n) return;
+  for (int i = 0; i < nin; i++) set_in(n, i, in[i]);
+  n->replay = replay;
+  set_args(S, n, args, size);
+}
+
+/* [t]'s element numbers 0 .. numel-1 in its shape (int64). */
+static mq_tensor *element_ids(mq_state *S, mq_tensor *t) {
+  mq_tensor *e = mq_tensor_new(S, MQ_DT_I64, t->ndim, t->shape);
+  int64_t *p = mq_tensor_data(e);
+  for (int64_t i = 0; i < t->numel; i++) p[i] = i;
+  return e;
+}
+
+void mq_ag_rec_moved(mq_state *S, mq_tensor *out, mq_tensor *t, mq_ag_move_fn f,
+                     const void *arg) {
+  /* record()'s test, before the work below */
+  if (S->no_grad || out->node || out->requires_grad || !mq_dtype_is_float((mq_dtype)out->dtype))
+    return;
+  /* f's argument lives only as long as this call: run it now */
+  mq_tensor *src = mq_contiguous(S, f(S, element_ids(S, t), arg));
+  mq_gradnode *n = record(S, out, MQ_AG_GATHER, 1, 1);
+  if (!n) return;
+  set_in(n, 0, t);
+  set_in(n, 1, src);
+}
+
+static mq_tensor *replay_cat(mq_state *S, mq_tensor *const *in, const void *args) {
+  const int *a = args;
+  return mq_cat(S, a[0], in, a[1]);
+}
+
+void mq_ag_rec_cat(mq_state *S, mq_tensor *out, int n, mq_tensor *const *ts, int dim) {
+  int a[2] = {n, dim};
+  rec_gather(S, out, n, ts, replay_cat, a, sizeof a);
+}
+
+void mq_ag_rec_simple(mq_state *S, mq_tensor *out, int kind, mq_tensor *t) {
+  mq_gradnode *n = record(S, out, kind, 1, 0);
+  if (n) set_in(n, 0, t);
+}
+
+/* replay's arguments: the item count, then the items */
+typedef struct index_args {
+  int n;
+  mq_index_item items[];
+} index_args;
+
+static mq_tensor *replay_index(mq_state *S, mq_tensor *const *in, const void *args) {
+  const index_args *a = args;
+  return mq_index(S, in[0], a->items, a->n);
+}
+
+void mq_ag_rec_index(mq_state *S, mq_tensor *out, mq_tensor *t, const mq_index_item *items,
+                     int nitems) {
+  /* the items' tensors (advanced indexing) are kept alive as aux inputs */
+  int ntensors = 0;
+  for (int i = 0; i < nitems; i++) ntensors += items[i].kind == MQ_IX_TENSOR;
+  mq_gradnode *n = record(S, out, MQ_AG_GATHER, 1, ntensors);
+  if (!n) return;
+  set_in(n, 0, t);
+  for (int i = 0, k = 1; i < nitems; i++)
+    if (items[i].kind == MQ_IX_TENSOR) set_in(n, k++, items[i].tensor);
+  n->replay = replay_index;
+  size_t size = sizeof(index_args) + (size_t)nitems * sizeof *items;
+  n->args = mq_calloc(S, size);
+  n->args_size = size;
+  index_args *a = n->args;
+  a->n = nitems;
+  memcpy(a->items, items, (size_t)nitems * sizeof *items);
+}
+
+static mq_tensor *replay_expand(mq_state *S, mq_tensor *const *in, const void *args) {
+  const int64_t *a = args;
+  return mq_expand(S, in[0], (int)a[0], a + 1);
+}
+
+void mq_ag_rec_expand(mq_state *S, mq_tensor *out, mq_tensor *t) {
+  int64_t a[MQ_MAX_DIMS + 1];
+  a[0] = out->ndim;
+  memcpy(a + 1, out->shape, (size_t)out->ndim * sizeof *a);
+  rec_gather(S, out, 1, &t, replay_expand, a, (size_t)(out->ndim + 1) * sizeof *a);
+}
+
+void mq_ag_rec_masked_fill(mq_state *S, mq_tensor *out, mq_tensor *x, mq_tensor *m,
+                           mq_tensor *v) {
+  mq_gradnode *n = record(S, out, MQ_AG_MASKED_FILL, 2, 1);
+  if (!n) return;
+  set_in(n, 0, x);
+  set_in(n, 1, v);
+  set_in(n, 2, m);
+}
+
+void mq_ag_rec_matmul(mq_state *S, mq_tensor *out, mq_tensor *a, mq_tensor *b) {
+  mq_gradnode *n = record(S, out, MQ_AG_MATMUL, 2, 0);
+  if (!n) return;
+  set_in(n, 0, a);
+  set_in(n, 1, b);
+}
+
+/* --- leaves ---------------------------------------------------------------- */
+
+mq_tensor *mq_ag_leaf(mq_state *S, mq_tensor *t, bool flag, const char *who) {
+  /* a number (a weak float64 holding its full value) becomes float32, as tensor(2.5) does */
+  if (t->weak && t->ndim == 0 && t->dtype == MQ_DT_F64) t = mq_astype(S, t, MQ_DT_F32);
+  if (flag) check_dtype(S, t, who);
+  mq_tensor *v = mq_tensor_view(S, t, t->ndim, t->shape, t->strides, t->offset);
+  if (t->mask) mq_tensor_set_mask(S, v, t->mask);
+  v->requires_grad = flag;
+  return v;
+}
+
+mq_tensor *mq_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
+  mq_tensor *out = mq_masked(S, data, mask);
+  if (MQ_UNLIKELY(data->requires_grad)) mq_ag_rec_simple(S, out, MQ_AG_AS_MASKED, data);
+  return out;
+}
+
+/* --- freeing --------------------------------------------------------------- */
+
+static void node_dealloc(mq_state *S, mq_gradnode *n) {
+  if (n->in) mq_free(S, n->in, (size_t)n->ntot * sizeof *n->in);
+  if (n->args) mq_free(S, n->args, n->args_size);
+  mq_free(S, n, sizeof *n);
+}
+
+/* Releases the node's references; an input that dies with them hands its
+ * own node to the work list instead of freeing it recursively. */
+void mq_ag_node_free(mq_state *S, mq_gradnode *node) {
+  node->next = NULL;
+  mq_gradnode *work = node;
+  while (work) {
+    mq_gradnode *n = work;
+    work = n->next;
+    for (int i = 0; i < n->ntot; i++) {
+      mq_tensor *t = n->in[i];
+      if (!t) continue;
+      if (t->hdr.rc == 1 && t->node) {
+        mq_gradnode *c = t->node;
+        t->node = NULL;
+        c->next = work;
+        work = c;
+      }
+      mq_obj_release(S, &t->hdr);
+    }
+    node_dealloc(S, n);
+  }
+}
+
+/* --- the engine ------------------------------------------------------------ */
+
+typedef struct graph {
+  mq_tensor **ts;   /* slot -> tensor */
+  mq_tensor **grads;
+  int n, cap;
+  int *order;       /* slots, inputs before the results made from them */
+  int norder;
+  int *map;         /* open addressing: slot + 1 per bucket, 0 empty */
+  int mapcap;
+} graph;
+
+static size_t hash_ptr(const void *p) {
+  uintptr_t x = (uintptr_t)p;
+  x ^= x >> 17;
+  x *= (uintptr_t)0xed5ad4bbu;
+  x ^= x >> 11;
+  return (size_t)x;
+}
+
+static int find(const graph *G, const mq_tensor *t) {
+  size_t mask = (size_t)G->mapcap - 1;
+  for (size_t h = hash_ptr(t) & mask;; h = (h + 1) & mask) {
+    int s = G->map[h];
+    if (!s) return -1;
+    if (G->ts[s - 1] == t) return s - 1;
+  }
+}
+
+static void map_put(graph *G, int slot) {
+  size_t mask = (size_t)G->mapcap - 1;
+  size_t h = hash_ptr(G->ts[slot]) & mask;
+  while (G->map[h]) h = (h + 1) & mask;
+  G->map[h] = slot + 1;
+}
+
+/* Scratch arrays (pool-owned): an error anywhere frees them. */
+static int add(mq_state *S, graph *G, mq_tensor *t) {
+  if (G->n == G->cap) {
+    int cap = G->cap ? G->cap * 2 : 16;
+    mq_tensor **ts = mq_scratch(S, (size_t)cap * sizeof *ts);
+    if (G->n) memcpy(ts, G->ts, (size_t)G->n * sizeof *ts);
+    G->ts = ts;
+    G->cap = cap;
+    G->mapcap = cap * 2;
+    G->map = mq_scratch(S, (size_t)G->mapcap * sizeof *G->map);
+    memset(G->map, 0, (size_t)G->mapcap * sizeof *G->map);
+    for (int i = 0; i < G->n; i++) map_put(G, i);
+  }
+  G->ts[G->n] = t;
+  map_put(G, G->n);
+  return G->n++;
+}
+
+static MQ_NORETURN void freed_error(mq_state *S) {
+  mq_error(S, "the graph of this result was freed by an earlier backward; pass retain=true to "
+              "keep it");
+}
+
+/* Every tensor requiring grad that [y] was computed from, in an order
+ * where inputs come before the results made from them. Iterative, so deep
+ * graphs (long recorded loops) cannot overflow the C stack. */
+static void collect(mq_state *S, graph *G, mq_tensor *y) {
+  typedef struct {
+    mq_tensor *t;
+    int next;
+  } frame;
+  int cap = 64, top = 0;
+  frame *st = mq_scratch(S, (size_t)cap * sizeof *st);
+  if (y->node && y->node->freed) freed_error(S);
+  add(S, G, y);
+  st[top++] = (frame){y, 0};
+  int *order = NULL, ocap = 0;
+  while (top) {
+    frame *f = &st[top - 1];
+    mq_gradnode *n = f->t->node;
+    if (n && f->next < n->nin) {
+      mq_tensor *u = n->in[f->next++];
+      if (!u || !u->requires_grad || find(G, u) >= 0) continue;
+      if (u->node && u->node->freed) freed_error(S);
+      add(S, G, u);
+      if (top == cap) {
+        frame *bigger = mq_scratch(S, (size_t)cap * 2 * sizeof *st);
+        memcpy(bigger, st, (size_t)cap * sizeof *st);
+        st = bigger;
+        cap *= 2;
+      }
+      st[top++] = (frame){u, 0};
+      continue;
+    }
+    if (G->norder == ocap) {
+      int nc = ocap ? ocap * 2 : 16;
+      int *o = mq_scratch(S, (size_t)nc * sizeof *o);
+      if (G->norder) memcpy(o, order, (size_t)G->norder * sizeof *o);
+      order = o;
+      ocap = nc;
+    }
+    order[G->norder++] = find(G, f->t);
+    top--;
+  }
+  G->order = order;
+  G->grads = mq_scratch(S, (size_t)G->n * sizeof *G->grads);
+  memset(G->grads, 0, (size_t)G->n * sizeof *G->grads);
+}
+
+/* Gradients flow from [y] down to every tensor of the graph. */
+static void propagate(mq_state *S, graph *G, mq_tensor *y) {
+  mq_tensor *seed = mq_tensor_full(S, MQ_DT_F64, y->ndim, y->shape, 1.0);
+  if (y->mask) mq_tensor_set_mask(S, seed, mq_contiguous(S, y->mask));
+  G->grads[find(G, y)] = seed; /* a masked-out y: every gradient masked out */
+  mq_tensor *gin[64];
+  for (int k = G->norder - 1; k >= 0; k--) {
+    int s = G->order[k];
+    mq_tensor *t = G->ts[s], *g = G->grads[s];
+    mq_gradnode *n = t->node;
+    if (!g || !n) continue;
+    if (t->mask && !g->mask) { /* a masked tensor's gradient is masked */
+      g = mq_tensor_view(S, g, g->ndim, g->shape, g->strides, g->offset);
+      mq_tensor_set_mask(S, g, mq_contiguous(S, t->mask));
+    }
+    mq_tensor **gi = n->nin <= 64 ? gin : mq_scratch(S, (size_t)n->nin * sizeof *gi);
+    for (int i = 0; i < n->nin; i++) gi[i] = NULL;
+    mq_ag_node_backward(S, t, g, gi);
+    for (int i = 0; i < n->nin; i++) {
+      mq_tensor *u = n->in[i];
+      if (!gi[i] || !u || !u->requires_grad) continue;
+      int su = find(G, u);
+      G->grads[su] = G->grads[su] ? mq_ag_accumulate(S, G->grads[su], gi[i]) : gi[i];
+    }
+  }
+}
+
+/* Releases what every node of the graph holds; the nodes stay, marked
+ * freed, so that a later backward through them can say what happened.
+ * References are moved out first and released after, so no tensor of the
+ * graph dies while the graph is being walked. */
+static void free_graph(mq_state *S, graph *G) {
+  int nrefs = 0;
+  for (int s = 0; s < G->n; s++) {
+    mq_gradnode *n = G->ts[s]->node;
+    if (n && !n->freed) nrefs += n->ntot;
+  }
+  mq_tensor **refs = mq_scratch(S, (size_t)(nrefs ? nrefs : 1) * sizeof *refs);
+  int k = 0;
+  for (int s = 0; s < G->n; s++) {
+    mq_gradnode *n = G->ts[s]->node;
+    if (!n || n->freed) continue;
+    for (int i = 0; i < n->ntot; i++)
+      if (n->in[i]) refs[k++] = n->in[i];
+    mq_free(S, n->in, (size_t)n->ntot * sizeof *n->in);
+    if (n->args) mq_free(S, n->args, n->args_size); /* may point at released tensors */
+    n->in = NULL;
+    n->args = NULL;
+    n->nin = n->ntot = 0;
+    n->freed = true;
+  }
+  for (int i = 0; i < k; i++) mq_obj_release(S, &refs[i]->hdr);
+}
+
+typedef struct job {
+  mq_tensor *y;
+  bool retain;
+  int n;
+  mq_tensor *const *inputs;
+  mq_tensor **out; /* NULL: backward() into the leaves' .grad */
+} job;
+
+static void run(mq_state *S, void *ud) {
+  job *J = ud;
+  mq_tensor *y = J->y;
+  const char *who = J->out ? "grad" : "backward";
+  if (y->numel != 1)
+    mq_error(S, "%s needs a 0-d result; got shape %s (sum it first)", who,
+             mq_shape_str(S, y->ndim, y->shape));
+  if (!y->requires_grad)
+    mq_error(S, "%s: the result does not require grad: nothing it was computed from has "
+                "requires_grad=true",
+             who);
+  graph G;
+  memset(&G, 0, sizeof G);
+  collect(S, &G, y);
+  int *slots = NULL;
+  if (J->out) { /* check the inputs before any work */
+    slots = mq_scratch(S, (size_t)(J->n ? J->n : 1) * sizeof *slots);
+    for (int i = 0; i < J->n; i++) {
+      slots[i] = find(&G, J->inputs[i]);
+      if (!J->inputs[i]->requires_grad) {
+        if (J->n == 1) mq_error(S, "grad: the input does not require grad (make it a leaf with "
+                                   "requires_grad(x))");
+        mq_error(S, "grad: input %d does not require grad (make it a leaf with requires_grad(x))",
+                 i + 1);
+      }
+      if (slots[i] < 0) {
+        if (J->n == 1) mq_error(S, "grad: the result does not depend on the input");
+        mq_error(S, "grad: the result does not depend on input %d", i + 1);
+      }
+    }
+  }
+  propagate(S, &G, y);
+  if (J->out) {
+    for (int i = 0; i < J->n; i++) {
+      mq_tensor *x = J->inputs[i], *g = G.grads[slots[i]];
+      if (!g) { /* nothing flowed: no gradient at all */
+        g = mq_tensor_full(S, MQ_DT_F64, x->ndim, x->shape, 0.0);
+        if (x->mask) memset(mq_ag_new_mask(S, g), 0, (size_t)g->numel);
+      }
+      J->out[i] = finalize(S, g, x);
+    }
+  } else {
+    for (int s = 0; s < G.n; s++) {
+      mq_tensor *x = G.ts[s], *g = G.grads[s];
+      if (x->node || !g) continue;
+      if (x->grad) g = mq_ag_accumulate(S, grad_f64(S, x->grad), g);
+      g = finalize(S, g, x);
+      g->hdr.rc++;
+      if (x->grad) mq_obj_release(S, &x->grad->hdr);
+      x->grad = g;
+    }
+  }
+  if (!J->retain) free_graph(S, &G);
+}
+
+/* Runs [J] with recording off, and puts the mode back even on an error. */
+static void run_job(mq_state *S, job *J) {
+  bool saved = S->no_grad;
+  S->no_grad = true;
+  masq_status st = mq_protect(S, run, J);
+  S->no_grad = saved;
+  if (st != MASQ_OK)
+    mq_throw(S, st, "%s", S->err_message.data ? S->err_message.data : "backward failed");
+}
+
+void mq_backward(mq_state *S, mq_tensor *y, bool retain) {
+  job J = {y, retain, 0, NULL, NULL};
+  run_job(S, &J);
+}
+
+void mq_grad(mq_state *S, mq_tensor *y, mq_tensor *const *inputs, int n, bool retain,
+             mq_tensor **out) {
+  job J = {y, retain, n, inputs, out};
+  run_job(S, &J);
+}

@@ -1,0 +1,241 @@
+/* autograd.h - reverse-mode differentiation of masked tensors.
+ *
+ * Vocabulary (ggml's): a result computed from inputs that require grad
+ * carries a node: the op that made it, its inputs (retained) and whatever
+ * the derivative needs besides (a condition, index items, dims). A leaf is
+ * a tensor with requires_grad set and no node. Backward walks the nodes from
+ * a 0-d result in topological order and runs one switch over op kinds
+ * (runtime/backward.c), accumulating a gradient per tensor.
+ *
+ * Gradients are masked tensors too (torch.masked's semantics): a masked-out
+ * gradient means "no gradient flowed here", which is not a zero gradient.
+ * The gradient of a masked tensor is always masked, within that tensor's
+ * mask; a gradient reaching a plain tensor is masked if the path it came
+ * through was (e.g. through as_masked). Masked-out data is never read:
+ * derivatives select, they never multiply by the mask, so a NaN under the
+ * mask cannot leak into a valid gradient.
+ *
+ * Ownership: a node belongs to the one tensor it is attached to (t->node)
+ * and is freed with it; it references its inputs, never its outputs, so the
+ * graph has no cycles. Backward frees the graph it walked (releases every
+ * node's inputs, leaving the nodes marked freed) unless asked to retain it.
+ *
+ * Recording is cheap to skip: every hook below is an inline test of the
+ * inputs' requires_grad flags before any call. Recording is off while
+ * S->no_grad is set (set_grad_enabled(false), and during backward itself).
+ */
+#ifndef MQ_AUTOGRAD_H
+#define MQ_AUTOGRAD_H
+
+#include "tensor.h"
+
+typedef enum mq_agkind {
+  MQ_AG_UNARY,       /* op: mq_unop; prm: the op's scalar parameters */
+  MQ_AG_BINARY,      /* op: mq_binop */
+  MQ_AG_WHERE,       /* in: a, b; aux: cond */
+  MQ_AG_REDUCE,      /* op: mq_redop; dims: bit set of reduced dims (0: all) */
+  MQ_AG_SOFTMAX,     /* op: 1 for log_softmax; dim */
+  MQ_AG_GATHER,      /* pure data movement: replay(args) on element numbers, or
+                        (replay NULL) in[nin]: the source of each output element */
+  MQ_AG_AS_MASKED,   /* as_masked(data, mask): the gradient passes to data */
+  MQ_AG_GET_DATA,    /* get_data / to_tensor: gradient re-wrapped with the mask */
+  MQ_AG_CAST,        /* astype / contiguous: the gradient passes as it is */
+  MQ_AG_MASKED_FILL, /* in: x, v; aux: the fill mask */
+  MQ_AG_MATMUL,
+  MQ_AG_VAR,         /* op: 1 for std; prm[0]: correction; dims */
+  MQ_AG_NORM,        /* prm[0]: p; dims */
+  MQ_AG_CUMULATIVE,  /* op: 1 for cumprod; dim */
+  MQ_AG_MEDIAN,      /* dims: the one dim, or all (flattened) */
+  MQ_AG__COUNT
+} mq_agkind;
+
+/* Re-runs a data-movement op on other tensors of the input shapes (the
+ * backward of a gather runs it on tensors of element indices). */
+typedef mq_tensor *(*mq_ag_replay_fn)(mq_state *S, mq_tensor *const *in, const void *args);
+/* A rearrangement of one plain tensor's elements (shape.c's plain ops). */
+typedef mq_tensor *(*mq_ag_move_fn)(mq_state *S, mq_tensor *t, const void *arg);
+
+typedef struct mq_gradnode {
+  struct mq_gradnode *next; /* work list while a chain of nodes is freed */
+  uint8_t kind;             /* mq_agkind */
+  bool freed;               /* released by a backward without retain */
+  bool keepdim;
+  int op;
+  int dim;
+  uint32_t dims;            /* reduced dims as bits; 0: all */
+  int nin, ntot;            /* in[0..nin): inputs; in[nin..ntot): aux tensors */
+  mq_tensor **in;           /* retained; NULL entries allowed */
+  double prm[3];
+  mq_ag_replay_fn replay;
+  void *args; /* a copy of replay's arguments (owned) */
+  size_t args_size;
+} mq_gradnode;
+
+/* --- recording (called by the forward ops) -------------------------------- */
+
+MQ_INTERNAL void mq_ag_rec_unary(mq_state *S, mq_tensor *out, int op, mq_tensor *t,
+                                 const double *prm);
+MQ_INTERNAL void mq_ag_rec_binary(mq_state *S, mq_tensor *out, int op, mq_tensor *a,
+                                  mq_tensor *b);
+MQ_INTERNAL void mq_ag_rec_where(mq_state *S, mq_tensor *out, mq_tensor *cond, mq_tensor *a,
+                                 mq_tensor *b);
+MQ_INTERNAL void mq_ag_rec_reduce(mq_state *S, mq_tensor *out, int kind, int op, mq_tensor *t,
+                                  int ndims, const int *dims, bool keepdim, double prm);
+MQ_INTERNAL void mq_ag_rec_dim(mq_state *S, mq_tensor *out, int kind, int op, mq_tensor *t,
+                               int dim);
+MQ_INTERNAL void mq_ag_rec_moved(mq_state *S, mq_tensor *out, mq_tensor *t, mq_ag_move_fn f,
+                                 const void *arg);
+MQ_INTERNAL void mq_ag_rec_cat(mq_state *S, mq_tensor *out, int n, mq_tensor *const *ts, int dim);
+MQ_INTERNAL void mq_ag_rec_simple(mq_state *S, mq_tensor *out, int kind, mq_tensor *t);
+MQ_INTERNAL void mq_ag_rec_index(mq_state *S, mq_tensor *out, mq_tensor *t,
+                                 const mq_index_item *items, int n);
+MQ_INTERNAL void mq_ag_rec_expand(mq_state *S, mq_tensor *out, mq_tensor *t);
+MQ_INTERNAL void mq_ag_rec_masked_fill(mq_state *S, mq_tensor *out, mq_tensor *x,
+                                       mq_tensor *m, mq_tensor *v);
+MQ_INTERNAL void mq_ag_rec_matmul(mq_state *S, mq_tensor *out, mq_tensor *a, mq_tensor *b);
+
+#define MQ_AG_REQ(t) ((t) && (t)->requires_grad)
+
+/* The hooks: one line at the end of each forward op, as a statement or
+ * around the returned expression (each returns [out]). */
+static inline mq_tensor *mq_ag_unary(mq_state *S, mq_tensor *out, int op, mq_tensor *t,
+                                     const double *prm) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_unary(S, out, op, t, prm);
+  return out;
+}
+/* [a] and [b] as given to the op (before x ** 2 became x * x). */
+static inline mq_tensor *mq_ag_binary(mq_state *S, mq_tensor *out, int op, mq_tensor *a,
+                                      mq_tensor *b) {
+  if (MQ_UNLIKELY(a->requires_grad | b->requires_grad)) mq_ag_rec_binary(S, out, op, a, b);
+  return out;
+}
+static inline mq_tensor *mq_ag_where(mq_state *S, mq_tensor *out, mq_tensor *cond, mq_tensor *a,
+                                     mq_tensor *b) {
+  if (MQ_UNLIKELY(a->requires_grad | b->requires_grad)) mq_ag_rec_where(S, out, cond, a, b);
+  return out;
+}
+static inline mq_tensor *mq_ag_reduce(mq_state *S, mq_tensor *out, int op, mq_tensor *t,
+                                      int ndims, const int *dims, bool keepdim) {
+  if (MQ_UNLIKELY(t->requires_grad))
+    mq_ag_rec_reduce(S, out, MQ_AG_REDUCE, op, t, ndims, dims, keepdim, 0);
+  return out;
+}
+/* var and std with [correction] */
+static inline mq_tensor *mq_ag_var(mq_state *S, mq_tensor *out, mq_tensor *t, int ndims,
+                                   const int *dims, double correction, bool keepdim, bool std) {
+  if (MQ_UNLIKELY(t->requires_grad))
+    mq_ag_rec_reduce(S, out, MQ_AG_VAR, std, t, ndims, dims, keepdim, correction);
+  return out;
+}
+static inline mq_tensor *mq_ag_norm(mq_state *S, mq_tensor *out, mq_tensor *t, double p,
+                                    int ndims, const int *dims, bool keepdim) {
+  if (MQ_UNLIKELY(t->requires_grad))
+    mq_ag_rec_reduce(S, out, MQ_AG_NORM, 0, t, ndims, dims, keepdim, p);
+  return out;
+}
+/* median along [dim] (< 0: of the flattened tensor) */
+static inline mq_tensor *mq_ag_median(mq_state *S, mq_tensor *out, mq_tensor *t, int dim,
+                                      bool keepdim) {
+  if (MQ_UNLIKELY(t->requires_grad))
+    mq_ag_rec_reduce(S, out, MQ_AG_MEDIAN, 0, t, dim >= 0, &dim, keepdim, 0);
+  return out;
+}
+static inline mq_tensor *mq_ag_softmax(mq_state *S, mq_tensor *out, mq_tensor *t, int dim,
+                                       bool log) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_dim(S, out, MQ_AG_SOFTMAX, log, t, dim);
+  return out;
+}
+static inline mq_tensor *mq_ag_cumulative(mq_state *S, mq_tensor *out, mq_tensor *t, int dim,
+                                          bool prod) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_dim(S, out, MQ_AG_CUMULATIVE, prod, t, dim);
+  return out;
+}
+static inline mq_tensor *mq_ag_index(mq_state *S, mq_tensor *out, mq_tensor *t,
+                                     const mq_index_item *items, int n) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_index(S, out, t, items, n);
+  return out;
+}
+static inline mq_tensor *mq_ag_expand(mq_state *S, mq_tensor *out, mq_tensor *t) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_expand(S, out, t);
+  return out;
+}
+/* get_data and to_tensor */
+static inline mq_tensor *mq_ag_get_data(mq_state *S, mq_tensor *out, mq_tensor *t) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_simple(S, out, MQ_AG_GET_DATA, t);
+  return out;
+}
+/* astype and contiguous */
+static inline mq_tensor *mq_ag_cast(mq_state *S, mq_tensor *out, mq_tensor *t) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_simple(S, out, MQ_AG_CAST, t);
+  return out;
+}
+static inline mq_tensor *mq_ag_masked_fill(mq_state *S, mq_tensor *out, mq_tensor *x,
+                                           mq_tensor *m, mq_tensor *v) {
+  if (MQ_UNLIKELY(x->requires_grad | MQ_AG_REQ(v))) mq_ag_rec_masked_fill(S, out, x, m, v);
+  return out;
+}
+static inline mq_tensor *mq_ag_matmul(mq_state *S, mq_tensor *out, mq_tensor *a, mq_tensor *b) {
+  if (MQ_UNLIKELY(a->requires_grad | b->requires_grad)) mq_ag_rec_matmul(S, out, a, b);
+  return out;
+}
+/* A rearrangement [f](S, t, arg) of t's elements (reshape, permute, flip):
+ * f is run once more, right away, on t's element numbers, to learn where
+ * each output element came from. */
+static inline mq_tensor *mq_ag_moved(mq_state *S, mq_tensor *out, mq_tensor *t, mq_ag_move_fn f,
+                                     const void *arg) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_moved(S, out, t, f, arg);
+  return out;
+}
+/* cat of [n] tensors along the normalized [dim] */
+static inline mq_tensor *mq_ag_cat(mq_state *S, mq_tensor *out, int n, mq_tensor *const *ts,
+                                   int dim) {
+  bool any = false;
+  for (int i = 0; i < n; i++) any |= ts[i]->requires_grad;
+  if (MQ_UNLIKELY(any)) mq_ag_rec_cat(S, out, n, ts, dim);
+  return out;
+}
+
+/* --- leaves, graphs, backward -------------------------------------------- */
+
+/* A new leaf sharing [t]'s data and mask, with no history, requiring grad
+ * if [flag] (then t must be float). requires_grad(x) and detach(x). */
+MQ_INTERNAL mq_tensor *mq_ag_leaf(mq_state *S, mq_tensor *t, bool flag, const char *who);
+/* as_masked(data, mask): like mq_masked, but differentiable w.r.t. data. */
+MQ_INTERNAL mq_tensor *mq_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
+
+/* Runs backward from [y] (one element, requiring grad): every leaf reached
+ * gets the gradient added to its .grad. Frees the graph unless [retain]. */
+MQ_INTERNAL void mq_backward(mq_state *S, mq_tensor *y, bool retain);
+/* Gradients of [y] w.r.t. [n] tensors of its graph, without touching .grad
+ * (torch.autograd.grad); out[i] is pool-owned, masked like inputs[i]. Frees
+ * the graph unless [retain]. */
+MQ_INTERNAL void mq_grad(mq_state *S, mq_tensor *y, mq_tensor *const *inputs, int n, bool retain,
+                         mq_tensor **out);
+
+/* Frees a node whose tensor died (mq_tensor_free). Chains of nodes are
+ * released iteratively, so a long recorded loop cannot overflow the C
+ * stack. */
+MQ_INTERNAL void mq_ag_node_free(mq_state *S, mq_gradnode *node);
+
+/* --- the derivatives (backward.c) ----------------------------------------- */
+
+/* Computes the gradients of [t]'s node inputs from [g], the gradient of t
+ * (float64, contiguous, t's shape, masked or plain). gin[i] receives the
+ * gradient of in[i] in the same form, or NULL (none, or in[i] does not
+ * require grad). */
+MQ_INTERNAL void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+/* "exp", "sum", ... for messages. */
+MQ_INTERNAL const char *mq_ag_node_name(const mq_gradnode *n);
+
+/* Gradient helpers shared by autograd.c and backward.c. */
+/* A new contiguous float64 tensor of [t]'s shape, uninitialized. */
+MQ_INTERNAL mq_tensor *mq_ag_gnew(mq_state *S, int ndim, const int64_t *shape);
+/* The contiguous mask bytes of [t], or NULL for a plain tensor. */
+MQ_INTERNAL const uint8_t *mq_ag_maskp(mq_state *S, mq_tensor *t);
+/* Attaches a new contiguous mask to gradient [g] and returns its bytes. */
+MQ_INTERNAL uint8_t *mq_ag_new_mask(mq_state *S, mq_tensor *g);
+/* a + b for gradients: where only one is valid it wins, where neither is
+ * the sum is masked out; masked-out data is never read. */
+MQ_INTERNAL mq_tensor *mq_ag_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b);
+
+#endif

@@ -1,0 +1,371 @@
+/* backward_ops.c - the derivatives that are not elementwise: reductions
+ * (sum, mean, amax, amin, prod, logsumexp, var, std, norm), the softmax
+ * family, running sums and products, data movement (indexing, views, cat,
+ * stack), and matmul.
+ *
+ * Masks: an input position gets a gradient only if it is valid and some
+ * valid output it feeds received one; a plain computation (no mask on the
+ * input, the output or the incoming gradient) gives a plain gradient, with
+ * 0 where nothing flowed, as torch does for plain tensors. */
+#include "backward.h"
+
+#include <math.h>
+
+/* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */
+static mq_tensor *grad_new(mq_state *S, int nd, const int64_t *shape, bool masked, uint8_t **m) {
+  mq_tensor *r = mq_ag_gnew(S, nd, shape);
+  *m = masked ? mq_ag_new_mask(S, r) : NULL;
+  return r;
+}
+
+static inline bool valid(const uint8_t *m, int64_t i) { return !m || m[i]; }
+
+/* --- reductions --------------------------------------------------------------- */
+
+/* Per-output-slot statistics of the valid inputs. */
+typedef struct slot_stats {
+  double *count, *sum, *ties, *zeros, *prod_nz;
+  int64_t *first; /* the first valid input equal to the output (median) */
+} slot_stats;
+
+static double *zeroed(mq_state *S, int64_t n) {
+  double *p = mq_scratch(S, (size_t)(n ? n : 1) * sizeof *p);
+  for (int64_t i = 0; i < n; i++) p[i] = 0;
+  return p;
+}
+
+/* The derivative of one output slot's value y w.r.t. one valid input x. */
+static double dreduce(const mq_gradnode *n, double x, double y, int64_t i, int64_t k,
+                      const slot_stats *st) {
+  if (n->kind == MQ_AG_MEDIAN) return i == st->first[k]; /* the selected entry only */
+  if (n->kind == MQ_AG_VAR) {
+    double mean = st->sum[k] / st->count[k], den = st->count[k] - n->prm[0];
+    double d = 2 * (x - mean) / (den > 0 ? den : 0);
+    return n->op ? d / (2 * y) : d;
+  }
+  if (n->kind == MQ_AG_NORM) {
+    double p = n->prm[0], sg = (double)((x > 0) - (x < 0));
+    if (p == 0) return 0;
+    if (p == 1) return sg;
+    if (isinf(p)) return fabs(x) == y ? sg / st->ties[k] : 0;
+    if (y == 0) return 0; /* torch: a zero norm has a zero subgradient */
+    if (p == 2) return x / y;
+    return sg * pow(fabs(x), p - 1) / pow(y, p - 1);
+  }
+  switch ((mq_redop)n->op) {
+  case MQ_RED_SUM: return 1;
+  case MQ_RED_MEAN: return 1 / st->count[k];
+  case MQ_RED_AMAX: case MQ_RED_AMIN: return x == y ? 1 / st->ties[k] : 0;
+  case MQ_RED_PROD:
+    if (x != 0) return st->zeros[k] == 0 ? st->prod_nz[k] / x : 0;
+    return st->zeros[k] == 1 ? st->prod_nz[k] : 0;
+  case MQ_RED_LOGSUMEXP: return exp(x - y);
+  default: return NAN; /* all, any, count: bool or int results, never recorded */
+  }
+}
+
+void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *x = n->in[0];
+  if (!x->requires_grad) return;
+  /* input position -> output slot: the output keeps the unreduced dims in
+   * order, so its contiguous layout is the same with or without keepdim */
+  int64_t ostr[MQ_MAX_DIMS], nout = 1;
+  for (int d = x->ndim - 1; d >= 0; d--) {
+    bool red = (n->dims >> d) & 1;
+    ostr[d] = red ? 0 : nout;
+    if (!red) nout *= x->shape[d];
+  }
+  const int64_t *at = mq_bw_offsets(S, x->ndim, x->shape, ostr);
+  const double *xv = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
+  const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
+  const double *gv = mq_bw_d(g);
+  const uint8_t *xm = mq_ag_maskp(S, x), *gm = mq_ag_maskp(S, g);
+  int64_t N = x->numel;
+
+  slot_stats st = {zeroed(S, nout), zeroed(S, nout), zeroed(S, nout), zeroed(S, nout),
+                   zeroed(S, nout), mq_scratch(S, (size_t)(nout ? nout : 1) * sizeof *st.first)};
+  bool norm_inf = n->kind == MQ_AG_NORM && isinf(n->prm[0]);
+  for (int64_t k = 0; k < nout; k++) st.prod_nz[k] = 1, st.first[k] = -1;
+  for (int64_t i = 0; i < N; i++) {
+    if (!valid(xm, i)) continue;
+    int64_t k = at[i];
+    double v = xv[i];
+    st.count[k] += 1;
+    st.sum[k] += v;
+    if (norm_inf ? fabs(v) == yv[k] : v == yv[k]) st.ties[k] += 1; /* ties split evenly */
+    if (st.first[k] < 0 && (v == yv[k] || (v != v && yv[k] != yv[k]))) st.first[k] = i;
+    if (v == 0) st.zeros[k] += 1;
+    else st.prod_nz[k] *= v;
+  }
+
+  uint8_t *m;
+  mq_tensor *r = grad_new(S, x->ndim, x->shape, xm || gm, &m);
+  double *o = mq_bw_d(r);
+  for (int64_t i = 0; i < N; i++) {
+    int64_t k = at[i];
+    /* under the mask the data is whatever the formula gives, as in torch
+     * (1 for a sum); it is never read */
+    o[i] = gv[k] * dreduce(n, xv[i], yv[k], i, k, &st);
+    if (m) m[i] = valid(xm, i) && valid(gm, k);
+  }
+  gin[0] = r;
+}
+
+/* --- dims: softmax, log_softmax, cumsum, cumprod ---------------------------- */
+
+/* [t] viewed as (outer, len, inner) around dim [dim]. */
+typedef struct around {
+  int64_t outer, len, inner;
+} around;
+
+static around split(const mq_tensor *t, int dim) {
+  around a = {1, 1, 1};
+  if (t->ndim == 0) return a;
+  int d = dim < 0 ? dim + t->ndim : dim;
+  for (int i = 0; i < d; i++) a.outer *= t->shape[i];
+  a.len = t->shape[d];
+  for (int i = d + 1; i < t->ndim; i++) a.inner *= t->shape[i];
+  return a;
+}
+
+/* What the derivatives along one dim share: the input, its slices, the
+ * masks, and the new gradient (o, with mask m or none). */
+typedef struct along {
+  mq_tensor *x, *r;
+  around A;
+  const double *gv;
+  const uint8_t *xm, *gm;
+  double *o;
+  uint8_t *m;
+} along;
+
+static bool along_init(mq_state *S, along *J, mq_tensor *t, mq_tensor *g) {
+  J->x = t->node->in[0];
+  if (!J->x->requires_grad) return false;
+  J->A = split(J->x, t->node->dim);
+  J->gv = mq_bw_d(g);
+  J->xm = mq_ag_maskp(S, J->x), J->gm = mq_ag_maskp(S, g);
+  J->r = grad_new(S, J->x->ndim, J->x->shape, J->xm || J->gm, &J->m);
+  J->o = mq_bw_d(J->r);
+  return true;
+}
+
+/* softmax: g_x = y (g - sum(g y)); log_softmax: g_x = g - exp(y) sum(g),
+ * sums over the slice's valid entries that received a gradient. A slice
+ * where none did gets none (masked out, or 0 when plain). */
+void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  along J;
+  if (!along_init(S, &J, t, g)) return;
+  bool lg = t->node->op;
+  const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
+  for (int64_t a = 0; a < J.A.outer; a++)
+    for (int64_t c = 0; c < J.A.inner; c++) {
+      int64_t base = a * J.A.len * J.A.inner + c;
+      double s = 0;
+      bool any = false;
+      for (int64_t j = 0; j < J.A.len; j++) {
+        int64_t i = base + j * J.A.inner;
+        if (!valid(J.xm, i) || !valid(J.gm, i)) continue;
+        any = true;
+        s += lg ? J.gv[i] : J.gv[i] * yv[i];
+      }
+      for (int64_t j = 0; j < J.A.len; j++) {
+        int64_t i = base + j * J.A.inner;
+        bool ok = valid(J.xm, i), got = ok && valid(J.gm, i);
+        double gi = got ? J.gv[i] : 0, y = ok ? yv[i] : 0;
+        J.o[i] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;
+        if (J.m) J.m[i] = ok && any;
+      }
+    }
+  gin[0] = J.r;
+}
+
+/* Running sums and products skip masked-out entries (they count as the
+ * identity), so those get no gradient; entry j feeds every valid i >= j. */
+void mq_bw_cumulative(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  along J;
+  if (!along_init(S, &J, t, g)) return;
+  bool prod = t->node->op;
+  const double *xv = mq_bw_d(mq_bw_f64_to(S, J.x, J.x->ndim, J.x->shape));
+  for (int64_t a = 0; a < J.A.outer; a++)
+    for (int64_t c = 0; c < J.A.inner; c++) {
+      int64_t base = a * J.A.len * J.A.inner + c;
+#define AT(j) (base + (j) * J.A.inner)
+#define GOT(j) (valid(J.xm, AT(j)) && valid(J.gm, AT(j)))
+      if (!prod) { /* cumsum: a suffix sum of the gradients */
+        double s = 0;
+        bool any = false;
+        for (int64_t j = J.A.len - 1; j >= 0; j--) {
+          int64_t i = AT(j);
+          if (GOT(j)) s += J.gv[i], any = true;
+          J.o[i] = valid(J.xm, i) && any ? s : 0;
+          if (J.m) J.m[i] = valid(J.xm, i) && any;
+        }
+        continue;
+      }
+      double prefix = 1; /* product of the valid entries before j */
+      for (int64_t j = 0; j < J.A.len; j++) {
+        int64_t i = AT(j);
+        bool ok = valid(J.xm, i), any = false;
+        double s = 0, p = prefix;
+        for (int64_t k = j; ok && k < J.A.len; k++) {
+          if (k > j && valid(J.xm, AT(k))) p *= xv[AT(k)];
+          if (GOT(k)) s += J.gv[AT(k)] * p, any = true;
+        }
+        J.o[i] = ok && any ? s : 0;
+        if (J.m) J.m[i] = ok && any;
+        if (ok) prefix *= xv[i];
+      }
+#undef GOT
+#undef AT
+    }
+  gin[0] = J.r;
+}
+
+/* --- data movement ------------------------------------------------------------ */
+
+/* The op is replayed on tensors holding the element numbers of its inputs
+ * (numbered across all inputs, for cat and stack); the result says, for
+ * each output element, which input element it came from, and the gradient
+ * is added back there. One rule for every view, index, cat and stack. */
+void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  int64_t *base = mq_scratch(S, (size_t)n->nin * sizeof *base), total = 0;
+  for (int i = 0; i < n->nin; i++) {
+    base[i] = total;
+    total += n->in[i]->numel;
+  }
+  mq_tensor *src;
+  if (n->replay) {
+    mq_tensor **ids = mq_scratch(S, (size_t)n->ntot * sizeof *ids);
+    for (int i = 0; i < n->ntot; i++) ids[i] = n->in[i];
+    for (int i = 0; i < n->nin; i++) {
+      mq_tensor *u = n->in[i], *e = mq_tensor_new(S, MQ_DT_I64, u->ndim, u->shape);
+      int64_t *p = mq_tensor_data(e);
+      for (int64_t k = 0; k < u->numel; k++) p[k] = base[i] + k;
+      ids[i] = e;
+    }
+    src = mq_contiguous(S, n->replay(S, ids, n->args));
+  } else {
+    src = n->in[n->nin]; /* worked out when the op ran */
+  }
+  if (src->numel != t->numel || src->dtype != MQ_DT_I64)
+    mq_error(S, "backward of %s: replaying the op gave shape %s of %s, expected %lld elements",
+             mq_ag_node_name(n), mq_shape_str(S, src->ndim, src->shape),
+             mq_dtype_name((mq_dtype)src->dtype), (long long)t->numel);
+  const int64_t *from = mq_tensor_data(src);
+  const double *gv = mq_bw_d(g);
+  const uint8_t *gm = mq_ag_maskp(S, g);
+  double *acc = zeroed(S, total);
+  uint8_t *got = mq_scratch(S, (size_t)(total ? total : 1));
+  memset(got, 0, (size_t)total);
+  for (int64_t k = 0; k < t->numel; k++) {
+    if (!valid(gm, k)) continue; /* no gradient flowed here: never read it */
+    acc[from[k]] += gv[k];
+    got[from[k]] = 1;
+  }
+  for (int i = 0; i < n->nin; i++) {
+    mq_tensor *u = n->in[i];
+    if (!u->requires_grad) continue;
+    const uint8_t *um = mq_ag_maskp(S, u);
+    uint8_t *m;
+    mq_tensor *r = grad_new(S, u->ndim, u->shape, gm || um, &m);
+    memcpy(mq_bw_d(r), acc + base[i], (size_t)u->numel * sizeof(double));
+    if (m)
+      for (int64_t k = 0; k < u->numel; k++) m[k] = got[base[i] + k] && valid(um, k);
+    gin[i] = r;
+  }
+}
+
+/* --- matmul ------------------------------------------------------------------- */
+
+/* One operand of a matmul as a stack of (rows, cols) matrices over its own
+ * batch dims; a 1-d a is one row, a 1-d b one column. */
+typedef struct mat {
+  int nbd;
+  int64_t bshape[MQ_MAX_DIMS];
+  int64_t rows, cols;
+  const double *x;
+  const uint8_t *m;
+} mat;
+
+static void mat_init(mq_state *S, mat *M, mq_tensor *t, bool left) {
+  M->nbd = t->ndim > 2 ? t->ndim - 2 : 0;
+  for (int d = 0; d < M->nbd; d++) M->bshape[d] = t->shape[d];
+  if (t->ndim == 1) {
+    M->rows = left ? 1 : t->shape[0];
+    M->cols = left ? t->shape[0] : 1;
+  } else {
+    M->rows = t->shape[t->ndim - 2];
+    M->cols = t->shape[t->ndim - 1];
+  }
+  M->x = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
+  M->m = mq_ag_maskp(S, t);
+}
+
+/* The matrix of [M] that batch index [idx] (over nbd output batch dims)
+ * reads, broadcasting size-1 and missing dims. */
+static int64_t mat_batch(const mat *M, int nbd, const int64_t *idx) {
+  int64_t off = 0;
+  for (int d = 0; d < M->nbd; d++) {
+    int od = nbd - M->nbd + d;
+    off = off * M->bshape[d] + (M->bshape[d] == 1 ? 0 : idx[od]);
+  }
+  return off;
+}
+
+/* With c = a @ b over valid pairs only: dc[i,j]/da[i,l] = b[l,j] where b[l,j]
+ * is valid, and dc[i,j]/db[l,j] = a[i,l] where a[i,l] is valid. Each
+ * operand's gradient is summed over the batch dims it was broadcast along. */
+void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *a = n->in[0], *b = n->in[1];
+  mat A, B;
+  mat_init(S, &A, a, true);
+  mat_init(S, &B, b, false);
+  int64_t bshape[MQ_MAX_DIMS], nbatch = 1;
+  int nbd = mq_broadcast_shapes(S, A.nbd, A.bshape, B.nbd, B.bshape, bshape);
+  for (int d = 0; d < nbd; d++) nbatch *= bshape[d];
+  int64_t M = A.rows, K = A.cols, N = B.cols;
+  const double *gv = mq_bw_d(g);
+  const uint8_t *gm = mq_ag_maskp(S, g);
+  bool masked = gm || A.m || B.m;
+  uint8_t *ma = NULL, *mb = NULL;
+  mq_tensor *ga = a->requires_grad ? grad_new(S, a->ndim, a->shape, masked, &ma) : NULL;
+  mq_tensor *gb = b->requires_grad ? grad_new(S, b->ndim, b->shape, masked, &mb) : NULL;
+  double *pa = ga ? mq_bw_d(ga) : NULL, *pb = gb ? mq_bw_d(gb) : NULL;
+  if (pa) memset(pa, 0, (size_t)a->numel * sizeof *pa);
+  if (pb) memset(pb, 0, (size_t)b->numel * sizeof *pb);
+  if (ma) memset(ma, 0, (size_t)a->numel);
+  if (mb) memset(mb, 0, (size_t)b->numel);
+  int64_t idx[MQ_MAX_DIMS] = {0};
+  for (int64_t bt = 0; bt < nbatch; bt++) {
+    int64_t oa = mat_batch(&A, nbd, idx) * M * K, ob = mat_batch(&B, nbd, idx) * K * N;
+    const double *gb_ = gv + bt * M * N;
+    const uint8_t *gmb = gm ? gm + bt * M * N : NULL;
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        if (!valid(gmb, i * N + j)) continue;
+        double gij = gb_[i * N + j];
+        for (int64_t l = 0; l < K; l++) {
+          int64_t ia = oa + i * K + l, ib = ob + l * N + j;
+          if (!valid(A.m, ia) || !valid(B.m, ib)) continue; /* not a pair of c[i,j] */
+          if (pa) {
+            pa[ia] += gij * B.x[ib];
+            if (ma) ma[ia] = 1;
+          }
+          if (pb) {
+            pb[ib] += gij * A.x[ia];
+            if (mb) mb[ib] = 1;
+          }
+        }
+      }
+    for (int d = nbd - 1; d >= 0; d--) {
+      if (++idx[d] < bshape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  gin[0] = ga;
+  gin[1] = gb;
+}

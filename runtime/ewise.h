@@ -1,0 +1,42 @@
+/* ewise.h - what the elementwise files (elementwise.c, unary.c, binary.c)
+ * share: the row-walk macro their typed kernels are written with, and the
+ * operand preparation every op does before it runs a kernel. */
+#ifndef MQ_EWISE_H
+#define MQ_EWISE_H
+
+#include "iter.h"
+#include "kernels.h"
+
+/* Walks the rows of an iterator, polling for interrupts now and then. */
+#define ROWS_BEGIN(S, it)                                                      \
+  {                                                                            \
+    int64_t polled_ = 0;                                                       \
+    for (int64_t r_ = 0; r_ < (it)->rows; r_++, mq_iter_next(it)) {            \
+      if ((polled_ += (it)->n) >= MQ_POLL_ELEMS) {                             \
+        polled_ = 0;                                                           \
+        mq_check_interrupt(S);                                                 \
+      }
+#define ROWS_END                                                               \
+  }                                                                            \
+  }
+
+/* A typed elementwise kernel. [prm] holds the op's scalar parameters
+ * (clamp bounds, rounding digits, ...); kernels without any ignore it. */
+typedef void (*mq_ewise_fn)(mq_state *S, mq_iter *it, const double *prm);
+
+/* int64 arithmetic wraps like torch's (two's complement), without UB */
+#define WADD(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
+#define WSUB(x, y) ((int64_t)((uint64_t)(x) - (uint64_t)(y)))
+#define WMUL(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
+
+/* Data of [t] (its mask ignored) converted to [dt] and broadcast to
+ * [shape]; a scalar converts once, before broadcasting. */
+MQ_INTERNAL mq_tensor *mq_operand(mq_state *S, mq_tensor *t, mq_dtype dt, int nd,
+                                  const int64_t *shape);
+
+/* Errors unless every valid entry of the integer tensor [t] (mask [m],
+ * NULL: all valid; both of one shape) is nonzero: integer division by zero
+ * has no value, but a masked-out zero is no error. */
+MQ_INTERNAL void mq_check_int_divisor(mq_state *S, mq_tensor *t, mq_tensor *m, const char *op);
+
+#endif

@@ -1,0 +1,69 @@
+/* file.c - whole-file reads and writes for load and save.
+ *
+ * The one rule: no mq_error may unwind past an open FILE*. Reading runs
+ * under its own error boundary (the scratch allocations can hit the memory
+ * limit), closes the file, and only then passes an error on; writing takes
+ * a finished buffer and raises only after fclose. */
+#include "npy.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+typedef struct read_job {
+  FILE *fp;
+  const char *path, *who;
+  uint8_t *data;
+  size_t len;
+} read_job;
+
+static void read_all(mq_state *S, void *ud) {
+  read_job *j = ud;
+  /* One read of the exact size for a regular file (the +1 lets fread see
+   * the end); doubling from 64 KiB for pipes and devices that can't seek. */
+  size_t cap = (size_t)1 << 16;
+  if (fseek(j->fp, 0, SEEK_END) == 0) {
+    long end = ftell(j->fp);
+    if (end >= 0 && (unsigned long)end < SIZE_MAX / 2) cap = (size_t)end + 1;
+    rewind(j->fp);
+  }
+  clearerr(j->fp);
+  uint8_t *buf = mq_scratch(S, cap);
+  size_t len = 0;
+  for (;;) {
+    len += fread(buf + len, 1, cap - len, j->fp);
+    if (len < cap) break; /* end of file or error */
+    if (cap > SIZE_MAX / 4) mq_error(S, "%s: '%s' is too large", j->who, j->path);
+    uint8_t *bigger = mq_scratch(S, cap * 2); /* the old block goes with the pool */
+    memcpy(bigger, buf, len);
+    buf = bigger;
+    cap *= 2;
+  }
+  if (ferror(j->fp)) mq_error(S, "%s: cannot read '%s': %s", j->who, j->path, strerror(errno));
+  buf[len] = '\0';
+  j->data = buf;
+  j->len = len;
+}
+
+uint8_t *mq_file_read(mq_state *S, const char *path, const char *who, size_t *len) {
+  read_job j = {fopen(path, "rb"), path, who, NULL, 0};
+  if (!j.fp) mq_error(S, "%s: cannot open '%s': %s", who, path, strerror(errno));
+  masq_status st = mq_protect(S, read_all, &j);
+  fclose(j.fp);
+  if (st != MASQ_OK) mq_throw(S, st, "%s", S->err_message.data);
+  *len = j.len;
+  return j.data;
+}
+
+void mq_file_write(mq_state *S, const char *path, const char *who, const void *p, size_t n) {
+  FILE *fp = fopen(path, "wb");
+  if (!fp) mq_error(S, "%s: cannot open '%s' for writing: %s", who, path, strerror(errno));
+  errno = 0;
+  bool ok = fwrite(p, 1, n, fp) == n;
+  int err = errno;
+  if (fclose(fp) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok)
+    mq_error(S, "%s: cannot write '%s': %s", who, path, err ? strerror(err) : "write failed");
+}

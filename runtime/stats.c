@@ -1,0 +1,127 @@
+/* stats.c - variance, standard deviation and p-norms over any set of dims,
+ * on the block walk of reduce.c. Ints compute in float32, as torch.masked's
+ * mean does. */
+#include <math.h>
+
+#include "reduce.h"
+
+/* --- variance ---------------------------------------------------------------- */
+
+/* Per slot: valid count, mean and sum of squared deviations (Welford), in
+ * double. A contiguous row is summarized exactly with two passes (mean,
+ * then deviations) and merged with Chan's formula; a row of slots updates
+ * each slot with one element at a time. Both are stable where the naive
+ * sum-of-squares formula cancels catastrophically. */
+typedef struct var_acc {
+  double n, mean, m2;
+} var_acc;
+
+static inline void var_merge(var_acc *a, double n, double mean, double m2) {
+  if (n == 0) return;
+  double tot = a->n + n, d = mean - a->mean;
+  a->mean += d * n / tot;
+  a->m2 += m2 + d * d * a->n * n / tot;
+  a->n = tot;
+}
+
+#define DEF_VAR(E, T, ROWSUM)                                                  \
+  static void var_row_##E(void *acc, int64_t o, const void *xv, const uint8_t *m, int64_t n) { \
+    const T *x = xv;                                                           \
+    int64_t cnt = n;                                                           \
+    if (m) {                                                                   \
+      cnt = 0;                                                                 \
+      for (int64_t i = 0; i < n; i++) cnt += m[i];                             \
+    }                                                                          \
+    if (cnt == 0) return;                                                      \
+    double mean = ROWSUM(x, m, n) / (double)cnt, m2 = 0;                       \
+    if (m)                                                                     \
+      for (int64_t i = 0; i < n; i++) {                                        \
+        double d = (double)x[i] - mean;                                        \
+        m2 += m[i] ? d * d : 0.0;                                              \
+      }                                                                        \
+    else                                                                       \
+      for (int64_t i = 0; i < n; i++) {                                        \
+        double d = (double)x[i] - mean;                                        \
+        m2 += d * d;                                                           \
+      }                                                                        \
+    var_merge((var_acc *)acc + o, (double)cnt, mean, m2);                      \
+  }                                                                            \
+  static void var_acc_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
+    var_acc *acc = accv;                                                       \
+    const T *x = xv;                                                           \
+    for (int64_t i = 0; i < n; i++) {                                          \
+      if (m && !m[i]) continue;                                                \
+      var_acc *a = &acc[i];                                                    \
+      double v = (double)x[i], d = v - a->mean;                                \
+      a->n += 1;                                                               \
+      a->mean += d / a->n;                                                     \
+      a->m2 += d * (v - a->mean);                                              \
+    }                                                                          \
+  }                                                                            \
+  static const mq_red_kernel var_##E = {sizeof(var_acc), var_row_##E, var_acc_##E};
+
+DEF_VAR(F32, float, mq_rowsum_f32)
+DEF_VAR(F64, double, mq_rowsum_f64)
+
+static mq_dtype float_of(const mq_tensor *t) {
+  return mq_dtype_is_float((mq_dtype)t->dtype) ? (mq_dtype)t->dtype : MQ_DT_F32;
+}
+
+/* Stores double [v] into element [i] of a float output. */
+static inline void put(mq_tensor *out, int64_t i, double v) {
+  if (out->dtype == MQ_DT_F64) ((double *)mq_tensor_data(out))[i] = v;
+  else ((float *)mq_tensor_data(out))[i] = (float)v;
+}
+
+mq_tensor *mq_var(mq_state *S, mq_tensor *t, int ndims, const int *dims, double correction,
+                  bool keepdim, bool std) {
+  if (!(correction >= 0))
+    mq_error(S, "%s: correction must be a non-negative number, got %g", std ? "std" : "var",
+             correction);
+  mq_dtype dt = float_of(t);
+  mq_red_plan P;
+  mq_red_plan_init(S, &P, std ? "std" : "var", t, dt, ndims, dims, keepdim);
+  var_acc *acc = mq_red_acc(S, &P, sizeof *acc);
+  for (int64_t i = 0; i < P.on; i++) acc[i] = (var_acc){0, 0, 0};
+  mq_red_fold(S, &P, dt == MQ_DT_F32 ? &var_F32 : &var_F64, acc);
+  mq_tensor *out = mq_tensor_new(S, dt, P.ond, P.oshape);
+  for (int64_t i = 0; i < P.on; i++) {
+    /* torch divides by max(0, n - correction): too few entries give inf or NaN */
+    double den = acc[i].n - correction, v = acc[i].m2 / (den > 0 ? den : 0);
+    put(out, i, std ? sqrt(v) : v);
+  }
+  mq_red_set_mask(S, &P, out, mq_red_counts(S, &P));
+  mq_ag_var(S, out, t, ndims, dims, correction, keepdim, std);
+  return out;
+}
+
+/* --- norms ------------------------------------------------------------------------ */
+
+mq_tensor *mq_norm(mq_state *S, mq_tensor *t, double p, int ndims, const int *dims, bool keepdim) {
+  if (p != p) mq_error(S, "norm: p must be a number, not nan");
+  mq_dtype dt = float_of(t);
+  if (p == 1 || p == 2) {
+    mq_red_plan P;
+    mq_red_plan_init(S, &P, "norm", t, dt, ndims, dims, keepdim);
+    double *acc = mq_red_acc(S, &P, sizeof *acc);
+    memset(acc, 0, (size_t)P.on * sizeof *acc);
+    mq_red_fold(S, &P, p == 2 ? mq_red_sumsq(dt) : mq_red_sumabs(dt), acc);
+    mq_tensor *out = mq_tensor_new(S, dt, P.ond, P.oshape);
+    for (int64_t i = 0; i < P.on; i++) put(out, i, p == 2 ? sqrt(acc[i]) : acc[i]);
+    mq_red_set_mask(S, &P, out, mq_red_counts(S, &P));
+    mq_ag_norm(S, out, t, p, ndims, dims, keepdim);
+    return out;
+  }
+  mq_tensor *x = mq_astype(S, t, dt);
+  if (p == 0) /* the number of nonzero entries */
+    return mq_astype(S, mq_reduce(S, MQ_RED_SUM, mq_binary(S, MQ_BIN_NE, x, mq_tensor_scalar(S, dt, 0)),
+                                  ndims, dims, keepdim), dt);
+  mq_tensor *a = mq_unary(S, MQ_UN_ABS, x);
+  if (isinf(p)) return mq_reduce(S, p > 0 ? MQ_RED_AMAX : MQ_RED_AMIN, a, ndims, dims, keepdim);
+  mq_tensor *e = mq_tensor_scalar(S, dt, p);
+  e->weak = true;
+  mq_tensor *s = mq_reduce(S, MQ_RED_SUM, mq_binary(S, MQ_BIN_POW, a, e), ndims, dims, keepdim);
+  mq_tensor *inv = mq_tensor_scalar(S, dt, 1 / p);
+  inv->weak = true;
+  return mq_binary(S, MQ_BIN_POW, s, inv);
+}

@@ -1,0 +1,238 @@
+/* lib_shape.c - builtins for shapes and views, joining and splitting,
+ * matmul and length masks: thin bindings of runtime/shape.h. */
+#include "../runtime/shape.h"
+#include "stdlib.h"
+
+#define T(i, what) mq_arg_tensor(S, args[i], what)
+#define RET(t) return mq_objv(t)
+
+/* Ints given as f(x, 2, 3), f(x, [2, 3]) or f(x, some_list): [v] is an int,
+ * a 0-d or 1-d int tensor, or a list of ints (a single list or tensor inside
+ * a list is unwrapped, for *rest parameters). Scratch memory. */
+static int64_t *int_list(mq_state *S, mq_value v, int *n, const char *what) {
+  if (mq_is_obj(v, MQ_O_LIST) && mq_as_list(v)->len == 1) {
+    mq_value inner = mq_as_list(v)->items[0];
+    if (mq_is_obj(inner, MQ_O_LIST) || (mq_is_tensor(inner) && mq_as_tensor(inner)->ndim == 1))
+      v = inner;
+  }
+  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) {
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->ndim == 1 && t->numel == 0 && !t->mask) { /* [] (a float32 tensor) */
+      *n = 0;
+      return mq_scratch(S, sizeof(int64_t));
+    }
+    if (t->ndim != 1 || t->dtype != MQ_DT_I64 || t->mask)
+      mq_error(S, "%s must be ints or a list of ints, got a %s %s tensor", what,
+               mq_dtype_name((mq_dtype)t->dtype), mq_shape_str(S, t->ndim, t->shape));
+    mq_tensor *c = mq_contiguous(S, t);
+    *n = (int)(t->numel > INT32_MAX ? INT32_MAX : t->numel);
+    return mq_tensor_data(c);
+  }
+  if (!mq_is_obj(v, MQ_O_LIST)) {
+    int64_t *one = mq_scratch(S, sizeof *one);
+    *one = mq_arg_int(S, v, what);
+    *n = 1;
+    return one;
+  }
+  mq_list *l = mq_as_list(v);
+  int64_t *out = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *out);
+  for (int i = 0; i < l->len; i++) out[i] = mq_arg_int(S, l->items[i], what);
+  *n = l->len;
+  return out;
+}
+
+/* int_list for a shape or a list of dims, at most MQ_MAX_DIMS long. */
+static int64_t *dims_list(mq_state *S, mq_value v, int *n, const char *what) {
+  int64_t *d = int_list(S, v, n, what);
+  if (*n > MQ_MAX_DIMS)
+    mq_error(S, "%s has %d entries; tensors have at most %d dimensions", what, *n, MQ_MAX_DIMS);
+  return d;
+}
+
+/* A list of tensors (a tensor stands for the list of its rows). */
+static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn) {
+  if (mq_is_tensor(v)) {
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->ndim == 0)
+      mq_error(S, "%s: expected a list of tensors, got a 0-d tensor", fn);
+    *n = (int)(t->shape[0] > INT32_MAX ? INT32_MAX : t->shape[0]);
+    mq_tensor **ts = mq_scratch(S, (size_t)(*n ? *n : 1) * sizeof *ts);
+    for (int i = 0; i < *n; i++) ts[i] = mq_select(S, t, 0, i);
+    return ts;
+  }
+  if (!mq_is_obj(v, MQ_O_LIST))
+    mq_error(S, "%s: expected a list of tensors, got a %s", fn, mq_type_name(v));
+  mq_list *l = mq_as_list(v);
+  mq_tensor **ts = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *ts);
+  for (int i = 0; i < l->len; i++) ts[i] = mq_arg_tensor(S, l->items[i], "tensors");
+  *n = l->len;
+  return ts;
+}
+
+/* --- shapes and views ------------------------------------------------------ */
+
+static mq_value lib_reshape(mq_state *S, mq_value *args) {
+  int n;
+  int64_t *shape = dims_list(S, args[1], &n, "shape");
+  RET(mq_reshape(S, T(0, "x"), n, shape));
+}
+
+static mq_value lib_flatten(mq_state *S, mq_value *args) {
+  RET(mq_flatten(S, T(0, "x"), mq_arg_int(S, args[1], "start_dim"),
+                 mq_arg_int(S, args[2], "end_dim")));
+}
+
+static mq_value lib_squeeze(mq_state *S, mq_value *args) {
+  int n = 0;
+  int64_t *dims = args[1].type == MQ_NONE ? NULL : dims_list(S, args[1], &n, "dim");
+  mq_tensor *t = T(0, "x");
+  if (args[1].type != MQ_NONE && n == 0) return mq_objv(t); /* squeeze(x, []) */
+  RET(mq_squeeze(S, t, n, dims));
+}
+
+static mq_value lib_unsqueeze(mq_state *S, mq_value *args) {
+  RET(mq_unsqueeze(S, T(0, "x"), mq_arg_int(S, args[1], "dim")));
+}
+
+static mq_value lib_transpose(mq_state *S, mq_value *args) {
+  RET(mq_transpose(S, T(0, "x"), mq_arg_int(S, args[1], "dim0"), mq_arg_int(S, args[2], "dim1")));
+}
+
+static mq_value lib_permute(mq_state *S, mq_value *args) {
+  int n;
+  int64_t *dims = dims_list(S, args[1], &n, "dims");
+  RET(mq_permute(S, T(0, "x"), n, dims));
+}
+
+static mq_value lib_t(mq_state *S, mq_value *args) { RET(mq_t(S, T(0, "x"))); }
+
+static mq_value lib_expand(mq_state *S, mq_value *args) {
+  int n;
+  int64_t *shape = dims_list(S, args[1], &n, "shape");
+  RET(mq_expand_sizes(S, T(0, "x"), n, shape));
+}
+
+static mq_value lib_narrow(mq_state *S, mq_value *args) {
+  RET(mq_narrow(S, T(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "start"),
+                mq_arg_int(S, args[3], "length")));
+}
+
+static mq_value lib_select(mq_state *S, mq_value *args) {
+  RET(mq_select(S, T(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "index")));
+}
+
+static mq_value lib_flip(mq_state *S, mq_value *args) {
+  int n;
+  int64_t *dims = dims_list(S, args[1], &n, "dims");
+  RET(mq_flip(S, T(0, "x"), n, dims));
+}
+
+/* --- joining and splitting ---------------------------------------------------- */
+
+static mq_value lib_cat(mq_state *S, mq_value *args) {
+  int n;
+  mq_tensor **ts = tensor_list(S, args[0], &n, "cat");
+  RET(mq_cat(S, n, ts, mq_arg_int(S, args[1], "dim")));
+}
+
+static mq_value lib_stack(mq_state *S, mq_value *args) {
+  int n;
+  mq_tensor **ts = tensor_list(S, args[0], &n, "stack");
+  RET(mq_stack(S, n, ts, mq_arg_int(S, args[1], "dim")));
+}
+
+/* The pieces of [t] along [d] of the given sizes, as a list of views. */
+static mq_value pieces(mq_state *S, mq_tensor *t, int d, int64_t n, const int64_t *sizes,
+                       int64_t each) {
+  mq_list *l = mq_list_new(S, 0);
+  for (int64_t i = 0, pos = 0; i < n; i++) {
+    int64_t len = sizes ? sizes[i] : each;
+    if (len > t->shape[d] - pos) len = t->shape[d] - pos; /* the last one may be short */
+    mq_list_push(S, l, mq_objv(mq_narrow(S, t, d, pos, len)));
+    pos += len;
+  }
+  RET(l);
+}
+
+static mq_value lib_split(mq_state *S, mq_value *args) {
+  mq_tensor *t = T(0, "x");
+  if (t->ndim == 0) mq_error(S, "split: cannot split a 0-d tensor");
+  int d = mq_norm_dim(S, mq_arg_int(S, args[2], "dim"), t->ndim);
+  int64_t size = t->shape[d];
+  mq_value s = args[1];
+  if (s.type == MQ_INT || (mq_is_tensor(s) && mq_as_tensor(s)->ndim == 0)) {
+    int64_t each = mq_arg_int(S, s, "size");
+    if (each <= 0) mq_error(S, "split: the size must be positive, got %lld", (long long)each);
+    int64_t n = size == 0 ? 1 : (size + each - 1) / each;
+    return pieces(S, t, d, n, NULL, each);
+  }
+  int n;
+  int64_t *sizes = int_list(S, s, &n, "sizes"), total = 0;
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] < 0) mq_error(S, "split: sizes must not be negative, got %lld", (long long)sizes[i]);
+    total += sizes[i];
+  }
+  if (total != size)
+    mq_error(S, "split: the sizes add up to %lld but dimension %d has size %lld", (long long)total,
+             d, (long long)size);
+  return pieces(S, t, d, n, sizes, 0);
+}
+
+static mq_value lib_chunk(mq_state *S, mq_value *args) {
+  mq_tensor *t = T(0, "x");
+  if (t->ndim == 0) mq_error(S, "chunk: cannot split a 0-d tensor");
+  int64_t chunks = mq_arg_int(S, args[1], "n");
+  if (chunks <= 0) mq_error(S, "chunk: n must be positive, got %lld", (long long)chunks);
+  int d = mq_norm_dim(S, mq_arg_int(S, args[2], "dim"), t->ndim);
+  int64_t size = t->shape[d];
+  /* torch's rule: pieces of ceil(size / n); fewer than n when they run out;
+   * an empty dim gives n empty pieces */
+  if (size == 0) return pieces(S, t, d, chunks, NULL, 0);
+  int64_t each = (size + chunks - 1) / chunks;
+  return pieces(S, t, d, (size + each - 1) / each, NULL, each);
+}
+
+/* --- products and masks ----------------------------------------------------------- */
+
+static mq_value lib_matmul(mq_state *S, mq_value *args) {
+  RET(mq_matmul(S, T(0, "a"), T(1, "b")));
+}
+
+static mq_value lib_length_mask(mq_state *S, mq_value *args) {
+  int64_t max_len = -1;
+  if (args[1].type != MQ_NONE) {
+    max_len = mq_arg_int(S, args[1], "max_len");
+    if (max_len < 0)
+      mq_error(S, "length_mask: max_len must not be negative, got %lld", (long long)max_len);
+  }
+  RET(mq_length_mask(S, T(0, "lengths"), max_len));
+}
+
+const mq_libfn mq_lib_shape[] = {
+    {"reshape(x, *shape)", lib_reshape,
+     "x with a new shape of the same size (one dim may be -1); the mask follows"},
+    {"view(x, *shape)", lib_reshape, "same as reshape (tensors are values: views are never written)"},
+    {"flatten(x, start_dim=0, end_dim=-1)", lib_flatten, "merge dims start_dim..end_dim into one"},
+    {"squeeze(x, dim=none)", lib_squeeze, "drop dims of size 1 (all, or those listed in dim)"},
+    {"unsqueeze(x, dim)", lib_unsqueeze, "insert a dim of size 1 at dim"},
+    {"transpose(x, dim0, dim1)", lib_transpose, "swap two dims"},
+    {"permute(x, *dims)", lib_permute, "reorder the dims: dim i of the result is dims[i] of x"},
+    {"t(x)", lib_t, "transpose of a tensor of at most 2 dims"},
+    {"expand(x, *shape)", lib_expand,
+     "broadcast x to shape without copying; -1 keeps a dim's size"},
+    {"broadcast_to(x, shape)", lib_expand, "broadcast x to shape without copying"},
+    {"narrow(x, dim, start, length)", lib_narrow, "length entries of dim from start"},
+    {"select(x, dim, index)", lib_select, "entry index of dim, which is removed"},
+    {"flip(x, *dims)", lib_flip, "reverse the order along dims"},
+    {"cat(tensors, dim=0)", lib_cat,
+     "join tensors along an existing dim; plain ones count as all valid next to masked ones"},
+    {"stack(tensors, dim=0)", lib_stack, "join same-shaped tensors along a new dim"},
+    {"split(x, size_or_sizes, dim=0)", lib_split,
+     "a list of pieces along dim: of one size (the last may be shorter) or of the listed sizes"},
+    {"chunk(x, n, dim=0)", lib_chunk, "a list of at most n nearly equal pieces along dim"},
+    {"matmul(a, b)", lib_matmul,
+     "matrix product (a @ b), batched; masked: sums the valid pairs, none valid is masked out"},
+    {"length_mask(lengths, max_len=none)", lib_length_mask,
+     "bool mask (..., max_len), true where position < length; max_len defaults to the longest"},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,526 @@
+/* test_gradcheck.c - every differentiable builtin against central finite
+ * differences, in float64, on random shapes (0-d, 1-d, 2-d, 3-d,
+ * broadcasting pairs) and random masks, fully masked slices included.
+ *
+ * For an op f with inputs x1..xn, the check uses the loss
+ *   L = sum(f(x1..xn) * w)        (w random, plain; a masked sum)
+ * and compares grad(L, xi) with (L(xi + h e_j) - L(xi - h e_j)) / 2h at
+ * every valid entry j. Masks are compared exactly against what the
+ * gradient's mask must be: entry j has a gradient iff it is valid and L
+ * depends on it, which is tested by setting x_j to NaN and seeing whether
+ * L becomes NaN (NaN propagates through every op below, and masked-out
+ * entries never reach L). And a gradient is masked exactly when f's result
+ * is. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../runtime/autograd.h"
+#include "../../runtime/shape.h"
+
+static mq_state *S;
+static int passed, failed, reported;
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+
+static double urand(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (double)(rng >> 11) * 0x1.0p-53;
+}
+static double nrand(void) {
+  double u = 1 - urand(), v = urand();
+  return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* --- op cases ------------------------------------------------------------- */
+
+typedef enum domain { ANY, POS, UNIT, GT1, PROB } domain;
+
+typedef enum shapes {
+  ONE,    /* one input: 0-d, 1-d, 2-d, 3-d */
+  ONE_ND, /* one input with at least one dim */
+  PAIR,   /* two inputs, broadcasting pairs */
+  SAME2,  /* two inputs of one shape */
+  MATS,   /* matmul pairs */
+  JOIN,   /* cat pairs */
+  WITH0D  /* one input and a plain 0-d one */
+} shapes;
+
+typedef struct gcase {
+  const char *name;
+  int nin;
+  domain dom[2];
+  shapes sh;
+  /* f(in, variant): the op; variant picks dims and the like */
+  mq_tensor *(*f)(mq_tensor **in, int variant);
+  bool nan_blind; /* NaN does not propagate (fmax): skip the mask check */
+  double h;       /* the step, relative to 1 + |x|; 0: 1e-6 */
+} gcase;
+
+static int dims_of(const mq_tensor *t, int variant, int *dims) {
+  if (t->ndim == 0 || variant % 3 == 0) return 0;
+  dims[0] = variant % t->ndim;
+  if (variant % 3 == 2 && t->ndim > 1) {
+    dims[1] = (dims[0] + 1) % t->ndim;
+    return 2;
+  }
+  return 1;
+}
+
+#define UN(NAME, OP)                                                           \
+  static mq_tensor *f_##NAME(mq_tensor **in, int v) {                          \
+    (void)v;                                                                   \
+    return mq_unary(S, OP, in[0]);                                             \
+  }
+UN(neg, MQ_UN_NEG) UN(exp, MQ_UN_EXP) UN(log, MQ_UN_LOG) UN(sqrt, MQ_UN_SQRT) UN(abs, MQ_UN_ABS)
+UN(pos, MQ_UN_POS) UN(square, MQ_UN_SQUARE) UN(relu, MQ_UN_RELU) UN(exp2, MQ_UN_EXP2)
+UN(expm1, MQ_UN_EXPM1) UN(log2, MQ_UN_LOG2) UN(log10, MQ_UN_LOG10) UN(log1p, MQ_UN_LOG1P)
+UN(rsqrt, MQ_UN_RSQRT) UN(reciprocal, MQ_UN_RECIPROCAL) UN(sin, MQ_UN_SIN) UN(cos, MQ_UN_COS)
+UN(tan, MQ_UN_TAN) UN(asin, MQ_UN_ASIN) UN(acos, MQ_UN_ACOS) UN(atan, MQ_UN_ATAN)
+UN(sinh, MQ_UN_SINH) UN(cosh, MQ_UN_COSH) UN(tanh, MQ_UN_TANH) UN(asinh, MQ_UN_ASINH)
+UN(acosh, MQ_UN_ACOSH) UN(atanh, MQ_UN_ATANH) UN(sigmoid, MQ_UN_SIGMOID) UN(logit, MQ_UN_LOGIT)
+UN(erf, MQ_UN_ERF) UN(erfc, MQ_UN_ERFC) UN(erfinv, MQ_UN_ERFINV) UN(lgamma, MQ_UN_LGAMMA)
+UN(digamma, MQ_UN_DIGAMMA) UN(i0, MQ_UN_I0) UN(sinc, MQ_UN_SINC) UN(deg2rad, MQ_UN_DEG2RAD)
+UN(rad2deg, MQ_UN_RAD2DEG) UN(frac, MQ_UN_FRAC) UN(floor, MQ_UN_FLOOR) UN(sign, MQ_UN_SIGN)
+UN(nan_to_num, MQ_UN_NAN_TO_NUM)
+
+static mq_tensor *f_clamp(mq_tensor **in, int v) {
+  mq_tensor *lo = mq_tensor_scalar(S, MQ_DT_F64, -0.5), *hi = mq_tensor_scalar(S, MQ_DT_F64, 0.7);
+  return mq_clamp(S, in[0], v % 2 ? lo : NULL, hi);
+}
+static mq_tensor *f_logit_eps(mq_tensor **in, int v) {
+  (void)v;
+  double prm[3] = {0.2, NAN, NAN};
+  return mq_unary_p(S, MQ_UN_LOGIT, in[0], prm);
+}
+
+#define BIN(NAME, OP)                                                          \
+  static mq_tensor *f_##NAME(mq_tensor **in, int v) {                          \
+    (void)v;                                                                   \
+    return mq_binary(S, OP, in[0], in[1]);                                     \
+  }
+BIN(add, MQ_BIN_ADD) BIN(sub, MQ_BIN_SUB) BIN(mul, MQ_BIN_MUL) BIN(div, MQ_BIN_DIV)
+BIN(pow, MQ_BIN_POW) BIN(atan2, MQ_BIN_ATAN2) BIN(logaddexp, MQ_BIN_LOGADDEXP)
+BIN(logaddexp2, MQ_BIN_LOGADDEXP2) BIN(maximum, MQ_BIN_MAXIMUM) BIN(minimum, MQ_BIN_MINIMUM)
+BIN(fmax, MQ_BIN_FMAX) BIN(fmin, MQ_BIN_FMIN) BIN(hypot, MQ_BIN_HYPOT)
+BIN(copysign, MQ_BIN_COPYSIGN) BIN(xlogy, MQ_BIN_XLOGY) BIN(float_power, MQ_BIN_FLOAT_POWER)
+BIN(rem, MQ_BIN_REM) BIN(fmod, MQ_BIN_FMOD)
+
+static mq_tensor *f_pow2(mq_tensor **in, int v) { /* runs as x * x */
+  (void)v;
+  mq_tensor *two = mq_tensor_scalar(S, MQ_DT_F64, 2);
+  two->weak = true;
+  return mq_binary(S, MQ_BIN_POW, in[0], two);
+}
+
+/* a condition drawn once per shape, so that every evaluation sees it */
+static mq_tensor *fixed_bool(int nd, const int64_t *shape, int variant) {
+  mq_tensor *c = mq_tensor_new(S, MQ_DT_BOOL, nd, shape);
+  uint8_t *p = mq_tensor_data(c);
+  uint64_t x = 0x2545f4914f6cdd1du * (uint64_t)(variant + 1);
+  for (int64_t i = 0; i < c->numel; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    p[i] = (x >> 20) & 1;
+  }
+  return c;
+}
+
+static mq_tensor *f_where(mq_tensor **in, int v) {
+  int64_t shape[MQ_MAX_DIMS];
+  int nd = mq_broadcast_shapes(S, in[0]->ndim, in[0]->shape, in[1]->ndim, in[1]->shape, shape);
+  return mq_where(S, fixed_bool(nd, shape, v), in[0], in[1]);
+}
+static mq_tensor *f_masked_fill(mq_tensor **in, int v) {
+  return mq_masked_fill(S, in[0], fixed_bool(in[0]->ndim, in[0]->shape, v), in[1]);
+}
+
+#define RED(NAME, OP)                                                          \
+  static mq_tensor *f_##NAME(mq_tensor **in, int v) {                          \
+    int dims[2];                                                               \
+    int n = dims_of(in[0], v, dims);                                           \
+    return mq_reduce(S, OP, in[0], n, dims, v % 2 == 1);                       \
+  }
+RED(sum, MQ_RED_SUM) RED(mean, MQ_RED_MEAN) RED(amax, MQ_RED_AMAX) RED(amin, MQ_RED_AMIN)
+RED(prod, MQ_RED_PROD) RED(logsumexp, MQ_RED_LOGSUMEXP)
+
+static mq_tensor *f_var(mq_tensor **in, int v) {
+  int dims[2];
+  int n = dims_of(in[0], v, dims);
+  return mq_var(S, in[0], n, dims, v % 2, v % 4 == 1, false);
+}
+static mq_tensor *f_std(mq_tensor **in, int v) {
+  int dims[2];
+  int n = dims_of(in[0], v, dims);
+  return mq_var(S, in[0], n, dims, v % 2, v % 4 == 1, true);
+}
+static mq_tensor *f_norm(mq_tensor **in, int v) {
+  static const double ps[] = {2, 1, 3, INFINITY, -INFINITY, 1.5};
+  int dims[2];
+  int n = dims_of(in[0], v, dims);
+  return mq_norm(S, in[0], ps[v % 6], n, dims, v % 2 == 0);
+}
+static mq_tensor *f_median(mq_tensor **in, int v) {
+  return mq_median(S, in[0], in[0]->ndim && v % 2 ? v % in[0]->ndim : -1, v % 4 == 1);
+}
+static mq_tensor *f_softmax(mq_tensor **in, int v) {
+  return mq_softmax(S, in[0], in[0]->ndim ? v % in[0]->ndim : 0);
+}
+static mq_tensor *f_log_softmax(mq_tensor **in, int v) {
+  return mq_log_softmax(S, in[0], in[0]->ndim ? v % in[0]->ndim : 0);
+}
+static mq_tensor *f_normalize(mq_tensor **in, int v) {
+  return mq_normalize(S, in[0], v % 2 ? 1 : 2, in[0]->ndim ? v % in[0]->ndim : 0, 1e-12);
+}
+static mq_tensor *f_cumsum(mq_tensor **in, int v) {
+  return mq_cumulative(S, in[0], in[0]->ndim ? v % in[0]->ndim : 0, false);
+}
+static mq_tensor *f_cumprod(mq_tensor **in, int v) {
+  return mq_cumulative(S, in[0], in[0]->ndim ? v % in[0]->ndim : 0, true);
+}
+
+/* data movement */
+static mq_tensor *f_index(mq_tensor **in, int v) {
+  mq_tensor *t = in[0];
+  mq_index_item it[3];
+  memset(it, 0, sizeof it);
+  if (v % 3 == 0) { /* x[-1, ::2] or x[::2] */
+    int k = 0;
+    if (t->ndim > 1) it[k].kind = MQ_IX_INT, it[k++].start = -1;
+    it[k].kind = MQ_IX_SLICE, it[k].has_step = true, it[k++].step = 2;
+    return mq_index(S, t, it, k);
+  }
+  if (v % 3 == 1) { /* x[none, 1:] */
+    it[0].kind = MQ_IX_NEWAXIS;
+    it[1].kind = MQ_IX_SLICE, it[1].has_start = true, it[1].start = 1;
+    return mq_index(S, t, it, 2);
+  }
+  /* x[[0, 0, last]]: a repeated row collects twice */
+  mq_tensor *ix = mq_tensor_new(S, MQ_DT_I64, 1, (int64_t[]){3});
+  int64_t *p = mq_tensor_data(ix);
+  p[0] = p[1] = 0, p[2] = t->shape[0] - 1;
+  it[0].kind = MQ_IX_TENSOR, it[0].tensor = ix;
+  return mq_index(S, t, it, 1);
+}
+static mq_tensor *f_bool_index(mq_tensor **in, int v) {
+  mq_index_item it;
+  memset(&it, 0, sizeof it);
+  it.kind = MQ_IX_TENSOR;
+  it.tensor = fixed_bool(in[0]->ndim, in[0]->shape, v);
+  return mq_index(S, in[0], &it, 1);
+}
+static mq_tensor *f_expand(mq_tensor **in, int v) {
+  (void)v;
+  int64_t shape[MQ_MAX_DIMS];
+  shape[0] = 2;
+  for (int d = 0; d < in[0]->ndim; d++) shape[d + 1] = in[0]->shape[d];
+  return mq_expand(S, in[0], in[0]->ndim + 1, shape);
+}
+static mq_tensor *f_reshape(mq_tensor **in, int v) {
+  (void)v;
+  return mq_reshape(S, in[0], 2, (int64_t[]){-1, 1});
+}
+static mq_tensor *f_transpose_reshape(mq_tensor **in, int v) {
+  (void)v;
+  mq_tensor *t = mq_transpose(S, in[0], 0, -1); /* non-contiguous: reshape copies */
+  return mq_reshape(S, t, 1, (int64_t[]){-1});
+}
+static mq_tensor *f_permute(mq_tensor **in, int v) {
+  int64_t perm[MQ_MAX_DIMS];
+  for (int d = 0; d < in[0]->ndim; d++) perm[d] = (d + 1 + v) % in[0]->ndim;
+  return mq_permute(S, in[0], in[0]->ndim, perm);
+}
+static mq_tensor *f_flip(mq_tensor **in, int v) {
+  int64_t d = v % in[0]->ndim;
+  return mq_flip(S, in[0], 1, &d);
+}
+static mq_tensor *f_squeeze(mq_tensor **in, int v) {
+  (void)v;
+  return mq_squeeze(S, mq_unsqueeze(S, in[0], -1), 0, NULL);
+}
+static mq_tensor *f_narrow(mq_tensor **in, int v) {
+  int64_t d = v % in[0]->ndim, len = in[0]->shape[d];
+  return mq_narrow(S, in[0], d, len > 1 ? 1 : 0, len > 1 ? len - 1 : len);
+}
+static mq_tensor *f_select(mq_tensor **in, int v) {
+  int64_t d = v % in[0]->ndim;
+  return mq_select(S, in[0], d, -1);
+}
+static mq_tensor *f_cat(mq_tensor **in, int v) {
+  (void)v;
+  return mq_cat(S, 2, in, 0);
+}
+static mq_tensor *f_stack(mq_tensor **in, int v) {
+  mq_tensor *two[2] = {in[0], mq_unary(S, MQ_UN_EXP, in[0])};
+  return mq_stack(S, 2, two, v % (in[0]->ndim + 1));
+}
+static mq_tensor *f_matmul(mq_tensor **in, int v) {
+  (void)v;
+  return mq_matmul(S, in[0], in[1]);
+}
+static mq_tensor *f_get_data(mq_tensor **in, int v) {
+  (void)v;
+  return mq_unary(S, MQ_UN_SQUARE, mq_get_data(S, in[0]));
+}
+static mq_tensor *f_to_tensor(mq_tensor **in, int v) {
+  (void)v;
+  return mq_to_tensor(S, in[0], 0.5);
+}
+static mq_tensor *f_as_masked(mq_tensor **in, int v) {
+  mq_tensor *x = mq_get_data(S, in[0]);
+  return mq_as_masked(S, x, fixed_bool(x->ndim, x->shape, v));
+}
+static mq_tensor *f_astype(mq_tensor **in, int v) {
+  (void)v; /* float64 -> float32 -> float64, then a view made contiguous */
+  mq_tensor *t = mq_astype(S, mq_astype(S, in[0], MQ_DT_F32), MQ_DT_F64);
+  return t->ndim > 1 ? mq_contiguous(S, mq_transpose(S, t, 0, 1)) : t;
+}
+
+#define C1(NAME, DOM) {#NAME, 1, {DOM, ANY}, ONE, f_##NAME, false, 0}
+#define C1ND(NAME, DOM) {#NAME, 1, {DOM, ANY}, ONE_ND, f_##NAME, false, 0}
+#define C2(NAME, DA, DB) {#NAME, 2, {DA, DB}, PAIR, f_##NAME, false, 0}
+static const gcase cases[] = {
+    C1(neg, ANY), C1(exp, ANY), C1(log, POS), C1(sqrt, POS), C1(abs, ANY), C1(pos, ANY),
+    C1(square, ANY), C1(relu, ANY), C1(exp2, ANY), C1(expm1, ANY), C1(log2, POS),
+    C1(log10, POS), C1(log1p, POS), C1(rsqrt, POS), C1(reciprocal, POS), C1(sin, ANY),
+    C1(cos, ANY), C1(tan, UNIT), C1(asin, UNIT), C1(acos, UNIT), C1(atan, ANY), C1(sinh, ANY),
+    C1(cosh, ANY), C1(tanh, ANY), C1(asinh, ANY), C1(acosh, GT1), C1(atanh, UNIT),
+    C1(sigmoid, ANY), C1(logit, PROB), C1(logit_eps, PROB), C1(erf, ANY), C1(erfc, ANY),
+    C1(erfinv, UNIT), C1(lgamma, POS), C1(digamma, POS), C1(i0, ANY), C1(sinc, ANY),
+    C1(deg2rad, ANY), C1(rad2deg, ANY), C1(frac, ANY), C1(floor, ANY),
+    {"sign", 1, {ANY, ANY}, ONE, f_sign, true, 0}, /* sign(NaN) is 0 */
+    {"nan_to_num", 1, {ANY, ANY}, ONE, f_nan_to_num, true, 0}, C1(clamp, ANY), C1(pow2, ANY),
+    C2(add, ANY, ANY), C2(sub, ANY, ANY), C2(mul, ANY, ANY), C2(div, ANY, POS),
+    C2(pow, POS, ANY), C2(atan2, ANY, ANY), C2(logaddexp, ANY, ANY), C2(logaddexp2, ANY, ANY),
+    C2(maximum, ANY, ANY), C2(minimum, ANY, ANY), C2(hypot, ANY, ANY),
+    {"copysign", 2, {ANY, ANY}, PAIR, f_copysign, true, 0},
+    C2(xlogy, ANY, POS), C2(float_power, POS, ANY), C2(rem, ANY, POS), C2(fmod, ANY, POS),
+    C2(where, ANY, ANY), {"fmax", 2, {ANY, ANY}, PAIR, f_fmax, true, 0},
+    {"fmin", 2, {ANY, ANY}, PAIR, f_fmin, true, 0},
+    {"masked_fill", 2, {ANY, ANY}, WITH0D, f_masked_fill, false, 0},
+    C1(sum, ANY), C1(mean, ANY), C1(amax, ANY), C1(amin, ANY), C1(prod, ANY),
+    C1(logsumexp, ANY), C1(var, ANY), C1(std, ANY), C1(norm, ANY), C1(median, ANY), C1(softmax, ANY),
+    C1(log_softmax, ANY), C1(normalize, ANY), C1(cumsum, ANY), C1(cumprod, ANY),
+    C1ND(index, ANY), C1ND(bool_index, ANY), C1(expand, ANY), C1(reshape, ANY),
+    C1ND(transpose_reshape, ANY), C1ND(permute, ANY), C1ND(flip, ANY), C1(squeeze, ANY),
+    C1ND(narrow, ANY), C1ND(select, ANY), C1ND(stack, ANY), C1(get_data, ANY),
+    C1(to_tensor, ANY), C1(as_masked, ANY),
+    {"astype", 1, {ANY, ANY}, ONE, f_astype, false, 1e-2}, /* linear, through float32 */
+    {"cat", 2, {ANY, ANY}, JOIN, f_cat, false, 0},
+    {"matmul", 2, {ANY, ANY}, MATS, f_matmul, false, 0},
+};
+
+/* --- shapes and inputs ------------------------------------------------------- */
+
+typedef struct shp {
+  int nd;
+  int64_t s[4];
+} shp;
+
+static const shp one_shapes[] = {{0, {0}}, {1, {5}}, {2, {3, 4}}, {3, {2, 3, 2}}};
+static const shp pair_shapes[][2] = {
+    {{2, {3, 4}}, {2, {3, 4}}}, {{2, {3, 4}}, {1, {4}}},     {{2, {3, 1}}, {2, {1, 4}}},
+    {{0, {0}}, {1, {3}}},       {{2, {2, 3}}, {0, {0}}},     {{1, {5}}, {1, {5}}},
+};
+static const shp mat_shapes[][2] = {
+    {{2, {3, 4}}, {2, {4, 2}}}, {{1, {4}}, {2, {4, 3}}},       {{2, {3, 4}}, {1, {4}}},
+    {{1, {4}}, {1, {4}}},       {{3, {2, 3, 4}}, {2, {4, 2}}}, {{4, {2, 1, 3, 4}}, {3, {3, 4, 2}}},
+};
+static const shp join_shapes[][2] = {
+    {{2, {2, 3}}, {2, {1, 3}}}, {{1, {3}}, {1, {2}}}, {{3, {1, 2, 2}}, {3, {2, 2, 2}}},
+};
+
+static double draw(domain d) {
+  switch (d) {
+  case POS: return 0.5 + 1.5 * urand();
+  case UNIT: return -0.9 + 1.8 * urand();
+  case GT1: return 1.2 + 2 * urand();
+  case PROB: return 0.1 + 0.8 * urand();
+  default: return nrand();
+  }
+}
+
+/* A float64 leaf; [mask_kind] 0: plain, 1: random mask, 2: random with the
+ * first slice along dim 0 fully masked out; [like] (not NULL): its mask. */
+static mq_tensor *make_input(const shp *sh, domain d, int mask_kind, const mq_tensor *like) {
+  mq_tensor *t = mq_tensor_new(S, MQ_DT_F64, sh->nd, sh->s);
+  double *p = mq_tensor_data(t);
+  for (int64_t i = 0; i < t->numel; i++) p[i] = draw(d);
+  if (like && like->mask) {
+    mq_tensor_set_mask(S, t, like->mask);
+  } else if (mask_kind) {
+    mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, sh->nd, sh->s);
+    uint8_t *mv = mq_tensor_data(m);
+    int64_t slice = sh->nd ? t->numel / sh->s[0] : 0;
+    for (int64_t i = 0; i < t->numel; i++) mv[i] = urand() < 0.7 && !(mask_kind == 2 && i < slice);
+    mq_tensor_set_mask(S, t, m);
+  }
+  t->requires_grad = true;
+  return t;
+}
+
+/* [t] with element [j] of its data set to [v] (same mask). */
+static mq_tensor *with_value(mq_tensor *t, int64_t j, double v) {
+  mq_tensor *c = mq_tensor_new(S, MQ_DT_F64, t->ndim, t->shape);
+  memcpy(mq_tensor_data(c), mq_tensor_data(t), (size_t)t->numel * sizeof(double));
+  ((double *)mq_tensor_data(c))[j] = v;
+  if (t->mask) mq_tensor_set_mask(S, c, t->mask);
+  return c;
+}
+
+static mq_tensor *loss_of(mq_tensor *out, mq_tensor *w) {
+  return mq_reduce(S, MQ_RED_SUM, mq_binary(S, MQ_BIN_MUL, out, w), 0, NULL, false);
+}
+static double value_of(mq_tensor *L) {
+  if (L->mask && !*(const uint8_t *)mq_tensor_data(L->mask)) return NAN;
+  return mq_tensor_item(S, L);
+}
+
+/* L with input [i] replaced by [x], recording off. */
+static double loss_with(const gcase *c, mq_tensor **in, int i, mq_tensor *x, int variant,
+                        mq_tensor *w) {
+  mq_tensor *args[2] = {in[0], c->nin > 1 ? in[1] : NULL};
+  args[i] = x;
+  S->no_grad = true;
+  double v = value_of(loss_of(c->f(args, variant), w));
+  S->no_grad = false;
+  return v;
+}
+
+static void fail(const gcase *c, mq_tensor *const *in, int i, const char *what) {
+  failed++;
+  if (reported++ > 40) return;
+  printf("FAIL gradcheck %s, input %d of shapes", c->name, i + 1);
+  for (int k = 0; k < c->nin; k++)
+    printf(" %s%s", mq_shape_str(S, in[k]->ndim, in[k]->shape), in[k]->mask ? "(masked)" : "");
+  printf(": %s\n", what);
+}
+
+static void check_case(const gcase *c, mq_tensor **in, int variant) {
+  mq_tensor *out = c->f(in, variant);
+  if (!out->requires_grad) {
+    fail(c, in, 0, "the result does not require grad");
+    return;
+  }
+  mq_tensor *w = mq_tensor_new(S, MQ_DT_F64, out->ndim, out->shape);
+  for (int64_t i = 0; i < w->numel; i++) ((double *)mq_tensor_data(w))[i] = nrand();
+  mq_tensor *L = loss_of(out, w), *g[2];
+  bool L_masked = L->mask && !*(const uint8_t *)mq_tensor_data(L->mask);
+  if (!L_masked && isnan(value_of(L))) return; /* a degenerate draw (var of one entry) */
+  mq_grad(S, L, in, c->nin, false, g);
+  char msg[256];
+  for (int i = 0; i < c->nin; i++) {
+    mq_tensor *x = in[i], *gi = g[i];
+    /* masked exactly when the input or the result is */
+    if ((gi->mask != NULL) != (out->mask != NULL || x->mask != NULL)) {
+      fail(c, in, i, gi->mask ? "a masked gradient in a plain computation" : "a plain gradient in a masked one");
+      continue;
+    }
+    const double *xv = mq_tensor_data(x), *gv = mq_tensor_data(mq_contiguous(S, gi));
+    const uint8_t *xm = x->mask ? mq_tensor_data(mq_contiguous(S, x->mask)) : NULL;
+    const uint8_t *gm = gi->mask ? mq_tensor_data(mq_contiguous(S, gi->mask)) : NULL;
+    bool ok = true;
+    for (int64_t j = 0; j < x->numel && ok; j++) {
+      bool xvalid = !xm || xm[j];
+      if (gm) { /* the mask: valid iff x_j is and L depends on it */
+        bool dep = !L_masked && xvalid &&
+                   isnan(loss_with(c, in, i, with_value(x, j, NAN), variant, w));
+        if (!c->nan_blind && (gm[j] != 0) != dep) {
+          snprintf(msg, sizeof msg, "entry %lld: gradient %s, expected %s", (long long)j,
+                   gm[j] ? "valid" : "masked out", dep ? "valid" : "masked out");
+          fail(c, in, i, msg);
+          ok = false;
+        }
+        if (!gm[j]) continue;
+      }
+      if (!xvalid) continue;
+      double h = (c->h ? c->h : 1e-6) * (1 + fabs(xv[j]));
+      double lp = loss_with(c, in, i, with_value(x, j, xv[j] + h), variant, w);
+      double lm = loss_with(c, in, i, with_value(x, j, xv[j] - h), variant, w);
+      double fd = (lp - lm) / (2 * h), an = gv[j];
+      if (!isfinite(fd)) continue; /* a singular point: nothing to compare */
+      if (fabs(an - fd) > 2e-5 + 2e-4 * fmax(fabs(an), fabs(fd))) {
+        snprintf(msg, sizeof msg, "entry %lld (x = %g, variant %d): analytic %.9g, numeric %.9g",
+                 (long long)j, xv[j], variant, an, fd);
+        fail(c, in, i, msg);
+        ok = false;
+      }
+    }
+    if (ok) passed++;
+  }
+}
+
+/* --- driving ------------------------------------------------------------------ */
+
+static void run_case(const gcase *c) {
+  for (int trial = 0; trial < 12; trial++) {
+    size_t mark = mq_pool_mark(S);
+    mq_tensor *in[2] = {NULL, NULL};
+    int mk = trial % 3; /* plain, masked, masked with a fully masked slice */
+    switch (c->sh) {
+    case ONE: case ONE_ND: case WITH0D: {
+      int k = trial % 4;
+      if (c->sh == ONE_ND && k == 0) k = 2;
+      in[0] = make_input(&one_shapes[k], c->dom[0], mk, NULL);
+      if (c->sh == WITH0D) in[1] = make_input(&one_shapes[0], c->dom[1], 0, NULL);
+      break;
+    }
+    case PAIR: case SAME2: case MATS: case JOIN: {
+      const shp (*set)[2] = c->sh == MATS ? mat_shapes : c->sh == JOIN ? join_shapes : pair_shapes;
+      int nset = c->sh == MATS ? 6 : c->sh == JOIN ? 3 : 6;
+      const shp *p = set[trial % nset];
+      /* masked operands: a only, b only, or both (one mask, same shapes) */
+      int who = (trial / 2) % 4;
+      bool same = p[0].nd == p[1].nd && memcmp(p[0].s, p[1].s, sizeof p[0].s) == 0;
+      bool joint = c->sh != MATS && c->sh != JOIN;
+      bool ma = who == 1 || who == 3, mb = who == 2 || (who == 3 && (!joint || same));
+      in[0] = make_input(&p[0], c->dom[0], ma ? 1 + (mk == 2) : 0, NULL);
+      in[1] = make_input(&p[1], c->dom[1], mb, who == 3 && same && joint ? in[0] : NULL);
+      break;
+    }
+    }
+    check_case(c, in, trial);
+    mq_pool_drain(S, mark);
+  }
+}
+
+/* The check itself must be able to fail: a wrong derivative is caught.
+ * This is sin(x) whose recorded history says its derivative is 0. */
+static mq_tensor *f_wrong(mq_tensor **in, int v) {
+  (void)v;
+  mq_tensor *y = mq_unary(S, MQ_UN_COS, in[0]);
+  S->no_grad = true;
+  mq_tensor *r = mq_unary(S, MQ_UN_SIN, in[0]);
+  S->no_grad = false;
+  return mq_binary(S, MQ_BIN_ADD, r, mq_binary(S, MQ_BIN_MUL, mq_binary(S, MQ_BIN_SUB, y, y), y));
+}
+
+static void all(mq_state *S_, void *ud) {
+  (void)S_, (void)ud;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+  /* self-test: a result whose recorded history misses a term must fail */
+  int p0 = passed, f0 = failed, r0 = reported;
+  reported = 1000; /* quiet */
+  gcase wrong = {"wrong", 1, {ANY, ANY}, ONE, f_wrong, false, 0};
+  run_case(&wrong);
+  bool caught = failed > f0;
+  passed = p0, failed = f0, reported = r0;
+  if (caught) passed++;
+  else {
+    failed++;
+    printf("FAIL gradcheck: a wrong derivative went unnoticed\n");
+  }
+}
+
+int main(void) {
+  S = masq_open(NULL);
+  if (!S) {
+    printf("test_gradcheck: cannot open a state\n");
+    return 1;
+  }
+  if (mq_protect(S, all, NULL) != MASQ_OK) {
+    failed++;
+    printf("FAIL gradcheck: unexpected error: %s\n", S->err_message.data ? S->err_message.data : "?");
+  }
+  masq_close(S);
+  printf("test_gradcheck: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

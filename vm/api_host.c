@@ -1,0 +1,427 @@
+/* api_host.c - the host and scripts talking (include/masq.h): globals by
+ * name, calling masq functions from C, and C functions callable from
+ * scripts (host functions). Tensor handles themselves are in api_tensor.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../runtime/tensor.h"
+#include "../stdlib/stdlib.h"
+#include "api_int.h"
+#include "globals.h"
+#include "vm.h"
+
+/* --- values as the host sees them --------------------------------------------------- */
+
+typedef struct list_job {
+  mq_value v;
+  mq_tensor *t;
+} list_job;
+
+static void list_to_tensor(mq_state *S, void *ud) {
+  list_job *job = ud;
+  job->t = mq_tensor_from_value(S, job->v, "list");
+}
+
+/* [v] as a tensor for the host, NULL for none. A number becomes a weak 0-d
+ * tensor that keeps its full value (float64, where a script's literal would
+ * be float32) and still promotes like the number it was. Anything that is
+ * not a tensor raises [st] with a message naming [what]. */
+static mq_tensor *host_tensor(mq_state *S, mq_value v, const char *what, masq_status st) {
+  mq_tensor *t;
+  switch ((mq_vtype)v.type) {
+  case MQ_NONE: return NULL;
+  case MQ_BOOL: t = mq_tensor_scalar(S, MQ_DT_BOOL, v.as.b); break;
+  case MQ_INT: t = mq_tensor_scalar_i64(S, v.as.i); break;
+  case MQ_FLOAT: t = mq_tensor_scalar(S, MQ_DT_F64, v.as.f); break;
+  case MQ_OBJ:
+    if (mq_is_tensor(v)) return mq_as_tensor(v);
+    if (mq_is_obj(v, MQ_O_LIST)) {
+      list_job job = {v, NULL};
+      if (mq_protect(S, list_to_tensor, &job) != MASQ_OK)
+        mq_throw(S, st, "%s is a list that does not make a tensor: %s", what,
+                 S->err_message.data);
+      return job.t;
+    }
+    /* fall through */
+  default: mq_throw(S, st, "%s is a %s, not a tensor or a number", what, mq_type_name(v));
+  }
+  t->weak = true;
+  return t;
+}
+
+static bool is_identifier(const char *s, size_t n) {
+  static const char *const keywords[] = {"true",  "false", "none",     "fn",     "return", "if",
+                                         "elif",  "else",  "while",    "for",    "in",     "break",
+                                         "continue", "import", "and", "or",    "not"};
+  if (n == 0 || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+          (s[i] >= '0' && s[i] <= '9')))
+      return false;
+  for (size_t k = 0; k < sizeof keywords / sizeof *keywords; k++)
+    if (strlen(keywords[k]) == n && memcmp(keywords[k], s, n) == 0) return false;
+  return true;
+}
+
+static void check_name(mq_state *S, const char *fn, const char *name) {
+  mq_api_need(S, name, fn, "name");
+  if (!is_identifier(name, strlen(name)))
+    mq_throw(S, MASQ_ERR_USAGE,
+             "%s: \"%s\" is not a name a script can use (letters, digits and _, not starting "
+             "with a digit, not a keyword)",
+             fn, name);
+}
+
+/* --- globals ---------------------------------------------------------------------------- */
+
+typedef struct global_job {
+  const char *fn, *name;
+  mq_value value;    /* set: numbers */
+  masq_tensor *t;    /* set: a tensor (NULL: none) */
+  masq_tensor **out; /* get */
+  double *number;    /* get_number */
+} global_job;
+
+static void set_protected(mq_state *S, void *ud) {
+  global_job *job = ud;
+  check_name(S, job->fn, job->name);
+  mq_value v = job->value;
+  if (job->t) {
+    mq_handle_check(S, job->t, job->fn, "t");
+    v = mq_objv(job->t);
+  }
+  int slot = mq_global_slot(S, job->name);
+  mq_global_set(S, slot, v);
+  S->globals[slot].builtin = false; /* it is the host's value now (listed by :vars) */
+}
+
+/* The value of the global the job names; raises if there is none. */
+static mq_value global_value(mq_state *S, const global_job *job) {
+  check_name(S, job->fn, job->name);
+  int slot = mq_global_find(S, job->name);
+  if (slot < 0 || !S->globals[slot].defined)
+    mq_throw(S, MASQ_ERR_USAGE, "%s: there is no global named '%s'", job->fn, job->name);
+  return S->globals[slot].value;
+}
+
+static void get_protected(mq_state *S, void *ud) {
+  global_job *job = ud;
+  mq_api_need(S, job->out, job->fn, "out");
+  char what[160];
+  snprintf(what, sizeof what, "%s: global '%.64s'", job->fn, job->name ? job->name : "");
+  mq_value v = global_value(S, job);
+  mq_handle_give(S, job->out, host_tensor(S, v, what, MASQ_ERR_USAGE));
+}
+
+static void get_number_protected(mq_state *S, void *ud) {
+  global_job *job = ud;
+  mq_api_need(S, job->number, job->fn, "out");
+  mq_value v = global_value(S, job);
+  switch ((mq_vtype)v.type) {
+  case MQ_BOOL: *job->number = v.as.b; return;
+  case MQ_INT: *job->number = (double)v.as.i; return;
+  case MQ_FLOAT: *job->number = v.as.f; return;
+  default: break;
+  }
+  if (!mq_is_tensor(v))
+    mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not a number", job->fn, job->name,
+             mq_type_name(v));
+  *job->number = mq_tensor_item(S, mq_as_tensor(v));
+}
+
+masq_status masq_set_global(masq_state *M, const char *name, masq_tensor *t) {
+  global_job job = {.fn = "masq_set_global", .name = name, .value = mq_none(), .t = t};
+  return mq_api_entry(M, set_protected, &job, NULL);
+}
+
+masq_status masq_set_number(masq_state *M, const char *name, double value) {
+  global_job job = {.fn = "masq_set_number", .name = name, .value = mq_float(value)};
+  return mq_api_entry(M, set_protected, &job, NULL);
+}
+
+masq_status masq_set_int(masq_state *M, const char *name, int64_t value) {
+  global_job job = {.fn = "masq_set_int", .name = name, .value = mq_int(value)};
+  return mq_api_entry(M, set_protected, &job, NULL);
+}
+
+masq_status masq_get_global(masq_state *M, const char *name, masq_tensor **out) {
+  global_job job = {.fn = "masq_get_global", .name = name, .out = out};
+  return mq_api_entry(M, get_protected, &job, out);
+}
+
+masq_status masq_get_number(masq_state *M, const char *name, double *out) {
+  global_job job = {.fn = "masq_get_number", .name = name, .number = out};
+  return mq_api_entry(M, get_number_protected, &job, NULL);
+}
+
+/* --- calling masq from C ------------------------------------------------------------------ */
+
+typedef struct call_job {
+  const char *name;
+  int argc;
+  masq_tensor *const *argv;
+  masq_tensor **result;
+  mq_function *fn; /* the call's code; our own reference */
+} call_job;
+
+static void emit(mq_state *S, mq_function *f, int op, int operand, int nbytes) {
+  const mq_span nowhere = {0, 0, 0}; /* errors here are the host's: no source line */
+  mq_chunk_emit(S, f, (uint8_t)op, nowhere);
+  for (int i = 0; i < nbytes; i++) mq_chunk_emit(S, f, (uint8_t)(operand >> (8 * i)), nowhere);
+}
+
+/* Runs `name(argv...)` as a tiny compiled function, the arguments as its
+ * constants: the VM's own CALL then checks arity and keywords, enforces the
+ * call depth, polls interrupts and builds the traceback, for script
+ * functions, builtins and host functions alike. */
+static void call_protected(mq_state *S, void *ud) {
+  call_job *job = ud;
+  mq_api_need(S, job->name, "masq_call", "fname");
+  if (job->argc < 0 || job->argc > 255)
+    mq_throw(S, MASQ_ERR_USAGE, "masq_call: argc is %d; 0 to 255 arguments are possible",
+             job->argc);
+  if (job->argc > 0) mq_api_need(S, job->argv, "masq_call", "argv");
+  for (int i = 0; i < job->argc; i++) {
+    char what[32];
+    snprintf(what, sizeof what, "argv[%d]", i);
+    mq_handle_check(S, job->argv[i], "masq_call", what);
+  }
+  int slot = mq_global_find(S, job->name);
+  if (slot < 0 || !S->globals[slot].defined)
+    mq_throw(S, MASQ_ERR_USAGE, "masq_call: there is no function named '%s'", job->name);
+  mq_value callee = S->globals[slot].value;
+  if (!mq_is_obj(callee, MQ_O_CLOSURE) && !mq_is_obj(callee, MQ_O_BUILTIN))
+    mq_throw(S, MASQ_ERR_USAGE, "masq_call: '%s' is a %s, not a function", job->name,
+             mq_type_name(callee));
+
+  mq_function *f = mq_function_new(S, "<masq_call>", NULL);
+  /* Our own reference, as eval's: an error drains the pool, and the code
+   * must outlive that while the error is located. */
+  f->hdr.rc++;
+  job->fn = f;
+  emit(S, f, MQ_OP_GET_GLOBAL, slot, 2);
+  for (int i = 0; i < job->argc; i++)
+    emit(S, f, MQ_OP_CONST, mq_chunk_const(S, f, mq_objv(job->argv[i])), 2);
+  emit(S, f, MQ_OP_CALL, job->argc, 1);
+  emit(S, f, MQ_OP_RETURN, 0, 0);
+  f->nslots = job->argc + 2;
+
+  mq_value r = mq_vm_run(S, f, false);
+  if (r.type == MQ_OBJ) mq_pool_own(S, r.as.o); /* the pool takes the returned reference */
+  if (job->result) {
+    char what[160];
+    snprintf(what, sizeof what, "masq_call: the result of %.64s()", job->name);
+    mq_handle_give(S, job->result, host_tensor(S, r, what, MASQ_ERR_USAGE));
+  }
+}
+
+masq_status masq_call(masq_state *M, const char *fname, int argc, masq_tensor *const *argv,
+                      masq_tensor **result) {
+  if (result) *result = NULL;
+  if (!M) return MASQ_ERR_USAGE;
+  mq_api_clear_error(M);
+  mq_api_reset_interrupt(M);
+  call_job job = {fname, argc, argv, result, NULL};
+  size_t mark = mq_pool_mark(M);
+  int stack_len = M->stack_len, nframes = M->nframes;
+  masq_status st = mq_protect(M, call_protected, &job);
+  if (st != MASQ_OK) mq_api_fail_run(M, st, NULL, stack_len, nframes, mark);
+  mq_pool_drain(M, mark);
+  if (job.fn) mq_obj_release(M, &job.fn->hdr);
+  return st;
+}
+
+/* --- host functions ----------------------------------------------------------------------- */
+
+struct mq_hostfn {
+  masq_cfunction fn;
+  void *ud;
+  char *sig; /* "name(params)" as bound: a bare name gets "(*args)" */
+  char *doc;
+  mq_libfn def; /* points at sig and doc; the builtin entry points here */
+};
+
+void mq_hostfn_free(mq_state *S, struct mq_hostfn *h) {
+  mq_strfree(S, h->sig);
+  mq_strfree(S, h->doc);
+  mq_free(S, h, sizeof *h);
+}
+
+/* A default the binder understands: none, true, false or a decimal number
+ * (stdlib.c's parse_default reads it with strtoll or strtod, so no hex, inf
+ * or nan). */
+static bool valid_default(const char *s, size_t n) {
+  if ((n == 4 && !memcmp(s, "none", 4)) || (n == 4 && !memcmp(s, "true", 4)) ||
+      (n == 5 && !memcmp(s, "false", 5)))
+    return true;
+  char tmp[32], *end;
+  if (n == 0 || n >= sizeof tmp || strspn(s, "0123456789+-.eE") < n) return false;
+  memcpy(tmp, s, n);
+  tmp[n] = '\0';
+  strtod(tmp, &end);
+  return *end == '\0';
+}
+
+/* Checks a host signature against the notation the binder assumes (it
+ * trusts the library's own tables): "name" or "name(a, b=1, *rest)", spaces
+ * allowed around the punctuation only, "()" for no parameters. Returns true
+ * for a bare name. */
+static bool check_signature(mq_state *S, const char *sig) {
+  const char *p = sig, *start = p;
+  while (*p && *p != '(') p++;
+  if (!is_identifier(start, (size_t)(p - start))) goto bad;
+  if (!*p) return true;
+  p++;
+  int n = 0, nrest = 0;
+  const char *names[MQ_MAX_PARAMS];
+  size_t lens[MQ_MAX_PARAMS];
+  if (*p == ')') goto close;
+  while (*p == ' ') p++;
+  for (;;) {
+    if (n == MQ_MAX_PARAMS)
+      mq_throw(S, MASQ_ERR_USAGE, "masq_register: \"%s\" has more than %d parameters", sig,
+               MQ_MAX_PARAMS);
+    bool rest = *p == '*';
+    if (rest) {
+      p++;
+      if (++nrest > 1) goto bad;
+    }
+    start = p;
+    while (*p && *p != ',' && *p != ')' && *p != '=' && *p != ' ') p++;
+    if (!is_identifier(start, (size_t)(p - start))) goto bad;
+    for (int i = 0; i < n; i++)
+      if (lens[i] == (size_t)(p - start) && !memcmp(names[i], start, lens[i]))
+        mq_throw(S, MASQ_ERR_USAGE, "masq_register: \"%s\" names parameter '%.*s' twice", sig,
+                 (int)lens[i], names[i]);
+    names[n] = start;
+    lens[n++] = (size_t)(p - start);
+    while (*p == ' ') p++;
+    if (*p == '=') {
+      if (rest) goto bad;
+      p++;
+      while (*p == ' ') p++;
+      start = p;
+      while (*p && *p != ',' && *p != ')') p++;
+      if (!valid_default(start, (size_t)(p - start))) goto bad;
+    }
+    if (*p == ')') break;
+    if (*p != ',') goto bad;
+    p++;
+    while (*p == ' ') p++;
+  }
+close:
+  if (p[1] == '\0') return false;
+bad:
+  mq_throw(S, MASQ_ERR_USAGE,
+           "masq_register: bad signature \"%s\" (expected a name, or a name with parameters "
+           "like \"clip(x, lo=0, hi=none, *rest)\"; defaults are none, true, false or a number)",
+           sig);
+}
+
+typedef struct register_job {
+  const char *sig, *doc;
+  masq_cfunction fn;
+  void *ud;
+} register_job;
+
+static void register_protected(mq_state *S, void *ud) {
+  register_job *job = ud;
+  mq_api_need(S, job->sig, "masq_register", "signature");
+  if (!job->fn) mq_throw(S, MASQ_ERR_USAGE, "masq_register: fn is NULL");
+  bool bare = check_signature(S, job->sig);
+  mq_host_get(S); /* masq_errorf() writes here; it cannot allocate */
+  int index = mq_stdlib_new_entry(S);
+  struct mq_hostfn *h = mq_calloc(S, sizeof *h);
+  S->builtins[index].host = h; /* owned by the entry from now on, whatever fails */
+  h->fn = job->fn;
+  h->ud = job->ud;
+  /* Exactly strlen + 1 bytes: mq_strfree gives back that much. */
+  size_t n = strlen(job->sig) + (bare ? strlen("(*args)") : 0) + 1;
+  h->sig = mq_alloc(S, n);
+  snprintf(h->sig, n, bare ? "%s(*args)" : "%s", job->sig);
+  h->doc = mq_strdup(S, job->doc ? job->doc : "");
+  h->def = (mq_libfn){h->sig, NULL, h->doc};
+  mq_stdlib_bind(S, index, &h->def);
+}
+
+masq_status masq_register(masq_state *M, const char *signature, masq_cfunction fn, void *ud,
+                          const char *doc) {
+  register_job job = {signature, doc, fn, ud};
+  return mq_api_entry(M, register_protected, &job, NULL);
+}
+
+masq_status masq_errorf(masq_state *M, const char *fmt, ...) {
+  if (!M || !M->host) return MASQ_ERR_RUNTIME;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(M->host->error, sizeof M->host->error, fmt ? fmt : "error", ap);
+  va_end(ap);
+  M->host->error_set = true;
+  return MASQ_ERR_RUNTIME;
+}
+
+/* The argument [v] of parameter [i] (item [item] of a *rest parameter,
+ * else -1) of [b], for the host. */
+static mq_tensor *host_arg(mq_state *S, const mq_builtin *b, int i, int item, mq_value v) {
+  char what[160];
+  if (item >= 0)
+    snprintf(what, sizeof what, "%s(): argument %d", b->name, i + item + 1);
+  else
+    snprintf(what, sizeof what, "%s(): argument '%s'", b->name, b->pnames[i]);
+  return host_tensor(S, v, what, MASQ_ERR_RUNTIME);
+}
+
+mq_value mq_host_call(mq_state *S, const mq_builtin *b, mq_value *args) {
+  /* Everything we need from [b] is read now: the host function may register
+   * more, which moves the builtins table. */
+  const struct mq_hostfn *h = b->host;
+  const char *name = b->name; /* a string of its own: does not move */
+  int argc = 0;
+  for (int i = 0; i < b->nparams; i++) argc += i == b->rest ? mq_as_list(args[i])->len : 1;
+  mq_tensor **argv = mq_scratch(S, (size_t)(argc ? argc : 1) * sizeof *argv);
+  for (int i = 0, k = 0; i < b->nparams; i++) {
+    if (i != b->rest) {
+      argv[k++] = host_arg(S, b, i, -1, args[i]);
+      continue;
+    }
+    const mq_list *rest = mq_as_list(args[i]);
+    for (int j = 0; j < rest->len; j++) argv[k++] = host_arg(S, b, i, j, rest->items[j]);
+  }
+
+  /* The host holds the arguments during the call (so it may retain them,
+   * and every pointer it hands back can be checked). From the reservation
+   * to the end of the call nothing raises: those references must be given
+   * back. */
+  mq_handle_reserve(S, (size_t)argc);
+  for (int k = 0; k < argc; k++)
+    if (argv[k]) mq_handle_add(S, argv[k]);
+  mq_host *H = S->host;
+  H->error_set = false;
+  mq_api_clear_error(S);
+  masq_tensor *result = NULL;
+  masq_status st = h->fn(S, h->ud, argc, argv, &result);
+  for (int k = 0; k < argc; k++)
+    if (argv[k]) mq_handle_drop(S, argv[k], true);
+
+  if (st != MASQ_OK) {
+    if (result && mq_handle_held(S, result)) mq_handle_drop(S, result, true);
+    char msg[1024];
+    if (H->error_set) snprintf(msg, sizeof msg, "%s", H->error);
+    else if (S->err.status != MASQ_OK && S->err.message) /* a call back into masq failed */
+      snprintf(msg, sizeof msg, "%s", S->err.message);
+    else
+      snprintf(msg, sizeof msg, "%s() failed (status %d) without a message", name, (int)st);
+    mq_throw(S, st == MASQ_ERR_MEMORY || st == MASQ_ERR_INTERRUPTED ? st : MASQ_ERR_RUNTIME,
+             "%s", msg);
+  }
+  if (!result) return mq_none();
+  if (!mq_handle_held(S, result))
+    mq_throw(S, MASQ_ERR_USAGE,
+             "%s() returned a pointer that is not a tensor handle it holds (to return an "
+             "argument, masq_tensor_retain() it first)",
+             name);
+  mq_handle_drop(S, result, false); /* the host's reference ... */
+  mq_pool_own(S, &result->hdr);     /* ... is the pool's now */
+  return mq_objv(result);
+}
