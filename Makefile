@@ -163,6 +163,8 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@sh tests/repl/repl_test.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/cli_test.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/transcript.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/check_docs.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/io/check_numpy.sh $(B)/masq | tee -a $(B)/results
 	@echo "--- again under AddressSanitizer + UndefinedBehaviorSanitizer ($(SAN_CC))"
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) api | tee -a $(B)/results

@@ -13,6 +13,8 @@ have cc    || need="$need gcc"
 have pkg-config || need="$need pkgconf" # make test builds a host with it
 [ -f /usr/include/readline/readline.h ] || need="$need libreadline-dev"
 [ -f /usr/include/zlib.h ] || need="$need zlib1g-dev"
+# numpy, for the test that numpy reads what masq writes and vice versa
+/usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
 [ -z "$need" ] && exit 0
 echo "installing:$need"
 sudo=""
