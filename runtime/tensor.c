@@ -235,14 +235,8 @@ static void scan_list(mq_state *S, mq_list *l, int depth, list_scan *sc) {
   }
 }
 
-static double scalar_value(mq_value v) {
-  switch ((mq_vtype)v.type) {
-  case MQ_BOOL: return v.as.b;
-  case MQ_INT: return (double)v.as.i;
-  case MQ_FLOAT: return v.as.f;
-  default: break;
-  }
-  mq_tensor *t = mq_as_tensor(v);
+/* Element 0 of [t] as a double, whatever its dtype. */
+static double first_element(const mq_tensor *t) {
   const void *p = mq_tensor_data(t);
   switch ((mq_dtype)t->dtype) {
   case MQ_DT_BOOL: return *(const uint8_t *)p;
@@ -250,6 +244,16 @@ static double scalar_value(mq_value v) {
   case MQ_DT_F32: return *(const float *)p;
   default: return *(const double *)p;
   }
+}
+
+static double scalar_value(mq_value v) {
+  switch ((mq_vtype)v.type) {
+  case MQ_BOOL: return v.as.b;
+  case MQ_INT: return (double)v.as.i;
+  case MQ_FLOAT: return v.as.f;
+  default: break;
+  }
+  return first_element(mq_as_tensor(v));
 }
 
 static int64_t scalar_i64(mq_value v) {
@@ -435,11 +439,5 @@ double mq_tensor_item(mq_state *S, mq_tensor *t) {
              mq_shape_str(S, t->ndim, t->shape));
   if (t->mask && !*(const uint8_t *)mq_tensor_data(t->mask))
     mq_error(S, "item: the only element is masked out");
-  const void *p = mq_tensor_data(t);
-  switch ((mq_dtype)t->dtype) {
-  case MQ_DT_BOOL: return *(const uint8_t *)p;
-  case MQ_DT_I64: return (double)*(const int64_t *)p;
-  case MQ_DT_F32: return *(const float *)p;
-  default: return *(const double *)p;
-  }
+  return first_element(t);
 }
