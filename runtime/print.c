@@ -177,13 +177,18 @@ static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, bool color
     } else {
       masked_dashes(S, b, 2, color);
     }
-    mq_buf_puts(S, b, valid ? ", True)" : ", False)");
+    mq_buf_puts(S, b, valid ? ", True" : ", False");
+    if (t->dtype == MQ_DT_F64) mq_buf_puts(S, b, ", dtype=float64");
+    mq_buf_putc(S, b, ')');
     return;
   }
   int int_w = 0;
   if (t->dtype == MQ_DT_I64 && t->numel > 0) int_width_rec(t, m, 0, 0, 0, &int_w);
   mq_buf_puts(S, b, "MaskedTensor(\n");
   masked_rec(S, b, t, m, 0, 0, 0, t->numel > THRESHOLD, color, int_w);
+  /* torch.masked never shows the dtype; float64 looks like float32 there.
+   * The defaults (float32, int64, bool) stay unmarked, as in tensor(...). */
+  if (t->dtype == MQ_DT_F64) mq_buf_puts(S, b, ",\n  dtype=float64");
   mq_buf_puts(S, b, "\n)");
 }
 

@@ -73,11 +73,19 @@ def realign(s, x):
 def show(x):
     return show1(x).replace("dtype=torch.", "dtype=")
 
+def mark_float64(s, x):
+    """masq shows a masked tensor's dtype when it is not the default, as tensor() does"""
+    if x.d.dtype != torch.float64:
+        return s
+    if x.d.dim() == 0:
+        return s[:-1] + ", dtype=float64)"
+    return s[:-2] + ",\n  dtype=float64\n)"
+
 def show1(x):
     if isinstance(x, M):
         if x.m is None:
             return str(x.d)
-        return realign(str(masked_tensor(x.d, x.m)), x)
+        return mark_float64(realign(str(masked_tensor(x.d, x.m)), x), x)
     if isinstance(x, torch.Tensor):
         return str(x)
     if isinstance(x, bool):
