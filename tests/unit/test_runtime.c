@@ -438,7 +438,8 @@ static void test_softmax(void) {
   mq_tensor *d64 = mq_softmax(S, mq_astype(S, smt, MQ_DT_F64), 1);
   CHECK(d64->dtype == MQ_DT_F64);
   CHECK_STR(fmt(d64), "MaskedTensor(\n  [\n    [  1.0000,       --,       --],\n"
-                      "    [  0.1192,       --,   0.8808],\n    [      --,       --,       --]\n  ]\n)");
+                      "    [  0.1192,       --,   0.8808],\n    [      --,       --,       --]\n  ],\n"
+                      "  dtype=float64\n)");
   CHECK_STR(fmt(mq_softmax(S, m0(), 0)), "MaskedTensor(\n  [  0.0420,   0.1142,       --,   0.8438,       --]\n)");
   /* ints compute in float32; large inputs stay finite */
   mq_tensor *si = mq_softmax(S, I64(1, SHAPE(3), VALS(1000, 1000, 1000)), 0);
@@ -541,7 +542,7 @@ static void test_print_masked(void) {
   CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F32, 50.0 / 3), VALS(0))), "MaskedTensor(--, False)");
   CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F32, -1.5), VALS(1))), "MaskedTensor( -1.5000, True)");
   CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F32, 123456.789), VALS(1))), "MaskedTensor(123456.7891, True)");
-  CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F64, 0.1), VALS(1))), "MaskedTensor(  0.1000, True)");
+  CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F64, 0.1), VALS(1))), "MaskedTensor(  0.1000, True, dtype=float64)");
   CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F32, NAN), VALS(1))), "MaskedTensor(     nan, True)");
   CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F32, -NAN), VALS(1))), "MaskedTensor(     nan, True)");
   CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F32, INFINITY), VALS(1))), "MaskedTensor(     inf, True)");
@@ -563,7 +564,8 @@ static void test_print_masked(void) {
             "MaskedTensor(\n  [     nan,      inf,     -inf,       --]\n)");
   CHECK_STR(fmt(msk(F32(1, SHAPE(4), VALS(1e-5, 0.00005, 0.00004999, -1e-9)), VALS(1, 1, 1, 1))),
             "MaskedTensor(\n  [  0.0000,   0.0000,   0.0000,  -0.0000]\n)");
-  CHECK_STR(fmt(msk(mk(MQ_DT_F64, 1, SHAPE(2), VALS(1.0, 2.5)), VALS(1, 0))), "MaskedTensor(\n  [  1.0000,       --]\n)");
+  CHECK_STR(fmt(msk(mk(MQ_DT_F64, 1, SHAPE(2), VALS(1.0, 2.5)), VALS(1, 0))),
+            "MaskedTensor(\n  [  1.0000,       --],\n  dtype=float64\n)");
   /* ints: aligned (torch: "[1,       --, 333, 4444]") */
   CHECK_STR(fmt(msk(I64(1, SHAPE(4), VALS(1, 22, 333, 4444)), VALS(1, 0, 1, 1))),
             "MaskedTensor(\n  [       1,       --,      333,     4444]\n)");
