@@ -209,7 +209,7 @@ uninstall:
 # hand-written C loop, built with the same flags (plus -fopenmp-simd, which
 # only honours its `omp simd` pragmas) and glibc's vector math if present.
 .PHONY: bench
-MVEC := $(shell printf 'int main(void){return 0;}\n' | $(CC) -x c - -lmvec -lm -o /dev/null 2>/dev/null && echo -lmvec)
+MVEC = $(shell printf 'int main(void){return 0;}\n' | $(CC) -x c - -lmvec -lm -o /dev/null 2>/dev/null && echo -lmvec)
 bench: $(B)/masq $(B)/bench/masq_bench $(B)/bench/baseline
 	sh bench/run.sh $(B)
 

@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""py_bench.py - the bench/ workloads in torch.masked or numpy.ma.
+
+Usage: py_bench.py torch|numpy [WORKLOAD...]
+
+Prints RESULT lines in the protocol of bench/bench_util.h (median and
+minimum seconds, same repetition policy: one warm-up, then at least 5 runs
+and until 0.4 s have passed, at most 41; BENCH_REPS / BENCH_QUICK as in C).
+A workload the library cannot run (torch.masked has no matmul, numpy no
+autograd) or that raises is reported NA with the reason, never a crash.
+The data is like masq's: uniform [0, 1) float32, each entry valid with
+probability 1/2. torch.masked's mask is True where VALID (masq's polarity);
+numpy.ma's is True where INVALID, so it gets the negation.
+"""
+import os
+import sys
+import time
+import warnings
+
+warnings.filterwarnings("ignore")  # torch.masked is a "prototype" and says so
+
+MIN_REPS, MAX_REPS, MIN_SECONDS = 5, 41, 0.4
+
+
+def reps_fixed():
+    q = os.environ.get("BENCH_QUICK", "")
+    if q and q != "0":
+        return 3
+    r = os.environ.get("BENCH_REPS", "")
+    return max(1, min(64, int(r))) if r else 0
+
+
+def more(done, elapsed):
+    fixed = reps_fixed()
+    if fixed:
+        return done < fixed
+    if done < MIN_REPS:
+        return True
+    return done < MAX_REPS and elapsed < MIN_SECONDS
+
+
+def clean(s):
+    return " ".join(str(s).split())[:160]
+
+
+def na(impl, name, why):
+    print("RESULT\t%s\t%s\tNA\tNA\t%s" % (impl, name, clean(why)), flush=True)
+
+
+def timeit(impl, name, fn):
+    try:
+        fn()  # warm-up (and: does it run at all?)
+    except Exception as e:  # noqa: BLE001 - any failure is an NA, not a crash
+        na(impl, name, "%s: %s" % (type(e).__name__, e))
+        return
+    samples, elapsed = [], 0.0
+    while more(len(samples), elapsed):
+        t0 = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t0
+        samples.append(dt)
+        elapsed += dt
+    samples.sort()
+    n = len(samples)
+    med = samples[n // 2] if n % 2 else 0.5 * (samples[n // 2 - 1] + samples[n // 2])
+    print("RESULT\t%s\t%s\t%.9g\t%.9g\t" % (impl, name, med, samples[0]), flush=True)
+
+
+def torch_workloads():
+    import torch
+    from torch.masked import masked_tensor
+
+    torch.manual_seed(0)
+
+    def mt(*shape, grad=False):
+        return masked_tensor(torch.rand(*shape), torch.rand(*shape) < 0.5, requires_grad=grad)
+
+    x = mt(10_000_000)
+    y = mt(1000, 10000)
+    s1, s2 = mt(1000, 1000), mt(4096, 512)
+    ma, mb = mt(512, 512), mt(512, 512)
+    fx, fw = mt(1000, 1000, grad=True), torch.rand(1000, 1000)
+    st = mt(4, 4)
+
+    def fwd_bwd():
+        loss = (torch.softmax(fx, 1) * fw).sum()
+        return torch.autograd.grad(loss, fx)
+
+    def small_loop():
+        for _ in range(1000):
+            r = (st * 2 + 1).sum()
+        return r
+
+    def matmul():
+        try:
+            return ma @ mb
+        except (TypeError, NotImplementedError, RuntimeError):  # torch 1.13
+            raise RuntimeError("torch.masked %s has no matmul for MaskedTensor"
+                               % torch.__version__) from None
+
+    return {
+        "sum_all": lambda: x.sum(),
+        "mean_all": lambda: x.mean(),
+        "amax_all": lambda: x.amax(),
+        "sum_dim0": lambda: y.sum(0),
+        "sum_dim1": lambda: y.sum(1),
+        "mean_dim0": lambda: y.mean(0),
+        "mean_dim1": lambda: y.mean(1),
+        "amax_dim0": lambda: y.amax(0),
+        "amax_dim1": lambda: y.amax(1),
+        "exp_2_1": lambda: torch.exp(x) * 2 + 1,
+        "softmax_1000": lambda: torch.softmax(s1, 1),
+        "softmax_4096x512": lambda: torch.softmax(s2, 1),
+        "matmul_512": matmul,
+        "softmax_fwd_bwd": fwd_bwd,
+        "small_loop": small_loop,
+    }
+
+
+def numpy_workloads():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def mt(*shape):
+        data = rng.random(shape, dtype=np.float32)
+        valid = rng.random(shape) < 0.5
+        return np.ma.masked_array(data, mask=~valid)
+
+    x = mt(10_000_000)
+    y = mt(1000, 10000)
+    s1, s2 = mt(1000, 1000), mt(4096, 512)
+    ma, mb = mt(512, 512), mt(512, 512)
+    st = mt(4, 4)
+
+    def softmax(a):  # numpy.ma has none: the usual three lines
+        e = np.ma.exp(a - a.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def small_loop():
+        for _ in range(1000):
+            r = (st * 2 + 1).sum()
+        return r
+
+    def fwd_bwd():
+        raise RuntimeError("numpy has no autograd")
+
+    return {
+        "sum_all": lambda: x.sum(),
+        "mean_all": lambda: x.mean(),
+        "amax_all": lambda: x.max(),
+        "sum_dim0": lambda: y.sum(0),
+        "sum_dim1": lambda: y.sum(1),
+        "mean_dim0": lambda: y.mean(0),
+        "mean_dim1": lambda: y.mean(1),
+        "amax_dim0": lambda: y.max(0),
+        "amax_dim1": lambda: y.max(1),
+        "exp_2_1": lambda: np.ma.exp(x) * 2 + 1,
+        "softmax_1000": lambda: softmax(s1),
+        "softmax_4096x512": lambda: softmax(s2),
+        "matmul_512": lambda: np.ma.dot(ma, mb),  # strict=False: masked as 0
+        "softmax_fwd_bwd": fwd_bwd,
+        "small_loop": small_loop,
+    }
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("torch", "numpy"):
+        print("usage: py_bench.py torch|numpy [WORKLOAD...]", file=sys.stderr)
+        return 2
+    impl = sys.argv[1]
+    try:
+        table = torch_workloads() if impl == "torch" else numpy_workloads()
+    except ImportError as e:
+        print("py_bench: %s not installed (%s)" % (impl, e), file=sys.stderr)
+        return 3
+    wanted = sys.argv[2:]
+    for name, fn in table.items():
+        if not wanted or name in wanted:
+            timeit(impl, name, fn)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

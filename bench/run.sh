@@ -1,0 +1,281 @@
+#!/bin/sh
+# bench/run.sh - time every workload of issue 8 in masq, torch.masked,
+# numpy.ma and a hand-written C loop, and print one table of medians and
+# ratios. `make bench` builds what this needs and runs it.
+#
+#   sh bench/run.sh [BUILD_DIR]          (default: build)
+#   sh bench/run.sh --table [BUILD_DIR]  only print the table again from the
+#                                        last run's results (e.g. with
+#                                        BENCH_STAT=min)
+#
+# BUILD_DIR must hold masq, bench/masq_bench and bench/baseline (make bench
+# builds them). Environment:
+#   BENCH_STAT=min    tabulate the minimum of the repetitions instead of the
+#                     median (on a busy machine noise only adds time)
+#   BENCH_QUICK=1     3 repetitions per workload: a smoke test, not a figure
+#   BENCH_REPS=N      exactly N repetitions per workload
+#   BENCH_PYTHON=...  the interpreter for torch/numpy (default /usr/bin/python3)
+#   BENCH_ROUNDS=N    rounds over all implementations (default 3)
+#   BENCH_ONLY="sum_all exp_2_1 ..."   only these workloads
+# Raw results (RESULT lines, see bench/bench_util.h) go to
+# BUILD_DIR/bench/results.tsv, the table to BUILD_DIR/bench/table.md.
+set -u
+
+TABLE_ONLY=0
+if [ "${1:-}" = --table ]; then
+  TABLE_ONLY=1
+  shift
+fi
+B=${1:-build}
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=${BENCH_PYTHON:-/usr/bin/python3}
+STAT=${BENCH_STAT:-median}
+ONLY=${BENCH_ONLY:-}
+OUT="$B/bench"
+RES="$OUT/results.tsv"
+TABLE="$OUT/table.md"
+
+if [ "$TABLE_ONLY" = 1 ]; then
+  [ -f "$RES" ] || { echo "bench/run.sh: no $RES yet; run 'make bench'" >&2; exit 2; }
+  cat "$OUT/conditions.txt" 2>/dev/null
+  echo "(table printed again from $RES; statistic: $STAT)"
+  echo
+fi
+[ "$TABLE_ONLY" = 1 ] || for f in "$B/masq" "$OUT/masq_bench" "$OUT/baseline"; do
+  if [ ! -x "$f" ]; then
+    echo "bench/run.sh: $f is missing; run 'make bench'" >&2
+    exit 2
+  fi
+done
+if [ "$TABLE_ONLY" = 0 ]; then
+  mkdir -p "$OUT"
+  : > "$RES"
+
+  # --- the conditions of this run ------------------------------------------------
+  cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
+  rev=$(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
+  if [ -n "$(git -C "$HERE/.." status --porcelain -- runtime vm stdlib parser lexer include 2>/dev/null)" ]; then
+    rev="$rev + uncommitted changes"
+  fi
+  pyver() { "$PY" -c "import $1; print($1.__version__)" 2>/dev/null; }
+  TORCH_V=$(pyver torch)
+  NUMPY_V=$(pyver numpy)
+  {
+    echo "masq bench: $(date -u '+%Y-%m-%d %H:%M UTC'), masq $rev"
+    echo "machine: ${cpu:-unknown cpu}, $(nproc 2>/dev/null || echo '?') cores, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+    echo "compiler: $(${CC:-cc} --version 2>/dev/null | head -n 1); torch ${TORCH_V:-not installed}; numpy ${NUMPY_V:-not installed}"
+    echo "statistic: $STAT of the repetitions (after one warm-up run), over ${BENCH_ROUNDS:-3} rounds"
+  } | tee "$OUT/conditions.txt"
+  echo
+
+  note() { printf '  %s\n' "$*" >&2; }
+  na_all() { # impl reason: one NA line standing for every workload
+    printf 'RESULT\t%s\t*\tNA\tNA\t%s\n' "$1" "$2" >> "$RES"
+  }
+
+  # --- run everything ---------------------------------------------------------------
+  # In ROUNDS rounds, each running every implementation on every workload, in
+  # alternating order: a burst of load from other processes then hits all of
+  # them rather than one. A figure is the median of its per-round medians (or
+  # the minimum of the per-round minimums with BENCH_STAT=min).
+  ROUNDS=${BENCH_ROUNDS:-3}
+  # A driver that dies (a crash in masq, say) loses only its remaining
+  # workloads, which show as n/a; the table is still printed.
+  collect() { # name command...: run, keep the RESULT lines, report a failure
+    name=$1
+    shift
+    "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
+    rc=$?
+    grep '^RESULT' "$OUT/$name.out" >> "$RES"
+    [ "$rc" = 0 ] || note "$name exited with status $rc (see $OUT/$name.err)"
+  }
+  run_impl() {
+    case $1 in
+    c) collect baseline "$OUT/baseline" $ONLY ;;
+    masq) collect masq_bench "$OUT/masq_bench" $ONLY ;;
+    torch | numpy)
+      v=$TORCH_V; [ "$1" = numpy ] && v=$NUMPY_V
+      if [ -n "$v" ]; then
+        collect "py_bench_$1" "$PY" "$HERE/py_bench.py" "$1" $ONLY
+      elif [ "$round" = 1 ]; then
+        na_all "$1" "not installed (apt-get install -y python3-$1)"
+      fi ;;
+    esac
+  }
+  # shellcheck disable=SC2086 # $ONLY is a list of words
+  {
+    round=1
+    while [ "$round" -le "$ROUNDS" ]; do
+      if [ $((round % 2)) = 1 ]; then order="c masq torch numpy"; else order="numpy torch masq c"; fi
+      note "round $round of $ROUNDS: $order"
+      for impl in $order; do run_impl "$impl"; done
+      round=$((round + 1))
+    done
+    if [ -z "$ONLY" ] || echo " $ONLY " | grep -q ' startup '; then
+      note "start-up ..."
+      "$OUT/baseline" --spawn masq startup -- "$B/masq" -e 1 >> "$RES"
+      "$OUT/baseline" --spawn c startup -- /bin/true >> "$RES"
+      [ -n "$TORCH_V" ] && "$OUT/baseline" --spawn torch startup -- "$PY" -c "import torch.masked" >> "$RES"
+      [ -n "$NUMPY_V" ] && "$OUT/baseline" --spawn numpy startup -- "$PY" -c "import numpy.ma" >> "$RES"
+    fi
+  }
+  echo
+fi
+
+# --- the table --------------------------------------------------------------------
+awk -F '\t' -v stat="$STAT" '
+function fmt(t) {
+  if (t == "") return "n/a"
+  if (t >= 1) return sprintf("%.2f s", t)
+  if (t >= 0.01) return sprintf("%.1f ms", t * 1e3)
+  if (t >= 0.001) return sprintf("%.2f ms", t * 1e3)
+  if (t >= 1e-6) return sprintf("%.1f us", t * 1e6)
+  return sprintf("%.0f ns", t * 1e9)
+}
+function ratio(a, b, d) { return (a == "" || b == "" || b + 0 == 0) ? "n/a" : sprintf("%." d "fx", a / b) }
+function get(impl, w) { return ((impl SUBSEP w) in T) ? T[impl, w] : "" }
+$1 == "RESULT" {
+  v = (stat == "min") ? $5 : $4
+  if (v != "NA") {
+    # small_loop samples are 1000 iterations: report one iteration
+    if ($3 == "small_loop") v = v / 1000
+    k = $2 SUBSEP $3
+    NV[k]++
+    V[k, NV[k]] = v + 0
+  } else if ($6 != "") {
+    WHY[$2, $3] = $6
+  }
+  if ($2 == "masq" && $6 ~ /^allocs=/) { # allocation counts of one evaluation
+    split($6, AB, /[= ]/)
+    ALLOCS[$3] = AB[2]; ABYTES[$3] = AB[4]; NALLOC++
+  }
+}
+END {
+  # one figure per implementation and workload over the rounds: the median
+  # of the round medians, or the least of the round minimums
+  for (k in NV) {
+    c = NV[k]
+    for (i = 1; i <= c; i++) S[i] = V[k, i]
+    for (i = 2; i <= c; i++) { x = S[i]; for (j = i - 1; j >= 1 && S[j] > x; j--) S[j + 1] = S[j]; S[j + 1] = x }
+    T[k] = (stat == "min") ? S[1] : ((c % 2) ? S[(c + 1) / 2] : (S[c / 2] + S[c / 2 + 1]) / 2)
+  }
+  n = split("sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 softmax_1000 softmax_4096x512 matmul_512 softmax_fwd_bwd small_loop startup eval_overhead", W, " ")
+  L["sum_all"] = "masked sum, 10^7"
+  L["mean_all"] = "masked mean, 10^7"
+  L["amax_all"] = "masked amax, 10^7"
+  L["sum_dim0"] = "sum dim 0, 1000x10000"
+  L["sum_dim1"] = "sum dim 1, 1000x10000"
+  L["mean_dim0"] = "mean dim 0, 1000x10000"
+  L["mean_dim1"] = "mean dim 1, 1000x10000"
+  L["amax_dim0"] = "amax dim 0, 1000x10000"
+  L["amax_dim1"] = "amax dim 1, 1000x10000"
+  L["exp_2_1"] = "exp(x)*2+1, 10^7"
+  L["softmax_1000"] = "softmax dim 1, 1000x1000"
+  L["softmax_4096x512"] = "softmax dim 1, 4096x512"
+  L["matmul_512"] = "masked matmul 512x512"
+  L["softmax_fwd_bwd"] = "fwd+bwd sum(softmax(x,1)*w), 1000x1000"
+  L["small_loop"] = "(x*2+1).sum() on 4x4, per iteration"
+  L["startup"] = "start-up: masq -e 1 (C: /bin/true)"
+  L["eval_overhead"] = "one masq_eval of r = 1 (extra)"
+  TEN7 = " sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 "
+  fmtrow = "| %-40s | %-9s | %-12s | %-9s | %-9s | %-10s | %-10s | %-7s | %-10s |\n"
+  printf fmtrow, "workload", "masq", "torch.masked", "numpy.ma", "C loop", "torch/masq", "numpy/masq", "masq/C", "2T/1T masq"
+  printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------------------------", "-----------", "--------------", "-----------", "-----------", "------------", "------------", "---------", "------------"
+  for (i = 1; i <= n; i++) {
+    w = W[i]
+    m = get("masq", w); t = get("torch", w); p = get("numpy", w); c = get("c", w)
+    if (m == "" && t == "" && p == "" && c == "" && !(("masq" SUBSEP w) in WHY)) continue
+    thr = "-"
+    if (index(TEN7, " " w " ")) {
+      m2 = get("masq-2t", w)
+      thr = (m2 == "") ? "n/a" : ratio(m, m2, 2)
+    }
+    mc = (w == "eval_overhead") ? "-" : ratio(m, c, 2)
+    printf fmtrow, L[w], fmt(m), fmt(t), fmt(p), fmt(c), ratio(t, m, 1), ratio(p, m, 1), mc, thr
+  }
+  print ""
+  print "torch/masq, numpy/masq: how many times faster masq is (> 1: masq wins)."
+  print "masq/C: masq time over the hand-written C loop (1.00x: as fast as C)."
+  print "2T/1T: masq has no threads yet, so n/a (the 10^7 rows are the ones the issue asks for)."
+  print "start-up row: torch = python3 -c \"import torch.masked\", numpy = python3 -c \"import numpy.ma\"."
+  first = 1
+  for (k in WHY) {
+    split(k, kk, SUBSEP)
+    if (first) { print ""; print "n/a (not supported yet, or not available), with the error:"; first = 0 }
+    NOTE[kk[1] "/" kk[2]] = WHY[k]
+  }
+  # stable order for the n/a notes
+  split("masq torch numpy c", IMPLS, " ")
+  for (j = 1; j <= 4; j++) {
+    if ((IMPLS[j] "/*") in NOTE) printf "  %s: %s\n", IMPLS[j], NOTE[IMPLS[j] "/*"]
+    for (i = 1; i <= n; i++)
+      if ((IMPLS[j] "/" W[i]) in NOTE) printf "  %s %s: %s\n", IMPLS[j], W[i], NOTE[IMPLS[j] "/" W[i]]
+  }
+
+  # --- memory bandwidth
+  bw = get("c", "bw_read"); bw50 = get("c", "bw_read_50mb")
+  if (bw != "" && bw50 != "") {
+    dram = 536870912 / bw / 1e9
+    gbs = 50e6 / bw50 / 1e9
+    print ""
+    printf "memory read bandwidth, one core, int64 sum: %.1f GB/s over 512 MiB (DRAM), %.1f GB/s over 50 MB\n", dram, gbs
+    print "(50 MB is what a masked 10^7 workload reads; it can stay in the large L3 of this machine class)"
+    print "effective bandwidth = bytes the kernel must touch / time; floor = bytes / the 50 MB bandwidth"
+    printf "| %-24s | %-8s | %-8s | %-9s | %-9s |\n", "workload", "MB", "floor", "masq GB/s", "C GB/s"
+    print "|--------------------------|----------|----------|-----------|-----------|"
+    split("sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1", BW, " ")
+    for (i = 1; i <= 10; i++) {
+      w = BW[i]
+      # reductions read 4 B of data + 1 B of mask an entry; exp reads 4 B and
+      # writes 4 B (the result shares the mask)
+      bytes = (w == "exp_2_1") ? 80e6 : 50e6
+      m = get("masq", w); c = get("c", w)
+      printf "| %-24s | %-8.0f | %-8s | %-9s | %-9s |\n", L[w], bytes / 1e6, fmt(bytes / (gbs * 1e9)), \
+        (m == "" ? "n/a" : sprintf("%.1f", bytes / m / 1e9)), (c == "" ? "n/a" : sprintf("%.1f", bytes / c / 1e9))
+    }
+  }
+
+  # --- allocations
+  if (NALLOC > 0) {
+    print ""
+    print "masq heap allocations in one evaluation (counted by masq_bench through the allocator hook):"
+    printf "| %-40s | %-11s | %-12s |\n", "workload", "allocations", "MB allocated"
+    print "|------------------------------------------|-------------|--------------|"
+    for (i = 1; i <= n; i++) {
+      w = W[i]
+      if (!(w in ALLOCS)) continue
+      d = (w == "small_loop") ? 1000 : 1  # per iteration, like its time
+      printf "| %-40s | %-11s | %-12s |\n", L[w], sprintf("%.0f", ALLOCS[w] / d), sprintf("%.3f", ABYTES[w] / d / 1e6)
+    }
+  }
+
+  # --- the targets of issue 8
+  print ""
+  print "targets of issue 8:"
+  split("sum_all mean_all amax_all", R, " ")
+  for (i = 1; i <= 3; i++) {
+    tgt(R[i], "torch", 5, "faster than torch.masked")
+    within(R[i], 1.3)
+  }
+  tgt("exp_2_1", "torch", 10, "faster than torch.masked")
+  tgt("softmax_1000", "torch", 3, "faster than torch.masked")
+  tgt("softmax_fwd_bwd", "torch", 2, "faster than torch.masked")
+  tgt("small_loop", "torch", 100, "faster than torch.masked")
+  tgt("small_loop", "numpy", 10, "faster than numpy.ma")
+  s = get("masq", "startup")
+  printf "  %-72s %-9s %s\n", "start-up (masq -e 1) under 5 ms", fmt(s), (s == "" ? "n/a" : (s < 0.005 ? "MET" : "NOT MET"))
+  printf "  %-72s %-9s %s\n", "two threads >= 1.6x one thread on 10^7", "n/a", "n/a (masq has no threads yet)"
+}
+function tgt(w, other, want, what,   m, o, r) {
+  m = get("masq", w); o = get(other, w)
+  if (m == "" || o == "") { printf "  %-72s %-9s %s\n", L[w] ": >= " want "x " what, "n/a", "n/a"; return }
+  r = o / m
+  printf "  %-72s %-9s %s\n", L[w] ": >= " want "x " what, sprintf("%.1fx", r), (r >= want ? "MET" : "NOT MET")
+}
+function within(w, want,   m, c, r) {
+  m = get("masq", w); c = get("c", w)
+  if (m == "" || c == "") { printf "  %-72s %-9s %s\n", L[w] ": within " want "x of the C loop", "n/a", "n/a"; return }
+  r = m / c
+  printf "  %-72s %-9s %s\n", L[w] ": within " want "x of the C loop", sprintf("%.2fx", r), (r <= want ? "MET" : "NOT MET")
+}
+' "$RES" | tee "$TABLE"
