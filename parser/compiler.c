@@ -181,10 +181,16 @@ static void literal_fill(const mq_node *n, mq_tensor *t, int64_t *at) {
   (*at)++;
 }
 
-static void compile_literal_tensor(compiler *C, const mq_node *n) {
+/* [want] overrides the literal's own dtype (-1: int64, float32 or bool by
+ * its leaves), so that tensor([0.1], dtype="float64") holds the double 0.1
+ * rather than the float32 0.1 widened. */
+static void compile_literal_tensor(compiler *C, const mq_node *n, int want) {
   literal_info li = {0};
   literal_shape(C, n, 0, &li);
-  mq_dtype dt = li.any_float ? MQ_DT_F32 : li.any_int ? MQ_DT_I64 : MQ_DT_BOOL;
+  mq_dtype dt = want >= 0       ? (mq_dtype)want
+                : li.any_float ? MQ_DT_F32
+                : li.any_int   ? MQ_DT_I64
+                               : MQ_DT_BOOL;
   mq_tensor *t = mq_tensor_new(C->S, dt, li.ndim, li.shape);
   int64_t at = 0;
   literal_fill(n, t, &at);
@@ -306,10 +312,30 @@ static void emit_call(compiler *C, int nargs, mq_list *kwnames, mq_span sp) {
 }
 
 /* f(args) */
+/* tensor(<literal>, dtype="float64"): the dtype the literal should be
+ * built in, or -1. */
+static int literal_dtype_request(const mq_node *n) {
+  if (n->kids[0]->kind != MQ_N_NAME || strcmp(n->kids[0]->str, "tensor") != 0 || n->nkids < 2 ||
+      !literal_tensor(n->kids[1]))
+    return -1;
+  for (int i = 2; i < n->nkids; i++) {
+    const mq_node *a = n->kids[i];
+    if (a->kind == MQ_N_KWARG && strcmp(a->str, "dtype") == 0 && a->kids[0]->kind == MQ_N_STRING &&
+        strcmp(a->kids[0]->str, "float64") == 0)
+      return MQ_DT_F64;
+  }
+  return -1;
+}
+
 static void call(compiler *C, const mq_node *n) {
   expr(C, n->kids[0]);
   mq_list *kw = NULL;
-  int nargs = call_args(C, (const mq_node *const *)n->kids + 1, n->nkids - 1, &kw);
+  int want = literal_dtype_request(n), skip = 0;
+  if (want >= 0) {
+    compile_literal_tensor(C, n->kids[1], want);
+    skip = 1;
+  }
+  int nargs = skip + call_args(C, (const mq_node *const *)n->kids + 1 + skip, n->nkids - 1 - skip, &kw);
   emit_call(C, nargs, kw, n->span);
 }
 
@@ -324,7 +350,7 @@ static void method(compiler *C, const mq_node *n) {
 
 static void list(compiler *C, const mq_node *n, bool outermost) {
   if (outermost && literal_tensor(n)) {
-    compile_literal_tensor(C, n);
+    compile_literal_tensor(C, n, -1);
     return;
   }
   if (n->nkids > 65535) mq_error_at(C->S, n->span, "list literal too long");
