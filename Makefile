@@ -26,10 +26,10 @@ LDCONFIG    ?= ldconfig
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 # -fno-math-errno lets expf/logf/sqrtf vectorize; it changes no IEEE result.
 # Never -ffast-math.
-BASEFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fno-math-errno -fvisibility=hidden $(WARN)
+BASEFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fno-math-errno -fvisibility=hidden -pthread $(WARN)
 OPT     ?= -O2 -g
 INC      = -Iinclude -Ivm -I$(GEN) -Ilexer -Iparser
-LIBS     = -lm -lz
+LIBS     = -lm -lz -pthread
 CLI_LIBS = -lreadline
 
 B        = build
@@ -165,11 +165,13 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@sh tests/repl/transcript.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/check_docs.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_numpy.sh $(B)/masq | tee -a $(B)/results
+	@sh tools/conformance/run.sh $(B)/masq | tee -a $(B)/results
 	@echo "--- again under AddressSanitizer + UndefinedBehaviorSanitizer ($(SAN_CC))"
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) api | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/api/example_test.sh $(ASAN_DIR) | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
+	@ASAN_OPTIONS=detect_leaks=1 sh tools/conformance/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@sh tests/summary.sh $(B)/results
 
 # The new user's first command: install what is missing, build, take the tour.
@@ -203,6 +205,20 @@ uninstall:
 	  $(DESTDIR)$(LIBDIR)/libmasq.a $(DESTDIR)$(LIBDIR)/$(SHLIB) \
 	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libmasq.so \
 	  $(DESTDIR)$(PKGCONFIGDIR)/masq.pc $(DESTDIR)$(MANDIR)/man1/masq.1
+
+# --- conformance with torch.masked (tools/conformance, tests/conformance) ------
+# make conformance: masq against the committed cases (no torch needed); also
+# part of make test. make conformance-regen SEED=n: draw the cases again and
+# compute their expected results with torch 1.13 (/usr/bin/python3 with
+# python3-torch and python3-numpy), then run them.
+.PHONY: conformance conformance-regen
+SEED ?= 1
+conformance: $(B)/masq
+	@sh tools/conformance/run.sh $(B)/masq
+
+conformance-regen: $(B)/masq
+	/usr/bin/python3 tools/conformance/gen.py --seed $(SEED)
+	@sh tools/conformance/run.sh $(B)/masq
 
 # --- benchmarks: make bench (bench/run.sh; docs/PERFORMANCE.md) --------------
 # masq_bench times masq in-process through include/masq.h; baseline is the
