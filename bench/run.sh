@@ -196,7 +196,8 @@ END {
   print ""
   print "torch/masq, numpy/masq: how many times faster masq is (> 1: masq wins)."
   print "masq/C: masq time over the hand-written C loop (1.00x: as fast as C)."
-  print "2T/1T: masq has no threads yet, so n/a (the 10^7 rows are the ones the issue asks for)."
+  print "masq: one thread (set_num_threads(1)); 2T/1T: one-thread time over the two-thread time (the 10^7 rows)."
+  print "A 2T/1T near 1 on a busy machine means the second core was taken by other processes."
   print "start-up row: torch = python3 -c \"import torch.masked\", numpy = python3 -c \"import numpy.ma\"."
   first = 1
   for (k in WHY) {
@@ -264,7 +265,16 @@ END {
   tgt("small_loop", "numpy", 10, "faster than numpy.ma")
   s = get("masq", "startup")
   printf "  %-72s %-9s %s\n", "start-up (masq -e 1) under 5 ms", fmt(s), (s == "" ? "n/a" : (s < 0.005 ? "MET" : "NOT MET"))
-  printf "  %-72s %-9s %s\n", "two threads >= 1.6x one thread on 10^7", "n/a", "n/a (masq has no threads yet)"
+  # the least 2T/1T ratio over the 10^7 workloads
+  split("sum_all mean_all amax_all exp_2_1 sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1", TT, " ")
+  worst = ""; wname = ""
+  for (i = 1; i <= 10; i++) {
+    m = get("masq", TT[i]); m2 = get("masq-2t", TT[i])
+    if (m == "" || m2 == "") continue
+    if (worst == "" || m / m2 < worst) { worst = m / m2; wname = TT[i] }
+  }
+  if (worst == "") printf "  %-72s %-9s %s\n", "two threads >= 1.6x one thread on 10^7", "n/a", "n/a"
+  else printf "  %-72s %-9s %s\n", "two threads >= 1.6x one thread on 10^7 (least: " wname ")", sprintf("%.2fx", worst), (worst >= 1.6 ? "MET" : "NOT MET")
 }
 function tgt(w, other, want, what,   m, o, r) {
   m = get("masq", w); o = get(other, w)

@@ -8,7 +8,9 @@
 
 #include <math.h>
 
+#include "../runtime/fuse.h"
 #include "../runtime/tensor.h"
+#include "../stdlib/stdlib.h"
 #include "../vm/globals.h"
 
 /* Bookkeeping below lives in scratch memory (the pool), so an error that
@@ -43,6 +45,7 @@ typedef struct compiler {
   int nlocals;
   capture captures[MAX_CAPTURES];
   int ncaptures;
+  bool no_fuse; /* compiling the op-by-op code of a fused expression */
 } compiler;
 
 /* --- emitting ------------------------------------------------------------ */
@@ -394,7 +397,143 @@ static void index_expr(compiler *C, const mq_node *n) {
   for (int i = 0; i < nitems; i++) emit(C, kinds[i], n->span);
 }
 
+/* --- fused elementwise expressions (runtime/fuse.h) ------------------------ */
+
+typedef struct fuse_prog {
+  int nleaves, nops;
+  bool any_var;
+  uint8_t leaf[MQ_FUSE_MAX_LEAVES][3];
+  uint8_t code[256];
+  int len;
+} fuse_prog;
+
+static bool fuse_emit(fuse_prog *P, const uint8_t *b, int n) {
+  if (P->len + n > (int)sizeof P->code) return false;
+  memcpy(P->code + P->len, b, (size_t)n);
+  P->len += n;
+  return true;
+}
+
+static bool fuse_leaf(fuse_prog *P, uint8_t kind, unsigned index) {
+  int i = 0;
+  while (i < P->nleaves &&
+         !(P->leaf[i][0] == kind && (unsigned)(P->leaf[i][1] | P->leaf[i][2] << 8) == index))
+    i++;
+  if (i == P->nleaves) {
+    if (P->nleaves == MQ_FUSE_MAX_LEAVES || index > 0xffff) return false;
+    P->leaf[i][0] = kind;
+    P->leaf[i][1] = (uint8_t)(index & 0xff);
+    P->leaf[i][2] = (uint8_t)(index >> 8);
+    P->nleaves++;
+  }
+  uint8_t b[2] = {MQ_FI_LEAF, (uint8_t)i};
+  return fuse_emit(P, b, 2);
+}
+
+static bool fuse_const(compiler *C, fuse_prog *P, mq_value v) {
+  return fuse_leaf(P, MQ_FL_CONST, (unsigned)mq_chunk_const(C->S, C->f, v));
+}
+
+static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n);
+
+/* f(x) or x.f(): f a global holding a unary math builtin right now (it
+ * is checked again when the code runs). */
+static bool fuse_call(compiler *C, fuse_prog *P, const char *name, const mq_node *arg, mq_span sp) {
+  int index = 0;
+  if (!arg || arg->kind == MQ_N_KWARG || resolve(C, name, &index, sp) != NAME_GLOBAL) return false;
+  int slot = mq_global_find(C->S, name);
+  if (slot < 0) return false;
+  const mq_global *g = &C->S->globals[slot];
+  if (!g->defined || !mq_is_obj(g->value, MQ_O_BUILTIN)) return false;
+  int b = ((const mq_builtin_obj *)g->value.as.o)->index, op = mq_builtin_unop(&C->S->builtins[b]);
+  if (op < 0 || b > 0xffff || !fuse_node(C, P, arg)) return false;
+  uint8_t code[6] = {MQ_FI_CALL, (uint8_t)op, (uint8_t)(slot & 0xff), (uint8_t)(slot >> 8),
+                     (uint8_t)(b & 0xff), (uint8_t)(b >> 8)};
+  P->nops++;
+  return fuse_emit(P, code, 6);
+}
+
+/* Appends [n] to the program; false if it is not an elementwise tree of
+ * variables and number literals. */
+static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n) {
+  if (!n || P->nops >= MQ_FUSE_MAX_OPS) return false;
+  switch ((mq_node_kind)n->kind) {
+  case MQ_N_INT: return fuse_const(C, P, mq_int(n->ival));
+  case MQ_N_FLOAT: return fuse_const(C, P, mq_float(n->fval));
+  case MQ_N_NAME: {
+    int index = 0;
+    P->any_var = true;
+    switch (resolve(C, n->str, &index, n->span)) {
+    case NAME_LOCAL: return fuse_leaf(P, MQ_FL_LOCAL, (unsigned)index);
+    case NAME_CAPTURE: return fuse_leaf(P, MQ_FL_UPVAL, (unsigned)index);
+    case NAME_SELF: return false;
+    case NAME_GLOBAL: break;
+    }
+    return fuse_leaf(P, MQ_FL_GLOBAL, (unsigned)mq_global_slot(C->S, n->str));
+  }
+  case MQ_N_UNARY: {
+    if (n->op != '-' || n->nkids != 1) return false;
+    const mq_node *k = n->kids[0];
+    if (k && k->kind == MQ_N_INT) /* -3: the number the op-by-op code makes */
+      return fuse_const(C, P, mq_int((int64_t)(0 - (uint64_t)k->ival)));
+    if (k && k->kind == MQ_N_FLOAT) return fuse_const(C, P, mq_float(-k->fval));
+    if (!fuse_node(C, P, k)) return false;
+    uint8_t code[2] = {MQ_FI_UN, MQ_UN_NEG};
+    P->nops++;
+    return fuse_emit(P, code, 2);
+  }
+  case MQ_N_BINARY: {
+    static const int8_t ops[MQ_TOK__COUNT] = {
+        [MQ_TOK_ADD] = MQ_BIN_ADD + 1, [MQ_TOK_SUB] = MQ_BIN_SUB + 1, [MQ_TOK_MUL] = MQ_BIN_MUL + 1,
+        [MQ_TOK_DIV] = MQ_BIN_DIV + 1, [MQ_TOK_POW] = MQ_BIN_POW + 1};
+    if (n->op >= MQ_TOK__COUNT || !ops[n->op] || n->nkids != 2) return false;
+    if (!fuse_node(C, P, n->kids[0]) || !fuse_node(C, P, n->kids[1])) return false;
+    uint8_t code[2] = {MQ_FI_BIN, (uint8_t)(ops[n->op] - 1)};
+    P->nops++;
+    return fuse_emit(P, code, 2);
+  }
+  case MQ_N_CALL:
+    if (n->nkids != 2 || !n->kids[0] || n->kids[0]->kind != MQ_N_NAME) return false;
+    return fuse_call(C, P, n->kids[0]->str, n->kids[1], n->span);
+  case MQ_N_METHOD:
+  case MQ_N_ATTR:
+    if (n->nkids != 1) return false;
+    return fuse_call(C, P, n->str, n->kids[0], n->span);
+  default: return false;
+  }
+}
+
+/* Compiles [n] as FUSED followed by its op-by-op code, which FUSED jumps
+ * over when it succeeds; false (nothing emitted) if [n] is not worth it. */
+static bool fused(compiler *C, const mq_node *n) {
+  if (C->no_fuse) return false;
+  fuse_prog P;
+  memset(&P, 0, sizeof P);
+  if (!fuse_node(C, &P, n) || P.nops < 2 || !P.any_var) return false;
+  uint8_t bytes[1 + 3 * MQ_FUSE_MAX_LEAVES + sizeof P.code];
+  int nb = 0;
+  bytes[nb++] = (uint8_t)P.nleaves;
+  for (int i = 0; i < P.nleaves; i++)
+    for (int j = 0; j < 3; j++) bytes[nb++] = P.leaf[i][j];
+  memcpy(bytes + nb, P.code, (size_t)P.len);
+  nb += P.len;
+  int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, (const char *)bytes, (size_t)nb)));
+  emit_op(C, MQ_OP_FUSED, 0, n->span);
+  emit_u16(C, (unsigned)k, n->span);
+  int j = C->f->code_len;
+  emit_u16(C, 0xffff, n->span);
+  C->no_fuse = true;
+  expr(C, n);
+  C->no_fuse = false;
+  patch_jump(C, j, n->span); /* either way one value is pushed */
+  return true;
+}
+
 static void expr(compiler *C, const mq_node *n) {
+  if ((n->kind == MQ_N_BINARY || n->kind == MQ_N_UNARY || n->kind == MQ_N_CALL ||
+       n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) &&
+      fused(C, n))
+    return;
   switch ((mq_node_kind)n->kind) {
   case MQ_N_INT: emit_const(C, mq_int(n->ival), n->span); return;
   case MQ_N_FLOAT: emit_const(C, mq_float(n->fval), n->span); return;

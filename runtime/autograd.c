@@ -64,9 +64,12 @@ static mq_tensor *finalize(mq_state *S, mq_tensor *g, mq_tensor *t) {
   mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
   mq_kernel_convert(S, out, g);
   const uint8_t *gm = mq_ag_maskp(S, g), *tm = mq_ag_maskp(S, t);
-  if (gm || tm) {
+  if (gm || tm) { /* mask bytes are 0 or 1: & without branches */
     uint8_t *m = mq_ag_new_mask(S, out);
-    for (int64_t i = 0; i < out->numel; i++) m[i] = (!gm || gm[i]) && (!tm || tm[i]);
+    if (gm && tm)
+      for (int64_t i = 0; i < out->numel; i++) m[i] = gm[i] & tm[i];
+    else
+      memcpy(m, gm ? gm : tm, (size_t)out->numel);
   }
   return out;
 }

@@ -50,6 +50,7 @@ static double dreduce(const mq_gradnode *n, double x, double y, int64_t i, int64
     if (isinf(p)) return fabs(x) == y ? sg / st->ties[k] : 0;
     if (y == 0) return 0; /* torch: a zero norm has a zero subgradient */
     if (p == 2) return x / y;
+    if (x == 0) return 0; /* torch: for p < 1, not 0 * inf = NaN */
     return sg * pow(fabs(x), p - 1) / pow(y, p - 1);
   }
   switch ((mq_redop)n->op) {
@@ -64,6 +65,68 @@ static double dreduce(const mq_gradnode *n, double x, double y, int64_t i, int64
   }
 }
 
+/* Moves to the next row (the last dim) of [x], keeping k0, the output
+ * slot of the row's first entry, up to date ([ostr]: slot strides). */
+static inline void next_row(const mq_tensor *x, const int64_t *ostr, int64_t *idx, int64_t *k0) {
+  for (int d = x->ndim - 2; d >= 0; d--) {
+    if (++idx[d] < x->shape[d]) {
+      *k0 += ostr[d];
+      return;
+    }
+    *k0 -= ostr[d] * (x->shape[d] - 1);
+    idx[d] = 0;
+  }
+}
+
+/* sum and mean, the common case: every input of slot k gets g[k] (times 1
+ * over the slot's valid count for mean), exactly what the general path
+ * below computes, without its statistics, offset table and float64 copies
+ * of x and y, and without a branch per entry. */
+static void bw_sum_mean(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean, const int64_t *ostr,
+                        int64_t nout, mq_tensor **gin) {
+  const double *gv = mq_bw_d(g);
+  const uint8_t *xm = mq_ag_maskp(S, x), *gm = mq_ag_maskp(S, g);
+  int nd = x->ndim;
+  int64_t N = x->numel, inner = nd ? x->shape[nd - 1] : 1, is = nd ? ostr[nd - 1] : 0;
+  int64_t rows = inner ? N / inner : 0, idx[MQ_MAX_DIMS] = {0}, k0 = 0;
+  double *scale = NULL; /* mean: 1 / the valid count of each slot */
+  if (mean) {
+    scale = zeroed(S, nout);
+    for (int64_t r = 0; r < rows; r++, next_row(x, ostr, idx, &k0)) {
+      const uint8_t *mr = xm ? xm + r * inner : NULL;
+      if (is == 0) {
+        int64_t c = inner;
+        if (mr) {
+          c = 0;
+          for (int64_t j = 0; j < inner; j++) c += mr[j];
+        }
+        scale[k0] += (double)c;
+      } else {
+        for (int64_t j = 0; j < inner; j++) scale[k0 + j * is] += mr ? (double)mr[j] : 1.0;
+      }
+    }
+    for (int64_t k = 0; k < nout; k++) scale[k] = 1 / scale[k];
+    memset(idx, 0, sizeof idx);
+    k0 = 0;
+  }
+  uint8_t *m;
+  mq_tensor *r = grad_new(S, nd, x->shape, xm || gm, &m);
+  double *o = mq_bw_d(r);
+  for (int64_t row = 0; row < rows; row++, next_row(x, ostr, idx, &k0)) {
+    double *orow = o + row * inner;
+    if (mean)
+      for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * scale[k0 + j * is];
+    else
+      for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * 1.0;
+    if (!m) continue;
+    uint8_t *mrow = m + row * inner;
+    const uint8_t *xr = xm ? xm + row * inner : NULL;
+    for (int64_t j = 0; j < inner; j++)
+      mrow[j] = (uint8_t)((xr ? xr[j] : 1) & (gm ? gm[k0 + j * is] : 1));
+  }
+  gin[0] = r;
+}
+
 void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *x = n->in[0];
@@ -75,6 +138,10 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     bool red = (n->dims >> d) & 1;
     ostr[d] = red ? 0 : nout;
     if (!red) nout *= x->shape[d];
+  }
+  if (n->kind == MQ_AG_REDUCE && (n->op == MQ_RED_SUM || n->op == MQ_RED_MEAN)) {
+    bw_sum_mean(S, x, g, n->op == MQ_RED_MEAN, ostr, nout, gin);
+    return;
   }
   const int64_t *at = mq_bw_offsets(S, x->ndim, x->shape, ostr);
   const double *xv = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
@@ -154,11 +221,47 @@ static bool along_init(mq_state *S, along *J, mq_tensor *t, mq_tensor *g) {
 /* softmax: g_x = y (g - sum(g y)); log_softmax: g_x = g - exp(y) sum(g),
  * sums over the slice's valid entries that received a gradient. A slice
  * where none did gets none (masked out, or 0 when plain). */
+/* v where [keep] (0 or 1), else [fill]: a select on the bits, without a
+ * branch (random masks mispredict half of them) and without letting a NaN
+ * through, as a multiply by the mask would. */
+static inline double pick(double v, uint8_t keep, uint64_t fill) {
+  uint64_t b, k = (uint64_t)0 - keep;
+  memcpy(&b, &v, sizeof b);
+  b = (b & k) | (fill & ~k);
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+#define NEG_ZERO UINT64_C(0x8000000000000000) /* s + -0.0 is s, whatever s */
+
 void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   along J;
   if (!along_init(S, &J, t, g)) return;
   bool lg = t->node->op;
   const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
+  if (J.A.inner == 1) { /* contiguous slices: the loop below, branch-free */
+    for (int64_t a = 0; a < J.A.outer; a++) {
+      int64_t base = a * J.A.len, len = J.A.len;
+      const double *gr = J.gv + base, *yr = yv + base;
+      const uint8_t *xr = J.xm ? J.xm + base : NULL, *gmr = J.gm ? J.gm + base : NULL;
+      double s = 0;
+      uint8_t any = 0;
+      for (int64_t j = 0; j < len; j++) {
+        uint8_t ok = (uint8_t)((xr ? xr[j] : 1) & (gmr ? gmr[j] : 1));
+        s += pick(lg ? gr[j] : gr[j] * yr[j], ok, NEG_ZERO);
+        any |= ok;
+      }
+      double *o = J.o + base;
+      uint8_t *m = J.m ? J.m + base : NULL;
+      for (int64_t j = 0; j < len; j++) {
+        uint8_t ok = xr ? xr[j] : 1, got = (uint8_t)(ok & (gmr ? gmr[j] : 1));
+        double gi = pick(gr[j], got, 0), y = pick(yr[j], ok, 0);
+        o[j] = pick(lg ? gi - exp(y) * s : y * (gi - s), (uint8_t)(ok & any), 0);
+        if (m) m[j] = (uint8_t)(ok & any);
+      }
+    }
+    gin[0] = J.r;
+    return;
+  }
   for (int64_t a = 0; a < J.A.outer; a++)
     for (int64_t c = 0; c < J.A.inner; c++) {
       int64_t base = a * J.A.len * J.A.inner + c;

@@ -114,9 +114,12 @@ static inline double fdiv_floor_double(double x, double y) {
  * 2^-48 relatively away from one), so floor() of it is exact, and it
  * spares fmodf, which costs ~10x a division. Above 2^24 the result is the
  * exact floor correctly rounded, where torch's float32 formula can be off
- * by a few units. */
+ * by a few units. An infinite operand takes torch's formula, as Python
+ * does: inf // y is NaN, and x // inf is -1 when the signs differ. */
 static inline float fdiv_floor_float(float x, float y) {
-  return y == 0 ? x / y : (float)floor((double)x / (double)y);
+  if (y == 0) return x / y;
+  if (MQ_UNLIKELY(!isfinite(x) || !isfinite(y))) return (float)fdiv_floor_double(x, y);
+  return (float)floor((double)x / (double)y);
 }
 
 /* NaN-propagating extrema (torch.maximum); fmax/fmin ignore NaN. */
@@ -300,6 +303,12 @@ static mq_tensor *f32_number(mq_state *S, mq_tensor *t) {
   mq_tensor *r = mq_tensor_scalar(S, MQ_DT_F32, *(const double *)mq_tensor_data(t));
   r->weak = true;
   return r;
+}
+
+mq_ewise_fn mq_binary_float_kernel(mq_binop op, mq_dtype dt) {
+  if ((unsigned)op >= MQ_BIN__COUNT || !mq_dtype_is_float(dt)) return NULL;
+  if (defs[op].cls != CL_ARITH && defs[op].cls != CL_FLOAT) return NULL;
+  return defs[op].k[dt];
 }
 
 mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b) {

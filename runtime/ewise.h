@@ -29,6 +29,12 @@ typedef void (*mq_ewise_fn)(mq_state *S, mq_iter *it, const double *prm);
 #define WSUB(x, y) ((int64_t)((uint64_t)(x) - (uint64_t)(y)))
 #define WMUL(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
 
+/* The kernel an op runs on float tensors of dtype [dt] when its result
+ * has that dtype too (unary: no parameters, not a predicate; binary:
+ * arithmetic), or NULL: what fused expressions (fuse.c) may use. */
+MQ_INTERNAL mq_ewise_fn mq_unary_float_kernel(mq_unop op, mq_dtype dt);
+MQ_INTERNAL mq_ewise_fn mq_binary_float_kernel(mq_binop op, mq_dtype dt);
+
 /* Data of [t] (its mask ignored) converted to [dt] and broadcast to
  * [shape]; a scalar converts once, before broadcasting. */
 MQ_INTERNAL mq_tensor *mq_operand(mq_state *S, mq_tensor *t, mq_dtype dt, int nd,

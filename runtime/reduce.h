@@ -10,13 +10,31 @@
 
 #include "kernels.h"
 
+/* Long rows of the fast kernels are cut into pieces of this many entries
+ * (the last one shorter), whose partial results combine in a fixed order:
+ * the result depends on the sizes only, never on how many threads ran. */
+#define MQ_RED_PIECE 4096
+
 /* One (op, input dtype) pair. acc points at the slots (acc_size bytes
  * each); [m] is the row's mask, NULL for plain input (tested once per
- * row, not per element). */
+ * row, not per element). Kernels run on several threads for large inputs
+ * (runtime/parallel.h): they only write the slots they are given.
+ *
+ * The fast kernels (float sums and extrema) also fill the optional fields:
+ * row_cnt and acc_row_cnt do what row and acc_row do and, when [cnt] is
+ * not NULL and the row is masked, add its valid entries to cnt[o] (row)
+ * or cnt[i] (acc_row, a tile's 32-bit counters) in the same pass; piece() writes into [part] (one
+ * slot, from the identity) the partial result of one piece of a row and
+ * adds its valid entries to *cnt, and merge() folds [np] partials into
+ * acc[o]. row_cnt gives exactly what piece + merge give. */
 typedef struct mq_red_kernel {
   size_t acc_size;
   void (*row)(void *acc, int64_t o, const void *x, const uint8_t *m, int64_t n);
   void (*acc_row)(void *acc, const void *x, const uint8_t *m, int64_t n);
+  void (*row_cnt)(void *acc, int64_t *cnt, int64_t o, const void *x, const uint8_t *m, int64_t n);
+  void (*acc_row_cnt)(void *acc, uint32_t *cnt, const void *x, const uint8_t *m, int64_t n);
+  void (*piece)(void *part, int64_t *cnt, const void *x, const uint8_t *m, int64_t n);
+  void (*merge)(void *acc, int64_t o, const void *parts, int64_t np);
 } mq_red_kernel;
 
 typedef struct mq_red_plan {
@@ -38,6 +56,10 @@ MQ_INTERNAL void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name,
                                   mq_dtype dt, int ndims, const int *dims, bool keepdim);
 /* Folds the input into [acc] (already holding the identity). */
 MQ_INTERNAL void mq_red_fold(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc);
+/* The same, and returns the valid entries per output slot (scratch), or
+ * NULL for a plain input: counted in the same pass when the kernel can. */
+MQ_INTERNAL int64_t *mq_red_fold_count(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k,
+                                       void *acc);
 /* Valid entries per output slot (scratch), or NULL for a plain input. */
 MQ_INTERNAL int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P);
 /* Gives [out] the mask "count > 0" when the input was masked. */

@@ -58,7 +58,8 @@ static inline void var_merge(var_acc *a, double n, double mean, double m2) {
       a->m2 += d * (v - a->mean);                                              \
     }                                                                          \
   }                                                                            \
-  static const mq_red_kernel var_##E = {sizeof(var_acc), var_row_##E, var_acc_##E};
+  static const mq_red_kernel var_##E = {.acc_size = sizeof(var_acc), .row = var_row_##E, \
+                                       .acc_row = var_acc_##E};
 
 DEF_VAR(F32, float, mq_rowsum_f32)
 DEF_VAR(F64, double, mq_rowsum_f64)
@@ -112,16 +113,24 @@ mq_tensor *mq_norm(mq_state *S, mq_tensor *t, double p, int ndims, const int *di
     mq_ag_norm(S, out, t, p, ndims, dims, keepdim);
     return out;
   }
-  mq_tensor *x = mq_astype(S, t, dt);
-  if (p == 0) /* the number of nonzero entries */
-    return mq_astype(S, mq_reduce(S, MQ_RED_SUM, mq_binary(S, MQ_BIN_NE, x, mq_tensor_scalar(S, dt, 0)),
-                                  ndims, dims, keepdim), dt);
-  mq_tensor *a = mq_unary(S, MQ_UN_ABS, x);
-  if (isinf(p)) return mq_reduce(S, p > 0 ? MQ_RED_AMAX : MQ_RED_AMIN, a, ndims, dims, keepdim);
-  mq_tensor *e = mq_tensor_scalar(S, dt, p);
-  e->weak = true;
-  mq_tensor *s = mq_reduce(S, MQ_RED_SUM, mq_binary(S, MQ_BIN_POW, a, e), ndims, dims, keepdim);
-  mq_tensor *inv = mq_tensor_scalar(S, dt, 1 / p);
-  inv->weak = true;
-  return mq_binary(S, MQ_BIN_POW, s, inv);
+  /* The other p are composed of elementwise ops and a reduction, run on a
+   * detached x; one norm node then gives torch's derivative: 0 for p = 0
+   * (a count), 0 where the norm is 0 (the composed pow(|x|, p) would give
+   * 0 * inf = NaN there for p < 1). */
+  mq_tensor *x = mq_astype(S, t->requires_grad ? mq_ag_leaf(S, t, false, "norm") : t, dt), *out;
+  if (p == 0) { /* the number of nonzero entries */
+    out = mq_astype(S, mq_reduce(S, MQ_RED_SUM, mq_binary(S, MQ_BIN_NE, x, mq_tensor_scalar(S, dt, 0)),
+                                 ndims, dims, keepdim), dt);
+  } else if (isinf(p)) {
+    out = mq_reduce(S, p > 0 ? MQ_RED_AMAX : MQ_RED_AMIN, mq_unary(S, MQ_UN_ABS, x), ndims, dims, keepdim);
+  } else {
+    mq_tensor *e = mq_tensor_scalar(S, dt, p);
+    e->weak = true;
+    mq_tensor *s = mq_reduce(S, MQ_RED_SUM, mq_binary(S, MQ_BIN_POW, mq_unary(S, MQ_UN_ABS, x), e),
+                             ndims, dims, keepdim);
+    mq_tensor *inv = mq_tensor_scalar(S, dt, 1 / p);
+    inv->weak = true;
+    out = mq_binary(S, MQ_BIN_POW, s, inv);
+  }
+  return mq_ag_norm(S, out, t, p, ndims, dims, keepdim);
 }

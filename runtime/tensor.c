@@ -76,7 +76,7 @@ mq_tensor *mq_tensor_new(mq_state *S, mq_dtype dt, int ndim, const int64_t *shap
   mq_storage *st = mq_calloc(S, sizeof *st);
   st->rc = 1;
   t->storage = st;
-  st->data = mq_alloc(S, nbytes);
+  st->data = mq_alloc_big(S, nbytes);
   st->nbytes = nbytes;
   return t;
 }
@@ -88,7 +88,7 @@ void mq_tensor_free(mq_state *S, mq_tensor *t) {
   mq_storage *st = t->storage;
   if (st && --st->rc == 0) {
     if (st->release) st->release(st->release_ud);
-    else mq_free(S, st->data, st->nbytes);
+    else mq_free_big(S, st->data, st->nbytes);
     mq_free(S, st, sizeof *st);
   }
   mq_free(S, t, sizeof *t);

@@ -294,6 +294,14 @@ mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) 
 
 mq_tensor *mq_unary(mq_state *S, mq_unop op, mq_tensor *t) { return mq_unary_p(S, op, t, NULL); }
 
+mq_ewise_fn mq_unary_float_kernel(mq_unop op, mq_dtype dt) {
+  if ((unsigned)op >= MQ_UN__COUNT || !mq_dtype_is_float(dt) || defs[op].cls == CL_BOOL) return NULL;
+  switch (op) { /* the ones with parameters */
+  case MQ_UN_ROUND_DEC: case MQ_UN_LOGIT: case MQ_UN_NAN_TO_NUM: case MQ_UN_CLAMP: return NULL;
+  default: return defs[op].k[dt];
+  }
+}
+
 /* --- clamp ------------------------------------------------------------------- */
 
 static bool scalar_bound(const mq_tensor *b) { return !b || (b->ndim == 0 && !b->mask); }

@@ -120,6 +120,16 @@ static mq_value lib_print(mq_state *S, mq_value *args) {
   return mq_none();
 }
 
+/* --- threads ------------------------------------------------------------------- */
+
+static mq_value lib_set_num_threads(mq_state *S, mq_value *args) {
+  int64_t n = mq_arg_int(S, args[0], "n");
+  if (n < 1 || n > 64) mq_error(S, "set_num_threads: n must be from 1 to 64, got %lld", (long long)n);
+  S->nthreads = (int)n;
+  return mq_none();
+}
+static mq_value lib_get_num_threads(mq_state *S, mq_value *args) { return mq_int(S->nthreads); }
+
 const mq_libfn mq_lib_core[] = {
     {"masked(data, mask, requires_grad=false)", lib_masked,
      "a masked tensor: data where mask is true, masked out (--) elsewhere; mask broadcasts"},
@@ -141,5 +151,9 @@ const mq_libfn mq_lib_core[] = {
     {"dtype(x)", lib_dtype, "the dtype name: \"bool\", \"int64\", \"float32\" or \"float64\""},
     {"item(x)", lib_item, "the value of a one-element tensor as a number"},
     {"print(*values, sep=\" \", end=\"\\n\")", lib_print, "print values separated by sep"},
+    {"set_num_threads(n)", lib_set_num_threads,
+     "threads large kernels may use (1 to 64; results are the same for any n); "
+     "starts at $MASQ_NUM_THREADS or the number of processors (at most 8)"},
+    {"get_num_threads()", lib_get_num_threads, "threads large kernels may use (set_num_threads)"},
     {NULL, NULL, NULL},
 };

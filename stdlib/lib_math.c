@@ -30,6 +30,15 @@
 UNARIES(X)
 #undef X
 
+int mq_builtin_unop(const mq_builtin *b) {
+  if (b->host || !b->def || b->nparams != 1 || b->rest >= 0) return -1;
+#define X(E)                                                                   \
+  if (b->def->fn == lib_un_##E) return MQ_UN_##E;
+  UNARIES(X)
+#undef X
+  return -1;
+}
+
 static mq_value lib_round(mq_state *S, mq_value *args) {
   int64_t d = mq_arg_int(S, args[1], "decimals");
   double prm[3] = {(double)d, NAN, NAN};

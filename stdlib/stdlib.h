@@ -71,6 +71,11 @@ MQ_INTERNAL void mq_hostfn_free(mq_state *S, struct mq_hostfn *h);
 MQ_INTERNAL mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv,
                                      int nargs, int nkw, const mq_list *kwnames);
 
+/* The unary op builtin [b] is exactly (one parameter x, the result
+ * mq_unary(op, x) for a tensor x), or -1: the compiler fuses calls of
+ * those (runtime/fuse.h). */
+MQ_INTERNAL int mq_builtin_unop(const mq_builtin *b);
+
 /* --- argument helpers for builtins ---------------------------------------- */
 
 MQ_INTERNAL mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what);

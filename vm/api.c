@@ -8,6 +8,7 @@
 
 #include "../parser/ast.h"
 #include "../parser/compiler.h"
+#include "../runtime/parallel.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "api_int.h"
@@ -51,6 +52,7 @@ masq_state *masq_open(const masq_config *cfg) {
   memset(S, 0, sizeof *S);
   S->cfg = c;
   S->mem_used = sizeof *S;
+  S->nthreads = mq_default_threads();
   if (mq_protect(S, open_library, NULL) != MASQ_OK) {
     masq_close(S);
     return NULL;
@@ -74,6 +76,7 @@ void masq_close(masq_state *S) {
   mq_buf_free(S, &S->err_rendered);
   mq_buf_free(S, &S->out);
   mq_strfree(S, S->err_chunk);
+  mq_bigcache_flush(S); /* last: everything freed above may have landed there */
   S->cfg.alloc(S->cfg.alloc_ud, S, sizeof *S, 0);
 }
 

@@ -67,8 +67,9 @@ static bool same_const(mq_value a, mq_value b) {
   case MQ_INT: return a.as.i == b.as.i;
   case MQ_FLOAT: return memcmp(&a.as.f, &b.as.f, sizeof a.as.f) == 0;
   case MQ_OBJ:
-    if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING))
-      return strcmp(mq_as_string(a)->chars, mq_as_string(b)->chars) == 0;
+    if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) /* may hold NULs (fused programs) */
+      return mq_as_string(a)->len == mq_as_string(b)->len &&
+             memcmp(mq_as_string(a)->chars, mq_as_string(b)->chars, mq_as_string(a)->len) == 0;
     return a.as.o == b.as.o;
   }
   return false;
@@ -135,7 +136,7 @@ void mq_chunk_disassemble(mq_state *S, mq_buf *b, const mq_function *f) {
     int nbytes = op_info[op].nbytes;
     mq_buf_printf(S, b, "  %04d  [%d:%d]\t%-18s", pc, line, f->spans[pc].col, op_info[op].name);
     if (nbytes) {
-      unsigned arg = operand(f, pc + 1, op == MQ_OP_CALL_KW ? 1 : nbytes);
+      unsigned arg = operand(f, pc + 1, op == MQ_OP_CALL_KW ? 1 : op == MQ_OP_FUSED ? 2 : nbytes);
       mq_buf_printf(S, b, " %u", arg);
       switch (op) {
       case MQ_OP_CONST: {
@@ -151,6 +152,10 @@ void mq_chunk_disassemble(mq_state *S, mq_buf *b, const mq_function *f) {
         if (arg < MQ_TOK__COUNT) mq_buf_printf(S, b, "\t; %s", binop_names[arg]);
         break;
       case MQ_OP_CALL_KW: mq_buf_printf(S, b, " %u", operand(f, pc + 2, 2)); break;
+      case MQ_OP_FUSED:
+        mq_buf_printf(S, b, " %u\t; done: to %d", operand(f, pc + 3, 2),
+                      pc + 1 + nbytes + (int)operand(f, pc + 3, 2));
+        break;
       case MQ_OP_JUMP:
       case MQ_OP_JUMP_IF_FALSE:
       case MQ_OP_JUMP_IF_FALSE_KEEP:

@@ -9,6 +9,8 @@
 /* --- memory ------------------------------------------------------------ */
 
 void *mq_realloc(mq_state *S, void *p, size_t osize, size_t nsize) {
+  if (nsize > osize && S->cfg.memory_limit && S->mem_used + (nsize - osize) > S->cfg.memory_limit)
+    mq_bigcache_flush(S); /* cached buffers first */
   if (nsize > osize && S->cfg.memory_limit &&
       (nsize - osize > S->cfg.memory_limit ||
        S->mem_used + (nsize - osize) > S->cfg.memory_limit)) {
@@ -16,6 +18,10 @@ void *mq_realloc(mq_state *S, void *p, size_t osize, size_t nsize) {
              S->cfg.memory_limit, S->mem_used, nsize - osize);
   }
   void *q = S->cfg.alloc(S->cfg.alloc_ud, p, osize, nsize);
+  if (!q && nsize > 0 && S->bigcache[0].p) { /* out of memory: drop the cached buffers, retry */
+    mq_bigcache_flush(S);
+    q = S->cfg.alloc(S->cfg.alloc_ud, p, osize, nsize);
+  }
   if (nsize == 0) {
     S->mem_used -= osize;
     return NULL;
@@ -27,6 +33,52 @@ void *mq_realloc(mq_state *S, void *p, size_t osize, size_t nsize) {
 }
 
 void *mq_alloc(mq_state *S, size_t n) { return mq_realloc(S, NULL, 0, n ? n : 1); }
+
+void mq_bigcache_flush(mq_state *S) {
+  for (int i = 0; i < MQ_BIGCACHE; i++) {
+    void *p = S->bigcache[i].p;
+    S->bigcache[i].p = NULL;
+    if (p) mq_free(S, p, S->bigcache[i].n);
+    S->bigcache[i].n = 0;
+  }
+}
+
+void *mq_alloc_big(mq_state *S, size_t n) {
+  if (n >= MQ_BIG_BYTES)
+    for (int i = 0; i < MQ_BIGCACHE; i++)
+      if (S->bigcache[i].p && S->bigcache[i].n == n) {
+        void *p = S->bigcache[i].p;
+        S->bigcache[i].p = NULL;
+        S->bigcache[i].n = 0;
+        return p;
+      }
+  return mq_alloc(S, n);
+}
+
+void mq_free_big(mq_state *S, void *p, size_t n) {
+  if (!p) return;
+  if (n >= MQ_BIG_BYTES && n <= MQ_BIGCACHE_BYTES) {
+    /* keep it in a free slot, else in place of the oldest (slot 0), moving
+     * the others down; the total stays under MQ_BIGCACHE_BYTES */
+    size_t total = n;
+    for (int i = 0; i < MQ_BIGCACHE; i++) total += S->bigcache[i].n;
+    while (total > MQ_BIGCACHE_BYTES || S->bigcache[MQ_BIGCACHE - 1].p) {
+      if (S->bigcache[0].p) {
+        total -= S->bigcache[0].n;
+        mq_free(S, S->bigcache[0].p, S->bigcache[0].n);
+      }
+      memmove(&S->bigcache[0], &S->bigcache[1], (MQ_BIGCACHE - 1) * sizeof S->bigcache[0]);
+      S->bigcache[MQ_BIGCACHE - 1].p = NULL;
+      S->bigcache[MQ_BIGCACHE - 1].n = 0;
+    }
+    int i = 0;
+    while (S->bigcache[i].p) i++;
+    S->bigcache[i].p = p;
+    S->bigcache[i].n = n;
+    return;
+  }
+  mq_free(S, p, n);
+}
 
 void *mq_calloc(mq_state *S, size_t n) {
   void *p = mq_alloc(S, n);

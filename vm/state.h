@@ -58,6 +58,11 @@ typedef struct mq_global {
 } mq_global;
 
 struct mq_source; /* vm/diag.h */
+
+/* Freed tensor buffers a state keeps for reuse (mq_alloc_big), at most
+ * this many, and at most MQ_BIGCACHE_BYTES together. */
+#define MQ_BIGCACHE 4
+#define MQ_BIGCACHE_BYTES ((size_t)512 << 20)
 struct mq_builtin;
 
 struct mq_state {
@@ -102,6 +107,16 @@ struct mq_state {
   volatile int interrupted; /* set by masq_interrupt(), maybe from a signal */
   unsigned poll_counter;
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
+  int nthreads;  /* threads a large kernel may use (runtime/parallel.h), >= 1 */
+
+  /* Large tensor buffers freed lately, kept for the next tensor of the
+   * same byte size (mq_alloc_big): a fresh block of tens of MB costs a page
+   * fault per 4 KB the first time it is written, often more than the
+   * kernel that fills it. */
+  struct {
+    void *p;
+    size_t n;
+  } bigcache[MQ_BIGCACHE];
 
   /* Handles the host holds and the masq_errorf() message (vm/api_int.h);
    * NULL until the host first uses a tensor handle or a host function. */
@@ -118,6 +133,13 @@ MQ_INTERNAL void *mq_alloc(mq_state *S, size_t n);     /* uninitialized */
 MQ_INTERNAL void *mq_calloc(mq_state *S, size_t n);    /* zeroed */
 MQ_INTERNAL void mq_free(mq_state *S, void *p, size_t n);
 MQ_INTERNAL char *mq_strdup(mq_state *S, const char *s);
+/* Tensor buffers: blocks of at least MQ_BIG_BYTES go through the state's
+ * cache of recently freed ones (an exact size match is reused); the cache
+ * is emptied when the memory limit would be exceeded, and at close. */
+#define MQ_BIG_BYTES ((size_t)1 << 20)
+MQ_INTERNAL void *mq_alloc_big(mq_state *S, size_t n);
+MQ_INTERNAL void mq_free_big(mq_state *S, void *p, size_t n);
+MQ_INTERNAL void mq_bigcache_flush(mq_state *S);
 MQ_INTERNAL void mq_strfree(mq_state *S, char *s);
 
 /* Grows *arr (of *cap elements of size esize) to hold at least need. */

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "../parser/ast.h"
+#include "../runtime/fuse.h"
 #include "../runtime/shape.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
@@ -496,6 +497,37 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         int bop = READ_U8();
         SAVE();
         REPLACE_TOP(2, binary(S, bop, sp[-2], sp[-1]));
+        vmbreak;
+      }
+      vmcase(FUSED) {
+        unsigned k = READ_U16(), dist = READ_U16();
+        const mq_string *prog = mq_as_string(consts[k]);
+        const uint8_t *code = (const uint8_t *)prog->chars;
+        mq_value leaves[MQ_FUSE_MAX_LEAVES];
+        int nleaves = prog->len ? code[0] : MQ_FUSE_MAX_LEAVES + 1;
+        bool ok = nleaves <= MQ_FUSE_MAX_LEAVES && prog->len >= 1 + 3 * (size_t)nleaves;
+        for (int i = 0; ok && i < nleaves; i++) {
+          const uint8_t *e = code + 1 + 3 * i;
+          unsigned idx = (unsigned)e[1] | ((unsigned)e[2] << 8);
+          switch (e[0]) {
+          case MQ_FL_LOCAL: leaves[i] = slots[idx]; break;
+          case MQ_FL_UPVAL: leaves[i] = fr->cl->vals[idx]; break;
+          case MQ_FL_CONST: leaves[i] = consts[idx]; break;
+          case MQ_FL_GLOBAL:
+            ok = (int)idx < S->nglobals && S->globals[idx].defined;
+            if (ok) leaves[i] = S->globals[idx].value;
+            break;
+          default: ok = false; break;
+          }
+        }
+        if (ok) {
+          SAVE();
+          mq_tensor *t = mq_fuse_run(S, code, prog->len, leaves);
+          if (t) {
+            REPLACE_TOP(0, mq_objv(t));
+            ip += dist;
+          }
+        }
         vmbreak;
       }
       vmcase(LIST) {

@@ -1,0 +1,295 @@
+/* fuse.c - running a fused elementwise expression (see fuse.h).
+ *
+ * Every operation of the program gets a buffer of MQ_FUSE_BLOCK elements
+ * (one per level of its evaluation stack, the bottom level being the
+ * result's block itself); a block of the result is made
+ * by running each operation's ordinary kernel (unary.c, binary.c) over
+ * the block, reading leaves straight from their tensors (or a number with
+ * stride 0) and the operands below it from the buffers, the last one
+ * writing into the result. Blocks are independent, so large inputs are
+ * split across threads by whole blocks (runtime/parallel.h). */
+#include "fuse.h"
+
+#include "../stdlib/stdlib.h"
+#include "../vm/chunk.h"
+#include "ewise.h"
+#include "parallel.h"
+
+#if defined(__clang__)
+/* (x op1 s1) op2 s2 below must round twice, as the two kernels do */
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* x op1 s1 op2 s2 with numbers s1, s2 and + - * /, one pass (fused from
+ * two BIN instructions when the program is loaded) */
+#define FI_AFFINE 100
+
+typedef struct finstr {
+  uint8_t kind; /* MQ_FI_LEAF, MQ_FI_UN, MQ_FI_BIN (a checked CALL is UN), FI_AFFINE */
+  uint8_t leaf; /* LEAF; FI_AFFINE: s1 */
+  mq_ewise_fn k;
+  bool square;  /* x ** 2 runs as x * x, as mq_binary does */
+  uint8_t op1, op2, leaf2; /* FI_AFFINE */
+} finstr;
+
+typedef struct fuse_ctx {
+  mq_state *S;
+  int nins, depth;
+  finstr ins[2 * MQ_FUSE_MAX_OPS + 1];
+  const char *ldata[MQ_FUSE_MAX_LEAVES]; /* a tensor's data, or NULL: a number */
+  union {
+    float f;
+    double d;
+  } lnum[MQ_FUSE_MAX_LEAVES];
+  size_t es;
+  int64_t n;     /* elements */
+  char *out;     /* the result's data */
+  char *bufs;    /* per task: depth - 1 buffers of a block (the bottom
+                    level is the result's own block) */
+  int64_t b0, b1; /* the blocks of the current round */
+} fuse_ctx;
+
+typedef struct operand {
+  const char *p;
+  int64_t stride; /* 1, or 0 for a number */
+} operand;
+
+static const double no_params[3] = {NAN, NAN, NAN};
+
+static void run_kernel(mq_state *S, mq_ewise_fn k, char *o, const operand *a, const operand *b,
+                       int64_t len) {
+  mq_iter it;
+  it.nops = b ? 3 : 2;
+  it.nd = 1;
+  it.n = len;
+  it.rows = 1;
+  it.p[0] = o;
+  it.is[0] = 1;
+  it.p[1] = (char *)a->p;
+  it.is[1] = a->stride;
+  if (b) {
+    it.p[2] = (char *)b->p;
+    it.is[2] = b->stride;
+  }
+  k(S, &it, no_params);
+}
+
+/* The arithmetic of mul_F32, add_F32, ... (binary.c) with a number as the
+ * second operand, twice, in one loop: the same roundings, one pass. */
+#define AFF_LOOP(T, OP1, OP2)                                                  \
+  for (int64_t i = 0; i < len; i++) {                                          \
+    T v = a[i] OP1 s1;                                                         \
+    o[i] = v OP2 s2;                                                           \
+  }
+#define AFF_OP2(T, OP1)                                                        \
+  switch (op2) {                                                               \
+  case MQ_BIN_ADD: AFF_LOOP(T, OP1, +) break;                                  \
+  case MQ_BIN_SUB: AFF_LOOP(T, OP1, -) break;                                  \
+  case MQ_BIN_MUL: AFF_LOOP(T, OP1, *) break;                                  \
+  default: AFF_LOOP(T, OP1, /) break;                                          \
+  }
+#define DEF_AFFINE(NAME, T)                                                    \
+  static void NAME(T *o, const T *a, int64_t len, int op1, T s1, int op2, T s2) { \
+    switch (op1) {                                                             \
+    case MQ_BIN_ADD: AFF_OP2(T, +) break;                                      \
+    case MQ_BIN_SUB: AFF_OP2(T, -) break;                                      \
+    case MQ_BIN_MUL: AFF_OP2(T, *) break;                                      \
+    default: AFF_OP2(T, /) break;                                              \
+    }                                                                          \
+  }
+DEF_AFFINE(affine_f32, float)
+DEF_AFFINE(affine_f64, double)
+
+/* Blocks [b0, b1) of the result, with [bufs] for the operands. */
+static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
+  size_t es = F->es, bbytes = (size_t)MQ_FUSE_BLOCK * es;
+  for (int64_t blk = b0; blk < b1; blk++) {
+    int64_t i0 = blk * MQ_FUSE_BLOCK, len = F->n - i0 < MQ_FUSE_BLOCK ? F->n - i0 : MQ_FUSE_BLOCK;
+    operand st[2 * MQ_FUSE_MAX_OPS + 1];
+    int sp = 0;
+
+    for (int k = 0; k < F->nins; k++) {
+      const finstr *in = &F->ins[k];
+      if (in->kind == MQ_FI_LEAF) {
+        const char *d = F->ldata[in->leaf];
+        st[sp++] = d ? (operand){d + (size_t)i0 * es, 1} : (operand){(const char *)&F->lnum[in->leaf], 0};
+        continue;
+      }
+      /* the bottom of the stack, where the result ends, is the result's
+       * own block: the first kernel to write there stores to memory while
+       * it computes, the later ones find the block in cache */
+      int top = in->kind == MQ_FI_BIN ? sp - 2 : sp - 1;
+      char *o = top == 0 ? F->out + (size_t)i0 * es : bufs + (size_t)(top - 1) * bbytes;
+      if (in->kind == FI_AFFINE) {
+        if (es == sizeof(float))
+          affine_f32((float *)o, (const float *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].f,
+                     in->op2, F->lnum[in->leaf2].f);
+        else
+          affine_f64((double *)o, (const double *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].d,
+                     in->op2, F->lnum[in->leaf2].d);
+      } else if (in->kind == MQ_FI_BIN)
+        run_kernel(F->S, in->k, o, &st[sp - 2], in->square ? &st[sp - 2] : &st[sp - 1], len);
+      else
+        run_kernel(F->S, in->k, o, &st[sp - 1], NULL, len);
+      sp = top + 1;
+      st[top] = (operand){o, 1};
+    }
+  }
+}
+
+static void task(void *ctx, int i, int n) {
+  const fuse_ctx *F = ctx;
+  int64_t nb = F->b1 - F->b0;
+  char *bufs = F->bufs + (size_t)i * (size_t)(F->depth > 1 ? F->depth - 1 : 1) * MQ_FUSE_BLOCK * F->es;
+  run_blocks(F, bufs, F->b0 + mq_part_start(nb, i, n, 1), F->b0 + mq_part_start(nb, i + 1, n, 1));
+}
+
+static bool same_view(const mq_tensor *a, const mq_tensor *b) {
+  if (a == b) return true;
+  if (a->storage != b->storage || a->offset != b->offset || !mq_same_shape(a, b)) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
+  return true;
+}
+
+static inline unsigned u16(const uint8_t *p) { return (unsigned)p[0] | ((unsigned)p[1] << 8); }
+
+mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
+  fuse_ctx F;
+  if (len < 1) return NULL;
+  int nleaves = code[0];
+  size_t pc = 1 + 3 * (size_t)nleaves;
+  if (nleaves > MQ_FUSE_MAX_LEAVES || pc > len) return NULL;
+
+  /* the leaves: tensors of one float dtype and shape, or numbers */
+  const mq_tensor *shape_of = NULL, *mask = NULL;
+  mq_dtype dt = MQ_DT_F32;
+  for (int i = 0; i < nleaves; i++) {
+    mq_value v = leaves[i];
+    if (mq_is_number(v)) {
+      F.ldata[i] = NULL;
+      continue;
+    }
+    if (!mq_is_tensor(v)) return NULL;
+    const mq_tensor *t = mq_as_tensor(v);
+    if (!mq_dtype_is_float((mq_dtype)t->dtype) || t->requires_grad || t->weak ||
+        !mq_tensor_is_contiguous(t))
+      return NULL;
+    if (!shape_of) {
+      shape_of = t;
+      dt = (mq_dtype)t->dtype;
+    } else if (t->dtype != dt || !mq_same_shape(t, shape_of)) {
+      return NULL;
+    }
+    if (t->mask) {
+      if (!mask) mask = t->mask;
+      else if (!same_view(mask, t->mask)) return NULL; /* the op-by-op path compares them */
+    }
+    F.ldata[i] = mq_tensor_data(t);
+  }
+  if (!shape_of) return NULL;
+  for (int i = 0; i < nleaves; i++) { /* numbers as the op-by-op path converts them */
+    if (F.ldata[i]) continue;
+    mq_value v = leaves[i];
+    double x = v.type == MQ_INT ? (double)v.as.i : v.type == MQ_BOOL ? (double)v.as.b : v.as.f;
+    if (dt == MQ_DT_F32) F.lnum[i].f = v.type == MQ_INT ? (float)v.as.i : (float)x;
+    else F.lnum[i].d = v.type == MQ_INT ? (double)v.as.i : x;
+  }
+
+  /* the instructions: every operation has a tensor operand and a kernel
+   * keeping the dtype */
+  bool tensor[2 * MQ_FUSE_MAX_OPS + 1];
+  int sp = 0, depth = 0;
+  F.nins = 0;
+  while (pc < len) {
+    if (F.nins == 2 * MQ_FUSE_MAX_OPS + 1) return NULL;
+    finstr *in = &F.ins[F.nins++];
+    uint8_t kind = code[pc++];
+    if (pc >= len) return NULL;
+    uint8_t arg = code[pc++];
+    in->kind = kind == MQ_FI_CALL ? MQ_FI_UN : kind;
+    in->square = false;
+    in->k = NULL;
+    in->op1 = arg;
+    switch (kind) {
+    case MQ_FI_LEAF:
+      if (arg >= nleaves) return NULL;
+      in->leaf = arg;
+      tensor[sp++] = F.ldata[arg] != NULL;
+      break;
+    case MQ_FI_CALL: {
+      if (pc + 4 > len) return NULL;
+      unsigned slot = u16(code + pc), bidx = u16(code + pc + 2);
+      pc += 4;
+      if ((int)slot >= S->nglobals || (int)bidx >= S->nbuiltins) return NULL;
+      const mq_global *g = &S->globals[slot];
+      if (!g->defined || !mq_is_obj(g->value, MQ_O_BUILTIN) ||
+          ((const mq_builtin_obj *)g->value.as.o)->index != (int)bidx ||
+          mq_builtin_unop(&S->builtins[bidx]) != arg)
+        return NULL;
+    } /* fall through */
+    case MQ_FI_UN:
+      if (sp < 1 || !tensor[sp - 1]) return NULL;
+      if (!(in->k = mq_unary_float_kernel((mq_unop)arg, dt))) return NULL;
+      break;
+    case MQ_FI_BIN:
+      if (sp < 2 || (!tensor[sp - 2] && !tensor[sp - 1])) return NULL;
+      if (!(in->k = mq_binary_float_kernel((mq_binop)arg, dt))) return NULL;
+      if (arg == MQ_BIN_POW) {
+        const finstr *rhs = &F.ins[F.nins - 2];
+        if (tensor[sp - 1]) {
+          if (shape_of->numel == 1) return NULL; /* mq_binary's x ** 2 rule looks at values */
+        } else if (rhs->kind == MQ_FI_LEAF &&
+                   (dt == MQ_DT_F32 ? F.lnum[rhs->leaf].f == 2.0f : F.lnum[rhs->leaf].d == 2.0)) {
+          in->square = true;
+          in->k = mq_binary_float_kernel(MQ_BIN_MUL, dt);
+        }
+      }
+      sp--;
+      tensor[sp - 1] = true;
+      break;
+    default: return NULL;
+    }
+    if (sp > depth) depth = sp;
+  }
+  if (sp != 1 || !tensor[0] || F.ins[F.nins - 1].kind == MQ_FI_LEAF) return NULL;
+
+  /* x s1 op1 s2 op2, numbers s1 and s2 and op + - * / (x a tensor operand
+   * by then): one FI_AFFINE instruction in place of the four */
+  for (int k = 1; k + 2 < F.nins; k++) {
+    finstr *a = &F.ins[k - 1], *b = &F.ins[k], *c = &F.ins[k + 1], *d = &F.ins[k + 2];
+    bool arith1 = b->kind == MQ_FI_BIN && !b->square && b->op1 <= MQ_BIN_DIV;
+    bool arith2 = d->kind == MQ_FI_BIN && !d->square && d->op1 <= MQ_BIN_DIV;
+    if (!(arith1 && arith2 && a->kind == MQ_FI_LEAF && !F.ldata[a->leaf] && c->kind == MQ_FI_LEAF &&
+          !F.ldata[c->leaf] && k >= 2))
+      continue;
+    finstr f = {.kind = FI_AFFINE, .leaf = a->leaf, .leaf2 = c->leaf,
+                .op1 = b->op1, .op2 = d->op1};
+    F.ins[k - 1] = f;
+    memmove(&F.ins[k], &F.ins[k + 3], (size_t)(F.nins - k - 3) * sizeof F.ins[0]);
+    F.nins -= 3;
+  }
+
+  /* run */
+  mq_tensor *out = mq_tensor_new(S, dt, shape_of->ndim, shape_of->shape);
+  F.S = S;
+  F.depth = depth;
+  F.es = mq_dtype_size(dt);
+  F.n = out->numel;
+  F.out = mq_tensor_data(out);
+  int64_t nblocks = (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
+  int nt = mq_threads_for(S, F.n);
+  F.bufs = mq_scratch(S, (size_t)nt * (size_t)(depth > 1 ? depth - 1 : 1) * MQ_FUSE_BLOCK * F.es);
+  /* rounds of blocks (of about 4M elements with threads, 64K without),
+   * polling for interrupts in between */
+  int64_t round = (nt > 1 ? (int64_t)1 << 22 : (int64_t)1 << 16) / MQ_FUSE_BLOCK;
+  for (int64_t b = 0; b < nblocks; b += round) {
+    F.b0 = b;
+    F.b1 = nblocks - b < round ? nblocks : b + round;
+    if (nt > 1) mq_parallel(S, mq_threads_for(S, (F.b1 - F.b0) * MQ_FUSE_BLOCK), task, &F);
+    else run_blocks(&F, F.bufs, F.b0, F.b1);
+    mq_check_interrupt(S);
+  }
+  if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
+  return out;
+}

@@ -1,0 +1,43 @@
+/* fuse.h - elementwise expressions evaluated in one blocked pass.
+ *
+ * The compiler (parser/compiler.c) spots an expression tree of at least
+ * two elementwise operations (+ - * / **, unary minus, calls of unary math
+ * builtins such as exp) whose leaves are variables and number literals,
+ * and emits a FUSED instruction in front of the tree's ordinary code. At
+ * run time FUSED reads the leaves and, when the fast path applies, runs
+ * the whole tree as one pass over blocks of MQ_FUSE_BLOCK elements (each
+ * operation's kernel on a block that stays in L1, numexpr's scheme) into
+ * one result, and jumps over the ordinary code; otherwise it does nothing
+ * and the ordinary code runs, op by op, with its usual errors.
+ *
+ * The fast path takes float tensors of one dtype and one shape, contiguous,
+ * not recording gradients, with at most one mask (the same mask object on
+ * every masked leaf; it rides along to the result), and numbers. Each op
+ * runs the very kernel the op-by-op path runs on the same values, so the
+ * result is bitwise the same; only the temporaries are gone.
+ *
+ * A program is the bytes of a string constant:
+ *   nleaves, then per leaf: kind (MQ_FL_*), index (u16, little-endian);
+ *   then instructions in postfix order to the end:
+ *     MQ_FI_LEAF i | MQ_FI_UN op | MQ_FI_BIN op
+ *     | MQ_FI_CALL op slot(u16) builtin(u16): a unary op reached through
+ *       the global [slot], which must still hold builtin number [builtin]. */
+#ifndef MQ_FUSE_H
+#define MQ_FUSE_H
+
+#include "tensor.h"
+
+#define MQ_FUSE_BLOCK 4096
+#define MQ_FUSE_MAX_LEAVES 16
+#define MQ_FUSE_MAX_OPS 32
+
+enum { MQ_FL_LOCAL, MQ_FL_UPVAL, MQ_FL_GLOBAL, MQ_FL_CONST };
+enum { MQ_FI_LEAF, MQ_FI_UN, MQ_FI_BIN, MQ_FI_CALL };
+
+/* Runs program [code] ([len] bytes) on the leaf values [leaves]; returns
+ * the result, or NULL when the fast path does not apply (nothing was
+ * done). Raises only what any operation may (memory, interrupt). */
+MQ_INTERNAL mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len,
+                                   const mq_value *leaves);
+
+#endif
