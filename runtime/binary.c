@@ -243,14 +243,6 @@ static const char *const bin_names[] = {
 
 /* --- masks --------------------------------------------------------------------- */
 
-static bool same_view(const mq_tensor *a, const mq_tensor *b) {
-  if (a == b) return true;
-  if (a->storage != b->storage || a->offset != b->offset || !mq_same_shape(a, b)) return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
-  return true;
-}
-
 static const char mask_hint[] =
     "(use intersect(a, b) to keep only positions valid in both, or to_tensor(x, fill) to drop a mask)";
 
@@ -261,7 +253,7 @@ static mq_tensor *binary_mask(mq_state *S, mq_tensor *a, mq_tensor *b, int nd,
     if (!mq_same_shape(a, b))
       mq_error(S, "masks do not match: shapes %s and %s differ %s",
                mq_shape_str(S, a->ndim, a->shape), mq_shape_str(S, b->ndim, b->shape), mask_hint);
-    if (!same_view(a->mask, b->mask)) {
+    if (!mq_same_view(a->mask, b->mask)) {
       int64_t diff = mq_kernel_count_ne(S, a->mask, b->mask);
       if (diff)
         mq_error(S, "masks do not match: %lld of %lld positions differ %s", (long long)diff,

@@ -144,14 +144,6 @@ static void task(void *ctx, int i, int n) {
   run_blocks(F, bufs, F->b0 + mq_part_start(nb, i, n, 1), F->b0 + mq_part_start(nb, i + 1, n, 1));
 }
 
-static bool same_view(const mq_tensor *a, const mq_tensor *b) {
-  if (a == b) return true;
-  if (a->storage != b->storage || a->offset != b->offset || !mq_same_shape(a, b)) return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
-  return true;
-}
-
 static inline unsigned u16(const uint8_t *p) { return (unsigned)p[0] | ((unsigned)p[1] << 8); }
 
 mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
@@ -183,7 +175,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
     }
     if (t->mask) {
       if (!mask) mask = t->mask;
-      else if (!same_view(mask, t->mask)) return NULL; /* the op-by-op path compares them */
+      else if (!mq_same_view(mask, t->mask)) return NULL; /* the op-by-op path compares them */
     }
     F.ldata[i] = mq_tensor_data(t);
   }

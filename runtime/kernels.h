@@ -55,6 +55,8 @@ MQ_INTERNAL mq_tensor *mq_tensor_alloc(mq_state *S, mq_dtype dt, int ndim, const
 /* Sets contiguous row-major strides from t->shape. */
 MQ_INTERNAL void mq_set_contiguous_strides(mq_tensor *t);
 MQ_INTERNAL bool mq_same_shape(const mq_tensor *a, const mq_tensor *b);
+/* The same elements of the same storage (so, for masks, the same mask). */
+MQ_INTERNAL bool mq_same_view(const mq_tensor *a, const mq_tensor *b);
 
 /* How often long kernels poll for interrupts (elements). */
 #define MQ_POLL_ELEMS (1 << 16)

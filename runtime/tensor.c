@@ -36,6 +36,14 @@ bool mq_same_shape(const mq_tensor *a, const mq_tensor *b) {
   return true;
 }
 
+bool mq_same_view(const mq_tensor *a, const mq_tensor *b) {
+  if (a == b) return true;
+  if (a->storage != b->storage || a->offset != b->offset || !mq_same_shape(a, b)) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
+  return true;
+}
+
 /* Validates a shape and returns its element count. */
 static int64_t check_shape(mq_state *S, int ndim, const int64_t *shape) {
   if (ndim < 0 || ndim > MQ_MAX_DIMS)
