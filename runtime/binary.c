@@ -38,31 +38,6 @@
 /* --- integer helpers (no UB: zero divisors are checked before, but masked-out
  * slots still run through here, and INT64_MIN / -1 overflows) ------------- */
 
-/* x ** y for y >= 0 by squaring, wrapping on overflow like torch */
-static inline int64_t ipow(int64_t x, int64_t y) {
-  uint64_t r = 1, b = (uint64_t)x;
-  while (y > 0) {
-    if (y & 1) r *= b;
-    b *= b;
-    y >>= 1;
-  }
-  return (int64_t)r;
-}
-static inline int64_t idiv_trunc(int64_t x, int64_t y) {
-  if (y == 0) return 0;
-  if (y == -1) return WSUB(0, x);
-  return x / y;
-}
-static inline int64_t imod_trunc(int64_t x, int64_t y) { return y == 0 || y == -1 ? 0 : x % y; }
-/* Python's floor division and modulo. */
-static inline int64_t idiv_floor(int64_t x, int64_t y) {
-  int64_t q = idiv_trunc(x, y), r = imod_trunc(x, y);
-  return r != 0 && ((r < 0) != (y < 0)) ? q - 1 : q;
-}
-static inline int64_t imod_floor(int64_t x, int64_t y) {
-  int64_t r = imod_trunc(x, y);
-  return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
-}
 /* Shifts as torch: by 64 or more (or a negative amount) a left shift gives
  * 0 and a right shift the sign. */
 static inline int64_t ishl(int64_t x, int64_t y) {
@@ -154,11 +129,11 @@ FLOAT_BIN(DEF_FB64)
 DEF_BIN(add_I64, int64_t, int64_t, WADD(x, y))
 DEF_BIN(sub_I64, int64_t, int64_t, WSUB(x, y))
 DEF_BIN(mul_I64, int64_t, int64_t, WMUL(x, y))
-DEF_BIN(pow_I64, int64_t, int64_t, ipow(x, y))
-DEF_BIN(floordiv_I64, int64_t, int64_t, idiv_floor(x, y))
-DEF_BIN(rem_I64, int64_t, int64_t, imod_floor(x, y))
-DEF_BIN(fmod_I64, int64_t, int64_t, imod_trunc(x, y))
-DEF_BIN(divtrunc_I64, int64_t, int64_t, idiv_trunc(x, y))
+DEF_BIN(pow_I64, int64_t, int64_t, mq_ipow(x, y))
+DEF_BIN(floordiv_I64, int64_t, int64_t, mq_idiv_floor(x, y))
+DEF_BIN(rem_I64, int64_t, int64_t, mq_imod_floor(x, y))
+DEF_BIN(fmod_I64, int64_t, int64_t, mq_imod_trunc(x, y))
+DEF_BIN(divtrunc_I64, int64_t, int64_t, mq_idiv_trunc(x, y))
 DEF_BIN(maximum_I64, int64_t, int64_t, x > y ? x : y)
 DEF_BIN(minimum_I64, int64_t, int64_t, x < y ? x : y)
 DEF_BIN(shl_I64, int64_t, int64_t, ishl(x, y))

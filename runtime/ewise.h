@@ -4,6 +4,7 @@
 #ifndef MQ_EWISE_H
 #define MQ_EWISE_H
 
+#include "intmath.h"
 #include "iter.h"
 #include "kernels.h"
 
@@ -23,11 +24,6 @@
 /* A typed elementwise kernel. [prm] holds the op's scalar parameters
  * (clamp bounds, rounding digits, ...); kernels without any ignore it. */
 typedef void (*mq_ewise_fn)(mq_state *S, mq_iter *it, const double *prm);
-
-/* int64 arithmetic wraps like torch's (two's complement), without UB */
-#define WADD(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
-#define WSUB(x, y) ((int64_t)((uint64_t)(x) - (uint64_t)(y)))
-#define WMUL(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
 
 /* The kernel an op runs on float tensors of dtype [dt] when its result
  * has that dtype too (unary: no parameters, not a predicate; binary:

@@ -13,6 +13,7 @@
 
 #include "../parser/ast.h"
 #include "../runtime/fuse.h"
+#include "../runtime/intmath.h"
 #include "../runtime/shape.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
@@ -58,17 +59,6 @@ static double as_double(mq_value v) {
 
 static int64_t as_int(mq_value v) { return v.type == MQ_INT ? v.as.i : (int64_t)v.as.b; }
 
-static int64_t ipow(mq_state *S, int64_t base, int64_t e) {
-  (void)S;
-  uint64_t r = 1, b = (uint64_t)base;
-  while (e > 0) {
-    if (e & 1) r *= b;
-    b *= b;
-    e >>= 1;
-  }
-  return (int64_t)r;
-}
-
 /* Python semantics on numbers: int op int stays int except `/`; bools act as
  * ints except that & | ^ of two bools is a bool. */
 static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
@@ -76,26 +66,18 @@ static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
   bool ints = a.type != MQ_FLOAT && b.type != MQ_FLOAT;
   if (ints) {
     int64_t x = as_int(a), y = as_int(b);
-    uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
     switch (op) {
-    case MQ_TOK_ADD: return mq_int((int64_t)(ux + uy));
-    case MQ_TOK_SUB: return mq_int((int64_t)(ux - uy));
-    case MQ_TOK_MUL: return mq_int((int64_t)(ux * uy));
+    case MQ_TOK_ADD: return mq_int(WADD(x, y));
+    case MQ_TOK_SUB: return mq_int(WSUB(x, y));
+    case MQ_TOK_MUL: return mq_int(WMUL(x, y));
     case MQ_TOK_DIV: return mq_float((double)x / (double)y);
     case MQ_TOK_FLOORDIV:
-    case MQ_TOK_MOD: {
+    case MQ_TOK_MOD:
       if (y == 0) mq_error(S, "integer division by zero");
-      if (y == -1) return op == MQ_TOK_MOD ? mq_int(0) : mq_int((int64_t)(0 - ux));
-      int64_t q = x / y, r = x % y;
-      if (r != 0 && ((r < 0) != (y < 0))) {
-        q -= 1;
-        r += y;
-      }
-      return op == MQ_TOK_MOD ? mq_int(r) : mq_int(q);
-    }
+      return mq_int(op == MQ_TOK_MOD ? mq_imod_floor(x, y) : mq_idiv_floor(x, y));
     case MQ_TOK_POW:
       if (y < 0) return mq_float(pow((double)x, (double)y));
-      return mq_int(ipow(S, x, y));
+      return mq_int(mq_ipow(x, y));
     case MQ_TOK_LT: return mq_bool(x < y);
     case MQ_TOK_LE: return mq_bool(x <= y);
     case MQ_TOK_GT: return mq_bool(x > y);
