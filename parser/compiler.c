@@ -802,7 +802,6 @@ static void function(compiler *C, const mq_node *n) {
   F.is_fn = true;
   F.self_name = n->str;
   F.f = mq_function_new(S, n->str ? n->str : "<anonymous>", C->f->src);
-  F.f->def_span = n->span;
   int np = params ? params->nkids : 0, ndefaults = 0;
   for (int i = 0; i < np; i++) {
     const mq_node *p = params->kids[i];

@@ -21,7 +21,6 @@ typedef struct mq_function {
   int nlocals;              /* params first, then the other locals */
   int nupvals;              /* values captured from enclosing functions */
   int nslots;               /* stack slots the frame needs: locals + temporaries */
-  mq_span def_span;         /* the `fn` that defined it, for tracebacks */
   const mq_source *src;
 } mq_function;
 

@@ -15,7 +15,6 @@
   OP(TRUE, 0, +1, "push true")                                                     \
   OP(FALSE, 0, +1, "push false")                                                   \
   OP(POP, 0, -1, "drop the top value")                                             \
-  OP(DUP, 0, +1, "push a copy of the top value")                                   \
   OP(GET_GLOBAL, 2, +1, "push global slot G")                                      \
   OP(SET_GLOBAL, 2, -1, "pop into global slot G")                                  \
   OP(GET_LOCAL, 1, +1, "push local slot L")                                        \

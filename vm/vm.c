@@ -394,12 +394,6 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         mq_release(S, v);
         vmbreak;
       }
-      vmcase(DUP) {
-        mq_value v = TOP();
-        mq_retain(v);
-        PUSH(v);
-        vmbreak;
-      }
       vmcase(GET_GLOBAL) {
         mq_global *g = &S->globals[READ_U16()];
         if (MQ_UNLIKELY(!g->defined)) {
