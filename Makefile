@@ -134,7 +134,7 @@ ASAN_APIS = $(patsubst tests/api/%.c,$(ASAN_DIR)/api/%,$(API_SRC))
 EMBED     = $(B)/examples/embed $(ASAN_DIR)/examples/embed
 SHARED    = -L$(B) -lmasq -Wl,-rpath,$(abspath $(B))
 
-$(B)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(B)/libmasq.so
+$(B)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(B)/libmasq.so $(B)/$(SONAME)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -pthread -o $@ $< $(SHARED)
 

@@ -46,7 +46,6 @@ typedef struct fuse_ctx {
   char *out;     /* the result's data */
   char *bufs;    /* per task: depth - 1 buffers of a block (the bottom
                     level is the result's own block) */
-  int64_t b0, b1; /* the blocks of the current round */
 } fuse_ctx;
 
 typedef struct operand {
@@ -137,11 +136,11 @@ static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
   }
 }
 
-static void task(void *ctx, int i, int n) {
+/* Blocks [b0, b1) on thread t, with that thread's block buffers. */
+static void run_range(void *ctx, int64_t b0, int64_t b1, int t) {
   const fuse_ctx *F = ctx;
-  int64_t nb = F->b1 - F->b0;
-  char *bufs = F->bufs + (size_t)i * (size_t)(F->depth > 1 ? F->depth - 1 : 1) * MQ_FUSE_BLOCK * F->es;
-  run_blocks(F, bufs, F->b0 + mq_part_start(nb, i, n, 1), F->b0 + mq_part_start(nb, i + 1, n, 1));
+  char *bufs = F->bufs + (size_t)t * (size_t)(F->depth > 1 ? F->depth - 1 : 1) * MQ_FUSE_BLOCK * F->es;
+  run_blocks(F, bufs, b0, b1);
 }
 
 static inline unsigned u16(const uint8_t *p) { return (unsigned)p[0] | ((unsigned)p[1] << 8); }
@@ -272,16 +271,9 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   int64_t nblocks = (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
   int nt = mq_threads_for(S, F.n);
   F.bufs = mq_scratch(S, (size_t)nt * (size_t)(depth > 1 ? depth - 1 : 1) * MQ_FUSE_BLOCK * F.es);
-  /* rounds of blocks (of about 4M elements with threads, 64K without),
+  /* chunks of 16 blocks (64K elements) claimed by the threads in turn,
    * polling for interrupts in between */
-  int64_t round = (nt > 1 ? (int64_t)1 << 22 : (int64_t)1 << 16) / MQ_FUSE_BLOCK;
-  for (int64_t b = 0; b < nblocks; b += round) {
-    F.b0 = b;
-    F.b1 = nblocks - b < round ? nblocks : b + round;
-    if (nt > 1) mq_parallel(S, mq_threads_for(S, (F.b1 - F.b0) * MQ_FUSE_BLOCK), task, &F);
-    else run_blocks(&F, F.bufs, F.b0, F.b1);
-    mq_check_interrupt(S);
-  }
+  mq_parallel_for(S, nt, nblocks, MQ_PAR_GRAIN / MQ_FUSE_BLOCK, run_range, &F);
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;
 }

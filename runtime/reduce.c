@@ -158,6 +158,12 @@ static void fsum_merge(void *acc, int64_t o, const void *parts, int64_t np) {
   ((double *)acc)[o] += parts_sum(parts, 0, np);
 }
 
+static void fsum_combine(void *accv, const void *partv, int64_t n) {
+  double *acc = accv;
+  const double *part = partv;
+  for (int64_t i = 0; i < n; i++) acc[i] += part[i];
+}
+
 /* Float sums, in double: within a piece, sixteen double lanes, each
  * summing every sixteenth entry; pieces pairwise (the same tree as
  * parts_sum). Accuracy: at most 256 terms in a lane, then log2(pieces)
@@ -228,7 +234,7 @@ static void fsum_merge(void *acc, int64_t o, const void *parts, int64_t np) {
   }                                                                            \
   static const mq_red_kernel dsum_##E = {sizeof(double), fsum_row_##E,  fsum_acc_##E,     \
                                          fsum_rowc_##E,  fsum_accc_##E, fsum_piece_##E, \
-                                         fsum_merge};
+                                         fsum_merge,     fsum_combine};
 
 DEF_FSUM(F32, float, sel_f32)
 DEF_FSUM(F64, double, sel_f64)
@@ -353,9 +359,15 @@ DEF_FSUM(F64, double, sel_f64)
   static void NAME##_acc_##E(void *acc, const void *x, const uint8_t *m, int64_t n) { \
     NAME##_accc_##E(acc, NULL, x, m, n);                                       \
   }                                                                            \
+  static void NAME##_combine_##E(void *accv, const void *partv, int64_t n) {   \
+    T *acc = accv;                                                             \
+    const T *part = partv;                                                     \
+    for (int64_t i = 0; i < n; i++) acc[i] = PICK(acc[i], part[i]);            \
+  }                                                                            \
   static const mq_red_kernel NAME##_##E = {sizeof(T),          NAME##_row_##E,   NAME##_acc_##E, \
                                            NAME##_rowc_##E,    NAME##_accc_##E,  \
-                                           NAME##_piece_##E,   NAME##_merge_##E};
+                                           NAME##_piece_##E,   NAME##_merge_##E, \
+                                           NAME##_combine_##E};
 
 DEF_FEXT(amax, F32, float, uint32_t, sel_f32, PICK_MAX, FAST_MAX, NEG_INF_F32)
 DEF_FEXT(amax, F64, double, uint64_t, sel_f64, PICK_MAX, FAST_MAX, NEG_INF_F64)
@@ -363,6 +375,11 @@ DEF_FEXT(amin, F32, float, uint32_t, sel_f32, PICK_MIN, FAST_MIN, POS_INF_F32)
 DEF_FEXT(amin, F64, double, uint64_t, sel_f64, PICK_MIN, FAST_MIN, POS_INF_F64)
 
 /* Exact integer sums (wrapping like torch's int64). */
+static void isum_combine(void *accv, const void *partv, int64_t n) {
+  uint64_t *acc = accv;
+  const uint64_t *part = partv;
+  for (int64_t i = 0; i < n; i++) acc[i] += part[i];
+}
 #define DEF_ISUM(E, T)                                                         \
   static void isum_row_##E(void *acc, int64_t o, const void *xv, const uint8_t *m, int64_t n) { \
     const T *x = xv;                                                           \
@@ -382,7 +399,7 @@ DEF_FEXT(amin, F64, double, uint64_t, sel_f64, PICK_MIN, FAST_MIN, POS_INF_F64)
       for (int64_t i = 0; i < n; i++) acc[i] += (uint64_t)x[i];                \
   }                                                                            \
   static const mq_red_kernel isum_##E = {.acc_size = sizeof(int64_t), .row = isum_row_##E, \
-                                        .acc_row = isum_acc_##E};
+                                        .acc_row = isum_acc_##E, .combine = isum_combine};
 
 DEF_ISUM(BOOL, uint8_t)
 DEF_ISUM(I64, int64_t)
@@ -604,6 +621,12 @@ typedef struct walk_ctx {
   int nb;
   bool last_red;
   int64_t s, rows, ostr[MQ_MAX_DIMS];
+  int64_t cgroup; /* columns a thread claims at a time (a multiple of 64) */
+  /* rows of slots in groups of rb rows: group g > 0 folds into its own
+   * slots at gacc + (g - 1) * slots (and counts at gcnt likewise) */
+  int64_t rb, slots;
+  char *gacc;
+  int64_t *gcnt;
   /* one long row split into pieces: its start, partials and counts */
   int64_t row_o, np;
   const char *row_x;
@@ -665,34 +688,76 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
   }
 }
 
-/* Thread tasks: a range of rows (each its own output slot), a range of
- * columns (every row), or a range of the pieces of one long row. */
-static void task_rows(void *ctx, int i, int n) {
-  const walk_ctx *W = ctx;
-  walk_rows(NULL, W, mq_part_start(W->rows, i, n, 1), mq_part_start(W->rows, i + 1, n, 1), 0, W->s);
+/* Thread chunks: rows [lo, hi) (each its own output slot), column
+ * groups [lo, hi) of every row, or pieces [lo, hi) of one long row. */
+static void range_rows(void *ctx, int64_t lo, int64_t hi, int t) {
+  walk_rows(NULL, ctx, lo, hi, 0, ((const walk_ctx *)ctx)->s);
 }
 /* Columns [c0, c1) of every row (rows of slots: the last block is kept),
  * in tiles of TILE columns, for the 32-bit counters on the stack. Tiles
  * are wide: a narrow one (slots kept in L1) reads each row in pieces on
  * pages of their own, which costs far more in TLB and prefetch misses
  * than it saves (measured: 2x slower at 1024 columns). */
-static void walk_cols(mq_state *S, const walk_ctx *W, int64_t c0, int64_t c1) {
-  for (int64_t t = c0; t < c1; t += TILE) walk_rows(S, W, 0, W->rows, t, c1 - t > TILE ? t + TILE : c1);
+static void walk_cols(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  for (int64_t t = c0; t < c1; t += TILE) walk_rows(S, W, r0, r1, t, c1 - t > TILE ? t + TILE : c1);
 }
-static void task_cols(void *ctx, int i, int n) {
+static void range_cols(void *ctx, int64_t lo, int64_t hi, int t) {
   const walk_ctx *W = ctx;
-  /* column ranges in whole cache lines of the accumulator */
-  int64_t c0 = mq_part_start(W->s, i, n, 64), c1 = mq_part_start(W->s, i + 1, n, 64);
-  if (c1 > c0) walk_cols(NULL, W, c0, c1);
+  int64_t c1 = hi * W->cgroup < W->s ? hi * W->cgroup : W->s;
+  walk_cols(NULL, W, 0, W->rows, lo * W->cgroup, c1);
 }
-static void task_pieces(void *ctx, int i, int n) {
+static void range_groups(void *ctx, int64_t lo, int64_t hi, int t) {
+  const walk_ctx *W = ctx;
+  for (int64_t g = lo; g < hi; g++) {
+    walk_ctx G = *W;
+    if (g > 0) {
+      G.acc = W->gacc + (size_t)((g - 1) * W->slots) * W->k->acc_size;
+      G.cnt = W->gcnt ? W->gcnt + (g - 1) * W->slots : NULL;
+    }
+    int64_t r0 = g * W->rb, r1 = W->rows - r0 < W->rb ? W->rows : r0 + W->rb;
+    walk_cols(NULL, &G, r0, r1, 0, W->s);
+  }
+}
+static void range_pieces(void *ctx, int64_t lo, int64_t hi, int t) {
   const walk_ctx *W = ctx;
   const mq_red_kernel *k = W->k;
-  for (int64_t p = mq_part_start(W->np, i, n, 1), e = mq_part_start(W->np, i + 1, n, 1); p < e; p++) {
+  for (int64_t p = lo; p < hi; p++) {
     int64_t off = p * MQ_RED_PIECE, len = W->s - off < MQ_RED_PIECE ? W->s - off : MQ_RED_PIECE;
     W->pcnt[p] = 0;
     k->piece(W->parts + (size_t)p * k->acc_size, &W->pcnt[p], W->row_x + (size_t)off * W->es,
              W->row_m ? W->row_m + off : NULL, len);
+  }
+}
+
+/* Rows of slots, large enough to split, fold in groups of whole rows:
+ * every thread then reads long contiguous runs, as the other reductions
+ * do, and keeps its own slots (in cache, for a few thousand). The groups
+ * are fixed by the sizes alone (at most ROW_GROUPS of at least
+ * MIN_GROUP_ROWS rows), each starts from the identity and they combine
+ * in order afterwards, so one thread gives the same result as eight.
+ * Only for up to GROUP_SLOTS slots: each group has its own. */
+#define ROW_GROUPS 8
+#define MIN_GROUP_ROWS 16
+#define GROUP_SLOTS ((int64_t)1 << 16)
+static void fold_groups(mq_state *S, walk_ctx *W, int nt, void *acc, int64_t *cnt) {
+  const mq_red_kernel *k = W->k;
+  int64_t ng = W->rows / MIN_GROUP_ROWS < ROW_GROUPS ? W->rows / MIN_GROUP_ROWS : ROW_GROUPS;
+  W->rb = (W->rows + ng - 1) / ng;
+  ng = (W->rows + W->rb - 1) / W->rb;
+  W->slots = W->P->on;
+  size_t ab = (size_t)W->slots * k->acc_size;
+  W->gacc = mq_scratch(S, (size_t)(ng - 1) * ab);
+  for (int64_t g = 0; g < ng - 1; g++) memcpy(W->gacc + g * ab, acc, ab); /* the identity */
+  W->gcnt = NULL;
+  if (cnt) {
+    W->gcnt = mq_scratch(S, (size_t)((ng - 1) * W->slots) * sizeof *cnt);
+    memset(W->gcnt, 0, (size_t)((ng - 1) * W->slots) * sizeof *cnt);
+  }
+  mq_parallel_for(S, nt, ng, 1, range_groups, W);
+  for (int64_t g = 0; g < ng - 1; g++) {
+    k->combine(acc, W->gacc + g * ab, W->slots);
+    if (cnt)
+      for (int64_t i = 0; i < W->slots; i++) cnt[i] += W->gcnt[g * W->slots + i];
   }
 }
 
@@ -729,29 +794,37 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
       }
       W.row_x = x + (size_t)(r * W.s) * es;
       W.row_m = m ? m + r * W.s : NULL;
-      mq_parallel(S, mq_threads_for(S, W.s), task_pieces, &W);
+      mq_parallel_for(S, mq_threads_for(S, W.s), W.np, MQ_PAR_GRAIN / MQ_RED_PIECE, range_pieces, &W);
       k->merge(acc, o, W.parts, W.np);
       if (cnt && m) {
         int64_t c = 0;
         for (int64_t p = 0; p < W.np; p++) c += W.pcnt[p];
         cnt[o] += c;
       }
-      mq_check_interrupt(S);
     }
     return;
   }
   if (nt > 1 && W.last_red && nb <= 2 && W.rows >= nt) { /* row r folds into slot r */
-    mq_parallel(S, nt, task_rows, &W);
-    mq_check_interrupt(S);
+    mq_parallel_for(S, nt, W.rows, W.s >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / W.s, range_rows, &W);
     return;
   }
-  if (nt > 1 && !W.last_red && W.s >= 64 * nt) { /* disjoint slots per column range */
-    mq_parallel(S, nt, task_cols, &W);
-    mq_check_interrupt(S);
+  if (!W.last_red && k->combine && W.rows * W.s >= MQ_PAR_MIN_ELEMS && W.rows >= 2 * MIN_GROUP_ROWS &&
+      (int64_t)P->on <= GROUP_SLOTS) {
+    fold_groups(S, &W, nt, acc, cnt);
+    return;
+  }
+  if (nt > 1 && !W.last_red && W.s >= 64 * nt) { /* disjoint slots per column group */
+    /* two groups a thread, so one held up by another process can be
+     * made up for; not more: a thread then reads shorter runs of each row,
+     * which the prefetchers follow badly (measured on 1000x10000: groups
+     * of 640 columns made two threads no faster than one) */
+    int64_t g = (W.s + 2 * nt - 1) / (2 * nt);
+    W.cgroup = (g + 63) / 64 * 64;
+    mq_parallel_for(S, nt, (W.s + W.cgroup - 1) / W.cgroup, 1, range_cols, &W);
     return;
   }
   if (W.last_red) walk_rows(S, &W, 0, W.rows, 0, W.s);
-  else walk_cols(S, &W, 0, W.s);
+  else walk_cols(S, &W, 0, W.rows, 0, W.s);
 }
 
 void mq_red_fold(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc) {

@@ -35,6 +35,9 @@ typedef struct mq_red_kernel {
   void (*acc_row_cnt)(void *acc, uint32_t *cnt, const void *x, const uint8_t *m, int64_t n);
   void (*piece)(void *part, int64_t *cnt, const void *x, const uint8_t *m, int64_t n);
   void (*merge)(void *acc, int64_t o, const void *parts, int64_t np);
+  /* acc[i] = acc[i] (+) part[i] for n slots (optional): folds one group of
+   * rows' slots into another's (reduce.c, fold_groups). */
+  void (*combine)(void *acc, const void *part, int64_t n);
 } mq_red_kernel;
 
 typedef struct mq_red_plan {

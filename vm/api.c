@@ -62,6 +62,7 @@ masq_state *masq_open(const masq_config *cfg) {
 
 void masq_close(masq_state *S) {
   if (!S) return;
+  mq_parallel_close(S);
   mq_vm_unwind(S, 0, 0);
   mq_pool_drain(S, 0);
   mq_host_free(S); /* the handles the host did not release */

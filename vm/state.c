@@ -209,8 +209,13 @@ masq_status mq_protect(mq_state *S, mq_pfunc fn, void *ud) {
   return j.status;
 }
 
+bool mq_interrupt_pending(mq_state *S) {
+  if (!S->interrupted && S->cfg.interrupt && S->cfg.interrupt(S->cfg.interrupt_ud)) S->interrupted = 1;
+  return S->interrupted != 0;
+}
+
 void mq_check_interrupt(mq_state *S) {
-  if (S->interrupted || (S->cfg.interrupt && S->cfg.interrupt(S->cfg.interrupt_ud))) {
+  if (mq_interrupt_pending(S)) {
     S->interrupted = 0;
     mq_throw(S, MASQ_ERR_INTERRUPTED, "interrupted");
   }

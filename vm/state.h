@@ -108,6 +108,7 @@ struct mq_state {
   unsigned poll_counter;
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
   int nthreads;  /* threads a large kernel may use (runtime/parallel.h), >= 1 */
+  struct mq_workers *workers; /* their pool, NULL until a kernel first splits */
 
   /* Large tensor buffers freed lately, kept for the next tensor of the
    * same byte size (mq_alloc_big): a fresh block of tens of MB costs a page
@@ -187,6 +188,9 @@ MQ_INTERNAL masq_status mq_protect(mq_state *S, mq_pfunc fn, void *ud);
 /* Polls the interrupt hook and flag; throws MASQ_ERR_INTERRUPTED if set.
  * Cheap enough to call from kernel row loops. */
 MQ_INTERNAL void mq_check_interrupt(mq_state *S);
+/* The same poll without the throw: true if an interrupt is due (the next
+ * mq_check_interrupt raises it). For loops that must stop cleanly first. */
+MQ_INTERNAL bool mq_interrupt_pending(mq_state *S);
 
 /* --- text buffers ------------------------------------------------------- */
 

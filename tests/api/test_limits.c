@@ -68,6 +68,15 @@ static void test_memory_limit(void) {
 
 static int interrupt_when(void *ud) { return *(int *)ud; }
 
+/* A state whose interrupt hook is hook(ud). */
+static masq_state *open_with_hook(int (*hook)(void *), void *ud) {
+  masq_config cfg;
+  masq_config_init(&cfg);
+  cfg.interrupt = hook;
+  cfg.interrupt_ud = ud;
+  return masq_open(&cfg);
+}
+
 static masq_status stop_me(masq_state *M, void *ud, int argc, masq_tensor *const *argv,
                            masq_tensor **result) {
   masq_interrupt(M); /* as another thread or a signal handler would */
@@ -76,11 +85,7 @@ static masq_status stop_me(masq_state *M, void *ud, int argc, masq_tensor *const
 
 static void test_interrupts(void) {
   int stop = 0;
-  masq_config cfg;
-  masq_config_init(&cfg);
-  cfg.interrupt = interrupt_when;
-  cfg.interrupt_ud = &stop;
-  masq_state *M = masq_open(&cfg);
+  masq_state *M = open_with_hook(interrupt_when, &stop);
   CHECK_OK(M, masq_register(M, "stop_me", stop_me, NULL, NULL));
   CHECK_OK(M, eval(M, "fn spin(x) { i = 0\n while true { i = i + 1 } }\nfn id(x) = x"));
   stop = 1;
@@ -105,6 +110,33 @@ static void test_interrupts(void) {
   /* A request made while nothing runs is dropped by the next call. */
   masq_interrupt(M);
   CHECK_OK(M, eval(M, "k = 2"));
+  masq_close(M);
+}
+
+/* The hook says stop on its [left]-th call from now (0: never). */
+static int interrupt_after(void *ud) {
+  int *left = ud;
+  return *left > 0 && --*left == 0;
+}
+
+/* An interrupt while a kernel runs on worker threads (runtime/parallel.c):
+ * the calling thread polls between chunks, nobody claims more, the error
+ * comes out as usual, and the state and its workers go on working. */
+static void test_interrupt_threaded_kernels(void) {
+  int left = 0;
+  masq_state *M = open_with_hook(interrupt_after, &left);
+  CHECK_OK(M, eval(M, "set_num_threads(2)\nx = masked(rand(4000000), rand(4000000) < 0.5)\n"
+                      "y = masked(rand(2000, 2000), rand(2000, 2000) < 0.5)"));
+  const char *kernels[] = {"r = exp(x) * 2 + 1", "r = sum(x)", "r = amax(y, 0)", "r = sum(y, 1)"};
+  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+    left = 3; /* a statement polls once or twice before its kernel starts */
+    CHECK_ERR(M, eval(M, kernels[i]), MASQ_ERR_INTERRUPTED, "interrupted");
+    left = 0;
+    CHECK_OK(M, eval(M, kernels[i]));
+  }
+  CHECK_OK(M, eval(M, "a = sum(y, 0)\nset_num_threads(1)\nb = sum(y, 0)\n"
+                      "same = bool((get_data(a) == get_data(b)).all())"));
+  CHECK(number(M, "same") == 1);
   masq_close(M);
 }
 
@@ -211,6 +243,7 @@ int main(void) {
   test_bad_scripts();
   test_memory_limit();
   test_interrupts();
+  test_interrupt_threaded_kernels();
   test_null_state();
   test_sandbox();
   test_allocator_balance();
