@@ -152,49 +152,82 @@ static int ten7(const char *name) {
   return 0;
 }
 
-static void time_workload(masq_state *M, const workload *w, const char *impl);
+/* One configuration a workload is timed in: a thread count and the impl
+ * name its RESULT line carries. */
+typedef struct {
+  int threads;
+  const char *impl;
+} config;
+
+static void time_workload(masq_state *M, const workload *w, const config *cf, int ncf);
 
 static void run_workload(masq_state *M, const workload *w) {
+  static const config both[] = {{1, "masq"}, {2, "masq-2t"}};
+  time_workload(M, w, both, ten7(w->name) ? 2 : 1);
   set_threads(M, 1);
-  time_workload(M, w, "masq");
-  if (ten7(w->name)) {
-    set_threads(M, 2);
-    time_workload(M, w, "masq-2t");
-    set_threads(M, 1);
-  }
 }
 
-static void time_workload(masq_state *M, const workload *w, const char *impl) {
+/* Reports every configuration of [w] as NA with the current error. */
+static void all_na(masq_state *M, const workload *w, const config *cf, int ncf, const char *what) {
+  char why[256];
+  error_line(M, what, why, sizeof why);
+  for (int c = 0; c < ncf; c++) bench_na(cf[c].impl, w->name, why);
+}
+
+/* Times [w] in each of the [ncf] configurations, one repetition of each in
+ * turn: a spell of load on the machine then falls on all of them alike,
+ * so their ratio (2T/1T) compares like with like. */
+static void time_workload(masq_state *M, const workload *w, const config *cf, int ncf) {
   char why[256];
   if (!run_setup(M, w->group, why, sizeof why)) {
-    bench_na(impl, w->name, why);
+    for (int c = 0; c < ncf; c++) bench_na(cf[c].impl, w->name, why);
     return;
   }
   size_t len = strlen(w->code);
-  if (masq_eval(M, w->code, len, "<bench>", 0) != MASQ_OK) { /* warm-up */
-    error_line(M, "failed", why, sizeof why);
-    bench_na(impl, w->name, why);
-    return;
-  }
-  double samples[BENCH_MAX_SAMPLES], elapsed = 0;
-  int n = 0;
-  while (bench_more(n, elapsed) && n < BENCH_MAX_SAMPLES) {
-    double t0 = bench_now();
-    masq_status st = masq_eval(M, w->code, len, "<bench>", 0);
-    double dt = bench_now() - t0;
-    if (st != MASQ_OK) {
-      error_line(M, "failed", why, sizeof why);
-      bench_na(impl, w->name, why);
+  for (int c = 0; c < ncf; c++) { /* warm-up, which also starts the threads */
+    set_threads(M, cf[c].threads);
+    if (masq_eval(M, w->code, len, "<bench>", 0) != MASQ_OK) {
+      all_na(M, w, cf, ncf, "failed");
       return;
     }
-    samples[n++] = dt;
-    elapsed += dt;
   }
-  n_allocs = 0, n_bytes = 0; /* one more evaluation, counted, not timed */
-  masq_eval(M, w->code, len, "<bench>", 0);
-  char note[96];
-  snprintf(note, sizeof note, "allocs=%ld bytes=%zu", n_allocs, n_bytes);
-  bench_result(impl, w->name, samples, n, note);
+  static double samples[2][BENCH_MAX_SAMPLES]; /* [configuration][repetition] */
+  double elapsed = 0;
+  int n = 0;
+  while (bench_more(n, elapsed / ncf) && n < BENCH_MAX_SAMPLES) {
+    for (int c = 0; c < ncf; c++) {
+      set_threads(M, cf[c].threads);
+      double t0 = bench_now();
+      masq_status st = masq_eval(M, w->code, len, "<bench>", 0);
+      double dt = bench_now() - t0;
+      if (st != MASQ_OK) {
+        all_na(M, w, cf, ncf, "failed");
+        return;
+      }
+      samples[c][n] = dt;
+      elapsed += dt;
+    }
+    n++;
+  }
+  /* The speed-up of configuration c over the first, as the median of the
+   * ratios of repetitions timed side by side: the machine's speed drifts
+   * (up to 2x within seconds on a shared host), and a ratio of two
+   * neighbouring samples cancels what a ratio of two medians would not. */
+  double speedup[2] = {1, 1};
+  for (int c = 1; c < ncf; c++) {
+    double r[BENCH_MAX_SAMPLES];
+    for (int i = 0; i < n; i++) r[i] = samples[0][i] / samples[c][i];
+    speedup[c] = bench_median(r, n);
+  }
+  for (int c = 0; c < ncf; c++) {
+    set_threads(M, cf[c].threads);
+    n_allocs = 0, n_bytes = 0; /* one more evaluation, counted, not timed */
+    masq_eval(M, w->code, len, "<bench>", 0);
+    char note[128];
+    int k = snprintf(note, sizeof note, "allocs=%ld bytes=%zu", n_allocs, n_bytes);
+    if (c > 0) snprintf(note + k, sizeof note - (size_t)k, " speedup=%.4f", speedup[c]);
+    bench_result(cf[c].impl, w->name, samples[c], n, note);
+  }
 }
 
 static int selected(int argc, char **argv, const char *name) {

@@ -134,6 +134,12 @@ function fmt(t) {
 }
 function ratio(a, b, d) { return (a == "" || b == "" || b + 0 == 0) ? "n/a" : sprintf("%." d "fx", a / b) }
 function get(impl, w) { return ((impl SUBSEP w) in T) ? T[impl, w] : "" }
+function speedup(w,  m, m2) { # two threads over one, or ""
+  if (stat != "min" && (w in SPEED)) return SPEED[w]
+  m = get("masq", w); m2 = get("masq-2t", w)
+  return (m == "" || m2 == "" || m2 + 0 == 0) ? "" : m / m2
+}
+function threads(w,  sp) { sp = speedup(w); return (sp == "") ? "n/a" : sprintf("%.2fx", sp) }
 $1 == "RESULT" {
   v = (stat == "min") ? $5 : $4
   if (v != "NA") {
@@ -144,6 +150,10 @@ $1 == "RESULT" {
     V[k, NV[k]] = v + 0
   } else if ($6 != "") {
     WHY[$2, $3] = $6
+  }
+  if ($2 == "masq-2t" && match($6, /speedup=[0-9.]+/)) { # median of paired 1T/2T ratios
+    NS[$3]++
+    SP[$3, NS[$3]] = substr($6, RSTART + 8, RLENGTH - 8) + 0
   }
   if ($2 == "masq" && $6 ~ /^allocs=/) { # allocation counts of one evaluation
     split($6, AB, /[= ]/)
@@ -158,6 +168,14 @@ END {
     for (i = 1; i <= c; i++) S[i] = V[k, i]
     for (i = 2; i <= c; i++) { x = S[i]; for (j = i - 1; j >= 1 && S[j] > x; j--) S[j + 1] = S[j]; S[j + 1] = x }
     T[k] = (stat == "min") ? S[1] : ((c % 2) ? S[(c + 1) / 2] : (S[c / 2] + S[c / 2 + 1]) / 2)
+  }
+  # 2T/1T: the median over the rounds of the paired speed-ups (masq_bench);
+  # with BENCH_STAT=min, the ratio of the minimums
+  for (w in NS) {
+    c = NS[w]
+    for (i = 1; i <= c; i++) S[i] = SP[w, i]
+    for (i = 2; i <= c; i++) { x = S[i]; for (j = i - 1; j >= 1 && S[j] > x; j--) S[j + 1] = S[j]; S[j + 1] = x }
+    SPEED[w] = (c % 2) ? S[(c + 1) / 2] : (S[c / 2] + S[c / 2 + 1]) / 2
   }
   n = split("sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 softmax_1000 softmax_4096x512 matmul_512 softmax_fwd_bwd small_loop startup eval_overhead", W, " ")
   L["sum_all"] = "masked sum, 10^7"
@@ -187,8 +205,7 @@ END {
     if (m == "" && t == "" && p == "" && c == "" && !(("masq" SUBSEP w) in WHY)) continue
     thr = "-"
     if (index(TEN7, " " w " ")) {
-      m2 = get("masq-2t", w)
-      thr = (m2 == "") ? "n/a" : ratio(m, m2, 2)
+      thr = threads(w)
     }
     mc = (w == "eval_overhead") ? "-" : ratio(m, c, 2)
     printf fmtrow, L[w], fmt(m), fmt(t), fmt(p), fmt(c), ratio(t, m, 1), ratio(p, m, 1), mc, thr
@@ -196,7 +213,9 @@ END {
   print ""
   print "torch/masq, numpy/masq: how many times faster masq is (> 1: masq wins)."
   print "masq/C: masq time over the hand-written C loop (1.00x: as fast as C)."
-  print "masq: one thread (set_num_threads(1)); 2T/1T: one-thread time over the two-thread time (the 10^7 rows)."
+  print "masq: one thread (set_num_threads(1)). 2T/1T (the 10^7 rows): one thread and two are timed alternately,"
+  print "  one repetition of each in turn; the column is the median of the ratios of neighbouring repetitions"
+  print "  (with BENCH_STAT=min: the ratio of the minimums), which cancels the drifting speed of a shared machine."
   print "A 2T/1T near 1 on a busy machine means the second core was taken by other processes."
   print "start-up row: torch = python3 -c \"import torch.masked\", numpy = python3 -c \"import numpy.ma\"."
   first = 1
@@ -269,9 +288,9 @@ END {
   split("sum_all mean_all amax_all exp_2_1 sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1", TT, " ")
   worst = ""; wname = ""
   for (i = 1; i <= 10; i++) {
-    m = get("masq", TT[i]); m2 = get("masq-2t", TT[i])
-    if (m == "" || m2 == "") continue
-    if (worst == "" || m / m2 < worst) { worst = m / m2; wname = TT[i] }
+    sp = speedup(TT[i])
+    if (sp == "") continue
+    if (worst == "" || sp < worst) { worst = sp; wname = TT[i] }
   }
   if (worst == "") printf "  %-72s %-9s %s\n", "two threads >= 1.6x one thread on 10^7", "n/a", "n/a"
   else printf "  %-72s %-9s %s\n", "two threads >= 1.6x one thread on 10^7 (least: " wname ")", sprintf("%.2fx", worst), (worst >= 1.6 ? "MET" : "NOT MET")
