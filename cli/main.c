@@ -24,6 +24,7 @@ static const char usage_text[] =
     USAGE_LINE
     "\n"
     "  script          run the file; '-' reads the script from stdin\n"
+    "  args            the script's arguments: the list of strings `args`\n"
     "  -e CODE         run CODE, printing the value of each expression (repeatable)\n"
     "  -i              start the REPL after the script or -e, even if stdin is a pipe\n"
     "  --dis FILE      print the bytecode FILE compiles to\n"
@@ -46,8 +47,8 @@ typedef struct options {
   const char **exprs; /* -e arguments, in order */
   int nexprs;
   const char *script; /* NULL: none; "-": stdin */
-  /* The script's arguments (argv after the script name). masq.h has no way
-   * to hand them to the program yet, so they are accepted and unused. */
+  /* The script's arguments (argv after the script name, NULL-terminated):
+   * the script sees them as the list of strings `args`. */
   char **script_args;
   const char *dis; /* --dis FILE */
   int builtins;    /* --builtins */
@@ -219,6 +220,12 @@ static int run(masq_state *M, const options *o, int color) {
   masq_status st = MASQ_OK;
   int tty = isatty(STDIN_FILENO);
   int have_code = o->nexprs > 0 || o->script;
+  if (o->script) {
+    int n = 0;
+    while (o->script_args[n]) n++;
+    st = masq_set_strings(M, "args", n, (const char *const *)o->script_args);
+    if (st != MASQ_OK) run_report(M);
+  }
   for (int i = 0; i < o->nexprs && st == MASQ_OK; i++)
     st = run_source(M, o->exprs[i], strlen(o->exprs[i]), "<expr>", MASQ_EVAL_ECHO);
   if (st == MASQ_OK && o->script)

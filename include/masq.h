@@ -312,6 +312,15 @@ MASQ_API masq_status masq_set_number(masq_state *M, const char *name, double val
 /* Binds global [name] to an int (`name = 3`), the type sizes and dims need. */
 MASQ_API masq_status masq_set_int(masq_state *M, const char *name, int64_t value);
 
+/* Binds global [name] to a string (copied), as if the script said
+ * `name = "..."`. */
+MASQ_API masq_status masq_set_string(masq_state *M, const char *name, const char *s);
+
+/* Binds global [name] to a list of [n] strings (copied), e.g. a program's
+ * arguments: the masq command sets `args` this way for a script. */
+MASQ_API masq_status masq_set_strings(masq_state *M, const char *name, int n,
+                                      const char *const *strs);
+
 /* The value of global [name] as a double: a number or bool, or a tensor
  * with one valid element. Anything else is an error. */
 MASQ_API masq_status masq_get_number(masq_state *M, const char *name, double *out);

@@ -79,6 +79,10 @@ typedef struct global_job {
   const char *fn, *name;
   mq_value value;    /* set: numbers */
   masq_tensor *t;    /* set: a tensor (NULL: none) */
+  enum { SET_VALUE, SET_STRING, SET_STRINGS } kind; /* set: value/t, str, strs */
+  const char *str;
+  const char *const *strs;
+  int nstrs;
   masq_tensor **out; /* get */
   double *number;    /* get_number */
 } global_job;
@@ -90,6 +94,18 @@ static void set_protected(mq_state *S, void *ud) {
   if (job->t) {
     mq_handle_check(S, job->t, job->fn, "t");
     v = mq_objv(job->t);
+  } else if (job->kind == SET_STRING) {
+    mq_api_need(S, job->str, job->fn, "s");
+    v = mq_objv(mq_string_new(S, job->str, strlen(job->str)));
+  } else if (job->kind == SET_STRINGS) {
+    if (job->nstrs < 0) mq_throw(S, MASQ_ERR_USAGE, "%s: n must not be negative, got %d", job->fn, job->nstrs);
+    if (job->nstrs > 0) mq_api_need(S, job->strs, job->fn, "strs");
+    mq_list *l = mq_list_new(S, job->nstrs);
+    for (int i = 0; i < job->nstrs; i++) {
+      if (!job->strs[i]) mq_throw(S, MASQ_ERR_USAGE, "%s: strs[%d] is NULL", job->fn, i);
+      mq_list_push(S, l, mq_objv(mq_string_new(S, job->strs[i], strlen(job->strs[i]))));
+    }
+    v = mq_objv(l);
   }
   int slot = mq_global_slot(S, job->name);
   mq_global_set(S, slot, v);
@@ -142,6 +158,17 @@ masq_status masq_set_number(masq_state *M, const char *name, double value) {
 
 masq_status masq_set_int(masq_state *M, const char *name, int64_t value) {
   global_job job = {.fn = "masq_set_int", .name = name, .value = mq_int(value)};
+  return mq_api_entry(M, set_protected, &job, NULL);
+}
+
+masq_status masq_set_string(masq_state *M, const char *name, const char *s) {
+  global_job job = {.fn = "masq_set_string", .name = name, .value = mq_none(), .kind = SET_STRING, .str = s};
+  return mq_api_entry(M, set_protected, &job, NULL);
+}
+
+masq_status masq_set_strings(masq_state *M, const char *name, int n, const char *const *strs) {
+  global_job job = {.fn = "masq_set_strings", .name = name, .value = mq_none(), .kind = SET_STRINGS,
+                    .strs = strs, .nstrs = n};
   return mq_api_entry(M, set_protected, &job, NULL);
 }
 

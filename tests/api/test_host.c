@@ -61,6 +61,24 @@ static void test_globals(void) {
   CHECK_OK(M, masq_get_global(M, "w", &g));
   CHECK(g == NULL);
 
+  /* Strings and lists of strings (copied: the host's buffers may go). */
+  char word[] = "masked";
+  const char *words[] = {"a", "", "two words"};
+  CHECK_OK(M, masq_set_string(M, "label", word));
+  CHECK_OK(M, masq_set_strings(M, "names", 3, words));
+  CHECK_OK(M, masq_set_strings(M, "none_given", 0, NULL));
+  word[0] = 'X';
+  CHECK(strcmp(run(M, &c, "print(label + \"!\", len(names), names, none_given)"),
+               "masked! 3 [\"a\", \"\", \"two words\"] []\n") == 0);
+  CHECK_ERR(M, masq_get_global(M, "label", &g), MASQ_ERR_USAGE, "string");
+  CHECK_ERR(M, masq_set_string(M, "s", NULL), MASQ_ERR_USAGE, "s is NULL");
+  CHECK_ERR(M, masq_set_strings(M, "l", 2, NULL), MASQ_ERR_USAGE, "strs is NULL");
+  CHECK_ERR(M, masq_set_strings(M, "l", -1, words), MASQ_ERR_USAGE, "negative");
+  const char *holes[] = {"ok", NULL};
+  CHECK_ERR(M, masq_set_strings(M, "l", 2, holes), MASQ_ERR_USAGE, "strs[1] is NULL");
+  CHECK_ERR(M, masq_set_string(M, "if", "x"), MASQ_ERR_USAGE, "keyword");
+  CHECK(strcmp(run(M, &c, "print(label)"), "masked\n") == 0); /* failed calls changed nothing */
+
   /* Names a script could not write. */
   CHECK_ERR(M, masq_set_int(M, "2x", 1), MASQ_ERR_USAGE, "not a name a script can use");
   CHECK_ERR(M, masq_set_int(M, "a-b", 1), MASQ_ERR_USAGE, "\"a-b\"");

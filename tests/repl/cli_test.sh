@@ -87,6 +87,15 @@ printf 'a = 2\n' >"$tmp/script.masq"
 printf '#!/usr/bin/env masq\na = 2\n' >"$tmp/shebang.masq"
 run "$tmp/script.masq" arg1 arg2
 expect "a script runs, its arguments are accepted" $status -eq 0 -a -z "$out$err"
+printf 'print(len(args), args)\nfor a in args { print(a + "!") }\n' >"$tmp/args.masq"
+run "$tmp/args.masq" one "two words" -e
+expect "a script sees its arguments as args, options among them included" \
+  "$out" = "$(printf '3 ["one", "two words", "-e"]\none!\ntwo words!\n-e!')" -a $status -eq 0
+run "$tmp/args.masq"
+expect "no arguments: args is an empty list" "$out" = "0 []" -a $status -eq 0
+input 'print(args)'
+run - x y
+expect "a script on stdin gets args too" "$out" = '["x", "y"]' -a $status -eq 0
 run "$tmp/shebang.masq"
 expect "a #! line is skipped" $status -eq 0 -a -z "$err"
 run --dis "$tmp/script.masq"
