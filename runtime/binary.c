@@ -324,7 +324,7 @@ mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b) {
   mq_tensor *ts[3] = {out, x, y};
   mq_iter it;
   mq_iter_init(&it, 3, ts);
-  k(S, &it, NULL);
+  mq_ewise_run(S, k, &it, NULL);
   if (mask) mq_tensor_set_mask(S, out, mask);
   out->weak = in[0]->weak && in[1]->weak;
   mq_ag_binary(S, out, op, in[0], in[1]);

@@ -10,8 +10,35 @@
 #include <math.h>
 
 #include "ewise.h"
+#include "parallel.h"
 
-typedef void (*kernel_fn)(mq_state *S, mq_iter *it);
+/* --- running a kernel ------------------------------------------------------- */
+
+typedef struct ewise_job {
+  mq_ewise_fn k;
+  const mq_iter *it;
+  const double *prm;
+} ewise_job;
+
+static void ewise_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ewise_job *J = ctx;
+  mq_iter part;
+  mq_iter_part(J->it, lo, hi, &part);
+  J->k(NULL, &part, J->prm);
+}
+
+void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm) {
+  int nt = mq_threads_for(S, it->rows * it->n);
+  if (nt <= 1) {
+    k(S, it, prm);
+    return;
+  }
+  ewise_job J = {k, it, prm};
+  if (it->rows == 1)
+    mq_parallel_for(S, nt, it->n, MQ_PAR_GRAIN, ewise_range, &J);
+  else
+    mq_parallel_for(S, nt, it->rows, it->n >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / it->n, ewise_range, &J);
+}
 
 /* --- type promotion -------------------------------------------------------- */
 
@@ -51,7 +78,7 @@ mq_dtype mq_result_type(int n, mq_tensor *const *ts) {
 #define TO_F64(x) ((double)(x))
 
 #define DEF_CONV(NAME, TI, TO, CV)                                             \
-  static void NAME(mq_state *S, mq_iter *it) {                                 \
+  static void NAME(mq_state *S, mq_iter *it, const double *prm) {              \
     ROWS_BEGIN(S, it)                                                          \
     TO *o = (TO *)it->p[0];                                                    \
     const TI *a = (const TI *)it->p[1];                                        \
@@ -70,7 +97,7 @@ mq_dtype mq_result_type(int n, mq_tensor *const *ts) {
   DEF_CONV(conv_##E##_F64, T, double, TO_F64)
 MQ_DTYPES(DEF_CONV_FROM)
 
-static const kernel_fn conv_kernels[MQ_DT__COUNT][MQ_DT__COUNT] = {
+static const mq_ewise_fn conv_kernels[MQ_DT__COUNT][MQ_DT__COUNT] = {
 #define X(E, n, T, s) {conv_##E##_BOOL, conv_##E##_I64, conv_##E##_F32, conv_##E##_F64},
     MQ_DTYPES(X)
 #undef X
@@ -80,7 +107,7 @@ void mq_kernel_convert(mq_state *S, mq_tensor *dst, mq_tensor *src) {
   mq_tensor *ts[2] = {dst, src};
   mq_iter it;
   mq_iter_init(&it, 2, ts);
-  conv_kernels[src->dtype][dst->dtype](S, &it);
+  mq_ewise_run(S, conv_kernels[src->dtype][dst->dtype], &it, NULL);
 }
 
 mq_tensor *mq_operand(mq_state *S, mq_tensor *t, mq_dtype dt, int nd, const int64_t *shape) {
@@ -97,7 +124,7 @@ mq_tensor *mq_operand(mq_state *S, mq_tensor *t, mq_dtype dt, int nd, const int6
 /* --- where ----------------------------------------------------------------- */
 
 #define DEF_WHERE(E, N_, T, S_)                                                \
-  static void where_##E(mq_state *S, mq_iter *it) {                            \
+  static void where_##E(mq_state *S, mq_iter *it, const double *prm) {         \
     ROWS_BEGIN(S, it)                                                          \
     T *o = (T *)it->p[0];                                                      \
     const uint8_t *c = (const uint8_t *)it->p[1];                              \
@@ -118,7 +145,7 @@ mq_tensor *mq_operand(mq_state *S, mq_tensor *t, mq_dtype dt, int nd, const int6
   }
 MQ_DTYPES(DEF_WHERE)
 
-static const kernel_fn where_kernels[MQ_DT__COUNT] = {
+static const mq_ewise_fn where_kernels[MQ_DT__COUNT] = {
 #define X(E, n, T, s) where_##E,
     MQ_DTYPES(X)
 #undef X
@@ -128,7 +155,7 @@ void mq_kernel_where(mq_state *S, mq_tensor *out, mq_tensor *cond, mq_tensor *a,
   mq_tensor *ts[4] = {out, cond, a, b};
   mq_iter it;
   mq_iter_init(&it, 4, ts);
-  where_kernels[out->dtype](S, &it);
+  mq_ewise_run(S, where_kernels[out->dtype], &it, NULL);
 }
 
 mq_tensor *mq_where(mq_state *S, mq_tensor *cond, mq_tensor *a, mq_tensor *b) {

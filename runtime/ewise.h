@@ -8,12 +8,13 @@
 #include "iter.h"
 #include "kernels.h"
 
-/* Walks the rows of an iterator, polling for interrupts now and then. */
+/* Walks the rows of an iterator, polling S for interrupts now and then
+ * (never when S is NULL: a worker thread, see mq_ewise_run). */
 #define ROWS_BEGIN(S, it)                                                      \
   {                                                                            \
     int64_t polled_ = 0;                                                       \
     for (int64_t r_ = 0; r_ < (it)->rows; r_++, mq_iter_next(it)) {            \
-      if ((polled_ += (it)->n) >= MQ_POLL_ELEMS) {                             \
+      if ((S) && (polled_ += (it)->n) >= MQ_POLL_ELEMS) {                      \
         polled_ = 0;                                                           \
         mq_check_interrupt(S);                                                 \
       }
@@ -22,8 +23,15 @@
   }
 
 /* A typed elementwise kernel. [prm] holds the op's scalar parameters
- * (clamp bounds, rounding digits, ...); kernels without any ignore it. */
+ * (clamp bounds, rounding digits, ...); kernels without any ignore it.
+ * S is NULL on a worker thread: a kernel uses it only to poll. */
 typedef void (*mq_ewise_fn)(mq_state *S, mq_iter *it, const double *prm);
+
+/* Runs kernel [k] over the walk [it] (fresh from mq_iter_init): on the
+ * calling thread, or for a million elements or more split by elements
+ * (one row) or rows among the state's threads (runtime/parallel.h). Each
+ * element's result is the same either way. */
+MQ_INTERNAL void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm);
 
 /* The kernel an op runs on float tensors of dtype [dt] when its result
  * has that dtype too (unary: no parameters, not a predicate; binary:

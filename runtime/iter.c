@@ -34,6 +34,7 @@ void mq_iter_init(mq_iter *it, int nops, mq_tensor *const *ts) {
   it->rows = t0->numel == 0 ? 0 : t0->numel / it->n;
   for (int k = 0; k < nops; k++) {
     size_t es = mq_dtype_size((mq_dtype)ts[k]->dtype);
+    it->es[k] = (int64_t)es;
     it->is[k] = st[k][nd - 1];
     it->p[k] = (char *)mq_tensor_data(ts[k]);
     for (int d = 0; d < nd - 1; d++) it->bst[k][d] = st[k][d] * (int64_t)es;
@@ -41,5 +42,21 @@ void mq_iter_init(mq_iter *it, int nops, mq_tensor *const *ts) {
   for (int d = 0; d < nd - 1; d++) {
     it->shape[d] = shape[d];
     it->idx[d] = 0;
+  }
+}
+
+void mq_iter_part(const mq_iter *it, int64_t lo, int64_t hi, mq_iter *part) {
+  *part = *it;
+  if (it->rows == 1) {
+    part->n = hi - lo;
+    for (int k = 0; k < it->nops; k++) part->p[k] += lo * it->is[k] * it->es[k];
+    return;
+  }
+  part->rows = hi - lo;
+  int64_t rest = lo;
+  for (int d = it->nd - 2; d >= 0; d--) {
+    part->idx[d] = rest % it->shape[d];
+    rest /= it->shape[d];
+    for (int k = 0; k < it->nops; k++) part->p[k] += part->idx[d] * it->bst[k][d];
   }
 }

@@ -19,6 +19,7 @@ typedef struct mq_iter {
   int64_t n;      /* length of the inner row */
   int64_t rows;   /* number of rows (0 when the tensors are empty) */
   int64_t is[MQ_ITER_MAXOPS]; /* inner strides, in elements */
+  int64_t es[MQ_ITER_MAXOPS]; /* element sizes, in bytes */
   char *p[MQ_ITER_MAXOPS];    /* start of the current row of each operand */
   /* outer dims (all but the inner one), innermost last */
   int64_t shape[MQ_MAX_DIMS];
@@ -29,6 +30,10 @@ typedef struct mq_iter {
 /* Sets up a walk over [nops] tensors of identical shape (broadcast them
  * first with mq_expand). */
 MQ_INTERNAL void mq_iter_init(mq_iter *it, int nops, mq_tensor *const *ts);
+
+/* The part of the walk [it] (fresh from mq_iter_init) that covers items
+ * [lo, hi): elements of its one row when it has one row, else rows. */
+MQ_INTERNAL void mq_iter_part(const mq_iter *it, int64_t lo, int64_t hi, mq_iter *part);
 
 /* Moves the row pointers to the next row. */
 static inline void mq_iter_next(mq_iter *it) {

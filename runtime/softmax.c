@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "parallel.h"
 
 /* Scaling multiplies by the float reciprocal of the sum, as torch does. */
 #define DEF_SOFTMAX(E, T, EXP, ROWMAX, ROWSUM)                                 \
@@ -109,6 +110,44 @@
 DEF_SOFTMAX(F32, float, expf, mq_rowmax_f32, mq_rowsum_f32)
 DEF_SOFTMAX(F64, double, exp, mq_rowmax_f64, mq_rowsum_f64)
 
+/* Slices [b0, b1) of the (outer, n, inner) view on thread t, with that
+ * thread's scratch rows. */
+typedef struct sm_job {
+  mq_dtype dt;
+  size_t es;
+  char *o;
+  const char *x;
+  const uint8_t *m;
+  int64_t n, inner;
+  char *mx; /* per thread: inner T, inner doubles, inner bytes */
+  double *sum;
+  uint8_t *any;
+  bool lg;
+} sm_job;
+
+static void sm_range(void *ctx, int64_t b0, int64_t b1, int t) {
+  const sm_job *J = ctx;
+  int64_t n = J->n, inner = J->inner, block = n * inner;
+  void *mx = J->mx ? J->mx + (size_t)(t * inner) * J->es : NULL;
+  double *sum = J->sum ? J->sum + t * inner : NULL;
+  uint8_t *any = J->any ? J->any + t * inner : NULL;
+  for (int64_t b = b0; b < b1; b++) {
+    size_t off = (size_t)(b * block);
+    const uint8_t *mb = J->m ? J->m + off : NULL;
+    if (J->dt == MQ_DT_F32) {
+      float *o = (float *)J->o + off;
+      const float *x = (const float *)J->x + off;
+      if (inner == 1) sm_row_F32(o, x, mb, n, J->lg);
+      else sm_cols_F32(o, x, mb, n, inner, mx, sum, any, J->lg);
+    } else {
+      double *o = (double *)J->o + off;
+      const double *x = (const double *)J->x + off;
+      if (inner == 1) sm_row_F64(o, x, mb, n, J->lg);
+      else sm_cols_F64(o, x, mb, n, inner, mx, sum, any, J->lg);
+    }
+  }
+}
+
 static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
   int d = mq_norm_dim(S, dim, t->ndim);
   mq_dtype dt = mq_dtype_is_float((mq_dtype)t->dtype) ? (mq_dtype)t->dtype : MQ_DT_F32;
@@ -119,33 +158,17 @@ static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
   for (int i = 0; i < d; i++) outer *= t->shape[i];
   for (int i = d + 1; i < t->ndim; i++) inner *= t->shape[i];
   if (out->numel) {
-    size_t es = mq_dtype_size(dt);
-    char *o = mq_tensor_data(out);
-    const char *xv = mq_tensor_data(x);
-    void *mx = NULL;
-    double *sum = NULL;
-    uint8_t *any = NULL;
+    /* slices are independent: the threads share them out (parallel.h) */
+    int nt = mq_threads_for(S, out->numel);
+    sm_job J = {.dt = dt, .es = mq_dtype_size(dt), .o = mq_tensor_data(out), .x = mq_tensor_data(x),
+                .m = m, .n = n, .inner = inner, .lg = lg};
     if (inner > 1) {
-      mx = mq_scratch(S, (size_t)inner * es);
-      sum = mq_scratch(S, (size_t)inner * sizeof *sum);
-      any = mq_scratch(S, (size_t)inner);
+      J.mx = mq_scratch(S, (size_t)(nt * inner) * J.es);
+      J.sum = mq_scratch(S, (size_t)(nt * inner) * sizeof *J.sum);
+      J.any = mq_scratch(S, (size_t)(nt * inner));
     }
-    int64_t block = n * inner, polled = 0;
-    for (int64_t b = 0; b < outer; b++) {
-      size_t off = (size_t)(b * block);
-      const uint8_t *mb = m ? m + off : NULL;
-      if (dt == MQ_DT_F32) {
-        if (inner == 1) sm_row_F32((float *)o + off, (const float *)xv + off, mb, n, lg);
-        else sm_cols_F32((float *)o + off, (const float *)xv + off, mb, n, inner, mx, sum, any, lg);
-      } else {
-        if (inner == 1) sm_row_F64((double *)o + off, (const double *)xv + off, mb, n, lg);
-        else sm_cols_F64((double *)o + off, (const double *)xv + off, mb, n, inner, mx, sum, any, lg);
-      }
-      if ((polled += block) >= MQ_POLL_ELEMS) {
-        polled = 0;
-        mq_check_interrupt(S);
-      }
-    }
+    int64_t block = n * inner;
+    mq_parallel_for(S, nt, outer, block >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / block, sm_range, &J);
   }
   if (t->mask) mq_tensor_set_mask(S, out, t->mask);
   mq_ag_softmax(S, out, t, d, lg);

@@ -285,7 +285,7 @@ mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) 
   mq_tensor *ts[2] = {out, x};
   mq_iter it;
   mq_iter_init(&it, 2, ts);
-  k(S, &it, prm ? prm : none);
+  mq_ewise_run(S, k, &it, prm ? prm : none);
   if (t->mask) mq_tensor_set_mask(S, out, t->mask);
   out->weak = t->weak;
   mq_ag_unary(S, out, op, t, prm);
