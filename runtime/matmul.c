@@ -5,7 +5,9 @@
  * a[i,k] * b[k, j..], a plain axpy the compiler vectorizes. Blocking over i
  * and k as well measured no faster here (B streams well from L2/L3), so the
  * loop stays simple. float32 accumulates in float64: accurate without a
- * pairwise tree, and vectorizable without -ffast-math.
+ * pairwise tree, and vectorizable without -ffast-math. Output rows are
+ * independent, so large products share them out among the threads; each
+ * row is computed the same way whoever computes it.
  *
  * Masks. A masked-out entry of A is skipped (its whole k step). A
  * masked-out entry of B is zeroed in B's copy, which makes its product 0 for
@@ -14,20 +16,20 @@
  * output mask is "some valid pair exists", an OR over k of B's mask rows. */
 #include "autograd.h"
 #include "kernels.h"
+#include "parallel.h"
 #include "shape.h"
 
 #define JB 512
 
-/* out[n, m] = a[n, K] @ b[K, m] (contiguous); ma/mb may be NULL (all
- * valid); b must be zero where mb is false. */
+/* Rows [i0, i1) of out[n, m] = a[n, K] @ b[K, m] (contiguous); ma/mb may
+ * be NULL (all valid); b must be zero where mb is false. */
 #define DEF_MM(NAME, T, ACC, FINITE)                                           \
-  static void NAME(mq_state *S, const T *a, const uint8_t *ma, const T *b,     \
-                   const uint8_t *mb, T *out, int64_t n, int64_t K, int64_t m) { \
+  static void NAME(const T *a, const uint8_t *ma, const T *b, const uint8_t *mb, T *out, \
+                   int64_t i0, int64_t i1, int64_t K, int64_t m) {             \
     ACC c[JB];                                                                 \
     for (int64_t j0 = 0; j0 < m; j0 += JB) {                                   \
       int64_t jn = m - j0 < JB ? m - j0 : JB;                                  \
-      for (int64_t i = 0; i < n; i++) {                                        \
-        mq_check_interrupt(S);                                                 \
+      for (int64_t i = i0; i < i1; i++) {                                      \
         for (int64_t j = 0; j < jn; j++) c[j] = 0;                             \
         for (int64_t k = 0; k < K; k++) {                                      \
           if (ma && !ma[i * K + k]) continue;                                  \
@@ -51,10 +53,11 @@ DEF_MM(mm_i64, int64_t, uint64_t, ALWAYS_FINITE)
 DEF_MM(mm_f32, float, double, isfinite)
 DEF_MM(mm_f64, double, double, isfinite)
 
-/* om[i, j] = some k has ma[i, k] and mb[k, j] (NULL masks: all valid). */
-static void mm_mask(const uint8_t *ma, const uint8_t *mb, uint8_t *om, int64_t n, int64_t K,
-                    int64_t m) {
-  for (int64_t i = 0; i < n; i++) {
+/* om[i, j] = some k has ma[i, k] and mb[k, j] (NULL masks: all valid), for
+ * rows [i0, i1). */
+static void mm_mask(const uint8_t *ma, const uint8_t *mb, uint8_t *om, int64_t i0, int64_t i1,
+                    int64_t K, int64_t m) {
+  for (int64_t i = i0; i < i1; i++) {
     uint8_t *o = om + i * m;
     memset(o, 0, (size_t)m);
     for (int64_t k = 0; k < K; k++) {
@@ -87,6 +90,43 @@ static void batch_strides(const mq_tensor *t, int nb, int64_t *st) {
   for (int i = 0; i < nb; i++) {
     int d = i - (nb - tb);
     st[i] = d < 0 || t->shape[d] == 1 ? 0 : t->strides[d];
+  }
+}
+
+/* One product: rows of batch matrices, items q = batch * n + row. */
+typedef struct mm_job {
+  mq_dtype dt;
+  int64_t es, n, K, m;
+  int nb;
+  const int64_t *shape, *ast, *bst; /* batch shape and element strides */
+  const char *pa, *pb;
+  const uint8_t *pma, *pmb;
+  char *po;
+  uint8_t *pom;
+} mm_job;
+
+static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_job *J = ctx;
+  int64_t n = J->n, K = J->K, m = J->m, es = J->es;
+  for (int64_t q = lo; q < hi;) {
+    int64_t bi = q / n, i0 = q % n, i1 = n - i0 < hi - q ? n : i0 + (hi - q);
+    int64_t aoff = 0, boff = 0, rest = bi; /* element offsets of batch bi */
+    for (int d = J->nb - 1; d >= 0; d--) {
+      int64_t k = rest % J->shape[d];
+      rest /= J->shape[d];
+      aoff += k * J->ast[d];
+      boff += k * J->bst[d];
+    }
+    const void *x = J->pa + aoff * es, *y = J->pb + boff * es;
+    const uint8_t *mx = J->pma ? J->pma + aoff : NULL, *my = J->pmb ? J->pmb + boff : NULL;
+    char *o = J->po + bi * n * m * es;
+    switch (J->dt) {
+    case MQ_DT_I64: mm_i64(x, mx, y, my, (int64_t *)o, i0, i1, K, m); break;
+    case MQ_DT_F32: mm_f32(x, mx, y, my, (float *)o, i0, i1, K, m); break;
+    default: mm_f64(x, mx, y, my, (double *)o, i0, i1, K, m); break;
+    }
+    if (J->pom) mm_mask(mx, my, J->pom + bi * n * m, i0, i1, K, m);
+    q += i1 - i0;
   }
 }
 
@@ -123,34 +163,20 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   mq_tensor *out = mq_tensor_new(S, dt, nd, shape);
   mq_tensor *om = masked ? mq_tensor_new(S, MQ_DT_BOOL, nd, shape) : NULL;
 
-  int64_t ast[MQ_MAX_DIMS], bst[MQ_MAX_DIMS], idx[MQ_MAX_DIMS] = {0}, nbatch = 1;
+  int64_t ast[MQ_MAX_DIMS], bst[MQ_MAX_DIMS], nbatch = 1;
   batch_strides(A, nb, ast);
   batch_strides(B, nb, bst);
   for (int i = 0; i < nb; i++) nbatch *= shape[i];
-  size_t es = mq_dtype_size(dt);
-  const char *pa = mq_tensor_data(A), *pb = mq_tensor_data(B);
-  const uint8_t *pma = A->mask ? mq_tensor_data(A->mask) : NULL;
-  const uint8_t *pmb = B->mask ? mq_tensor_data(B->mask) : NULL;
-  int64_t aoff = 0, boff = 0; /* element offsets of the current batch */
-  for (int64_t bi = 0; bi < (n > 0 && m > 0 ? nbatch : 0); bi++) {
-    const void *x = pa + aoff * (int64_t)es, *y = pb + boff * (int64_t)es;
-    const uint8_t *mx = pma ? pma + aoff : NULL, *my = pmb ? pmb + boff : NULL;
-    char *o = (char *)mq_tensor_data(out) + bi * n * m * (int64_t)es;
-    switch (dt) {
-    case MQ_DT_I64: mm_i64(S, x, mx, y, my, (int64_t *)o, n, K, m); break;
-    case MQ_DT_F32: mm_f32(S, x, mx, y, my, (float *)o, n, K, m); break;
-    default: mm_f64(S, x, mx, y, my, (double *)o, n, K, m); break;
-    }
-    if (om) mm_mask(mx, my, (uint8_t *)mq_tensor_data(om) + bi * n * m, n, K, m);
-    for (int d = nb - 1; d >= 0; d--) { /* next batch index */
-      aoff += ast[d];
-      boff += bst[d];
-      if (++idx[d] < shape[d]) break;
-      aoff -= ast[d] * shape[d];
-      boff -= bst[d] * shape[d];
-      idx[d] = 0;
-    }
-  }
+  mm_job J = {.dt = dt, .es = (int64_t)mq_dtype_size(dt), .n = n, .K = K, .m = m, .nb = nb,
+              .shape = shape, .ast = ast, .bst = bst, .pa = mq_tensor_data(A),
+              .pb = mq_tensor_data(B), .pma = A->mask ? mq_tensor_data(A->mask) : NULL,
+              .pmb = B->mask ? mq_tensor_data(B->mask) : NULL, .po = mq_tensor_data(out),
+              .pom = om ? mq_tensor_data(om) : NULL};
+  /* rows are independent: the threads share them out, a row at a time
+   * when rows are long (K * m multiply-adds each) */
+  int64_t rows = n > 0 && m > 0 ? nbatch * n : 0, per_row = K * m > 0 ? K * m : 1;
+  mq_parallel_for(S, mq_threads_for(S, rows * per_row), rows,
+                  per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row, mm_range, &J);
   if (om) mq_tensor_set_mask(S, out, om);
   mq_ag_matmul(S, out, a, b);
   return out;

@@ -128,7 +128,8 @@ static void test_interrupt_threaded_kernels(void) {
   CHECK_OK(M, eval(M, "set_num_threads(2)\nx = masked(rand(4000000), rand(4000000) < 0.5)\n"
                       "y = masked(rand(2000, 2000), rand(2000, 2000) < 0.5)"));
   const char *kernels[] = {"r = exp(x) * 2 + 1", "r = sum(x)", "r = amax(y, 0)", "r = sum(y, 1)",
-                           "r = double(x)", "r = softmax(y, 1)", "r = y + get_data(y[0])"};
+                           "r = double(x)", "r = softmax(y, 1)", "r = y + get_data(y[0])",
+                           "r = y[0:200] @ y[:, 0:200]"};
   for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
     left = 3; /* a statement polls once or twice before its kernel starts */
     CHECK_ERR(M, eval(M, kernels[i]), MASQ_ERR_INTERRUPTED, "interrupted");
