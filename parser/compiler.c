@@ -402,6 +402,7 @@ static void index_expr(compiler *C, const mq_node *n) {
 typedef struct fuse_prog {
   int nleaves, nops;
   bool any_var;
+  uint8_t red[6]; /* MQ_FI_RED ..., when the tree is reduced */
   uint8_t leaf[MQ_FUSE_MAX_LEAVES][3];
   uint8_t code[256];
   int len;
@@ -436,21 +437,56 @@ static bool fuse_const(compiler *C, fuse_prog *P, mq_value v) {
 
 static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n);
 
-/* f(x) or x.f(): f a global holding a unary math builtin right now (it
- * is checked again when the code runs). */
-static bool fuse_call(compiler *C, fuse_prog *P, const char *name, const mq_node *arg, mq_span sp) {
+/* The builtin that global [name] holds right now (it is checked again
+ * when the code runs), called with the one argument [arg]: its index, and
+ * its global slot in *slot; -1 if [name] is not such a global. */
+static int called_builtin(compiler *C, const char *name, const mq_node *arg, mq_span sp, int *slot) {
   int index = 0;
-  if (!arg || arg->kind == MQ_N_KWARG || resolve(C, name, &index, sp) != NAME_GLOBAL) return false;
-  int slot = mq_global_find(C->S, name);
-  if (slot < 0) return false;
-  const mq_global *g = &C->S->globals[slot];
-  if (!g->defined || !mq_is_obj(g->value, MQ_O_BUILTIN)) return false;
-  int b = ((const mq_builtin_obj *)g->value.as.o)->index, op = mq_builtin_unop(&C->S->builtins[b]);
-  if (op < 0 || b > 0xffff || !fuse_node(C, P, arg)) return false;
-  uint8_t code[6] = {MQ_FI_CALL, (uint8_t)op, (uint8_t)(slot & 0xff), (uint8_t)(slot >> 8),
+  if (!arg || arg->kind == MQ_N_KWARG || resolve(C, name, &index, sp) != NAME_GLOBAL) return -1;
+  *slot = mq_global_find(C->S, name);
+  if (*slot < 0 || *slot > 0xffff) return -1;
+  const mq_global *g = &C->S->globals[*slot];
+  if (!g->defined || !mq_is_obj(g->value, MQ_O_BUILTIN)) return -1;
+  int b = ((const mq_builtin_obj *)g->value.as.o)->index;
+  return b > 0xffff ? -1 : b;
+}
+
+/* An instruction naming a builtin through its global: kind, op, slot, builtin. */
+static bool fuse_emit_builtin(fuse_prog *P, uint8_t kind, int op, int slot, int b) {
+  uint8_t code[6] = {kind, (uint8_t)op, (uint8_t)(slot & 0xff), (uint8_t)(slot >> 8),
                      (uint8_t)(b & 0xff), (uint8_t)(b >> 8)};
-  P->nops++;
   return fuse_emit(P, code, 6);
+}
+
+/* f(x) or x.f(): f a global holding a unary math builtin. */
+static bool fuse_call(compiler *C, fuse_prog *P, const char *name, const mq_node *arg, mq_span sp) {
+  int slot = 0, b = called_builtin(C, name, arg, sp, &slot);
+  int op = b < 0 ? -1 : mq_builtin_unop(&C->S->builtins[b]);
+  if (op < 0 || !fuse_node(C, P, arg)) return false;
+  P->nops++;
+  return fuse_emit_builtin(P, MQ_FI_CALL, op, slot, b);
+}
+
+/* sum(e) or e.sum() (mean, amax, amin too), with e an elementwise tree:
+ * true with e in *body and the MQ_FI_RED instruction to end the program
+ * with in P->red. */
+static bool fuse_reduction(compiler *C, fuse_prog *P, const mq_node *n, const mq_node **body) {
+  const char *name;
+  const mq_node *arg;
+  if (n->kind == MQ_N_CALL && n->nkids == 2 && n->kids[0] && n->kids[0]->kind == MQ_N_NAME)
+    name = n->kids[0]->str, arg = n->kids[1];
+  else if (n->kind == MQ_N_METHOD && n->nkids == 1)
+    name = n->str, arg = n->kids[0];
+  else
+    return false;
+  int slot = 0, b = called_builtin(C, name, arg, n->span, &slot);
+  int op = b < 0 ? -1 : mq_builtin_redop(&C->S->builtins[b]);
+  if (op < 0) return false;
+  fuse_prog R = {0};
+  if (!fuse_emit_builtin(&R, MQ_FI_RED, op, slot, b)) return false;
+  memcpy(P->red, R.code, 6);
+  *body = arg;
+  return true;
 }
 
 /* Appends [n] to the program; false if it is not an elementwise tree of
@@ -509,7 +545,11 @@ static bool fused(compiler *C, const mq_node *n) {
   if (C->no_fuse) return false;
   fuse_prog P;
   memset(&P, 0, sizeof P);
-  if (!fuse_node(C, &P, n) || P.nops < 2 || !P.any_var) return false;
+  const mq_node *body = n;
+  /* a reduction of one elementwise op already saves a full-size temporary */
+  bool red = fuse_reduction(C, &P, n, &body);
+  if (!fuse_node(C, &P, body) || P.nops < (red ? 1 : 2) || !P.any_var) return false;
+  if (red && !fuse_emit(&P, P.red, 6)) return false;
   uint8_t bytes[1 + 3 * MQ_FUSE_MAX_LEAVES + sizeof P.code];
   int nb = 0;
   bytes[nb++] = (uint8_t)P.nleaves;

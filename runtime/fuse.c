@@ -14,6 +14,10 @@
 #include "../vm/chunk.h"
 #include "ewise.h"
 #include "parallel.h"
+#include "reduce.h"
+
+/* a block of the fused result is exactly one piece of a reduction */
+_Static_assert(MQ_FUSE_BLOCK == MQ_RED_PIECE, "fused reductions fold one block per piece");
 
 #if defined(__clang__)
 /* (x op1 s1) op2 s2 below must round twice, as the two kernels do */
@@ -43,9 +47,18 @@ typedef struct fuse_ctx {
   } lnum[MQ_FUSE_MAX_LEAVES];
   size_t es;
   int64_t n;     /* elements */
-  char *out;     /* the result's data */
-  char *bufs;    /* per task: depth - 1 buffers of a block (the bottom
-                    level is the result's own block) */
+  char *out;     /* the result's data; NULL when a reduction folds it */
+  char *bufs;    /* per thread: nbufs buffers of a block (depth - 1 for the
+                    operands, the bottom level being the result's own
+                    block; one more for that block under a reduction) */
+  int nbufs;
+  size_t bbytes; /* bytes of one buffer: a block, or the whole of a smaller result */
+  /* a whole-tensor reduction of the result (MQ_FI_RED): its kernel, the
+   * mask's data, and per piece the partial result and valid count */
+  const mq_red_kernel *red;
+  const uint8_t *m;
+  char *parts;
+  int64_t *pcnt;
 } fuse_ctx;
 
 typedef struct operand {
@@ -101,9 +114,11 @@ DEF_AFFINE(affine_f64, double)
 
 /* Blocks [b0, b1) of the result, with [bufs] for the operands. */
 static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
-  size_t es = F->es, bbytes = (size_t)MQ_FUSE_BLOCK * es;
+  size_t es = F->es, bbytes = F->bbytes;
+  char *fold = bufs + (size_t)(F->nbufs - 1) * bbytes; /* the result's block under a reduction */
   for (int64_t blk = b0; blk < b1; blk++) {
     int64_t i0 = blk * MQ_FUSE_BLOCK, len = F->n - i0 < MQ_FUSE_BLOCK ? F->n - i0 : MQ_FUSE_BLOCK;
+    char *res = F->out ? F->out + (size_t)i0 * es : fold;
     operand st[2 * MQ_FUSE_MAX_OPS + 1];
     int sp = 0;
 
@@ -118,7 +133,7 @@ static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
        * own block: the first kernel to write there stores to memory while
        * it computes, the later ones find the block in cache */
       int top = in->kind == MQ_FI_BIN ? sp - 2 : sp - 1;
-      char *o = top == 0 ? F->out + (size_t)i0 * es : bufs + (size_t)(top - 1) * bbytes;
+      char *o = top == 0 ? res : bufs + (size_t)(top - 1) * bbytes;
       if (in->kind == FI_AFFINE) {
         if (es == sizeof(float))
           affine_f32((float *)o, (const float *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].f,
@@ -133,17 +148,33 @@ static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
       sp = top + 1;
       st[top] = (operand){o, 1};
     }
+    if (F->red) { /* the block is one piece of the reduction */
+      F->pcnt[blk] = 0;
+      F->red->piece(F->parts + (size_t)blk * F->red->acc_size, &F->pcnt[blk], res,
+                    F->m ? F->m + i0 : NULL, len);
+    }
   }
 }
 
 /* Blocks [b0, b1) on thread t, with that thread's block buffers. */
 static void run_range(void *ctx, int64_t b0, int64_t b1, int t) {
   const fuse_ctx *F = ctx;
-  char *bufs = F->bufs + (size_t)t * (size_t)(F->depth > 1 ? F->depth - 1 : 1) * MQ_FUSE_BLOCK * F->es;
+  char *bufs = F->bufs + (size_t)t * (size_t)F->nbufs * F->bbytes;
   run_blocks(F, bufs, b0, b1);
 }
 
 static inline unsigned u16(const uint8_t *p) { return (unsigned)p[0] | ((unsigned)p[1] << 8); }
+
+/* The builtin global [slot] holds right now if it is still builtin number
+ * [bidx] (the one the program was compiled against), else NULL. */
+static const mq_builtin *still_builtin(mq_state *S, unsigned slot, unsigned bidx) {
+  if ((int)slot >= S->nglobals || (int)bidx >= S->nbuiltins) return NULL;
+  const mq_global *g = &S->globals[slot];
+  if (!g->defined || !mq_is_obj(g->value, MQ_O_BUILTIN) ||
+      ((const mq_builtin_obj *)g->value.as.o)->index != (int)bidx)
+    return NULL;
+  return &S->builtins[bidx];
+}
 
 mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
   fuse_ctx F;
@@ -190,8 +221,9 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   /* the instructions: every operation has a tensor operand and a kernel
    * keeping the dtype */
   bool tensor[2 * MQ_FUSE_MAX_OPS + 1];
-  int sp = 0, depth = 0;
+  int sp = 0, depth = 0, red = -1;
   F.nins = 0;
+  F.red = NULL;
   while (pc < len) {
     if (F.nins == 2 * MQ_FUSE_MAX_OPS + 1) return NULL;
     finstr *in = &F.ins[F.nins++];
@@ -208,16 +240,22 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
       in->leaf = arg;
       tensor[sp++] = F.ldata[arg] != NULL;
       break;
+    case MQ_FI_RED: {
+      if (pc + 4 != len) return NULL; /* the last instruction */
+      const mq_builtin *b = still_builtin(S, u16(code + pc), u16(code + pc + 2));
+      pc += 4;
+      if (!b || mq_builtin_redop(b) != arg || sp != 1 || !tensor[0] || F.nins < 2 ||
+          F.ins[F.nins - 2].kind == MQ_FI_LEAF || !(F.red = mq_red_piece_kernel((mq_redop)arg, dt)))
+        return NULL;
+      red = arg;
+      F.nins--; /* not an instruction of the tree */
+      break;
+    }
     case MQ_FI_CALL: {
       if (pc + 4 > len) return NULL;
-      unsigned slot = u16(code + pc), bidx = u16(code + pc + 2);
+      const mq_builtin *b = still_builtin(S, u16(code + pc), u16(code + pc + 2));
       pc += 4;
-      if ((int)slot >= S->nglobals || (int)bidx >= S->nbuiltins) return NULL;
-      const mq_global *g = &S->globals[slot];
-      if (!g->defined || !mq_is_obj(g->value, MQ_O_BUILTIN) ||
-          ((const mq_builtin_obj *)g->value.as.o)->index != (int)bidx ||
-          mq_builtin_unop(&S->builtins[bidx]) != arg)
-        return NULL;
+      if (!b || mq_builtin_unop(b) != arg) return NULL;
     } /* fall through */
     case MQ_FI_UN:
       if (sp < 1 || !tensor[sp - 1]) return NULL;
@@ -262,18 +300,28 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   }
 
   /* run */
-  mq_tensor *out = mq_tensor_new(S, dt, shape_of->ndim, shape_of->shape);
+  if (red >= 0 && (shape_of->numel == 0 || (mask && !mq_tensor_is_contiguous(mask))))
+    return NULL; /* the op-by-op path raises or copies */
+  mq_tensor *out = red >= 0 ? NULL : mq_tensor_new(S, dt, shape_of->ndim, shape_of->shape);
   F.S = S;
   F.depth = depth;
   F.es = mq_dtype_size(dt);
-  F.n = out->numel;
-  F.out = mq_tensor_data(out);
+  F.n = shape_of->numel;
+  F.out = out ? mq_tensor_data(out) : NULL;
   int64_t nblocks = (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
   int nt = mq_threads_for(S, F.n);
-  F.bufs = mq_scratch(S, (size_t)nt * (size_t)(depth > 1 ? depth - 1 : 1) * MQ_FUSE_BLOCK * F.es);
+  F.nbufs = (depth > 1 ? depth - 1 : 1) + (red >= 0);
+  F.bbytes = (size_t)(F.n < MQ_FUSE_BLOCK ? F.n : MQ_FUSE_BLOCK) * F.es; /* small tensors: small blocks */
+  F.bufs = mq_scratch(S, (size_t)nt * (size_t)F.nbufs * F.bbytes);
+  if (red >= 0) {
+    F.m = mask ? mq_tensor_data((mq_tensor *)mask) : NULL;
+    F.parts = mq_scratch(S, (size_t)nblocks * F.red->acc_size);
+    F.pcnt = mq_scratch(S, (size_t)nblocks * sizeof *F.pcnt);
+  }
   /* chunks of 16 blocks (64K elements) claimed by the threads in turn,
    * polling for interrupts in between */
   mq_parallel_for(S, nt, nblocks, MQ_PAR_GRAIN / MQ_FUSE_BLOCK, run_range, &F);
+  if (red >= 0) return mq_reduce_pieces(S, (mq_redop)red, dt, F.parts, mask ? F.pcnt : NULL, nblocks, F.n);
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;
 }

@@ -21,7 +21,15 @@
  *   then instructions in postfix order to the end:
  *     MQ_FI_LEAF i | MQ_FI_UN op | MQ_FI_BIN op
  *     | MQ_FI_CALL op slot(u16) builtin(u16): a unary op reached through
- *       the global [slot], which must still hold builtin number [builtin]. */
+ *       the global [slot], which must still hold builtin number [builtin]
+ *     | MQ_FI_RED op slot(u16) builtin(u16), last: the whole-tensor
+ *       reduction [op] (mq_redop) of the value, reached the same way.
+ *
+ * With MQ_FI_RED (sum, mean, amax, amin of an elementwise tree) the tree's
+ * blocks never reach memory: each is folded as it is made into the
+ * partial result of its piece of the reduction (MQ_FUSE_BLOCK is
+ * MQ_RED_PIECE), and the pieces merge as mq_reduce merges them, so the
+ * result is bitwise what `sum(x * 2 + 1)` gives op by op. */
 #ifndef MQ_FUSE_H
 #define MQ_FUSE_H
 
@@ -32,7 +40,7 @@
 #define MQ_FUSE_MAX_OPS 32
 
 enum { MQ_FL_LOCAL, MQ_FL_UPVAL, MQ_FL_GLOBAL, MQ_FL_CONST };
-enum { MQ_FI_LEAF, MQ_FI_UN, MQ_FI_BIN, MQ_FI_CALL };
+enum { MQ_FI_LEAF, MQ_FI_UN, MQ_FI_BIN, MQ_FI_CALL, MQ_FI_RED };
 
 /* Runs program [code] ([len] bytes) on the leaf values [leaves]; returns
  * the result, or NULL when the fast path does not apply (nothing was

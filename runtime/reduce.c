@@ -927,37 +927,19 @@ static mq_dtype out_dtype(mq_redop op, mq_dtype dt) {
   }
 }
 
-mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const int *dims,
-                     bool keepdim) {
-  if ((unsigned)op >= MQ_RED__COUNT) mq_error(S, "bad reduction");
-  mq_dtype dt = read_dtype(op, (mq_dtype)t->dtype), out_dt = out_dtype(op, (mq_dtype)t->dtype);
-  mq_red_plan P;
-  mq_red_plan_init(S, &P, red_names[op], t, dt, ndims, dims, keepdim);
-  if (P.R == 0 && !t->mask && (op == MQ_RED_AMAX || op == MQ_RED_AMIN))
-    mq_error(S, "%s of an empty tensor has no value (reduce a non-empty tensor, or mask it)",
-             red_names[op]);
-  mq_tensor *out = mq_tensor_new(S, out_dt, P.ond, P.oshape);
+/* Turns the folded accumulator into the result [out] of [op] (from input
+ * dtype [dt]) and sets its mask from [count] (NULL: all valid). */
+static void finish(mq_state *S, mq_redop op, const mq_red_plan *P, mq_tensor *out, const void *acc,
+                   const int64_t *count) {
   void *o = mq_tensor_data(out);
-  int64_t on = P.on, *count;
-
-  if (op == MQ_RED_COUNT) { /* always defined, so never masked */
-    count = mq_red_counts(S, &P);
-    for (int64_t i = 0; i < on; i++) ((int64_t *)o)[i] = count ? count[i] : P.R;
-    return out;
-  }
-  const mq_red_kernel *k = kernels[op][dt];
-  /* accumulate in place when the output has the accumulator's type */
-  void *acc = out_dt == dt && k->acc_size == mq_dtype_size(dt) && op != MQ_RED_MEAN
-                  ? o : mq_red_acc(S, &P, k->acc_size);
-  acc_init(op, dt, acc, on);
-  count = mq_red_fold_count(S, &P, k, acc);
-
+  mq_dtype out_dt = (mq_dtype)out->dtype;
+  int64_t on = P->on;
   if (op == MQ_RED_MEAN) {
     const double *a = acc;
     if (out_dt == MQ_DT_F64)
-      for (int64_t i = 0; i < on; i++) ((double *)o)[i] = a[i] / (double)(count ? count[i] : P.R);
+      for (int64_t i = 0; i < on; i++) ((double *)o)[i] = a[i] / (double)(count ? count[i] : P->R);
     else
-      for (int64_t i = 0; i < on; i++) ((float *)o)[i] = (float)(a[i] / (double)(count ? count[i] : P.R));
+      for (int64_t i = 0; i < on; i++) ((float *)o)[i] = (float)(a[i] / (double)(count ? count[i] : P->R));
   } else if (op == MQ_RED_LOGSUMEXP) {
     const lse_acc *a = acc;
     for (int64_t i = 0; i < on; i++) {
@@ -971,7 +953,55 @@ mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const in
     else
       memcpy(o, acc, (size_t)on * mq_dtype_size(out_dt));
   }
-  mq_red_set_mask(S, &P, out, count);
+  mq_red_set_mask(S, P, out, count);
+}
+
+/* The accumulator of [out]: the output itself when it has the
+ * accumulator's type, else scratch; holding the identity. */
+static void *acc_for(mq_state *S, mq_redop op, mq_dtype dt, const mq_red_plan *P, mq_tensor *out) {
+  const mq_red_kernel *k = kernels[op][dt];
+  void *acc = out->dtype == dt && k->acc_size == mq_dtype_size(dt) && op != MQ_RED_MEAN
+                  ? mq_tensor_data(out) : mq_red_acc(S, P, k->acc_size);
+  acc_init(op, dt, acc, P->on);
+  return acc;
+}
+
+mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const int *dims,
+                     bool keepdim) {
+  if ((unsigned)op >= MQ_RED__COUNT) mq_error(S, "bad reduction");
+  mq_dtype dt = read_dtype(op, (mq_dtype)t->dtype), out_dt = out_dtype(op, (mq_dtype)t->dtype);
+  mq_red_plan P;
+  mq_red_plan_init(S, &P, red_names[op], t, dt, ndims, dims, keepdim);
+  if (P.R == 0 && !t->mask && (op == MQ_RED_AMAX || op == MQ_RED_AMIN))
+    mq_error(S, "%s of an empty tensor has no value (reduce a non-empty tensor, or mask it)",
+             red_names[op]);
+  mq_tensor *out = mq_tensor_new(S, out_dt, P.ond, P.oshape);
+  if (op == MQ_RED_COUNT) { /* always defined, so never masked */
+    int64_t *count = mq_red_counts(S, &P);
+    for (int64_t i = 0; i < P.on; i++) ((int64_t *)mq_tensor_data(out))[i] = count ? count[i] : P.R;
+    return out;
+  }
+  void *acc = acc_for(S, op, dt, &P, out);
+  finish(S, op, &P, out, acc, mq_red_fold_count(S, &P, kernels[op][dt], acc));
   mq_ag_reduce(S, out, op, t, ndims, dims, keepdim);
+  return out;
+}
+
+const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt) {
+  if ((unsigned)op >= MQ_RED__COUNT || (unsigned)dt >= MQ_DT__COUNT || op == MQ_RED_COUNT) return NULL;
+  const mq_red_kernel *k = kernels[op][dt];
+  return k && k->piece && k->merge && read_dtype(op, dt) == dt ? k : NULL;
+}
+
+mq_tensor *mq_reduce_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
+                            const int64_t *pcnt, int64_t np, int64_t numel) {
+  mq_red_plan P = {.ond = 0, .on = 1, .R = numel};
+  mq_tensor *out = mq_tensor_new(S, out_dtype(op, dt), 0, P.oshape);
+  void *acc = acc_for(S, op, dt, &P, out);
+  kernels[op][dt]->merge(acc, 0, parts, np);
+  int64_t count = 0;
+  if (pcnt)
+    for (int64_t p = 0; p < np; p++) count += pcnt[p];
+  finish(S, op, &P, out, acc, pcnt ? &count : NULL);
   return out;
 }

@@ -160,6 +160,15 @@ REDUCE_DT(sum, MQ_RED_SUM)
 REDUCE_DT(mean, MQ_RED_MEAN)
 REDUCE_DT(prod, MQ_RED_PROD)
 
+int mq_builtin_redop(const mq_builtin *b) {
+  if (b->host || !b->def) return -1;
+  if (b->def->fn == lib_sum) return MQ_RED_SUM;
+  if (b->def->fn == lib_mean) return MQ_RED_MEAN;
+  if (b->def->fn == lib_amax) return MQ_RED_AMAX;
+  if (b->def->fn == lib_amin) return MQ_RED_AMIN;
+  return -1;
+}
+
 static mq_value var_std(mq_state *S, mq_value *args, bool std) {
   mq_tensor *t = T(0, "x");
   int dims[MQ_MAX_DIMS], n = reduce_dims(S, args[1], t, dims);

@@ -75,6 +75,10 @@ MQ_INTERNAL mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value 
  * mq_unary(op, x) for a tensor x), or -1: the compiler fuses calls of
  * those (runtime/fuse.h). */
 MQ_INTERNAL int mq_builtin_unop(const mq_builtin *b);
+/* The reduction builtin [b] is (sum, mean, amax or amin, whose one-argument
+ * call reduces over everything), or -1: the compiler fuses such a call of
+ * an elementwise expression into one pass (runtime/fuse.h). */
+MQ_INTERNAL int mq_builtin_redop(const mq_builtin *b);
 
 /* --- argument helpers for builtins ---------------------------------------- */
 
