@@ -624,8 +624,8 @@ typedef struct walk_ctx {
   int64_t cgroup; /* columns a thread claims at a time (a multiple of 64) */
   /* rows of slots in groups of rb rows: group g > 0 folds into its own
    * slots at gacc + (g - 1) * slots (and counts at gcnt likewise) */
-  int64_t rb, slots;
-  char *gacc;
+  int64_t rb, slots, ngroups;
+  char *gacc, *ident;
   int64_t *gcnt;
   /* one long row split into pieces: its start, partials and counts */
   int64_t row_o, np;
@@ -710,12 +710,26 @@ static void range_groups(void *ctx, int64_t lo, int64_t hi, int t) {
   const walk_ctx *W = ctx;
   for (int64_t g = lo; g < hi; g++) {
     walk_ctx G = *W;
-    if (g > 0) {
-      G.acc = W->gacc + (size_t)((g - 1) * W->slots) * W->k->acc_size;
+    if (g > 0) { /* its own slots, from the identity */
+      size_t ab = (size_t)W->slots * W->k->acc_size;
+      G.acc = W->gacc + (size_t)(g - 1) * ab;
+      memcpy(G.acc, W->ident, ab);
       G.cnt = W->gcnt ? W->gcnt + (g - 1) * W->slots : NULL;
+      if (G.cnt) memset(G.cnt, 0, (size_t)W->slots * sizeof *G.cnt);
     }
     int64_t r0 = g * W->rb, r1 = W->rows - r0 < W->rb ? W->rows : r0 + W->rb;
     walk_cols(NULL, &G, r0, r1, 0, W->s);
+  }
+}
+/* Slots [lo, hi): the groups' slots and counts folded in group order. */
+static void range_combine(void *ctx, int64_t lo, int64_t hi, int t) {
+  const walk_ctx *W = ctx;
+  size_t as = W->k->acc_size;
+  for (int64_t g = 1; g < W->ngroups; g++) {
+    W->k->combine((char *)W->acc + (size_t)lo * as, W->gacc + (size_t)((g - 1) * W->slots + lo) * as,
+                  hi - lo);
+    if (W->cnt)
+      for (int64_t i = lo; i < hi; i++) W->cnt[i] += W->gcnt[(g - 1) * W->slots + i];
   }
 }
 static void range_pieces(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -744,21 +758,18 @@ static void fold_groups(mq_state *S, walk_ctx *W, int nt, void *acc, int64_t *cn
   int64_t ng = W->rows / MIN_GROUP_ROWS < ROW_GROUPS ? W->rows / MIN_GROUP_ROWS : ROW_GROUPS;
   W->rb = (W->rows + ng - 1) / ng;
   ng = (W->rows + W->rb - 1) / W->rb;
+  W->ngroups = ng;
   W->slots = W->P->on;
   size_t ab = (size_t)W->slots * k->acc_size;
+  /* group 0 folds into acc itself; the others copy the identity first
+   * (each on its own thread), and all are combined slot range by slot
+   * range, in group order */
+  W->ident = mq_scratch(S, ab);
+  memcpy(W->ident, acc, ab);
   W->gacc = mq_scratch(S, (size_t)(ng - 1) * ab);
-  for (int64_t g = 0; g < ng - 1; g++) memcpy(W->gacc + g * ab, acc, ab); /* the identity */
-  W->gcnt = NULL;
-  if (cnt) {
-    W->gcnt = mq_scratch(S, (size_t)((ng - 1) * W->slots) * sizeof *cnt);
-    memset(W->gcnt, 0, (size_t)((ng - 1) * W->slots) * sizeof *cnt);
-  }
+  W->gcnt = cnt ? mq_scratch(S, (size_t)((ng - 1) * W->slots) * sizeof *cnt) : NULL;
   mq_parallel_for(S, nt, ng, 1, range_groups, W);
-  for (int64_t g = 0; g < ng - 1; g++) {
-    k->combine(acc, W->gacc + g * ab, W->slots);
-    if (cnt)
-      for (int64_t i = 0; i < W->slots; i++) cnt[i] += W->gcnt[g * W->slots + i];
-  }
+  mq_parallel_for(S, nt, W->slots, MQ_PAR_GRAIN / ng, range_combine, W);
 }
 
 /* Folds contiguous [x] (elements of es bytes, mask m or NULL) into acc,
