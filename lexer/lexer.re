@@ -329,6 +329,7 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "break"    { TOKEN(TOK_BREAK); }
       "continue" { TOKEN(TOK_CONTINUE); }
       "import"   { TOKEN(TOK_IMPORT); }
+      "global"   { TOKEN(TOK_GLOBAL); }
       "and"      { TOKEN(TOK_AND); }
       "or"       { TOKEN(TOK_OR); }
       "not"      { TOKEN(TOK_NOT); }

@@ -43,7 +43,8 @@
   X(RETURN)     /*                         value?                             */  \
   X(BREAK)      /*                         -                                  */  \
   X(CONTINUE)   /*                         -                                  */  \
-  X(IMPORT)     /* str = path              -                                  */
+  X(IMPORT)     /* str = path              -                                  */  \
+  X(GLOBAL)     /*                         NAME...  (`global a, b`)           */
 
 typedef enum mq_node_kind {
 #define X(k) MQ_N_##k,

@@ -31,6 +31,7 @@ typedef struct capture {
 
 #define MAX_LOCALS 250
 #define MAX_CAPTURES 250
+#define MAX_GLOBAL_DECLS 250
 
 typedef struct compiler {
   mq_state *S;
@@ -45,6 +46,8 @@ typedef struct compiler {
   int nlocals;
   capture captures[MAX_CAPTURES];
   int ncaptures;
+  const char *gdecls[MAX_GLOBAL_DECLS]; /* names the function declares `global` */
+  int ngdecls;
   bool no_fuse; /* compiling the op-by-op code of a fused expression */
 } compiler;
 
@@ -235,10 +238,17 @@ static int add_capture(compiler *C, uint8_t kind, int index, const char *name, m
   return C->ncaptures++;
 }
 
+/* Whether the function [C] compiles declared [name] `global`. */
+static bool declared_global(const compiler *C, const char *name) {
+  for (int i = 0; i < C->ngdecls; i++)
+    if (strcmp(C->gdecls[i], name) == 0) return true;
+  return false;
+}
+
 /* Where [name] lives as seen from [C]: a local of this function, a value
  * captured from an enclosing function, the function itself, or a global. */
 static name_kind resolve(compiler *C, const char *name, int *index, mq_span sp) {
-  if (!C->is_fn) return NAME_GLOBAL;
+  if (!C->is_fn || declared_global(C, name)) return NAME_GLOBAL;
   if ((*index = find_local(C, name)) >= 0) return NAME_LOCAL;
   bool nested = C->enclosing && C->enclosing->is_fn;
   if (C->self_name && nested && strcmp(C->self_name, name) == 0) return NAME_SELF;
@@ -266,9 +276,10 @@ static void name_get(compiler *C, const char *name, mq_span sp) {
 }
 
 /* Pops the top value into variable [name]: a local inside a function (every
- * name a function assigns is its own), else a global. */
+ * name a function assigns is its own, unless it declares it `global`), else
+ * a global. */
 static void name_set(compiler *C, const char *name, mq_span sp) {
-  if (C->is_fn) {
+  if (C->is_fn && !declared_global(C, name)) {
     int slot = find_local(C, name);
     if (slot < 0) slot = add_local(C, name, sp);
     emit_op(C, MQ_OP_SET_LOCAL, -1, sp);
@@ -786,6 +797,7 @@ static void stmt(compiler *C, const mq_node *n, bool top) {
     else emit_op(C, MQ_OP_NONE, +1, n->span);
     emit_op(C, MQ_OP_RETURN, -1, n->span);
     return;
+  case MQ_N_GLOBAL: return; /* resolved when the function was scanned; a no-op at the top level */
   case MQ_N_IMPORT: {
     if (C->is_fn) mq_error_at(C->S, n->span, "'import' is only allowed at the top level");
     int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, n->str, strlen(n->str))));
@@ -804,29 +816,63 @@ static void block(compiler *C, const mq_node *n, bool top) {
 
 /* --- functions ---------------------------------------------------------------- */
 
+/* A name the function body assigns: its local, unless declared global. */
+static void assigned(compiler *F, const char *name, mq_span sp) {
+  if (!declared_global(F, name)) add_local(F, name, sp);
+}
+
 /* Every name a function body assigns (not looking into nested functions)
- * is a local of that function. */
+ * is a local of that function, unless the body declares it `global`. */
 static void prescan_locals(compiler *F, const mq_node *n) {
   if (!n) return;
   switch ((mq_node_kind)n->kind) {
   case MQ_N_ASSIGN: {
     const mq_node *t = n->kids[0];
-    if (t->kind == MQ_N_NAME) add_local(F, t->str, t->span);
+    if (t->kind == MQ_N_NAME) assigned(F, t->str, t->span);
     else if (t->kind == MQ_N_LIST)
-      for (int i = 0; i < t->nkids; i++) add_local(F, t->kids[i]->str, t->kids[i]->span);
+      for (int i = 0; i < t->nkids; i++) assigned(F, t->kids[i]->str, t->kids[i]->span);
     return;
   }
   case MQ_N_FOR:
-    add_local(F, n->str, n->span);
+    assigned(F, n->str, n->span);
     prescan_locals(F, n->kids[1]);
     return;
   case MQ_N_FN:
-    if (n->str) add_local(F, n->str, n->span);
+    if (n->str) assigned(F, n->str, n->span);
     return;
   case MQ_N_BLOCK:
   case MQ_N_IF:
   case MQ_N_WHILE:
     for (int i = 0; i < n->nkids; i++) prescan_locals(F, n->kids[i]);
+    return;
+  default: return;
+  }
+}
+
+/* The names a function body declares `global` (anywhere in it, not looking
+ * into nested functions), which [np] parameters may not be among. */
+static void prescan_globals(compiler *F, const mq_node *n, int np) {
+  if (!n) return;
+  switch ((mq_node_kind)n->kind) {
+  case MQ_N_GLOBAL:
+    for (int i = 0; i < n->nkids; i++) {
+      const mq_node *k = n->kids[i];
+      int p = find_local(F, k->str);
+      if (p >= 0 && p < np)
+        mq_error_at(F->S, k->span, "'%s' is a parameter of this function, so it cannot be declared global",
+                    k->str);
+      if (declared_global(F, k->str)) continue;
+      if (F->ngdecls == MAX_GLOBAL_DECLS)
+        mq_error_at(F->S, k->span, "too many global declarations in one function (limit %d)",
+                    MAX_GLOBAL_DECLS);
+      F->gdecls[F->ngdecls++] = k->str;
+    }
+    return;
+  case MQ_N_BLOCK:
+  case MQ_N_IF:
+  case MQ_N_WHILE:
+  case MQ_N_FOR:
+    for (int i = 0; i < n->nkids; i++) prescan_globals(F, n->kids[i], np);
     return;
   default: return;
   }
@@ -855,7 +901,10 @@ static void function(compiler *C, const mq_node *n) {
   for (int i = 0; i < np; i++) F.f->param_names[i] = mq_strdup(S, params->kids[i]->str);
   F.f->nparams = np;
   F.f->ndefaults = ndefaults;
-  if (body->kind == MQ_N_BLOCK) prescan_locals(&F, body);
+  if (body->kind == MQ_N_BLOCK) {
+    prescan_globals(&F, body, np);
+    prescan_locals(&F, body);
+  }
   F.depth = F.max_depth = F.nlocals;
   if (body->kind == MQ_N_BLOCK) {
     block(&F, body, false);

@@ -133,12 +133,12 @@
 %token FN "keyword 'fn'" RETURN "keyword 'return'" IF "keyword 'if'"
 %token ELIF "keyword 'elif'" ELSE "keyword 'else'" WHILE "keyword 'while'"
 %token FOR "keyword 'for'" IN "keyword 'in'" BREAK "keyword 'break'"
-%token CONTINUE "keyword 'continue'" IMPORT "keyword 'import'"
+%token CONTINUE "keyword 'continue'" IMPORT "keyword 'import'" GLOBAL "keyword 'global'"
 %token AND "keyword 'and'" OR "keyword 'or'" NOT "keyword 'not'"
 
 %token YYEOF 0 "end of input"
 
-%nterm <mq_node *> body block stmt else_part targets rhs rhs_list
+%nterm <mq_node *> body block stmt else_part targets rhs rhs_list global_names
 %nterm <mq_node *> params param_list param expr postfix primary
 %nterm <mq_node *> args arg_list arg subscripts subscript opt_expr items
 
@@ -208,6 +208,19 @@ stmt:
   | BREAK                               { $$ = NODE(BREAK, @$); }
   | CONTINUE                            { $$ = NODE(CONTINUE, @$); }
   | IMPORT STRING                       { $$ = NODE(IMPORT, @$); $$->str = $2.s; }
+  | GLOBAL global_names                 { $$ = $2; $$->span = SPAN(@$); }
+  ;
+
+/* `global a, b`: NAME nodes under one GLOBAL. */
+global_names:
+    IDENT {
+      $$ = NODE(GLOBAL, @$);
+      mq_node *n = NODE(NAME, @1); n->str = $1; mq_node_add(p->A, $$, n);
+    }
+  | global_names COMMA IDENT {
+      $$ = $1;
+      mq_node *n = NODE(NAME, @3); n->str = $3; mq_node_add(p->A, $$, n);
+    }
   ;
 
 else_part:

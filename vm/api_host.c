@@ -53,7 +53,7 @@ static mq_tensor *host_tensor(mq_state *S, mq_value v, const char *what, masq_st
 static bool is_identifier(const char *s, size_t n) {
   static const char *const keywords[] = {"true",  "false", "none",     "fn",     "return", "if",
                                          "elif",  "else",  "while",    "for",    "in",     "break",
-                                         "continue", "import", "and", "or",    "not"};
+                                         "continue", "import", "and", "or",    "not", "global"};
   if (n == 0 || (s[0] >= '0' && s[0] <= '9')) return false;
   for (size_t i = 0; i < n; i++)
     if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||

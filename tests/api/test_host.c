@@ -83,6 +83,7 @@ static void test_globals(void) {
   CHECK_ERR(M, masq_set_int(M, "2x", 1), MASQ_ERR_USAGE, "not a name a script can use");
   CHECK_ERR(M, masq_set_int(M, "a-b", 1), MASQ_ERR_USAGE, "\"a-b\"");
   CHECK_ERR(M, masq_set_int(M, "while", 1), MASQ_ERR_USAGE, "keyword");
+  CHECK_ERR(M, masq_set_int(M, "global", 1), MASQ_ERR_USAGE, "keyword");
   CHECK_ERR(M, masq_set_int(M, "", 1), MASQ_ERR_USAGE, "not a name");
   CHECK_ERR(M, masq_set_int(M, NULL, 1), MASQ_ERR_USAGE, "name is NULL");
   CHECK_ERR(M, masq_get_global(M, "x", NULL), MASQ_ERR_USAGE, "out is NULL");
