@@ -51,6 +51,7 @@ struct mq_workers {
   void *ctx;
   int n;
   int nworkers; /* started */
+  pid_t pid;    /* the process that started them (see forked) */
   worker w[MAX_THREADS];
 };
 
@@ -107,7 +108,7 @@ static struct mq_workers *pool_open(mq_state *S) {
   struct mq_workers *W = S->cfg.alloc(S->cfg.alloc_ud, NULL, 0, size);
   if (!W) return NULL;
   S->mem_used += size;
-  *W = (struct mq_workers){.n = 0};
+  *W = (struct mq_workers){.pid = getpid()};
   atomic_init(&W->gen, 0);
   atomic_init(&W->pending, 0);
   atomic_init(&W->quit, false);
@@ -142,9 +143,23 @@ static void pool_grow(struct mq_workers *W, int want) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* After fork() only the forking thread exists in the child: the pool's
+ * workers stayed with the parent, and its mutex may be held by one of
+ * them. The child forgets the pool (its memory is freed, nothing is joined
+ * or destroyed) and starts its own at its next large kernel. */
+static void forked(mq_state *S) {
+  S->cfg.alloc(S->cfg.alloc_ud, S->workers, sizeof *S->workers, 0);
+  S->mem_used -= sizeof *S->workers;
+  S->workers = NULL;
+}
+
 void mq_parallel_close(mq_state *S) {
   struct mq_workers *W = S->workers;
   if (!W) return;
+  if (W->pid != getpid()) { /* a child closing its parent's copy */
+    forked(S);
+    return;
+  }
   pthread_mutex_lock(&W->mu);
   atomic_store(&W->quit, true);
   pthread_cond_broadcast(&W->wake);
@@ -167,6 +182,7 @@ static void run_round(mq_state *S, int n, mq_task_fn task, void *ctx) {
     task(ctx, 0, 1);
     return;
   }
+  if (S->workers && S->workers->pid != getpid()) forked(S);
   if (!S->workers) S->workers = pool_open(S);
   struct mq_workers *W = S->workers;
   if (W) pool_grow(W, n - 1);

@@ -1,9 +1,11 @@
 /* test_threads.c - the thread model: states are independent, one per
  * thread, with no global state between them; masq_interrupt() may come
- * from another thread. */
+ * from another thread; a host may fork after masq's own threads started. */
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -73,8 +75,40 @@ static void test_interrupt_from_another_thread(void) {
   masq_close(M);
 }
 
+/* True if global [name] is a true (or nonzero) value. */
+static int truthy(masq_state *M, const char *name) {
+  double v = 0;
+  return masq_get_number(M, name, &v) == MASQ_OK && v != 0;
+}
+
+/* fork() after a kernel ran on the state's worker threads: the child has
+ * none of them (only the forking thread survives a fork); its state must
+ * notice, start its own and give the same answer, and the parent's state
+ * goes on with its workers. */
+static void test_fork_after_threads(void) {
+  masq_state *M = masq_open(NULL);
+  CHECK_OK(M, eval(M, "set_num_threads(2)\nx = masked(rand(3000000), rand(3000000) < 0.5)\n"
+                      "a = sum(x * 2 + 1)\nm = amax(x, 0)"));
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(30); /* a child waiting for its parent's workers would hang: fail instead */
+    int ok = eval(M, "b = sum(x * 2 + 1)\nsame = bool(a == b) and bool(amax(x, 0) == m)") == MASQ_OK &&
+             truthy(M, "same");
+    masq_close(M);
+    _exit(ok ? 0 : 1);
+  }
+  int st = 0;
+  CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CHECK_OK(M, eval(M, "c = sum(x * 2 + 1)\nsame = bool(a == c)"));
+  CHECK(truthy(M, "same"));
+  masq_close(M);
+}
+
 int main(void) {
   test_independent_states();
   test_interrupt_from_another_thread();
+  test_fork_after_threads();
   return report("test_threads");
 }
