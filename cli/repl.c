@@ -70,7 +70,7 @@ static int cmd_quit(masq_state *M, const char *arg);
 
 /* The one list the dispatcher, :help and Tab completion all read. */
 static const command commands[] = {
-  {"help", NULL, ARG_NAME, ":help [NAME]", "this overview, or what builtin NAME does", cmd_help},
+  {"help", NULL, ARG_NAME, ":help [NAME]", "this overview, what builtin NAME does, or keyword NAME's syntax", cmd_help},
   {"vars", NULL, ARG_NONE, ":vars", "list your variables with their shapes", cmd_vars},
   {"load", NULL, ARG_FILE, ":load FILE", "run a script in this session", cmd_load},
   {"dis", NULL, ARG_CODE, ":dis CODE", "show the bytecode CODE compiles to", cmd_dis},
@@ -119,7 +119,7 @@ static int cmd_help(masq_state *M, const char *arg) {
     if ((doc = masq_doc(M, arg)))
       printf("%s\n", doc);
     else
-      fprintf(stderr, "no builtin named '%s'\n", arg);
+      fprintf(stderr, "no builtin or keyword named '%s'\n", arg);
     return 0;
   }
   fputs(overview, stdout);

@@ -157,8 +157,9 @@ MASQ_API void masq_complete(masq_state *M, const char *prefix,
                             void (*fn)(void *ud, const char *name), void *ud);
 
 /* The signature and one-line documentation of builtin or host function
- * [name] ("softmax(x, dim) -- ..."), or NULL if there is none. Borrowed;
- * valid while [M] is open. */
+ * [name] ("softmax(x, dim) -- ..."), or the syntax of keyword [name]
+ * ("while cond { ... }: ..."), or NULL if there is none. Borrowed; valid
+ * while [M] is open. */
 MASQ_API const char *masq_doc(masq_state *M, const char *name);
 
 /* Calls [fn] once for every user-defined global with its name and a one-line

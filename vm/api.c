@@ -15,6 +15,7 @@
 #include "chunk.h"
 #include "diag.h"
 #include "globals.h"
+#include "keywords.h"
 #include "vm.h"
 
 static void *default_alloc(void *ud, void *p, size_t osize, size_t nsize) {
@@ -409,7 +410,7 @@ const char *masq_doc(masq_state *S, const char *name) {
     const mq_builtin *b = &S->builtins[i];
     if (b->help && strcmp(b->name, name) == 0) return b->help;
   }
-  return NULL;
+  return mq_keyword_help(name, strlen(name));
 }
 
 typedef struct globals_job {

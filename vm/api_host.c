@@ -9,6 +9,7 @@
 #include "../stdlib/stdlib.h"
 #include "api_int.h"
 #include "globals.h"
+#include "keywords.h"
 #include "vm.h"
 
 /* --- values as the host sees them --------------------------------------------------- */
@@ -51,17 +52,12 @@ static mq_tensor *host_tensor(mq_state *S, mq_value v, const char *what, masq_st
 }
 
 static bool is_identifier(const char *s, size_t n) {
-  static const char *const keywords[] = {"true",  "false", "none",     "fn",     "return", "if",
-                                         "elif",  "else",  "while",    "for",    "in",     "break",
-                                         "continue", "import", "and", "or",    "not", "global"};
   if (n == 0 || (s[0] >= '0' && s[0] <= '9')) return false;
   for (size_t i = 0; i < n; i++)
     if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
           (s[i] >= '0' && s[i] <= '9')))
       return false;
-  for (size_t k = 0; k < sizeof keywords / sizeof *keywords; k++)
-    if (strlen(keywords[k]) == n && memcmp(keywords[k], s, n) == 0) return false;
-  return true;
+  return !mq_keyword_help(s, n);
 }
 
 static void check_name(mq_state *S, const char *fn, const char *name) {

@@ -66,6 +66,8 @@ static void test_introspection(void) {
   masq_state *M = open_capturing(&c);
   CHECK(masq_doc(M, "softmax") != NULL);
   CHECK(masq_doc(M, "no_such_builtin") == NULL);
+  CHECK(masq_doc(M, "while") && strstr(masq_doc(M, "while"), "while cond { ... }"));
+  CHECK(masq_doc(M, "global") && strstr(masq_doc(M, "global"), "global a, b"));
   masq_close(M);
 }
 

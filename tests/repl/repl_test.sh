@@ -221,7 +221,9 @@ check ":help lists the commands" wait_text ':load FILE'
 enter ':nope'
 check "an unknown command says so" wait_text "unknown command ':nope' (try :help)"
 enter ':help no_such_builtin'
-check ":help NAME for an unknown name" wait_text "no builtin named 'no_such_builtin'"
+check ":help NAME for an unknown name" wait_text "no builtin or keyword named 'no_such_builtin'"
+enter ':help while'
+check ":help KEYWORD shows its syntax" wait_text "while cond { ... }: repeat while cond is true"
 enter 'value_one = 1'
 wait_prompt
 type_text 'value_o'

@@ -9,6 +9,7 @@
 
 #include "ast.h"
 #include "diag.h"
+#include "keywords.h"
 
 static int passed, failed;
 static mq_state *S;
@@ -413,6 +414,28 @@ static void dump_format(void) {
   else passed++;
 }
 
+/* Every keyword the library knows (vm/keywords.h: names a host may not
+ * bind, :help KEYWORD) is one the lexer knows: alone, it never parses as a
+ * name; and one name that is not a keyword does. */
+static void keywords(void) {
+  static const char *const words[] = {
+#define X(k, help) k,
+      MQ_KEYWORDS(X)
+#undef X
+      "globals"};
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+    result r;
+    run(&r, words[i], false);
+    char name[64];
+    snprintf(name, sizeof name, "(BLOCK (EXPR_STMT (NAME %s)))", words[i]);
+    bool is_name = r.status == MQ_PARSE_OK && strcmp(r.tree, name) == 0;
+    bool keyword = mq_keyword_help(words[i], strlen(words[i])) != NULL;
+    int line = __LINE__;
+    if (is_name == keyword) FAIL("'%s': the lexer and vm/keywords.h disagree", words[i]);
+    else passed++;
+  }
+}
+
 int main(void) {
   S = (mq_state *)masq_open(NULL);
   if (!S) {
@@ -428,6 +451,7 @@ int main(void) {
   deep();
   partial();
   dump_format();
+  keywords();
   masq_close((masq_state *)S);
   printf("test_parser: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
