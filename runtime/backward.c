@@ -147,7 +147,7 @@ static double bessel_i1(double x) {
 
 /* The gradient of one element: [g] times f'(x), with y = f(x); p holds the
  * op's parameters (NaN: absent). */
-static double dunary(int op, double x, double y, const double *p, double g) {
+static MQ_ALWAYS_INLINE double dunary(int op, double x, double y, const double *p, double g) {
   switch ((mq_unop)op) {
   case MQ_UN_NEG: return -g;
   case MQ_UN_POS: case MQ_UN_FRAC: return g;
@@ -212,14 +212,26 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   const double *gv = mq_bw_d(g);
   mq_tensor *r = like(S, g);
   double *o = mq_bw_d(r);
-  for (int64_t i = 0; i < r->numel; i++) o[i] = dunary(n->op, xv[i], yv[i], n->prm, gv[i]);
+  const double *p = n->prm;
+  int64_t N = r->numel;
+  switch ((mq_unop)n->op) { /* one loop per op, the op's case inlined into it */
+#define X(E, s)                                                                \
+  case MQ_UN_##E:                                                              \
+    for (int64_t i = 0; i < N; i++) o[i] = dunary(MQ_UN_##E, xv[i], yv[i], p, gv[i]); \
+    break;
+    MQ_UNARY_OPS(X)
+#undef X
+  default:
+    for (int64_t i = 0; i < N; i++) o[i] = NAN;
+  }
   gin[0] = r;
 }
 
 /* --- binary ----------------------------------------------------------------- */
 
 /* The gradients of one element of a op b = o for both operands. */
-static void dbinary(int op, double x, double y, double o, double g, double *ga, double *gb) {
+static MQ_ALWAYS_INLINE void dbinary(int op, double x, double y, double o, double g, double *ga,
+                                     double *gb) {
   switch ((mq_binop)op) {
   case MQ_BIN_ADD: *ga = g, *gb = g; return;
   case MQ_BIN_SUB: *ga = g, *gb = -g; return;
@@ -304,7 +316,17 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   const double *gv = mq_bw_d(g);
   mq_tensor *ra = like(S, g), *rb = like(S, g);
   double *pa = mq_bw_d(ra), *pb = mq_bw_d(rb);
-  for (int64_t i = 0; i < t->numel; i++) dbinary(n->op, xv[i], yv[i], ov[i], gv[i], &pa[i], &pb[i]);
+  int64_t N = t->numel;
+  switch ((mq_binop)n->op) { /* one loop per op, as in bw_unary */
+#define X(E, s)                                                                \
+  case MQ_BIN_##E:                                                             \
+    for (int64_t i = 0; i < N; i++) dbinary(MQ_BIN_##E, xv[i], yv[i], ov[i], gv[i], &pa[i], &pb[i]); \
+    break;
+    MQ_BINARY_OPS(X)
+#undef X
+  default:
+    for (int64_t i = 0; i < N; i++) pa[i] = pb[i] = NAN;
+  }
   if (a->requires_grad) gin[0] = mq_bw_sum_to(S, ra, a);
   if (b->requires_grad) gin[1] = mq_bw_sum_to(S, rb, b);
 }

@@ -19,12 +19,16 @@
 #define MQ_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define MQ_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MQ_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* For a per-element function called with a constant op in one loop per op:
+ * inlined, its switch folds away (no dispatch inside the loop). */
+#define MQ_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define MQ_INTERNAL extern
 #define MQ_NORETURN _Noreturn
 #define MQ_PRINTF(f, a)
 #define MQ_LIKELY(x) (x)
 #define MQ_UNLIKELY(x) (x)
+#define MQ_ALWAYS_INLINE inline
 #endif
 
 /* A tensor has at most this many dimensions. Shapes and strides live inline in
