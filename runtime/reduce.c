@@ -938,8 +938,9 @@ static mq_dtype out_dtype(mq_redop op, mq_dtype dt) {
   }
 }
 
-/* Turns the folded accumulator into the result [out] of [op] (from input
- * dtype [dt]) and sets its mask from [count] (NULL: all valid). */
+/* Turns the folded accumulator [acc] into the result [out] of [op] (means
+ * divide by [count], or by P->R when it is NULL) and sets out's mask from
+ * [count] (NULL: all valid). */
 static void finish(mq_state *S, mq_redop op, const mq_red_plan *P, mq_tensor *out, const void *acc,
                    const int64_t *count) {
   void *o = mq_tensor_data(out);
