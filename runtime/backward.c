@@ -10,6 +10,22 @@
 
 #include <math.h>
 
+#include "parallel.h"
+
+/* An elementwise derivative loop over [0, n): the arrays it reads and
+ * writes, split among the state's threads for large gradients (each
+ * element's value is the same whoever computes it). */
+typedef struct ew_job {
+  int op;
+  int which; /* bw_arith: 0 the left operand's gradient, 1 the right's */
+  const double *x, *y, *o, *g, *p;
+  double *ra, *rb;
+} ew_job;
+
+static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, ew_job *J) {
+  mq_parallel_for(S, mq_threads_for(S, n), n, MQ_PAR_GRAIN, fn, J);
+}
+
 static const double PI = 3.14159265358979323846, LN2 = 0.69314718055994530942,
                     LN10 = 2.30258509299404568402, TWO_SQRTPI = 1.12837916709551257390;
 
@@ -203,27 +219,31 @@ static MQ_ALWAYS_INLINE double dunary(int op, double x, double y, const double *
   }
 }
 
-static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
-  mq_gradnode *n = t->node;
-  mq_tensor *x = n->in[0];
-  if (!x->requires_grad) return;
-  const double *xv = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
-  const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
-  const double *gv = mq_bw_d(g);
-  mq_tensor *r = like(S, g);
-  double *o = mq_bw_d(r);
-  const double *p = n->prm;
-  int64_t N = r->numel;
-  switch ((mq_unop)n->op) { /* one loop per op, the op's case inlined into it */
+static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ew_job *J = ctx;
+  const double *xv = J->x, *yv = J->y, *gv = J->g, *p = J->p;
+  double *o = J->ra;
+  switch ((mq_unop)J->op) { /* one loop per op, the op's case inlined into it */
 #define X(E, s)                                                                \
   case MQ_UN_##E:                                                              \
-    for (int64_t i = 0; i < N; i++) o[i] = dunary(MQ_UN_##E, xv[i], yv[i], p, gv[i]); \
+    for (int64_t i = lo; i < hi; i++) o[i] = dunary(MQ_UN_##E, xv[i], yv[i], p, gv[i]); \
     break;
     MQ_UNARY_OPS(X)
 #undef X
   default:
-    for (int64_t i = 0; i < N; i++) o[i] = NAN;
+    for (int64_t i = lo; i < hi; i++) o[i] = NAN;
   }
+}
+
+static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *x = n->in[0];
+  if (!x->requires_grad) return;
+  mq_tensor *r = like(S, g);
+  ew_job J = {.op = n->op, .x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape)),
+              .y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape)), .g = mq_bw_d(g), .p = n->prm,
+              .ra = mq_bw_d(r)};
+  ew_run(S, r->numel, unary_range, &J);
   gin[0] = r;
 }
 
@@ -271,33 +291,58 @@ static MQ_ALWAYS_INLINE void dbinary(int op, double x, double y, double o, doubl
   }
 }
 
-/* + - * /: the same values as dbinary, in loops that vectorize, for the
- * operands that need a gradient, converting only the operands those read. */
+/* One operand's gradient under + - * / (J->which), in loops that vectorize. */
+static void arith_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ew_job *J = ctx;
+  const double *gv = J->g, *xv = J->x, *yv = J->y;
+  double *o = J->ra;
+  int op = J->op;
+  if (J->which == 0) {
+    if (op == MQ_BIN_MUL) for (int64_t i = lo; i < hi; i++) o[i] = gv[i] * yv[i];
+    else if (op == MQ_BIN_DIV) for (int64_t i = lo; i < hi; i++) o[i] = gv[i] / yv[i];
+    else memcpy(o + lo, gv + lo, (size_t)(hi - lo) * sizeof *o);
+  } else {
+    if (op == MQ_BIN_MUL) for (int64_t i = lo; i < hi; i++) o[i] = gv[i] * xv[i];
+    else if (op == MQ_BIN_DIV) for (int64_t i = lo; i < hi; i++) o[i] = -gv[i] * xv[i] / (yv[i] * yv[i]);
+    else if (op == MQ_BIN_SUB) for (int64_t i = lo; i < hi; i++) o[i] = -gv[i];
+    else memcpy(o + lo, gv + lo, (size_t)(hi - lo) * sizeof *o);
+  }
+}
+
+/* + - * /: the same values as dbinary, for the operands that need a
+ * gradient, converting only the operands those read. */
 static void bw_arith(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *a = n->in[0], *b = n->in[1];
   int op = n->op, nd = t->ndim;
   const int64_t *shape = t->shape, N = t->numel;
   bool ga = a->requires_grad, gb = b->requires_grad, md = op == MQ_BIN_MUL || op == MQ_BIN_DIV;
-  const double *gv = mq_bw_d(g);
-  const double *xv = gb && md ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : NULL;
-  const double *yv = (ga && md) || (gb && op == MQ_BIN_DIV) ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : NULL;
-  if (ga) {
+  ew_job J = {.op = op, .g = mq_bw_d(g)};
+  J.x = gb && md ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : NULL;
+  J.y = (ga && md) || (gb && op == MQ_BIN_DIV) ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : NULL;
+  for (int side = 0; side < 2; side++) {
+    if (!(side ? gb : ga)) continue;
     mq_tensor *r = like(S, g);
-    double *o = mq_bw_d(r);
-    if (op == MQ_BIN_MUL) for (int64_t i = 0; i < N; i++) o[i] = gv[i] * yv[i];
-    else if (op == MQ_BIN_DIV) for (int64_t i = 0; i < N; i++) o[i] = gv[i] / yv[i];
-    else memcpy(o, gv, (size_t)N * sizeof *o);
-    gin[0] = mq_bw_sum_to(S, r, a);
+    J.which = side;
+    J.ra = mq_bw_d(r);
+    ew_run(S, N, arith_range, &J);
+    gin[side] = mq_bw_sum_to(S, r, side ? b : a);
   }
-  if (gb) {
-    mq_tensor *r = like(S, g);
-    double *o = mq_bw_d(r);
-    if (op == MQ_BIN_MUL) for (int64_t i = 0; i < N; i++) o[i] = gv[i] * xv[i];
-    else if (op == MQ_BIN_DIV) for (int64_t i = 0; i < N; i++) o[i] = -gv[i] * xv[i] / (yv[i] * yv[i]);
-    else if (op == MQ_BIN_SUB) for (int64_t i = 0; i < N; i++) o[i] = -gv[i];
-    else memcpy(o, gv, (size_t)N * sizeof *o);
-    gin[1] = mq_bw_sum_to(S, r, b);
+}
+
+static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ew_job *J = ctx;
+  const double *xv = J->x, *yv = J->y, *ov = J->o, *gv = J->g;
+  double *pa = J->ra, *pb = J->rb;
+  switch ((mq_binop)J->op) { /* one loop per op, as in unary_range */
+#define X(E, s)                                                                \
+  case MQ_BIN_##E:                                                             \
+    for (int64_t i = lo; i < hi; i++) dbinary(MQ_BIN_##E, xv[i], yv[i], ov[i], gv[i], &pa[i], &pb[i]); \
+    break;
+    MQ_BINARY_OPS(X)
+#undef X
+  default:
+    for (int64_t i = lo; i < hi; i++) pa[i] = pb[i] = NAN;
   }
 }
 
@@ -316,17 +361,8 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   const double *gv = mq_bw_d(g);
   mq_tensor *ra = like(S, g), *rb = like(S, g);
   double *pa = mq_bw_d(ra), *pb = mq_bw_d(rb);
-  int64_t N = t->numel;
-  switch ((mq_binop)n->op) { /* one loop per op, as in bw_unary */
-#define X(E, s)                                                                \
-  case MQ_BIN_##E:                                                             \
-    for (int64_t i = 0; i < N; i++) dbinary(MQ_BIN_##E, xv[i], yv[i], ov[i], gv[i], &pa[i], &pb[i]); \
-    break;
-    MQ_BINARY_OPS(X)
-#undef X
-  default:
-    for (int64_t i = 0; i < N; i++) pa[i] = pb[i] = NAN;
-  }
+  ew_job J = {.op = n->op, .x = xv, .y = yv, .o = ov, .g = gv, .ra = pa, .rb = pb};
+  ew_run(S, t->numel, binary_range, &J);
   if (a->requires_grad) gin[0] = mq_bw_sum_to(S, ra, a);
   if (b->requires_grad) gin[1] = mq_bw_sum_to(S, rb, b);
 }

@@ -11,6 +11,8 @@
 
 #include <math.h>
 
+#include "parallel.h"
+
 /* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */
 static mq_tensor *grad_new(mq_state *S, int nd, const int64_t *shape, bool masked, uint8_t **m) {
   mq_tensor *r = mq_ag_gnew(S, nd, shape);
@@ -78,6 +80,41 @@ static inline void next_row(const mq_tensor *x, const int64_t *ostr, int64_t *id
   }
 }
 
+/* Rows [r0, r1) of the gradient of sum or mean (bw_sum_mean). */
+typedef struct fill_job {
+  const mq_tensor *x;
+  const int64_t *ostr;
+  const double *gv, *scale; /* scale: NULL for sum */
+  const uint8_t *xm, *gm;
+  double *o;
+  uint8_t *m;
+  int64_t inner, is;
+} fill_job;
+
+static void fill_range(void *ctx, int64_t r0, int64_t r1, int t) {
+  const fill_job *J = ctx;
+  const double *gv = J->gv, *scale = J->scale;
+  const uint8_t *xm = J->xm, *gm = J->gm;
+  int64_t inner = J->inner, is = J->is, idx[MQ_MAX_DIMS] = {0}, k0 = 0, rest = r0;
+  for (int d = J->x->ndim - 2; d >= 0; d--) { /* the slot of row r0's first entry */
+    idx[d] = rest % J->x->shape[d];
+    rest /= J->x->shape[d];
+    k0 += idx[d] * J->ostr[d];
+  }
+  for (int64_t row = r0; row < r1; row++, next_row(J->x, J->ostr, idx, &k0)) {
+    double *orow = J->o + row * inner;
+    if (scale)
+      for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * scale[k0 + j * is];
+    else
+      for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * 1.0;
+    if (!J->m) continue;
+    uint8_t *mrow = J->m + row * inner;
+    const uint8_t *xr = xm ? xm + row * inner : NULL;
+    for (int64_t j = 0; j < inner; j++)
+      mrow[j] = (uint8_t)((xr ? xr[j] : 1) & (gm ? gm[k0 + j * is] : 1));
+  }
+}
+
 /* sum and mean, the common case: every input of slot k gets g[k] (times 1
  * over the slot's valid count for mean), exactly what the general path
  * below computes, without its statistics, offset table and float64 copies
@@ -106,24 +143,13 @@ static void bw_sum_mean(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean, cons
       }
     }
     for (int64_t k = 0; k < nout; k++) scale[k] = 1 / scale[k];
-    memset(idx, 0, sizeof idx);
-    k0 = 0;
   }
   uint8_t *m;
   mq_tensor *r = grad_new(S, nd, x->shape, xm || gm, &m);
-  double *o = mq_bw_d(r);
-  for (int64_t row = 0; row < rows; row++, next_row(x, ostr, idx, &k0)) {
-    double *orow = o + row * inner;
-    if (mean)
-      for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * scale[k0 + j * is];
-    else
-      for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * 1.0;
-    if (!m) continue;
-    uint8_t *mrow = m + row * inner;
-    const uint8_t *xr = xm ? xm + row * inner : NULL;
-    for (int64_t j = 0; j < inner; j++)
-      mrow[j] = (uint8_t)((xr ? xr[j] : 1) & (gm ? gm[k0 + j * is] : 1));
-  }
+  /* rows are independent: the threads share them out */
+  fill_job J = {x, ostr, gv, scale, xm, gm, mq_bw_d(r), m, inner, is};
+  mq_parallel_for(S, mq_threads_for(S, N), rows, inner >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / (inner ? inner : 1),
+                  fill_range, &J);
   gin[0] = r;
 }
 
@@ -233,32 +259,50 @@ static inline double pick(double v, uint8_t keep, uint64_t fill) {
 }
 #define NEG_ZERO UINT64_C(0x8000000000000000) /* s + -0.0 is s, whatever s */
 
+/* Contiguous slices [a0, a1) of softmax's derivative, branch-free. */
+typedef struct sm_bw_job {
+  const along *J;
+  const double *yv;
+  bool lg;
+} sm_bw_job;
+
+static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
+  const sm_bw_job *B = ctx;
+  const along *J = B->J;
+  const double *yv = B->yv;
+  bool lg = B->lg;
+  for (int64_t a = a0; a < a1; a++) {
+    int64_t base = a * J->A.len, len = J->A.len;
+    const double *gr = J->gv + base, *yr = yv + base;
+    const uint8_t *xr = J->xm ? J->xm + base : NULL, *gmr = J->gm ? J->gm + base : NULL;
+    double s = 0;
+    uint8_t any = 0;
+    for (int64_t j = 0; j < len; j++) {
+      uint8_t ok = (uint8_t)((xr ? xr[j] : 1) & (gmr ? gmr[j] : 1));
+      s += pick(lg ? gr[j] : gr[j] * yr[j], ok, NEG_ZERO);
+      any |= ok;
+    }
+    double *o = J->o + base;
+    uint8_t *m = J->m ? J->m + base : NULL;
+    for (int64_t j = 0; j < len; j++) {
+      uint8_t ok = xr ? xr[j] : 1, got = (uint8_t)(ok & (gmr ? gmr[j] : 1));
+      double gi = pick(gr[j], got, 0), y = pick(yr[j], ok, 0);
+      o[j] = pick(lg ? gi - exp(y) * s : y * (gi - s), (uint8_t)(ok & any), 0);
+      if (m) m[j] = (uint8_t)(ok & any);
+    }
+  }
+}
+
 void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   along J;
   if (!along_init(S, &J, t, g)) return;
   bool lg = t->node->op;
   const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
-  if (J.A.inner == 1) { /* contiguous slices: the loop below, branch-free */
-    for (int64_t a = 0; a < J.A.outer; a++) {
-      int64_t base = a * J.A.len, len = J.A.len;
-      const double *gr = J.gv + base, *yr = yv + base;
-      const uint8_t *xr = J.xm ? J.xm + base : NULL, *gmr = J.gm ? J.gm + base : NULL;
-      double s = 0;
-      uint8_t any = 0;
-      for (int64_t j = 0; j < len; j++) {
-        uint8_t ok = (uint8_t)((xr ? xr[j] : 1) & (gmr ? gmr[j] : 1));
-        s += pick(lg ? gr[j] : gr[j] * yr[j], ok, NEG_ZERO);
-        any |= ok;
-      }
-      double *o = J.o + base;
-      uint8_t *m = J.m ? J.m + base : NULL;
-      for (int64_t j = 0; j < len; j++) {
-        uint8_t ok = xr ? xr[j] : 1, got = (uint8_t)(ok & (gmr ? gmr[j] : 1));
-        double gi = pick(gr[j], got, 0), y = pick(yr[j], ok, 0);
-        o[j] = pick(lg ? gi - exp(y) * s : y * (gi - s), (uint8_t)(ok & any), 0);
-        if (m) m[j] = (uint8_t)(ok & any);
-      }
-    }
+  if (J.A.inner == 1) { /* contiguous slices, shared out among the threads */
+    sm_bw_job B = {&J, yv, lg};
+    int64_t len = J.A.len > 0 ? J.A.len : 1;
+    mq_parallel_for(S, mq_threads_for(S, t->numel), J.A.outer, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
+                    sm_bw_range, &B);
     gin[0] = J.r;
     return;
   }
