@@ -322,6 +322,14 @@ MASQ_API masq_status masq_set_string(masq_state *M, const char *name, const char
 MASQ_API masq_status masq_set_strings(masq_state *M, const char *name, int n,
                                       const char *const *strs);
 
+/* Copies the string global [name] into [buf] of [size] bytes, like
+ * snprintf: NUL-terminated, cut to size - 1 bytes, and *len (if not NULL)
+ * set to the string's whole length, so a host can call again with a
+ * buffer of *len + 1 bytes (size 0: only the length; buf may be NULL). A
+ * global that is not a string is MASQ_ERR_USAGE. */
+MASQ_API masq_status masq_get_string(masq_state *M, const char *name, char *buf, size_t size,
+                                     size_t *len);
+
 /* The value of global [name] as a double: a number or bool, or a tensor
  * with one valid element. Anything else is an error. */
 MASQ_API masq_status masq_get_number(masq_state *M, const char *name, double *out);

@@ -81,6 +81,9 @@ typedef struct global_job {
   int nstrs;
   masq_tensor **out; /* get */
   double *number;    /* get_number */
+  char *sbuf;        /* get_string: the host's buffer, its size, the length */
+  size_t ssize;
+  size_t *slen;
 } global_job;
 
 static void set_protected(mq_state *S, void *ud) {
@@ -171,6 +174,26 @@ masq_status masq_set_strings(masq_state *M, const char *name, int n, const char 
 masq_status masq_get_global(masq_state *M, const char *name, masq_tensor **out) {
   global_job job = {.fn = "masq_get_global", .name = name, .out = out};
   return mq_api_entry(M, get_protected, &job, out);
+}
+
+static void get_string_protected(mq_state *S, void *ud) {
+  global_job *job = ud;
+  if (job->ssize > 0) mq_api_need(S, job->sbuf, job->fn, "buf");
+  mq_value v = global_value(S, job);
+  if (!mq_is_obj(v, MQ_O_STRING))
+    mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not a string", job->fn, job->name,
+             mq_type_name(v));
+  const mq_string *str = (const mq_string *)v.as.o;
+  if (job->slen) *job->slen = str->len;
+  if (job->ssize == 0) return;
+  size_t n = str->len < job->ssize - 1 ? str->len : job->ssize - 1;
+  memcpy(job->sbuf, str->chars, n);
+  job->sbuf[n] = '\0';
+}
+
+masq_status masq_get_string(masq_state *M, const char *name, char *buf, size_t size, size_t *len) {
+  global_job job = {.fn = "masq_get_string", .name = name, .sbuf = buf, .ssize = size, .slen = len};
+  return mq_api_entry(M, get_string_protected, &job, NULL);
 }
 
 masq_status masq_get_number(masq_state *M, const char *name, double *out) {

@@ -78,6 +78,20 @@ static void test_globals(void) {
   CHECK_ERR(M, masq_set_strings(M, "l", 2, holes), MASQ_ERR_USAGE, "strs[1] is NULL");
   CHECK_ERR(M, masq_set_string(M, "if", "x"), MASQ_ERR_USAGE, "keyword");
   CHECK(strcmp(run(M, &c, "print(label)"), "masked\n") == 0); /* failed calls changed nothing */
+  /* ... and back out, snprintf-style */
+  char out[8];
+  size_t len = 0;
+  CHECK_OK(M, eval(M, "greeting = format(\"hello, {}\", label)"));
+  CHECK_OK(M, masq_get_string(M, "greeting", NULL, 0, &len));
+  CHECK(len == 13);
+  CHECK_OK(M, masq_get_string(M, "greeting", out, sizeof out, &len));
+  CHECK(len == 13 && strcmp(out, "hello, ") == 0);
+  char whole[14];
+  CHECK_OK(M, masq_get_string(M, "greeting", whole, sizeof whole, NULL));
+  CHECK(strcmp(whole, "hello, masked") == 0);
+  CHECK_ERR(M, masq_get_string(M, "names", out, sizeof out, &len), MASQ_ERR_USAGE, "a list, not a string");
+  CHECK_ERR(M, masq_get_string(M, "no_such", out, sizeof out, &len), MASQ_ERR_USAGE, "no global named");
+  CHECK_ERR(M, masq_get_string(M, "label", NULL, 4, &len), MASQ_ERR_USAGE, "buf is NULL");
 
   /* Names a script could not write. */
   CHECK_ERR(M, masq_set_int(M, "2x", 1), MASQ_ERR_USAGE, "not a name a script can use");
