@@ -413,7 +413,7 @@ static void index_expr(compiler *C, const mq_node *n) {
 typedef struct fuse_prog {
   int nleaves, nops;
   bool any_var;
-  uint8_t red[6]; /* MQ_FI_RED ..., when the tree is reduced */
+  uint8_t red[7]; /* MQ_FI_RED ..., when the tree is reduced */
   uint8_t leaf[MQ_FUSE_MAX_LEAVES][3];
   uint8_t code[256];
   int len;
@@ -478,24 +478,37 @@ static bool fuse_call(compiler *C, fuse_prog *P, const char *name, const mq_node
   return fuse_emit_builtin(P, MQ_FI_CALL, op, slot, b);
 }
 
-/* sum(e) or e.sum() (mean, amax, amin too), with e an elementwise tree:
- * true with e in *body and the MQ_FI_RED instruction to end the program
- * with in P->red. */
+/* An int literal (-1 is a unary minus of 1), small enough for a dim. */
+static bool dim_literal(const mq_node *n, int *dim) {
+  bool neg = n && n->kind == MQ_N_UNARY && n->op == '-' && n->nkids == 1;
+  const mq_node *k = neg ? n->kids[0] : n;
+  if (!k || k->kind != MQ_N_INT || k->ival >= MQ_MAX_DIMS) return false;
+  *dim = neg ? -(int)k->ival : (int)k->ival;
+  return true;
+}
+
+/* sum(e), e.sum(), sum(e, d) or e.sum(d) with d an int literal (mean,
+ * amax, amin too), e an elementwise tree: true with e in *body and the
+ * MQ_FI_RED instruction to end the program with in P->red. */
 static bool fuse_reduction(compiler *C, fuse_prog *P, const mq_node *n, const mq_node **body) {
   const char *name;
-  const mq_node *arg;
-  if (n->kind == MQ_N_CALL && n->nkids == 2 && n->kids[0] && n->kids[0]->kind == MQ_N_NAME)
-    name = n->kids[0]->str, arg = n->kids[1];
-  else if (n->kind == MQ_N_METHOD && n->nkids == 1)
-    name = n->str, arg = n->kids[0];
+  const mq_node *arg, *dim_arg = NULL;
+  if (n->kind == MQ_N_CALL && (n->nkids == 2 || n->nkids == 3) && n->kids[0] &&
+      n->kids[0]->kind == MQ_N_NAME)
+    name = n->kids[0]->str, arg = n->kids[1], dim_arg = n->nkids == 3 ? n->kids[2] : NULL;
+  else if (n->kind == MQ_N_METHOD && (n->nkids == 1 || n->nkids == 2))
+    name = n->str, arg = n->kids[0], dim_arg = n->nkids == 2 ? n->kids[1] : NULL;
   else
     return false;
+  int dim = MQ_FUSE_ALL_DIMS;
+  if (dim_arg && !dim_literal(dim_arg, &dim)) return false;
   int slot = 0, b = called_builtin(C, name, arg, n->span, &slot);
   int op = b < 0 ? -1 : mq_builtin_redop(&C->S->builtins[b]);
   if (op < 0) return false;
   fuse_prog R = {0};
   if (!fuse_emit_builtin(&R, MQ_FI_RED, op, slot, b)) return false;
   memcpy(P->red, R.code, 6);
+  P->red[6] = (uint8_t)(int8_t)dim;
   *body = arg;
   return true;
 }
@@ -560,7 +573,7 @@ static bool fused(compiler *C, const mq_node *n) {
   /* a reduction of one elementwise op already saves a full-size temporary */
   bool red = fuse_reduction(C, &P, n, &body);
   if (!fuse_node(C, &P, body) || P.nops < (red ? 1 : 2) || !P.any_var) return false;
-  if (red && !fuse_emit(&P, P.red, 6)) return false;
+  if (red && !fuse_emit(&P, P.red, 7)) return false;
   uint8_t bytes[1 + 3 * MQ_FUSE_MAX_LEAVES + sizeof P.code];
   int nb = 0;
   bytes[nb++] = (uint8_t)P.nleaves;

@@ -16,6 +16,10 @@
 #include "parallel.h"
 #include "reduce.h"
 
+/* Rows shorter than this reduce op by op: a block per short row would pay
+ * the program's per-block cost on a few entries. */
+#define MIN_FUSED_ROW 512
+
 /* a block of the fused result is exactly one piece of a reduction */
 _Static_assert(MQ_FUSE_BLOCK == MQ_RED_PIECE, "fused reductions fold one block per piece");
 
@@ -59,6 +63,7 @@ typedef struct fuse_ctx {
   const uint8_t *m;
   char *parts;
   int64_t *pcnt;
+  int64_t rlen, ppr; /* entries a row, pieces a row */
 } fuse_ctx;
 
 typedef struct operand {
@@ -112,12 +117,19 @@ static void run_kernel(mq_state *S, mq_ewise_fn k, char *o, const operand *a, co
 DEF_AFFINE(affine_f32, float)
 DEF_AFFINE(affine_f64, double)
 
-/* Blocks [b0, b1) of the result, with [bufs] for the operands. */
+/* Blocks [b0, b1) of the result, with [bufs] for the operands. Under a
+ * reduction block q is piece q % ppr of row q / ppr (rows of [rlen]
+ * entries; a whole-tensor reduction is one row). */
 static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
   size_t es = F->es, bbytes = F->bbytes;
   char *fold = bufs + (size_t)(F->nbufs - 1) * bbytes; /* the result's block under a reduction */
   for (int64_t blk = b0; blk < b1; blk++) {
     int64_t i0 = blk * MQ_FUSE_BLOCK, len = F->n - i0 < MQ_FUSE_BLOCK ? F->n - i0 : MQ_FUSE_BLOCK;
+    if (F->red) {
+      int64_t p = blk % F->ppr;
+      i0 = blk / F->ppr * F->rlen + p * MQ_FUSE_BLOCK;
+      len = F->rlen - p * MQ_FUSE_BLOCK < MQ_FUSE_BLOCK ? F->rlen - p * MQ_FUSE_BLOCK : MQ_FUSE_BLOCK;
+    }
     char *res = F->out ? F->out + (size_t)i0 * es : fold;
     operand st[2 * MQ_FUSE_MAX_OPS + 1];
     int sp = 0;
@@ -221,7 +233,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   /* the instructions: every operation has a tensor operand and a kernel
    * keeping the dtype */
   bool tensor[2 * MQ_FUSE_MAX_OPS + 1];
-  int sp = 0, depth = 0, red = -1;
+  int sp = 0, depth = 0, red = -1, red_dim = MQ_FUSE_ALL_DIMS;
   F.nins = 0;
   F.red = NULL;
   while (pc < len) {
@@ -241,9 +253,10 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
       tensor[sp++] = F.ldata[arg] != NULL;
       break;
     case MQ_FI_RED: {
-      if (pc + 4 != len) return NULL; /* the last instruction */
+      if (pc + 5 != len) return NULL; /* the last instruction */
       const mq_builtin *b = still_builtin(S, u16(code + pc), u16(code + pc + 2));
-      pc += 4;
+      red_dim = (int8_t)code[pc + 4];
+      pc += 5;
       if (!b || mq_builtin_redop(b) != arg || sp != 1 || !tensor[0] || F.nins < 2 ||
           F.ins[F.nins - 2].kind == MQ_FI_LEAF || !(F.red = mq_red_piece_kernel((mq_redop)arg, dt)))
         return NULL;
@@ -302,6 +315,10 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   /* run */
   if (red >= 0 && (shape_of->numel == 0 || (mask && !mq_tensor_is_contiguous(mask))))
     return NULL; /* the op-by-op path raises or copies */
+  int nd = shape_of->ndim;
+  if (red >= 0 && red_dim != MQ_FUSE_ALL_DIMS &&
+      (nd == 0 || (red_dim != -1 && red_dim != nd - 1) || shape_of->shape[nd - 1] < MIN_FUSED_ROW))
+    return NULL; /* only long last-dim rows reduce row by row (a bad dim: the op-by-op error) */
   mq_tensor *out = red >= 0 ? NULL : mq_tensor_new(S, dt, shape_of->ndim, shape_of->shape);
   F.S = S;
   F.depth = depth;
@@ -310,6 +327,11 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   F.out = out ? mq_tensor_data(out) : NULL;
   int64_t nblocks = (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
   int nt = mq_threads_for(S, F.n);
+  if (red >= 0) { /* rows of rlen entries, cut into pieces as mq_reduce cuts them */
+    F.rlen = red_dim == MQ_FUSE_ALL_DIMS || nd == 0 ? F.n : shape_of->shape[nd - 1];
+    F.ppr = (F.rlen + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
+    nblocks = F.n / F.rlen * F.ppr;
+  }
   F.nbufs = (depth > 1 ? depth - 1 : 1) + (red >= 0);
   F.bbytes = (size_t)(F.n < MQ_FUSE_BLOCK ? F.n : MQ_FUSE_BLOCK) * F.es; /* small tensors: small blocks */
   F.bufs = mq_scratch(S, (size_t)nt * (size_t)F.nbufs * F.bbytes);
@@ -318,10 +340,13 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
     F.parts = mq_scratch(S, (size_t)nblocks * F.red->acc_size);
     F.pcnt = mq_scratch(S, (size_t)nblocks * sizeof *F.pcnt);
   }
-  /* chunks of 16 blocks (64K elements) claimed by the threads in turn,
-   * polling for interrupts in between */
-  mq_parallel_for(S, nt, nblocks, MQ_PAR_GRAIN / MQ_FUSE_BLOCK, run_range, &F);
-  if (red >= 0) return mq_reduce_pieces(S, (mq_redop)red, dt, F.parts, mask ? F.pcnt : NULL, nblocks, F.n);
+  /* chunks of about 64K elements (16 whole blocks) claimed by the threads
+   * in turn, polling for interrupts in between */
+  int64_t blen = red >= 0 && F.rlen < MQ_FUSE_BLOCK ? F.rlen : MQ_FUSE_BLOCK;
+  mq_parallel_for(S, nt, nblocks, MQ_PAR_GRAIN / blen, run_range, &F);
+  if (red >= 0)
+    return mq_reduce_pieces(S, (mq_redop)red, dt, F.parts, mask ? F.pcnt : NULL, F.n / F.rlen, F.ppr,
+                            F.rlen, red_dim == MQ_FUSE_ALL_DIMS ? 0 : nd - 1, shape_of->shape);
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;
 }

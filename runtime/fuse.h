@@ -22,14 +22,17 @@
  *     MQ_FI_LEAF i | MQ_FI_UN op | MQ_FI_BIN op
  *     | MQ_FI_CALL op slot(u16) builtin(u16): a unary op reached through
  *       the global [slot], which must still hold builtin number [builtin]
- *     | MQ_FI_RED op slot(u16) builtin(u16), last: the whole-tensor
- *       reduction [op] (mq_redop) of the value, reached the same way.
+ *     | MQ_FI_RED op slot(u16) builtin(u16) dim(i8), last: the reduction
+ *       [op] (mq_redop) of the value over all dims (dim MQ_FUSE_ALL_DIMS)
+ *       or along [dim], reached the same way; only the last dim fuses
+ *       (other dims fall back).
  *
- * With MQ_FI_RED (sum, mean, amax, amin of an elementwise tree) the tree's
- * blocks never reach memory: each is folded as it is made into the
- * partial result of its piece of the reduction (MQ_FUSE_BLOCK is
- * MQ_RED_PIECE), and the pieces merge as mq_reduce merges them, so the
- * result is bitwise what `sum(x * 2 + 1)` gives op by op. */
+ * With MQ_FI_RED (sum, mean, amax, amin of an elementwise tree, whole or
+ * along the last dim) the tree's blocks never reach memory: each is folded
+ * as it is made into the partial result of its piece of the reduction
+ * (blocks are cut like mq_reduce's pieces: MQ_FUSE_BLOCK is MQ_RED_PIECE,
+ * and a row starts a new one), and the pieces merge as mq_reduce merges
+ * them, so the result is bitwise what `sum(x * 2 + 1, 1)` gives op by op. */
 #ifndef MQ_FUSE_H
 #define MQ_FUSE_H
 
@@ -38,6 +41,7 @@
 #define MQ_FUSE_BLOCK 4096
 #define MQ_FUSE_MAX_LEAVES 16
 #define MQ_FUSE_MAX_OPS 32
+#define MQ_FUSE_ALL_DIMS 127 /* MQ_FI_RED's dim for a whole-tensor reduction */
 
 enum { MQ_FL_LOCAL, MQ_FL_UPVAL, MQ_FL_GLOBAL, MQ_FL_CONST };
 enum { MQ_FI_LEAF, MQ_FI_UN, MQ_FI_BIN, MQ_FI_CALL, MQ_FI_RED };

@@ -1006,14 +1006,21 @@ const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt) {
 }
 
 mq_tensor *mq_reduce_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
-                            const int64_t *pcnt, int64_t np, int64_t numel) {
-  mq_red_plan P = {.ond = 0, .on = 1, .R = numel};
-  mq_tensor *out = mq_tensor_new(S, out_dtype(op, dt), 0, P.oshape);
+                            const int64_t *pcnt, int64_t rows, int64_t ppr, int64_t rlen, int ond,
+                            const int64_t *oshape) {
+  const mq_red_kernel *k = kernels[op][dt];
+  mq_red_plan P = {.ond = ond, .on = rows, .R = rlen};
+  memcpy(P.oshape, oshape, (size_t)ond * sizeof *oshape);
+  mq_tensor *out = mq_tensor_new(S, out_dtype(op, dt), ond, P.oshape);
   void *acc = acc_for(S, op, dt, &P, out);
-  kernels[op][dt]->merge(acc, 0, parts, np);
-  int64_t count = 0;
-  if (pcnt)
-    for (int64_t p = 0; p < np; p++) count += pcnt[p];
-  finish(S, op, &P, out, acc, pcnt ? &count : NULL);
+  int64_t *count = pcnt ? mq_red_acc(S, &P, sizeof *count) : NULL;
+  for (int64_t r = 0; r < rows; r++) {
+    k->merge(acc, r, (const char *)parts + (size_t)(r * ppr) * k->acc_size, ppr);
+    if (count) {
+      count[r] = 0;
+      for (int64_t p = 0; p < ppr; p++) count[r] += pcnt[r * ppr + p];
+    }
+  }
+  finish(S, op, &P, out, acc, count);
   return out;
 }

@@ -60,13 +60,16 @@ MQ_INTERNAL void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name,
 /* The kernel of [op] on [dt] input if it computes pieces (the float sums
  * and extrema: sum, mean, amax, amin of float32 and float64), else NULL. */
 MQ_INTERNAL const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt);
-/* The reduction [op] over all of a contiguous input of [numel] entries of
- * [dt], from the partial results of its [np] pieces of MQ_RED_PIECE
- * entries (mq_red_piece_kernel's piece()) and their valid counts [pcnt]
- * (NULL: no mask): bitwise what mq_reduce gives (fuse.c folds fused
- * expressions this way without storing them). */
+/* The reduction [op] of a contiguous input of [dt] made of [rows] rows of
+ * [rlen] entries, each row into one output entry (a whole-tensor
+ * reduction is one row), from the partial results of each row's [ppr]
+ * pieces of MQ_RED_PIECE entries (mq_red_piece_kernel's piece(); row r's
+ * at parts[r * ppr ...]) and their valid counts [pcnt] (NULL: no mask);
+ * the output has shape [oshape] of [ond] dims. Bitwise what mq_reduce
+ * gives (fuse.c folds fused expressions this way without storing them). */
 MQ_INTERNAL mq_tensor *mq_reduce_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
-                                        const int64_t *pcnt, int64_t np, int64_t numel);
+                                        const int64_t *pcnt, int64_t rows, int64_t ppr,
+                                        int64_t rlen, int ond, const int64_t *oshape);
 /* Folds the input into [acc] (already holding the identity). */
 MQ_INTERNAL void mq_red_fold(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc);
 /* The same, and returns the valid entries per output slot (scratch), or
