@@ -12,17 +12,16 @@
  *     `--`) is right-justified to w. (torch pads only `--` to 8 and leaves
  *     ints ragged: `[1,       --, 333]`; we print `[       1,       --,
  *     333]` with 333 padded as well.) Float and bool rows are as torch.
- * Plain tensors print as torch's tensor(...) (torch/_tensor_str.py, default
- * print options: precision 4, linewidth 80, threshold 1000, edgeitems 3),
- * with dtypes spelled without "torch.". */
+ * Plain tensors print as torch's tensor(...) (torch/_tensor_str.py), with
+ * dtypes spelled without "torch.". Both follow the state's print options
+ * (set_printoptions; defaults as torch's: precision 4, linewidth 80,
+ * threshold 1000, edgeitems 3); masked floats print "%8.4f" by default
+ * and, with another precision p, in fields of p + 4. */
 #include <math.h>
 #include <stdio.h>
 
 #include "kernels.h"
 
-#define EDGE 3
-#define THRESHOLD 1000
-#define LINEWIDTH 80
 
 static const char dim_on[] = "\x1b[2m", dim_off[] = "\x1b[0m";
 
@@ -50,28 +49,39 @@ static void rjust(mq_state *S, mq_buf *b, const char *s, int w) {
   mq_buf_puts(S, b, s);
 }
 
-/* Next shown index after i along a dim of n entries (skipping the middle
- * when summarizing); -1 marks the `...` slot, n the end. */
-static int64_t next_index(int64_t i, int64_t n, bool summarize) {
-  if (summarize && n > 2 * EDGE) {
-    if (i == EDGE - 1) return -1;
-    if (i == -1) return n - EDGE;
+/* Next shown index after i along a dim of n entries, showing [edge]
+ * entries at each end when summarizing (edge 0: everything); -1 marks the
+ * `...` slot, n the end. */
+static int64_t next_index(int64_t i, int64_t n, int64_t edge) {
+  if (edge > 0 && n > 2 * edge) {
+    if (i == edge - 1) return -1;
+    if (i == -1) return n - edge;
   }
   return i + 1;
+}
+
+/* The edge count a tensor of [numel] elements prints with: 0 (all of it)
+ * up to the threshold. */
+static int64_t edge_for(const mq_state *S, int64_t numel) {
+  return numel > S->print.threshold ? S->print.edgeitems : 0;
 }
 
 /* --- masked tensors --------------------------------------------------------- */
 
 /* E(x) of torch's repr: "%8.4f" for floats (NaN always "nan", as Python),
- * plain decimal for ints, True/False for bools. */
-static void masked_elem(const mq_tensor *t, int64_t off, char *out, size_t cap) {
+ * plain decimal for ints, True/False for bools; another precision p gives
+ * "%{p+4}.{p}f" (or "%.{p}e" with sci_mode on). */
+static void masked_elem(const mq_printopts *po, const mq_tensor *t, int64_t off, char *out,
+                        size_t cap) {
   switch ((mq_dtype)t->dtype) {
   case MQ_DT_BOOL: snprintf(out, cap, "%s", get_f(t, off) != 0 ? "True" : "False"); break;
   case MQ_DT_I64: snprintf(out, cap, "%lld", (long long)get_i(t, off)); break;
   default: {
     double v = get_f(t, off);
-    if (isnan(v)) snprintf(out, cap, "%8s", "nan");
-    else snprintf(out, cap, "%8.4f", v);
+    int w = po->precision + 4;
+    if (isnan(v)) snprintf(out, cap, "%*s", w, "nan");
+    else if (po->sci_mode == 1) snprintf(out, cap, "%*.*e", w, po->precision, v);
+    else snprintf(out, cap, "%*.*f", w, po->precision, v);
   }
   }
 }
@@ -104,32 +114,32 @@ static void int_width_rec(const mq_tensor *t, const mq_tensor *m, int dim, int64
 }
 
 static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tensor *m,
-                       int64_t off, int64_t moff, bool summarize, bool color, int int_w) {
+                       int64_t off, int64_t moff, int64_t edge, bool color, int int_w) {
   int d = t->ndim - 1;
   int64_t n = t->shape[d], st = t->strides[d], mst = m->strides[d];
   const uint8_t *mv = mq_tensor_data(m);
   bool is_int = t->dtype == MQ_DT_I64;
   int w = int_w;
   char e[64];
-  for (int64_t i = 0; !is_int && i < n; i = next_index(i, n, summarize)) {
+  for (int64_t i = 0; !is_int && i < n; i = next_index(i, n, edge)) {
     if (i < 0) continue;
     if (!mv[moff + i * mst]) {
       if (w < 8) w = 8;
     } else {
-      masked_elem(t, off + i * st, e, sizeof e);
+      masked_elem(&S->print, t, off + i * st, e, sizeof e);
       int len = (int)strlen(e);
       if (len > w) w = len;
     }
   }
   mq_buf_putc(S, b, '[');
-  for (int64_t i = 0; i < n; i = next_index(i, n, summarize)) {
+  for (int64_t i = 0; i < n; i = next_index(i, n, edge)) {
     if (i != 0) mq_buf_puts(S, b, ", ");
     if (i < 0) {
       rjust(S, b, "...", w);
     } else if (!mv[moff + i * mst]) {
       masked_dashes(S, b, w, color);
     } else {
-      masked_elem(t, off + i * st, e, sizeof e);
+      masked_elem(&S->print, t, off + i * st, e, sizeof e);
       if (is_int) rjust(S, b, e, w); /* our alignment rule; torch leaves ints ragged */
       else mq_buf_puts(S, b, e);
     }
@@ -140,24 +150,24 @@ static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tens
 /* Sub-tensor at [dim]; every line it writes starts with 2 * (dim + 1) spaces
  * (torch's repeated "indent every line by two"). */
 static void masked_rec(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tensor *m, int dim,
-                       int64_t off, int64_t moff, bool summarize, bool color, int int_w) {
+                       int64_t off, int64_t moff, int64_t edge, bool color, int int_w) {
   int64_t ind = 2 * (dim + 1);
   spaces(S, b, ind);
   if (dim == t->ndim - 1) {
-    masked_row(S, b, t, m, off, moff, summarize, color, int_w);
+    masked_row(S, b, t, m, off, moff, edge, color, int_w);
     return;
   }
   mq_buf_puts(S, b, "[\n");
   int64_t n = t->shape[dim];
   if (n == 0) spaces(S, b, ind); /* torch: the empty line is indented too */
-  for (int64_t i = 0; i < n; i = next_index(i, n, summarize)) {
+  for (int64_t i = 0; i < n; i = next_index(i, n, edge)) {
     if (i != 0) mq_buf_puts(S, b, ",\n");
     if (i < 0) {
       spaces(S, b, ind + 2);
       mq_buf_puts(S, b, "...");
     } else {
       masked_rec(S, b, t, m, dim + 1, off + i * t->strides[dim], moff + i * m->strides[dim],
-                 summarize, color, int_w);
+                 edge, color, int_w);
     }
   }
   mq_buf_putc(S, b, '\n');
@@ -172,7 +182,7 @@ static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, bool color
     char e[64];
     mq_buf_puts(S, b, "MaskedTensor(");
     if (valid) {
-      masked_elem(t, 0, e, sizeof e);
+      masked_elem(&S->print, t, 0, e, sizeof e);
       mq_buf_puts(S, b, e);
     } else {
       masked_dashes(S, b, 2, color);
@@ -185,7 +195,7 @@ static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, bool color
   int int_w = 0;
   if (t->dtype == MQ_DT_I64 && t->numel > 0) int_width_rec(t, m, 0, 0, 0, &int_w);
   mq_buf_puts(S, b, "MaskedTensor(\n");
-  masked_rec(S, b, t, m, 0, 0, 0, t->numel > THRESHOLD, color, int_w);
+  masked_rec(S, b, t, m, 0, 0, 0, edge_for(S, t->numel), color, int_w);
   /* torch.masked never shows the dtype; float64 looks like float32 there.
    * The defaults (float32, int64, bool) stay unmarked, as in tensor(...). */
   if (t->dtype == MQ_DT_F64) mq_buf_puts(S, b, ",\n  dtype=float64");
@@ -199,7 +209,7 @@ static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, bool color
 typedef struct plain_fmt {
   mq_dtype dt;
   bool int_mode, sci_mode;
-  int width;
+  int width, precision, linewidth;
   /* float statistics over nonzero finite values */
   bool any;
   double minabs, maxabs;
@@ -207,15 +217,15 @@ typedef struct plain_fmt {
 
 typedef void (*visit_fn)(plain_fmt *f, const mq_tensor *t, int64_t off);
 
-static void visit_shown(const mq_tensor *t, int dim, int64_t off, bool summarize, visit_fn fn,
+static void visit_shown(const mq_tensor *t, int dim, int64_t off, int64_t edge, visit_fn fn,
                         plain_fmt *f) {
   if (dim == t->ndim) {
     fn(f, t, off);
     return;
   }
   int64_t n = t->shape[dim];
-  for (int64_t i = 0; i < n; i = next_index(i, n, summarize))
-    if (i >= 0) visit_shown(t, dim + 1, off + i * t->strides[dim], summarize, fn, f);
+  for (int64_t i = 0; i < n; i = next_index(i, n, edge))
+    if (i >= 0) visit_shown(t, dim + 1, off + i * t->strides[dim], edge, fn, f);
 }
 
 static void stats_visit(plain_fmt *f, const mq_tensor *t, int64_t off) {
@@ -231,9 +241,9 @@ static void stats_visit(plain_fmt *f, const mq_tensor *t, int64_t off) {
 /* The text of one float under the formatter's mode, unpadded. */
 static void plain_float(const plain_fmt *f, double v, char *out, size_t cap) {
   if (isnan(v)) snprintf(out, cap, "nan");
-  else if (f->sci_mode) snprintf(out, cap, "%.4e", v);
+  else if (f->sci_mode) snprintf(out, cap, "%.*e", f->precision, v);
   else if (f->int_mode) snprintf(out, cap, isinf(v) ? "%.0f" : "%.0f.", v);
-  else snprintf(out, cap, "%.4f", v);
+  else snprintf(out, cap, "%.*f", f->precision, v);
 }
 
 static void plain_elem(const plain_fmt *f, const mq_tensor *t, int64_t off, char *out, size_t cap) {
@@ -256,29 +266,37 @@ static void width_visit(plain_fmt *f, const mq_tensor *t, int64_t off) {
   if (len > f->width) f->width = len;
 }
 
-static void plain_fmt_init(plain_fmt *f, const mq_tensor *t, bool summarize) {
+static void plain_fmt_init(plain_fmt *f, const mq_printopts *po, const mq_tensor *t, int64_t edge) {
   memset(f, 0, sizeof *f);
   f->dt = (mq_dtype)t->dtype;
   f->int_mode = true;
   f->width = 1;
+  f->precision = po->precision;
+  f->linewidth = po->linewidth;
   if (mq_dtype_is_float(f->dt)) {
-    visit_shown(t, 0, 0, summarize, stats_visit, f);
-    if (!f->any) return;
-    double ratio = f->maxabs / f->minabs;
-    if (f->int_mode) f->sci_mode = ratio > 1000. || f->maxabs > 1.e8;
-    else f->sci_mode = ratio > 1000. || f->maxabs > 1.e8 || f->minabs < 1.e-4;
+    visit_shown(t, 0, 0, edge, stats_visit, f);
+    if (f->any) {
+      double ratio = f->maxabs / f->minabs;
+      if (f->int_mode) f->sci_mode = ratio > 1000. || f->maxabs > 1.e8;
+      else f->sci_mode = ratio > 1000. || f->maxabs > 1.e8 || f->minabs < 1.e-4;
+      visit_shown(t, 0, 0, edge, width_visit, f);
+    }
+    /* as torch: the option overrides the mode after the width was measured
+     * in the mode the values chose */
+    if (po->sci_mode >= 0) f->sci_mode = po->sci_mode == 1;
+    return;
   }
-  visit_shown(t, 0, 0, summarize, width_visit, f);
+  visit_shown(t, 0, 0, edge, width_visit, f);
 }
 
 static void plain_vector(mq_state *S, mq_buf *b, const mq_tensor *t, int64_t off, int indent,
-                         bool summarize, const plain_fmt *f) {
+                         int64_t edge, const plain_fmt *f) {
   int d = t->ndim - 1;
-  int64_t n = t->shape[d], per_line = (LINEWIDTH - indent) / (f->width + 2), count = 0;
+  int64_t n = t->shape[d], per_line = (f->linewidth - indent) / (f->width + 2), count = 0;
   if (per_line < 1) per_line = 1;
   char e[64];
   mq_buf_putc(S, b, '[');
-  for (int64_t i = 0; i < n; i = next_index(i, n, summarize), count++) {
+  for (int64_t i = 0; i < n; i = next_index(i, n, edge), count++) {
     if (count > 0) {
       if (count % per_line == 0) {
         mq_buf_puts(S, b, ",\n");
@@ -298,22 +316,22 @@ static void plain_vector(mq_state *S, mq_buf *b, const mq_tensor *t, int64_t off
 }
 
 static void plain_rec(mq_state *S, mq_buf *b, const mq_tensor *t, int dim, int64_t off,
-                      int indent, bool summarize, const plain_fmt *f) {
+                      int indent, int64_t edge, const plain_fmt *f) {
   int rem = t->ndim - dim;
   if (rem == 1) {
-    plain_vector(S, b, t, off, indent, summarize, f);
+    plain_vector(S, b, t, off, indent, edge, f);
     return;
   }
   int64_t n = t->shape[dim];
   mq_buf_putc(S, b, '[');
-  for (int64_t i = 0; i < n; i = next_index(i, n, summarize)) {
+  for (int64_t i = 0; i < n; i = next_index(i, n, edge)) {
     if (i != 0) {
       mq_buf_putc(S, b, ',');
       for (int k = 0; k < rem - 1; k++) mq_buf_putc(S, b, '\n');
       spaces(S, b, indent + 1);
     }
     if (i < 0) mq_buf_puts(S, b, "...");
-    else plain_rec(S, b, t, dim + 1, off + i * t->strides[dim], indent + 1, summarize, f);
+    else plain_rec(S, b, t, dim + 1, off + i * t->strides[dim], indent + 1, edge, f);
   }
   mq_buf_putc(S, b, ']');
 }
@@ -334,15 +352,15 @@ static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
     if (t->dtype != MQ_DT_F32)
       snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=%s", mq_dtype_name((mq_dtype)t->dtype));
   } else {
-    bool summarize = t->numel > THRESHOLD;
+    int64_t edge = edge_for(S, t->numel);
     plain_fmt f;
-    plain_fmt_init(&f, t, summarize);
+    plain_fmt_init(&f, &S->print, t, edge);
     if (t->ndim == 0) {
       char e[64];
       plain_elem(&f, t, 0, e, sizeof e);
       rjust(S, b, e, f.width);
     } else {
-      plain_rec(S, b, t, 0, 0, indent, summarize, &f);
+      plain_rec(S, b, t, 0, 0, indent, edge, &f);
     }
     if (t->dtype == MQ_DT_F64) snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=float64");
   }
@@ -353,7 +371,7 @@ static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
   int64_t last_line_len = len - (nl ? (int64_t)(nl - s) : -1) + 1;
   for (int i = 0; i < nsuf; i++) {
     int64_t sl = (int64_t)strlen(suffixes[i]);
-    if (last_line_len + sl + 2 > LINEWIDTH) {
+    if (last_line_len + sl + 2 > S->print.linewidth) {
       mq_buf_puts(S, b, ",\n");
       spaces(S, b, indent);
       last_line_len = indent + sl;

@@ -120,6 +120,42 @@ static mq_value lib_print(mq_state *S, mq_value *args) {
   return mq_none();
 }
 
+/* --- print options --------------------------------------------------------------- */
+
+/* An int option from [lo] to [hi], or [keep] when none. */
+static int64_t option(mq_state *S, mq_value v, const char *name, int64_t lo, int64_t hi, int64_t keep) {
+  if (v.type == MQ_NONE) return keep;
+  int64_t n = mq_arg_int(S, v, name);
+  if (n < lo || n > hi)
+    mq_error(S, "set_printoptions: %s must be from %lld to %lld, got %lld", name, (long long)lo,
+             (long long)hi, (long long)n);
+  return n;
+}
+
+static mq_value lib_set_printoptions(mq_state *S, mq_value *args) {
+  mq_printopts po = S->print;
+  if (args[5].type != MQ_NONE) { /* a profile first, as torch: the other arguments refine it */
+    const char *p = mq_is_obj(args[5], MQ_O_STRING) ? mq_as_string(args[5])->chars : "";
+    po = MQ_PRINTOPTS_DEFAULT;
+    if (strcmp(p, "short") == 0) po.precision = 2, po.edgeitems = 2;
+    else if (strcmp(p, "full") == 0) po.threshold = INT64_MAX;
+    else if (strcmp(p, "default") != 0)
+      mq_error(S, "set_printoptions: profile must be \"default\", \"short\" or \"full\"");
+  }
+  po.precision = (int)option(S, args[0], "precision", 0, 16, po.precision);
+  if (args[1].type != MQ_NONE && mq_is_number(args[1]) && args[1].type == MQ_FLOAT && isinf(args[1].as.f) &&
+      args[1].as.f > 0)
+    po.threshold = INT64_MAX; /* threshold=inf: never summarize */
+  else
+    po.threshold = option(S, args[1], "threshold", 0, INT64_MAX, po.threshold);
+  po.edgeitems = (int)option(S, args[2], "edgeitems", 1, 1000, po.edgeitems);
+  po.linewidth = (int)option(S, args[3], "linewidth", 20, 100000, po.linewidth);
+  if (args[4].type != MQ_NONE) po.sci_mode = mq_arg_bool(S, args[4], "sci_mode");
+  else if (args[5].type != MQ_NONE) po.sci_mode = -1;
+  S->print = po;
+  return mq_none();
+}
+
 /* --- threads ------------------------------------------------------------------- */
 
 static mq_value lib_set_num_threads(mq_state *S, mq_value *args) {
@@ -151,6 +187,13 @@ const mq_libfn mq_lib_core[] = {
     {"dtype(x)", lib_dtype, "the dtype name: \"bool\", \"int64\", \"float32\" or \"float64\""},
     {"item(x)", lib_item, "the value of a one-element tensor as a number"},
     {"print(*values, sep=\" \", end=\"\\n\")", lib_print, "print values separated by sep"},
+    {"set_printoptions(precision=none, threshold=none, edgeitems=none, linewidth=none, "
+     "sci_mode=none, profile=none)",
+     lib_set_printoptions,
+     "how tensors print, as torch's: digits after the point (4), the element count above which "
+     "dims are summarized with ... (1000; inf: never), entries shown at each end (3), line width (80), "
+     "scientific notation (none: chosen from the values); profile \"default\", \"short\" or "
+     "\"full\" resets the rest first; masked floats print in fields of precision + 4"},
     {"set_num_threads(n)", lib_set_num_threads,
      "threads large kernels may use (1 to 64; results are the same for any n); "
      "starts at $MASQ_NUM_THREADS or the number of processors (at most 8)"},

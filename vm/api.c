@@ -53,6 +53,7 @@ masq_state *masq_open(const masq_config *cfg) {
   memset(S, 0, sizeof *S);
   S->cfg = c;
   S->mem_used = sizeof *S;
+  S->print = MQ_PRINTOPTS_DEFAULT;
   S->nthreads = mq_default_threads();
   if (mq_protect(S, open_library, NULL) != MASQ_OK) {
     masq_close(S);

@@ -59,6 +59,17 @@ typedef struct mq_global {
 
 struct mq_source; /* vm/diag.h */
 
+/* Print options, as torch's set_printoptions: digits after the point,
+ * the element count above which dims are summarized, the entries shown at
+ * each end of a summarized dim, the line width of plain tensors, and
+ * scientific notation (-1: chosen from the values, 0: never, 1: always). */
+typedef struct mq_printopts {
+  int precision;
+  int64_t threshold;
+  int edgeitems, linewidth, sci_mode;
+} mq_printopts;
+#define MQ_PRINTOPTS_DEFAULT ((mq_printopts){4, 1000, 3, 80, -1})
+
 /* Freed tensor buffers a state keeps for reuse (mq_alloc_big), at most
  * this many, and at most MQ_BIGCACHE_BYTES together. */
 #define MQ_BIGCACHE 4
@@ -108,6 +119,7 @@ struct mq_state {
   unsigned poll_counter;
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
   int nthreads;  /* threads a large kernel may use (runtime/parallel.h), >= 1 */
+  mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */
   struct mq_workers *workers; /* their pool, NULL until a kernel first splits */
 
   /* Large tensor buffers freed lately, kept for the next tensor of the
