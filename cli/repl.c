@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lineedit.h"
 #include "run.h"
@@ -66,6 +67,7 @@ static int cmd_help(masq_state *M, const char *arg);
 static int cmd_vars(masq_state *M, const char *arg);
 static int cmd_load(masq_state *M, const char *arg);
 static int cmd_dis(masq_state *M, const char *arg);
+static int cmd_time(masq_state *M, const char *arg);
 static int cmd_quit(masq_state *M, const char *arg);
 
 /* The one list the dispatcher, :help and Tab completion all read. */
@@ -74,6 +76,7 @@ static const command commands[] = {
   {"vars", NULL, ARG_NONE, ":vars", "list your variables with their shapes", cmd_vars},
   {"load", NULL, ARG_FILE, ":load FILE", "run a script in this session", cmd_load},
   {"dis", NULL, ARG_CODE, ":dis CODE", "show the bytecode CODE compiles to", cmd_dis},
+  {"time", NULL, ARG_CODE, ":time CODE", "run CODE and say how long it took (wall clock)", cmd_time},
   {"quit", "q", ARG_NONE, ":quit, :q", "leave (so does Ctrl-D)", cmd_quit},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -197,6 +200,19 @@ static int cmd_load(masq_state *M, const char *arg) {
 
 static int cmd_dis(masq_state *M, const char *arg) {
   if (masq_disassemble(M, arg, strlen(arg), "<stdin>") != MASQ_OK) run_report(M);
+  return 0;
+}
+
+static int cmd_time(masq_state *M, const char *arg) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  masq_status st = run_source(M, arg, strlen(arg), "<stdin>", MASQ_EVAL_ECHO);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  if (st != MASQ_OK) return 0; /* run_source reported the error */
+  if (s >= 1) printf("took %.3g s\n", s);
+  else if (s >= 1e-3) printf("took %.3g ms\n", s * 1e3);
+  else printf("took %.3g us\n", s * 1e6);
   return 0;
 }
 

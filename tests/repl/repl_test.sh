@@ -224,6 +224,9 @@ enter ':help no_such_builtin'
 check ":help NAME for an unknown name" wait_text "no builtin or keyword named 'no_such_builtin'"
 enter ':help while'
 check ":help KEYWORD shows its syntax" wait_text "while cond { ... }: repeat while cond is true"
+enter ':time 40 + 2'
+check ":time CODE shows the value ..." wait_line '42'
+check "... and how long it took" wait_line 'took [0-9.e+-]+ (us|ms|s)'
 enter 'value_one = 1'
 wait_prompt
 type_text 'value_o'
