@@ -159,14 +159,6 @@ typedef struct {
   const char *impl;
 } config;
 
-static void time_workload(masq_state *M, const workload *w, const config *cf, int ncf);
-
-static void run_workload(masq_state *M, const workload *w) {
-  static const config both[] = {{1, "masq"}, {2, "masq-2t"}};
-  time_workload(M, w, both, ten7(w->name) ? 2 : 1);
-  set_threads(M, 1);
-}
-
 /* Reports every configuration of [w] as NA with the current error. */
 static void all_na(masq_state *M, const workload *w, const config *cf, int ncf, const char *what) {
   char why[256];
@@ -228,6 +220,12 @@ static void time_workload(masq_state *M, const workload *w, const config *cf, in
     if (c > 0) snprintf(note + k, sizeof note - (size_t)k, " speedup=%.4f", speedup[c]);
     bench_result(cf[c].impl, w->name, samples[c], n, note);
   }
+}
+
+static void run_workload(masq_state *M, const workload *w) {
+  static const config both[] = {{1, "masq"}, {2, "masq-2t"}};
+  time_workload(M, w, both, ten7(w->name) ? 2 : 1);
+  set_threads(M, 1);
 }
 
 static int selected(int argc, char **argv, const char *name) {

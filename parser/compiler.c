@@ -463,10 +463,10 @@ static int called_builtin(compiler *C, const char *name, const mq_node *arg, mq_
 }
 
 /* An instruction naming a builtin through its global: kind, op, slot, builtin. */
-static bool fuse_emit_builtin(fuse_prog *P, uint8_t kind, int op, int slot, int b) {
-  uint8_t code[6] = {kind, (uint8_t)op, (uint8_t)(slot & 0xff), (uint8_t)(slot >> 8),
-                     (uint8_t)(b & 0xff), (uint8_t)(b >> 8)};
-  return fuse_emit(P, code, 6);
+static void builtin_code(uint8_t code[6], uint8_t kind, int op, int slot, int b) {
+  code[0] = kind, code[1] = (uint8_t)op;
+  code[2] = (uint8_t)(slot & 0xff), code[3] = (uint8_t)(slot >> 8);
+  code[4] = (uint8_t)(b & 0xff), code[5] = (uint8_t)(b >> 8);
 }
 
 /* f(x) or x.f(): f a global holding a unary math builtin. */
@@ -475,7 +475,9 @@ static bool fuse_call(compiler *C, fuse_prog *P, const char *name, const mq_node
   int op = b < 0 ? -1 : mq_builtin_unop(&C->S->builtins[b]);
   if (op < 0 || !fuse_node(C, P, arg)) return false;
   P->nops++;
-  return fuse_emit_builtin(P, MQ_FI_CALL, op, slot, b);
+  uint8_t code[6];
+  builtin_code(code, MQ_FI_CALL, op, slot, b);
+  return fuse_emit(P, code, 6);
 }
 
 /* An int literal (-1 is a unary minus of 1), small enough for a dim. */
@@ -505,9 +507,7 @@ static bool fuse_reduction(compiler *C, fuse_prog *P, const mq_node *n, const mq
   int slot = 0, b = called_builtin(C, name, arg, n->span, &slot);
   int op = b < 0 ? -1 : mq_builtin_redop(&C->S->builtins[b]);
   if (op < 0) return false;
-  fuse_prog R = {0};
-  if (!fuse_emit_builtin(&R, MQ_FI_RED, op, slot, b)) return false;
-  memcpy(P->red, R.code, 6);
+  builtin_code(P->red, MQ_FI_RED, op, slot, b);
   P->red[6] = (uint8_t)(int8_t)dim;
   *body = arg;
   return true;

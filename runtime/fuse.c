@@ -42,7 +42,7 @@ typedef struct finstr {
 
 typedef struct fuse_ctx {
   mq_state *S;
-  int nins, depth;
+  int nins;
   finstr ins[2 * MQ_FUSE_MAX_OPS + 1];
   const char *ldata[MQ_FUSE_MAX_LEAVES]; /* a tensor's data, or NULL: a number */
   union {
@@ -321,7 +321,6 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
     return NULL; /* only long last-dim rows reduce row by row (a bad dim: the op-by-op error) */
   mq_tensor *out = red >= 0 ? NULL : mq_tensor_new(S, dt, shape_of->ndim, shape_of->shape);
   F.S = S;
-  F.depth = depth;
   F.es = mq_dtype_size(dt);
   F.n = shape_of->numel;
   F.out = out ? mq_tensor_data(out) : NULL;

@@ -628,7 +628,7 @@ typedef struct walk_ctx {
   char *gacc, *ident;
   int64_t *gcnt;
   /* one long row split into pieces: its start, partials and counts */
-  int64_t row_o, np;
+  int64_t np;
   const char *row_x;
   const uint8_t *row_m;
   char *parts;
@@ -753,7 +753,7 @@ static void range_pieces(void *ctx, int64_t lo, int64_t hi, int t) {
 #define ROW_GROUPS 8
 #define MIN_GROUP_ROWS 16
 #define GROUP_SLOTS ((int64_t)1 << 16)
-static void fold_groups(mq_state *S, walk_ctx *W, int nt, void *acc, int64_t *cnt) {
+static void fold_groups(mq_state *S, walk_ctx *W, int nt) {
   const mq_red_kernel *k = W->k;
   int64_t ng = W->rows / MIN_GROUP_ROWS < ROW_GROUPS ? W->rows / MIN_GROUP_ROWS : ROW_GROUPS;
   W->rb = (W->rows + ng - 1) / ng;
@@ -761,13 +761,13 @@ static void fold_groups(mq_state *S, walk_ctx *W, int nt, void *acc, int64_t *cn
   W->ngroups = ng;
   W->slots = W->P->on;
   size_t ab = (size_t)W->slots * k->acc_size;
-  /* group 0 folds into acc itself; the others copy the identity first
+  /* group 0 folds into W->acc itself; the others copy the identity first
    * (each on its own thread), and all are combined slot range by slot
    * range, in group order */
   W->ident = mq_scratch(S, ab);
-  memcpy(W->ident, acc, ab);
+  memcpy(W->ident, W->acc, ab);
   W->gacc = mq_scratch(S, (size_t)(ng - 1) * ab);
-  W->gcnt = cnt ? mq_scratch(S, (size_t)((ng - 1) * W->slots) * sizeof *cnt) : NULL;
+  W->gcnt = W->cnt ? mq_scratch(S, (size_t)((ng - 1) * W->slots) * sizeof *W->cnt) : NULL;
   mq_parallel_for(S, nt, ng, 1, range_groups, W);
   mq_parallel_for(S, nt, W->slots, MQ_PAR_GRAIN / ng, range_combine, W);
 }
@@ -821,7 +821,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
   }
   if (!W.last_red && k->combine && W.rows * W.s >= MQ_PAR_MIN_ELEMS && W.rows >= 2 * MIN_GROUP_ROWS &&
       (int64_t)P->on <= GROUP_SLOTS) {
-    fold_groups(S, &W, nt, acc, cnt);
+    fold_groups(S, &W, nt);
     return;
   }
   if (nt > 1 && !W.last_red && W.s >= 64 * nt) { /* disjoint slots per column group */

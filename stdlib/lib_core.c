@@ -143,8 +143,7 @@ static mq_value lib_set_printoptions(mq_state *S, mq_value *args) {
       mq_error(S, "set_printoptions: profile must be \"default\", \"short\" or \"full\"");
   }
   po.precision = (int)option(S, args[0], "precision", 0, 16, po.precision);
-  if (args[1].type != MQ_NONE && mq_is_number(args[1]) && args[1].type == MQ_FLOAT && isinf(args[1].as.f) &&
-      args[1].as.f > 0)
+  if (args[1].type == MQ_FLOAT && args[1].as.f == INFINITY)
     po.threshold = INT64_MAX; /* threshold=inf: never summarize */
   else
     po.threshold = option(S, args[1], "threshold", 0, INT64_MAX, po.threshold);
