@@ -171,6 +171,7 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) api | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/api/example_test.sh $(ASAN_DIR) | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
+	@ASAN_OPTIONS=detect_leaks=1 sh tests/crashes/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tools/conformance/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@sh tests/summary.sh $(B)/results
 
