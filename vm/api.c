@@ -14,6 +14,7 @@
 #include "api_int.h"
 #include "chunk.h"
 #include "diag.h"
+#include "gc.h"
 #include "globals.h"
 #include "keywords.h"
 #include "vm.h"
@@ -53,6 +54,7 @@ masq_state *masq_open(const masq_config *cfg) {
   memset(S, 0, sizeof *S);
   S->cfg = c;
   S->mem_used = sizeof *S;
+  mq_gc_init(S);
   S->print = MQ_PRINTOPTS_DEFAULT;
   S->nthreads = mq_default_threads();
   if (mq_protect(S, open_library, NULL) != MASQ_OK) {
@@ -72,6 +74,7 @@ void masq_close(masq_state *S) {
   mq_stdlib_close(S);
   if (S->imports) mq_obj_release(S, &S->imports->hdr);
   mq_sources_free(S);
+  mq_gc_collect(S, true); /* the cycles nothing else holds any more */
   mq_free(S, S->stack, (size_t)S->stack_cap * sizeof *S->stack);
   mq_free(S, S->frames, (size_t)S->frames_cap * sizeof *S->frames);
   mq_free(S, S->pool, S->pool_cap * sizeof *S->pool);
@@ -323,6 +326,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   mq_buf_free(S, &job->errs.first_message);
   if (job->fn) mq_obj_release(S, &job->fn->hdr);
   mq_pool_drain(S, mark);
+  mq_gc_step(S);
   return result;
 }
 

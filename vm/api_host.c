@@ -8,6 +8,7 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "api_int.h"
+#include "gc.h"
 #include "globals.h"
 #include "keywords.h"
 #include "vm.h"
@@ -275,6 +276,7 @@ masq_status masq_call(masq_state *M, const char *fname, int argc, masq_tensor *c
   if (st != MASQ_OK) mq_api_fail_run(M, st, NULL, stack_len, nframes, mark);
   mq_pool_drain(M, mark);
   if (job.fn) mq_obj_release(M, &job.fn->hdr);
+  mq_gc_step(M);
   return st;
 }
 

@@ -2,9 +2,10 @@
 #include "chunk.h"
 
 #include "../parser/ast.h"
+#include "gc.h"
 
 mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src) {
-  mq_function *f = mq_calloc(S, sizeof *f);
+  mq_function *f = mq_gc_alloc(S, sizeof *f);
   f->hdr.rc = 1;
   f->hdr.type = MQ_O_FUNCTION;
   mq_pool_own(S, &f->hdr);
@@ -20,10 +21,11 @@ void mq_function_free(mq_state *S, mq_function *f) {
   mq_free(S, f->spans, (size_t)f->code_cap * sizeof *f->spans);
   if (f->param_names) {
     for (int i = 0; i < f->nparams; i++) mq_strfree(S, f->param_names[i]);
-    mq_free(S, f->param_names, (size_t)f->nparams * sizeof *f->param_names);
+    /* the compiler allocates room for at least one name */
+    mq_free(S, f->param_names, (size_t)(f->nparams ? f->nparams : 1) * sizeof *f->param_names);
   }
   mq_strfree(S, f->name);
-  mq_free(S, f, sizeof *f);
+  mq_gc_dealloc(S, f, sizeof *f);
 }
 
 static size_t closure_size(const mq_function *fn) {
@@ -31,7 +33,7 @@ static size_t closure_size(const mq_function *fn) {
 }
 
 mq_closure *mq_closure_new(mq_state *S, mq_function *fn) {
-  mq_closure *c = mq_calloc(S, closure_size(fn));
+  mq_closure *c = mq_gc_alloc(S, closure_size(fn));
   c->hdr.rc = 1;
   c->hdr.type = MQ_O_CLOSURE;
   c->fn = fn;
@@ -43,7 +45,7 @@ mq_closure *mq_closure_new(mq_state *S, mq_function *fn) {
 void mq_closure_free(mq_state *S, mq_closure *c) {
   mq_function *fn = c->fn;
   for (int i = 0; i < fn->nupvals + fn->ndefaults; i++) mq_release(S, c->vals[i]);
-  mq_free(S, c, closure_size(fn));
+  mq_gc_dealloc(S, c, closure_size(fn));
   mq_obj_release(S, &fn->hdr);
 }
 

@@ -6,11 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gc.h"
+
 /* --- memory ------------------------------------------------------------ */
 
+static bool over_limit(const mq_state *S, size_t osize, size_t nsize) {
+  return nsize > osize && S->cfg.memory_limit && S->mem_used + (nsize - osize) > S->cfg.memory_limit;
+}
+
+/* Before an allocation fails, memory is given back: the cached buffers,
+ * then the unreachable cycles (a full collection). */
 void *mq_realloc(mq_state *S, void *p, size_t osize, size_t nsize) {
-  if (nsize > osize && S->cfg.memory_limit && S->mem_used + (nsize - osize) > S->cfg.memory_limit)
-    mq_bigcache_flush(S); /* cached buffers first */
+  if (over_limit(S, osize, nsize)) mq_bigcache_flush(S);
+  if (over_limit(S, osize, nsize) && nsize - osize <= S->cfg.memory_limit) mq_gc_collect(S, true);
   if (nsize > osize && S->cfg.memory_limit &&
       (nsize - osize > S->cfg.memory_limit ||
        S->mem_used + (nsize - osize) > S->cfg.memory_limit)) {
@@ -18,8 +26,9 @@ void *mq_realloc(mq_state *S, void *p, size_t osize, size_t nsize) {
              S->cfg.memory_limit, S->mem_used, nsize - osize);
   }
   void *q = S->cfg.alloc(S->cfg.alloc_ud, p, osize, nsize);
-  if (!q && nsize > 0 && S->bigcache[0].p) { /* out of memory: drop the cached buffers, retry */
+  if (!q && nsize > 0) { /* out of memory: give back, retry once */
     mq_bigcache_flush(S);
+    mq_gc_collect(S, true);
     q = S->cfg.alloc(S->cfg.alloc_ud, p, osize, nsize);
   }
   if (nsize == 0) {

@@ -131,6 +131,17 @@ struct mq_state {
     size_t n;
   } bigcache[MQ_BIGCACHE];
 
+  /* The cycle collector (vm/gc.c): containers made since the last
+   * collection (young) and those that survived one (old), as lists with a
+   * sentinel head each; the old count at the last full collection; the
+   * chain of containers waiting to be freed, and what is under way. */
+  struct {
+    mq_gchead young, old;
+    size_t nyoung, nold, old_at_full;
+    mq_gchead *dying;
+    bool collecting, freeing;
+  } gc;
+
   /* Handles the host holds and the masq_errorf() message (vm/api_int.h);
    * NULL until the host first uses a tensor handle or a host function. */
   struct mq_host *host;

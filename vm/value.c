@@ -8,23 +8,24 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "chunk.h"
+#include "gc.h"
 #include "state.h"
 
 void mq_obj_free(mq_state *S, mq_obj *o) {
   switch ((mq_otype)o->type) {
   case MQ_O_TENSOR: mq_tensor_free(S, (mq_tensor *)o); break;
   case MQ_O_STRING: mq_free(S, o, sizeof(mq_string) + ((mq_string *)o)->len + 1); break;
-  case MQ_O_LIST: {
-    mq_list *l = (mq_list *)o;
-    for (int i = 0; i < l->len; i++) mq_release(S, l->items[i]);
-    mq_free(S, l->items, (size_t)l->cap * sizeof *l->items);
-    mq_free(S, l, sizeof *l);
-    break;
-  }
-  case MQ_O_FUNCTION: mq_function_free(S, (mq_function *)o); break;
-  case MQ_O_CLOSURE: mq_closure_free(S, (mq_closure *)o); break;
+  case MQ_O_LIST:
+  case MQ_O_FUNCTION:
+  case MQ_O_CLOSURE: mq_gc_free(S, o); break;
   case MQ_O_BUILTIN: mq_free(S, o, sizeof(mq_builtin_obj)); break;
   }
+}
+
+void mq_list_free(mq_state *S, mq_list *l) {
+  for (int i = 0; i < l->len; i++) mq_release(S, l->items[i]);
+  mq_free(S, l->items, (size_t)l->cap * sizeof *l->items);
+  mq_gc_dealloc(S, l, sizeof *l);
 }
 
 mq_string *mq_string_new(mq_state *S, const char *s, size_t len) {
@@ -39,7 +40,7 @@ mq_string *mq_string_new(mq_state *S, const char *s, size_t len) {
 }
 
 mq_list *mq_list_new(mq_state *S, int cap) {
-  mq_list *l = mq_calloc(S, sizeof *l);
+  mq_list *l = mq_gc_alloc(S, sizeof *l);
   l->hdr.rc = 1;
   l->hdr.type = MQ_O_LIST;
   mq_pool_own(S, &l->hdr);
@@ -112,6 +113,63 @@ static void format_float(mq_state *S, mq_buf *b, double f) {
   }
 }
 
+/* A list item that is not a list. */
+static void format_item(mq_state *S, mq_buf *b, mq_value item) {
+  if (mq_is_obj(item, MQ_O_STRING)) {
+    mq_buf_printf(S, b, "\"%s\"", mq_as_string(item)->chars);
+  } else {
+    mq_value_format(S, b, item);
+  }
+}
+
+/* Lists nest this deep in print; deeper ones print as [...] (as Python's
+ * reprlib does past its maxlevel). */
+#define MQ_PRINT_DEPTH 1000
+
+typedef struct print_level {
+  const mq_list *l;
+  int next; /* the item to print next */
+} print_level;
+
+/* Prints nested lists without recursion: the levels being printed are an
+ * explicit stack. A list that contains itself, directly or not, prints as
+ * [...] where it recurs, as in Python: l = [1]; append(l, l) is [1, [...]]. */
+static void format_list(mq_state *S, mq_buf *b, const mq_list *root) {
+  print_level small[32], *stack = small;
+  int depth = 0, cap = (int)(sizeof small / sizeof small[0]);
+  mq_buf_putc(S, b, '[');
+  stack[depth++] = (print_level){root, 0};
+  while (depth > 0) {
+    print_level *top = &stack[depth - 1];
+    if (top->next >= top->l->len) {
+      mq_buf_putc(S, b, ']');
+      depth--;
+      continue;
+    }
+    if (top->next > 0) mq_buf_puts(S, b, ", ");
+    mq_value item = top->l->items[top->next++];
+    if (!mq_is_obj(item, MQ_O_LIST)) {
+      format_item(S, b, item);
+      continue;
+    }
+    const mq_list *inner = mq_as_list(item);
+    bool recurs = depth >= MQ_PRINT_DEPTH;
+    for (int i = 0; i < depth && !recurs; i++) recurs = stack[i].l == inner;
+    if (recurs) {
+      mq_buf_puts(S, b, "[...]");
+      continue;
+    }
+    if (depth == cap) { /* the pool frees it when the operation ends */
+      print_level *deep = mq_scratch(S, MQ_PRINT_DEPTH * sizeof *deep);
+      memcpy(deep, stack, (size_t)depth * sizeof *deep);
+      stack = deep;
+      cap = MQ_PRINT_DEPTH;
+    }
+    mq_buf_putc(S, b, '[');
+    stack[depth++] = (print_level){inner, 0};
+  }
+}
+
 void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
   switch ((mq_vtype)v.type) {
   case MQ_NONE: mq_buf_puts(S, b, "none"); return;
@@ -123,20 +181,7 @@ void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
   switch ((mq_otype)v.as.o->type) {
   case MQ_O_TENSOR: mq_tensor_format(S, b, mq_as_tensor(v), S->cfg.color); return;
   case MQ_O_STRING: mq_buf_puts(S, b, mq_as_string(v)->chars); return;
-  case MQ_O_LIST: {
-    mq_list *l = mq_as_list(v);
-    mq_buf_putc(S, b, '[');
-    for (int i = 0; i < l->len; i++) {
-      if (i) mq_buf_puts(S, b, ", ");
-      if (mq_is_obj(l->items[i], MQ_O_STRING)) {
-        mq_buf_printf(S, b, "\"%s\"", mq_as_string(l->items[i])->chars);
-      } else {
-        mq_value_format(S, b, l->items[i]);
-      }
-    }
-    mq_buf_putc(S, b, ']');
-    return;
-  }
+  case MQ_O_LIST: format_list(S, b, mq_as_list(v)); return;
   case MQ_O_FUNCTION:
     mq_buf_printf(S, b, "<code %s>", ((mq_function *)v.as.o)->name);
     return;

@@ -33,6 +33,14 @@ typedef struct mq_obj {
   uint8_t type; /* mq_otype */
 } mq_obj;
 
+/* What precedes every container object (list, closure, function) in memory:
+ * its links in a generation of the cycle collector (vm/gc.c) and the
+ * collector's count for it, or the generation it is in between collections. */
+typedef struct mq_gchead {
+  struct mq_gchead *prev, *next;
+  int64_t refs;
+} mq_gchead;
+
 typedef struct mq_value {
   uint8_t type; /* mq_vtype */
   union {
@@ -85,6 +93,8 @@ static inline void mq_release(mq_state *S, mq_value v) {
 /* New objects are owned by the pool (vm/state.h); retain to keep them. */
 MQ_INTERNAL mq_string *mq_string_new(mq_state *S, const char *s, size_t len);
 MQ_INTERNAL mq_list *mq_list_new(mq_state *S, int cap);
+/* Releases the items and frees [l] (mq_obj_free's part for lists). */
+MQ_INTERNAL void mq_list_free(mq_state *S, mq_list *l);
 /* Appends [v] (retained) to [l]. */
 MQ_INTERNAL void mq_list_push(mq_state *S, mq_list *l, mq_value v);
 

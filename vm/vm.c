@@ -237,14 +237,16 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
   return mq_objv(mq_index(S, mq_as_tensor(obj), items, nitems));
 }
 
-/* A nested list whose leaves are all numbers (or bools). */
-static bool numeric_nest(mq_value v) {
+/* A nested list whose leaves are all numbers (or bools), at most as deep as
+ * a tensor may be: a deeper one (or one that contains itself) stays a list,
+ * and the walk is bounded. */
+static bool numeric_nest(mq_value v, int depth) {
   if (is_scalar(v)) return true;
-  if (!mq_is_obj(v, MQ_O_LIST)) return false;
+  if (!mq_is_obj(v, MQ_O_LIST) || depth > MQ_MAX_DIMS) return false;
   mq_list *l = mq_as_list(v);
   if (l->len == 0) return false;
   for (int i = 0; i < l->len; i++)
-    if (!numeric_nest(l->items[i])) return false;
+    if (!numeric_nest(l->items[i], depth + 1)) return false;
   return true;
 }
 
@@ -515,7 +517,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         vmbreak;
       }
       vmcase(TENSORIZE) {
-        if (numeric_nest(TOP())) {
+        if (numeric_nest(TOP(), 1)) {
           SAVE();
           REPLACE_TOP(1, mq_objv(mq_tensor_from_value(S, TOP(), "list")));
         }
