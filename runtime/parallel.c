@@ -224,12 +224,17 @@ static void range_task(void *p, int i, int n) {
   range_job *J = p;
   (void)n;
   for (;;) {
+    /* The calling thread polls before each claim, so it polls at least once
+     * even when the workers take every chunk; an interrupt lets nobody claim
+     * more. */
+    if (i == 0 && mq_interrupt_pending(J->S)) {
+      atomic_store(&J->next, J->count);
+      return;
+    }
     int64_t lo = atomic_fetch_add_explicit(&J->next, J->grain, memory_order_relaxed);
     if (lo >= J->count) return;
     int64_t hi = J->count - lo < J->grain ? J->count : lo + J->grain;
     J->fn(J->ctx, lo, hi, i);
-    /* the calling thread polls; an interrupt lets nobody claim more */
-    if (i == 0 && mq_interrupt_pending(J->S)) atomic_store(&J->next, J->count);
   }
 }
 
