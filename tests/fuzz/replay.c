@@ -15,7 +15,11 @@ int main(int argc, char **argv) {
     uint8_t *buf = malloc(cap);
     while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
       len += n;
-      if (len == cap) buf = realloc(buf, cap *= 2);
+      if (len == cap) {
+        uint8_t *bigger = realloc(buf, cap *= 2);
+        if (!bigger) free(buf);
+        buf = bigger;
+      }
     }
     int err = ferror(f);
     fclose(f);
