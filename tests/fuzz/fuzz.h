@@ -23,10 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Bytes a fuzzed state may hold: far more than any short script needs,
  * small enough that many states fit in libFuzzer's RSS limit. */
 #define FUZZ_MEMORY_LIMIT ((size_t)64 << 20)
-/* Interrupt polls before the hook stops a program: the VM polls every 1024
- * backward jumps and calls and kernels poll per row, so this allows some
- * million instructions, far more than a finite short script needs. */
-#define FUZZ_POLL_BUDGET 2000u
+/* Interrupt polls before the hook stops a program. The VM polls every 1024
+ * backward jumps and calls, and kernels poll per row, so this allows some
+ * 50 000 rounds of a loop: plenty for any finite short script, and an
+ * endless loop of tensor ops still ends within a second under ASan. */
+#define FUZZ_POLL_BUDGET 48u
 
 typedef struct fuzz_budget {
   unsigned polls, limit;
