@@ -173,6 +173,7 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/crashes/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tools/conformance/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
+	@$(MAKE) --no-print-directory fuzz-test
 	@sh tests/summary.sh $(B)/results
 
 # The new user's first command: install what is missing, build, take the tour.
@@ -237,6 +238,65 @@ $(B)/bench/masq_bench: bench/masq_bench.c bench/bench_util.h include/masq.h $(B)
 $(B)/bench/baseline: bench/baseline.c bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(OPT) -fopenmp-simd -o $@ $< $(MVEC) -lm
+
+# --- fuzzing: make fuzz (tests/fuzz/run.sh) -----------------------------------
+# Four libFuzzer harnesses (tests/fuzz/fuzz_*.c) over a third object tree
+# built with -fsanitize=fuzzer-no-link,address,undefined. make fuzz runs each
+# for FUZZ_SECONDS on its corpus in build/fuzz/corpus (seeded from
+# tests/fuzz/corpus and the golden scripts, and kept between runs); make
+# test runs a short smoke of each (fuzz-test), and replays
+# tests/crashes/<harness>/ with the plain replay builds (tests/fuzz/replay.c,
+# ASan+UBSan, no libFuzzer).
+.PHONY: fuzz fuzz-test fuzzers
+FUZZERS      = fuzz_eval fuzz_dis fuzz_npy fuzz_api
+FUZZ_DIR     = $(B)/fuzz
+FUZZ_OBJ     = $(call objs,$(FUZZ_DIR))
+FUZZ_BINS    = $(patsubst %,$(FUZZ_DIR)/bin/%,$(FUZZERS))
+FUZZ_REPLAYS = $(patsubst %,$(FUZZ_DIR)/replay/%,$(FUZZERS))
+FUZZ_DICTS   = $(FUZZ_DIR)/masq.dict tests/fuzz/npy.dict
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 20
+FUZZFLAGS    = $(SANFLAGS) -fsanitize=fuzzer-no-link
+
+$(FUZZ_DIR)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(BASEFLAGS) $(FUZZFLAGS) $(INC) -c -o $@ $<
+
+$(FUZZ_DIR)/obj/gen/%.o: $(GEN)/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(BASEFLAGS) $(FUZZFLAGS) $(INC) -c -o $@ $<
+
+$(FUZZ_DIR)/libmasq.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_DIR)/bin/%: tests/fuzz/%.c tests/fuzz/fuzz.h include/masq.h $(FUZZ_DIR)/libmasq.a
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -fsanitize=fuzzer -Iinclude -o $@ $< $(FUZZ_DIR)/libmasq.a $(LIBS)
+
+$(FUZZ_DIR)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c tests/fuzz/fuzz.h include/masq.h $(ASAN_DIR)/libmasq.a
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< tests/fuzz/replay.c $(ASAN_DIR)/libmasq.a $(LIBS)
+
+# The language's dictionary: its syntax (committed), every keyword from
+# vm/keywords.h and every builtin name from `masq --builtins`, so it
+# follows the language without anyone editing it.
+$(FUZZ_DIR)/masq.dict: tests/fuzz/masq.dict vm/keywords.h $(B)/masq
+	@mkdir -p $(dir $@)
+	{ cat tests/fuzz/masq.dict; \
+	  sed -n 's/^ *X("\([a-z_]*\)".*/"\1"/p' vm/keywords.h; \
+	  $(B)/masq --builtins | sed -n 's/^- `\([A-Za-z_0-9]*\).*/"\1"/p'; \
+	  $(B)/masq --builtins | sed -n 's/^Constants://p' | tr ',' '\n' | sed -n 's/.*`\(.*\)`.*/"\1"/p'; \
+	} > $@.tmp && mv $@.tmp $@
+
+fuzzers: $(FUZZ_BINS) $(FUZZ_REPLAYS) $(FUZZ_DICTS)
+
+fuzz: fuzzers
+	@sh tests/fuzz/run.sh $(B) $(FUZZ_SECONDS) $(FUZZERS)
+
+fuzz-test: fuzzers
+	@sh tests/fuzz/run.sh $(B) $(FUZZ_SMOKE_SECONDS) $(FUZZERS) | tee -a $(B)/results
+	@sh tests/fuzz/replay.sh $(B) $(FUZZERS) | tee -a $(B)/results
 
 clean:
 	rm -rf $(B)

@@ -13,6 +13,13 @@ have cc    || need="$need gcc"
 have pkg-config || need="$need pkgconf" # make test builds a host with it
 [ -f /usr/include/readline/readline.h ] || need="$need libreadline-dev"
 [ -f /usr/include/zlib.h ] || need="$need zlib1g-dev"
+# libFuzzer, for the fuzz harnesses (make fuzz, and the smoke in make test):
+# it comes with compiler-rt, so try linking a tiny fuzzer with clang.
+fuzzer_links() {
+  printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' |
+    clang -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1
+}
+have clang && fuzzer_links || need="$need libclang-rt-dev"
 # numpy, for the test that numpy reads what masq writes and vice versa
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
 [ -z "$need" ] && exit 0

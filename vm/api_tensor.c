@@ -65,13 +65,22 @@ static mq_tensor *borrow(mq_state *S, mq_dtype dt, int ndim, const int64_t *shap
 
 /* --- validation ------------------------------------------------------------------------ */
 
-/* Checks one buffer of a descriptor: present unless it may be absent,
- * aligned, non-negative strides, and every element addressable. */
+/* Checks one buffer of a descriptor: non-negative strides, present unless
+ * it may be absent, aligned, and every element addressable. */
 static void check_buffer(mq_state *S, const char *fn, const char *what, const void *p,
                          const int64_t *strides, int ndim, const int64_t *shape, int64_t numel,
                          size_t esize, bool may_be_null) {
+  if (!p && may_be_null) return; /* no buffer, so its strides mean nothing */
+  /* The strides are kept, and masq_tensor_info() reports them as >= 0,
+   * also when there is no element. */
+  for (int d = 0; strides && d < ndim; d++)
+    if (strides[d] < 0)
+      mq_throw(S, MASQ_ERR_USAGE,
+               "%s: %s stride %lld of dimension %d is negative; masq takes non-negative "
+               "strides (flip the array in the host)",
+               fn, what, (long long)strides[d], d);
   if (!p) {
-    if (numel == 0 || may_be_null) return;
+    if (numel == 0) return;
     mq_throw(S, MASQ_ERR_USAGE, "%s: %s is NULL for a tensor of %lld elements", fn, what,
              (long long)numel);
   }
@@ -80,11 +89,6 @@ static void check_buffer(mq_state *S, const char *fn, const char *what, const vo
   if (!strides || numel == 0) return;
   int64_t last = 0, limit = INT64_MAX / (int64_t)esize;
   for (int d = 0; d < ndim; d++) {
-    if (strides[d] < 0)
-      mq_throw(S, MASQ_ERR_USAGE,
-               "%s: %s stride %lld of dimension %d is negative; masq takes non-negative "
-               "strides (flip the array in the host)",
-               fn, what, (long long)strides[d], d);
     if (shape[d] > 1 && strides[d] > (limit - last) / (shape[d] - 1))
       mq_throw(S, MASQ_ERR_USAGE, "%s: %s strides reach past the address space", fn, what);
     last += strides[d] * (shape[d] - 1);

@@ -1,0 +1,62 @@
+/* fuzz_npy - bytes -> load() as a .npy or .npz file (the contents decide,
+ * as in np.load; the dictionary holds both magics), then print what came
+ * back, save it again and load that. The bytes go to an in-memory file
+ * (memfd) that the script names as /proc/self/fd/N, so load() runs exactly
+ * as for a file on disk. The state has the io library, a memory limit and
+ * an interrupt budget, and must still work afterwards. */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+
+static int input_fd = -1, output_fd = -1;
+
+static int new_memfd(const char *name) {
+  int fd = memfd_create(name, 0);
+  if (fd < 0) {
+    perror("fuzz_npy: memfd_create");
+    abort();
+  }
+  return fd;
+}
+
+static void put_bytes(int fd, const uint8_t *data, size_t size) {
+  if (ftruncate(fd, 0) != 0) abort();
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = pwrite(fd, data + done, size - done, (off_t)done);
+    if (n <= 0) abort();
+    done += (size_t)n;
+  }
+}
+
+static masq_status run(masq_state *M, fuzz_budget *budget, const char *src) {
+  budget->polls = 0;
+  masq_status st = masq_eval(M, src, strlen(src), "fuzz_npy.masq", 0);
+  fuzz_check_status(M, st, src, 1);
+  return st;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (input_fd < 0) {
+    input_fd = new_memfd("fuzz_npy_in");
+    output_fd = new_memfd("fuzz_npy_out");
+  }
+  put_bytes(input_fd, data, size);
+  fuzz_budget budget;
+  masq_state *M = fuzz_open(&budget, MASQ_LIB_ALL);
+  char src[256];
+  snprintf(src, sizeof src, "p = \"/proc/self/fd/%d\"\nq = \"/proc/self/fd/%d\"", input_fd,
+           output_fd);
+  if (run(M, &budget, src) != MASQ_OK) fuzz_fail("cannot set the paths", M);
+  if (run(M, &budget, "x = load(p)") == MASQ_OK) {
+    run(M, &budget, "print(x)");
+    if (run(M, &budget, "save(q, x)") == MASQ_OK)
+      run(M, &budget, "y = load(q)\nprint(y)");
+  }
+  if (size >= 2 && data[0] == 'P' && data[1] == 'K') run(M, &budget, "print(load(p, \"data\"))");
+  if (!fuzz_state_works(M, &budget)) fuzz_fail("out of memory after loading", M);
+  masq_close(M);
+  return 0;
+}
