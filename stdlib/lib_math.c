@@ -103,16 +103,25 @@ static mq_value lib_div(mq_state *S, mq_value *args) {
 
 /* --- reductions --------------------------------------------------------------------- */
 
-/* dim: none (everything), an int, or a list of ints. */
+/* dim: none (everything), an int, or a list of ints. A list holds dims, not
+ * sizes: each may be negative (counted from the end). A literal [0, -1]
+ * arrives as an int64 tensor, a computed one as a list. */
 static int reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
   if (v.type == MQ_NONE) return 0;
   int n = 0;
-  if (mq_is_obj(v, MQ_O_LIST) || (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 1)) {
-    int64_t raw[MQ_MAX_DIMS];
-    mq_list *wrap = mq_list_new(S, 1);
-    mq_list_push(S, wrap, v);
-    n = mq_arg_shape(S, mq_objv(wrap), raw, "dim");
-    for (int i = 0; i < n; i++) dims[i] = mq_norm_dim(S, raw[i], t->ndim);
+  if (mq_is_obj(v, MQ_O_LIST)) {
+    mq_list *l = mq_as_list(v);
+    if (l->len > MQ_MAX_DIMS)
+      mq_error(S, "dim lists %d dims; a tensor has at most %d", l->len, MQ_MAX_DIMS);
+    for (int i = 0; i < l->len; i++) dims[n++] = mq_norm_dim(S, mq_arg_int(S, l->items[i], "dim"), t->ndim);
+  } else if (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 1) {
+    mq_tensor *list = mq_as_tensor(v);
+    if (mq_dtype_is_float((mq_dtype)list->dtype))
+      mq_error(S, "dim must be an int or a list of ints, not a list of %s", mq_dtype_name((mq_dtype)list->dtype));
+    if (list->numel > MQ_MAX_DIMS)
+      mq_error(S, "dim lists %lld dims; a tensor has at most %d", (long long)list->numel, MQ_MAX_DIMS);
+    const int64_t *d = mq_tensor_data(mq_contiguous(S, mq_astype(S, list, MQ_DT_I64)));
+    for (int64_t i = 0; i < list->numel; i++) dims[n++] = mq_norm_dim(S, d[i], t->ndim);
   } else {
     dims[n++] = mq_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
   }
