@@ -764,11 +764,18 @@ def mk_reduce(name):
             args += ", " + lit(param)
         if name in ("var", "std"):
             param = int(rng.integers(2))
-            if rng.random() < 0.7:
+            form = rng.random()
+            if form < 0.5:
                 args += f", correction={param}"
-            else:
-                if param:
-                    args += ", correction=1"
+            elif form < 0.8:
+                args += f", unbiased={lit(bool(param))}"  # torch's spelling
+            elif param:
+                args += ", correction=1"
+        # dtype= where torch.masked takes it: the input converted first
+        to64 = (dtype == torch.float32 and name in ("amax", "amin", "argmax", "argmin", "norm", "var", "std",
+                                                    "logsumexp") and rng.random() < 0.2)
+        if to64:
+            args += ', dtype="float64"'
         if dim is not None:
             args += f", dim={lit(dim)}"
         if keepdim:
@@ -777,7 +784,7 @@ def mk_reduce(name):
 
         def ref(v):
             d, m = v[0].d, v[0].m
-            r = red_ref(name, d, m, dim, keepdim, param)
+            r = red_ref(name, d.double() if to64 else d, m, dim, keepdim, param)
             om = any_over(m, dims, keepdim) if nd else m.clone()
             if nd == 0 and keepdim:
                 om = om.reshape(r.shape)
@@ -796,7 +803,8 @@ def mk_reduce(name):
                 return fn(t[0])
             return fn(t[0], dim, keepdim)
         notes = [] if deliberate is None else ["masq rule: " + deliberate]
-        return Case([x], f"{name}({{0}}{args})", ref, proxy=proxy, mt=mt, exact=exact,
+        # MaskedTensor's reductions take no dtype: no cross-check then
+        return Case([x], f"{name}({{0}}{args})", ref, proxy=proxy, mt=None if to64 else mt, exact=exact,
                     grad=diffable, notes=notes)
     return make
 
