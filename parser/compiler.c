@@ -206,6 +206,7 @@ static void compile_literal_tensor(compiler *C, const mq_node *n, int want) {
 /* --- expressions ---------------------------------------------------------- */
 
 static void expr(compiler *C, const mq_node *n);
+static void list(compiler *C, const mq_node *n, bool outermost);
 static void function(compiler *C, const mq_node *n);
 
 /* --- names: locals, captures, globals --------------------------------------- */
@@ -326,11 +327,12 @@ static void emit_call(compiler *C, int nargs, mq_list *kwnames, mq_span sp) {
 }
 
 /* f(args) */
-/* tensor(<literal>, dtype="float64"): the dtype the literal should be
- * built in, or -1. */
+/* tensor([...], dtype="float64"): the dtype the list should be built in, or
+ * -1. A list of numbers would otherwise become a float32 tensor first and
+ * lose each number's float64 value. */
 static int literal_dtype_request(const mq_node *n) {
   if (n->kids[0]->kind != MQ_N_NAME || strcmp(n->kids[0]->str, "tensor") != 0 || n->nkids < 2 ||
-      !literal_tensor(n->kids[1]))
+      n->kids[1]->kind != MQ_N_LIST)
     return -1;
   for (int i = 2; i < n->nkids; i++) {
     const mq_node *a = n->kids[i];
@@ -346,7 +348,8 @@ static void call(compiler *C, const mq_node *n) {
   mq_list *kw = NULL;
   int want = literal_dtype_request(n), skip = 0;
   if (want >= 0) {
-    compile_literal_tensor(C, n->kids[1], want);
+    if (literal_tensor(n->kids[1])) compile_literal_tensor(C, n->kids[1], want);
+    else list(C, n->kids[1], false); /* tensor() builds it in float64 */
     skip = 1;
   }
   int nargs = skip + call_args(C, (const mq_node *const *)n->kids + 1 + skip, n->nkids - 1 - skip, &kw);

@@ -281,7 +281,9 @@ static MQ_ALWAYS_INLINE void dbinary(int op, double x, double y, double o, doubl
   }
   case MQ_BIN_HYPOT: *ga = g * x / o, *gb = g * y / o; return;
   case MQ_BIN_COPYSIGN: *ga = x == 0 ? 0 : g * (o / x), *gb = 0; return;
-  case MQ_BIN_XLOGY: *ga = x != 0 ? g * log(y) : 0, *gb = g * x / y; return;
+  case MQ_BIN_XLOGY: /* torch's: log(y) at x == 0 too, where a finite difference agrees */
+    *ga = x == 0 && y <= 0 ? 0 : g == 0 && y == y ? 0 : g * log(y), *gb = g * x / y;
+    return;
   case MQ_BIN_REM: *ga = g, *gb = -g * floor(x / y); return;
   case MQ_BIN_FMOD: *ga = g, *gb = -g * trunc(x / y); return;
   case MQ_BIN_FLOORDIV: case MQ_BIN_DIVTRUNC: case MQ_BIN_NEXTAFTER:

@@ -67,6 +67,17 @@ static inline int64_t ishr(int64_t x, int64_t y) {
   static inline T xlogy_##T(T x, T y) {                                        \
     if (y != y) return y;                                                      \
     return x == 0 ? (T)0 : x * FN(log)(y);                                     \
+  }                                                                            \
+  /* torch's pow(tensor, number): these exponents are other kernels there,  \
+   * which differ from pow at -0, -inf and in rounding */                   \
+  static inline T pow_number_##T(T x, T y) {                                   \
+    if (y == (T)0.5) return FN(sqrt)(x);                                      \
+    if (y == (T)-0.5) return (T)1 / FN(sqrt)(x);                               \
+    if (y == (T)2) return x * x;                                               \
+    if (y == (T)3) return x * x * x;                                           \
+    if (y == (T)-1) return (T)1 / x;                                           \
+    if (y == (T)-2) return (T)1 / (x * x);                                     \
+    return FN(pow)(x, y);                                                      \
   }
 #define FNF(name) name##f
 #define FND(name) name
@@ -112,7 +123,7 @@ static inline float fdiv_floor_float(float x, float y) {
   X(maximum, MAXP(x, y)) X(minimum, MINP(x, y)) X(fmax, FN(fmax)(x, y))        \
   X(fmin, FN(fmin)(x, y)) X(nextafter, FN(nextafter)(x, y))                    \
   X(hypot, FN(hypot)(x, y)) X(copysign, FN(copysign)(x, y))                    \
-  X(xlogy, FH(xlogy)(x, y))
+  X(xlogy, FH(xlogy)(x, y)) X(pow_number, FH(pow_number)(x, y))
 #define DEF_FB32(name, EXPR) DEF_BIN(name##_F32, float, float, EXPR)
 #define DEF_FB64(name, EXPR) DEF_BIN(name##_F64, double, double, EXPR)
 #define FN(name) name##f
@@ -278,6 +289,10 @@ mq_ewise_fn mq_binary_float_kernel(mq_binop op, mq_dtype dt) {
   return defs[op].k[dt];
 }
 
+mq_ewise_fn mq_pow_number_kernel(mq_dtype dt) {
+  return dt == MQ_DT_F32 ? pow_number_F32 : dt == MQ_DT_F64 ? pow_number_F64 : NULL;
+}
+
 mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b) {
   if ((unsigned)op >= MQ_BIN__COUNT) mq_error(S, "bad binary op");
   const binary_def *def = &defs[op];
@@ -314,6 +329,8 @@ mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b) {
   if (op == MQ_BIN_POW && mq_dtype_is_float(ct) && b->numel == 1 && !b->mask && b->ndim <= a->ndim &&
       a->dtype == ct && mq_tensor_item(S, b) == 2.0)
     b = a, k = defs[MQ_BIN_MUL].k[ct];
+  else if ((op == MQ_BIN_POW || op == MQ_BIN_FLOAT_POWER) && mq_dtype_is_float(ct) && in[1]->weak)
+    k = mq_pow_number_kernel(ct);
 
   mq_tensor *x = mq_operand(S, a, ct, nd, shape), *y = mq_operand(S, b, ct, nd, shape);
   if (ct == MQ_DT_I64) {

@@ -38,6 +38,8 @@ MQ_INTERNAL void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const dou
  * arithmetic), or NULL: what fused expressions (fuse.c) may use. */
 MQ_INTERNAL mq_ewise_fn mq_unary_float_kernel(mq_unop op, mq_dtype dt);
 MQ_INTERNAL mq_ewise_fn mq_binary_float_kernel(mq_binop op, mq_dtype dt);
+/* x ** y for a number y, as torch computes it: sqrt for 0.5, x * x for 2 ... */
+MQ_INTERNAL mq_ewise_fn mq_pow_number_kernel(mq_dtype dt);
 
 /* Data of [t] (its mask ignored) converted to [dt] and broadcast to
  * [shape]; a scalar converts once, before broadcasting. */

@@ -285,6 +285,8 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
                    (dt == MQ_DT_F32 ? F.lnum[rhs->leaf].f == 2.0f : F.lnum[rhs->leaf].d == 2.0)) {
           in->square = true;
           in->k = mq_binary_float_kernel(MQ_BIN_MUL, dt);
+        } else {
+          in->k = mq_pow_number_kernel(dt); /* as mq_binary for a number exponent */
         }
       }
       sp--;

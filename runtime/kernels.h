@@ -13,18 +13,11 @@
  * hold kernels (all include this header) ask for the "cheap" model, which
  * adds a scalar epilogue and alias checks. clang vectorizes these at -O2. */
 #pragma GCC optimize("vect-cost-model=cheap")
-#if defined(__GLIBC__) && defined(__x86_64__)
-/* glibc's libmvec (reached through -lm) has SIMD variants of these; glibc
- * only declares them under -ffast-math, which we never use. Declaring them
- * lets gcc vectorize exp/log/pow loops with IEEE semantics intact (NaN and
- * inf preserved, max error about 2e-7 relative). */
-__attribute__((simd("notinbranch"))) float expf(float);
-__attribute__((simd("notinbranch"))) float logf(float);
-__attribute__((simd("notinbranch"))) float powf(float, float);
-__attribute__((simd("notinbranch"))) double exp(double);
-__attribute__((simd("notinbranch"))) double log(double);
-__attribute__((simd("notinbranch"))) double pow(double, double);
-#endif
+/* glibc's libmvec has SIMD variants of exp, log and pow, but they round
+ * differently from the scalar functions (a few ulp), so a vectorized loop
+ * would give a value a different result in the vector body than in the
+ * scalar tail, or in a fused block than op by op. They stay undeclared:
+ * every path calls the same scalar function and gets the same bits. */
 #endif
 
 /* float -> int64 the way x86 does it (NaN and out of range give INT64_MIN),

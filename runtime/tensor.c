@@ -319,6 +319,19 @@ mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
   return t;
 }
 
+mq_tensor *mq_tensor_from_value_f64(mq_state *S, mq_value v, const char *what) {
+  if (mq_is_number(v)) return mq_tensor_scalar(S, MQ_DT_F64, scalar_value(v));
+  if (!mq_is_obj(v, MQ_O_LIST)) return mq_astype(S, mq_tensor_from_value(S, v, what), MQ_DT_F64);
+  list_scan sc;
+  memset(&sc, 0, sizeof sc);
+  sc.what = what;
+  scan_list(S, mq_as_list(v), 0, &sc);
+  mq_tensor *t = mq_tensor_new(S, MQ_DT_F64, sc.ndim, sc.shape);
+  int64_t pos = 0;
+  if (t->numel) fill_list(mq_as_list(v), 0, sc.ndim, t, &pos);
+  return t;
+}
+
 /* --- geometry ------------------------------------------------------------ */
 
 bool mq_tensor_is_contiguous(const mq_tensor *t) {

@@ -97,6 +97,9 @@ MQ_INTERNAL void mq_tensor_set_mask(mq_state *S, mq_tensor *t, mq_tensor *mask);
  * numbers (nested, rectangular) to a tensor. [what] names the argument in
  * errors ("x", "mask"). */
 MQ_INTERNAL mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what);
+/* A number or nested list as a float64 tensor made from the numbers
+ * themselves, not from their float32 rounding. */
+MQ_INTERNAL mq_tensor *mq_tensor_from_value_f64(mq_state *S, mq_value v, const char *what);
 
 MQ_INTERNAL mq_tensor *mq_arange(mq_state *S, double start, double stop, double step,
                                  mq_dtype dt);

@@ -28,6 +28,9 @@ static mq_value lib_is_masked(mq_state *S, mq_value *args) {
 /* --- creation ------------------------------------------------------------------ */
 
 static mq_value tensor_value(mq_state *S, mq_value *args) {
+  if (args[1].type != MQ_NONE && mq_arg_dtype(S, args[1], MQ_DT_F32) == MQ_DT_F64 &&
+      !mq_is_tensor(args[0]))
+    RET(mq_tensor_from_value_f64(S, args[0], "data"));
   mq_tensor *t = T(0, "data");
   mq_dtype dt = mq_arg_dtype(S, args[1], (mq_dtype)t->dtype);
   if (t->weak) {

@@ -67,7 +67,7 @@ static mq_value lib_clamp(mq_state *S, mq_value *args) {
     RET(mq_binary(S, OP, TW(0, "x"), TW(1, "y")));                             \
   }
 #define BINARIES(X)                                                            \
-  X(POW) X(MUL) X(DIV) X(FLOORDIV) X(REM) X(FMOD) X(ATAN2) X(LOGADDEXP)         \
+  X(POW) X(MUL) X(DIV) X(FLOORDIV) X(REM) X(FMOD) X(ATAN2)                      \
   X(LOGADDEXP2) X(MAXIMUM) X(MINIMUM) X(FMAX) X(FMIN) X(NEXTAFTER) X(HYPOT)     \
   X(COPYSIGN) X(XLOGY) X(FLOAT_POWER) X(BAND) X(BOR) X(BXOR) X(SHL) X(SHR)      \
   X(LAND) X(LOR) X(LXOR) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE)
@@ -87,6 +87,30 @@ static mq_value add_scaled(mq_state *S, mq_value *args, mq_binop op) {
 static mq_value lib_add(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_ADD); }
 static mq_value lib_sub(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_SUB); }
 
+/* torch.masked.logaddexp: a masked-out entry of x (input_mask) or y
+ * (other_mask) counts as -inf, logaddexp's identity, so the result is the
+ * other operand there; where both are masked out, so is the result. */
+static mq_value lib_logaddexp(mq_state *S, mq_value *args) {
+  mq_tensor *x = TW(0, "x"), *y = TW(1, "y");
+  if (args[2].type == MQ_NONE && args[3].type == MQ_NONE) RET(mq_binary(S, MQ_BIN_LOGADDEXP, x, y));
+  if (x->mask || y->mask)
+    mq_error(S, "input_mask= and other_mask= are for plain tensors; x or y is already masked");
+  mq_tensor *identity = mq_tensor_from_value(S, mq_float(-INFINITY), "identity");
+  mq_tensor *valid = NULL;
+  mq_tensor *operand[2] = {x, y};
+  for (int i = 0; i < 2; i++) {
+    if (args[2 + i].type == MQ_NONE) {
+      valid = mq_tensor_from_value(S, mq_bool(true), "mask");
+      continue;
+    }
+    mq_tensor *m = T(2 + i, i ? "other_mask" : "input_mask");
+    operand[i] = mq_where(S, m, operand[i], identity);
+    valid = valid ? mq_binary(S, MQ_BIN_BOR, valid, m) : m;
+  }
+  mq_tensor *r = mq_binary(S, MQ_BIN_LOGADDEXP, operand[0], operand[1]);
+  RET(mq_masked(S, r, valid));
+}
+
 static mq_value lib_div(mq_state *S, mq_value *args) {
   mq_binop op = MQ_BIN_DIV;
   if (mq_is_obj(args[2], MQ_O_STRING)) {
@@ -103,16 +127,25 @@ static mq_value lib_div(mq_state *S, mq_value *args) {
 
 /* --- reductions --------------------------------------------------------------------- */
 
-/* dim: none (everything), an int, or a list of ints. */
+/* dim: none (everything), an int, or a list of ints. A list holds dims, not
+ * sizes: each may be negative (counted from the end). A literal [0, -1]
+ * arrives as an int64 tensor, a computed one as a list. */
 static int reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
   if (v.type == MQ_NONE) return 0;
   int n = 0;
-  if (mq_is_obj(v, MQ_O_LIST) || (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 1)) {
-    int64_t raw[MQ_MAX_DIMS];
-    mq_list *wrap = mq_list_new(S, 1);
-    mq_list_push(S, wrap, v);
-    n = mq_arg_shape(S, mq_objv(wrap), raw, "dim");
-    for (int i = 0; i < n; i++) dims[i] = mq_norm_dim(S, raw[i], t->ndim);
+  if (mq_is_obj(v, MQ_O_LIST)) {
+    mq_list *l = mq_as_list(v);
+    if (l->len > MQ_MAX_DIMS)
+      mq_error(S, "dim lists %d dims; a tensor has at most %d", l->len, MQ_MAX_DIMS);
+    for (int i = 0; i < l->len; i++) dims[n++] = mq_norm_dim(S, mq_arg_int(S, l->items[i], "dim"), t->ndim);
+  } else if (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 1) {
+    mq_tensor *list = mq_as_tensor(v);
+    if (mq_dtype_is_float((mq_dtype)list->dtype))
+      mq_error(S, "dim must be an int or a list of ints, not a list of %s", mq_dtype_name((mq_dtype)list->dtype));
+    if (list->numel > MQ_MAX_DIMS)
+      mq_error(S, "dim lists %lld dims; a tensor has at most %d", (long long)list->numel, MQ_MAX_DIMS);
+    const int64_t *d = mq_tensor_data(mq_contiguous(S, mq_astype(S, list, MQ_DT_I64)));
+    for (int64_t i = 0; i < list->numel; i++) dims[n++] = mq_norm_dim(S, d[i], t->ndim);
   } else {
     dims[n++] = mq_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
   }
@@ -137,28 +170,39 @@ static mq_tensor *with_dtype(mq_state *S, mq_tensor *t, mq_value dtype) {
   return dtype.type == MQ_NONE ? t : mq_astype(S, t, mq_arg_dtype(S, dtype, (mq_dtype)t->dtype));
 }
 
+/* torch.masked's functional forms: x converted to dtype= when given, and
+ * with mask= (a plain x only) the masked tensor masked(x, mask). */
+static mq_tensor *functional_input(mq_state *S, mq_value *args, int dtype_arg, int mask_arg) {
+  mq_tensor *t = with_dtype(S, T(0, "x"), args[dtype_arg]);
+  if (args[mask_arg].type == MQ_NONE) return t;
+  if (t->mask)
+    mq_error(S, "mask= is for plain tensors; x is already masked (combine the masks with &)");
+  return mq_masked(S, t, T(mask_arg, "mask"));
+}
+
 #define REDUCE(name, OP)                                                       \
   static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
     mq_tensor *t = T(0, "x");                                                  \
     int dims[MQ_MAX_DIMS], n = reduce_dims(S, args[1], t, dims);               \
     RET(mq_reduce(S, OP, t, n, dims, mq_arg_bool(S, args[2], "keepdim")));     \
   }
-REDUCE(amax, MQ_RED_AMAX)
-REDUCE(amin, MQ_RED_AMIN)
 REDUCE(all, MQ_RED_ALL)
 REDUCE(any, MQ_RED_ANY)
 REDUCE(count, MQ_RED_COUNT)
-REDUCE(logsumexp, MQ_RED_LOGSUMEXP)
 
+/* (x, dim, keepdim, dtype, mask) */
 #define REDUCE_DT(name, OP)                                                    \
   static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
-    mq_tensor *t = with_dtype(S, T(0, "x"), args[3]);                          \
+    mq_tensor *t = functional_input(S, args, 3, 4);                            \
     int dims[MQ_MAX_DIMS], n = reduce_dims(S, args[1], t, dims);               \
     RET(mq_reduce(S, OP, t, n, dims, mq_arg_bool(S, args[2], "keepdim")));     \
   }
 REDUCE_DT(sum, MQ_RED_SUM)
 REDUCE_DT(mean, MQ_RED_MEAN)
 REDUCE_DT(prod, MQ_RED_PROD)
+REDUCE_DT(amax, MQ_RED_AMAX)
+REDUCE_DT(amin, MQ_RED_AMIN)
+REDUCE_DT(logsumexp, MQ_RED_LOGSUMEXP)
 
 int mq_builtin_redop(const mq_builtin *b) {
   if (b->host || !b->def) return -1;
@@ -169,23 +213,31 @@ int mq_builtin_redop(const mq_builtin *b) {
   return -1;
 }
 
+/* (x, dim, correction, keepdim, unbiased, dtype, mask): unbiased=true is
+ * torch's spelling of correction=1 */
 static mq_value var_std(mq_state *S, mq_value *args, bool std) {
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = functional_input(S, args, 5, 6);
   int dims[MQ_MAX_DIMS], n = reduce_dims(S, args[1], t, dims);
-  RET(mq_var(S, t, n, dims, mq_arg_number(S, args[2], "correction"),
-             mq_arg_bool(S, args[3], "keepdim"), std));
+  double correction = 0;
+  if (args[4].type != MQ_NONE) {
+    if (args[2].type != MQ_NONE) mq_error(S, "give correction= or unbiased=, not both");
+    correction = mq_arg_bool(S, args[4], "unbiased");
+  } else if (args[2].type != MQ_NONE) {
+    correction = mq_arg_number(S, args[2], "correction");
+  }
+  RET(mq_var(S, t, n, dims, correction, mq_arg_bool(S, args[3], "keepdim"), std));
 }
 static mq_value lib_var(mq_state *S, mq_value *args) { return var_std(S, args, false); }
 static mq_value lib_std(mq_state *S, mq_value *args) { return var_std(S, args, true); }
 
 static mq_value lib_norm(mq_state *S, mq_value *args) {
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = functional_input(S, args, 4, 5);
   int dims[MQ_MAX_DIMS], n = reduce_dims(S, args[2], t, dims);
   RET(mq_norm(S, t, mq_arg_number(S, args[1], "p"), n, dims, mq_arg_bool(S, args[3], "keepdim")));
 }
 
 static mq_value argext(mq_state *S, mq_value *args, bool max) {
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = functional_input(S, args, 3, 4);
   int d = one_dim(S, args[1], t, max ? "argmax" : "argmin");
   RET(mq_argext(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim"), max));
 }
@@ -340,7 +392,8 @@ const mq_libfn mq_lib_math[] = {
     B("fmod(x, y)", FMOD, "the remainder with the sign of x (C's fmod)"),
     B("atan2(x, y)", ATAN2, "atan(x / y) in the right quadrant: the angle of the point (y, x)"),
     B("arctan2(x, y)", ATAN2, "atan2 (alias)"),
-    B("logaddexp(x, y)", LOGADDEXP, "log(e**x + e**y) without overflow"),
+    {"logaddexp(x, y, input_mask=none, other_mask=none)", lib_logaddexp,
+     "log(e**x + e**y) without overflow; input_mask= and other_mask= mask plain x and y"},
     B("logaddexp2(x, y)", LOGADDEXP2, "log2(2**x + 2**y) without overflow"),
     B("maximum(x, y)", MAXIMUM, "the larger of x and y elementwise (NaN wins)"),
     B("minimum(x, y)", MINIMUM, "the smaller of x and y elementwise (NaN wins)"),
@@ -372,26 +425,26 @@ const mq_libfn mq_lib_math[] = {
     B("greater_equal(x, y)", GE, "x >= y (alias of ge)"),
 
     /* reductions: dim is none (everything), an int or a list of ints */
-    {"sum(x, dim=none, keepdim=false, dtype=none)", lib_sum, "sum of the valid entries"},
-    {"mean(x, dim=none, keepdim=false, dtype=none)", lib_mean, "mean of the valid entries"},
-    {"prod(x, dim=none, keepdim=false, dtype=none)", lib_prod, "product of the valid entries"},
-    {"amax(x, dim=none, keepdim=false)", lib_amax, "largest valid entry (NaN wins)"},
-    {"amin(x, dim=none, keepdim=false)", lib_amin, "smallest valid entry (NaN wins)"},
-    {"argmax(x, dim=none, keepdim=false)", lib_argmax,
+    {"sum(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_sum, "sum of the valid entries"},
+    {"mean(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_mean, "mean of the valid entries"},
+    {"prod(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_prod, "product of the valid entries"},
+    {"amax(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_amax, "largest valid entry (NaN wins)"},
+    {"amin(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_amin, "smallest valid entry (NaN wins)"},
+    {"argmax(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_argmax,
      "int64 index of the largest valid entry (of the flattened tensor if dim is none)"},
-    {"argmin(x, dim=none, keepdim=false)", lib_argmin,
+    {"argmin(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_argmin,
      "int64 index of the smallest valid entry (of the flattened tensor if dim is none)"},
     {"all(x, dim=none, keepdim=false)", lib_all, "true if every valid entry is nonzero"},
     {"any(x, dim=none, keepdim=false)", lib_any, "true if some valid entry is nonzero"},
     {"count(x, dim=none, keepdim=false)", lib_count,
      "the number of valid entries, as a plain int64 tensor"},
-    {"norm(x, p=2, dim=none, keepdim=false)", lib_norm,
+    {"norm(x, p=2, dim=none, keepdim=false, dtype=none, mask=none)", lib_norm,
      "p-norm of the valid entries (p may be inf, -inf, or 0 to count nonzeros)"},
-    {"var(x, dim=none, correction=0, keepdim=false)", lib_var,
+    {"var(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_var,
      "variance of the valid entries: divides by count - correction (0: population, as torch.masked)"},
-    {"std(x, dim=none, correction=0, keepdim=false)", lib_std,
+    {"std(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_std,
      "standard deviation of the valid entries (correction as in var)"},
-    {"logsumexp(x, dim=none, keepdim=false)", lib_logsumexp,
+    {"logsumexp(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_logsumexp,
      "log of the sum of exp of the valid entries, without overflow"},
     {"median(x, dim=none, keepdim=false)", lib_median,
      "lower median of the valid entries along one dim (or of all)"},

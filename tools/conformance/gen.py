@@ -7,7 +7,9 @@
 every builtin masq shares with torch.masked it draws random cases -- shapes
 from 0-d to 4-d with size-1 and empty dims, broadcasting pairs, masks all
 valid / all masked out / fully masked along a slice / random, data with NaN,
-inf and zeros (under the mask and, in some cases, valid) -- and records what
+inf and zeros (under the mask and, in some cases, valid; every seventh case
+mostly special values, float32 and float64 in turn), dim lists with
+negative entries, torch's special-cased exponents -- and records what
 torch.masked computes: output values and mask and, for differentiable ops,
 the gradient of a weighted masked sum of the output, sum(y * W), with respect
 to each float input (values and masks).
@@ -44,11 +46,15 @@ Output, under --out (default tests/conformance):
               "ok <op>#<i>" or "FAIL <op>#<i>: ..." per case
   manifest.txt one line per case: id, expression, inputs, tolerance, notes
   ops.txt     one line per op: cases, gradient cases, reference, cross-check
+  fused.masq  every elementwise chain of tests/lang/*.masq, fused against its
+              op-by-op form, bitwise (no torch involved)
 check.masq (the comparison helpers), xfail.txt (known failures: "OP reason"
 or "OP#N reason") and README.md are hand-written and not touched here.
 tools/conformance/run.sh runs the scripts; see tests/conformance/README.md.
 """
 import argparse
+import ast
+import glob
 import math
 import os
 import sys
@@ -182,6 +188,15 @@ def draw_mask(rng, shape, kind):
 
 
 SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0]
+# where derivatives and special-cased exponents change: the special values,
+# +-1 (poles and domain edges of log1p, atanh, acos ...), +-0.5, 2, ties
+EDGES = SPECIALS + [1.0, -1.0, 0.5, -0.5, 2.0, 1e30, -1e30, 1e-30]
+
+
+def dense_specials(k):
+    """every seventh case is mostly special values: each op at its special
+    points, float32 and float64 in turn (case_dtype)"""
+    return k % 7 == 6
 
 
 def draw_data(rng, shape, dtype, domain, mask=None, specials=False, intrange=(-6, 7)):
@@ -199,7 +214,10 @@ def draw_data(rng, shape, dtype, domain, mask=None, specials=False, intrange=(-6
             mf = mask.numpy().reshape(-1)
             bad = (~mf) & (rng.random(n) < 0.4)
             a[bad] = rng.choice([math.nan, math.inf, -math.inf], int(bad.sum()))
-        if specials:
+        if specials == "dense":
+            hit = rng.random(n) < 0.6
+            a[hit] = rng.choice(EDGES, int(hit.sum()))
+        elif specials:
             for _ in range(int(rng.integers(1, 3))):
                 a[int(rng.integers(n))] = SPECIALS[int(rng.integers(len(SPECIALS)))]
     t = torch.from_numpy(a.reshape(shape).copy()).to(dtype)
@@ -213,7 +231,7 @@ def case_dtype(k, allowed):
         return torch.bool
     if "int" in allowed and k % 6 == 5:
         return torch.int64
-    if "f64" in allowed and k % 8 == 7:
+    if "f64" in allowed and (k % 8 == 7 or (dense_specials(k) and k // 7 % 2)):
         return torch.float64
     if "only" in allowed:
         return torch.int64 if "int" in allowed and (k % 2 or "bool" not in allowed) else torch.bool
@@ -225,13 +243,13 @@ def draw_masked(rng, k, shape, dtype, domain="real", kind=None, specials=None, *
         kind = MASK_KINDS[(k // 3 + k) % len(MASK_KINDS)]
     m = draw_mask(rng, shape, kind)
     if specials is None:
-        specials = k % 3 == 0
+        specials = "dense" if dense_specials(k) else k % 3 == 0
     return V(draw_data(rng, shape, dtype, domain, m, specials, **kw), m)
 
 
 def draw_plain(rng, k, shape, dtype, domain="real", specials=None, **kw):
     if specials is None:
-        specials = k % 3 == 0
+        specials = "dense" if dense_specials(k) else k % 3 == 0
     return V(draw_data(rng, shape, dtype, domain, None, specials, **kw))
 
 
@@ -251,7 +269,7 @@ def scalar(rng, dtype):
         return bool(rng.random() < 0.5)
     if dtype == torch.int64 or rng.random() < 0.25:
         return int(rng.integers(-3, 4))
-    return float(rng.choice([0.5, -1.5, 2.0, 2.5, -0.25, 3.0, 0.0, -2.0]))
+    return float(rng.choice([0.5, -1.5, 2.0, 2.5, -0.25, 3.0, 0.0, -2.0, -0.5, -1.0, 1.0]))
 
 
 # ------------------------------------------------------------------ cases
@@ -368,7 +386,9 @@ def unary_params(name, rng, dtype):
     if name == "pow":
         if isint:
             return [int(rng.integers(0, 4))], {}
-        return [float(rng.choice([2.0, 3.0, 0.5, -1.0, 2.5, 0.0, 1.0, -2.0, 1.5])) if rng.random() < 0.8
+        # torch runs 0.5, -0.5, 2, 3, -1, -2 through other kernels than pow
+        return [float(rng.choice([2.0, 3.0, 0.5, -0.5, 0.5, -0.5, -1.0, 2.5, 0.0, 1.0, -2.0, 1.5]))
+                if rng.random() < 0.8
                 else int(rng.integers(-2, 4))], {}
     return [], {}
 
@@ -444,6 +464,8 @@ BINARY = {
     "maximum": (("int", "f64", "bool"), True, True), "minimum": (("int", "f64", "bool"), True, True),
     "fmax": (("int", "f64"), True, True), "fmin": (("int", "f64"), True, True),
     "nextafter": (("f64",), False, True),
+    "xlogy": (("int", "f64"), True, False), "hypot": (("f64",), True, False),
+    "copysign": (("int", "f64"), True, False), "float_power": (("int", "f64"), True, False),
     "eq": (("int", "f64", "bool"), False, True), "ne": (("int", "f64", "bool"), False, True),
     "not_equal": (("int", "f64", "bool"), False, True),
     "le": (("int", "f64", "bool"), False, True), "ge": (("int", "f64", "bool"), False, True),
@@ -571,7 +593,8 @@ def draw_dims(rng, nd, kinds):
     ds = sorted(rng.choice(nd, n, replace=False).tolist())
     if rng.random() < 0.3:
         ds = ds[::-1]
-    return [int(d) for d in ds]
+    # a list holds dims, not sizes: any entry may count from the end
+    return [int(d) - nd if rng.random() < 0.5 else int(d) for d in ds]
 
 
 def canon(dim, nd):
@@ -741,11 +764,18 @@ def mk_reduce(name):
             args += ", " + lit(param)
         if name in ("var", "std"):
             param = int(rng.integers(2))
-            if rng.random() < 0.7:
+            form = rng.random()
+            if form < 0.5:
                 args += f", correction={param}"
-            else:
-                if param:
-                    args += ", correction=1"
+            elif form < 0.8:
+                args += f", unbiased={lit(bool(param))}"  # torch's spelling
+            elif param:
+                args += ", correction=1"
+        # dtype= where torch.masked takes it: the input converted first
+        to64 = (dtype == torch.float32 and name in ("amax", "amin", "argmax", "argmin", "norm", "var", "std",
+                                                    "logsumexp") and rng.random() < 0.2)
+        if to64:
+            args += ', dtype="float64"'
         if dim is not None:
             args += f", dim={lit(dim)}"
         if keepdim:
@@ -754,7 +784,7 @@ def mk_reduce(name):
 
         def ref(v):
             d, m = v[0].d, v[0].m
-            r = red_ref(name, d, m, dim, keepdim, param)
+            r = red_ref(name, d.double() if to64 else d, m, dim, keepdim, param)
             om = any_over(m, dims, keepdim) if nd else m.clone()
             if nd == 0 and keepdim:
                 om = om.reshape(r.shape)
@@ -773,7 +803,8 @@ def mk_reduce(name):
                 return fn(t[0])
             return fn(t[0], dim, keepdim)
         notes = [] if deliberate is None else ["masq rule: " + deliberate]
-        return Case([x], f"{name}({{0}}{args})", ref, proxy=proxy, mt=mt, exact=exact,
+        # MaskedTensor's reductions take no dtype: no cross-check then
+        return Case([x], f"{name}({{0}}{args})", ref, proxy=proxy, mt=None if to64 else mt, exact=exact,
                     grad=diffable, notes=notes)
     return make
 
@@ -1420,6 +1451,16 @@ def evaluate(case):
             g64 = gradients(case, [to64(i) for i in ins], diff)
         else:
             g64 = None
+        if grads is not None and g64 is not None:
+            # masq's backward runs in float64: where torch's float32 backward
+            # overflows or underflows into inf or NaN (atan2's 1 / (x*x + y*y)
+            # at x = 1e-30) and the float64 one does not, the float64 value
+            # is the derivative (a finite difference agrees)
+            for j, g in enumerate(grads):
+                fix = g.vmask() & g.care & ~torch.isfinite(g.d) & torch.isfinite(g64[j].d.float())
+                if bool(fix.any()):
+                    g.d[fix] = g64[j].d.float()[fix]
+                    case.notes.append("masq rule: gradient in float64 where torch's float32 one overflows")
         if grads is not None:
             for j, g in enumerate(grads):
                 y64 = g64[j].d if g64 is not None else None
@@ -1690,6 +1731,141 @@ def generate(opx, seed, ncases, outdir, xfail):
     return man, stats
 
 
+# ------------------------------------------------ fused against op by op
+
+# calls a chain may hold: the unary math builtins without parameters
+CHAIN_CALLS = {n for n in UNARY if n not in ("clamp", "clip", "pow", "bitwise_not", "isnan", "signbit",
+                                             "nan_to_num", "round")}
+CHAIN_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+CHAIN_LENGTHS = [1, 7, 4101]   # a tail alone, a short tail, blocks and a tail
+
+
+def chain_of(node, names):
+    """the expression as ("leaf", name) / ("num", text) / (op, kids...) over
+    renamed variables, or None when it is not an elementwise chain"""
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            if len(names) == 3 or node.id in CHAIN_CALLS:
+                return None
+            names[node.id] = "abc"[len(names)]
+        return ("leaf", names[node.id])
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return ("num", repr(node.value))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        k = chain_of(node.operand, names)
+        return k and ("neg", k)
+    if isinstance(node, ast.BinOp) and type(node.op) in CHAIN_OPS:
+        l, r = chain_of(node.left, names), chain_of(node.right, names)
+        return l and r and (CHAIN_OPS[type(node.op)], l, r)
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CHAIN_CALLS
+            and len(node.args) == 1 and not node.keywords):
+        k = chain_of(node.args[0], names)
+        return k and (node.func.id, k)
+    return None
+
+
+def chain_ops(c):
+    return 0 if c[0] in ("leaf", "num") else 1 + sum(chain_ops(k) for k in c[1:])
+
+
+def chain_text(c, sfx=""):
+    """the chain as one masq expression, fully parenthesized (its leaves
+    named with the suffix sfx)"""
+    if c[0] == "leaf":
+        return c[1] + sfx
+    if c[0] == "num":
+        return c[1] if not c[1].startswith("-") else "(" + c[1] + ")"
+    if c[0] == "neg":
+        return "(-" + chain_text(c[1], sfx) + ")"
+    if c[0] in CHAIN_OPS.values():
+        return "(" + chain_text(c[1], sfx) + " " + c[0] + " " + chain_text(c[2], sfx) + ")"
+    return c[0] + "(" + chain_text(c[1], sfx) + ")"
+
+
+def chain_steps(c, out):
+    """the chain as one statement per op (nothing left to fuse); its value"""
+    if c[0] in ("leaf", "num"):
+        return chain_text(c)
+    kids = [chain_steps(k, out) for k in c[1:]]
+    t = "t%d" % len(out)
+    if c[0] == "neg":
+        out.append(f"{t} = -{kids[0]}")
+    elif c[0] in CHAIN_OPS.values():
+        out.append(f"{t} = {kids[0]} {c[0]} {kids[1]}")
+    else:
+        out.append(f"{t} = {c[0]}({kids[0]})")
+    return t
+
+
+def golden_chains():
+    """every elementwise chain of two or more ops in the golden tests"""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "lang", "*.masq"))):
+        for line in open(path):
+            line = line.split("#")[0].strip().rstrip("{").strip()
+            try:
+                tree = ast.parse(line)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                names = {}
+                c = chain_of(node, names)
+                if c and names and chain_ops(c) >= 2:
+                    found.setdefault(chain_text(c), c)
+    return [found[k] for k in sorted(found)]
+
+
+def write_fused(outdir, seed):
+    """fused.masq: each chain of the golden tests on float32 and float64,
+    plain and masked, at lengths that leave tails, must give bitwise the
+    result of its op-by-op form, and the same bits for each value when the
+    inputs start one element later"""
+    lines = []
+    n = 0
+    for c in golden_chains():
+        for dt in ("float32", "float64"):
+            for masked in (False, True):
+                length = CHAIN_LENGTHS[n % len(CHAIN_LENGTHS)]
+                lines.append(f"# fused#{n}: {chain_text(c)}, {dt}{' masked' if masked else ''}[{length + 8}]")
+                lines.append(f"seed({seed * 1000 + n})")
+                lines.append(f"m = {'MASK[0:%d]' % (length + 8) if masked else 'none'}")
+                for leaf in "abc"[:len(set(chain_leaves(c)))]:
+                    lines.append(f'{leaf} = leaf({length}, "{dt}", m)')
+                    lines.append(f'{leaf}1 = {leaf}[1:]')
+                steps = []
+                last = chain_steps(c, steps)
+                lines += steps
+                lines.append(f"y = {chain_text(c)}")
+                # one place further on, each value moves between a vector
+                # body and a scalar tail; its result must not change
+                lines.append(f"z = {chain_text(c, '1')}")
+                lines.append(f'report("fused#{n}", same_bits(y, {last}) + same_bits(z, y[1:]), y)')
+                n += 1
+    head = [f"# fused: {n} cases drawn by tools/conformance/gen.py --seed {seed}; do not edit by hand.",
+            "# reference: the op-by-op form of each chain of tests/lang/*.masq, bitwise (runtime/fuse.h)",
+            f"# cases: {n}", 'import "check.masq"',
+            "SPECIALS = [nan, inf, -inf, 0.0, -0.0, 1.0, -1.0, 0.5]",
+            "# specials first, then random values; every masked leaf shares one mask",
+            "fn leaf(n, dt, m) {",
+            "  x = cat([tensor(SPECIALS, dtype=dt), (rand(n, dtype=dt) - 0.3) * 6])",
+            "  if m == none { return x }",
+            "  return masked(x, m)",
+            "}",
+            "MASK = rand(4200) < 0.7"]
+    lines.append(f'done("fused", {n})')
+    with open(os.path.join(outdir, "fused.masq"), "w") as f:
+        f.write("\n".join(head + lines) + "\n")
+    return n
+
+
+def chain_leaves(c):
+    if c[0] == "leaf":
+        return [c[1]]
+    if c[0] == "num":
+        return []
+    return [x for k in c[1:] for x in chain_leaves(k)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=1)
@@ -1725,8 +1901,10 @@ def main():
         names = {o.name for o in OPS}
         for f in os.listdir(a.out):
             stem, ext = os.path.splitext(f)
-            if ext in (".masq", ".npz") and stem not in names and f != "check.masq":
+            if ext in (".masq", ".npz") and stem not in names and f not in ("check.masq", "fused.masq"):
                 os.remove(os.path.join(a.out, f))
+        nf = write_fused(a.out, a.seed)
+        print(f"{'fused':22s} {nf:3d} cases (chains of the golden tests, against their op-by-op form)")
         hdr = ("# Generated by tools/conformance/gen.py --seed %d --cases %d with torch %s; do not edit.\n"
                % (a.seed, a.cases, torch.__version__))
         with open(os.path.join(a.out, "manifest.txt"), "w") as f:
