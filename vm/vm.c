@@ -238,15 +238,20 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
 }
 
 /* A nested list whose leaves are all numbers (or bools). */
-static bool numeric_nest(mq_value v) {
+/* [depth] lists deep. A list nested deeper than a tensor has dims cannot
+ * be one and stays a list, like one holding strings (so this looks no
+ * deeper, and a list holding itself ends here too). */
+static bool numeric_nest_at(mq_value v, int depth) {
   if (is_scalar(v)) return true;
-  if (!mq_is_obj(v, MQ_O_LIST)) return false;
+  if (!mq_is_obj(v, MQ_O_LIST) || depth >= MQ_MAX_DIMS) return false;
   mq_list *l = mq_as_list(v);
   if (l->len == 0) return false;
   for (int i = 0; i < l->len; i++)
-    if (!numeric_nest(l->items[i])) return false;
+    if (!numeric_nest_at(l->items[i], depth + 1)) return false;
   return true;
 }
+
+static bool numeric_nest(mq_value v) { return numeric_nest_at(v, 0); }
 
 static void echo_value(mq_state *S, mq_value v) {
   if (v.type == MQ_NONE) return;
@@ -619,6 +624,8 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         nkw = kwnames->len;
       call_value:
         SAVE();
+        /* recursion without a loop never reaches a LOOP: poll here too */
+        mq_poll(S);
         {
           mq_value callee = sp[-argc - 1];
           if (mq_is_obj(callee, MQ_O_BUILTIN)) {
