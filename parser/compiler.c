@@ -219,7 +219,7 @@ static void literal_fill(const mq_node *n, mq_tensor *t, int64_t *at) {
 /* [want] overrides the literal's own dtype (-1: int64, float32 or bool by
  * its leaves), so that tensor([0.1], dtype="float64") holds the double 0.1
  * rather than the float32 0.1 widened. */
-static void compile_literal_tensor(compiler *C, const mq_node *n, int want) {
+static MQ_NOINLINE void compile_literal_tensor(compiler *C, const mq_node *n, int want) {
   literal_info li = {0};
   literal_shape(C, n, 0, &li);
   mq_dtype dt = want >= 0       ? (mq_dtype)want
@@ -408,7 +408,7 @@ static void list(compiler *C, const mq_node *n, bool outermost) {
 }
 
 /* x[items], x already pushed. */
-static void index_rest(compiler *C, const mq_node *n) {
+static MQ_NOINLINE void index_rest(compiler *C, const mq_node *n) {
   int nitems = n->nkids - 1;
   if (nitems > 255) mq_error_at(C->S, n->span, "too many indices");
   uint8_t kinds[256];
@@ -601,7 +601,7 @@ static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n) {
 
 /* Compiles [n] as FUSED followed by its op-by-op code, which FUSED jumps
  * over when it succeeds; false (nothing emitted) if [n] is not worth it. */
-static bool fused(compiler *C, const mq_node *n) {
+static MQ_NOINLINE bool fused(compiler *C, const mq_node *n) {
   if (C->no_fuse) return false;
   fuse_prog P;
   memset(&P, 0, sizeof P);
@@ -1062,12 +1062,13 @@ static void compile_protected(mq_state *S, void *ud) {
 }
 
 mq_function *mq_compile(mq_state *S, const mq_node *program, const mq_source *src, bool echo) {
-  compiler C;
-  memset(&C, 0, sizeof C);
-  C.S = S;
-  C.echo = echo;
-  C.f = mq_function_new(S, "<script>", src);
-  compile_job job = {&C, program};
+  /* off the C stack, as function() does: imports compile inside runs */
+  compiler *C = mq_scratch(S, sizeof *C);
+  memset(C, 0, sizeof *C);
+  C->S = S;
+  C->echo = echo;
+  C->f = mq_function_new(S, "<script>", src);
+  compile_job job = {C, program};
   masq_status st = mq_protect(S, compile_protected, &job);
   if (st != MASQ_OK) {
     /* Re-raise with the span the compiler recorded; a static error is
@@ -1076,8 +1077,8 @@ mq_function *mq_compile(mq_state *S, const mq_node *program, const mq_source *sr
     mq_throw(S, st == MASQ_ERR_RUNTIME ? MASQ_ERR_SYNTAX : st, "%s", S->err_message.data);
   }
   mq_span end = {0, 0, 0};
-  emit_op(&C, MQ_OP_NONE, +1, end);
-  emit_op(&C, MQ_OP_RETURN, -1, end);
-  C.f->nslots = C.max_depth + 1;
-  return C.f;
+  emit_op(C, MQ_OP_NONE, +1, end);
+  emit_op(C, MQ_OP_RETURN, -1, end);
+  C->f->nslots = C->max_depth + 1;
+  return C->f;
 }

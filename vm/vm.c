@@ -362,7 +362,18 @@ static int64_t sequence_length(mq_state *S, mq_value v) {
     mq_pool_drain(S, mark);                                                    \
   } while (0)
 
+/* Every run of the VM starts with a frame of top-level code, the only kind
+ * without a closure. */
+static int nested_runs(const mq_state *S) {
+  int n = 0;
+  for (int i = 0; i < S->nframes; i++) n += S->frames[i].cl == NULL;
+  return n;
+}
+
 mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
+  if (nested_runs(S) >= MQ_MAX_NESTED_RUNS)
+    mq_error(S, "stack overflow: more than %d nested imports or host calls into masq",
+             MQ_MAX_NESTED_RUNS);
   int entry = S->nframes, base = S->stack_len;
   ensure_stack(S, base + f->nslots + 1);
   push_frame(S, NULL, f, base);
