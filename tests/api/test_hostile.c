@@ -219,6 +219,11 @@ static void test_interrupt_everywhere(void) {
       /* parsing and compiling a huge script */
       big_sum,
       big_script,
+      /* printing a tensor in full, plain and masked */
+      "set_printoptions(threshold=100000000)\nx = str(ones(3000000))",
+      "set_printoptions(threshold=100000000)\nx = str(masked(ones(3000000), true))",
+      /* a long list made a tensor */
+      "a = range(3000000)\nx = tensor(a)",
   };
   for (size_t i = 0; i < sizeof scripts / sizeof *scripts; i++) {
     b.left = 2;
