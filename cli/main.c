@@ -209,9 +209,13 @@ static int disassemble(masq_state *M, const char *path) {
    * source: blank the line out, keeping line numbers. */
   if (src[0] == '#' && src[1] == '!')
     for (char *p = src; *p && *p != '\n'; p++) *p = ' ';
+  /* Compiling a big script takes a while: Ctrl-C must stop it. */
+  sig_begin_eval();
   st = masq_disassemble(M, src, len, strcmp(path, "-") == 0 ? "<stdin>" : path);
+  sig_end_eval();
   if (st != MASQ_OK) run_report(M);
   free(src);
+  if (st == MASQ_ERR_INTERRUPTED) sig_die_interrupted();
   return run_exit_code(st);
 }
 

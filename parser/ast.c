@@ -139,18 +139,23 @@ static void put_double(mq_state *S, mq_buf *b, double v) {
   if (isfinite(v) && !strpbrk(tmp, ".e")) mq_buf_puts(S, b, ".0");
 }
 
+/* Trees deeper than this print `...` there: the dump recurses. */
+#define DUMP_MAX_DEPTH 100
+
 /* One node per line, two spaces of indent per level:
  *
  *   (CALL
  *     (NAME f)
  *     (INT 1))
  *
- * A NULL child prints as `_`. A node without children stays on one line,
+ * A NULL child prints as `_`, a subtree below DUMP_MAX_DEPTH as `...`. A node without children stays on one line,
  * and the top call (depth 0) ends with a newline. */
 void mq_node_dump(mq_state *S, mq_buf *b, const mq_node *n, int depth) {
   for (int i = 0; i < depth; i++) mq_buf_puts(S, b, "  ");
   if (!n) {
     mq_buf_putc(S, b, '_');
+  } else if (depth > DUMP_MAX_DEPTH) {
+    mq_buf_puts(S, b, "...");
   } else {
     mq_buf_printf(S, b, "(%s", mq_node_kind_name((mq_node_kind)n->kind));
     switch (n->kind) {

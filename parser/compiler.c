@@ -49,7 +49,22 @@ typedef struct compiler {
   const char *gdecls[MAX_GLOBAL_DECLS]; /* names the function declares `global` */
   int ngdecls;
   bool no_fuse; /* compiling the op-by-op code of a fused expression */
+  int nesting;  /* expressions and statements open on the C stack (nest_enter) */
 } compiler;
+
+/* How deep expressions and statements may nest inside each other (each
+ * level is a few C frames; with this many the compiler fits in a 256 KiB
+ * thread stack). Chains such as a + b + c, x.f.g, f(x)(y) or - - x do not
+ * count: expr() follows them with a loop. */
+#define MAX_NESTING 200
+
+/* Counts one more open level below [sp]'s construct, and polls for an
+ * interrupt (compiling a huge script takes time too). */
+static void nest_enter(compiler *C, mq_span sp) {
+  if (++C->nesting > MAX_NESTING)
+    mq_error_at(C->S, sp, "expression nested too deeply (more than %d levels)", MAX_NESTING);
+  mq_poll(C->S);
+}
 
 /* --- emitting ------------------------------------------------------------ */
 
@@ -97,6 +112,16 @@ static void emit_loop(compiler *C, int start, mq_span sp) {
   emit_u16(C, (unsigned)dist, sp);
 }
 
+/* A scratch array of [*cap] elements of [esize] bytes, full, copied into
+ * one twice as big (at least 8); the old one stays with the pool. */
+static void *grow_scratch(compiler *C, const void *arr, int *cap, size_t esize) {
+  int nc = *cap ? *cap * 2 : 8;
+  void *grown = mq_scratch(C->S, esize * (size_t)nc);
+  if (*cap) memcpy(grown, arr, esize * (size_t)*cap);
+  *cap = nc;
+  return grown;
+}
+
 /* --- literal tensors ------------------------------------------------------- */
 
 /* A literal number, or - applied to one. */
@@ -109,15 +134,19 @@ static bool literal_number(const mq_node *n) {
          (n->kids[0]->kind == MQ_N_INT || n->kids[0]->kind == MQ_N_FLOAT);
 }
 
-/* A non-empty nested list with only literal numbers at its leaves. */
-static bool literal_tensor(const mq_node *n) {
-  if (n->kind != MQ_N_LIST || n->nkids == 0) return false;
+/* A non-empty nested list with only literal numbers at its leaves, [depth]
+ * lists deep inside the outermost. One deeper than the compiler nests is
+ * left to the list path, which refuses it. */
+static bool literal_tensor_at(const mq_node *n, int depth) {
+  if (n->kind != MQ_N_LIST || n->nkids == 0 || depth >= MAX_NESTING) return false;
   for (int i = 0; i < n->nkids; i++) {
     const mq_node *k = n->kids[i];
-    if (!literal_number(k) && !(k && literal_tensor(k))) return false;
+    if (!literal_number(k) && !(k && literal_tensor_at(k, depth + 1))) return false;
   }
   return true;
 }
+
+static bool literal_tensor(const mq_node *n) { return literal_tensor_at(n, 0); }
 
 typedef struct literal_info {
   int ndim;
@@ -190,7 +219,7 @@ static void literal_fill(const mq_node *n, mq_tensor *t, int64_t *at) {
 /* [want] overrides the literal's own dtype (-1: int64, float32 or bool by
  * its leaves), so that tensor([0.1], dtype="float64") holds the double 0.1
  * rather than the float32 0.1 widened. */
-static void compile_literal_tensor(compiler *C, const mq_node *n, int want) {
+static MQ_NOINLINE void compile_literal_tensor(compiler *C, const mq_node *n, int want) {
   literal_info li = {0};
   literal_shape(C, n, 0, &li);
   mq_dtype dt = want >= 0       ? (mq_dtype)want
@@ -343,8 +372,8 @@ static int literal_dtype_request(const mq_node *n) {
   return -1;
 }
 
-static void call(compiler *C, const mq_node *n) {
-  expr(C, n->kids[0]);
+/* f(args), the callee f already pushed. */
+static void call_rest(compiler *C, const mq_node *n) {
   mq_list *kw = NULL;
   int want = literal_dtype_request(n), skip = 0;
   if (want >= 0) {
@@ -356,10 +385,8 @@ static void call(compiler *C, const mq_node *n) {
   emit_call(C, nargs, kw, n->span);
 }
 
-/* x.f(args) is f(x, args); x.f is f(x). */
-static void method(compiler *C, const mq_node *n) {
-  name_get(C, n->str, n->span);
-  expr(C, n->kids[0]);
+/* x.f(args) is f(x, args); x.f is f(x): f pushed, then x, then this. */
+static void method_rest(compiler *C, const mq_node *n) {
   mq_list *kw = NULL;
   int nargs = 1 + call_args(C, (const mq_node *const *)n->kids + 1, n->nkids - 1, &kw);
   emit_call(C, nargs, kw, n->span);
@@ -371,20 +398,22 @@ static void list(compiler *C, const mq_node *n, bool outermost) {
     return;
   }
   if (n->nkids > 65535) mq_error_at(C->S, n->span, "list literal too long");
+  nest_enter(C, n->span);
   for (int i = 0; i < n->nkids; i++) {
     const mq_node *k = n->kids[i];
     if (k->kind == MQ_N_LIST) list(C, k, false);
     else expr(C, k);
   }
+  C->nesting--;
   emit_op(C, MQ_OP_LIST, 1 - n->nkids, n->span);
   emit_u16(C, (unsigned)n->nkids, n->span);
   if (outermost) emit_op(C, MQ_OP_TENSORIZE, 0, n->span);
 }
 
-static void index_expr(compiler *C, const mq_node *n) {
+/* x[items], x already pushed. */
+static MQ_NOINLINE void index_rest(compiler *C, const mq_node *n) {
   int nitems = n->nkids - 1;
   if (nitems > 255) mq_error_at(C->S, n->span, "too many indices");
-  expr(C, n->kids[0]);
   uint8_t kinds[256];
   int pushed = 0;
   for (int i = 0; i < nitems; i++) {
@@ -420,7 +449,13 @@ typedef struct fuse_prog {
   uint8_t leaf[MQ_FUSE_MAX_LEAVES][3];
   uint8_t code[256];
   int len;
+  int visits; /* nodes looked at: a program has one instruction per node */
 } fuse_prog;
+
+/* The most nodes a fusable tree can have (one per instruction the runtime
+ * takes). The analysis stops there, so trying an expression costs at most
+ * this much however big it is, and compiling stays linear in the source. */
+#define FUSE_MAX_NODES (2 * MQ_FUSE_MAX_OPS + 1)
 
 static bool fuse_emit(fuse_prog *P, const uint8_t *b, int n) {
   if (P->len + n > (int)sizeof P->code) return false;
@@ -519,7 +554,8 @@ static bool fuse_reduction(compiler *C, fuse_prog *P, const mq_node *n, const mq
 /* Appends [n] to the program; false if it is not an elementwise tree of
  * variables and number literals. */
 static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n) {
-  if (!n || P->nops >= MQ_FUSE_MAX_OPS) return false;
+  if (!n || P->nops >= MQ_FUSE_MAX_OPS || ++P->visits > FUSE_MAX_NODES) return false;
+  mq_poll(C->S); /* the analysis is where compile time goes */
   switch ((mq_node_kind)n->kind) {
   case MQ_N_INT: return fuse_const(C, P, mq_int(n->ival));
   case MQ_N_FLOAT: return fuse_const(C, P, mq_float(n->fval));
@@ -568,7 +604,7 @@ static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n) {
 
 /* Compiles [n] as FUSED followed by its op-by-op code, which FUSED jumps
  * over when it succeeds; false (nothing emitted) if [n] is not worth it. */
-static bool fused(compiler *C, const mq_node *n) {
+static MQ_NOINLINE bool fused(compiler *C, const mq_node *n) {
   if (C->no_fuse) return false;
   fuse_prog P;
   memset(&P, 0, sizeof P);
@@ -596,11 +632,64 @@ static bool fused(compiler *C, const mq_node *n) {
   return true;
 }
 
-static void expr(compiler *C, const mq_node *n) {
-  if ((n->kind == MQ_N_BINARY || n->kind == MQ_N_UNARY || n->kind == MQ_N_CALL ||
-       n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) &&
-      fused(C, n))
+static bool fusable_kind(const mq_node *n) {
+  return n->kind == MQ_N_BINARY || n->kind == MQ_N_UNARY || n->kind == MQ_N_CALL ||
+         n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR;
+}
+
+/* The operand a node compiles first, when it is one of the forms that chain
+ * through it: a + b + c is (a + b) + c, x.f.g is g(f(x)), f(x)(y) calls
+ * f(x), x[0][1] indexes x[0], - - x negates -x. */
+static const mq_node *chain_head(const mq_node *n) {
+  switch ((mq_node_kind)n->kind) {
+  case MQ_N_UNARY:
+  case MQ_N_BINARY:
+  case MQ_N_AND:
+  case MQ_N_OR:
+  case MQ_N_CALL:
+  case MQ_N_INDEX:
+  case MQ_N_METHOD:
+  case MQ_N_ATTR: return n->kids[0];
+  default: return NULL;
+  }
+}
+
+/* What a chain node emits before its head: a method's function. */
+static void chain_open(compiler *C, const mq_node *n) {
+  if (n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) name_get(C, n->str, n->span);
+}
+
+/* What a chain node emits after its head. */
+static void chain_close(compiler *C, const mq_node *n) {
+  switch ((mq_node_kind)n->kind) {
+  case MQ_N_UNARY:
+    if (n->op == '-') emit_op(C, MQ_OP_NEG, 0, n->span);
+    else if (n->op == '~') emit_op(C, MQ_OP_BITNOT, 0, n->span);
+    else if (n->op == '!') emit_op(C, MQ_OP_NOT, 0, n->span);
+    return; /* unary + is the value itself */
+  case MQ_N_BINARY:
+    expr(C, n->kids[1]);
+    emit_op(C, MQ_OP_BINARY, -1, n->span);
+    emit(C, n->op, n->span);
     return;
+  case MQ_N_AND:
+  case MQ_N_OR: {
+    int j = emit_jump(C, n->kind == MQ_N_AND ? MQ_OP_JUMP_IF_FALSE_KEEP : MQ_OP_JUMP_IF_TRUE_KEEP,
+                      -1, n->span);
+    expr(C, n->kids[1]);
+    patch_jump(C, j, n->span);
+    return;
+  }
+  case MQ_N_CALL: call_rest(C, n); return;
+  case MQ_N_METHOD:
+  case MQ_N_ATTR: method_rest(C, n); return;
+  case MQ_N_INDEX: index_rest(C, n); return;
+  default: return;
+  }
+}
+
+/* An expression that is not a chain node. */
+static void expr_leaf(compiler *C, const mq_node *n) {
   switch ((mq_node_kind)n->kind) {
   case MQ_N_INT: emit_const(C, mq_int(n->ival), n->span); return;
   case MQ_N_FLOAT: emit_const(C, mq_float(n->fval), n->span); return;
@@ -612,31 +701,6 @@ static void expr(compiler *C, const mq_node *n) {
     return;
   case MQ_N_NAME: name_get(C, n->str, n->span); return;
   case MQ_N_LIST: list(C, n, true); return;
-  case MQ_N_UNARY:
-    expr(C, n->kids[0]);
-    if (n->op == '-') emit_op(C, MQ_OP_NEG, 0, n->span);
-    else if (n->op == '~') emit_op(C, MQ_OP_BITNOT, 0, n->span);
-    else if (n->op == '!') emit_op(C, MQ_OP_NOT, 0, n->span);
-    return; /* unary + is the value itself */
-  case MQ_N_BINARY:
-    expr(C, n->kids[0]);
-    expr(C, n->kids[1]);
-    emit_op(C, MQ_OP_BINARY, -1, n->span);
-    emit(C, n->op, n->span);
-    return;
-  case MQ_N_AND:
-  case MQ_N_OR: {
-    expr(C, n->kids[0]);
-    int j = emit_jump(C, n->kind == MQ_N_AND ? MQ_OP_JUMP_IF_FALSE_KEEP : MQ_OP_JUMP_IF_TRUE_KEEP,
-                      -1, n->span);
-    expr(C, n->kids[1]);
-    patch_jump(C, j, n->span);
-    return;
-  }
-  case MQ_N_CALL: call(C, n); return;
-  case MQ_N_METHOD:
-  case MQ_N_ATTR: method(C, n); return;
-  case MQ_N_INDEX: index_expr(C, n); return;
   case MQ_N_KWARG:
     mq_error_at(C->S, n->span, "a keyword argument is only allowed in a call");
   case MQ_N_SLICE:
@@ -646,6 +710,30 @@ static void expr(compiler *C, const mq_node *n) {
   default:
     mq_error_at(C->S, n->span, "%s is not an expression", mq_node_kind_name(n->kind));
   }
+}
+
+/* A chain as long as the source (a sum of 100 000 terms) is followed down
+ * its heads with a loop, remembering the nodes passed, and closed on the
+ * way back up; only the other operands recurse, which nest_enter bounds. */
+static void expr(compiler *C, const mq_node *n) {
+  nest_enter(C, n->span);
+  const mq_node *local[8], **passed = local;
+  int npassed = 0, cap = 8;
+  const mq_node *m = n;
+  bool done = false;
+  while (chain_head(m)) {
+    if (fusable_kind(m) && fused(C, m)) {
+      done = true;
+      break;
+    }
+    if (npassed == cap) passed = grow_scratch(C, passed, &cap, sizeof *passed);
+    passed[npassed++] = m;
+    chain_open(C, m);
+    m = chain_head(m);
+  }
+  if (!done) expr_leaf(C, m);
+  while (npassed > 0) chain_close(C, passed[--npassed]);
+  C->nesting--;
 }
 
 /* --- statements ------------------------------------------------------------ */
@@ -687,19 +775,30 @@ static void assign(compiler *C, const mq_node *n) {
   }
 }
 
+/* if ... elif ... elif ... else: a chain of any length, walked with a loop;
+ * every branch but the last jumps to the end. */
 static void if_stmt(compiler *C, const mq_node *n) {
-  expr(C, n->kids[0]);
-  int to_else = emit_jump(C, MQ_OP_JUMP_IF_FALSE, -1, n->kids[0]->span);
-  block(C, n->kids[1], false);
-  if (n->nkids > 2 && n->kids[2]) {
-    int to_end = emit_jump(C, MQ_OP_JUMP, 0, n->span);
+  const mq_span sp = n->span;
+  int local[8], *to_end = local, nend = 0, cap = 8;
+  for (;;) {
+    expr(C, n->kids[0]);
+    int to_else = emit_jump(C, MQ_OP_JUMP_IF_FALSE, -1, n->kids[0]->span);
+    block(C, n->kids[1], false);
+    const mq_node *rest = n->nkids > 2 ? n->kids[2] : NULL;
+    if (!rest) {
+      patch_jump(C, to_else, n->span);
+      break;
+    }
+    if (nend == cap) to_end = grow_scratch(C, to_end, &cap, sizeof *to_end);
+    to_end[nend++] = emit_jump(C, MQ_OP_JUMP, 0, n->span);
     patch_jump(C, to_else, n->span);
-    if (n->kids[2]->kind == MQ_N_IF) if_stmt(C, n->kids[2]);
-    else block(C, n->kids[2], false);
-    patch_jump(C, to_end, n->span);
-  } else {
-    patch_jump(C, to_else, n->span);
+    if (rest->kind != MQ_N_IF) {
+      block(C, rest, false);
+      break;
+    }
+    n = rest;
   }
+  for (int i = 0; i < nend; i++) patch_jump(C, to_end[i], sp);
 }
 
 static void begin_loop(compiler *C, loop *l, int hidden) {
@@ -718,13 +817,7 @@ static void end_loop(compiler *C, loop *l, mq_span sp) {
 
 static void add_break(compiler *C, int at) {
   loop *l = C->loops;
-  if (l->nbreaks == l->breaks_cap) {
-    int cap = l->breaks_cap ? l->breaks_cap * 2 : 8;
-    int *nb = mq_scratch(C->S, (size_t)cap * sizeof *nb);
-    if (l->nbreaks) memcpy(nb, l->breaks, (size_t)l->nbreaks * sizeof *nb);
-    l->breaks = nb;
-    l->breaks_cap = cap;
-  }
+  if (l->nbreaks == l->breaks_cap) l->breaks = grow_scratch(C, l->breaks, &l->breaks_cap, sizeof *l->breaks);
   l->breaks[l->nbreaks++] = at;
 }
 
@@ -781,7 +874,15 @@ static void for_stmt(compiler *C, const mq_node *n) {
   for (int i = 0; i < hidden; i++) emit_op(C, MQ_OP_POP, -1, n->span);
 }
 
+static void stmt_at(compiler *C, const mq_node *n, bool top);
+
 static void stmt(compiler *C, const mq_node *n, bool top) {
+  nest_enter(C, n->span);
+  stmt_at(C, n, top);
+  C->nesting--;
+}
+
+static void stmt_at(compiler *C, const mq_node *n, bool top) {
   switch ((mq_node_kind)n->kind) {
   case MQ_N_EXPR_STMT:
     expr(C, n->kids[0]);
@@ -837,10 +938,15 @@ static void assigned(compiler *F, const char *name, mq_span sp) {
   if (!declared_global(F, name)) add_local(F, name, sp);
 }
 
+/* The prescans below stop looking this deep into nested statements; the
+ * compiler itself refuses to go so deep (MAX_NESTING; a level of statements
+ * is two levels of the tree, the statement and its block). */
+#define PRESCAN_DEPTH (2 * MAX_NESTING + 2)
+
 /* Every name a function body assigns (not looking into nested functions)
  * is a local of that function, unless the body declares it `global`. */
-static void prescan_locals(compiler *F, const mq_node *n) {
-  if (!n) return;
+static void prescan_locals(compiler *F, const mq_node *n, int depth) {
+  if (!n || depth > PRESCAN_DEPTH) return;
   switch ((mq_node_kind)n->kind) {
   case MQ_N_ASSIGN: {
     const mq_node *t = n->kids[0];
@@ -851,7 +957,7 @@ static void prescan_locals(compiler *F, const mq_node *n) {
   }
   case MQ_N_FOR:
     assigned(F, n->str, n->span);
-    prescan_locals(F, n->kids[1]);
+    prescan_locals(F, n->kids[1], depth + 1);
     return;
   case MQ_N_FN:
     if (n->str) assigned(F, n->str, n->span);
@@ -859,7 +965,7 @@ static void prescan_locals(compiler *F, const mq_node *n) {
   case MQ_N_BLOCK:
   case MQ_N_IF:
   case MQ_N_WHILE:
-    for (int i = 0; i < n->nkids; i++) prescan_locals(F, n->kids[i]);
+    for (int i = 0; i < n->nkids; i++) prescan_locals(F, n->kids[i], depth + 1);
     return;
   default: return;
   }
@@ -867,8 +973,8 @@ static void prescan_locals(compiler *F, const mq_node *n) {
 
 /* The names a function body declares `global` (anywhere in it, not looking
  * into nested functions), which [np] parameters may not be among. */
-static void prescan_globals(compiler *F, const mq_node *n, int np) {
-  if (!n) return;
+static void prescan_globals(compiler *F, const mq_node *n, int np, int depth) {
+  if (!n || depth > PRESCAN_DEPTH) return;
   switch ((mq_node_kind)n->kind) {
   case MQ_N_GLOBAL:
     for (int i = 0; i < n->nkids; i++) {
@@ -888,7 +994,7 @@ static void prescan_globals(compiler *F, const mq_node *n, int np) {
   case MQ_N_IF:
   case MQ_N_WHILE:
   case MQ_N_FOR:
-    for (int i = 0; i < n->nkids; i++) prescan_globals(F, n->kids[i], np);
+    for (int i = 0; i < n->nkids; i++) prescan_globals(F, n->kids[i], np, depth + 1);
     return;
   default: return;
   }
@@ -897,48 +1003,54 @@ static void prescan_globals(compiler *F, const mq_node *n, int np) {
 static void function(compiler *C, const mq_node *n) {
   mq_state *S = C->S;
   const mq_node *params = n->kids[0], *body = n->kids[1];
-  compiler F;
-  memset(&F, 0, sizeof F);
-  F.S = S;
-  F.enclosing = C;
-  F.is_fn = true;
-  F.self_name = n->str;
-  F.f = mq_function_new(S, n->str ? n->str : "<anonymous>", C->f->src);
+  /* Kilobytes of tables: off the C stack, which nested functions would
+   * otherwise use up. What the pool takes while the function compiles
+   * (this, scratch, and objects its constants now hold) goes at the end. */
+  size_t mark = mq_pool_mark(S);
+  compiler *F = mq_scratch(S, sizeof *F);
+  memset(F, 0, sizeof *F);
+  F->S = S;
+  F->nesting = C->nesting;
+  F->enclosing = C;
+  F->is_fn = true;
+  F->self_name = n->str;
+  F->f = mq_function_new(S, n->str ? n->str : "<anonymous>", C->f->src);
   int np = params ? params->nkids : 0, ndefaults = 0;
   for (int i = 0; i < np; i++) {
     const mq_node *p = params->kids[i];
-    add_local(&F, p->str, p->span);
+    add_local(F, p->str, p->span);
     if (p->nkids > 0 && p->kids[0]) {
       ndefaults++;
       expr(C, p->kids[0]); /* defaults are evaluated when the fn statement runs */
     }
   }
-  F.f->param_names = mq_calloc(S, (size_t)(np ? np : 1) * sizeof(char *));
-  for (int i = 0; i < np; i++) F.f->param_names[i] = mq_strdup(S, params->kids[i]->str);
-  F.f->nparams = np;
-  F.f->ndefaults = ndefaults;
+  F->f->param_names = mq_calloc(S, (size_t)(np ? np : 1) * sizeof(char *));
+  for (int i = 0; i < np; i++) F->f->param_names[i] = mq_strdup(S, params->kids[i]->str);
+  F->f->nparams = np;
+  F->f->ndefaults = ndefaults;
   if (body->kind == MQ_N_BLOCK) {
-    prescan_globals(&F, body, np);
-    prescan_locals(&F, body);
+    prescan_globals(F, body, np, 0);
+    prescan_locals(F, body, 0);
   }
-  F.depth = F.max_depth = F.nlocals;
+  F->depth = F->max_depth = F->nlocals;
   if (body->kind == MQ_N_BLOCK) {
-    block(&F, body, false);
-    emit_op(&F, MQ_OP_NONE, +1, n->span);
+    block(F, body, false);
+    emit_op(F, MQ_OP_NONE, +1, n->span);
   } else {
-    expr(&F, body);
+    expr(F, body);
   }
-  emit_op(&F, MQ_OP_RETURN, -1, n->span);
-  F.f->nlocals = F.nlocals;
-  F.f->nupvals = F.ncaptures;
-  F.f->nslots = F.max_depth + 1;
-  int k = mq_chunk_const(S, C->f, mq_objv(F.f));
+  emit_op(F, MQ_OP_RETURN, -1, n->span);
+  F->f->nlocals = F->nlocals;
+  F->f->nupvals = F->ncaptures;
+  F->f->nslots = F->max_depth + 1;
+  int k = mq_chunk_const(S, C->f, mq_objv(F->f));
   emit_op(C, MQ_OP_CLOSURE, 1 - ndefaults, n->span);
   emit_u16(C, (unsigned)k, n->span);
-  for (int i = 0; i < F.ncaptures; i++) {
-    emit(C, F.captures[i].kind, n->span);
-    emit(C, F.captures[i].index, n->span);
+  for (int i = 0; i < F->ncaptures; i++) {
+    emit(C, F->captures[i].kind, n->span);
+    emit(C, F->captures[i].index, n->span);
   }
+  mq_pool_drain(S, mark);
 }
 
 typedef struct compile_job {
@@ -953,12 +1065,13 @@ static void compile_protected(mq_state *S, void *ud) {
 }
 
 mq_function *mq_compile(mq_state *S, const mq_node *program, const mq_source *src, bool echo) {
-  compiler C;
-  memset(&C, 0, sizeof C);
-  C.S = S;
-  C.echo = echo;
-  C.f = mq_function_new(S, "<script>", src);
-  compile_job job = {&C, program};
+  /* off the C stack, as function() does: imports compile inside runs */
+  compiler *C = mq_scratch(S, sizeof *C);
+  memset(C, 0, sizeof *C);
+  C->S = S;
+  C->echo = echo;
+  C->f = mq_function_new(S, "<script>", src);
+  compile_job job = {C, program};
   masq_status st = mq_protect(S, compile_protected, &job);
   if (st != MASQ_OK) {
     /* Re-raise with the span the compiler recorded; a static error is
@@ -967,8 +1080,8 @@ mq_function *mq_compile(mq_state *S, const mq_node *program, const mq_source *sr
     mq_throw(S, st == MASQ_ERR_RUNTIME ? MASQ_ERR_SYNTAX : st, "%s", S->err_message.data);
   }
   mq_span end = {0, 0, 0};
-  emit_op(&C, MQ_OP_NONE, +1, end);
-  emit_op(&C, MQ_OP_RETURN, -1, end);
-  C.f->nslots = C.max_depth + 1;
-  return C.f;
+  emit_op(C, MQ_OP_NONE, +1, end);
+  emit_op(C, MQ_OP_RETURN, -1, end);
+  C->f->nslots = C->max_depth + 1;
+  return C->f;
 }

@@ -603,6 +603,8 @@ static void parse_all(mq_state *S, void *ud) {
     mq_loc loc;
     memset(&value, 0, sizeof value);
     int tok = mq_lex(&p->lx, &value, &loc);
+    /* a huge script takes a while to parse: the host may want to stop it */
+    mq_poll(S);
     int before = p->nsyntax;
     if (tok == TOK_MQ_YYerror) {
       add_error(p, span_of(p, &loc), p->lx.err, p->lx.err_at_eof);

@@ -23,6 +23,10 @@
 #include "kernels.h"
 
 
+/* A row of a tensor printed in full (set_printoptions(threshold=...)) may
+ * be millions of entries long: it polls for interrupts as kernels do. */
+#define POLL_MASK ((int64_t)MQ_POLL_ELEMS - 1)
+
 static const char dim_on[] = "\x1b[2m", dim_off[] = "\x1b[0m";
 
 /* Element [off] (in elements from the view's start) of [t]. */
@@ -133,6 +137,7 @@ static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tens
   }
   mq_buf_putc(S, b, '[');
   for (int64_t i = 0; i < n; i = next_index(i, n, edge)) {
+    if ((i & POLL_MASK) == POLL_MASK) mq_check_interrupt(S);
     if (i != 0) mq_buf_puts(S, b, ", ");
     if (i < 0) {
       rjust(S, b, "...", w);
@@ -297,6 +302,7 @@ static void plain_vector(mq_state *S, mq_buf *b, const mq_tensor *t, int64_t off
   char e[64];
   mq_buf_putc(S, b, '[');
   for (int64_t i = 0; i < n; i = next_index(i, n, edge), count++) {
+    if ((count & POLL_MASK) == POLL_MASK) mq_check_interrupt(S);
     if (count > 0) {
       if (count % per_line == 0) {
         mq_buf_puts(S, b, ",\n");

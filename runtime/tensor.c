@@ -235,6 +235,7 @@ static void scan_list(mq_state *S, mq_list *l, int depth, list_scan *sc) {
   }
   bool leaf = depth + 1 == sc->ndim;
   for (int i = 0; i < l->len; i++) {
+    if ((i & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S); /* a long list */
     bool scalar = item_is_scalar(S, l->items[i], sc);
     if (scalar != leaf)
       mq_error(S, "ragged nested list: expected %s at depth %d, got %s", leaf ? "a number" : "a list",

@@ -487,7 +487,9 @@ void mq_import(mq_state *S, const char *path, const mq_source *from) {
     S->imports->hdr.rc++; /* the state's own reference */
   }
   for (int i = 0; i < S->imports->len; i++)
-    if (strcmp(mq_as_string(S->imports->items[i])->chars, full) == 0) return;
+    if (mq_is_obj(S->imports->items[i], MQ_O_STRING) &&
+        strcmp(mq_as_string(S->imports->items[i])->chars, full) == 0)
+      return;
   mq_list_push(S, S->imports, mq_objv(mq_string_new(S, full, strlen(full))));
 
   file_job fj = {full, fopen(full, "rb"), NULL, 0, 0};
@@ -521,5 +523,8 @@ void mq_import(mq_state *S, const char *path, const mq_source *from) {
     mq_throw(S, st, "%s", S->err_message.data);
   }
   mq_buf_free(S, &ij.errs.first_message);
+  /* The state keeps the file's code, as it keeps its path: an error in it
+   * is located after the eval's pool has let go of it. */
+  mq_list_push(S, S->imports, mq_objv(ij.fn));
   mq_release(S, mq_vm_run(S, ij.fn, false));
 }

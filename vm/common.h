@@ -22,6 +22,9 @@
 /* For a per-element function called with a constant op in one loop per op:
  * inlined, its switch folds away (no dispatch inside the loop). */
 #define MQ_ALWAYS_INLINE inline __attribute__((always_inline))
+/* For a function with big locals called from a recursion: inlined, its
+ * frame would be part of every level's. */
+#define MQ_NOINLINE __attribute__((noinline))
 #else
 #define MQ_INTERNAL extern
 #define MQ_NORETURN _Noreturn
@@ -29,6 +32,7 @@
 #define MQ_LIKELY(x) (x)
 #define MQ_UNLIKELY(x) (x)
 #define MQ_ALWAYS_INLINE inline
+#define MQ_NOINLINE
 #endif
 
 /* A tensor has at most this many dimensions. Shapes and strides live inline in

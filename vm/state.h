@@ -214,6 +214,11 @@ MQ_INTERNAL void mq_check_interrupt(mq_state *S);
 /* The same poll without the throw: true if an interrupt is due (the next
  * mq_check_interrupt raises it). For loops that must stop cleanly first. */
 MQ_INTERNAL bool mq_interrupt_pending(mq_state *S);
+/* For work that goes by steps (calls, parsed tokens, compiled nodes): the
+ * flag every time, the host's hook every 1024 steps. */
+static inline void mq_poll(mq_state *S) {
+  if (S->interrupted || (++S->poll_counter & 1023) == 0) mq_check_interrupt(S);
+}
 
 /* --- text buffers ------------------------------------------------------- */
 

@@ -237,18 +237,21 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
   return mq_objv(mq_index(S, mq_as_tensor(obj), items, nitems));
 }
 
-/* A nested list whose leaves are all numbers (or bools), at most as deep as
- * a tensor may be: a deeper one (or one that contains itself) stays a list,
- * and the walk is bounded. */
-static bool numeric_nest(mq_value v, int depth) {
+/* A nested list whose leaves are all numbers (or bools), looked at from
+ * [depth] lists deep. A list nested deeper than a tensor has dims cannot
+ * be one and stays a list, like one holding strings (so this looks no
+ * deeper, and a list holding itself ends here too). */
+static bool numeric_nest_at(mq_value v, int depth) {
   if (is_scalar(v)) return true;
-  if (!mq_is_obj(v, MQ_O_LIST) || depth > MQ_MAX_DIMS) return false;
+  if (!mq_is_obj(v, MQ_O_LIST) || depth >= MQ_MAX_DIMS) return false;
   mq_list *l = mq_as_list(v);
   if (l->len == 0) return false;
   for (int i = 0; i < l->len; i++)
-    if (!numeric_nest(l->items[i], depth + 1)) return false;
+    if (!numeric_nest_at(l->items[i], depth + 1)) return false;
   return true;
 }
+
+static bool numeric_nest(mq_value v) { return numeric_nest_at(v, 0); }
 
 static void echo_value(mq_state *S, mq_value v) {
   if (v.type == MQ_NONE) return;
@@ -359,7 +362,18 @@ static int64_t sequence_length(mq_state *S, mq_value v) {
     mq_pool_drain(S, mark);                                                    \
   } while (0)
 
+/* Every run of the VM starts with a frame of top-level code, the only kind
+ * without a closure. */
+static int nested_runs(const mq_state *S) {
+  int n = 0;
+  for (int i = 0; i < S->nframes; i++) n += S->frames[i].cl == NULL;
+  return n;
+}
+
 mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
+  if (nested_runs(S) >= MQ_MAX_NESTED_RUNS)
+    mq_error(S, "stack overflow: more than %d nested imports or host calls into masq",
+             MQ_MAX_NESTED_RUNS);
   int entry = S->nframes, base = S->stack_len;
   ensure_stack(S, base + f->nslots + 1);
   push_frame(S, NULL, f, base);
@@ -517,7 +531,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         vmbreak;
       }
       vmcase(TENSORIZE) {
-        if (numeric_nest(TOP(), 1)) {
+        if (numeric_nest(TOP())) {
           SAVE();
           REPLACE_TOP(1, mq_objv(mq_tensor_from_value(S, TOP(), "list")));
         }
@@ -621,6 +635,8 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         nkw = kwnames->len;
       call_value:
         SAVE();
+        /* recursion without a loop never reaches a LOOP: poll here too */
+        mq_poll(S);
         {
           mq_value callee = sp[-argc - 1];
           if (mq_is_obj(callee, MQ_O_BUILTIN)) {

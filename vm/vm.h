@@ -17,6 +17,10 @@ typedef struct mq_vmframe {
  * the C stack, so this only bounds memory). */
 #define MQ_MAX_CALL_DEPTH 10000
 
+/* Runs of the VM inside one another (an import, or a host function that
+ * calls masq_call) take C stack: more than this raise "stack overflow". */
+#define MQ_MAX_NESTED_RUNS 16
+
 /* Runs top-level function [f]. In [echo] mode expression statements print
  * their value and bind it to `_`. Errors propagate (mq_throw) with the frame
  * stack left in place so the caller can locate them; the caller then calls
