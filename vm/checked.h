@@ -44,4 +44,10 @@ static inline size_t mq_ck_zmul(mq_state *S, size_t a, size_t b, const char *wha
   return r;
 }
 
+/* The most entries a list holds (its length is an int). */
+#define MQ_LIST_MAX INT32_MAX
+
+/* ceil(a / b) for a >= 0, b > 0, without the a + b - 1 that overflows. */
+static inline int64_t mq_ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
 #endif

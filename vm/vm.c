@@ -59,25 +59,38 @@ static double as_double(mq_value v) {
 
 static int64_t as_int(mq_value v) { return v.type == MQ_INT ? v.as.i : (int64_t)v.as.b; }
 
+static const char *const token_text[] = {
+#define X(n, s) s,
+    MQ_BINOP_TOKENS(X)
+#undef X
+};
+
 /* Python semantics on numbers: int op int stays int except `/`; bools act as
  * ints except that & | ^ of two bools is a bool. */
 static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
   bool both_bool = a.type == MQ_BOOL && b.type == MQ_BOOL;
   bool ints = a.type != MQ_FLOAT && b.type != MQ_FLOAT;
   if (ints) {
-    int64_t x = as_int(a), y = as_int(b);
+    int64_t x = as_int(a), y = as_int(b), r;
+    /* Plain ints do not wrap (int64 tensors do, as in torch): a result
+     * that does not fit is an error rather than a silently wrong number. */
+    bool fits = true;
     switch (op) {
-    case MQ_TOK_ADD: return mq_int(WADD(x, y));
-    case MQ_TOK_SUB: return mq_int(WSUB(x, y));
-    case MQ_TOK_MUL: return mq_int(WMUL(x, y));
+    case MQ_TOK_ADD: fits = !__builtin_add_overflow(x, y, &r); break;
+    case MQ_TOK_SUB: fits = !__builtin_sub_overflow(x, y, &r); break;
+    case MQ_TOK_MUL: fits = !__builtin_mul_overflow(x, y, &r); break;
     case MQ_TOK_DIV: return mq_float((double)x / (double)y);
     case MQ_TOK_FLOORDIV:
     case MQ_TOK_MOD:
       if (y == 0) mq_error(S, "integer division by zero");
-      return mq_int(op == MQ_TOK_MOD ? mq_imod_floor(x, y) : mq_idiv_floor(x, y));
+      if (op == MQ_TOK_MOD) return mq_int(mq_imod_floor(x, y));
+      fits = !(x == INT64_MIN && y == -1);
+      r = mq_idiv_floor(x, y);
+      break;
     case MQ_TOK_POW:
       if (y < 0) return mq_float(pow((double)x, (double)y));
-      return mq_int(mq_ipow(x, y));
+      fits = mq_ipow_ok(x, y, &r);
+      break;
     case MQ_TOK_LT: return mq_bool(x < y);
     case MQ_TOK_LE: return mq_bool(x <= y);
     case MQ_TOK_GT: return mq_bool(x > y);
@@ -87,8 +100,13 @@ static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
     case MQ_TOK_BAND: return both_bool ? mq_bool(x & y) : mq_int(x & y);
     case MQ_TOK_BOR: return both_bool ? mq_bool(x | y) : mq_int(x | y);
     case MQ_TOK_BXOR: return both_bool ? mq_bool(x ^ y) : mq_int(x ^ y);
-    default: break;
+    default: goto unsupported;
     }
+    if (!fits)
+      mq_error(S, "integer overflow in %lld %s %lld; use %lld.0 %s %lld for a float",
+               (long long)x, token_text[op], (long long)y, (long long)x, token_text[op],
+               (long long)y);
+    return mq_int(r);
   } else {
     double x = as_double(a), y = as_double(b);
     switch (op) {
@@ -112,6 +130,7 @@ static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
     default: break;
     }
   }
+unsupported:
   mq_error(S, "unsupported operand types for this operator: %s and %s", mq_type_name(a),
            mq_type_name(b));
 }
@@ -123,12 +142,6 @@ static const int8_t token_to_binop[MQ_TOK__COUNT] = {
     [MQ_TOK_EQ] = MQ_BIN_EQ,   [MQ_TOK_NE] = MQ_BIN_NE,     [MQ_TOK_BAND] = MQ_BIN_BAND,
     [MQ_TOK_BOR] = MQ_BIN_BOR, [MQ_TOK_BXOR] = MQ_BIN_BXOR,
     [MQ_TOK_FLOORDIV] = MQ_BIN_FLOORDIV, [MQ_TOK_MOD] = MQ_BIN_REM, [MQ_TOK_MATMUL] = -1,
-};
-
-static const char *const token_text[] = {
-#define X(n, s) s,
-    MQ_BINOP_TOKENS(X)
-#undef X
 };
 
 static bool values_equal(mq_value a, mq_value b) {
@@ -168,7 +181,9 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
 
 static mq_value negate(mq_state *S, mq_value v) {
   switch ((mq_vtype)v.type) {
-  case MQ_INT: return mq_int((int64_t)(0 - (uint64_t)v.as.i));
+  case MQ_INT:
+    if (v.as.i == INT64_MIN) mq_error(S, "integer overflow in -(%lld)", (long long)v.as.i);
+    return mq_int(-v.as.i);
   case MQ_FLOAT: return mq_float(-v.as.f);
   case MQ_BOOL: return mq_int(-(int64_t)v.as.b);
   default: break;
