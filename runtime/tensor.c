@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "../vm/checked.h"
+#include "../vm/range.h"
 #include "iter.h"
 #include "kernels.h"
 
@@ -153,11 +154,7 @@ void mq_tensor_set_mask(mq_state *S, mq_tensor *t, mq_tensor *mask) {
 
 mq_tensor *mq_arange_i64(mq_state *S, int64_t start, int64_t stop, int64_t step) {
   if (step == 0) mq_error(S, "arange: step must be nonzero");
-  /* the distance in uint64: stop - start may not fit an int64 */
-  uint64_t dist = step > 0 ? (stop > start ? (uint64_t)stop - (uint64_t)start : 0)
-                           : (start > stop ? (uint64_t)start - (uint64_t)stop : 0);
-  uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
-  uint64_t c = dist / mag + (dist % mag != 0);
+  uint64_t c = mq_range_count(start, stop, step);
   if (c > (uint64_t)INT64_MAX / 16)
     mq_error(S, "arange: too many elements (%llu)", (unsigned long long)c);
   int64_t n = (int64_t)c;
@@ -328,6 +325,10 @@ mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
   case MQ_OBJ: break;
   }
   if (mq_is_tensor(v)) return mq_as_tensor(v);
+  if (mq_is_obj(v, MQ_O_RANGE)) {
+    const mq_range *r = mq_as_range(v);
+    return mq_arange_i64(S, r->start, r->stop, r->step);
+  }
   if (!mq_is_obj(v, MQ_O_LIST))
     mq_error(S, "%s: expected a tensor, got %s", what, mq_type_name(v));
   list_scan sc;

@@ -8,6 +8,7 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "chunk.h"
+#include "range.h"
 #include "state.h"
 
 void mq_obj_free(mq_state *S, mq_obj *o) {
@@ -24,6 +25,7 @@ void mq_obj_free(mq_state *S, mq_obj *o) {
   case MQ_O_FUNCTION: mq_function_free(S, (mq_function *)o); break;
   case MQ_O_CLOSURE: mq_closure_free(S, (mq_closure *)o); break;
   case MQ_O_BUILTIN: mq_free(S, o, sizeof(mq_builtin_obj)); break;
+  case MQ_O_RANGE: mq_free(S, o, sizeof(mq_range)); break;
   }
 }
 
@@ -71,6 +73,7 @@ const char *mq_type_name(mq_value v) {
   case MQ_O_FUNCTION:
   case MQ_O_CLOSURE:
   case MQ_O_BUILTIN: return "function";
+  case MQ_O_RANGE: return "range";
   }
   return "?";
 }
@@ -146,6 +149,7 @@ void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
   case MQ_O_BUILTIN:
     mq_buf_printf(S, b, "<builtin %s>", S->builtins[((mq_builtin_obj *)v.as.o)->index].name);
     return;
+  case MQ_O_RANGE: mq_range_format(S, b, mq_as_range(v)); return;
   }
 }
 
@@ -166,5 +170,6 @@ bool mq_truthy(mq_state *S, mq_value v) {
   }
   if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len > 0;
   if (mq_is_obj(v, MQ_O_STRING)) return mq_as_string(v)->len > 0;
+  if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len > 0;
   return true;
 }

@@ -18,6 +18,7 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "globals.h"
+#include "range.h"
 
 /* --- stack and frames ------------------------------------------------------ */
 
@@ -214,6 +215,17 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
                l->len);
     return l->items[i];
   }
+  if (mq_is_obj(obj, MQ_O_RANGE)) {
+    const mq_range *r = mq_as_range(obj);
+    if (nitems != 1 || kinds[0] != MQ_IXB_VALUE || vals[0].type != MQ_INT)
+      mq_error(S, "a range is indexed by one int");
+    int64_t i = vals[0].as.i;
+    if (i < 0 && i >= -r->len) i += r->len;
+    if (i < 0 || i >= r->len)
+      mq_error(S, "index %lld is out of range for a range of length %lld",
+               (long long)vals[0].as.i, (long long)r->len);
+    return mq_int(mq_range_at(r, i));
+  }
   if (!mq_is_tensor(obj)) mq_error(S, "a %s cannot be indexed", mq_type_name(obj));
   mq_index_item items[256];
   int v = 0;
@@ -328,12 +340,21 @@ static mq_value iterate_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
     mq_index_item it = {MQ_IX_INT, false, false, false, i, 0, 0, NULL};
     return mq_objv(mq_index(S, t, &it, 1));
   }
+  if (mq_is_obj(seq, MQ_O_RANGE)) {
+    const mq_range *r = mq_as_range(seq);
+    if (i >= r->len) {
+      *done = true;
+      return mq_none();
+    }
+    return mq_int(mq_range_at(r, i));
+  }
   mq_error(S, "cannot iterate over a %s", mq_type_name(seq));
 }
 
 static int64_t sequence_length(mq_state *S, mq_value v) {
   if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len;
   if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
+  if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len;
   mq_error(S, "cannot unpack a %s", mq_type_name(v));
 }
 
@@ -617,7 +638,8 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         if (step > 0 ? cur >= stop : cur <= stop) {
           ip += d;
         } else {
-          sp[-3].as.i = (int64_t)((uint64_t)cur + (uint64_t)step);
+          /* past the end of int64 is past stop: a wrapped cur would loop on */
+          if (__builtin_add_overflow(cur, step, &sp[-3].as.i)) sp[-3].as.i = stop;
           PUSH(mq_int(cur));
         }
         vmbreak;
