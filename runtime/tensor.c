@@ -485,6 +485,18 @@ mq_value mq_tensor_item_value(mq_state *S, mq_tensor *t) {
   }
 }
 
+bool mq_value_as_int(mq_state *S, mq_value v, int64_t *out) {
+  if (mq_is_tensor(v)) {
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->numel != 1 || mq_dtype_is_float((mq_dtype)t->dtype)) return false;
+    v = mq_tensor_item_value(S, t);
+  }
+  if (v.type == MQ_INT) *out = v.as.i;
+  else if (v.type == MQ_BOOL) *out = v.as.b;
+  else return false;
+  return true;
+}
+
 double mq_tensor_item(mq_state *S, mq_tensor *t) {
   check_item(S, t);
   return first_element(t);

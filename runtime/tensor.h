@@ -289,6 +289,9 @@ MQ_INTERNAL double mq_tensor_item(mq_state *S, mq_tensor *t);
 /* The same as a VM value of the tensor's kind: a bool, an exact int for
  * int64, else a float. */
 MQ_INTERNAL mq_value mq_tensor_item_value(mq_state *S, mq_tensor *t);
+/* [v] as an exact int64 when it is an int, a bool, or a one-element int64 or
+ * bool tensor (an error if that element is masked out); false otherwise. */
+MQ_INTERNAL bool mq_value_as_int(mq_state *S, mq_value v, int64_t *out);
 /* Appends the printed form: "MaskedTensor(...)" for masked tensors, torch's
  * "tensor(...)" for plain ones. [color]: masked-out entries dim (ANSI). */
 MQ_INTERNAL void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color);

@@ -5,6 +5,7 @@
  * message: under UBSan (make test runs this again sanitized, with
  * -fno-sanitize-recover) any overflow in the size arithmetic aborts it. */
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "check.h"
 
@@ -65,6 +66,38 @@ static void expand_call(char *out, size_t cap, const char *call, const char *a, 
 
 static void discard(void *ud, const char *text, size_t len) { (void)ud, (void)text, (void)len; }
 
+/* The C API hands int64 values over exactly, beyond 2^53 too. */
+static void test_exact_ints(void) {
+  masq_state *M = masq_open(NULL);
+  CHECK_OK(M, eval(M, "a = 9007199254740993\nb = amax(tensor([1, 9223372036854775807]))\n"
+                      "c = tensor([-9223372036854775807 - 1])[0]\nf = 1.5\nv = tensor([1, 2])\n"
+                      "m = masked(tensor([3]), [false])\nflag = true"));
+  int64_t i = 0;
+  CHECK_OK(M, masq_get_int(M, "a", &i));
+  CHECK(i == 9007199254740993);
+  CHECK_OK(M, masq_get_int(M, "b", &i));
+  CHECK(i == INT64_MAX);
+  CHECK_OK(M, masq_get_int(M, "c", &i));
+  CHECK(i == INT64_MIN);
+  CHECK_OK(M, masq_get_int(M, "flag", &i));
+  CHECK(i == 1);
+  CHECK_ERR(M, masq_get_int(M, "f", &i), MASQ_ERR_USAGE, "not an int");
+  CHECK_ERR(M, masq_get_int(M, "v", &i), MASQ_ERR_USAGE, "not an int");
+  CHECK_ERR(M, masq_get_int(M, "m", &i), MASQ_ERR_RUNTIME, "masked out");
+  masq_tensor *t = NULL;
+  CHECK_OK(M, masq_get_global(M, "b", &t));
+  CHECK_OK(M, masq_tensor_item_int(M, t, &i));
+  CHECK(i == INT64_MAX);
+  masq_tensor_release(M, t);
+  CHECK_OK(M, masq_get_global(M, "f", &t));
+  CHECK_ERR(M, masq_tensor_item_int(M, t, &i), MASQ_ERR_USAGE, "not int64");
+  masq_tensor_release(M, t);
+  CHECK_OK(M, masq_get_global(M, "v", &t));
+  CHECK_ERR(M, masq_tensor_item_int(M, t, &i), MASQ_ERR_RUNTIME, "one element");
+  masq_tensor_release(M, t);
+  masq_close(M);
+}
+
 int main(void) {
   masq_config cfg;
   masq_config_init(&cfg);
@@ -85,6 +118,7 @@ int main(void) {
   /* the state still works after all of that */
   CHECK_OK(M, eval(M, "x = sum(arange(4))"));
   masq_close(M);
+  test_exact_ints();
   printf("sizes: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }
