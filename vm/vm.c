@@ -103,10 +103,12 @@ static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
     case MQ_TOK_BXOR: return both_bool ? mq_bool(x ^ y) : mq_int(x ^ y);
     default: goto unsupported;
     }
-    if (!fits)
-      mq_error(S, "integer overflow in %lld %s %lld; use %lld.0 %s %lld for a float",
-               (long long)x, token_text[op], (long long)y, (long long)x, token_text[op],
-               (long long)y);
+    if (!fits) { /* a negative left operand in parentheses: -2 ** 64 is -(2 ** 64) */
+      const char *lparen = x < 0 ? "(" : "", *rparen = x < 0 ? ")" : "";
+      mq_error(S, "integer overflow in %s%lld%s %s %lld; use %s%lld.0%s %s %lld for a float",
+               lparen, (long long)x, rparen, token_text[op], (long long)y, lparen, (long long)x,
+               rparen, token_text[op], (long long)y);
+    }
     return mq_int(r);
   } else {
     double x = as_double(a), y = as_double(b);
