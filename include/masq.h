@@ -280,6 +280,9 @@ MASQ_API masq_status masq_tensor_contiguous(masq_state *M, masq_tensor *t, masq_
  * (MASQ_ERR_RUNTIME) if [t] has another number of elements or the element
  * is masked out. */
 MASQ_API masq_status masq_tensor_item(masq_state *M, const masq_tensor *t, double *out);
+/* The same for an int64 or bool tensor, exactly (a double holds ints only up
+ * to 2^53); a float tensor is MASQ_ERR_USAGE. */
+MASQ_API masq_status masq_tensor_item_int(masq_state *M, const masq_tensor *t, int64_t *out);
 
 /* Takes one more reference to [t], which the host must hold already (as a
  * new reference or as an argument of a running host function). */
@@ -333,6 +336,9 @@ MASQ_API masq_status masq_get_string(masq_state *M, const char *name, char *buf,
 /* The value of global [name] as a double: a number or bool, or a tensor
  * with one valid element. Anything else is an error. */
 MASQ_API masq_status masq_get_number(masq_state *M, const char *name, double *out);
+/* The value of global [name] as an exact int64: an int or bool, or an int64
+ * or bool tensor with one valid element. A float is MASQ_ERR_USAGE. */
+MASQ_API masq_status masq_get_int(masq_state *M, const char *name, int64_t *out);
 
 /* --- calling masq from C ---------------------------------------------------------- */
 

@@ -83,7 +83,8 @@ static mq_tensor *index_view(mq_state *S, mq_tensor *t, const mq_index_item *ite
       if (stop > size) stop = size;
       int64_t len = stop > start ? (stop - start - 1) / step + 1 : 0;
       if (len > 0) offset += start * t->strides[d];
-      PUSH(len, t->strides[d] * step);
+      /* with one entry or none the step never applies, and may be huge */
+      PUSH(len, len > 1 ? t->strides[d] * step : t->strides[d]);
       d++;
       break;
     }

@@ -6,6 +6,7 @@
 #ifndef MQ_INTMATH_H
 #define MQ_INTMATH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define WADD(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
@@ -21,6 +22,22 @@ static inline int64_t mq_ipow(int64_t x, int64_t y) {
     y >>= 1;
   }
   return (int64_t)r;
+}
+
+/* x ** y for y >= 0, or false when the result does not fit an int64 (for
+ * the VM's plain ints, where overflow is an error rather than a wrap). */
+static inline bool mq_ipow_ok(int64_t x, int64_t y, int64_t *out) {
+  int64_t r = 1, b = x;
+  bool b_ok = true; /* b holds x ** (2 ** k) exactly */
+  while (y > 0) {
+    if (y & 1) {
+      if (!b_ok || __builtin_mul_overflow(r, b, &r)) return false;
+    }
+    y >>= 1;
+    if (y > 0 && b_ok && __builtin_mul_overflow(b, b, &b)) b_ok = false;
+  }
+  *out = r;
+  return true;
 }
 
 /* INT64_MIN / -1 overflows in C; as wrapping arithmetic it is INT64_MIN. */

@@ -9,6 +9,7 @@
  * and the other a copy, but always with the same logical order. */
 #include "shape.h"
 
+#include "../vm/checked.h"
 #include "kernels.h"
 
 /* --- helpers ------------------------------------------------------------- */
@@ -116,7 +117,7 @@ static mq_tensor *reshape_plain(mq_state *S, mq_tensor *t, const void *arg) {
 mq_tensor *mq_reshape(mq_state *S, mq_tensor *t, int ndim, const int64_t *shape) {
   if (ndim > MQ_MAX_DIMS)
     mq_error(S, "reshape: tensors have at most %d dimensions, got %d", MQ_MAX_DIMS, ndim);
-  int64_t out[MQ_MAX_DIMS], known = 1;
+  int64_t out[MQ_MAX_DIMS], known = 1, span = 1;
   int infer = -1;
   for (int d = 0; d < ndim; d++) {
     out[d] = shape[d];
@@ -127,7 +128,8 @@ mq_tensor *mq_reshape(mq_state *S, mq_tensor *t, int ndim, const int64_t *shape)
       mq_error(S, "reshape: invalid size %lld in shape %s", (long long)shape[d],
                mq_shape_str(S, ndim, shape));
     } else {
-      if (shape[d] && known > INT64_MAX / shape[d])
+      /* zeros count as ones so that the strides are bounded too */
+      if (!mq_mul_ok(span, shape[d] ? shape[d] : 1, &span))
         mq_error(S, "reshape: shape %s is too large", mq_shape_str(S, ndim, shape));
       known *= shape[d];
     }
@@ -194,7 +196,7 @@ mq_tensor *mq_narrow(mq_state *S, mq_tensor *t, int64_t dim, int64_t start, int6
     mq_error(S, "narrow: start %lld is out of range for dimension %d of size %lld",
              (long long)start, d, (long long)size);
   if (start < 0) start += size;
-  if (length < 0 || start + length > size)
+  if (length < 0 || length > size - start)
     mq_error(S, "narrow: start %lld + length %lld exceeds dimension %d of size %lld",
              (long long)start, (long long)length, d, (long long)size);
   mq_index_item it = full_slice();
@@ -329,7 +331,7 @@ mq_tensor *mq_cat(mq_state *S, int n, mq_tensor *const *ts, int64_t dim) {
       mq_error(S, "cat: tensors must have the same shape except in dimension %d: got %s at "
                   "entry 0 and %s at entry %d", d, mq_shape_str(S, t0->ndim, t0->shape),
                mq_shape_str(S, t->ndim, t->shape), i);
-    shape[d] += t->shape[d];
+    shape[d] = mq_ck_add(S, shape[d], t->shape[d], "cat: the joined dimension");
     masked |= t->mask != NULL;
   }
   mq_dtype dt = mq_result_type(n, ts);

@@ -2,6 +2,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "../vm/checked.h"
+#include "../vm/range.h"
 #include "iter.h"
 #include "kernels.h"
 
@@ -44,15 +46,18 @@ bool mq_same_view(const mq_tensor *a, const mq_tensor *b) {
   return true;
 }
 
-/* Validates a shape and returns its element count. */
+/* Validates a shape and returns its element count. Both the count and the
+ * product of the sizes with zeros counted as ones (which bounds every
+ * contiguous stride) stay below INT64_MAX / 16, so byte offsets and sizes
+ * computed from any of a tensor's dims cannot overflow. */
 static int64_t check_shape(mq_state *S, int ndim, const int64_t *shape) {
   if (ndim < 0 || ndim > MQ_MAX_DIMS)
     mq_error(S, "tensors have at most %d dimensions, got %d", MQ_MAX_DIMS, ndim);
-  int64_t n = 1;
+  int64_t n = 1, span = 1;
   for (int d = 0; d < ndim; d++) {
     if (shape[d] < 0) mq_error(S, "negative dimension %lld in shape %s", (long long)shape[d],
                                mq_shape_str(S, ndim, shape));
-    if (shape[d] && n > INT64_MAX / 16 / shape[d])
+    if (!mq_mul_ok(span, shape[d] ? shape[d] : 1, &span) || span > INT64_MAX / 16)
       mq_error(S, "shape %s is too large", mq_shape_str(S, ndim, shape));
     n *= shape[d];
   }
@@ -78,9 +83,8 @@ mq_tensor *mq_tensor_new(mq_state *S, mq_dtype dt, int ndim, const int64_t *shap
   mq_tensor *t = mq_tensor_alloc(S, dt, ndim, shape);
   mq_set_contiguous_strides(t);
   size_t es = mq_dtype_size(dt);
-  if ((uint64_t)t->numel > SIZE_MAX / es) mq_error(S, "tensor too large");
   /* Never a zero-byte block: views of empty tensors still point somewhere. */
-  size_t nbytes = t->numel ? (size_t)t->numel * es : es;
+  size_t nbytes = mq_ck_zmul(S, t->numel ? (size_t)t->numel : 1, es, "tensor byte size");
   mq_storage *st = mq_calloc(S, sizeof *st);
   st->rc = 1;
   t->storage = st;
@@ -121,10 +125,15 @@ mq_tensor *mq_tensor_scalar(mq_state *S, mq_dtype dt, double value) {
   return mq_tensor_full(S, dt, 0, NULL, value);
 }
 
-mq_tensor *mq_tensor_scalar_i64(mq_state *S, int64_t value) {
-  mq_tensor *t = mq_tensor_new(S, MQ_DT_I64, 0, NULL);
-  *(int64_t *)mq_tensor_data(t) = value;
+mq_tensor *mq_tensor_full_i64(mq_state *S, int ndim, const int64_t *shape, int64_t value) {
+  mq_tensor *t = mq_tensor_new(S, MQ_DT_I64, ndim, shape);
+  int64_t *p = mq_tensor_data(t);
+  for (int64_t i = 0; i < t->numel; i++) p[i] = value;
   return t;
+}
+
+mq_tensor *mq_tensor_scalar_i64(mq_state *S, int64_t value) {
+  return mq_tensor_full_i64(S, 0, NULL, value);
 }
 
 mq_tensor *mq_tensor_view(mq_state *S, const mq_tensor *base, int ndim, const int64_t *shape,
@@ -141,6 +150,19 @@ void mq_tensor_set_mask(mq_state *S, mq_tensor *t, mq_tensor *mask) {
   (void)S;
   mask->hdr.rc++;
   t->mask = mask;
+}
+
+mq_tensor *mq_arange_i64(mq_state *S, int64_t start, int64_t stop, int64_t step) {
+  if (step == 0) mq_error(S, "arange: step must be nonzero");
+  uint64_t c = mq_range_count(start, stop, step);
+  if (c > (uint64_t)INT64_MAX / 16)
+    mq_error(S, "arange: too many elements (%llu)", (unsigned long long)c);
+  int64_t n = (int64_t)c;
+  mq_tensor *t = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+  int64_t *p = mq_tensor_data(t);
+  /* start + i * step stays between start and stop for every i < n */
+  for (int64_t i = 0; i < n; i++) p[i] = (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)step);
+  return t;
 }
 
 mq_tensor *mq_arange(mq_state *S, double start, double stop, double step, mq_dtype dt) {
@@ -304,6 +326,10 @@ mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
   case MQ_OBJ: break;
   }
   if (mq_is_tensor(v)) return mq_as_tensor(v);
+  if (mq_is_obj(v, MQ_O_RANGE)) {
+    const mq_range *r = mq_as_range(v);
+    return mq_arange_i64(S, r->start, r->stop, r->step);
+  }
   if (!mq_is_obj(v, MQ_O_LIST))
     mq_error(S, "%s: expected a tensor, got %s", what, mq_type_name(v));
   list_scan sc;
@@ -455,11 +481,37 @@ mq_tensor *mq_to_tensor(mq_state *S, mq_tensor *t, double fill) {
 
 /* --- scalars -------------------------------------------------------------- */
 
-double mq_tensor_item(mq_state *S, mq_tensor *t) {
+static void check_item(mq_state *S, mq_tensor *t) {
   if (t->numel != 1)
     mq_error(S, "item: expected a tensor with one element, got shape %s",
              mq_shape_str(S, t->ndim, t->shape));
   if (t->mask && !*(const uint8_t *)mq_tensor_data(t->mask))
     mq_error(S, "item: the only element is masked out");
+}
+
+mq_value mq_tensor_item_value(mq_state *S, mq_tensor *t) {
+  check_item(S, t);
+  const void *p = mq_tensor_data(t);
+  switch ((mq_dtype)t->dtype) {
+  case MQ_DT_BOOL: return mq_bool(*(const uint8_t *)p != 0);
+  case MQ_DT_I64: return mq_int(*(const int64_t *)p);
+  default: return mq_float(first_element(t));
+  }
+}
+
+bool mq_value_as_int(mq_state *S, mq_value v, int64_t *out) {
+  if (mq_is_tensor(v)) {
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->numel != 1 || mq_dtype_is_float((mq_dtype)t->dtype)) return false;
+    v = mq_tensor_item_value(S, t);
+  }
+  if (v.type == MQ_INT) *out = v.as.i;
+  else if (v.type == MQ_BOOL) *out = v.as.b;
+  else return false;
+  return true;
+}
+
+double mq_tensor_item(mq_state *S, mq_tensor *t) {
+  check_item(S, t);
   return first_element(t);
 }

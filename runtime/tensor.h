@@ -84,6 +84,9 @@ MQ_INTERNAL mq_tensor *mq_tensor_full(mq_state *S, mq_dtype dt, int ndim, const 
 /* A 0-d tensor. */
 MQ_INTERNAL mq_tensor *mq_tensor_scalar(mq_state *S, mq_dtype dt, double value);
 MQ_INTERNAL mq_tensor *mq_tensor_scalar_i64(mq_state *S, int64_t value);
+/* An int64 tensor filled with [value] exactly (a double holds only 53 bits). */
+MQ_INTERNAL mq_tensor *mq_tensor_full_i64(mq_state *S, int ndim, const int64_t *shape,
+                                          int64_t value);
 /* A view of [base]'s storage with the given geometry; the mask (if any) is
  * NOT carried over: set it with mq_tensor_set_mask(). */
 MQ_INTERNAL mq_tensor *mq_tensor_view(mq_state *S, const mq_tensor *base, int ndim,
@@ -103,6 +106,8 @@ MQ_INTERNAL mq_tensor *mq_tensor_from_value_f64(mq_state *S, mq_value v, const c
 
 MQ_INTERNAL mq_tensor *mq_arange(mq_state *S, double start, double stop, double step,
                                  mq_dtype dt);
+/* arange of ints, exact over the whole int64 range. */
+MQ_INTERNAL mq_tensor *mq_arange_i64(mq_state *S, int64_t start, int64_t stop, int64_t step);
 MQ_INTERNAL mq_tensor *mq_rand(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt);
 MQ_INTERNAL mq_tensor *mq_randn(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt);
 
@@ -284,6 +289,12 @@ MQ_INTERNAL mq_tensor *mq_cumulative(mq_state *S, mq_tensor *t, int dim, bool pr
 /* The single element of a one-element tensor as a double; errors if it has
  * more than one element or is masked out. */
 MQ_INTERNAL double mq_tensor_item(mq_state *S, mq_tensor *t);
+/* The same as a VM value of the tensor's kind: a bool, an exact int for
+ * int64, else a float. */
+MQ_INTERNAL mq_value mq_tensor_item_value(mq_state *S, mq_tensor *t);
+/* [v] as an exact int64 when it is an int, a bool, or a one-element int64 or
+ * bool tensor (an error if that element is masked out); false otherwise. */
+MQ_INTERNAL bool mq_value_as_int(mq_state *S, mq_value v, int64_t *out);
 /* Appends the printed form: "MaskedTensor(...)" for masked tensors, torch's
  * "tensor(...)" for plain ones. [color]: masked-out entries dim (ANSI). */
 MQ_INTERNAL void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color);

@@ -67,7 +67,19 @@ static mq_value lib_arange(mq_state *S, mq_value *args) {
     stop = mq_arg_number(S, b, "stop");
     if (c.type != MQ_NONE) step = mq_arg_number(S, c, "step");
   }
-  RET(mq_arange(S, start, stop, step, mq_arg_dtype(S, args[3], any_float ? MQ_DT_F32 : MQ_DT_I64)));
+  mq_dtype dt = mq_arg_dtype(S, args[3], any_float ? MQ_DT_F32 : MQ_DT_I64);
+  if (!any_float && dt == MQ_DT_I64) { /* exact beyond 2^53 */
+    int64_t istart = 0, istop, istep = 1;
+    if (b.type == MQ_NONE) {
+      istop = mq_arg_int(S, a, "stop");
+    } else {
+      istart = mq_arg_int(S, a, "start");
+      istop = mq_arg_int(S, b, "stop");
+      if (c.type != MQ_NONE) istep = mq_arg_int(S, c, "step");
+    }
+    RET(mq_arange_i64(S, istart, istop, istep));
+  }
+  RET(mq_arange(S, start, stop, step, dt));
 }
 
 static mq_value random_tensor(mq_state *S, mq_value *args, bool normal) {
@@ -100,11 +112,7 @@ static mq_value lib_dtype(mq_state *S, mq_value *args) {
   RET(mq_string_new(S, name, strlen(name)));
 }
 static mq_value lib_item(mq_state *S, mq_value *args) {
-  mq_tensor *t = T(0, "x");
-  double v = mq_tensor_item(S, t);
-  if (t->dtype == MQ_DT_BOOL) return mq_bool(v != 0);
-  if (t->dtype == MQ_DT_I64) return mq_int((int64_t)v);
-  return mq_float(v);
+  return mq_tensor_item_value(S, T(0, "x"));
 }
 
 /* --- output ------------------------------------------------------------------------------ */

@@ -20,11 +20,16 @@ static mq_dtype value_dtype(mq_value v) {
   return v.type == MQ_BOOL ? MQ_DT_BOOL : v.type == MQ_INT ? MQ_DT_I64 : MQ_DT_F32;
 }
 
+/* [value] everywhere; an int value fills an int64 tensor exactly. */
+static mq_tensor *full_of(mq_state *S, mq_dtype dt, int nd, const int64_t *shape, mq_value value) {
+  if (dt == MQ_DT_I64 && value.type == MQ_INT) return mq_tensor_full_i64(S, nd, shape, value.as.i);
+  return mq_tensor_full(S, dt, nd, shape, mq_arg_number(S, value, "value"));
+}
+
 static mq_value lib_full(mq_state *S, mq_value *args) {
   int64_t shape[MQ_MAX_DIMS];
   int nd = shape_arg(S, args[0], shape);
-  double v = mq_arg_number(S, args[1], "value");
-  RET(mq_tensor_full(S, mq_arg_dtype(S, args[2], value_dtype(args[1])), nd, shape, v));
+  RET(full_of(S, mq_arg_dtype(S, args[2], value_dtype(args[1])), nd, shape, args[1]));
 }
 
 static mq_value lib_linspace(mq_state *S, mq_value *args) {
@@ -77,16 +82,14 @@ static mq_tensor *keep_mask(mq_state *S, mq_tensor *like, mq_tensor *t) {
   return t;
 }
 
-static mq_value like(mq_state *S, mq_value *args, double value, mq_value dtype) {
+static mq_value like(mq_state *S, mq_value *args, mq_value value, mq_value dtype) {
   mq_tensor *x = mq_arg_tensor(S, args[0], "x");
   mq_dtype dt = mq_arg_dtype(S, dtype, (mq_dtype)x->dtype);
-  RET(keep_mask(S, x, mq_tensor_full(S, dt, x->ndim, x->shape, value)));
+  RET(keep_mask(S, x, full_of(S, dt, x->ndim, x->shape, value)));
 }
-static mq_value lib_zeros_like(mq_state *S, mq_value *args) { return like(S, args, 0, args[1]); }
-static mq_value lib_ones_like(mq_state *S, mq_value *args) { return like(S, args, 1, args[1]); }
-static mq_value lib_full_like(mq_state *S, mq_value *args) {
-  return like(S, args, mq_arg_number(S, args[1], "value"), args[2]);
-}
+static mq_value lib_zeros_like(mq_state *S, mq_value *args) { return like(S, args, mq_int(0), args[1]); }
+static mq_value lib_ones_like(mq_state *S, mq_value *args) { return like(S, args, mq_int(1), args[1]); }
+static mq_value lib_full_like(mq_state *S, mq_value *args) { return like(S, args, args[1], args[2]); }
 
 static mq_value random_like(mq_state *S, mq_value *args, bool normal) {
   mq_tensor *x = mq_arg_tensor(S, args[0], "x");

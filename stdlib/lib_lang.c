@@ -2,6 +2,9 @@
  * lists, strings, formatting, assertions. */
 #include <stdio.h>
 
+#include "../runtime/shape.h"
+#include "../vm/checked.h"
+#include "../vm/range.h"
 #include "stdlib.h"
 
 static mq_value lib_len(mq_state *S, mq_value *args) {
@@ -13,6 +16,7 @@ static mq_value lib_len(mq_state *S, mq_value *args) {
     if (t->ndim == 0) mq_error(S, "len() of a 0-d tensor");
     return mq_int(t->shape[0]);
   }
+  if (mq_is_obj(v, MQ_O_RANGE)) return mq_int(mq_as_range(v)->len);
   mq_error(S, "len() of a %s", mq_type_name(v));
 }
 
@@ -24,13 +28,27 @@ static mq_value lib_range(mq_state *S, mq_value *args) {
     start = mq_arg_int(S, args[0], "start");
     stop = mq_arg_int(S, args[1], "stop");
   }
-  if (step == 0) mq_error(S, "range() step must not be 0");
-  mq_list *l = mq_list_new(S, 0);
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-    if (l->len == INT32_MAX) mq_error(S, "range() is too long for a list");
-    mq_list_push(S, l, mq_int(i));
+  return mq_objv(mq_range_new(S, start, stop, step));
+}
+
+static mq_value lib_list(mq_state *S, mq_value *args) {
+  mq_value v = args[0];
+  if (mq_is_obj(v, MQ_O_RANGE)) return mq_objv(mq_range_list(S, mq_as_range(v)));
+  if (mq_is_obj(v, MQ_O_LIST)) {
+    mq_list *src = mq_as_list(v), *l = mq_list_new(S, src->len);
+    for (int i = 0; i < src->len; i++) mq_list_push(S, l, src->items[i]);
+    return mq_objv(l);
   }
-  return mq_objv(l);
+  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) { /* its rows, as `for` gives them */
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->shape[0] > MQ_LIST_MAX)
+      mq_error(S, "a tensor of %lld rows is more than a list holds (%d)", (long long)t->shape[0],
+               MQ_LIST_MAX);
+    mq_list *l = mq_list_new(S, (int)t->shape[0]);
+    for (int64_t i = 0; i < t->shape[0]; i++) mq_list_push(S, l, mq_objv(mq_select(S, t, 0, i)));
+    return mq_objv(l);
+  }
+  mq_error(S, "list() needs a range, a list or a tensor, not a %s", mq_type_name(v));
 }
 
 static mq_value lib_append(mq_state *S, mq_value *args) {
@@ -109,7 +127,8 @@ static mq_value lib_assert(mq_state *S, mq_value *args) {
 const mq_libfn mq_lib_lang[] = {
     {"len(x)", lib_len, "the length of a list or string, or the first dim of a tensor"},
     {"range(start, stop=none, step=1)", lib_range,
-     "a list of ints from start to stop (exclusive); range(n) is 0 .. n-1"},
+     "the ints from start to stop (exclusive) as a lazy range; range(n) is 0 .. n-1"},
+    {"list(x)", lib_list, "a new list of the entries of a range or a list, or of the rows of a tensor"},
     {"append(list, value)", lib_append, "add value at the end of list (changes the list)"},
     {"str(x)", lib_str, "x as a string, as print shows it"},
     {"type(x)", lib_type, "the type name: \"tensor\", \"int\", \"float\", \"list\", ..."},

@@ -1,6 +1,7 @@
 /* lib_shape.c - builtins for shapes and views, joining and splitting,
  * matmul and length masks: thin bindings of runtime/shape.h. */
 #include "../runtime/shape.h"
+#include "../vm/checked.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
@@ -144,6 +145,8 @@ static mq_value lib_stack(mq_state *S, mq_value *args) {
 /* The pieces of [t] along [d] of the given sizes, as a list of views. */
 static mq_value pieces(mq_state *S, mq_tensor *t, int d, int64_t n, const int64_t *sizes,
                        int64_t each) {
+  if (n > MQ_LIST_MAX)
+    mq_error(S, "%lld pieces are more than a list holds (%d)", (long long)n, MQ_LIST_MAX);
   mq_list *l = mq_list_new(S, 0);
   for (int64_t i = 0, pos = 0; i < n; i++) {
     int64_t len = sizes ? sizes[i] : each;
@@ -163,14 +166,15 @@ static mq_value lib_split(mq_state *S, mq_value *args) {
   if (s.type == MQ_INT || (mq_is_tensor(s) && mq_as_tensor(s)->ndim == 0)) {
     int64_t each = mq_arg_int(S, s, "size");
     if (each <= 0) mq_error(S, "split: the size must be positive, got %lld", (long long)each);
-    int64_t n = size == 0 ? 1 : (size + each - 1) / each;
+    int64_t n = size == 0 ? 1 : mq_ceil_div(size, each);
     return pieces(S, t, d, n, NULL, each);
   }
   int n;
   int64_t *sizes = int_list(S, s, &n, "sizes"), total = 0;
   for (int i = 0; i < n; i++) {
     if (sizes[i] < 0) mq_error(S, "split: sizes must not be negative, got %lld", (long long)sizes[i]);
-    total += sizes[i];
+    if (!mq_add_ok(total, sizes[i], &total))
+      mq_error(S, "split: the sizes add up to more than %lld", (long long)INT64_MAX);
   }
   if (total != size)
     mq_error(S, "split: the sizes add up to %lld but dimension %d has size %lld", (long long)total,
@@ -188,8 +192,8 @@ static mq_value lib_chunk(mq_state *S, mq_value *args) {
   /* torch's rule: pieces of ceil(size / n); fewer than n when they run out;
    * an empty dim gives n empty pieces */
   if (size == 0) return pieces(S, t, d, chunks, NULL, 0);
-  int64_t each = (size + chunks - 1) / chunks;
-  return pieces(S, t, d, (size + each - 1) / each, NULL, each);
+  int64_t each = mq_ceil_div(size, chunks);
+  return pieces(S, t, d, mq_ceil_div(size, each), NULL, each);
 }
 
 /* --- products and masks ----------------------------------------------------------- */

@@ -225,13 +225,8 @@ mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what) {
 }
 
 int64_t mq_arg_int(mq_state *S, mq_value v, const char *what) {
-  if (v.type == MQ_INT) return v.as.i;
-  if (v.type == MQ_BOOL) return v.as.b;
-  if (mq_is_tensor(v)) {
-    mq_tensor *t = mq_as_tensor(v);
-    if (t->numel == 1 && !mq_dtype_is_float((mq_dtype)t->dtype))
-      return (int64_t)mq_tensor_item(S, t);
-  }
+  int64_t i;
+  if (mq_value_as_int(S, v, &i)) return i;
   mq_error(S, "%s must be an int, not a %s", what, mq_type_name(v));
 }
 

@@ -82,6 +82,7 @@ typedef struct global_job {
   int nstrs;
   masq_tensor **out; /* get */
   double *number;    /* get_number */
+  int64_t *integer;  /* get_int */
   char *sbuf;        /* get_string: the host's buffer, its size, the length */
   size_t ssize;
   size_t *slen;
@@ -144,6 +145,20 @@ static void get_number_protected(mq_state *S, void *ud) {
     mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not a number", job->fn, job->name,
              mq_type_name(v));
   *job->number = mq_tensor_item(S, mq_as_tensor(v));
+}
+
+static void get_int_protected(mq_state *S, void *ud) {
+  global_job *job = ud;
+  mq_api_need(S, job->integer, job->fn, "out");
+  mq_value v = global_value(S, job);
+  if (!mq_value_as_int(S, v, job->integer))
+    mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not an int (use masq_get_number)",
+             job->fn, job->name, mq_is_tensor(v) ? "float or multi-element tensor" : mq_type_name(v));
+}
+
+masq_status masq_get_int(masq_state *M, const char *name, int64_t *out) {
+  global_job job = {.fn = "masq_get_int", .name = name, .integer = out};
+  return mq_api_entry(M, get_int_protected, &job, NULL);
 }
 
 masq_status masq_set_global(masq_state *M, const char *name, masq_tensor *t) {

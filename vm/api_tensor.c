@@ -131,6 +131,7 @@ typedef struct tensor_job {
   const mq_tensor *t;            /* the handle operated on */
   double value;                  /* in (scalar) */
   double *number;                /* out (item) */
+  int64_t *integer;              /* out (item_int) */
   masq_tensor **out;             /* out: a new handle */
 } tensor_job;
 
@@ -235,6 +236,18 @@ static void item_protected(mq_state *S, void *ud) {
   *job->number = mq_tensor_item(S, (mq_tensor *)job->t);
 }
 
+static void item_int_protected(mq_state *S, void *ud) {
+  tensor_job *job = ud;
+  mq_handle_check(S, job->t, job->fn, "t");
+  mq_api_need(S, job->integer, job->fn, "out");
+  mq_tensor *t = (mq_tensor *)job->t;
+  if (mq_dtype_is_float((mq_dtype)t->dtype))
+    mq_throw(S, MASQ_ERR_USAGE, "%s: the tensor is %s, not int64 or bool (use masq_tensor_item)",
+             job->fn, mq_dtype_name((mq_dtype)t->dtype));
+  if (!mq_value_as_int(S, mq_objv(t), job->integer)) /* more than one element */
+    mq_tensor_item(S, t);                            /* raises the usual error */
+}
+
 static void retain_protected(mq_state *S, void *ud) {
   tensor_job *job = ud;
   mq_handle_check(S, job->t, job->fn, "t");
@@ -260,6 +273,11 @@ masq_status masq_tensor_contiguous(masq_state *M, masq_tensor *t, masq_tensor **
 masq_status masq_tensor_item(masq_state *M, const masq_tensor *t, double *out) {
   tensor_job job = {.fn = "masq_tensor_item", .t = t, .number = out};
   return mq_api_entry(M, item_protected, &job, job.out);
+}
+
+masq_status masq_tensor_item_int(masq_state *M, const masq_tensor *t, int64_t *out) {
+  tensor_job job = {.fn = "masq_tensor_item_int", .t = t, .integer = out};
+  return mq_api_entry(M, item_int_protected, &job, NULL);
 }
 
 masq_status masq_tensor_retain(masq_state *M, masq_tensor *t) {

@@ -44,4 +44,20 @@ static inline size_t mq_ck_zmul(mq_state *S, size_t a, size_t b, const char *wha
   return r;
 }
 
+/* The most entries a list holds (its length is an int). */
+#define MQ_LIST_MAX INT32_MAX
+
+/* ceil(a / b) for a >= 0, b > 0, without the a + b - 1 that overflows. */
+static inline int64_t mq_ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/* How many of start, start + step, ... lie before stop (step != 0), as
+ * range() and arange() count: the distance is taken in uint64 because
+ * stop - start may not fit an int64; the count may not either. */
+static inline uint64_t mq_range_count(int64_t start, int64_t stop, int64_t step) {
+  uint64_t dist = step > 0 ? (stop > start ? (uint64_t)stop - (uint64_t)start : 0)
+                           : (start > stop ? (uint64_t)start - (uint64_t)stop : 0);
+  uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+  return dist / mag + (dist % mag != 0);
+}
+
 #endif

@@ -9,6 +9,7 @@
 #include "../stdlib/stdlib.h"
 #include "chunk.h"
 #include "gc.h"
+#include "range.h"
 #include "state.h"
 
 void mq_obj_free(mq_state *S, mq_obj *o) {
@@ -19,6 +20,7 @@ void mq_obj_free(mq_state *S, mq_obj *o) {
   case MQ_O_FUNCTION:
   case MQ_O_CLOSURE: mq_gc_free(S, o); break;
   case MQ_O_BUILTIN: mq_free(S, o, sizeof(mq_builtin_obj)); break;
+  case MQ_O_RANGE: mq_free(S, o, sizeof(mq_range)); break;
   }
 }
 
@@ -72,6 +74,7 @@ const char *mq_type_name(mq_value v) {
   case MQ_O_FUNCTION:
   case MQ_O_CLOSURE:
   case MQ_O_BUILTIN: return "function";
+  case MQ_O_RANGE: return "range";
   }
   return "?";
 }
@@ -191,6 +194,7 @@ void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
   case MQ_O_BUILTIN:
     mq_buf_printf(S, b, "<builtin %s>", S->builtins[((mq_builtin_obj *)v.as.o)->index].name);
     return;
+  case MQ_O_RANGE: mq_range_format(S, b, mq_as_range(v)); return;
   }
 }
 
@@ -211,5 +215,6 @@ bool mq_truthy(mq_state *S, mq_value v) {
   }
   if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len > 0;
   if (mq_is_obj(v, MQ_O_STRING)) return mq_as_string(v)->len > 0;
+  if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len > 0;
   return true;
 }

@@ -25,7 +25,8 @@ typedef enum mq_otype {
   MQ_O_LIST,
   MQ_O_FUNCTION, /* compiled code of a masq function (vm/chunk.h) */
   MQ_O_CLOSURE,  /* a callable masq function: code + captured values */
-  MQ_O_BUILTIN   /* a C function from stdlib/ */
+  MQ_O_BUILTIN,  /* a C function from stdlib/ */
+  MQ_O_RANGE     /* range(start, stop, step), lazy (vm/range.h); holds no references */
 } mq_otype;
 
 typedef struct mq_obj {
@@ -98,7 +99,8 @@ MQ_INTERNAL void mq_list_free(mq_state *S, mq_list *l);
 /* Appends [v] (retained) to [l]. */
 MQ_INTERNAL void mq_list_push(mq_state *S, mq_list *l, mq_value v);
 
-/* "tensor", "int", "float", "bool", "none", "string", "list", "function". */
+/* "tensor", "int", "float", "bool", "none", "string", "list", "function",
+ * "range". */
 MQ_INTERNAL const char *mq_type_name(mq_value v);
 
 /* Appends the printed form of [v] as print() shows it. */

@@ -18,6 +18,7 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "globals.h"
+#include "range.h"
 
 /* --- stack and frames ------------------------------------------------------ */
 
@@ -59,25 +60,38 @@ static double as_double(mq_value v) {
 
 static int64_t as_int(mq_value v) { return v.type == MQ_INT ? v.as.i : (int64_t)v.as.b; }
 
+static const char *const token_text[] = {
+#define X(n, s) s,
+    MQ_BINOP_TOKENS(X)
+#undef X
+};
+
 /* Python semantics on numbers: int op int stays int except `/`; bools act as
  * ints except that & | ^ of two bools is a bool. */
 static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
   bool both_bool = a.type == MQ_BOOL && b.type == MQ_BOOL;
   bool ints = a.type != MQ_FLOAT && b.type != MQ_FLOAT;
   if (ints) {
-    int64_t x = as_int(a), y = as_int(b);
+    int64_t x = as_int(a), y = as_int(b), r;
+    /* Plain ints do not wrap (int64 tensors do, as in torch): a result
+     * that does not fit is an error rather than a silently wrong number. */
+    bool fits = true;
     switch (op) {
-    case MQ_TOK_ADD: return mq_int(WADD(x, y));
-    case MQ_TOK_SUB: return mq_int(WSUB(x, y));
-    case MQ_TOK_MUL: return mq_int(WMUL(x, y));
+    case MQ_TOK_ADD: fits = !__builtin_add_overflow(x, y, &r); break;
+    case MQ_TOK_SUB: fits = !__builtin_sub_overflow(x, y, &r); break;
+    case MQ_TOK_MUL: fits = !__builtin_mul_overflow(x, y, &r); break;
     case MQ_TOK_DIV: return mq_float((double)x / (double)y);
     case MQ_TOK_FLOORDIV:
     case MQ_TOK_MOD:
       if (y == 0) mq_error(S, "integer division by zero");
-      return mq_int(op == MQ_TOK_MOD ? mq_imod_floor(x, y) : mq_idiv_floor(x, y));
+      if (op == MQ_TOK_MOD) return mq_int(mq_imod_floor(x, y));
+      fits = !(x == INT64_MIN && y == -1);
+      r = mq_idiv_floor(x, y);
+      break;
     case MQ_TOK_POW:
       if (y < 0) return mq_float(pow((double)x, (double)y));
-      return mq_int(mq_ipow(x, y));
+      fits = mq_ipow_ok(x, y, &r);
+      break;
     case MQ_TOK_LT: return mq_bool(x < y);
     case MQ_TOK_LE: return mq_bool(x <= y);
     case MQ_TOK_GT: return mq_bool(x > y);
@@ -87,8 +101,15 @@ static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
     case MQ_TOK_BAND: return both_bool ? mq_bool(x & y) : mq_int(x & y);
     case MQ_TOK_BOR: return both_bool ? mq_bool(x | y) : mq_int(x | y);
     case MQ_TOK_BXOR: return both_bool ? mq_bool(x ^ y) : mq_int(x ^ y);
-    default: break;
+    default: goto unsupported;
     }
+    if (!fits) { /* a negative left operand in parentheses: -2 ** 64 is -(2 ** 64) */
+      const char *lparen = x < 0 ? "(" : "", *rparen = x < 0 ? ")" : "";
+      mq_error(S, "integer overflow in %s%lld%s %s %lld; use %s%lld.0%s %s %lld for a float",
+               lparen, (long long)x, rparen, token_text[op], (long long)y, lparen, (long long)x,
+               rparen, token_text[op], (long long)y);
+    }
+    return mq_int(r);
   } else {
     double x = as_double(a), y = as_double(b);
     switch (op) {
@@ -112,6 +133,7 @@ static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
     default: break;
     }
   }
+unsupported:
   mq_error(S, "unsupported operand types for this operator: %s and %s", mq_type_name(a),
            mq_type_name(b));
 }
@@ -123,12 +145,6 @@ static const int8_t token_to_binop[MQ_TOK__COUNT] = {
     [MQ_TOK_EQ] = MQ_BIN_EQ,   [MQ_TOK_NE] = MQ_BIN_NE,     [MQ_TOK_BAND] = MQ_BIN_BAND,
     [MQ_TOK_BOR] = MQ_BIN_BOR, [MQ_TOK_BXOR] = MQ_BIN_BXOR,
     [MQ_TOK_FLOORDIV] = MQ_BIN_FLOORDIV, [MQ_TOK_MOD] = MQ_BIN_REM, [MQ_TOK_MATMUL] = -1,
-};
-
-static const char *const token_text[] = {
-#define X(n, s) s,
-    MQ_BINOP_TOKENS(X)
-#undef X
 };
 
 static bool values_equal(mq_value a, mq_value b) {
@@ -168,7 +184,9 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
 
 static mq_value negate(mq_state *S, mq_value v) {
   switch ((mq_vtype)v.type) {
-  case MQ_INT: return mq_int((int64_t)(0 - (uint64_t)v.as.i));
+  case MQ_INT:
+    if (v.as.i == INT64_MIN) mq_error(S, "integer overflow in -(%lld)", (long long)v.as.i);
+    return mq_int(-v.as.i);
   case MQ_FLOAT: return mq_float(-v.as.f);
   case MQ_BOOL: return mq_int(-(int64_t)v.as.b);
   default: break;
@@ -198,6 +216,17 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
       mq_error(S, "index %lld is out of range for a list of length %d", (long long)vals[0].as.i,
                l->len);
     return l->items[i];
+  }
+  if (mq_is_obj(obj, MQ_O_RANGE)) {
+    const mq_range *r = mq_as_range(obj);
+    if (nitems != 1 || kinds[0] != MQ_IXB_VALUE || vals[0].type != MQ_INT)
+      mq_error(S, "a range is indexed by one int");
+    int64_t i = vals[0].as.i;
+    if (i < 0 && i >= -r->len) i += r->len;
+    if (i < 0 || i >= r->len)
+      mq_error(S, "index %lld is out of range for a range of length %lld",
+               (long long)vals[0].as.i, (long long)r->len);
+    return mq_int(mq_range_at(r, i));
   }
   if (!mq_is_tensor(obj)) mq_error(S, "a %s cannot be indexed", mq_type_name(obj));
   mq_index_item items[256];
@@ -318,12 +347,21 @@ static mq_value iterate_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
     mq_index_item it = {MQ_IX_INT, false, false, false, i, 0, 0, NULL};
     return mq_objv(mq_index(S, t, &it, 1));
   }
+  if (mq_is_obj(seq, MQ_O_RANGE)) {
+    const mq_range *r = mq_as_range(seq);
+    if (i >= r->len) {
+      *done = true;
+      return mq_none();
+    }
+    return mq_int(mq_range_at(r, i));
+  }
   mq_error(S, "cannot iterate over a %s", mq_type_name(seq));
 }
 
 static int64_t sequence_length(mq_state *S, mq_value v) {
   if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len;
   if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
+  if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len;
   mq_error(S, "cannot unpack a %s", mq_type_name(v));
 }
 
@@ -618,7 +656,8 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         if (step > 0 ? cur >= stop : cur <= stop) {
           ip += d;
         } else {
-          sp[-3].as.i = (int64_t)((uint64_t)cur + (uint64_t)step);
+          /* past the end of int64 is past stop: a wrapped cur would loop on */
+          if (__builtin_add_overflow(cur, step, &sp[-3].as.i)) sp[-3].as.i = stop;
           PUSH(mq_int(cur));
         }
         vmbreak;
