@@ -172,6 +172,9 @@ MQ_INTERNAL void mq_strfree(mq_state *S, char *s);
     if ((need) > (cap)) {                                                      \
       size_t nc_ = (cap) ? (size_t)(cap) * 2 : 8;                              \
       while (nc_ < (size_t)(need)) nc_ *= 2;                                   \
+      /* an int capacity stops at INT32_MAX instead of wrapping */             \
+      if (sizeof(cap) < sizeof(size_t) && nc_ > (size_t)INT32_MAX)              \
+        nc_ = (size_t)INT32_MAX;                                               \
       (arr) = mq_realloc((S), (arr), (size_t)(cap) * sizeof *(arr),            \
                          nc_ * sizeof *(arr));                                 \
       (cap) = nc_;                                                             \

@@ -7,6 +7,7 @@
 
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
+#include "checked.h"
 #include "chunk.h"
 #include "gc.h"
 #include "range.h"
@@ -54,6 +55,7 @@ mq_list *mq_list_new(mq_state *S, int cap) {
 }
 
 void mq_list_push(mq_state *S, mq_list *l, mq_value v) {
+  if (l->len >= MQ_LIST_MAX) mq_error(S, "list is too long (more than %d items)", MQ_LIST_MAX);
   MQ_GROW(S, l->items, l->cap, l->len + 1);
   mq_retain(v);
   l->items[l->len++] = v;
