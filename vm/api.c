@@ -8,6 +8,7 @@
 
 #include "../parser/ast.h"
 #include "../parser/compiler.h"
+#include "../runtime/npy.h"
 #include "../runtime/parallel.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
@@ -375,11 +376,13 @@ masq_status masq_eval_file(masq_state *S, const char *path) {
   if (!S) return MASQ_ERR_USAGE;
   mq_api_clear_error(S);
   if (!path) return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, "masq_eval_file: path is NULL", NULL);
-  file_job fj = {path, fopen(path, "rb"), NULL, 0, 0};
+  bool irregular;
+  file_job fj = {path, mq_file_open_regular(path, &irregular), NULL, 0, 0};
   masq_status st;
   if (!fj.fp) {
     char msg[512];
-    snprintf(msg, sizeof msg, "cannot open '%s': %s", path, strerror(errno));
+    snprintf(msg, sizeof msg, "cannot open '%s': %s", path,
+             irregular ? "not a regular file" : strerror(errno));
     return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, msg, NULL);
   }
   st = mq_protect(S, read_file, &fj);
@@ -486,8 +489,10 @@ void mq_import(mq_state *S, const char *path, const mq_source *from) {
     if (strcmp(mq_as_string(S->imports->items[i])->chars, full) == 0) return;
   mq_list_push(S, S->imports, mq_objv(mq_string_new(S, full, strlen(full))));
 
-  file_job fj = {full, fopen(full, "rb"), NULL, 0, 0};
-  if (!fj.fp) mq_error(S, "cannot import '%s': %s", full, strerror(errno));
+  bool irregular;
+  file_job fj = {full, mq_file_open_regular(full, &irregular), NULL, 0, 0};
+  if (!fj.fp)
+    mq_error(S, "cannot import '%s': %s", full, irregular ? "not a regular file" : strerror(errno));
   masq_status st = mq_protect(S, read_file, &fj);
   fclose(fj.fp);
   if (st != MASQ_OK) {
