@@ -17,10 +17,11 @@ void mq_function_free(mq_state *S, mq_function *f) {
   for (int i = 0; i < f->nconsts; i++) mq_release(S, f->consts[i]);
   mq_free(S, f->consts, (size_t)f->consts_cap * sizeof *f->consts);
   mq_free(S, f->code, (size_t)f->code_cap);
-  mq_free(S, f->spans, (size_t)f->code_cap * sizeof *f->spans);
+  mq_free(S, f->spans, (size_t)f->spans_cap * sizeof *f->spans);
   if (f->param_names) {
     for (int i = 0; i < f->nparams; i++) mq_strfree(S, f->param_names[i]);
-    mq_free(S, f->param_names, (size_t)f->nparams * sizeof *f->param_names);
+    /* The compiler allocates room for one name at least. */
+    mq_free(S, f->param_names, (size_t)(f->nparams ? f->nparams : 1) * sizeof *f->param_names);
   }
   mq_strfree(S, f->name);
   mq_free(S, f, sizeof *f);
@@ -50,8 +51,11 @@ void mq_closure_free(mq_state *S, mq_closure *c) {
 void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span) {
   if (f->code_len == f->code_cap) {
     int cap = f->code_cap ? f->code_cap * 2 : 64;
-    f->spans = mq_realloc(S, f->spans, (size_t)f->code_cap * sizeof *f->spans,
-                          (size_t)cap * sizeof *f->spans);
+    if (f->spans_cap < cap) {
+      f->spans = mq_realloc(S, f->spans, (size_t)f->spans_cap * sizeof *f->spans,
+                            (size_t)cap * sizeof *f->spans);
+      f->spans_cap = cap;
+    }
     f->code = mq_realloc(S, f->code, (size_t)f->code_cap, (size_t)cap);
     f->code_cap = cap;
   }

@@ -13,6 +13,7 @@ typedef struct mq_function {
   uint8_t *code;
   mq_span *spans;           /* spans[i] belongs to code[i] */
   int code_len, code_cap;
+  int spans_cap;            /* its own count: growing code can fail between the two */
   mq_value *consts;
   int nconsts, consts_cap;
   int nparams;
