@@ -292,8 +292,10 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   job->stack_len = S->stack_len;
   job->nframes = S->nframes;
   mq_arena_init(&job->arena, S);
+  int outer_base = mq_globals_begin(S);
   masq_status st = mq_protect(S, eval_protected, job);
   mq_arena_free(&job->arena);
+  mq_globals_end(S, outer_base, st == MASQ_OK);
   masq_status result = st;
   if (st != MASQ_OK) {
     mq_api_fail_run(S, st, job->src, job->stack_len, job->nframes, mark);
