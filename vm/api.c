@@ -295,7 +295,6 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   int outer_base = mq_globals_begin(S);
   masq_status st = mq_protect(S, eval_protected, job);
   mq_arena_free(&job->arena);
-  mq_globals_end(S, outer_base, st == MASQ_OK);
   masq_status result = st;
   if (st != MASQ_OK) {
     mq_api_fail_run(S, st, job->src, job->stack_len, job->nframes, mark);
@@ -326,6 +325,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   mq_buf_free(S, &job->errs.first_message);
   if (job->fn) mq_obj_release(S, &job->fn->hdr);
   mq_pool_drain(S, mark);
+  mq_globals_end(S, outer_base, st == MASQ_OK);
   return result;
 }
 

@@ -273,9 +273,9 @@ masq_status masq_call(masq_state *M, const char *fname, int argc, masq_tensor *c
   int stack_len = M->stack_len, nframes = M->nframes;
   int outer_base = mq_globals_begin(M);
   masq_status st = mq_protect(M, call_protected, &job);
-  mq_globals_end(M, outer_base, st == MASQ_OK);
   if (st != MASQ_OK) mq_api_fail_run(M, st, NULL, stack_len, nframes, mark);
   mq_pool_drain(M, mark);
+  mq_globals_end(M, outer_base, st == MASQ_OK);
   if (job.fn) mq_obj_release(M, &job.fn->hdr);
   return st;
 }
