@@ -124,7 +124,14 @@ enum {
 /* Compiles and runs [len] bytes of [source] (NULL only if [len] is 0).
  * [chunkname] names the source in diagnostics ("script.masq", "<expr>",
  * "<stdin>"; NULL: "<string>"). Globals persist across calls on the same
- * state. On error the state is still usable. */
+ * state. An eval is atomic for globals: if it fails (any error, the memory
+ * limit included), every global it assigned or defined, functions too, is
+ * back to what it was before it started (new ones undefined again) and the
+ * values only they held are freed, so a script that filled the memory
+ * limit through a global leaves the state as usable as before. Objects
+ * changed in place (append to an existing list) stay changed. masq_call is
+ * atomic the same way; an eval nested in a host function commits into the
+ * eval that called it. */
 MASQ_API masq_status masq_eval(masq_state *M, const char *source, size_t len,
                                const char *chunkname, int flags);
 

@@ -1025,8 +1025,8 @@ static void function(compiler *C, const mq_node *n) {
     }
   }
   F->f->param_names = mq_calloc(S, (size_t)(np ? np : 1) * sizeof(char *));
+  F->f->nparams = np; /* before the names: a failed strdup leaves the rest NULL, freed by count */
   for (int i = 0; i < np; i++) F->f->param_names[i] = mq_strdup(S, params->kids[i]->str);
-  F->f->nparams = np;
   F->f->ndefaults = ndefaults;
   if (body->kind == MQ_N_BLOCK) {
     prescan_globals(F, body, np, 0);

@@ -7,7 +7,30 @@
 #include "npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+FILE *mq_file_open_regular(const char *path, bool *irregular) {
+  *irregular = false;
+  /* O_NONBLOCK: opening a FIFO with no writer must not hang before fstat
+   * can refuse it; reads of a regular file ignore the flag. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  struct stat st;
+  bool stated = fstat(fd, &st) == 0;
+  if (!stated || !S_ISREG(st.st_mode)) {
+    int err = stated ? 0 : errno;
+    *irregular = stated;
+    close(fd);
+    errno = err;
+    return NULL;
+  }
+  FILE *fp = fdopen(fd, "rb");
+  if (!fp) close(fd);
+  return fp;
+}
 
 typedef struct read_job {
   FILE *fp;
@@ -45,7 +68,9 @@ static void read_all(mq_state *S, void *ud) {
 }
 
 uint8_t *mq_file_read(mq_state *S, const char *path, const char *who, size_t *len) {
-  read_job j = {fopen(path, "rb"), path, who, NULL, 0};
+  bool irregular;
+  read_job j = {mq_file_open_regular(path, &irregular), path, who, NULL, 0};
+  if (irregular) mq_error(S, "%s: '%s' is not a regular file", who, path);
   if (!j.fp) mq_error(S, "%s: cannot open '%s': %s", who, path, strerror(errno));
   masq_status st = mq_protect(S, read_all, &j);
   fclose(j.fp);
@@ -55,6 +80,10 @@ uint8_t *mq_file_read(mq_state *S, const char *path, const char *who, size_t *le
 }
 
 void mq_file_write(mq_state *S, const char *path, const char *who, const void *p, size_t n) {
+  /* Writing into a FIFO would block, into a device would not be a file. */
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    mq_error(S, "%s: '%s' is not a regular file", who, path);
   FILE *fp = fopen(path, "wb");
   if (!fp) mq_error(S, "%s: cannot open '%s' for writing: %s", who, path, strerror(errno));
   errno = 0;

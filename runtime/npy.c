@@ -291,6 +291,9 @@ mq_tensor *mq_npy_parse(mq_state *S, const uint8_t *p, size_t n, const char *wha
   if ((uint64_t)(n - start) < nbytes)
     mq_error(S, "load: %s is truncated: header says %llu bytes of data, file has %zu", what,
              (unsigned long long)nbytes, n - start);
+  if ((uint64_t)(n - start) > nbytes)
+    mq_error(S, "load: %s has %zu bytes after its header; its header says %llu bytes of data",
+             what, n - start, (unsigned long long)nbytes);
   mq_tensor *t = mq_tensor_new(S, l.dt, h.ndim, h.shape);
   decode(&l, p + start, t->numel, t);
   return t;

@@ -11,6 +11,8 @@
 #ifndef MQ_NPY_H
 #define MQ_NPY_H
 
+#include <stdio.h>
+
 #include "tensor.h"
 
 /* Both formats are little-endian whatever the host is; these read and write
@@ -83,6 +85,10 @@ MQ_INTERNAL uint8_t *mq_zip_write(mq_state *S, const mq_zip_member *m, int n, bo
 
 /* --- whole files ------------------------------------------------------------------ */
 
+/* Opens [path] for reading if it is a regular file. On failure returns
+ * NULL with errno set, or with *irregular true when [path] exists but is a
+ * directory, FIFO, device or socket. */
+MQ_INTERNAL FILE *mq_file_open_regular(const char *path, bool *irregular);
 /* Reads the file at [path] whole into scratch memory (NUL-terminated past
  * *len). [who] prefixes messages ("load"). */
 MQ_INTERNAL uint8_t *mq_file_read(mq_state *S, const char *path, const char *who, size_t *len);

@@ -109,6 +109,11 @@ static const uint8_t *inflate_member(mq_state *S, zstream *zs, const uint8_t *sr
   z_begin(S, zs, false, "load");
   size_t produced;
   int rc = z_run(zs, false, src, csize, out, usize, &produced);
+  /* The output buffer is the declared size, so a stream that would
+   * inflate past it (a zip bomb) stops there with data still to come. */
+  if (rc != Z_STREAM_END && produced == usize)
+    mq_error(S, "load: %s: member '%.*s' inflates to more than its recorded %zu bytes", file,
+             nlen, name, usize);
   if (rc != Z_STREAM_END || produced != usize)
     mq_error(S, "load: %s: member '%.*s' does not inflate to its recorded %zu bytes (%s)", file,
              nlen, name, usize,
@@ -273,8 +278,15 @@ int mq_zip_read(mq_state *S, const uint8_t *p, size_t n, const char *file, mq_zi
   mq_zip_member *m = mq_scratch(S, (size_t)count * sizeof *m);
   size_t pos = 0;
   for (uint64_t i = 0; i < count; i++) {
-    span(&a, off + pos, CENTRAL_SIZE, "central directory");
+    /* An entry, names and fields included, stays inside the directory the
+     * end record sized. */
+    if (pos > size || size - pos < CENTRAL_SIZE)
+      mq_error(S, "load: %s is corrupt: entry %llu lies past the end of its central directory",
+               file, (unsigned long long)i);
     pos += read_member(&a, cd + pos, &m[i]);
+    if (pos > size)
+      mq_error(S, "load: %s is corrupt: entry %llu lies past the end of its central directory",
+               file, (unsigned long long)i);
   }
   *out = m;
   return (int)count;

@@ -8,6 +8,7 @@
 
 #include "../parser/ast.h"
 #include "../parser/compiler.h"
+#include "../runtime/npy.h"
 #include "../runtime/parallel.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
@@ -294,6 +295,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   job->stack_len = S->stack_len;
   job->nframes = S->nframes;
   mq_arena_init(&job->arena, S);
+  int outer_base = mq_globals_begin(S);
   masq_status st = mq_protect(S, eval_protected, job);
   mq_arena_free(&job->arena);
   masq_status result = st;
@@ -326,6 +328,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   mq_buf_free(S, &job->errs.first_message);
   if (job->fn) mq_obj_release(S, &job->fn->hdr);
   mq_pool_drain(S, mark);
+  mq_globals_end(S, outer_base, st == MASQ_OK);
   mq_gc_step(S);
   return result;
 }
@@ -379,11 +382,13 @@ masq_status masq_eval_file(masq_state *S, const char *path) {
   if (!S) return MASQ_ERR_USAGE;
   mq_api_clear_error(S);
   if (!path) return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, "masq_eval_file: path is NULL", NULL);
-  file_job fj = {path, fopen(path, "rb"), NULL, 0, 0};
+  bool irregular;
+  file_job fj = {path, mq_file_open_regular(path, &irregular), NULL, 0, 0};
   masq_status st;
   if (!fj.fp) {
     char msg[512];
-    snprintf(msg, sizeof msg, "cannot open '%s': %s", path, strerror(errno));
+    snprintf(msg, sizeof msg, "cannot open '%s': %s", path,
+             irregular ? "not a regular file" : strerror(errno));
     return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, msg, NULL);
   }
   st = mq_protect(S, read_file, &fj);
@@ -492,8 +497,10 @@ void mq_import(mq_state *S, const char *path, const mq_source *from) {
       return;
   mq_list_push(S, S->imports, mq_objv(mq_string_new(S, full, strlen(full))));
 
-  file_job fj = {full, fopen(full, "rb"), NULL, 0, 0};
-  if (!fj.fp) mq_error(S, "cannot import '%s': %s", full, strerror(errno));
+  bool irregular;
+  file_job fj = {full, mq_file_open_regular(full, &irregular), NULL, 0, 0};
+  if (!fj.fp)
+    mq_error(S, "cannot import '%s': %s", full, irregular ? "not a regular file" : strerror(errno));
   masq_status st = mq_protect(S, read_file, &fj);
   fclose(fj.fp);
   if (st != MASQ_OK) {

@@ -18,7 +18,7 @@ void mq_function_free(mq_state *S, mq_function *f) {
   for (int i = 0; i < f->nconsts; i++) mq_release(S, f->consts[i]);
   mq_free(S, f->consts, (size_t)f->consts_cap * sizeof *f->consts);
   mq_free(S, f->code, (size_t)f->code_cap);
-  mq_free(S, f->spans, (size_t)f->code_cap * sizeof *f->spans);
+  mq_free(S, f->spans, (size_t)f->spans_cap * sizeof *f->spans);
   if (f->param_names) {
     for (int i = 0; i < f->nparams; i++) mq_strfree(S, f->param_names[i]);
     /* the compiler allocates room for at least one name */
@@ -52,8 +52,11 @@ void mq_closure_free(mq_state *S, mq_closure *c) {
 void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span) {
   if (f->code_len == f->code_cap) {
     int cap = f->code_cap ? f->code_cap * 2 : 64;
-    f->spans = mq_realloc(S, f->spans, (size_t)f->code_cap * sizeof *f->spans,
-                          (size_t)cap * sizeof *f->spans);
+    if (f->spans_cap < cap) {
+      f->spans = mq_realloc(S, f->spans, (size_t)f->spans_cap * sizeof *f->spans,
+                            (size_t)cap * sizeof *f->spans);
+      f->spans_cap = cap;
+    }
     f->code = mq_realloc(S, f->code, (size_t)f->code_cap, (size_t)cap);
     f->code_cap = cap;
   }
@@ -88,10 +91,9 @@ int mq_chunk_const(mq_state *S, mq_function *f, mq_value v) {
 }
 
 static const struct {
-  const char *name;
-  int nbytes;
+  const char *name, *operands;
 } op_info[] = {
-#define OP(name, nbytes, effect, doc) {#name, nbytes},
+#define OP(name, operands, effect, doc) {#name, operands},
     MQ_OPCODES(OP)
 #undef OP
 };
@@ -102,10 +104,41 @@ static const char *const binop_names[] = {
 #undef X
 };
 
+static int operand_width(char kind) {
+  return kind == 'K' || kind == 'G' || kind == 'n' || kind == 'D' || kind == 'd' ? 2 : 1;
+}
+
 static unsigned operand(const mq_function *f, int at, int nbytes) {
   unsigned v = 0;
   for (int i = nbytes - 1; i >= 0; i--) v = (v << 8) | f->code[at + i];
   return v;
+}
+
+/* The function a CLOSURE at [pc] makes, or NULL if its constant is not one. */
+static const mq_function *closure_target(const mq_function *f, int pc) {
+  if (pc + 3 > f->code_len) return NULL;
+  unsigned k = operand(f, pc + 1, 2);
+  if ((int)k >= f->nconsts || !mq_is_obj(f->consts[k], MQ_O_FUNCTION)) return NULL;
+  return (const mq_function *)f->consts[k].as.o;
+}
+
+int mq_chunk_op_length(const mq_function *f, int pc) {
+  uint8_t op = f->code[pc];
+  if (op >= MQ_OP__COUNT) return -1;
+  int len = 1;
+  for (const char *k = op_info[op].operands; *k; k++) {
+    if (*k == 'i') {
+      len += (int)operand(f, pc + len - 1, 1); /* the item count just before */
+    } else if (*k == 'c') {
+      const mq_function *target = closure_target(f, pc);
+      if (!target) return -1;
+      len += 2 * target->nupvals;
+    } else {
+      if (pc + len + operand_width(*k) > f->code_len) return -1;
+      len += operand_width(*k);
+    }
+  }
+  return pc + len <= f->code_len ? len : -1;
 }
 
 /* Prints the source line the first time an instruction from it appears. */
@@ -121,61 +154,71 @@ static void source_line(mq_state *S, mq_buf *b, const mq_function *f, int line) 
   mq_buf_printf(S, b, "  ; %d: %.*s\n", line, (int)(e ? e - p : (long)strlen(p)), p);
 }
 
+/* Appends the decoded operands of the instruction at [pc] ([len] bytes). */
+static void operands(mq_state *S, mq_buf *b, const mq_function *f, int pc, int len) {
+  uint8_t op = f->code[pc];
+  int at = pc + 1;
+  unsigned last = 0;
+  for (const char *k = op_info[op].operands; *k; k++) {
+    if (*k == 'i') {
+      mq_buf_puts(S, b, "\t; items");
+      for (unsigned i = 0; i < last; i++) mq_buf_printf(S, b, " %u", f->code[at++]);
+      continue;
+    }
+    if (*k == 'c') {
+      if (at < pc + len) mq_buf_puts(S, b, "\t; captures");
+      static const char *const kinds[] = {"local", "upval", "self"};
+      for (; at + 1 < pc + len; at += 2) {
+        unsigned kind = f->code[at];
+        mq_buf_printf(S, b, " %s %u", kind < 3 ? kinds[kind] : "?", f->code[at + 1]);
+      }
+      continue;
+    }
+    int w = operand_width(*k);
+    unsigned arg = operand(f, at, w);
+    at += w;
+    last = arg;
+    mq_buf_printf(S, b, " %u", arg);
+    switch (*k) {
+    case 'K':
+      if (op == MQ_OP_CLOSURE) {
+        mq_buf_printf(S, b, "\t; %s", closure_target(f, pc)->name);
+      } else if ((int)arg < f->nconsts && op != MQ_OP_FUSED) {
+        mq_buf_puts(S, b, "\t; ");
+        mq_value_format(S, b, f->consts[arg]);
+      }
+      break;
+    case 'G':
+      if ((int)arg < S->nglobals) mq_buf_printf(S, b, "\t; %s", S->globals[arg].name);
+      break;
+    case 'B':
+      if (arg < MQ_TOK__COUNT) mq_buf_printf(S, b, "\t; %s", binop_names[arg]);
+      break;
+    case 'D': mq_buf_printf(S, b, "\t; to %d", pc + len + (int)arg); break;
+    case 'd': mq_buf_printf(S, b, "\t; to %d", pc + len - (int)arg); break;
+    default: break;
+    }
+  }
+}
+
 void mq_chunk_disassemble(mq_state *S, mq_buf *b, const mq_function *f) {
   mq_buf_printf(S, b, "function %s (%d bytes, %d constants, %d params, %d slots)\n", f->name,
                 f->code_len, f->nconsts, f->nparams, f->nslots);
   int last_line = -1;
   for (int pc = 0; pc < f->code_len;) {
     uint8_t op = f->code[pc];
-    if (op >= MQ_OP__COUNT) {
+    int len = mq_chunk_op_length(f, pc);
+    if (len < 0) { /* an unknown opcode or operands past the end: the rest is not code */
       mq_buf_printf(S, b, "  %04d  ?? %d\n", pc, op);
-      pc++;
-      continue;
+      break;
     }
     int line = f->spans[pc].line;
     if (line != last_line) source_line(S, b, f, line);
     last_line = line;
-    int nbytes = op_info[op].nbytes;
     mq_buf_printf(S, b, "  %04d  [%d:%d]\t%-18s", pc, line, f->spans[pc].col, op_info[op].name);
-    if (nbytes) {
-      unsigned arg = operand(f, pc + 1, op == MQ_OP_CALL_KW ? 1 : op == MQ_OP_FUSED ? 2 : nbytes);
-      mq_buf_printf(S, b, " %u", arg);
-      switch (op) {
-      case MQ_OP_CONST: {
-        mq_buf_puts(S, b, "\t; ");
-        mq_value_format(S, b, f->consts[arg]);
-        break;
-      }
-      case MQ_OP_GET_GLOBAL:
-      case MQ_OP_SET_GLOBAL:
-        if ((int)arg < S->nglobals) mq_buf_printf(S, b, "\t; %s", S->globals[arg].name);
-        break;
-      case MQ_OP_BINARY:
-        if (arg < MQ_TOK__COUNT) mq_buf_printf(S, b, "\t; %s", binop_names[arg]);
-        break;
-      case MQ_OP_CALL_KW: mq_buf_printf(S, b, " %u", operand(f, pc + 2, 2)); break;
-      case MQ_OP_FUSED:
-        mq_buf_printf(S, b, " %u\t; done: to %d", operand(f, pc + 3, 2),
-                      pc + 1 + nbytes + (int)operand(f, pc + 3, 2));
-        break;
-      case MQ_OP_JUMP:
-      case MQ_OP_JUMP_IF_FALSE:
-      case MQ_OP_JUMP_IF_FALSE_KEEP:
-      case MQ_OP_JUMP_IF_TRUE_KEEP:
-        mq_buf_printf(S, b, "\t; to %d", pc + 1 + nbytes + (int)arg);
-        break;
-      case MQ_OP_LOOP: mq_buf_printf(S, b, "\t; to %d", pc + 1 + nbytes - (int)arg); break;
-      default: break;
-      }
-    }
-    if (op == MQ_OP_INDEX) {
-      int n = (int)operand(f, pc + 1, 1);
-      mq_buf_puts(S, b, "\t; items");
-      for (int i = 0; i < n; i++) mq_buf_printf(S, b, " %u", f->code[pc + 2 + i]);
-      nbytes += n;
-    }
+    operands(S, b, f, pc, len);
     mq_buf_putc(S, b, '\n');
-    pc += 1 + nbytes;
+    pc += len;
   }
   for (int i = 0; i < f->nconsts; i++)
     if (mq_is_obj(f->consts[i], MQ_O_FUNCTION))

@@ -13,6 +13,7 @@ typedef struct mq_function {
   uint8_t *code;
   mq_span *spans;           /* spans[i] belongs to code[i] */
   int code_len, code_cap;
+  int spans_cap;            /* its own count: growing code can fail between the two */
   mq_value *consts;
   int nconsts, consts_cap;
   int nparams;
@@ -47,6 +48,10 @@ MQ_INTERNAL void mq_closure_free(mq_state *S, mq_closure *c);
 MQ_INTERNAL void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span);
 /* Adds [v] (retained) to the constants, reusing an equal number or string. */
 MQ_INTERNAL int mq_chunk_const(mq_state *S, mq_function *f, mq_value v);
+/* The length in bytes of the instruction at [pc] of [f], operands and
+ * trailing INDEX items or CLOSURE captures included, from the operand list
+ * of vm/opcodes.h; -1 for an unknown opcode or one that runs past the end. */
+MQ_INTERNAL int mq_chunk_op_length(const mq_function *f, int pc);
 /* Appends a `luac -l`-style listing of [f] to [b]. */
 MQ_INTERNAL void mq_chunk_disassemble(mq_state *S, mq_buf *b, const mq_function *f);
 

@@ -39,18 +39,58 @@ int mq_global_slot(mq_state *S, const char *name) {
   MQ_GROW(S, S->globals, S->globals_cap, S->nglobals + 1);
   char *copy = mq_strdup(S, name);
   slot = S->nglobals++;
-  S->globals[slot] = (mq_global){copy, mq_none(), false, false};
+  S->globals[slot] = (mq_global){copy, mq_none(), false, false, 0};
   index_insert(S, slot);
   return slot;
 }
 
 void mq_global_set(mq_state *S, int slot, mq_value v) {
   mq_global *g = &S->globals[slot];
+  if (S->undo_base && g->logged < S->undo_base) {
+    MQ_GROW(S, S->undo, S->undo_cap, S->undo_len + 1); /* may throw: nothing changed yet */
+    S->undo[S->undo_len++] = (mq_undo){slot, g->logged, g->value, g->defined};
+    g->logged = S->undo_len;
+    mq_retain(v);
+    g->value = v; /* the old value's reference moved to the log */
+    g->defined = true;
+    return;
+  }
   mq_retain(v);
   mq_value old = g->value;
   g->value = v;
   g->defined = true;
   mq_release(S, old);
+}
+
+int mq_globals_begin(mq_state *S) {
+  int outer = S->undo_base;
+  S->undo_base = S->undo_len + 1;
+  return outer;
+}
+
+static void commit(mq_state *S, int outer_base) {
+  S->undo_base = outer_base;
+  if (outer_base) return; /* the outer eval may still roll these back */
+  for (int i = 0; i < S->undo_len; i++) {
+    S->globals[S->undo[i].slot].logged = 0;
+    mq_release(S, S->undo[i].old);
+  }
+  S->undo_len = 0;
+}
+
+static void rollback(mq_state *S, int outer_base) {
+  int first = S->undo_base - 1;
+  for (int i = S->undo_len - 1; i >= first; i--) {
+    const mq_undo *u = &S->undo[i];
+    mq_global *g = &S->globals[u->slot];
+    mq_value made = g->value;
+    g->value = u->old;
+    g->defined = u->defined;
+    g->logged = u->prev_logged;
+    mq_release(S, made);
+  }
+  S->undo_len = first;
+  S->undo_base = outer_base;
 }
 
 void mq_globals_free(mq_state *S) {
@@ -60,7 +100,16 @@ void mq_globals_free(mq_state *S) {
   }
   mq_free(S, S->globals, (size_t)S->globals_cap * sizeof *S->globals);
   mq_free(S, S->gindex, (size_t)S->gindex_cap * sizeof *S->gindex);
+  for (int i = 0; i < S->undo_len; i++) mq_release(S, S->undo[i].old);
+  mq_free(S, S->undo, (size_t)S->undo_cap * sizeof *S->undo);
+  S->undo = NULL;
+  S->undo_len = S->undo_cap = S->undo_base = 0;
   S->globals = NULL;
   S->gindex = NULL;
   S->nglobals = S->globals_cap = S->gindex_cap = 0;
+}
+
+void mq_globals_end(mq_state *S, int outer_base, bool committed) {
+  if (committed) commit(S, outer_base);
+  else rollback(S, outer_base);
 }

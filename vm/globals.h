@@ -13,4 +13,15 @@ MQ_INTERNAL int mq_global_find(const mq_state *S, const char *name);
 MQ_INTERNAL void mq_global_set(mq_state *S, int slot, mq_value v);
 MQ_INTERNAL void mq_globals_free(mq_state *S);
 
+/* Evals are transactions on the globals: between begin and commit every
+ * first store into a slot logs what the slot held (the log grows before
+ * the store, so a failed growth changes nothing), and a rollback puts the
+ * logged values back in reverse order and releases the new ones (end with
+ * [commit] false). Only
+ * bindings are restored; a list or tensor changed in place stays changed.
+ * Nested evals (from a host function) nest: begin returns the outer
+ * eval's base, which commit and rollback take back. */
+MQ_INTERNAL int mq_globals_begin(mq_state *S);
+MQ_INTERNAL void mq_globals_end(mq_state *S, int outer_base, bool commit);
+
 #endif

@@ -1,52 +1,61 @@
 /* opcodes.h - the instruction set, one X-macro list that drives the opcode
  * enum, the dispatch table of vm.c and the disassembler of chunk.c.
  *
- *   OP(name, operand bytes, stack effect, description)
+ *   OP(name, operands, stack effect, description)
  *
- * Operands are unsigned, little-endian. The stack effect is what the
+ * [operands] spells the bytes after the opcode, one letter per operand, so
+ * that every instruction's length is known from this list alone (see
+ * mq_chunk_op_length). Operands are unsigned, little-endian:
+ *   1 byte:  L local slot, U capture, N item count, B binary operator,
+ *            A argument count
+ *   2 bytes: K constant, G global slot, n item count, D forward jump,
+ *            d backward jump
+ *   after the fixed operands: i the INDEX item kinds, one byte per item
+ *   (their count is the operand before); c the CLOSURE captures, two bytes
+ *   each (their count is the nupvals of the function in constant K). The stack effect is what the
  * disassembler prints; -N means "pops N more than it pushes". Grep "ORDER OP"
  * before reordering: nothing else depends on the order. */
 #ifndef MQ_OPCODES_H
 #define MQ_OPCODES_H
 
 #define MQ_OPCODES(OP)                                                              \
-  OP(CONST, 2, +1, "push constant K")                                              \
-  OP(NONE, 0, +1, "push none")                                                     \
-  OP(TRUE, 0, +1, "push true")                                                     \
-  OP(FALSE, 0, +1, "push false")                                                   \
-  OP(POP, 0, -1, "drop the top value")                                             \
-  OP(GET_GLOBAL, 2, +1, "push global slot G")                                      \
-  OP(SET_GLOBAL, 2, -1, "pop into global slot G")                                  \
-  OP(GET_LOCAL, 1, +1, "push local slot L")                                        \
-  OP(SET_LOCAL, 1, -1, "pop into local slot L")                                    \
-  OP(GET_UPVAL, 1, +1, "push captured value U of the running function")            \
-  OP(SELF, 0, +1, "push the running function (a nested function calling itself)") \
-  OP(CLOSURE, 2, 0, "make a function of code K; pops its defaults; captures follow")\
-  OP(SET_INDEX, 0, -3, "pop value, index, list: list[index] = value")              \
-  OP(UNPACK, 1, 0, "pop a list or tensor of N items; push them, the first on top") \
-  OP(FOR_ITER, 2, +1, "[seq, i]: push seq[i] and advance i, or jump forward D")    \
-  OP(FOR_RANGE, 2, +1, "[cur, stop, step]: push cur and advance, or jump forward D")\
-  OP(IMPORT, 2, 0, "run the file named by string constant K, once per state")     \
-  OP(NEG, 0, 0, "negate the top value")                                            \
-  OP(BITNOT, 0, 0, "bitwise/logical not (~) of the top value")                     \
-  OP(NOT, 0, 0, "boolean `not` of the top value's truth")                          \
-  OP(BINARY, 1, -1, "apply binary operator B (an mq_binop_token) to the top two") \
-  OP(FUSED, 4, 0, "run fused program K (runtime/fuse.h): push its value and jump forward D, or do nothing") \
-  OP(LIST, 2, 0, "pop N values, push them as a list (N - 1 less on the stack)")    \
-  OP(TENSORIZE, 0, 0, "a nested list whose leaves are all numbers becomes a tensor") \
-  OP(INDEX, 1, 0, "index: N item kinds follow as bytes; pops object and items")    \
-  OP(CALL, 1, 0, "call with A positional arguments")                               \
-  OP(CALL_KW, 3, 0, "call with A arguments, the last ones named by list K")        \
-  OP(ECHO, 0, -1, "pop; in echo mode print it and bind it to `_`")                 \
-  OP(JUMP, 2, 0, "jump forward by D")                                              \
-  OP(JUMP_IF_FALSE, 2, -1, "pop; jump forward by D if falsy")                      \
-  OP(JUMP_IF_FALSE_KEEP, 2, 0, "jump forward by D if the top is falsy, else pop")  \
-  OP(JUMP_IF_TRUE_KEEP, 2, 0, "jump forward by D if the top is truthy, else pop")  \
-  OP(LOOP, 2, 0, "jump backward by D (polls the interrupt flag)")                  \
-  OP(RETURN, 0, 0, "return the top value to the caller")
+  OP(CONST, "K", +1, "push constant K")                                             \
+  OP(NONE, "", +1, "push none")                                                     \
+  OP(TRUE, "", +1, "push true")                                                     \
+  OP(FALSE, "", +1, "push false")                                                   \
+  OP(POP, "", -1, "drop the top value")                                             \
+  OP(GET_GLOBAL, "G", +1, "push global slot G")                                     \
+  OP(SET_GLOBAL, "G", -1, "pop into global slot G")                                 \
+  OP(GET_LOCAL, "L", +1, "push local slot L")                                       \
+  OP(SET_LOCAL, "L", -1, "pop into local slot L")                                   \
+  OP(GET_UPVAL, "U", +1, "push captured value U of the running function")           \
+  OP(SELF, "", +1, "push the running function (a nested function calling itself)")  \
+  OP(CLOSURE, "Kc", 0, "make a function of code K; pops its defaults; captures follow") \
+  OP(SET_INDEX, "", -3, "pop value, index, list: list[index] = value")              \
+  OP(UNPACK, "N", 0, "pop a list or tensor of N items; push them, the first on top") \
+  OP(FOR_ITER, "D", +1, "[seq, i]: push seq[i] and advance i, or jump forward D")   \
+  OP(FOR_RANGE, "D", +1, "[cur, stop, step]: push cur and advance, or jump forward D") \
+  OP(IMPORT, "K", 0, "run the file named by string constant K, once per state")     \
+  OP(NEG, "", 0, "negate the top value")                                            \
+  OP(BITNOT, "", 0, "bitwise/logical not (~) of the top value")                     \
+  OP(NOT, "", 0, "boolean `not` of the top value's truth")                          \
+  OP(BINARY, "B", -1, "apply binary operator B (an mq_binop_token) to the top two") \
+  OP(FUSED, "KD", 0, "run fused program K (runtime/fuse.h): push its value and jump forward D, or do nothing") \
+  OP(LIST, "n", 0, "pop N values, push them as a list (N - 1 less on the stack)")   \
+  OP(TENSORIZE, "", 0, "a nested list whose leaves are all numbers becomes a tensor") \
+  OP(INDEX, "Ni", 0, "index: N item kinds follow as bytes; pops object and items")  \
+  OP(CALL, "A", 0, "call with A positional arguments")                              \
+  OP(CALL_KW, "AK", 0, "call with A arguments, the last ones named by list K")      \
+  OP(ECHO, "", -1, "pop; in echo mode print it and bind it to `_`")                 \
+  OP(JUMP, "D", 0, "jump forward by D")                                             \
+  OP(JUMP_IF_FALSE, "D", -1, "pop; jump forward by D if falsy")                     \
+  OP(JUMP_IF_FALSE_KEEP, "D", 0, "jump forward by D if the top is falsy, else pop") \
+  OP(JUMP_IF_TRUE_KEEP, "D", 0, "jump forward by D if the top is truthy, else pop") \
+  OP(LOOP, "d", 0, "jump backward by D (polls the interrupt flag)")                 \
+  OP(RETURN, "", 0, "return the top value to the caller")
 
 typedef enum mq_opcode {
-#define OP(name, nbytes, effect, doc) MQ_OP_##name,
+#define OP(name, operands, effect, doc) MQ_OP_##name,
   MQ_OPCODES(OP)
 #undef OP
   MQ_OP__COUNT

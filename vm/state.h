@@ -55,7 +55,15 @@ typedef struct mq_global {
   mq_value value;
   bool defined;
   bool builtin; /* holds the builtin it was opened with (for :vars) */
+  int logged;   /* 1 + its newest entry in the undo log, 0 if none (vm/globals.h) */
 } mq_global;
+
+/* What a global slot held before the running eval first assigned it. */
+typedef struct mq_undo {
+  int slot, prev_logged;
+  mq_value old; /* owned by the log */
+  bool defined;
+} mq_undo;
 
 struct mq_source; /* vm/diag.h */
 
@@ -98,6 +106,10 @@ struct mq_state {
   int nglobals, globals_cap;
   int *gindex; /* slot+1 per bucket, 0 = empty */
   int gindex_cap;
+  /* The undo log of the evals running (vm/globals.h): entries from
+   * undo_base - 1 on belong to the innermost; undo_base 0: none running. */
+  mq_undo *undo;
+  int undo_len, undo_cap, undo_base;
 
   struct mq_builtin *builtins; /* stdlib table, bound at open */
   int nbuiltins;

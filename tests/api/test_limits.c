@@ -91,8 +91,7 @@ static void test_interrupts(void) {
   stop = 1;
   CHECK_ERR(M, eval(M, "i = 0\nwhile true { i = i + 1 }"), MASQ_ERR_INTERRUPTED, "interrupted");
   stop = 0;
-  CHECK_OK(M, eval(M, "after = i > 0"));
-  CHECK(number(M, "after") == 1);
+  CHECK_ERR(M, eval(M, "i"), MASQ_ERR_RUNTIME, "undefined variable 'i'"); /* undone */
   /* Inside masq_call, then the same state calls again. */
   masq_tensor *s, *r;
   CHECK_OK(M, masq_tensor_scalar(M, 3, &s));
@@ -106,7 +105,7 @@ static void test_interrupts(void) {
   CHECK_OK(M, masq_tensor_release(M, s));
   /* masq_interrupt() while a script runs (from a host function here). */
   CHECK_ERR(M, eval(M, "k = 0\nstop_me()\nk = 1"), MASQ_ERR_INTERRUPTED, "interrupted");
-  CHECK(number(M, "k") == 0);
+  CHECK_ERR(M, eval(M, "k"), MASQ_ERR_RUNTIME, "undefined variable 'k'"); /* undone */
   /* A request made while nothing runs is dropped by the next call. */
   masq_interrupt(M);
   CHECK_OK(M, eval(M, "k = 2"));
