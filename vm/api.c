@@ -74,8 +74,8 @@ void masq_close(masq_state *S) {
   mq_globals_free(S);
   mq_stdlib_close(S);
   if (S->imports) mq_obj_release(S, &S->imports->hdr);
-  mq_sources_free(S);
   mq_gc_collect(S, true); /* the cycles nothing else holds any more */
+  mq_sources_free(S);     /* after the functions that refer to them */
   mq_free(S, S->stack, (size_t)S->stack_cap * sizeof *S->stack);
   mq_free(S, S->frames, (size_t)S->frames_cap * sizeof *S->frames);
   mq_free(S, S->pool, S->pool_cap * sizeof *S->pool);
@@ -252,17 +252,6 @@ static void eval_protected(mq_state *S, void *ud) {
   mq_release(S, r);
 }
 
-/* Forgets the newest source if nothing refers to it (an incomplete or
- * unparsable REPL line). */
-static void drop_source(mq_state *S, mq_source *src) {
-  if (!src || S->sources != src) return;
-  S->sources = src->next;
-  src->next = NULL;
-  mq_strfree(S, src->name);
-  mq_free(S, src->text, src->len + 1);
-  mq_free(S, src, sizeof *src);
-}
-
 masq_status mq_api_fail_run(mq_state *S, masq_status st, const mq_source *src, int stack_len,
                             int nframes, size_t mark) {
   mq_span span;
@@ -310,23 +299,23 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
     S->err_rendered = job->errs.rendered;
     job->errs.rendered = (mq_buf){0};
     mq_strfree(S, S->err_chunk);
-    S->err_chunk = NULL;
+    S->err_chunk = job->src->name; /* the error outlives the source */
+    job->src->name = NULL;
     S->err.status = MASQ_ERR_SYNTAX;
     S->err.message = S->err_message.data;
     S->err.rendered = S->err_rendered.data;
-    S->err.chunkname = job->src->name;
+    S->err.chunkname = S->err_chunk;
     S->err.line = job->errs.first_span.line;
     S->err.column = job->errs.first_span.col;
     S->err.end_column = job->errs.first_span.end_col;
     if (S->cfg.error && S->nframes == 0) S->cfg.error(S->cfg.error_ud, S->err.rendered);
-    drop_source(S, job->src);
   } else if (job->parse_status == MASQ_INCOMPLETE) {
     result = MASQ_INCOMPLETE;
-    drop_source(S, job->src);
   }
   mq_buf_free(S, &job->errs.rendered);
   mq_buf_free(S, &job->errs.first_message);
   if (job->fn) mq_obj_release(S, &job->fn->hdr);
+  mq_source_release(S, job->src);
   mq_pool_drain(S, mark);
   mq_globals_end(S, outer_base, st == MASQ_OK);
   mq_gc_step(S);
@@ -525,6 +514,7 @@ void mq_import(mq_state *S, const char *path, const mq_source *from) {
   st = mq_protect(S, import_compile, &ij);
   mq_arena_free(&ij.arena);
   mq_buf_free(S, &ij.errs.rendered);
+  mq_source_release(S, ij.src); /* the compiled code holds its own reference */
   if (st != MASQ_OK) {
     mq_buf_free(S, &ij.errs.first_message);
     mq_throw(S, st, "%s", S->err_message.data);

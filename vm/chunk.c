@@ -10,6 +10,7 @@ mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src
   f->hdr.type = MQ_O_FUNCTION;
   mq_pool_own(S, &f->hdr);
   f->src = src;
+  mq_source_retain(src);
   f->name = mq_strdup(S, name);
   return f;
 }
@@ -25,6 +26,7 @@ void mq_function_free(mq_state *S, mq_function *f) {
     mq_free(S, f->param_names, (size_t)(f->nparams ? f->nparams : 1) * sizeof *f->param_names);
   }
   mq_strfree(S, f->name);
+  mq_source_release(S, f->src);
   mq_gc_dealloc(S, f, sizeof *f);
 }
 

@@ -3,7 +3,9 @@
 
 mq_source *mq_source_new(mq_state *S, const char *name, const char *text, size_t len) {
   mq_source *src = mq_calloc(S, sizeof *src);
+  src->refs = 1;
   src->next = S->sources; /* reachable at once: freed at close even if we fail below */
+  if (S->sources) S->sources->prev = src;
   S->sources = src;
   src->name = mq_strdup(S, name);
   src->text = mq_alloc(S, len + 1);
@@ -13,13 +15,26 @@ mq_source *mq_source_new(mq_state *S, const char *name, const char *text, size_t
   return src;
 }
 
+static void source_free(mq_state *S, mq_source *src) {
+  mq_strfree(S, src->name);
+  if (src->text) mq_free(S, src->text, src->len + 1);
+  mq_free(S, src, sizeof *src);
+}
+
+void mq_source_release(mq_state *S, const mq_source *csrc) {
+  mq_source *src = (mq_source *)csrc;
+  if (!src || --src->refs > 0) return;
+  if (src->prev) src->prev->next = src->next;
+  else S->sources = src->next;
+  if (src->next) src->next->prev = src->prev;
+  source_free(S, src);
+}
+
 void mq_sources_free(mq_state *S) {
   while (S->sources) {
     mq_source *src = S->sources;
     S->sources = src->next;
-    mq_strfree(S, src->name);
-    if (src->text) mq_free(S, src->text, src->len + 1);
-    mq_free(S, src, sizeof *src);
+    source_free(S, src);
   }
 }
 

@@ -5,19 +5,29 @@
 
 #include "state.h"
 
-/* A source text that compiled code refers to. Owned by the state (kept on
- * S->sources until masq_close) so a function defined in a REPL line can
- * still show that line in a runtime error much later. */
+/* A source text that compiled code refers to, so a function defined in a
+ * REPL line can still show that line in a runtime error much later. Each
+ * function made from it holds a reference, and so does the eval or import
+ * compiling it; the last release frees it, so a host that evaluates
+ * millions of lines keeps only the ones whose functions live on. Every
+ * live source is on S->sources (freed at masq_close whatever the counts). */
 typedef struct mq_source {
-  struct mq_source *next;
+  struct mq_source *next, *prev;
+  int refs;
   char *name; /* "script.masq", "<expr>", "<stdin>" */
   char *text; /* NUL-terminated copy */
   size_t len;
 } mq_source;
 
-/* Copies [text] and registers it on S->sources. */
+/* Copies [text] and registers it on S->sources, with one reference: the
+ * caller's. */
 MQ_INTERNAL mq_source *mq_source_new(mq_state *S, const char *name, const char *text,
                                      size_t len);
+static inline void mq_source_retain(const mq_source *src) {
+  if (src) ((mq_source *)src)->refs++;
+}
+/* Drops a reference; the last one unlinks and frees the source. */
+MQ_INTERNAL void mq_source_release(mq_state *S, const mq_source *src);
 MQ_INTERNAL void mq_sources_free(mq_state *S);
 
 /* Appends a rendered diagnostic to [out]:

@@ -54,6 +54,31 @@ static void test_memory_returns_to_baseline(void) {
   masq_close(M);
 }
 
+/* A host that evaluates line after line keeps no memory for them: a line's
+ * source text lives only as long as functions defined in it, and a failed
+ * line leaves nothing either. */
+static void test_evals_return_to_baseline(void) {
+  counting c = {0, 0};
+  masq_state *M = open_counted(&c, (size_t)8 << 20);
+  size_t baseline = 0;
+  int drifted = 0;
+  for (int i = -1; i < 1000; i++) { /* round -1 sizes the error buffers */
+    if (i == 0) baseline = c.bytes;
+    CHECK_OK(M, eval(M, "x = 1"));
+    CHECK_OK(M, eval(M, "x = x + 1  # a line long enough to notice if its text stayed"));
+    CHECK(eval(M, "x = x + \"s\"") == MASQ_ERR_RUNTIME);
+    CHECK(eval(M, "x = (") == MASQ_ERR_SYNTAX);
+    if (i >= 0 && c.bytes != baseline) drifted++;
+  }
+  CHECK(drifted == 0);
+  /* a function keeps its line, for the carets of errors raised in it */
+  CHECK_OK(M, eval(M, "fn bad(v) = v + \"s\""));
+  CHECK(eval(M, "bad(1)") == MASQ_ERR_RUNTIME);
+  CHECK(strstr(masq_last_error(M)->rendered, "fn bad(v) = v + \"s\"") != NULL);
+  masq_close(M);
+  CHECK(c.live == 0 && c.bytes == 0);
+}
+
 /* Within one eval, with fewer new containers than a collection waits for,
  * hitting the cap collects and retries instead of failing. */
 static void test_collects_at_the_cap(void) {
@@ -123,6 +148,7 @@ static void test_deep_on_a_small_stack(void) {
 int main(void) {
   test_cycles_under_a_cap();
   test_memory_returns_to_baseline();
+  test_evals_return_to_baseline();
   test_collects_at_the_cap();
   test_close_frees_cycles();
   test_deep_on_a_small_stack();

@@ -222,8 +222,8 @@ static void test_interrupt_everywhere(void) {
       /* printing a tensor in full, plain and masked */
       "set_printoptions(threshold=100000000)\nx = str(ones(3000000))",
       "set_printoptions(threshold=100000000)\nx = str(masked(ones(3000000), true))",
-      /* a long list made a tensor */
-      "a = range(3000000)\nx = tensor(a)",
+      /* a long list made, then made a tensor */
+      "a = list(range(3000000))\nx = tensor(a)",
   };
   for (size_t i = 0; i < sizeof scripts / sizeof *scripts; i++) {
     b.left = 2;
