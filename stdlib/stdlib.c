@@ -54,12 +54,13 @@ static mq_value parse_default(const char *s, size_t n) {
   return mq_int(strtoll(tmp, NULL, 10));
 }
 
-/* "name(a, b=1, *rest, c=none)" -> the builtin's parameter table. */
+/* "name(a, b=1, *rest, c=none, **names)" -> the builtin's parameter table. */
 static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
   const char *sig = def->sig, *paren = strchr(sig, '(');
   size_t nlen = (size_t)(paren - sig);
   b->def = def;
   b->rest = -1;
+  b->kwrest = -1;
   b->name_buf = mq_alloc(S, nlen + 1);
   memcpy(b->name_buf, sig, nlen);
   b->name_buf[nlen] = '\0';
@@ -81,7 +82,10 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
   const char *p = paren + 1;
   for (int i = 0; i < n; i++) {
     p = skip_space(p);
-    if (*p == '*') {
+    if (p[0] == '*' && p[1] == '*') {
+      b->kwrest = i;
+      p += 2;
+    } else if (*p == '*') {
       b->rest = i;
       p++;
     }
@@ -97,7 +101,7 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
       while (*p && *p != ',' && *p != ')') p++;
       b->defaults[i] = parse_default(v, (size_t)(p - v));
     } else {
-      b->required[i] = b->rest != i;
+      b->required[i] = b->rest != i && b->kwrest != i;
     }
     if (*p == ',') p++;
   }
@@ -176,11 +180,17 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
   mq_value args[MQ_MAX_PARAMS];
   bool given[MQ_MAX_PARAMS] = {0};
   int npos = nargs - nkw, nfixed = b->rest >= 0 ? b->rest : b->nparams;
-  mq_list *rest = NULL;
+  if (b->kwrest >= 0 && b->rest < 0) nfixed = b->kwrest;
+  mq_list *rest = NULL, *kwrest = NULL;
   if (b->rest >= 0) {
     rest = mq_list_new(S, npos > nfixed ? npos - nfixed : 0);
     args[b->rest] = mq_objv(rest);
     given[b->rest] = true;
+  }
+  if (b->kwrest >= 0) {
+    kwrest = mq_list_new(S, 0);
+    args[b->kwrest] = mq_objv(kwrest);
+    given[b->kwrest] = true;
   }
   for (int i = 0; i < npos; i++) {
     if (i < nfixed) {
@@ -196,7 +206,13 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
   for (int k = 0; k < nkw; k++) {
     const char *kw = mq_as_string(kwnames->items[k])->chars;
     int j = 0;
-    while (j < b->nparams && (j == b->rest || strcmp(b->pnames[j], kw) != 0)) j++;
+    while (j < b->nparams && (j == b->rest || j == b->kwrest || strcmp(b->pnames[j], kw) != 0))
+      j++;
+    if (j == b->nparams && kwrest) {
+      mq_list_push(S, kwrest, kwnames->items[k]);
+      mq_list_push(S, kwrest, argv[npos + k]);
+      continue;
+    }
     if (j == b->nparams) mq_error(S, "%s() has no parameter named '%s'", b->name, kw);
     if (given[j]) mq_error(S, "%s() got two values for '%s'", b->name, kw);
     args[j] = argv[npos + k];
