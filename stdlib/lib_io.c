@@ -32,7 +32,9 @@ static const char *scratchf(mq_state *S, const char *fmt, ...) {
 static const char *arg_string(mq_state *S, mq_value v, const char *fn, const char *what) {
   if (!mq_is_obj(v, MQ_O_STRING))
     mq_error(S, "%s: %s must be a string, not a %s", fn, what, mq_type_name(v));
-  return mq_as_string(v)->chars;
+  const mq_string *s = mq_as_string(v);
+  if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: %s contains a NUL byte", fn, what);
+  return s->chars;
 }
 
 /* The path's extension, compared the way file managers do: ".NPZ" counts. */

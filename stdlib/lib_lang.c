@@ -64,7 +64,18 @@ static mq_value lib_format(mq_state *S, mq_value *args) {
 
 static mq_value lib_assert(mq_state *S, mq_value *args) {
   if (mq_truthy(S, args[0])) return mq_none();
-  if (mq_is_obj(args[1], MQ_O_STRING)) mq_error(S, "assertion failed: %s", mq_as_string(args[1])->chars);
+  if (mq_is_obj(args[1], MQ_O_STRING)) {
+    /* The message is the string's text, its NUL bytes shown as \0 since
+     * error messages are C strings. */
+    const mq_string *m = mq_as_string(args[1]);
+    mq_buf *b = &S->out;
+    b->len = 0;
+    for (const char *p = m->chars, *end = p + m->len; p < end; p++) {
+      if (*p) mq_buf_putc(S, b, *p);
+      else mq_buf_puts(S, b, "\\0");
+    }
+    mq_error(S, "assertion failed: %s", b->len ? b->data : "");
+  }
   mq_error(S, "assertion failed");
 }
 

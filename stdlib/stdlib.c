@@ -299,13 +299,14 @@ int mq_arg_shape(mq_state *S, mq_value v, int64_t *shape, const char *what) {
 mq_dtype mq_arg_dtype(mq_state *S, mq_value v, mq_dtype dflt) {
   if (v.type == MQ_NONE) return dflt;
   if (mq_is_obj(v, MQ_O_STRING)) {
-    const char *s = mq_as_string(v)->chars;
+    const mq_string *s = mq_as_string(v);
     for (int d = 0; d < MQ_DT__COUNT; d++)
-      if (strcmp(s, mq_dtype_name((mq_dtype)d)) == 0) return (mq_dtype)d;
-    if (strcmp(s, "float") == 0) return MQ_DT_F32;
-    if (strcmp(s, "double") == 0) return MQ_DT_F64;
-    if (strcmp(s, "long") == 0 || strcmp(s, "int") == 0) return MQ_DT_I64;
-    mq_error(S, "unknown dtype \"%s\" (expected \"bool\", \"int64\", \"float32\" or \"float64\")", s);
+      if (mq_string_is(s, mq_dtype_name((mq_dtype)d))) return (mq_dtype)d;
+    if (mq_string_is(s, "float")) return MQ_DT_F32;
+    if (mq_string_is(s, "double")) return MQ_DT_F64;
+    if (mq_string_is(s, "long") || mq_string_is(s, "int")) return MQ_DT_I64;
+    mq_error(S, "unknown dtype %s (expected \"bool\", \"int64\", \"float32\" or \"float64\")",
+             mq_string_quoted(S, s));
   }
   mq_error(S, "dtype must be a string such as \"float64\", not a %s", mq_type_name(v));
 }
