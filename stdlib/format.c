@@ -153,7 +153,7 @@ typedef struct fvalue {
 } fvalue;
 
 /* A one-element tensor is its element, read exactly (int64 stays exact). */
-static fvalue tensor_value(mq_state *S, mq_tensor *t) {
+static fvalue tensor_value(mq_tensor *t) {
   fvalue fv = {.kind = V_TENSOR, .v = mq_objv(t)};
   if (t->numel != 1) return fv;
   const void *d = mq_tensor_data(t);
@@ -169,16 +169,15 @@ static fvalue tensor_value(mq_state *S, mq_tensor *t) {
   case MQ_DT_F64: fv.kind = V_FLOAT, fv.f = *(const double *)d; break;
   case MQ_DT__COUNT: break;
   }
-  (void)S;
   return fv;
 }
 
-static fvalue classify(mq_state *S, mq_value v) {
+static fvalue classify(mq_value v) {
   fvalue fv = {.kind = V_TEXT, .v = v};
   if (v.type == MQ_INT) fv.kind = V_INT, fv.i = v.as.i;
   else if (v.type == MQ_FLOAT) fv.kind = V_FLOAT, fv.f = v.as.f;
   else if (v.type == MQ_BOOL) fv.is_bool = true;
-  else if (mq_is_tensor(v)) fv = tensor_value(S, mq_as_tensor(v));
+  else if (mq_is_tensor(v)) fv = tensor_value(mq_as_tensor(v));
   return fv;
 }
 
@@ -389,7 +388,7 @@ static void put_number(mq_state *S, mq_buf *b, const fvalue *fv, const spec *sp)
 /* --- one field ------------------------------------------------------------------ */
 
 static void put_value(mq_state *S, mq_buf *b, const field *f, spec sp, mq_value v) {
-  fvalue fv = classify(S, v);
+  fvalue fv = classify(v);
   check_fit(S, f, &sp, &fv);
   size_t start = b->len;
   if (fv.masked) {
