@@ -100,7 +100,9 @@ static mq_value lib_item(mq_state *S, mq_value *args) {
   mq_tensor *t = T(0, "x");
   double v = mq_tensor_item(S, t);
   if (t->dtype == MQ_DT_BOOL) return mq_bool(v != 0);
-  if (t->dtype == MQ_DT_I64) return mq_int((int64_t)v);
+  /* Read again exactly: a double does not hold every int64, and casting
+   * one past INT64_MAX back is undefined. */
+  if (t->dtype == MQ_DT_I64) return mq_int(*(const int64_t *)mq_tensor_data(t));
   return mq_float(v);
 }
 

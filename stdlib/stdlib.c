@@ -245,8 +245,11 @@ int64_t mq_arg_int(mq_state *S, mq_value v, const char *what) {
   if (v.type == MQ_BOOL) return v.as.b;
   if (mq_is_tensor(v)) {
     mq_tensor *t = mq_as_tensor(v);
-    if (t->numel == 1 && !mq_dtype_is_float((mq_dtype)t->dtype))
-      return (int64_t)mq_tensor_item(S, t);
+    if (t->numel == 1 && !mq_dtype_is_float((mq_dtype)t->dtype)) {
+      double item = mq_tensor_item(S, t); /* checks the element is valid */
+      if (t->dtype == MQ_DT_BOOL) return item != 0;
+      return *(const int64_t *)mq_tensor_data(t); /* exactly, as v may not be */
+    }
   }
   mq_error(S, "%s must be an int, not a %s", what, mq_type_name(v));
 }
