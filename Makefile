@@ -23,7 +23,7 @@ MANDIR       = $(PREFIX)/share/man
 PKGCONFIGDIR = $(LIBDIR)/pkgconfig
 LDCONFIG    ?= ldconfig
 
-WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+WARN     = -Wall -Wextra -Wformat=2 -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 # -fno-math-errno lets expf/logf/sqrtf vectorize; it changes no IEEE result.
 # Never -ffast-math.
 BASEFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fno-math-errno -fvisibility=hidden -pthread $(WARN)

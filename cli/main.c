@@ -56,9 +56,9 @@ typedef struct options {
   color_mode color;
 } options;
 
-static int usage_error(const char *fmt, const char *arg) {
-  fputs("masq: ", stderr);
-  fprintf(stderr, fmt, arg);
+/* The message is [before], the argument at fault, [after]. */
+static int usage_error(const char *before, const char *arg, const char *after) {
+  fprintf(stderr, "masq: %s%s%s", before, arg, after);
   fputs("\n" USAGE_LINE "Try 'masq --help' for more information.\n", stderr);
   return 2;
 }
@@ -108,10 +108,10 @@ static int parse_args(int argc, char **argv, options *o) {
     } else if (strcmp(a, "--builtins") == 0) {
       o->builtins = 1;
     } else if (strcmp(a, "-e") == 0) {
-      if (i + 1 >= argc) return usage_error("option '%s' needs an argument", a);
+      if (i + 1 >= argc) return usage_error("option '", a, "' needs an argument");
       o->exprs[o->nexprs++] = argv[++i];
     } else if ((m = long_option(a, "--dis", 1, argc, argv, &i, &value)) != 0) {
-      if (m < 0) return usage_error("option '%s' needs an argument", a);
+      if (m < 0) return usage_error("option '", a, "' needs an argument");
       o->dis = value;
     } else if ((m = long_option(a, "--color", 0, argc, argv, &i, &value)) != 0) {
       if (!value || strcmp(value, "always") == 0)
@@ -121,9 +121,9 @@ static int parse_args(int argc, char **argv, options *o) {
       else if (strcmp(value, "never") == 0)
         o->color = COLOR_NEVER;
       else
-        return usage_error("--color takes auto, always or never, not '%s'", value);
+        return usage_error("--color takes auto, always or never, not '", value, "'");
     } else {
-      return usage_error("unknown option '%s'", a);
+      return usage_error("unknown option '", a, "'");
     }
   }
   if (i < argc) {

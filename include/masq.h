@@ -336,7 +336,8 @@ MASQ_API masq_status masq_set_strings(masq_state *M, const char *name, int n,
  * snprintf: NUL-terminated, cut to size - 1 bytes, and *len (if not NULL)
  * set to the string's whole length, so a host can call again with a
  * buffer of *len + 1 bytes (size 0: only the length; buf may be NULL). A
- * global that is not a string is MASQ_ERR_USAGE. */
+ * script's string may hold NUL bytes ("a\0b"): all *len bytes are copied,
+ * so use *len, not strlen. A global that is not a string is MASQ_ERR_USAGE. */
 MASQ_API masq_status masq_get_string(masq_state *M, const char *name, char *buf, size_t size,
                                      size_t *len);
 

@@ -917,7 +917,7 @@ static void stmt_at(compiler *C, const mq_node *n, bool top) {
   case MQ_N_GLOBAL: return; /* resolved when the function was scanned; a no-op at the top level */
   case MQ_N_IMPORT: {
     if (C->is_fn) mq_error_at(C->S, n->span, "'import' is only allowed at the top level");
-    int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, n->str, strlen(n->str))));
+    int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, n->str, (size_t)n->ival)));
     emit_op(C, MQ_OP_IMPORT, 0, n->span);
     emit_u16(C, (unsigned)k, n->span);
     return;

@@ -207,7 +207,7 @@ stmt:
   | FOR IDENT IN expr block             { $$ = pair(p, MQ_N_FOR, $4, $5, &@$); $$->str = $2; }
   | BREAK                               { $$ = NODE(BREAK, @$); }
   | CONTINUE                            { $$ = NODE(CONTINUE, @$); }
-  | IMPORT STRING                       { $$ = NODE(IMPORT, @$); $$->str = $2.s; }
+  | IMPORT STRING                       { $$ = NODE(IMPORT, @$); $$->str = $2.s; $$->ival = (int64_t)$2.n; }
   | GLOBAL global_names                 { $$ = $2; $$->span = SPAN(@$); }
   ;
 

@@ -119,14 +119,14 @@ static mq_value lib_item(mq_state *S, mq_value *args) {
 
 static mq_value lib_print(mq_state *S, mq_value *args) {
   mq_list *l = mq_as_list(args[0]);
-  const char *sep = mq_is_obj(args[1], MQ_O_STRING) ? mq_as_string(args[1])->chars : " ";
-  const char *end = mq_is_obj(args[2], MQ_O_STRING) ? mq_as_string(args[2])->chars : "\n";
   S->out.len = 0;
   for (int i = 0; i < l->len; i++) {
-    if (i) mq_buf_puts(S, &S->out, sep);
+    if (i && mq_is_obj(args[1], MQ_O_STRING)) mq_value_format(S, &S->out, args[1]);
+    else if (i) mq_buf_putc(S, &S->out, ' ');
     mq_value_format(S, &S->out, l->items[i]);
   }
-  mq_buf_puts(S, &S->out, end);
+  if (mq_is_obj(args[2], MQ_O_STRING)) mq_value_format(S, &S->out, args[2]);
+  else mq_buf_putc(S, &S->out, '\n');
   mq_write(S, S->out.data, S->out.len);
   return mq_none();
 }
@@ -146,11 +146,11 @@ static int64_t option(mq_state *S, mq_value v, const char *name, int64_t lo, int
 static mq_value lib_set_printoptions(mq_state *S, mq_value *args) {
   mq_printopts po = S->print;
   if (args[5].type != MQ_NONE) { /* a profile first, as torch: the other arguments refine it */
-    const char *p = mq_is_obj(args[5], MQ_O_STRING) ? mq_as_string(args[5])->chars : "";
+    const mq_string *p = mq_is_obj(args[5], MQ_O_STRING) ? mq_as_string(args[5]) : NULL;
     po = MQ_PRINTOPTS_DEFAULT;
-    if (strcmp(p, "short") == 0) po.precision = 2, po.edgeitems = 2;
-    else if (strcmp(p, "full") == 0) po.threshold = INT64_MAX;
-    else if (strcmp(p, "default") != 0)
+    if (p && mq_string_is(p, "short")) po.precision = 2, po.edgeitems = 2;
+    else if (p && mq_string_is(p, "full")) po.threshold = INT64_MAX;
+    else if (!p || !mq_string_is(p, "default"))
       mq_error(S, "set_printoptions: profile must be \"default\", \"short\" or \"full\"");
   }
   po.precision = (int)option(S, args[0], "precision", 0, 16, po.precision);

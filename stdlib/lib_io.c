@@ -34,7 +34,7 @@ static const char *arg_string(mq_state *S, mq_value v, const char *fn, const cha
     mq_error(S, "%s: %s must be a string, not a %s", fn, what, mq_type_name(v));
   const mq_string *s = mq_as_string(v);
   /* The C library would stop at the NUL and open another file. */
-  if (strlen(s->chars) != s->len) mq_error(S, "%s: %s contains a NUL byte", fn, what);
+  if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: %s contains a NUL byte", fn, what);
   return s->chars;
 }
 

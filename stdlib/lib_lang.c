@@ -5,6 +5,7 @@
 #include "../runtime/shape.h"
 #include "../vm/checked.h"
 #include "../vm/range.h"
+#include "format.h"
 #include "stdlib.h"
 
 static mq_value lib_len(mq_state *S, mq_value *args) {
@@ -70,57 +71,29 @@ static mq_value lib_type(mq_state *S, mq_value *args) {
   return mq_objv(mq_string_new(S, name, strlen(name)));
 }
 
-/* One "{...}" field: "" or ":.Nf", ":.Ne", ":Nd", ":N" (width). */
-static void format_field(mq_state *S, mq_buf *b, const char *spec, size_t n, mq_value v) {
-  if (n == 0) {
-    mq_value_format(S, b, v);
-    return;
-  }
-  char fmt[24], tmp[64];
-  if (spec[0] != ':' || n > 12) mq_error(S, "format: bad field {%.*s}", (int)n, spec);
-  char conv = spec[n - 1];
-  if (conv == 'f' || conv == 'e' || conv == 'g') {
-    snprintf(fmt, sizeof fmt, "%%%.*s", (int)(n - 1), spec + 1);
-    snprintf(tmp, sizeof tmp, fmt, mq_arg_number(S, v, "format value"));
-  } else if (conv == 'd') {
-    snprintf(fmt, sizeof fmt, "%%%.*slld", (int)(n - 2), spec + 1);
-    snprintf(tmp, sizeof tmp, fmt, (long long)mq_arg_int(S, v, "format value"));
-  } else {
-    mq_error(S, "format: unknown conversion in {%.*s} (use {}, {:.3f}, {:8.2e} or {:5d})",
-             (int)n, spec);
-  }
-  mq_buf_puts(S, b, tmp);
-}
-
 static mq_value lib_format(mq_state *S, mq_value *args) {
-  if (!mq_is_obj(args[0], MQ_O_STRING)) mq_error(S, "format() needs a format string first");
-  const char *f = mq_as_string(args[0])->chars;
-  mq_list *vals = mq_as_list(args[1]);
+  if (!mq_is_obj(args[0], MQ_O_STRING))
+    mq_error(S, "format() needs a format string first, not %s", mq_type_name(args[0]));
   mq_buf *b = &S->out;
   b->len = 0;
-  int next = 0;
-  for (const char *p = f; *p; p++) {
-    if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
-      mq_buf_putc(S, b, *p++);
-    } else if (*p == '{') {
-      const char *end = strchr(p, '}');
-      if (!end) mq_error(S, "format: '{' without a matching '}'");
-      if (next >= vals->len)
-        mq_error(S, "format: the string has more fields than the %d value%s given", vals->len,
-                 vals->len == 1 ? "" : "s");
-      format_field(S, b, p + 1, (size_t)(end - p - 1), vals->items[next++]);
-      p = end;
-    } else {
-      mq_buf_putc(S, b, *p);
-    }
-  }
-  if (next < vals->len) mq_error(S, "format: %d values given for %d fields", vals->len, next);
+  mq_format(S, b, mq_as_string(args[0]), mq_as_list(args[1]), mq_as_list(args[2]));
   return mq_objv(mq_string_new(S, b->data, b->len));
 }
 
 static mq_value lib_assert(mq_state *S, mq_value *args) {
   if (mq_truthy(S, args[0])) return mq_none();
-  if (mq_is_obj(args[1], MQ_O_STRING)) mq_error(S, "assertion failed: %s", mq_as_string(args[1])->chars);
+  if (mq_is_obj(args[1], MQ_O_STRING)) {
+    /* The message is the string's text, its NUL bytes shown as \0 since
+     * error messages are C strings. */
+    const mq_string *m = mq_as_string(args[1]);
+    mq_buf *b = &S->out;
+    b->len = 0;
+    for (const char *p = m->chars, *end = p + m->len; p < end; p++) {
+      if (*p) mq_buf_putc(S, b, *p);
+      else mq_buf_puts(S, b, "\\0");
+    }
+    mq_error(S, "assertion failed: %s", b->len ? b->data : "");
+  }
   mq_error(S, "assertion failed");
 }
 
@@ -132,8 +105,9 @@ const mq_libfn mq_lib_lang[] = {
     {"append(list, value)", lib_append, "add value at the end of list (changes the list)"},
     {"str(x)", lib_str, "x as a string, as print shows it"},
     {"type(x)", lib_type, "the type name: \"tensor\", \"int\", \"float\", \"list\", ..."},
-    {"format(fmt, *values)", lib_format,
-     "fill {} fields of fmt with values; {:.3f}, {:10.2e}, {:5d} format numbers"},
+    {"format(fmt, *values, **names)", lib_format,
+     "fmt with its fields filled, as Python's str.format: {} the next value, {0} value 0, "
+     "{name} a keyword argument; a spec as in {:>8.3f}, {:+,d}, {:^10}, {:#x}"},
     {"assert(cond, message=none)", lib_assert, "raise an error unless cond is true"},
     {NULL, NULL, NULL},
 };

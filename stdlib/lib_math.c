@@ -114,10 +114,11 @@ static mq_value lib_logaddexp(mq_state *S, mq_value *args) {
 static mq_value lib_div(mq_state *S, mq_value *args) {
   mq_binop op = MQ_BIN_DIV;
   if (mq_is_obj(args[2], MQ_O_STRING)) {
-    const char *mode = mq_as_string(args[2])->chars;
-    if (strcmp(mode, "trunc") == 0) op = MQ_BIN_DIVTRUNC;
-    else if (strcmp(mode, "floor") == 0) op = MQ_BIN_FLOORDIV;
-    else mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", got \"%s\"", mode);
+    const mq_string *mode = mq_as_string(args[2]);
+    if (mq_string_is(mode, "trunc")) op = MQ_BIN_DIVTRUNC;
+    else if (mq_string_is(mode, "floor")) op = MQ_BIN_FLOORDIV;
+    else mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", got %s",
+                  mq_string_quoted(S, mode));
   } else if (args[2].type != MQ_NONE) {
     mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", not a %s",
              mq_type_name(args[2]));

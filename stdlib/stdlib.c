@@ -54,12 +54,13 @@ static mq_value parse_default(const char *s, size_t n) {
   return mq_int(strtoll(tmp, NULL, 10));
 }
 
-/* "name(a, b=1, *rest, c=none)" -> the builtin's parameter table. */
+/* "name(a, b=1, *rest, c=none, **names)" -> the builtin's parameter table. */
 static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
   const char *sig = def->sig, *paren = strchr(sig, '(');
   size_t nlen = (size_t)(paren - sig);
   b->def = def;
   b->rest = -1;
+  b->kwrest = -1;
   b->name_buf = mq_alloc(S, nlen + 1);
   memcpy(b->name_buf, sig, nlen);
   b->name_buf[nlen] = '\0';
@@ -83,7 +84,10 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
   const char *p = paren + 1;
   for (int i = 0; i < n; i++) {
     p = skip_space(p);
-    if (*p == '*') {
+    if (p[0] == '*' && p[1] == '*') {
+      b->kwrest = i;
+      p += 2;
+    } else if (*p == '*') {
       b->rest = i;
       p++;
     }
@@ -99,7 +103,7 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
       while (*p && *p != ',' && *p != ')') p++;
       b->defaults[i] = parse_default(v, (size_t)(p - v));
     } else {
-      b->required[i] = b->rest != i;
+      b->required[i] = b->rest != i && b->kwrest != i;
     }
     if (*p == ',') p++;
   }
@@ -179,11 +183,17 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
   mq_value args[MQ_MAX_PARAMS];
   bool given[MQ_MAX_PARAMS] = {0};
   int npos = nargs - nkw, nfixed = b->rest >= 0 ? b->rest : b->nparams;
-  mq_list *rest = NULL;
+  if (b->kwrest >= 0 && b->rest < 0) nfixed = b->kwrest;
+  mq_list *rest = NULL, *kwrest = NULL;
   if (b->rest >= 0) {
     rest = mq_list_new(S, npos > nfixed ? npos - nfixed : 0);
     args[b->rest] = mq_objv(rest);
     given[b->rest] = true;
+  }
+  if (b->kwrest >= 0) {
+    kwrest = mq_list_new(S, 0);
+    args[b->kwrest] = mq_objv(kwrest);
+    given[b->kwrest] = true;
   }
   for (int i = 0; i < npos; i++) {
     if (i < nfixed) {
@@ -199,7 +209,13 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
   for (int k = 0; k < nkw; k++) {
     const char *kw = mq_as_string(kwnames->items[k])->chars;
     int j = 0;
-    while (j < b->nparams && (j == b->rest || strcmp(b->pnames[j], kw) != 0)) j++;
+    while (j < b->nparams && (j == b->rest || j == b->kwrest || strcmp(b->pnames[j], kw) != 0))
+      j++;
+    if (j == b->nparams && kwrest) {
+      mq_list_push(S, kwrest, kwnames->items[k]);
+      mq_list_push(S, kwrest, argv[npos + k]);
+      continue;
+    }
     if (j == b->nparams) mq_error(S, "%s() has no parameter named '%s'", b->name, kw);
     if (given[j]) mq_error(S, "%s() got two values for '%s'", b->name, kw);
     args[j] = argv[npos + k];
@@ -281,13 +297,14 @@ int mq_arg_shape(mq_state *S, mq_value v, int64_t *shape, const char *what) {
 mq_dtype mq_arg_dtype(mq_state *S, mq_value v, mq_dtype dflt) {
   if (v.type == MQ_NONE) return dflt;
   if (mq_is_obj(v, MQ_O_STRING)) {
-    const char *s = mq_as_string(v)->chars;
+    const mq_string *s = mq_as_string(v);
     for (int d = 0; d < MQ_DT__COUNT; d++)
-      if (strcmp(s, mq_dtype_name((mq_dtype)d)) == 0) return (mq_dtype)d;
-    if (strcmp(s, "float") == 0) return MQ_DT_F32;
-    if (strcmp(s, "double") == 0) return MQ_DT_F64;
-    if (strcmp(s, "long") == 0 || strcmp(s, "int") == 0) return MQ_DT_I64;
-    mq_error(S, "unknown dtype \"%s\" (expected \"bool\", \"int64\", \"float32\" or \"float64\")", s);
+      if (mq_string_is(s, mq_dtype_name((mq_dtype)d))) return (mq_dtype)d;
+    if (mq_string_is(s, "float")) return MQ_DT_F32;
+    if (mq_string_is(s, "double")) return MQ_DT_F64;
+    if (mq_string_is(s, "long") || mq_string_is(s, "int")) return MQ_DT_I64;
+    mq_error(S, "unknown dtype %s (expected \"bool\", \"int64\", \"float32\" or \"float64\")",
+             mq_string_quoted(S, s));
   }
   mq_error(S, "dtype must be a string such as \"float64\", not a %s", mq_type_name(v));
 }

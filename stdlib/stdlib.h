@@ -6,6 +6,9 @@
  *   {"softmax(x, dim)", lib_softmax, "softmax over the valid entries along dim"}
  *   {"sum(x, dim=none, keepdim=false)", ...}
  *   {"zeros(*shape, dtype=none)", ...}      -- *rest collects into a list
+ *   {"format(fmt, *values, **names)", ...}  -- **names collects the keyword
+ *                                              arguments no parameter takes:
+ *                                              a list name, value, name, ...
  *
  * Before the C function runs, positional and keyword arguments are matched
  * to the parameters, defaults filled in, and a *rest parameter gets a list;
@@ -39,6 +42,7 @@ typedef struct mq_builtin {
   const mq_libfn *def;
   int nparams;
   int rest;          /* index of the *rest parameter, or -1 */
+  int kwrest;        /* index of the **names parameter, or -1 */
   char **pnames;
   mq_value *defaults;
   bool *required;

@@ -426,7 +426,9 @@ static void summarize(mq_state *S, void *ud) {
   } else {
     mq_buf_printf(S, &job->summary, "%s ", mq_type_name(v));
     size_t at = job->summary.len;
-    mq_value_format(S, &job->summary, v);
+    /* Quoted, a string stays on one line and keeps its NUL bytes visible. */
+    if (mq_is_obj(v, MQ_O_STRING)) mq_string_quote(S, &job->summary, mq_as_string(v));
+    else mq_value_format(S, &job->summary, v);
     if (job->summary.len - at > 60) {
       job->summary.len = at + 57;
       mq_buf_puts(S, &job->summary, "...");
@@ -472,10 +474,14 @@ void mq_import(mq_state *S, const char *path, const mq_source *from) {
     mq_error(S, "import is disabled: the host did not enable file access (MASQ_LIB_IO)");
   char full[4096];
   const char *slash = from ? strrchr(from->name, '/') : NULL;
+  int n;
   if (path[0] != '/' && slash)
-    snprintf(full, sizeof full, "%.*s/%s", (int)(slash - from->name), from->name, path);
+    n = snprintf(full, sizeof full, "%.*s/%s", (int)(slash - from->name), from->name, path);
   else
-    snprintf(full, sizeof full, "%s", path);
+    n = snprintf(full, sizeof full, "%s", path);
+  if (n < 0 || (size_t)n >= sizeof full)
+    mq_error(S, "cannot import '%.64s...': the path is longer than %d bytes", path,
+             (int)sizeof full - 1);
   if (!S->imports) {
     S->imports = mq_list_new(S, 4);
     S->imports->hdr.rc++; /* the state's own reference */

@@ -211,7 +211,7 @@ MQ_INTERNAL MQ_NORETURN void mq_error(mq_state *S, const char *fmt, ...) MQ_PRIN
 MQ_INTERNAL MQ_NORETURN void mq_throw(mq_state *S, masq_status st, const char *fmt, ...)
     MQ_PRINTF(3, 4);
 MQ_INTERNAL MQ_NORETURN void mq_vthrow(mq_state *S, masq_status st, const char *fmt,
-                                       va_list ap);
+                                       va_list ap) MQ_PRINTF(3, 0);
 /* Raises a runtime error located at [span] of the source being compiled or
  * run (instead of the span of the current instruction). */
 MQ_INTERNAL MQ_NORETURN void mq_error_at(mq_state *S, mq_span span, const char *fmt, ...)

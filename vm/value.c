@@ -42,6 +42,54 @@ mq_string *mq_string_new(mq_state *S, const char *s, size_t len) {
   return str;
 }
 
+const char *mq_string_cstr(mq_state *S, const mq_string *s, const char *what) {
+  if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s contains a NUL byte", what);
+  return s->chars;
+}
+
+/* Writes [s] as a string literal to [out], which has room for
+ * quoted_size(s) bytes; returns the length written (no terminator). */
+static size_t quote_to(char *out, const mq_string *s) {
+  char *o = out;
+  *o++ = '"';
+  for (size_t i = 0; i < s->len; i++) {
+    unsigned char c = (unsigned char)s->chars[i];
+    const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
+                    : c == '\r' ? "\\r" : c == '\0' ? "\\0" : NULL;
+    if (esc) {
+      memcpy(o, esc, 2);
+      o += 2;
+    } else if (c < 0x20 || c == 0x7f) {
+      o += snprintf(o, 5, "\\x%02x", c);
+    } else {
+      *o++ = (char)c;
+    }
+  }
+  *o++ = '"';
+  return (size_t)(o - out);
+}
+
+/* Room for quote_to: 4 bytes per byte at most (\xHH), the quotes and a
+ * terminator. */
+static size_t quoted_size(mq_state *S, const mq_string *s) {
+  if (s->len > (SIZE_MAX - 3) / 4) mq_error(S, "string too long to show");
+  return s->len * 4 + 3;
+}
+
+const char *mq_string_quoted(mq_state *S, const mq_string *s) {
+  char *out = mq_scratch(S, quoted_size(S, s));
+  out[quote_to(out, s)] = '\0';
+  return out;
+}
+
+void mq_string_quote(mq_state *S, mq_buf *b, const mq_string *s) {
+  size_t need = quoted_size(S, s);
+  if (need > SIZE_MAX - b->len) mq_error(S, "string too long to show");
+  MQ_GROW(S, b->data, b->cap, b->len + need);
+  b->len += quote_to(b->data + b->len, s);
+  b->data[b->len] = '\0';
+}
+
 mq_list *mq_list_new(mq_state *S, int cap) {
   mq_list *l = mq_gc_alloc(S, sizeof *l);
   l->hdr.rc = 1;
@@ -121,7 +169,7 @@ static void format_float(mq_state *S, mq_buf *b, double f) {
 /* A list item that is not a list. */
 static void format_item(mq_state *S, mq_buf *b, mq_value item) {
   if (mq_is_obj(item, MQ_O_STRING)) {
-    mq_buf_printf(S, b, "\"%s\"", mq_as_string(item)->chars);
+    mq_string_quote(S, b, mq_as_string(item));
   } else {
     mq_value_format(S, b, item);
   }
@@ -185,7 +233,7 @@ void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
   }
   switch ((mq_otype)v.as.o->type) {
   case MQ_O_TENSOR: mq_tensor_format(S, b, mq_as_tensor(v), S->cfg.color); return;
-  case MQ_O_STRING: mq_buf_puts(S, b, mq_as_string(v)->chars); return;
+  case MQ_O_STRING: mq_buf_putn(S, b, mq_as_string(v)->chars, mq_as_string(v)->len); return;
   case MQ_O_LIST: format_list(S, b, mq_as_list(v)); return;
   case MQ_O_FUNCTION:
     mq_buf_printf(S, b, "<code %s>", ((mq_function *)v.as.o)->name);

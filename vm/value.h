@@ -99,6 +99,23 @@ MQ_INTERNAL void mq_list_free(mq_state *S, mq_list *l);
 /* Appends [v] (retained) to [l]. */
 MQ_INTERNAL void mq_list_push(mq_state *S, mq_list *l, mq_value v);
 
+/* Strings carry their length and may hold NUL bytes: text goes by len, never
+ * by strlen or "%s". */
+/* Whether [s] is exactly the C string [lit] (an embedded NUL never matches). */
+static inline bool mq_string_is(const mq_string *s, const char *lit) {
+  size_t n = strlen(lit);
+  return s->len == n && memcmp(s->chars, lit, n) == 0;
+}
+/* [s] as a C string for an interface that stops at NUL (a path, a name); an
+ * error "[what] contains a NUL byte" if it holds one. */
+MQ_INTERNAL const char *mq_string_cstr(mq_state *S, const mq_string *s, const char *what);
+/* [s] as a string literal that reads back as [s] ("a\0b", quotes
+ * included): appended to [b] (how a list prints its strings), or as a C
+ * string in pool-owned memory (for messages). */
+struct mq_buf;
+MQ_INTERNAL void mq_string_quote(mq_state *S, struct mq_buf *b, const mq_string *s);
+MQ_INTERNAL const char *mq_string_quoted(mq_state *S, const mq_string *s);
+
 /* "tensor", "int", "float", "bool", "none", "string", "list", "function",
  * "range". */
 MQ_INTERNAL const char *mq_type_name(mq_value v);

@@ -150,8 +150,10 @@ static const int8_t token_to_binop[MQ_TOK__COUNT] = {
 static bool values_equal(mq_value a, mq_value b) {
   if (a.type != b.type) return false;
   if (a.type == MQ_NONE) return true;
-  if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING))
-    return strcmp(mq_as_string(a)->chars, mq_as_string(b)->chars) == 0;
+  if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) {
+    const mq_string *x = mq_as_string(a), *y = mq_as_string(b);
+    return x->len == y->len && memcmp(x->chars, y->chars, x->len) == 0;
+  }
   return a.type == MQ_OBJ && a.as.o == b.as.o;
 }
 
@@ -760,10 +762,10 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         vmbreak;
       }
       vmcase(IMPORT) {
-        const char *path = mq_as_string(consts[READ_U16()])->chars;
+        const mq_string *path = mq_as_string(consts[READ_U16()]);
         SAVE();
         int saved = S->stack_len;
-        mq_import(S, path, fr->f->src);
+        mq_import(S, mq_string_cstr(S, path, "the import path"), fr->f->src);
         LOAD_FRAME();
         sp = S->stack + saved;
         vmbreak;
