@@ -74,10 +74,12 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
   for (const char *p = paren + 1; *p && *p != ')'; p++)
     if (*p == ',') n++;
   if (paren[1] != ')') n++;
+  /* Before the arrays: mq_stdlib_close frees each one that exists with
+   * the size nparams says, also when a later allocation fails. */
+  b->nparams = n;
   b->pnames = mq_calloc(S, (size_t)(n ? n : 1) * sizeof *b->pnames);
   b->defaults = mq_calloc(S, (size_t)(n ? n : 1) * sizeof *b->defaults);
   b->required = mq_calloc(S, (size_t)(n ? n : 1) * sizeof *b->required);
-  b->nparams = n; /* only now: mq_stdlib_close frees what nparams says */
   const char *p = paren + 1;
   for (int i = 0; i < n; i++) {
     p = skip_space(p);
@@ -122,10 +124,13 @@ void mq_stdlib_open(mq_state *S) {
     if (S->cfg.libs & tables[t].group)
       for (const mq_libfn *d = tables[t].fns; d->sig; d++) total++;
   S->builtins = mq_calloc(S, (size_t)total * sizeof *S->builtins);
+  /* All of them at once: if binding fails half way, close frees the whole
+   * array, and its entries not bound yet are zeros it skips. */
+  S->nbuiltins = total;
+  int index = 0;
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
     if (!(S->cfg.libs & tables[t].group)) continue;
-    for (const mq_libfn *d = tables[t].fns; d->sig; d++) {
-      int index = S->nbuiltins++;
+    for (const mq_libfn *d = tables[t].fns; d->sig; d++, index++) {
       bind_signature(S, &S->builtins[index], d);
       bind_global(S, index);
     }
