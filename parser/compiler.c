@@ -910,9 +910,9 @@ static void function(compiler *C, const mq_node *n) {
       expr(C, p->kids[0]); /* defaults are evaluated when the fn statement runs */
     }
   }
+  F.f->nparams = np; /* first: mq_function_free sizes param_names by it */
   F.f->param_names = mq_calloc(S, (size_t)(np ? np : 1) * sizeof(char *));
   for (int i = 0; i < np; i++) F.f->param_names[i] = mq_strdup(S, params->kids[i]->str);
-  F.f->nparams = np;
   F.f->ndefaults = ndefaults;
   if (body->kind == MQ_N_BLOCK) {
     prescan_globals(&F, body, np);

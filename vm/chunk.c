@@ -16,11 +16,10 @@ mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src
 void mq_function_free(mq_state *S, mq_function *f) {
   for (int i = 0; i < f->nconsts; i++) mq_release(S, f->consts[i]);
   mq_free(S, f->consts, (size_t)f->consts_cap * sizeof *f->consts);
-  mq_free(S, f->code, (size_t)f->code_cap);
-  mq_free(S, f->spans, (size_t)f->code_cap * sizeof *f->spans);
+  mq_free(S, f->spans, (size_t)f->code_cap * (sizeof *f->spans + 1)); /* and the code */
   if (f->param_names) {
     for (int i = 0; i < f->nparams; i++) mq_strfree(S, f->param_names[i]);
-    mq_free(S, f->param_names, (size_t)f->nparams * sizeof *f->param_names);
+    mq_free(S, f->param_names, (size_t)(f->nparams ? f->nparams : 1) * sizeof *f->param_names);
   }
   mq_strfree(S, f->name);
   mq_free(S, f, sizeof *f);
@@ -49,10 +48,18 @@ void mq_closure_free(mq_state *S, mq_closure *c) {
 
 void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span) {
   if (f->code_len == f->code_cap) {
+    /* Spans and code share one block, so growing them is one allocation
+     * that either happens or leaves the function as it was. */
     int cap = f->code_cap ? f->code_cap * 2 : 64;
-    f->spans = mq_realloc(S, f->spans, (size_t)f->code_cap * sizeof *f->spans,
-                          (size_t)cap * sizeof *f->spans);
-    f->code = mq_realloc(S, f->code, (size_t)f->code_cap, (size_t)cap);
+    mq_span *spans = mq_alloc(S, (size_t)cap * (sizeof *spans + 1));
+    uint8_t *code = (uint8_t *)(spans + cap);
+    if (f->code_len) {
+      memcpy(spans, f->spans, (size_t)f->code_len * sizeof *spans);
+      memcpy(code, f->code, (size_t)f->code_len);
+    }
+    mq_free(S, f->spans, (size_t)f->code_cap * (sizeof *spans + 1));
+    f->spans = spans;
+    f->code = code;
     f->code_cap = cap;
   }
   f->spans[f->code_len] = span;

@@ -10,7 +10,7 @@
 typedef struct mq_function {
   mq_obj hdr;
   char *name;               /* "<script>" for top-level code */
-  uint8_t *code;
+  uint8_t *code;            /* in the block of spans, after code_cap spans */
   mq_span *spans;           /* spans[i] belongs to code[i] */
   int code_len, code_cap;
   mq_value *consts;
