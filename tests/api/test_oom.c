@@ -1,0 +1,368 @@
+/* test_oom.c - allocation failure injection through the allocator hook.
+ *
+ * For every k, the k-th allocation request fails (once; the ones after it
+ * succeed again, as when memory comes back):
+ *  - in masq_open, which must return NULL (nothing live) or a working state;
+ *  - in a realistic script (the tour, autograd, an .npz save and load, a
+ *    host function), which must fail with MASQ_ERR_MEMORY and a message, or
+ *    succeed if the k-th request was never reached; then THE SAME STATE runs
+ *    the script again without failures and must print exactly what a clean
+ *    run prints; after masq_close nothing is live.
+ * Every free and realloc must name the exact size of its block: each block
+ * carries a header with its size, which the hook checks against osize.
+ * The normal build covers every k; the sanitized one, slower, strides. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+/* --- a tracking allocator that fails on request --------------------------------- */
+
+#define MAGIC 0x6d61737161726e61ull
+
+typedef struct header {
+  uint64_t magic;
+  uint64_t size;
+} header;
+
+typedef struct tracker {
+  long live;
+  size_t bytes;
+  long requests;     /* allocation requests (nsize > 0) since arming */
+  long fail_at;      /* the request that fails; 0: none */
+  long wrong_sizes;  /* frees/reallocs whose osize was not the block's size */
+  long failed;       /* requests refused */
+} tracker;
+
+/* A place for a debugger's breakpoint: OOM_K=k gdb build/api/test_oom. */
+__attribute__((noinline)) static void wrong_size(void) { __asm__ volatile(""); }
+
+static void *track_alloc(void *ud, void *p, size_t osize, size_t nsize) {
+  tracker *t = ud;
+  header *h = p ? (header *)p - 1 : NULL;
+  if (h && (h->magic != MAGIC || h->size != osize)) {
+    wrong_size();
+    if (t->wrong_sizes++ < 5)
+      fprintf(stderr, "allocator: block %p of %llu bytes given back as %zu bytes\n", p,
+              h->magic == MAGIC ? (unsigned long long)h->size : 0ull, osize);
+  }
+  if (nsize == 0) {
+    if (h) {
+      t->live--;
+      t->bytes -= osize;
+      h->magic = 0;
+      free(h);
+    }
+    return NULL;
+  }
+  if (t->fail_at && ++t->requests == t->fail_at) {
+    t->failed++;
+    return NULL;
+  }
+  header *q = realloc(h, sizeof *q + nsize);
+  if (!q) return NULL;
+  q->magic = MAGIC;
+  q->size = nsize;
+  if (!h) t->live++;
+  t->bytes = t->bytes - (h ? osize : 0) + nsize;
+  return q + 1;
+}
+
+static void arm(tracker *t, long k) {
+  t->requests = 0;
+  t->fail_at = k;
+  t->failed = 0;
+}
+
+/* True if the armed failure was reached. */
+static int disarm(tracker *t) {
+  t->fail_at = 0;
+  return t->failed != 0;
+}
+
+/* --- output, captured without masq's allocator ----------------------------------- */
+
+typedef struct output {
+  char *text;
+  size_t len, cap;
+} output;
+
+static void output_write(void *ud, const char *s, size_t n) {
+  output *o = ud;
+  if (o->len + n + 1 > o->cap) {
+    size_t nc = (o->len + n + 1) * 2;
+    char *q = realloc(o->text, nc);
+    if (!q) return;
+    o->text = q;
+    o->cap = nc;
+  }
+  memcpy(o->text + o->len, s, n);
+  o->len += n;
+  o->text[o->len] = '\0';
+}
+
+/* --- the host function ----------------------------------------------------------- */
+
+/* host_twice(x): a new tensor of x's shape with every valid element doubled
+ * (masked ones dropped to 0): masq_tensor_contiguous, _info and _new each
+ * allocate inside masq. */
+static masq_status host_twice(masq_state *M, void *ud, int argc, masq_tensor *const *argv,
+                              masq_tensor **result) {
+  (void)ud;
+  (void)argc;
+  masq_tensor *c;
+  masq_tensor_desc d;
+  masq_status st = masq_tensor_contiguous(M, argv[0], &c);
+  if (st != MASQ_OK) return st;
+  if ((st = masq_tensor_info(M, c, &d)) != MASQ_OK) goto done;
+  int64_t n = 1;
+  for (int i = 0; i < d.ndim; i++) n *= d.shape[i];
+  double out[64];
+  if (d.dtype != MASQ_FLOAT32 || n > 64) {
+    st = masq_errorf(M, "host_twice: a float32 tensor of at most 64 elements, please");
+    goto done;
+  }
+  for (int64_t i = 0; i < n; i++)
+    out[i] = (!d.valid || d.valid[i]) ? 2.0 * ((const float *)d.data)[i] : 0.0;
+  masq_tensor_desc r = {.dtype = MASQ_FLOAT64, .ndim = d.ndim, .shape = d.shape, .data = out};
+  st = masq_tensor_new(M, &r, result);
+done:
+  masq_tensor_release(M, c);
+  return st;
+}
+
+/* --- the script ------------------------------------------------------------------- */
+
+static char *read_all(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *text = NULL;
+  size_t len = 0, cap = 0, n;
+  do {
+    if (len + 4097 > cap) {
+      cap = cap ? cap * 2 : 8192;
+      char *q = realloc(text, cap);
+      if (!q) break;
+      text = q;
+    }
+    n = fread(text + len, 1, cap - len - 1, f);
+    len += n;
+  } while (n > 0);
+  fclose(f);
+  if (text) text[len] = '\0';
+  return text;
+}
+
+static const char *extra_fmt =
+    "\n# autograd through softmax, a reduction and a user function\n"
+    "fn loss_of(v) = sum(softmax(v, 0) * v) + mean(v * v)\n"
+    "b = masked([0.5, -1.0, 2.0, 0.25], [true, true, false, true], requires_grad=true)\n"
+    "backward(loss_of(b))\n"
+    "print(\"grad of b:\", b.grad)\n"
+    "print(\"grad() returned:\", grad(sum(b * 3), b))\n"
+    "# files: a masked tensor and an archive of several, back again\n"
+    "save(\"%s/b.npz\", b.grad)\n"
+    "savez(\"%s/all.npz\", [[\"w\", w.grad], [\"mt\", mt]])\n"
+    "print(load(\"%s/b.npz\"))\n"
+    "for pair in load(\"%s/all.npz\") {\n"
+    "  [name, t] = pair\n"
+    "  print(name, t)\n"
+    "}\n"
+    "# the host function\n"
+    "print(\"host_twice:\", host_twice(mt[1]), host_twice(to_tensor(mt, 1) * 2))\n";
+
+static char *make_script(const char *dir) {
+  char *tour = read_all("examples/tour.masq");
+  if (!tour) return NULL;
+  size_t n = strlen(tour) + strlen(extra_fmt) + 4 * strlen(dir) + 1;
+  char *s = malloc(n);
+  if (s) {
+    strcpy(s, tour);
+    snprintf(s + strlen(tour), n - strlen(tour), extra_fmt, dir, dir, dir, dir);
+  }
+  free(tour);
+  return s;
+}
+
+/* --- the runs --------------------------------------------------------------------- */
+
+static masq_state *open_tracked(tracker *t, output *o) {
+  masq_config cfg;
+  masq_config_init(&cfg);
+  cfg.alloc = track_alloc;
+  cfg.alloc_ud = t;
+  cfg.write = output_write;
+  cfg.write_ud = o;
+  cfg.libs = MASQ_LIB_ALL;
+  return masq_open(&cfg);
+}
+
+static masq_status run_script(masq_state *M, const char *script) {
+  return masq_eval(M, script, strlen(script), "oom.masq", 0);
+}
+
+/* The k that the run of one phase covers: every k, or (sanitized, past
+ * [dense]) every [stride]-th. */
+static long first_k(void) {
+  const char *only = getenv("OOM_K");
+  return only ? atol(only) : 1;
+}
+
+static long next_k(long k, long dense, long stride) {
+  if (getenv("OOM_K")) return -1;
+  return (SANITIZED && k >= dense) ? k + stride : k + 1;
+}
+
+/* (a) masq_open itself: NULL with nothing live, or a state that works. */
+static long test_open(void) {
+  long k = first_k();
+  for (; k > 0; k = next_k(k, 2000, 7)) {
+    tracker t = {0};
+    output o = {0};
+    arm(&t, k);
+    masq_state *M = open_tracked(&t, &o);
+    int reached = disarm(&t);
+    if (M) {
+      CHECK(masq_eval(M, "print(1 + 1)", 12, NULL, 0) == MASQ_OK);
+      CHECK(o.text && strcmp(o.text, "2\n") == 0);
+      masq_close(M);
+    }
+    if (reached && M) {
+      failed++;
+      fprintf(stderr, "masq_open: allocation %ld failed but it returned a state\n", k);
+    }
+    if (t.live || t.bytes || t.wrong_sizes) {
+      failed++;
+      fprintf(stderr, "masq_open, failing allocation %ld: %ld blocks (%zu bytes) live after "
+                      "close, %ld wrong sizes\n", k, t.live, t.bytes, t.wrong_sizes);
+    }
+    free(o.text);
+    if (!reached) break;
+  }
+  return k;
+}
+
+/* (b) the script: returns how many k it covered, and the last one. */
+static void test_script(const char *script, long *covered, long *last) {
+  /* A clean run first: what the script prints, and that it works. */
+  tracker t0 = {0};
+  output clean = {0};
+  masq_state *M = open_tracked(&t0, &clean);
+  CHECK(M != NULL);
+  if (!M) return;
+  CHECK_OK(M, masq_register(M, "host_twice(x)", host_twice, NULL, "doubles x"));
+  CHECK_OK(M, run_script(M, script));
+  masq_close(M);
+  CHECK(t0.live == 0 && t0.wrong_sizes == 0);
+  CHECK(clean.text != NULL && strstr(clean.text, "host_twice:") != NULL);
+  if (!clean.text) return;
+
+  long k = first_k(), problems = 0;
+  *covered = 0;
+  for (; k > 0; k = next_k(k, 2000, 7)) {
+    tracker t = {0};
+    output o = {0};
+    M = open_tracked(&t, &o);
+    if (!M) {
+      failed++;
+      fprintf(stderr, "script, k=%ld: masq_open failed without injection\n", k);
+      break;
+    }
+    /* The registration and the script, failing at the k-th request. */
+    arm(&t, k);
+    masq_status reg = masq_register(M, "host_twice(x)", host_twice, NULL, "doubles x");
+    masq_status st = reg == MASQ_OK ? run_script(M, script) : reg;
+    const masq_error *e = masq_last_error(M);
+    int reached = disarm(&t);
+    int bad = 0;
+    if (reached) {
+      if (st != MASQ_ERR_MEMORY || !e->message || !e->message[0] || !e->rendered ||
+          !e->rendered[0]) {
+        fprintf(stderr, "script, failing allocation %ld: status %d, message \"%s\"\n", k,
+                (int)st, e->message ? e->message : "(null)");
+        bad = 1;
+      }
+    } else if (st != MASQ_OK) {
+      fprintf(stderr, "script, k=%ld not reached, yet status %d: %s", k, (int)st, e->rendered);
+      bad = 1;
+    }
+    /* The same state again, without failures: the same output as a clean run. */
+    if (reg != MASQ_OK &&
+        masq_register(M, "host_twice(x)", host_twice, NULL, "doubles x") != MASQ_OK) {
+      fprintf(stderr, "script, k=%ld: masq_register fails after a failed one: %s", k,
+              masq_last_error(M)->rendered);
+      bad = 1;
+    }
+    o.len = 0;
+    if (o.text) o.text[0] = '\0';
+    masq_status again = run_script(M, script);
+    if (again != MASQ_OK || !o.text || strcmp(o.text, clean.text) != 0) {
+      fprintf(stderr, "script, failing allocation %ld: the same state then %s\n", k,
+              again != MASQ_OK ? masq_last_error(M)->rendered : "prints something else");
+      if (again == MASQ_OK && o.text) {
+        size_t i = 0;
+        while (o.text[i] && o.text[i] == clean.text[i]) i++;
+        fprintf(stderr, "  from byte %zu: got \"%.60s\", expected \"%.60s\"\n", i, o.text + i,
+                clean.text + i);
+      }
+      bad = 1;
+    }
+    masq_close(M);
+    if (t.live || t.bytes || t.wrong_sizes) {
+      fprintf(stderr, "script, failing allocation %ld: %ld blocks (%zu bytes) live after close, "
+                      "%ld wrong sizes\n", k, t.live, t.bytes, t.wrong_sizes);
+      bad = 1;
+    }
+    free(o.text);
+    (*covered)++;
+    if (bad) {
+      failed++;
+      if (++problems >= 20) {
+        fprintf(stderr, "script: stopping after %ld failing k\n", problems);
+        break;
+      }
+    } else {
+      passed++;
+    }
+    if (!reached) break;
+  }
+  *last = k;
+  free(clean.text);
+}
+
+int main(void) {
+  long open_k = test_open();
+  printf("oom: masq_open covered every k up to %ld%s\n", open_k,
+         SANITIZED && open_k > 2000 ? " (every 7th past 2000)" : "");
+
+  char dir[] = "/tmp/masq_oom_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char *script = make_script(dir);
+  CHECK(script != NULL);
+  if (script) {
+    long covered = 0, last = 0;
+    test_script(script, &covered, &last);
+    printf("oom: the script covered %ld values of k, up to %ld%s\n", covered, last,
+           SANITIZED && last > 2000 ? " (every k to 2000, then every 7th)" : " (every k)");
+  }
+  free(script);
+  char path[64];
+  snprintf(path, sizeof path, "%s/b.npz", dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/all.npz", dir);
+  unlink(path);
+  rmdir(dir);
+  return report("oom");
+}
