@@ -3,8 +3,9 @@
  * For every k, the k-th allocation request fails (once; the ones after it
  * succeed again, as when memory comes back):
  *  - in masq_open, which must return NULL (nothing live) or a working state;
- *  - in a realistic script (the tour, autograd, an .npz save and load, a
- *    host function), which must fail with MASQ_ERR_MEMORY and a message, or
+ *  - in a host's session (registering a host function; a script with the
+ *    tour, autograd, an .npz save and load, an import, closures and lists;
+ *    masq_call and friends; an echoed eval), which must fail with MASQ_ERR_MEMORY and a message, or
  *    succeed if the k-th request was never reached; then THE SAME STATE runs
  *    the script again without failures and must print exactly what a clean
  *    run prints; after masq_close nothing is live.
@@ -181,18 +182,46 @@ static const char *extra_fmt =
     "  print(name, t)\n"
     "}\n"
     "# the host function\n"
-    "print(\"host_twice:\", host_twice(mt[1]), host_twice(to_tensor(mt, 1) * 2))\n";
+    "print(\"host_twice:\", host_twice(mt[1]), host_twice(to_tensor(mt, 1) * 2))\n"
+    "# a module, a closure, lists, format and a few training steps\n"
+    "import \"%s/helper.masq\"\n"
+    "fn make_step(lr) {\n"
+    "  fn step(p, g) = requires_grad(p - lr * to_tensor(g, 0.0))\n"
+    "  return step\n"
+    "}\n"
+    "update = make_step(0.1)\n"
+    "seed(1)\n"
+    "xs = randn(4, 3)\n"
+    "v = requires_grad(zeros(3))\n"
+    "losses = []\n"
+    "for i in range(3) {\n"
+    "  l = mean(as_masked(matmul(xs, v) - 1, [true, false, true, true]) ** 2)\n"
+    "  backward(l)\n"
+    "  append(losses, item(l))\n"
+    "  v = update(v, v.grad)\n"
+    "}\n"
+    "print(format(\"losses {:.4f} {:.4f} {:.4f}\", losses[0], losses[1], losses[2]))\n"
+    "print(helper_scale(v, k=3), [\"a\", 1, [none]])\n";
+
+static const char *helper_text = "fn helper_scale(x, k=2) = x * k\n";
 
 static char *make_script(const char *dir) {
   char *tour = read_all("examples/tour.masq");
   if (!tour) return NULL;
-  size_t n = strlen(tour) + strlen(extra_fmt) + 4 * strlen(dir) + 1;
+  size_t n = strlen(tour) + strlen(extra_fmt) + 5 * strlen(dir) + 1;
   char *s = malloc(n);
   if (s) {
     strcpy(s, tour);
-    snprintf(s + strlen(tour), n - strlen(tour), extra_fmt, dir, dir, dir, dir);
+    snprintf(s + strlen(tour), n - strlen(tour), extra_fmt, dir, dir, dir, dir, dir);
   }
   free(tour);
+  char path[64];
+  snprintf(path, sizeof path, "%s/helper.masq", dir);
+  FILE *f = fopen(path, "w");
+  if (!f || fputs(helper_text, f) < 0 || fclose(f) != 0) {
+    free(s);
+    return NULL;
+  }
   return s;
 }
 
@@ -209,8 +238,34 @@ static masq_state *open_tracked(tracker *t, output *o) {
   return masq_open(&cfg);
 }
 
-static masq_status run_script(masq_state *M, const char *script) {
-  return masq_eval(M, script, strlen(script), "oom.masq", 0);
+static masq_status eval_text(masq_state *M, const char *text, int flags) {
+  return masq_eval(M, text, strlen(text), "<host>", flags);
+}
+
+/* A host's session: register the host function, run the script, call one
+ * of its functions from C with one of its globals, read the result, echo
+ * an expression as the REPL does. Stops at the first failure, whose
+ * message and rendered diagnostic it copies out. */
+static masq_status run_script(masq_state *M, const char *script, char message[256],
+                              char rendered[1024]) {
+  masq_status st = masq_register(M, "host_twice(x)", host_twice, NULL, "doubles x");
+  if (st == MASQ_OK) st = masq_eval(M, script, strlen(script), "oom.masq", 0);
+  masq_tensor *b = NULL, *loss = NULL;
+  if (st == MASQ_OK) st = masq_get_global(M, "b", &b);
+  if (st == MASQ_OK) st = masq_call(M, "loss_of", 1, &b, &loss);
+  double value = 0;
+  if (st == MASQ_OK) st = masq_tensor_item(M, loss, &value);
+  if (st == MASQ_OK) st = masq_set_number(M, "from_c", value);
+  if (st == MASQ_OK) st = eval_text(M, "print(format(\"loss_of(b) from C: {:.6f}\", from_c))", 0);
+  if (st == MASQ_OK) st = eval_text(M, "mt * 2\nmatmul([1.0, 2.0], [3.0, 4.0])", MASQ_EVAL_ECHO);
+  /* The error, before releasing the handles clears it. */
+  const masq_error *e = masq_last_error(M);
+  snprintf(message, 256, "%s", st == MASQ_OK ? "" : e->message ? e->message : "");
+  snprintf(rendered, 1024, "%s", st == MASQ_OK ? "" : e->rendered ? e->rendered : "");
+  /* Handles go back whatever happened (a NULL one is fine). */
+  masq_tensor_release(M, loss);
+  masq_tensor_release(M, b);
+  return st;
 }
 
 /* The k that the run of one phase covers: every k, or (sanitized, past
@@ -262,8 +317,9 @@ static void test_script(const char *script, long *covered, long *last) {
   masq_state *M = open_tracked(&t0, &clean);
   CHECK(M != NULL);
   if (!M) return;
-  CHECK_OK(M, masq_register(M, "host_twice(x)", host_twice, NULL, "doubles x"));
-  CHECK_OK(M, run_script(M, script));
+  char message[256], rendered[1024];
+  CHECK(run_script(M, script, message, rendered) == MASQ_OK);
+  if (message[0]) fprintf(stderr, "clean run: %s", rendered);
   masq_close(M);
   CHECK(t0.live == 0 && t0.wrong_sizes == 0);
   CHECK(clean.text != NULL && strstr(clean.text, "host_twice:") != NULL);
@@ -282,35 +338,26 @@ static void test_script(const char *script, long *covered, long *last) {
     }
     /* The registration and the script, failing at the k-th request. */
     arm(&t, k);
-    masq_status reg = masq_register(M, "host_twice(x)", host_twice, NULL, "doubles x");
-    masq_status st = reg == MASQ_OK ? run_script(M, script) : reg;
-    const masq_error *e = masq_last_error(M);
+    masq_status st = run_script(M, script, message, rendered);
     int reached = disarm(&t);
     int bad = 0;
     if (reached) {
-      if (st != MASQ_ERR_MEMORY || !e->message || !e->message[0] || !e->rendered ||
-          !e->rendered[0]) {
+      if (st != MASQ_ERR_MEMORY || !message[0] || !rendered[0]) {
         fprintf(stderr, "script, failing allocation %ld: status %d, message \"%s\"\n", k,
-                (int)st, e->message ? e->message : "(null)");
+                (int)st, message);
         bad = 1;
       }
     } else if (st != MASQ_OK) {
-      fprintf(stderr, "script, k=%ld not reached, yet status %d: %s", k, (int)st, e->rendered);
+      fprintf(stderr, "script, k=%ld not reached, yet status %d: %s", k, (int)st, rendered);
       bad = 1;
     }
     /* The same state again, without failures: the same output as a clean run. */
-    if (reg != MASQ_OK &&
-        masq_register(M, "host_twice(x)", host_twice, NULL, "doubles x") != MASQ_OK) {
-      fprintf(stderr, "script, k=%ld: masq_register fails after a failed one: %s", k,
-              masq_last_error(M)->rendered);
-      bad = 1;
-    }
     o.len = 0;
     if (o.text) o.text[0] = '\0';
-    masq_status again = run_script(M, script);
+    masq_status again = run_script(M, script, message, rendered);
     if (again != MASQ_OK || !o.text || strcmp(o.text, clean.text) != 0) {
       fprintf(stderr, "script, failing allocation %ld: the same state then %s\n", k,
-              again != MASQ_OK ? masq_last_error(M)->rendered : "prints something else");
+              again != MASQ_OK ? rendered : "prints something else");
       if (again == MASQ_OK && o.text) {
         size_t i = 0;
         while (o.text[i] && o.text[i] == clean.text[i]) i++;
@@ -362,6 +409,8 @@ int main(void) {
   snprintf(path, sizeof path, "%s/b.npz", dir);
   unlink(path);
   snprintf(path, sizeof path, "%s/all.npz", dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/helper.masq", dir);
   unlink(path);
   rmdir(dir);
   return report("oom");
