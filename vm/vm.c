@@ -648,7 +648,9 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
           S->stack_len = (int)(sp - S->stack);
           push_frame(S, cl, fn, callee_base);
           LOAD_FRAME();
-          if (S->interrupted) mq_check_interrupt(S);
+          /* As at LOOP: recursion without a loop (fib(60)) must reach the
+           * host's hook too. */
+          if (S->interrupted || (++S->poll_counter & 1023) == 0) mq_check_interrupt(S);
         }
         vmbreak;
       }
