@@ -240,3 +240,17 @@ $(B)/bench/baseline: bench/baseline.c bench/bench_util.h
 
 clean:
 	rm -rf $(B)
+
+# --- soak: make soak (tests/soak/soak.c; not part of make test) ----------------
+# SOAK_THREADS states (default 8) under the sanitizers, each with a memory
+# cap and a deadline, on a random mix of scripts for SOAK_SECONDS.
+.PHONY: soak
+SOAK_SECONDS ?= 60
+SOAK_THREADS ?= 8
+$(ASAN_DIR)/soak: tests/soak/soak.c include/masq.h $(ASAN_DIR)/libmasq.a
+	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
+
+# A small quarantine, so that the resident set measures masq, not ASan.
+soak: $(ASAN_DIR)/soak
+	ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=16 SOAK_SECONDS=$(SOAK_SECONDS) \
+	  SOAK_THREADS=$(SOAK_THREADS) $(ASAN_DIR)/soak
