@@ -5,13 +5,17 @@
  *  - in masq_open, which must return NULL (nothing live) or a working state;
  *  - in a host's session (registering a host function; a script with the
  *    tour, autograd, an .npz save and load, an import, closures and lists;
- *    masq_call and friends; an echoed eval), which must fail with MASQ_ERR_MEMORY and a message, or
- *    succeed if the k-th request was never reached; then THE SAME STATE runs
- *    the script again without failures and must print exactly what a clean
- *    run prints; after masq_close nothing is live.
- * Every free and realloc must name the exact size of its block: each block
- * carries a header with its size, which the hook checks against osize.
- * The normal build covers every k; the sanitized one, slower, strides. */
+ *    masq_call and friends; an echoed eval), which must fail with
+ *    MASQ_ERR_MEMORY and a message, or succeed if the k-th request was never
+ *    reached; then THE SAME STATE runs the session again without failures
+ *    and must print exactly what a clean run prints;
+ *  - in scripts that fail on their own (a runtime error deep in calls, a
+ *    syntax error), which must end with their error or MASQ_ERR_MEMORY, and
+ *    then give exactly the clean run's diagnostic.
+ * After masq_close nothing may be live. Every free and realloc must name the
+ * exact size of its block: each block carries a header with its size, which
+ * the hook checks against osize. The normal build covers every k; the
+ * sanitized one, slower, strides past k = 2000. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -389,6 +393,70 @@ static void test_script(const char *script, long *covered, long *last) {
   free(clean.text);
 }
 
+/* (c) Scripts that fail on their own: under a failing allocation they end
+ * with their own error or MASQ_ERR_MEMORY, and the same state then gives
+ * exactly the clean run's error and output. Returns how many k it covered. */
+static long test_failing(const char *name, const char *src, masq_status expect) {
+  tracker t0 = {0};
+  output clean = {0};
+  masq_state *M = open_tracked(&t0, &clean);
+  CHECK(M != NULL);
+  if (!M) return 0;
+  CHECK(masq_eval(M, src, strlen(src), name, 0) == expect);
+  char want[2048];
+  snprintf(want, sizeof want, "%s", masq_last_error(M)->rendered);
+  masq_close(M);
+  CHECK(t0.live == 0 && t0.wrong_sizes == 0);
+  long k = first_k(), covered = 0;
+  for (; k > 0; k = next_k(k, 2000, 7)) {
+    tracker t = {0};
+    output o = {0};
+    M = open_tracked(&t, &o);
+    if (!M) break;
+    arm(&t, k);
+    masq_status st = masq_eval(M, src, strlen(src), name, 0);
+    int reached = disarm(&t);
+    int bad = !(st == expect || (reached && st == MASQ_ERR_MEMORY)) ||
+              !masq_last_error(M)->message[0];
+    if (bad) fprintf(stderr, "%s, failing allocation %ld: status %d\n", name, k, (int)st);
+    o.len = 0;
+    st = masq_eval(M, src, strlen(src), name, 0);
+    if (st != expect || strcmp(masq_last_error(M)->rendered, want) != 0 ||
+        strcmp(o.text ? o.text : "", clean.text ? clean.text : "") != 0) {
+      fprintf(stderr, "%s, failing allocation %ld: then status %d, %s", name, k, (int)st,
+              masq_last_error(M)->rendered);
+      bad = 1;
+    }
+    masq_close(M);
+    if (t.live || t.bytes || t.wrong_sizes) {
+      fprintf(stderr, "%s, failing allocation %ld: %ld blocks (%zu bytes) live after close, "
+                      "%ld wrong sizes\n", name, k, t.live, t.bytes, t.wrong_sizes);
+      bad = 1;
+    }
+    free(o.text);
+    covered++;
+    if (bad) failed++;
+    else passed++;
+    if (!reached || failed > 20) break;
+  }
+  free(clean.text);
+  return covered;
+}
+
+static const char *runtime_error_src =
+    "fn inner(x, n) {\n"
+    "  if n == 0 { return x + ones(3) }\n"
+    "  return inner(x, n - 1)\n"
+    "}\n"
+    "fn outer(v) = inner(v * 2, 12)\n"
+    "print(\"before\", [1, \"two\"])\n"
+    "outer(masked([1.0, 2.0], [true, false]))\n";
+
+static const char *syntax_error_src =
+    "x = [1, 2\n"
+    "fn f(a, = 3\n"
+    "y = )\n";
+
 int main(void) {
   long open_k = test_open();
   printf("oom: masq_open covered every k up to %ld%s\n", open_k,
@@ -405,6 +473,9 @@ int main(void) {
            SANITIZED && last > 2000 ? " (every k to 2000, then every 7th)" : " (every k)");
   }
   free(script);
+  long rt = test_failing("runtime.masq", runtime_error_src, MASQ_ERR_RUNTIME);
+  long sy = test_failing("syntax.masq", syntax_error_src, MASQ_ERR_SYNTAX);
+  printf("oom: a runtime error covered %ld values of k, a syntax error %ld\n", rt, sy);
   char path[64];
   snprintf(path, sizeof path, "%s/b.npz", dir);
   unlink(path);
