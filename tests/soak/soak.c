@@ -9,7 +9,11 @@
  *  - an eval returns a status masq.h does not document, or one its kind of
  *    script must not return;
  *  - a good script fails on a state right after a failed one (a stuck
- *    state), reported per kind of the failed script before it;
+ *    state), reported per kind of the failed script before it; and any
+ *    script fails for memory while a memory-hungry script's leftovers fill
+ *    the state (until an eval succeeds again): a failed eval must give back
+ *    what it took, or the state is stuck for good (SOAK_NO_GLOBAL_HOARD=1
+ *    leaves out the one script that leaves a global behind);
  *  - the resident set grows past a bound between the first quarter of the
  *    run and its end (what a leak looks like).
  * It prints evals per kind and per status, and the resident set size. */
@@ -86,6 +90,7 @@ typedef struct worker {
   long by_kind[NKINDS][NSTATUS];
   long wrong_status, undocumented;
   long stuck_after[NKINDS]; /* good scripts that failed right after a failed one */
+  long stuck_full;          /* evals that failed for memory a hungry one left taken */
   char first_problem[512];
 } worker;
 
@@ -140,10 +145,12 @@ static void *work(void *arg) {
     w->undocumented++;
     return NULL;
   }
-  int previous_failed = 0;
+  int previous_failed = 0, hungry_failed = 0;
   kind previous = GOOD;
+  int no_hoard = getenv("SOAK_NO_GLOBAL_HOARD") != NULL;
   while (!atomic_load(&stop)) {
     const script *s = &scripts[next_random(&w->seed) % NSCRIPTS];
+    if (no_hoard && strcmp(s->name, "global list") == 0) continue;
     clock_gettime(CLOCK_MONOTONIC, &w->deadline);
     w->deadline.tv_nsec += DEADLINE_MS * 1000000L;
     if (w->deadline.tv_nsec >= 1000000000L) {
@@ -158,7 +165,9 @@ static void *work(void *arg) {
     }
     w->by_kind[s->kind][st]++;
     if (st != MASQ_ERR_INTERRUPTED && !(s->allowed & BIT(st))) {
-      if (s->kind == GOOD && previous_failed) {
+      if (st == MASQ_ERR_MEMORY && hungry_failed) {
+        w->stuck_full++;
+      } else if (s->kind == GOOD && previous_failed) {
         w->stuck_after[previous]++;
       } else {
         w->wrong_status++;
@@ -167,6 +176,8 @@ static void *work(void *arg) {
     }
     previous_failed = st != MASQ_OK;
     previous = s->kind;
+    if (st == MASQ_OK) hungry_failed = 0;
+    if (s->kind == HUNGRY && st == MASQ_ERR_MEMORY) hungry_failed = 1;
   }
   masq_close(M);
   return NULL;
@@ -222,7 +233,7 @@ int main(void) {
   double elapsed = now_s() - t0;
 
   long by_kind[NKINDS][NSTATUS] = {{0}}, total = 0, wrong = 0, undocumented = 0;
-  long stuck[NKINDS] = {0}, stuck_total = 0;
+  long stuck[NKINDS] = {0}, stuck_total = 0, stuck_full = 0;
   for (long i = 0; i < nthreads; i++) {
     for (int k = 0; k < NKINDS; k++) {
       for (int s = 0; s < NSTATUS; s++) {
@@ -233,6 +244,7 @@ int main(void) {
       stuck_total += workers[i].stuck_after[k];
     }
     wrong += workers[i].wrong_status;
+    stuck_full += workers[i].stuck_full;
     undocumented += workers[i].undocumented;
     if (workers[i].first_problem[0])
       fprintf(stderr, "soak: thread %ld: %s\n", i, workers[i].first_problem);
@@ -264,6 +276,11 @@ int main(void) {
     for (int k = 0; k < NKINDS; k++)
       if (stuck[k]) printf(" %ld after %s", stuck[k], kind_names[k]);
     printf("\n");
+    fail = 1;
+  }
+  if (stuck_full) {
+    printf("FAIL: %ld evals failed for memory that a failed memory-hungry script left taken "
+           "(a failed eval must give it back)\n", stuck_full);
     fail = 1;
   }
   if (rss_quarter >= 0 && rss_end - rss_quarter > bound_kb) {
