@@ -469,9 +469,8 @@ static void import_compile(mq_state *S, void *ud) {
   ij->fn = mq_compile(S, program, ij->src, false);
 }
 
-/* Reads, compiles and runs the module at path [ud]. */
-static void import_file(mq_state *S, void *ud) {
-  const char *full = ud;
+/* Reads, compiles and runs the module at path [full]. */
+static void import_file(mq_state *S, const char *full) {
   file_job fj = {full, fopen(full, "rb"), NULL, 0, 0};
   if (!fj.fp) mq_error(S, "cannot import '%s': %s", full, strerror(errno));
   masq_status st = mq_protect(S, read_file, &fj);
@@ -529,7 +528,15 @@ void mq_import(mq_state *S, const char *path, const mq_source *from) {
   /* Listed while it runs, so a module that imports itself stops there;
    * forgotten if it fails, so that a later import tries again. */
   mq_list_push(S, S->imports, mq_objv(mq_string_new(S, full, strlen(full))));
-  masq_status st = mq_protect(S, import_file, full);
+  /* A bare boundary, not mq_protect: the pool must keep the module's code
+   * until the error has been located in it. */
+  mq_jmp guard;
+  guard.prev = S->errjmp;
+  guard.status = MASQ_OK;
+  S->errjmp = &guard;
+  if (setjmp(guard.buf) == 0) import_file(S, full);
+  S->errjmp = guard.prev;
+  masq_status st = guard.status;
   if (st != MASQ_OK) {
     mq_list *l = S->imports;
     int i = find_import(l, full);
