@@ -12,7 +12,8 @@
  *  - in scripts that fail on their own (a runtime error deep in calls, a
  *    syntax error), which must end with their error or MASQ_ERR_MEMORY, and
  *    then give exactly the clean run's diagnostic.
- * After masq_close nothing may be live. Every free and realloc must name the
+ * And a failed request while freed tensor buffers are cached is retried
+ * after giving them back. After masq_close nothing may be live. Every free and realloc must name the
  * exact size of its block: each block carries a header with its size, which
  * the hook checks against osize. The normal build covers every k; the
  * sanitized one, slower, strides past k = 2000. */
@@ -443,6 +444,27 @@ static long test_failing(const char *name, const char *src, masq_status expect) 
   return covered;
 }
 
+/* (d) A failed allocation while freed tensor buffers are kept for reuse:
+ * masq gives those back to the allocator and asks again, so the eval
+ * succeeds. */
+static void test_cache_retry(void) {
+  tracker t = {0};
+  output o = {0};
+  masq_state *M = open_tracked(&t, &o);
+  CHECK(M != NULL);
+  if (!M) return;
+  CHECK(eval_text(M, "big = ones(1000, 1000)\nbig = 0", 0) == MASQ_OK); /* 4 MB, then cached */
+  size_t before = t.bytes;
+  arm(&t, 1);
+  CHECK(eval_text(M, "print(sum(ones(10)))", 0) == MASQ_OK);
+  CHECK(disarm(&t));
+  CHECK(o.text && strcmp(o.text, "tensor(10.)\n") == 0);
+  CHECK(t.bytes + 3000000 < before); /* the cached buffer went back */
+  masq_close(M);
+  CHECK(t.live == 0 && t.bytes == 0 && t.wrong_sizes == 0);
+  free(o.text);
+}
+
 static const char *runtime_error_src =
     "fn inner(x, n) {\n"
     "  if n == 0 { return x + ones(3) }\n"
@@ -476,6 +498,7 @@ int main(void) {
   long rt = test_failing("runtime.masq", runtime_error_src, MASQ_ERR_RUNTIME);
   long sy = test_failing("syntax.masq", syntax_error_src, MASQ_ERR_SYNTAX);
   printf("oom: a runtime error covered %ld values of k, a syntax error %ld\n", rt, sy);
+  test_cache_retry();
   char path[64];
   snprintf(path, sizeof path, "%s/b.npz", dir);
   unlink(path);
