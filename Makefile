@@ -300,3 +300,72 @@ fuzz-test: fuzzers
 
 clean:
 	rm -rf $(B)
+
+# --- soak: make soak (tests/soak/soak.c; not part of make test) ----------------
+# SOAK_THREADS states (default 8) under the sanitizers, each with a memory
+# cap and a deadline, on a random mix of scripts for SOAK_SECONDS.
+.PHONY: soak
+SOAK_SECONDS ?= 60
+SOAK_THREADS ?= 8
+$(ASAN_DIR)/soak: tests/soak/soak.c include/masq.h $(ASAN_DIR)/libmasq.a
+	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
+
+# A small quarantine, so that the resident set measures masq, not ASan.
+soak: $(ASAN_DIR)/soak
+	ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=16 SOAK_SECONDS=$(SOAK_SECONDS) \
+	  SOAK_THREADS=$(SOAK_THREADS) $(ASAN_DIR)/soak
+
+# --- coverage: make coverage (gcc --coverage -O0, objects in build/cov) -------
+# Builds the library, the CLI and the C tests with coverage counters, runs
+# every suite against them (failures are shown, not fatal: this measures),
+# and prints line and branch coverage of the library per folder and file
+# (tools/coverage/summary.py over gcov -b).
+.PHONY: coverage
+COV_DIR   = $(B)/cov
+COV_OBJ   = $(call objs,$(COV_DIR))
+COV_CC   ?= gcc
+COVFLAGS  = -O0 -g --coverage
+COV_UNITS = $(patsubst tests/unit/%.c,$(COV_DIR)/unit/%,$(UNIT_SRC))
+COV_APIS  = $(patsubst tests/api/%.c,$(COV_DIR)/api/%,$(API_SRC))
+
+$(COV_DIR)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) $(INC) -c -o $@ $<
+
+$(COV_DIR)/obj/gen/%.o: $(GEN)/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) $(INC) -c -o $@ $<
+
+$(COV_DIR)/libmasq.a: $(COV_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(COV_DIR)/masq: $(CLI_SRC) $(wildcard cli/*.h) $(COV_DIR)/libmasq.a
+	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $(CLI_SRC) $(COV_DIR)/libmasq.a $(CLI_LIBS) $(LIBS)
+
+$(COV_DIR)/unit/%: tests/unit/%.c $(COV_DIR)/libmasq.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) $(INC) -fvisibility=default -o $@ $< $(COV_DIR)/libmasq.a $(LIBS)
+
+$(COV_DIR)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(COV_DIR)/libmasq.a
+	@mkdir -p $(dir $@)
+	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $< $(COV_DIR)/libmasq.a $(LIBS)
+
+$(COV_DIR)/examples/embed: examples/embed/embed.c include/masq.h $(COV_DIR)/libmasq.a
+	@mkdir -p $(dir $@)
+	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $< $(COV_DIR)/libmasq.a $(LIBS)
+
+coverage: $(COV_DIR)/masq $(COV_UNITS) $(COV_APIS) $(COV_DIR)/examples/embed
+	@find $(COV_DIR) -name '*.gcda' -delete
+	-@sh tests/run_units.sh $(COV_DIR)
+	-@sh tests/run_units.sh $(COV_DIR) api
+	-@sh tests/api/example_test.sh $(COV_DIR)
+	-@sh tests/run.sh $(COV_DIR)/masq
+	-@sh tests/repl/repl_test.sh $(COV_DIR)/masq
+	-@sh tests/repl/cli_test.sh $(COV_DIR)/masq
+	-@sh tests/repl/transcript.sh $(COV_DIR)/masq
+	-@sh tests/check_docs.sh $(COV_DIR)/masq
+	-@sh tests/io/check_numpy.sh $(COV_DIR)/masq
+	-@sh tools/conformance/run.sh $(COV_DIR)/masq
+	-@sh tests/crashes/run.sh $(COV_DIR)/masq
+	@python3 tools/coverage/summary.py $(COV_DIR)/obj

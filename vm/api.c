@@ -469,29 +469,8 @@ static void import_compile(mq_state *S, void *ud) {
   ij->fn = mq_compile(S, program, ij->src, false);
 }
 
-void mq_import(mq_state *S, const char *path, const mq_source *from) {
-  if (!(S->cfg.libs & MASQ_LIB_IO))
-    mq_error(S, "import is disabled: the host did not enable file access (MASQ_LIB_IO)");
-  char full[4096];
-  const char *slash = from ? strrchr(from->name, '/') : NULL;
-  int n;
-  if (path[0] != '/' && slash)
-    n = snprintf(full, sizeof full, "%.*s/%s", (int)(slash - from->name), from->name, path);
-  else
-    n = snprintf(full, sizeof full, "%s", path);
-  if (n < 0 || (size_t)n >= sizeof full)
-    mq_error(S, "cannot import '%.64s...': the path is longer than %d bytes", path,
-             (int)sizeof full - 1);
-  if (!S->imports) {
-    S->imports = mq_list_new(S, 4);
-    S->imports->hdr.rc++; /* the state's own reference */
-  }
-  for (int i = 0; i < S->imports->len; i++)
-    if (mq_is_obj(S->imports->items[i], MQ_O_STRING) &&
-        strcmp(mq_as_string(S->imports->items[i])->chars, full) == 0)
-      return;
-  mq_list_push(S, S->imports, mq_objv(mq_string_new(S, full, strlen(full))));
-
+/* Reads, compiles and runs the module at path [full]. */
+static void import_file(mq_state *S, const char *full) {
   bool irregular;
   file_job fj = {full, mq_file_open_regular(full, &irregular), NULL, 0, 0};
   if (!fj.fp)
@@ -530,4 +509,55 @@ void mq_import(mq_state *S, const char *path, const mq_source *from) {
    * is located after the eval's pool has let go of it. */
   mq_list_push(S, S->imports, mq_objv(ij.fn));
   mq_release(S, mq_vm_run(S, ij.fn, false));
+}
+
+/* S->imports holds the paths imported (strings) and their code (functions). */
+static int find_import(const mq_list *imports, const char *full) {
+  for (int i = 0; i < imports->len; i++)
+    if (mq_is_obj(imports->items[i], MQ_O_STRING) &&
+        strcmp(mq_as_string(imports->items[i])->chars, full) == 0)
+      return i;
+  return -1;
+}
+
+void mq_import(mq_state *S, const char *path, const mq_source *from) {
+  if (!(S->cfg.libs & MASQ_LIB_IO))
+    mq_error(S, "import is disabled: the host did not enable file access (MASQ_LIB_IO)");
+  char full[4096];
+  const char *slash = from ? strrchr(from->name, '/') : NULL;
+  int n;
+  if (path[0] != '/' && slash)
+    n = snprintf(full, sizeof full, "%.*s/%s", (int)(slash - from->name), from->name, path);
+  else
+    n = snprintf(full, sizeof full, "%s", path);
+  if (n < 0 || (size_t)n >= sizeof full)
+    mq_error(S, "cannot import '%.64s...': the path is longer than %d bytes", path,
+             (int)sizeof full - 1);
+  if (!S->imports) {
+    S->imports = mq_list_new(S, 4);
+    S->imports->hdr.rc++; /* the state's own reference */
+  }
+  if (find_import(S->imports, full) >= 0) return;
+  /* Listed while it runs, so a module that imports itself stops there;
+   * forgotten if it fails, so that a later import tries again. */
+  mq_list_push(S, S->imports, mq_objv(mq_string_new(S, full, strlen(full))));
+  /* A bare boundary, not mq_protect: the pool must keep the module's code
+   * until the error has been located in it. */
+  mq_jmp guard;
+  guard.prev = S->errjmp;
+  guard.status = MASQ_OK;
+  S->errjmp = &guard;
+  if (setjmp(guard.buf) == 0) import_file(S, full);
+  S->errjmp = guard.prev;
+  masq_status st = guard.status;
+  if (st != MASQ_OK) {
+    mq_list *l = S->imports;
+    int i = find_import(l, full);
+    mq_value gone = l->items[i];
+    memmove(&l->items[i], &l->items[i + 1], (size_t)(l->len - i - 1) * sizeof *l->items);
+    l->len--;
+    mq_release(S, gone);
+    S->pending_span = S->err_has_span; /* keep the failure's own location */
+    mq_throw(S, st, "%s", S->err_message.data ? S->err_message.data : "import failed");
+  }
 }

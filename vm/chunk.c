@@ -53,6 +53,8 @@ void mq_closure_free(mq_state *S, mq_closure *c) {
 
 void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span) {
   if (f->code_len == f->code_cap) {
+    /* Spans and code share one block, so growing them is one allocation
+     * that either happens or leaves the function as it was. */
     int cap = f->code_cap ? f->code_cap * 2 : 64;
     if (f->spans_cap < cap) {
       f->spans = mq_realloc(S, f->spans, (size_t)f->spans_cap * sizeof *f->spans,

@@ -37,7 +37,10 @@ static void push_frame(mq_state *S, mq_closure *cl, mq_function *f, int base) {
 
 void mq_vm_unwind(mq_state *S, int stack_len, int nframes) {
   while (S->stack_len > stack_len) mq_release(S, S->stack[--S->stack_len]);
-  S->nframes = nframes;
+  while (S->nframes > nframes) {
+    const mq_vmframe *fr = &S->frames[--S->nframes];
+    if (!fr->cl) mq_obj_release(S, &fr->f->hdr); /* mq_vm_run's reference */
+  }
 }
 
 bool mq_vm_error_span(mq_state *S, int level, const mq_source **src, mq_span *span) {
@@ -417,6 +420,10 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
   int entry = S->nframes, base = S->stack_len;
   ensure_stack(S, base + f->nslots + 1);
   push_frame(S, NULL, f, base);
+  /* The frame holds the code it runs until it returns or is unwound: an
+   * error drains the pool, which may own [f] (an imported module), before
+   * the error is located in f's code. */
+  f->hdr.rc++;
   size_t mark = mq_pool_mark(S);
   mq_vmframe *fr;
   const uint8_t *ip;
@@ -777,6 +784,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         S->nframes--;
         if (S->nframes == entry) {
           S->stack_len = (int)(sp - S->stack);
+          mq_obj_release(S, &f->hdr);
           return r;
         }
         mq_release(S, *--sp); /* the callee */

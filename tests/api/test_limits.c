@@ -92,6 +92,11 @@ static void test_interrupts(void) {
   CHECK_ERR(M, eval(M, "i = 0\nwhile true { i = i + 1 }"), MASQ_ERR_INTERRUPTED, "interrupted");
   stop = 0;
   CHECK_ERR(M, eval(M, "i"), MASQ_ERR_RUNTIME, "undefined variable 'i'"); /* undone */
+  /* Recursion without any loop reaches the hook too. */
+  stop = 1;
+  CHECK_ERR(M, eval(M, "fn fan(n) {\n if n == 0 { return 1 }\n return fan(n - 1) + fan(n - 1)\n}\n"
+                       "fan(60)"), MASQ_ERR_INTERRUPTED, "interrupted");
+  stop = 0;
   /* Inside masq_call, then the same state calls again. */
   masq_tensor *s, *r;
   CHECK_OK(M, masq_tensor_scalar(M, 3, &s));
