@@ -284,7 +284,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   job->stack_len = S->stack_len;
   job->nframes = S->nframes;
   mq_arena_init(&job->arena, S);
-  int outer_base = mq_globals_begin(S);
+  mq_txn txn = mq_globals_begin(S);
   masq_status st = mq_protect(S, eval_protected, job);
   mq_arena_free(&job->arena);
   masq_status result = st;
@@ -317,7 +317,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   if (job->fn) mq_obj_release(S, &job->fn->hdr);
   mq_source_release(S, job->src);
   mq_pool_drain(S, mark);
-  mq_globals_end(S, outer_base, st == MASQ_OK);
+  mq_globals_end(S, txn, st == MASQ_OK);
   mq_gc_step(S);
   return result;
 }

@@ -287,11 +287,11 @@ masq_status masq_call(masq_state *M, const char *fname, int argc, masq_tensor *c
   call_job job = {fname, argc, argv, result, NULL};
   size_t mark = mq_pool_mark(M);
   int stack_len = M->stack_len, nframes = M->nframes;
-  int outer_base = mq_globals_begin(M);
+  mq_txn txn = mq_globals_begin(M);
   masq_status st = mq_protect(M, call_protected, &job);
   if (st != MASQ_OK) mq_api_fail_run(M, st, NULL, stack_len, nframes, mark);
   mq_pool_drain(M, mark);
-  mq_globals_end(M, outer_base, st == MASQ_OK);
+  mq_globals_end(M, txn, st == MASQ_OK);
   if (job.fn) mq_obj_release(M, &job.fn->hdr);
   mq_gc_step(M);
   return st;

@@ -62,10 +62,10 @@ void mq_global_set(mq_state *S, int slot, mq_value v) {
   mq_release(S, old);
 }
 
-int mq_globals_begin(mq_state *S) {
-  int outer = S->undo_base;
+mq_txn mq_globals_begin(mq_state *S) {
+  mq_txn txn = {S->undo_base, S->imports ? S->imports->len : 0};
   S->undo_base = S->undo_len + 1;
-  return outer;
+  return txn;
 }
 
 static void commit(mq_state *S, int outer_base) {
@@ -109,7 +109,17 @@ void mq_globals_free(mq_state *S) {
   S->nglobals = S->globals_cap = S->gindex_cap = 0;
 }
 
-void mq_globals_end(mq_state *S, int outer_base, bool committed) {
-  if (committed) commit(S, outer_base);
-  else rollback(S, outer_base);
+/* Forgets the imports made since [len] (paths and their code). */
+static void forget_imports(mq_state *S, int len) {
+  mq_list *l = S->imports;
+  while (l && l->len > len) mq_release(S, l->items[--l->len]);
+}
+
+void mq_globals_end(mq_state *S, mq_txn txn, bool committed) {
+  if (committed) {
+    commit(S, txn.outer_base);
+  } else {
+    rollback(S, txn.outer_base);
+    forget_imports(S, txn.imports_len);
+  }
 }

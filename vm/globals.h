@@ -17,11 +17,17 @@ MQ_INTERNAL void mq_globals_free(mq_state *S);
  * first store into a slot logs what the slot held (the log grows before
  * the store, so a failed growth changes nothing), and a rollback puts the
  * logged values back in reverse order and releases the new ones (end with
- * [commit] false). Only
- * bindings are restored; a list or tensor changed in place stays changed.
- * Nested evals (from a host function) nest: begin returns the outer
- * eval's base, which commit and rollback take back. */
-MQ_INTERNAL int mq_globals_begin(mq_state *S);
-MQ_INTERNAL void mq_globals_end(mq_state *S, int outer_base, bool commit);
+ * [commit] false). Only bindings are restored; a list or tensor changed in
+ * place stays changed. The modules imported belong to the transaction
+ * too: a rolled-back eval forgets the imports it made, so importing them
+ * again runs them again and defines what the rollback undid. Nested evals
+ * (from a host function) nest: begin returns what the outer eval had,
+ * which commit and rollback take back. */
+typedef struct mq_txn {
+  int outer_base;  /* the outer eval's undo base (0: none) */
+  int imports_len; /* S->imports' length at begin */
+} mq_txn;
+MQ_INTERNAL mq_txn mq_globals_begin(mq_state *S);
+MQ_INTERNAL void mq_globals_end(mq_state *S, mq_txn txn, bool commit);
 
 #endif

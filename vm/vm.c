@@ -469,9 +469,11 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
       }
       vmcase(SET_GLOBAL) {
         unsigned slot = READ_U16();
-        mq_value v = POP();
-        mq_global_set(S, (int)slot, v);
-        mq_release(S, v);
+        /* Still on the stack while the store may fail (growing the undo
+         * log), so that an error's unwinding releases it. */
+        SAVE();
+        mq_global_set(S, (int)slot, TOP());
+        mq_release(S, POP());
         vmbreak;
       }
       vmcase(GET_LOCAL) {

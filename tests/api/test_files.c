@@ -10,22 +10,24 @@
 
 static char dir[64], fifo[96], subdir[96], script[512];
 
-static masq_status eval_path(masq_state *M, const char *fmt, const char *path) {
-  snprintf(script, sizeof script, fmt, path);
+/* Runs [before] PATH [after]. */
+static masq_status eval_path(masq_state *M, const char *before, const char *path,
+                             const char *after) {
+  snprintf(script, sizeof script, "%s%s%s", before, path, after);
   return eval(M, script);
 }
 
 static void test_not_regular(masq_state *M) {
-  CHECK_ERR(M, eval_path(M, "load(\"%s\")", "/dev/zero"), MASQ_ERR_RUNTIME,
+  CHECK_ERR(M, eval_path(M, "load(\"", "/dev/zero", "\")"), MASQ_ERR_RUNTIME,
             "load: '/dev/zero' is not a regular file");
-  CHECK_ERR(M, eval_path(M, "load(\"%s\")", fifo), MASQ_ERR_RUNTIME, "is not a regular file");
-  CHECK_ERR(M, eval_path(M, "load(\"%s\")", subdir), MASQ_ERR_RUNTIME, "is not a regular file");
-  CHECK_ERR(M, eval_path(M, "save(\"%s\", ones(2))", subdir), MASQ_ERR_RUNTIME,
+  CHECK_ERR(M, eval_path(M, "load(\"", fifo, "\")"), MASQ_ERR_RUNTIME, "is not a regular file");
+  CHECK_ERR(M, eval_path(M, "load(\"", subdir, "\")"), MASQ_ERR_RUNTIME, "is not a regular file");
+  CHECK_ERR(M, eval_path(M, "save(\"", subdir, "\", ones(2))"), MASQ_ERR_RUNTIME,
             "save: '");
   CHECK(strstr(masq_last_error(M)->message, "is not a regular file") != NULL);
-  CHECK_ERR(M, eval_path(M, "save(\"%s\", ones(2))", fifo), MASQ_ERR_RUNTIME, "is not a regular file");
-  CHECK_ERR(M, eval_path(M, "import \"%s\"", fifo), MASQ_ERR_RUNTIME, "not a regular file");
-  CHECK_ERR(M, eval_path(M, "import \"%s\"", subdir), MASQ_ERR_RUNTIME, "not a regular file");
+  CHECK_ERR(M, eval_path(M, "save(\"", fifo, "\", ones(2))"), MASQ_ERR_RUNTIME, "is not a regular file");
+  CHECK_ERR(M, eval_path(M, "import \"", fifo, "\""), MASQ_ERR_RUNTIME, "not a regular file");
+  CHECK_ERR(M, eval_path(M, "import \"", subdir, "\""), MASQ_ERR_RUNTIME, "not a regular file");
   CHECK_ERR(M, masq_eval_file(M, subdir), MASQ_ERR_USAGE, "not a regular file");
   CHECK_ERR(M, masq_eval_file(M, fifo), MASQ_ERR_USAGE, "not a regular file");
 }
