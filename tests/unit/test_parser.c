@@ -69,7 +69,7 @@ static void span_dump(char *out, size_t size, const mq_node *n) {
 
 static void run_n(result *r, const char *text, size_t len, bool partial) {
   memset(r, 0, sizeof *r);
-  mq_source src = {NULL, "<test>", (char *)text, len};
+  mq_source src = {.name = "<test>", .text = (char *)text, .len = len};
   mq_arena A;
   mq_arena_init(&A, S);
   mq_node *prog = (mq_node *)1;
@@ -393,7 +393,7 @@ static void partial(void) {
 
 static void dump_format(void) {
   int line = __LINE__;
-  mq_source src = {NULL, "<test>", (char *)"f(x, 2)", 7};
+  mq_source src = {.name = "<test>", .text = (char *)"f(x, 2)", .len = 7};
   mq_arena A;
   mq_arena_init(&A, S);
   mq_node *prog = NULL;
