@@ -8,6 +8,7 @@
  * crash inside a kernel. */
 #include "../runtime/kernels.h"
 #include "api_int.h"
+#include "checked.h"
 
 _Static_assert(MASQ_BOOL == (int)MQ_DT_BOOL && MASQ_INT64 == (int)MQ_DT_I64 &&
                    MASQ_FLOAT32 == (int)MQ_DT_F32 && MASQ_FLOAT64 == (int)MQ_DT_F64,
@@ -86,7 +87,13 @@ static void check_buffer(mq_state *S, const char *fn, const char *what, const vo
   }
   if ((uintptr_t)p % esize)
     mq_throw(S, MASQ_ERR_USAGE, "%s: %s (%p) is not aligned to %zu bytes", fn, what, p, esize);
-  if (!strides || numel == 0) return;
+  if (!strides) return;
+  if (numel == 0) { /* nothing to address, but kernels still scale strides by sizes */
+    for (int d = 0; d < ndim; d++)
+      if (shape[d] > 0 && strides[d] > INT64_MAX / 16 / shape[d])
+        mq_throw(S, MASQ_ERR_USAGE, "%s: %s strides reach past the address space", fn, what);
+    return;
+  }
   int64_t last = 0, limit = INT64_MAX / (int64_t)esize;
   for (int d = 0; d < ndim; d++) {
     if (shape[d] > 1 && strides[d] > (limit - last) / (shape[d] - 1))
@@ -107,12 +114,14 @@ static void check_desc(mq_state *S, const char *fn, const masq_tensor_desc *d, b
     mq_throw(S, MASQ_ERR_USAGE, "%s: shape is NULL for a %d-d tensor", fn, d->ndim);
   if (d->flags & ~(MASQ_TENSOR_READONLY | MASQ_TENSOR_HOST))
     mq_throw(S, MASQ_ERR_USAGE, "%s: unknown flags 0x%x", fn, d->flags);
-  int64_t numel = 1;
+  /* The sizes' product with zeros counted as ones bounds every stride
+   * times size a kernel computes, also for a tensor with no element. */
+  int64_t numel = 1, span = 1;
   for (int k = 0; k < d->ndim; k++) {
     if (d->shape[k] < 0)
       mq_throw(S, MASQ_ERR_USAGE, "%s: dimension %d has negative size %lld", fn, k,
                (long long)d->shape[k]);
-    if (d->shape[k] && numel > INT64_MAX / 16 / d->shape[k])
+    if (!mq_mul_ok(span, d->shape[k] ? d->shape[k] : 1, &span) || span > INT64_MAX / 16)
       mq_throw(S, MASQ_ERR_USAGE, "%s: shape %s is too large", fn,
                mq_shape_str(S, d->ndim, d->shape));
     numel *= d->shape[k];

@@ -239,6 +239,15 @@ static size_t fit_strides(layout *l, int64_t *strides) {
   return extent(ndim, l->shape, strides);
 }
 
+/* A tensor with no element addresses nothing, but kernels still scale its
+ * strides by its sizes: masq refuses strides whose product with a size
+ * passes INT64_MAX / 16, as it does for tensors with elements. */
+static int too_far_for_nothing(const layout *l, const int64_t *st) {
+  for (int i = 0; i < l->d.ndim; i++)
+    if (l->shape[i] > 0 && st[i] > INT64_MAX / 16 / l->shape[i]) return 1;
+  return 0;
+}
+
 static void draw_layout(fuzz_ctx *c, layout *l) {
   input *in = &c->in;
   memset(l, 0, sizeof *l);
@@ -265,6 +274,10 @@ static void draw_layout(fuzz_ctx *c, layout *l) {
   }
   l->d.flags = kind & 64 ? MASQ_TENSOR_READONLY : 0;
   if (!l->valid_desc) return;
+  if (extent(l->d.ndim, l->shape, NULL) == 0) { /* see too_far_for_nothing */
+    if (l->d.strides && too_far_for_nothing(l, l->strides)) l->bad_strides = 1;
+    if (l->d.valid_strides && too_far_for_nothing(l, l->vstrides)) l->bad_vstrides = 1;
+  }
   l->elems_extent = l->d.strides ? fit_strides(l, l->strides) : fit_strides(l, NULL);
   if (l->d.valid)
     l->valid_extent = l->d.valid_strides ? fit_strides(l, l->vstrides) : fit_strides(l, NULL);
