@@ -80,6 +80,10 @@ static void check_buffer(mq_state *S, const char *fn, const char *what, const vo
                "%s: %s stride %lld of dimension %d is negative; masq takes non-negative "
                "strides (flip the array in the host)",
                fn, what, (long long)strides[d], d);
+  /* With nothing to address, kernels still scale the strides by the sizes. */
+  for (int d = 0; strides && numel == 0 && d < ndim; d++)
+    if (shape[d] > 0 && strides[d] > INT64_MAX / 16 / shape[d])
+      mq_throw(S, MASQ_ERR_USAGE, "%s: %s strides reach past the address space", fn, what);
   if (!p) {
     if (numel == 0) return;
     mq_throw(S, MASQ_ERR_USAGE, "%s: %s is NULL for a tensor of %lld elements", fn, what,
@@ -87,13 +91,7 @@ static void check_buffer(mq_state *S, const char *fn, const char *what, const vo
   }
   if ((uintptr_t)p % esize)
     mq_throw(S, MASQ_ERR_USAGE, "%s: %s (%p) is not aligned to %zu bytes", fn, what, p, esize);
-  if (!strides) return;
-  if (numel == 0) { /* nothing to address, but kernels still scale strides by sizes */
-    for (int d = 0; d < ndim; d++)
-      if (shape[d] > 0 && strides[d] > INT64_MAX / 16 / shape[d])
-        mq_throw(S, MASQ_ERR_USAGE, "%s: %s strides reach past the address space", fn, what);
-    return;
-  }
+  if (!strides || numel == 0) return;
   int64_t last = 0, limit = INT64_MAX / (int64_t)esize;
   for (int d = 0; d < ndim; d++) {
     if (shape[d] > 1 && strides[d] > (limit - last) / (shape[d] - 1))

@@ -36,7 +36,7 @@ mq_string *mq_string_new(mq_state *S, const char *s, size_t len) {
   str->hdr.rc = 1;
   str->hdr.type = MQ_O_STRING;
   str->len = len;
-  memcpy(str->chars, s, len);
+  if (len) memcpy(str->chars, s, len); /* s may be NULL for "" */
   str->chars[len] = '\0';
   mq_pool_own(S, &str->hdr);
   return str;
