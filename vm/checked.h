@@ -12,30 +12,13 @@
 #include "state.h"
 
 static inline bool mq_add_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
-static inline bool mq_sub_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_sub_overflow(a, b, r); }
 static inline bool mq_mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
-static inline bool mq_zadd_ok(size_t a, size_t b, size_t *r) { return !__builtin_add_overflow(a, b, r); }
 static inline bool mq_zmul_ok(size_t a, size_t b, size_t *r) { return !__builtin_mul_overflow(a, b, r); }
 
 /* [what] names the quantity in the message: "size overflow in <what>". */
 static inline int64_t mq_ck_add(mq_state *S, int64_t a, int64_t b, const char *what) {
   int64_t r;
   if (!mq_add_ok(a, b, &r)) mq_error(S, "size overflow in %s", what);
-  return r;
-}
-static inline int64_t mq_ck_sub(mq_state *S, int64_t a, int64_t b, const char *what) {
-  int64_t r;
-  if (!mq_sub_ok(a, b, &r)) mq_error(S, "size overflow in %s", what);
-  return r;
-}
-static inline int64_t mq_ck_mul(mq_state *S, int64_t a, int64_t b, const char *what) {
-  int64_t r;
-  if (!mq_mul_ok(a, b, &r)) mq_error(S, "size overflow in %s", what);
-  return r;
-}
-static inline size_t mq_ck_zadd(mq_state *S, size_t a, size_t b, const char *what) {
-  size_t r;
-  if (!mq_zadd_ok(a, b, &r)) mq_error(S, "size overflow in %s", what);
   return r;
 }
 static inline size_t mq_ck_zmul(mq_state *S, size_t a, size_t b, const char *what) {

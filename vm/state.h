@@ -229,10 +229,15 @@ MQ_INTERNAL void mq_check_interrupt(mq_state *S);
 /* The same poll without the throw: true if an interrupt is due (the next
  * mq_check_interrupt raises it). For loops that must stop cleanly first. */
 MQ_INTERNAL bool mq_interrupt_pending(mq_state *S);
-/* For work that goes by steps (calls, parsed tokens, compiled nodes): the
- * flag every time, the host's hook every 1024 steps. */
+/* For work that goes by steps (loop rounds, calls, parsed tokens, compiled
+ * nodes): a poll is due on the flag every time, on the host's hook every
+ * 1024 steps. mq_poll checks when due; mq_poll_due lets a caller save its
+ * place first. */
+static inline bool mq_poll_due(mq_state *S) {
+  return S->interrupted || (++S->poll_counter & 1023) == 0;
+}
 static inline void mq_poll(mq_state *S) {
-  if (S->interrupted || (++S->poll_counter & 1023) == 0) mq_check_interrupt(S);
+  if (mq_poll_due(S)) mq_check_interrupt(S);
 }
 
 /* --- text buffers ------------------------------------------------------- */

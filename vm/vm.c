@@ -763,7 +763,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         unsigned d = READ_U16();
         /* The flag every time; the host's hook every 1024 iterations.
          * Before jumping, so that an interrupt is located at the loop. */
-        if (S->interrupted || (++S->poll_counter & 1023) == 0) {
+        if (mq_poll_due(S)) {
           SAVE();
           mq_check_interrupt(S);
         }
