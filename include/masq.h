@@ -327,10 +327,20 @@ MASQ_API masq_status masq_set_int(masq_state *M, const char *name, int64_t value
  * `name = "..."`. */
 MASQ_API masq_status masq_set_string(masq_state *M, const char *name, const char *s);
 
+/* As masq_set_string, for [len] bytes at [s], which may hold NUL bytes
+ * (NULL only if [len] is 0): what masq_get_string gives back. */
+MASQ_API masq_status masq_set_lstring(masq_state *M, const char *name, const char *s,
+                                      size_t len);
+
 /* Binds global [name] to a list of [n] strings (copied), e.g. a program's
  * arguments: the masq command sets `args` this way for a script. */
 MASQ_API masq_status masq_set_strings(masq_state *M, const char *name, int n,
                                       const char *const *strs);
+
+/* As masq_set_strings, with strs[i] of lens[i] bytes, which may hold NUL
+ * bytes (strs[i] NULL only if lens[i] is 0); [lens] NULL: NUL-terminated. */
+MASQ_API masq_status masq_set_lstrings(masq_state *M, const char *name, int n,
+                                       const char *const *strs, const size_t *lens);
 
 /* Copies the string global [name] into [buf] of [size] bytes, like
  * snprintf: NUL-terminated, cut to size - 1 bytes, and *len (if not NULL)

@@ -78,7 +78,9 @@ typedef struct global_job {
   masq_tensor *t;    /* set: a tensor (NULL: none) */
   enum { SET_VALUE, SET_STRING, SET_STRINGS } kind; /* set: value/t, str, strs */
   const char *str;
+  size_t len;          /* set_lstring: str's length */
   const char *const *strs;
+  const size_t *lens;  /* set_lstrings: their lengths; NULL: strlen */
   int nstrs;
   masq_tensor **out; /* get */
   double *number;    /* get_number */
@@ -96,15 +98,17 @@ static void set_protected(mq_state *S, void *ud) {
     mq_handle_check(S, job->t, job->fn, "t");
     v = mq_objv(job->t);
   } else if (job->kind == SET_STRING) {
-    mq_api_need(S, job->str, job->fn, "s");
-    v = mq_objv(mq_string_new(S, job->str, strlen(job->str)));
+    if (job->len) mq_api_need(S, job->str, job->fn, "s");
+    v = mq_objv(mq_string_new(S, job->str, job->len));
   } else if (job->kind == SET_STRINGS) {
     if (job->nstrs < 0) mq_throw(S, MASQ_ERR_USAGE, "%s: n must not be negative, got %d", job->fn, job->nstrs);
     if (job->nstrs > 0) mq_api_need(S, job->strs, job->fn, "strs");
     mq_list *l = mq_list_new(S, job->nstrs);
     for (int i = 0; i < job->nstrs; i++) {
-      if (!job->strs[i]) mq_throw(S, MASQ_ERR_USAGE, "%s: strs[%d] is NULL", job->fn, i);
-      mq_list_push(S, l, mq_objv(mq_string_new(S, job->strs[i], strlen(job->strs[i]))));
+      if (!job->strs[i] && !(job->lens && job->lens[i] == 0))
+        mq_throw(S, MASQ_ERR_USAGE, "%s: strs[%d] is NULL", job->fn, i);
+      size_t n = job->lens ? job->lens[i] : strlen(job->strs[i]);
+      mq_list_push(S, l, mq_objv(mq_string_new(S, job->strs[i], n)));
     }
     v = mq_objv(l);
   }
@@ -177,13 +181,28 @@ masq_status masq_set_int(masq_state *M, const char *name, int64_t value) {
 }
 
 masq_status masq_set_string(masq_state *M, const char *name, const char *s) {
-  global_job job = {.fn = "masq_set_string", .name = name, .value = mq_none(), .kind = SET_STRING, .str = s};
+  /* s NULL: a length of 1 makes set_protected report it. */
+  global_job job = {.fn = "masq_set_string", .name = name, .value = mq_none(), .kind = SET_STRING,
+                    .str = s, .len = s ? strlen(s) : 1};
+  return mq_api_entry(M, set_protected, &job, NULL);
+}
+
+masq_status masq_set_lstring(masq_state *M, const char *name, const char *s, size_t len) {
+  global_job job = {.fn = "masq_set_lstring", .name = name, .value = mq_none(), .kind = SET_STRING,
+                    .str = s, .len = len};
   return mq_api_entry(M, set_protected, &job, NULL);
 }
 
 masq_status masq_set_strings(masq_state *M, const char *name, int n, const char *const *strs) {
   global_job job = {.fn = "masq_set_strings", .name = name, .value = mq_none(), .kind = SET_STRINGS,
                     .strs = strs, .nstrs = n};
+  return mq_api_entry(M, set_protected, &job, NULL);
+}
+
+masq_status masq_set_lstrings(masq_state *M, const char *name, int n, const char *const *strs,
+                              const size_t *lens) {
+  global_job job = {.fn = "masq_set_lstrings", .name = name, .value = mq_none(), .kind = SET_STRINGS,
+                    .strs = strs, .lens = lens, .nstrs = n};
   return mq_api_entry(M, set_protected, &job, NULL);
 }
 
