@@ -394,10 +394,14 @@ typedef masq_status (*masq_cfunction)(masq_state *M, void *ud, int argc,
  * passes, or a name with parameters in the builtins' notation,
  * "clip(x, lo=0, hi=none)", and masq checks the call against it first
  * (arity, keywords, defaults: none, true, false or a number; one *rest
- * parameter collects extra positional arguments), so [fn] receives exactly
+ * parameter collects extra positional arguments, and those after it are
+ * keyword-only; before it, a parameter without a default cannot follow one
+ * with a default), so [fn] receives exactly
  * one argument per parameter, rest expanded in place. [ud] is passed to every
  * call. [doc] (may be NULL) is what masq_doc() and the REPL's :help show.
- * Registering a name again replaces the earlier binding, builtins included. */
+ * A malformed signature is MASQ_ERR_USAGE with a message that says what
+ * is wrong. Registering a name again replaces the earlier binding,
+ * builtins included. */
 MASQ_API masq_status masq_register(masq_state *M, const char *signature, masq_cfunction fn,
                                    void *ud, const char *doc);
 
