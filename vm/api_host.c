@@ -383,8 +383,8 @@ static void check_default(mq_state *S, const char *sig, const char *s, size_t n,
  * trusts the library's own tables): "name" or "name(a, b=1, *rest, c=2)",
  * spaces allowed around the punctuation only, "()" for no parameters.
  * Before *rest, a parameter without a default cannot follow one with a
- * default (no call could leave the first out and give the second); after
- * it, parameters are keyword-only. Returns true for a bare name. */
+ * default (Python's rule: a positional call could never use that default);
+ * after it, parameters are keyword-only. Returns true for a bare name. */
 static bool check_signature(mq_state *S, const char *sig) {
   const char *p = sig, *start = p;
   while (*p && *p != '(') p++;
