@@ -327,10 +327,20 @@ MASQ_API masq_status masq_set_int(masq_state *M, const char *name, int64_t value
  * `name = "..."`. */
 MASQ_API masq_status masq_set_string(masq_state *M, const char *name, const char *s);
 
+/* As masq_set_string, for [len] bytes at [s], which may hold NUL bytes
+ * (NULL only if [len] is 0): what masq_get_string gives back. */
+MASQ_API masq_status masq_set_lstring(masq_state *M, const char *name, const char *s,
+                                      size_t len);
+
 /* Binds global [name] to a list of [n] strings (copied), e.g. a program's
  * arguments: the masq command sets `args` this way for a script. */
 MASQ_API masq_status masq_set_strings(masq_state *M, const char *name, int n,
                                       const char *const *strs);
+
+/* As masq_set_strings, with strs[i] of lens[i] bytes, which may hold NUL
+ * bytes (strs[i] NULL only if lens[i] is 0); [lens] NULL: NUL-terminated. */
+MASQ_API masq_status masq_set_lstrings(masq_state *M, const char *name, int n,
+                                       const char *const *strs, const size_t *lens);
 
 /* Copies the string global [name] into [buf] of [size] bytes, like
  * snprintf: NUL-terminated, cut to size - 1 bytes, and *len (if not NULL)
@@ -384,10 +394,14 @@ typedef masq_status (*masq_cfunction)(masq_state *M, void *ud, int argc,
  * passes, or a name with parameters in the builtins' notation,
  * "clip(x, lo=0, hi=none)", and masq checks the call against it first
  * (arity, keywords, defaults: none, true, false or a number; one *rest
- * parameter collects extra positional arguments), so [fn] receives exactly
+ * parameter collects extra positional arguments, and those after it are
+ * keyword-only; before it, a parameter without a default cannot follow one
+ * with a default), so [fn] receives exactly
  * one argument per parameter, rest expanded in place. [ud] is passed to every
  * call. [doc] (may be NULL) is what masq_doc() and the REPL's :help show.
- * Registering a name again replaces the earlier binding, builtins included. */
+ * A malformed signature is MASQ_ERR_USAGE with a message that says what
+ * is wrong. Registering a name again replaces the earlier binding,
+ * builtins included. */
 MASQ_API masq_status masq_register(masq_state *M, const char *signature, masq_cfunction fn,
                                    void *ud, const char *doc);
 

@@ -1,6 +1,7 @@
 /* api_host.c - the host and scripts talking (include/masq.h): globals by
  * name, calling masq functions from C, and C functions callable from
  * scripts (host functions). Tensor handles themselves are in api_tensor.c. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +79,9 @@ typedef struct global_job {
   masq_tensor *t;    /* set: a tensor (NULL: none) */
   enum { SET_VALUE, SET_STRING, SET_STRINGS } kind; /* set: value/t, str, strs */
   const char *str;
+  size_t len;          /* set_lstring: str's length */
   const char *const *strs;
+  const size_t *lens;  /* set_lstrings: their lengths; NULL: strlen */
   int nstrs;
   masq_tensor **out; /* get */
   double *number;    /* get_number */
@@ -96,15 +99,17 @@ static void set_protected(mq_state *S, void *ud) {
     mq_handle_check(S, job->t, job->fn, "t");
     v = mq_objv(job->t);
   } else if (job->kind == SET_STRING) {
-    mq_api_need(S, job->str, job->fn, "s");
-    v = mq_objv(mq_string_new(S, job->str, strlen(job->str)));
+    if (job->len) mq_api_need(S, job->str, job->fn, "s");
+    v = mq_objv(mq_string_new(S, job->str, job->len));
   } else if (job->kind == SET_STRINGS) {
     if (job->nstrs < 0) mq_throw(S, MASQ_ERR_USAGE, "%s: n must not be negative, got %d", job->fn, job->nstrs);
     if (job->nstrs > 0) mq_api_need(S, job->strs, job->fn, "strs");
     mq_list *l = mq_list_new(S, job->nstrs);
     for (int i = 0; i < job->nstrs; i++) {
-      if (!job->strs[i]) mq_throw(S, MASQ_ERR_USAGE, "%s: strs[%d] is NULL", job->fn, i);
-      mq_list_push(S, l, mq_objv(mq_string_new(S, job->strs[i], strlen(job->strs[i]))));
+      if (!job->strs[i] && !(job->lens && job->lens[i] == 0))
+        mq_throw(S, MASQ_ERR_USAGE, "%s: strs[%d] is NULL", job->fn, i);
+      size_t n = job->lens ? job->lens[i] : strlen(job->strs[i]);
+      mq_list_push(S, l, mq_objv(mq_string_new(S, job->strs[i], n)));
     }
     v = mq_objv(l);
   }
@@ -177,13 +182,28 @@ masq_status masq_set_int(masq_state *M, const char *name, int64_t value) {
 }
 
 masq_status masq_set_string(masq_state *M, const char *name, const char *s) {
-  global_job job = {.fn = "masq_set_string", .name = name, .value = mq_none(), .kind = SET_STRING, .str = s};
+  /* s NULL: a length of 1 makes set_protected report it. */
+  global_job job = {.fn = "masq_set_string", .name = name, .value = mq_none(), .kind = SET_STRING,
+                    .str = s, .len = s ? strlen(s) : 1};
+  return mq_api_entry(M, set_protected, &job, NULL);
+}
+
+masq_status masq_set_lstring(masq_state *M, const char *name, const char *s, size_t len) {
+  global_job job = {.fn = "masq_set_lstring", .name = name, .value = mq_none(), .kind = SET_STRING,
+                    .str = s, .len = len};
   return mq_api_entry(M, set_protected, &job, NULL);
 }
 
 masq_status masq_set_strings(masq_state *M, const char *name, int n, const char *const *strs) {
   global_job job = {.fn = "masq_set_strings", .name = name, .value = mq_none(), .kind = SET_STRINGS,
                     .strs = strs, .nstrs = n};
+  return mq_api_entry(M, set_protected, &job, NULL);
+}
+
+masq_status masq_set_lstrings(masq_state *M, const char *name, int n, const char *const *strs,
+                              const size_t *lens) {
+  global_job job = {.fn = "masq_set_lstrings", .name = name, .value = mq_none(), .kind = SET_STRINGS,
+                    .strs = strs, .lens = lens, .nstrs = n};
   return mq_api_entry(M, set_protected, &job, NULL);
 }
 
@@ -313,75 +333,113 @@ void mq_hostfn_free(mq_state *S, struct mq_hostfn *h) {
   mq_free(S, h, sizeof *h);
 }
 
-/* A default the binder understands: none, true, false or a decimal number
- * (stdlib.c's parse_default reads it with strtoll or strtod, so no hex, inf
- * or nan). */
-static bool valid_default(const char *s, size_t n) {
+/* Why host signature [sig] is malformed: "masq_register: bad signature
+ * "f(a=1, b)": parameter 'b' ...". [fmt] is ours, never the host's. */
+static MQ_NORETURN void bad_signature(mq_state *S, const char *sig, const char *fmt, ...)
+    MQ_PRINTF(3, 4);
+static void bad_signature(mq_state *S, const char *sig, const char *fmt, ...) {
+  char why[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  mq_throw(S, MASQ_ERR_USAGE,
+           "masq_register: bad signature \"%s\": %s (expected a name, or a name with "
+           "parameters like \"clip(x, lo=0, hi=none, *rest)\")",
+           sig, why);
+}
+
+/* Checks default [s] of [n] bytes for parameter [pname]: none, true, false
+ * or a decimal number that fits (stdlib.c's parse_default reads it with
+ * strtoll, or strtod if it has '.', 'e' or 'E', so no hex, inf or nan). */
+static void check_default(mq_state *S, const char *sig, const char *s, size_t n,
+                          const char *pname, int plen) {
   if ((n == 4 && !memcmp(s, "none", 4)) || (n == 4 && !memcmp(s, "true", 4)) ||
       (n == 5 && !memcmp(s, "false", 5)))
-    return true;
+    return;
   char tmp[32], *end;
-  if (n == 0 || n >= sizeof tmp || strspn(s, "0123456789+-.eE") < n) return false;
-  memcpy(tmp, s, n);
-  tmp[n] = '\0';
-  strtod(tmp, &end);
-  return *end == '\0';
+  if (n == 0) bad_signature(S, sig, "parameter '%.*s' has '=' but no default", plen, pname);
+  if (n >= sizeof tmp)
+    bad_signature(S, sig, "the default of '%.*s' is longer than %d characters", plen, pname,
+                  (int)sizeof tmp - 1);
+  bool ok = strspn(s, "0123456789+-.eE") >= n;
+  if (ok) {
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    errno = 0;
+    if (strpbrk(tmp, ".eE")) strtod(tmp, &end);
+    else strtoll(tmp, &end, 10);
+    ok = *end == '\0';
+    if (ok && errno == ERANGE)
+      bad_signature(S, sig, "the default of '%.*s' is out of range", plen, pname);
+  }
+  if (!ok)
+    bad_signature(S, sig,
+                  "the default of '%.*s' is not none, true, false or a decimal number", plen,
+                  pname);
 }
 
 /* Checks a host signature against the notation the binder assumes (it
- * trusts the library's own tables): "name" or "name(a, b=1, *rest)", spaces
- * allowed around the punctuation only, "()" for no parameters. Returns true
- * for a bare name. */
+ * trusts the library's own tables): "name" or "name(a, b=1, *rest, c=2)",
+ * spaces allowed around the punctuation only, "()" for no parameters.
+ * Before *rest, a parameter without a default cannot follow one with a
+ * default (Python's rule: a positional call could never use that default);
+ * after it, parameters are keyword-only. Returns true for a bare name. */
 static bool check_signature(mq_state *S, const char *sig) {
   const char *p = sig, *start = p;
   while (*p && *p != '(') p++;
-  if (!is_identifier(start, (size_t)(p - start))) goto bad;
+  if (!is_identifier(start, (size_t)(p - start)))
+    bad_signature(S, sig, "the function's name is not a name a script can use");
   if (!*p) return true;
   p++;
-  int n = 0, nrest = 0;
+  int n = 0, nrest = 0, ndefault = 0;
   const char *names[MQ_MAX_PARAMS];
   size_t lens[MQ_MAX_PARAMS];
-  if (*p == ')') goto close;
-  while (*p == ' ') p++;
-  for (;;) {
-    if (n == MQ_MAX_PARAMS)
-      mq_throw(S, MASQ_ERR_USAGE, "masq_register: \"%s\" has more than %d parameters", sig,
-               MQ_MAX_PARAMS);
-    bool rest = *p == '*';
-    if (rest) {
-      p++;
-      if (++nrest > 1) goto bad;
-    }
-    start = p;
-    while (*p && *p != ',' && *p != ')' && *p != '=' && *p != ' ') p++;
-    if (!is_identifier(start, (size_t)(p - start))) goto bad;
-    for (int i = 0; i < n; i++)
-      if (lens[i] == (size_t)(p - start) && !memcmp(names[i], start, lens[i]))
-        mq_throw(S, MASQ_ERR_USAGE, "masq_register: \"%s\" names parameter '%.*s' twice", sig,
-                 (int)lens[i], names[i]);
-    names[n] = start;
-    lens[n++] = (size_t)(p - start);
-    while (*p == ' ') p++;
-    if (*p == '=') {
-      if (rest) goto bad;
-      p++;
+  if (*p != ')')
+    for (;;) {
       while (*p == ' ') p++;
-      start = p;
-      while (*p && *p != ',' && *p != ')') p++;
-      if (!valid_default(start, (size_t)(p - start))) goto bad;
+      if (!*p) bad_signature(S, sig, "no ')' after the parameters");
+      if (n == MQ_MAX_PARAMS)
+        bad_signature(S, sig, "more than %d parameters", MQ_MAX_PARAMS);
+      bool rest = *p == '*';
+      if (rest && p[1] == '*')
+        bad_signature(S, sig, "host functions take no **names parameter");
+      if (rest && ++nrest > 1) bad_signature(S, sig, "more than one *rest parameter");
+      start = p += rest;
+      while (*p && *p != ',' && *p != ')' && *p != '=' && *p != ' ') p++;
+      size_t full = (size_t)(p - start);
+      int len = (int)(full < 64 ? full : 64); /* as much as a message shows */
+      if (full == 0) bad_signature(S, sig, "parameter %d has no name", n + 1);
+      if (!is_identifier(start, full))
+        bad_signature(S, sig, "'%.*s' is not a name a script can use", len, start);
+      for (int i = 0; i < n; i++)
+        if (lens[i] == full && !memcmp(names[i], start, full))
+          bad_signature(S, sig, "parameter '%.*s' is named twice", len, start);
+      names[n] = start;
+      lens[n++] = full;
+      while (*p == ' ') p++;
+      if (*p == '=') {
+        if (rest) bad_signature(S, sig, "*%.*s cannot have a default", len, start);
+        p++;
+        while (*p == ' ') p++;
+        const char *v = p;
+        while (*p && *p != ',' && *p != ')') p++;
+        check_default(S, sig, v, (size_t)(p - v), start, len);
+        ndefault++;
+      } else if (!rest && ndefault && !nrest) {
+        bad_signature(S, sig,
+                      "parameter '%.*s' has no default but follows one that has (put it "
+                      "first, or after *rest)",
+                      len, start);
+      }
+      if (*p == ')') break;
+      if (!*p) bad_signature(S, sig, "no ')' after the parameters");
+      if (*p != ',')
+        bad_signature(S, sig, "expected ',' or ')' after parameter '%.*s'", len, start);
+      p++;
     }
-    if (*p == ')') break;
-    if (*p != ',') goto bad;
-    p++;
-    while (*p == ' ') p++;
-  }
-close:
-  if (p[1] == '\0') return false;
-bad:
-  mq_throw(S, MASQ_ERR_USAGE,
-           "masq_register: bad signature \"%s\" (expected a name, or a name with parameters "
-           "like \"clip(x, lo=0, hi=none, *rest)\"; defaults are none, true, false or a number)",
-           sig);
+  if (p[1] != '\0') bad_signature(S, sig, "text after the closing ')'");
+  return false;
 }
 
 typedef struct register_job {

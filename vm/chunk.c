@@ -18,6 +18,7 @@ mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src
 void mq_function_free(mq_state *S, mq_function *f) {
   for (int i = 0; i < f->nconsts; i++) mq_release(S, f->consts[i]);
   mq_free(S, f->consts, (size_t)f->consts_cap * sizeof *f->consts);
+  mq_free(S, f->const_index, (size_t)f->const_index_cap * sizeof *f->const_index);
   mq_free(S, f->code, (size_t)f->code_cap);
   mq_free(S, f->spans, (size_t)f->spans_cap * sizeof *f->spans);
   if (f->param_names) {
@@ -84,13 +85,66 @@ static bool same_const(mq_value a, mq_value b) {
   return false;
 }
 
+/* Hashes what same_const compares: the bits of a number, the bytes of a
+ * string, the address of any other object (FNV-1a). */
+static uint32_t const_hash(mq_value v) {
+  uint32_t h = 2166136261u ^ v.type;
+  const unsigned char *p;
+  size_t n;
+  switch ((mq_vtype)v.type) {
+  case MQ_NONE: return h;
+  case MQ_BOOL: p = (const unsigned char *)&v.as.b, n = sizeof v.as.b; break;
+  case MQ_INT: p = (const unsigned char *)&v.as.i, n = sizeof v.as.i; break;
+  case MQ_FLOAT: p = (const unsigned char *)&v.as.f, n = sizeof v.as.f; break;
+  default:
+    if (mq_is_obj(v, MQ_O_STRING)) {
+      p = (const unsigned char *)mq_as_string(v)->chars, n = mq_as_string(v)->len;
+    } else {
+      p = (const unsigned char *)&v.as.o, n = sizeof v.as.o;
+    }
+  }
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+/* The slot of [v] in f's index: where it is, or the empty slot where it
+ * would go. */
+static int index_slot(const mq_function *f, const int *index, int cap, mq_value v) {
+  unsigned mask = (unsigned)cap - 1, i = const_hash(v) & mask;
+  while (index[i] && !same_const(f->consts[index[i] - 1], v)) i = (i + 1) & mask;
+  return (int)i;
+}
+
+/* Functions with few constants search them; past this many, an index. */
+#define MQ_CONST_LINEAR 16
+
+/* Makes room in f's index for one more constant, building or doubling it
+ * (a new table first, so a failed allocation leaves the old one intact). */
+static void index_reserve(mq_state *S, mq_function *f) {
+  if (f->nconsts < MQ_CONST_LINEAR || (f->nconsts + 1) * 2 <= f->const_index_cap) return;
+  int cap = f->const_index_cap ? f->const_index_cap * 2 : 4 * MQ_CONST_LINEAR;
+  int *index = mq_calloc(S, (size_t)cap * sizeof *index);
+  for (int k = 0; k < f->nconsts; k++) index[index_slot(f, index, cap, f->consts[k])] = k + 1;
+  mq_free(S, f->const_index, (size_t)f->const_index_cap * sizeof *f->const_index);
+  f->const_index = index;
+  f->const_index_cap = cap;
+}
+
 int mq_chunk_const(mq_state *S, mq_function *f, mq_value v) {
-  for (int i = 0; i < f->nconsts; i++)
-    if (same_const(f->consts[i], v)) return i;
+  int slot = -1;
+  if (f->nconsts < MQ_CONST_LINEAR) {
+    for (int i = 0; i < f->nconsts; i++)
+      if (same_const(f->consts[i], v)) return i;
+  } else {
+    index_reserve(S, f);
+    slot = index_slot(f, f->const_index, f->const_index_cap, v);
+    if (f->const_index[slot]) return f->const_index[slot] - 1;
+  }
   if (f->nconsts >= 65535) mq_error(S, "too many constants in one function (limit 65535)");
   MQ_GROW(S, f->consts, f->consts_cap, f->nconsts + 1);
   mq_retain(v);
   f->consts[f->nconsts] = v;
+  if (slot >= 0) f->const_index[slot] = f->nconsts + 1;
   return f->nconsts++;
 }
 

@@ -16,6 +16,10 @@ typedef struct mq_function {
   int spans_cap;            /* its own count: growing code can fail between the two */
   mq_value *consts;
   int nconsts, consts_cap;
+  /* A hash index of consts (open addressing, index + 1, 0 empty), built
+   * once a function has many, so that adding each one stays O(1). */
+  int *const_index;
+  int const_index_cap; /* a power of two, at least twice nconsts; 0: none */
   int nparams;
   int ndefaults;            /* the last ndefaults params have defaults */
   char **param_names;       /* nparams names, for keyword arguments */

@@ -32,6 +32,8 @@ void mq_list_free(mq_state *S, mq_list *l) {
 }
 
 mq_string *mq_string_new(mq_state *S, const char *s, size_t len) {
+  /* A host's length (masq_set_lstring) may be anything. */
+  if (len > SIZE_MAX - sizeof(mq_string) - 1) mq_error(S, "size overflow in a string");
   mq_string *str = mq_alloc(S, sizeof(mq_string) + len + 1);
   str->hdr.rc = 1;
   str->hdr.type = MQ_O_STRING;

@@ -1,7 +1,8 @@
 /* test_files.c - load, save, import and masq_eval_file refuse what is not a
  * regular file (a FIFO would block, /dev/zero never ends, a directory is
  * not data) and paths with a NUL byte, with a clear error and a state that
- * still works. */
+ * still works; and .npy headers that are wrong each way, each with its
+ * own message. */
 #define _POSIX_C_SOURCE 200809L
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +42,71 @@ static void test_nul_in_path(masq_state *M) {
   CHECK(access("x.npy", F_OK) != 0);
 }
 
+/* Writes [n] bytes at [bytes] to [name] in the test's directory; the path
+ * goes to [path]. */
+static void write_file(char *path, size_t size, const char *name, const void *bytes, size_t n) {
+  snprintf(path, size, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(bytes, 1, n, f) == n);
+  if (f) fclose(f);
+}
+
+/* A version 1.0 .npy file whose header dict is [dict] and whose data is
+ * [ndata] zero bytes, loaded: the status, with the message in M. */
+static masq_status load_npy(masq_state *M, const char *dict, size_t ndata) {
+  static unsigned char file[4096];
+  size_t dl = strlen(dict), hl = (10 + dl + 1 + 63) / 64 * 64 - 10;
+  memcpy(file, "\x93NUMPY\x01\x00", 8);
+  file[8] = (unsigned char)(hl & 0xff);
+  file[9] = (unsigned char)(hl >> 8);
+  memset(file + 10, ' ', hl);
+  memcpy(file + 10, dict, dl);
+  file[10 + hl - 1] = '\n';
+  memset(file + 10 + hl, 0, ndata);
+  char path[128];
+  write_file(path, sizeof path, "h.npy", file, 10 + hl + ndata);
+  return eval_path(M, "x = load(\"", path, "\")");
+}
+
+/* Each way a .npy header can be wrong has its own message. */
+static void test_bad_npy(masq_state *M) {
+  static const struct {
+    const char *dict, *message;
+  } bad[] = {
+      {"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }",
+       "has a malformed header: expected True or False for 'fortran_order' at byte 34 of the dict"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'extra': 1, }",
+       "has an unexpected key 'extra' in its header"},
+      {"{'fortran_order': False, 'shape': (2,), }", "has a header without 'descr'"},
+      {"{'descr': '<f4', 'shape': (2,), }", "has a header without 'fortran_order'"},
+      {"{'descr': '<f4', 'fortran_order': False, }", "has a header without 'shape'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,) x",
+       "has a malformed header: expected ',' or '}' at byte"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }",
+       "has more than 8 dimensions, the most masq supports"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }",
+       "has a dimension too large for masq"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    CHECK_ERR(M, load_npy(M, bad[i].dict, 8), MASQ_ERR_RUNTIME, bad[i].message);
+  CHECK_ERR(M, load_npy(M, "{'descr': '>f8', 'fortran_order': False, 'shape': (1,), }", 8),
+            MASQ_ERR_RUNTIME, "holds big-endian data ('>f8'), which masq does not read");
+
+  char path[128];
+  write_file(path, sizeof path, "a.npy", "abcd", 4);
+  CHECK_ERR(M, eval_path(M, "x = load(\"", path, "\")"), MASQ_ERR_RUNTIME,
+            "is not a .npy or .npz file (it starts with neither \\x93NUMPY nor PK)");
+  write_file(path, sizeof path, "b.npy", "\x93NUMPY\x01", 7);
+  CHECK_ERR(M, eval_path(M, "x = load(\"", path, "\")"), MASQ_ERR_RUNTIME,
+            "is truncated: it ends after 7 bytes, inside the .npy preamble");
+  write_file(path, sizeof path, "c.npy", "\x93NUMPY\x04\x00\x00\x00\x00\x00", 12);
+  CHECK_ERR(M, eval_path(M, "x = load(\"", path, "\")"), MASQ_ERR_RUNTIME,
+            "has .npy format version 4.0; masq reads versions 1 to 3");
+  write_file(path, sizeof path, "d.npy", "\x93NUMPY\x02\x00\xff\xff\xff\x7f", 12);
+  CHECK_ERR(M, eval_path(M, "x = load(\"", path, "\")"), MASQ_ERR_RUNTIME,
+            "has a header of 2147483647 bytes; the limit is");
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/masq_files_XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -55,6 +121,7 @@ int main(void) {
   masq_state *M = masq_open(&cfg);
   test_not_regular(M);
   test_nul_in_path(M);
+  test_bad_npy(M);
   CHECK_OK(M, eval(M, "x = sum(ones(10))"));
   masq_close(M);
 

@@ -483,10 +483,18 @@ static void op_strings(fuzz_ctx *c) {
   const char *list[3];
   int n = (int)(byte(&c->in) % 4);
   for (int i = 0; i < n; i++) list[i] = strs[byte(&c->in) % 5];
-  if (byte(&c->in) & 1)
-    check(c, masq_set_strings(c->M, name(c), n, list), "masq_set_strings");
-  else
-    check(c, masq_set_string(c->M, name(c), n ? list[0] : NULL), "masq_set_string");
+  /* A length one past strlen takes the terminating NUL in: a string that
+   * holds a NUL byte. */
+  size_t lens[3];
+  for (int i = 0; i < n; i++) lens[i] = strlen(list[i]) + (byte(&c->in) & 1);
+  switch (byte(&c->in) % 4) {
+  case 0: check(c, masq_set_strings(c->M, name(c), n, list), "masq_set_strings"); break;
+  case 1: check(c, masq_set_string(c->M, name(c), n ? list[0] : NULL), "masq_set_string"); break;
+  case 2: check(c, masq_set_lstrings(c->M, name(c), n, list, lens), "masq_set_lstrings"); break;
+  default:
+    check(c, masq_set_lstring(c->M, name(c), n ? list[0] : NULL, n ? lens[0] : 0),
+          "masq_set_lstring");
+  }
 }
 
 static void op_get_string(fuzz_ctx *c) {
