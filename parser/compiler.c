@@ -229,13 +229,6 @@ static MQ_NOINLINE void compile_literal_tensor(compiler *C, const mq_node *n, in
   mq_tensor *t = mq_tensor_new(C->S, dt, li.ndim, li.shape);
   int64_t at = 0;
   literal_fill(n, t, &at);
-  if (dt == MQ_DT_F32) {
-    mq_tensor *t64 = mq_tensor_new(C->S, MQ_DT_F64, li.ndim, li.shape);
-    at = 0;
-    literal_fill(n, t64, &at);
-    t64->hdr.rc++;
-    t->literal64 = t64;
-  }
   emit_const(C, mq_objv(t), n->span);
 }
 

@@ -95,7 +95,6 @@ mq_tensor *mq_tensor_new(mq_state *S, mq_dtype dt, int ndim, const int64_t *shap
 
 void mq_tensor_free(mq_state *S, mq_tensor *t) {
   if (t->mask) mq_obj_release(S, &t->mask->hdr);
-  if (t->literal64) mq_obj_release(S, &t->literal64->hdr);
   if (t->grad) mq_obj_release(S, &t->grad->hdr);
   if (t->node) mq_ag_node_free(S, t->node); /* the recorded op that made t */
   mq_storage *st = t->storage;

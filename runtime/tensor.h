@@ -64,10 +64,6 @@ struct mq_tensor {
   int64_t offset;               /* in elements */
   mq_storage *storage;
   mq_tensor *mask; /* NULL: plain; else plain bool, same shape, True = valid */
-  /* A float32 list literal's values as written, in float64 (NULL for any
-   * other tensor): tensor(l, dtype="float64") gives them exactly, as it
-   * does for a literal written in the call (torch.tensor of a list). */
-  mq_tensor *literal64;
   /* autograd, filled in by the autograd issue */
   mq_tensor *grad;
   struct mq_gradnode *node;

@@ -33,7 +33,6 @@ static mq_value tensor_value(mq_state *S, mq_value *args) {
     RET(mq_tensor_from_value_f64(S, args[0], "data"));
   mq_tensor *t = T(0, "data");
   mq_dtype dt = mq_arg_dtype(S, args[1], (mq_dtype)t->dtype);
-  if (dt == MQ_DT_F64 && t->literal64) RET(t->literal64);
   if (t->weak) {
     /* tensor(3) is an ordinary 0-d tensor, no longer a weak scalar. */
     if (dt == MQ_DT_I64 && t->dtype == MQ_DT_I64)
