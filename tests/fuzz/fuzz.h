@@ -74,6 +74,35 @@ static inline masq_state *fuzz_open(fuzz_budget *budget, unsigned libs) {
   return M;
 }
 
+/* A state shared by up to FUZZ_STATE_REUSE inputs in a row (opening one
+ * costs about as much as running a short script, far more under ASan), so
+ * what an input leaves behind meets the next one; every FUZZ_STATE_REUSE-th
+ * input gets a fresh one. FUZZ_FRESH=1 in the environment gives every input
+ * its own state, so that a crash reproduces from its input alone. */
+#define FUZZ_STATE_REUSE 100
+
+typedef struct fuzz_session {
+  masq_state *M;
+  fuzz_budget budget;
+  unsigned runs;
+  int fresh; /* -1 until FUZZ_FRESH is read */
+} fuzz_session;
+
+/* The state for the next input, with a fresh interrupt budget. */
+static inline masq_state *fuzz_session_state(fuzz_session *s) {
+  if (s->fresh < 0) {
+    const char *e = getenv("FUZZ_FRESH");
+    s->fresh = e && *e && strcmp(e, "0") != 0;
+  }
+  if (s->M && (s->fresh || ++s->runs % FUZZ_STATE_REUSE == 0)) {
+    masq_close(s->M);
+    s->M = NULL;
+  }
+  if (!s->M) s->M = fuzz_open(&s->budget, MASQ_LIB_DEFAULT);
+  s->budget.polls = 0;
+  return s->M;
+}
+
 /* Aborts unless [st] is a documented status and, for an error, the last
  * error repeats it with a message; a syntax or runtime error from running
  * source must also say where (line >= 1). [what] names the call. */
@@ -107,6 +136,21 @@ static inline int fuzz_state_works(masq_state *M, fuzz_budget *budget) {
   if (st == MASQ_ERR_MEMORY) return 0;
   if (st != MASQ_OK || two != 2) fuzz_fail("1 + 1 is no longer 2", M);
   return 1;
+}
+
+/* After an input: the state must still work; one merely full (the input
+ * filled the memory limit with globals) is replaced, and a fresh one must
+ * work. A FUZZ_FRESH session closes its state. */
+static inline void fuzz_session_done(fuzz_session *s) {
+  if (!fuzz_state_works(s->M, &s->budget)) {
+    masq_close(s->M);
+    s->M = fuzz_open(&s->budget, MASQ_LIB_DEFAULT);
+    if (!fuzz_state_works(s->M, &s->budget)) fuzz_fail("a fresh state is out of memory", s->M);
+  }
+  if (s->fresh) {
+    masq_close(s->M);
+    s->M = NULL;
+  }
 }
 
 #endif
