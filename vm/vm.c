@@ -531,7 +531,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
       }
       vmcase(NOT) {
         SAVE();
-        REPLACE_TOP(1, mq_bool(!mq_truthy(S, TOP())));
+        REPLACE_TOP(1, mq_bool(!mq_value_truthy(S, TOP())));
         vmbreak;
       }
       vmcase(BINARY) {
@@ -739,7 +739,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         unsigned d = READ_U16();
         SAVE();
         mq_value v = TOP();
-        bool t = mq_truthy(S, v);
+        bool t = mq_value_truthy(S, v);
         sp--;
         mq_release(S, v);
         if (!t) ip += d;
@@ -748,14 +748,14 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
       vmcase(JUMP_IF_FALSE_KEEP) {
         unsigned d = READ_U16();
         SAVE();
-        if (!mq_truthy(S, TOP())) ip += d;
+        if (!mq_value_truthy(S, TOP())) ip += d;
         else mq_release(S, POP());
         vmbreak;
       }
       vmcase(JUMP_IF_TRUE_KEEP) {
         unsigned d = READ_U16();
         SAVE();
-        if (mq_truthy(S, TOP())) ip += d;
+        if (mq_value_truthy(S, TOP())) ip += d;
         else mq_release(S, POP());
         vmbreak;
       }
