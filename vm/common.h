@@ -2,8 +2,8 @@
  *
  * Naming: the public API is masq_ (include/masq.h). Internal cross-file symbols
  * are tagged MQ_INTERNAL, so the shared library never exports them, and named
- *   mq_<op>        for a tensor op, after the builtin it implements (mq_sum,
- *                  mq_unary, mq_matmul, mq_reshape, ...);
+ *   mq_<op>        for a tensor op, after the builtin it implements (mq_softmax,
+ *                  mq_matmul, mq_reshape, or its family: mq_unary, mq_reduce);
  *   mq_<module>_   for infrastructure, after its module or the object it
  *                  manages (mq_chunk_emit, mq_gc_collect, mq_iter_init,
  *                  mq_value_truthy, mq_string_new, mq_tensor_view, ...).

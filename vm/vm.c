@@ -170,7 +170,7 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
       return mq_objv(mq_matmul(S, mq_tensor_from_value(S, a, "left operand"),
                                mq_tensor_from_value(S, b, "right operand")));
     int bop = token_to_binop[op];
-    if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors yet", token_text[op]);
+    if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors", token_text[op]);
     return mq_objv(mq_binary(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
                              mq_tensor_from_value(S, b, "right operand")));
   }

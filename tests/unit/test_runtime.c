@@ -1,9 +1,8 @@
 /* test_runtime.c - unit tests of the masked-tensor runtime (runtime/).
  *
- * Expected texts are torch 1.13's, verbatim from the reference catalog
- * (torch_masked.md §2-§4), except where masq deliberately differs: masked
- * int rows are aligned (see runtime/print.c) and empty / large masked
- * tensors print instead of failing. */
+ * Expected texts are torch 1.13's, verbatim, except where masq deliberately
+ * differs: masked int rows are aligned (see runtime/print.c) and empty /
+ * large masked tensors print instead of failing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +120,7 @@ static void expect_error(void (*fn)(void), const char *want, int line) {
 /* --- fixtures ---------------------------------------------------------------- */
 
 static mq_tensor *arange_f(int64_t n) { return mq_arange(S, 0, (double)n, 1, MQ_DT_F32); }
-/* m0 = [0, 1, --, 3, --] (torch_masked.md §2) */
+/* m0 = [0, 1, --, 3, --] */
 static mq_tensor *m0(void) { return msk(arange_f(5), VALS(1, 1, 0, 1, 0)); }
 
 /* ======================================================================== */

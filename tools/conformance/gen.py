@@ -17,7 +17,7 @@ to each float input (values and masks).
 How the expected results are computed (the manifest says which, per op):
   * the reference is torch.masked's functional form -- exactly what
     MaskedTensor's ops call: fn(data) with the mask passed through for unary
-    and binary ops (torch_masked.md 1.1, 2.1), torch.masked.<fn>(data,
+    and binary ops, torch.masked.<fn>(data,
     mask=...) for reductions, softmax and friends, data and mask transformed
     alike for view ops (1.4), where() picking data and mask (2.6);
   * gradients come from autograd through that reference; a gradient entry is
