@@ -27,11 +27,11 @@
 
 /* The shim's state. Readline is a process-wide singleton, so this is too. */
 static struct {
-  int editing;
+  bool editing;
   char *history_path; /* owned; NULL: no history file */
   le_completion completion;
   /* Filled by on_line() while le_read waits. */
-  int done;
+  bool done;
   char *line;
 } g;
 
@@ -96,7 +96,7 @@ static void save_entry(const char *path, const char *entry) {
   free(buf);
 }
 
-static int is_blank(const char *s) {
+static bool is_blank(const char *s) {
   return s[strspn(s, " \t\r\n")] == '\0';
 }
 
@@ -165,7 +165,7 @@ static void on_line(char *line) {
    * drawing the prompt twice (ecosystem study, §1.6). */
   rl_callback_handler_remove();
   g.line = line;
-  g.done = 1;
+  g.done = true;
 }
 
 /* Ctrl-C at the prompt: leave what was typed on screen followed by ^C, as a
@@ -229,7 +229,7 @@ static le_status wait_for_line(void) {
 static le_status read_edited(const char *prompt, char **out) {
   le_status st;
   if (sig_take_resize()) rl_reset_screen_size();
-  g.done = 0;
+  g.done = false;
   g.line = NULL;
   sig_catch_stop(1);
   rl_callback_handler_install(prompt, on_line);
