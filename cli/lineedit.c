@@ -3,7 +3,7 @@
  * History file format: one entry per line, with '\' written as "\\" and a
  * newline inside an entry written as "\n". GNU readline's own history files
  * store an entry's newlines raw, so a multi-line entry would come back as
- * several entries (§1.6); escaping keeps each entry whole, lets Up recall a
+ * several entries; escaping keeps each entry whole, lets Up recall a
  * multi-line block as one unit, and keeps "one line = one entry" so readline's
  * history_truncate_file() still trims by entries. */
 #ifndef _DEFAULT_SOURCE
@@ -162,7 +162,7 @@ static char *word_breaks(void) {
 
 static void on_line(char *line) {
   /* Removing the handler here, not after the wait loop, keeps readline from
-   * drawing the prompt twice (ecosystem study, §1.6). */
+   * drawing the prompt twice. */
   rl_callback_handler_remove();
   g.line = line;
   g.done = true;
