@@ -3,6 +3,7 @@
 #   make            build/masq, build/libmasq.a and build/libmasq.so
 #   make test       unit + API + golden + REPL + install tests, then again
 #                   under ASan+UBSan
+#   make unit, make golden [T=NAME]   the C unit tests, the golden scripts
 #   make demo       build and run the tour (examples/tour.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
 #                   libraries, masq.pc and the man page masq(1)
@@ -56,7 +57,7 @@ VERSION := $(shell sed -n 's/^\#define MASQ_VERSION_STRING "\(.*\)"/\1/p' includ
 SONAME   = libmasq.so.$(firstword $(subst ., ,$(VERSION)))
 SHLIB    = libmasq.so.$(VERSION)
 
-.PHONY: all test unit golden repl-test asan-test demo clean install uninstall
+.PHONY: all test unit golden demo clean install uninstall
 all: $(B)/masq $(B)/libmasq.a $(B)/libmasq.so $(B)/$(SONAME)
 
 # --- generated front end ----------------------------------------------------
@@ -175,6 +176,14 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@ASAN_OPTIONS=detect_leaks=1 sh tools/conformance/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@$(MAKE) --no-print-directory fuzz-test
 	@sh tests/summary.sh $(B)/results
+
+# The quick subsets while working: the C unit tests, the golden scripts
+# (make golden T=NAME runs those whose path contains NAME).
+unit: $(UNITS)
+	@sh tests/run_units.sh $(B)
+
+golden: $(B)/masq
+	@sh tests/run.sh $(B)/masq $(T)
 
 # The new user's first command: install what is missing, build, take the tour.
 demo:

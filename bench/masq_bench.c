@@ -7,8 +7,8 @@
  * statement included (a few microseconds, reported separately as
  * "eval_overhead"), without process start-up.
  *
- * A workload whose set-up or statement fails (a builtin that has not landed
- * yet, say) is reported as NA with the error, never a crash.
+ * A workload whose set-up or statement fails (a builtin masq lacks, say) is
+ * reported as NA with the error, never a crash.
  *
  * Usage:
  *   masq_bench [WORKLOAD...]        (default: all), RESULT lines on stdout
@@ -72,7 +72,7 @@ static const workload WORKLOADS[] = {
     {"softmax_fwd_bwd", "fb", "r = grad(sum(softmax(fx, 1) * fw), fx)"},
     /* 1000 iterations per sample; run.sh reports the time per iteration */
     {"small_loop", "t", "for i in range(1000) { r = (st * 2 + 1).sum() }"},
-    /* not a workload of the issue: the fixed cost of one masq_eval call
+    /* not a benchmarked workload: the fixed cost of one masq_eval call
      * (lex, parse, compile, run `r = 1`), to subtract mentally above */
     {"eval_overhead", "none", "r = 1"},
 };
@@ -82,7 +82,8 @@ static const workload WORKLOADS[] = {
 /* The allocator hook counts what one evaluation allocates (heap blocks and
  * bytes, reallocs that grow counted as allocations), reported in the note
  * of each RESULT line as "allocs=N bytes=M": per-op allocation is one of
- * the costs issue 8 is about. Counting costs two additions per call. */
+ * the costs the benchmark watches
+ * (docs/PERFORMANCE.md). Counting costs two additions per call. */
 static long n_allocs;
 static size_t n_bytes;
 static void *counting_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
@@ -142,7 +143,7 @@ static void set_threads(masq_state *M, int n) {
 }
 
 /* The 10^7 workloads, timed again on two threads as impl "masq-2t"
- * (issue 8: two threads >= 1.6x one thread); "masq" is one thread. */
+ * (target: two threads >= 1.6x one thread); "masq" is one thread. */
 static int ten7(const char *name) {
   static const char *const names[] = {"sum_all",  "mean_all",  "amax_all",  "sum_dim0",
                                       "sum_dim1", "mean_dim0", "mean_dim1", "amax_dim0",

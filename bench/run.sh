@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/run.sh - time every workload of issue 8 in masq, torch.masked,
+# bench/run.sh - time every workload of docs/PERFORMANCE.md in masq, torch.masked,
 # numpy.ma and a hand-written C loop, and print one table of medians and
 # ratios. `make bench` builds what this needs and runs it.
 #
@@ -221,7 +221,7 @@ END {
   first = 1
   for (k in WHY) {
     split(k, kk, SUBSEP)
-    if (first) { print ""; print "n/a (not supported yet, or not available), with the error:"; first = 0 }
+    if (first) { print ""; print "n/a (not supported, or not available), with the error:"; first = 0 }
     NOTE[kk[1] "/" kk[2]] = WHY[k]
   }
   # stable order for the n/a notes
@@ -269,9 +269,9 @@ END {
     }
   }
 
-  # --- the targets of issue 8
+  # --- the performance targets (docs/PERFORMANCE.md)
   print ""
-  print "targets of issue 8:"
+  print "targets:"
   split("sum_all mean_all amax_all", R, " ")
   for (i = 1; i <= 3; i++) {
     tgt(R[i], "torch", 5, "faster than torch.masked")

@@ -3,7 +3,7 @@
  * History file format: one entry per line, with '\' written as "\\" and a
  * newline inside an entry written as "\n". GNU readline's own history files
  * store an entry's newlines raw, so a multi-line entry would come back as
- * several entries (§1.6); escaping keeps each entry whole, lets Up recall a
+ * several entries; escaping keeps each entry whole, lets Up recall a
  * multi-line block as one unit, and keeps "one line = one entry" so readline's
  * history_truncate_file() still trims by entries. */
 #ifndef _DEFAULT_SOURCE
@@ -27,11 +27,11 @@
 
 /* The shim's state. Readline is a process-wide singleton, so this is too. */
 static struct {
-  int editing;
+  bool editing;
   char *history_path; /* owned; NULL: no history file */
   le_completion completion;
   /* Filled by on_line() while le_read waits. */
-  int done;
+  bool done;
   char *line;
 } g;
 
@@ -96,7 +96,7 @@ static void save_entry(const char *path, const char *entry) {
   free(buf);
 }
 
-static int is_blank(const char *s) {
+static bool is_blank(const char *s) {
   return s[strspn(s, " \t\r\n")] == '\0';
 }
 
@@ -162,10 +162,10 @@ static char *word_breaks(void) {
 
 static void on_line(char *line) {
   /* Removing the handler here, not after the wait loop, keeps readline from
-   * drawing the prompt twice (ecosystem study, §1.6). */
+   * drawing the prompt twice. */
   rl_callback_handler_remove();
   g.line = line;
-  g.done = 1;
+  g.done = true;
 }
 
 /* Ctrl-C at the prompt: leave what was typed on screen followed by ^C, as a
@@ -229,7 +229,7 @@ static le_status wait_for_line(void) {
 static le_status read_edited(const char *prompt, char **out) {
   le_status st;
   if (sig_take_resize()) rl_reset_screen_size();
-  g.done = 0;
+  g.done = false;
   g.line = NULL;
   sig_catch_stop(1);
   rl_callback_handler_install(prompt, on_line);

@@ -2,12 +2,14 @@
  * plain lines from stdin otherwise (pipes, `masq -i` transcripts).
  *
  * A thin shim so that repl.c never touches readline: it keeps the Ctrl-C
- * handling of the ecosystem study (§1.6: readline's callback interface
- * driven by poll(), readline's own signal handling off), the history file
+ * handling (readline's callback interface driven by poll(), readline's own
+ * signal handling off, so that Ctrl-C stays the REPL's), the history file
  * format, and completion plumbing in one place. libmasq itself never links a
  * line editor (readline is GPL; hosts embed the library). */
 #ifndef MASQ_CLI_LINEEDIT_H
 #define MASQ_CLI_LINEEDIT_H
+
+#include <stdbool.h>
 
 typedef enum le_status {
   LE_LINE,     /* a line was read                                      */
@@ -25,13 +27,13 @@ typedef struct le_completion {
    * and the cursor position [point]. NULL: readline's default set. */
   const char *(*breaks)(void *ud, const char *line, int point);
   /* Adds the candidates for the word line[start, end) (each must start with
-   * that word). Returns 0 to ask for file-name completion instead. */
-  int (*complete)(void *ud, const char *line, int start, int end, le_matches *m);
+   * that word). Returns false to ask for file-name completion instead. */
+  bool (*complete)(void *ud, const char *line, int start, int end, le_matches *m);
   void *ud;
 } le_completion;
 
 typedef struct le_config {
-  int editing;              /* 1: readline (stdin is a terminal); 0: plain    */
+  bool editing;             /* readline (stdin is a terminal), else plain     */
   const char *history_path; /* editing only. NULL: no history file           */
   le_completion completion; /* editing only. NULL complete: no completion    */
 } le_config;

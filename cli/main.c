@@ -8,6 +8,7 @@
 #endif
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,8 @@ typedef struct options {
    * the script sees them as the list of strings `args`. */
   char **script_args;
   const char *dis; /* --dis FILE */
-  int builtins;    /* --builtins */
-  int interactive; /* -i */
+  bool builtins;    /* --builtins */
+  bool interactive; /* -i */
   color_mode color;
 } options;
 
@@ -66,7 +67,7 @@ static int usage_error(const char *before, const char *arg, const char *after) {
 /* Matches "--name" and "--name=VALUE"; for the first form, VALUE is the next
  * argument if [takes_next], else NULL. Returns 0 if [arg] is another option,
  * -1 if the value is missing, 1 on a match. */
-static int long_option(const char *arg, const char *name, int takes_next, int argc,
+static int long_option(const char *arg, const char *name, bool takes_next, int argc,
                        char **argv, int *i, const char **value) {
   size_t n = strlen(name);
   if (strncmp(arg, name, n) != 0) return 0;
@@ -104,16 +105,16 @@ static int parse_args(int argc, char **argv, options *o) {
       return 0;
     }
     if (strcmp(a, "-i") == 0) {
-      o->interactive = 1;
+      o->interactive = true;
     } else if (strcmp(a, "--builtins") == 0) {
-      o->builtins = 1;
+      o->builtins = true;
     } else if (strcmp(a, "-e") == 0) {
       if (i + 1 >= argc) return usage_error("option '", a, "' needs an argument");
       o->exprs[o->nexprs++] = argv[++i];
-    } else if ((m = long_option(a, "--dis", 1, argc, argv, &i, &value)) != 0) {
+    } else if ((m = long_option(a, "--dis", true, argc, argv, &i, &value)) != 0) {
       if (m < 0) return usage_error("option '", a, "' needs an argument");
       o->dis = value;
-    } else if ((m = long_option(a, "--color", 0, argc, argv, &i, &value)) != 0) {
+    } else if ((m = long_option(a, "--color", false, argc, argv, &i, &value)) != 0) {
       if (!value || strcmp(value, "always") == 0)
         o->color = COLOR_ALWAYS;
       else if (strcmp(value, "auto") == 0)
@@ -136,22 +137,22 @@ static int parse_args(int argc, char **argv, options *o) {
 /* Colour when both output streams are terminals (values go to stdout, errors
  * to stderr, and the library has one switch for both), unless NO_COLOR is set
  * to anything non-empty (no-color.org) or the terminal is dumb. */
-static int want_color(color_mode mode) {
+static bool want_color(color_mode mode) {
   const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
   if (mode != COLOR_AUTO) return mode == COLOR_ALWAYS;
   return isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) && !(no_color && *no_color) &&
          term && strcmp(term, "dumb") != 0;
 }
 
-/* Reads all of [f] into a NUL-terminated malloc'd buffer. Returns 0 and sets
- * errno on failure; Ctrl-C while waiting for a pipe ends the process. */
-static int read_all(FILE *f, char **data, size_t *len) {
+/* Reads all of [f] into a NUL-terminated malloc'd buffer. Returns false and
+ * sets errno on failure; Ctrl-C while waiting for a pipe ends the process. */
+static bool read_all(FILE *f, char **data, size_t *len) {
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
   for (;;) {
     if (!buf) {
       errno = ENOMEM;
-      return 0;
+      return false;
     }
     n += fread(buf + n, 1, cap - n - 1, f);
     if (n < cap - 1) break;
@@ -165,19 +166,19 @@ static int read_all(FILE *f, char **data, size_t *len) {
     free(buf);
     if (sig_take_interrupt()) sig_die_interrupted();
     errno = err;
-    return 0;
+    return false;
   }
   buf[n] = '\0';
   *data = buf;
   *len = n;
-  return 1;
+  return true;
 }
 
 /* Reads [path] ("-": stdin), reporting a failure the way run_file does. */
 static char *read_source(const char *path, size_t *len) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
   char *data = NULL;
-  int ok = f && read_all(f, &data, len);
+  bool ok = f && read_all(f, &data, len);
   if (f && f != stdin) {
     int err = errno;
     fclose(f);
@@ -220,10 +221,10 @@ static int disassemble(masq_state *M, const char *path) {
 }
 
 /* -e, then the script, then the REPL, as the options ask. */
-static int run(masq_state *M, const options *o, int color) {
+static int run(masq_state *M, const options *o, bool color) {
   masq_status st = MASQ_OK;
-  int tty = isatty(STDIN_FILENO);
-  int have_code = o->nexprs > 0 || o->script;
+  bool tty = isatty(STDIN_FILENO);
+  bool have_code = o->nexprs > 0 || o->script;
   if (o->script) {
     int n = 0;
     while (o->script_args[n]) n++;
@@ -302,7 +303,8 @@ int main(int argc, char **argv) {
   options o = {0};
   masq_config cfg;
   masq_state *M;
-  int color, status;
+  bool color;
+  int status;
 
   o.exprs = calloc((size_t)argc, sizeof *o.exprs);
   if (!o.exprs) return 1;

@@ -45,7 +45,7 @@ static const char *skip_space(const char *s) {
   return s + strspn(s, " \t");
 }
 
-static int is_blank(const char *s) {
+static bool is_blank(const char *s) {
   return s[strspn(s, " \t\r\n")] == '\0';
 }
 
@@ -53,8 +53,8 @@ static int is_blank(const char *s) {
 
 typedef enum arg_kind { ARG_NONE, ARG_NAME, ARG_FILE, ARG_CODE } arg_kind;
 
-/* A command's handler; returns 1 to leave the REPL. [arg] is trimmed. */
-typedef int (*command_fn)(masq_state *M, const char *arg);
+/* A command's handler; returns true to leave the REPL. [arg] is trimmed. */
+typedef bool (*command_fn)(masq_state *M, const char *arg);
 
 typedef struct command {
   const char *name, *alias;
@@ -63,12 +63,12 @@ typedef struct command {
   command_fn run;
 } command;
 
-static int cmd_help(masq_state *M, const char *arg);
-static int cmd_vars(masq_state *M, const char *arg);
-static int cmd_load(masq_state *M, const char *arg);
-static int cmd_dis(masq_state *M, const char *arg);
-static int cmd_time(masq_state *M, const char *arg);
-static int cmd_quit(masq_state *M, const char *arg);
+static bool cmd_help(masq_state *M, const char *arg);
+static bool cmd_vars(masq_state *M, const char *arg);
+static bool cmd_load(masq_state *M, const char *arg);
+static bool cmd_dis(masq_state *M, const char *arg);
+static bool cmd_time(masq_state *M, const char *arg);
+static bool cmd_quit(masq_state *M, const char *arg);
 
 /* The one list the dispatcher, :help and Tab completion all read. */
 static const command commands[] = {
@@ -107,28 +107,28 @@ static const char overview[] =
     "\n"
     "Commands (at the start of a line):\n";
 
-static int cmd_help(masq_state *M, const char *arg) {
+static bool cmd_help(masq_state *M, const char *arg) {
   const char *doc;
   if (*arg == ':') {
     const command *c = find_command(arg + 1, strlen(arg + 1));
     if (!c) {
       fprintf(stderr, "unknown command '%s' (try :help)\n", arg);
-      return 0;
+      return false;
     }
     printf("%s  %s\n", c->usage, c->help);
-    return 0;
+    return false;
   }
   if (*arg) {
     if ((doc = masq_doc(M, arg)))
       printf("%s\n", doc);
     else
       fprintf(stderr, "no builtin or keyword named '%s'\n", arg);
-    return 0;
+    return false;
   }
   fputs(overview, stdout);
   for (size_t i = 0; i < NCOMMANDS; i++)
     printf("  %-14s %s\n", commands[i].usage, commands[i].help);
-  return 0;
+  return false;
 }
 
 typedef struct var_list {
@@ -151,7 +151,7 @@ static void add_var(void *ud, const char *name, const char *summary) {
 /* Names longer than this don't push every summary to the right. */
 enum { VARS_NAME_COLUMN = 16 };
 
-static int cmd_vars(masq_state *M, const char *arg) {
+static bool cmd_vars(masq_state *M, const char *arg) {
   var_list v = {0};
   int width = 0;
   (void)arg;
@@ -168,7 +168,7 @@ static int cmd_vars(masq_state *M, const char *arg) {
   }
   free(v.names);
   free(v.summaries);
-  return 0;
+  return false;
 }
 
 /* :load takes a file name as typed, optionally in quotes, with ~/ for $HOME. */
@@ -191,59 +191,59 @@ static char *expand_path(const char *arg) {
   return path;
 }
 
-static int cmd_load(masq_state *M, const char *arg) {
+static bool cmd_load(masq_state *M, const char *arg) {
   char *path = expand_path(arg);
   run_file(M, path);
   free(path);
-  return 0;
+  return false;
 }
 
-static int cmd_dis(masq_state *M, const char *arg) {
+static bool cmd_dis(masq_state *M, const char *arg) {
   if (masq_disassemble(M, arg, strlen(arg), "<stdin>") != MASQ_OK) run_report(M);
-  return 0;
+  return false;
 }
 
-static int cmd_time(masq_state *M, const char *arg) {
+static bool cmd_time(masq_state *M, const char *arg) {
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   masq_status st = run_source(M, arg, strlen(arg), "<stdin>", MASQ_EVAL_ECHO);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-  if (st != MASQ_OK) return 0; /* run_source reported the error */
+  if (st != MASQ_OK) return false; /* run_source reported the error */
   if (s >= 1) printf("took %.3g s\n", s);
   else if (s >= 1e-3) printf("took %.3g ms\n", s * 1e3);
   else printf("took %.3g us\n", s * 1e6);
-  return 0;
+  return false;
 }
 
-static int cmd_quit(masq_state *M, const char *arg) {
+static bool cmd_quit(masq_state *M, const char *arg) {
   (void)M;
   (void)arg;
-  return 1;
+  return true;
 }
 
 /* Runs the :command on [line] (which starts with ':' after any blanks).
- * Returns 1 to leave the REPL. */
-static int run_command(masq_state *M, const char *line) {
+ * Returns true to leave the REPL. */
+static bool run_command(masq_state *M, const char *line) {
   const char *name = skip_space(line) + 1;
   size_t len = strcspn(name, " \t");
   const command *c = find_command(name, len);
   const char *arg = skip_space(name + len);
   size_t arglen = strlen(arg);
   char *trimmed;
-  int quit;
+  bool quit;
   if (!c) {
     fprintf(stderr, "unknown command ':%.*s' (try :help)\n", (int)len, name);
-    return 0;
+    return false;
   }
   while (arglen > 0 && strchr(" \t\r\n", arg[arglen - 1])) arglen--;
   if (c->arg == ARG_NONE && arglen > 0) {
     fprintf(stderr, "usage: %s\n", c->usage);
-    return 0;
+    return false;
   }
   if ((c->arg == ARG_FILE || c->arg == ARG_CODE) && arglen == 0) {
     fprintf(stderr, "usage: %s\n", c->usage);
-    return 0;
+    return false;
   }
   trimmed = xrealloc(NULL, arglen + 1);
   memcpy(trimmed, arg, arglen);
@@ -256,7 +256,7 @@ static int run_command(masq_state *M, const char *line) {
 /* --- Tab completion ----------------------------------------------------- */
 
 /* Whether line[0, point) ends inside a string literal. */
-static int in_string(const char *line, int point) {
+static bool in_string(const char *line, int point) {
   char quote = 0;
   for (int i = 0; i < point && line[i]; i++) {
     if (quote && line[i] == '\\' && i + 1 < point)
@@ -288,13 +288,13 @@ static void add_match(void *ud, const char *name) {
   le_match_add(ud, name);
 }
 
-static int complete(void *ud, const char *line, int start, int end, le_matches *m) {
+static bool complete(void *ud, const char *line, int start, int end, le_matches *m) {
   masq_state *M = ud;
   const char *s = skip_space(line);
   char *word = strndup(line + start, (size_t)(end - start));
   size_t wlen;
-  int handled = 1;
-  if (!word) return 1;
+  bool handled = true;
+  if (!word) return true;
   wlen = strlen(word);
   if (*s == ':' && start == (int)(s - line) + 1) {
     for (size_t i = 0; i < NCOMMANDS; i++)
@@ -302,11 +302,11 @@ static int complete(void *ud, const char *line, int start, int end, le_matches *
   } else if (*s == ':') {
     const command *c = find_command(s + 1, strcspn(s + 1, " \t"));
     if (c && c->arg == ARG_FILE)
-      handled = 0;
+      handled = false;
     else if (c && c->arg != ARG_NONE)
       masq_complete(M, word, add_match, m);
   } else if (in_string(line, start)) {
-    handled = 0; /* a file name, e.g. for load("...") */
+    handled = false; /* a file name, e.g. for load("...") */
   } else {
     masq_complete(M, word, add_match, m);
   }
@@ -359,7 +359,7 @@ static char *history_path(void) {
 }
 
 int repl_run(masq_state *M, const repl_options *opt) {
-  int colored = opt->color && opt->editing;
+  bool colored = opt->color && opt->editing;
   const char *prompt = colored ? COLOR_PROMPT : PROMPT;
   const char *prompt_continue = colored ? COLOR_PROMPT_CONTINUE : PROMPT_CONTINUE;
   char *hist = opt->editing ? history_path() : NULL;
@@ -372,7 +372,7 @@ int repl_run(masq_state *M, const repl_options *opt) {
     char *line;
     le_status s;
     masq_status st;
-    int force;
+    bool force;
 
     run_fresh_line();
     s = le_read(buf.len ? prompt_continue : prompt, &line);
@@ -391,7 +391,7 @@ int repl_run(masq_state *M, const repl_options *opt) {
       continue;
     }
     if (buf.len == 0 && *skip_space(line) == ':') {
-      int quit;
+      bool quit;
       le_add_history(line);
       quit = run_command(M, line);
       free(line);

@@ -1,10 +1,9 @@
 /* signals.h - the CLI's signal handling: Ctrl-C and terminal resizes.
  *
  * libmasq never installs signal handlers (masq.h); the CLI does, and this is
- * the only place with the static state a handler needs. Ctrl-C follows the
- * design verified in the ecosystem study (§1.6): SIGINT is caught without
- * SA_RESTART, so a blocked poll() or read() at the prompt returns EINTR and
- * the line editor sees the flag; while code runs, the handler also calls
+ * the only place with the static state a handler needs. Ctrl-C: SIGINT is
+ * caught without SA_RESTART, so a blocked poll() or read() at the prompt
+ * returns EINTR and the line editor sees the flag; while code runs, the handler also calls
  * masq_interrupt(), which masq.h allows from a signal handler, and the
  * library stops at its next safe point with MASQ_ERR_INTERRUPTED. */
 #ifndef MASQ_CLI_SIGNALS_H

@@ -1,7 +1,7 @@
 /* print.c - the printed forms of tensors.
  *
  * Masked tensors print exactly as torch.masked 1.13's MaskedTensor.__repr__
- * (reference torch_masked.md §3): "%8.4f" floats, `--` for masked-out
+ * (verified against torch 1.13's output): "%8.4f" floats, `--` for masked-out
  * entries, one bracket per line with two spaces of indent per level. Where
  * torch crashes or is ragged we deliberately differ:
  *   - empty tensors print ("[]" rows) instead of raising;

@@ -49,7 +49,7 @@ typedef struct mq_storage {
   void *release_ud;
 } mq_storage;
 
-struct mq_gradnode; /* autograd (runtime/autograd.h, later) */
+struct mq_gradnode; /* autograd's record of an op (runtime/autograd.h) */
 
 struct mq_tensor {
   mq_obj hdr;
@@ -64,7 +64,8 @@ struct mq_tensor {
   int64_t offset;               /* in elements */
   mq_storage *storage;
   mq_tensor *mask; /* NULL: plain; else plain bool, same shape, True = valid */
-  /* autograd, filled in by the autograd issue */
+  /* autograd: the accumulated gradient of a leaf, the op that made a
+   * non-leaf (both NULL outside autograd) */
   mq_tensor *grad;
   struct mq_gradnode *node;
 };

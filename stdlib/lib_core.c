@@ -34,7 +34,8 @@ static mq_value tensor_value(mq_state *S, mq_value *args) {
   mq_tensor *t = T(0, "data");
   mq_dtype dt = mq_arg_dtype(S, args[1], (mq_dtype)t->dtype);
   if (t->weak) {
-    /* tensor(3) is an ordinary 0-d tensor, no longer a weak scalar. */
+    /* tensor(3) is an ordinary 0-d tensor, not a weak scalar: it promotes
+     * like any tensor. */
     if (dt == MQ_DT_I64 && t->dtype == MQ_DT_I64)
       RET(mq_tensor_scalar_i64(S, *(const int64_t *)mq_tensor_data(t)));
     RET(mq_tensor_scalar(S, dt, mq_tensor_item(S, t)));

@@ -81,7 +81,7 @@ static mq_value lib_format(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_assert(mq_state *S, mq_value *args) {
-  if (mq_truthy(S, args[0])) return mq_none();
+  if (mq_value_truthy(S, args[0])) return mq_none();
   if (mq_is_obj(args[1], MQ_O_STRING)) {
     /* The message is the string's text, its NUL bytes shown as \0 since
      * error messages are C strings. */

@@ -1,8 +1,16 @@
 /* common.h - what every internal file of masq includes first.
  *
- * Naming: public API is masq_ (include/masq.h); internal cross-file symbols are
- * mq_<module>_... and tagged MQ_INTERNAL so the shared library never exports them;
- * file-static helpers carry no prefix. */
+ * Naming: the public API is masq_ (include/masq.h). Internal cross-file symbols
+ * are tagged MQ_INTERNAL, so the shared library never exports them, and named
+ *   mq_<op>        for a tensor op, after the builtin it implements (mq_softmax,
+ *                  mq_matmul, mq_reshape, or its family: mq_unary, mq_reduce);
+ *   mq_<module>_   for infrastructure, after its module or the object it
+ *                  manages (mq_chunk_emit, mq_gc_collect, mq_iter_init,
+ *                  mq_value_truthy, mq_string_new, mq_tensor_view, ...).
+ * The state's primitives that every file calls (mq_alloc, mq_free,
+ * mq_error, mq_throw, mq_scratch, mq_buf_*, mq_rng_*) keep their short
+ * names. Static inline helpers in a header follow the same rule; file-static
+ * helpers carry no prefix. */
 #ifndef MQ_COMMON_H
 #define MQ_COMMON_H
 

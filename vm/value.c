@@ -250,7 +250,7 @@ void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
   }
 }
 
-bool mq_truthy(mq_state *S, mq_value v) {
+bool mq_value_truthy(mq_state *S, mq_value v) {
   switch ((mq_vtype)v.type) {
   case MQ_NONE: return false;
   case MQ_BOOL: return v.as.b;

@@ -127,6 +127,6 @@ MQ_INTERNAL void mq_value_format(mq_state *S, struct mq_buf *b, mq_value v);
 /* Truthiness for `if`/`while`/`assert`: false, none, 0 and 0.0 are false; a
  * tensor must have one element, valid, and is true when non-zero (an error
  * otherwise). */
-MQ_INTERNAL bool mq_truthy(mq_state *S, mq_value v);
+MQ_INTERNAL bool mq_value_truthy(mq_state *S, mq_value v);
 
 #endif

@@ -170,7 +170,7 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
       return mq_objv(mq_matmul(S, mq_tensor_from_value(S, a, "left operand"),
                                mq_tensor_from_value(S, b, "right operand")));
     int bop = token_to_binop[op];
-    if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors yet", token_text[op]);
+    if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors", token_text[op]);
     return mq_objv(mq_binary(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
                              mq_tensor_from_value(S, b, "right operand")));
   }
@@ -531,7 +531,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
       }
       vmcase(NOT) {
         SAVE();
-        REPLACE_TOP(1, mq_bool(!mq_truthy(S, TOP())));
+        REPLACE_TOP(1, mq_bool(!mq_value_truthy(S, TOP())));
         vmbreak;
       }
       vmcase(BINARY) {
@@ -739,7 +739,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         unsigned d = READ_U16();
         SAVE();
         mq_value v = TOP();
-        bool t = mq_truthy(S, v);
+        bool t = mq_value_truthy(S, v);
         sp--;
         mq_release(S, v);
         if (!t) ip += d;
@@ -748,14 +748,14 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
       vmcase(JUMP_IF_FALSE_KEEP) {
         unsigned d = READ_U16();
         SAVE();
-        if (!mq_truthy(S, TOP())) ip += d;
+        if (!mq_value_truthy(S, TOP())) ip += d;
         else mq_release(S, POP());
         vmbreak;
       }
       vmcase(JUMP_IF_TRUE_KEEP) {
         unsigned d = READ_U16();
         SAVE();
-        if (mq_truthy(S, TOP())) ip += d;
+        if (mq_value_truthy(S, TOP())) ip += d;
         else mq_release(S, POP());
         vmbreak;
       }

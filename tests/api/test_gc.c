@@ -16,8 +16,8 @@ static masq_state *open_counted(counting *c, size_t cap) {
   return masq_open(&cfg);
 }
 
-/* The cycle of the issue, each holding 8 KB, 10 000 times (80 MB) under a
- * 4 MB cap: only collecting lets every eval succeed. */
+/* A list that contains itself, each holding 8 KB, 10 000 times (80 MB)
+ * under a 4 MB cap: only collecting lets every eval succeed. */
 static void test_cycles_under_a_cap(void) {
   counting c = {0, 0};
   masq_state *M = open_counted(&c, (size_t)4 << 20);

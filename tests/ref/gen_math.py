@@ -23,7 +23,7 @@ names = ("abs absolute acos arccos acosh arccosh angle asin arcsin asinh arcsinh
          "ceil cos cosh deg2rad digamma erf erfc erfinv exp exp2 expm1 fix floor frac i0 isnan lgamma log "
          "log10 log1p log2 logit neg negative positive rad2deg reciprocal round rsqrt sigmoid sign sgn "
          "signbit sin sinc sinh sqrt square tan tanh trunc conj_physical nan_to_num").split()
-cases = [("#", "torch.masked's unary ops apply to the data and keep the mask (torch_masked.md 1.1, 2.2)")]
+cases = [("#", "torch.masked's unary ops apply to the data and keep the mask")]
 for n in names:
     fn = getattr(torch, n)
     cases.append((f"{n}(m0)", f"U(torch.{n}, m0)"))

@@ -1,9 +1,8 @@
 /* test_runtime.c - unit tests of the masked-tensor runtime (runtime/).
  *
- * Expected texts are torch 1.13's, verbatim from the reference catalog
- * (torch_masked.md §2-§4), except where masq deliberately differs: masked
- * int rows are aligned (see runtime/print.c) and empty / large masked
- * tensors print instead of failing. */
+ * Expected texts are torch 1.13's, verbatim, except where masq deliberately
+ * differs: masked int rows are aligned (see runtime/print.c) and empty /
+ * large masked tensors print instead of failing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +120,7 @@ static void expect_error(void (*fn)(void), const char *want, int line) {
 /* --- fixtures ---------------------------------------------------------------- */
 
 static mq_tensor *arange_f(int64_t n) { return mq_arange(S, 0, (double)n, 1, MQ_DT_F32); }
-/* m0 = [0, 1, --, 3, --] (torch_masked.md §2) */
+/* m0 = [0, 1, --, 3, --] */
 static mq_tensor *m0(void) { return msk(arange_f(5), VALS(1, 1, 0, 1, 0)); }
 
 /* ======================================================================== */
@@ -333,7 +332,7 @@ static void test_reductions(void) {
     CHECK_STR(fmt(mq_get_data(S, r)), want_data[i]);
   }
 
-  /* 2-D with a fully masked row and column (§2.3) */
+  /* 2-D with a fully masked row and column */
   mq_tensor *mt2 = msk(F32(2, SHAPE(3, 4), VALS(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)),
                        VALS(1, 0, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0));
   CHECK_STR(fmt(mt2), "MaskedTensor(\n  [\n    [  1.0000,       --,   3.0000,       --],\n"
@@ -406,7 +405,7 @@ static void test_reductions(void) {
 }
 
 static void test_softmax(void) {
-  /* §4 f, safe softmax */
+  /* safe softmax: a fully masked column stays masked */
   double x[] = {1.5410, -INFINITY, -INFINITY, 0.5684, -INFINITY, -1.3986, -INFINITY, -INFINITY, -INFINITY};
   mq_tensor *xt = F32(2, SHAPE(3, 3), x);
   CHECK_STR(fmt(xt), "tensor([[ 1.5410,    -inf,    -inf],\n        [ 0.5684,    -inf, -1.3986],\n"
@@ -429,7 +428,7 @@ static void test_softmax(void) {
   char want1[512];
   snprintf(want1, sizeof want1, "%s", fmt(s1));
   CHECK_STR(fmt(mq_softmax(S, mt, -1)), want1);
-  /* §2.7 smt */
+  /* softmax along each dim of a partly masked 3x3 */
   mq_tensor *smt = msk(F32(2, SHAPE(3, 3), VALS(1, 2, 3, 4, 5, 6, 7, 8, 9)), VALS(1, 0, 0, 1, 0, 1, 0, 0, 0));
   CHECK_STR(fmt(mq_softmax(S, smt, 0)), "MaskedTensor(\n  [\n    [  0.0474,       --,       --],\n"
                                         "    [  0.9526,       --,   1.0000],\n    [      --,       --,       --]\n  ]\n)");
@@ -471,7 +470,7 @@ static mq_index_item ix_slice(bool hs, int64_t s, bool he, int64_t e, bool hst, 
 }
 
 static void test_index(void) {
-  /* §4 a */
+  /* indexing and slicing a masked 3-d tensor */
   mq_tensor *data = mq_arange(S, 0, 24, 1, MQ_DT_I64);
   data = mq_tensor_view(S, data, 3, SHAPE(2, 3, 4), SHAPE(12, 4, 1), 0);
   CHECK_STR(fmt(data), "tensor([[[ 0,  1,  2,  3],\n         [ 4,  5,  6,  7],\n         [ 8,  9, 10, 11]],\n\n"
@@ -536,7 +535,7 @@ static void test_index(void) {
   EXPECT_ERROR(e_index_ell, "an index can only have a single ellipsis (...)");
 }
 
-/* §3.2, the dtypes masq has */
+/* torch 1.13's printing of masked tensors, for the dtypes masq has */
 static void test_print_masked(void) {
   CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F32, 50.0 / 3), VALS(1))), "MaskedTensor( 16.6667, True)");
   CHECK_STR(fmt(msk(mq_tensor_scalar(S, MQ_DT_F32, 50.0 / 3), VALS(0))), "MaskedTensor(--, False)");
@@ -640,11 +639,11 @@ static void test_print_plain(void) {
   CHECK_STR(fmt(mq_get_mask(S, arange_f(2))), "tensor([True, True])");
   mq_tensor *mi = msk(I64(2, SHAPE(2, 3), VALS(1, 2, 3, 4, 5, 6)), VALS(1, 0, 1, 0, 0, 0));
   CHECK_STR(fmt(mq_to_tensor(S, mi, 0.5)), "tensor([[1, 0, 3],\n        [0, 0, 0]])");
-  /* §4 b: scientific, wrapped at 80 columns */
+  /* scientific notation, wrapped at 80 columns */
   mq_tensor *g = F32(1, SHAPE(11), VALS(exp(-10), exp(-5), 0, 0, 0, 0, 0, 0, 0, NAN, NAN));
   CHECK_STR(fmt(g), "tensor([4.5400e-05, 6.7379e-03, 0.0000e+00, 0.0000e+00, 0.0000e+00, 0.0000e+00,\n"
                     "        0.0000e+00, 0.0000e+00, 0.0000e+00,        nan,        nan])");
-  /* §4 g */
+  /* the nan* operators example: nan among floats, a masked mean */
   mq_tensor *y = F32(1, SHAPE(16), VALS(0, 1, 4, 9, 0, 5, 12, 21, 0, 9, 20, 33, 0, 13, 28, 45));
   CHECK_STR(fmt(y), "tensor([ 0.,  1.,  4.,  9.,  0.,  5., 12., 21.,  0.,  9., 20., 33.,  0., 13.,\n        28., 45.])");
   mq_tensor *z = F32(1, SHAPE(16), VALS(NAN, 1, 4, 9, NAN, 5, 12, 21, NAN, 9, 20, 33, NAN, 13, 28, 45));
@@ -654,7 +653,7 @@ static void test_print_plain(void) {
   CHECK_STR(fmt(mq_reduce(S, MQ_RED_MEAN, ym, 0, NULL, false)), "MaskedTensor( 16.6667, True)");
   mq_tensor *n16 = mq_tensor_full(S, MQ_DT_F32, 1, SHAPE(16), NAN);
   CHECK_STR(fmt(n16), "tensor([nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan])");
-  /* §4 h */
+  /* the masked Adagrad example's values */
   mq_tensor *ss = F32(2, SHAPE(2, 4), VALS(0.5, 0.5, 9.5, 0.5, 16.5, 0.5, 25.5, 0.5));
   CHECK_STR(fmt(ss), "tensor([[ 0.5000,  0.5000,  9.5000,  0.5000],\n        [16.5000,  0.5000, 25.5000,  0.5000]])");
   mq_tensor *pm = F32(2, SHAPE(2, 4), VALS(0, 1, 1.9027, 3, 3.9015, 5, 5.9010, 7));

@@ -17,9 +17,9 @@ to each float input (values and masks).
 How the expected results are computed (the manifest says which, per op):
   * the reference is torch.masked's functional form -- exactly what
     MaskedTensor's ops call: fn(data) with the mask passed through for unary
-    and binary ops (torch_masked.md 1.1, 2.1), torch.masked.<fn>(data,
-    mask=...) for reductions, softmax and friends, data and mask transformed
-    alike for view ops (1.4), where() picking data and mask (2.6);
+    and binary ops, torch.masked.<fn>(data, mask=...) for reductions,
+    softmax and friends, data and mask transformed alike for view ops,
+    where() picking data and mask;
   * gradients come from autograd through that reference; a gradient entry is
     valid when it is valid in its input and feeds some valid output;
   * the same case is then run through real MaskedTensor objects
@@ -885,7 +885,7 @@ for _n in ALONG:
 # ---------------------------------------------------------------- where
 
 
-@op("where", "where", "data and mask picked by cond; a plain branch or number counts as valid (2.6)")
+@op("where", "where", "data and mask picked by cond; a plain branch or number counts as valid")
 def mk_where(rng, k):
     dtype = case_dtype(k, ("int", "f64", "bool"))
     shape = draw_shape(rng, k, maxnumel=36)
