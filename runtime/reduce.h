@@ -1,4 +1,8 @@
-/* reduce.h - the machinery reductions share (reduce.c, stats.c).
+/* reduce.h - the machinery reductions share, in three files:
+ * reduce_kernels.c, the typed kernels (mq_red_kernel) that fold contiguous
+ * runs into accumulator slots; reduce_walk.c, the block walk (mq_red_plan,
+ * mq_red_fold...) that feeds them, on threads, for reduce.c, stats.c and
+ * fuse.c; reduce.c, the ops themselves (mq_reduce).
  *
  * A reduction folds the contiguous data of its input into one accumulator
  * slot per output element. The dims are merged into alternating blocks of
@@ -14,6 +18,16 @@
  * (the last one shorter), whose partial results combine in a fixed order:
  * the result depends on the sizes only, never on how many threads ran. */
 #define MQ_RED_PIECE 4096
+
+/* The number of pieces of a row of [n] entries (one for an empty row) and
+ * the length of piece [p]. */
+static inline int64_t mq_red_piece_count(int64_t n) {
+  return n > 0 ? (n + MQ_RED_PIECE - 1) / MQ_RED_PIECE : 1;
+}
+static inline int64_t mq_red_piece_len(int64_t n, int64_t p) {
+  int64_t off = p * MQ_RED_PIECE;
+  return n - off < MQ_RED_PIECE ? n - off : MQ_RED_PIECE;
+}
 
 /* One (op, input dtype) pair. acc points at the slots (acc_size bytes
  * each); [m] is the row's mask, NULL for plain input (tested once per
@@ -36,9 +50,18 @@ typedef struct mq_red_kernel {
   void (*piece)(void *part, int64_t *cnt, const void *x, const uint8_t *m, int64_t n);
   void (*merge)(void *acc, int64_t o, const void *parts, int64_t np);
   /* acc[i] = acc[i] (+) part[i] for n slots (optional): folds one group of
-   * rows' slots into another's (reduce.c, fold_groups). */
+   * rows' slots into another's (reduce_walk.c, fold_groups). */
   void (*combine)(void *acc, const void *part, int64_t n);
 } mq_red_kernel;
+
+/* The kernel of each (op, input dtype), NULL where there is none (count
+ * has none: it counts the mask). */
+MQ_INTERNAL const mq_red_kernel *const mq_red_kernels[MQ_RED__COUNT][MQ_DT__COUNT];
+
+/* The accumulator of logsumexp: a running max M and sum S of exp(x - M). */
+typedef struct mq_red_lse {
+  double M, S;
+} mq_red_lse;
 
 typedef struct mq_red_plan {
   mq_tensor *t;          /* the input */
