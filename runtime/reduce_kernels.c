@@ -20,6 +20,21 @@
 
 #include "reduce.h"
 
+/* acc[i] = OP(acc[i], v) over a row of slots, v = CONV(x[i]) where m (if
+ * not NULL) has 1, else IDENT: the masked loop has its own select, apart
+ * from the plain loop, so both vectorize. */
+#define ACC_ROW(A, acc, x, m, n, CONV, OP, IDENT)                              \
+  do {                                                                         \
+    if (m)                                                                     \
+      for (int64_t i = 0; i < n; i++) {                                        \
+        A v = CONV(x[i]);                                                      \
+        acc[i] = OP(acc[i], m[i] ? v : (A)(IDENT));                            \
+      }                                                                        \
+    else                                                                       \
+      for (int64_t i = 0; i < n; i++) acc[i] = OP(acc[i], CONV(x[i]));         \
+  } while (0)
+#define ADD(a, b) ((a) + (b))
+
 /* --- sums ------------------------------------------------------------------ */
 
 /* Pairwise summation (numpy's scheme), in double: leaves of <= 128
@@ -75,13 +90,7 @@ DEF_PAIRSUM(psum_dbl, double, ID)
   static void NAME##_acc_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
     double *acc = accv;                                                        \
     const T *x = xv;                                                           \
-    if (m)                                                                     \
-      for (int64_t i = 0; i < n; i++) {                                        \
-        double v = F(x[i]);                                                    \
-        acc[i] += m[i] ? v : 0.0;                                              \
-      }                                                                        \
-    else                                                                       \
-      for (int64_t i = 0; i < n; i++) acc[i] += F(x[i]);                       \
+    ACC_ROW(double, acc, x, m, n, F, ADD, 0.0);                                \
   }                                                                            \
   static const mq_red_kernel NAME##_##E = {.acc_size = sizeof(double), .row = NAME##_row_##E, \
                                           .acc_row = NAME##_acc_##E};
@@ -138,6 +147,46 @@ static inline int64_t byte_sum(uint64_t w) {
 #define LANES 16
 #define FLUSH 1024 /* entries between two flushes of the byte counters: <= 128 a lane */
 
+/* The whole blocks of sixteen entries of x[0, n), from entry i (0) on:
+ * BODY for each lane j of a block, with v (of type T) the lane's entry,
+ * or SEL's [fill] where the mask m (if not NULL) has 0; with a mask, the
+ * valid entries are added to c in the same pass. Leaves i at the tail
+ * (fewer than sixteen entries), which each kernel folds its own way. */
+#define LANE_BLOCKS(T, x, m, n, i, c, SEL, FILL, BODY)                         \
+  do {                                                                         \
+    int64_t n16_ = (n) - (n) % LANES;                                          \
+    if (m) {                                                                   \
+      while (i < n16_) {                                                       \
+        int64_t e_ = n16_ - i > FLUSH ? i + FLUSH : n16_;                      \
+        uint64_t w_ = 0;                                                       \
+        for (; i < e_; i += LANES) {                                           \
+          for (int j = 0; j < LANES; j++) {                                    \
+            T v = SEL(x[i + j], m[i + j], FILL);                               \
+            BODY;                                                              \
+          }                                                                    \
+          w_ += load8(m + i) + load8(m + i + 8);                               \
+        }                                                                      \
+        c += byte_sum(w_);                                                     \
+      }                                                                        \
+    } else {                                                                   \
+      for (; i < n16_; i += LANES)                                             \
+        for (int j = 0; j < LANES; j++) {                                      \
+          T v = x[i + j];                                                      \
+          BODY;                                                                \
+        }                                                                      \
+    }                                                                          \
+  } while (0)
+
+/* The fast kernels' row and acc_row: their row_cnt and acc_row_cnt
+ * without counting. */
+#define DEF_NOCOUNT(NAME, E)                                                   \
+  static void NAME##_row_##E(void *acc, int64_t o, const void *x, const uint8_t *m, int64_t n) { \
+    NAME##_rowc_##E(acc, NULL, o, x, m, n);                                    \
+  }                                                                            \
+  static void NAME##_acc_##E(void *acc, const void *x, const uint8_t *m, int64_t n) { \
+    NAME##_accc_##E(acc, NULL, x, m, n);                                       \
+  }
+
 static inline double lanes_sum(const double *d) {
   return (((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]))) +
          (((d[8] + d[9]) + (d[10] + d[11])) + ((d[12] + d[13]) + (d[14] + d[15])));
@@ -169,26 +218,15 @@ static void fsum_combine(void *accv, const void *partv, int64_t n) {
                              int64_t n) {                                      \
     const T *x = xv;                                                           \
     double d[LANES] = {0};                                                     \
-    int64_t n16 = n - n % LANES, i = 0;                                        \
+    int64_t i = 0, c = 0;                                                      \
+    LANE_BLOCKS(T, x, m, n, i, c, SEL, 0, d[j] += (double)v);                  \
     if (m) {                                                                   \
-      int64_t c = 0;                                                           \
-      while (i < n16) {                                                        \
-        int64_t e = n16 - i > FLUSH ? i + FLUSH : n16;                         \
-        uint64_t w = 0;                                                        \
-        for (; i < e; i += LANES) {                                            \
-          for (int j = 0; j < LANES; j++) d[j] += (double)SEL(x[i + j], m[i + j], 0); \
-          w += load8(m + i) + load8(m + i + 8);                                \
-        }                                                                      \
-        c += byte_sum(w);                                                      \
-      }                                                                        \
       for (int j = 0; i < n; i++, j++) {                                       \
         d[j] += (double)SEL(x[i], m[i], 0);                                    \
         c += m[i];                                                             \
       }                                                                        \
       if (cnt) *cnt += c;                                                      \
     } else {                                                                   \
-      for (; i < n16; i += LANES)                                              \
-        for (int j = 0; j < LANES; j++) d[j] += (double)x[i + j];              \
       for (int j = 0; i < n; i++, j++) d[j] += (double)x[i];                   \
     }                                                                          \
     *(double *)part = lanes_sum(d);                                            \
@@ -205,14 +243,11 @@ static void fsum_combine(void *accv, const void *partv, int64_t n) {
     return fsum_tree_##E(x, m, n, a, h, cnt) + fsum_tree_##E(x, m, n, h, b, cnt); \
   }                                                                            \
   static double fsum_##E(const T *x, const uint8_t *m, int64_t n, int64_t *cnt) { \
-    return fsum_tree_##E(x, m, n, 0, mq_red_piece_count(n), cnt);                     \
+    return fsum_tree_##E(x, m, n, 0, mq_red_piece_count(n), cnt);              \
   }                                                                            \
   static void fsum_rowc_##E(void *acc, int64_t *cnt, int64_t o, const void *x, const uint8_t *m, \
                             int64_t n) {                                       \
     ((double *)acc)[o] += fsum_##E(x, m, n, cnt && m ? cnt + o : NULL);        \
-  }                                                                            \
-  static void fsum_row_##E(void *acc, int64_t o, const void *x, const uint8_t *m, int64_t n) { \
-    fsum_rowc_##E(acc, NULL, o, x, m, n);                                      \
   }                                                                            \
   static void fsum_accc_##E(void *accv, uint32_t *cnt, const void *xv, const uint8_t *m, int64_t n) { \
     double *acc = accv;                                                        \
@@ -225,9 +260,7 @@ static void fsum_combine(void *accv, const void *partv, int64_t n) {
       for (int64_t i = 0; i < n; i++) acc[i] += (double)x[i];                  \
     }                                                                          \
   }                                                                            \
-  static void fsum_acc_##E(void *acc, const void *x, const uint8_t *m, int64_t n) { \
-    fsum_accc_##E(acc, NULL, x, m, n);                                         \
-  }                                                                            \
+  DEF_NOCOUNT(fsum, E)                                                         \
   static const mq_red_kernel dsum_##E = {sizeof(double), fsum_row_##E,  fsum_acc_##E,     \
                                          fsum_rowc_##E,  fsum_accc_##E, fsum_piece_##E, \
                                          fsum_merge,     fsum_combine};
@@ -259,23 +292,10 @@ DEF_FSUM(F64, double, sel_f64)
     U fill = FILL;                                                             \
     memcpy(&a, &fill, sizeof a);                                               \
     for (int j = 0; j < LANES; j++) r[j] = a;                                  \
-    int64_t n16 = n - n % LANES, i = 0;                                        \
+    int64_t i = 0, c = 0;                                                      \
+    LANE_BLOCKS(T, x, m, n, i, c, SEL, FILL, r[j] = FAST(r[j], v); nn[j] |= v != v); \
+    for (int j = 0; j < LANES; j++) a = PICK(a, r[j]);                         \
     if (m) {                                                                   \
-      int64_t c = 0;                                                           \
-      while (i < n16) {                                                        \
-        int64_t e = n16 - i > FLUSH ? i + FLUSH : n16;                         \
-        uint64_t w = 0;                                                        \
-        for (; i < e; i += LANES) {                                            \
-          for (int j = 0; j < LANES; j++) {                                    \
-            T v = SEL(x[i + j], m[i + j], FILL);                               \
-            r[j] = FAST(r[j], v);                                              \
-            nn[j] |= v != v;                                                   \
-          }                                                                    \
-          w += load8(m + i) + load8(m + i + 8);                                \
-        }                                                                      \
-        c += byte_sum(w);                                                      \
-      }                                                                        \
-      for (int j = 0; j < LANES; j++) a = PICK(a, r[j]);                       \
       for (; i < n; i++) {                                                     \
         T v = SEL(x[i], m[i], FILL);                                           \
         a = PICK(a, v);                                                        \
@@ -283,13 +303,6 @@ DEF_FSUM(F64, double, sel_f64)
       }                                                                        \
       if (cnt) *cnt += c;                                                      \
     } else {                                                                   \
-      for (; i < n16; i += LANES)                                              \
-        for (int j = 0; j < LANES; j++) {                                      \
-          T v = x[i + j];                                                      \
-          r[j] = FAST(r[j], v);                                                \
-          nn[j] |= v != v;                                                     \
-        }                                                                      \
-      for (int j = 0; j < LANES; j++) a = PICK(a, r[j]);                       \
       for (; i < n; i++) a = PICK(a, x[i]);                                    \
     }                                                                          \
     for (int j = 0; j < LANES; j++) nan |= nn[j];                              \
@@ -302,7 +315,7 @@ DEF_FSUM(F64, double, sel_f64)
     ((T *)acc)[o] = a;                                                         \
   }                                                                            \
   static T NAME##_fold_##E(T a, int64_t *cnt, const T *x, const uint8_t *m, int64_t n) { \
-    for (int64_t p = 0, np = mq_red_piece_count(n); p < np; p++) {                    \
+    for (int64_t p = 0, np = mq_red_piece_count(n); p < np; p++) {             \
       T v;                                                                     \
       int64_t off = p * MQ_RED_PIECE;                                          \
       NAME##_piece_##E(&v, cnt, x + off, m ? m + off : NULL, mq_red_piece_len(n, p)); \
@@ -313,9 +326,6 @@ DEF_FSUM(F64, double, sel_f64)
   static void NAME##_rowc_##E(void *acc, int64_t *cnt, int64_t o, const void *x, const uint8_t *m, \
                               int64_t n) {                                     \
     ((T *)acc)[o] = NAME##_fold_##E(((T *)acc)[o], cnt && m ? cnt + o : NULL, x, m, n); \
-  }                                                                            \
-  static void NAME##_row_##E(void *acc, int64_t o, const void *x, const uint8_t *m, int64_t n) { \
-    NAME##_rowc_##E(acc, NULL, o, x, m, n);                                    \
   }                                                                            \
   static void NAME##_accc_##E(void *accv, uint32_t *cnt, const void *xv, const uint8_t *m, \
                               int64_t n) {                                     \
@@ -352,9 +362,7 @@ DEF_FSUM(F64, double, sel_f64)
         for (int64_t i = 0; i < n; i++) acc[i] = PICK(acc[i], x[i]);           \
     }                                                                          \
   }                                                                            \
-  static void NAME##_acc_##E(void *acc, const void *x, const uint8_t *m, int64_t n) { \
-    NAME##_accc_##E(acc, NULL, x, m, n);                                       \
-  }                                                                            \
+  DEF_NOCOUNT(NAME, E)                                                         \
   static void NAME##_combine_##E(void *accv, const void *partv, int64_t n) {   \
     T *acc = accv;                                                             \
     const T *part = partv;                                                     \
@@ -389,10 +397,7 @@ static void isum_combine(void *accv, const void *partv, int64_t n) {
   static void isum_acc_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
     uint64_t *acc = accv;                                                      \
     const T *x = xv;                                                           \
-    if (m)                                                                     \
-      for (int64_t i = 0; i < n; i++) acc[i] += m[i] ? (uint64_t)x[i] : 0;     \
-    else                                                                       \
-      for (int64_t i = 0; i < n; i++) acc[i] += (uint64_t)x[i];                \
+    ACC_ROW(uint64_t, acc, x, m, n, (uint64_t), ADD, 0);                       \
   }                                                                            \
   static const mq_red_kernel isum_##E = {.acc_size = sizeof(int64_t), .row = isum_row_##E, \
                                         .acc_row = isum_acc_##E, .combine = isum_combine};
@@ -428,13 +433,7 @@ DEF_ISUM(I64, int64_t)
   static void NAME##_acc_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
     A *acc = accv;                                                             \
     const T *x = xv;                                                           \
-    if (m)                                                                     \
-      for (int64_t i = 0; i < n; i++) {                                        \
-        A v = (A)x[i];                                                         \
-        acc[i] = MULT(acc[i], m[i] ? v : (A)1);                                \
-      }                                                                        \
-    else                                                                       \
-      for (int64_t i = 0; i < n; i++) acc[i] = MULT(acc[i], (A)x[i]);          \
+    ACC_ROW(A, acc, x, m, n, (A), MULT, 1);                                    \
   }                                                                            \
   static const mq_red_kernel NAME##_##E = {.acc_size = sizeof(A), .row = NAME##_row_##E, \
                                           .acc_row = NAME##_acc_##E};
@@ -448,21 +447,30 @@ DEF_PROD(dprod, F64, double, double, FMULT)
 
 /* --- extrema --------------------------------------------------------------- */
 
+/* The blocks of at most 256 entries of x[0, n) (of type T), each
+ * selected into tmp[0, len) (x where m is 1, else IDENT) and then folded
+ * by BODY, which sees the block's start i0: a select loop vectorizes, a
+ * select inside the fold does not. */
+#define SEL_BLOCKS(T, x, m, n, IDENT, BODY)                                    \
+  do {                                                                         \
+    T tmp[256];                                                                \
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {                                  \
+      int64_t len = n - i0 < 256 ? n - i0 : 256;                               \
+      for (int64_t i = 0; i < len; i++) {                                      \
+        T v = x[i0 + i];                                                       \
+        tmp[i] = m[i0 + i] ? v : (T)(IDENT);                                   \
+      }                                                                        \
+      BODY;                                                                    \
+    }                                                                          \
+  } while (0)
+
 /* Extremum of a contiguous row, seeded with [a]. Eight independent
  * accumulators let the compiler vectorize the compare-and-select; NaN wins
  * in any order, so the result does not depend on the grouping. */
 #define DEF_EXT(NAME, E, T, PICK, IDENT)                                       \
   static T NAME##_fold_##E(T a, const T *x, const uint8_t *m, int64_t n) {     \
-    if (m) { /* select blocks into a buffer, then fold them plainly */       \
-      T tmp[256];                                                              \
-      for (int64_t i0 = 0; i0 < n; i0 += 256) {                                \
-        int64_t len = n - i0 < 256 ? n - i0 : 256;                             \
-        for (int64_t i = 0; i < len; i++) {                                    \
-          T v = x[i0 + i];                                                     \
-          tmp[i] = m[i0 + i] ? v : (T)(IDENT);                                 \
-        }                                                                      \
-        a = NAME##_fold_##E(a, tmp, NULL, len);                                \
-      }                                                                        \
+    if (m) {                                                                   \
+      SEL_BLOCKS(T, x, m, n, IDENT, a = NAME##_fold_##E(a, tmp, NULL, len));   \
       return a;                                                                \
     }                                                                          \
     T r[8] = {a, a, a, a, a, a, a, a};                                         \
@@ -480,16 +488,8 @@ DEF_PROD(dprod, F64, double, double, FMULT)
     T *acc = accv;                                                             \
     const T *x = xv;                                                           \
     if (m) {                                                                   \
-      T tmp[256];                                                              \
-      for (int64_t i0 = 0; i0 < n; i0 += 256) {                                \
-        int64_t len = n - i0 < 256 ? n - i0 : 256;                             \
-        for (int64_t i = 0; i < len; i++) {                                    \
-          T v = x[i0 + i];                                                     \
-          tmp[i] = m[i0 + i] ? v : (T)(IDENT);                                 \
-        }                                                                      \
-        T *ac = acc + i0;                                                      \
-        for (int64_t i = 0; i < len; i++) ac[i] = PICK(ac[i], tmp[i]);         \
-      }                                                                        \
+      SEL_BLOCKS(T, x, m, n, IDENT, T *ac = acc + i0;                          \
+                 for (int64_t i = 0; i < len; i++) ac[i] = PICK(ac[i], tmp[i])); \
     } else {                                                                   \
       for (int64_t i = 0; i < n; i++) acc[i] = PICK(acc[i], x[i]);             \
     }                                                                          \
@@ -530,7 +530,7 @@ static inline void lse_merge(mq_red_lse *a, double m, double s) {
     double mx = (double)ROWMAX(x, m, n), s = 0;                                \
     if (mx == INFINITY || mx == -INFINITY || mx != mx) {                       \
       /* the sum does not matter: M decides (or NaN does) */                   \
-      lse_merge((mq_red_lse *)acc + o, mx, 1);                                    \
+      lse_merge((mq_red_lse *)acc + o, mx, 1);                                 \
       return;                                                                  \
     }                                                                          \
     if (m)                                                                     \
@@ -540,16 +540,16 @@ static inline void lse_merge(mq_red_lse *a, double m, double s) {
       }                                                                        \
     else                                                                       \
       for (int64_t i = 0; i < n; i++) s += exp((double)x[i] - mx);             \
-    lse_merge((mq_red_lse *)acc + o, mx, s);                                      \
+    lse_merge((mq_red_lse *)acc + o, mx, s);                                   \
   }                                                                            \
-  static void mq_red_lse_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
-    mq_red_lse *acc = accv;                                                       \
+  static void lse_acc_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
+    mq_red_lse *acc = accv;                                                    \
     const T *x = xv;                                                           \
     for (int64_t i = 0; i < n; i++)                                            \
       if (!m || m[i]) lse_merge(&acc[i], (double)x[i], 1);                     \
   }                                                                            \
   static const mq_red_kernel lse_##E = {.acc_size = sizeof(mq_red_lse), .row = lse_row_##E, \
-                                       .acc_row = mq_red_lse_##E};
+                                       .acc_row = lse_acc_##E};
 
 DEF_LSE(F32, float, mq_rowmax_f32)
 DEF_LSE(F64, double, mq_rowmax_f64)
