@@ -54,14 +54,7 @@ typedef struct mq_red_kernel {
   void (*combine)(void *acc, const void *part, int64_t n);
 } mq_red_kernel;
 
-/* The kernel of each (op, input dtype), NULL where there is none (count
- * has none: it counts the mask). */
-MQ_INTERNAL const mq_red_kernel *const mq_red_kernels[MQ_RED__COUNT][MQ_DT__COUNT];
-
-/* The accumulator of logsumexp: a running max M and sum S of exp(x - M). */
-typedef struct mq_red_lse {
-  double M, S;
-} mq_red_lse;
+/* --- reduce_walk.c: the plan and the walk --------------------------------- */
 
 typedef struct mq_red_plan {
   mq_tensor *t;          /* the input */
@@ -80,19 +73,6 @@ typedef struct mq_red_plan {
  * normalized; 0 = all). [name] is for messages. */
 MQ_INTERNAL void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *t,
                                   mq_dtype dt, int ndims, const int *dims, bool keepdim);
-/* The kernel of [op] on [dt] input if it computes pieces (the float sums
- * and extrema: sum, mean, amax, amin of float32 and float64), else NULL. */
-MQ_INTERNAL const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt);
-/* The reduction [op] of a contiguous input of [dt] made of [rows] rows of
- * [rlen] entries, each row into one output entry (a whole-tensor
- * reduction is one row), from the partial results of each row's [ppr]
- * pieces of MQ_RED_PIECE entries (mq_red_piece_kernel's piece(); row r's
- * at parts[r * ppr ...]) and their valid counts [pcnt] (NULL: no mask);
- * the output has shape [oshape] of [ond] dims. Bitwise what mq_reduce
- * gives (fuse.c folds fused expressions this way without storing them). */
-MQ_INTERNAL mq_tensor *mq_reduce_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
-                                        const int64_t *pcnt, int64_t rows, int64_t ppr,
-                                        int64_t rlen, int ond, const int64_t *oshape);
 /* Folds the input into [acc] (already holding the identity). */
 MQ_INTERNAL void mq_red_fold(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc);
 /* The same, and returns the valid entries per output slot (scratch), or
@@ -107,8 +87,35 @@ MQ_INTERNAL void mq_red_set_mask(mq_state *S, const mq_red_plan *P, mq_tensor *o
 /* Scratch for [P->on] slots of [size] bytes (at least one slot). */
 MQ_INTERNAL void *mq_red_acc(mq_state *S, const mq_red_plan *P, size_t size);
 
+/* --- reduce_kernels.c ------------------------------------------------------ */
+
+/* The kernel of each (op, input dtype), NULL where there is none (count
+ * has none: it counts the mask). */
+MQ_INTERNAL const mq_red_kernel *const mq_red_kernels[MQ_RED__COUNT][MQ_DT__COUNT];
+
+/* The accumulator of logsumexp: a running max M and sum S of exp(x - M). */
+typedef struct mq_red_lse {
+  double M, S;
+} mq_red_lse;
+
 /* Sums, in double, of x*x and of |x| for a float dtype (the norms). */
 MQ_INTERNAL const mq_red_kernel *mq_red_sumsq(mq_dtype dt);
 MQ_INTERNAL const mq_red_kernel *mq_red_sumabs(mq_dtype dt);
+
+/* --- reduce.c --------------------------------------------------------------- */
+
+/* The kernel of [op] on [dt] input if it computes pieces (the float sums
+ * and extrema: sum, mean, amax, amin of float32 and float64), else NULL. */
+MQ_INTERNAL const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt);
+/* The reduction [op] of a contiguous input of [dt] made of [rows] rows of
+ * [rlen] entries, each row into one output entry (a whole-tensor
+ * reduction is one row), from the partial results of each row's [ppr]
+ * pieces of MQ_RED_PIECE entries (mq_red_piece_kernel's piece(); row r's
+ * at parts[r * ppr ...]) and their valid counts [pcnt] (NULL: no mask);
+ * the output has shape [oshape] of [ond] dims. Bitwise what mq_reduce
+ * gives (fuse.c folds fused expressions this way without storing them). */
+MQ_INTERNAL mq_tensor *mq_reduce_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
+                                        const int64_t *pcnt, int64_t rows, int64_t ppr,
+                                        int64_t rlen, int ond, const int64_t *oshape);
 
 #endif
