@@ -36,7 +36,7 @@ MQ_INTERNAL void mq_kernel_where(mq_state *S, mq_tensor *out, mq_tensor *cond, m
 /* Counts the positions where two same-shaped bool tensors differ. */
 MQ_INTERNAL int64_t mq_kernel_count_ne(mq_state *S, mq_tensor *a, mq_tensor *b);
 
-/* Sum (in double, as reduce.c's sum) and NaN-propagating max of a contiguous row,
+/* Sum (in double, as reduce_kernels.c's sum) and NaN-propagating max of a contiguous row,
  * over the entries where m is nonzero (m NULL: all); max of none is -inf. */
 MQ_INTERNAL double mq_rowsum_f32(const float *x, const uint8_t *m, int64_t n);
 MQ_INTERNAL double mq_rowsum_f64(const double *x, const uint8_t *m, int64_t n);

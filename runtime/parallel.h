@@ -11,7 +11,7 @@
  * interrupts (mq_parallel_for does), and write only their own part of the
  * output. Results must not depend on the number of threads: chunks are
  * fixed by the sizes alone, and partial results combine in a fixed order
- * (e.g. sums from fixed pieces, see reduce.c). */
+ * (e.g. sums from fixed pieces, see reduce_kernels.c). */
 #ifndef MQ_PARALLEL_H
 #define MQ_PARALLEL_H
 

@@ -1,4 +1,8 @@
-/* reduce.h - the machinery reductions share (reduce.c, stats.c).
+/* reduce.h - the machinery reductions share, in three files:
+ * reduce_kernels.c, the typed kernels (mq_red_kernel) that fold contiguous
+ * runs into accumulator slots; reduce_walk.c, the block walk (mq_red_plan,
+ * mq_red_fold...) that feeds them, on threads, for reduce.c, stats.c and
+ * fuse.c; reduce.c, the ops themselves (mq_reduce).
  *
  * A reduction folds the contiguous data of its input into one accumulator
  * slot per output element. The dims are merged into alternating blocks of
@@ -14,6 +18,16 @@
  * (the last one shorter), whose partial results combine in a fixed order:
  * the result depends on the sizes only, never on how many threads ran. */
 #define MQ_RED_PIECE 4096
+
+/* The number of pieces of a row of [n] entries (one for an empty row) and
+ * the length of piece [p]. */
+static inline int64_t mq_red_piece_count(int64_t n) {
+  return n > 0 ? (n + MQ_RED_PIECE - 1) / MQ_RED_PIECE : 1;
+}
+static inline int64_t mq_red_piece_len(int64_t n, int64_t p) {
+  int64_t off = p * MQ_RED_PIECE;
+  return n - off < MQ_RED_PIECE ? n - off : MQ_RED_PIECE;
+}
 
 /* One (op, input dtype) pair. acc points at the slots (acc_size bytes
  * each); [m] is the row's mask, NULL for plain input (tested once per
@@ -36,9 +50,11 @@ typedef struct mq_red_kernel {
   void (*piece)(void *part, int64_t *cnt, const void *x, const uint8_t *m, int64_t n);
   void (*merge)(void *acc, int64_t o, const void *parts, int64_t np);
   /* acc[i] = acc[i] (+) part[i] for n slots (optional): folds one group of
-   * rows' slots into another's (reduce.c, fold_groups). */
+   * rows' slots into another's (reduce_walk.c, fold_groups). */
   void (*combine)(void *acc, const void *part, int64_t n);
 } mq_red_kernel;
+
+/* --- reduce_walk.c: the plan and the walk --------------------------------- */
 
 typedef struct mq_red_plan {
   mq_tensor *t;          /* the input */
@@ -57,19 +73,6 @@ typedef struct mq_red_plan {
  * normalized; 0 = all). [name] is for messages. */
 MQ_INTERNAL void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *t,
                                   mq_dtype dt, int ndims, const int *dims, bool keepdim);
-/* The kernel of [op] on [dt] input if it computes pieces (the float sums
- * and extrema: sum, mean, amax, amin of float32 and float64), else NULL. */
-MQ_INTERNAL const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt);
-/* The reduction [op] of a contiguous input of [dt] made of [rows] rows of
- * [rlen] entries, each row into one output entry (a whole-tensor
- * reduction is one row), from the partial results of each row's [ppr]
- * pieces of MQ_RED_PIECE entries (mq_red_piece_kernel's piece(); row r's
- * at parts[r * ppr ...]) and their valid counts [pcnt] (NULL: no mask);
- * the output has shape [oshape] of [ond] dims. Bitwise what mq_reduce
- * gives (fuse.c folds fused expressions this way without storing them). */
-MQ_INTERNAL mq_tensor *mq_reduce_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
-                                        const int64_t *pcnt, int64_t rows, int64_t ppr,
-                                        int64_t rlen, int ond, const int64_t *oshape);
 /* Folds the input into [acc] (already holding the identity). */
 MQ_INTERNAL void mq_red_fold(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc);
 /* The same, and returns the valid entries per output slot (scratch), or
@@ -84,8 +87,35 @@ MQ_INTERNAL void mq_red_set_mask(mq_state *S, const mq_red_plan *P, mq_tensor *o
 /* Scratch for [P->on] slots of [size] bytes (at least one slot). */
 MQ_INTERNAL void *mq_red_acc(mq_state *S, const mq_red_plan *P, size_t size);
 
+/* --- reduce_kernels.c ------------------------------------------------------ */
+
+/* The kernel of each (op, input dtype), NULL where there is none (count
+ * has none: it counts the mask). */
+MQ_INTERNAL const mq_red_kernel *const mq_red_kernels[MQ_RED__COUNT][MQ_DT__COUNT];
+
+/* The accumulator of logsumexp: a running max M and sum S of exp(x - M). */
+typedef struct mq_red_lse {
+  double M, S;
+} mq_red_lse;
+
 /* Sums, in double, of x*x and of |x| for a float dtype (the norms). */
 MQ_INTERNAL const mq_red_kernel *mq_red_sumsq(mq_dtype dt);
 MQ_INTERNAL const mq_red_kernel *mq_red_sumabs(mq_dtype dt);
+
+/* --- reduce.c --------------------------------------------------------------- */
+
+/* The kernel of [op] on [dt] input if it computes pieces (the float sums
+ * and extrema: sum, mean, amax, amin of float32 and float64), else NULL. */
+MQ_INTERNAL const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt);
+/* The reduction [op] of a contiguous input of [dt] made of [rows] rows of
+ * [rlen] entries, each row into one output entry (a whole-tensor
+ * reduction is one row), from the partial results of each row's [ppr]
+ * pieces of MQ_RED_PIECE entries (mq_red_piece_kernel's piece(); row r's
+ * at parts[r * ppr ...]) and their valid counts [pcnt] (NULL: no mask);
+ * the output has shape [oshape] of [ond] dims. Bitwise what mq_reduce
+ * gives (fuse.c folds fused expressions this way without storing them). */
+MQ_INTERNAL mq_tensor *mq_reduce_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
+                                        const int64_t *pcnt, int64_t rows, int64_t ppr,
+                                        int64_t rlen, int ond, const int64_t *oshape);
 
 #endif

@@ -17,6 +17,13 @@
 
 /* Scaling multiplies by the float reciprocal of the sum, as torch does. */
 #define DEF_SOFTMAX(E, T, EXP, ROWMAX, ROWSUM)                                 \
+  /* o[i] = fill where m[i] is 0: a select of its own, which vectorizes */     \
+  static inline void sm_fill_##E(T *o, const uint8_t *m, int64_t n, T fill) {  \
+    for (int64_t i = 0; i < n; i++) {                                          \
+      T v = o[i];                                                              \
+      o[i] = m[i] ? v : fill;                                                  \
+    }                                                                          \
+  }                                                                            \
   /* one contiguous slice of n */                                              \
   static void sm_row_##E(T *o, const T *x, const uint8_t *m, int64_t n, bool lg) { \
     if (m) {                                                                   \
@@ -31,19 +38,11 @@
     /* exp everywhere, then zero the masked-out slots: two loops that both \
      * vectorize, where one loop with a select around a call does not */     \
     for (int64_t i = 0; i < n; i++) o[i] = EXP(x[i] - mx);                     \
-    if (m)                                                                     \
-      for (int64_t i = 0; i < n; i++) {                                        \
-        T e = o[i];                                                            \
-        o[i] = m[i] ? e : (T)0;                                                \
-      }                                                                        \
+    if (m) sm_fill_##E(o, m, n, (T)0);                                         \
     if (lg) { /* x - (max + log(sum)); masked-out entries: log(0) */         \
       T lse = mx + (T)log(ROWSUM(o, NULL, n));                                 \
       for (int64_t i = 0; i < n; i++) o[i] = x[i] - lse;                       \
-      if (m)                                                                   \
-        for (int64_t i = 0; i < n; i++) {                                      \
-          T v = o[i];                                                          \
-          o[i] = m[i] ? v : (T)-INFINITY;                                      \
-        }                                                                      \
+      if (m) sm_fill_##E(o, m, n, (T)-INFINITY);                               \
       return;                                                                  \
     }                                                                          \
     T inv = (T)(1.0 / ROWSUM(o, NULL, n));                                     \
@@ -74,13 +73,7 @@
       const T *xr = x + j * inner;                                             \
       T *orow = o + j * inner;                                                 \
       for (int64_t i = 0; i < inner; i++) orow[i] = EXP(xr[i] - mx[i]);        \
-      if (m) {                                                                 \
-        const uint8_t *mr = m + j * inner;                                     \
-        for (int64_t i = 0; i < inner; i++) {                                  \
-          T e = orow[i];                                                       \
-          orow[i] = mr[i] ? e : (T)0;                                          \
-        }                                                                      \
-      }                                                                        \
+      if (m) sm_fill_##E(orow, m + j * inner, inner, (T)0);                    \
       for (int64_t i = 0; i < inner; i++) sum[i] += (double)orow[i];           \
     }                                                                          \
     if (lg) { /* mx becomes max + log(sum), the log of the normalizer */   \

@@ -1,5 +1,5 @@
 /* stats.c - variance, standard deviation and p-norms over any set of dims,
- * on the block walk of reduce.c. Ints compute in float32, as torch.masked's
+ * on the block walk of reduce_walk.c. Ints compute in float32, as torch.masked's
  * mean does. */
 #include <math.h>
 

@@ -1,0 +1,323 @@
+/* reduce_walk.c - the block walk every reduction runs on (reduce.c,
+ * stats.c; fuse.c cuts rows into the same pieces): planning a reduction
+ * over any set of dims, then feeding the contiguous runs of its input to a
+ * kernel's row, acc_row or piece functions, on several threads for large
+ * inputs (runtime/parallel.h). It knows nothing of ops or dtypes beyond
+ * element sizes: kept apart from the kernels so that every reduction,
+ * whatever its kernel, splits its work the same way, and a result depends
+ * on the sizes only, never on the thread count. */
+#include "parallel.h"
+#include "reduce.h"
+
+void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *t, mq_dtype dt,
+                      int ndims, const int *dims, bool keepdim) {
+  bool red[MQ_MAX_DIMS];
+  for (int d = 0; d < t->ndim; d++) red[d] = ndims == 0;
+  for (int i = 0; i < ndims; i++) {
+    if (dims[i] < 0 || dims[i] >= (t->ndim ? t->ndim : 1))
+      mq_error(S, "%s: dimension %d out of range for a %d-d tensor", name, dims[i], t->ndim);
+    if (t->ndim == 0) continue;
+    if (red[dims[i]]) mq_error(S, "%s: dimension %d appears twice", name, dims[i]);
+    red[dims[i]] = true;
+  }
+  P->t = t;
+  P->ond = 0;
+  P->R = 1;
+  for (int d = 0; d < t->ndim; d++) {
+    if (red[d]) {
+      P->R *= t->shape[d];
+      if (keepdim) P->oshape[P->ond++] = 1;
+    } else {
+      P->oshape[P->ond++] = t->shape[d];
+    }
+  }
+  P->on = 1;
+  for (int d = 0; d < P->ond; d++) P->on *= P->oshape[d];
+  P->x = mq_tensor_data(mq_contiguous(S, mq_astype(S, mq_get_data(S, t), dt)));
+  P->es = mq_dtype_size(dt);
+  P->m = t->mask ? mq_tensor_data(mq_contiguous(S, t->mask)) : NULL;
+  P->nb = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] == 1) continue;
+    if (P->nb && P->bred[P->nb - 1] == red[d]) {
+      P->bsize[P->nb - 1] *= t->shape[d];
+    } else {
+      P->bsize[P->nb] = t->shape[d];
+      P->bred[P->nb++] = red[d];
+    }
+  }
+  if (P->nb == 0) { /* one element: a kept block of 1 */
+    P->bsize[0] = 1;
+    P->bred[0] = false;
+    P->nb = 1;
+  }
+}
+
+/* A walk over the rows of the merged blocks: row r of [s] entries folds
+ * into slot o(r) (last block reduced) or into slots o(r) .. o(r) + s - 1. */
+typedef struct walk_ctx {
+  const mq_red_plan *P;
+  const mq_red_kernel *k;
+  void *acc;
+  int64_t *cnt; /* count valid entries here (fused kernels only), or NULL */
+  const char *x;
+  size_t es;
+  const uint8_t *m;
+  int nb;
+  bool last_red;
+  int64_t s, rows, ostr[MQ_MAX_DIMS];
+  int64_t cgroup; /* columns a thread claims at a time (a multiple of 64) */
+  /* rows of slots in groups of rb rows: group g > 0 folds into its own
+   * slots at gacc + (g - 1) * slots (and counts at gcnt likewise) */
+  int64_t rb, slots, ngroups;
+  char *gacc, *ident;
+  int64_t *gcnt;
+  /* one long row split into pieces: its start, partials and counts */
+  int64_t np;
+  const char *row_x;
+  const uint8_t *row_m;
+  char *parts;
+  int64_t *pcnt;
+} walk_ctx;
+
+/* Folds rows [r0, r1), and of each the entries [c0, c1) when the last
+ * block is kept (the whole row when it is reduced; c1 - c0 <= TILE
+ * then); polls S for interrupts unless S is NULL (a worker thread). */
+#define TILE 16384
+static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, int64_t c0,
+                      int64_t c1) {
+  const mq_red_plan *P = W->P;
+  const mq_red_kernel *k = W->k;
+  int nb = W->nb;
+  int64_t s = W->s, idx[MQ_MAX_DIMS], o = 0, rest = r0, polled = 0;
+  /* rows of slots count in 32 bits per tile, added to cnt whenever the
+   * rows move to other slots (and long before 32 bits could overflow) */
+  uint32_t tcnt[TILE];
+  int64_t pending = 0;
+  bool tiled = W->cnt && !W->last_red;
+  if (tiled) memset(tcnt, 0, (size_t)(c1 - c0) * sizeof *tcnt);
+  for (int b = nb - 2; b >= 0; b--) { /* the block indices of row r0 */
+    idx[b] = rest % P->bsize[b];
+    rest /= P->bsize[b];
+    o += idx[b] * W->ostr[b];
+  }
+  for (int64_t r = r0; r < r1; r++) {
+    const char *xr = W->x + (size_t)(r * s + c0) * W->es;
+    const uint8_t *mr = W->m ? W->m + r * s + c0 : NULL;
+    if (W->last_red) {
+      if (W->cnt) k->row_cnt(W->acc, W->cnt, o, xr, mr, s);
+      else k->row(W->acc, o, xr, mr, s);
+    } else {
+      void *a = (char *)W->acc + (size_t)(o + c0) * k->acc_size;
+      if (tiled) k->acc_row_cnt(a, tcnt, xr, mr, c1 - c0);
+      else k->acc_row(a, xr, mr, c1 - c0);
+    }
+    int64_t o0 = o;
+    for (int b = nb - 2; b >= 0; b--) {
+      if (++idx[b] < P->bsize[b]) {
+        o += W->ostr[b];
+        break;
+      }
+      o -= W->ostr[b] * (P->bsize[b] - 1);
+      idx[b] = 0;
+    }
+    if (tiled && (o != o0 || r + 1 == r1 || ++pending == INT32_MAX)) {
+      for (int64_t i = 0; i < c1 - c0; i++) W->cnt[o0 + c0 + i] += tcnt[i];
+      memset(tcnt, 0, (size_t)(c1 - c0) * sizeof *tcnt);
+      pending = 0;
+    }
+    if (S && (polled += c1 - c0) >= MQ_POLL_ELEMS) {
+      polled = 0;
+      mq_check_interrupt(S);
+    }
+  }
+}
+
+/* Thread chunks: rows [lo, hi) (each its own output slot), column
+ * groups [lo, hi) of every row, or pieces [lo, hi) of one long row. */
+static void range_rows(void *ctx, int64_t lo, int64_t hi, int t) {
+  walk_rows(NULL, ctx, lo, hi, 0, ((const walk_ctx *)ctx)->s);
+}
+/* Columns [c0, c1) of every row (rows of slots: the last block is kept),
+ * in tiles of TILE columns, for the 32-bit counters on the stack. Tiles
+ * are wide: a narrow one (slots kept in L1) reads each row in pieces on
+ * pages of their own, which costs far more in TLB and prefetch misses
+ * than it saves (measured: 2x slower at 1024 columns). */
+static void walk_cols(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  for (int64_t t = c0; t < c1; t += TILE) walk_rows(S, W, r0, r1, t, c1 - t > TILE ? t + TILE : c1);
+}
+static void range_cols(void *ctx, int64_t lo, int64_t hi, int t) {
+  const walk_ctx *W = ctx;
+  int64_t c1 = hi * W->cgroup < W->s ? hi * W->cgroup : W->s;
+  walk_cols(NULL, W, 0, W->rows, lo * W->cgroup, c1);
+}
+static void range_groups(void *ctx, int64_t lo, int64_t hi, int t) {
+  const walk_ctx *W = ctx;
+  for (int64_t g = lo; g < hi; g++) {
+    walk_ctx G = *W;
+    if (g > 0) { /* its own slots, from the identity */
+      size_t ab = (size_t)W->slots * W->k->acc_size;
+      G.acc = W->gacc + (size_t)(g - 1) * ab;
+      memcpy(G.acc, W->ident, ab);
+      G.cnt = W->gcnt ? W->gcnt + (g - 1) * W->slots : NULL;
+      if (G.cnt) memset(G.cnt, 0, (size_t)W->slots * sizeof *G.cnt);
+    }
+    int64_t r0 = g * W->rb, r1 = W->rows - r0 < W->rb ? W->rows : r0 + W->rb;
+    walk_cols(NULL, &G, r0, r1, 0, W->s);
+  }
+}
+/* Slots [lo, hi): the groups' slots and counts folded in group order. */
+static void range_combine(void *ctx, int64_t lo, int64_t hi, int t) {
+  const walk_ctx *W = ctx;
+  size_t as = W->k->acc_size;
+  for (int64_t g = 1; g < W->ngroups; g++) {
+    W->k->combine((char *)W->acc + (size_t)lo * as, W->gacc + (size_t)((g - 1) * W->slots + lo) * as,
+                  hi - lo);
+    if (W->cnt)
+      for (int64_t i = lo; i < hi; i++) W->cnt[i] += W->gcnt[(g - 1) * W->slots + i];
+  }
+}
+static void range_pieces(void *ctx, int64_t lo, int64_t hi, int t) {
+  const walk_ctx *W = ctx;
+  const mq_red_kernel *k = W->k;
+  for (int64_t p = lo; p < hi; p++) {
+    int64_t off = p * MQ_RED_PIECE;
+    W->pcnt[p] = 0;
+    k->piece(W->parts + (size_t)p * k->acc_size, &W->pcnt[p], W->row_x + (size_t)off * W->es,
+             W->row_m ? W->row_m + off : NULL, mq_red_piece_len(W->s, p));
+  }
+}
+
+/* Rows of slots, large enough to split, fold in groups of whole rows:
+ * every thread then reads long contiguous runs, as the other reductions
+ * do, and keeps its own slots (in cache, for a few thousand). The groups
+ * are fixed by the sizes alone (at most ROW_GROUPS of at least
+ * MIN_GROUP_ROWS rows), each starts from the identity and they combine
+ * in order afterwards, so one thread gives the same result as eight.
+ * Only for up to GROUP_SLOTS slots: each group has its own. */
+#define ROW_GROUPS 8
+#define MIN_GROUP_ROWS 16
+#define GROUP_SLOTS ((int64_t)1 << 16)
+static void fold_groups(mq_state *S, walk_ctx *W, int nt) {
+  const mq_red_kernel *k = W->k;
+  int64_t ng = W->rows / MIN_GROUP_ROWS < ROW_GROUPS ? W->rows / MIN_GROUP_ROWS : ROW_GROUPS;
+  W->rb = (W->rows + ng - 1) / ng;
+  ng = (W->rows + W->rb - 1) / W->rb;
+  W->ngroups = ng;
+  W->slots = W->P->on;
+  size_t ab = (size_t)W->slots * k->acc_size;
+  /* group 0 folds into W->acc itself; the others copy the identity first
+   * (each on its own thread), and all are combined slot range by slot
+   * range, in group order */
+  W->ident = mq_scratch(S, ab);
+  memcpy(W->ident, W->acc, ab);
+  W->gacc = mq_scratch(S, (size_t)(ng - 1) * ab);
+  W->gcnt = W->cnt ? mq_scratch(S, (size_t)((ng - 1) * W->slots) * sizeof *W->cnt) : NULL;
+  mq_parallel_for(S, nt, ng, 1, range_groups, W);
+  mq_parallel_for(S, nt, W->slots, MQ_PAR_GRAIN / ng, range_combine, W);
+}
+
+/* Folds contiguous [x] (elements of es bytes, mask m or NULL) into acc,
+ * counting valid entries into [cnt] if it is not NULL (then the kernel
+ * must have row_cnt and acc_row_cnt). Large inputs run on threads; the
+ * result is the same either way. */
+static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc,
+                 int64_t *cnt, const char *x, size_t es, const uint8_t *m) {
+  if (P->t->numel == 0) return;
+  walk_ctx W = {.P = P, .k = k, .acc = acc, .cnt = cnt, .x = x, .es = es, .m = m, .nb = P->nb};
+  int nb = P->nb;
+  W.s = P->bsize[nb - 1];
+  W.last_red = P->bred[nb - 1];
+  W.rows = 1;
+  int64_t os = W.last_red ? 1 : W.s;
+  for (int b = nb - 2; b >= 0; b--) {
+    W.ostr[b] = P->bred[b] ? 0 : os;
+    if (!P->bred[b]) os *= P->bsize[b];
+    W.rows *= P->bsize[b];
+  }
+  int nt = mq_threads_for(S, W.rows * W.s);
+  if (nt > 1 && W.last_red && k->piece && W.rows < 2 * nt && W.s >= 2 * MQ_RED_PIECE) {
+    /* a few long rows: each split into pieces, computed in parallel and
+     * merged in order, exactly as row_cnt would */
+    W.np = mq_red_piece_count(W.s);
+    W.parts = mq_scratch(S, (size_t)W.np * k->acc_size);
+    W.pcnt = mq_scratch(S, (size_t)W.np * sizeof *W.pcnt);
+    for (int64_t r = 0; r < W.rows; r++) {
+      int64_t rest = r, o = 0;
+      for (int b = nb - 2; b >= 0; b--) {
+        o += (rest % P->bsize[b]) * W.ostr[b];
+        rest /= P->bsize[b];
+      }
+      W.row_x = x + (size_t)(r * W.s) * es;
+      W.row_m = m ? m + r * W.s : NULL;
+      mq_parallel_for(S, mq_threads_for(S, W.s), W.np, MQ_PAR_GRAIN / MQ_RED_PIECE, range_pieces, &W);
+      k->merge(acc, o, W.parts, W.np);
+      if (cnt && m) {
+        int64_t c = 0;
+        for (int64_t p = 0; p < W.np; p++) c += W.pcnt[p];
+        cnt[o] += c;
+      }
+    }
+    return;
+  }
+  if (nt > 1 && W.last_red && nb <= 2 && W.rows >= nt) { /* row r folds into slot r */
+    mq_parallel_for(S, nt, W.rows, W.s >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / W.s, range_rows, &W);
+    return;
+  }
+  if (!W.last_red && k->combine && W.rows * W.s >= MQ_PAR_MIN_ELEMS && W.rows >= 2 * MIN_GROUP_ROWS &&
+      (int64_t)P->on <= GROUP_SLOTS) {
+    fold_groups(S, &W, nt);
+    return;
+  }
+  if (nt > 1 && !W.last_red && W.s >= 64 * nt) { /* disjoint slots per column group */
+    /* two groups a thread, so one held up by another process can be
+     * made up for; not more: a thread then reads shorter runs of each row,
+     * which the prefetchers follow badly (measured on 1000x10000: groups
+     * of 640 columns made two threads no faster than one) */
+    int64_t g = (W.s + 2 * nt - 1) / (2 * nt);
+    W.cgroup = (g + 63) / 64 * 64;
+    mq_parallel_for(S, nt, (W.s + W.cgroup - 1) / W.cgroup, 1, range_cols, &W);
+    return;
+  }
+  if (W.last_red) walk_rows(S, &W, 0, W.rows, 0, W.s);
+  else walk_cols(S, &W, 0, W.rows, 0, W.s);
+}
+
+void mq_red_fold(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc) {
+  walk(S, P, k, acc, NULL, P->x, P->es, P->m);
+}
+
+int64_t *mq_red_fold_count(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc) {
+  if (!P->m) {
+    walk(S, P, k, acc, NULL, P->x, P->es, NULL);
+    return NULL;
+  }
+  if (!k->row_cnt || !k->acc_row_cnt) {
+    walk(S, P, k, acc, NULL, P->x, P->es, P->m);
+    return mq_red_counts(S, P);
+  }
+  int64_t *count = mq_red_acc(S, P, sizeof *count);
+  memset(count, 0, (size_t)(P->on ? P->on : 1) * sizeof *count);
+  walk(S, P, k, acc, count, P->x, P->es, P->m);
+  return count;
+}
+
+void *mq_red_acc(mq_state *S, const mq_red_plan *P, size_t size) {
+  return mq_scratch(S, (size_t)(P->on ? P->on : 1) * size);
+}
+
+int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P) {
+  if (!P->m) return NULL;
+  int64_t *count = mq_red_acc(S, P, sizeof *count);
+  memset(count, 0, (size_t)P->on * sizeof *count);
+  walk(S, P, mq_red_kernels[MQ_RED_SUM][MQ_DT_BOOL], count, NULL, (const char *)P->m, 1, NULL);
+  return count;
+}
+
+void mq_red_set_mask(mq_state *S, const mq_red_plan *P, mq_tensor *out, const int64_t *count) {
+  if (!count) return;
+  mq_tensor *mask = mq_tensor_new(S, MQ_DT_BOOL, P->ond, P->oshape);
+  uint8_t *mv = mq_tensor_data(mask);
+  for (int64_t i = 0; i < P->on; i++) mv[i] = count[i] > 0;
+  mq_tensor_set_mask(S, out, mask);
+}
