@@ -28,15 +28,17 @@ WARN     = -Wall -Wextra -Wformat=2 -Werror -Wshadow -Wstrict-prototypes -Wno-un
 # Never -ffast-math.
 BASEFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fno-math-errno -fvisibility=hidden -pthread $(WARN)
 OPT     ?= -O2 -g
-INC      = -Iinclude -Ivm -I$(GEN) -Ilexer -Iparser
+INC      = -Iinclude -I$(GEN) -Ilexer -Iparser
 LIBS     = -lm -lz -pthread
 CLI_LIBS = -lreadline
 
 B        = build
 GEN      = $(B)/gen
 
-LIB_SRC  = $(wildcard vm/*.c) $(wildcard runtime/*.c) $(wildcard stdlib/*.c) \
-           $(wildcard parser/*.c)
+# The library's folders, one layer each (docs/HACKING.md; tools/layercheck
+# checks that calls and includes only go down).
+LAYERS   = core runtime vm parser stdlib api
+LIB_SRC  = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 GEN_SRC  = $(GEN)/lexer.c $(GEN)/parser.c
 CLI_SRC  = $(wildcard cli/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
@@ -68,7 +70,7 @@ $(GEN)/lexer.c: lexer/lexer.re $(GEN)/parser.h
 	@mkdir -p $(GEN)
 	$(RE2C) -W -Werror --no-generation-date --no-version -i -o $@ $<
 
-HDRS = $(wildcard include/*.h vm/*.h runtime/*.h stdlib/*.h parser/*.h lexer/*.h) $(GEN)/parser.h
+HDRS = $(wildcard include/*.h lexer/*.h $(foreach d,$(LAYERS),$(d)/*.h)) $(GEN)/parser.h
 
 # --- normal build -------------------------------------------------------------
 # One set of objects serves both libraries, so they are position independent.
@@ -279,12 +281,12 @@ $(FUZZ_DIR)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c tests/fuzz/fuzz.h inclu
 	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< tests/fuzz/replay.c $(ASAN_DIR)/libmasq.a $(LIBS)
 
 # The language's dictionary: its syntax (committed), every keyword from
-# vm/keywords.h and every builtin name from `masq --builtins`, so it
+# lexer/keywords.h and every builtin name from `masq --builtins`, so it
 # follows the language without anyone editing it.
-$(FUZZ_DIR)/masq.dict: tests/fuzz/masq.dict vm/keywords.h $(B)/masq
+$(FUZZ_DIR)/masq.dict: tests/fuzz/masq.dict lexer/keywords.h $(B)/masq
 	@mkdir -p $(dir $@)
 	{ cat tests/fuzz/masq.dict; \
-	  sed -n 's/^ *X("\([a-z_]*\)".*/"\1"/p' vm/keywords.h; \
+	  sed -n 's/^ *X("\([a-z_]*\)".*/"\1"/p' lexer/keywords.h; \
 	  $(B)/masq --builtins | sed -n 's/^- `\([A-Za-z_0-9]*\).*/"\1"/p'; \
 	  $(B)/masq --builtins | sed -n 's/^Constants://p' | tr ',' '\n' | sed -n 's/.*`\(.*\)`.*/"\1"/p'; \
 	} > $@.tmp && mv $@.tmp $@

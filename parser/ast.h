@@ -8,7 +8,7 @@
 #ifndef MQ_AST_H
 #define MQ_AST_H
 
-#include "../vm/state.h"
+#include "../core/state.h"
 
 /*  kind            fields                 children                              */
 #define MQ_NODE_KINDS(X)                                                          \

@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-#include "../runtime/fuse.h"
+#include "../vm/fuse.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "../vm/globals.h"

@@ -2,8 +2,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../vm/checked.h"
-#include "../vm/range.h"
+#include "../core/checked.h"
+#include "../core/range.h"
 #include "iter.h"
 #include "kernels.h"
 

@@ -18,7 +18,7 @@
 #ifndef MQ_TENSOR_H
 #define MQ_TENSOR_H
 
-#include "../vm/state.h"
+#include "../core/state.h"
 
 /* Promotion order is the enum order: bool < int64 < float32 < float64. */
 #define MQ_DTYPES(X)                                                           \

@@ -3,8 +3,8 @@
 #include <stdio.h>
 
 #include "../runtime/shape.h"
-#include "../vm/checked.h"
-#include "../vm/range.h"
+#include "../core/checked.h"
+#include "../core/range.h"
 #include "format.h"
 #include "stdlib.h"
 

@@ -17,7 +17,7 @@
 #define MQ_STDLIB_H
 
 #include "../runtime/tensor.h"
-#include "../vm/state.h"
+#include "../core/state.h"
 
 /* Returns a borrowed or pool-owned value (the VM retains what it keeps). */
 typedef mq_value (*mq_cfn)(mq_state *S, mq_value *args);

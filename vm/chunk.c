@@ -2,7 +2,7 @@
 #include "chunk.h"
 
 #include "../parser/ast.h"
-#include "gc.h"
+#include "../core/gc.h"
 
 mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src) {
   mq_function *f = mq_gc_alloc(S, sizeof *f);

@@ -3,9 +3,9 @@
 #ifndef MQ_CHUNK_H
 #define MQ_CHUNK_H
 
-#include "diag.h"
+#include "../core/diag.h"
 #include "opcodes.h"
-#include "state.h"
+#include "../core/state.h"
 
 typedef struct mq_function {
   mq_obj hdr;

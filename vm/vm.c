@@ -12,13 +12,13 @@
 #include <math.h>
 
 #include "../parser/ast.h"
-#include "../runtime/fuse.h"
+#include "fuse.h"
 #include "../runtime/intmath.h"
 #include "../runtime/shape.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "globals.h"
-#include "range.h"
+#include "../core/range.h"
 
 /* --- stack and frames ------------------------------------------------------ */
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ast.h"
-#include "diag.h"
-#include "keywords.h"
+#include "../../parser/ast.h"
+#include "../../core/diag.h"
+#include "../../lexer/keywords.h"
 
 static int passed, failed;
 static mq_state *S;

@@ -8,7 +8,7 @@
  * crash inside a kernel. */
 #include "../runtime/kernels.h"
 #include "api_int.h"
-#include "checked.h"
+#include "../core/checked.h"
 
 _Static_assert(MASQ_BOOL == (int)MQ_DT_BOOL && MASQ_INT64 == (int)MQ_DT_I64 &&
                    MASQ_FLOAT32 == (int)MQ_DT_F32 && MASQ_FLOAT64 == (int)MQ_DT_F64,

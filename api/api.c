@@ -13,12 +13,12 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "api_int.h"
-#include "chunk.h"
-#include "diag.h"
-#include "gc.h"
-#include "globals.h"
-#include "keywords.h"
-#include "vm.h"
+#include "../vm/chunk.h"
+#include "../core/diag.h"
+#include "../core/gc.h"
+#include "../vm/globals.h"
+#include "../lexer/keywords.h"
+#include "../vm/vm.h"
 
 static void *default_alloc(void *ud, void *p, size_t osize, size_t nsize) {
   (void)ud;

@@ -32,7 +32,7 @@
  */
 #include "gc.h"
 
-#include "chunk.h"
+#include "../vm/chunk.h"
 
 enum { MQ_GC_YOUNG = 1000 };
 

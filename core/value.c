@@ -8,7 +8,7 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "checked.h"
-#include "chunk.h"
+#include "../vm/chunk.h"
 #include "gc.h"
 #include "range.h"
 #include "state.h"

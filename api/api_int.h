@@ -11,7 +11,7 @@
 #ifndef MQ_API_INT_H
 #define MQ_API_INT_H
 
-#include "state.h"
+#include "../core/state.h"
 
 /* One tensor the host holds [refs] references to; each is also one
  * reference in the tensor's own count. */

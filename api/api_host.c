@@ -8,10 +8,10 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "api_int.h"
-#include "gc.h"
-#include "globals.h"
-#include "keywords.h"
-#include "vm.h"
+#include "../core/gc.h"
+#include "../vm/globals.h"
+#include "../lexer/keywords.h"
+#include "../vm/vm.h"
 
 /* --- values as the host sees them --------------------------------------------------- */
 
