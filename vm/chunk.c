@@ -1,7 +1,6 @@
 /* chunk.c - building and listing bytecode. */
 #include "chunk.h"
 
-#include "../parser/ast.h"
 #include "../core/gc.h"
 
 mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src) {

@@ -71,4 +71,19 @@ enum {
   MQ_IXB_SLICE = 8     /* | 1 start, | 2 stop, | 4 step: those values present */
 };
 
+/* The binary operators: the operand of BINARY, and what the parser records
+ * in a BINARY node's op. */
+#define MQ_BINOP_TOKENS(X)                                                     \
+  X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(FLOORDIV, "//")           \
+  X(MOD, "%") X(POW, "**") X(MATMUL, "@")                                      \
+  X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") X(EQ, "==") X(NE, "!=")        \
+  X(BAND, "&") X(BOR, "|") X(BXOR, "^")
+
+typedef enum mq_binop_token {
+#define X(n, s) MQ_TOK_##n,
+  MQ_BINOP_TOKENS(X)
+#undef X
+  MQ_TOK__COUNT
+} mq_binop_token;
+
 #endif

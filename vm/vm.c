@@ -11,7 +11,6 @@
 
 #include <math.h>
 
-#include "../parser/ast.h"
 #include "fuse.h"
 #include "../runtime/intmath.h"
 #include "../runtime/shape.h"
