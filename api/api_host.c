@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "../runtime/tensor.h"
-#include "../stdlib/stdlib.h"
+#include "../vm/builtin.h"
 #include "api_int.h"
 #include "../core/gc.h"
 #include "../vm/globals.h"
@@ -396,7 +396,7 @@ static void register_protected(mq_state *S, void *ud) {
   if (!job->fn) mq_throw(S, MASQ_ERR_USAGE, "masq_register: fn is NULL");
   bool bare = check_signature(S, job->sig);
   mq_host_get(S); /* masq_errorf() writes here; it cannot allocate */
-  int index = mq_stdlib_new_entry(S);
+  int index = mq_builtin_new_entry(S);
   struct mq_hostfn *h = mq_calloc(S, sizeof *h);
   S->builtins[index].host = h; /* owned by the entry from now on, whatever fails */
   h->fn = job->fn;
@@ -407,7 +407,7 @@ static void register_protected(mq_state *S, void *ud) {
   snprintf(h->sig, n, bare ? "%s(*args)" : "%s", job->sig);
   h->doc = mq_strdup(S, job->doc ? job->doc : "");
   h->def = (mq_libfn){h->sig, NULL, h->doc};
-  mq_stdlib_bind(S, index, &h->def);
+  mq_builtin_bind(S, index, &h->def);
 }
 
 masq_status masq_register(masq_state *M, const char *signature, masq_cfunction fn, void *ud,

@@ -87,4 +87,14 @@ MQ_INTERNAL void mq_handle_check(mq_state *S, const void *t, const char *fn, con
  * the embedding state. */
 MQ_INTERNAL void mq_host_free(mq_state *S);
 
+/* The calls up the VM makes (core/state.h's hooks, set by masq_open). */
+struct mq_builtin;
+/* Runs host function [b] with its bound [args], the way def->fn would;
+ * frees one when its builtin entry goes (api_host.c). */
+MQ_INTERNAL mq_value mq_host_call(mq_state *S, const struct mq_builtin *b, mq_value *args);
+MQ_INTERNAL void mq_hostfn_free(mq_state *S, struct mq_hostfn *h);
+/* Runs the file at [path] (relative to the directory of [from]) once per
+ * state: the `import` statement (api.c, next to eval). */
+MQ_INTERNAL void mq_import(mq_state *S, const char *path, const struct mq_source *from);
+
 #endif

@@ -10,7 +10,7 @@
 
 #include "../vm/fuse.h"
 #include "../runtime/tensor.h"
-#include "../stdlib/stdlib.h"
+#include "../vm/builtin.h"
 #include "../vm/globals.h"
 
 /* Bookkeeping below lives in scratch memory (the pool), so an error that

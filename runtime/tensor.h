@@ -301,7 +301,10 @@ MQ_INTERNAL void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bo
 /* "float32 tensor (2, 3), masked" for :vars. */
 MQ_INTERNAL void mq_tensor_summary(mq_state *S, mq_buf *b, const mq_tensor *t);
 
-/* Frees a tensor whose refcount reached zero (called by mq_obj_free). */
+/* Frees a tensor whose refcount reached zero (its kind's free). */
 MQ_INTERNAL void mq_tensor_free(mq_state *S, mq_tensor *t);
+/* Sets the hooks of the tensor object kind (core/value.h): freeing,
+ * printing, and truthiness (one valid element, non-zero). */
+MQ_INTERNAL void mq_tensor_init_kind(mq_state *S);
 
 #endif

@@ -10,7 +10,7 @@
  * split across threads by whole blocks (runtime/parallel.h). */
 #include "fuse.h"
 
-#include "../stdlib/stdlib.h"
+#include "builtin.h"
 #include "chunk.h"
 #include "../runtime/ewise.h"
 #include "../runtime/parallel.h"
