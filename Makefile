@@ -1,8 +1,10 @@
 # masq - build, test and install.
 #
 #   make            build/masq, build/libmasq.a and build/libmasq.so
-#   make test       unit + API + golden + REPL + install tests, then again
-#                   under ASan+UBSan
+#   make test       unit + API + golden + REPL + install tests and the layer
+#                   check, then again under ASan+UBSan
+#   make layers     check that the source folders call and include only the
+#                   layers below them (tools/layercheck; part of make test)
 #   make demo       build and run the tour (examples/tour.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
 #                   libraries, masq.pc and the man page masq(1)
@@ -61,7 +63,7 @@ VERSION := $(shell sed -n 's/^\#define MASQ_VERSION_STRING "\(.*\)"/\1/p' includ
 SONAME   = libmasq.so.$(firstword $(subst ., ,$(VERSION)))
 SHLIB    = libmasq.so.$(VERSION)
 
-.PHONY: all test unit golden repl-test asan-test demo clean install uninstall
+.PHONY: all test unit golden repl-test asan-test demo clean install uninstall layers
 all: $(B)/masq $(B)/libmasq.a $(B)/libmasq.so $(B)/$(SONAME)
 
 # --- generated front end ----------------------------------------------------
@@ -164,6 +166,7 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@sh tests/run_units.sh $(B) api | tee -a $(B)/results
 	@sh tests/api/example_test.sh $(B) | tee -a $(B)/results
 	@CC="$(CC)" sh tests/api/install_test.sh $(B) | tee -a $(B)/results
+	@python3 tools/layercheck $(B)/obj | tee -a $(B)/results
 	@sh tests/run.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/repl_test.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/cli_test.sh $(B)/masq | tee -a $(B)/results
@@ -180,6 +183,11 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@ASAN_OPTIONS=detect_leaks=1 sh tools/conformance/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@$(MAKE) --no-print-directory fuzz-test
 	@sh tests/summary.sh $(B)/results
+
+# The folders are one-way layers (docs/HACKING.md): tools/layercheck reads
+# the objects' symbols and the sources' includes and fails on an upward edge.
+layers: $(B)/libmasq.a
+	@python3 tools/layercheck $(B)/obj
 
 # The new user's first command: install what is missing, build, take the tour.
 demo:
