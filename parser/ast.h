@@ -76,7 +76,7 @@ MQ_INTERNAL void mq_node_dump(mq_state *S, mq_buf *b, const mq_node *n, int dept
 
 /* --- parsing ------------------------------------------------------------ */
 
-/* One source text kept alive for diagnostics (vm/diag.h owns the type). */
+/* One source text kept alive for diagnostics (core/diag.h owns the type). */
 struct mq_source;
 
 typedef enum mq_parse_status {

@@ -440,7 +440,7 @@ static MQ_NOINLINE void index_rest(compiler *C, const mq_node *n) {
   for (int i = 0; i < nitems; i++) emit(C, kinds[i], n->span);
 }
 
-/* --- fused elementwise expressions (runtime/fuse.h) ------------------------ */
+/* --- fused elementwise expressions (vm/fuse.h) ---------------------------- */
 
 typedef struct fuse_prog {
   int nleaves, nops;

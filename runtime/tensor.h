@@ -10,7 +10,7 @@
  * Tensors are values: no operation here changes a tensor it was given.
  *
  * Ownership: every function returning mq_tensor* returns a tensor owned by
- * the state's pool (vm/state.h): valid until the current operation ends,
+ * the state's pool (core/state.h): valid until the current operation ends,
  * retained by whoever keeps it. It may also return one of its arguments
  * unchanged (e.g. contiguous() of a contiguous tensor); that is fine because
  * the caller retains whatever it keeps. Errors are raised with mq_error().
