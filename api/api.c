@@ -6,19 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../core/diag.h"
+#include "../core/gc.h"
+#include "../lexer/keywords.h"
 #include "../parser/ast.h"
 #include "../parser/compiler.h"
 #include "../runtime/npy.h"
 #include "../runtime/parallel.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
-#include "api_int.h"
 #include "../vm/chunk.h"
-#include "../core/diag.h"
-#include "../core/gc.h"
 #include "../vm/globals.h"
-#include "../lexer/keywords.h"
 #include "../vm/vm.h"
+#include "api_int.h"
 
 static void *default_alloc(void *ud, void *p, size_t osize, size_t nsize) {
   (void)ud;

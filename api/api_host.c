@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../core/gc.h"
+#include "../lexer/keywords.h"
 #include "../runtime/tensor.h"
 #include "../vm/builtin.h"
-#include "api_int.h"
-#include "../core/gc.h"
 #include "../vm/globals.h"
-#include "../lexer/keywords.h"
 #include "../vm/vm.h"
+#include "api_int.h"
 
 /* --- values as the host sees them --------------------------------------------------- */
 

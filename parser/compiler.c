@@ -8,9 +8,9 @@
 
 #include <math.h>
 
-#include "../vm/fuse.h"
 #include "../runtime/tensor.h"
 #include "../vm/builtin.h"
+#include "../vm/fuse.h"
 #include "../vm/globals.h"
 
 /* Bookkeeping below lives in scratch memory (the pool), so an error that

@@ -2,9 +2,9 @@
  * lists, strings, formatting, assertions. */
 #include <stdio.h>
 
-#include "../runtime/shape.h"
 #include "../core/checked.h"
 #include "../core/range.h"
+#include "../runtime/shape.h"
 #include "format.h"
 #include "stdlib.h"
 

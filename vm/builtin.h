@@ -17,8 +17,8 @@
 #ifndef MQ_BUILTIN_H
 #define MQ_BUILTIN_H
 
-#include "../runtime/tensor.h"
 #include "../core/state.h"
+#include "../runtime/tensor.h"
 
 /* Returns a borrowed or pool-owned value (the VM retains what it keeps). */
 typedef mq_value (*mq_cfn)(mq_state *S, mq_value *args);

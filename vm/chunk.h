@@ -4,8 +4,8 @@
 #define MQ_CHUNK_H
 
 #include "../core/diag.h"
-#include "opcodes.h"
 #include "../core/state.h"
+#include "opcodes.h"
 
 typedef struct mq_function {
   mq_obj hdr;

@@ -11,13 +11,13 @@
 
 #include <math.h>
 
-#include "fuse.h"
+#include "../core/range.h"
 #include "../runtime/intmath.h"
 #include "../runtime/shape.h"
 #include "../runtime/tensor.h"
 #include "builtin.h"
+#include "fuse.h"
 #include "globals.h"
-#include "../core/range.h"
 
 /* --- stack and frames ------------------------------------------------------ */
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../parser/ast.h"
 #include "../../core/diag.h"
 #include "../../lexer/keywords.h"
+#include "../../parser/ast.h"
 
 static int passed, failed;
 static mq_state *S;
