@@ -314,7 +314,7 @@ void mq_hostfn_free(mq_state *S, struct mq_hostfn *h) {
 }
 
 /* A default the binder understands: none, true, false or a decimal number
- * (stdlib.c's parse_default reads it with strtoll or strtod, so no hex, inf
+ * (vm/builtin.c's parse_default reads it with strtoll or strtod, so no hex, inf
  * or nan). */
 static bool valid_default(const char *s, size_t n) {
   if ((n == 4 && !memcmp(s, "none", 4)) || (n == 4 && !memcmp(s, "true", 4)) ||
