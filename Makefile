@@ -1,9 +1,11 @@
 # masq - build, test and install.
 #
 #   make            build/masq, build/libmasq.a and build/libmasq.so
-#   make test       unit + API + golden + REPL + install tests, then again
-#                   under ASan+UBSan
+#   make test       unit + API + golden + REPL + install tests and the layer
+#                   check, then again under ASan+UBSan
 #   make unit, make golden [T=NAME]   the C unit tests, the golden scripts
+#   make layers     check that the source folders call and include only the
+#                   layers below them (tools/layercheck; part of make test)
 #   make demo       build and run the tour (examples/tour.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
 #                   libraries, masq.pc and the man page masq(1)
@@ -24,20 +26,25 @@ MANDIR       = $(PREFIX)/share/man
 PKGCONFIGDIR = $(LIBDIR)/pkgconfig
 LDCONFIG    ?= ldconfig
 
-WARN     = -Wall -Wextra -Wformat=2 -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+# -Wno-missing-field-initializers: a table row spells only the fields it
+# needs; the rest are zero (a builtin row's kind and op, vm/builtin.h).
+WARN     = -Wall -Wextra -Wformat=2 -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter \
+           -Wno-missing-field-initializers
 # -fno-math-errno lets expf/logf/sqrtf vectorize; it changes no IEEE result.
 # Never -ffast-math.
 BASEFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fno-math-errno -fvisibility=hidden -pthread $(WARN)
 OPT     ?= -O2 -g
-INC      = -Iinclude -Ivm -I$(GEN) -Ilexer -Iparser
+INC      = -Iinclude -I$(GEN) -Ilexer -Iparser
 LIBS     = -lm -lz -pthread
 CLI_LIBS = -lreadline
 
 B        = build
 GEN      = $(B)/gen
 
-LIB_SRC  = $(wildcard vm/*.c) $(wildcard runtime/*.c) $(wildcard stdlib/*.c) \
-           $(wildcard parser/*.c)
+# The library's folders, one layer each (docs/HACKING.md; tools/layercheck
+# checks that calls and includes only go down).
+LAYERS   = core runtime vm parser stdlib api
+LIB_SRC  = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 GEN_SRC  = $(GEN)/lexer.c $(GEN)/parser.c
 CLI_SRC  = $(wildcard cli/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
@@ -57,7 +64,7 @@ VERSION := $(shell sed -n 's/^\#define MASQ_VERSION_STRING "\(.*\)"/\1/p' includ
 SONAME   = libmasq.so.$(firstword $(subst ., ,$(VERSION)))
 SHLIB    = libmasq.so.$(VERSION)
 
-.PHONY: all test unit golden demo clean install uninstall
+.PHONY: all test unit golden demo clean install uninstall layers
 all: $(B)/masq $(B)/libmasq.a $(B)/libmasq.so $(B)/$(SONAME)
 
 # --- generated front end ----------------------------------------------------
@@ -69,7 +76,7 @@ $(GEN)/lexer.c: lexer/lexer.re $(GEN)/parser.h
 	@mkdir -p $(GEN)
 	$(RE2C) -W -Werror --no-generation-date --no-version -i -o $@ $<
 
-HDRS = $(wildcard include/*.h vm/*.h runtime/*.h stdlib/*.h parser/*.h lexer/*.h) $(GEN)/parser.h
+HDRS = $(wildcard include/*.h lexer/*.h $(foreach d,$(LAYERS),$(d)/*.h)) $(GEN)/parser.h
 
 # --- normal build -------------------------------------------------------------
 # One set of objects serves both libraries, so they are position independent.
@@ -160,6 +167,7 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@sh tests/run_units.sh $(B) api | tee -a $(B)/results
 	@sh tests/api/example_test.sh $(B) | tee -a $(B)/results
 	@CC="$(CC)" sh tests/api/install_test.sh $(B) | tee -a $(B)/results
+	@python3 tools/layercheck $(B)/obj | tee -a $(B)/results
 	@sh tests/run.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/repl_test.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/cli_test.sh $(B)/masq | tee -a $(B)/results
@@ -184,6 +192,11 @@ unit: $(UNITS)
 
 golden: $(B)/masq
 	@sh tests/run.sh $(B)/masq $(T)
+
+# The folders are one-way layers (docs/HACKING.md): tools/layercheck reads
+# the objects' symbols and the sources' includes and fails on an upward edge.
+layers: $(B)/libmasq.a
+	@python3 tools/layercheck $(B)/obj
 
 # The new user's first command: install what is missing, build, take the tour.
 demo:
@@ -288,12 +301,12 @@ $(FUZZ_DIR)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c tests/fuzz/fuzz.h inclu
 	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< tests/fuzz/replay.c $(ASAN_DIR)/libmasq.a $(LIBS)
 
 # The language's dictionary: its syntax (committed), every keyword from
-# vm/keywords.h and every builtin name from `masq --builtins`, so it
+# lexer/keywords.h and every builtin name from `masq --builtins`, so it
 # follows the language without anyone editing it.
-$(FUZZ_DIR)/masq.dict: tests/fuzz/masq.dict vm/keywords.h $(B)/masq
+$(FUZZ_DIR)/masq.dict: tests/fuzz/masq.dict lexer/keywords.h $(B)/masq
 	@mkdir -p $(dir $@)
 	{ cat tests/fuzz/masq.dict; \
-	  sed -n 's/^ *X("\([a-z_]*\)".*/"\1"/p' vm/keywords.h; \
+	  sed -n 's/^ *X("\([a-z_]*\)".*/"\1"/p' lexer/keywords.h; \
 	  $(B)/masq --builtins | sed -n 's/^- `\([A-Za-z_0-9]*\).*/"\1"/p'; \
 	  $(B)/masq --builtins | sed -n 's/^Constants://p' | tr ',' '\n' | sed -n 's/.*`\(.*\)`.*/"\1"/p'; \
 	} > $@.tmp && mv $@.tmp $@

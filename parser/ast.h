@@ -8,7 +8,9 @@
 #ifndef MQ_AST_H
 #define MQ_AST_H
 
-#include "../vm/state.h"
+#include "../core/arena.h"
+#include "../core/state.h"
+#include "../vm/opcodes.h"
 
 /*  kind            fields                 children                              */
 #define MQ_NODE_KINDS(X)                                                          \
@@ -53,20 +55,6 @@ typedef enum mq_node_kind {
   MQ_N__COUNT
 } mq_node_kind;
 
-/* Binary operators as the parser records them in node->op. */
-#define MQ_BINOP_TOKENS(X)                                                     \
-  X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(FLOORDIV, "//")           \
-  X(MOD, "%") X(POW, "**") X(MATMUL, "@")                                      \
-  X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") X(EQ, "==") X(NE, "!=")        \
-  X(BAND, "&") X(BOR, "|") X(BXOR, "^")
-
-typedef enum mq_binop_token {
-#define X(n, s) MQ_TOK_##n,
-  MQ_BINOP_TOKENS(X)
-#undef X
-  MQ_TOK__COUNT
-} mq_binop_token;
-
 typedef struct mq_node mq_node;
 struct mq_node {
   uint8_t kind; /* mq_node_kind */
@@ -79,17 +67,6 @@ struct mq_node {
   mq_node **kids;
 };
 
-/* A bump allocator for one parse. Chunks come from the state's allocator. */
-typedef struct mq_arena {
-  mq_state *S;
-  struct mq_arena_chunk *chunks;
-} mq_arena;
-
-MQ_INTERNAL void mq_arena_init(mq_arena *A, mq_state *S);
-MQ_INTERNAL void *mq_arena_alloc(mq_arena *A, size_t n);
-MQ_INTERNAL char *mq_arena_strndup(mq_arena *A, const char *s, size_t n);
-MQ_INTERNAL void mq_arena_free(mq_arena *A);
-
 MQ_INTERNAL mq_node *mq_node_new(mq_arena *A, mq_node_kind kind, mq_span span);
 /* Appends [kid] (may be NULL, kept as a NULL child) to [n]'s children. */
 MQ_INTERNAL void mq_node_add(mq_arena *A, mq_node *n, mq_node *kid);
@@ -99,7 +76,7 @@ MQ_INTERNAL void mq_node_dump(mq_state *S, mq_buf *b, const mq_node *n, int dept
 
 /* --- parsing ------------------------------------------------------------ */
 
-/* One source text kept alive for diagnostics (vm/diag.h owns the type). */
+/* One source text kept alive for diagnostics (core/diag.h owns the type). */
 struct mq_source;
 
 typedef enum mq_parse_status {

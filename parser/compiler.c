@@ -8,9 +8,9 @@
 
 #include <math.h>
 
-#include "../runtime/fuse.h"
 #include "../runtime/tensor.h"
-#include "../stdlib/stdlib.h"
+#include "../vm/builtin.h"
+#include "../vm/fuse.h"
 #include "../vm/globals.h"
 
 /* Bookkeeping below lives in scratch memory (the pool), so an error that
@@ -440,7 +440,7 @@ static MQ_NOINLINE void index_rest(compiler *C, const mq_node *n) {
   for (int i = 0; i < nitems; i++) emit(C, kinds[i], n->span);
 }
 
-/* --- fused elementwise expressions (runtime/fuse.h) ------------------------ */
+/* --- fused elementwise expressions (vm/fuse.h) ---------------------------- */
 
 typedef struct fuse_prog {
   int nleaves, nops;

@@ -50,8 +50,8 @@
 
 %code {
   #include <stdio.h>
-  #include "diag.h"
-  #include "lexer.h"
+  #include "../core/diag.h"
+  #include "../lexer/lexer.h"
 
   /* Spans of nonterminals: first symbol's start to the last one's end. An
    * empty rule gets an empty location at the end of the previous symbol. */

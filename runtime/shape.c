@@ -9,7 +9,7 @@
  * and the other a copy, but always with the same logical order. */
 #include "shape.h"
 
-#include "../vm/checked.h"
+#include "../core/checked.h"
 #include "kernels.h"
 
 /* --- helpers ------------------------------------------------------------- */

@@ -2,8 +2,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../vm/checked.h"
-#include "../vm/range.h"
+#include "../core/checked.h"
+#include "../core/range.h"
 #include "iter.h"
 #include "kernels.h"
 
@@ -104,6 +104,22 @@ void mq_tensor_free(mq_state *S, mq_tensor *t) {
     mq_free(S, st, sizeof *st);
   }
   mq_free(S, t, sizeof *t);
+}
+
+static void tensor_free(mq_state *S, mq_obj *o) { mq_tensor_free(S, (mq_tensor *)o); }
+static void tensor_format(mq_state *S, mq_buf *b, mq_obj *o) {
+  mq_tensor_format(S, b, (mq_tensor *)o, S->cfg.color);
+}
+static bool tensor_truthy(mq_state *S, mq_obj *o) {
+  mq_tensor *t = (mq_tensor *)o;
+  if (t->numel != 1)
+    mq_error(S, "the truth value of a tensor with %lld elements is ambiguous (use all() or any())",
+             (long long)t->numel);
+  return mq_tensor_item(S, t) != 0.0;
+}
+
+void mq_tensor_init_kind(mq_state *S) {
+  S->kinds[MQ_O_TENSOR] = (mq_kind){tensor_free, tensor_format, tensor_truthy, NULL, NULL};
 }
 
 /* --- creation ------------------------------------------------------------ */

@@ -10,7 +10,7 @@
  * Tensors are values: no operation here changes a tensor it was given.
  *
  * Ownership: every function returning mq_tensor* returns a tensor owned by
- * the state's pool (vm/state.h): valid until the current operation ends,
+ * the state's pool (core/state.h): valid until the current operation ends,
  * retained by whoever keeps it. It may also return one of its arguments
  * unchanged (e.g. contiguous() of a contiguous tensor); that is fine because
  * the caller retains whatever it keeps. Errors are raised with mq_error().
@@ -18,7 +18,7 @@
 #ifndef MQ_TENSOR_H
 #define MQ_TENSOR_H
 
-#include "../vm/state.h"
+#include "../core/state.h"
 
 /* Promotion order is the enum order: bool < int64 < float32 < float64. */
 #define MQ_DTYPES(X)                                                           \
@@ -302,7 +302,10 @@ MQ_INTERNAL void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bo
 /* "float32 tensor (2, 3), masked" for :vars. */
 MQ_INTERNAL void mq_tensor_summary(mq_state *S, mq_buf *b, const mq_tensor *t);
 
-/* Frees a tensor whose refcount reached zero (called by mq_obj_free). */
+/* Frees a tensor whose refcount reached zero (its kind's free). */
 MQ_INTERNAL void mq_tensor_free(mq_state *S, mq_tensor *t);
+/* Sets the hooks of the tensor object kind (core/value.h): freeing,
+ * printing, and truthiness (one valid element, non-zero). */
+MQ_INTERNAL void mq_tensor_init_kind(mq_state *S);
 
 #endif

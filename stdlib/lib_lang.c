@@ -2,9 +2,9 @@
  * lists, strings, formatting, assertions. */
 #include <stdio.h>
 
+#include "../core/checked.h"
+#include "../core/range.h"
 #include "../runtime/shape.h"
-#include "../vm/checked.h"
-#include "../vm/range.h"
 #include "format.h"
 #include "stdlib.h"
 

@@ -30,15 +30,6 @@
 UNARIES(X)
 #undef X
 
-int mq_builtin_unop(const mq_builtin *b) {
-  if (b->host || !b->def || b->nparams != 1 || b->rest >= 0) return -1;
-#define X(E)                                                                   \
-  if (b->def->fn == lib_un_##E) return MQ_UN_##E;
-  UNARIES(X)
-#undef X
-  return -1;
-}
-
 static mq_value lib_round(mq_state *S, mq_value *args) {
   int64_t d = mq_arg_int(S, args[1], "decimals");
   double prm[3] = {(double)d, NAN, NAN};
@@ -205,15 +196,6 @@ REDUCE_DT(amax, MQ_RED_AMAX)
 REDUCE_DT(amin, MQ_RED_AMIN)
 REDUCE_DT(logsumexp, MQ_RED_LOGSUMEXP)
 
-int mq_builtin_redop(const mq_builtin *b) {
-  if (b->host || !b->def) return -1;
-  if (b->def->fn == lib_sum) return MQ_RED_SUM;
-  if (b->def->fn == lib_mean) return MQ_RED_MEAN;
-  if (b->def->fn == lib_amax) return MQ_RED_AMAX;
-  if (b->def->fn == lib_amin) return MQ_RED_AMIN;
-  return -1;
-}
-
 /* (x, dim, correction, keepdim, unbiased, dtype, mask): unbiased=true is
  * torch's spelling of correction=1 */
 static mq_value var_std(mq_state *S, mq_value *args, bool std) {
@@ -303,7 +285,7 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 
 /* --- the table --------------------------------------------------------------------- */
 
-#define U(sig, E, doc) {sig, lib_un_##E, doc}
+#define U(sig, E, doc) {sig, lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E}
 #define B(sig, E, doc) {sig, lib_bin_##E, doc}
 
 const mq_libfn mq_lib_math[] = {
@@ -426,11 +408,15 @@ const mq_libfn mq_lib_math[] = {
     B("greater_equal(x, y)", GE, "x >= y (alias of ge)"),
 
     /* reductions: dim is none (everything), an int or a list of ints */
-    {"sum(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_sum, "sum of the valid entries"},
-    {"mean(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_mean, "mean of the valid entries"},
+    {"sum(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_sum, "sum of the valid entries",
+     MQ_BK_REDUCE, MQ_RED_SUM},
+    {"mean(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_mean, "mean of the valid entries",
+     MQ_BK_REDUCE, MQ_RED_MEAN},
     {"prod(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_prod, "product of the valid entries"},
-    {"amax(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_amax, "largest valid entry (NaN wins)"},
-    {"amin(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_amin, "smallest valid entry (NaN wins)"},
+    {"amax(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_amax, "largest valid entry (NaN wins)",
+     MQ_BK_REDUCE, MQ_RED_AMAX},
+    {"amin(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_amin, "smallest valid entry (NaN wins)",
+     MQ_BK_REDUCE, MQ_RED_AMIN},
     {"argmax(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_argmax,
      "int64 index of the largest valid entry (of the flattened tensor if dim is none)"},
     {"argmin(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_argmin,

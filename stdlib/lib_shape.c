@@ -1,7 +1,7 @@
 /* lib_shape.c - builtins for shapes and views, joining and splitting,
  * matmul and length masks: thin bindings of runtime/shape.h. */
+#include "../core/checked.h"
 #include "../runtime/shape.h"
-#include "../vm/checked.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

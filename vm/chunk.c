@@ -1,8 +1,7 @@
 /* chunk.c - building and listing bytecode. */
 #include "chunk.h"
 
-#include "../parser/ast.h"
-#include "gc.h"
+#include "../core/gc.h"
 
 mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src) {
   mq_function *f = mq_gc_alloc(S, sizeof *f);
@@ -51,6 +50,55 @@ void mq_closure_free(mq_state *S, mq_closure *c) {
   mq_gc_dealloc(S, c, closure_size(fn));
   mq_obj_release(S, &fn->hdr);
 }
+
+/* --- functions and closures as objects (core/value.h) ------------------------ */
+
+_Static_assert(sizeof(mq_gchead) % _Alignof(mq_closure) == 0 &&
+                   sizeof(mq_gchead) % _Alignof(mq_function) == 0,
+               "a container right after its head is aligned");
+
+static void function_free(mq_state *S, mq_obj *o) { mq_function_free(S, (mq_function *)o); }
+static void function_format(mq_state *S, mq_buf *b, mq_obj *o) {
+  mq_buf_printf(S, b, "<code %s>", ((mq_function *)o)->name);
+}
+static void function_traverse(mq_state *S, mq_obj *o, mq_visit fn) {
+  mq_function *f = (mq_function *)o;
+  for (int i = 0; i < f->nconsts; i++) fn(S, f->consts[i]);
+}
+static void function_clear(mq_state *S, mq_obj *o) {
+  mq_function *f = (mq_function *)o;
+  while (f->nconsts > 0) mq_release(S, f->consts[--f->nconsts]);
+}
+
+static void closure_free(mq_state *S, mq_obj *o) { mq_closure_free(S, (mq_closure *)o); }
+static void closure_format(mq_state *S, mq_buf *b, mq_obj *o) {
+  mq_buf_printf(S, b, "<function %s>", ((mq_closure *)o)->fn->name);
+}
+static void closure_traverse(mq_state *S, mq_obj *o, mq_visit fn) {
+  mq_closure *c = (mq_closure *)o;
+  if (!c->fn) return;
+  fn(S, mq_objv(c->fn));
+  for (int i = 0; i < c->fn->nupvals + c->fn->ndefaults; i++) fn(S, c->vals[i]);
+}
+/* Keeps the function: the closure's size depends on it. */
+static void closure_clear(mq_state *S, mq_obj *o) {
+  mq_closure *c = (mq_closure *)o;
+  if (!c->fn) return;
+  for (int i = 0; i < c->fn->nupvals + c->fn->ndefaults; i++) {
+    mq_value v = c->vals[i];
+    c->vals[i] = mq_none();
+    mq_release(S, v);
+  }
+}
+
+void mq_chunk_init_kinds(mq_state *S) {
+  S->kinds[MQ_O_FUNCTION] =
+      (mq_kind){function_free, function_format, NULL, function_traverse, function_clear};
+  S->kinds[MQ_O_CLOSURE] =
+      (mq_kind){closure_free, closure_format, NULL, closure_traverse, closure_clear};
+}
+
+/* --- bytecode ----------------------------------------------------------------- */
 
 void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span) {
   if (f->code_len == f->code_cap) {

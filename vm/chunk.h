@@ -3,9 +3,9 @@
 #ifndef MQ_CHUNK_H
 #define MQ_CHUNK_H
 
-#include "diag.h"
+#include "../core/diag.h"
+#include "../core/state.h"
 #include "opcodes.h"
-#include "state.h"
 
 typedef struct mq_function {
   mq_obj hdr;
@@ -37,18 +37,15 @@ typedef struct mq_closure {
   mq_value vals[]; /* fn->nupvals captures, then fn->ndefaults defaults */
 } mq_closure;
 
-/* A builtin as a value: an index into S->builtins. */
-typedef struct mq_builtin_obj {
-  mq_obj hdr;
-  int index;
-} mq_builtin_obj;
-
 /* A new function, owned by the pool like every new object. */
 MQ_INTERNAL mq_function *mq_function_new(mq_state *S, const char *name, const mq_source *src);
 MQ_INTERNAL void mq_function_free(mq_state *S, mq_function *f);
 /* A closure of [fn] with room for its captures and defaults (all none). */
 MQ_INTERNAL mq_closure *mq_closure_new(mq_state *S, mq_function *fn);
 MQ_INTERNAL void mq_closure_free(mq_state *S, mq_closure *c);
+/* Sets the hooks of the function and closure object kinds (freeing,
+ * printing, and what the cycle collector needs). */
+MQ_INTERNAL void mq_chunk_init_kinds(mq_state *S);
 MQ_INTERNAL void mq_chunk_emit(mq_state *S, mq_function *f, uint8_t byte, mq_span span);
 /* Adds [v] (retained) to the constants, reusing an equal number or string. */
 MQ_INTERNAL int mq_chunk_const(mq_state *S, mq_function *f, mq_value v);

@@ -3,7 +3,7 @@
 #ifndef MQ_GLOBALS_H
 #define MQ_GLOBALS_H
 
-#include "state.h"
+#include "../core/state.h"
 
 /* The slot of global [name], created (undefined) if new. */
 MQ_INTERNAL int mq_global_slot(mq_state *S, const char *name);

@@ -40,7 +40,7 @@
   OP(BITNOT, "", 0, "bitwise/logical not (~) of the top value")                     \
   OP(NOT, "", 0, "boolean `not` of the top value's truth")                          \
   OP(BINARY, "B", -1, "apply binary operator B (an mq_binop_token) to the top two") \
-  OP(FUSED, "KD", 0, "run fused program K (runtime/fuse.h): push its value and jump forward D, or do nothing") \
+  OP(FUSED, "KD", 0, "run fused program K (vm/fuse.h): push its value and jump forward D, or do nothing") \
   OP(LIST, "n", 0, "pop N values, push them as a list (N - 1 less on the stack)")   \
   OP(TENSORIZE, "", 0, "a nested list whose leaves are all numbers becomes a tensor") \
   OP(INDEX, "Ni", 0, "index: N item kinds follow as bytes; pops object and items")  \
@@ -70,5 +70,20 @@ enum {
   MQ_IXB_ELLIPSIS = 1, /* no value */
   MQ_IXB_SLICE = 8     /* | 1 start, | 2 stop, | 4 step: those values present */
 };
+
+/* The binary operators: the operand of BINARY, and what the parser records
+ * in a BINARY node's op. */
+#define MQ_BINOP_TOKENS(X)                                                     \
+  X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(FLOORDIV, "//")           \
+  X(MOD, "%") X(POW, "**") X(MATMUL, "@")                                      \
+  X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") X(EQ, "==") X(NE, "!=")        \
+  X(BAND, "&") X(BOR, "|") X(BXOR, "^")
+
+typedef enum mq_binop_token {
+#define X(n, s) MQ_TOK_##n,
+  MQ_BINOP_TOKENS(X)
+#undef X
+  MQ_TOK__COUNT
+} mq_binop_token;
 
 #endif

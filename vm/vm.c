@@ -11,14 +11,13 @@
 
 #include <math.h>
 
-#include "../parser/ast.h"
-#include "../runtime/fuse.h"
+#include "../core/range.h"
 #include "../runtime/intmath.h"
 #include "../runtime/shape.h"
 #include "../runtime/tensor.h"
-#include "../stdlib/stdlib.h"
+#include "builtin.h"
+#include "fuse.h"
 #include "globals.h"
-#include "range.h"
 
 /* --- stack and frames ------------------------------------------------------ */
 
@@ -774,7 +773,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         const mq_string *path = mq_as_string(consts[READ_U16()]);
         SAVE();
         int saved = S->stack_len;
-        mq_import(S, mq_string_cstr(S, path, "the import path"), fr->f->src);
+        S->hooks.import(S, mq_string_cstr(S, path, "the import path"), fr->f->src);
         LOAD_FRAME();
         sp = S->stack + saved;
         vmbreak;

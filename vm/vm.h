@@ -31,10 +31,6 @@ MQ_INTERNAL mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo);
  * innermost frame is S->nframes - 1). */
 MQ_INTERNAL bool mq_vm_error_span(mq_state *S, int level, const mq_source **src, mq_span *span);
 
-/* Runs the file at [path] (relative to the directory of [from]) once per
- * state: the `import` statement. Implemented in api.c, next to eval. */
-MQ_INTERNAL void mq_import(mq_state *S, const char *path, const mq_source *from);
-
 /* Releases the values and frames above the given depths after an error. */
 MQ_INTERNAL void mq_vm_unwind(mq_state *S, int stack_len, int nframes);
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ast.h"
-#include "diag.h"
-#include "keywords.h"
+#include "../../core/diag.h"
+#include "../../lexer/keywords.h"
+#include "../../parser/ast.h"
 
 static int passed, failed;
 static mq_state *S;
@@ -414,7 +414,7 @@ static void dump_format(void) {
   else passed++;
 }
 
-/* Every keyword the library knows (vm/keywords.h: names a host may not
+/* Every keyword the library knows (lexer/keywords.h: names a host may not
  * bind, :help KEYWORD) is one the lexer knows: alone, it never parses as a
  * name; and one name that is not a keyword does. */
 static void keywords(void) {
@@ -431,7 +431,7 @@ static void keywords(void) {
     bool is_name = r.status == MQ_PARSE_OK && strcmp(r.tree, name) == 0;
     bool keyword = mq_keyword_help(words[i], strlen(words[i])) != NULL;
     int line = __LINE__;
-    if (is_name == keyword) FAIL("'%s': the lexer and vm/keywords.h disagree", words[i]);
+    if (is_name == keyword) FAIL("'%s': the lexer and lexer/keywords.h disagree", words[i]);
     else passed++;
   }
 }

@@ -1842,7 +1842,7 @@ def write_fused(outdir, seed):
                 lines.append(f'report("fused#{n}", same_bits(y, {last}) + same_bits(z, y[1:]), y)')
                 n += 1
     head = [f"# fused: {n} cases drawn by tools/conformance/gen.py --seed {seed}; do not edit by hand.",
-            "# reference: the op-by-op form of each chain of tests/lang/*.masq, bitwise (runtime/fuse.h)",
+            "# reference: the op-by-op form of each chain of tests/lang/*.masq, bitwise (vm/fuse.h)",
             f"# cases: {n}", 'import "check.masq"',
             "SPECIALS = [nan, inf, -inf, 0.0, -0.0, 1.0, -1.0, 0.5]",
             "# specials first, then random values; every masked leaf shares one mask",

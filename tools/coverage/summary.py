@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 
-LIBRARY = ("vm", "runtime", "stdlib", "parser")
+LIBRARY = ("core", "runtime", "vm", "parser", "stdlib", "api")
 
 
 def gcov_summary(source, obj):

@@ -5,24 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../runtime/tensor.h"
-#include "../stdlib/stdlib.h"
 #include "checked.h"
-#include "chunk.h"
 #include "gc.h"
 #include "range.h"
 #include "state.h"
 
 void mq_obj_free(mq_state *S, mq_obj *o) {
-  switch ((mq_otype)o->type) {
-  case MQ_O_TENSOR: mq_tensor_free(S, (mq_tensor *)o); break;
-  case MQ_O_STRING: mq_free(S, o, sizeof(mq_string) + ((mq_string *)o)->len + 1); break;
-  case MQ_O_LIST:
-  case MQ_O_FUNCTION:
-  case MQ_O_CLOSURE: mq_gc_free(S, o); break;
-  case MQ_O_BUILTIN: mq_free(S, o, sizeof(mq_builtin_obj)); break;
-  case MQ_O_RANGE: mq_free(S, o, sizeof(mq_range)); break;
-  }
+  /* A container dies through the collector, which calls its kind's free. */
+  if (mq_gc_is_container(o->type)) mq_gc_free(S, o);
+  else S->kinds[o->type].free(S, o);
 }
 
 void mq_list_free(mq_state *S, mq_list *l) {
@@ -233,21 +224,7 @@ void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
   case MQ_FLOAT: format_float(S, b, v.as.f); return;
   case MQ_OBJ: break;
   }
-  switch ((mq_otype)v.as.o->type) {
-  case MQ_O_TENSOR: mq_tensor_format(S, b, mq_as_tensor(v), S->cfg.color); return;
-  case MQ_O_STRING: mq_buf_putn(S, b, mq_as_string(v)->chars, mq_as_string(v)->len); return;
-  case MQ_O_LIST: format_list(S, b, mq_as_list(v)); return;
-  case MQ_O_FUNCTION:
-    mq_buf_printf(S, b, "<code %s>", ((mq_function *)v.as.o)->name);
-    return;
-  case MQ_O_CLOSURE:
-    mq_buf_printf(S, b, "<function %s>", ((mq_closure *)v.as.o)->fn->name);
-    return;
-  case MQ_O_BUILTIN:
-    mq_buf_printf(S, b, "<builtin %s>", S->builtins[((mq_builtin_obj *)v.as.o)->index].name);
-    return;
-  case MQ_O_RANGE: mq_range_format(S, b, mq_as_range(v)); return;
-  }
+  S->kinds[v.as.o->type].format(S, b, v.as.o);
 }
 
 bool mq_value_truthy(mq_state *S, mq_value v) {
@@ -258,15 +235,40 @@ bool mq_value_truthy(mq_state *S, mq_value v) {
   case MQ_FLOAT: return v.as.f != 0.0;
   case MQ_OBJ: break;
   }
-  if (mq_is_tensor(v)) {
-    mq_tensor *t = mq_as_tensor(v);
-    if (t->numel != 1)
-      mq_error(S, "the truth value of a tensor with %lld elements is ambiguous (use all() or any())",
-               (long long)t->numel);
-    return mq_tensor_item(S, t) != 0.0;
-  }
-  if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len > 0;
-  if (mq_is_obj(v, MQ_O_STRING)) return mq_as_string(v)->len > 0;
-  if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len > 0;
-  return true;
+  const mq_kind *k = &S->kinds[v.as.o->type];
+  return k->truthy ? k->truthy(S, v.as.o) : true;
+}
+
+/* --- the kinds core defines ------------------------------------------------ */
+
+static void string_free(mq_state *S, mq_obj *o) {
+  mq_free(S, o, sizeof(mq_string) + ((mq_string *)o)->len + 1);
+}
+static void string_format(mq_state *S, mq_buf *b, mq_obj *o) {
+  mq_buf_putn(S, b, ((mq_string *)o)->chars, ((mq_string *)o)->len);
+}
+static bool string_truthy(mq_state *S, mq_obj *o) { return ((mq_string *)o)->len > 0; }
+
+static void list_free(mq_state *S, mq_obj *o) { mq_list_free(S, (mq_list *)o); }
+static void list_format(mq_state *S, mq_buf *b, mq_obj *o) { format_list(S, b, (mq_list *)o); }
+static bool list_truthy(mq_state *S, mq_obj *o) { return ((mq_list *)o)->len > 0; }
+static void list_traverse(mq_state *S, mq_obj *o, mq_visit fn) {
+  mq_list *l = (mq_list *)o;
+  for (int i = 0; i < l->len; i++) fn(S, l->items[i]);
+}
+static void list_clear(mq_state *S, mq_obj *o) {
+  mq_list *l = (mq_list *)o;
+  while (l->len > 0) mq_release(S, l->items[--l->len]);
+}
+
+static void range_free(mq_state *S, mq_obj *o) { mq_free(S, o, sizeof(mq_range)); }
+static void range_format(mq_state *S, mq_buf *b, mq_obj *o) {
+  mq_range_format(S, b, (mq_range *)o);
+}
+static bool range_truthy(mq_state *S, mq_obj *o) { return ((mq_range *)o)->len > 0; }
+
+void mq_value_init_kinds(mq_state *S) {
+  S->kinds[MQ_O_STRING] = (mq_kind){string_free, string_format, string_truthy, NULL, NULL};
+  S->kinds[MQ_O_LIST] = (mq_kind){list_free, list_format, list_truthy, list_traverse, list_clear};
+  S->kinds[MQ_O_RANGE] = (mq_kind){range_free, range_format, range_truthy, NULL, NULL};
 }

@@ -6,9 +6,9 @@
  * strides, alignment, handles) and answers MASQ_ERR_USAGE with a message:
  * C hosts get these wrong, and a masq_status is cheaper to debug than a
  * crash inside a kernel. */
+#include "../core/checked.h"
 #include "../runtime/kernels.h"
 #include "api_int.h"
-#include "checked.h"
 
 _Static_assert(MASQ_BOOL == (int)MQ_DT_BOOL && MASQ_INT64 == (int)MQ_DT_I64 &&
                    MASQ_FLOAT32 == (int)MQ_DT_F32 && MASQ_FLOAT64 == (int)MQ_DT_F64,

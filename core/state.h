@@ -65,7 +65,8 @@ typedef struct mq_undo {
   bool defined;
 } mq_undo;
 
-struct mq_source; /* vm/diag.h */
+struct mq_source; /* core/diag.h */
+struct mq_hostfn; /* api/api_int.h */
 
 /* Print options, as torch's set_printoptions: digits after the point,
  * the element count above which dims are summarized, the entries shown at
@@ -111,7 +112,7 @@ struct mq_state {
   mq_undo *undo;
   int undo_len, undo_cap, undo_base;
 
-  struct mq_builtin *builtins; /* stdlib table, bound at open */
+  struct mq_builtin *builtins; /* vm/builtin.h: bound at open by stdlib/ and api/ */
   int nbuiltins;
 
   /* The VM's value stack and call frames (vm/vm.c). */
@@ -143,7 +144,7 @@ struct mq_state {
     size_t n;
   } bigcache[MQ_BIGCACHE];
 
-  /* The cycle collector (vm/gc.c): containers made since the last
+  /* The cycle collector (core/gc.c): containers made since the last
    * collection (young) and those that survived one (old), as lists with a
    * sentinel head each; the old count at the last full collection; the
    * chain of containers waiting to be freed, and what is under way. */
@@ -154,7 +155,20 @@ struct mq_state {
     bool collecting, freeing;
   } gc;
 
-  /* Handles the host holds and the masq_errorf() message (vm/api_int.h);
+  /* How each object kind is freed, printed, tested and traversed (set at
+   * open by the layer that defines it: core/value.h). */
+  mq_kind kinds[MQ_O_NKINDS];
+  /* Calls up into the layers above, set at open by api/ (the only layer
+   * that sees them all): running and freeing a host function (masq_register)
+   * for the VM's builtin calls (vm/builtin.c), and running a file for the
+   * VM's IMPORT (vm/vm.c). */
+  struct {
+    mq_value (*host_call)(mq_state *S, const struct mq_builtin *b, mq_value *args);
+    void (*host_free)(mq_state *S, struct mq_hostfn *h);
+    void (*import)(mq_state *S, const char *path, const struct mq_source *from);
+  } hooks;
+
+  /* Handles the host holds and the masq_errorf() message (api/api_int.h);
    * NULL until the host first uses a tensor handle or a host function. */
   struct mq_host *host;
 };

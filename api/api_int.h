@@ -11,7 +11,7 @@
 #ifndef MQ_API_INT_H
 #define MQ_API_INT_H
 
-#include "state.h"
+#include "../core/state.h"
 
 /* One tensor the host holds [refs] references to; each is also one
  * reference in the tensor's own count. */
@@ -86,5 +86,15 @@ MQ_INTERNAL void mq_handle_check(mq_state *S, const void *t, const char *fn, con
 /* masq_close: releases every reference the host still holds, then frees
  * the embedding state. */
 MQ_INTERNAL void mq_host_free(mq_state *S);
+
+/* The calls up the VM makes (core/state.h's hooks, set by masq_open). */
+struct mq_builtin;
+/* Runs host function [b] with its bound [args], the way def->fn would;
+ * frees one when its builtin entry goes (api_host.c). */
+MQ_INTERNAL mq_value mq_host_call(mq_state *S, const struct mq_builtin *b, mq_value *args);
+MQ_INTERNAL void mq_hostfn_free(mq_state *S, struct mq_hostfn *h);
+/* Runs the file at [path] (relative to the directory of [from]) once per
+ * state: the `import` statement (api.c, next to eval). */
+MQ_INTERNAL void mq_import(mq_state *S, const char *path, const struct mq_source *from);
 
 #endif

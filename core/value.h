@@ -25,9 +25,10 @@ typedef enum mq_otype {
   MQ_O_LIST,
   MQ_O_FUNCTION, /* compiled code of a masq function (vm/chunk.h) */
   MQ_O_CLOSURE,  /* a callable masq function: code + captured values */
-  MQ_O_BUILTIN,  /* a C function from stdlib/ */
-  MQ_O_RANGE     /* range(start, stop, step), lazy (vm/range.h); holds no references */
+  MQ_O_BUILTIN,  /* a C function from the state's table (vm/builtin.h) */
+  MQ_O_RANGE     /* range(start, stop, step), lazy (core/range.h); holds no references */
 } mq_otype;
+#define MQ_O_NKINDS (MQ_O_RANGE + 1)
 
 typedef struct mq_obj {
   uint32_t rc;
@@ -35,7 +36,7 @@ typedef struct mq_obj {
 } mq_obj;
 
 /* What precedes every container object (list, closure, function) in memory:
- * its links in a generation of the cycle collector (vm/gc.c) and the
+ * its links in a generation of the cycle collector (core/gc.c) and the
  * collector's count for it, or the generation it is in between collections. */
 typedef struct mq_gchead {
   struct mq_gchead *prev, *next;
@@ -81,6 +82,26 @@ static inline mq_tensor *mq_as_tensor(mq_value v) { return (mq_tensor *)v.as.o; 
 static inline mq_string *mq_as_string(mq_value v) { return (mq_string *)v.as.o; }
 static inline mq_list *mq_as_list(mq_value v) { return (mq_list *)v.as.o; }
 
+/* What core does with an object depends on its kind, and most kinds are
+ * defined above core (tensors in runtime/, functions, closures and builtins
+ * in vm/). So each kind's behaviour is a row of hooks in S->kinds, set at
+ * open by the layer that defines the kind (core/value.c sets strings, lists
+ * and ranges), and core calls no layer above it. */
+struct mq_buf;
+typedef void (*mq_visit)(mq_state *S, mq_value v);
+typedef struct mq_kind {
+  void (*free)(mq_state *S, mq_obj *o);                    /* its count reached 0 */
+  void (*format)(mq_state *S, struct mq_buf *b, mq_obj *o); /* as print shows it */
+  bool (*truthy)(mq_state *S, mq_obj *o);                  /* NULL: always true */
+  /* Containers only (core/gc.h): calls fn on every value [o] holds; and
+   * releases them all, leaving [o] empty but valid. */
+  void (*traverse)(mq_state *S, mq_obj *o, mq_visit fn);
+  void (*clear)(mq_state *S, mq_obj *o);
+} mq_kind;
+
+/* Sets the kinds of S->kinds that core defines (string, list, range). */
+MQ_INTERNAL void mq_value_init_kinds(mq_state *S);
+
 /* Reference counting. Retaining a non-object is a no-op. */
 static inline void mq_retain(mq_value v) { if (v.type == MQ_OBJ) v.as.o->rc++; }
 MQ_INTERNAL void mq_obj_free(mq_state *S, mq_obj *o);
@@ -91,7 +112,7 @@ static inline void mq_release(mq_state *S, mq_value v) {
   if (v.type == MQ_OBJ) mq_obj_release(S, v.as.o);
 }
 
-/* New objects are owned by the pool (vm/state.h); retain to keep them. */
+/* New objects are owned by the pool (core/state.h); retain to keep them. */
 MQ_INTERNAL mq_string *mq_string_new(mq_state *S, const char *s, size_t len);
 MQ_INTERNAL mq_list *mq_list_new(mq_state *S, int cap);
 /* Releases the items and frees [l] (mq_obj_free's part for lists). */

@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../core/gc.h"
+#include "../lexer/keywords.h"
 #include "../runtime/tensor.h"
-#include "../stdlib/stdlib.h"
+#include "../vm/builtin.h"
+#include "../vm/globals.h"
+#include "../vm/vm.h"
 #include "api_int.h"
-#include "gc.h"
-#include "globals.h"
-#include "keywords.h"
-#include "vm.h"
 
 /* --- values as the host sees them --------------------------------------------------- */
 
@@ -350,7 +350,7 @@ static void bad_signature(mq_state *S, const char *sig, const char *fmt, ...) {
 }
 
 /* Checks default [s] of [n] bytes for parameter [pname]: none, true, false
- * or a decimal number that fits (stdlib.c's parse_default reads it with
+ * or a decimal number that fits (vm/builtin.c's parse_default reads it with
  * strtoll, or strtod if it has '.', 'e' or 'E', so no hex, inf or nan). */
 static void check_default(mq_state *S, const char *sig, const char *s, size_t n,
                           const char *pname, int plen) {
@@ -454,7 +454,7 @@ static void register_protected(mq_state *S, void *ud) {
   if (!job->fn) mq_throw(S, MASQ_ERR_USAGE, "masq_register: fn is NULL");
   bool bare = check_signature(S, job->sig);
   mq_host_get(S); /* masq_errorf() writes here; it cannot allocate */
-  int index = mq_stdlib_new_entry(S);
+  int index = mq_builtin_new_entry(S);
   struct mq_hostfn *h = mq_calloc(S, sizeof *h);
   S->builtins[index].host = h; /* owned by the entry from now on, whatever fails */
   h->fn = job->fn;
@@ -465,7 +465,7 @@ static void register_protected(mq_state *S, void *ud) {
   snprintf(h->sig, n, bare ? "%s(*args)" : "%s", job->sig);
   h->doc = mq_strdup(S, job->doc ? job->doc : "");
   h->def = (mq_libfn){h->sig, NULL, h->doc};
-  mq_stdlib_bind(S, index, &h->def);
+  mq_builtin_bind(S, index, &h->def);
 }
 
 masq_status masq_register(masq_state *M, const char *signature, masq_cfunction fn, void *ud,

@@ -36,7 +36,7 @@
 #ifndef MQ_FUSE_H
 #define MQ_FUSE_H
 
-#include "tensor.h"
+#include "../runtime/tensor.h"
 
 #define MQ_FUSE_BLOCK 4096
 #define MQ_FUSE_MAX_LEAVES 16

@@ -6,19 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../core/diag.h"
+#include "../core/gc.h"
+#include "../lexer/keywords.h"
 #include "../parser/ast.h"
 #include "../parser/compiler.h"
 #include "../runtime/npy.h"
 #include "../runtime/parallel.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
+#include "../vm/chunk.h"
+#include "../vm/globals.h"
+#include "../vm/vm.h"
 #include "api_int.h"
-#include "chunk.h"
-#include "diag.h"
-#include "gc.h"
-#include "globals.h"
-#include "keywords.h"
-#include "vm.h"
 
 static void *default_alloc(void *ud, void *p, size_t osize, size_t nsize) {
   (void)ud;
@@ -56,6 +56,15 @@ masq_state *masq_open(const masq_config *cfg) {
   S->cfg = c;
   S->mem_used = sizeof *S;
   mq_gc_init(S);
+  /* The kinds of object and the calls up that the layers below need
+   * (core/state.h): this is the one layer that sees them all. */
+  mq_value_init_kinds(S);
+  mq_tensor_init_kind(S);
+  mq_chunk_init_kinds(S);
+  mq_builtin_init_kind(S);
+  S->hooks.host_call = mq_host_call;
+  S->hooks.host_free = mq_hostfn_free;
+  S->hooks.import = mq_import;
   S->print = MQ_PRINTOPTS_DEFAULT;
   S->nthreads = mq_default_threads();
   if (mq_protect(S, open_library, NULL) != MASQ_OK) {
@@ -72,7 +81,7 @@ void masq_close(masq_state *S) {
   mq_pool_drain(S, 0);
   mq_host_free(S); /* the handles the host did not release */
   mq_globals_free(S);
-  mq_stdlib_close(S);
+  mq_builtin_close(S);
   if (S->imports) mq_obj_release(S, &S->imports->hdr);
   mq_gc_collect(S, true); /* the cycles nothing else holds any more */
   mq_sources_free(S);     /* after the functions that refer to them */

@@ -29,10 +29,13 @@
  *     at masq_close, which so frees every cycle left.
  *   - Tensors, strings and builtins are not tracked: they reference no
  *     container (an autograd node references tensors only).
+ *   - It lives in core, below the VM whose closures and functions it
+ *     collects, because lists (core) are containers too and every layer
+ *     makes them: what a container holds, how to empty it and how to free
+ *     it come from its kind's hooks (S->kinds, core/value.h), so the
+ *     collector calls no layer above it.
  */
 #include "gc.h"
-
-#include "chunk.h"
 
 enum { MQ_GC_YOUNG = 1000 };
 
@@ -45,9 +48,8 @@ enum {
   GARBAGE = -4                  /* being cleared and freed */
 };
 
-_Static_assert(sizeof(mq_gchead) % _Alignof(mq_list) == 0 &&
-                   sizeof(mq_gchead) % _Alignof(mq_closure) == 0 &&
-                   sizeof(mq_gchead) % _Alignof(mq_function) == 0,
+/* vm/chunk.c asserts the same of the containers it defines. */
+_Static_assert(sizeof(mq_gchead) % _Alignof(mq_list) == 0,
                "a container right after its head is aligned");
 
 static mq_gchead *head_of(mq_obj *o) { return (mq_gchead *)o - 1; }
@@ -85,61 +87,8 @@ void mq_gc_init(mq_state *S) {
 
 /* --- what a container references ------------------------------------------- */
 
-typedef void (*visitor)(mq_state *S, mq_gchead *child);
-
-static void visit_value(mq_state *S, mq_value v, visitor fn) {
-  if (v.type == MQ_OBJ && mq_gc_is_container(v.as.o->type)) fn(S, head_of(v.as.o));
-}
-
-static void traverse(mq_state *S, mq_obj *o, visitor fn) {
-  switch ((mq_otype)o->type) {
-  case MQ_O_LIST: {
-    mq_list *l = (mq_list *)o;
-    for (int i = 0; i < l->len; i++) visit_value(S, l->items[i], fn);
-    break;
-  }
-  case MQ_O_CLOSURE: {
-    mq_closure *c = (mq_closure *)o;
-    if (!c->fn) break;
-    fn(S, head_of(&c->fn->hdr));
-    for (int i = 0; i < c->fn->nupvals + c->fn->ndefaults; i++) visit_value(S, c->vals[i], fn);
-    break;
-  }
-  case MQ_O_FUNCTION: {
-    mq_function *f = (mq_function *)o;
-    for (int i = 0; i < f->nconsts; i++) visit_value(S, f->consts[i], fn);
-    break;
-  }
-  default: break;
-  }
-}
-
-/* Releases a garbage container's references, leaving it empty but valid
- * (a closure keeps its function: its size depends on it). */
-static void clear(mq_state *S, mq_obj *o) {
-  switch ((mq_otype)o->type) {
-  case MQ_O_LIST: {
-    mq_list *l = (mq_list *)o;
-    while (l->len > 0) mq_release(S, l->items[--l->len]);
-    break;
-  }
-  case MQ_O_CLOSURE: {
-    mq_closure *c = (mq_closure *)o;
-    if (!c->fn) break;
-    for (int i = 0; i < c->fn->nupvals + c->fn->ndefaults; i++) {
-      mq_value v = c->vals[i];
-      c->vals[i] = mq_none();
-      mq_release(S, v);
-    }
-    break;
-  }
-  case MQ_O_FUNCTION: {
-    mq_function *f = (mq_function *)o;
-    while (f->nconsts > 0) mq_release(S, f->consts[--f->nconsts]);
-    break;
-  }
-  default: break;
-  }
+static void traverse(mq_state *S, mq_obj *o, mq_visit fn) {
+  S->kinds[o->type].traverse(S, o, fn);
 }
 
 /* --- allocation and freeing ------------------------------------------------- */
@@ -165,14 +114,7 @@ static void untrack(mq_state *S, mq_gchead *h) {
   else if (h->refs == IN_OLD) S->gc.nold--;
 }
 
-static void free_container(mq_state *S, mq_obj *o) {
-  switch ((mq_otype)o->type) {
-  case MQ_O_LIST: mq_list_free(S, (mq_list *)o); break;
-  case MQ_O_CLOSURE: mq_closure_free(S, (mq_closure *)o); break;
-  case MQ_O_FUNCTION: mq_function_free(S, (mq_function *)o); break;
-  default: break;
-  }
-}
+static void free_container(mq_state *S, mq_obj *o) { S->kinds[o->type].free(S, o); }
 
 void mq_gc_free(mq_state *S, mq_obj *o) {
   mq_gchead *h = head_of(o);
@@ -191,13 +133,20 @@ void mq_gc_free(mq_state *S, mq_obj *o) {
 
 /* --- collection ----------------------------------------------------------------- */
 
-static void subtract_ref(mq_state *S, mq_gchead *child) {
-  (void)S;
+static bool is_container(mq_value v) {
+  return v.type == MQ_OBJ && mq_gc_is_container(v.as.o->type);
+}
+
+static void subtract_ref(mq_state *S, mq_value v) {
+  if (!is_container(v)) return;
+  mq_gchead *child = head_of(v.as.o);
   if (child->refs > 0) child->refs--;
 }
 
-/* [child] is referenced by a container known to be reachable. */
-static void mark_reachable(mq_state *S, mq_gchead *child) {
+/* [v] is referenced by a container known to be reachable. */
+static void mark_reachable(mq_state *S, mq_value v) {
+  if (!is_container(v)) return;
+  mq_gchead *child = head_of(v.as.o);
   if (child->refs == TENTATIVELY_UNREACHABLE) {
     unlink_head(child);
     append(&S->gc.young, child); /* scanned when the pass gets there */
@@ -244,7 +193,8 @@ size_t mq_gc_collect(mq_state *S, bool full) {
     h->refs = GARBAGE;
     obj_of(h)->rc++;
   }
-  for (h = unreachable.next; h != &unreachable; h = h->next) clear(S, obj_of(h));
+  for (h = unreachable.next; h != &unreachable; h = h->next)
+    S->kinds[obj_of(h)->type].clear(S, obj_of(h));
   /* Emptied, each dies when its hold goes (a function may live on briefly,
    * until the garbage closures still pointing at it are freed). */
   while (!list_empty(&unreachable)) {

@@ -10,11 +10,11 @@
  * split across threads by whole blocks (runtime/parallel.h). */
 #include "fuse.h"
 
-#include "../stdlib/stdlib.h"
-#include "../vm/chunk.h"
-#include "ewise.h"
-#include "parallel.h"
-#include "reduce.h"
+#include "../runtime/ewise.h"
+#include "../runtime/parallel.h"
+#include "../runtime/reduce.h"
+#include "builtin.h"
+#include "chunk.h"
 
 /* Rows shorter than this reduce op by op: a block per short row would pay
  * the program's per-block cost on a few entries. */

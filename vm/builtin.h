@@ -1,0 +1,105 @@
+/* builtin.h - builtins: the rows that declare them, the table a state binds
+ * them into, the argument binder that calls them, and argument converters.
+ *
+ * A builtin is declared by its signature string, which is also its
+ * documentation and the spec its arguments are bound by:
+ *
+ *   {"softmax(x, dim)", lib_softmax, "softmax over the valid entries along dim"}
+ *   {"sum(x, dim=none, keepdim=false)", ...}
+ *   {"zeros(*shape, dtype=none)", ...}      -- *rest collects into a list
+ *   {"format(fmt, *values, **names)", ...}  -- **names collects the keyword
+ *                                              arguments no parameter takes:
+ *                                              a list name, value, name, ...
+ *
+ * Before the C function runs, positional and keyword arguments are matched
+ * to the parameters, defaults filled in, and a *rest parameter gets a list;
+ * the function receives exactly one value per parameter, in order. */
+#ifndef MQ_BUILTIN_H
+#define MQ_BUILTIN_H
+
+#include "../core/state.h"
+#include "../runtime/tensor.h"
+
+/* Returns a borrowed or pool-owned value (the VM retains what it keeps). */
+typedef mq_value (*mq_cfn)(mq_state *S, mq_value *args);
+
+/* What the compiler and the fusion engine may do with a builtin's calls
+ * (vm/fuse.h): a unary elementwise op, whose op field is the mq_unop it
+ * applies, or a reduction over everything when called with one argument,
+ * whose op is the MQ_RED_* it computes. */
+enum { MQ_BK_NONE = 0, MQ_BK_UNARY = 1, MQ_BK_REDUCE = 2 };
+
+typedef struct mq_libfn {
+  const char *sig;
+  mq_cfn fn;
+  const char *doc;
+  int8_t kind; /* MQ_BK_* */
+  int16_t op;
+} mq_libfn;
+
+/* A builtin as bound at open: the parsed signature. */
+typedef struct mq_builtin {
+  const char *name; /* points into [name_buf] */
+  char *name_buf;
+  char *help;       /* "sig -- doc", what :help NAME shows */
+  const mq_libfn *def;
+  int nparams;
+  int rest;          /* index of the *rest parameter, or -1 */
+  int kwrest;        /* index of the **names parameter, or -1 */
+  char **pnames;
+  mq_value *defaults;
+  bool *required;
+  /* A host function (masq_register): called through S->hooks.host_call
+   * instead of def->fn. Owned by this entry; NULL for the library's builtins. */
+  struct mq_hostfn *host;
+} mq_builtin;
+
+/* A builtin as a value: an index into S->builtins. */
+typedef struct mq_builtin_obj {
+  mq_obj hdr;
+  int index;
+} mq_builtin_obj;
+
+/* Most parameters a builtin or host function may declare. */
+#define MQ_MAX_PARAMS 16
+
+/* The table S->builtins. Entries are added in two steps so that nothing can
+ * leak in between: new zeroed entries, counted at once (close frees
+ * whatever part of them gets filled in); then the binding of one, by index,
+ * to [def] (a well-formed signature, outliving the entry), which also binds
+ * the name in the globals, replacing what was there. reserve makes [n]
+ * entries in an empty table, new_entry one more and returns its index. */
+MQ_INTERNAL void mq_builtin_reserve(mq_state *S, int n);
+MQ_INTERNAL int mq_builtin_new_entry(mq_state *S);
+MQ_INTERNAL void mq_builtin_bind(mq_state *S, int index, const mq_libfn *def);
+MQ_INTERNAL void mq_builtin_close(mq_state *S);
+/* Sets the hooks of the builtin object kind (freeing, printing). */
+MQ_INTERNAL void mq_builtin_init_kind(mq_state *S);
+
+/* Calls builtin [b] with [nargs] values at [argv], the last [nkw] of which
+ * are keyword arguments named by [kwnames] (a list of strings). */
+MQ_INTERNAL mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv,
+                                     int nargs, int nkw, const mq_list *kwnames);
+
+/* The unary op builtin [b] is exactly (one parameter x, the result
+ * mq_unary(op, x) for a tensor x: its row's kind is MQ_BK_UNARY), or -1:
+ * the compiler fuses calls of those (vm/fuse.h). */
+MQ_INTERNAL int mq_builtin_unop(const mq_builtin *b);
+/* The reduction builtin [b] is (a row of kind MQ_BK_REDUCE: sum, mean,
+ * amax or amin, whose one-argument call reduces over everything), or -1:
+ * the compiler fuses such a call of an elementwise expression into one pass
+ * (vm/fuse.h). */
+MQ_INTERNAL int mq_builtin_redop(const mq_builtin *b);
+
+/* --- argument helpers for builtins ---------------------------------------- */
+
+MQ_INTERNAL mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what);
+MQ_INTERNAL int64_t mq_arg_int(mq_state *S, mq_value v, const char *what);
+MQ_INTERNAL double mq_arg_number(mq_state *S, mq_value v, const char *what);
+MQ_INTERNAL bool mq_arg_bool(mq_state *S, mq_value v, const char *what);
+/* A shape from a list of ints, or from one list argument inside [v]. */
+MQ_INTERNAL int mq_arg_shape(mq_state *S, mq_value v, int64_t *shape, const char *what);
+/* none -> [dflt]; otherwise a dtype name string or a dtype constant. */
+MQ_INTERNAL mq_dtype mq_arg_dtype(mq_state *S, mq_value v, mq_dtype dflt);
+
+#endif
