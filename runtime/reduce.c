@@ -891,7 +891,7 @@ static const mq_red_kernel *const kernels[MQ_RED__COUNT][MQ_DT__COUNT] = {
 };
 
 static const char *const red_names[] = {
-#define X(E, s) s,
+#define X(E, s, ...) s,
     MQ_REDUCE_OPS(X)
 #undef X
 };

@@ -22,10 +22,17 @@
 /* Returns a borrowed or pool-owned value (the VM retains what it keeps). */
 typedef mq_value (*mq_cfn)(mq_state *S, mq_value *args);
 
+/* What a builtin is to the compiler's fusion (runtime/fuse.h): nothing
+ * special, the unary op [op] (an mq_unop) applied to x, or the reduction
+ * [op] (an mq_redop). */
+enum { MQ_BK_NONE, MQ_BK_UNARY, MQ_BK_REDUCE };
+
 typedef struct mq_libfn {
   const char *sig;
   mq_cfn fn;
   const char *doc;
+  int8_t kind; /* MQ_BK_* */
+  int16_t op;
 } mq_libfn;
 
 /* A named numeric constant bound at open (nan, inf, pi). */

@@ -406,7 +406,7 @@ static void register_protected(mq_state *S, void *ud) {
   h->sig = mq_alloc(S, n);
   snprintf(h->sig, n, bare ? "%s(*args)" : "%s", job->sig);
   h->doc = mq_strdup(S, job->doc ? job->doc : "");
-  h->def = (mq_libfn){h->sig, NULL, h->doc};
+  h->def = (mq_libfn){h->sig, NULL, h->doc, MQ_BK_NONE, 0};
   mq_stdlib_bind(S, index, &h->def);
 }
 
