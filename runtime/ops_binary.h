@@ -1,7 +1,7 @@
 /* ops_binary.h - the binary elementwise ops, one row each; as ops_unary.h
  * for the unary ones: the enum, the kernels (binary.c), the derivatives
  * (backward.c), fusion (fuse.c), the builtins and their docs (lib_math.c)
- * and the table-driven checks (tests/unit/test_ops.c) expand from it.
+ * and the table-driven checks (tests/unit/test_gradcheck.c, test_ops.c) expand from it.
  *
  * X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, doma, domb, fuse, conf, doc)
  *

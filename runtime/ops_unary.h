@@ -2,7 +2,8 @@
  * expands from this list: the enum (tensor.h), the kernels (unary.c), the
  * derivatives (backward.c), what fused expressions may run (fuse.c), the
  * builtins with their :help text and docs/BUILTINS.md (stdlib/lib_math.c),
- * and the gradient and conformance checks (tests/unit/test_ops.c).
+ * the gradient check (tests/unit/test_gradcheck.c) and the check that the
+ * conformance suite covers the ops (tests/unit/test_ops.c).
  *
  * X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, dom, fuse, conf, doc)
  *
@@ -191,8 +192,5 @@
 #define CLAMP_X (x < lo ? lo : x)
 #define SP_BETA (p[0] == p[0] ? p[0] : 1)
 #define SP_THR (p[1] == p[1] ? p[1] : 20)
-
-/* The gradient check's input domains. */
-typedef enum mq_op_domain { MQ_DOM_ANY, MQ_DOM_POS, MQ_DOM_UNIT, MQ_DOM_GT1, MQ_DOM_PROB } mq_op_domain;
 
 #endif
