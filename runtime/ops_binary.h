@@ -34,13 +34,13 @@
     "x - alpha * y with broadcasting")                                         \
   X(MUL, "mul", ", y", B0, ARITH, 0, x * y, WMUL(x, y), AND, D(g * y, g * x), ANY, ANY, 1, 1, \
     "x * y with broadcasting")                                                 \
-  X(DIV, "div", ", y, rounding_mode=none", BH, FLOAT, 0, x / y, NONE, NONE,       \
+  X(DIV, "div", ", y, rounding_mode=none", BH, FLOAT, 0, x / y, NONE, NONE,    \
     D(g / y, -g * x / (y * y)), ANY, POS, 1, 1,                                \
     "x / y; rounding_mode \"trunc\" or \"floor\" rounds the quotient (ints stay ints)") \
   /* torch's pow_backward_{self,exponent} */                                   \
-  X(POW, "pow", ", exponent", B0, ARITH, 0, FN(pow)(x, y), mq_ipow(x, y), NONE,          \
+  X(POW, "pow", ", exponent", B0, ARITH, 0, FN(pow)(x, y), mq_ipow(x, y), NONE, \
     D(y == 0 ? 0 : g * y * pow(x, y - 1), x == 0 && y >= 0 ? 0 : g * pow(x, y) * log(x)), \
-    POS, ANY, 1, 1, "x ** exponent; a number on either side works")           \
+    POS, ANY, 1, 1, "x ** exponent; a number on either side works")            \
   X(LT, "lt", ", y", B0, CMP, 0, x < y, NONE, NONE, NODIFF, ANY, ANY, 0, 1, "x < y elementwise") \
   X(LE, "le", ", y", B0, CMP, 0, x <= y, NONE, NONE, NODIFF, ANY, ANY, 0, 1, "x <= y elementwise") \
   X(GT, "gt", ", y", B0, CMP, 0, x > y, NONE, NONE, NODIFF, ANY, ANY, 0, 1, "x > y elementwise") \
@@ -62,27 +62,27 @@
     D(g, -g * trunc(x / y)), ANY, POS, 1, 1, "the remainder with the sign of x (C's fmod)") \
   X(DIVTRUNC, "div", ", y", BN, ARITH, 1, FN(trunc)(x / y), mq_idiv_trunc(x, y), NONE, \
     D(0, 0), ANY, POS, 1, 0, "")                                               \
-  X(ATAN2, "atan2", ", y", B0, FLOAT, 0, FN(atan2)(x, y), NONE, NONE,             \
+  X(ATAN2, "atan2", ", y", B0, FLOAT, 0, FN(atan2)(x, y), NONE, NONE,          \
     D(g * y / (x * x + y * y), -g * x / (x * x + y * y)), ANY, ANY, 1, 1,      \
     "atan(x / y) in the right quadrant: the angle of the point (y, x)")        \
   X(LOGADDEXP, "logaddexp", ", y, input_mask=none, other_mask=none", BH, FLOAT, 0, \
     FH(logaddexp)(x, y), NONE, NONE, D(g / (1 + exp(y - x)), g / (1 + exp(x - y))), ANY, \
     ANY, 1, 1, "log(e**x + e**y) without overflow; input_mask= and other_mask= mask plain x and y") \
   X(LOGADDEXP2, "logaddexp2", ", y", B0, FLOAT, 0, FH(logaddexp2)(x, y), NONE, NONE, \
-    D(g / (1 + exp2(y - x)), g / (1 + exp2(x - y))), ANY, ANY, 1, 1,            \
+    D(g / (1 + exp2(y - x)), g / (1 + exp2(x - y))), ANY, ANY, 1, 1,           \
     "log2(2**x + 2**y) without overflow")                                      \
   /* ties split evenly, as torch; NaN wins */                                  \
-  X(MAXIMUM, "maximum", ", y", B0, ARITH, 0, MAXP(x, y), x > y ? x : y, OR,       \
+  X(MAXIMUM, "maximum", ", y", B0, ARITH, 0, MAXP(x, y), x > y ? x : y, OR,    \
     D(x == y ? g / 2 : x > y ? g : 0, x == y ? g / 2 : x > y ? 0 : g), ANY, ANY, 1, 1, \
     "the larger of x and y elementwise (NaN wins)")                            \
-  X(MINIMUM, "minimum", ", y", B0, ARITH, 0, MINP(x, y), x < y ? x : y, AND,      \
+  X(MINIMUM, "minimum", ", y", B0, ARITH, 0, MINP(x, y), x < y ? x : y, AND,   \
     D(x == y ? g / 2 : x < y ? g : 0, x == y ? g / 2 : x < y ? 0 : g), ANY, ANY, 1, 1, \
     "the smaller of x and y elementwise (NaN wins)")                           \
   /* the non-NaN operand wins */                                               \
-  X(FMAX, "fmax", ", y", B0, ARITH, 0, FN(fmax)(x, y), x > y ? x : y, OR,         \
+  X(FMAX, "fmax", ", y", B0, ARITH, 0, FN(fmax)(x, y), x > y ? x : y, OR,      \
     D(x >= y || y != y ? g : 0, x >= y || y != y ? 0 : g), ANY, ANY, 1, 1,     \
     "the larger of x and y elementwise, ignoring NaN")                         \
-  X(FMIN, "fmin", ", y", B0, ARITH, 0, FN(fmin)(x, y), x < y ? x : y, AND,        \
+  X(FMIN, "fmin", ", y", B0, ARITH, 0, FN(fmin)(x, y), x < y ? x : y, AND,     \
     D(x <= y || y != y ? g : 0, x <= y || y != y ? 0 : g), ANY, ANY, 1, 1,     \
     "the smaller of x and y elementwise, ignoring NaN")                        \
   X(SHL, "bitwise_left_shift", ", y", B0, INT, 0, NONE, ishl(x, y), NONE, NODIFF, ANY, ANY, \
@@ -93,13 +93,13 @@
     CONV, CONV, 1, 1, "the next float after x toward y")                       \
   X(HYPOT, "hypot", ", y", B0, FLOAT, 0, FN(hypot)(x, y), NONE, NONE, D(g * x / o, g * y / o), \
     ANY, ANY, 1, 1, "sqrt(x**2 + y**2) without overflow")                      \
-  X(COPYSIGN, "copysign", ", y", B0, FLOAT, 0, FN(copysign)(x, y), NONE, NONE,    \
+  X(COPYSIGN, "copysign", ", y", B0, FLOAT, 0, FN(copysign)(x, y), NONE, NONE, \
     D(x == 0 ? 0 : g * (o / x), 0), ANY, ANY, 1, 1, "the magnitude of x with the sign of y") \
   /* torch's: log(y) at x == 0 too, where a finite difference agrees */        \
-  X(XLOGY, "xlogy", ", y", B0, FLOAT, 0, FH(xlogy)(x, y), NONE, NONE,             \
+  X(XLOGY, "xlogy", ", y", B0, FLOAT, 0, FH(xlogy)(x, y), NONE, NONE,          \
     D(x == 0 && y <= 0 ? 0 : g == 0 && y == y ? 0 : g * log(y), g * x / y), ANY, POS, 1, 1, \
     "x * log(y), 0 where x is 0")                                              \
-  X(FLOAT_POWER, "float_power", ", y", B0, F64, 0, FN(pow)(x, y), NONE, NONE,     \
+  X(FLOAT_POWER, "float_power", ", y", B0, F64, 0, FN(pow)(x, y), NONE, NONE,  \
     D(y == 0 ? 0 : g * y * pow(x, y - 1), x == 0 && y >= 0 ? 0 : g * pow(x, y) * log(x)), \
     POS, ANY, 0, 1, "x ** y computed in float64")                              \
   X(LAND, "logical_and", ", y", B0, CMP, 0, (x != 0) & (y != 0), NONE, NONE, NODIFF, ANY, ANY, \
@@ -112,15 +112,15 @@
 /* X(alias, E, bind, params, doc): more builtin names for MQ_BIN_E, bound
  * as [bind] says (B0: plainly on x and y, BH: by the op's own builtin). */
 #define MQ_BINARY_ALIASES(X)                                                   \
-  X("subtract", SUB, BH, ", y, alpha=1", "x - alpha * y (alias of sub)")          \
-  X("multiply", MUL, B0, ", y", "x * y (alias of mul)")                           \
-  X("divide", DIV, BH, ", y, rounding_mode=none", "x / y (alias of div)")         \
-  X("true_divide", DIV, B0, ", y", "x / y, ints giving floats")                   \
-  X("arctan2", ATAN2, B0, ", y", "atan2 (alias)")                                 \
-  X("not_equal", NE, B0, ", y", "x != y (alias of ne)")                           \
-  X("less", LT, B0, ", y", "x < y (alias of lt)")                                 \
-  X("less_equal", LE, B0, ", y", "x <= y (alias of le)")                          \
-  X("greater", GT, B0, ", y", "x > y (alias of gt)")                              \
+  X("subtract", SUB, BH, ", y, alpha=1", "x - alpha * y (alias of sub)")       \
+  X("multiply", MUL, B0, ", y", "x * y (alias of mul)")                        \
+  X("divide", DIV, BH, ", y, rounding_mode=none", "x / y (alias of div)")      \
+  X("true_divide", DIV, B0, ", y", "x / y, ints giving floats")                \
+  X("arctan2", ATAN2, B0, ", y", "atan2 (alias)")                              \
+  X("not_equal", NE, B0, ", y", "x != y (alias of ne)")                        \
+  X("less", LT, B0, ", y", "x < y (alias of lt)")                              \
+  X("less_equal", LE, B0, ", y", "x <= y (alias of le)")                       \
+  X("greater", GT, B0, ", y", "x > y (alias of gt)")                           \
   X("greater_equal", GE, B0, ", y", "x >= y (alias of ge)")
 
 #endif

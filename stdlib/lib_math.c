@@ -300,20 +300,17 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 
 /* --- the table --------------------------------------------------------------------- */
 
-#define UN_KIND_B0 MQ_BK_UNARY
-#define UN_KIND_B1 MQ_BK_NONE
-#define UN_KIND_B2 MQ_BK_NONE
-#define UN_KIND_B3 MQ_BK_NONE
-#define UN_KIND_BH MQ_BK_NONE
-#define UN_ROW_B0(E, name, params, doc, kind) {UN_SIG(name, params), lib_un_##E, doc, kind, MQ_UN_##E},
+/* Every unary builtin is its op to the compiler (MQ_BK_UNARY); it fuses
+ * the one-parameter ones whose op fuses (mq_builtin_unop, fuse.c). */
+#define UN_ROW_B0(E, name, params, doc) {UN_SIG(name, params), lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E},
 #define UN_ROW_B1 UN_ROW_B0
 #define UN_ROW_B2 UN_ROW_B0
 #define UN_ROW_B3 UN_ROW_B0
 #define UN_ROW_BH UN_ROW_B0
-#define UN_ROW_BN(E, name, params, doc, kind)
+#define UN_ROW_BN(E, name, params, doc)
 #define UN_ROW(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, dom, fuse, conf, doc) \
-  UN_ROW_##bind(E, name, params, doc, UN_KIND_##bind)
-#define UN_ALIAS(alias, E, params, doc) {UN_SIG(alias, params), lib_un_##E, doc, MQ_BK_NONE, MQ_UN_##E},
+  UN_ROW_##bind(E, name, params, doc)
+#define UN_ALIAS(alias, E, params, doc) {UN_SIG(alias, params), lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E},
 
 #define BIN_FN_B0(E) plain_bin_##E
 #define BIN_FN_BH(E) lib_bin_##E
