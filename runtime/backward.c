@@ -17,9 +17,9 @@
  * element's value is the same whoever computes it). */
 typedef struct ew_job {
   int op;
-  int which; /* bw_arith: 0 the left operand's gradient, 1 the right's */
+  int which; /* binary: 0 the left operand's gradient, 1 the right's */
   const double *x, *y, *o, *g, *p;
-  double *ra, *rb;
+  double *ra;
 } ew_job;
 
 static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, ew_job *J) {
@@ -161,77 +161,58 @@ static double bessel_i1(double x) {
 
 /* --- unary ------------------------------------------------------------------ */
 
-/* The gradient of one element: [g] times f'(x), with y = f(x); p holds the
- * op's parameters (NaN: absent). */
-static MQ_ALWAYS_INLINE double dunary(int op, double x, double y, const double *p, double g) {
-  switch ((mq_unop)op) {
-  case MQ_UN_NEG: return -g;
-  case MQ_UN_POS: case MQ_UN_FRAC: return g;
-  case MQ_UN_EXP: return g * y; /* torch's formulas: from the result, in its dtype */
-  case MQ_UN_LOG: return g / x;
-  case MQ_UN_SQRT: return g / (2 * y);
-  case MQ_UN_ABS: return g * (double)((x > 0) - (x < 0));
-  case MQ_UN_SQUARE: return g * 2 * x;
-  case MQ_UN_RELU: return y > 0 ? g : 0;
-  case MQ_UN_SIGN: case MQ_UN_CEIL: case MQ_UN_FLOOR: case MQ_UN_ROUND: case MQ_UN_ROUND_DEC:
-  case MQ_UN_TRUNC: case MQ_UN_ANGLE:
-    return 0; /* piecewise constant */
-  case MQ_UN_EXP2: return g * y * LN2;
-  case MQ_UN_EXPM1: return g * (y + 1);
-  case MQ_UN_LOG2: return g / (x * LN2);
-  case MQ_UN_LOG10: return g / (x * LN10);
-  case MQ_UN_LOG1P: return g / (1 + x);
-  case MQ_UN_RSQRT: return -0.5 * g * y * y * y;
-  case MQ_UN_RECIPROCAL: return -g * y * y;
-  case MQ_UN_SIN: return g * cos(x);
-  case MQ_UN_COS: return -g * sin(x);
-  case MQ_UN_TAN: return g * (1 + y * y);
-  case MQ_UN_ASIN: return g / sqrt(1 - x * x);
-  case MQ_UN_ACOS: return -g / sqrt(1 - x * x);
-  case MQ_UN_ATAN: return g / (1 + x * x);
-  case MQ_UN_SINH: return g * cosh(x);
-  case MQ_UN_COSH: return g * sinh(x);
-  case MQ_UN_TANH: return g * (1 - y * y);
-  case MQ_UN_ASINH: return g / sqrt(x * x + 1);
-  case MQ_UN_ACOSH: return g / sqrt(x * x - 1);
-  case MQ_UN_ATANH: return g / (1 - x * x);
-  case MQ_UN_SIGMOID: return g * y * (1 - y);
-  case MQ_UN_LOGIT:
-    if (p[0] == p[0] && (x < p[0] || x > 1 - p[0])) return 0; /* clamped by eps */
-    return g / (x * (1 - x));
-  case MQ_UN_ERF: return g * TWO_SQRTPI * exp(-x * x);
-  case MQ_UN_ERFC: return -g * TWO_SQRTPI * exp(-x * x);
-  case MQ_UN_ERFINV: return g * (sqrt(PI) / 2) * exp(y * y);
-  case MQ_UN_LGAMMA: return g * digamma(x);
-  case MQ_UN_DIGAMMA: return g * trigamma(x);
-  case MQ_UN_I0: return g * bessel_i1(x);
-  case MQ_UN_SINC: {
-    if (x == 0) return 0;
-    double px = PI * x;
-    return g * (cos(px) * px - sin(px)) / (px * x);
-  }
-  case MQ_UN_DEG2RAD: return g * (PI / 180);
-  case MQ_UN_RAD2DEG: return g * (180 / PI);
-  case MQ_UN_NAN_TO_NUM: return isfinite(x) ? g : 0;
-  case MQ_UN_CLAMP: /* NaN bounds are absent: the comparisons come out false */
-    return (p[0] > x || p[1] < x) ? 0 : g;
-  default: return NAN; /* not differentiable (never recorded: bool or int results) */
-  }
+/* d/dx sinc(x): 0 at 0 */
+static double dsinc(double x, double g) {
+  if (x == 0) return 0;
+  double px = PI * x;
+  return g * (cos(px) * px - sin(px)) / (px * x);
 }
+
+/* A row's derivative is D(expr), or NODIFF: exactly the rows whose result
+ * can be float have one, or the build stops here. */
+#define HAS_D(...) 1
+#define HAS_NODIFF 0
+#define FLOATRES_FLOAT 1
+#define FLOATRES_SAME 1
+#define FLOATRES_SAMEB 1
+#define FLOATRES_FONLY 1
+#define FLOATRES_CLAMP 1
+#define FLOATRES_PRED 0
+#define FLOATRES_BITS 0
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
+  _Static_assert(HAS_##deriv == FLOATRES_##cls, "unary op " name ": a float result needs a D(derivative)");
+MQ_UNARY_OPS(X)
+#undef X
+
+static const bool un_diff[MQ_UN__COUNT] = {
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...) [MQ_UN_##E] = HAS_##deriv,
+    MQ_UNARY_OPS(X)
+#undef X
+};
+
+/* The elements' names in the rows' derivative expressions. */
+#define UN_ELEM                                                                \
+  const double x = xv[i], y = yv[i], g = gv[i];                               \
+  (void)x, (void)y, (void)g
+#define UN_LOOP_D(e)                                                           \
+  for (int64_t i = lo; i < hi; i++) {                                          \
+    UN_ELEM;                                                                   \
+    o[i] = (e);                                                                \
+  }                                                                            \
+  break;
+#define UN_LOOP_NODIFF break;
 
 static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const ew_job *J = ctx;
   const double *xv = J->x, *yv = J->y, *gv = J->g, *p = J->p;
   double *o = J->ra;
-  switch ((mq_unop)J->op) { /* one loop per op, the op's case inlined into it */
-#define X(E, s)                                                                \
-  case MQ_UN_##E:                                                              \
-    for (int64_t i = lo; i < hi; i++) o[i] = dunary(MQ_UN_##E, xv[i], yv[i], p, gv[i]); \
-    break;
+  (void)p;
+  switch ((mq_unop)J->op) { /* one loop per op, its derivative inlined into it */
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
+  case MQ_UN_##E: UN_LOOP_##deriv
     MQ_UNARY_OPS(X)
 #undef X
-  default:
-    for (int64_t i = lo; i < hi; i++) o[i] = NAN;
+  case MQ_UN__COUNT: break;
   }
 }
 
@@ -239,6 +220,7 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *x = n->in[0];
   if (!x->requires_grad) return;
+  if (!un_diff[n->op]) mq_error(S, "backward: %s has no derivative", mq_ag_node_name(n));
   mq_tensor *r = like(S, g);
   ew_job J = {.op = n->op, .x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape)),
               .y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape)), .g = mq_bw_d(g), .p = n->prm,
@@ -249,124 +231,80 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
 
 /* --- binary ----------------------------------------------------------------- */
 
-/* The gradients of one element of a op b = o for both operands. */
-static MQ_ALWAYS_INLINE void dbinary(int op, double x, double y, double o, double g, double *ga,
-                                     double *gb) {
-  switch ((mq_binop)op) {
-  case MQ_BIN_ADD: *ga = g, *gb = g; return;
-  case MQ_BIN_SUB: *ga = g, *gb = -g; return;
-  case MQ_BIN_MUL: *ga = g * y, *gb = g * x; return;
-  case MQ_BIN_DIV: *ga = g / y, *gb = -g * x / (y * y); return;
-  case MQ_BIN_POW: case MQ_BIN_FLOAT_POWER: /* torch's pow_backward_{self,exponent} */
-    *ga = y == 0 ? 0 : g * y * pow(x, y - 1);
-    *gb = x == 0 && y >= 0 ? 0 : g * pow(x, y) * log(x);
-    return;
-  case MQ_BIN_ATAN2: {
-    double d = x * x + y * y;
-    *ga = g * y / d, *gb = -g * x / d;
-    return;
-  }
-  case MQ_BIN_LOGADDEXP: *ga = g / (1 + exp(y - x)), *gb = g / (1 + exp(x - y)); return;
-  case MQ_BIN_LOGADDEXP2: *ga = g / (1 + exp2(y - x)), *gb = g / (1 + exp2(x - y)); return;
-  case MQ_BIN_MAXIMUM: case MQ_BIN_MINIMUM: { /* ties split evenly, as torch */
-    bool first = op == MQ_BIN_MAXIMUM ? x > y : x < y;
-    if (x == y) *ga = *gb = g / 2;
-    else *ga = first ? g : 0, *gb = first ? 0 : g;
-    return;
-  }
-  case MQ_BIN_FMAX: case MQ_BIN_FMIN: { /* the non-NaN operand wins */
-    bool first = (op == MQ_BIN_FMAX ? x >= y : x <= y) || y != y;
-    *ga = first ? g : 0, *gb = first ? 0 : g;
-    return;
-  }
-  case MQ_BIN_HYPOT: *ga = g * x / o, *gb = g * y / o; return;
-  case MQ_BIN_COPYSIGN: *ga = x == 0 ? 0 : g * (o / x), *gb = 0; return;
-  case MQ_BIN_XLOGY: /* torch's: log(y) at x == 0 too, where a finite difference agrees */
-    *ga = x == 0 && y <= 0 ? 0 : g == 0 && y == y ? 0 : g * log(y), *gb = g * x / y;
-    return;
-  case MQ_BIN_REM: *ga = g, *gb = -g * floor(x / y); return;
-  case MQ_BIN_FMOD: *ga = g, *gb = -g * trunc(x / y); return;
-  case MQ_BIN_FLOORDIV: case MQ_BIN_DIVTRUNC: case MQ_BIN_NEXTAFTER:
-    *ga = *gb = 0; /* piecewise constant */
-    return;
-  default: *ga = *gb = NAN; return; /* bool or int results: never recorded */
-  }
-}
+#define FLOATRES_B_ARITH 1
+#define FLOATRES_B_FLOAT 1
+#define FLOATRES_B_F64 1
+#define FLOATRES_B_CMP 0
+#define FLOATRES_B_INT 0
+#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
+  _Static_assert(HAS_##deriv == FLOATRES_B_##cls, "binary op " name ": a float result needs a D(derivative)");
+MQ_BINARY_OPS(X)
+#undef X
 
-/* One operand's gradient under + - * / (J->which), in loops that vectorize. */
-static void arith_range(void *ctx, int64_t lo, int64_t hi, int t) {
+static const bool bin_diff[MQ_BIN__COUNT] = {
+#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...) [MQ_BIN_##E] = HAS_##deriv,
+    MQ_BINARY_OPS(X)
+#undef X
+};
+
+/* x, y: the operands; o: the result */
+#define BIN_ELEM                                                               \
+  const double x = xv[i], y = yv[i], o = ov[i], g = gv[i];                    \
+  (void)x, (void)y, (void)o, (void)g
+#define BIN_LOOP_D(ga, gb)                                                     \
+  if (J->which == 0)                                                           \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      BIN_ELEM;                                                                \
+      r[i] = (ga);                                                             \
+    }                                                                          \
+  else                                                                         \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      BIN_ELEM;                                                                \
+      r[i] = (gb);                                                             \
+    }                                                                          \
+  break;
+#define BIN_LOOP_NODIFF break;
+
+/* One operand's gradient (J->which: 0 the left's, 1 the right's), one loop
+ * per op and side. An array the derivative does not read may be any
+ * array of the length (bw_binary passes g's). */
+static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const ew_job *J = ctx;
-  const double *gv = J->g, *xv = J->x, *yv = J->y;
-  double *o = J->ra;
-  int op = J->op;
-  if (J->which == 0) {
-    if (op == MQ_BIN_MUL) for (int64_t i = lo; i < hi; i++) o[i] = gv[i] * yv[i];
-    else if (op == MQ_BIN_DIV) for (int64_t i = lo; i < hi; i++) o[i] = gv[i] / yv[i];
-    else memcpy(o + lo, gv + lo, (size_t)(hi - lo) * sizeof *o);
-  } else {
-    if (op == MQ_BIN_MUL) for (int64_t i = lo; i < hi; i++) o[i] = gv[i] * xv[i];
-    else if (op == MQ_BIN_DIV) for (int64_t i = lo; i < hi; i++) o[i] = -gv[i] * xv[i] / (yv[i] * yv[i]);
-    else if (op == MQ_BIN_SUB) for (int64_t i = lo; i < hi; i++) o[i] = -gv[i];
-    else memcpy(o + lo, gv + lo, (size_t)(hi - lo) * sizeof *o);
+  const double *xv = J->x, *yv = J->y, *ov = J->o, *gv = J->g;
+  double *r = J->ra;
+  switch ((mq_binop)J->op) {
+#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
+  case MQ_BIN_##E: BIN_LOOP_##deriv
+    MQ_BINARY_OPS(X)
+#undef X
+  case MQ_BIN__COUNT: break;
   }
 }
 
-/* + - * /: the same values as dbinary, for the operands that need a
- * gradient, converting only the operands those read. */
-static void bw_arith(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+/* + - * / read at most x and y, and only some of them: the others are not
+ * converted. */
+static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *a = n->in[0], *b = n->in[1];
   int op = n->op, nd = t->ndim;
-  const int64_t *shape = t->shape, N = t->numel;
-  bool ga = a->requires_grad, gb = b->requires_grad, md = op == MQ_BIN_MUL || op == MQ_BIN_DIV;
+  const int64_t *shape = t->shape;
+  if (!bin_diff[op]) mq_error(S, "backward: %s has no derivative", mq_ag_node_name(n));
+  bool ga = a->requires_grad, gb = b->requires_grad;
+  bool arith = op == MQ_BIN_ADD || op == MQ_BIN_SUB || op == MQ_BIN_MUL || op == MQ_BIN_DIV;
+  bool md = op == MQ_BIN_MUL || op == MQ_BIN_DIV;
+  bool need_x = !arith || (gb && md), need_y = !arith || (ga && md) || (gb && op == MQ_BIN_DIV);
   ew_job J = {.op = op, .g = mq_bw_d(g)};
-  J.x = gb && md ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : NULL;
-  J.y = (ga && md) || (gb && op == MQ_BIN_DIV) ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : NULL;
+  J.x = need_x ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : J.g;
+  J.y = need_y ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : J.g;
+  J.o = !arith ? mq_bw_d(mq_bw_f64_to(S, t, nd, shape)) : J.g;
   for (int side = 0; side < 2; side++) {
     if (!(side ? gb : ga)) continue;
     mq_tensor *r = like(S, g);
     J.which = side;
     J.ra = mq_bw_d(r);
-    ew_run(S, N, arith_range, &J);
+    ew_run(S, t->numel, binary_range, &J);
     gin[side] = mq_bw_sum_to(S, r, side ? b : a);
   }
-}
-
-static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const ew_job *J = ctx;
-  const double *xv = J->x, *yv = J->y, *ov = J->o, *gv = J->g;
-  double *pa = J->ra, *pb = J->rb;
-  switch ((mq_binop)J->op) { /* one loop per op, as in unary_range */
-#define X(E, s)                                                                \
-  case MQ_BIN_##E:                                                             \
-    for (int64_t i = lo; i < hi; i++) dbinary(MQ_BIN_##E, xv[i], yv[i], ov[i], gv[i], &pa[i], &pb[i]); \
-    break;
-    MQ_BINARY_OPS(X)
-#undef X
-  default:
-    for (int64_t i = lo; i < hi; i++) pa[i] = pb[i] = NAN;
-  }
-}
-
-static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
-  mq_gradnode *n = t->node;
-  mq_tensor *a = n->in[0], *b = n->in[1];
-  int nd = t->ndim;
-  const int64_t *shape = t->shape;
-  if (n->op == MQ_BIN_ADD || n->op == MQ_BIN_SUB || n->op == MQ_BIN_MUL || n->op == MQ_BIN_DIV) {
-    bw_arith(S, t, g, gin);
-    return;
-  }
-  const double *xv = mq_bw_d(mq_bw_f64_to(S, a, nd, shape));
-  const double *yv = mq_bw_d(mq_bw_f64_to(S, b, nd, shape));
-  const double *ov = mq_bw_d(mq_bw_f64_to(S, t, nd, shape));
-  const double *gv = mq_bw_d(g);
-  mq_tensor *ra = like(S, g), *rb = like(S, g);
-  double *pa = mq_bw_d(ra), *pb = mq_bw_d(rb);
-  ew_job J = {.op = n->op, .x = xv, .y = yv, .o = ov, .g = gv, .ra = pa, .rb = pb};
-  ew_run(S, t->numel, binary_range, &J);
-  if (a->requires_grad) gin[0] = mq_bw_sum_to(S, ra, a);
-  if (b->requires_grad) gin[1] = mq_bw_sum_to(S, rb, b);
 }
 
 /* --- selections --------------------------------------------------------------- */
@@ -460,17 +398,17 @@ void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gi
 
 const char *mq_ag_node_name(const mq_gradnode *n) {
   static const char *const un[] = {
-#define X(E, s) s,
+#define X(E, name, ...) name,
       MQ_UNARY_OPS(X)
 #undef X
   };
   static const char *const bin[] = {
-#define X(E, s) s,
+#define X(E, name, ...) name,
       MQ_BINARY_OPS(X)
 #undef X
   };
   static const char *const red[] = {
-#define X(E, s) s,
+#define X(E, name, ...) name,
       MQ_REDUCE_OPS(X)
 #undef X
   };

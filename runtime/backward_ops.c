@@ -55,16 +55,16 @@ static double dreduce(const mq_gradnode *n, double x, double y, int64_t i, int64
     if (x == 0) return 0; /* torch: for p < 1, not 0 * inf = NaN */
     return sg * pow(fabs(x), p - 1) / pow(y, p - 1);
   }
-  switch ((mq_redop)n->op) {
-  case MQ_RED_SUM: return 1;
-  case MQ_RED_MEAN: return 1 / st->count[k];
-  case MQ_RED_AMAX: case MQ_RED_AMIN: return x == y ? 1 / st->ties[k] : 0;
-  case MQ_RED_PROD:
-    if (x != 0) return st->zeros[k] == 0 ? st->prod_nz[k] / x : 0;
-    return st->zeros[k] == 1 ? st->prod_nz[k] : 0;
-  case MQ_RED_LOGSUMEXP: return exp(x - y);
-  default: return NAN; /* all, any, count: bool or int results, never recorded */
+  switch ((mq_redop)n->op) { /* the rows' D(...) of ops_reduce.h */
+#define RED_D(e) return (e);
+#define RED_NODIFF break;
+#define X(E, name, bind, deriv, ...)                                           \
+  case MQ_RED_##E: RED_##deriv
+    MQ_REDUCE_OPS(X)
+#undef X
+  case MQ_RED__COUNT: break;
   }
+  return NAN; /* bool and int results are never recorded (mq_ag_rec_reduce) */
 }
 
 /* Moves to the next row (the last dim) of [x], keeping k0, the output

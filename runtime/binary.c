@@ -112,63 +112,44 @@ static inline float fdiv_floor_float(float x, float y) {
 #define MAXP(x, y) ((x) > (y) || (x) != (x) ? (x) : (y))
 #define MINP(x, y) ((x) < (y) || (x) != (x) ? (x) : (y))
 
-/* --- kernels ------------------------------------------------------------------ */
+/* --- kernels, from the rows of ops_binary.h ------------------------------------ */
 
-/* Float ops, both float types. */
-#define FLOAT_BIN(X)                                                           \
-  X(add, x + y) X(sub, x - y) X(mul, x * y) X(div, x / y) X(pow, FN(pow)(x, y)) \
-  X(floordiv, FH(fdiv_floor)(x, y)) X(rem, FH(fmod_floor)(x, y))               \
-  X(fmod, FN(fmod)(x, y)) X(divtrunc, FN(trunc)(x / y)) X(atan2, FN(atan2)(x, y)) \
-  X(logaddexp, FH(logaddexp)(x, y)) X(logaddexp2, FH(logaddexp2)(x, y))        \
-  X(maximum, MAXP(x, y)) X(minimum, MINP(x, y)) X(fmax, FN(fmax)(x, y))        \
-  X(fmin, FN(fmin)(x, y)) X(nextafter, FN(nextafter)(x, y))                    \
-  X(hypot, FN(hypot)(x, y)) X(copysign, FN(copysign)(x, y))                    \
-  X(xlogy, FH(xlogy)(x, y)) X(pow_number, FH(pow_number)(x, y))
-#define DEF_FB32(name, EXPR) DEF_BIN(name##_F32, float, float, EXPR)
-#define DEF_FB64(name, EXPR) DEF_BIN(name##_F64, double, double, EXPR)
+/* Float kernels k_E_F32 and k_E_F64 (bool results for comparisons). */
+#define DEF_BF_ARITH(E, SFX, T, EXPR) DEF_BIN(k_##E##_##SFX, T, T, EXPR)
+#define DEF_BF_FLOAT DEF_BF_ARITH
+#define DEF_BF_F64 DEF_BF_ARITH
+#define DEF_BF_CMP(E, SFX, T, EXPR) DEF_BIN(k_##E##_##SFX, T, uint8_t, EXPR)
+#define DEF_BF_INT(E, SFX, T, EXPR)
+#define DEF_FB32(E, name, params, bind, cls, div0, fexpr, ...) DEF_BF_##cls(E, F32, float, fexpr)
+#define DEF_FB64(E, name, params, bind, cls, div0, fexpr, ...) DEF_BF_##cls(E, F64, double, fexpr)
 #define FN(name) name##f
 #define FH(name) name##_float
-FLOAT_BIN(DEF_FB32)
+MQ_BINARY_OPS(DEF_FB32)
 #undef FH
 #undef FN
 #define FN(name) name
 #define FH(name) name##_double
-FLOAT_BIN(DEF_FB64)
+MQ_BINARY_OPS(DEF_FB64)
 #undef FH
 #undef FN
+DEF_BIN(pow_number_F32, float, float, pow_number_float(x, y))
+DEF_BIN(pow_number_F64, double, double, pow_number_double(x, y))
 
-DEF_BIN(add_I64, int64_t, int64_t, WADD(x, y))
-DEF_BIN(sub_I64, int64_t, int64_t, WSUB(x, y))
-DEF_BIN(mul_I64, int64_t, int64_t, WMUL(x, y))
-DEF_BIN(pow_I64, int64_t, int64_t, mq_ipow(x, y))
-DEF_BIN(floordiv_I64, int64_t, int64_t, mq_idiv_floor(x, y))
-DEF_BIN(rem_I64, int64_t, int64_t, mq_imod_floor(x, y))
-DEF_BIN(fmod_I64, int64_t, int64_t, mq_imod_trunc(x, y))
-DEF_BIN(divtrunc_I64, int64_t, int64_t, mq_idiv_trunc(x, y))
-DEF_BIN(maximum_I64, int64_t, int64_t, x > y ? x : y)
-DEF_BIN(minimum_I64, int64_t, int64_t, x < y ? x : y)
-DEF_BIN(shl_I64, int64_t, int64_t, ishl(x, y))
-DEF_BIN(shr_I64, int64_t, int64_t, ishr(x, y))
-DEF_BIN(band_I64, int64_t, int64_t, x & y)
-DEF_BIN(bor_I64, int64_t, int64_t, x | y)
-DEF_BIN(bxor_I64, int64_t, int64_t, x ^ y)
+/* Int64 and bool kernels k_E_I64 and k_E_BOOL (comparisons: the float
+ * expression for every dtype). */
+#define DEF_BI_ARITH(E, FEXPR, IEXPR) DEF_BIN(k_##E##_I64, int64_t, int64_t, IEXPR)
+#define DEF_BI_INT DEF_BI_ARITH
+#define DEF_BI_FLOAT(E, FEXPR, IEXPR)
+#define DEF_BI_F64 DEF_BI_FLOAT
+#define DEF_BI_CMP(E, FEXPR, IEXPR)                                            \
+  DEF_BIN(k_##E##_I64, int64_t, uint8_t, FEXPR)                                \
+  DEF_BIN(k_##E##_BOOL, uint8_t, uint8_t, FEXPR)
+#define DEF_BI(E, name, params, bind, cls, div0, fexpr, iexpr, ...) DEF_BI_##cls(E, fexpr, iexpr)
+MQ_BINARY_OPS(DEF_BI)
 /* bool arithmetic: add is or, mul is and, as torch */
 DEF_BIN(or_BOOL, uint8_t, uint8_t, x | y)
 DEF_BIN(and_BOOL, uint8_t, uint8_t, x & y)
 DEF_BIN(xor_BOOL, uint8_t, uint8_t, x ^ y)
-
-/* Comparisons and logical ops: bool results for every compute dtype. */
-#define DEF_CMP(E, n, T, s)                                                    \
-  DEF_BIN(lt_##E, T, uint8_t, x < y)                                           \
-  DEF_BIN(le_##E, T, uint8_t, x <= y)                                          \
-  DEF_BIN(gt_##E, T, uint8_t, x > y)                                           \
-  DEF_BIN(ge_##E, T, uint8_t, x >= y)                                          \
-  DEF_BIN(eq_##E, T, uint8_t, x == y)                                          \
-  DEF_BIN(ne_##E, T, uint8_t, x != y)                                          \
-  DEF_BIN(land_##E, T, uint8_t, (x != 0) & (y != 0))                           \
-  DEF_BIN(lor_##E, T, uint8_t, (x != 0) | (y != 0))                            \
-  DEF_BIN(lxor_##E, T, uint8_t, (x != 0) ^ (y != 0))
-MQ_DTYPES(DEF_CMP)
 
 /* --- the table ------------------------------------------------------------------ */
 
@@ -180,49 +161,30 @@ enum { CL_ARITH, CL_FLOAT, CL_F64, CL_CMP, CL_INT };
 
 typedef struct binary_def {
   uint8_t cls;
-  bool int_divisor; /* integer kernels need nonzero valid divisors */
   mq_ewise_fn k[MQ_DT__COUNT];
+  bool int_divisor; /* integer kernels need nonzero valid divisors */
+  bool fuse;
 } binary_def;
 
-#define FK(op) op##_F32, op##_F64
-#define ALL(op) {op##_BOOL, op##_I64, op##_F32, op##_F64}
+#define BK_OR or_BOOL
+#define BK_AND and_BOOL
+#define BK_XOR xor_BOOL
+#define BK_NONE NULL
+#define FK(E) k_##E##_F32, k_##E##_F64
+#define TAB_ARITH(E, bk) CL_ARITH, {BK_##bk, k_##E##_I64, FK(E)}
+#define TAB_FLOAT(E, bk) CL_FLOAT, {NULL, NULL, FK(E)}
+#define TAB_F64(E, bk) CL_F64, {NULL, NULL, FK(E)}
+#define TAB_CMP(E, bk) CL_CMP, {k_##E##_BOOL, k_##E##_I64, FK(E)}
+#define TAB_INT(E, bk) CL_INT, {BK_##bk, k_##E##_I64, NULL, NULL}
 
 static const binary_def defs[MQ_BIN__COUNT] = {
-    [MQ_BIN_ADD] = {CL_ARITH, false, {or_BOOL, add_I64, FK(add)}},
-    [MQ_BIN_SUB] = {CL_ARITH, false, {NULL, sub_I64, FK(sub)}},
-    [MQ_BIN_MUL] = {CL_ARITH, false, {and_BOOL, mul_I64, FK(mul)}},
-    [MQ_BIN_DIV] = {CL_FLOAT, false, {NULL, NULL, FK(div)}},
-    [MQ_BIN_POW] = {CL_ARITH, false, {NULL, pow_I64, FK(pow)}},
-    [MQ_BIN_FLOAT_POWER] = {CL_F64, false, {NULL, NULL, FK(pow)}},
-    [MQ_BIN_FLOORDIV] = {CL_ARITH, true, {NULL, floordiv_I64, FK(floordiv)}},
-    [MQ_BIN_REM] = {CL_ARITH, true, {NULL, rem_I64, FK(rem)}},
-    [MQ_BIN_FMOD] = {CL_ARITH, true, {NULL, fmod_I64, FK(fmod)}},
-    [MQ_BIN_DIVTRUNC] = {CL_ARITH, true, {NULL, divtrunc_I64, FK(divtrunc)}},
-    [MQ_BIN_MAXIMUM] = {CL_ARITH, false, {or_BOOL, maximum_I64, FK(maximum)}},
-    [MQ_BIN_MINIMUM] = {CL_ARITH, false, {and_BOOL, minimum_I64, FK(minimum)}},
-    [MQ_BIN_FMAX] = {CL_ARITH, false, {or_BOOL, maximum_I64, FK(fmax)}},
-    [MQ_BIN_FMIN] = {CL_ARITH, false, {and_BOOL, minimum_I64, FK(fmin)}},
-    [MQ_BIN_ATAN2] = {CL_FLOAT, false, {NULL, NULL, FK(atan2)}},
-    [MQ_BIN_LOGADDEXP] = {CL_FLOAT, false, {NULL, NULL, FK(logaddexp)}},
-    [MQ_BIN_LOGADDEXP2] = {CL_FLOAT, false, {NULL, NULL, FK(logaddexp2)}},
-    [MQ_BIN_NEXTAFTER] = {CL_FLOAT, false, {NULL, NULL, FK(nextafter)}},
-    [MQ_BIN_HYPOT] = {CL_FLOAT, false, {NULL, NULL, FK(hypot)}},
-    [MQ_BIN_COPYSIGN] = {CL_FLOAT, false, {NULL, NULL, FK(copysign)}},
-    [MQ_BIN_XLOGY] = {CL_FLOAT, false, {NULL, NULL, FK(xlogy)}},
-    [MQ_BIN_LT] = {CL_CMP, false, ALL(lt)}, [MQ_BIN_LE] = {CL_CMP, false, ALL(le)},
-    [MQ_BIN_GT] = {CL_CMP, false, ALL(gt)}, [MQ_BIN_GE] = {CL_CMP, false, ALL(ge)},
-    [MQ_BIN_EQ] = {CL_CMP, false, ALL(eq)}, [MQ_BIN_NE] = {CL_CMP, false, ALL(ne)},
-    [MQ_BIN_LAND] = {CL_CMP, false, ALL(land)}, [MQ_BIN_LOR] = {CL_CMP, false, ALL(lor)},
-    [MQ_BIN_LXOR] = {CL_CMP, false, ALL(lxor)},
-    [MQ_BIN_BAND] = {CL_INT, false, {and_BOOL, band_I64, NULL, NULL}},
-    [MQ_BIN_BOR] = {CL_INT, false, {or_BOOL, bor_I64, NULL, NULL}},
-    [MQ_BIN_BXOR] = {CL_INT, false, {xor_BOOL, bxor_I64, NULL, NULL}},
-    [MQ_BIN_SHL] = {CL_INT, false, {NULL, shl_I64, NULL, NULL}},
-    [MQ_BIN_SHR] = {CL_INT, false, {NULL, shr_I64, NULL, NULL}},
+#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, doma, domb, fuse, ...) \
+  [MQ_BIN_##E] = {TAB_##cls(E, bk), div0, fuse},
+    MQ_BINARY_OPS(X)
+#undef X
 };
-
 static const char *const bin_names[] = {
-#define X(E, s) s,
+#define X(E, name, ...) name,
     MQ_BINARY_OPS(X)
 #undef X
 };
@@ -285,8 +247,7 @@ static mq_tensor *f32_number(mq_state *S, mq_tensor *t) {
 
 mq_ewise_fn mq_binary_float_kernel(mq_binop op, mq_dtype dt) {
   if ((unsigned)op >= MQ_BIN__COUNT || !mq_dtype_is_float(dt)) return NULL;
-  if (defs[op].cls != CL_ARITH && defs[op].cls != CL_FLOAT) return NULL;
-  return defs[op].k[dt];
+  return defs[op].fuse ? defs[op].k[dt] : NULL;
 }
 
 mq_ewise_fn mq_pow_number_kernel(mq_dtype dt) {

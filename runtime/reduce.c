@@ -10,7 +10,7 @@
 #include "reduce.h"
 
 static const char *const red_names[] = {
-#define X(E, s) s,
+#define X(E, s, ...) s,
     MQ_REDUCE_OPS(X)
 #undef X
 };

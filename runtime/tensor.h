@@ -19,6 +19,9 @@
 #define MQ_TENSOR_H
 
 #include "../core/state.h"
+#include "ops_binary.h"
+#include "ops_reduce.h"
+#include "ops_unary.h"
 
 /* Promotion order is the enum order: bool < int64 < float32 < float64. */
 #define MQ_DTYPES(X)                                                           \
@@ -162,44 +165,15 @@ MQ_INTERNAL mq_tensor *mq_to_tensor(mq_state *S, mq_tensor *t, double fill);
 
 /* --- elementwise ---------------------------------------------------------- */
 
-#define MQ_UNARY_OPS(X)                                                        \
-  X(NEG, "neg") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") X(ABS, "abs")     \
-  X(BITNOT, "bitwise_not") X(POS, "positive") X(SIGN, "sign")                  \
-  X(SIGNBIT, "signbit") X(SQUARE, "square") X(RELU, "relu") X(CEIL, "ceil")    \
-  X(FLOOR, "floor") X(ROUND, "round") X(ROUND_DEC, "round") X(TRUNC, "trunc")  \
-  X(FRAC, "frac") X(EXP2, "exp2") X(EXPM1, "expm1") X(LOG2, "log2")            \
-  X(LOG10, "log10") X(LOG1P, "log1p") X(RSQRT, "rsqrt")                        \
-  X(RECIPROCAL, "reciprocal") X(SIN, "sin") X(COS, "cos") X(TAN, "tan")        \
-  X(ASIN, "asin") X(ACOS, "acos") X(ATAN, "atan") X(SINH, "sinh")              \
-  X(COSH, "cosh") X(TANH, "tanh") X(ASINH, "asinh") X(ACOSH, "acosh")          \
-  X(ATANH, "atanh") X(SIGMOID, "sigmoid") X(LOGIT, "logit") X(ERF, "erf")      \
-  X(ERFC, "erfc") X(ERFINV, "erfinv") X(LGAMMA, "lgamma")                      \
-  X(DIGAMMA, "digamma") X(I0, "i0") X(SINC, "sinc") X(DEG2RAD, "deg2rad")      \
-  X(RAD2DEG, "rad2deg") X(ANGLE, "angle") X(ISNAN, "isnan") X(ISINF, "isinf")  \
-  X(ISFINITE, "isfinite") X(NOT, "logical_not") X(NAN_TO_NUM, "nan_to_num")    \
-  X(CLAMP, "clamp")
-
 typedef enum mq_unop {
-#define X(E, s) MQ_UN_##E,
+#define X(E, ...) MQ_UN_##E,
   MQ_UNARY_OPS(X)
 #undef X
   MQ_UN__COUNT
 } mq_unop;
 
-#define MQ_BINARY_OPS(X)                                                       \
-  X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow")       \
-  X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge") X(EQ, "eq") X(NE, "ne")     \
-  X(BAND, "bitwise_and") X(BOR, "bitwise_or") X(BXOR, "bitwise_xor")          \
-  X(FLOORDIV, "floor_divide") X(REM, "remainder") X(FMOD, "fmod")             \
-  X(DIVTRUNC, "div") X(ATAN2, "atan2") X(LOGADDEXP, "logaddexp")              \
-  X(LOGADDEXP2, "logaddexp2") X(MAXIMUM, "maximum") X(MINIMUM, "minimum")     \
-  X(FMAX, "fmax") X(FMIN, "fmin") X(SHL, "bitwise_left_shift")                \
-  X(SHR, "bitwise_right_shift") X(NEXTAFTER, "nextafter") X(HYPOT, "hypot")   \
-  X(COPYSIGN, "copysign") X(XLOGY, "xlogy") X(FLOAT_POWER, "float_power")     \
-  X(LAND, "logical_and") X(LOR, "logical_or") X(LXOR, "logical_xor")
-
 typedef enum mq_binop {
-#define X(E, s) MQ_BIN_##E,
+#define X(E, ...) MQ_BIN_##E,
   MQ_BINARY_OPS(X)
 #undef X
   MQ_BIN__COUNT
@@ -235,12 +209,8 @@ MQ_INTERNAL mq_dtype mq_result_type(int n, mq_tensor *const *ts);
 
 /* --- reductions ----------------------------------------------------------- */
 
-#define MQ_REDUCE_OPS(X)                                                       \
-  X(SUM, "sum") X(MEAN, "mean") X(AMAX, "amax") X(AMIN, "amin") X(PROD, "prod") \
-  X(ALL, "all") X(ANY, "any") X(COUNT, "count") X(LOGSUMEXP, "logsumexp")
-
 typedef enum mq_redop {
-#define X(E, s) MQ_RED_##E,
+#define X(E, ...) MQ_RED_##E,
   MQ_REDUCE_OPS(X)
 #undef X
   MQ_RED__COUNT

@@ -116,96 +116,53 @@ static double i0_d(double x) {
   return sum;
 }
 
-/* --- float kernels (float32 and float64) ------------------------------------ */
+/* --- kernels, from the rows of ops_unary.h ------------------------------------ */
 
-/* Ops defined for floats; the ones also defined for ints have int kernels
- * below. */
-#define FLOAT_OPS(X)                                                           \
-  X(neg, -x) X(pos, x) X(abs, FN(fabs)(x))                                     \
-  X(sign, (R)((0 < x) - (x < 0)))                                              \
-  X(square, x * x) X(relu, x < 0 ? (R)0 : x)                                   \
-  X(ceil, FN(ceil)(x)) X(floor, FN(floor)(x)) X(round, FN(nearbyint)(x))       \
-  X(trunc, FN(trunc)(x)) X(frac, x - FN(trunc)(x))                             \
-  X(exp, FN(exp)(x)) X(exp2, FN(exp2)(x)) X(expm1, FN(expm1)(x))               \
-  X(log, FN(log)(x)) X(log2, FN(log2)(x)) X(log10, FN(log10)(x))               \
-  X(log1p, FN(log1p)(x)) X(sqrt, FN(sqrt)(x)) X(rsqrt, (R)1 / FN(sqrt)(x))     \
-  X(reciprocal, (R)1 / x) X(sin, FN(sin)(x)) X(cos, FN(cos)(x))                \
-  X(tan, FN(tan)(x)) X(asin, FN(asin)(x)) X(acos, FN(acos)(x))                 \
-  X(atan, FN(atan)(x)) X(sinh, FN(sinh)(x)) X(cosh, FN(cosh)(x))               \
-  X(tanh, FN(tanh)(x)) X(asinh, FN(asinh)(x)) X(acosh, FN(acosh)(x))           \
-  X(atanh, FN(atanh)(x)) X(sigmoid, (R)1 / ((R)1 + FN(exp)(-x)))               \
-  X(erf, FN(erf)(x)) X(erfc, FN(erfc)(x)) X(lgamma, FN(lgamma)(x))             \
-  X(erfinv, (R)erfinv_d(x)) X(digamma, (R)digamma_d(x)) X(i0, (R)i0_d(x))      \
-  X(sinc, x == 0 ? (R)1 : FN(sin)((R)PI * x) / ((R)PI * x))                    \
-  X(deg2rad, x * (R)(PI / 180)) X(rad2deg, x * (R)(180 / PI))                  \
-  X(angle, x != x ? x : x < 0 ? (R)PI : (R)0)
+/* Float kernels k_E_F32 and k_E_F64, by the row's class: the same type out,
+ * or bool for predicates; none for the bools-and-ints-only ops. */
+#define DEF_F_FLOAT(E, SFX, T, PRE, EXPR) DEF_UNP(k_##E##_##SFX, T, T, PRE, EXPR)
+#define DEF_F_SAME DEF_F_FLOAT
+#define DEF_F_SAMEB DEF_F_FLOAT
+#define DEF_F_FONLY DEF_F_FLOAT
+#define DEF_F_CLAMP DEF_F_FLOAT
+#define DEF_F_PRED(E, SFX, T, PRE, EXPR) DEF_UNP(k_##E##_##SFX, T, uint8_t, PRE, EXPR)
+#define DEF_F_BITS(E, SFX, T, PRE, EXPR)
+#define NOPRE (void)0
 
-#define DEF_F32(name, EXPR) DEF_UN(name##_F32, float, float, EXPR)
-#define DEF_F64(name, EXPR) DEF_UN(name##_F64, double, double, EXPR)
+#define DEF_F32(E, name, params, bind, cls, pre, fexpr, ...) DEF_F_##cls(E, F32, float, pre, fexpr)
+#define DEF_F64(E, name, params, bind, cls, pre, fexpr, ...) DEF_F_##cls(E, F64, double, pre, fexpr)
 #define FN(name) name##f
-FLOAT_OPS(DEF_F32)
+#define R_MAX FLT_MAX
+MQ_UNARY_OPS(DEF_F32)
+#undef R_MAX
 #undef FN
 #define FN(name) name
-FLOAT_OPS(DEF_F64)
+#define R_MAX DBL_MAX
+MQ_UNARY_OPS(DEF_F64)
+#undef R_MAX
 #undef FN
 
-/* Ops with parameters. round(x, decimals): torch's scaling, by 10^d or by
- * 10^-d for negative d. logit(x, eps): x clamped to [eps, 1 - eps] first
- * when eps is given (P0 not NaN). nan_to_num(x, nan, posinf, neginf): NaN
- * for posinf/neginf means the dtype's largest finite values. clamp(x, lo,
- * hi): NaN bounds are absent (comparisons with NaN are false), NaN x stays. */
-#define PARAM_FLOAT_OPS(X, T, TMAX)                                            \
-  X(round_dec, T, const int neg = P0 < 0; const T ten = (T)pow(10, fabs(P0)),  \
-    neg ? FN(nearbyint)(x / ten) * ten : FN(nearbyint)(x * ten) / ten)          \
-  X(logit, T, const int has = P0 == P0; const T lo = (T)P0; const T hi = (T)(1 - P0), \
-    FN(log)(LOGIT_Z / ((T)1 - LOGIT_Z)))                                       \
-  X(nan_to_num, T, const T nv = (T)P0; const T pv = P1 == P1 ? (T)P1 : TMAX;   \
-    const T mv = P2 == P2 ? (T)P2 : -TMAX,                                     \
-    x != x ? nv : x == (T)INFINITY ? pv : x == (T)-INFINITY ? mv : x)          \
-  X(clamp, T, const T lo = (T)P0; const T hi = (T)P1, CLAMP_X > hi ? hi : CLAMP_X)
-#define LOGIT_Z (has ? (x < lo ? lo : x > hi ? hi : x) : x)
-#define CLAMP_X (x < lo ? lo : x)
-
-#define DEF_P32(name, T, PRE, EXPR) DEF_UNP(name##_F32, T, T, PRE, EXPR)
-#define DEF_P64(name, T, PRE, EXPR) DEF_UNP(name##_F64, T, T, PRE, EXPR)
-#define FN(name) name##f
-PARAM_FLOAT_OPS(DEF_P32, float, FLT_MAX)
-#undef FN
-#define FN(name) name
-PARAM_FLOAT_OPS(DEF_P64, double, DBL_MAX)
-#undef FN
-
-/* --- integer and bool kernels -------------------------------------------- */
-
-DEF_UN(neg_I64, int64_t, int64_t, WSUB(0, x))
-DEF_UN(pos_I64, int64_t, int64_t, x)
-DEF_UN(abs_I64, int64_t, int64_t, x < 0 ? WSUB(0, x) : x)
-DEF_UN(sign_I64, int64_t, int64_t, (0 < x) - (x < 0))
-DEF_UN(square_I64, int64_t, int64_t, WMUL(x, x))
-DEF_UN(relu_I64, int64_t, int64_t, x < 0 ? 0 : x)
-DEF_UN(bitnot_I64, int64_t, int64_t, ~x)
-/* int64 bounds: NaN means none; a float bound rounds toward the inside */
-DEF_UNP(clamp_I64, int64_t, int64_t,
-        const int64_t lo = P0 == P0 ? mq_f2i(ceil(P0)) : INT64_MIN;
-        const int64_t hi = P1 == P1 ? (P1 >= 9.2233720368547758e18 ? INT64_MAX : mq_f2i(floor(P1)))
-                                    : INT64_MAX,
-        CLAMP_X > hi ? hi : CLAMP_X)
+/* Int64 and bool kernels k_E_I64 and k_E_BOOL. */
+#define DEF_IB_FLOAT(E, IEXPR, BEXPR)
+#define DEF_IB_FONLY DEF_IB_FLOAT
+#define DEF_IB_SAME(E, IEXPR, BEXPR) DEF_UN(k_##E##_I64, int64_t, int64_t, IEXPR)
+#define DEF_IB_SAMEB DEF_IB_SAME
+#define DEF_IB_BITS(E, IEXPR, BEXPR)                                           \
+  DEF_UN(k_##E##_I64, int64_t, int64_t, IEXPR)                                 \
+  DEF_UN(k_##E##_BOOL, uint8_t, uint8_t, BEXPR)
+#define DEF_IB_PRED(E, IEXPR, BEXPR)                                           \
+  DEF_UN(k_##E##_I64, int64_t, uint8_t, IEXPR)                                 \
+  DEF_UN(k_##E##_BOOL, uint8_t, uint8_t, BEXPR)
+/* clamp's int64 bounds: NaN means none; a float bound rounds toward the inside */
+#define DEF_IB_CLAMP(E, IEXPR, BEXPR)                                          \
+  DEF_UNP(k_##E##_I64, int64_t, int64_t,                                       \
+          const int64_t lo = P0 == P0 ? mq_f2i(ceil(P0)) : INT64_MIN;          \
+          const int64_t hi = P1 == P1 ? (P1 >= 9.2233720368547758e18 ? INT64_MAX : mq_f2i(floor(P1))) \
+                                      : INT64_MAX,                             \
+          CLAMP_X > hi ? hi : CLAMP_X)
+#define DEF_IB(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, ...) DEF_IB_##cls(E, iexpr, bexpr)
+MQ_UNARY_OPS(DEF_IB)
 DEF_UN(copy_BOOL, uint8_t, uint8_t, x)
-DEF_UN(bitnot_BOOL, uint8_t, uint8_t, x ^ 1)
-
-/* Predicates: bool results for every input dtype. */
-#define PRED_OPS(X)                                                            \
-  X(signbit, FN(signbit)(x) != 0, x < 0, x != x) X(isnan, x != x, x != x, x != x)  \
-  X(isinf, FN(fabs)(x) == (R)INFINITY, x != x, x != x)                         \
-  X(isfinite, x - x == 0, x == x, x == x) X(not, x == 0, x == 0, x == 0)
-#define DEF_PRED(name, FEXPR, IEXPR, BEXPR)                                    \
-  DEF_UN(name##_F32, float, uint8_t, FEXPR)                                    \
-  DEF_UN(name##_F64, double, uint8_t, FEXPR)                                   \
-  DEF_UN(name##_I64, int64_t, uint8_t, IEXPR)                                  \
-  DEF_UN(name##_BOOL, uint8_t, uint8_t, BEXPR)
-#define FN(name) name /* signbit and fabs are type-generic enough */
-PRED_OPS(DEF_PRED)
-#undef FN
 
 /* --- the table ----------------------------------------------------------- */
 
@@ -216,46 +173,27 @@ enum { CL_FLOAT, CL_SAME, CL_BOOL };
 typedef struct unary_def {
   uint8_t cls;
   mq_ewise_fn k[MQ_DT__COUNT]; /* by input dtype, after the FLOAT cast */
+  bool fuse;
 } unary_def;
 
-#define FK(op) {NULL, NULL, op##_F32, op##_F64}
-#define FLOAT(op) {CL_FLOAT, FK(op)}
-#define PRED(op) {CL_BOOL, {op##_BOOL, op##_I64, op##_F32, op##_F64}}
+#define FK(E) k_##E##_F32, k_##E##_F64
+#define TAB_FLOAT(E) CL_FLOAT, {NULL, NULL, FK(E)}
+#define TAB_SAME(E) CL_SAME, {NULL, k_##E##_I64, FK(E)}
+#define TAB_SAMEB(E) CL_SAME, {copy_BOOL, k_##E##_I64, FK(E)}
+#define TAB_FONLY(E) CL_SAME, {NULL, NULL, FK(E)}
+#define TAB_CLAMP TAB_SAME
+#define TAB_BITS(E) CL_SAME, {k_##E##_BOOL, k_##E##_I64, NULL, NULL}
+#define TAB_PRED(E) CL_BOOL, {k_##E##_BOOL, k_##E##_I64, FK(E)}
 
 static const unary_def defs[MQ_UN__COUNT] = {
-    [MQ_UN_NEG] = {CL_SAME, {NULL, neg_I64, neg_F32, neg_F64}},
-    [MQ_UN_POS] = {CL_SAME, {copy_BOOL, pos_I64, pos_F32, pos_F64}},
-    [MQ_UN_ABS] = {CL_SAME, {copy_BOOL, abs_I64, abs_F32, abs_F64}},
-    [MQ_UN_SIGN] = {CL_SAME, {copy_BOOL, sign_I64, sign_F32, sign_F64}},
-    [MQ_UN_SQUARE] = {CL_SAME, {NULL, square_I64, square_F32, square_F64}},
-    [MQ_UN_RELU] = {CL_SAME, {NULL, relu_I64, relu_F32, relu_F64}},
-    [MQ_UN_CEIL] = {CL_SAME, {NULL, pos_I64, ceil_F32, ceil_F64}},
-    [MQ_UN_FLOOR] = {CL_SAME, {NULL, pos_I64, floor_F32, floor_F64}},
-    [MQ_UN_ROUND] = {CL_SAME, {NULL, pos_I64, round_F32, round_F64}},
-    [MQ_UN_ROUND_DEC] = {CL_SAME, {NULL, pos_I64, round_dec_F32, round_dec_F64}},
-    [MQ_UN_TRUNC] = {CL_SAME, {NULL, pos_I64, trunc_F32, trunc_F64}},
-    [MQ_UN_FRAC] = {CL_SAME, {NULL, NULL, frac_F32, frac_F64}},
-    [MQ_UN_NAN_TO_NUM] = {CL_SAME, {copy_BOOL, pos_I64, nan_to_num_F32, nan_to_num_F64}},
-    [MQ_UN_CLAMP] = {CL_SAME, {NULL, clamp_I64, clamp_F32, clamp_F64}},
-    [MQ_UN_BITNOT] = {CL_SAME, {bitnot_BOOL, bitnot_I64, NULL, NULL}},
-    [MQ_UN_EXP] = FLOAT(exp), [MQ_UN_EXP2] = FLOAT(exp2), [MQ_UN_EXPM1] = FLOAT(expm1),
-    [MQ_UN_LOG] = FLOAT(log), [MQ_UN_LOG2] = FLOAT(log2), [MQ_UN_LOG10] = FLOAT(log10),
-    [MQ_UN_LOG1P] = FLOAT(log1p), [MQ_UN_SQRT] = FLOAT(sqrt), [MQ_UN_RSQRT] = FLOAT(rsqrt),
-    [MQ_UN_RECIPROCAL] = FLOAT(reciprocal), [MQ_UN_SIN] = FLOAT(sin), [MQ_UN_COS] = FLOAT(cos),
-    [MQ_UN_TAN] = FLOAT(tan), [MQ_UN_ASIN] = FLOAT(asin), [MQ_UN_ACOS] = FLOAT(acos),
-    [MQ_UN_ATAN] = FLOAT(atan), [MQ_UN_SINH] = FLOAT(sinh), [MQ_UN_COSH] = FLOAT(cosh),
-    [MQ_UN_TANH] = FLOAT(tanh), [MQ_UN_ASINH] = FLOAT(asinh), [MQ_UN_ACOSH] = FLOAT(acosh),
-    [MQ_UN_ATANH] = FLOAT(atanh), [MQ_UN_SIGMOID] = FLOAT(sigmoid), [MQ_UN_LOGIT] = FLOAT(logit),
-    [MQ_UN_ERF] = FLOAT(erf), [MQ_UN_ERFC] = FLOAT(erfc), [MQ_UN_ERFINV] = FLOAT(erfinv),
-    [MQ_UN_LGAMMA] = FLOAT(lgamma), [MQ_UN_DIGAMMA] = FLOAT(digamma), [MQ_UN_I0] = FLOAT(i0),
-    [MQ_UN_SINC] = FLOAT(sinc), [MQ_UN_DEG2RAD] = FLOAT(deg2rad),
-    [MQ_UN_RAD2DEG] = FLOAT(rad2deg), [MQ_UN_ANGLE] = FLOAT(angle),
-    [MQ_UN_SIGNBIT] = PRED(signbit), [MQ_UN_ISNAN] = PRED(isnan), [MQ_UN_ISINF] = PRED(isinf),
-    [MQ_UN_ISFINITE] = PRED(isfinite), [MQ_UN_NOT] = PRED(not),
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, dom, fuse, ...) \
+  [MQ_UN_##E] = {TAB_##cls(E), fuse},
+    MQ_UNARY_OPS(X)
+#undef X
 };
 
 static const char *const un_names[] = {
-#define X(E, s) s,
+#define X(E, name, ...) name,
     MQ_UNARY_OPS(X)
 #undef X
 };
@@ -295,11 +233,8 @@ mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) 
 mq_tensor *mq_unary(mq_state *S, mq_unop op, mq_tensor *t) { return mq_unary_p(S, op, t, NULL); }
 
 mq_ewise_fn mq_unary_float_kernel(mq_unop op, mq_dtype dt) {
-  if ((unsigned)op >= MQ_UN__COUNT || !mq_dtype_is_float(dt) || defs[op].cls == CL_BOOL) return NULL;
-  switch (op) { /* the ones with parameters */
-  case MQ_UN_ROUND_DEC: case MQ_UN_LOGIT: case MQ_UN_NAN_TO_NUM: case MQ_UN_CLAMP: return NULL;
-  default: return defs[op].k[dt];
-  }
+  if ((unsigned)op >= MQ_UN__COUNT || !mq_dtype_is_float(dt) || !defs[op].fuse) return NULL;
+  return defs[op].k[dt];
 }
 
 /* --- clamp ------------------------------------------------------------------- */

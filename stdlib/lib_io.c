@@ -273,11 +273,11 @@ static mq_value lib_savez(mq_state *S, mq_value *args) {
 const mq_libfn mq_lib_io[] = {
     {"load(path, name=none)", lib_load,
      "a tensor from a NumPy .npy file or .npz archive (data + mask arrays give a masked "
-     "tensor); see docs/IO.md"},
+     "tensor); see docs/IO.md", MQ_BK_NONE, 0},
     {"save(path, x, compress=false)", lib_save,
      "write x to a .npy file, or to a .npz archive (a masked x as data + mask, numpy.ma's "
-     "polarity)"},
+     "polarity)", MQ_BK_NONE, 0},
     {"savez(path, arrays, compress=false)", lib_savez,
-     "write [name, tensor] pairs to a .npz archive (a masked one as name + name_mask)"},
-    {NULL, NULL, NULL},
+     "write [name, tensor] pairs to a .npz archive (a masked one as name + name_mask)", MQ_BK_NONE, 0},
+    {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

@@ -98,16 +98,16 @@ static mq_value lib_assert(mq_state *S, mq_value *args) {
 }
 
 const mq_libfn mq_lib_lang[] = {
-    {"len(x)", lib_len, "the length of a list or string, or the first dim of a tensor"},
+    {"len(x)", lib_len, "the length of a list or string, or the first dim of a tensor", MQ_BK_NONE, 0},
     {"range(start, stop=none, step=1)", lib_range,
-     "the ints from start to stop (exclusive) as a lazy range; range(n) is 0 .. n-1"},
-    {"list(x)", lib_list, "a new list of the entries of a range or a list, or of the rows of a tensor"},
-    {"append(list, value)", lib_append, "add value at the end of list (changes the list)"},
-    {"str(x)", lib_str, "x as a string, as print shows it"},
-    {"type(x)", lib_type, "the type name: \"tensor\", \"int\", \"float\", \"list\", ..."},
+     "the ints from start to stop (exclusive) as a lazy range; range(n) is 0 .. n-1", MQ_BK_NONE, 0},
+    {"list(x)", lib_list, "a new list of the entries of a range or a list, or of the rows of a tensor", MQ_BK_NONE, 0},
+    {"append(list, value)", lib_append, "add value at the end of list (changes the list)", MQ_BK_NONE, 0},
+    {"str(x)", lib_str, "x as a string, as print shows it", MQ_BK_NONE, 0},
+    {"type(x)", lib_type, "the type name: \"tensor\", \"int\", \"float\", \"list\", ...", MQ_BK_NONE, 0},
     {"format(fmt, *values, **names)", lib_format,
      "fmt with its fields filled, as Python's str.format: {} the next value, {0} value 0, "
-     "{name} a keyword argument; a spec as in {:>8.3f}, {:+,d}, {:^10}, {:#x}"},
-    {"assert(cond, message=none)", lib_assert, "raise an error unless cond is true"},
-    {NULL, NULL, NULL},
+     "{name} a keyword argument; a spec as in {:>8.3f}, {:+,d}, {:^10}, {:#x}", MQ_BK_NONE, 0},
+    {"assert(cond, message=none)", lib_assert, "raise an error unless cond is true", MQ_BK_NONE, 0},
+    {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

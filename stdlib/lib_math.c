@@ -3,6 +3,8 @@
  * where and masked_fill, intersect, and the constants nan, inf and pi.
  * Thin bindings of runtime/tensor.h; the signature is the help text. */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "../runtime/autograd.h"
 #include "stdlib.h"
@@ -13,39 +15,49 @@
 #define TW(i, what) mq_tensor_from_value(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
-/* --- unary ------------------------------------------------------------------ */
+/* --- unary: from the rows of runtime/ops_unary.h ------------------------- */
 
-#define UNARY(name, OP)                                                        \
-  static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
-    RET(mq_unary(S, OP, T(0, "x")));                                           \
+/* The [n] number parameters after x (none: NaN, which the op reads as
+ * absent), named in errors as in the signature [sig]. */
+static void number_params(mq_state *S, mq_value *args, int n, const char *sig, double *prm) {
+  const char *p = strchr(sig, ',');
+  for (int i = 0; i < 3; i++) prm[i] = NAN;
+  for (int i = 0; i < n && p; i++) {
+    p += 2; /* ", " */
+    size_t len = strcspn(p, "=,)");
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)len, p);
+    if (args[1 + i].type != MQ_NONE) prm[i] = mq_arg_number(S, args[1 + i], name);
+    p = strchr(p, ',');
   }
-#define UNARIES(X)                                                             \
-  X(ABS) X(ACOS) X(ACOSH) X(ANGLE) X(ASIN) X(ASINH) X(ATAN) X(ATANH) X(BITNOT)  \
-  X(CEIL) X(POS) X(COS) X(COSH) X(DEG2RAD) X(DIGAMMA) X(ERF) X(ERFC) X(ERFINV)  \
-  X(EXP) X(EXP2) X(EXPM1) X(TRUNC) X(FLOOR) X(FRAC) X(I0) X(ISNAN) X(ISINF)     \
-  X(ISFINITE) X(LGAMMA) X(LOG) X(LOG10) X(LOG1P) X(LOG2) X(NOT) X(NEG)         \
-  X(RAD2DEG) X(RECIPROCAL) X(RELU) X(RSQRT) X(SIGMOID) X(SIGN) X(SIGNBIT)       \
-  X(SIN) X(SINC) X(SINH) X(SQRT) X(SQUARE) X(TAN) X(TANH)
-#define X(E) UNARY(un_##E, MQ_UN_##E)
-UNARIES(X)
+}
+
+#define UN_SIG(name, params) name "(x" params ")"
+#define UN_BIND_B0(E, sig)                                                     \
+  static mq_value lib_un_##E(mq_state *S, mq_value *args) { RET(mq_unary(S, MQ_UN_##E, T(0, "x"))); }
+#define UN_BIND_PARAMS(E, sig, n)                                              \
+  static mq_value lib_un_##E(mq_state *S, mq_value *args) {                    \
+    double prm[3];                                                             \
+    number_params(S, args, n, sig, prm);                                       \
+    RET(mq_unary_p(S, MQ_UN_##E, T(0, "x"), prm));                             \
+  }
+#define UN_BIND_B1(E, sig) UN_BIND_PARAMS(E, sig, 1)
+#define UN_BIND_B2(E, sig) UN_BIND_PARAMS(E, sig, 2)
+#define UN_BIND_B3(E, sig) UN_BIND_PARAMS(E, sig, 3)
+#define UN_BIND_BH(E, sig)
+#define UN_BIND_BN(E, sig)
+#define X(E, name, params, bind, ...) UN_BIND_##bind(E, UN_SIG(name, params))
+MQ_UNARY_OPS(X)
 #undef X
 
-static mq_value lib_round(mq_state *S, mq_value *args) {
+/* round(x, decimals): decimals 0 is the plain rounding */
+static mq_value lib_un_ROUND(mq_state *S, mq_value *args) {
   int64_t d = mq_arg_int(S, args[1], "decimals");
   double prm[3] = {(double)d, NAN, NAN};
   RET(mq_unary_p(S, d ? MQ_UN_ROUND_DEC : MQ_UN_ROUND, T(0, "x"), prm));
 }
-static mq_value lib_logit(mq_state *S, mq_value *args) {
-  double prm[3] = {args[1].type == MQ_NONE ? NAN : mq_arg_number(S, args[1], "eps"), NAN, NAN};
-  RET(mq_unary_p(S, MQ_UN_LOGIT, T(0, "x"), prm));
-}
-static mq_value lib_nan_to_num(mq_state *S, mq_value *args) {
-  double prm[3] = {mq_arg_number(S, args[1], "nan"),
-                   args[2].type == MQ_NONE ? NAN : mq_arg_number(S, args[2], "posinf"),
-                   args[3].type == MQ_NONE ? NAN : mq_arg_number(S, args[3], "neginf")};
-  RET(mq_unary_p(S, MQ_UN_NAN_TO_NUM, T(0, "x"), prm));
-}
-static mq_value lib_clamp(mq_state *S, mq_value *args) {
+/* clamp(x, min, max): numbers or tensors */
+static mq_value lib_un_CLAMP(mq_state *S, mq_value *args) {
   mq_tensor *lo = args[1].type == MQ_NONE ? NULL : TW(1, "min");
   mq_tensor *hi = args[2].type == MQ_NONE ? NULL : TW(2, "max");
   RET(mq_clamp(S, T(0, "x"), lo, hi));
@@ -53,17 +65,19 @@ static mq_value lib_clamp(mq_state *S, mq_value *args) {
 
 /* --- binary ------------------------------------------------------------------- */
 
-#define BINARY(name, OP)                                                       \
-  static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
-    RET(mq_binary(S, OP, TW(0, "x"), TW(1, "y")));                             \
+#define BIN_SIG(name, params) name "(x" params ")"
+/* mq_binary on x and y, for every row: the B0 rows' builtins, and aliases
+ * that bind plainly an op whose own builtin does more (true_divide) */
+#if defined(__GNUC__) || defined(__clang__)
+#define MAYBE_UNUSED __attribute__((unused))
+#else
+#define MAYBE_UNUSED
+#endif
+#define X(E, name, params, bind, ...)                                          \
+  MAYBE_UNUSED static mq_value plain_bin_##E(mq_state *S, mq_value *args) {   \
+    RET(mq_binary(S, MQ_BIN_##E, TW(0, "x"), TW(1, "y")));                     \
   }
-#define BINARIES(X)                                                            \
-  X(POW) X(MUL) X(DIV) X(FLOORDIV) X(REM) X(FMOD) X(ATAN2)                      \
-  X(LOGADDEXP2) X(MAXIMUM) X(MINIMUM) X(FMAX) X(FMIN) X(NEXTAFTER) X(HYPOT)     \
-  X(COPYSIGN) X(XLOGY) X(FLOAT_POWER) X(BAND) X(BOR) X(BXOR) X(SHL) X(SHR)      \
-  X(LAND) X(LOR) X(LXOR) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE)
-#define X(E) BINARY(bin_##E, MQ_BIN_##E)
-BINARIES(X)
+MQ_BINARY_OPS(X)
 #undef X
 
 /* torch's alpha: x + alpha * y (alpha a number, weak like any literal, so
@@ -75,13 +89,13 @@ static mq_value add_scaled(mq_state *S, mq_value *args, mq_binop op) {
     y = mq_binary(S, MQ_BIN_MUL, y, mq_tensor_from_value(S, args[2], "alpha"));
   RET(mq_binary(S, op, TW(0, "x"), y));
 }
-static mq_value lib_add(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_ADD); }
-static mq_value lib_sub(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_SUB); }
+static mq_value lib_bin_ADD(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_ADD); }
+static mq_value lib_bin_SUB(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_SUB); }
 
 /* torch.masked.logaddexp: a masked-out entry of x (input_mask) or y
  * (other_mask) counts as -inf, logaddexp's identity, so the result is the
  * other operand there; where both are masked out, so is the result. */
-static mq_value lib_logaddexp(mq_state *S, mq_value *args) {
+static mq_value lib_bin_LOGADDEXP(mq_state *S, mq_value *args) {
   mq_tensor *x = TW(0, "x"), *y = TW(1, "y");
   if (args[2].type == MQ_NONE && args[3].type == MQ_NONE) RET(mq_binary(S, MQ_BIN_LOGADDEXP, x, y));
   if (x->mask || y->mask)
@@ -102,7 +116,7 @@ static mq_value lib_logaddexp(mq_state *S, mq_value *args) {
   RET(mq_masked(S, r, valid));
 }
 
-static mq_value lib_div(mq_state *S, mq_value *args) {
+static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
   mq_binop op = MQ_BIN_DIV;
   if (mq_is_obj(args[2], MQ_O_STRING)) {
     const mq_string *mode = mq_as_string(args[2]);
@@ -172,29 +186,19 @@ static mq_tensor *functional_input(mq_state *S, mq_value *args, int dtype_arg, i
   return mq_masked(S, t, T(mask_arg, "mask"));
 }
 
-#define REDUCE(name, OP)                                                       \
-  static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
-    mq_tensor *t = T(0, "x");                                                  \
+/* RP: (x, dim, keepdim); RF: (x, dim, keepdim, dtype, mask) */
+#define RED_SIG_RP(name) name "(x, dim=none, keepdim=false)"
+#define RED_SIG_RF(name) name "(x, dim=none, keepdim=false, dtype=none, mask=none)"
+#define RED_INPUT_RP T(0, "x")
+#define RED_INPUT_RF functional_input(S, args, 3, 4)
+#define X(E, name, bind, ...)                                                  \
+  static mq_value lib_red_##E(mq_state *S, mq_value *args) {                   \
+    mq_tensor *t = RED_INPUT_##bind;                                           \
     int dims[MQ_MAX_DIMS], n = reduce_dims(S, args[1], t, dims);               \
-    RET(mq_reduce(S, OP, t, n, dims, mq_arg_bool(S, args[2], "keepdim")));     \
+    RET(mq_reduce(S, MQ_RED_##E, t, n, dims, mq_arg_bool(S, args[2], "keepdim"))); \
   }
-REDUCE(all, MQ_RED_ALL)
-REDUCE(any, MQ_RED_ANY)
-REDUCE(count, MQ_RED_COUNT)
-
-/* (x, dim, keepdim, dtype, mask) */
-#define REDUCE_DT(name, OP)                                                    \
-  static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
-    mq_tensor *t = functional_input(S, args, 3, 4);                            \
-    int dims[MQ_MAX_DIMS], n = reduce_dims(S, args[1], t, dims);               \
-    RET(mq_reduce(S, OP, t, n, dims, mq_arg_bool(S, args[2], "keepdim")));     \
-  }
-REDUCE_DT(sum, MQ_RED_SUM)
-REDUCE_DT(mean, MQ_RED_MEAN)
-REDUCE_DT(prod, MQ_RED_PROD)
-REDUCE_DT(amax, MQ_RED_AMAX)
-REDUCE_DT(amin, MQ_RED_AMIN)
-REDUCE_DT(logsumexp, MQ_RED_LOGSUMEXP)
+MQ_REDUCE_OPS(X)
+#undef X
 
 /* (x, dim, correction, keepdim, unbiased, dtype, mask): unbiased=true is
  * torch's spelling of correction=1 */
@@ -233,12 +237,13 @@ static mq_value lib_median(mq_state *S, mq_value *args) {
   RET(mq_median(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim")));
 }
 
-static mq_value cumulative(mq_state *S, mq_value *args, bool prod) {
-  mq_tensor *t = with_dtype(S, T(0, "x"), args[2]);
-  RET(mq_cumulative(S, t, mq_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim), prod));
-}
-static mq_value lib_cumsum(mq_state *S, mq_value *args) { return cumulative(S, args, false); }
-static mq_value lib_cumprod(mq_state *S, mq_value *args) { return cumulative(S, args, true); }
+#define X(E, name, prod, ...)                                                  \
+  static mq_value lib_scan_##E(mq_state *S, mq_value *args) {                  \
+    mq_tensor *t = with_dtype(S, T(0, "x"), args[2]);                          \
+    RET(mq_cumulative(S, t, mq_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim), prod)); \
+  }
+MQ_SCAN_OPS(X)
+#undef X
 
 /* --- normalizations ------------------------------------------------------------------ */
 
@@ -285,178 +290,81 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 
 /* --- the table --------------------------------------------------------------------- */
 
-#define U(sig, E, doc) {sig, lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E}
-#define B(sig, E, doc) {sig, lib_bin_##E, doc}
+/* Every unary builtin is its op to the compiler (MQ_BK_UNARY); it fuses
+ * the one-parameter ones whose op fuses (mq_builtin_unop, fuse.c). */
+#define UN_ROW_B0(E, name, params, doc) {UN_SIG(name, params), lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E},
+#define UN_ROW_B1 UN_ROW_B0
+#define UN_ROW_B2 UN_ROW_B0
+#define UN_ROW_B3 UN_ROW_B0
+#define UN_ROW_BH UN_ROW_B0
+#define UN_ROW_BN(E, name, params, doc)
+#define UN_ROW(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, dom, fuse, conf, doc) \
+  UN_ROW_##bind(E, name, params, doc)
+#define UN_ALIAS(alias, E, params, doc) {UN_SIG(alias, params), lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E},
+
+#define BIN_FN_B0(E) plain_bin_##E
+#define BIN_FN_BH(E) lib_bin_##E
+#define BIN_ROW_B0(E, name, params, doc) {BIN_SIG(name, params), BIN_FN_B0(E), doc, MQ_BK_NONE, 0},
+#define BIN_ROW_BH(E, name, params, doc) {BIN_SIG(name, params), BIN_FN_BH(E), doc, MQ_BK_NONE, 0},
+#define BIN_ROW_BN(E, name, params, doc)
+#define BIN_ROW(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, da, db, fuse, conf, doc) \
+  BIN_ROW_##bind(E, name, params, doc)
+#define BIN_ALIAS(alias, E, bind, params, doc) {BIN_SIG(alias, params), BIN_FN_##bind(E), doc, MQ_BK_NONE, 0},
+
+#define RED_KIND_1 MQ_BK_REDUCE
+#define RED_KIND_0 MQ_BK_NONE
+#define RED_ROW(E, name, bind, deriv, fuse, conf, doc)                         \
+  {RED_SIG_##bind(name), lib_red_##E, doc, RED_KIND_##fuse, MQ_RED_##E},
+#define SCAN_ROW(E, name, prod, conf, doc) {name "(x, dim, dtype=none)", lib_scan_##E, doc, MQ_BK_NONE, 0},
 
 const mq_libfn mq_lib_math[] = {
-    /* unary: torch.masked's 62 names for real dtypes, and relu, isinf, isfinite, logical_not */
-    U("abs(x)", ABS, "absolute value elementwise"),
-    U("absolute(x)", ABS, "absolute value elementwise (alias of abs)"),
-    U("acos(x)", ACOS, "arccosine elementwise"),
-    U("arccos(x)", ACOS, "arccosine elementwise (alias of acos)"),
-    U("acosh(x)", ACOSH, "inverse hyperbolic cosine elementwise"),
-    U("arccosh(x)", ACOSH, "inverse hyperbolic cosine elementwise (alias of acosh)"),
-    U("angle(x)", ANGLE, "the argument: 0 for x >= 0, pi for x < 0"),
-    U("asin(x)", ASIN, "arcsine elementwise"),
-    U("arcsin(x)", ASIN, "arcsine elementwise (alias of asin)"),
-    U("asinh(x)", ASINH, "inverse hyperbolic sine elementwise"),
-    U("arcsinh(x)", ASINH, "inverse hyperbolic sine elementwise (alias of asinh)"),
-    U("atan(x)", ATAN, "arctangent elementwise"),
-    U("arctan(x)", ATAN, "arctangent elementwise (alias of atan)"),
-    U("atanh(x)", ATANH, "inverse hyperbolic tangent elementwise"),
-    U("arctanh(x)", ATANH, "inverse hyperbolic tangent elementwise (alias of atanh)"),
-    U("bitwise_not(x)", BITNOT, "~x: logical not of bools, bitwise not of ints"),
-    U("ceil(x)", CEIL, "round up to an integer value"),
-    {"clamp(x, min=none, max=none)", lib_clamp,
-     "x limited to [min, max] (numbers or tensors; either may be none)"},
-    {"clip(x, min=none, max=none)", lib_clamp, "x limited to [min, max] (alias of clamp)"},
-    U("conj_physical(x)", POS, "the complex conjugate: x itself for real tensors"),
-    U("cos(x)", COS, "cosine elementwise"),
-    U("cosh(x)", COSH, "hyperbolic cosine elementwise"),
-    U("deg2rad(x)", DEG2RAD, "degrees to radians"),
-    U("digamma(x)", DIGAMMA, "the logarithmic derivative of the gamma function"),
-    U("erf(x)", ERF, "the error function"),
-    U("erfc(x)", ERFC, "the complementary error function, 1 - erf(x)"),
-    U("erfinv(x)", ERFINV, "the inverse error function"),
-    U("exp(x)", EXP, "e**x elementwise"),
-    U("exp2(x)", EXP2, "2**x elementwise"),
-    U("expm1(x)", EXPM1, "e**x - 1, accurate near 0"),
-    U("fix(x)", TRUNC, "round toward zero (alias of trunc)"),
-    U("floor(x)", FLOOR, "round down to an integer value"),
-    U("frac(x)", FRAC, "the fractional part, x - trunc(x)"),
-    U("i0(x)", I0, "the modified Bessel function of the first kind, order 0"),
-    U("isnan(x)", ISNAN, "true where x is NaN"),
-    U("isinf(x)", ISINF, "true where x is inf or -inf"),
-    U("isfinite(x)", ISFINITE, "true where x is neither inf nor NaN"),
-    U("lgamma(x)", LGAMMA, "the log of the absolute value of the gamma function"),
-    U("log(x)", LOG, "natural logarithm elementwise"),
-    U("log10(x)", LOG10, "base-10 logarithm elementwise"),
-    U("log1p(x)", LOG1P, "log(1 + x), accurate near 0"),
-    U("log2(x)", LOG2, "base-2 logarithm elementwise"),
-    {"logit(x, eps=none)", lib_logit, "log(x / (1 - x)), x first clamped to [eps, 1 - eps] if given"},
-    U("logical_not(x)", NOT, "true where x is zero (false)"),
-    {"nan_to_num(x, nan=0.0, posinf=none, neginf=none)", lib_nan_to_num,
-     "NaN, inf and -inf replaced (by default with 0 and the largest finite values)"},
-    U("neg(x)", NEG, "-x elementwise"),
-    U("negative(x)", NEG, "-x elementwise (alias of neg)"),
-    U("positive(x)", POS, "+x: x itself"),
-    B("pow(x, exponent)", POW, "x ** exponent; a number on either side works"),
-    U("rad2deg(x)", RAD2DEG, "radians to degrees"),
-    U("reciprocal(x)", RECIPROCAL, "1 / x elementwise"),
-    U("relu(x)", RELU, "max(x, 0) elementwise (NaN stays NaN)"),
-    {"round(x, decimals=0)", lib_round,
-     "round half to even, to a number of decimal places (negative: tens, hundreds ...)"},
-    U("rsqrt(x)", RSQRT, "1 / sqrt(x) elementwise"),
-    U("sigmoid(x)", SIGMOID, "1 / (1 + e**-x) elementwise"),
-    U("sign(x)", SIGN, "-1, 0 or 1 by the sign of x (0 for NaN, as torch)"),
-    U("sgn(x)", SIGN, "the sign of x (alias of sign for real tensors)"),
-    U("signbit(x)", SIGNBIT, "true where the sign bit is set (also for -0.0)"),
-    U("sin(x)", SIN, "sine elementwise"),
-    U("sinc(x)", SINC, "sin(pi x) / (pi x), 1 at 0"),
-    U("sinh(x)", SINH, "hyperbolic sine elementwise"),
-    U("sqrt(x)", SQRT, "square root elementwise"),
-    U("square(x)", SQUARE, "x * x elementwise"),
-    U("tan(x)", TAN, "tangent elementwise"),
-    U("tanh(x)", TANH, "hyperbolic tangent elementwise"),
-    U("trunc(x)", TRUNC, "round toward zero"),
+    /* unary: torch.masked's 62 names for real dtypes, and relu, isinf,
+     * isfinite, logical_not, softplus */
+    MQ_UNARY_OPS(UN_ROW)
+    MQ_UNARY_ALIASES(UN_ALIAS)
 
     /* binary: torch.masked's 36 names, and hypot, copysign, xlogy, float_power, logical ops */
-    {"add(x, y, alpha=1)", lib_add, "x + alpha * y with broadcasting"},
-    {"sub(x, y, alpha=1)", lib_sub, "x - alpha * y with broadcasting"},
-    {"subtract(x, y, alpha=1)", lib_sub, "x - alpha * y (alias of sub)"},
-    B("mul(x, y)", MUL, "x * y with broadcasting"),
-    B("multiply(x, y)", MUL, "x * y (alias of mul)"),
-    {"div(x, y, rounding_mode=none)", lib_div,
-     "x / y; rounding_mode \"trunc\" or \"floor\" rounds the quotient (ints stay ints)"},
-    {"divide(x, y, rounding_mode=none)", lib_div, "x / y (alias of div)"},
-    B("true_divide(x, y)", DIV, "x / y, ints giving floats"),
-    B("floor_divide(x, y)", FLOORDIV, "x // y: the quotient rounded down"),
-    B("remainder(x, y)", REM, "x % y: the remainder with the sign of y (Python's)"),
-    B("fmod(x, y)", FMOD, "the remainder with the sign of x (C's fmod)"),
-    B("atan2(x, y)", ATAN2, "atan(x / y) in the right quadrant: the angle of the point (y, x)"),
-    B("arctan2(x, y)", ATAN2, "atan2 (alias)"),
-    {"logaddexp(x, y, input_mask=none, other_mask=none)", lib_logaddexp,
-     "log(e**x + e**y) without overflow; input_mask= and other_mask= mask plain x and y"},
-    B("logaddexp2(x, y)", LOGADDEXP2, "log2(2**x + 2**y) without overflow"),
-    B("maximum(x, y)", MAXIMUM, "the larger of x and y elementwise (NaN wins)"),
-    B("minimum(x, y)", MINIMUM, "the smaller of x and y elementwise (NaN wins)"),
-    B("fmax(x, y)", FMAX, "the larger of x and y elementwise, ignoring NaN"),
-    B("fmin(x, y)", FMIN, "the smaller of x and y elementwise, ignoring NaN"),
-    B("nextafter(x, y)", NEXTAFTER, "the next float after x toward y"),
-    B("hypot(x, y)", HYPOT, "sqrt(x**2 + y**2) without overflow"),
-    B("copysign(x, y)", COPYSIGN, "the magnitude of x with the sign of y"),
-    B("xlogy(x, y)", XLOGY, "x * log(y), 0 where x is 0"),
-    B("float_power(x, y)", FLOAT_POWER, "x ** y computed in float64"),
-    B("bitwise_and(x, y)", BAND, "x & y for bools and ints"),
-    B("bitwise_or(x, y)", BOR, "x | y for bools and ints"),
-    B("bitwise_xor(x, y)", BXOR, "x ^ y for bools and ints"),
-    B("bitwise_left_shift(x, y)", SHL, "x shifted left by y bits (ints)"),
-    B("bitwise_right_shift(x, y)", SHR, "x shifted right by y bits, keeping the sign (ints)"),
-    B("logical_and(x, y)", LAND, "true where both are nonzero"),
-    B("logical_or(x, y)", LOR, "true where either is nonzero"),
-    B("logical_xor(x, y)", LXOR, "true where exactly one is nonzero"),
-    B("eq(x, y)", EQ, "x == y elementwise"),
-    B("ne(x, y)", NE, "x != y elementwise"),
-    B("not_equal(x, y)", NE, "x != y (alias of ne)"),
-    B("lt(x, y)", LT, "x < y elementwise"),
-    B("less(x, y)", LT, "x < y (alias of lt)"),
-    B("le(x, y)", LE, "x <= y elementwise"),
-    B("less_equal(x, y)", LE, "x <= y (alias of le)"),
-    B("gt(x, y)", GT, "x > y elementwise"),
-    B("greater(x, y)", GT, "x > y (alias of gt)"),
-    B("ge(x, y)", GE, "x >= y elementwise"),
-    B("greater_equal(x, y)", GE, "x >= y (alias of ge)"),
+    MQ_BINARY_OPS(BIN_ROW)
+    MQ_BINARY_ALIASES(BIN_ALIAS)
 
     /* reductions: dim is none (everything), an int or a list of ints */
-    {"sum(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_sum, "sum of the valid entries",
-     MQ_BK_REDUCE, MQ_RED_SUM},
-    {"mean(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_mean, "mean of the valid entries",
-     MQ_BK_REDUCE, MQ_RED_MEAN},
-    {"prod(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_prod, "product of the valid entries"},
-    {"amax(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_amax, "largest valid entry (NaN wins)",
-     MQ_BK_REDUCE, MQ_RED_AMAX},
-    {"amin(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_amin, "smallest valid entry (NaN wins)",
-     MQ_BK_REDUCE, MQ_RED_AMIN},
+    MQ_REDUCE_OPS(RED_ROW)
     {"argmax(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_argmax,
-     "int64 index of the largest valid entry (of the flattened tensor if dim is none)"},
+     "int64 index of the largest valid entry (of the flattened tensor if dim is none)", MQ_BK_NONE, 0},
     {"argmin(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_argmin,
-     "int64 index of the smallest valid entry (of the flattened tensor if dim is none)"},
-    {"all(x, dim=none, keepdim=false)", lib_all, "true if every valid entry is nonzero"},
-    {"any(x, dim=none, keepdim=false)", lib_any, "true if some valid entry is nonzero"},
-    {"count(x, dim=none, keepdim=false)", lib_count,
-     "the number of valid entries, as a plain int64 tensor"},
+     "int64 index of the smallest valid entry (of the flattened tensor if dim is none)", MQ_BK_NONE, 0},
     {"norm(x, p=2, dim=none, keepdim=false, dtype=none, mask=none)", lib_norm,
-     "p-norm of the valid entries (p may be inf, -inf, or 0 to count nonzeros)"},
+     "p-norm of the valid entries (p may be inf, -inf, or 0 to count nonzeros)", MQ_BK_NONE, 0},
     {"var(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_var,
-     "variance of the valid entries: divides by count - correction (0: population, as torch.masked)"},
+     "variance of the valid entries: divides by count - correction (0: population, as torch.masked)",
+     MQ_BK_NONE, 0},
     {"std(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_std,
-     "standard deviation of the valid entries (correction as in var)"},
-    {"logsumexp(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_logsumexp,
-     "log of the sum of exp of the valid entries, without overflow"},
+     "standard deviation of the valid entries (correction as in var)", MQ_BK_NONE, 0},
     {"median(x, dim=none, keepdim=false)", lib_median,
-     "lower median of the valid entries along one dim (or of all)"},
-    {"cumsum(x, dim, dtype=none)", lib_cumsum,
-     "running sum along dim; masked-out entries add nothing and stay masked"},
-    {"cumprod(x, dim, dtype=none)", lib_cumprod,
-     "running product along dim; masked-out entries multiply by 1 and stay masked"},
+     "lower median of the valid entries along one dim (or of all)", MQ_BK_NONE, 0},
+
+    /* scans along one dim */
+    MQ_SCAN_OPS(SCAN_ROW)
 
     /* normalizations along a dim; a fully masked slice stays masked out */
     {"softmax(x, dim, dtype=none)", lib_softmax,
-     "softmax over the valid entries along dim; a fully masked slice stays masked"},
+     "softmax over the valid entries along dim; a fully masked slice stays masked", MQ_BK_NONE, 0},
     {"log_softmax(x, dim, dtype=none)", lib_log_softmax,
-     "log of softmax over the valid entries along dim, computed stably"},
-    {"softmin(x, dim, dtype=none)", lib_softmin, "softmax(-x) over the valid entries along dim"},
+     "log of softmax over the valid entries along dim, computed stably", MQ_BK_NONE, 0},
+    {"softmin(x, dim, dtype=none)", lib_softmin, "softmax(-x) over the valid entries along dim",
+     MQ_BK_NONE, 0},
     {"normalize(x, p=2.0, dim=1, eps=1e-12)", lib_normalize,
-     "x divided by the p-norm of its valid entries along dim (at least eps)"},
+     "x divided by the p-norm of its valid entries along dim (at least eps)", MQ_BK_NONE, 0},
 
     /* selection */
     {"where(cond, a, b)", lib_where,
-     "a where cond is true, else b; the mask is picked the same way (a plain branch is valid)"},
+     "a where cond is true, else b; the mask is picked the same way (a plain branch is valid)",
+     MQ_BK_NONE, 0},
     {"masked_fill(x, mask, value)", lib_masked_fill,
-     "x with value where mask is true; those entries become valid"},
+     "x with value where mask is true; those entries become valid", MQ_BK_NONE, 0},
     {"intersect(a, b)", lib_intersect,
-     "[a, b] restricted to the positions valid in both, broadcast to one shape"},
-    {NULL, NULL, NULL},
+     "[a, b] restricted to the positions valid in both, broadcast to one shape", MQ_BK_NONE, 0},
+    {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };
 
 const mq_constant mq_lib_constants[] = {

@@ -356,6 +356,7 @@ UNARY = {
     "sinh": ("exp", ("int", "f64"), True, False), "sqrt": ("pos", ("int", "f64"), True, False),
     "square": ("real", ("int", "f64"), True, True), "tan": ("real", ("int", "f64"), True, False),
     "tanh": ("real", ("int", "f64"), True, False), "trunc": ("real", ("int", "f64"), True, True),
+    "softplus": ("real", ("f64",), True, False),
 }
 
 
@@ -383,6 +384,13 @@ def unary_params(name, rng, dtype):
         return [], kw
     if name == "round" and rng.random() < 0.5:
         return [], {"decimals": int(rng.choice([1, 2, -1]))}
+    if name == "softplus":
+        kw = {}
+        if rng.random() < 0.6:
+            kw["beta"] = float(rng.choice([2.0, 0.5, 1.0]))
+        if rng.random() < 0.6:
+            kw["threshold"] = float(rng.choice([1.0, 3.0, 20.0]))
+        return [], kw
     if name == "pow":
         if isint:
             return [int(rng.integers(0, 4))], {}
@@ -395,7 +403,7 @@ def unary_params(name, rng, dtype):
 
 def mk_unary(name):
     domain, dtypes, diffable, exact = UNARY[name]
-    fn = getattr(torch, name)
+    fn = getattr(torch, name, None) or getattr(Fn, name)  # softplus: torch.nn.functional
 
     def make(rng, k):
         dtype = case_dtype(k, dtypes)
@@ -1896,6 +1904,17 @@ def main():
                                   "mt-forward: " + fw, "mt-grad: " + bw, opx.source,
                                   opx.deliberate or "-"]))
         print(f"{opx.name:22s} {st['cases']:3d} cases {st['grads']:3d} with grads   MaskedTensor: {fw} | {bw}")
+    if want:
+        # the other ops' lines of manifest.txt and ops.txt stay as they are
+        for fname, new in (("manifest.txt", allman), ("ops.txt", summary)):
+            path = os.path.join(a.out, fname)
+            if not os.path.exists(path):
+                continue
+            old = open(path).read().split("\n")
+            keep = [ln for ln in old if ln and (ln.startswith("#") or
+                                                ln.split("\t")[0].split("#")[0] not in want)]
+            with open(path, "w") as f:
+                f.write("\n".join(keep + new) + "\n")
     if not want:
         # files of ops that are no longer drawn
         names = {o.name for o in OPS}
