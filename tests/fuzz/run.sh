@@ -8,6 +8,10 @@
 # its input is saved as BUILD/fuzz/artifacts/NAME-crash-... (minimise it
 # with `BUILD/fuzz/bin/NAME -minimize_crash=1 -runs=10000 FILE` and replay
 # it with BUILD/fuzz/replay/NAME FILE).
+# FUZZ_TIMEOUT (seconds, default 10) is libFuzzer's wall-clock limit per
+# input: an input takes well under a second on a quiet machine, but a long
+# campaign that shares a loaded machine at low priority needs more, or
+# starvation shows up as false timeouts.
 # Prints one line per harness and "fuzz: N passed, N failed".
 b=$1 seconds=$2
 shift 2
@@ -35,7 +39,7 @@ for h in "$@"; do
   esac
   log=$b/fuzz/logs/$h.log
   # shellcheck disable=SC2086
-  "$b/fuzz/bin/$h" $opts -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  "$b/fuzz/bin/$h" $opts -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 \
     -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$b/fuzz/artifacts/$h-" \
     "$corpus" > "$log" 2>&1
   st=$?
