@@ -54,6 +54,7 @@ typedef struct mq_global {
   char *name;
   mq_value value;
   bool defined;
+  bool borrowed; /* [name] is not ours: the library's, outliving the globals */
   bool builtin; /* holds the builtin it was opened with (for :vars) */
   int logged;   /* 1 + its newest entry in the undo log, 0 if none (vm/globals.h) */
 } mq_global;
@@ -114,6 +115,9 @@ struct mq_state {
 
   struct mq_builtin *builtins; /* vm/builtin.h: bound at open by stdlib/ and api/ */
   int nbuiltins;
+  int nlibbuiltins;    /* the first ones: the library's, parsed into builtin_block */
+  void *builtin_block; /* their parameters, objects and strings */
+  size_t builtin_block_size;
 
   /* The VM's value stack and call frames (vm/vm.c). */
   mq_value *stack;
