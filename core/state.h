@@ -135,7 +135,7 @@ struct mq_state {
   volatile int interrupted; /* set by masq_interrupt(), maybe from a signal */
   unsigned poll_counter;
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
-  int nthreads;  /* threads a large kernel may use (runtime/parallel.h), >= 1 */
+  int nthreads;  /* threads a large kernel may use, 0: not counted yet (runtime/parallel.h) */
   mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */
   struct mq_workers *workers; /* their pool, NULL until a kernel first splits */
 
