@@ -13,9 +13,9 @@
 
 /* --- signatures ------------------------------------------------------------ */
 
-/* Opening a state binds some hundreds of builtins: their signatures are
- * parsed into one block (sized by a first pass) rather than a few
- * allocations each, which made up most of masq_open's time. */
+/* Every state binds some hundreds of builtins when it opens: their
+ * signatures are parsed into one block (sized by a first pass), since a few
+ * allocations each would be most of what opening costs. */
 
 static const char *skip_space(const char *p) {
   while (*p == ' ') p++;
