@@ -81,9 +81,9 @@ void masq_close(masq_state *S) {
   mq_pool_drain(S, 0);
   mq_host_free(S); /* the handles the host did not release */
   mq_globals_free(S);
-  mq_builtin_close(S);
   if (S->imports) mq_obj_release(S, &S->imports->hdr);
   mq_gc_collect(S, true); /* the cycles nothing else holds any more */
+  mq_builtin_close(S);    /* after every value that may hold a builtin */
   mq_sources_free(S);     /* after the functions that refer to them */
   mq_free(S, S->stack, (size_t)S->stack_cap * sizeof *S->stack);
   mq_free(S, S->frames, (size_t)S->frames_cap * sizeof *S->frames);

@@ -491,7 +491,7 @@ static mq_tensor *host_arg(mq_state *S, const mq_builtin *b, int i, int item, mq
   if (item >= 0)
     snprintf(what, sizeof what, "%s(): argument %d", b->name, i + item + 1);
   else
-    snprintf(what, sizeof what, "%s(): argument '%s'", b->name, b->pnames[i]);
+    snprintf(what, sizeof what, "%s(): argument '%s'", b->name, b->params[i].name);
   return host_tensor(S, v, what, MASQ_ERR_RUNTIME);
 }
 

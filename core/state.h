@@ -54,6 +54,7 @@ typedef struct mq_global {
   char *name;
   mq_value value;
   bool defined;
+  bool borrowed; /* [name] is not ours: the library's, outliving the globals */
   bool builtin; /* holds the builtin it was opened with (for :vars) */
   int logged;   /* 1 + its newest entry in the undo log, 0 if none (vm/globals.h) */
 } mq_global;
@@ -114,6 +115,9 @@ struct mq_state {
 
   struct mq_builtin *builtins; /* vm/builtin.h: bound at open by stdlib/ and api/ */
   int nbuiltins;
+  int nlibbuiltins;    /* the first ones: the library's, parsed into builtin_block */
+  void *builtin_block; /* their parameters, objects and strings */
+  size_t builtin_block_size;
 
   /* The VM's value stack and call frames (vm/vm.c). */
   mq_value *stack;
@@ -131,7 +135,7 @@ struct mq_state {
   volatile int interrupted; /* set by masq_interrupt(), maybe from a signal */
   unsigned poll_counter;
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
-  int nthreads;  /* threads a large kernel may use (runtime/parallel.h), >= 1 */
+  int nthreads;  /* threads a large kernel may use, 0: not counted yet (runtime/parallel.h) */
   mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */
   struct mq_workers *workers; /* their pool, NULL until a kernel first splits */
 

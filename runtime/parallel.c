@@ -62,13 +62,23 @@ int mq_default_threads(void) {
     long n = strtol(e, &end, 10);
     if (*end == 0 && n >= 1) return n > MAX_THREADS ? MAX_THREADS : (int)n;
   }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+  return 0;
 }
 
-int mq_threads_for(const mq_state *S, int64_t work) {
-  int n = S->nthreads;
-  if (n <= 1 || work < MQ_PAR_MIN_ELEMS) return 1;
+int mq_state_threads(mq_state *S) {
+  /* Counting the processors reads a file in /sys: left to the first
+   * kernel large enough to split, not done for every state opened. */
+  if (!S->nthreads) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    S->nthreads = n < 1 ? 1 : n > 8 ? 8 : (int)n;
+  }
+  return S->nthreads;
+}
+
+int mq_threads_for(mq_state *S, int64_t work) {
+  if (work < MQ_PAR_MIN_ELEMS) return 1;
+  int n = mq_state_threads(S);
+  if (n <= 1) return 1;
   /* at least MQ_PAR_MIN_ELEMS / 2 elements a thread */
   int64_t most = work / (MQ_PAR_MIN_ELEMS / 2);
   return most < n ? (int)most : n;

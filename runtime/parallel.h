@@ -28,7 +28,10 @@
 #define MQ_PAR_GRAIN ((int64_t)1 << 16)
 
 /* The number of threads to split [work] elements over (1: don't split). */
-MQ_INTERNAL int mq_threads_for(const mq_state *S, int64_t work);
+MQ_INTERNAL int mq_threads_for(mq_state *S, int64_t work);
+/* The threads a large kernel may use: S->nthreads, which 0 leaves to the
+ * number of online processors (at most 8), counted at the first need. */
+MQ_INTERNAL int mq_state_threads(mq_state *S);
 /* Runs fn(ctx, lo, hi, t) over the items [0, count) in chunks of [grain]
  * items (the last may be shorter), which the n threads claim one at a
  * time, so a thread slowed by another process on its core takes fewer
@@ -44,7 +47,7 @@ MQ_INTERNAL void mq_parallel_for(mq_state *S, int n, int64_t count, int64_t grai
 /* Stops and joins the state's workers (masq_close). */
 MQ_INTERNAL void mq_parallel_close(mq_state *S);
 /* The thread count a new state starts with: MASQ_NUM_THREADS if set (1 to
- * 64), else the number of online processors (at most 8). */
+ * 64), else 0: the number of online processors (mq_state_threads). */
 MQ_INTERNAL int mq_default_threads(void);
 
 #endif

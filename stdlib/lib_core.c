@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "../runtime/autograd.h"
+#include "../runtime/parallel.h"
 #include "../vm/globals.h"
 #include "stdlib.h"
 
@@ -175,7 +176,9 @@ static mq_value lib_set_num_threads(mq_state *S, mq_value *args) {
   S->nthreads = (int)n;
   return mq_none();
 }
-static mq_value lib_get_num_threads(mq_state *S, mq_value *args) { return mq_int(S->nthreads); }
+static mq_value lib_get_num_threads(mq_state *S, mq_value *args) {
+  return mq_int(mq_state_threads(S));
+}
 
 const mq_libfn mq_lib_core[] = {
     {"masked(data, mask, requires_grad=false)", lib_masked,

@@ -29,20 +29,19 @@ static const struct {
 };
 
 void mq_stdlib_open(mq_state *S) {
-  int total = 0;
+  const mq_libfn *open[sizeof tables / sizeof *tables];
+  int n = 0;
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
-    if (S->cfg.libs & tables[t].group)
-      for (const mq_libfn *d = tables[t].fns; d->sig; d++) total++;
-  mq_builtin_reserve(S, total);
-  int index = 0;
-  for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
-    if (!(S->cfg.libs & tables[t].group)) continue;
-    for (const mq_libfn *d = tables[t].fns; d->sig; d++, index++) mq_builtin_bind(S, index, d);
-  }
-  if (S->cfg.libs & MASQ_LIB_CORE)
+    if (S->cfg.libs & tables[t].group) open[n++] = tables[t].fns;
+  mq_builtin_open(S, open, n);
+  if (S->cfg.libs & MASQ_LIB_CORE) {
+    int nconst = 0;
+    while (mq_lib_constants[nconst].name) nconst++;
+    mq_globals_reserve(S, nconst);
     for (const mq_constant *c = mq_lib_constants; c->name; c++) {
-      int slot = mq_global_slot(S, c->name);
+      int slot = mq_global_slot_borrowed(S, c->name);
       mq_global_set(S, slot, mq_float(c->value));
       S->globals[slot].builtin = true;
     }
+  }
 }

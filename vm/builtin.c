@@ -8,9 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../core/checked.h"
 #include "globals.h"
 
 /* --- signatures ------------------------------------------------------------ */
+
+/* Every state binds some hundreds of builtins when it opens: their
+ * signatures are parsed into one block (sized by a first pass), since a few
+ * allocations each would be most of what opening costs. */
 
 static const char *skip_space(const char *p) {
   while (*p == ' ') p++;
@@ -30,33 +35,65 @@ static mq_value parse_default(const char *s, size_t n) {
   return mq_int(strtoll(tmp, NULL, 10));
 }
 
-/* "name(a, b=1, *rest, c=none, **names)" -> the builtin's parameter table. */
-static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
+static int count_params(const char *paren) {
+  int n = paren[1] != ')';
+  for (const char *p = paren + 1; *p && *p != ')'; p++) n += *p == ',';
+  return n;
+}
+
+/* What the signatures bound into a block need there. */
+typedef struct sig_size {
+  size_t params; /* mq_param entries */
+  size_t chars;  /* bytes of strings */
+} sig_size;
+
+/* Adds what [def] needs: its parameters, its name, its help and its
+ * parameters' names, each with its NUL. Every name in the parameter list is
+ * followed by at least one character (',', ' ', '=' or the ')'), so the
+ * list's length bounds the names with their NULs. */
+static void measure(const mq_libfn *def, sig_size *z) {
   const char *sig = def->sig, *paren = strchr(sig, '(');
-  size_t nlen = (size_t)(paren - sig);
+  size_t help = strlen(sig) + (def->doc && def->doc[0] ? strlen(" -- ") + strlen(def->doc) : 0);
+  z->params += (size_t)count_params(paren);
+  z->chars += (size_t)(paren - sig) + 1 + help + 1 + strlen(paren + 1);
+}
+
+static char *put(char **chars, const char *s, size_t n) {
+  char *r = *chars;
+  memcpy(r, s, n);
+  r[n] = '\0';
+  *chars = r + n + 1;
+  return r;
+}
+
+/* "name(a, b=1, *rest, c=none, **names)" -> [b]'s parameter table, in
+ * [*params] and [*chars] (measured by measure), which it advances. */
+static void parse_signature(mq_builtin *b, const mq_libfn *def, mq_param **params, char **chars) {
+  const char *sig = def->sig, *paren = strchr(sig, '(');
   b->def = def;
   b->rest = -1;
   b->kwrest = -1;
-  b->name_buf = mq_alloc(S, nlen + 1);
-  memcpy(b->name_buf, sig, nlen);
-  b->name_buf[nlen] = '\0';
-  b->name = b->name_buf;
+  b->name = put(chars, sig, (size_t)(paren - sig));
   /* A host function may come without a doc: then :help shows the
    * signature alone. */
-  bool has_doc = def->doc && def->doc[0];
-  size_t hlen = strlen(sig) + (has_doc ? strlen(" -- ") + strlen(def->doc) : 0) + 1;
-  b->help = mq_alloc(S, hlen);
-  snprintf(b->help, hlen, has_doc ? "%s -- %s" : "%s", sig, has_doc ? def->doc : "");
-  int n = 0;
-  for (const char *p = paren + 1; *p && *p != ')'; p++)
-    if (*p == ',') n++;
-  if (paren[1] != ')') n++;
-  /* nparams first: mq_builtin_close frees each table by it, also when a
-   * later allocation here fails and leaves the rest NULL. */
+  char *help = *chars, *h = help;
+  size_t slen = strlen(sig);
+  memcpy(h, sig, slen);
+  h += slen;
+  if (def->doc && def->doc[0]) {
+    size_t dlen = strlen(def->doc);
+    memcpy(h, " -- ", 4);
+    memcpy(h + 4, def->doc, dlen);
+    h += 4 + dlen;
+  }
+  *h = '\0';
+  *chars = h + 1;
+  b->help = help;
+  int n = count_params(paren);
+  mq_param *ps = *params;
+  *params += n;
   b->nparams = n;
-  b->pnames = mq_calloc(S, (size_t)(n ? n : 1) * sizeof *b->pnames);
-  b->defaults = mq_calloc(S, (size_t)(n ? n : 1) * sizeof *b->defaults);
-  b->required = mq_calloc(S, (size_t)(n ? n : 1) * sizeof *b->required);
+  b->params = ps;
   const char *p = paren + 1;
   for (int i = 0; i < n; i++) {
     p = skip_space(p);
@@ -69,26 +106,35 @@ static void bind_signature(mq_state *S, mq_builtin *b, const mq_libfn *def) {
     }
     const char *start = p;
     while (isalnum((unsigned char)*p) || *p == '_') p++;
-    b->pnames[i] = mq_alloc(S, (size_t)(p - start) + 1);
-    memcpy(b->pnames[i], start, (size_t)(p - start));
-    b->pnames[i][p - start] = '\0';
+    ps[i] = (mq_param){put(chars, start, (size_t)(p - start)), mq_none(), false};
     p = skip_space(p);
     if (*p == '=') {
       p = skip_space(p + 1);
       const char *v = p;
       while (*p && *p != ',' && *p != ')') p++;
-      b->defaults[i] = parse_default(v, (size_t)(p - v));
+      ps[i].dflt = parse_default(v, (size_t)(p - v));
     } else {
-      b->required[i] = b->rest != i && b->kwrest != i;
+      ps[i].required = b->rest != i && b->kwrest != i;
     }
     if (*p == ',') p++;
   }
 }
 
-/* Binds entry [index] of S->builtins to its name in the globals. */
-static void bind_global(mq_state *S, int index) {
-  int slot = mq_global_slot(S, S->builtins[index].name);
-  mq_builtin_obj *o = mq_alloc(S, sizeof *o);
+/* A block for [z]: the parameters first (they hold values), then
+ * [nobjs] builtin objects, then the strings. */
+static size_t block_size(mq_state *S, sig_size z, size_t nobjs) {
+  size_t params = mq_ck_zmul(S, z.params, sizeof(mq_param), "the builtins' parameters");
+  size_t objs = mq_ck_zmul(S, nobjs, sizeof(mq_builtin_obj), "the builtins");
+  return params + objs + z.chars;
+}
+
+/* Binds the name of builtin [index] in the globals to its object: [o], in
+ * the library's block, whose names outlive the globals (which keep them
+ * without a copy), or NULL for a host function's, allocated here. */
+static void bind_global(mq_state *S, int index, mq_builtin_obj *o) {
+  const char *name = S->builtins[index].name;
+  int slot = o ? mq_global_slot_borrowed(S, name) : mq_global_slot(S, name);
+  if (!o) o = mq_alloc(S, sizeof *o);
   o->hdr.rc = 0;
   o->hdr.type = MQ_O_BUILTIN;
   o->index = index;
@@ -96,11 +142,29 @@ static void bind_global(mq_state *S, int index) {
   S->globals[slot].builtin = true;
 }
 
-void mq_builtin_reserve(mq_state *S, int n) {
-  /* Exactly as many entries as get bound: the array's size is always
-   * nbuiltins entries (mq_builtin_new_entry grows it, close frees that much). */
-  S->builtins = mq_calloc(S, (size_t)n * sizeof *S->builtins);
-  S->nbuiltins = n; /* zeroed entries free as nothing if binding fails */
+void mq_builtin_open(mq_state *S, const mq_libfn *const *tables, int ntables) {
+  sig_size z = {0, 0};
+  int n = 0;
+  for (int t = 0; t < ntables; t++)
+    for (const mq_libfn *d = tables[t]; d->sig; d++, n++) measure(d, &z);
+  /* The table first, zeroed: close frees it by nbuiltins whatever fails
+   * after. */
+  S->builtins = mq_calloc(S, mq_ck_zmul(S, (size_t)n, sizeof *S->builtins, "the builtins"));
+  S->nbuiltins = n;
+  size_t size = block_size(S, z, (size_t)n);
+  char *block = mq_alloc(S, size);
+  S->builtin_block = block;
+  S->builtin_block_size = size;
+  S->nlibbuiltins = n; /* their objects are in the block */
+  mq_param *params = (mq_param *)block;
+  mq_builtin_obj *objs = (mq_builtin_obj *)(block + z.params * sizeof(mq_param));
+  char *chars = (char *)(objs + n);
+  int index = 0;
+  for (int t = 0; t < ntables; t++)
+    for (const mq_libfn *d = tables[t]; d->sig; d++, index++)
+      parse_signature(&S->builtins[index], d, &params, &chars);
+  mq_globals_reserve(S, n);
+  for (int i = 0; i < n; i++) bind_global(S, i, &objs[i]);
 }
 
 int mq_builtin_new_entry(mq_state *S) {
@@ -112,26 +176,31 @@ int mq_builtin_new_entry(mq_state *S) {
 }
 
 void mq_builtin_bind(mq_state *S, int index, const mq_libfn *def) {
-  bind_signature(S, &S->builtins[index], def);
-  bind_global(S, index);
+  mq_builtin *b = &S->builtins[index];
+  sig_size z = {0, 0};
+  measure(def, &z);
+  size_t size = block_size(S, z, 0);
+  char *block = mq_alloc(S, size);
+  b->own = block;
+  b->own_size = size;
+  mq_param *params = (mq_param *)block;
+  char *chars = block + z.params * sizeof(mq_param);
+  parse_signature(b, def, &params, &chars);
+  bind_global(S, index, NULL);
 }
 
 void mq_builtin_close(mq_state *S) {
   for (int i = 0; i < S->nbuiltins; i++) {
     mq_builtin *b = &S->builtins[i];
-    int n = b->nparams ? b->nparams : 1;
-    if (b->pnames)
-      for (int j = 0; j < b->nparams; j++) mq_strfree(S, b->pnames[j]);
-    if (b->pnames) mq_free(S, b->pnames, (size_t)n * sizeof *b->pnames);
-    if (b->defaults) mq_free(S, b->defaults, (size_t)n * sizeof *b->defaults);
-    if (b->required) mq_free(S, b->required, (size_t)n * sizeof *b->required);
-    mq_strfree(S, b->name_buf);
-    mq_strfree(S, b->help);
+    mq_free(S, b->own, b->own_size);
     if (b->host) S->hooks.host_free(S, b->host);
   }
   mq_free(S, S->builtins, (size_t)S->nbuiltins * sizeof *S->builtins);
+  mq_free(S, S->builtin_block, S->builtin_block_size);
   S->builtins = NULL;
-  S->nbuiltins = 0;
+  S->builtin_block = NULL;
+  S->nbuiltins = S->nlibbuiltins = 0;
+  S->builtin_block_size = 0;
 }
 
 /* --- calls --------------------------------------------------------------------- */
@@ -167,7 +236,8 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
   for (int k = 0; k < nkw; k++) {
     const char *kw = mq_as_string(kwnames->items[k])->chars;
     int j = 0;
-    while (j < b->nparams && (j == b->rest || j == b->kwrest || strcmp(b->pnames[j], kw) != 0))
+    while (j < b->nparams &&
+           (j == b->rest || j == b->kwrest || strcmp(b->params[j].name, kw) != 0))
       j++;
     if (j == b->nparams && kwrest) {
       mq_list_push(S, kwrest, kwnames->items[k]);
@@ -181,8 +251,9 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
   }
   for (int j = 0; j < b->nparams; j++) {
     if (given[j]) continue;
-    if (b->required[j]) mq_error(S, "%s() missing argument '%s'", b->name, b->pnames[j]);
-    args[j] = b->defaults[j];
+    if (b->params[j].required)
+      mq_error(S, "%s() missing argument '%s'", b->name, b->params[j].name);
+    args[j] = b->params[j].dflt;
   }
   return b->host ? S->hooks.host_call(S, b, args) : b->def->fn(S, args);
 }
@@ -199,7 +270,10 @@ int mq_builtin_redop(const mq_builtin *b) {
 
 /* --- builtins as values ------------------------------------------------------- */
 
-static void builtin_free(mq_state *S, mq_obj *o) { mq_free(S, o, sizeof(mq_builtin_obj)); }
+/* The library's builtin objects are in S->builtin_block, freed with it. */
+static void builtin_free(mq_state *S, mq_obj *o) {
+  if (((mq_builtin_obj *)o)->index >= S->nlibbuiltins) mq_free(S, o, sizeof(mq_builtin_obj));
+}
 
 static void builtin_format(mq_state *S, mq_buf *b, mq_obj *o) {
   mq_buf_printf(S, b, "<builtin %s>", S->builtins[((mq_builtin_obj *)o)->index].name);

@@ -37,18 +37,26 @@ typedef struct mq_libfn {
   int16_t op;
 } mq_libfn;
 
-/* A builtin as bound at open: the parsed signature. */
+/* A parameter of a builtin, from its signature. */
+typedef struct mq_param {
+  const char *name;
+  mq_value dflt; /* what an omitted optional parameter gets */
+  bool required;
+} mq_param;
+
+/* A builtin as bound: the parsed signature. Its strings and parameters live
+ * in one block: for the library's builtins the one block of all of them
+ * (S->builtin_block), for a host function a block of its own ([own]). */
 typedef struct mq_builtin {
-  const char *name; /* points into [name_buf] */
-  char *name_buf;
-  char *help;       /* "sig -- doc", what :help NAME shows */
+  const char *name;
+  const char *help; /* "sig -- doc", what :help NAME shows */
   const mq_libfn *def;
   int nparams;
-  int rest;          /* index of the *rest parameter, or -1 */
-  int kwrest;        /* index of the **names parameter, or -1 */
-  char **pnames;
-  mq_value *defaults;
-  bool *required;
+  int rest;   /* index of the *rest parameter, or -1 */
+  int kwrest; /* index of the **names parameter, or -1 */
+  const mq_param *params;
+  void *own; /* the block of a host function's entry, [own_size] bytes */
+  size_t own_size;
   /* A host function (masq_register): called through S->hooks.host_call
    * instead of def->fn. Owned by this entry; NULL for the library's builtins. */
   struct mq_hostfn *host;
@@ -63,13 +71,18 @@ typedef struct mq_builtin_obj {
 /* Most parameters a builtin or host function may declare. */
 #define MQ_MAX_PARAMS 16
 
-/* The table S->builtins. Entries are added in two steps so that nothing can
- * leak in between: new zeroed entries, counted at once (close frees
- * whatever part of them gets filled in); then the binding of one, by index,
- * to [def] (a well-formed signature, outliving the entry), which also binds
- * the name in the globals, replacing what was there. reserve makes [n]
- * entries in an empty table, new_entry one more and returns its index. */
-MQ_INTERNAL void mq_builtin_reserve(mq_state *S, int n);
+/* The table S->builtins. The library's rows are bound at open, all at
+ * once: [ntables] tables of rows (each ended by a row with a NULL sig) into
+ * an empty table, their signatures parsed into one block and their names
+ * bound in the globals. Host functions come after, one at a time, in two
+ * steps so that nothing can leak in between: new_entry adds a zeroed entry,
+ * counted at once (close frees whatever part of it gets filled in), and
+ * returns its index; bind binds it to [def] (a well-formed signature,
+ * outliving the entry) and its name in the globals, replacing what was
+ * there. close frees the table; it comes after the last value that may
+ * hold a builtin is released (the library's builtin objects are in the
+ * block). */
+MQ_INTERNAL void mq_builtin_open(mq_state *S, const mq_libfn *const *tables, int ntables);
 MQ_INTERNAL int mq_builtin_new_entry(mq_state *S);
 MQ_INTERNAL void mq_builtin_bind(mq_state *S, int index, const mq_libfn *def);
 MQ_INTERNAL void mq_builtin_close(mq_state *S);

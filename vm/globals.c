@@ -24,25 +24,42 @@ static void index_insert(mq_state *S, int slot) {
   S->gindex[i] = slot + 1;
 }
 
-int mq_global_slot(mq_state *S, const char *name) {
+/* Grows the name index to at least [cap] buckets (a power of two). */
+static void index_grow(mq_state *S, int cap) {
+  int *idx = mq_calloc(S, (size_t)cap * sizeof *idx);
+  mq_free(S, S->gindex, (size_t)S->gindex_cap * sizeof *S->gindex);
+  S->gindex = idx;
+  S->gindex_cap = cap;
+  for (int i = 0; i < S->nglobals; i++) index_insert(S, i);
+}
+
+/* Room for [n] slots in all: the index stays at most half full. */
+static void reserve(mq_state *S, int n) {
+  if (n > 65535) mq_error(S, "too many global variables (limit 65535)");
+  if (n * 2 > S->gindex_cap) {
+    int cap = S->gindex_cap ? S->gindex_cap : 256;
+    while (n * 2 > cap) cap *= 2;
+    index_grow(S, cap);
+  }
+  MQ_GROW(S, S->globals, S->globals_cap, n);
+}
+
+void mq_globals_reserve(mq_state *S, int n) { reserve(S, S->nglobals + n); }
+
+static int new_slot(mq_state *S, const char *name, bool borrowed) {
   int slot = mq_global_find(S, name);
   if (slot >= 0) return slot;
-  if (S->nglobals >= 65535) mq_error(S, "too many global variables (limit 65535)");
-  if ((S->nglobals + 1) * 2 > S->gindex_cap) {
-    int cap = S->gindex_cap ? S->gindex_cap * 2 : 256;
-    int *idx = mq_calloc(S, (size_t)cap * sizeof *idx);
-    mq_free(S, S->gindex, (size_t)S->gindex_cap * sizeof *S->gindex);
-    S->gindex = idx;
-    S->gindex_cap = cap;
-    for (int i = 0; i < S->nglobals; i++) index_insert(S, i);
-  }
-  MQ_GROW(S, S->globals, S->globals_cap, S->nglobals + 1);
-  char *copy = mq_strdup(S, name);
+  reserve(S, S->nglobals + 1);
+  char *own = borrowed ? (char *)name : mq_strdup(S, name);
   slot = S->nglobals++;
-  S->globals[slot] = (mq_global){copy, mq_none(), false, false, 0};
+  S->globals[slot] = (mq_global){own, mq_none(), false, borrowed, false, 0};
   index_insert(S, slot);
   return slot;
 }
+
+int mq_global_slot(mq_state *S, const char *name) { return new_slot(S, name, false); }
+
+int mq_global_slot_borrowed(mq_state *S, const char *name) { return new_slot(S, name, true); }
 
 void mq_global_set(mq_state *S, int slot, mq_value v) {
   mq_global *g = &S->globals[slot];
@@ -96,7 +113,7 @@ static void rollback(mq_state *S, int outer_base) {
 void mq_globals_free(mq_state *S) {
   for (int i = 0; i < S->nglobals; i++) {
     mq_release(S, S->globals[i].value);
-    mq_strfree(S, S->globals[i].name);
+    if (!S->globals[i].borrowed) mq_strfree(S, S->globals[i].name);
   }
   mq_free(S, S->globals, (size_t)S->globals_cap * sizeof *S->globals);
   mq_free(S, S->gindex, (size_t)S->gindex_cap * sizeof *S->gindex);

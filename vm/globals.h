@@ -7,6 +7,11 @@
 
 /* The slot of global [name], created (undefined) if new. */
 MQ_INTERNAL int mq_global_slot(mq_state *S, const char *name);
+/* As mq_global_slot, but a new slot keeps [name] itself, which must
+ * outlive the globals (a builtin's name in the library's block). */
+MQ_INTERNAL int mq_global_slot_borrowed(mq_state *S, const char *name);
+/* Makes room for [n] more slots, so that creating them allocates nothing. */
+MQ_INTERNAL void mq_globals_reserve(mq_state *S, int n);
 /* The slot of [name], or -1. */
 MQ_INTERNAL int mq_global_find(const mq_state *S, const char *name);
 /* Stores [v] (retained) in slot [slot], releasing what was there. */
