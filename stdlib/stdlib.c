@@ -2,6 +2,8 @@
  * arguments matched to parameters on every call, and argument converters. */
 #include "stdlib.h"
 
+#include "../runtime/sparse.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@ extern const mq_libfn mq_lib_math[];
 extern const mq_constant mq_lib_constants[];
 extern const mq_libfn mq_lib_io[];
 extern const mq_libfn mq_lib_autograd[];
+extern const mq_libfn mq_lib_sparse[];
 
 /* Every table of builtins with the library group (MASQ_LIB_*) it belongs
  * to; a group the host did not enable is not bound at all. */
@@ -31,6 +34,7 @@ static const struct {
     {mq_lib_shape, MASQ_LIB_CORE},
     {mq_lib_math, MASQ_LIB_CORE},
     {mq_lib_autograd, MASQ_LIB_CORE},
+    {mq_lib_sparse, MASQ_LIB_CORE},
     {mq_lib_io, MASQ_LIB_IO},
 };
 
@@ -226,6 +230,9 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
     if (b->required[j]) mq_error(S, "%s() missing argument '%s'", b->name, b->pnames[j]);
     args[j] = b->defaults[j];
   }
+  mq_value r;
+  if (!b->host && b->nparams > 0 && mq_is_sparse(args[0]) && mq_sparse_builtin(S, b, args, &r))
+    return r;
   return b->host ? mq_host_call(S, b, args) : b->def->fn(S, args);
 }
 
@@ -241,6 +248,10 @@ mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what) {
     return t;
   }
   return mq_tensor_from_value(S, v, what);
+}
+
+mq_tensor *mq_arg_tensor_any(mq_state *S, mq_value v, const char *what) {
+  return mq_is_sparse(v) ? mq_as_tensor_any(v) : mq_arg_tensor(S, v, what);
 }
 
 int64_t mq_arg_int(mq_state *S, mq_value v, const char *what) {

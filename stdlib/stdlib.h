@@ -87,6 +87,13 @@ MQ_INTERNAL int mq_builtin_redop(const mq_builtin *b);
 /* --- argument helpers for builtins ---------------------------------------- */
 
 MQ_INTERNAL mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what);
+/* The same, also admitting a sparse tensor (runtime/sparse.h): for the
+ * builtins that handle every layout. */
+MQ_INTERNAL mq_tensor *mq_arg_tensor_any(mq_state *S, mq_value v, const char *what);
+/* Runs builtin [b] on a sparse first argument when it has a sparse form
+ * (unary ops on values, count); false if it has none (lib_sparse.c). */
+MQ_INTERNAL bool mq_sparse_builtin(mq_state *S, const mq_builtin *b, mq_value *args,
+                                   mq_value *out);
 MQ_INTERNAL int64_t mq_arg_int(mq_state *S, mq_value v, const char *what);
 MQ_INTERNAL double mq_arg_number(mq_state *S, mq_value v, const char *what);
 MQ_INTERNAL bool mq_arg_bool(mq_state *S, mq_value v, const char *what);

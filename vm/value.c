@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../runtime/sparse.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "checked.h"
@@ -15,7 +16,8 @@
 
 void mq_obj_free(mq_state *S, mq_obj *o) {
   switch ((mq_otype)o->type) {
-  case MQ_O_TENSOR: mq_tensor_free(S, (mq_tensor *)o); break;
+  case MQ_O_TENSOR:
+  case MQ_O_SPARSE: mq_tensor_free(S, (mq_tensor *)o); break;
   case MQ_O_STRING: mq_free(S, o, sizeof(mq_string) + ((mq_string *)o)->len + 1); break;
   case MQ_O_LIST:
   case MQ_O_FUNCTION:
@@ -125,6 +127,7 @@ const char *mq_type_name(mq_value v) {
   case MQ_O_CLOSURE:
   case MQ_O_BUILTIN: return "function";
   case MQ_O_RANGE: return "range";
+  case MQ_O_SPARSE: return "sparse tensor";
   }
   return "?";
 }
@@ -245,6 +248,7 @@ void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
     mq_buf_printf(S, b, "<builtin %s>", S->builtins[((mq_builtin_obj *)v.as.o)->index].name);
     return;
   case MQ_O_RANGE: mq_range_format(S, b, mq_as_range(v)); return;
+  case MQ_O_SPARSE: mq_sparse_format(S, b, (const mq_tensor *)v.as.o, S->cfg.color); return;
   }
 }
 
@@ -266,5 +270,6 @@ bool mq_truthy(mq_state *S, mq_value v) {
   if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len > 0;
   if (mq_is_obj(v, MQ_O_STRING)) return mq_as_string(v)->len > 0;
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len > 0;
+  if (mq_is_obj(v, MQ_O_SPARSE)) mq_sparse_refuse(S, (const mq_tensor *)v.as.o, "a condition");
   return true;
 }

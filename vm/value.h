@@ -26,7 +26,9 @@ typedef enum mq_otype {
   MQ_O_FUNCTION, /* compiled code of a masq function (vm/chunk.h) */
   MQ_O_CLOSURE,  /* a callable masq function: code + captured values */
   MQ_O_BUILTIN,  /* a C function from stdlib/ */
-  MQ_O_RANGE     /* range(start, stop, step), lazy (vm/range.h); holds no references */
+  MQ_O_RANGE,    /* range(start, stop, step), lazy (vm/range.h); holds no references */
+  MQ_O_SPARSE    /* a sparse-layout tensor (runtime/sparse.h): an mq_tensor kept apart
+                    from the strided-only code that mq_is_tensor() admits */
 } mq_otype;
 
 typedef struct mq_obj {
