@@ -19,10 +19,8 @@ void mq_sparse_free(mq_state *S, mq_sparse *sp) {
 }
 
 void mq_sparse_refuse(mq_state *S, const mq_tensor *t, const char *what) {
-  mq_error(S,
-           "%s: a %s tensor is not supported here; to_dense(x) makes a strided copy "
-           "(%lld elements)",
-           what, mq_layout_name((mq_layout)t->layout), (long long)t->numel);
+  mq_error(S, "%s is a %s tensor, which this operation does not take; to_dense() makes a "
+              "strided copy", what, mq_layout_name((mq_layout)t->layout));
 }
 
 /* --- building ------------------------------------------------------------------- */
@@ -420,10 +418,13 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
     mq_error(S, "masked: data and mask must have the same size, got %s and %s",
              mq_shape_str(S, data->ndim, data->shape), mq_shape_str(S, mask->ndim, mask->shape));
   if (data->layout == MQ_LAYOUT_COO) {
-    if (data->sparse->nnz != mask->sparse->nnz) data = coo_where(S, data, mask);
+    bool restricted = data->sparse->nnz != mask->sparse->nnz;
+    if (restricted) data = coo_where(S, data, mask);
     if (!same_ints(data->sparse->indices, mask->sparse->indices))
-      mq_error(S, "masked: data and mask are sparse_coo tensors with different indices (after "
-                  "keeping only the data the mask makes valid, since their nnz differ)");
+      mq_error(S, "masked: data and mask are sparse_coo tensors with different indices%s",
+               restricted ? " (data kept only at the mask's true entries, as their nnz differ, "
+                            "yet the mask also stores false ones)"
+                          : "");
   } else if (!same_ints(data->sparse->crow, mask->sparse->crow) ||
              !same_ints(data->sparse->indices, mask->sparse->indices)) {
     mq_error(S, "masked: data and mask are sparse_csr tensors that do not share crow_indices "
