@@ -19,7 +19,7 @@ void mq_sparse_free(mq_state *S, mq_sparse *sp) {
 }
 
 void mq_sparse_refuse(mq_state *S, const mq_tensor *t, const char *what) {
-  mq_error(S, "%s is a %s tensor, which this operation does not take; to_dense() makes a "
+  mq_error(S, "%s: got a %s tensor, which this operation does not take; to_dense() makes a "
               "strided copy", what, mq_layout_name((mq_layout)t->layout));
 }
 
@@ -368,6 +368,10 @@ static mq_tensor *scatter(mq_state *S, const mq_tensor *t, const int64_t *keys) 
 
 mq_tensor *mq_sparse_to_dense(mq_state *S, mq_tensor *t) {
   if (!t->sparse) return t;
+  size_t es = mq_dtype_size((mq_dtype)t->dtype) + (t->mask != NULL);
+  if ((uint64_t)t->numel > MQ_SPARSE_DENSE_MAX / es)
+    mq_error(S, "to_dense: a strided copy of size %s would take %.3g bytes (the limit is 2^40)",
+             mq_shape_str(S, t->ndim, t->shape), (double)t->numel * (double)es);
   int64_t *keys = entry_keys(S, t);
   mq_tensor *d = scatter(S, t, keys);
   return t->mask ? mq_masked(S, d, scatter(S, t->mask, keys)) : d;

@@ -112,7 +112,9 @@ MQ_INTERNAL mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t);
 /* The same to CSR, 2-D only. */
 MQ_INTERNAL mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t);
 /* To strided: unstored entries are 0 (and masked out); a strided tensor is
- * returned as is. The caller asked for it, so any size that fits goes. */
+ * returned as is. The caller asked for it, so any size goes up to
+ * MQ_SPARSE_DENSE_MAX bytes (data and mask), a located error beyond. */
+#define MQ_SPARSE_DENSE_MAX ((uint64_t)1 << 40)
 MQ_INTERNAL mq_tensor *mq_sparse_to_dense(mq_state *S, mq_tensor *t);
 
 /* --- masks ----------------------------------------------------------------------- */

@@ -270,6 +270,6 @@ bool mq_truthy(mq_state *S, mq_value v) {
   if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len > 0;
   if (mq_is_obj(v, MQ_O_STRING)) return mq_as_string(v)->len > 0;
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len > 0;
-  if (mq_is_obj(v, MQ_O_SPARSE)) mq_sparse_refuse(S, (const mq_tensor *)v.as.o, "a condition");
+  if (mq_is_obj(v, MQ_O_SPARSE)) mq_sparse_refuse(S, (const mq_tensor *)v.as.o, "condition");
   return true;
 }
