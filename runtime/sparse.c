@@ -7,6 +7,12 @@
 #include "../vm/checked.h"
 #include "kernels.h"
 
+/* Polls for an interrupt once every MQ_POLL_ELEMS steps of a loop over
+ * entries or elements. */
+static inline void poll_at(mq_state *S, int64_t k) {
+  if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
+}
+
 static const char *const layout_names[] = {"strided", "sparse_coo", "sparse_csr"};
 
 const char *mq_layout_name(mq_layout l) { return l <= MQ_LAYOUT_CSR ? layout_names[l] : "?"; }
@@ -65,13 +71,16 @@ static void dense_strides(int ndim, const int64_t *shape, int64_t *st) {
 }
 
 /* The dense position of each COO entry, into [keys]. */
-static void coo_keys(const mq_tensor *t, int64_t *keys) {
+static void coo_keys(mq_state *S, const mq_tensor *t, int64_t *keys) {
   int64_t st[MQ_MAX_DIMS], nnz = t->sparse->nnz;
   dense_strides(t->ndim, t->shape, st);
   const int64_t *ix = mq_tensor_data(t->sparse->indices);
   for (int64_t k = 0; k < nnz; k++) keys[k] = 0;
   for (int d = 0; d < t->ndim; d++)
-    for (int64_t k = 0; k < nnz; k++) keys[k] += ix[d * nnz + k] * st[d];
+    for (int64_t k = 0; k < nnz; k++) {
+      poll_at(S, k);
+      keys[k] += ix[d * nnz + k] * st[d];
+    }
 }
 
 /* COO indices (ndim, n) from sorted dense positions. */
@@ -82,6 +91,7 @@ static mq_tensor *indices_of_keys(mq_state *S, int ndim, const int64_t *shape,
   mq_tensor *ix = mq_tensor_new(S, MQ_DT_I64, 2, ishape);
   int64_t *p = mq_tensor_data(ix);
   for (int64_t k = 0; k < n; k++) {
+    poll_at(S, k);
     int64_t rem = keys[k];
     for (int d = 0; d < ndim; d++) {
       p[d * n + k] = rem / st[d];
@@ -124,7 +134,7 @@ static void put_value(mq_tensor *dst, int64_t j, const mq_tensor *src, int64_t i
 static mq_tensor *coalesce(mq_state *S, mq_tensor *t) {
   int64_t nnz = t->sparse->nnz;
   int64_t *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(nnz ? nnz : 1), sizeof *keys, "nnz"));
-  coo_keys(t, keys);
+  coo_keys(S, t, keys);
   bool sorted = true;
   for (int64_t k = 1; k < nnz && sorted; k++) sorted = keys[k - 1] < keys[k];
   if (sorted) return t;
@@ -137,6 +147,7 @@ static mq_tensor *coalesce(mq_state *S, mq_tensor *t) {
   const mq_tensor *v = t->sparse->values;
   mq_tensor *nv = mq_tensor_new(S, (mq_dtype)v->dtype, 1, &n);
   for (int64_t k = 0, j = -1; k < nnz; k++) {
+    poll_at(S, k);
     bool dup = k > 0 && ord[k].key == ord[k - 1].key;
     if (!dup) j++;
     put_value(nv, j, v, ord[k].pos, dup);
@@ -200,7 +211,7 @@ mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor *values, int
   for (int d = 0; d < ndim; d++) {
     int64_t mx = -1;
     for (int64_t k = 0; k < nnz; k++) {
-      if ((k & (MQ_POLL_ELEMS - 1)) == 0) mq_check_interrupt(S);
+      poll_at(S, k);
       int64_t i = p[d * nnz + k];
       if (i < 0 || (shape && i >= shape[d]))
         mq_error(S, "%s: index %lld of entry %lld is out of range for dim %d%s%s", who,
@@ -222,7 +233,10 @@ static mq_tensor *csr_of_coo(mq_state *S, const mq_tensor *t) {
   mq_tensor *crow = mq_tensor_full_i64(S, 1, &n1, 0);
   int64_t *c = mq_tensor_data(crow);
   for (int64_t k = 0; k < nnz; k++) c[ix[k] + 1]++;
-  for (int64_t r = 0; r < rows; r++) c[r + 1] += c[r];
+  for (int64_t r = 0; r < rows; r++) {
+    poll_at(S, r);
+    c[r + 1] += c[r];
+  }
   mq_tensor *col = mq_tensor_new(S, MQ_DT_I64, 1, &nnz);
   if (nnz) memcpy(mq_tensor_data(col), ix + nnz, (size_t)nnz * sizeof(int64_t));
   mq_tensor *r = assemble(S, MQ_LAYOUT_CSR, 2, t->shape, col, crow, t->sparse->values);
@@ -235,8 +249,10 @@ static mq_tensor *coo_indices_of_csr(mq_state *S, const mq_tensor *t) {
   mq_tensor *ix = mq_tensor_new(S, MQ_DT_I64, 2, ishape);
   int64_t *p = mq_tensor_data(ix);
   const int64_t *c = mq_tensor_data(t->sparse->crow);
-  for (int64_t r = 0; r < t->shape[0]; r++)
+  for (int64_t r = 0; r < t->shape[0]; r++) {
+    poll_at(S, r);
     for (int64_t k = c[r]; k < c[r + 1]; k++) p[k] = r;
+  }
   if (nnz) memcpy(p + nnz, mq_tensor_data(t->sparse->indices), (size_t)nnz * sizeof(int64_t));
   return ix;
 }
@@ -255,16 +271,19 @@ mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col, mq_tensor
                (long long)cr->numel, (long long)rows, mq_shape_str(S, 2, shape));
   }
   if (c[0] != 0) mq_error(S, "%s: crow_indices must start at 0, got %lld", who, (long long)c[0]);
-  for (int64_t r = 0; r < rows; r++)
+  for (int64_t r = 0; r < rows; r++) {
+    poll_at(S, r);
     if (c[r + 1] < c[r])
       mq_error(S, "%s: crow_indices must not decrease, but entry %lld is %lld after %lld", who,
                (long long)(r + 1), (long long)c[r + 1], (long long)c[r]);
+  }
   if (c[rows] != nnz)
     mq_error(S, "%s: crow_indices ends at %lld but there are %lld col_indices", who,
              (long long)c[rows], (long long)nnz);
   int64_t mx = -1;
   bool canonical = true;
-  for (int64_t r = 0; r < rows; r++)
+  for (int64_t r = 0; r < rows; r++) {
+    poll_at(S, r);
     for (int64_t k = c[r]; k < c[r + 1]; k++) {
       if (cc[k] < 0 || (shape && cc[k] >= shape[1]))
         mq_error(S, "%s: column index %lld of entry %lld is out of range%s%s", who,
@@ -273,6 +292,7 @@ mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col, mq_tensor
       if (cc[k] > mx) mx = cc[k];
       if (k > c[r] && cc[k] <= cc[k - 1]) canonical = false;
     }
+  }
   int64_t size[2] = {rows, shape ? shape[1] : mx + 1};
   mq_tensor *v = values_arg(S, values, nnz, dt, who);
   mq_tensor *t = assemble(S, MQ_LAYOUT_CSR, 2, size, ci, cr, v);
@@ -301,12 +321,13 @@ static mq_tensor *coo_of_dense(mq_state *S, mq_tensor *x) {
                          : NULL;
   int64_t n = 0;
   for (int64_t i = 0; i < d->numel; i++) {
-    if ((i & (MQ_POLL_ELEMS - 1)) == 0) mq_check_interrupt(S);
+    poll_at(S, i);
     n += m ? nonzero_at(m, i) : nonzero_at(d, i);
   }
   int64_t *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(n ? n : 1), sizeof *keys, "nnz"));
   mq_tensor *v = mq_tensor_new(S, (mq_dtype)d->dtype, 1, &n);
   for (int64_t i = 0, k = 0; i < d->numel; i++) {
+    poll_at(S, i);
     if (!(m ? nonzero_at(m, i) : nonzero_at(d, i))) continue;
     put_value(v, k, d, i, false);
     keys[k++] = i;
@@ -332,14 +353,24 @@ static mq_tensor *coo_of_csr(mq_state *S, const mq_tensor *t) {
                   t->sparse->values);
 }
 
+/* Gradients do not flow into sparse layouts; losing them silently would be
+ * a wrong answer. */
+static void no_grad(mq_state *S, const mq_tensor *t, const char *who) {
+  if (t->requires_grad)
+    mq_error(S, "%s: x requires grad, and gradients of sparse tensors are not supported; "
+                "detach(x) first", who);
+}
+
 mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_COO) return t;
+  no_grad(S, t, "to_sparse");
   if (t->layout == MQ_LAYOUT_CSR) return convert_both(S, t, coo_of_csr);
   return coo_of_dense(S, t);
 }
 
 mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_CSR) return t;
+  no_grad(S, t, "to_sparse_csr");
   if (t->ndim != 2)
     mq_error(S, "to_sparse_csr: only 2-D tensors can be converted to the sparse_csr layout, "
                 "got shape %s", mq_shape_str(S, t->ndim, t->shape));
@@ -351,18 +382,23 @@ static int64_t *entry_keys(mq_state *S, const mq_tensor *t) {
   int64_t nnz = t->sparse->nnz;
   int64_t *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(nnz ? nnz : 1), sizeof *keys, "nnz"));
   if (t->layout == MQ_LAYOUT_COO) {
-    coo_keys(t, keys);
+    coo_keys(S, t, keys);
   } else {
     const int64_t *c = mq_tensor_data(t->sparse->crow), *col = mq_tensor_data(t->sparse->indices);
-    for (int64_t r = 0; r < t->shape[0]; r++)
+    for (int64_t r = 0; r < t->shape[0]; r++) {
+      poll_at(S, r);
       for (int64_t k = c[r]; k < c[r + 1]; k++) keys[k] = r * t->shape[1] + col[k];
+    }
   }
   return keys;
 }
 
 static mq_tensor *scatter(mq_state *S, const mq_tensor *t, const int64_t *keys) {
   mq_tensor *d = mq_tensor_full(S, (mq_dtype)t->dtype, t->ndim, t->shape, 0);
-  for (int64_t k = 0; k < t->sparse->nnz; k++) put_value(d, keys[k], t->sparse->values, k, false);
+  for (int64_t k = 0; k < t->sparse->nnz; k++) {
+    poll_at(S, k);
+    put_value(d, keys[k], t->sparse->values, k, false);
+  }
   return d;
 }
 
