@@ -170,7 +170,11 @@ static mq_tensor *index_arg(mq_state *S, mq_tensor *t, int ndim, const char *who
 }
 
 static mq_tensor *values_arg(mq_state *S, mq_tensor *v, int64_t nnz, int dt, const char *who) {
-  if (v->mask) mq_error(S, "%s: values must be a plain tensor; mask a sparse tensor with masked()", who);
+  if (v->mask)
+    mq_error(S, "%s: values must be a plain tensor; mask a sparse tensor with masked()", who);
+  if (v->requires_grad)
+    mq_error(S, "%s: values require grad, and gradients of sparse tensors are not supported; "
+                "detach(values) first", who);
   if (v->ndim != 1)
     mq_error(S, "%s: values must be 1-D (one per stored entry), got shape %s", who,
              mq_shape_str(S, v->ndim, v->shape));
@@ -219,7 +223,7 @@ mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor *values, int
                  shape ? mq_shape_str(S, ndim, shape) : "");
       if (i > mx) mx = i;
     }
-    inferred[d] = mx + 1;
+    inferred[d] = mx < INT64_MAX ? mx + 1 : mx; /* INT64_MAX: "too large" from the shape check */
   }
   mq_tensor *v = values_arg(S, values, nnz, dt, who);
   mq_tensor *t = assemble(S, MQ_LAYOUT_COO, ndim, shape ? shape : inferred, ix, NULL, v);
@@ -293,7 +297,7 @@ mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col, mq_tensor
       if (k > c[r] && cc[k] <= cc[k - 1]) canonical = false;
     }
   }
-  int64_t size[2] = {rows, shape ? shape[1] : mx + 1};
+  int64_t size[2] = {rows, shape ? shape[1] : mx < INT64_MAX ? mx + 1 : mx};
   mq_tensor *v = values_arg(S, values, nnz, dt, who);
   mq_tensor *t = assemble(S, MQ_LAYOUT_CSR, 2, size, ci, cr, v);
   if (canonical) return t;
@@ -304,7 +308,9 @@ mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col, mq_tensor
 /* --- conversions ------------------------------------------------------------------ */
 
 /* A bool (n) of trues: the structural mask's values. */
-static mq_tensor *all_true(mq_state *S, int64_t n) { return mq_tensor_full(S, MQ_DT_BOOL, 1, &n, 1); }
+static mq_tensor *all_true(mq_state *S, int64_t n) {
+  return mq_tensor_full(S, MQ_DT_BOOL, 1, &n, 1);
+}
 
 static bool nonzero_at(const mq_tensor *t, int64_t i) {
   switch ((mq_dtype)t->dtype) {
@@ -339,7 +345,8 @@ static mq_tensor *coo_of_dense(mq_state *S, mq_tensor *x) {
 }
 
 /* [t] with its data and mask converted by [conv]. */
-static mq_tensor *convert_both(mq_state *S, mq_tensor *t, mq_tensor *(*conv)(mq_state *, const mq_tensor *)) {
+static mq_tensor *convert_both(mq_state *S, mq_tensor *t,
+                               mq_tensor *(*conv)(mq_state *, const mq_tensor *)) {
   mq_tensor *r = conv(S, t);
   if (t->mask) {
     mq_tensor *m = mq_sparse_with_values(S, r, t->mask->sparse->values, NULL);
@@ -446,8 +453,10 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
     mq_error(S, "masked: data and mask must have the same layout, got strided and %s",
              mask ? mq_layout_name((mq_layout)mask->layout) : "none");
   if (data->mask) mq_error(S, "masked: data is already masked; use get_data(data)");
-  if (!mask) return mq_sparse_with_values(S, data, data->sparse->values,
-                                          mq_sparse_with_values(S, data, all_true(S, data->sparse->nnz), NULL));
+  if (!mask) {
+    mq_tensor *structural = mq_sparse_with_values(S, data, all_true(S, data->sparse->nnz), NULL);
+    return mq_sparse_with_values(S, data, data->sparse->values, structural);
+  }
   if (mask->layout != data->layout)
     mq_error(S, "masked: data and mask must have the same layout, got %s and %s",
              mq_layout_name((mq_layout)data->layout), mq_layout_name((mq_layout)mask->layout));

@@ -28,7 +28,8 @@ static const char *quoted(mq_state *S, const char *path) {
 }
 
 static const char *path_arg(mq_state *S, mq_value v, const char *fn) {
-  if (!mq_is_obj(v, MQ_O_STRING)) mq_error(S, "%s: path must be a string, not a %s", fn, mq_type_name(v));
+  if (!mq_is_obj(v, MQ_O_STRING))
+    mq_error(S, "%s: path must be a string, not a %s", fn, mq_type_name(v));
   const mq_string *s = mq_as_string(v);
   if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: path contains a NUL byte", fn);
   return s->chars;
@@ -91,7 +92,8 @@ static mq_value lib_save_npz(mq_state *S, mq_value *args) {
   member(S, &m[4], "data.npy", sp->values);
   size_t len;
   const char *file = quoted(S, path);
-  uint8_t *bytes = mq_zip_write(S, m, 5, mq_arg_bool(S, args[2], "compressed"), "save_npz", file, &len);
+  bool deflate = mq_arg_bool(S, args[2], "compressed");
+  uint8_t *bytes = mq_zip_write(S, m, 5, deflate, "save_npz", file, &len);
   mq_file_write(S, path, "save_npz", bytes, len);
   return mq_none();
 }
@@ -169,6 +171,7 @@ const mq_libfn mq_lib_sparse_io[] = {
     {"save_npz(path, x, compressed=true)", lib_save_npz,
      "write a 2-D sparse tensor as scipy.sparse.save_npz does (csr or coo)"},
     {"load_npz(path)", lib_load_npz,
-     "a sparse tensor from a scipy.sparse .npz file (csr, coo); checked like sparse_csr/sparse_coo"},
+     "a sparse tensor from a scipy.sparse .npz file (csr, coo); checked like "
+     "sparse_csr/sparse_coo"},
     {NULL, NULL, NULL},
 };
