@@ -13,6 +13,7 @@
 #include "../parser/compiler.h"
 #include "../runtime/npy.h"
 #include "../runtime/parallel.h"
+#include "../runtime/sparse.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "../vm/chunk.h"
@@ -60,10 +61,12 @@ masq_state *masq_open(const masq_config *cfg) {
    * (core/state.h): this is the one layer that sees them all. */
   mq_value_init_kinds(S);
   mq_tensor_init_kind(S);
+  mq_sparse_init_kind(S);
   mq_chunk_init_kinds(S);
   mq_builtin_init_kind(S);
   S->hooks.host_call = mq_host_call;
   S->hooks.host_free = mq_hostfn_free;
+  S->hooks.sparse_call = mq_sparse_builtin;
   S->hooks.import = mq_import;
   S->print = MQ_PRINTOPTS_DEFAULT;
   S->nthreads = mq_default_threads();

@@ -164,10 +164,13 @@ struct mq_state {
   mq_kind kinds[MQ_O_NKINDS];
   /* Calls up into the layers above, set at open by api/ (the only layer
    * that sees them all): running and freeing a host function (masq_register)
-   * for the VM's builtin calls (vm/builtin.c), and running a file for the
-   * VM's IMPORT (vm/vm.c). */
+   * for the VM's builtin calls (vm/builtin.c); the library's sparse form
+   * of a builtin called with a sparse first argument, false when it has
+   * none (stdlib/lib_sparse.c, for vm/builtin.c); and running a file for
+   * the VM's IMPORT (vm/vm.c). */
   struct {
     mq_value (*host_call)(mq_state *S, const struct mq_builtin *b, mq_value *args);
+    bool (*sparse_call)(mq_state *S, const struct mq_builtin *b, mq_value *args, mq_value *out);
     void (*host_free)(mq_state *S, struct mq_hostfn *h);
     void (*import)(mq_state *S, const char *path, const struct mq_source *from);
   } hooks;

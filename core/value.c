@@ -118,6 +118,7 @@ const char *mq_type_name(mq_value v) {
   case MQ_O_CLOSURE:
   case MQ_O_BUILTIN: return "function";
   case MQ_O_RANGE: return "range";
+  case MQ_O_SPARSE: return "sparse tensor";
   }
   return "?";
 }

@@ -26,9 +26,11 @@ typedef enum mq_otype {
   MQ_O_FUNCTION, /* compiled code of a masq function (vm/chunk.h) */
   MQ_O_CLOSURE,  /* a callable masq function: code + captured values */
   MQ_O_BUILTIN,  /* a C function from the state's table (vm/builtin.h) */
-  MQ_O_RANGE     /* range(start, stop, step), lazy (core/range.h); holds no references */
+  MQ_O_RANGE,    /* range(start, stop, step), lazy (core/range.h); holds no references */
+  MQ_O_SPARSE    /* a sparse-layout tensor (runtime/sparse.h): an mq_tensor kept apart
+                    from the strided-only code that mq_is_tensor() admits */
 } mq_otype;
-#define MQ_O_NKINDS (MQ_O_RANGE + 1)
+#define MQ_O_NKINDS (MQ_O_SPARSE + 1)
 
 typedef struct mq_obj {
   uint32_t rc;
@@ -138,7 +140,7 @@ MQ_INTERNAL void mq_string_quote(mq_state *S, struct mq_buf *b, const mq_string 
 MQ_INTERNAL const char *mq_string_quoted(mq_state *S, const mq_string *s);
 
 /* "tensor", "int", "float", "bool", "none", "string", "list", "function",
- * "range". */
+ * "range", "sparse tensor". */
 MQ_INTERNAL const char *mq_type_name(mq_value v);
 
 /* Appends the printed form of [v] as print() shows it. */

@@ -342,34 +342,25 @@ static void plain_rec(mq_state *S, mq_buf *b, const mq_tensor *t, int dim, int64
   mq_buf_putc(S, b, ']');
 }
 
-static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
-  static const char prefix[] = "tensor(";
-  const int indent = (int)sizeof prefix - 1;
-  size_t start = b->len;
-  char suffixes[2][64];
-  int nsuf = 0;
-  mq_buf_puts(S, b, prefix);
+void mq_tensor_format_body(mq_state *S, mq_buf *b, const mq_tensor *t, int indent) {
   if (t->numel == 0) {
     mq_buf_puts(S, b, "[]");
-    if (t->ndim != 1) {
-      const char *shape = mq_shape_str(S, t->ndim, t->shape);
-      snprintf(suffixes[nsuf++], sizeof suffixes[0], "size=%s", shape);
-    }
-    if (t->dtype != MQ_DT_F32)
-      snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=%s", mq_dtype_name((mq_dtype)t->dtype));
-  } else {
-    int64_t edge = edge_for(S, t->numel);
-    plain_fmt f;
-    plain_fmt_init(&f, &S->print, t, edge);
-    if (t->ndim == 0) {
-      char e[64];
-      plain_elem(&f, t, 0, e, sizeof e);
-      rjust(S, b, e, f.width);
-    } else {
-      plain_rec(S, b, t, 0, 0, indent, edge, &f);
-    }
-    if (t->dtype == MQ_DT_F64) snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=float64");
+    return;
   }
+  int64_t edge = edge_for(S, t->numel);
+  plain_fmt f;
+  plain_fmt_init(&f, &S->print, t, edge);
+  if (t->ndim == 0) {
+    char e[64];
+    plain_elem(&f, t, 0, e, sizeof e);
+    rjust(S, b, e, f.width);
+  } else {
+    plain_rec(S, b, t, 0, 0, indent, edge, &f);
+  }
+}
+
+void mq_format_suffixes(mq_state *S, mq_buf *b, size_t start, int indent, bool force_newline,
+                        int nsuf, const char *const *suffixes) {
   /* torch's _add_suffixes, including its line-length arithmetic */
   const char *s = b->data + start;
   const char *nl = strrchr(s, '\n');
@@ -377,10 +368,11 @@ static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
   int64_t last_line_len = len - (nl ? (int64_t)(nl - s) : -1) + 1;
   for (int i = 0; i < nsuf; i++) {
     int64_t sl = (int64_t)strlen(suffixes[i]);
-    if (last_line_len + sl + 2 > S->print.linewidth) {
+    if (force_newline || last_line_len + sl + 2 > S->print.linewidth) {
       mq_buf_puts(S, b, ",\n");
       spaces(S, b, indent);
       last_line_len = indent + sl;
+      force_newline = false;
     } else {
       mq_buf_puts(S, b, ", ");
       last_line_len += sl + 2;
@@ -388,6 +380,28 @@ static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
     mq_buf_puts(S, b, suffixes[i]);
   }
   mq_buf_putc(S, b, ')');
+}
+
+static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
+  static const char prefix[] = "tensor(";
+  const int indent = (int)sizeof prefix - 1;
+  size_t start = b->len;
+  char suffixes[2][64];
+  const char *sfx[2] = {suffixes[0], suffixes[1]};
+  int nsuf = 0;
+  mq_buf_puts(S, b, prefix);
+  mq_tensor_format_body(S, b, t, indent);
+  if (t->numel == 0) {
+    if (t->ndim != 1) {
+      const char *shape = mq_shape_str(S, t->ndim, t->shape);
+      snprintf(suffixes[nsuf++], sizeof suffixes[0], "size=%s", shape);
+    }
+    if (t->dtype != MQ_DT_F32)
+      snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=%s", mq_dtype_name((mq_dtype)t->dtype));
+  } else if (t->dtype == MQ_DT_F64) {
+    snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=float64");
+  }
+  mq_format_suffixes(S, b, start, indent, false, nsuf, sfx);
 }
 
 /* --- entry points ----------------------------------------------------------- */

@@ -6,6 +6,7 @@
 #include "../core/range.h"
 #include "iter.h"
 #include "kernels.h"
+#include "sparse.h"
 
 static const char *const dtype_names[] = {
 #define X(E, n, T, s) s,
@@ -97,6 +98,7 @@ void mq_tensor_free(mq_state *S, mq_tensor *t) {
   if (t->mask) mq_obj_release(S, &t->mask->hdr);
   if (t->grad) mq_obj_release(S, &t->grad->hdr);
   if (t->node) mq_ag_node_free(S, t->node); /* the recorded op that made t */
+  if (t->sparse) mq_sparse_free(S, t->sparse);
   mq_storage *st = t->storage;
   if (st && --st->rc == 0) {
     if (st->release) st->release(st->release_ud);
@@ -342,6 +344,7 @@ mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
   case MQ_OBJ: break;
   }
   if (mq_is_tensor(v)) return mq_as_tensor(v);
+  if (mq_is_sparse(v)) mq_sparse_refuse(S, mq_as_tensor_any(v), what);
   if (mq_is_obj(v, MQ_O_RANGE)) {
     const mq_range *r = mq_as_range(v);
     return mq_arange_i64(S, r->start, r->stop, r->step);

@@ -61,6 +61,7 @@ struct mq_tensor {
   bool weak;     /* a 0-d tensor made from a number literal: promotes like a
                     Python scalar (does not widen a tensor's dtype) */
   bool requires_grad;
+  uint8_t layout; /* mq_layout (runtime/sparse.h): 0 strided, else sparse */
   int64_t numel;
   int64_t shape[MQ_MAX_DIMS];
   int64_t strides[MQ_MAX_DIMS]; /* in elements; 0 for broadcast dims */
@@ -71,6 +72,7 @@ struct mq_tensor {
    * non-leaf (both NULL outside autograd) */
   mq_tensor *grad;
   struct mq_gradnode *node;
+  struct mq_sparse *sparse; /* a sparse layout's stored entries, else NULL */
 };
 
 /* Address of element 0 of the view. */
@@ -269,6 +271,14 @@ MQ_INTERNAL bool mq_value_as_int(mq_state *S, mq_value v, int64_t *out);
 /* Appends the printed form: "MaskedTensor(...)" for masked tensors, torch's
  * "tensor(...)" for plain ones. [color]: masked-out entries dim (ANSI). */
 MQ_INTERNAL void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color);
+/* torch's _tensor_str: the bracketed elements of plain [t] alone ("[]" if
+ * it is empty), continuation lines indented by [indent]. */
+MQ_INTERNAL void mq_tensor_format_body(mq_state *S, mq_buf *b, const mq_tensor *t, int indent);
+/* torch's _add_suffixes: appends ", suffix" for each of [suffixes] to the
+ * text written since [start], wrapping at the line width (always before
+ * the first when [force_newline]) to [indent], then the closing ')'. */
+MQ_INTERNAL void mq_format_suffixes(mq_state *S, mq_buf *b, size_t start, int indent,
+                                    bool force_newline, int nsuf, const char *const *suffixes);
 /* "float32 tensor (2, 3), masked" for :vars. */
 MQ_INTERNAL void mq_tensor_summary(mq_state *S, mq_buf *b, const mq_tensor *t);
 

@@ -5,25 +5,41 @@
 
 #include "../runtime/autograd.h"
 #include "../runtime/parallel.h"
+#include "../runtime/sparse.h"
 #include "../vm/globals.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
+#define TA(i, what) mq_arg_tensor_any(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
 /* --- masks ------------------------------------------------------------------- */
 
 static mq_value lib_masked(mq_state *S, mq_value *args) {
+  if (mq_is_sparse(args[0]) || mq_is_sparse(args[1])) {
+    if (mq_arg_bool(S, args[2], "requires_grad"))
+      mq_error(S, "masked: gradients of sparse tensors are not supported; to_dense(data) first");
+    RET(mq_sparse_masked(S, TA(0, "data"), args[1].type == MQ_NONE ? NULL : TA(1, "mask")));
+  }
+  if (args[1].type == MQ_NONE)
+    mq_error(S, "masked: a strided tensor needs a mask (only a sparse one is its own mask)");
   mq_tensor *t = mq_masked(S, T(0, "data"), T(1, "mask"));
   RET(mq_arg_bool(S, args[2], "requires_grad") ? mq_ag_leaf(S, t, true, "masked") : t);
 }
-static mq_value lib_get_data(mq_state *S, mq_value *args) { RET(mq_get_data(S, T(0, "x"))); }
-static mq_value lib_get_mask(mq_state *S, mq_value *args) { RET(mq_get_mask(S, T(0, "x"))); }
+static mq_value lib_get_data(mq_state *S, mq_value *args) {
+  if (mq_is_sparse(args[0])) RET(mq_sparse_get_data(S, TA(0, "x")));
+  RET(mq_get_data(S, T(0, "x")));
+}
+static mq_value lib_get_mask(mq_state *S, mq_value *args) {
+  if (mq_is_sparse(args[0])) RET(mq_sparse_get_mask(S, TA(0, "x")));
+  RET(mq_get_mask(S, T(0, "x")));
+}
 static mq_value lib_to_tensor(mq_state *S, mq_value *args) {
   RET(mq_to_tensor(S, T(0, "x"), mq_arg_number(S, args[1], "fill")));
 }
 static mq_value lib_is_masked(mq_state *S, mq_value *args) {
-  return mq_bool(mq_is_tensor(args[0]) && mq_as_tensor(args[0])->mask != NULL);
+  const mq_tensor *t = mq_as_tensor_any(args[0]);
+  return mq_bool(t && t->mask != NULL);
 }
 
 /* --- creation ------------------------------------------------------------------ */
@@ -102,15 +118,15 @@ static mq_value lib_seed(mq_state *S, mq_value *args) {
 /* --- info ------------------------------------------------------------------------------ */
 
 static mq_value lib_shape(mq_state *S, mq_value *args) {
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = TA(0, "x");
   mq_list *l = mq_list_new(S, t->ndim);
   for (int i = 0; i < t->ndim; i++) mq_list_push(S, l, mq_int(t->shape[i]));
   RET(l);
 }
-static mq_value lib_ndim(mq_state *S, mq_value *args) { return mq_int(T(0, "x")->ndim); }
-static mq_value lib_numel(mq_state *S, mq_value *args) { return mq_int(T(0, "x")->numel); }
+static mq_value lib_ndim(mq_state *S, mq_value *args) { return mq_int(TA(0, "x")->ndim); }
+static mq_value lib_numel(mq_state *S, mq_value *args) { return mq_int(TA(0, "x")->numel); }
 static mq_value lib_dtype(mq_state *S, mq_value *args) {
-  const char *name = mq_dtype_name((mq_dtype)T(0, "x")->dtype);
+  const char *name = mq_dtype_name((mq_dtype)TA(0, "x")->dtype);
   RET(mq_string_new(S, name, strlen(name)));
 }
 static mq_value lib_item(mq_state *S, mq_value *args) {
@@ -181,8 +197,9 @@ static mq_value lib_get_num_threads(mq_state *S, mq_value *args) {
 }
 
 const mq_libfn mq_lib_core[] = {
-    {"masked(data, mask, requires_grad=false)", lib_masked,
-     "a masked tensor: data where mask is true, masked out (--) elsewhere; mask broadcasts", MQ_BK_NONE, 0},
+    {"masked(data, mask=none, requires_grad=false)", lib_masked,
+     "a masked tensor: data where mask is true, masked out (--) elsewhere; mask broadcasts; "
+     "a sparse data without mask is its own mask (unstored entries masked out)", MQ_BK_NONE, 0},
     {"get_data(x)", lib_get_data, "the data of a masked tensor, masked-out entries included", MQ_BK_NONE, 0},
     {"get_mask(x)", lib_get_mask, "the validity mask as a bool tensor (true = valid)", MQ_BK_NONE, 0},
     {"to_tensor(x, fill)", lib_to_tensor, "a plain tensor with masked-out entries set to fill", MQ_BK_NONE, 0},

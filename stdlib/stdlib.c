@@ -12,6 +12,8 @@ extern const mq_libfn mq_lib_math[];
 extern const mq_constant mq_lib_constants[];
 extern const mq_libfn mq_lib_io[];
 extern const mq_libfn mq_lib_autograd[];
+extern const mq_libfn mq_lib_sparse[];
+extern const mq_libfn mq_lib_sparse_io[];
 
 /* Every table of builtins with the library group (MASQ_LIB_*) it belongs
  * to; a group the host did not enable is not bound at all. */
@@ -25,7 +27,9 @@ static const struct {
     {mq_lib_shape, MASQ_LIB_CORE},
     {mq_lib_math, MASQ_LIB_CORE},
     {mq_lib_autograd, MASQ_LIB_CORE},
+    {mq_lib_sparse, MASQ_LIB_CORE},
     {mq_lib_io, MASQ_LIB_IO},
+    {mq_lib_sparse_io, MASQ_LIB_IO},
 };
 
 void mq_stdlib_open(mq_state *S) {

@@ -17,4 +17,11 @@ typedef struct mq_constant {
  * the global slots. */
 MQ_INTERNAL void mq_stdlib_open(mq_state *S);
 
+/* The sparse forms of generic builtins (lib_sparse.c), which api/ installs
+ * as S->hooks.sparse_call: runs builtin [b] on [args], whose first argument
+ * is sparse, when it has such a form (unary ops on values, count), setting
+ * *out; false if it has none. */
+MQ_INTERNAL bool mq_sparse_builtin(mq_state *S, const mq_builtin *b, mq_value *args,
+                                   mq_value *out);
+
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "../core/checked.h"
+#include "../runtime/sparse.h"
 #include "globals.h"
 
 /* --- signatures ------------------------------------------------------------ */
@@ -255,6 +256,10 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
       mq_error(S, "%s() missing argument '%s'", b->name, b->params[j].name);
     args[j] = b->params[j].dflt;
   }
+  mq_value r;
+  if (!b->host && b->nparams > 0 && mq_is_sparse(args[0]) && S->hooks.sparse_call &&
+      S->hooks.sparse_call(S, b, args, &r))
+    return r;
   return b->host ? S->hooks.host_call(S, b, args) : b->def->fn(S, args);
 }
 
@@ -295,6 +300,10 @@ mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what) {
     return t;
   }
   return mq_tensor_from_value(S, v, what);
+}
+
+mq_tensor *mq_arg_tensor_any(mq_state *S, mq_value v, const char *what) {
+  return mq_is_sparse(v) ? mq_as_tensor_any(v) : mq_arg_tensor(S, v, what);
 }
 
 int64_t mq_arg_int(mq_state *S, mq_value v, const char *what) {

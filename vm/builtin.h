@@ -90,7 +90,9 @@ MQ_INTERNAL void mq_builtin_close(mq_state *S);
 MQ_INTERNAL void mq_builtin_init_kind(mq_state *S);
 
 /* Calls builtin [b] with [nargs] values at [argv], the last [nkw] of which
- * are keyword arguments named by [kwnames] (a list of strings). */
+ * are keyword arguments named by [kwnames] (a list of strings). A library
+ * builtin whose first argument is sparse goes first to S->hooks.sparse_call
+ * (the library's sparse form of it, if it has one). */
 MQ_INTERNAL mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv,
                                      int nargs, int nkw, const mq_list *kwnames);
 
@@ -107,6 +109,9 @@ MQ_INTERNAL int mq_builtin_redop(const mq_builtin *b);
 /* --- argument helpers for builtins ---------------------------------------- */
 
 MQ_INTERNAL mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what);
+/* The same, also admitting a sparse tensor (runtime/sparse.h): for the
+ * builtins that handle every layout. */
+MQ_INTERNAL mq_tensor *mq_arg_tensor_any(mq_state *S, mq_value v, const char *what);
 MQ_INTERNAL int64_t mq_arg_int(mq_state *S, mq_value v, const char *what);
 MQ_INTERNAL double mq_arg_number(mq_state *S, mq_value v, const char *what);
 MQ_INTERNAL bool mq_arg_bool(mq_state *S, mq_value v, const char *what);

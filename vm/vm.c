@@ -159,11 +159,15 @@ static bool values_equal(mq_value a, mq_value b) {
   return a.type == MQ_OBJ && a.as.o == b.as.o;
 }
 
+/* A tensor of any layout: a sparse operand takes the tensor path, where
+ * mq_tensor_from_value refuses it, rather than comparing by identity. */
+static bool tensor_like(mq_value v) { return mq_is_tensor(v) || mq_is_obj(v, MQ_O_SPARSE); }
+
 static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
   if (is_scalar(a) && is_scalar(b)) return scalar_binary(S, op, a, b);
-  bool tensors = (mq_is_tensor(a) || is_scalar(a) || mq_is_obj(a, MQ_O_LIST)) &&
-                 (mq_is_tensor(b) || is_scalar(b) || mq_is_obj(b, MQ_O_LIST)) &&
-                 (mq_is_tensor(a) || mq_is_tensor(b));
+  bool tensors = (tensor_like(a) || is_scalar(a) || mq_is_obj(a, MQ_O_LIST)) &&
+                 (tensor_like(b) || is_scalar(b) || mq_is_obj(b, MQ_O_LIST)) &&
+                 (tensor_like(a) || tensor_like(b));
   if (tensors) {
     if (op == MQ_TOK_MATMUL)
       return mq_objv(mq_matmul(S, mq_tensor_from_value(S, a, "left operand"),

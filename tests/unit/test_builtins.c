@@ -147,9 +147,15 @@ static void library_rows(mq_state *S) {
     check(b->def->doc && b->def->doc[0] && !strncmp(b->help, sig, n) &&
               !strncmp(b->help + n, " -- ", 4) && !strcmp(b->help + n + 4, b->def->doc),
           sig, "its help is not \"sig -- doc\"");
-    /* the compiler fuses calls of a unary row as f(x) (vm/fuse.h) */
-    if (b->def->kind == MQ_BK_UNARY)
-      check(r.nparams == 1 && r.rest < 0 && r.kwrest < 0, sig, "a unary row takes one x");
+    /* a unary row is its op applied to x, then its number parameters with
+     * defaults; the compiler fuses the calls f(x) of those (vm/fuse.h) */
+    if (b->def->kind == MQ_BK_UNARY) {
+      check(r.nparams >= 1 && !strcmp(r.names[0], "x") && r.required[0] && r.rest < 0 &&
+                r.kwrest < 0,
+            sig, "a unary row takes x, then defaulted parameters");
+      for (int j = 1; j < r.nparams; j++)
+        check(!r.required[j], sig, "a unary row takes x, then defaulted parameters");
+    }
     int slot = mq_global_find(S, b->name);
     check(slot >= 0 && S->globals[slot].builtin, sig, "not bound in the globals");
   }

@@ -1,0 +1,153 @@
+/* sparse.h - sparse layouts: COO (any ndim) and CSR (2-D) tensors.
+ *
+ * Design.
+ *
+ * A sparse tensor is an ordinary struct mq_tensor (tensor.h) whose [layout]
+ * is MQ_LAYOUT_COO or MQ_LAYOUT_CSR and whose [sparse] points at the stored
+ * entries. dtype, ndim, shape and numel describe the logical (dense) tensor,
+ * exactly as for a strided one, so metadata code reads them unchanged;
+ * storage is NULL, strides and offset are zero: there is no dense buffer
+ * and nothing may index one.
+ *
+ * Its object header says MQ_O_SPARSE, not MQ_O_TENSOR, so mq_is_tensor() is
+ * false for it: code written for strided tensors (every kernel, the VM's
+ * operators, mq_tensor_from_value) never receives one by accident. The one
+ * choke point, mq_tensor_from_value (which mq_arg_tensor and every operand
+ * conversion go through), refuses it with a located message naming the
+ * layout and the way out (to_dense). Code that knows sparse tensors asks
+ * mq_is_sparse() and takes them through mq_as_tensor_any().
+ *
+ * The stored entries (struct mq_sparse):
+ *   COO: indices int64 (ndim, nnz), values (nnz). Always coalesced: the
+ *        columns of indices are in row-major order of the positions they
+ *        name, with no position twice (duplicates are summed on the way in,
+ *        as torch's coalesce()). So an entry's rank in [values] is its rank
+ *        in the dense order, and two tensors with equal indices line up
+ *        entry by entry.
+ *   CSR: crow int64 (rows + 1), indices = col_indices int64 (nnz), values
+ *        (nnz). Columns ascend within each row and are distinct (scipy's
+ *        canonical format), which again makes the order the dense order.
+ * The index tensors and [values] are plain, contiguous and strided; index
+ * tensors are never modified once built, so tensors with the same sparsity
+ * structure share them (a masked sparse tensor and its mask do, and so does
+ * the result of an op on values).
+ *
+ * Masks. A masked sparse tensor's [mask] is a sparse bool tensor of the
+ * same layout sharing the same index tensors; its values say which stored
+ * entries are valid. Unstored entries are masked out: torch's rule (an
+ * unstored position of a sparse mask is False) and GraphBLAS's structural
+ * mask when the mask is the tensor itself (masked(x)). A plain sparse
+ * tensor is all valid, its unstored entries zeros.
+ *
+ * What this layout is built for (memory O(nnz + rows), never O(numel)):
+ *   - unary and binary ops on values: an op maps [values] (a strided 1-D
+ *     tensor, so every strided kernel applies) and shares the indices;
+ *     binary ops between tensors with equal index tensors (pointer-equal
+ *     or equal contents) do the same on both values; mq_sparse_with_values
+ *     makes the result.
+ *   - reductions along dims: COO's sorted indices give each output slot a
+ *     run of entries for the leading dims; CSR's crow gives per-row runs.
+ *   - CSR row softmax: each row's entries are values[crow[r]:crow[r+1]].
+ *   - SpMM (CSR x dense) walks rows; SDDMM computes only at the stored
+ *     positions of a CSR/COO pattern and returns mq_sparse_with_values.
+ *   - sparse gradients: a gradient of a sparse input is a sparse tensor
+ *     with the input's structure (same index tensors), so accumulation is
+ *     an add on values.
+ * Hybrid tensors (dense trailing dims in values) and batched CSR would add
+ * dims to [values] and [crow]; nothing here assumes they cannot.
+ */
+#ifndef MQ_SPARSE_H
+#define MQ_SPARSE_H
+
+#include "tensor.h"
+
+typedef enum mq_layout { MQ_LAYOUT_STRIDED, MQ_LAYOUT_COO, MQ_LAYOUT_CSR } mq_layout;
+
+typedef struct mq_sparse {
+  mq_tensor *indices; /* COO: int64 (ndim, nnz); CSR: col_indices int64 (nnz) */
+  mq_tensor *crow;    /* CSR: int64 (rows + 1); NULL for COO */
+  mq_tensor *values;  /* (nnz), the tensor's dtype, plain, contiguous */
+  int64_t nnz;
+} mq_sparse;
+
+/* "strided", "sparse_coo", "sparse_csr". */
+MQ_INTERNAL const char *mq_layout_name(mq_layout l);
+
+static inline bool mq_is_sparse(mq_value v) { return mq_is_obj(v, MQ_O_SPARSE); }
+/* A strided or sparse tensor value as the struct both use (NULL otherwise). */
+static inline mq_tensor *mq_as_tensor_any(mq_value v) {
+  return mq_is_tensor(v) || mq_is_sparse(v) ? (mq_tensor *)v.as.o : NULL;
+}
+
+/* Sets the hooks of the sparse object kind, MQ_O_SPARSE (core/value.h). */
+MQ_INTERNAL void mq_sparse_init_kind(mq_state *S);
+/* Frees the stored entries of a sparse tensor (from mq_tensor_free). */
+MQ_INTERNAL void mq_sparse_free(mq_state *S, mq_sparse *sp);
+/* The error strided-only code raises for a sparse operand [what]. */
+MQ_INTERNAL MQ_NORETURN void mq_sparse_refuse(mq_state *S, const mq_tensor *t, const char *what);
+
+/* --- construction (validating every input; errors prefixed by [who]) ----- */
+
+/* COO from int indices (ndim, nnz) and values (nnz); [shape] NULL infers
+ * each size as the largest index + 1. Duplicates are summed. [dt] < 0 keeps
+ * the values' dtype. */
+MQ_INTERNAL mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor *values,
+                                     int ndim, const int64_t *shape, int dt, const char *who);
+/* CSR from crow (rows + 1), col (nnz), values (nnz) and a 2-D shape (NULL:
+ * rows from crow, columns the largest column + 1). Unsorted rows are sorted
+ * and duplicates summed. */
+MQ_INTERNAL mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col,
+                                     mq_tensor *values, const int64_t *shape, int dt,
+                                     const char *who);
+/* A tensor with [t]'s layout and index tensors (shared) and new [values]
+ * (plain, nnz entries, any dtype); [mask]: NULL or a sparse bool tensor of
+ * the same structure. */
+MQ_INTERNAL mq_tensor *mq_sparse_with_values(mq_state *S, const mq_tensor *t, mq_tensor *values,
+                                             mq_tensor *mask);
+
+/* --- conversions ----------------------------------------------------------------- */
+
+/* To COO: a strided plain tensor stores its nonzeros; a strided masked one
+ * its valid entries (data kept even if zero), masked by a structural mask;
+ * CSR converts; COO returns itself. */
+MQ_INTERNAL mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t);
+/* The same to CSR, 2-D only. */
+MQ_INTERNAL mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t);
+/* To strided: unstored entries are 0 (and masked out); a strided tensor is
+ * returned as is. The caller asked for it, so any size goes up to
+ * MQ_SPARSE_DENSE_MAX bytes (data and mask), a located error beyond. */
+#define MQ_SPARSE_DENSE_MAX ((uint64_t)1 << 40)
+MQ_INTERNAL mq_tensor *mq_sparse_to_dense(mq_state *S, mq_tensor *t);
+
+/* --- masks ----------------------------------------------------------------------- */
+
+/* masked(data, mask) for sparse operands, torch's rules: both sparse of the
+ * same layout and shape; COO: when the nnz differ, data is first restricted
+ * to the mask's valid entries (a valid entry data lacks holds 0); then the
+ * indices must be equal. CSR: crow and col must be equal. [mask] NULL: the
+ * structural mask (every stored entry valid). */
+MQ_INTERNAL mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
+MQ_INTERNAL mq_tensor *mq_sparse_get_data(mq_state *S, mq_tensor *t);
+/* The mask as a sparse bool tensor (for a plain sparse tensor: stored
+ * entries true; torch's get_mask of a sparse MT is sparse too). */
+MQ_INTERNAL mq_tensor *mq_sparse_get_mask(mq_state *S, mq_tensor *t);
+/* The number of valid entries: all numel of a plain tensor, the true
+ * stored mask values of a masked one. */
+MQ_INTERNAL int64_t mq_sparse_count(mq_state *S, const mq_tensor *t);
+
+/* --- ops on values ----------------------------------------------------------------- */
+
+/* A unary op on the stored values, O(nnz). A plain sparse tensor only
+ * takes ops that map 0 to 0 (its unstored entries are zeros); a masked one
+ * takes any (unstored entries are masked out). */
+MQ_INTERNAL mq_tensor *mq_sparse_unary(mq_state *S, mq_unop op, mq_tensor *t, const char *name);
+
+/* --- printing ---------------------------------------------------------------------- */
+
+/* torch's repr: "tensor(indices=..., values=..., size=..., nnz=..., layout=...)"
+ * for a plain one; a masked one prints densified as MaskedTensor(...) when
+ * it has at most MQ_SPARSE_PRINT_DENSE elements, else as its data and mask. */
+#define MQ_SPARSE_PRINT_DENSE ((int64_t)1 << 22)
+MQ_INTERNAL void mq_sparse_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color);
+
+#endif
