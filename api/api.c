@@ -67,9 +67,9 @@ masq_state *masq_open(const masq_config *cfg) {
   S->hooks.host_call = mq_host_call;
   S->hooks.host_free = mq_hostfn_free;
   S->hooks.sparse_call = mq_sparse_builtin;
-  S->hooks.import = mq_import;
+  S->hooks.import = mq_vm_import;
   S->print = MQ_PRINTOPTS_DEFAULT;
-  S->nthreads = mq_default_threads();
+  S->nthreads = mq_parallel_default_threads();
   if (mq_protect(S, open_library, NULL) != MASQ_OK) {
     masq_close(S);
     return NULL;
@@ -87,7 +87,7 @@ void masq_close(masq_state *S) {
   if (S->imports) mq_obj_release(S, &S->imports->hdr);
   mq_gc_collect(S, true); /* the cycles nothing else holds any more */
   mq_builtin_close(S);    /* after every value that may hold a builtin */
-  mq_sources_free(S);     /* after the functions that refer to them */
+  mq_source_free_all(S);     /* after the functions that refer to them */
   mq_free(S, S->stack, (size_t)S->stack_cap * sizeof *S->stack);
   mq_free(S, S->frames, (size_t)S->frames_cap * sizeof *S->frames);
   mq_free(S, S->pool, S->pool_cap * sizeof *S->pool);
@@ -436,7 +436,7 @@ static void summarize(mq_state *S, void *ud) {
   if (mq_is_tensor(v)) {
     mq_tensor_summary(S, &job->summary, mq_as_tensor(v));
   } else {
-    mq_buf_printf(S, &job->summary, "%s ", mq_type_name(v));
+    mq_buf_printf(S, &job->summary, "%s ", mq_value_type_name(v));
     size_t at = job->summary.len;
     /* Quoted, a string stays on one line and keeps its NUL bytes visible. */
     if (mq_is_obj(v, MQ_O_STRING)) mq_string_quote(S, &job->summary, mq_as_string(v));
@@ -532,7 +532,7 @@ static int find_import(const mq_list *imports, const char *full) {
   return -1;
 }
 
-void mq_import(mq_state *S, const char *path, const mq_source *from) {
+void mq_vm_import(mq_state *S, const char *path, const mq_source *from) {
   if (!(S->cfg.libs & MASQ_LIB_IO))
     mq_error(S, "import is disabled: the host did not enable file access (MASQ_LIB_IO)");
   char full[4096];

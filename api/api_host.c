@@ -47,7 +47,7 @@ static mq_tensor *host_tensor(mq_state *S, mq_value v, const char *what, masq_st
       return job.t;
     }
     /* fall through */
-  default: mq_throw(S, st, "%s is a %s, not a tensor or a number", what, mq_type_name(v));
+  default: mq_throw(S, st, "%s is a %s, not a tensor or a number", what, mq_value_type_name(v));
   }
   t->weak = true;
   return t;
@@ -148,7 +148,7 @@ static void get_number_protected(mq_state *S, void *ud) {
   }
   if (!mq_is_tensor(v))
     mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not a number", job->fn, job->name,
-             mq_type_name(v));
+             mq_value_type_name(v));
   *job->number = mq_tensor_item(S, mq_as_tensor(v));
 }
 
@@ -158,7 +158,7 @@ static void get_int_protected(mq_state *S, void *ud) {
   mq_value v = global_value(S, job);
   if (!mq_value_as_int(S, v, job->integer))
     mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not an int (use masq_get_number)",
-             job->fn, job->name, mq_is_tensor(v) ? "float or multi-element tensor" : mq_type_name(v));
+             job->fn, job->name, mq_is_tensor(v) ? "float or multi-element tensor" : mq_value_type_name(v));
 }
 
 masq_status masq_get_int(masq_state *M, const char *name, int64_t *out) {
@@ -218,7 +218,7 @@ static void get_string_protected(mq_state *S, void *ud) {
   mq_value v = global_value(S, job);
   if (!mq_is_obj(v, MQ_O_STRING))
     mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not a string", job->fn, job->name,
-             mq_type_name(v));
+             mq_value_type_name(v));
   const mq_string *str = (const mq_string *)v.as.o;
   if (job->slen) *job->slen = str->len;
   if (job->ssize == 0) return;
@@ -275,7 +275,7 @@ static void call_protected(mq_state *S, void *ud) {
   mq_value callee = S->globals[slot].value;
   if (!mq_is_obj(callee, MQ_O_CLOSURE) && !mq_is_obj(callee, MQ_O_BUILTIN))
     mq_throw(S, MASQ_ERR_USAGE, "masq_call: '%s' is a %s, not a function", job->name,
-             mq_type_name(callee));
+             mq_value_type_name(callee));
 
   mq_function *f = mq_function_new(S, "<masq_call>", NULL);
   /* Our own reference, as eval's: an error drains the pool, and the code

@@ -95,6 +95,6 @@ MQ_INTERNAL mq_value mq_host_call(mq_state *S, const struct mq_builtin *b, mq_va
 MQ_INTERNAL void mq_hostfn_free(mq_state *S, struct mq_hostfn *h);
 /* Runs the file at [path] (relative to the directory of [from]) once per
  * state: the `import` statement (api.c, next to eval). */
-MQ_INTERNAL void mq_import(mq_state *S, const char *path, const struct mq_source *from);
+MQ_INTERNAL void mq_vm_import(mq_state *S, const char *path, const struct mq_source *from);
 
 #endif

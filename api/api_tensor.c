@@ -52,7 +52,7 @@ static mq_tensor *borrow(mq_state *S, mq_dtype dt, int ndim, const int64_t *shap
                          const int64_t *strides, const void *data) {
   mq_tensor *t = mq_tensor_alloc(S, dt, ndim, shape);
   if (strides) memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
-  else mq_set_contiguous_strides(t);
+  else mq_tensor_set_contiguous(t);
   int64_t last = 0; /* the offset of the last element */
   for (int d = 0; d < ndim && t->numel; d++) last += t->strides[d] * (shape[d] - 1);
   mq_storage *st = mq_calloc(S, sizeof *st);

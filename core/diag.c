@@ -30,7 +30,7 @@ void mq_source_release(mq_state *S, const mq_source *csrc) {
   source_free(S, src);
 }
 
-void mq_sources_free(mq_state *S) {
+void mq_source_free_all(mq_state *S) {
   while (S->sources) {
     mq_source *src = S->sources;
     S->sources = src->next;

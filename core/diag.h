@@ -28,7 +28,7 @@ static inline void mq_source_retain(const mq_source *src) {
 }
 /* Drops a reference; the last one unlinks and frees the source. */
 MQ_INTERNAL void mq_source_release(mq_state *S, const mq_source *src);
-MQ_INTERNAL void mq_sources_free(mq_state *S);
+MQ_INTERNAL void mq_source_free_all(mq_state *S);
 
 /* Appends a rendered diagnostic to [out]:
  *

@@ -102,7 +102,7 @@ void mq_list_push(mq_state *S, mq_list *l, mq_value v) {
   l->items[l->len++] = v;
 }
 
-const char *mq_type_name(mq_value v) {
+const char *mq_value_type_name(mq_value v) {
   switch ((mq_vtype)v.type) {
   case MQ_NONE: return "none";
   case MQ_BOOL: return "bool";

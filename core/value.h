@@ -141,7 +141,7 @@ MQ_INTERNAL const char *mq_string_quoted(mq_state *S, const mq_string *s);
 
 /* "tensor", "int", "float", "bool", "none", "string", "list", "function",
  * "range", "sparse tensor". */
-MQ_INTERNAL const char *mq_type_name(mq_value v);
+MQ_INTERNAL const char *mq_value_type_name(mq_value v);
 
 /* Appends the printed form of [v] as print() shows it. */
 struct mq_buf;

@@ -23,7 +23,7 @@ typedef struct ew_job {
 } ew_job;
 
 static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, ew_job *J) {
-  mq_parallel_for(S, mq_threads_for(S, n), n, MQ_PAR_GRAIN, fn, J);
+  mq_parallel_for(S, mq_parallel_threads_for(S, n), n, MQ_PAR_GRAIN, fn, J);
 }
 
 static const double PI = 3.14159265358979323846, LN2 = 0.69314718055994530942,

@@ -148,7 +148,7 @@ static void bw_sum_mean(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean, cons
   mq_tensor *r = grad_new(S, nd, x->shape, xm || gm, &m);
   /* rows are independent: the threads share them out */
   fill_job J = {x, ostr, gv, scale, xm, gm, mq_bw_d(r), m, inner, is};
-  mq_parallel_for(S, mq_threads_for(S, N), rows, inner >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / (inner ? inner : 1),
+  mq_parallel_for(S, mq_parallel_threads_for(S, N), rows, inner >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / (inner ? inner : 1),
                   fill_range, &J);
   gin[0] = r;
 }
@@ -301,7 +301,7 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   if (J.A.inner == 1) { /* contiguous slices, shared out among the threads */
     sm_bw_job B = {&J, yv, lg};
     int64_t len = J.A.len > 0 ? J.A.len : 1;
-    mq_parallel_for(S, mq_threads_for(S, t->numel), J.A.outer, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
+    mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
                     sm_bw_range, &B);
     gin[0] = J.r;
     return;

@@ -198,10 +198,10 @@ static const char mask_hint[] =
 static mq_tensor *binary_mask(mq_state *S, mq_tensor *a, mq_tensor *b, int nd,
                               const int64_t *shape) {
   if (a->mask && b->mask) {
-    if (!mq_same_shape(a, b))
+    if (!mq_tensor_same_shape(a, b))
       mq_error(S, "masks do not match: shapes %s and %s differ %s",
                mq_shape_str(S, a->ndim, a->shape), mq_shape_str(S, b->ndim, b->shape), mask_hint);
-    if (!mq_same_view(a->mask, b->mask)) {
+    if (!mq_tensor_same_view(a->mask, b->mask)) {
       int64_t diff = mq_kernel_count_ne(S, a->mask, b->mask);
       if (diff)
         mq_error(S, "masks do not match: %lld of %lld positions differ %s", (long long)diff,

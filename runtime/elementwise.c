@@ -28,7 +28,7 @@ static void ewise_range(void *ctx, int64_t lo, int64_t hi, int t) {
 }
 
 void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm) {
-  int nt = mq_threads_for(S, it->rows * it->n);
+  int nt = mq_parallel_threads_for(S, it->rows * it->n);
   if (nt <= 1) {
     k(S, it, prm);
     return;

@@ -38,18 +38,18 @@ MQ_INTERNAL int64_t mq_kernel_count_ne(mq_state *S, mq_tensor *a, mq_tensor *b);
 
 /* Sum (in double, as reduce_kernels.c's sum) and NaN-propagating max of a contiguous row,
  * over the entries where m is nonzero (m NULL: all); max of none is -inf. */
-MQ_INTERNAL double mq_rowsum_f32(const float *x, const uint8_t *m, int64_t n);
-MQ_INTERNAL double mq_rowsum_f64(const double *x, const uint8_t *m, int64_t n);
-MQ_INTERNAL float mq_rowmax_f32(const float *x, const uint8_t *m, int64_t n);
-MQ_INTERNAL double mq_rowmax_f64(const double *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL double mq_kernel_rowsum_f32(const float *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL double mq_kernel_rowsum_f64(const double *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL float mq_kernel_rowmax_f32(const float *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64_t n);
 
 /* A tensor object with no storage yet, owned by the pool. */
 MQ_INTERNAL mq_tensor *mq_tensor_alloc(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape);
 /* Sets contiguous row-major strides from t->shape. */
-MQ_INTERNAL void mq_set_contiguous_strides(mq_tensor *t);
-MQ_INTERNAL bool mq_same_shape(const mq_tensor *a, const mq_tensor *b);
+MQ_INTERNAL void mq_tensor_set_contiguous(mq_tensor *t);
+MQ_INTERNAL bool mq_tensor_same_shape(const mq_tensor *a, const mq_tensor *b);
 /* The same elements of the same storage (so, for masks, the same mask). */
-MQ_INTERNAL bool mq_same_view(const mq_tensor *a, const mq_tensor *b);
+MQ_INTERNAL bool mq_tensor_same_view(const mq_tensor *a, const mq_tensor *b);
 
 /* How often long kernels poll for interrupts (elements). */
 #define MQ_POLL_ELEMS (1 << 16)

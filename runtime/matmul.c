@@ -175,7 +175,7 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   /* rows are independent: the threads share them out, a row at a time
    * when rows are long (K * m multiply-adds each) */
   int64_t rows = n > 0 && m > 0 ? nbatch * n : 0, per_row = K * m > 0 ? K * m : 1;
-  mq_parallel_for(S, mq_threads_for(S, rows * per_row), rows,
+  mq_parallel_for(S, mq_parallel_threads_for(S, rows * per_row), rows,
                   per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row, mm_range, &J);
   if (om) mq_tensor_set_mask(S, out, om);
   mq_ag_matmul(S, out, a, b);

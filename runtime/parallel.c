@@ -55,7 +55,7 @@ struct mq_workers {
   worker w[MAX_THREADS];
 };
 
-int mq_default_threads(void) {
+int mq_parallel_default_threads(void) {
   const char *e = getenv("MASQ_NUM_THREADS");
   if (e && *e) {
     char *end;
@@ -75,7 +75,7 @@ int mq_state_threads(mq_state *S) {
   return S->nthreads;
 }
 
-int mq_threads_for(mq_state *S, int64_t work) {
+int mq_parallel_threads_for(mq_state *S, int64_t work) {
   if (work < MQ_PAR_MIN_ELEMS) return 1;
   int n = mq_state_threads(S);
   if (n <= 1) return 1;

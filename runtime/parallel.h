@@ -1,6 +1,6 @@
 /* parallel.h - running a kernel on several threads, for large tensors only.
  *
- * A kernel that splits its work calls mq_threads_for() with the number of
+ * A kernel that splits its work calls mq_parallel_threads_for() with the number of
  * elements it will touch; below MQ_PAR_MIN_ELEMS, or when the state allows
  * one thread (set_num_threads(1), MASQ_NUM_THREADS=1), that is 1 and the
  * kernel runs on the calling thread alone. Then mq_parallel_for() cuts the
@@ -28,7 +28,7 @@
 #define MQ_PAR_GRAIN ((int64_t)1 << 16)
 
 /* The number of threads to split [work] elements over (1: don't split). */
-MQ_INTERNAL int mq_threads_for(mq_state *S, int64_t work);
+MQ_INTERNAL int mq_parallel_threads_for(mq_state *S, int64_t work);
 /* The threads a large kernel may use: S->nthreads, which 0 leaves to the
  * number of online processors (at most 8), counted at the first need. */
 MQ_INTERNAL int mq_state_threads(mq_state *S);
@@ -48,6 +48,6 @@ MQ_INTERNAL void mq_parallel_for(mq_state *S, int n, int64_t count, int64_t grai
 MQ_INTERNAL void mq_parallel_close(mq_state *S);
 /* The thread count a new state starts with: MASQ_NUM_THREADS if set (1 to
  * 64), else 0: the number of online processors (mq_state_threads). */
-MQ_INTERNAL int mq_default_threads(void);
+MQ_INTERNAL int mq_parallel_default_threads(void);
 
 #endif

@@ -124,7 +124,7 @@ const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt) {
   return k && k->piece && k->merge && read_dtype(op, dt) == dt ? k : NULL;
 }
 
-mq_tensor *mq_reduce_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
+mq_tensor *mq_red_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
                             const int64_t *pcnt, int64_t rows, int64_t ppr, int64_t rlen, int ond,
                             const int64_t *oshape) {
   const mq_red_kernel *k = mq_red_kernels[op][dt];

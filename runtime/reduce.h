@@ -114,7 +114,7 @@ MQ_INTERNAL const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt);
  * at parts[r * ppr ...]) and their valid counts [pcnt] (NULL: no mask);
  * the output has shape [oshape] of [ond] dims. Bitwise what mq_reduce
  * gives (fuse.c folds fused expressions this way without storing them). */
-MQ_INTERNAL mq_tensor *mq_reduce_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
+MQ_INTERNAL mq_tensor *mq_red_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
                                         const int64_t *pcnt, int64_t rows, int64_t ppr,
                                         int64_t rlen, int ond, const int64_t *oshape);
 

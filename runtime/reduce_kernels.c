@@ -502,12 +502,12 @@ DEF_EXT(amax, I64, int64_t, PICK_MAXI, INT64_MIN)
 DEF_EXT(amin, BOOL, uint8_t, PICK_MINI, 1)
 DEF_EXT(amin, I64, int64_t, PICK_MINI, INT64_MAX)
 
-double mq_rowsum_f32(const float *x, const uint8_t *m, int64_t n) { return fsum_F32(x, m, n, NULL); }
-double mq_rowsum_f64(const double *x, const uint8_t *m, int64_t n) { return fsum_F64(x, m, n, NULL); }
-float mq_rowmax_f32(const float *x, const uint8_t *m, int64_t n) {
+double mq_kernel_rowsum_f32(const float *x, const uint8_t *m, int64_t n) { return fsum_F32(x, m, n, NULL); }
+double mq_kernel_rowsum_f64(const double *x, const uint8_t *m, int64_t n) { return fsum_F64(x, m, n, NULL); }
+float mq_kernel_rowmax_f32(const float *x, const uint8_t *m, int64_t n) {
   return amax_fold_F32(-INFINITY, NULL, x, m, n);
 }
-double mq_rowmax_f64(const double *x, const uint8_t *m, int64_t n) {
+double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64_t n) {
   return amax_fold_F64(-INFINITY, NULL, x, m, n);
 }
 
@@ -551,8 +551,8 @@ static inline void lse_merge(mq_red_lse *a, double m, double s) {
   static const mq_red_kernel lse_##E = {.acc_size = sizeof(mq_red_lse), .row = lse_row_##E, \
                                        .acc_row = lse_acc_##E};
 
-DEF_LSE(F32, float, mq_rowmax_f32)
-DEF_LSE(F64, double, mq_rowmax_f64)
+DEF_LSE(F32, float, mq_kernel_rowmax_f32)
+DEF_LSE(F64, double, mq_kernel_rowmax_f64)
 
 /* --- the table ------------------------------------------------------------- */
 

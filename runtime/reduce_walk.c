@@ -235,7 +235,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
     if (!P->bred[b]) os *= P->bsize[b];
     W.rows *= P->bsize[b];
   }
-  int nt = mq_threads_for(S, W.rows * W.s);
+  int nt = mq_parallel_threads_for(S, W.rows * W.s);
   if (nt > 1 && W.last_red && k->piece && W.rows < 2 * nt && W.s >= 2 * MQ_RED_PIECE) {
     /* a few long rows: each split into pieces, computed in parallel and
      * merged in order, exactly as row_cnt would */
@@ -250,7 +250,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
       }
       W.row_x = x + (size_t)(r * W.s) * es;
       W.row_m = m ? m + r * W.s : NULL;
-      mq_parallel_for(S, mq_threads_for(S, W.s), W.np, MQ_PAR_GRAIN / MQ_RED_PIECE, range_pieces, &W);
+      mq_parallel_for(S, mq_parallel_threads_for(S, W.s), W.np, MQ_PAR_GRAIN / MQ_RED_PIECE, range_pieces, &W);
       k->merge(acc, o, W.parts, W.np);
       if (cnt && m) {
         int64_t c = 0;

@@ -43,7 +43,7 @@ static mq_tensor *with_mask(mq_state *S, mq_tensor *t, plain_op op, const void *
 static void norm_dims(mq_state *S, int n, const int64_t *raw, int ndim, int *out,
                       const char *what) {
   for (int i = 0; i < n; i++) {
-    out[i] = mq_norm_dim(S, raw[i], ndim);
+    out[i] = mq_shape_norm_dim(S, raw[i], ndim);
     for (int j = 0; j < i; j++)
       if (out[j] == out[i]) mq_error(S, "%s: dimension %d appears twice", what, out[i]);
   }
@@ -149,7 +149,7 @@ mq_tensor *mq_reshape(mq_state *S, mq_tensor *t, int ndim, const int64_t *shape)
 }
 
 mq_tensor *mq_flatten(mq_state *S, mq_tensor *t, int64_t start, int64_t end) {
-  int s = mq_norm_dim(S, start, t->ndim), e = mq_norm_dim(S, end, t->ndim);
+  int s = mq_shape_norm_dim(S, start, t->ndim), e = mq_shape_norm_dim(S, end, t->ndim);
   if (t->ndim == 0) return mq_reshape(S, t, 1, (int64_t[]){1});
   if (s > e) mq_error(S, "flatten: start_dim %d comes after end_dim %d", s, e);
   int64_t shape[MQ_MAX_DIMS];
@@ -182,7 +182,7 @@ mq_tensor *mq_squeeze(mq_state *S, mq_tensor *t, int ndims, const int64_t *dims)
 }
 
 mq_tensor *mq_unsqueeze(mq_state *S, mq_tensor *t, int64_t dim) {
-  int d = mq_norm_dim(S, dim, t->ndim + 1);
+  int d = mq_shape_norm_dim(S, dim, t->ndim + 1);
   mq_index_item it = full_slice();
   it.kind = MQ_IX_NEWAXIS;
   return index_at(S, t, d, it);
@@ -190,7 +190,7 @@ mq_tensor *mq_unsqueeze(mq_state *S, mq_tensor *t, int64_t dim) {
 
 mq_tensor *mq_narrow(mq_state *S, mq_tensor *t, int64_t dim, int64_t start, int64_t length) {
   if (t->ndim == 0) mq_error(S, "narrow: cannot narrow a 0-d tensor");
-  int d = mq_norm_dim(S, dim, t->ndim);
+  int d = mq_shape_norm_dim(S, dim, t->ndim);
   int64_t size = t->shape[d];
   if (start < -size || start > size)
     mq_error(S, "narrow: start %lld is out of range for dimension %d of size %lld",
@@ -211,7 +211,7 @@ mq_tensor *mq_select(mq_state *S, mq_tensor *t, int64_t dim, int64_t index) {
   mq_index_item it = full_slice();
   it.kind = MQ_IX_INT;
   it.start = index;
-  return index_at(S, t, mq_norm_dim(S, dim, t->ndim), it);
+  return index_at(S, t, mq_shape_norm_dim(S, dim, t->ndim), it);
 }
 
 /* --- reordering dims -------------------------------------------------------- */
@@ -236,7 +236,7 @@ mq_tensor *mq_permute(mq_state *S, mq_tensor *t, int n, const int64_t *perm) {
 
 mq_tensor *mq_transpose(mq_state *S, mq_tensor *t, int64_t d0, int64_t d1) {
   int64_t perm[MQ_MAX_DIMS];
-  int a = mq_norm_dim(S, d0, t->ndim), b = mq_norm_dim(S, d1, t->ndim);
+  int a = mq_shape_norm_dim(S, d0, t->ndim), b = mq_shape_norm_dim(S, d1, t->ndim);
   if (t->ndim == 0) return t;
   for (int d = 0; d < t->ndim; d++) perm[d] = d;
   perm[a] = b;
@@ -318,7 +318,7 @@ mq_tensor *mq_cat(mq_state *S, int n, mq_tensor *const *ts, int64_t dim) {
   if (t0->ndim == 0)
     mq_error(S, "cat: 0-d tensors cannot be concatenated (use stack to join them into a "
                 "1-d tensor)");
-  int d = mq_norm_dim(S, dim, t0->ndim);
+  int d = mq_shape_norm_dim(S, dim, t0->ndim);
   int64_t shape[MQ_MAX_DIMS];
   memcpy(shape, t0->shape, (size_t)t0->ndim * sizeof *shape);
   shape[d] = 0;
@@ -364,13 +364,13 @@ mq_tensor *mq_stack(mq_state *S, int n, mq_tensor *const *ts, int64_t dim) {
   if (n == 0) mq_error(S, "stack: expected a non-empty list of tensors");
   const mq_tensor *t0 = ts[0];
   for (int i = 1; i < n; i++)
-    if (!mq_same_shape(ts[i], t0))
+    if (!mq_tensor_same_shape(ts[i], t0))
       mq_error(S, "stack: tensors must all have the same shape: got %s at entry 0 and %s at "
                   "entry %d", mq_shape_str(S, t0->ndim, t0->shape),
                mq_shape_str(S, ts[i]->ndim, ts[i]->shape), i);
   if (t0->ndim + 1 > MQ_MAX_DIMS)
     mq_error(S, "stack: the result would have more than %d dimensions", MQ_MAX_DIMS);
-  int d = mq_norm_dim(S, dim, t0->ndim + 1);
+  int d = mq_shape_norm_dim(S, dim, t0->ndim + 1);
   mq_tensor **us = mq_scratch(S, (size_t)n * sizeof *us);
   for (int i = 0; i < n; i++) us[i] = mq_unsqueeze(S, ts[i], d);
   return mq_cat(S, n, us, d);

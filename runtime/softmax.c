@@ -100,8 +100,8 @@
     }                                                                          \
   }
 
-DEF_SOFTMAX(F32, float, expf, mq_rowmax_f32, mq_rowsum_f32)
-DEF_SOFTMAX(F64, double, exp, mq_rowmax_f64, mq_rowsum_f64)
+DEF_SOFTMAX(F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
+DEF_SOFTMAX(F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
 
 /* Slices [b0, b1) of the (outer, n, inner) view on thread t, with that
  * thread's scratch rows. */
@@ -142,7 +142,7 @@ static void sm_range(void *ctx, int64_t b0, int64_t b1, int t) {
 }
 
 static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
-  int d = mq_norm_dim(S, dim, t->ndim);
+  int d = mq_shape_norm_dim(S, dim, t->ndim);
   mq_dtype dt = mq_dtype_is_float((mq_dtype)t->dtype) ? (mq_dtype)t->dtype : MQ_DT_F32;
   mq_tensor *x = mq_contiguous(S, mq_astype(S, mq_get_data(S, t), dt));
   const uint8_t *m = t->mask ? mq_tensor_data(mq_contiguous(S, t->mask)) : NULL;
@@ -152,7 +152,7 @@ static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
   for (int i = d + 1; i < t->ndim; i++) inner *= t->shape[i];
   if (out->numel) {
     /* slices are independent: the threads share them out (parallel.h) */
-    int nt = mq_threads_for(S, out->numel);
+    int nt = mq_parallel_threads_for(S, out->numel);
     sm_job J = {.dt = dt, .es = mq_dtype_size(dt), .o = mq_tensor_data(out), .x = mq_tensor_data(x),
                 .m = m, .n = n, .inner = inner, .lg = lg};
     if (inner > 1) {
@@ -174,7 +174,7 @@ mq_tensor *mq_log_softmax(mq_state *S, mq_tensor *t, int dim) { return softmax(S
 /* --- normalize --------------------------------------------------------------- */
 
 mq_tensor *mq_normalize(mq_state *S, mq_tensor *t, double p, int dim, double eps) {
-  int d = mq_norm_dim(S, dim, t->ndim);
+  int d = mq_shape_norm_dim(S, dim, t->ndim);
   int dims[1] = {d};
   /* the norm's data (0 for a fully masked slice) clamped to eps, then a
    * division that reads the norm broadcast: no full-size temporary */

@@ -478,7 +478,7 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   if (mask->dtype != MQ_DT_BOOL || mask->mask)
     mq_error(S, "masked: mask must be a plain bool tensor, got %s%s",
              mask->mask ? "a masked " : "", mq_dtype_name((mq_dtype)mask->dtype));
-  if (!mq_same_shape(data, mask))
+  if (!mq_tensor_same_shape(data, mask))
     mq_error(S, "masked: data and mask must have the same size, got %s and %s",
              mq_shape_str(S, data->ndim, data->shape), mq_shape_str(S, mask->ndim, mask->shape));
   if (data->layout == MQ_LAYOUT_COO) {

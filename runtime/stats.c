@@ -61,8 +61,8 @@ static inline void var_merge(var_acc *a, double n, double mean, double m2) {
   static const mq_red_kernel var_##E = {.acc_size = sizeof(var_acc), .row = var_row_##E, \
                                        .acc_row = var_acc_##E};
 
-DEF_VAR(F32, float, mq_rowsum_f32)
-DEF_VAR(F64, double, mq_rowsum_f64)
+DEF_VAR(F32, float, mq_kernel_rowsum_f32)
+DEF_VAR(F64, double, mq_kernel_rowsum_f64)
 
 static mq_dtype float_of(const mq_tensor *t) {
   return mq_dtype_is_float((mq_dtype)t->dtype) ? (mq_dtype)t->dtype : MQ_DT_F32;

@@ -24,7 +24,7 @@ size_t mq_dtype_size(mq_dtype dt) { return dt < MQ_DT__COUNT ? dtype_sizes[dt] :
 
 /* --- objects and storage ------------------------------------------------ */
 
-void mq_set_contiguous_strides(mq_tensor *t) {
+void mq_tensor_set_contiguous(mq_tensor *t) {
   int64_t s = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {
     t->strides[d] = s;
@@ -32,16 +32,16 @@ void mq_set_contiguous_strides(mq_tensor *t) {
   }
 }
 
-bool mq_same_shape(const mq_tensor *a, const mq_tensor *b) {
+bool mq_tensor_same_shape(const mq_tensor *a, const mq_tensor *b) {
   if (a->ndim != b->ndim) return false;
   for (int d = 0; d < a->ndim; d++)
     if (a->shape[d] != b->shape[d]) return false;
   return true;
 }
 
-bool mq_same_view(const mq_tensor *a, const mq_tensor *b) {
+bool mq_tensor_same_view(const mq_tensor *a, const mq_tensor *b) {
   if (a == b) return true;
-  if (a->storage != b->storage || a->offset != b->offset || !mq_same_shape(a, b)) return false;
+  if (a->storage != b->storage || a->offset != b->offset || !mq_tensor_same_shape(a, b)) return false;
   for (int d = 0; d < a->ndim; d++)
     if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
   return true;
@@ -82,7 +82,7 @@ mq_tensor *mq_tensor_alloc(mq_state *S, mq_dtype dt, int ndim, const int64_t *sh
 
 mq_tensor *mq_tensor_new(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape) {
   mq_tensor *t = mq_tensor_alloc(S, dt, ndim, shape);
-  mq_set_contiguous_strides(t);
+  mq_tensor_set_contiguous(t);
   size_t es = mq_dtype_size(dt);
   /* Never a zero-byte block: views of empty tensors still point somewhere. */
   size_t nbytes = mq_ck_zmul(S, t->numel ? (size_t)t->numel : 1, es, "tensor byte size");
@@ -255,7 +255,7 @@ static bool item_is_scalar(mq_state *S, mq_value v, list_scan *sc) {
     return true;
   }
   if (mq_is_obj(v, MQ_O_LIST)) return false;
-  mq_error(S, "%s: a list may hold numbers and lists, not a %s", sc->what, mq_type_name(v));
+  mq_error(S, "%s: a list may hold numbers and lists, not a %s", sc->what, mq_value_type_name(v));
 }
 
 /* Fixes the shape from the first element at each depth, then checks that
@@ -350,7 +350,7 @@ mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
     return mq_arange_i64(S, r->start, r->stop, r->step);
   }
   if (!mq_is_obj(v, MQ_O_LIST))
-    mq_error(S, "%s: expected a tensor, got %s", what, mq_type_name(v));
+    mq_error(S, "%s: expected a tensor, got %s", what, mq_value_type_name(v));
   list_scan sc;
   memset(&sc, 0, sizeof sc);
   sc.what = what;
@@ -451,7 +451,7 @@ bad:
            mq_shape_str(S, ndim, shape));
 }
 
-int mq_norm_dim(mq_state *S, int64_t dim, int ndim) {
+int mq_shape_norm_dim(mq_state *S, int64_t dim, int ndim) {
   int n = ndim > 0 ? ndim : 1; /* a 0-d tensor accepts dim 0 and -1, as torch */
   if (dim < -n || dim >= n)
     mq_error(S, "dimension %lld out of range for a %d-d tensor (expected %d to %d)",

@@ -133,7 +133,7 @@ MQ_INTERNAL mq_tensor *mq_expand(mq_state *S, mq_tensor *t, int ndim, const int6
 MQ_INTERNAL const char *mq_shape_str(mq_state *S, int ndim, const int64_t *shape);
 /* Normalizes a possibly negative [dim] for a tensor of [ndim] dims; error
  * "dimension 5 out of range for a 2-d tensor (expected -2 to 1)". */
-MQ_INTERNAL int mq_norm_dim(mq_state *S, int64_t dim, int ndim);
+MQ_INTERNAL int mq_shape_norm_dim(mq_state *S, int64_t dim, int ndim);
 
 /* Indexing: one item per entry of x[...]. */
 typedef enum mq_index_kind {

@@ -209,7 +209,7 @@ static void check_fit(mq_state *S, const field *f, spec *sp, fvalue *fv) {
   if (fv->kind == V_FLOAT && is_int_type(t))
     field_error(S, f, "type '%c' formats ints, not a float", t);
   if (fv->kind == V_TEXT) {
-    const char *what = mq_type_name(fv->v), *a = article(what);
+    const char *what = mq_value_type_name(fv->v), *a = article(what);
     if (t && t != 's') field_error(S, f, "type '%c' formats numbers, not %s%s", t, a, what);
     if (sp->sign) field_error(S, f, "a sign is not allowed with %s%s", a, what);
     if (sp->alt) field_error(S, f, "'#' is not allowed with %s%s", a, what);
@@ -486,7 +486,7 @@ static spec nested_spec(mq_state *S, const field *f, fstate *st, const char *p, 
       len += mq_as_string(v)->len;
     } else {
       field_error(S, f, "a field inside the spec must be an int or a short string, not a %s",
-                  mq_type_name(v));
+                  mq_value_type_name(v));
     }
     q = close;
   }

@@ -27,7 +27,7 @@ static mq_value lib_as_masked(mq_state *S, mq_value *args) {
 }
 
 static mq_tensor *result_arg(mq_state *S, mq_value v, const char *who) {
-  if (!mq_is_tensor(v)) mq_error(S, "%s: the result must be a tensor, not a %s", who, mq_type_name(v));
+  if (!mq_is_tensor(v)) mq_error(S, "%s: the result must be a tensor, not a %s", who, mq_value_type_name(v));
   return mq_as_tensor(v);
 }
 
@@ -52,13 +52,13 @@ static mq_value lib_grad(mq_state *S, mq_value *args) {
     RET(g);
   }
   if (!mq_is_obj(in, MQ_O_LIST))
-    mq_error(S, "grad: inputs must be a tensor or a list of tensors, not a %s", mq_type_name(in));
+    mq_error(S, "grad: inputs must be a tensor or a list of tensors, not a %s", mq_value_type_name(in));
   mq_list *l = mq_as_list(in);
   mq_tensor **xs = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *xs);
   mq_tensor **gs = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *gs);
   for (int i = 0; i < l->len; i++) {
     if (!mq_is_tensor(l->items[i]))
-      mq_error(S, "grad: input %d must be a tensor, not a %s", i + 1, mq_type_name(l->items[i]));
+      mq_error(S, "grad: input %d must be a tensor, not a %s", i + 1, mq_value_type_name(l->items[i]));
     xs[i] = mq_as_tensor(l->items[i]);
   }
   mq_grad(S, y, xs, l->len, retain, gs);
@@ -69,7 +69,7 @@ static mq_value lib_grad(mq_state *S, mq_value *args) {
 
 static void clear_grad(mq_state *S, mq_value v) {
   if (!mq_is_tensor(v))
-    mq_error(S, "zero_grad: expected tensors, got a %s", mq_type_name(v));
+    mq_error(S, "zero_grad: expected tensors, got a %s", mq_value_type_name(v));
   mq_tensor *t = mq_as_tensor(v);
   if (t->grad) mq_obj_release(S, &t->grad->hdr);
   t->grad = NULL;

@@ -18,7 +18,7 @@ static mq_value lib_len(mq_state *S, mq_value *args) {
     return mq_int(t->shape[0]);
   }
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_int(mq_as_range(v)->len);
-  mq_error(S, "len() of a %s", mq_type_name(v));
+  mq_error(S, "len() of a %s", mq_value_type_name(v));
 }
 
 static mq_value lib_range(mq_state *S, mq_value *args) {
@@ -49,11 +49,11 @@ static mq_value lib_list(mq_state *S, mq_value *args) {
     for (int64_t i = 0; i < t->shape[0]; i++) mq_list_push(S, l, mq_objv(mq_select(S, t, 0, i)));
     return mq_objv(l);
   }
-  mq_error(S, "list() needs a range, a list or a tensor, not a %s", mq_type_name(v));
+  mq_error(S, "list() needs a range, a list or a tensor, not a %s", mq_value_type_name(v));
 }
 
 static mq_value lib_append(mq_state *S, mq_value *args) {
-  if (!mq_is_obj(args[0], MQ_O_LIST)) mq_error(S, "append() needs a list, not a %s", mq_type_name(args[0]));
+  if (!mq_is_obj(args[0], MQ_O_LIST)) mq_error(S, "append() needs a list, not a %s", mq_value_type_name(args[0]));
   mq_list_push(S, mq_as_list(args[0]), args[1]);
   return mq_none();
 }
@@ -67,13 +67,13 @@ static mq_value lib_str(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_type(mq_state *S, mq_value *args) {
-  const char *name = mq_type_name(args[0]);
+  const char *name = mq_value_type_name(args[0]);
   return mq_objv(mq_string_new(S, name, strlen(name)));
 }
 
 static mq_value lib_format(mq_state *S, mq_value *args) {
   if (!mq_is_obj(args[0], MQ_O_STRING))
-    mq_error(S, "format() needs a format string first, not %s", mq_type_name(args[0]));
+    mq_error(S, "format() needs a format string first, not %s", mq_value_type_name(args[0]));
   mq_buf *b = &S->out;
   b->len = 0;
   mq_format(S, b, mq_as_string(args[0]), mq_as_list(args[1]), mq_as_list(args[2]));

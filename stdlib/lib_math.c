@@ -84,7 +84,7 @@ MQ_BINARY_OPS(X)
  * an int alpha keeps int tensors int). */
 static mq_value add_scaled(mq_state *S, mq_value *args, mq_binop op) {
   mq_tensor *y = TW(1, "y");
-  if (!mq_is_number(args[2])) mq_error(S, "alpha must be a number, not a %s", mq_type_name(args[2]));
+  if (!mq_is_number(args[2])) mq_error(S, "alpha must be a number, not a %s", mq_value_type_name(args[2]));
   if (!(args[2].type == MQ_INT && args[2].as.i == 1))
     y = mq_binary(S, MQ_BIN_MUL, y, mq_tensor_from_value(S, args[2], "alpha"));
   RET(mq_binary(S, op, TW(0, "x"), y));
@@ -126,7 +126,7 @@ static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
                   mq_string_quoted(S, mode));
   } else if (args[2].type != MQ_NONE) {
     mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", not a %s",
-             mq_type_name(args[2]));
+             mq_value_type_name(args[2]));
   }
   RET(mq_binary(S, op, TW(0, "x"), TW(1, "y")));
 }
@@ -143,7 +143,7 @@ static int reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
     mq_list *l = mq_as_list(v);
     if (l->len > MQ_MAX_DIMS)
       mq_error(S, "dim lists %d dims; a tensor has at most %d", l->len, MQ_MAX_DIMS);
-    for (int i = 0; i < l->len; i++) dims[n++] = mq_norm_dim(S, mq_arg_int(S, l->items[i], "dim"), t->ndim);
+    for (int i = 0; i < l->len; i++) dims[n++] = mq_shape_norm_dim(S, mq_arg_int(S, l->items[i], "dim"), t->ndim);
   } else if (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 1) {
     mq_tensor *list = mq_as_tensor(v);
     if (mq_dtype_is_float((mq_dtype)list->dtype))
@@ -151,9 +151,9 @@ static int reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
     if (list->numel > MQ_MAX_DIMS)
       mq_error(S, "dim lists %lld dims; a tensor has at most %d", (long long)list->numel, MQ_MAX_DIMS);
     const int64_t *d = mq_tensor_data(mq_contiguous(S, mq_astype(S, list, MQ_DT_I64)));
-    for (int64_t i = 0; i < list->numel; i++) dims[n++] = mq_norm_dim(S, d[i], t->ndim);
+    for (int64_t i = 0; i < list->numel; i++) dims[n++] = mq_shape_norm_dim(S, d[i], t->ndim);
   } else {
-    dims[n++] = mq_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
+    dims[n++] = mq_shape_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
   }
   for (int i = 0; i < n; i++)
     for (int j = 0; j < i; j++)
@@ -167,8 +167,8 @@ static int one_dim(mq_state *S, mq_value v, const mq_tensor *t, const char *fn) 
   if (v.type == MQ_NONE) return -1;
   if (!(v.type == MQ_INT || v.type == MQ_BOOL || (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 0)))
     mq_error(S, "%s: dim must be one int or none (%s works along a single dim), got a %s", fn, fn,
-             mq_is_tensor(v) ? "list of dims" : mq_type_name(v));
-  return mq_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
+             mq_is_tensor(v) ? "list of dims" : mq_value_type_name(v));
+  return mq_shape_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
 }
 
 /* x converted to dtype= when given (sum, mean, prod, cumsum, softmax ...). */
@@ -240,7 +240,7 @@ static mq_value lib_median(mq_state *S, mq_value *args) {
 #define X(E, name, prod, ...)                                                  \
   static mq_value lib_scan_##E(mq_state *S, mq_value *args) {                  \
     mq_tensor *t = with_dtype(S, T(0, "x"), args[2]);                          \
-    RET(mq_cumulative(S, t, mq_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim), prod)); \
+    RET(mq_cumulative(S, t, mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim), prod)); \
   }
 MQ_SCAN_OPS(X)
 #undef X
@@ -249,7 +249,7 @@ MQ_SCAN_OPS(X)
 
 static mq_value softmaxes(mq_state *S, mq_value *args, int kind) {
   mq_tensor *t = with_dtype(S, T(0, "x"), args[2]);
-  int d = mq_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim);
+  int d = mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim);
   if (kind == 2) { /* softmin(x) = softmax(-x) */
     if (!mq_dtype_is_float((mq_dtype)t->dtype)) t = mq_astype(S, t, MQ_DT_F32);
     t = mq_unary(S, MQ_UN_NEG, t);

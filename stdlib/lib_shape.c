@@ -62,7 +62,7 @@ static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn) 
     return ts;
   }
   if (!mq_is_obj(v, MQ_O_LIST))
-    mq_error(S, "%s: expected a list of tensors, got a %s", fn, mq_type_name(v));
+    mq_error(S, "%s: expected a list of tensors, got a %s", fn, mq_value_type_name(v));
   mq_list *l = mq_as_list(v);
   mq_tensor **ts = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *ts);
   for (int i = 0; i < l->len; i++) ts[i] = mq_arg_tensor(S, l->items[i], "tensors");
@@ -160,7 +160,7 @@ static mq_value pieces(mq_state *S, mq_tensor *t, int d, int64_t n, const int64_
 static mq_value lib_split(mq_state *S, mq_value *args) {
   mq_tensor *t = T(0, "x");
   if (t->ndim == 0) mq_error(S, "split: cannot split a 0-d tensor");
-  int d = mq_norm_dim(S, mq_arg_int(S, args[2], "dim"), t->ndim);
+  int d = mq_shape_norm_dim(S, mq_arg_int(S, args[2], "dim"), t->ndim);
   int64_t size = t->shape[d];
   mq_value s = args[1];
   if (s.type == MQ_INT || (mq_is_tensor(s) && mq_as_tensor(s)->ndim == 0)) {
@@ -187,7 +187,7 @@ static mq_value lib_chunk(mq_state *S, mq_value *args) {
   if (t->ndim == 0) mq_error(S, "chunk: cannot split a 0-d tensor");
   int64_t chunks = mq_arg_int(S, args[1], "n");
   if (chunks <= 0) mq_error(S, "chunk: n must be positive, got %lld", (long long)chunks);
-  int d = mq_norm_dim(S, mq_arg_int(S, args[2], "dim"), t->ndim);
+  int d = mq_shape_norm_dim(S, mq_arg_int(S, args[2], "dim"), t->ndim);
   int64_t size = t->shape[d];
   /* torch's rule: pieces of ceil(size / n); fewer than n when they run out;
    * an empty dim gives n empty pieces */

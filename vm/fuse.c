@@ -212,12 +212,12 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
     if (!shape_of) {
       shape_of = t;
       dt = (mq_dtype)t->dtype;
-    } else if (t->dtype != dt || !mq_same_shape(t, shape_of)) {
+    } else if (t->dtype != dt || !mq_tensor_same_shape(t, shape_of)) {
       return NULL;
     }
     if (t->mask) {
       if (!mask) mask = t->mask;
-      else if (!mq_same_view(mask, t->mask)) return NULL; /* the op-by-op path compares them */
+      else if (!mq_tensor_same_view(mask, t->mask)) return NULL; /* the op-by-op path compares them */
     }
     F.ldata[i] = mq_tensor_data(t);
   }
@@ -327,7 +327,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   F.n = shape_of->numel;
   F.out = out ? mq_tensor_data(out) : NULL;
   int64_t nblocks = (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
-  int nt = mq_threads_for(S, F.n);
+  int nt = mq_parallel_threads_for(S, F.n);
   if (red >= 0) { /* rows of rlen entries, cut into pieces as mq_reduce cuts them */
     F.rlen = red_dim == MQ_FUSE_ALL_DIMS || nd == 0 ? F.n : shape_of->shape[nd - 1];
     F.ppr = (F.rlen + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
@@ -346,7 +346,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   int64_t blen = red >= 0 && F.rlen < MQ_FUSE_BLOCK ? F.rlen : MQ_FUSE_BLOCK;
   mq_parallel_for(S, nt, nblocks, MQ_PAR_GRAIN / blen, run_range, &F);
   if (red >= 0)
-    return mq_reduce_pieces(S, (mq_redop)red, dt, F.parts, mask ? F.pcnt : NULL, F.n / F.rlen, F.ppr,
+    return mq_red_pieces(S, (mq_redop)red, dt, F.parts, mask ? F.pcnt : NULL, F.n / F.rlen, F.ppr,
                             F.rlen, red_dim == MQ_FUSE_ALL_DIMS ? 0 : nd - 1, shape_of->shape);
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;

@@ -136,8 +136,8 @@ static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
     }
   }
 unsupported:
-  mq_error(S, "unsupported operand types for this operator: %s and %s", mq_type_name(a),
-           mq_type_name(b));
+  mq_error(S, "unsupported operand types for this operator: %s and %s", mq_value_type_name(a),
+           mq_value_type_name(b));
 }
 
 static const int8_t token_to_binop[MQ_TOK__COUNT] = {
@@ -186,8 +186,8 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
     memcpy(tmp + x->len, y->chars, y->len);
     return mq_objv(mq_string_new(S, tmp, x->len + y->len));
   }
-  mq_error(S, "unsupported operand types for '%s': %s and %s", token_text[op], mq_type_name(a),
-           mq_type_name(b));
+  mq_error(S, "unsupported operand types for '%s': %s and %s", token_text[op], mq_value_type_name(a),
+           mq_value_type_name(b));
 }
 
 static mq_value negate(mq_state *S, mq_value v) {
@@ -200,14 +200,14 @@ static mq_value negate(mq_state *S, mq_value v) {
   default: break;
   }
   if (mq_is_tensor(v)) return mq_objv(mq_unary(S, MQ_UN_NEG, mq_as_tensor(v)));
-  mq_error(S, "cannot negate a %s", mq_type_name(v));
+  mq_error(S, "cannot negate a %s", mq_value_type_name(v));
 }
 
 static mq_value bitnot(mq_state *S, mq_value v) {
   if (v.type == MQ_BOOL) return mq_bool(!v.as.b);
   if (v.type == MQ_INT) return mq_int(~v.as.i);
   if (mq_is_tensor(v)) return mq_objv(mq_unary(S, MQ_UN_BITNOT, mq_as_tensor(v)));
-  mq_error(S, "'~' needs a bool or int value or tensor, not a %s", mq_type_name(v));
+  mq_error(S, "'~' needs a bool or int value or tensor, not a %s", mq_value_type_name(v));
 }
 
 /* --- indexing ----------------------------------------------------------------- */
@@ -236,7 +236,7 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
                (long long)vals[0].as.i, (long long)r->len);
     return mq_int(mq_range_at(r, i));
   }
-  if (!mq_is_tensor(obj)) mq_error(S, "a %s cannot be indexed", mq_type_name(obj));
+  if (!mq_is_tensor(obj)) mq_error(S, "a %s cannot be indexed", mq_value_type_name(obj));
   mq_index_item items[256];
   int v = 0;
   for (int i = 0; i < nitems; i++) {
@@ -363,14 +363,14 @@ static mq_value iterate_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
     }
     return mq_int(mq_range_at(r, i));
   }
-  mq_error(S, "cannot iterate over a %s", mq_type_name(seq));
+  mq_error(S, "cannot iterate over a %s", mq_value_type_name(seq));
 }
 
 static int64_t sequence_length(mq_state *S, mq_value v) {
   if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len;
   if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len;
-  mq_error(S, "cannot unpack a %s", mq_type_name(v));
+  mq_error(S, "cannot unpack a %s", mq_value_type_name(v));
 }
 
 /* --- the loop -------------------------------------------------------------------- */
@@ -610,7 +610,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
           if (mq_is_tensor(obj))
             mq_error(S, "tensors are values and cannot be changed in place (x[i] = v); "
                         "build a new one, e.g. with where(...)");
-          mq_error(S, "a %s does not support item assignment", mq_type_name(obj));
+          mq_error(S, "a %s does not support item assignment", mq_value_type_name(obj));
         }
         mq_list *l = mq_as_list(obj);
         int64_t i = mq_arg_int(S, sp[-2], "index"), at = i < 0 ? i + l->len : i;
@@ -663,8 +663,8 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
                         sp[-1].as.i == 0)) {
           SAVE();
           if (sp[-1].type == MQ_INT && sp[-1].as.i == 0) mq_error(S, "range() step must not be 0");
-          mq_error(S, "range() takes ints, not %s, %s and %s", mq_type_name(sp[-3]),
-                   mq_type_name(sp[-2]), mq_type_name(sp[-1]));
+          mq_error(S, "range() takes ints, not %s, %s and %s", mq_value_type_name(sp[-3]),
+                   mq_value_type_name(sp[-2]), mq_value_type_name(sp[-1]));
         }
         int64_t cur = sp[-3].as.i, stop = sp[-2].as.i, step = sp[-1].as.i;
         if (step > 0 ? cur >= stop : cur <= stop) {
@@ -705,7 +705,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
             vmbreak;
           }
           if (!mq_is_obj(callee, MQ_O_CLOSURE))
-            mq_error(S, "cannot call a value of type %s", mq_type_name(callee));
+            mq_error(S, "cannot call a value of type %s", mq_value_type_name(callee));
           mq_closure *cl = (mq_closure *)callee.as.o;
           mq_function *fn = cl->fn;
           if (S->nframes - entry >= MQ_MAX_CALL_DEPTH)
