@@ -205,6 +205,10 @@ REDUCE_DT(amax, MQ_RED_AMAX)
 REDUCE_DT(amin, MQ_RED_AMIN)
 REDUCE_DT(logsumexp, MQ_RED_LOGSUMEXP)
 
+int mq_arg_reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
+  return reduce_dims(S, v, t, dims);
+}
+
 int mq_builtin_redop(const mq_builtin *b) {
   if (b->host || !b->def) return -1;
   if (b->def->fn == lib_sum) return MQ_RED_SUM;

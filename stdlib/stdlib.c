@@ -22,6 +22,7 @@ extern const mq_libfn mq_lib_io[];
 extern const mq_libfn mq_lib_autograd[];
 extern const mq_libfn mq_lib_sparse[];
 extern const mq_libfn mq_lib_sparse_io[];
+extern const mq_libfn mq_lib_sparse_ops[];
 
 /* Every table of builtins with the library group (MASQ_LIB_*) it belongs
  * to; a group the host did not enable is not bound at all. */
@@ -36,6 +37,7 @@ static const struct {
     {mq_lib_math, MASQ_LIB_CORE},
     {mq_lib_autograd, MASQ_LIB_CORE},
     {mq_lib_sparse, MASQ_LIB_CORE},
+    {mq_lib_sparse_ops, MASQ_LIB_CORE},
     {mq_lib_io, MASQ_LIB_IO},
     {mq_lib_sparse_io, MASQ_LIB_IO},
 };
@@ -233,7 +235,9 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
     args[j] = b->defaults[j];
   }
   mq_value r;
-  if (!b->host && b->nparams > 0 && mq_is_sparse(args[0]) && mq_sparse_builtin(S, b, args, &r))
+  if (!b->host && b->nparams > 0 &&
+      (mq_is_sparse(args[0]) || (b->nparams > 1 && mq_is_sparse(args[1]))) &&
+      mq_sparse_builtin(S, b, args, &r))
     return r;
   return b->host ? mq_host_call(S, b, args) : b->def->fn(S, args);
 }

@@ -83,6 +83,9 @@ MQ_INTERNAL int mq_builtin_unop(const mq_builtin *b);
  * call reduces over everything), or -1: the compiler fuses such a call of
  * an elementwise expression into one pass (runtime/fuse.h). */
 MQ_INTERNAL int mq_builtin_redop(const mq_builtin *b);
+/* A reduction's dim argument (none: 0 dims; an int; a list of ints) as
+ * normalized, distinct dims of [t]; returns how many. */
+MQ_INTERNAL int mq_arg_reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims);
 
 /* --- argument helpers for builtins ---------------------------------------- */
 
@@ -94,6 +97,10 @@ MQ_INTERNAL mq_tensor *mq_arg_tensor_any(mq_state *S, mq_value v, const char *wh
  * (unary ops on values, count); false if it has none (lib_sparse.c). */
 MQ_INTERNAL bool mq_sparse_builtin(mq_state *S, const mq_builtin *b, mq_value *args,
                                    mq_value *out);
+/* The generic builtins that sparse_ops, sparse_reduce and sparse_matmul
+ * implement (lib_sparse_ops.c); false: not one of them. */
+MQ_INTERNAL bool mq_sparse_ops_builtin(mq_state *S, const mq_builtin *b, mq_value *args,
+                                       mq_value *out);
 MQ_INTERNAL int64_t mq_arg_int(mq_state *S, mq_value v, const char *what);
 MQ_INTERNAL double mq_arg_number(mq_state *S, mq_value v, const char *what);
 MQ_INTERNAL bool mq_arg_bool(mq_state *S, mq_value v, const char *what);
