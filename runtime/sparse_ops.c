@@ -9,6 +9,8 @@
  * masked(x) (unstored entries masked out) and to_dense(x). */
 #include "sparse.h"
 
+#include <stdio.h>
+
 #include "../vm/checked.h"
 #include "kernels.h"
 
@@ -88,10 +90,13 @@ static bool is_zero(mq_state *S, mq_tensor *z) { return mq_tensor_item(S, mq_get
 static const char *lname(const mq_tensor *t) { return mq_layout_name((mq_layout)t->layout); }
 
 static MQ_NORETURN void fills(mq_state *S, const char *name, const mq_tensor *s, double z) {
+  char zs[32];
+  if (z != z) snprintf(zs, sizeof zs, "nan");
+  else snprintf(zs, sizeof zs, "%g", z);
   mq_error(S,
-           "%s with a plain %s tensor would turn every unstored zero into %g; masked(x) makes "
+           "%s with a plain %s tensor would turn every unstored zero into %s; masked(x) makes "
            "unstored entries masked out, to_dense(x) computes them",
-           name, lname(s), z);
+           name, lname(s), zs);
 }
 
 static mq_tensor *op_on(mq_state *S, mq_binop op, bool left, mq_tensor *s, mq_tensor *o) {
@@ -108,7 +113,7 @@ static mq_tensor *both_sparse(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor 
     mq_error(S, "%s: sparse operands must have the same size, got %s and %s", name,
              mq_shape_str(S, a->ndim, a->shape), mq_shape_str(S, b->ndim, b->shape));
   if (!mq_sparse_same_structure(a, b))
-    mq_error(S, "%s: the %s operands store different positions (%lld and %lld entries); "
+    mq_error(S, "%s: the %s operands store different positions (nnz %lld and %lld); "
                 "intersect(a, b) keeps the positions stored in both, union(a, b) the positions "
                 "stored in either", name, lname(a), (long long)a->sparse->nnz,
              (long long)b->sparse->nnz);
