@@ -40,10 +40,6 @@ MQ_INTERNAL int64_t mq_kernel_count_ne(mq_state *S, mq_tensor *a, mq_tensor *b);
  * over the entries where m is nonzero (m NULL: all); max of none is -inf. */
 MQ_INTERNAL double mq_rowsum_f32(const float *x, const uint8_t *m, int64_t n);
 MQ_INTERNAL double mq_rowsum_f64(const double *x, const uint8_t *m, int64_t n);
-/* softmax (log_softmax with [lg]) of one contiguous float slice of [n] over
- * its valid entries ([m] NULL: all); no valid entry gives NaNs. */
-MQ_INTERNAL void mq_softmax_row(mq_dtype dt, void *o, const void *x, const uint8_t *m, int64_t n,
-                                bool lg);
 MQ_INTERNAL float mq_rowmax_f32(const float *x, const uint8_t *m, int64_t n);
 MQ_INTERNAL double mq_rowmax_f64(const double *x, const uint8_t *m, int64_t n);
 

@@ -110,11 +110,6 @@
 DEF_SOFTMAX(F32, float, expf, mq_rowmax_f32, mq_rowsum_f32)
 DEF_SOFTMAX(F64, double, exp, mq_rowmax_f64, mq_rowsum_f64)
 
-void mq_softmax_row(mq_dtype dt, void *o, const void *x, const uint8_t *m, int64_t n, bool lg) {
-  if (dt == MQ_DT_F32) sm_row_F32(o, x, m, n, lg);
-  else sm_row_F64(o, x, m, n, lg);
-}
-
 /* Slices [b0, b1) of the (outer, n, inner) view on thread t, with that
  * thread's scratch rows. */
 typedef struct sm_job {

@@ -154,9 +154,64 @@ static void finish(mq_sparse_red op, mq_tensor *out, int64_t s, bool fl, double 
   }
 }
 
+/* CSR row sums and means of floats straight into the result: the common
+ * case (row sums of a sparse matrix) without the per-slot accumulators. */
+typedef struct rows_job {
+  const mq_tensor *t;
+  bool mean;
+  void *out;
+  uint8_t *om; /* masked: a row with no valid entry is out */
+} rows_job;
+
+#define DEF_ROWS(E, T)                                                                      \
+  static void rows_##E(const rows_job *J, int64_t lo, int64_t hi) {                         \
+    const int64_t *c = mq_tensor_data(J->t->sparse->crow);                                  \
+    const T *v = mq_tensor_data(J->t->sparse->values);                                      \
+    const uint8_t *m = J->t->mask ? mq_tensor_data(J->t->mask->sparse->values) : NULL;      \
+    double per = (double)J->t->shape[1];                                                    \
+    T *out = J->out;                                                                        \
+    for (int64_t r = lo; r < hi; r++) {                                                     \
+      double s = 0;                                                                         \
+      int64_t n = 0;                                                                        \
+      if (m) {                                                                              \
+        for (int64_t k = c[r]; k < c[r + 1]; k++)                                           \
+          if (m[k]) s += (double)v[k], n++;                                                 \
+        J->om[r] = n > 0;                                                                   \
+        if (J->mean) s /= (double)n;                                                        \
+      } else {                                                                              \
+        for (int64_t k = c[r]; k < c[r + 1]; k++) s += (double)v[k];                        \
+        if (J->mean) s /= per;                                                              \
+      }                                                                                     \
+      out[r] = (T)s;                                                                        \
+    }                                                                                       \
+  }
+DEF_ROWS(F32, float)
+DEF_ROWS(F64, double)
+
+static void rows_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  (void)t;
+  const rows_job *J = ctx;
+  if (J->t->dtype == MQ_DT_F32) rows_F32(J, lo, hi);
+  else rows_F64(J, lo, hi);
+}
+
+static mq_tensor *csr_row_sums(mq_state *S, mq_tensor *t, bool mean, bool keepdim) {
+  int64_t shape[2] = {t->shape[0], 1};
+  mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, keepdim ? 2 : 1, shape);
+  mq_tensor *om = t->mask ? mq_tensor_new(S, MQ_DT_BOOL, keepdim ? 2 : 1, shape) : NULL;
+  rows_job J = {.t = t, .mean = mean, .out = mq_tensor_data(out),
+                .om = om ? mq_tensor_data(om) : NULL};
+  int nt = mq_threads_for(S, t->sparse->nnz + t->shape[0]);
+  mq_parallel_for(S, nt, t->shape[0], MQ_PAR_GRAIN / 16, rows_range, &J);
+  return om ? mq_masked(S, out, om) : out;
+}
+
 mq_tensor *mq_sparse_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t dims,
                             bool keepdim, const char *name) {
   (void)name;
+  if (t->layout == MQ_LAYOUT_CSR && dims == 2 && mq_dtype_is_float((mq_dtype)t->dtype) &&
+      (op == MQ_SRED_SUM || op == MQ_SRED_MEAN))
+    return csr_row_sums(S, t, op == MQ_SRED_MEAN, keepdim);
   mq_dtype odt = out_dtype(S, op, (mq_dtype)t->dtype);
   int64_t oshape[MQ_MAX_DIMS], per = 1, slots = 1, st = 1;
   int ond = 0;
@@ -221,15 +276,55 @@ typedef struct sm_job {
   bool lg;
 } sm_job;
 
+/* One row of [n] entries: max over the valid ones (NaN wins), exponentials
+ * summed in double, scaled by the float reciprocal; masked-out entries get
+ * 0 (-inf for log_softmax), a row with no valid entry NaN. Rows are short
+ * in a sparse matrix, so this is one tight loop per step, inlined. */
+#define DEF_SM(E, T, EXP)                                                                   \
+  static void sm_##E(T *o, const T *x, const uint8_t *m, int64_t n, bool lg) {              \
+    T mx = (T)-INFINITY;                                                                    \
+    int64_t valid = 0;                                                                      \
+    for (int64_t i = 0; i < n; i++)                                                         \
+      if (m[i]) {                                                                           \
+        valid++;                                                                            \
+        mx = (x[i] > mx || x[i] != x[i]) ? x[i] : mx;                                       \
+      }                                                                                     \
+    if (!valid) {                                                                           \
+      for (int64_t i = 0; i < n; i++) o[i] = (T)NAN;                                        \
+      return;                                                                               \
+    }                                                                                       \
+    double s = 0;                                                                           \
+    if (valid == n) { /* the usual case (a structural mask): no selects */               \
+      for (int64_t i = 0; i < n; i++) {                                                     \
+        T e = EXP(x[i] - mx);                                                               \
+        o[i] = e;                                                                           \
+        s += (double)e;                                                                     \
+      }                                                                                     \
+    } else {                                                                                \
+      for (int64_t i = 0; i < n; i++) {                                                     \
+        T e = m[i] ? EXP(x[i] - mx) : (T)0;                                                 \
+        o[i] = e;                                                                           \
+        s += (double)e;                                                                     \
+      }                                                                                     \
+    }                                                                                       \
+    if (lg) {                                                                               \
+      T lse = mx + (T)log(s);                                                               \
+      for (int64_t i = 0; i < n; i++) o[i] = m[i] ? x[i] - lse : (T)-INFINITY;              \
+      return;                                                                               \
+    }                                                                                       \
+    T inv = (T)(1.0 / s);                                                                   \
+    for (int64_t i = 0; i < n; i++) o[i] *= inv;                                            \
+  }
+DEF_SM(F32, float, expf)
+DEF_SM(F64, double, exp)
+
 static void sm_rows(void *ctx, int64_t lo, int64_t hi, int t) {
   (void)t;
   const sm_job *J = ctx;
-  size_t es = mq_dtype_size(J->dt);
   for (int64_t r = lo; r < hi; r++) {
     int64_t a = J->crow[r], n = J->crow[r + 1] - a;
-    if (n)
-      mq_softmax_row(J->dt, (char *)J->o + (size_t)a * es, (const char *)J->x + (size_t)a * es,
-                     J->m ? J->m + a : NULL, n, J->lg);
+    if (J->dt == MQ_DT_F32) sm_F32((float *)J->o + a, (const float *)J->x + a, J->m + a, n, J->lg);
+    else sm_F64((double *)J->o + a, (const double *)J->x + a, J->m + a, n, J->lg);
   }
 }
 
