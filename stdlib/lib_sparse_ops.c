@@ -72,42 +72,49 @@ static const char *const whole_on_values[] = {"sum", "mean", "amax", "amin", "pr
                                               "all", "any", "std", "var", "norm", "logsumexp",
                                               "median", NULL};
 
+/* The index of [b]'s parameter [name], -1 if none. */
+static int param(const mq_builtin *b, const char *name) {
+  for (int j = 1; j < b->nparams; j++)
+    if (strcmp(b->pnames[j], name) == 0) return j;
+  return -1;
+}
+
 static bool reduce_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
-  if (b->nparams < 3 || strcmp(b->pnames[1], "dim") != 0 || !mq_is_sparse(args[0])) return false;
+  int dim = param(b, "dim"), kd = param(b, "keepdim"), mk = param(b, "mask"), dt = param(b, "dtype");
+  if (dim < 0 || dim > 2 || kd < 0 || !mq_is_sparse(args[0])) return false;
   mq_tensor *t = mq_as_tensor_any(args[0]);
-  int i = 0, n = (int)(sizeof reds / sizeof *reds);
-  while (i < n && strcmp(reds[i].name, b->name) != 0) i++;
-  for (int j = 1; j < b->nparams; j++) {
-    if (strcmp(b->pnames[j], "mask") == 0 && args[j].type != MQ_NONE)
-      mq_error(S, "%s: mask= is for strided tensors; masked(x, mask) masks a sparse one", b->name);
-    if (strcmp(b->pnames[j], "dtype") == 0 && args[j].type != MQ_NONE) {
-      mq_tensor *v = mq_astype(S, t->sparse->values, mq_arg_dtype(S, args[j], (mq_dtype)t->dtype));
-      t = mq_sparse_with_values(S, t, v, t->mask);
-    }
+  if (mk >= 0 && args[mk].type != MQ_NONE)
+    mq_error(S, "%s: mask= is for strided tensors; masked(x, mask) masks a sparse one", b->name);
+  if (dt >= 0 && args[dt].type != MQ_NONE) {
+    mq_tensor *v = mq_astype(S, t->sparse->values, mq_arg_dtype(S, args[dt], (mq_dtype)t->dtype));
+    t = mq_sparse_with_values(S, t, v, t->mask);
   }
-  bool keepdim = strcmp(b->pnames[2], "keepdim") == 0 && mq_arg_bool(S, args[2], "keepdim");
-  if (args[1].type == MQ_NONE && t->mask && !keepdim) {
+  bool keepdim = mq_arg_bool(S, args[kd], "keepdim");
+  if (args[dim].type == MQ_NONE && t->mask && !keepdim) {
     for (int k = 0; whole_on_values[k]; k++)
       if (strcmp(whole_on_values[k], b->name) == 0) {
         mq_value a2[MQ_MAX_PARAMS];
         memcpy(a2, args, (size_t)b->nparams * sizeof *a2);
         a2[0] = mq_objv(mq_sparse_values(S, t));
+        if (dt >= 0) a2[dt] = mq_none();
         *out = b->def->fn(S, a2);
         return true;
       }
   }
+  int i = 0, n = (int)(sizeof reds / sizeof *reds);
+  while (i < n && strcmp(reds[i].name, b->name) != 0) i++;
   if (i == n)
     mq_error(S, "%s: not supported on a %s%s tensor; sum, mean, amax, amin, prod and count "
                 "are (and, on a masked one, whole reductions), or to_dense(x)",
              b->name, t->mask ? "masked " : "plain ", mq_layout_name((mq_layout)t->layout));
-  uint32_t mask = 0;
-  if (args[1].type == MQ_NONE) {
-    mask = (uint32_t)((1u << t->ndim) - 1);
+  uint32_t dims = 0;
+  if (args[dim].type == MQ_NONE) {
+    dims = (uint32_t)((1u << t->ndim) - 1);
   } else {
-    int dims[MQ_MAX_DIMS], nd = mq_arg_reduce_dims(S, args[1], t, dims);
-    for (int k = 0; k < nd; k++) mask |= 1u << dims[k];
+    int ds[MQ_MAX_DIMS], nd = mq_arg_reduce_dims(S, args[dim], t, ds);
+    for (int k = 0; k < nd; k++) dims |= 1u << ds[k];
   }
-  *out = mq_objv(mq_sparse_reduce(S, reds[i].op, t, mask, keepdim, b->name));
+  *out = mq_objv(mq_sparse_reduce(S, reds[i].op, t, dims, keepdim, b->name));
   return true;
 }
 
