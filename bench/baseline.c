@@ -359,6 +359,62 @@ static int spawn_main(int argc, char **argv) {
   return 0;
 }
 
+/* --- sparse: a 10^6 x 10^6 CSR matrix, 10 entries per row ------------------------ */
+
+#define SP_ROWS 1000000
+#define SP_PER 10
+
+static void sp_rowsum(const int64_t *crow, const float *v, float *out) {
+  for (int64_t r = 0; r < SP_ROWS; r++) {
+    double s = 0;
+    for (int64_t k = crow[r]; k < crow[r + 1]; k++) s += (double)v[k];
+    out[r] = (float)s;
+  }
+}
+
+static void sp_softmax(const int64_t *crow, const float *v, float *out) {
+  for (int64_t r = 0; r < SP_ROWS; r++) {
+    int64_t a = crow[r], b = crow[r + 1];
+    float mx = -INFINITY;
+    for (int64_t k = a; k < b; k++) mx = v[k] > mx ? v[k] : mx;
+    double s = 0;
+    for (int64_t k = a; k < b; k++) {
+      out[k] = expf(v[k] - mx);
+      s += (double)out[k];
+    }
+    float inv = (float)(1.0 / s);
+    for (int64_t k = a; k < b; k++) out[k] *= inv;
+  }
+}
+
+static void sp_spmm(const int64_t *crow, const int64_t *col, const float *v, const float *d,
+                    float *out) {
+  for (int64_t r = 0; r < SP_ROWS; r++) {
+    float acc[16] = {0};
+    for (int64_t k = crow[r]; k < crow[r + 1]; k++) {
+      const float *row = d + col[k] * 16;
+      for (int j = 0; j < 16; j++) acc[j] += v[k] * row[j];
+    }
+    memcpy(out + r * 16, acc, sizeof acc);
+  }
+}
+
+static void sparse_workloads(int argc, char **argv) {
+  if (!selected(argc, argv, "sp_rowsum") && !selected(argc, argv, "sp_softmax") &&
+      !selected(argc, argv, "sp_spmm"))
+    return;
+  int64_t nnz = (int64_t)SP_ROWS * SP_PER;
+  int64_t *crow = xmalloc((SP_ROWS + 1) * sizeof *crow), *col = xmalloc((size_t)nnz * sizeof *col);
+  for (int64_t r = 0; r <= SP_ROWS; r++) crow[r] = r * SP_PER;
+  for (int64_t k = 0; k < nnz; k++) col[k] = (k % 10) * 100000 + ((k / 10) * 7) % 100000;
+  float *v = rand_data((size_t)nnz), *d = rand_data((size_t)SP_ROWS * 16);
+  float *out = xmalloc((size_t)nnz * sizeof *out);
+  TIME("sp_rowsum", (void)0, sp_rowsum(crow, v, out); consume(out, SP_ROWS));
+  TIME("sp_softmax", (void)0, sp_softmax(crow, v, out); consume(out, (size_t)nnz));
+  TIME("sp_spmm", (void)0, sp_spmm(crow, col, v, d, out); consume(out, (size_t)SP_ROWS * 16));
+  free(crow), free(col), free(v), free(d), free(out);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--spawn") == 0) return spawn_main(argc, argv);
 
@@ -379,6 +435,7 @@ int main(int argc, char **argv) {
     free(p);
   }
 
+  sparse_workloads(argc, argv);
   float *x = rand_data((size_t)N);
   uint8_t *m = rand_mask((size_t)N);
   float *out = xmalloc((size_t)N * sizeof *out);

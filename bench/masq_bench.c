@@ -52,6 +52,15 @@ static const setup SETUPS[] = {
            "fw = rand(1000, 1000)\n"},
     {"t", "seed(6)\n"
           "st = masked(rand(4, 4), rand(4, 4) < 0.5)\n"},
+    /* a 10^6 x 10^6 CSR tensor with 10 stored entries per row (10^7), the
+     * same structure as baseline.c's and py_bench.py's */
+    {"sp", "seed(7)\n"
+           "k = arange(10000000)\n"
+           "sp = sparse_csr(arange(0, 10000001, 10), (k % 10) * 100000 + ((k // 10) * 7) % 100000, "
+           "rand(10000000), [1000000, 1000000])\n"
+           "k = none\n"
+           "msp = masked(sp)\n"
+           "dn = rand(1000000, 16)\n"},
     {"none", ""},
 };
 
@@ -70,6 +79,9 @@ static const workload WORKLOADS[] = {
     {"softmax_4096x512", "s", "r = softmax(s2, 1)"},
     {"matmul_512", "mm", "r = ma @ mb"},
     {"softmax_fwd_bwd", "fb", "r = grad(sum(softmax(fx, 1) * fw), fx)"},
+    {"sp_rowsum", "sp", "r = sum(sp, 1)"},
+    {"sp_softmax", "sp", "r = softmax(msp, 1)"},
+    {"sp_spmm", "sp", "r = sp @ dn"},
     /* 1000 iterations per sample; run.sh reports the time per iteration */
     {"small_loop", "t", "for i in range(1000) { r = (st * 2 + 1).sum() }"},
     /* not a benchmarked workload: the fixed cost of one masq_eval call

@@ -164,6 +164,44 @@ def numpy_workloads():
     }
 
 
+def sparse_workloads(impl):
+    """The 10^6 x 10^6 CSR matrix of masq_bench.c (10 entries per row, 10^7):
+    torch.sparse for torch, scipy.sparse in numpy's column (no softmax)."""
+    import numpy as np
+
+    rows, per = 1_000_000, 10
+    k = np.arange(rows * per)
+    crow = np.arange(0, rows * per + 1, per)
+    col = (k % 10) * 100000 + ((k // 10) * 7) % 100000
+    rng = np.random.default_rng(1)
+    vals = rng.random(rows * per, dtype=np.float32)
+    dense = rng.random((rows, 16), dtype=np.float32)
+    if impl == "torch":
+        import torch
+
+        sp = torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(col),
+                                     torch.from_numpy(vals), (rows, rows))
+        coo = sp.to_sparse_coo()  # torch.sparse.sum and softmax take COO
+        dn = torch.from_numpy(dense)
+        return {
+            "sp_rowsum": lambda: torch.sparse.sum(coo, 1),
+            "sp_softmax": lambda: torch.sparse.softmax(coo, 1),
+            "sp_spmm": lambda: torch.sparse.mm(sp, dn),
+        }
+    import scipy.sparse
+
+    sp = scipy.sparse.csr_matrix((vals, col, crow), shape=(rows, rows))
+
+    def no_softmax():
+        raise RuntimeError("scipy.sparse has no softmax")
+
+    return {
+        "sp_rowsum": lambda: sp.sum(axis=1),
+        "sp_softmax": no_softmax,
+        "sp_spmm": lambda: sp @ dense,
+    }
+
+
 def main():
     if len(sys.argv) < 2 or sys.argv[1] not in ("torch", "numpy"):
         print("usage: py_bench.py torch|numpy [WORKLOAD...]", file=sys.stderr)
@@ -175,6 +213,12 @@ def main():
         print("py_bench: %s not installed (%s)" % (impl, e), file=sys.stderr)
         return 3
     wanted = sys.argv[2:]
+    if not wanted or any(w.startswith("sp_") for w in wanted):
+        try:
+            table.update(sparse_workloads(impl))
+        except ImportError as e:
+            for w in ("sp_rowsum", "sp_softmax", "sp_spmm"):
+                na(impl, w, "not installed (%s)" % e)
     for name, fn in table.items():
         if not wanted or name in wanted:
             timeit(impl, name, fn)

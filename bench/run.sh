@@ -177,7 +177,7 @@ END {
     for (i = 2; i <= c; i++) { x = S[i]; for (j = i - 1; j >= 1 && S[j] > x; j--) S[j + 1] = S[j]; S[j + 1] = x }
     SPEED[w] = (c % 2) ? S[(c + 1) / 2] : (S[c / 2] + S[c / 2 + 1]) / 2
   }
-  n = split("sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 softmax_1000 softmax_4096x512 matmul_512 softmax_fwd_bwd small_loop startup eval_overhead", W, " ")
+  n = split("sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 softmax_1000 softmax_4096x512 matmul_512 softmax_fwd_bwd sp_rowsum sp_softmax sp_spmm small_loop startup eval_overhead", W, " ")
   L["sum_all"] = "masked sum, 10^7"
   L["mean_all"] = "masked mean, 10^7"
   L["amax_all"] = "masked amax, 10^7"
@@ -192,6 +192,9 @@ END {
   L["softmax_4096x512"] = "softmax dim 1, 4096x512"
   L["matmul_512"] = "masked matmul 512x512"
   L["softmax_fwd_bwd"] = "fwd+bwd sum(softmax(x,1)*w), 1000x1000"
+  L["sp_rowsum"] = "CSR 10^6^2, nnz 10^7: row sums"
+  L["sp_softmax"] = "CSR 10^6^2, nnz 10^7: row softmax"
+  L["sp_spmm"] = "CSR 10^6^2, nnz 10^7: @ 10^6x16"
   L["small_loop"] = "(x*2+1).sum() on 4x4, per iteration"
   L["startup"] = "start-up: masq -e 1 (C: /bin/true)"
   L["eval_overhead"] = "one masq_eval of r = 1 (extra)"
@@ -217,6 +220,7 @@ END {
   print "  one repetition of each in turn; the column is the median of the ratios of neighbouring repetitions"
   print "  (with BENCH_STAT=min: the ratio of the minimums), which cancels the drifting speed of a shared machine."
   print "A 2T/1T near 1 on a busy machine means the second core was taken by other processes."
+  print "sp_ rows: torch = torch.sparse (sum, softmax on COO; mm on CSR), numpy = scipy.sparse (CSR)."
   print "start-up row: torch = python3 -c \"import torch.masked\", numpy = python3 -c \"import numpy.ma\"."
   first = 1
   for (k in WHY) {
@@ -282,6 +286,15 @@ END {
   tgt("softmax_fwd_bwd", "torch", 2, "faster than torch.masked")
   tgt("small_loop", "torch", 100, "faster than torch.masked")
   tgt("small_loop", "numpy", 10, "faster than numpy.ma")
+  split("sp_rowsum sp_softmax sp_spmm", SPW, " ")
+  print ""
+  print "targets of issue 15 (sparse):"
+  for (i = 1; i <= 3; i++) {
+    tgt(SPW[i], "torch", 2, "faster than torch.sparse")
+    if (SPW[i] != "sp_softmax") tgt(SPW[i], "numpy", 2, "faster than scipy.sparse")
+    within(SPW[i], 2)
+  }
+  print ""
   s = get("masq", "startup")
   printf "  %-72s %-9s %s\n", "start-up (masq -e 1) under 5 ms", fmt(s), (s == "" ? "n/a" : (s < 0.005 ? "MET" : "NOT MET"))
   # the least 2T/1T ratio over the 10^7 workloads

@@ -165,7 +165,7 @@ struct mq_state {
   /* Calls up into the layers above, set at open by api/ (the only layer
    * that sees them all): running and freeing a host function (masq_register)
    * for the VM's builtin calls (vm/builtin.c); the library's sparse form
-   * of a builtin called with a sparse first argument, false when it has
+   * of a builtin called with a sparse first (or second) argument, false when it has
    * none (stdlib/lib_sparse.c, for vm/builtin.c); and running a file for
    * the VM's IMPORT (vm/vm.c). */
   struct {

@@ -529,3 +529,20 @@ mq_tensor *mq_sparse_unary(mq_state *S, mq_unop op, mq_tensor *t, const char *na
   }
   return mq_sparse_with_values(S, t, mq_unary(S, op, t->sparse->values), t->mask);
 }
+
+/* --- structure, for the ops in sparse_ops.c and friends ------------------------------ */
+
+int64_t *mq_sparse_keys(mq_state *S, const mq_tensor *t) { return entry_keys(S, t); }
+
+bool mq_sparse_same_structure(const mq_tensor *a, const mq_tensor *b) {
+  return a->layout == b->layout && mq_tensor_same_shape(a, b) &&
+         same_ints(a->sparse->indices, b->sparse->indices) &&
+         same_ints(a->sparse->crow, b->sparse->crow);
+}
+
+mq_tensor *mq_sparse_of_keys(mq_state *S, const mq_tensor *like, const int64_t *keys, int64_t n,
+                             mq_tensor *values) {
+  mq_tensor *t = assemble(S, MQ_LAYOUT_COO, like->ndim, like->shape,
+                          indices_of_keys(S, like->ndim, like->shape, keys, n), NULL, values);
+  return like->layout == MQ_LAYOUT_CSR ? csr_of_coo(S, t) : t;
+}

@@ -142,6 +142,67 @@ MQ_INTERNAL int64_t mq_sparse_count(mq_state *S, const mq_tensor *t);
  * takes any (unstored entries are masked out). */
 MQ_INTERNAL mq_tensor *mq_sparse_unary(mq_state *S, mq_unop op, mq_tensor *t, const char *name);
 
+/* --- structure (for the ops of sparse_ops.c, sparse_reduce.c, sparse_matmul.c) ------ */
+
+/* The dense (row-major) position of each stored entry, ascending; scratch. */
+MQ_INTERNAL int64_t *mq_sparse_keys(mq_state *S, const mq_tensor *t);
+/* Same layout, shape and stored positions (shared or equal index tensors). */
+MQ_INTERNAL bool mq_sparse_same_structure(const mq_tensor *a, const mq_tensor *b);
+/* A plain sparse tensor of [like]'s layout and shape storing [values] (n)
+ * at the ascending dense positions [keys]. */
+MQ_INTERNAL mq_tensor *mq_sparse_of_keys(mq_state *S, const mq_tensor *like, const int64_t *keys,
+                                         int64_t n, mq_tensor *values);
+
+/* --- binary ops (sparse_ops.c) --------------------------------------------------- */
+
+/* [t]'s stored values as a 1-D strided tensor, masked by its mask's values. */
+MQ_INTERNAL mq_tensor *mq_sparse_values(mq_state *S, const mq_tensor *t);
+/* A sparse tensor of [like]'s structure from the 1-D result [r] of an op on
+ * stored values (r's mask, if any, becomes the sparse mask). */
+MQ_INTERNAL mq_tensor *mq_sparse_like(mq_state *S, const mq_tensor *like, mq_tensor *r);
+/* a op b where a or b is sparse and the other sparse of the same structure,
+ * dense (read at the stored positions; it may not broadcast the sparse
+ * one) or 0-d. A plain sparse operand stays sparse only under ops that
+ * keep its unstored zeros zero; plus and minus with a dense tensor give a
+ * strided result. [name] prefixes errors. */
+MQ_INTERNAL mq_tensor *mq_sparse_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
+                                        const char *name);
+/* [a', b'] on one structure: the positions stored in both ([both]: torch's
+ * intersection, valid where valid in both), or in either (a position one
+ * lacks holds 0: valid in a plain tensor, masked out in a masked one). */
+MQ_INTERNAL mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both,
+                                     const char *name);
+
+/* --- reductions and softmax (sparse_reduce.c) ------------------------------------- */
+
+typedef enum mq_sparse_red {
+  MQ_SRED_SUM, MQ_SRED_MEAN, MQ_SRED_AMAX, MQ_SRED_AMIN, MQ_SRED_PROD, MQ_SRED_COUNT
+} mq_sparse_red;
+/* The reduction over the dims set in [dims] (bit d: dim d), as a strided
+ * tensor of the remaining dims (kept as 1 with [keepdim]); a masked [t]
+ * gives a masked result, out where a slice has no valid entry. A plain
+ * [t]'s unstored entries are zeros and count. O(nnz + result). */
+MQ_INTERNAL mq_tensor *mq_sparse_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t,
+                                        uint32_t dims, bool keepdim, const char *name);
+/* softmax / log_softmax along the rows (dim 1) of a masked 2-D tensor (CSR,
+ * or COO converted), over the valid entries; the result has [t]'s structure
+ * and mask. [dt] < 0: t's float dtype. */
+MQ_INTERNAL mq_tensor *mq_sparse_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt,
+                                         const char *name);
+
+/* --- products (sparse_matmul.c) ---------------------------------------------------- */
+
+/* a @ b with a sparse 2-D and b strided 1-D or 2-D (SpMM): a strided result;
+ * masked-out entries contribute nothing and an output with no valid pair is
+ * masked out, as for strided matmul. */
+MQ_INTERNAL mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b);
+/* C<M> = a @ b (SDDMM): a (m, k) and b (k, n) strided and plain, computed only
+ * at the stored entries of the sparse (m, n) [mask]; the result has mask's
+ * structure, masked by its valid entries (a bool mask's true values, else
+ * every stored entry). */
+MQ_INTERNAL mq_tensor *mq_sparse_masked_matmul(mq_state *S, mq_tensor *a, mq_tensor *b,
+                                               mq_tensor *mask);
+
 /* --- printing ---------------------------------------------------------------------- */
 
 /* torch's repr: "tensor(indices=..., values=..., size=..., nnz=..., layout=...)"

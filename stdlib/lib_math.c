@@ -200,6 +200,10 @@ static mq_tensor *functional_input(mq_state *S, mq_value *args, int dtype_arg, i
 MQ_REDUCE_OPS(X)
 #undef X
 
+int mq_arg_reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
+  return reduce_dims(S, v, t, dims);
+}
+
 /* (x, dim, correction, keepdim, unbiased, dtype, mask): unbiased=true is
  * torch's spelling of correction=1 */
 static mq_value var_std(mq_state *S, mq_value *args, bool std) {

@@ -104,7 +104,9 @@ static mq_value lib_nnz(mq_state *S, mq_value *args) {
 /* --- generic builtins on sparse input ------------------------------------------------ */
 
 bool mq_sparse_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
+  if (mq_sparse_ops_builtin(S, b, args, out)) return true;
   mq_tensor *t = mq_as_tensor_any(args[0]);
+  if (!t) return false;
   int op = mq_builtin_unop(b);
   if (op >= 0) {
     *out = mq_objv(mq_sparse_unary(S, (mq_unop)op, t, b->name));

@@ -14,6 +14,7 @@ extern const mq_libfn mq_lib_io[];
 extern const mq_libfn mq_lib_autograd[];
 extern const mq_libfn mq_lib_sparse[];
 extern const mq_libfn mq_lib_sparse_io[];
+extern const mq_libfn mq_lib_sparse_ops[];
 
 /* Every table of builtins with the library group (MASQ_LIB_*) it belongs
  * to; a group the host did not enable is not bound at all. */
@@ -28,6 +29,7 @@ static const struct {
     {mq_lib_math, MASQ_LIB_CORE},
     {mq_lib_autograd, MASQ_LIB_CORE},
     {mq_lib_sparse, MASQ_LIB_CORE},
+    {mq_lib_sparse_ops, MASQ_LIB_CORE},
     {mq_lib_io, MASQ_LIB_IO},
     {mq_lib_sparse_io, MASQ_LIB_IO},
 };

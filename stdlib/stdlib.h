@@ -19,9 +19,16 @@ MQ_INTERNAL void mq_stdlib_open(mq_state *S);
 
 /* The sparse forms of generic builtins (lib_sparse.c), which api/ installs
  * as S->hooks.sparse_call: runs builtin [b] on [args], whose first argument
- * is sparse, when it has such a form (unary ops on values, count), setting
+ * (or second) is sparse, when it has such a form, setting
  * *out; false if it has none. */
 MQ_INTERNAL bool mq_sparse_builtin(mq_state *S, const mq_builtin *b, mq_value *args,
                                    mq_value *out);
+/* The generic builtins that sparse_ops, sparse_reduce and sparse_matmul
+ * implement (lib_sparse_ops.c); false: not one of them. */
+MQ_INTERNAL bool mq_sparse_ops_builtin(mq_state *S, const mq_builtin *b, mq_value *args,
+                                       mq_value *out);
+/* A reduction's dim argument (none: 0 dims; an int; a list of ints) as
+ * normalized, distinct dims of [t]; returns how many (lib_math.c). */
+MQ_INTERNAL int mq_arg_reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims);
 
 #endif

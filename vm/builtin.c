@@ -257,8 +257,9 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
     args[j] = b->params[j].dflt;
   }
   mq_value r;
-  if (!b->host && b->nparams > 0 && mq_is_sparse(args[0]) && S->hooks.sparse_call &&
-      S->hooks.sparse_call(S, b, args, &r))
+  if (!b->host && b->nparams > 0 &&
+      (mq_is_sparse(args[0]) || (b->nparams > 1 && mq_is_sparse(args[1]))) &&
+      S->hooks.sparse_call && S->hooks.sparse_call(S, b, args, &r))
     return r;
   return b->host ? S->hooks.host_call(S, b, args) : b->def->fn(S, args);
 }

@@ -14,6 +14,7 @@
 #include "../core/range.h"
 #include "../runtime/intmath.h"
 #include "../runtime/shape.h"
+#include "../runtime/sparse.h"
 #include "../runtime/tensor.h"
 #include "builtin.h"
 #include "fuse.h"
@@ -163,11 +164,23 @@ static bool values_equal(mq_value a, mq_value b) {
  * mq_tensor_from_value refuses it, rather than comparing by identity. */
 static bool tensor_like(mq_value v) { return mq_is_tensor(v) || mq_is_obj(v, MQ_O_SPARSE); }
 
+/* An operator with a sparse operand (runtime/sparse.h): the ops on stored
+ * values, or SpMM for @. */
+static mq_value sparse_binary(mq_state *S, int op, mq_value a, mq_value b) {
+  mq_tensor *x = mq_is_sparse(a) ? mq_as_tensor_any(a) : mq_tensor_from_value(S, a, "left operand");
+  mq_tensor *y = mq_is_sparse(b) ? mq_as_tensor_any(b) : mq_tensor_from_value(S, b, "right operand");
+  if (op == MQ_TOK_MATMUL) return mq_objv(mq_sparse_matmul(S, x, y));
+  int bop = token_to_binop[op];
+  if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors yet", token_text[op]);
+  return mq_objv(mq_sparse_binary(S, (mq_binop)bop, x, y, token_text[op]));
+}
+
 static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
   if (is_scalar(a) && is_scalar(b)) return scalar_binary(S, op, a, b);
   bool tensors = (tensor_like(a) || is_scalar(a) || mq_is_obj(a, MQ_O_LIST)) &&
                  (tensor_like(b) || is_scalar(b) || mq_is_obj(b, MQ_O_LIST)) &&
                  (tensor_like(a) || tensor_like(b));
+  if (tensors && (mq_is_sparse(a) || mq_is_sparse(b))) return sparse_binary(S, op, a, b);
   if (tensors) {
     if (op == MQ_TOK_MATMUL)
       return mq_objv(mq_matmul(S, mq_tensor_from_value(S, a, "left operand"),
@@ -200,6 +213,7 @@ static mq_value negate(mq_state *S, mq_value v) {
   default: break;
   }
   if (mq_is_tensor(v)) return mq_objv(mq_unary(S, MQ_UN_NEG, mq_as_tensor(v)));
+  if (mq_is_sparse(v)) return mq_objv(mq_sparse_unary(S, MQ_UN_NEG, mq_as_tensor_any(v), "-"));
   mq_error(S, "cannot negate a %s", mq_value_type_name(v));
 }
 
@@ -207,6 +221,7 @@ static mq_value bitnot(mq_state *S, mq_value v) {
   if (v.type == MQ_BOOL) return mq_bool(!v.as.b);
   if (v.type == MQ_INT) return mq_int(~v.as.i);
   if (mq_is_tensor(v)) return mq_objv(mq_unary(S, MQ_UN_BITNOT, mq_as_tensor(v)));
+  if (mq_is_sparse(v)) return mq_objv(mq_sparse_unary(S, MQ_UN_BITNOT, mq_as_tensor_any(v), "~"));
   mq_error(S, "'~' needs a bool or int value or tensor, not a %s", mq_value_type_name(v));
 }
 

@@ -1,0 +1,190 @@
+/* lib_sparse_ops.c - generic builtins (binary ops, reductions, softmax,
+ * matmul, intersect) on sparse input, and the builtins only sparse tensors
+ * have: union and masked_matmul. mq_sparse_builtin (lib_sparse.c) sends
+ * every call with a sparse first or second argument here first. */
+#include "../runtime/sparse.h"
+#include "stdlib.h"
+
+#define RET(t) return mq_objv(t)
+
+/* A builtin argument of any layout; a float number is a weak scalar. */
+static mq_tensor *any_arg(mq_state *S, mq_value v, const char *what) {
+  return mq_is_sparse(v) ? mq_as_tensor_any(v) : mq_tensor_from_value(S, v, what);
+}
+
+static const struct {
+  const char *name;
+  mq_binop op;
+} binops[] = {
+    {"add", MQ_BIN_ADD}, {"sub", MQ_BIN_SUB}, {"subtract", MQ_BIN_SUB},
+    {"mul", MQ_BIN_MUL}, {"multiply", MQ_BIN_MUL}, {"div", MQ_BIN_DIV},
+    {"divide", MQ_BIN_DIV}, {"true_divide", MQ_BIN_DIV}, {"pow", MQ_BIN_POW},
+    {"float_power", MQ_BIN_FLOAT_POWER}, {"floor_divide", MQ_BIN_FLOORDIV},
+    {"remainder", MQ_BIN_REM}, {"fmod", MQ_BIN_FMOD}, {"maximum", MQ_BIN_MAXIMUM},
+    {"minimum", MQ_BIN_MINIMUM}, {"fmax", MQ_BIN_FMAX}, {"fmin", MQ_BIN_FMIN},
+    {"atan2", MQ_BIN_ATAN2}, {"arctan2", MQ_BIN_ATAN2}, {"hypot", MQ_BIN_HYPOT},
+    {"copysign", MQ_BIN_COPYSIGN}, {"xlogy", MQ_BIN_XLOGY}, {"nextafter", MQ_BIN_NEXTAFTER},
+    {"logaddexp2", MQ_BIN_LOGADDEXP2}, {"eq", MQ_BIN_EQ}, {"ne", MQ_BIN_NE},
+    {"not_equal", MQ_BIN_NE}, {"lt", MQ_BIN_LT}, {"less", MQ_BIN_LT}, {"le", MQ_BIN_LE},
+    {"less_equal", MQ_BIN_LE}, {"gt", MQ_BIN_GT}, {"greater", MQ_BIN_GT}, {"ge", MQ_BIN_GE},
+    {"greater_equal", MQ_BIN_GE}, {"logical_and", MQ_BIN_LAND}, {"logical_or", MQ_BIN_LOR},
+    {"logical_xor", MQ_BIN_LXOR}, {"bitwise_and", MQ_BIN_BAND}, {"bitwise_or", MQ_BIN_BOR},
+    {"bitwise_xor", MQ_BIN_BXOR}, {"bitwise_left_shift", MQ_BIN_SHL},
+    {"bitwise_right_shift", MQ_BIN_SHR},
+};
+
+/* A binary builtin: (x, y), add/sub's (x, y, alpha), div's (x, y, rounding_mode). */
+static bool binary_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
+  int i = 0, n = (int)(sizeof binops / sizeof *binops);
+  while (i < n && strcmp(binops[i].name, b->name) != 0) i++;
+  if (i == n) return false;
+  mq_binop op = binops[i].op;
+  mq_tensor *x = any_arg(S, args[0], "x"), *y = any_arg(S, args[1], "y");
+  if (b->nparams == 3 && strcmp(b->params[2].name, "alpha") == 0) {
+    if (!mq_is_number(args[2]))
+      mq_error(S, "alpha must be a number, not a %s", mq_value_type_name(args[2]));
+    if (!(args[2].type == MQ_INT && args[2].as.i == 1)) {
+      mq_tensor *alpha = mq_tensor_from_value(S, args[2], "alpha");
+      y = y->sparse ? mq_sparse_binary(S, MQ_BIN_MUL, y, alpha, b->name)
+                    : mq_binary(S, MQ_BIN_MUL, y, alpha);
+    }
+  } else if (b->nparams == 3 && args[2].type != MQ_NONE) {
+    const char *mode = mq_is_obj(args[2], MQ_O_STRING) ? mq_as_string(args[2])->chars : "";
+    if (strcmp(mode, "trunc") == 0) op = MQ_BIN_DIVTRUNC;
+    else if (strcmp(mode, "floor") == 0) op = MQ_BIN_FLOORDIV;
+    else return false; /* the strided builtin explains */
+  }
+  *out = mq_objv(x->sparse || y->sparse ? mq_sparse_binary(S, op, x, y, b->name)
+                                        : mq_binary(S, op, x, y));
+  return true;
+}
+
+static const struct {
+  const char *name;
+  mq_sparse_red op;
+} reds[] = {
+    {"sum", MQ_SRED_SUM},   {"mean", MQ_SRED_MEAN}, {"amax", MQ_SRED_AMAX},
+    {"amin", MQ_SRED_AMIN}, {"prod", MQ_SRED_PROD}, {"count", MQ_SRED_COUNT},
+};
+
+/* Whole reductions that read a masked tensor's valid values alone. */
+static const char *const whole_on_values[] = {"sum", "mean", "amax", "amin", "prod", "count",
+                                              "all", "any", "std", "var", "norm", "logsumexp",
+                                              "median", NULL};
+
+/* The index of [b]'s parameter [name], -1 if none. */
+static int param(const mq_builtin *b, const char *name) {
+  for (int j = 1; j < b->nparams; j++)
+    if (strcmp(b->params[j].name, name) == 0) return j;
+  return -1;
+}
+
+static bool reduce_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
+  int dim = param(b, "dim"), kd = param(b, "keepdim"), mk = param(b, "mask"), dt = param(b, "dtype");
+  if (dim < 0 || dim > 2 || kd < 0 || !mq_is_sparse(args[0])) return false;
+  mq_tensor *t = mq_as_tensor_any(args[0]);
+  if (mk >= 0 && args[mk].type != MQ_NONE)
+    mq_error(S, "%s: mask= is for strided tensors; masked(x, mask) masks a sparse one", b->name);
+  if (dt >= 0 && args[dt].type != MQ_NONE) {
+    mq_tensor *v = mq_astype(S, t->sparse->values, mq_arg_dtype(S, args[dt], (mq_dtype)t->dtype));
+    t = mq_sparse_with_values(S, t, v, t->mask);
+  }
+  bool keepdim = mq_arg_bool(S, args[kd], "keepdim");
+  if (args[dim].type == MQ_NONE && t->mask && !keepdim) {
+    for (int k = 0; whole_on_values[k]; k++)
+      if (strcmp(whole_on_values[k], b->name) == 0) {
+        mq_value a2[MQ_MAX_PARAMS];
+        memcpy(a2, args, (size_t)b->nparams * sizeof *a2);
+        a2[0] = mq_objv(mq_sparse_values(S, t));
+        if (dt >= 0) a2[dt] = mq_none();
+        *out = b->def->fn(S, a2);
+        return true;
+      }
+  }
+  int i = 0, n = (int)(sizeof reds / sizeof *reds);
+  while (i < n && strcmp(reds[i].name, b->name) != 0) i++;
+  if (i == n)
+    mq_error(S, "%s: not supported on a %s%s tensor; sum, mean, amax, amin, prod and count "
+                "are (and, on a masked one, whole reductions), or to_dense(x)",
+             b->name, t->mask ? "masked " : "plain ", mq_layout_name((mq_layout)t->layout));
+  uint32_t dims = 0;
+  if (args[dim].type == MQ_NONE) {
+    dims = (uint32_t)((1u << t->ndim) - 1);
+  } else {
+    int ds[MQ_MAX_DIMS], nd = mq_arg_reduce_dims(S, args[dim], t, ds);
+    for (int k = 0; k < nd; k++) dims |= 1u << ds[k];
+  }
+  *out = mq_objv(mq_sparse_reduce(S, reds[i].op, t, dims, keepdim, b->name));
+  return true;
+}
+
+static bool softmax_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
+  int kind = strcmp(b->name, "softmax") == 0     ? 0
+             : strcmp(b->name, "log_softmax") == 0 ? 1
+             : strcmp(b->name, "softmin") == 0     ? 2
+                                                   : -1;
+  if (kind < 0 || !mq_is_sparse(args[0])) return false;
+  mq_tensor *t = mq_as_tensor_any(args[0]);
+  int dt = args[2].type == MQ_NONE ? -1 : (int)mq_arg_dtype(S, args[2], MQ_DT_F32);
+  if (kind == 2) {
+    if (!mq_dtype_is_float((mq_dtype)t->dtype))
+      t = mq_sparse_with_values(S, t, mq_astype(S, t->sparse->values, MQ_DT_F32), t->mask);
+    t = mq_sparse_unary(S, MQ_UN_NEG, t, b->name);
+  }
+  *out = mq_objv(mq_sparse_softmax(S, t, (int)mq_arg_int(S, args[1], "dim"), kind == 1, dt,
+                                   b->name));
+  return true;
+}
+
+/* Conversions keep the structure: every dtype's zero converts to zero. */
+static bool convert_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
+  static const struct {
+    const char *name;
+    mq_dtype dt;
+  } convs[] = {{"float", MQ_DT_F32}, {"double", MQ_DT_F64}, {"long", MQ_DT_I64}, {"bool", MQ_DT_BOOL}};
+  if (!mq_is_sparse(args[0])) return false;
+  mq_tensor *t = mq_as_tensor_any(args[0]);
+  int dt = -1;
+  if (strcmp(b->name, "to") == 0 && b->nparams == 2) dt = (int)mq_arg_dtype(S, args[1], MQ_DT_F32);
+  for (size_t i = 0; i < sizeof convs / sizeof *convs && b->nparams == 1; i++)
+    if (strcmp(b->name, convs[i].name) == 0) dt = (int)convs[i].dt;
+  if (dt < 0) return false;
+  *out = mq_objv(mq_sparse_with_values(S, t, mq_astype(S, t->sparse->values, (mq_dtype)dt), t->mask));
+  return true;
+}
+
+bool mq_sparse_ops_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
+  if (convert_builtin(S, b, args, out)) return true;
+  if (b->nparams >= 2 && (strcmp(b->name, "intersect") == 0 || strcmp(b->name, "union") == 0)) {
+    *out = mq_objv(mq_sparse_merge(S, any_arg(S, args[0], "a"), any_arg(S, args[1], "b"),
+                                   b->name[0] == 'i', b->name));
+    return true;
+  }
+  if (strcmp(b->name, "matmul") == 0) {
+    *out = mq_objv(mq_sparse_matmul(S, any_arg(S, args[0], "a"), any_arg(S, args[1], "b")));
+    return true;
+  }
+  if (b->nparams >= 2 && b->nparams <= 3 && binary_builtin(S, b, args, out)) return true;
+  return softmax_builtin(S, b, args, out) || reduce_builtin(S, b, args, out);
+}
+
+/* --- builtins of sparse tensors only ------------------------------------------------- */
+
+static mq_value lib_union(mq_state *S, mq_value *args) {
+  RET(mq_sparse_merge(S, any_arg(S, args[0], "a"), any_arg(S, args[1], "b"), false, "union"));
+}
+
+static mq_value lib_masked_matmul(mq_state *S, mq_value *args) {
+  RET(mq_sparse_masked_matmul(S, any_arg(S, args[0], "a"), any_arg(S, args[1], "b"),
+                              any_arg(S, args[2], "mask")));
+}
+
+const mq_libfn mq_lib_sparse_ops[] = {
+    {"union(a, b)", lib_union,
+     "[a, b] of two sparse tensors on the positions stored in either (a plain one's new "
+     "entries hold 0, a masked one's are masked out)"},
+    {"masked_matmul(a, b, mask)", lib_masked_matmul,
+     "a @ b computed only at the valid stored entries of the sparse mask (SDDMM): a masked "
+     "sparse tensor of mask's structure"},
+    {NULL, NULL, NULL},
+};
