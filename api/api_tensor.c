@@ -80,9 +80,10 @@ static void check_buffer(mq_state *S, const char *fn, const char *what, const vo
                "%s: %s stride %lld of dimension %d is negative; masq takes non-negative "
                "strides (flip the array in the host)",
                fn, what, (long long)strides[d], d);
-  /* With nothing to address, kernels still scale the strides by the sizes. */
+  /* With nothing to address, kernels still scale the strides by the sizes
+   * and by the element size, also a stride of a dimension of size 0. */
   for (int d = 0; strides && numel == 0 && d < ndim; d++)
-    if (shape[d] > 0 && strides[d] > INT64_MAX / 16 / shape[d])
+    if (strides[d] > INT64_MAX / 16 / (shape[d] > 0 ? shape[d] : 1))
       mq_throw(S, MASQ_ERR_USAGE, "%s: %s strides reach past the address space", fn, what);
   if (!p) {
     if (numel == 0) return;

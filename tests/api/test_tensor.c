@@ -347,6 +347,20 @@ static void test_bad_descriptions(void) {
   CHECK_ERR(M, masq_tensor_wrap(M, &d, &t), MASQ_ERR_USAGE, "stride -3 of dimension 0");
   d.strides = bigstride;
   CHECK_ERR(M, masq_tensor_wrap(M, &d, &t), MASQ_ERR_USAGE, "address space");
+  {
+    /* No element, so no byte is addressed, but a dimension of size 0 with a
+     * stride near 2^62 would still overflow when kernels scale it by the
+     * element size. */
+    int64_t zshape[2] = {0, 2}, zstrides[2] = {INT64_MAX / 2, 1};
+    masq_tensor_desc z = d;
+    z.shape = zshape;
+    z.strides = zstrides;
+    CHECK_ERR(M, masq_tensor_wrap(M, &z, &t), MASQ_ERR_USAGE, "data strides reach past the address space");
+    CHECK_ERR(M, masq_tensor_new(M, &z, &t), MASQ_ERR_USAGE, "data strides reach past the address space");
+    zstrides[0] = 8;
+    CHECK_OK(M, masq_tensor_wrap(M, &z, &t));
+    masq_tensor_release(M, t);
+  }
   d.strides = NULL;
   d.data = (const char *)buf + 1;
   CHECK_ERR(M, masq_tensor_wrap(M, &d, &t), MASQ_ERR_USAGE, "not aligned to 4 bytes");

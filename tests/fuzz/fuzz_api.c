@@ -240,11 +240,12 @@ static size_t fit_strides(layout *l, int64_t *strides) {
 }
 
 /* A tensor with no element addresses nothing, but kernels still scale its
- * strides by its sizes: masq refuses strides whose product with a size
- * passes INT64_MAX / 16, as it does for tensors with elements. */
+ * strides by its sizes and element size: masq refuses strides whose
+ * product with a size (a size 0 counting as 1) passes INT64_MAX / 16, as
+ * it does for tensors with elements. */
 static int too_far_for_nothing(const layout *l, const int64_t *st) {
   for (int i = 0; i < l->d.ndim; i++)
-    if (l->shape[i] > 0 && st[i] > INT64_MAX / 16 / l->shape[i]) return 1;
+    if (st[i] > INT64_MAX / 16 / (l->shape[i] > 0 ? l->shape[i] : 1)) return 1;
   return 0;
 }
 
