@@ -8,18 +8,8 @@
 # Usage: sh tests/io/check_numpy.sh path/to/masq
 # Runs only when /usr/bin/python3 has numpy; the last line is always
 # "io-numpy: N passed, N failed" (tests/summary.sh adds those up).
-py=/usr/bin/python3
-if [ -z "$1" ]; then echo "usage: $0 path/to/masq" >&2; exit 2; fi
-masq=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-if ! "$py" -c 'import numpy' 2>/dev/null; then
-  echo "io-numpy: SKIP (no numpy for $py; apt-get install python3-numpy)"
-  echo "io-numpy: 0 passed, 0 failed"
-  exit 0
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-export LC_ALL=C NO_COLOR=1
+SUITE=io-numpy MODULE=numpy PACKAGE=python3-numpy
+. "$(dirname "$0")/python_prelude.sh"
 
 "$py" - "$masq" <<'PY'
 import io, subprocess, sys, zipfile

@@ -9,18 +9,8 @@
 # Usage: sh tests/io/check_scipy.sh path/to/masq
 # Runs only when /usr/bin/python3 has scipy; the last line is always
 # "io-scipy: N passed, N failed" (tests/summary.sh adds those up).
-py=/usr/bin/python3
-if [ -z "$1" ]; then echo "usage: $0 path/to/masq" >&2; exit 2; fi
-masq=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-if ! "$py" -c 'import scipy.sparse' 2>/dev/null; then
-  echo "io-scipy: SKIP (no scipy for $py; apt-get install python3-scipy)"
-  echo "io-scipy: 0 passed, 0 failed"
-  exit 0
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-export LC_ALL=C NO_COLOR=1
+SUITE=io-scipy MODULE=scipy.sparse PACKAGE=python3-scipy
+. "$(dirname "$0")/python_prelude.sh"
 
 "$py" - "$masq" <<'PY'
 import subprocess, sys
