@@ -64,6 +64,21 @@ static const setup SETUPS[] = {
            "col = none\n"
            "msp = masked(sp)\n"
            "dn = rand(1000000, 16)\n"},
+    /* seed 003's masked Adagrad on 10^7 parameters with a gradient at 1%
+     * of them (every 100th), once with the gradient sparse (COO) and once
+     * densified (a masked strided tensor with the same valid entries);
+     * p0 and s0 are the step's inputs, left unchanged by it */
+    {"ada", "seed(8)\n"
+            "eps = 1e-10\n"
+            "clr = 0.1\n"
+            "gi = (arange(100000) * 100 + 37).reshape(1, 100000)\n"
+            "mask = sparse_coo(gi, full([100000], true), [10000000])\n"
+            "masked_grad = masked(sparse_coo(gi, rand(100000) + 0.5, [10000000]), mask)\n"
+            "gi = none\n"
+            "dense_grad = to_dense(masked_grad)\n"
+            "dense_mask = get_mask(dense_grad)\n"
+            "p0 = rand(10000000)\n"
+            "s0 = full_like(p0, 0.5)\n"},
     {"none", ""},
 };
 
@@ -85,6 +100,19 @@ static const workload WORKLOADS[] = {
     {"sp_rowsum", "sp", "r = sum(sp, 1)"},
     {"sp_softmax", "sp", "r = softmax(msp, 1)"},
     {"sp_spmm", "sp", "r = sp @ dn"},
+    /* the seed's four lines; the sparse form reads state_sum2 at the stored
+     * positions with mask * state_sum2 (O(nnz)) where the seed converts all
+     * of it with to_sparse() (O(numel), 10^7 stored entries) */
+    {"ada_sparse", "ada",
+     "state_sum2 = s0 + masked_grad.pow(2).get_data()\n"
+     "std2 = masked(mask * state_sum2, mask)\n"
+     "std2 = std2.sqrt().add(eps)\n"
+     "param2 = p0.add((masked_grad / std2).get_data(), alpha=-clr)\n"},
+    {"ada_dense", "ada",
+     "state_sum2 = s0 + dense_grad.pow(2).get_data()\n"
+     "std2 = masked(state_sum2, dense_mask)\n"
+     "std2 = std2.sqrt().add(eps)\n"
+     "param2 = p0.add((dense_grad / std2).get_data(), alpha=-clr)\n"},
     /* 1000 iterations per sample; run.sh reports the time per iteration */
     {"small_loop", "t", "for i in range(1000) { r = (st * 2 + 1).sum() }"},
     /* not a benchmarked workload: the fixed cost of one masq_eval call

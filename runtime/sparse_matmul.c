@@ -33,7 +33,7 @@ typedef struct spmm_job {
   const int64_t *crow, *col;
   const void *av, *bv;
   const uint8_t *am, *bm; /* validity of a's entries, b's elements; NULL: all */
-  int64_t n;
+  int64_t m, n; /* a's rows, b's columns */
   void *out;
   uint8_t *om;
   void *acc; /* per thread: n accumulators */
@@ -80,14 +80,22 @@ DEF_SPMM(F64, double, double)
  * alias b or out, so that loop stays scalar and stores every sum). Each
  * output element still sums its row's entries in entry order from 0, so
  * the result is the same bit for bit; the row's entries are read once per
- * block, and a typical n (16, 32, 64) is one to four blocks. */
+ * block, and a typical n (16, 32, 64) is one to four blocks.
+ *
+ * The time goes into fetching the rows of b the columns name (one cache
+ * line per entry for n = 16, at scattered places): the loop prefetches the
+ * row SPMM_AHEAD entries on, which the hardware cannot guess; that took
+ * the benchmark's 10^7-entry product from about 1.0x to 0.5-0.8x the time
+ * of the plain C loop, and a random column pattern by about a quarter. */
 #define SPMM_W 16
+#define SPMM_AHEAD 16
 #define DEF_SPMM_PLAIN(E, T, A)                                                            \
   static void spmm_plain_##E(const spmm_job *J, int64_t lo, int64_t hi) {                  \
     int64_t n = J->n;                                                                      \
     const T *av = J->av, *bv = J->bv;                                                      \
     const int64_t *crow = J->crow, *col = J->col;                                          \
     const uint8_t *am = J->am;                                                             \
+    int64_t ahead = crow[J->m] - SPMM_AHEAD; /* the last entry that looks ahead */        \
     T *out = J->out;                                                                       \
     for (int64_t r = lo; r < hi; r++) {                                                    \
       int64_t k0 = crow[r], k1 = crow[r + 1];                                              \
@@ -96,6 +104,7 @@ DEF_SPMM(F64, double, double)
         A acc[SPMM_W] = {0};                                                               \
         int w = n - j0 < SPMM_W ? (int)(n - j0) : SPMM_W;                                  \
         for (int64_t k = k0; k < k1; k++) {                                                \
+          if (k < ahead) __builtin_prefetch(bv + col[k + SPMM_AHEAD] * n + j0);            \
           if (am && !am[k]) continue;                                                      \
           any = true;                                                                      \
           A x = (A)av[k];                                                                  \
@@ -158,6 +167,7 @@ mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
                 .bv = mq_tensor_data(bd),
                 .am = a->mask ? mq_tensor_data(c->mask->sparse->values) : NULL,
                 .bm = bm ? mq_tensor_data(bm) : NULL,
+                .m = m,
                 .n = n,
                 .out = mq_tensor_data(out),
                 .om = om ? mq_tensor_data(om) : NULL};
