@@ -36,6 +36,7 @@ typedef struct spmm_job {
   int64_t m, n; /* a's rows, b's columns */
   void *out;
   uint8_t *om;
+  const uint8_t *colvalid; /* a plain, b masked: columns of b with a valid element */
   void *acc; /* per thread: n accumulators */
 } spmm_job;
 
@@ -68,6 +69,8 @@ typedef struct spmm_job {
         }                                                                                  \
       }                                                                                    \
       for (int64_t j = 0; j < n; j++) out[r * n + j] = (T)acc[j];                          \
+      /* a plain a's unstored zeros are valid: they pair with every valid b */             \
+      if (J->colvalid) memcpy(om, J->colvalid, (size_t)n);                                 \
     }                                                                                      \
   }
 DEF_SPMM(I64, int64_t, int64_t)
@@ -138,10 +141,101 @@ static void spmm_range(void *ctx, int64_t lo, int64_t hi, int t) {
   }
 }
 
+/* --- dense @ sparse ------------------------------------------------------------------ */
+
+/* Row i of a (m, k) @ b (k, n) is the sum over p of a[i, p] * b[p, :]: each
+ * valid a[i, p] scales the valid stored entries of b's row p into out[i, :],
+ * accumulated in place in the result's dtype like SpMM, p ascending, so each
+ * output element sums its terms in one fixed order; threads split the rows
+ * of a. b's unstored entries are not multiplied (so an inf in a meets no
+ * unstored 0, as in sparse @ dense and torch.sparse); a plain b's unstored
+ * zeros are still valid, so a row of a with a valid entry gives a valid
+ * result row. */
+typedef struct dsmm_job {
+  mq_dtype dt;
+  const int64_t *crow, *col; /* b as CSR */
+  const void *av, *bv;       /* a (m, k) contiguous, b's values */
+  const uint8_t *am, *bm;    /* validity of a's elements, b's entries; NULL: all */
+  int64_t k, n;
+  void *out;
+  uint8_t *om;
+} dsmm_job;
+
+#define DEF_DSMM(E, T)                                                                     \
+  static void dsmm_##E(const dsmm_job *J, int64_t lo, int64_t hi) {                        \
+    int64_t k = J->k, n = J->n;                                                            \
+    const T *av = J->av, *bv = J->bv;                                                      \
+    const uint8_t *am = J->am, *bm = J->bm;                                                \
+    for (int64_t i = lo; i < hi; i++) {                                                    \
+      T *o = (T *)J->out + i * n;                                                          \
+      uint8_t *om = J->om ? J->om + i * n : NULL;                                          \
+      for (int64_t c = 0; c < n; c++) o[c] = 0;                                            \
+      if (om) memset(om, 0, (size_t)n);                                                    \
+      bool any = false;                                                                    \
+      for (int64_t p = 0; p < k; p++) {                                                    \
+        if (am && !am[i * k + p]) continue;                                                \
+        any = true;                                                                        \
+        T x = av[i * k + p];                                                               \
+        for (int64_t e = J->crow[p]; e < J->crow[p + 1]; e++) {                            \
+          if (bm && !bm[e]) continue;                                                      \
+          o[J->col[e]] += x * bv[e];                                                       \
+          if (om && bm) om[J->col[e]] = 1;                                                 \
+        }                                                                                  \
+      }                                                                                    \
+      /* a plain b's unstored zeros are valid: a valid a[i, p] pairs with all */           \
+      if (om && !bm) memset(om, any, (size_t)n);                                           \
+    }                                                                                      \
+  }
+DEF_DSMM(I64, int64_t)
+DEF_DSMM(F32, float)
+DEF_DSMM(F64, double)
+
+static void dsmm_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  (void)t;
+  const dsmm_job *J = ctx;
+  if (J->dt == MQ_DT_I64) dsmm_I64(J, lo, hi);
+  else if (J->dt == MQ_DT_F32) dsmm_F32(J, lo, hi);
+  else dsmm_F64(J, lo, hi);
+}
+
+/* a strided 1-D or 2-D, b sparse 2-D. */
+static mq_tensor *dense_sparse(mq_state *S, mq_tensor *a, mq_tensor *b) {
+  if (b->ndim != 2 || a->ndim < 1 || a->ndim > 2)
+    mq_error(S, "matmul: a product with a sparse right operand is (m, k) @ (k, n) or "
+                "(k,) @ (k, n), got %s @ %s", mq_shape_str(S, a->ndim, a->shape),
+             mq_shape_str(S, b->ndim, b->shape));
+  int64_t k = a->shape[a->ndim - 1], m = a->ndim == 2 ? a->shape[0] : 1, n = b->shape[1];
+  if (k != b->shape[0])
+    mq_error(S, "matmul: size mismatch, %s @ %s", mq_shape_str(S, a->ndim, a->shape),
+             mq_shape_str(S, b->ndim, b->shape));
+  mq_dtype ct = product_dtype(S, a, b, "matmul");
+  mq_tensor *c = mq_to_sparse_csr(S, b);
+  int64_t oshape[2] = {m, n};
+  int ond = a->ndim == 2 ? 2 : 1;
+  const int64_t *os = ond == 2 ? oshape : &oshape[1];
+  mq_tensor *out = mq_tensor_new(S, ct, ond, os);
+  mq_tensor *om = a->mask || b->mask ? mq_tensor_new(S, MQ_DT_BOOL, ond, os) : NULL;
+  dsmm_job J = {.dt = ct,
+                .crow = mq_tensor_data(c->sparse->crow),
+                .col = mq_tensor_data(c->sparse->indices),
+                .av = mq_tensor_data(mq_contiguous(S, mq_astype(S, mq_get_data(S, a), ct))),
+                .bv = mq_tensor_data(mq_contiguous(S, mq_astype(S, c->sparse->values, ct))),
+                .am = a->mask ? mq_tensor_data(mq_contiguous(S, mq_get_mask(S, a))) : NULL,
+                .bm = b->mask ? mq_tensor_data(c->mask->sparse->values) : NULL,
+                .k = k,
+                .n = n,
+                .out = mq_tensor_data(out),
+                .om = om ? mq_tensor_data(om) : NULL};
+  int64_t per = mq_ck_add(S, mq_ck_add(S, c->sparse->nnz, k, "work"), n, "work");
+  int64_t work;
+  if (!mq_mul_ok(per, m, &work)) work = INT64_MAX; /* only picks the thread count */
+  int nt = mq_parallel_threads_for(S, work);
+  mq_parallel_for(S, nt, m, MQ_PAR_GRAIN / per + 1, dsmm_range, &J);
+  return om ? mq_masked(S, out, om) : out;
+}
+
 mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
-  if (!a->sparse)
-    mq_error(S, "matmul: dense @ %s is not supported; sparse @ dense is (transpose the "
-                "product), or to_dense(b)", lname(b));
+  if (!a->sparse) return dense_sparse(S, a, b);
   if (b->sparse)
     mq_error(S, "matmul: %s @ %s is not supported; to_dense(b) makes the right operand "
                 "strided", lname(a), lname(b));
@@ -171,6 +265,14 @@ mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
                 .n = n,
                 .out = mq_tensor_data(out),
                 .om = om ? mq_tensor_data(om) : NULL};
+  if (!a->mask && bm && a->shape[1] > 0) {
+    uint8_t *cv = mq_scratch(S, (size_t)(n ? n : 1));
+    memset(cv, 0, (size_t)n);
+    const uint8_t *bmd = J.bm;
+    for (int64_t p = 0; p < a->shape[1]; p++)
+      for (int64_t j = 0; j < n; j++) cv[j] |= bmd[p * n + j];
+    J.colvalid = cv;
+  }
   J.acc = mq_scratch(S, mq_ck_zmul(S, (size_t)nt * (size_t)(n ? n : 1), 8, "result"));
   int64_t per = (c->sparse->nnz / (m ? m : 1) + 1) * (n ? n : 1);
   mq_parallel_for(S, nt, m, MQ_PAR_GRAIN / per + 1, spmm_range, &J);
