@@ -408,7 +408,9 @@ static void sparse_workloads(int argc, char **argv) {
   for (int64_t r = 0; r <= SP_ROWS; r++) crow[r] = r * SP_PER;
   for (int64_t k = 0; k < nnz; k++) col[k] = (k % 10) * 100000 + ((k / 10) * 7) % 100000;
   float *v = rand_data((size_t)nnz), *d = rand_data((size_t)SP_ROWS * 16);
-  float *out = xmalloc((size_t)nnz * sizeof *out);
+  /* the softmax writes nnz floats, the SpMM rows x 16 (more) */
+  size_t nout = (size_t)nnz > (size_t)SP_ROWS * 16 ? (size_t)nnz : (size_t)SP_ROWS * 16;
+  float *out = xmalloc(nout * sizeof *out);
   TIME("sp_rowsum", (void)0, sp_rowsum(crow, v, out); consume(out, SP_ROWS));
   TIME("sp_softmax", (void)0, sp_softmax(crow, v, out); consume(out, (size_t)nnz));
   TIME("sp_spmm", (void)0, sp_spmm(crow, col, v, d, out); consume(out, (size_t)SP_ROWS * 16));

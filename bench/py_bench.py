@@ -202,6 +202,37 @@ def sparse_workloads(impl):
     }
 
 
+def adagrad_workloads():
+    """Seed 003's Adagrad step on 10^7 parameters with a gradient at every
+    100th (masq_bench.c's "ada" set-up). ada_sparse: the seed's original
+    torch.sparse code, which updates param and state_sum in place (O(nnz));
+    ada_dense: the seed's MaskedTensor code with a dense masked gradient."""
+    import torch
+    from torch.masked import masked_tensor
+
+    n, k, eps, clr = 10_000_000, 100_000, 1e-10, 0.1
+    gi = (torch.arange(k) * 100 + 37).reshape(1, k)
+    grad = torch.sparse_coo_tensor(gi, torch.rand(k) + 0.5, [n]).coalesce()
+    p0 = torch.rand(n)
+    s0 = torch.full_like(p0, 0.5)
+    param, state_sum = p0.clone(), s0.clone()
+    dense_mask = grad.to_dense() != 0
+    dense_grad = masked_tensor(grad.to_dense(), dense_mask)
+
+    def sparse_step():
+        i, v = grad._indices(), grad._values()
+        state_sum.add_(torch.sparse_coo_tensor(i, v.pow(2), [n]))
+        std_values = state_sum.sparse_mask(grad)._values().sqrt_().add_(eps)
+        param.add_(torch.sparse_coo_tensor(i, v / std_values, [n]), alpha=-clr)
+
+    def dense_step():
+        state_sum2 = s0 + dense_grad.pow(2).get_data()
+        std2 = masked_tensor(state_sum2, dense_mask).sqrt().add(eps)
+        return p0.add((dense_grad / std2).get_data(), alpha=-clr)
+
+    return {"ada_sparse": sparse_step, "ada_dense": dense_step}
+
+
 def main():
     if len(sys.argv) < 2 or sys.argv[1] not in ("torch", "numpy"):
         print("usage: py_bench.py torch|numpy [WORKLOAD...]", file=sys.stderr)
@@ -219,6 +250,8 @@ def main():
         except ImportError as e:
             for w in ("sp_rowsum", "sp_softmax", "sp_spmm"):
                 na(impl, w, "not installed (%s)" % e)
+    if impl == "torch" and (not wanted or any(w.startswith("ada_") for w in wanted)):
+        table.update(adagrad_workloads())
     for name, fn in table.items():
         if not wanted or name in wanted:
             timeit(impl, name, fn)

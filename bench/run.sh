@@ -158,6 +158,11 @@ $1 == "RESULT" {
   if ($2 == "masq" && $6 ~ /^allocs=/) { # allocation counts of one evaluation
     split($6, AB, /[= ]/)
     ALLOCS[$3] = AB[2]; ABYTES[$3] = AB[4]; NALLOC++
+    # peak RSS since the set-up group of the workload began, the largest of the rounds
+    if (match($6, /peak_mb=[0-9.]+/)) {
+      pk = substr($6, RSTART + 8, RLENGTH - 8) + 0
+      if (!($3 in PEAK) || pk > PEAK[$3]) PEAK[$3] = pk
+    }
   }
 }
 END {
@@ -177,7 +182,7 @@ END {
     for (i = 2; i <= c; i++) { x = S[i]; for (j = i - 1; j >= 1 && S[j] > x; j--) S[j + 1] = S[j]; S[j + 1] = x }
     SPEED[w] = (c % 2) ? S[(c + 1) / 2] : (S[c / 2] + S[c / 2 + 1]) / 2
   }
-  n = split("sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 softmax_1000 softmax_4096x512 matmul_512 softmax_fwd_bwd sp_rowsum sp_softmax sp_spmm small_loop startup eval_overhead", W, " ")
+  n = split("sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 softmax_1000 softmax_4096x512 matmul_512 softmax_fwd_bwd sp_rowsum sp_softmax sp_spmm ada_sparse ada_dense small_loop startup eval_overhead", W, " ")
   L["sum_all"] = "masked sum, 10^7"
   L["mean_all"] = "masked mean, 10^7"
   L["amax_all"] = "masked amax, 10^7"
@@ -195,10 +200,12 @@ END {
   L["sp_rowsum"] = "CSR 10^6^2, nnz 10^7: row sums"
   L["sp_softmax"] = "CSR 10^6^2, nnz 10^7: row softmax"
   L["sp_spmm"] = "CSR 10^6^2, nnz 10^7: @ 10^6x16"
+  L["ada_sparse"] = "Adagrad step 10^7, grad 1%: sparse"
+  L["ada_dense"] = "Adagrad step 10^7, grad 1%: dense masked"
   L["small_loop"] = "(x*2+1).sum() on 4x4, per iteration"
   L["startup"] = "start-up: masq -e 1 (C: /bin/true)"
   L["eval_overhead"] = "one masq_eval of r = 1 (extra)"
-  TEN7 = " sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 "
+  TEN7 = " sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 sp_rowsum sp_softmax sp_spmm "
   fmtrow = "| %-40s | %-9s | %-12s | %-9s | %-9s | %-10s | %-10s | %-7s | %-10s |\n"
   printf fmtrow, "workload", "masq", "torch.masked", "numpy.ma", "C loop", "torch/masq", "numpy/masq", "masq/C", "2T/1T masq"
   printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------------------------", "-----------", "--------------", "-----------", "-----------", "------------", "------------", "---------", "------------"
@@ -216,11 +223,13 @@ END {
   print ""
   print "torch/masq, numpy/masq: how many times faster masq is (> 1: masq wins)."
   print "masq/C: masq time over the hand-written C loop (1.00x: as fast as C)."
-  print "masq: one thread (set_num_threads(1)). 2T/1T (the 10^7 rows): one thread and two are timed alternately,"
+  print "masq: one thread (set_num_threads(1)). 2T/1T (the 10^7 and sp_ rows): one thread and two are timed alternately,"
   print "  one repetition of each in turn; the column is the median of the ratios of neighbouring repetitions"
   print "  (with BENCH_STAT=min: the ratio of the minimums), which cancels the drifting speed of a shared machine."
   print "A 2T/1T near 1 on a busy machine means the second core was taken by other processes."
   print "sp_ rows: torch = torch.sparse (sum, softmax on COO; mm on CSR), numpy = scipy.sparse (CSR)."
+  print "ada_ rows: seed 003 (masq_bench.c); torch = its original torch.sparse code (in place) and its"
+  print "  MaskedTensor code on a dense masked gradient."
   print "start-up row: torch = python3 -c \"import torch.masked\", numpy = python3 -c \"import numpy.ma\"."
   first = 1
   for (k in WHY) {
@@ -273,6 +282,17 @@ END {
     }
   }
 
+  # --- peak memory of the sparse workloads
+  if (("sp_rowsum" in PEAK) || ("sp_spmm" in PEAK) || ("ada_dense" in PEAK)) {
+    print ""
+    print "masq peak resident memory (VmHWM) since its set-up group began, set-up included:"
+    printf "| %-40s | %-8s |\n", "workload", "peak MB"
+    print "|------------------------------------------|----------|"
+    split("sp_rowsum sp_softmax sp_spmm ada_sparse ada_dense", PW, " ")
+    for (i = 1; i <= 5; i++)
+      if (PW[i] in PEAK) printf "| %-40s | %-8.0f |\n", L[PW[i]], PEAK[PW[i]]
+  }
+
   # --- the performance targets (docs/PERFORMANCE.md)
   print ""
   print "targets:"
@@ -294,6 +314,13 @@ END {
     if (SPW[i] != "sp_softmax") tgt(SPW[i], "numpy", 2, "faster than scipy.sparse")
     within(SPW[i], 2)
   }
+  sppk = 0
+  for (i = 1; i <= 3; i++) if ((SPW[i] in PEAK) && PEAK[SPW[i]] > sppk) sppk = PEAK[SPW[i]]
+  printf "  %-72s %-9s %s\n", "CSR 10^6^2 set-up + row sums + softmax + SpMM: peak memory under 0.5 GB", \
+    (sppk ? sprintf("%.0f MB", sppk) : "n/a"), (sppk ? (sppk < 500 ? "MET" : "NOT MET") : "n/a")
+  as = get("masq", "ada_sparse"); ad = get("masq", "ada_dense")
+  printf "  %-72s %-9s %s\n", "Adagrad step 10^7, grad 1%: sparse >= 20x faster than dense masked", \
+    ((as == "" || ad == "") ? "n/a" : sprintf("%.1fx", ad / as)), ((as == "" || ad == "") ? "n/a" : (ad / as >= 20 ? "MET" : "NOT MET"))
   print ""
   s = get("masq", "startup")
   printf "  %-72s %-9s %s\n", "start-up (masq -e 1) under 5 ms", fmt(s), (s == "" ? "n/a" : (s < 0.005 ? "MET" : "NOT MET"))

@@ -127,7 +127,10 @@ static mq_tensor *both_sparse(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor 
 
 /* A plain sparse [s] and a dense [d] with op(0, x) != 0: a strided result,
  * d's op with zero everywhere and with s's values at the stored positions
- * (O(numel), but d is already that big). */
+ * (O(numel), but d is already that big). The op with zero is this call's
+ * own fresh tensor: when nothing else holds its storage (and autograd did
+ * not record it) the stored values go straight into it, one pass over
+ * numel instead of two (the sparse Adagrad step is two such adds). */
 static mq_tensor *dense_result(mq_state *S, mq_binop op, bool left, mq_tensor *s, mq_tensor *d,
                                mq_tensor *g) {
   int64_t one = 1;
@@ -135,9 +138,12 @@ static mq_tensor *dense_result(mq_state *S, mq_binop op, bool left, mq_tensor *s
   mq_tensor *base = op_on(S, op, left, zero, mq_expand(S, d, s->ndim, s->shape));
   mq_tensor *at = mq_get_data(S, op_on(S, op, left, s->sparse->values, g));
   mq_tensor *src = mq_contiguous(S, mq_get_data(S, base));
-  mq_tensor *out = mq_tensor_new(S, (mq_dtype)src->dtype, src->ndim, src->shape);
   size_t es = mq_dtype_size((mq_dtype)src->dtype);
-  if (out->numel) memcpy(mq_tensor_data(out), mq_tensor_data(src), (size_t)out->numel * es);
+  mq_tensor *out = src;
+  if (src == d || src->storage->rc != 1 || src->node || src->requires_grad || src->offset) {
+    out = mq_tensor_new(S, (mq_dtype)src->dtype, src->ndim, src->shape);
+    if (out->numel) memcpy(mq_tensor_data(out), mq_tensor_data(src), (size_t)out->numel * es);
+  }
   int64_t *keys = mq_sparse_keys(S, s);
   const char *v = mq_tensor_data(mq_contiguous(S, at));
   char *o = mq_tensor_data(out);
