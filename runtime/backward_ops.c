@@ -462,57 +462,161 @@ static int64_t mat_batch(const mat *M, int nbd, const int64_t *idx) {
   return off;
 }
 
+/* Every valid entry of [n] values finite (NULL mask: every entry). */
+static bool valid_finite(const double *x, const uint8_t *m, int64_t n) {
+  bool ok = true;
+  for (int64_t i = 0; i < n; i++) ok &= !m || !m[i] || isfinite(x[i]);
+  return ok;
+}
+
+/* What one backward matmul reads and writes; ga/gb NULL when not wanted. */
+typedef struct mm_bw {
+  mat A, B;
+  int64_t M, K, N;
+  const double *gv;
+  const uint8_t *gm;
+  double *pa, *pb;
+  uint8_t *ma, *mb;
+} mm_bw;
+
+/* One batch, term by term: the definition, for inputs with an inf or NaN
+ * (a product with a masked-out partner must not be formed at all). */
+static void mm_bw_pairs(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_, const uint8_t *gmb) {
+  int64_t M = W->M, K = W->K, N = W->N;
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      if (!valid(gmb, i * N + j)) continue;
+      double gij = gb_[i * N + j];
+      for (int64_t l = 0; l < K; l++) {
+        int64_t ia = oa + i * K + l, ib = ob + l * N + j;
+        if (!valid(W->A.m, ia) || !valid(W->B.m, ib)) continue; /* not a pair of c[i,j] */
+        if (W->pa) {
+          W->pa[ia] += gij * W->B.x[ib];
+          if (W->ma) W->ma[ia] = 1;
+        }
+        if (W->pb) {
+          W->pb[ib] += gij * W->A.x[ia];
+          if (W->mb) W->mb[ib] = 1;
+        }
+      }
+    }
+}
+
+/* One batch as rows of axpys, each gradient entry summed in the same order
+ * as mm_bw_pairs (batches, then j for ga; batches, then i for gb), so the
+ * result is the same to the bit: with finite inputs, a term whose partner
+ * is masked out is an exact +-0 here, and adding it leaves a sum that
+ * starts at +0 unchanged. What makes the work smaller: a masked-out
+ * gradient entry skips its whole row of ga's terms, a masked-out a[i,l}
+ * its row of gb's, and gb's rows run over the span of row i's valid
+ * gradient entries only (a padded row's tail is skipped).
+ * bt: [N, K] scratch (b transposed, 0 where masked out); gz: [N]. */
+MQ_WIDE static void mm_bw_rows(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_, const uint8_t *gmb,
+                       double *bt, double *gz) {
+  int64_t M = W->M, K = W->K, N = W->N;
+  const uint8_t *am = W->A.m ? W->A.m + oa : NULL, *bm = W->B.m ? W->B.m + ob : NULL;
+  const double *ax = W->A.x + oa, *bx = W->B.x + ob;
+  double *pa = W->pa ? W->pa + oa : NULL, *pb = W->pb ? W->pb + ob : NULL;
+  uint8_t *ma = W->ma ? W->ma + oa : NULL, *mb = W->mb ? W->mb + ob : NULL;
+  if (pa)
+    for (int64_t l = 0; l < K; l++)
+      for (int64_t j = 0; j < N; j++) bt[j * K + l] = valid(bm, l * N + j) ? bx[l * N + j] : 0;
+  for (int64_t i = 0; i < M; i++) {
+    const double *gr = gb_ + i * N;
+    const uint8_t *gmr = gmb ? gmb + i * N : NULL;
+    int64_t j0 = 0, j1 = N; /* the span of the row's valid gradient entries */
+    if (gmr) {
+      while (j0 < N && !gmr[j0]) j0++;
+      while (j1 > j0 && !gmr[j1 - 1]) j1--;
+      if (j0 == j1) continue;
+    }
+    if (pa) {
+      double *o = pa + i * K;
+      for (int64_t j = j0; j < j1; j++) {
+        if (gmr && !gmr[j]) continue;
+        double g = gr[j];
+        const double *br = bt + j * K;
+        for (int64_t l = 0; l < K; l++) o[l] += g * br[l];
+        if (ma) {
+          uint8_t *mr = ma + i * K;
+          if (bm)
+            for (int64_t l = 0; l < K; l++) mr[l] |= bm[l * N + j];
+          else
+            memset(mr, 1, (size_t)K);
+        }
+      }
+    }
+    if (pb) {
+      for (int64_t j = j0; j < j1; j++) gz[j] = valid(gmr, j) ? gr[j] : 0;
+      for (int64_t l = 0; l < K; l++) {
+        if (!valid(am, i * K + l)) continue;
+        double a = ax[i * K + l];
+        double *o = pb + l * N;
+        for (int64_t j = j0; j < j1; j++) o[j] += a * gz[j];
+        if (mb) {
+          uint8_t *mr = mb + l * N;
+          if (gmr)
+            for (int64_t j = j0; j < j1; j++) mr[j] |= gmr[j];
+          else
+            memset(mr, 1, (size_t)N);
+        }
+      }
+    }
+  }
+}
+
 /* With c = a @ b over valid pairs only: dc[i,j]/da[i,l] = b[l,j] where b[l,j]
  * is valid, and dc[i,j]/db[l,j] = a[i,l] where a[i,l] is valid. Each
- * operand's gradient is summed over the batch dims it was broadcast along. */
+ * operand's gradient is summed over the batch dims it was broadcast along.
+ * Finite inputs take mm_bw_rows, others mm_bw_pairs (the same sums). */
 void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *a = n->in[0], *b = n->in[1];
-  mat A, B;
-  mat_init(S, &A, a, true);
-  mat_init(S, &B, b, false);
+  mm_bw W;
+  mat_init(S, &W.A, a, true);
+  mat_init(S, &W.B, b, false);
   int64_t bshape[MQ_MAX_DIMS], nbatch = 1;
-  int nbd = mq_broadcast_shapes(S, A.nbd, A.bshape, B.nbd, B.bshape, bshape);
+  int nbd = mq_broadcast_shapes(S, W.A.nbd, W.A.bshape, W.B.nbd, W.B.bshape, bshape);
   for (int d = 0; d < nbd; d++) nbatch *= bshape[d];
-  int64_t M = A.rows, K = A.cols, N = B.cols;
-  const double *gv = mq_bw_d(g);
-  const uint8_t *gm = mq_ag_maskp(S, g);
-  bool masked = gm || A.m || B.m;
-  uint8_t *ma = NULL, *mb = NULL;
-  mq_tensor *ga = a->requires_grad ? grad_new(S, a->ndim, a->shape, masked, &ma) : NULL;
-  mq_tensor *gb = b->requires_grad ? grad_new(S, b->ndim, b->shape, masked, &mb) : NULL;
-  double *pa = ga ? mq_bw_d(ga) : NULL, *pb = gb ? mq_bw_d(gb) : NULL;
-  if (pa) memset(pa, 0, (size_t)a->numel * sizeof *pa);
-  if (pb) memset(pb, 0, (size_t)b->numel * sizeof *pb);
-  if (ma) memset(ma, 0, (size_t)a->numel);
-  if (mb) memset(mb, 0, (size_t)b->numel);
+  int64_t M = W.M = W.A.rows, K = W.K = W.A.cols, N = W.N = W.B.cols;
+  W.gv = mq_bw_d(g);
+  W.gm = mq_ag_maskp(S, g);
+  bool masked = W.gm || W.A.m || W.B.m;
+  mq_tensor *ga = a->requires_grad ? grad_new(S, a->ndim, a->shape, masked, &W.ma) : NULL;
+  mq_tensor *gb = b->requires_grad ? grad_new(S, b->ndim, b->shape, masked, &W.mb) : NULL;
+  if (!ga) W.ma = NULL;
+  if (!gb) W.mb = NULL;
+  W.pa = ga ? mq_bw_d(ga) : NULL, W.pb = gb ? mq_bw_d(gb) : NULL;
+  if (W.pa) memset(W.pa, 0, (size_t)a->numel * sizeof *W.pa);
+  if (W.pb) memset(W.pb, 0, (size_t)b->numel * sizeof *W.pb);
+  if (W.ma) memset(W.ma, 0, (size_t)a->numel);
+  if (W.mb) memset(W.mb, 0, (size_t)b->numel);
+  bool rows = valid_finite(W.A.x, W.A.m, a->numel) && valid_finite(W.B.x, W.B.m, b->numel) &&
+              valid_finite(W.gv, W.gm, g->numel);
+  double *bt = rows ? mq_scratch(S, (size_t)(N * K > 0 ? N * K : 1) * sizeof *bt) : NULL;
+  double *gz = rows ? mq_scratch(S, (size_t)(N > 0 ? N : 1) * sizeof *gz) : NULL;
   int64_t idx[MQ_MAX_DIMS] = {0};
-  for (int64_t bt = 0; bt < nbatch; bt++) {
-    int64_t oa = mat_batch(&A, nbd, idx) * M * K, ob = mat_batch(&B, nbd, idx) * K * N;
-    const double *gb_ = gv + bt * M * N;
-    const uint8_t *gmb = gm ? gm + bt * M * N : NULL;
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t j = 0; j < N; j++) {
-        if (!valid(gmb, i * N + j)) continue;
-        double gij = gb_[i * N + j];
-        for (int64_t l = 0; l < K; l++) {
-          int64_t ia = oa + i * K + l, ib = ob + l * N + j;
-          if (!valid(A.m, ia) || !valid(B.m, ib)) continue; /* not a pair of c[i,j] */
-          if (pa) {
-            pa[ia] += gij * B.x[ib];
-            if (ma) ma[ia] = 1;
-          }
-          if (pb) {
-            pb[ib] += gij * A.x[ia];
-            if (mb) mb[ib] = 1;
-          }
-        }
-      }
+  for (int64_t bti = 0; bti < nbatch; bti++) {
+    int64_t oa = mat_batch(&W.A, nbd, idx) * M * K, ob = mat_batch(&W.B, nbd, idx) * K * N;
+    const double *gb_ = W.gv + bti * M * N;
+    const uint8_t *gmb = W.gm ? W.gm + bti * M * N : NULL;
+    if (rows) mm_bw_rows(&W, oa, ob, gb_, gmb, bt, gz);
+    else mm_bw_pairs(&W, oa, ob, gb_, gmb);
     for (int d = nbd - 1; d >= 0; d--) {
       if (++idx[d] < bshape[d]) break;
       idx[d] = 0;
     }
   }
+  /* the rows path summed terms whose own operand is masked out: those
+   * entries get no gradient (the data under the mask stays 0) */
+  if (rows && W.pa && W.A.m)
+    for (int64_t i = 0; i < a->numel; i++) W.pa[i] = W.A.m[i] ? W.pa[i] : 0;
+  if (rows && W.pb && W.B.m)
+    for (int64_t i = 0; i < b->numel; i++) W.pb[i] = W.B.m[i] ? W.pb[i] : 0;
+  if (W.ma && W.A.m)
+    for (int64_t i = 0; i < a->numel; i++) W.ma[i] &= W.A.m[i];
+  if (W.mb && W.B.m)
+    for (int64_t i = 0; i < b->numel; i++) W.mb[i] &= W.B.m[i];
   gin[0] = ga;
   gin[1] = gb;
 }
