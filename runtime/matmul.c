@@ -22,21 +22,48 @@
 #define JB 512
 
 /* Rows [i0, i1) of out[n, m] = a[n, K] @ b[K, m] (contiguous); ma/mb may
- * be NULL (all valid); b must be zero where mb is false. */
+ * be NULL (all valid); b must be zero where mb is false. ks: K scratch
+ * indices. A row's valid k steps are listed first (a padded row's masked
+ * tail costs nothing more), then taken four at a time: each accumulator is
+ * loaded and stored once per four products, which are still added one
+ * after the other in k order, so the sums are those of one step at a time
+ * to the bit. A step whose a[i,k] is inf or NaN against a masked b goes
+ * alone through the select. */
 #define DEF_MM(NAME, T, ACC, FINITE)                                           \
-  static void NAME(const T *a, const uint8_t *ma, const T *b, const uint8_t *mb, T *out, \
-                   int64_t i0, int64_t i1, int64_t K, int64_t m) {             \
+  MQ_WIDE static void NAME(const T *a, const uint8_t *ma, const T *b, const uint8_t *mb, T *out, \
+                           int64_t i0, int64_t i1, int64_t K, int64_t m, int64_t *ks) { \
     ACC c[JB];                                                                 \
-    for (int64_t j0 = 0; j0 < m; j0 += JB) {                                   \
-      int64_t jn = m - j0 < JB ? m - j0 : JB;                                  \
-      for (int64_t i = i0; i < i1; i++) {                                      \
+    for (int64_t i = i0; i < i1; i++) {                                        \
+      int64_t nk = 0;                                                          \
+      for (int64_t k = 0; k < K; k++) {                                        \
+        ks[nk] = k;                                                            \
+        nk += !ma || ma[i * K + k];                                            \
+      }                                                                        \
+      const T *ar = a + i * K;                                                 \
+      for (int64_t j0 = 0; j0 < m; j0 += JB) {                                 \
+        int64_t jn = m - j0 < JB ? m - j0 : JB;                                \
         for (int64_t j = 0; j < jn; j++) c[j] = 0;                             \
-        for (int64_t k = 0; k < K; k++) {                                      \
-          if (ma && !ma[i * K + k]) continue;                                  \
-          ACC x = (ACC)a[i * K + k];                                           \
-          const T *bk = b + k * m + j0;                                        \
+        int64_t q = 0;                                                         \
+        for (; q + 4 <= nk; q += 4) {                                          \
+          ACC x0 = (ACC)ar[ks[q]], x1 = (ACC)ar[ks[q + 1]];                    \
+          ACC x2 = (ACC)ar[ks[q + 2]], x3 = (ACC)ar[ks[q + 3]];                \
+          if (mb && !(FINITE(x0) && FINITE(x1) && FINITE(x2) && FINITE(x3))) break; \
+          const T *b0 = b + ks[q] * m + j0, *b1 = b + ks[q + 1] * m + j0;      \
+          const T *b2 = b + ks[q + 2] * m + j0, *b3 = b + ks[q + 3] * m + j0;  \
+          for (int64_t j = 0; j < jn; j++) {                                   \
+            ACC t = c[j];                                                      \
+            t += x0 * (ACC)b0[j];                                              \
+            t += x1 * (ACC)b1[j];                                              \
+            t += x2 * (ACC)b2[j];                                              \
+            t += x3 * (ACC)b3[j];                                              \
+            c[j] = t;                                                          \
+          }                                                                    \
+        }                                                                      \
+        for (; q < nk; q++) { /* the rest, and everything after a non-finite */ \
+          ACC x = (ACC)ar[ks[q]];                                              \
+          const T *bk = b + ks[q] * m + j0;                                    \
           if (mb && !FINITE(x)) {                                              \
-            const uint8_t *mk = mb + k * m + j0;                               \
+            const uint8_t *mk = mb + ks[q] * m + j0;                           \
             for (int64_t j = 0; j < jn; j++) c[j] += mk[j] ? x * (ACC)bk[j] : 0; \
           } else {                                                             \
             for (int64_t j = 0; j < jn; j++) c[j] += x * (ACC)bk[j];           \
@@ -103,6 +130,7 @@ typedef struct mm_job {
   const uint8_t *pma, *pmb;
   char *po;
   uint8_t *pom;
+  int64_t *ks; /* per thread: K indices */
 } mm_job;
 
 static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -120,10 +148,11 @@ static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
     const void *x = J->pa + aoff * es, *y = J->pb + boff * es;
     const uint8_t *mx = J->pma ? J->pma + aoff : NULL, *my = J->pmb ? J->pmb + boff : NULL;
     char *o = J->po + bi * n * m * es;
+    int64_t *ks = J->ks + t * K;
     switch (J->dt) {
-    case MQ_DT_I64: mm_i64(x, mx, y, my, (int64_t *)o, i0, i1, K, m); break;
-    case MQ_DT_F32: mm_f32(x, mx, y, my, (float *)o, i0, i1, K, m); break;
-    default: mm_f64(x, mx, y, my, (double *)o, i0, i1, K, m); break;
+    case MQ_DT_I64: mm_i64(x, mx, y, my, (int64_t *)o, i0, i1, K, m, ks); break;
+    case MQ_DT_F32: mm_f32(x, mx, y, my, (float *)o, i0, i1, K, m, ks); break;
+    default: mm_f64(x, mx, y, my, (double *)o, i0, i1, K, m, ks); break;
     }
     if (J->pom) mm_mask(mx, my, J->pom + bi * n * m, i0, i1, K, m);
     q += i1 - i0;
@@ -175,7 +204,9 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   /* rows are independent: the threads share them out, a row at a time
    * when rows are long (K * m multiply-adds each) */
   int64_t rows = n > 0 && m > 0 ? nbatch * n : 0, per_row = K * m > 0 ? K * m : 1;
-  mq_parallel_for(S, mq_parallel_threads_for(S, rows * per_row), rows,
+  int nt = mq_parallel_threads_for(S, rows * per_row);
+  J.ks = mq_scratch(S, (size_t)nt * (size_t)(K > 0 ? K : 1) * sizeof *J.ks); /* K: a dim of a */
+  mq_parallel_for(S, nt, rows,
                   per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row, mm_range, &J);
   if (om) mq_tensor_set_mask(S, out, om);
   mq_ag_matmul(S, out, a, b);
