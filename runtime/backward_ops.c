@@ -502,67 +502,153 @@ static void mm_bw_pairs(const mm_bw *W, int64_t oa, int64_t ob, const double *gb
     }
 }
 
-/* One batch as rows of axpys, each gradient entry summed in the same order
- * as mm_bw_pairs (batches, then j for ga; batches, then i for gb), so the
- * result is the same to the bit: with finite inputs, a term whose partner
- * is masked out is an exact +-0 here, and adding it leaves a sum that
- * starts at +0 unchanged. What makes the work smaller: a masked-out
- * gradient entry skips its whole row of ga's terms, a masked-out a[i,l}
- * its row of gb's, and gb's rows run over the span of row i's valid
- * gradient entries only (a padded row's tail is skipped).
- * bt: [N, K] scratch (b transposed, 0 where masked out); gz: [N]. */
-MQ_WIDE static void mm_bw_rows(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_, const uint8_t *gmb,
-                       double *bt, double *gz) {
+/* The span [*j0, *j1) of row [r]'s valid entries (all of [0, n) without a
+ * mask); false when it has none. */
+static bool row_span(const uint8_t *r, int64_t n, int64_t *j0, int64_t *j1) {
+  int64_t a = 0, b = n;
+  if (r) {
+    while (a < n && !r[a]) a++;
+    while (b > a && !r[b - 1]) b--;
+  }
+  *j0 = a, *j1 = b;
+  return a < b;
+}
+
+/* Scratch of mm_bw_rows: b transposed [N, K] (0 where masked out) and its
+ * mask, four rows of the gradient [4, N] (0 where masked out), and a row's
+ * valid gradient columns [N]. */
+typedef struct mm_bw_scratch {
+  double *bt, *gz;
+  uint8_t *btm;
+  int64_t *js;
+} mm_bw_scratch;
+
+/* ga rows: ga[i, l] += g[i, j] * b[l, j] over row i's valid j in order,
+ * four j at a time per load of the accumulator (added one after the other:
+ * the same order), over the span of a's valid entries in row i only (the
+ * others end masked out and 0). */
+MQ_WIDE static void mm_bw_ga(const mm_bw *W, int64_t oa, const double *gb_, const uint8_t *gmb,
+                             const uint8_t *bm, const mm_bw_scratch *X) {
   int64_t M = W->M, K = W->K, N = W->N;
-  const uint8_t *am = W->A.m ? W->A.m + oa : NULL, *bm = W->B.m ? W->B.m + ob : NULL;
-  const double *ax = W->A.x + oa, *bx = W->B.x + ob;
-  double *pa = W->pa ? W->pa + oa : NULL, *pb = W->pb ? W->pb + ob : NULL;
-  uint8_t *ma = W->ma ? W->ma + oa : NULL, *mb = W->mb ? W->mb + ob : NULL;
-  if (pa)
-    for (int64_t l = 0; l < K; l++)
-      for (int64_t j = 0; j < N; j++) bt[j * K + l] = valid(bm, l * N + j) ? bx[l * N + j] : 0;
+  const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
   for (int64_t i = 0; i < M; i++) {
     const double *gr = gb_ + i * N;
     const uint8_t *gmr = gmb ? gmb + i * N : NULL;
-    int64_t j0 = 0, j1 = N; /* the span of the row's valid gradient entries */
-    if (gmr) {
-      while (j0 < N && !gmr[j0]) j0++;
-      while (j1 > j0 && !gmr[j1 - 1]) j1--;
-      if (j0 == j1) continue;
+    int64_t l0, l1, nj = 0;
+    if (!row_span(am ? am + i * K : NULL, K, &l0, &l1)) continue;
+    for (int64_t j = 0; j < N; j++) {
+      X->js[nj] = j;
+      nj += !gmr || gmr[j];
     }
-    if (pa) {
-      double *o = pa + i * K;
-      for (int64_t j = j0; j < j1; j++) {
-        if (gmr && !gmr[j]) continue;
-        double g = gr[j];
-        const double *br = bt + j * K;
-        for (int64_t l = 0; l < K; l++) o[l] += g * br[l];
-        if (ma) {
-          uint8_t *mr = ma + i * K;
-          if (bm)
-            for (int64_t l = 0; l < K; l++) mr[l] |= bm[l * N + j];
-          else
-            memset(mr, 1, (size_t)K);
-        }
+    if (!nj) continue;
+    double *o = W->pa + oa + i * K;
+    int64_t q = 0;
+    for (; q + 4 <= nj; q += 4) {
+      const int64_t *jq = X->js + q;
+      double g0 = gr[jq[0]], g1 = gr[jq[1]], g2 = gr[jq[2]], g3 = gr[jq[3]];
+      const double *b0 = X->bt + jq[0] * K, *b1 = X->bt + jq[1] * K;
+      const double *b2 = X->bt + jq[2] * K, *b3 = X->bt + jq[3] * K;
+      for (int64_t l = l0; l < l1; l++) {
+        double t = o[l];
+        t += g0 * b0[l];
+        t += g1 * b1[l];
+        t += g2 * b2[l];
+        t += g3 * b3[l];
+        o[l] = t;
       }
     }
-    if (pb) {
-      for (int64_t j = j0; j < j1; j++) gz[j] = valid(gmr, j) ? gr[j] : 0;
-      for (int64_t l = 0; l < K; l++) {
-        if (!valid(am, i * K + l)) continue;
-        double a = ax[i * K + l];
-        double *o = pb + l * N;
-        for (int64_t j = j0; j < j1; j++) o[j] += a * gz[j];
-        if (mb) {
-          uint8_t *mr = mb + l * N;
-          if (gmr)
-            for (int64_t j = j0; j < j1; j++) mr[j] |= gmr[j];
+    for (; q < nj; q++) {
+      double g = gr[X->js[q]];
+      const double *br = X->bt + X->js[q] * K;
+      for (int64_t l = l0; l < l1; l++) o[l] += g * br[l];
+    }
+    if (W->ma) {
+      uint8_t *mr = W->ma + oa + i * K;
+      if (!bm) {
+        memset(mr + l0, 1, (size_t)(l1 - l0));
+        continue;
+      }
+      for (q = 0; q < nj; q++) {
+        const uint8_t *br = X->btm + X->js[q] * K;
+        for (int64_t l = l0; l < l1; l++) mr[l] |= br[l];
+      }
+    }
+  }
+}
+
+/* gb rows: gb[l, j] += a[i, l] * g[i, j] in order of i, four rows of g at
+ * a time, over the union of their spans of valid entries (a padded row's
+ * tail is skipped); a masked-out a[i, l] or g[i, j] takes part as an exact
+ * 0, which leaves the sum as it was. */
+MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_,
+                             const uint8_t *gmb, const mm_bw_scratch *X) {
+  int64_t M = W->M, K = W->K, N = W->N;
+  const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
+  const double *ax = W->A.x + oa;
+  for (int64_t i0 = 0; i0 < M; i0 += 4) {
+    int64_t nr = M - i0 < 4 ? M - i0 : 4, u0 = N, u1 = 0;
+    int64_t s0[4], s1[4];
+    for (int64_t r = 0; r < nr; r++) {
+      const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
+      if (!row_span(gmr, N, &s0[r], &s1[r])) continue;
+      u0 = s0[r] < u0 ? s0[r] : u0;
+      u1 = s1[r] > u1 ? s1[r] : u1;
+    }
+    if (u0 >= u1) continue;
+    double *gz[4];
+    for (int64_t r = 0; r < 4; r++) {
+      gz[r] = X->gz + r * N;
+      const double *gr = gb_ + (i0 + r) * N;
+      const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
+      for (int64_t j = u0; j < u1; j++) gz[r][j] = r < nr && valid(gmr, j) ? gr[j] : 0;
+    }
+    for (int64_t l = 0; l < K; l++) {
+      double a[4];
+      for (int64_t r = 0; r < 4; r++) a[r] = r < nr && valid(am, (i0 + r) * K + l) ? ax[(i0 + r) * K + l] : 0;
+      double *o = W->pb + ob + l * N;
+      for (int64_t j = u0; j < u1; j++) {
+        double t = o[j];
+        t += a[0] * gz[0][j];
+        t += a[1] * gz[1][j];
+        t += a[2] * gz[2][j];
+        t += a[3] * gz[3][j];
+        o[j] = t;
+      }
+      if (W->mb) {
+        uint8_t *mr = W->mb + ob + l * N;
+        for (int64_t r = 0; r < nr; r++) {
+          if (!valid(am, (i0 + r) * K + l) || s0[r] >= s1[r]) continue;
+          const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
+          if (!gmr) memset(mr + s0[r], 1, (size_t)(s1[r] - s0[r]));
           else
-            memset(mr, 1, (size_t)N);
+            for (int64_t j = s0[r]; j < s1[r]; j++) mr[j] |= gmr[j];
         }
       }
     }
   }
+}
+
+/* One batch as rows of axpys, each gradient entry summed in the same order
+ * as mm_bw_pairs (batches, then j for ga; batches, then i for gb), so the
+ * result is the same to the bit: with finite inputs, a term whose partner
+ * is masked out is an exact +-0 here, and adding it leaves a sum that
+ * starts at +0 unchanged (it can never be -0). What makes the work
+ * smaller: masked-out gradient entries and a's masked-out spans are
+ * skipped, not multiplied by 0. */
+static void mm_bw_rows(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_, const uint8_t *gmb,
+                       const mm_bw_scratch *X) {
+  int64_t K = W->K, N = W->N;
+  const uint8_t *bm = W->B.m ? W->B.m + ob : NULL;
+  const double *bx = W->B.x + ob;
+  if (W->pa) {
+    for (int64_t l = 0; l < K; l++)
+      for (int64_t j = 0; j < N; j++) X->bt[j * K + l] = valid(bm, l * N + j) ? bx[l * N + j] : 0;
+    if (bm && W->ma)
+      for (int64_t l = 0; l < K; l++)
+        for (int64_t j = 0; j < N; j++) X->btm[j * K + l] = bm[l * N + j];
+    mm_bw_ga(W, oa, gb_, gmb, bm, X);
+  }
+  if (W->pb) mm_bw_gb(W, oa, ob, gb_, gmb, X);
 }
 
 /* With c = a @ b over valid pairs only: dc[i,j]/da[i,l] = b[l,j] where b[l,j]
@@ -593,14 +679,20 @@ void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   if (W.mb) memset(W.mb, 0, (size_t)b->numel);
   bool rows = valid_finite(W.A.x, W.A.m, a->numel) && valid_finite(W.B.x, W.B.m, b->numel) &&
               valid_finite(W.gv, W.gm, g->numel);
-  double *bt = rows ? mq_scratch(S, (size_t)(N * K > 0 ? N * K : 1) * sizeof *bt) : NULL;
-  double *gz = rows ? mq_scratch(S, (size_t)(N > 0 ? N : 1) * sizeof *gz) : NULL;
+  mm_bw_scratch X = {0};
+  if (rows) { /* sizes: N * K is at most the size of b */
+    size_t nk = (size_t)(N * K > 0 ? N * K : 1), n1 = (size_t)(N > 0 ? N : 1);
+    X.bt = mq_scratch(S, nk * sizeof *X.bt);
+    X.btm = W.B.m && W.ma ? mq_scratch(S, nk) : NULL;
+    X.gz = mq_scratch(S, 4 * n1 * sizeof *X.gz);
+    X.js = mq_scratch(S, n1 * sizeof *X.js);
+  }
   int64_t idx[MQ_MAX_DIMS] = {0};
   for (int64_t bti = 0; bti < nbatch; bti++) {
     int64_t oa = mat_batch(&W.A, nbd, idx) * M * K, ob = mat_batch(&W.B, nbd, idx) * K * N;
     const double *gb_ = W.gv + bti * M * N;
     const uint8_t *gmb = W.gm ? W.gm + bti * M * N : NULL;
-    if (rows) mm_bw_rows(&W, oa, ob, gb_, gmb, bt, gz);
+    if (rows) mm_bw_rows(&W, oa, ob, gb_, gmb, &X);
     else mm_bw_pairs(&W, oa, ob, gb_, gmb);
     for (int d = nbd - 1; d >= 0; d--) {
       if (++idx[d] < bshape[d]) break;
