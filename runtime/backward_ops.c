@@ -604,7 +604,13 @@ MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const doubl
     }
     for (int64_t l = 0; l < K; l++) {
       double a[4];
-      for (int64_t r = 0; r < 4; r++) a[r] = r < nr && valid(am, (i0 + r) * K + l) ? ax[(i0 + r) * K + l] : 0;
+      uint8_t any = 0;
+      for (int64_t r = 0; r < 4; r++) {
+        uint8_t ok = r < nr && valid(am, (i0 + r) * K + l);
+        a[r] = ok ? ax[(i0 + r) * K + l] : 0;
+        any |= ok;
+      }
+      if (!any) continue; /* a key masked out in all four rows adds nothing */
       double *o = W->pb + ob + l * N;
       for (int64_t j = u0; j < u1; j++) {
         double t = o[j];
