@@ -244,6 +244,18 @@ static bool along_init(mq_state *S, along *J, mq_tensor *t, mq_tensor *g) {
   return true;
 }
 
+/* The span [*j0, *j1) of row [r]'s valid entries (all of [0, n) without a
+ * mask); false when it has none. */
+static bool row_span(const uint8_t *r, int64_t n, int64_t *j0, int64_t *j1) {
+  int64_t a = 0, b = n;
+  if (r) {
+    while (a < n && !r[a]) a++;
+    while (b > a && !r[b - 1]) b--;
+  }
+  *j0 = a, *j1 = b;
+  return a < b;
+}
+
 /* softmax: g_x = y (g - sum(g y)); log_softmax: g_x = g - exp(y) sum(g),
  * sums over the slice's valid entries that received a gradient. A slice
  * where none did gets none (masked out, or 0 when plain). */
@@ -277,14 +289,24 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
     const uint8_t *xr = J->xm ? J->xm + base : NULL, *gmr = J->gm ? J->gm + base : NULL;
     double s = 0;
     uint8_t any = 0;
-    for (int64_t j = 0; j < len; j++) {
+    double *o = J->o + base;
+    uint8_t *m = J->m ? J->m + base : NULL;
+    /* only the span of the input's valid entries: outside it every term
+     * is -0 (no change to s) and every result masked out (0) */
+    int64_t f, l;
+    row_span(xr, len, &f, &l);
+    for (int64_t j = 0; j < f; j++) o[j] = 0;
+    for (int64_t j = l; j < len; j++) o[j] = 0;
+    if (m) {
+      memset(m, 0, (size_t)f);
+      memset(m + l, 0, (size_t)(len - l));
+    }
+    for (int64_t j = f; j < l; j++) {
       uint8_t ok = (uint8_t)((xr ? xr[j] : 1) & (gmr ? gmr[j] : 1));
       s += pick(lg ? gr[j] : gr[j] * yr[j], ok, NEG_ZERO);
       any |= ok;
     }
-    double *o = J->o + base;
-    uint8_t *m = J->m ? J->m + base : NULL;
-    for (int64_t j = 0; j < len; j++) {
+    for (int64_t j = f; j < l; j++) {
       uint8_t ok = xr ? xr[j] : 1, got = (uint8_t)(ok & (gmr ? gmr[j] : 1));
       double gi = pick(gr[j], got, 0), y = pick(yr[j], ok, 0);
       o[j] = pick(lg ? gi - exp(y) * s : y * (gi - s), (uint8_t)(ok & any), 0);
@@ -500,18 +522,6 @@ static void mm_bw_pairs(const mm_bw *W, int64_t oa, int64_t ob, const double *gb
         }
       }
     }
-}
-
-/* The span [*j0, *j1) of row [r]'s valid entries (all of [0, n) without a
- * mask); false when it has none. */
-static bool row_span(const uint8_t *r, int64_t n, int64_t *j0, int64_t *j1) {
-  int64_t a = 0, b = n;
-  if (r) {
-    while (a < n && !r[a]) a++;
-    while (b > a && !r[b - 1]) b--;
-  }
-  *j0 = a, *j1 = b;
-  return a < b;
 }
 
 /* Scratch of mm_bw_rows: b transposed [N, K] (0 where masked out) and its
