@@ -487,7 +487,7 @@ static int64_t mat_batch(const mat *M, int nbd, const int64_t *idx) {
 /* Every valid entry of [n] values finite (NULL mask: every entry). */
 static bool valid_finite(const double *x, const uint8_t *m, int64_t n) {
   bool ok = true;
-  for (int64_t i = 0; i < n; i++) ok &= !m || !m[i] || isfinite(x[i]);
+  for (int64_t i = 0; i < n; i++) ok &= (m && !m[i]) || isfinite(x[i]);
   return ok;
 }
 
