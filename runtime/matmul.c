@@ -22,7 +22,8 @@
 #define JB 512
 
 /* Rows [i0, i1) of out[n, m] = a[n, K] @ b[K, m] (contiguous); ma/mb may
- * be NULL (all valid); b must be zero where mb is false. ks: K scratch
+ * be NULL (all valid); b must be zero where mb is false, and every column
+ * outside [jlo, jhi) wholly masked out (a padded key). ks: K scratch
  * indices. A row's valid k steps are listed first (a padded row's masked
  * tail costs nothing more), then taken four at a time: each accumulator is
  * loaded and stored once per four products, which are still added one
@@ -31,17 +32,21 @@
  * alone through the select. */
 #define DEF_MM(NAME, T, ACC, FINITE)                                           \
   MQ_WIDE static void NAME(const T *a, const uint8_t *ma, const T *b, const uint8_t *mb, T *out, \
-                           int64_t i0, int64_t i1, int64_t K, int64_t m, int64_t *ks) { \
+                           int64_t i0, int64_t i1, int64_t K, int64_t m, int64_t *ks, \
+                           int64_t jlo, int64_t jhi) {                         \
     ACC c[JB];                                                                 \
     for (int64_t i = i0; i < i1; i++) {                                        \
+      /* columns of b with no valid entry: 0, as their sums of zeros are */   \
+      for (int64_t j = 0; j < jlo; j++) out[i * m + j] = 0;                    \
+      for (int64_t j = jhi; j < m; j++) out[i * m + j] = 0;                    \
       int64_t nk = 0;                                                          \
       for (int64_t k = 0; k < K; k++) {                                        \
         ks[nk] = k;                                                            \
         nk += !ma || ma[i * K + k];                                            \
       }                                                                        \
       const T *ar = a + i * K;                                                 \
-      for (int64_t j0 = 0; j0 < m; j0 += JB) {                                 \
-        int64_t jn = m - j0 < JB ? m - j0 : JB;                                \
+      for (int64_t j0 = jlo; j0 < jhi; j0 += JB) {                             \
+        int64_t jn = jhi - j0 < JB ? jhi - j0 : JB;                            \
         for (int64_t j = 0; j < jn; j++) c[j] = 0;                             \
         int64_t q = 0;                                                         \
         for (; q + 4 <= nk; q += 4) {                                          \
@@ -99,6 +104,24 @@ static void mm_mask(const uint8_t *ma, const uint8_t *mb, uint8_t *om, int64_t i
   }
 }
 
+/* For each of the [nm] contiguous [K, m] mask matrices at [mb], the span
+ * [lo, hi) of its columns that have a valid entry (lo == hi: none), in
+ * [span] (2 per matrix); [col]: m bytes of scratch. */
+static void column_spans(const uint8_t *mb, int64_t nm, int64_t K, int64_t m, uint8_t *col,
+                         int64_t *span) {
+  for (int64_t b = 0; b < nm; b++) {
+    memset(col, 0, (size_t)m);
+    for (int64_t k = 0; k < K; k++) {
+      const uint8_t *r = mb + (b * K + k) * m;
+      for (int64_t j = 0; j < m; j++) col[j] |= r[j];
+    }
+    int64_t lo = 0, hi = m;
+    while (lo < m && !col[lo]) lo++;
+    while (hi > lo && !col[hi - 1]) hi--;
+    span[2 * b] = lo, span[2 * b + 1] = hi;
+  }
+}
+
 /* The operands as contiguous matrices of [dt]; B zeroed where masked out. */
 static mq_tensor *prepare(mq_state *S, mq_tensor *t, mq_dtype dt, bool zero_masked) {
   t = mq_contiguous(S, mq_astype(S, t, dt));
@@ -131,6 +154,7 @@ typedef struct mm_job {
   char *po;
   uint8_t *pom;
   int64_t *ks; /* per thread: K indices */
+  const int64_t *bspan; /* per matrix of b: its span of columns with a valid entry, or NULL */
 } mm_job;
 
 static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -148,11 +172,15 @@ static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
     const void *x = J->pa + aoff * es, *y = J->pb + boff * es;
     const uint8_t *mx = J->pma ? J->pma + aoff : NULL, *my = J->pmb ? J->pmb + boff : NULL;
     char *o = J->po + bi * n * m * es;
-    int64_t *ks = J->ks + t * K;
+    int64_t *ks = J->ks + t * K, jlo = 0, jhi = m;
+    if (J->bspan && K > 0) {
+      const int64_t *sp = J->bspan + 2 * (boff / (K * m));
+      jlo = sp[0], jhi = sp[1];
+    }
     switch (J->dt) {
-    case MQ_DT_I64: mm_i64(x, mx, y, my, (int64_t *)o, i0, i1, K, m, ks); break;
-    case MQ_DT_F32: mm_f32(x, mx, y, my, (float *)o, i0, i1, K, m, ks); break;
-    default: mm_f64(x, mx, y, my, (double *)o, i0, i1, K, m, ks); break;
+    case MQ_DT_I64: mm_i64(x, mx, y, my, (int64_t *)o, i0, i1, K, m, ks, jlo, jhi); break;
+    case MQ_DT_F32: mm_f32(x, mx, y, my, (float *)o, i0, i1, K, m, ks, jlo, jhi); break;
+    default: mm_f64(x, mx, y, my, (double *)o, i0, i1, K, m, ks, jlo, jhi); break;
     }
     if (J->pom) mm_mask(mx, my, J->pom + bi * n * m, i0, i1, K, m);
     q += i1 - i0;
@@ -205,6 +233,12 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
    * when rows are long (K * m multiply-adds each) */
   int64_t rows = n > 0 && m > 0 ? nbatch * n : 0, per_row = K * m > 0 ? K * m : 1;
   int nt = mq_parallel_threads_for(S, rows * per_row);
+  if (B->mask && K > 0 && m > 0 && rows > 0) { /* b's padded keys: no work (B is contiguous) */
+    int64_t nm = B->numel / (K * m);
+    int64_t *span = mq_scratch(S, (size_t)nm * 2 * sizeof *span);
+    column_spans(J.pmb, nm, K, m, mq_scratch(S, (size_t)m), span);
+    J.bspan = span;
+  }
   J.ks = mq_scratch(S, (size_t)nt * (size_t)(K > 0 ? K : 1) * sizeof *J.ks); /* K: a dim of a */
   mq_parallel_for(S, nt, rows,
                   per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row, mm_range, &J);
