@@ -244,17 +244,6 @@ static bool along_init(mq_state *S, along *J, mq_tensor *t, mq_tensor *g) {
   return true;
 }
 
-/* The span [*j0, *j1) of row [r]'s valid entries (all of [0, n) without a
- * mask); false when it has none. */
-static bool row_span(const uint8_t *r, int64_t n, int64_t *j0, int64_t *j1) {
-  int64_t a = 0, b = n;
-  if (r) {
-    while (a < n && !r[a]) a++;
-    while (b > a && !r[b - 1]) b--;
-  }
-  *j0 = a, *j1 = b;
-  return a < b;
-}
 
 /* softmax: g_x = y (g - sum(g y)); log_softmax: g_x = g - exp(y) sum(g),
  * sums over the slice's valid entries that received a gradient. A slice
@@ -294,7 +283,7 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
     /* only the span of the input's valid entries: outside it every term
      * is -0 (no change to s) and every result masked out (0) */
     int64_t f, l;
-    row_span(xr, len, &f, &l);
+    mq_valid_span(xr, len, &f, &l);
     for (int64_t j = 0; j < f; j++) o[j] = 0;
     for (int64_t j = l; j < len; j++) o[j] = 0;
     if (m) {
@@ -545,7 +534,7 @@ MQ_WIDE static void mm_bw_ga(const mm_bw *W, int64_t oa, const double *gb_, cons
     const double *gr = gb_ + i * N;
     const uint8_t *gmr = gmb ? gmb + i * N : NULL;
     int64_t l0, l1, nj = 0;
-    if (!row_span(am ? am + i * K : NULL, K, &l0, &l1)) continue;
+    if (!mq_valid_span(am ? am + i * K : NULL, K, &l0, &l1)) continue;
     for (int64_t j = 0; j < N; j++) {
       X->js[nj] = j;
       nj += !gmr || gmr[j];
@@ -600,7 +589,7 @@ MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const doubl
     int64_t s0[4], s1[4];
     for (int64_t r = 0; r < nr; r++) {
       const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
-      if (!row_span(gmr, N, &s0[r], &s1[r])) continue;
+      if (!mq_valid_span(gmr, N, &s0[r], &s1[r])) continue;
       u0 = s0[r] < u0 ? s0[r] : u0;
       u1 = s1[r] > u1 ? s1[r] : u1;
     }

@@ -30,6 +30,19 @@
 #define MQ_WIDE
 #endif
 
+/* The span [*lo, *hi) from the first nonzero byte of m[0, n) to the last
+ * (all of it when m is NULL); false when there is none (*lo == *hi).
+ * Kernels skip what lies outside: a padded row's tail. */
+static inline bool mq_valid_span(const uint8_t *m, int64_t n, int64_t *lo, int64_t *hi) {
+  int64_t a = 0, b = n;
+  if (m) {
+    while (a < n && !m[a]) a++;
+    while (b > a && !m[b - 1]) b--;
+  }
+  *lo = a, *hi = b;
+  return a < b;
+}
+
 /* float -> int64 the way x86 does it (NaN and out of range give INT64_MIN),
  * without the undefined behaviour of a plain C cast. */
 static inline int64_t mq_f2i(double x) {

@@ -115,10 +115,7 @@ static void column_spans(const uint8_t *mb, int64_t nm, int64_t K, int64_t m, ui
       const uint8_t *r = mb + (b * K + k) * m;
       for (int64_t j = 0; j < m; j++) col[j] |= r[j];
     }
-    int64_t lo = 0, hi = m;
-    while (lo < m && !col[lo]) lo++;
-    while (hi > lo && !col[hi - 1]) hi--;
-    span[2 * b] = lo, span[2 * b + 1] = hi;
+    mq_valid_span(col, m, &span[2 * b], &span[2 * b + 1]);
   }
 }
 

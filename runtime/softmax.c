@@ -26,14 +26,10 @@
   }                                                                            \
   /* one contiguous slice of n */                                              \
   static void sm_row_##E(T *o, const T *x, const uint8_t *m, int64_t n, bool lg) { \
-    int64_t f = 0, l = n; /* the span from the first valid entry to the last */ \
-    if (m) {                                                                   \
-      while (f < n && !m[f]) f++;                                              \
-      if (f == n) {                                                            \
-        for (int64_t i = 0; i < n; i++) o[i] = NAN;                            \
-        return;                                                                \
-      }                                                                        \
-      while (!m[l - 1]) l--;                                                   \
+    int64_t f, l; /* the span from the first valid entry to the last */      \
+    if (!mq_valid_span(m, n, &f, &l)) {                                        \
+      for (int64_t i = 0; i < n; i++) o[i] = NAN;                              \
+      return;                                                                  \
     }                                                                          \
     T mx = ROWMAX(x, m, n); /* whole row: its lanes, hence its NaN, as ever */ \
     /* exp over the span, then zero the masked-out slots: two loops that \
