@@ -104,12 +104,13 @@ static void mm_mask(const uint8_t *ma, const uint8_t *mb, uint8_t *om, int64_t i
   }
 }
 
-/* For each of the [nm] contiguous [K, m] mask matrices at [mb], the span
- * [lo, hi) of its columns that have a valid entry (lo == hi: none), in
- * [span] (2 per matrix); [col]: m bytes of scratch. */
-static void column_spans(const uint8_t *mb, int64_t nm, int64_t K, int64_t m, uint8_t *col,
+/* For each of the [nm] contiguous [K, m] mask matrices at [mb], which of
+ * its columns have a valid entry, in [cols] (m bytes per matrix), and their
+ * span [lo, hi) (lo == hi: none), in [span] (2 per matrix). */
+static void column_spans(const uint8_t *mb, int64_t nm, int64_t K, int64_t m, uint8_t *cols,
                          int64_t *span) {
   for (int64_t b = 0; b < nm; b++) {
+    uint8_t *col = cols + b * m;
     memset(col, 0, (size_t)m);
     for (int64_t k = 0; k < K; k++) {
       const uint8_t *r = mb + (b * K + k) * m;
@@ -152,6 +153,7 @@ typedef struct mm_job {
   uint8_t *pom;
   int64_t *ks; /* per thread: K indices */
   const int64_t *bspan; /* per matrix of b: its span of columns with a valid entry, or NULL */
+  const uint8_t *bcols; /* per matrix of b: which columns have one (m bytes) */
 } mm_job;
 
 static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -179,7 +181,14 @@ static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
     case MQ_DT_F32: mm_f32(x, mx, y, my, (float *)o, i0, i1, K, m, ks, jlo, jhi); break;
     default: mm_f64(x, mx, y, my, (double *)o, i0, i1, K, m, ks, jlo, jhi); break;
     }
-    if (J->pom) mm_mask(mx, my, J->pom + bi * n * m, i0, i1, K, m);
+    if (J->pom) {
+      /* with a all valid, a row of the mask is "the column has a valid b" */
+      const uint8_t *cols = J->bcols && !mx && K > 0 ? J->bcols + (boff / (K * m)) * m : NULL;
+      if (cols)
+        for (int64_t i = i0; i < i1; i++) memcpy(J->pom + bi * n * m + i * m, cols, (size_t)m);
+      else
+        mm_mask(mx, my, J->pom + bi * n * m, i0, i1, K, m);
+    }
     q += i1 - i0;
   }
 }
@@ -233,8 +242,9 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   if (B->mask && K > 0 && m > 0 && rows > 0) { /* b's padded keys: no work (B is contiguous) */
     int64_t nm = B->numel / (K * m);
     int64_t *span = mq_scratch(S, (size_t)nm * 2 * sizeof *span);
-    column_spans(J.pmb, nm, K, m, mq_scratch(S, (size_t)m), span);
-    J.bspan = span;
+    uint8_t *cols = mq_scratch(S, (size_t)(nm * m)); /* nm * m <= B's size */
+    column_spans(J.pmb, nm, K, m, cols, span);
+    J.bspan = span, J.bcols = cols;
   }
   J.ks = mq_scratch(S, (size_t)nt * (size_t)(K > 0 ? K : 1) * sizeof *J.ks); /* K: a dim of a */
   mq_parallel_for(S, nt, rows,
