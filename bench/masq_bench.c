@@ -35,6 +35,15 @@ typedef struct {
   const char *setup;
 } setup;
 
+/* The padding lengths of the attention and pooling workloads (py_bench.py
+ * has the same lists). */
+#define ATTN_LENS "[239, 130, 175, 95, 173, 154, 228, 222, 202, 183, 181, 244, 153, 145, 124, 101]"
+#define POOL_LENS                                                              \
+  "[450, 333, 133, 370, 511, 143, 405, 436, 228, 86, 80, 361, 330, 253, 493, 242, 349, 331, " \
+  "288, 273, 307, 413, 244, 407, 288, 500, 324, 465, 346, 178, 123, 86, 311, 115, 106, 101, " \
+  "324, 431, 70, 260, 309, 500, 293, 205, 393, 377, 361, 390, 327, 380, 382, 164, 394, 124, " \
+  "488, 85, 456, 297, 232, 199, 222, 105, 334, 133]"
+
 /* Data: uniform [0, 1) float32 values, each valid with probability 1/2. */
 static const setup SETUPS[] = {
     {"v", "seed(1)\n"
@@ -79,6 +88,26 @@ static const setup SETUPS[] = {
             "dense_mask = get_mask(dense_grad)\n"
             "p0 = rand(10000000)\n"
             "s0 = full_like(p0, 0.5)\n"},
+    /* issue 16: attention on a padded batch (B=16, H=4, L=256, D=64) whose
+     * key lengths were drawn uniform in [64, 256] once (seed(16)); padded
+     * mean pooling of 64x512x256 with lengths drawn uniform in [64, 512]
+     * once (seed(17)). The lengths are literals so py_bench.py uses the
+     * same ones. */
+    {"at", "seed(16)\n"
+           "q = rand(16, 4, 256, 64)\n"
+           "k = rand(16, 4, 256, 64)\n"
+           "v = rand(16, 4, 256, 64)\n"
+           "aw = rand(16, 4, 256, 64)\n"
+           "alen = tensor(" ATTN_LENS ")\n"
+           "kmask = reshape(arange(256), 1, 1, 1, 256) < reshape(alen, 16, 1, 1, 1)\n"
+           "kall = reshape(arange(256), 1, 1, 1, 256) < full([16, 1, 1, 1], 256)\n"
+           "qg = requires_grad(q)\n"
+           "kg = requires_grad(k)\n"
+           "vg = requires_grad(v)\n"},
+    {"pl", "seed(17)\n"
+           "px = rand(64, 512, 256)\n"
+           "plen = tensor(" POOL_LENS ")\n"
+           "pm = reshape(arange(512), 1, 512, 1) < reshape(plen, 64, 1, 1)\n"},
     {"none", ""},
 };
 
@@ -114,6 +143,13 @@ static const workload WORKLOADS[] = {
      "std2 = std2.sqrt().add(eps)\n"
      "param2 = p0.add((dense_grad / std2).get_data(), alpha=-clr)\n"},
     /* 1000 iterations per sample; run.sh reports the time per iteration */
+    {"attn_fwd", "at", "r = softmax(masked(q @ transpose(k, -2, -1) / 8, kmask), -1) @ v"},
+    {"attn_fwd_valid", "at", "r = softmax(masked(q @ transpose(k, -2, -1) / 8, kall), -1) @ v"},
+    /* as_masked: gradients flow back through the mask to the scores */
+    {"attn_fwd_bwd", "at",
+     "r = grad(sum((softmax(as_masked(qg @ transpose(kg, -2, -1) / 8, kmask), -1) @ vg) * aw), "
+     "[qg, kg, vg])"},
+    {"pool_mean", "pl", "r = mean(masked(px, pm), 1)"},
     {"small_loop", "t", "for i in range(1000) { r = (st * 2 + 1).sum() }"},
     /* not a benchmarked workload: the fixed cost of one masq_eval call
      * (lex, parse, compile, run `r = 1`), to subtract mentally above */

@@ -11,6 +11,8 @@ autograd) or that raises is reported NA with the reason, never a crash.
 The data is like masq's: uniform [0, 1) float32, each entry valid with
 probability 1/2. torch.masked's mask is True where VALID (masq's polarity);
 numpy.ma's is True where INVALID, so it gets the negation.
+The padded-batch workloads (padded_workloads) add the peers users pick
+besides the masked libraries, under impl names of their own.
 """
 import os
 import sys
@@ -231,6 +233,81 @@ def adagrad_workloads():
         return p0.add((dense_grad / std2).get_data(), alpha=-clr)
 
     return {"ada_sparse": sparse_step, "ada_dense": dense_step}
+# The padding lengths of masq_bench.c's attention and pooling workloads.
+ATTN_LENS = [239, 130, 175, 95, 173, 154, 228, 222, 202, 183, 181, 244, 153, 145, 124, 101]
+POOL_LENS = [450, 333, 133, 370, 511, 143, 405, 436, 228, 86, 80, 361, 330, 253, 493, 242,
+             349, 331, 288, 273, 307, 413, 244, 407, 288, 500, 324, 465, 346, 178, 123, 86,
+             311, 115, 106, 101, 324, 431, 70, 260, 309, 500, 293, 205, 393, 377, 361, 390,
+             327, 380, 382, 164, 394, 124, 488, 85, 456, 297, 232, 199, 222, 105, 334, 133]
+PADDED = ("attn_fwd", "attn_fwd_valid", "attn_fwd_bwd", "pool_mean")
+
+
+def padded_workloads(impl):
+    """Issue 16's padded batches, in the forms users pick: a list of
+    (impl, workload, fn). torch: "torch-trick" is plain torch's dense trick
+    (masked_fill(-inf) before softmax; (x*m).sum()/m.sum() for pooling),
+    "torch" is torch.masked. numpy: numpy.ma, where= reductions ("numpy-where"),
+    numexpr and bottleneck's nan-functions where they apply (each skipped with
+    an NA when its package is missing)."""
+    import numpy as np
+
+    rng = np.random.default_rng(16)
+    B, H, L, D = 16, 4, 256, 64
+    kvalid = np.arange(L)[None, None, None, :] < np.array(ATTN_LENS)[:, None, None, None]
+    px = rng.random((64, 512, 256), dtype=np.float32)
+    pvalid = np.arange(512)[None, :, None] < np.array(POOL_LENS)[:, None, None]
+    pfull = np.broadcast_to(pvalid, px.shape)
+    out = []
+    if impl == "torch":
+        import torch
+        from torch.masked import masked_tensor
+
+        q, k, v, w = (torch.from_numpy(rng.random((B, H, L, D), dtype=np.float32))
+                      for _ in range(4))
+        km, kall = torch.from_numpy(kvalid), torch.ones(B, 1, 1, L, dtype=torch.bool)
+        qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+
+        def trick(q, k, v, m):
+            s = (q @ k.transpose(-2, -1) / 8).masked_fill(~m, float("-inf"))
+            return torch.softmax(s, -1) @ v
+
+        def trick_bwd():
+            return torch.autograd.grad((trick(qg, kg, vg, km) * w).sum(), [qg, kg, vg])
+
+        def masked_attn():  # torch 1.13's MaskedTensor has no matmul
+            s = masked_tensor(q @ k.transpose(-2, -1) / 8, km.expand(B, H, L, L))
+            return torch.softmax(s, -1) @ v
+
+        x, m = torch.from_numpy(px), torch.from_numpy(pvalid).float()
+        mx = masked_tensor(x, torch.from_numpy(np.ascontiguousarray(pfull)))
+        out += [("torch-trick", "attn_fwd", lambda: trick(q, k, v, km)),
+                ("torch-trick", "attn_fwd_valid", lambda: trick(q, k, v, kall)),
+                ("torch-trick", "attn_fwd_bwd", trick_bwd),
+                ("torch", "attn_fwd", masked_attn),
+                ("torch-trick", "pool_mean", lambda: (x * m).sum(1) / m.sum(1)),
+                ("torch", "pool_mean", lambda: mx.mean(1))]
+        return out
+    xm = np.ma.masked_array(px, mask=~pfull)
+    out += [("numpy", "pool_mean", lambda: xm.mean(1)),
+            ("numpy-where", "pool_mean", lambda: np.mean(px, axis=1, where=pvalid))]
+    try:
+        import numexpr as ne
+
+        ne.set_num_threads(1)  # one thread, like every other column
+        mf = pvalid.astype(np.float32)
+        cnt = mf.sum(1)
+        out.append(("numexpr", "pool_mean",
+                    lambda: ne.evaluate("sum(x * m, axis=1)", local_dict={"x": px, "m": mf}) / cnt))
+    except ImportError as e:
+        out.append(("numexpr", "pool_mean", "not installed (%s)" % e))
+    try:
+        import bottleneck as bn
+
+        xnan = np.where(pvalid, px, np.float32("nan"))  # padding as NaN, made once
+        out.append(("bottleneck", "pool_mean", lambda: bn.nanmean(xnan, axis=1)))
+    except ImportError as e:
+        out.append(("bottleneck", "pool_mean", "not installed (%s)" % e))
+    return out
 
 
 def main():
@@ -255,6 +332,14 @@ def main():
     for name, fn in table.items():
         if not wanted or name in wanted:
             timeit(impl, name, fn)
+    if not wanted or any(w in PADDED for w in wanted):
+        for who, name, fn in padded_workloads(impl):
+            if wanted and name not in wanted:
+                continue
+            if isinstance(fn, str):  # the reason it cannot run
+                na(who, name, fn)
+            else:
+                timeit(who, name, fn)
     return 0
 
 

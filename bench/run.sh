@@ -8,6 +8,10 @@
 #                                        last run's results (e.g. with
 #                                        BENCH_STAT=min)
 #
+# The padded-batch rows of issue 16 (attention, pooling) also time the dense
+# tricks of plain torch, numpy's where=, numexpr and bottleneck; a peer whose
+# package is missing shows as n/a (python3-numexpr, python3-bottleneck).
+#
 # BUILD_DIR must hold masq, bench/masq_bench and bench/baseline (make bench
 # builds them). Environment:
 #   BENCH_STAT=min    tabulate the minimum of the repetitions instead of the
@@ -245,6 +249,33 @@ END {
       if ((IMPLS[j] "/" W[i]) in NOTE) printf "  %s %s: %s\n", IMPLS[j], W[i], NOTE[IMPLS[j] "/" W[i]]
   }
 
+  # --- issue 16: padded batches, against the tricks users pick
+  split("attn_fwd attn_fwd_valid attn_fwd_bwd pool_mean", PW, " ")
+  L["attn_fwd"] = "attention, padded, fwd"
+  L["attn_fwd_valid"] = "attention, all keys valid, fwd"
+  L["attn_fwd_bwd"] = "attention, padded, fwd+bwd"
+  L["pool_mean"] = "padded mean pooling 64x512x256"
+  shown = 0
+  for (i = 1; i <= 4; i++) if (get("masq", PW[i]) != "" || get("torch-trick", PW[i]) != "") shown = 1
+  if (shown) {
+    print ""
+    print "padded batches (issue 16): masq against the dense tricks and the masked libraries"
+    fmtp = "| %-34s | %-9s | %-11s | %-12s | %-9s | %-9s | %-9s | %-10s | %-11s |\n"
+    printf fmtp, "workload", "masq", "torch trick", "torch.masked", "numpy.ma", "np where=", "numexpr", "bottleneck", "trick/masq"
+    print "|------------------------------------|-----------|-------------|--------------|-----------|-----------|-----------|------------|-------------|"
+    for (i = 1; i <= 4; i++) {
+      w = PW[i]
+      printf fmtp, L[w], fmt(get("masq", w)), fmt(get("torch-trick", w)), fmt(get("torch", w)), fmt(get("numpy", w)), \
+        fmt(get("numpy-where", w)), fmt(get("numexpr", w)), fmt(get("bottleneck", w)), ratio(get("torch-trick", w), get("masq", w), 1)
+    }
+    print "torch trick: softmax(masked_fill(q@k^T/8, ~mask, -inf), -1) @ v (autograd for fwd+bwd); (x*m).sum(1)/m.sum(1)."
+    print "np where=: np.mean(x, 1, where=m); numexpr: sum(x*m, axis=1)/count; bottleneck: nanmean of x with NaN padding."
+    split("torch-trick torch numpy numpy-where numexpr bottleneck", PI, " ")
+    for (j = 1; j <= 6; j++)
+      for (i = 1; i <= 4; i++)
+        if ((PI[j] SUBSEP PW[i]) in WHY) printf "  n/a %s %s: %s\n", PI[j], PW[i], WHY[PI[j], PW[i]]
+  }
+
   # --- memory bandwidth
   bw = get("c", "bw_read"); bw50 = get("c", "bw_read_50mb")
   if (bw != "" && bw50 != "") {
@@ -321,6 +352,14 @@ END {
   as = get("masq", "ada_sparse"); ad = get("masq", "ada_dense")
   printf "  %-72s %-9s %s\n", "Adagrad step 10^7, grad 1%: sparse >= 20x faster than dense masked", \
     ((as == "" || ad == "") ? "n/a" : sprintf("%.1fx", ad / as)), ((as == "" || ad == "") ? "n/a" : (ad / as >= 20 ? "MET" : "NOT MET"))
+  print ""
+  print "targets of issue 16 (padded batches):"
+  tgt("attn_fwd", "torch-trick", 5, "faster than the torch trick")
+  m = get("masq", "attn_fwd"); a = get("masq", "attn_fwd_valid")
+  printf "  %-72s %-9s %s\n", L["attn_fwd"] ": <= 0.6x masq with every key valid", \
+    (m == "" || a == "" ? "n/a" : sprintf("%.2fx", m / a)), (m == "" || a == "" ? "n/a" : (m / a <= 0.6 ? "MET" : "NOT MET"))
+  tgt("attn_fwd_bwd", "torch-trick", 3, "faster than the torch trick (autograd)")
+  tgt("pool_mean", "torch-trick", 2, "faster than the torch trick")
   print ""
   s = get("masq", "startup")
   printf "  %-72s %-9s %s\n", "start-up (masq -e 1) under 5 ms", fmt(s), (s == "" ? "n/a" : (s < 0.005 ? "MET" : "NOT MET"))

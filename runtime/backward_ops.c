@@ -244,6 +244,7 @@ static bool along_init(mq_state *S, along *J, mq_tensor *t, mq_tensor *g) {
   return true;
 }
 
+
 /* softmax: g_x = y (g - sum(g y)); log_softmax: g_x = g - exp(y) sum(g),
  * sums over the slice's valid entries that received a gradient. A slice
  * where none did gets none (masked out, or 0 when plain). */
@@ -277,14 +278,24 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
     const uint8_t *xr = J->xm ? J->xm + base : NULL, *gmr = J->gm ? J->gm + base : NULL;
     double s = 0;
     uint8_t any = 0;
-    for (int64_t j = 0; j < len; j++) {
+    double *o = J->o + base;
+    uint8_t *m = J->m ? J->m + base : NULL;
+    /* only the span of the input's valid entries: outside it every term
+     * is -0 (no change to s) and every result masked out (0) */
+    int64_t f, l;
+    mq_valid_span(xr, len, &f, &l);
+    for (int64_t j = 0; j < f; j++) o[j] = 0;
+    for (int64_t j = l; j < len; j++) o[j] = 0;
+    if (m) {
+      memset(m, 0, (size_t)f);
+      memset(m + l, 0, (size_t)(len - l));
+    }
+    for (int64_t j = f; j < l; j++) {
       uint8_t ok = (uint8_t)((xr ? xr[j] : 1) & (gmr ? gmr[j] : 1));
       s += pick(lg ? gr[j] : gr[j] * yr[j], ok, NEG_ZERO);
       any |= ok;
     }
-    double *o = J->o + base;
-    uint8_t *m = J->m ? J->m + base : NULL;
-    for (int64_t j = 0; j < len; j++) {
+    for (int64_t j = f; j < l; j++) {
       uint8_t ok = xr ? xr[j] : 1, got = (uint8_t)(ok & (gmr ? gmr[j] : 1));
       double gi = pick(gr[j], got, 0), y = pick(yr[j], ok, 0);
       o[j] = pick(lg ? gi - exp(y) * s : y * (gi - s), (uint8_t)(ok & any), 0);
@@ -462,57 +473,247 @@ static int64_t mat_batch(const mat *M, int nbd, const int64_t *idx) {
   return off;
 }
 
+/* Every valid entry of [n] values finite (NULL mask: every entry). */
+static bool valid_finite(const double *x, const uint8_t *m, int64_t n) {
+  bool ok = true;
+  for (int64_t i = 0; i < n; i++) ok &= (m && !m[i]) || isfinite(x[i]);
+  return ok;
+}
+
+/* What one backward matmul reads and writes; ga/gb NULL when not wanted. */
+typedef struct mm_bw {
+  mat A, B;
+  int64_t M, K, N;
+  const double *gv;
+  const uint8_t *gm;
+  double *pa, *pb;
+  uint8_t *ma, *mb;
+} mm_bw;
+
+/* One batch, term by term: the definition, for inputs with an inf or NaN
+ * (a product with a masked-out partner must not be formed at all). */
+static void mm_bw_pairs(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_, const uint8_t *gmb) {
+  int64_t M = W->M, K = W->K, N = W->N;
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      if (!valid(gmb, i * N + j)) continue;
+      double gij = gb_[i * N + j];
+      for (int64_t l = 0; l < K; l++) {
+        int64_t ia = oa + i * K + l, ib = ob + l * N + j;
+        if (!valid(W->A.m, ia) || !valid(W->B.m, ib)) continue; /* not a pair of c[i,j] */
+        if (W->pa) {
+          W->pa[ia] += gij * W->B.x[ib];
+          if (W->ma) W->ma[ia] = 1;
+        }
+        if (W->pb) {
+          W->pb[ib] += gij * W->A.x[ia];
+          if (W->mb) W->mb[ib] = 1;
+        }
+      }
+    }
+}
+
+/* Scratch of mm_bw_rows: b transposed [N, K] (0 where masked out) and its
+ * mask, four rows of the gradient [4, N] (0 where masked out), and a row's
+ * valid gradient columns [N]. */
+typedef struct mm_bw_scratch {
+  double *bt, *gz;
+  uint8_t *btm;
+  int64_t *js;
+} mm_bw_scratch;
+
+/* ga rows: ga[i, l] += g[i, j] * b[l, j] over row i's valid j in order,
+ * four j at a time per load of the accumulator (added one after the other:
+ * the same order), over the span of a's valid entries in row i only (the
+ * others end masked out and 0). */
+MQ_WIDE static void mm_bw_ga(const mm_bw *W, int64_t oa, const double *gb_, const uint8_t *gmb,
+                             const uint8_t *bm, const mm_bw_scratch *X) {
+  int64_t M = W->M, K = W->K, N = W->N;
+  const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
+  for (int64_t i = 0; i < M; i++) {
+    const double *gr = gb_ + i * N;
+    const uint8_t *gmr = gmb ? gmb + i * N : NULL;
+    int64_t l0, l1, nj = 0;
+    if (!mq_valid_span(am ? am + i * K : NULL, K, &l0, &l1)) continue;
+    for (int64_t j = 0; j < N; j++) {
+      X->js[nj] = j;
+      nj += !gmr || gmr[j];
+    }
+    if (!nj) continue;
+    double *o = W->pa + oa + i * K;
+    int64_t q = 0;
+    for (; q + 4 <= nj; q += 4) {
+      const int64_t *jq = X->js + q;
+      double g0 = gr[jq[0]], g1 = gr[jq[1]], g2 = gr[jq[2]], g3 = gr[jq[3]];
+      const double *b0 = X->bt + jq[0] * K, *b1 = X->bt + jq[1] * K;
+      const double *b2 = X->bt + jq[2] * K, *b3 = X->bt + jq[3] * K;
+      for (int64_t l = l0; l < l1; l++) {
+        double t = o[l];
+        t += g0 * b0[l];
+        t += g1 * b1[l];
+        t += g2 * b2[l];
+        t += g3 * b3[l];
+        o[l] = t;
+      }
+    }
+    for (; q < nj; q++) {
+      double g = gr[X->js[q]];
+      const double *br = X->bt + X->js[q] * K;
+      for (int64_t l = l0; l < l1; l++) o[l] += g * br[l];
+    }
+    if (W->ma) {
+      uint8_t *mr = W->ma + oa + i * K;
+      if (!bm) {
+        memset(mr + l0, 1, (size_t)(l1 - l0));
+        continue;
+      }
+      for (q = 0; q < nj; q++) {
+        const uint8_t *br = X->btm + X->js[q] * K;
+        for (int64_t l = l0; l < l1; l++) mr[l] |= br[l];
+      }
+    }
+  }
+}
+
+/* gb rows: gb[l, j] += a[i, l] * g[i, j] in order of i, four rows of g at
+ * a time, over the union of their spans of valid entries (a padded row's
+ * tail is skipped); a masked-out a[i, l] or g[i, j] takes part as an exact
+ * 0, which leaves the sum as it was. */
+MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_,
+                             const uint8_t *gmb, const mm_bw_scratch *X) {
+  int64_t M = W->M, K = W->K, N = W->N;
+  const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
+  const double *ax = W->A.x + oa;
+  for (int64_t i0 = 0; i0 < M; i0 += 4) {
+    int64_t nr = M - i0 < 4 ? M - i0 : 4, u0 = N, u1 = 0;
+    int64_t s0[4], s1[4];
+    for (int64_t r = 0; r < nr; r++) {
+      const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
+      if (!mq_valid_span(gmr, N, &s0[r], &s1[r])) continue;
+      u0 = s0[r] < u0 ? s0[r] : u0;
+      u1 = s1[r] > u1 ? s1[r] : u1;
+    }
+    if (u0 >= u1) continue;
+    double *gz[4];
+    for (int64_t r = 0; r < 4; r++) {
+      gz[r] = X->gz + r * N;
+      const double *gr = gb_ + (i0 + r) * N;
+      const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
+      for (int64_t j = u0; j < u1; j++) gz[r][j] = r < nr && valid(gmr, j) ? gr[j] : 0;
+    }
+    for (int64_t l = 0; l < K; l++) {
+      double a[4];
+      uint8_t any = 0;
+      for (int64_t r = 0; r < 4; r++) {
+        uint8_t ok = r < nr && valid(am, (i0 + r) * K + l);
+        a[r] = ok ? ax[(i0 + r) * K + l] : 0;
+        any |= ok;
+      }
+      if (!any) continue; /* a key masked out in all four rows adds nothing */
+      double *o = W->pb + ob + l * N;
+      for (int64_t j = u0; j < u1; j++) {
+        double t = o[j];
+        t += a[0] * gz[0][j];
+        t += a[1] * gz[1][j];
+        t += a[2] * gz[2][j];
+        t += a[3] * gz[3][j];
+        o[j] = t;
+      }
+      if (W->mb) {
+        uint8_t *mr = W->mb + ob + l * N;
+        for (int64_t r = 0; r < nr; r++) {
+          if (!valid(am, (i0 + r) * K + l) || s0[r] >= s1[r]) continue;
+          const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
+          if (!gmr) memset(mr + s0[r], 1, (size_t)(s1[r] - s0[r]));
+          else
+            for (int64_t j = s0[r]; j < s1[r]; j++) mr[j] |= gmr[j];
+        }
+      }
+    }
+  }
+}
+
+/* One batch as rows of axpys, each gradient entry summed in the same order
+ * as mm_bw_pairs (batches, then j for ga; batches, then i for gb), so the
+ * result is the same to the bit: with finite inputs, a term whose partner
+ * is masked out is an exact +-0 here, and adding it leaves a sum that
+ * starts at +0 unchanged (it can never be -0). What makes the work
+ * smaller: masked-out gradient entries and a's masked-out spans are
+ * skipped, not multiplied by 0. */
+static void mm_bw_rows(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_, const uint8_t *gmb,
+                       const mm_bw_scratch *X) {
+  int64_t K = W->K, N = W->N;
+  const uint8_t *bm = W->B.m ? W->B.m + ob : NULL;
+  const double *bx = W->B.x + ob;
+  if (W->pa) {
+    for (int64_t l = 0; l < K; l++)
+      for (int64_t j = 0; j < N; j++) X->bt[j * K + l] = valid(bm, l * N + j) ? bx[l * N + j] : 0;
+    if (bm && W->ma)
+      for (int64_t l = 0; l < K; l++)
+        for (int64_t j = 0; j < N; j++) X->btm[j * K + l] = bm[l * N + j];
+    mm_bw_ga(W, oa, gb_, gmb, bm, X);
+  }
+  if (W->pb) mm_bw_gb(W, oa, ob, gb_, gmb, X);
+}
+
 /* With c = a @ b over valid pairs only: dc[i,j]/da[i,l] = b[l,j] where b[l,j]
  * is valid, and dc[i,j]/db[l,j] = a[i,l] where a[i,l] is valid. Each
- * operand's gradient is summed over the batch dims it was broadcast along. */
+ * operand's gradient is summed over the batch dims it was broadcast along.
+ * Finite inputs take mm_bw_rows, others mm_bw_pairs (the same sums). */
 void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *a = n->in[0], *b = n->in[1];
-  mat A, B;
-  mat_init(S, &A, a, true);
-  mat_init(S, &B, b, false);
+  mm_bw W;
+  mat_init(S, &W.A, a, true);
+  mat_init(S, &W.B, b, false);
   int64_t bshape[MQ_MAX_DIMS], nbatch = 1;
-  int nbd = mq_broadcast_shapes(S, A.nbd, A.bshape, B.nbd, B.bshape, bshape);
+  int nbd = mq_broadcast_shapes(S, W.A.nbd, W.A.bshape, W.B.nbd, W.B.bshape, bshape);
   for (int d = 0; d < nbd; d++) nbatch *= bshape[d];
-  int64_t M = A.rows, K = A.cols, N = B.cols;
-  const double *gv = mq_bw_d(g);
-  const uint8_t *gm = mq_ag_maskp(S, g);
-  bool masked = gm || A.m || B.m;
-  uint8_t *ma = NULL, *mb = NULL;
-  mq_tensor *ga = a->requires_grad ? grad_new(S, a->ndim, a->shape, masked, &ma) : NULL;
-  mq_tensor *gb = b->requires_grad ? grad_new(S, b->ndim, b->shape, masked, &mb) : NULL;
-  double *pa = ga ? mq_bw_d(ga) : NULL, *pb = gb ? mq_bw_d(gb) : NULL;
-  if (pa) memset(pa, 0, (size_t)a->numel * sizeof *pa);
-  if (pb) memset(pb, 0, (size_t)b->numel * sizeof *pb);
-  if (ma) memset(ma, 0, (size_t)a->numel);
-  if (mb) memset(mb, 0, (size_t)b->numel);
+  int64_t M = W.M = W.A.rows, K = W.K = W.A.cols, N = W.N = W.B.cols;
+  W.gv = mq_bw_d(g);
+  W.gm = mq_ag_maskp(S, g);
+  bool masked = W.gm || W.A.m || W.B.m;
+  mq_tensor *ga = a->requires_grad ? grad_new(S, a->ndim, a->shape, masked, &W.ma) : NULL;
+  mq_tensor *gb = b->requires_grad ? grad_new(S, b->ndim, b->shape, masked, &W.mb) : NULL;
+  if (!ga) W.ma = NULL;
+  if (!gb) W.mb = NULL;
+  W.pa = ga ? mq_bw_d(ga) : NULL, W.pb = gb ? mq_bw_d(gb) : NULL;
+  if (W.pa) memset(W.pa, 0, (size_t)a->numel * sizeof *W.pa);
+  if (W.pb) memset(W.pb, 0, (size_t)b->numel * sizeof *W.pb);
+  if (W.ma) memset(W.ma, 0, (size_t)a->numel);
+  if (W.mb) memset(W.mb, 0, (size_t)b->numel);
+  bool rows = valid_finite(W.A.x, W.A.m, a->numel) && valid_finite(W.B.x, W.B.m, b->numel) &&
+              valid_finite(W.gv, W.gm, g->numel);
+  mm_bw_scratch X = {0};
+  if (rows) { /* sizes: N * K is at most the size of b */
+    size_t nk = (size_t)(N * K > 0 ? N * K : 1), n1 = (size_t)(N > 0 ? N : 1);
+    X.bt = mq_scratch(S, nk * sizeof *X.bt);
+    X.btm = W.B.m && W.ma ? mq_scratch(S, nk) : NULL;
+    X.gz = mq_scratch(S, 4 * n1 * sizeof *X.gz);
+    X.js = mq_scratch(S, n1 * sizeof *X.js);
+  }
   int64_t idx[MQ_MAX_DIMS] = {0};
-  for (int64_t bt = 0; bt < nbatch; bt++) {
-    int64_t oa = mat_batch(&A, nbd, idx) * M * K, ob = mat_batch(&B, nbd, idx) * K * N;
-    const double *gb_ = gv + bt * M * N;
-    const uint8_t *gmb = gm ? gm + bt * M * N : NULL;
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t j = 0; j < N; j++) {
-        if (!valid(gmb, i * N + j)) continue;
-        double gij = gb_[i * N + j];
-        for (int64_t l = 0; l < K; l++) {
-          int64_t ia = oa + i * K + l, ib = ob + l * N + j;
-          if (!valid(A.m, ia) || !valid(B.m, ib)) continue; /* not a pair of c[i,j] */
-          if (pa) {
-            pa[ia] += gij * B.x[ib];
-            if (ma) ma[ia] = 1;
-          }
-          if (pb) {
-            pb[ib] += gij * A.x[ia];
-            if (mb) mb[ib] = 1;
-          }
-        }
-      }
+  for (int64_t bti = 0; bti < nbatch; bti++) {
+    int64_t oa = mat_batch(&W.A, nbd, idx) * M * K, ob = mat_batch(&W.B, nbd, idx) * K * N;
+    const double *gb_ = W.gv + bti * M * N;
+    const uint8_t *gmb = W.gm ? W.gm + bti * M * N : NULL;
+    if (rows) mm_bw_rows(&W, oa, ob, gb_, gmb, &X);
+    else mm_bw_pairs(&W, oa, ob, gb_, gmb);
     for (int d = nbd - 1; d >= 0; d--) {
       if (++idx[d] < bshape[d]) break;
       idx[d] = 0;
     }
   }
+  /* the rows path summed terms whose own operand is masked out: those
+   * entries get no gradient (the data under the mask stays 0) */
+  if (rows && W.pa && W.A.m)
+    for (int64_t i = 0; i < a->numel; i++) W.pa[i] = W.A.m[i] ? W.pa[i] : 0;
+  if (rows && W.pb && W.B.m)
+    for (int64_t i = 0; i < b->numel; i++) W.pb[i] = W.B.m[i] ? W.pb[i] : 0;
+  if (W.ma && W.A.m)
+    for (int64_t i = 0; i < a->numel; i++) W.ma[i] &= W.A.m[i];
+  if (W.mb && W.B.m)
+    for (int64_t i = 0; i < b->numel; i++) W.mb[i] &= W.B.m[i];
   gin[0] = ga;
   gin[1] = gb;
 }

@@ -20,6 +20,29 @@
  * every path calls the same scalar function and gets the same bits. */
 #endif
 
+/* MQ_WIDE on a kernel: also build it for AVX2, picked at load time when
+ * the CPU has it (gcc and clang's function multiversioning). AVX2 alone,
+ * not FMA: the same IEEE multiplies and adds, two or four at a time
+ * instead of one or two, so every CPU gets the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#define MQ_WIDE __attribute__((target_clones("avx2", "default")))
+#else
+#define MQ_WIDE
+#endif
+
+/* The span [*lo, *hi) from the first nonzero byte of m[0, n) to the last
+ * (all of it when m is NULL); false when there is none (*lo == *hi).
+ * Kernels skip what lies outside: a padded row's tail. */
+static inline bool mq_valid_span(const uint8_t *m, int64_t n, int64_t *lo, int64_t *hi) {
+  int64_t a = 0, b = n;
+  if (m) {
+    while (a < n && !m[a]) a++;
+    while (b > a && !m[b - 1]) b--;
+  }
+  *lo = a, *hi = b;
+  return a < b;
+}
+
 /* float -> int64 the way x86 does it (NaN and out of range give INT64_MIN),
  * without the undefined behaviour of a plain C cast. */
 static inline int64_t mq_f2i(double x) {

@@ -22,21 +22,53 @@
 #define JB 512
 
 /* Rows [i0, i1) of out[n, m] = a[n, K] @ b[K, m] (contiguous); ma/mb may
- * be NULL (all valid); b must be zero where mb is false. */
+ * be NULL (all valid); b must be zero where mb is false, and every column
+ * outside [jlo, jhi) wholly masked out (a padded key). ks: K scratch
+ * indices. A row's valid k steps are listed first (a padded row's masked
+ * tail costs nothing more), then taken four at a time: each accumulator is
+ * loaded and stored once per four products, which are still added one
+ * after the other in k order, so the sums are those of one step at a time
+ * to the bit. A step whose a[i,k] is inf or NaN against a masked b goes
+ * alone through the select. */
 #define DEF_MM(NAME, T, ACC, FINITE)                                           \
-  static void NAME(const T *a, const uint8_t *ma, const T *b, const uint8_t *mb, T *out, \
-                   int64_t i0, int64_t i1, int64_t K, int64_t m) {             \
+  MQ_WIDE static void NAME(const T *a, const uint8_t *ma, const T *b, const uint8_t *mb, T *out, \
+                           int64_t i0, int64_t i1, int64_t K, int64_t m, int64_t *ks, \
+                           int64_t jlo, int64_t jhi) {                         \
     ACC c[JB];                                                                 \
-    for (int64_t j0 = 0; j0 < m; j0 += JB) {                                   \
-      int64_t jn = m - j0 < JB ? m - j0 : JB;                                  \
-      for (int64_t i = i0; i < i1; i++) {                                      \
+    for (int64_t i = i0; i < i1; i++) {                                        \
+      /* columns of b with no valid entry: 0, as their sums of zeros are */   \
+      for (int64_t j = 0; j < jlo; j++) out[i * m + j] = 0;                    \
+      for (int64_t j = jhi; j < m; j++) out[i * m + j] = 0;                    \
+      int64_t nk = 0;                                                          \
+      for (int64_t k = 0; k < K; k++) {                                        \
+        ks[nk] = k;                                                            \
+        nk += !ma || ma[i * K + k];                                            \
+      }                                                                        \
+      const T *ar = a + i * K;                                                 \
+      for (int64_t j0 = jlo; j0 < jhi; j0 += JB) {                             \
+        int64_t jn = jhi - j0 < JB ? jhi - j0 : JB;                            \
         for (int64_t j = 0; j < jn; j++) c[j] = 0;                             \
-        for (int64_t k = 0; k < K; k++) {                                      \
-          if (ma && !ma[i * K + k]) continue;                                  \
-          ACC x = (ACC)a[i * K + k];                                           \
-          const T *bk = b + k * m + j0;                                        \
+        int64_t q = 0;                                                         \
+        for (; q + 4 <= nk; q += 4) {                                          \
+          ACC x0 = (ACC)ar[ks[q]], x1 = (ACC)ar[ks[q + 1]];                    \
+          ACC x2 = (ACC)ar[ks[q + 2]], x3 = (ACC)ar[ks[q + 3]];                \
+          if (mb && !(FINITE(x0) && FINITE(x1) && FINITE(x2) && FINITE(x3))) break; \
+          const T *b0 = b + ks[q] * m + j0, *b1 = b + ks[q + 1] * m + j0;      \
+          const T *b2 = b + ks[q + 2] * m + j0, *b3 = b + ks[q + 3] * m + j0;  \
+          for (int64_t j = 0; j < jn; j++) {                                   \
+            ACC t = c[j];                                                      \
+            t += x0 * (ACC)b0[j];                                              \
+            t += x1 * (ACC)b1[j];                                              \
+            t += x2 * (ACC)b2[j];                                              \
+            t += x3 * (ACC)b3[j];                                              \
+            c[j] = t;                                                          \
+          }                                                                    \
+        }                                                                      \
+        for (; q < nk; q++) { /* the rest, and everything after a non-finite */ \
+          ACC x = (ACC)ar[ks[q]];                                              \
+          const T *bk = b + ks[q] * m + j0;                                    \
           if (mb && !FINITE(x)) {                                              \
-            const uint8_t *mk = mb + k * m + j0;                               \
+            const uint8_t *mk = mb + ks[q] * m + j0;                           \
             for (int64_t j = 0; j < jn; j++) c[j] += mk[j] ? x * (ACC)bk[j] : 0; \
           } else {                                                             \
             for (int64_t j = 0; j < jn; j++) c[j] += x * (ACC)bk[j];           \
@@ -72,6 +104,22 @@ static void mm_mask(const uint8_t *ma, const uint8_t *mb, uint8_t *om, int64_t i
   }
 }
 
+/* For each of the [nm] contiguous [K, m] mask matrices at [mb], which of
+ * its columns have a valid entry, in [cols] (m bytes per matrix), and their
+ * span [lo, hi) (lo == hi: none), in [span] (2 per matrix). */
+static void column_spans(const uint8_t *mb, int64_t nm, int64_t K, int64_t m, uint8_t *cols,
+                         int64_t *span) {
+  for (int64_t b = 0; b < nm; b++) {
+    uint8_t *col = cols + b * m;
+    memset(col, 0, (size_t)m);
+    for (int64_t k = 0; k < K; k++) {
+      const uint8_t *r = mb + (b * K + k) * m;
+      for (int64_t j = 0; j < m; j++) col[j] |= r[j];
+    }
+    mq_valid_span(col, m, &span[2 * b], &span[2 * b + 1]);
+  }
+}
+
 /* The operands as contiguous matrices of [dt]; B zeroed where masked out. */
 static mq_tensor *prepare(mq_state *S, mq_tensor *t, mq_dtype dt, bool zero_masked) {
   t = mq_contiguous(S, mq_astype(S, t, dt));
@@ -103,6 +151,9 @@ typedef struct mm_job {
   const uint8_t *pma, *pmb;
   char *po;
   uint8_t *pom;
+  int64_t *ks; /* per thread: K indices */
+  const int64_t *bspan; /* per matrix of b: its span of columns with a valid entry, or NULL */
+  const uint8_t *bcols; /* per matrix of b: which columns have one (m bytes) */
 } mm_job;
 
 static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -120,12 +171,24 @@ static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
     const void *x = J->pa + aoff * es, *y = J->pb + boff * es;
     const uint8_t *mx = J->pma ? J->pma + aoff : NULL, *my = J->pmb ? J->pmb + boff : NULL;
     char *o = J->po + bi * n * m * es;
-    switch (J->dt) {
-    case MQ_DT_I64: mm_i64(x, mx, y, my, (int64_t *)o, i0, i1, K, m); break;
-    case MQ_DT_F32: mm_f32(x, mx, y, my, (float *)o, i0, i1, K, m); break;
-    default: mm_f64(x, mx, y, my, (double *)o, i0, i1, K, m); break;
+    int64_t *ks = J->ks + t * K, jlo = 0, jhi = m;
+    if (J->bspan && K > 0) {
+      const int64_t *sp = J->bspan + 2 * (boff / (K * m));
+      jlo = sp[0], jhi = sp[1];
     }
-    if (J->pom) mm_mask(mx, my, J->pom + bi * n * m, i0, i1, K, m);
+    switch (J->dt) {
+    case MQ_DT_I64: mm_i64(x, mx, y, my, (int64_t *)o, i0, i1, K, m, ks, jlo, jhi); break;
+    case MQ_DT_F32: mm_f32(x, mx, y, my, (float *)o, i0, i1, K, m, ks, jlo, jhi); break;
+    default: mm_f64(x, mx, y, my, (double *)o, i0, i1, K, m, ks, jlo, jhi); break;
+    }
+    if (J->pom) {
+      /* with a all valid, a row of the mask is "the column has a valid b" */
+      const uint8_t *cols = J->bcols && !mx && K > 0 ? J->bcols + (boff / (K * m)) * m : NULL;
+      if (cols)
+        for (int64_t i = i0; i < i1; i++) memcpy(J->pom + bi * n * m + i * m, cols, (size_t)m);
+      else
+        mm_mask(mx, my, J->pom + bi * n * m, i0, i1, K, m);
+    }
     q += i1 - i0;
   }
 }
@@ -175,7 +238,16 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   /* rows are independent: the threads share them out, a row at a time
    * when rows are long (K * m multiply-adds each) */
   int64_t rows = n > 0 && m > 0 ? nbatch * n : 0, per_row = K * m > 0 ? K * m : 1;
-  mq_parallel_for(S, mq_parallel_threads_for(S, rows * per_row), rows,
+  int nt = mq_parallel_threads_for(S, rows * per_row);
+  if (B->mask && K > 0 && m > 0 && rows > 0) { /* b's padded keys: no work (B is contiguous) */
+    int64_t nm = B->numel / (K * m);
+    int64_t *span = mq_scratch(S, (size_t)nm * 2 * sizeof *span);
+    uint8_t *cols = mq_scratch(S, (size_t)(nm * m)); /* nm * m <= B's size */
+    column_spans(J.pmb, nm, K, m, cols, span);
+    J.bspan = span, J.bcols = cols;
+  }
+  J.ks = mq_scratch(S, (size_t)nt * (size_t)(K > 0 ? K : 1) * sizeof *J.ks); /* K: a dim of a */
+  mq_parallel_for(S, nt, rows,
                   per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row, mm_range, &J);
   if (om) mq_tensor_set_mask(S, out, om);
   mq_ag_matmul(S, out, a, b);

@@ -26,19 +26,19 @@
   }                                                                            \
   /* one contiguous slice of n */                                              \
   static void sm_row_##E(T *o, const T *x, const uint8_t *m, int64_t n, bool lg) { \
-    if (m) {                                                                   \
-      uint8_t any = 0;                                                         \
-      for (int64_t i = 0; i < n; i++) any |= m[i];                             \
-      if (!any) {                                                              \
-        for (int64_t i = 0; i < n; i++) o[i] = NAN;                            \
-        return;                                                                \
-      }                                                                        \
+    int64_t f, l; /* the span from the first valid entry to the last */      \
+    if (!mq_valid_span(m, n, &f, &l)) {                                        \
+      for (int64_t i = 0; i < n; i++) o[i] = NAN;                              \
+      return;                                                                  \
     }                                                                          \
-    T mx = ROWMAX(x, m, n);                                                    \
-    /* exp everywhere, then zero the masked-out slots: two loops that both \
-     * vectorize, where one loop with a select around a call does not */     \
-    for (int64_t i = 0; i < n; i++) o[i] = EXP(x[i] - mx);                     \
-    if (m) sm_fill_##E(o, m, n, (T)0);                                         \
+    T mx = ROWMAX(x, m, n); /* whole row: its lanes, hence its NaN, as ever */ \
+    /* exp over the span, then zero the masked-out slots: two loops that \
+     * both vectorize, where one loop with a select around a call does not; \
+     * outside the span (a padded row's tail) nothing is computed */          \
+    for (int64_t i = 0; i < f; i++) o[i] = 0;                                  \
+    for (int64_t i = f; i < l; i++) o[i] = EXP(x[i] - mx);                     \
+    for (int64_t i = l; i < n; i++) o[i] = 0;                                  \
+    if (m) sm_fill_##E(o + f, m + f, l - f, (T)0);                             \
     if (lg) { /* x - (max + log(sum)); masked-out entries: log(0) */         \
       T lse = mx + (T)log(ROWSUM(o, NULL, n));                                 \
       for (int64_t i = 0; i < n; i++) o[i] = x[i] - lse;                       \
