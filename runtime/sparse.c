@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../core/checked.h"
+#include "autograd.h"
 #include "kernels.h"
 
 /* Polls for an interrupt once every MQ_POLL_ELEMS steps of a loop over
@@ -188,8 +189,9 @@ static mq_tensor *values_arg(mq_state *S, mq_tensor *v, int64_t nnz, int dt, con
   if (v->mask)
     mq_error(S, "%s: values must be a plain tensor; mask a sparse tensor with masked()", who);
   if (v->requires_grad)
-    mq_error(S, "%s: values require grad, and gradients of sparse tensors are not supported; "
-                "detach(values) first", who);
+    mq_error(S, "%s: values require grad, but gradients do not flow from a sparse tensor back "
+                "into the values it was built from; build it from detach(values) and make the "
+                "sparse tensor the leaf with requires_grad(x)", who);
   if (v->ndim != 1)
     mq_error(S, "%s: values must be 1-D (one per stored entry), got shape %s", who,
              mq_shape_str(S, v->ndim, v->shape));
@@ -375,28 +377,27 @@ static mq_tensor *coo_of_csr(mq_state *S, const mq_tensor *t) {
                   t->sparse->values);
 }
 
-/* Gradients do not flow into sparse layouts; losing them silently would be
- * a wrong answer. */
-static void no_grad(mq_state *S, const mq_tensor *t, const char *who) {
-  if (t->requires_grad)
-    mq_error(S, "%s: x requires grad, and gradients of sparse tensors are not supported; "
-                "detach(x) first", who);
+/* [out] made from [t] by a conversion whose gradient passes entry by
+ * entry (backward_sparse.c: bw_layout, bw_dense). */
+static mq_tensor *converted(mq_state *S, mq_tensor *out, mq_tensor *t, int kind) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_sparse(S, out, kind, 0, 1, 0, &t);
+  return out;
 }
 
 mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_COO) return t;
-  no_grad(S, t, "to_sparse");
-  if (t->layout == MQ_LAYOUT_CSR) return convert_both(S, t, coo_of_csr);
-  return coo_of_dense(S, t);
+  if (t->layout == MQ_LAYOUT_CSR)
+    return converted(S, convert_both(S, t, coo_of_csr), t, MQ_AG_SP_LAYOUT);
+  return converted(S, coo_of_dense(S, t), t, MQ_AG_SP_LAYOUT);
 }
 
 mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_CSR) return t;
-  no_grad(S, t, "to_sparse_csr");
   if (t->ndim != 2)
     mq_error(S, "to_sparse_csr: only 2-D tensors can be converted to the sparse_csr layout, "
                 "got shape %s", mq_shape_str(S, t->ndim, t->shape));
-  return convert_both(S, mq_to_sparse_coo(S, t), csr_of_coo);
+  mq_tensor *coo = mq_to_sparse_coo(S, t);
+  return converted(S, convert_both(S, coo, csr_of_coo), coo, MQ_AG_SP_LAYOUT);
 }
 
 /* The dense positions of [t]'s entries in [keys] (nnz of them). */
@@ -432,7 +433,7 @@ mq_tensor *mq_sparse_to_dense(mq_state *S, mq_tensor *t) {
              mq_shape_str(S, t->ndim, t->shape), (double)t->numel * (double)es);
   int64_t *keys = entry_keys(S, t);
   mq_tensor *d = scatter(S, t, keys);
-  return t->mask ? mq_masked(S, d, scatter(S, t->mask, keys)) : d;
+  return converted(S, t->mask ? mq_masked(S, d, scatter(S, t->mask, keys)) : d, t, MQ_AG_SP_DENSE);
 }
 
 /* --- masks ------------------------------------------------------------------------- */
@@ -499,7 +500,8 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
 }
 
 mq_tensor *mq_sparse_get_data(mq_state *S, mq_tensor *t) {
-  return t->mask ? mq_sparse_with_values(S, t, t->sparse->values, NULL) : t;
+  if (!t->mask) return t;
+  return converted(S, mq_sparse_with_values(S, t, t->sparse->values, NULL), t, MQ_AG_SP_LAYOUT);
 }
 
 mq_tensor *mq_sparse_get_mask(mq_state *S, mq_tensor *t) {
@@ -527,7 +529,15 @@ mq_tensor *mq_sparse_unary(mq_state *S, mq_unop op, mq_tensor *t, const char *na
                "unstored entries masked out, to_dense(x) computes them",
                name, mq_layout_name((mq_layout)t->layout), f0);
   }
+  if (MQ_UNLIKELY(t->requires_grad)) /* recorded: the op on values between two nodes */
+    return mq_sparse_like(S, t, mq_unary(S, op, mq_sparse_values(S, t)));
   return mq_sparse_with_values(S, t, mq_unary(S, op, t->sparse->values), t->mask);
+}
+
+mq_tensor *mq_sparse_astype(mq_state *S, mq_tensor *t, mq_dtype dt) {
+  if (MQ_UNLIKELY(t->requires_grad))
+    return mq_sparse_like(S, t, mq_astype(S, mq_sparse_values(S, t), dt));
+  return mq_sparse_with_values(S, t, mq_astype(S, t->sparse->values, dt), t->mask);
 }
 
 /* --- structure, for the ops in sparse_ops.c and friends ------------------------------ */

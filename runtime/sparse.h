@@ -141,6 +141,8 @@ MQ_INTERNAL int64_t mq_sparse_count(mq_state *S, const mq_tensor *t);
  * takes ops that map 0 to 0 (its unstored entries are zeros); a masked one
  * takes any (unstored entries are masked out). */
 MQ_INTERNAL mq_tensor *mq_sparse_unary(mq_state *S, mq_unop op, mq_tensor *t, const char *name);
+/* [t] with its values converted to [dt] (every dtype's zero converts to zero). */
+MQ_INTERNAL mq_tensor *mq_sparse_astype(mq_state *S, mq_tensor *t, mq_dtype dt);
 
 /* --- structure (for the ops of sparse_ops.c, sparse_reduce.c, sparse_matmul.c) ------ */
 

@@ -7,20 +7,22 @@
  * is switched off and on with set_grad_enabled(false/true), torch's
  * function of the same name (the `with torch.no_grad():` of masq). */
 #include "../runtime/autograd.h"
+#include "../runtime/sparse.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
+#define TA(i, what) mq_arg_tensor_any(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
 static mq_value lib_requires_grad(mq_state *S, mq_value *args) {
-  RET(mq_ag_leaf(S, T(0, "x"), mq_arg_bool(S, args[1], "flag"), "requires_grad"));
+  RET(mq_ag_leaf(S, TA(0, "x"), mq_arg_bool(S, args[1], "flag"), "requires_grad"));
 }
 
 static mq_value lib_detach(mq_state *S, mq_value *args) {
-  RET(mq_ag_leaf(S, T(0, "x"), false, "detach"));
+  RET(mq_ag_leaf(S, TA(0, "x"), false, "detach"));
 }
 
-static mq_value lib_is_leaf(mq_state *S, mq_value *args) { return mq_bool(!T(0, "x")->node); }
+static mq_value lib_is_leaf(mq_state *S, mq_value *args) { return mq_bool(!TA(0, "x")->node); }
 
 static mq_value lib_as_masked(mq_state *S, mq_value *args) {
   RET(mq_as_masked(S, T(0, "data"), T(1, "mask")));
@@ -30,6 +32,9 @@ static mq_tensor *result_arg(mq_state *S, mq_value v, const char *who) {
   if (!mq_is_tensor(v)) mq_error(S, "%s: the result must be a tensor, not a %s", who, mq_value_type_name(v));
   return mq_as_tensor(v);
 }
+
+/* A tensor of any layout (gradients of sparse tensors are sparse). */
+static mq_tensor *input_arg(mq_value v) { return mq_as_tensor_any(v); }
 
 static mq_value lib_backward(mq_state *S, mq_value *args) {
   mq_backward(S, result_arg(S, args[0], "backward"), mq_arg_bool(S, args[1], "retain"));
@@ -41,13 +46,14 @@ static mq_value lib_backward(mq_state *S, mq_value *args) {
 static mq_value lib_grad(mq_state *S, mq_value *args) {
   mq_value in = args[1];
   if (in.type == MQ_NONE) {
-    mq_tensor *x = result_arg(S, args[0], "grad");
+    mq_tensor *x = input_arg(args[0]);
+    if (!x) x = result_arg(S, args[0], "grad");
     return x->grad ? mq_objv(x->grad) : mq_none();
   }
   mq_tensor *y = result_arg(S, args[0], "grad");
   bool retain = mq_arg_bool(S, args[2], "retain");
-  if (mq_is_tensor(in)) {
-    mq_tensor *x = mq_as_tensor(in), *g;
+  if (input_arg(in)) {
+    mq_tensor *x = input_arg(in), *g;
     mq_grad(S, y, &x, 1, retain, &g);
     RET(g);
   }
@@ -57,9 +63,9 @@ static mq_value lib_grad(mq_state *S, mq_value *args) {
   mq_tensor **xs = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *xs);
   mq_tensor **gs = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *gs);
   for (int i = 0; i < l->len; i++) {
-    if (!mq_is_tensor(l->items[i]))
+    xs[i] = input_arg(l->items[i]);
+    if (!xs[i])
       mq_error(S, "grad: input %d must be a tensor, not a %s", i + 1, mq_value_type_name(l->items[i]));
-    xs[i] = mq_as_tensor(l->items[i]);
   }
   mq_grad(S, y, xs, l->len, retain, gs);
   mq_list *out = mq_list_new(S, l->len);
@@ -68,9 +74,8 @@ static mq_value lib_grad(mq_state *S, mq_value *args) {
 }
 
 static void clear_grad(mq_state *S, mq_value v) {
-  if (!mq_is_tensor(v))
-    mq_error(S, "zero_grad: expected tensors, got a %s", mq_value_type_name(v));
-  mq_tensor *t = mq_as_tensor(v);
+  mq_tensor *t = input_arg(v);
+  if (!t) mq_error(S, "zero_grad: expected tensors, got a %s", mq_value_type_name(v));
   if (t->grad) mq_obj_release(S, &t->grad->hdr);
   t->grad = NULL;
 }
