@@ -407,8 +407,7 @@ void mq_bw_sparse(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   case MQ_AG_SP_MATMUL: bw_matmul(S, t, g, gin); return;
   case MQ_AG_SP_SDDMM: bw_sddmm(S, t, g, gin); return;
   case MQ_AG_SP_NODIFF:
-    mq_error(S, "backward: no gradient for %s on sparse tensors; to_dense(x) computes it on a "
-                "strided copy, where gradients flow back to x", (const char *)t->node->args);
+    mq_error(S, "backward: no gradient for %s", (const char *)t->node->args);
   default: break;
   }
   mq_error(S, "backward: unknown node kind %d", t->node->kind);

@@ -499,6 +499,17 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
                                mq_sparse_with_values(S, data, mask->sparse->values, NULL));
 }
 
+mq_tensor *mq_sparse_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
+  mq_tensor *t = mq_sparse_masked(S, data, mask);
+  if (MQ_LIKELY(!data->requires_grad)) return t;
+  if (!mq_sparse_same_structure(t, data)) { /* a COO mask restricted the entries */
+    mq_ag_rec_nodiff(S, t, data, "as_masked of a sparse_coo tensor with a mask that stores "
+                                 "other entries; give a mask of data's structure");
+    return t;
+  }
+  return converted(S, t, data, MQ_AG_SP_LAYOUT);
+}
+
 mq_tensor *mq_sparse_get_data(mq_state *S, mq_tensor *t) {
   if (!t->mask) return t;
   return converted(S, mq_sparse_with_values(S, t, t->sparse->values, NULL), t, MQ_AG_SP_LAYOUT);

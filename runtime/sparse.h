@@ -127,6 +127,9 @@ MQ_INTERNAL mq_tensor *mq_sparse_to_dense(mq_state *S, mq_tensor *t);
  * indices must be equal. CSR: crow and col must be equal. [mask] NULL: the
  * structural mask (every stored entry valid). */
 MQ_INTERNAL mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
+/* The same, differentiable w.r.t. data (as_masked): the gradient passes
+ * entry by entry, within the mask. */
+MQ_INTERNAL mq_tensor *mq_sparse_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
 MQ_INTERNAL mq_tensor *mq_sparse_get_data(mq_state *S, mq_tensor *t);
 /* The mask as a sparse bool tensor (for a plain sparse tensor: stored
  * entries true; torch's get_mask of a sparse MT is sparse too). */

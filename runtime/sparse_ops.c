@@ -267,8 +267,12 @@ mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both, con
     bool plain = !both && !ts[k]->mask;
     mq_tensor *x = plain ? mq_get_data(S, r[k]) : r[k];
     mq_tensor *out = mq_sparse_like(S, like, x);
-    if (MQ_UNLIKELY(a->requires_grad || b->requires_grad))
-      mq_ag_rec_nodiff(S, out, a->requires_grad ? a : b, name);
+    if (MQ_UNLIKELY(a->requires_grad || b->requires_grad)) {
+      char what[96];
+      snprintf(what, sizeof what, "%s of sparse tensors; to_dense(a) and to_dense(b) compute "
+                                  "on strided copies", name);
+      mq_ag_rec_nodiff(S, out, a->requires_grad ? a : b, what);
+    }
     mq_list_push(S, l, mq_objv(out));
   }
   return l;

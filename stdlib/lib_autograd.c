@@ -25,6 +25,10 @@ static mq_value lib_detach(mq_state *S, mq_value *args) {
 static mq_value lib_is_leaf(mq_state *S, mq_value *args) { return mq_bool(!TA(0, "x")->node); }
 
 static mq_value lib_as_masked(mq_state *S, mq_value *args) {
+  if (mq_is_sparse(args[0]) || mq_is_sparse(args[1]))
+    RET(mq_sparse_as_masked(S, TA(0, "data"), args[1].type == MQ_NONE ? NULL : TA(1, "mask")));
+  if (args[1].type == MQ_NONE)
+    mq_error(S, "as_masked: a strided tensor needs a mask (only a sparse one is its own mask)");
   RET(mq_as_masked(S, T(0, "data"), T(1, "mask")));
 }
 
@@ -112,8 +116,9 @@ const mq_libfn mq_lib_autograd[] = {
      "a new leaf with x's data and mask that requires grad (flag=false: one that does not)", MQ_BK_NONE, 0},
     {"detach(x)", lib_detach, "x's data and mask, cut from the graph that computed it", MQ_BK_NONE, 0},
     {"is_leaf(x)", lib_is_leaf, "true unless x was computed from tensors that require grad", MQ_BK_NONE, 0},
-    {"as_masked(data, mask)", lib_as_masked,
-     "like masked(data, mask), but gradients flow back to data (torch's as_masked_tensor)", MQ_BK_NONE, 0},
+    {"as_masked(data, mask=none)", lib_as_masked,
+     "like masked(data, mask), but gradients flow back to data (torch's as_masked_tensor); "
+     "a sparse data without mask is its own mask", MQ_BK_NONE, 0},
     {"backward(y, retain=false)", lib_backward,
      "add the gradient of the 0-d y to every leaf's .grad; frees y's graph unless retain", MQ_BK_NONE, 0},
     {"grad(y, inputs=none, retain=false)", lib_grad,
