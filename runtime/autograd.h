@@ -7,6 +7,8 @@
  * a 0-d result in topological order and runs one switch over op kinds
  * (runtime/backward.c), accumulating a gradient per tensor.
  *
+ * A sparse tensor's gradient is sparse, of its structure (backward_sparse.c).
+ *
  * Gradients are masked tensors too (torch.masked's semantics): a masked-out
  * gradient means "no gradient flowed here", which is not a zero gradient.
  * The gradient of a masked tensor is always masked, within that tensor's

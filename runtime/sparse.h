@@ -52,7 +52,10 @@
  *     positions of a CSR/COO pattern and returns mq_sparse_with_values.
  *   - sparse gradients: a gradient of a sparse input is a sparse tensor
  *     with the input's structure (same index tensors), so accumulation is
- *     an add on values.
+ *     an add on values. Ops on values record values -> strided op -> wrap
+ *     (mq_sparse_values and mq_sparse_like carry the nodes); the other
+ *     ops record their own kinds (autograd.h MQ_AG_SP_*), derived in
+ *     backward_sparse.c.
  * Hybrid tensors (dense trailing dims in values) and batched CSR would add
  * dims to [values] and [crow]; nothing here assumes they cannot.
  */
@@ -160,10 +163,12 @@ MQ_INTERNAL mq_tensor *mq_sparse_of_keys(mq_state *S, const mq_tensor *like, con
 
 /* --- binary ops (sparse_ops.c) --------------------------------------------------- */
 
-/* [t]'s stored values as a 1-D strided tensor, masked by its mask's values. */
+/* [t]'s stored values as a 1-D strided tensor, masked by its mask's values;
+ * differentiable (a new tensor with a node when t requires grad). */
 MQ_INTERNAL mq_tensor *mq_sparse_values(mq_state *S, const mq_tensor *t);
 /* A sparse tensor of [like]'s structure from the 1-D result [r] of an op on
- * stored values (r's mask, if any, becomes the sparse mask). */
+ * stored values (r's mask, if any, becomes the sparse mask); when r
+ * requires grad the result records it (its stored values stay plain). */
 MQ_INTERNAL mq_tensor *mq_sparse_like(mq_state *S, const mq_tensor *like, mq_tensor *r);
 /* a op b where a or b is sparse and the other sparse of the same structure,
  * dense (read at the stored positions; it may not broadcast the sparse
