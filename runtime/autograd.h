@@ -60,6 +60,8 @@ typedef enum mq_agkind {
   MQ_AG_SP_MATMUL,   /* sparse in[0] @ strided in[1] (SpMM) */
   MQ_AG_SP_SDDMM,    /* masked_matmul(in[0], in[1], aux in[2]) */
   MQ_AG_SP_NODIFF,   /* an op on sparse input with no derivative; args: its name */
+  MQ_AG_SP_BUILD,    /* sparse_coo / sparse_csr from values in[0]; aux in[1]: each
+                        value's entry (int64) */
   MQ_AG__COUNT
 } mq_agkind;
 

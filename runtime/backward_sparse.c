@@ -197,6 +197,26 @@ static void bw_layout(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   gin[0] = scatter_grad(S, x, entries_of(S, g), mq_sparse_keys(S, t), t->sparse->nnz, false);
 }
 
+/* sparse_coo / sparse_csr from values: value i went to entry map[i]
+ * (duplicates summed into one entry each get its gradient). */
+static void bw_build(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_tensor *v = t->node->in[0];
+  if (!v->requires_grad) return;
+  const int64_t *map = mq_tensor_data(t->node->in[1]);
+  const double *gv = mq_bw_d(g->sparse->values);
+  const uint8_t *gm = sp_maskp(g);
+  mq_tensor *r = mq_ag_gnew(S, v->ndim, v->shape);
+  double *o = mq_bw_d(r);
+  uint8_t *m = gm ? mq_ag_new_mask(S, r) : NULL;
+  for (int64_t i = 0; i < v->numel; i++) {
+    poll_at(S, i);
+    bool ok = !gm || gm[map[i]];
+    o[i] = ok ? gv[map[i]] : 0.0;
+    if (m) m[i] = ok;
+  }
+  gin[0] = r;
+}
+
 /* --- reductions -------------------------------------------------------------------- */
 
 /* sum, mean, amax, amin of sparse [x] over n->dims: each valid stored
@@ -406,6 +426,7 @@ void mq_bw_sparse(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   case MQ_AG_SP_SOFTMAX: bw_softmax(S, t, g, gin); return;
   case MQ_AG_SP_MATMUL: bw_matmul(S, t, g, gin); return;
   case MQ_AG_SP_SDDMM: bw_sddmm(S, t, g, gin); return;
+  case MQ_AG_SP_BUILD: bw_build(S, t, g, gin); return;
   case MQ_AG_SP_NODIFF:
     mq_error(S, "backward: no gradient for %s", (const char *)t->node->args);
   default: break;
@@ -425,6 +446,7 @@ const char *mq_bw_sparse_name(const mq_gradnode *n) {
   case MQ_AG_SP_SOFTMAX: return n->op ? "log_softmax" : "softmax";
   case MQ_AG_SP_MATMUL: return "matmul";
   case MQ_AG_SP_SDDMM: return "masked_matmul";
+  case MQ_AG_SP_BUILD: return "sparse_coo or sparse_csr";
   case MQ_AG_SP_NODIFF: return n->args ? (const char *)n->args : "op";
   default: return "op";
   }

@@ -146,14 +146,18 @@ static void put_value(mq_tensor *dst, int64_t j, const mq_tensor *src, int64_t i
 }
 
 /* Sorts the entries of a COO tensor built from unchecked order and sums
- * duplicates; returns [t] itself when it already was in order. */
-static mq_tensor *coalesce(mq_state *S, mq_tensor *t) {
+ * duplicates; returns [t] itself when it already was in order. [dst]
+ * (NULL, or nnz slots): the entry each given value went to. */
+static mq_tensor *coalesce(mq_state *S, mq_tensor *t, int64_t *dst) {
   int64_t nnz = t->sparse->nnz;
   int64_t *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(nnz ? nnz : 1), sizeof *keys, "nnz"));
   coo_keys(S, t, keys);
   bool sorted = true;
   for (int64_t k = 1; k < nnz && sorted; k++) sorted = keys[k - 1] < keys[k];
-  if (sorted) return t;
+  if (sorted) {
+    for (int64_t k = 0; dst && k < nnz; k++) dst[k] = k;
+    return t;
+  }
   keyed *ord = mq_scratch(S, mq_ck_zmul(S, (size_t)nnz, sizeof *ord, "nnz"));
   for (int64_t k = 0; k < nnz; k++) ord[k] = (keyed){keys[k], k};
   qsort(ord, (size_t)nnz, sizeof *ord, keyed_cmp);
@@ -167,6 +171,7 @@ static mq_tensor *coalesce(mq_state *S, mq_tensor *t) {
     bool dup = k > 0 && ord[k].key == ord[k - 1].key;
     if (!dup) j++;
     put_value(nv, j, v, ord[k].pos, dup);
+    if (dst) dst[ord[k].pos] = j;
   }
   return assemble(S, MQ_LAYOUT_COO, t->ndim, t->shape,
                   indices_of_keys(S, t->ndim, t->shape, keys, n), NULL, nv);
@@ -188,17 +193,35 @@ static mq_tensor *index_arg(mq_state *S, mq_tensor *t, int ndim, const char *who
 static mq_tensor *values_arg(mq_state *S, mq_tensor *v, int64_t nnz, int dt, const char *who) {
   if (v->mask)
     mq_error(S, "%s: values must be a plain tensor; mask a sparse tensor with masked()", who);
-  if (v->requires_grad)
-    mq_error(S, "%s: values require grad, but gradients do not flow from a sparse tensor back "
-                "into the values it was built from; build it from detach(values) and make the "
-                "sparse tensor the leaf with requires_grad(x)", who);
   if (v->ndim != 1)
     mq_error(S, "%s: values must be 1-D (one per stored entry), got shape %s", who,
              mq_shape_str(S, v->ndim, v->shape));
   if (v->numel != nnz)
     mq_error(S, "%s: %lld stored entries but %lld values", who, (long long)nnz,
              (long long)v->numel);
+  if (v->requires_grad) /* stored values are plain data; built() records the history */
+    v = mq_tensor_view(S, v, v->ndim, v->shape, v->strides, v->offset);
   return mq_contiguous(S, dt >= 0 ? mq_astype(S, v, (mq_dtype)dt) : v);
+}
+
+/* The entry map of a sparse tensor built from [values] that require grad
+ * (NULL otherwise): coalesce fills it. */
+static int64_t *entry_map(mq_state *S, const mq_tensor *values, mq_tensor **map) {
+  *map = NULL;
+  if (MQ_LIKELY(!values->requires_grad)) return NULL;
+  int64_t n = values->numel;
+  *map = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+  return mq_tensor_data(*map);
+}
+
+/* [out] built from [values] (backward_sparse.c: bw_build): value i went to
+ * entry map[i]. */
+static mq_tensor *built(mq_state *S, mq_tensor *out, mq_tensor *values, mq_tensor *map) {
+  if (MQ_UNLIKELY(values->requires_grad)) {
+    mq_tensor *in[2] = {values, map};
+    mq_ag_rec_sparse(S, out, MQ_AG_SP_BUILD, 0, 1, 1, in);
+  }
+  return out;
 }
 
 static void check_sizes(mq_state *S, int ndim, const int64_t *shape, const char *who) {
@@ -242,9 +265,10 @@ mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor *values, int
     }
     inferred[d] = mx < INT64_MAX ? mx + 1 : mx; /* INT64_MAX: "too large" from the shape check */
   }
-  mq_tensor *v = values_arg(S, values, nnz, dt, who);
+  mq_tensor *v = values_arg(S, values, nnz, dt, who), *map;
+  int64_t *dst = entry_map(S, values, &map);
   mq_tensor *t = assemble(S, MQ_LAYOUT_COO, ndim, shape ? shape : inferred, ix, NULL, v);
-  return coalesce(S, t);
+  return built(S, coalesce(S, t, dst), values, map);
 }
 
 /* CSR parts from a coalesced 2-D COO tensor (values shared: same order). */
@@ -315,11 +339,15 @@ mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col, mq_tensor
     }
   }
   int64_t size[2] = {rows, shape ? shape[1] : mx < INT64_MAX ? mx + 1 : mx};
-  mq_tensor *v = values_arg(S, values, nnz, dt, who);
+  mq_tensor *v = values_arg(S, values, nnz, dt, who), *map;
+  int64_t *dst = entry_map(S, values, &map);
   mq_tensor *t = assemble(S, MQ_LAYOUT_CSR, 2, size, ci, cr, v);
-  if (canonical) return t;
+  if (canonical) {
+    for (int64_t k = 0; dst && k < nnz; k++) dst[k] = k;
+    return built(S, t, values, map);
+  }
   mq_tensor *coo = assemble(S, MQ_LAYOUT_COO, 2, size, coo_indices_of_csr(S, t), NULL, v);
-  return csr_of_coo(S, coalesce(S, coo));
+  return built(S, csr_of_coo(S, coalesce(S, coo, dst)), values, map);
 }
 
 /* --- conversions ------------------------------------------------------------------ */

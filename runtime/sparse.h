@@ -93,7 +93,8 @@ MQ_INTERNAL MQ_NORETURN void mq_sparse_refuse(mq_state *S, const mq_tensor *t, c
 
 /* COO from int indices (ndim, nnz) and values (nnz); [shape] NULL infers
  * each size as the largest index + 1. Duplicates are summed. [dt] < 0 keeps
- * the values' dtype. */
+ * the values' dtype. Values that require grad get each its entry's
+ * gradient (the stored values are a plain copy). */
 MQ_INTERNAL mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor *values,
                                      int ndim, const int64_t *shape, int dt, const char *who);
 /* CSR from crow (rows + 1), col (nnz), values (nnz) and a 2-D shape (NULL:

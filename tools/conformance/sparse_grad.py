@@ -87,5 +87,21 @@ def main():
             print("check(%r, values(grad(%s, s)), %s)" % (name, expr, lit(gs.values().tolist())))
 
 
+def built_from_values():
+    """sparse_coo(i, w) with w requiring grad: unsorted indices with a
+    duplicate, so w's gradient goes through coalescing."""
+    ii = [[2, 0, 2, 1], [0, 1, 0, 3]]
+    w = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    s = torch.sparse_coo_tensor(torch.tensor(ii), w * 2, (3, 4))
+    y = torch.sparse.sum(s * s)
+    y.backward()
+    name = "sparse_coo(i, w * 2) with a duplicate"
+    print("# %s: torch loss %r" % (name, y.item()))
+    print("w = tensor(%s, requires_grad=true)" % lit([1, 2, 3, 4]))
+    print("s = sparse_coo(%s, w * 2, [3, 4])" % ii)
+    print("check(%r, grad(sum(s * s), w), %s)" % (name, lit(w.grad.tolist())))
+
+
 if __name__ == "__main__":
     main()
+    built_from_values()
