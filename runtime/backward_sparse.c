@@ -219,10 +219,13 @@ static void bw_build(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
 
 /* --- reductions -------------------------------------------------------------------- */
 
-/* sum, mean, amax, amin of sparse [x] over n->dims: each valid stored
- * entry gets its slot's gradient times 1, 1 / the slot's count (a plain
- * x's unstored zeros count), or, for amax/amin, 1 / the number of entries
- * equal to the result (ties split evenly, unstored zeros included). */
+/* sum, mean, amax, amin, prod of sparse [x] over n->dims: each valid
+ * stored entry gets its slot's gradient times 1, 1 / the slot's count (a
+ * plain x's unstored zeros count), for amax/amin 1 / the number of entries
+ * equal to the result (ties split evenly, unstored zeros included), for
+ * prod the product of the slot's other entries (as the strided prod's
+ * derivative: from the product of the nonzero ones and the zeros count;
+ * a plain x's unstored zeros are zeros of the slot). */
 static void bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *x = n->in[0];
@@ -252,15 +255,21 @@ static void bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   bool ext = n->op == MQ_SRED_AMAX || n->op == MQ_SRED_AMIN;
   double *cnt = mq_scratch(S, (size_t)(nout ? nout : 1) * sizeof *cnt);
   double *ties = mq_scratch(S, (size_t)(nout ? nout : 1) * sizeof *ties);
-  for (int64_t s = 0; s < nout; s++) cnt[s] = ties[s] = 0;
+  double *zeros = mq_scratch(S, (size_t)(nout ? nout : 1) * sizeof *zeros);
+  double *pnz = mq_scratch(S, (size_t)(nout ? nout : 1) * sizeof *pnz);
+  for (int64_t s = 0; s < nout; s++) cnt[s] = ties[s] = zeros[s] = 0, pnz[s] = 1;
   for (int64_t k = 0; k < nnz; k++) {
     if (xm && !xm[k]) continue;
-    cnt[slot[k]] += 1;
-    if (ext && xv[k] == yv[slot[k]]) ties[slot[k]] += 1;
+    int64_t s = slot[k];
+    cnt[s] += 1;
+    if (ext && xv[k] == yv[s]) ties[s] += 1;
+    if (xv[k] == 0) zeros[s] += 1;
+    else pnz[s] *= xv[k];
   }
   if (!xm) /* a plain x: the unstored entries are zeros of each slot */
     for (int64_t s = 0; s < nout; s++) {
       if (ext && yv[s] == 0) ties[s] += (double)per - cnt[s];
+      zeros[s] += (double)per - cnt[s];
       cnt[s] = (double)per;
     }
   mq_tensor *v = mq_ag_gnew(S, 1, &nnz);
@@ -272,7 +281,10 @@ static void bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
     bool ok = (!xm || xm[k]) && (!gm || gm[s]);
     double d = n->op == MQ_SRED_MEAN ? 1 / cnt[s]
                : ext                 ? (xv[k] == yv[s] ? 1 / ties[s] : 0)
-                                     : 1;
+               : n->op == MQ_SRED_PROD
+                   ? (xv[k] != 0 ? (zeros[s] == 0 ? pnz[s] / xv[k] : 0)
+                                 : (zeros[s] == 1 ? pnz[s] : 0))
+                   : 1;
     o[k] = ok ? gv[s] * d : 0.0;
     if (m) m[k] = ok;
   }

@@ -270,12 +270,6 @@ mq_tensor *mq_sparse_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_
   (void)name;
   mq_tensor *out = reduce(S, op, t, dims, keepdim);
   if (MQ_LIKELY(!t->requires_grad)) return out;
-  if (op == MQ_SRED_PROD) { /* its derivative is only in the strided form */
-    mq_ag_rec_nodiff(S, out, t, "prod of a sparse tensor along dims, or of a plain one (a masked "
-                                "one's whole prod has one); prod(to_dense(x), dim) computes it "
-                                "on a strided copy");
-    return out;
-  }
   mq_gradnode *n = mq_ag_rec_sparse(S, out, MQ_AG_SP_REDUCE, (int)op, 1, 0, &t);
   if (n) {
     n->dims = dims;

@@ -90,6 +90,10 @@ static mq_tensor *l_amin0(mq_tensor *x, mq_tensor *d) {
   (void)d;
   return weighted(mq_sparse_reduce(S, MQ_SRED_AMIN, x, 1, false, "amin"));
 }
+static mq_tensor *l_prod1(mq_tensor *x, mq_tensor *d) {
+  (void)d;
+  return weighted(mq_sparse_reduce(S, MQ_SRED_PROD, x, 2, false, "prod"));
+}
 static mq_tensor *l_softmax(mq_tensor *x, mq_tensor *d) {
   (void)d;
   return total(mq_sparse_binary(S, MQ_BIN_MUL, mq_sparse_softmax(S, x, 1, false, -1, "softmax"),
@@ -123,7 +127,7 @@ typedef struct lcase {
 static const lcase cases[] = {
     {"sin * W", l_unary, 0},        {"x*x - x/3", l_same, 0},   {"x * D", l_dense_operand, 1},
     {"sum dim 1", l_sum1, 0},       {"mean dim 0", l_mean0, 0}, {"amax dim 1", l_amax1, 0},
-    {"amin dim 0", l_amin0, 0},     {"softmax", l_softmax, 0, true},  {"log_softmax", l_log_softmax, 0, true},
+    {"amin dim 0", l_amin0, 0},     {"prod dim 1", l_prod1, 0},     {"softmax", l_softmax, 0, true},  {"log_softmax", l_log_softmax, 0, true},
     {"x @ B", l_spmm, 2},           {"to_dense", l_to_dense, 0}, {"masked_matmul", l_sddmm_a, 3},
 };
 
