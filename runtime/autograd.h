@@ -62,6 +62,8 @@ typedef enum mq_agkind {
   MQ_AG_SP_NODIFF,   /* an op on sparse input with no derivative; args: its name */
   MQ_AG_SP_BUILD,    /* sparse_coo / sparse_csr from values in[0]; aux in[1]: each
                         value's entry (int64) */
+  MQ_AG_SP_PICK,     /* intersect / union: entry j of the result is entry aux
+                        in[1][j] of sparse in[0], or (-1) a new one */
   MQ_AG__COUNT
 } mq_agkind;
 

@@ -393,7 +393,7 @@ void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gi
   case MQ_AG_MATMUL: mq_bw_matmul(S, t, g, gin); return;
   case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
   case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
-  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD:
+  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
     mq_bw_sparse(S, t, g, gin);
     return;
   case MQ_AG__COUNT: break;
@@ -435,7 +435,7 @@ const char *mq_ag_node_name(const mq_gradnode *n) {
   case MQ_AG_MEDIAN: return "median";
   case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
   case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
-  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD:
+  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
     return mq_bw_sparse_name(n);
   case MQ_AG__COUNT: break;
   }

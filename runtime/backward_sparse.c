@@ -217,6 +217,27 @@ static void bw_build(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   gin[0] = r;
 }
 
+/* intersect / union: each entry of x the result kept gets that entry's
+ * gradient; the others none (or 0 when nothing is masked). */
+static void bw_pick(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_tensor *x = t->node->in[0];
+  if (!x->requires_grad) return;
+  const int64_t *src = mq_tensor_data(t->node->in[1]);
+  int64_t nnz = x->sparse->nnz;
+  const double *gv = mq_bw_d(g->sparse->values);
+  const uint8_t *gm = sp_maskp(g);
+  mq_tensor *v = zeros_f64(S, 1, &nnz);
+  double *o = mq_bw_d(v);
+  uint8_t *m = zero_bytes(S, nnz);
+  for (int64_t j = 0; j < t->sparse->nnz; j++) {
+    poll_at(S, j);
+    if (src[j] < 0 || (gm && !gm[j])) continue;
+    o[src[j]] = gv[j];
+    m[src[j]] = 1;
+  }
+  gin[0] = sp_grad(S, x, v, gm || x->mask ? m : NULL);
+}
+
 /* --- reductions -------------------------------------------------------------------- */
 
 /* sum, mean, amax, amin, prod of sparse [x] over n->dims: each valid
@@ -439,6 +460,7 @@ void mq_bw_sparse(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   case MQ_AG_SP_MATMUL: bw_matmul(S, t, g, gin); return;
   case MQ_AG_SP_SDDMM: bw_sddmm(S, t, g, gin); return;
   case MQ_AG_SP_BUILD: bw_build(S, t, g, gin); return;
+  case MQ_AG_SP_PICK: bw_pick(S, t, g, gin); return;
   case MQ_AG_SP_NODIFF:
     mq_error(S, "backward: no gradient for %s", (const char *)t->node->args);
   default: break;
@@ -459,6 +481,7 @@ const char *mq_bw_sparse_name(const mq_gradnode *n) {
   case MQ_AG_SP_MATMUL: return "matmul";
   case MQ_AG_SP_SDDMM: return "masked_matmul";
   case MQ_AG_SP_BUILD: return "sparse_coo or sparse_csr";
+  case MQ_AG_SP_PICK: return "intersect or union";
   case MQ_AG_SP_NODIFF: return n->args ? (const char *)n->args : "op";
   default: return "op";
   }

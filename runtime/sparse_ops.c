@@ -208,21 +208,23 @@ mq_tensor *mq_sparse_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b
  * masked by [t]'s validity there, a position [t] lacks holding 0 with
  * validity [absent]. [tk]: t's own keys. */
 static mq_tensor *values_at(mq_state *S, const mq_tensor *t, const int64_t *tk,
-                            const int64_t *keys, int64_t n, bool absent) {
+                            const int64_t *keys, int64_t n, bool absent, int64_t *src) {
   mq_tensor *v = mq_tensor_full(S, (mq_dtype)t->dtype, 1, &n, 0);
   mq_tensor *m = mq_tensor_full(S, MQ_DT_BOOL, 1, &n, absent);
   size_t es = mq_dtype_size((mq_dtype)t->dtype);
-  const char *src = mq_tensor_data(t->sparse->values);
+  const char *from = mq_tensor_data(t->sparse->values);
   const uint8_t *tm = t->mask ? mq_tensor_data(t->mask->sparse->values) : NULL;
   char *dst = mq_tensor_data(v);
   uint8_t *dm = mq_tensor_data(m);
   for (int64_t j = 0, i = 0; j < n; j++) {
     poll_at(S, j);
     while (i < t->sparse->nnz && tk[i] < keys[j]) i++;
-    if (i < t->sparse->nnz && tk[i] == keys[j]) {
-      memcpy(dst + (size_t)j * es, src + (size_t)i * es, es);
+    bool has = i < t->sparse->nnz && tk[i] == keys[j];
+    if (has) {
+      memcpy(dst + (size_t)j * es, from + (size_t)i * es, es);
       dm[j] = tm ? tm[i] : 1;
     }
+    if (src) src[j] = has ? i : -1;
   }
   return mq_masked(S, v, m);
 }
@@ -255,9 +257,12 @@ mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both, con
   mq_list *l = mq_list_new(S, 2);
   const mq_tensor *ts[2] = {a, b};
   const int64_t *tks[2] = {ka, kb};
-  mq_tensor *r[2];
-  for (int k = 0; k < 2; k++)
-    r[k] = values_at(S, ts[k], tks[k], keys, n, !ts[k]->mask && !both);
+  mq_tensor *r[2], *src[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    if (MQ_UNLIKELY(ts[k]->requires_grad)) src[k] = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+    r[k] = values_at(S, ts[k], tks[k], keys, n, !ts[k]->mask && !both,
+                     src[k] ? mq_tensor_data(src[k]) : NULL);
+  }
   mq_tensor *like = mq_sparse_of_keys(S, a, keys, n, mq_get_data(S, r[0]));
   if (both) { /* valid where valid in both, as intersect of strided tensors */
     mq_tensor *m = mq_binary(S, MQ_BIN_BAND, mq_get_mask(S, r[0]), mq_get_mask(S, r[1]));
@@ -267,11 +272,9 @@ mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both, con
     bool plain = !both && !ts[k]->mask;
     mq_tensor *x = plain ? mq_get_data(S, r[k]) : r[k];
     mq_tensor *out = mq_sparse_like(S, like, x);
-    if (MQ_UNLIKELY(a->requires_grad || b->requires_grad)) {
-      char what[96];
-      snprintf(what, sizeof what, "%s of sparse tensors; to_dense(a) and to_dense(b) compute "
-                                  "on strided copies", name);
-      mq_ag_rec_nodiff(S, out, a->requires_grad ? a : b, what);
+    if (MQ_UNLIKELY(src[k] != NULL)) { /* entry j of out is entry src[j] of ts[k], or new */
+      mq_tensor *in[2] = {(mq_tensor *)ts[k], src[k]};
+      mq_ag_rec_sparse(S, out, MQ_AG_SP_PICK, 0, 1, 1, in);
     }
     mq_list_push(S, l, mq_objv(out));
   }
