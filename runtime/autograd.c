@@ -31,6 +31,7 @@ uint8_t *mq_ag_new_mask(mq_state *S, mq_tensor *g) {
 }
 
 mq_tensor *mq_ag_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b) {
+  if (a->sparse) return mq_ag_sparse_accumulate(S, a, b);
   mq_tensor *out = mq_ag_gnew(S, a->ndim, a->shape);
   const double *x = mq_tensor_data(a), *y = mq_tensor_data(b);
   double *o = mq_tensor_data(out);
@@ -52,6 +53,7 @@ mq_tensor *mq_ag_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b) {
 
 /* A stored gradient (t's dtype) back in the engine's form. */
 static mq_tensor *grad_f64(mq_state *S, mq_tensor *t) {
+  if (t->sparse) return mq_ag_sparse_f64(S, t);
   mq_tensor *out = mq_ag_gnew(S, t->ndim, t->shape);
   mq_kernel_convert(S, out, t);
   if (t->mask) mq_tensor_set_mask(S, out, mq_contiguous(S, t->mask));
@@ -61,6 +63,7 @@ static mq_tensor *grad_f64(mq_state *S, mq_tensor *t) {
 /* [g] (float64) as a gradient of [t]: t's dtype, and within t's mask. A
  * masked t always gets a masked gradient. */
 static mq_tensor *finalize(mq_state *S, mq_tensor *g, mq_tensor *t) {
+  if (t->sparse) return mq_ag_sparse_finalize(S, g, t);
   mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
   mq_kernel_convert(S, out, g);
   const uint8_t *gm = mq_ag_maskp(S, g), *tm = mq_ag_maskp(S, t);
@@ -262,9 +265,29 @@ void mq_ag_rec_matmul(mq_state *S, mq_tensor *out, mq_tensor *a, mq_tensor *b) {
   set_in(n, 1, b);
 }
 
+mq_gradnode *mq_ag_rec_sparse(mq_state *S, mq_tensor *out, int kind, int op, int nin, int naux,
+                              mq_tensor *const *in) {
+  mq_gradnode *n = record(S, out, kind, nin, naux);
+  if (!n) return NULL;
+  n->op = op;
+  for (int i = 0; i < nin + naux; i++) set_in(n, i, in[i]);
+  return n;
+}
+
+void mq_ag_rec_nodiff(mq_state *S, mq_tensor *out, mq_tensor *t, const char *name) {
+  mq_gradnode *n = record(S, out, MQ_AG_SP_NODIFF, 1, 0);
+  if (!n) return;
+  set_in(n, 0, t);
+  set_args(S, n, name, strlen(name) + 1);
+}
+
 /* --- leaves ---------------------------------------------------------------- */
 
 mq_tensor *mq_ag_leaf(mq_state *S, mq_tensor *t, bool flag, const char *who) {
+  if (t->sparse) {
+    if (flag) check_dtype(S, t, who);
+    return mq_ag_sparse_leaf(S, t, flag);
+  }
   /* a number (a weak float64 holding its full value) becomes float32, as tensor(2.5) does */
   if (t->weak && t->ndim == 0 && t->dtype == MQ_DT_F64) t = mq_astype(S, t, MQ_DT_F32);
   if (flag) check_dtype(S, t, who);
@@ -427,7 +450,9 @@ static void propagate(mq_state *S, graph *G, mq_tensor *y) {
     mq_tensor *t = G->ts[s], *g = G->grads[s];
     mq_gradnode *n = t->node;
     if (!g || !n) continue;
-    if (t->mask && !g->mask) { /* a masked tensor's gradient is masked */
+    if (t->sparse) {
+      g = mq_ag_sparse_within(S, g, t);
+    } else if (t->mask && !g->mask) { /* a masked tensor's gradient is masked */
       g = mq_tensor_view(S, g, g->ndim, g->shape, g->strides, g->offset);
       mq_tensor_set_mask(S, g, mq_contiguous(S, t->mask));
     }
@@ -513,6 +538,7 @@ static void run(mq_state *S, void *ud) {
   if (J->out) {
     for (int i = 0; i < J->n; i++) {
       mq_tensor *x = J->inputs[i], *g = G.grads[slots[i]];
+      if (!g && x->sparse) g = mq_ag_sparse_none(S, x);
       if (!g) { /* nothing flowed: no gradient at all */
         g = mq_tensor_full(S, MQ_DT_F64, x->ndim, x->shape, 0.0);
         if (x->mask) memset(mq_ag_new_mask(S, g), 0, (size_t)g->numel);

@@ -7,6 +7,8 @@
  * a 0-d result in topological order and runs one switch over op kinds
  * (runtime/backward.c), accumulating a gradient per tensor.
  *
+ * A sparse tensor's gradient is sparse, of its structure (backward_sparse.c).
+ *
  * Gradients are masked tensors too (torch.masked's semantics): a masked-out
  * gradient means "no gradient flowed here", which is not a zero gradient.
  * The gradient of a masked tensor is always masked, within that tensor's
@@ -46,6 +48,22 @@ typedef enum mq_agkind {
   MQ_AG_NORM,        /* prm[0]: p; dims */
   MQ_AG_CUMULATIVE,  /* op: 1 for cumprod; dim */
   MQ_AG_MEDIAN,      /* dims: the one dim, or all (flattened) */
+  /* sparse layouts (runtime/sparse.h; derivatives in backward_sparse.c): a
+   * sparse tensor's gradient is a sparse tensor of its structure */
+  MQ_AG_SP_VALUES,   /* the stored values of sparse in[0], a 1-D tensor */
+  MQ_AG_SP_WRAP,     /* a sparse result (its own structure) from the 1-D in[0] */
+  MQ_AG_SP_GATHER,   /* in[0] (strided, of aux in[1]'s shape) at in[1]'s stored positions */
+  MQ_AG_SP_DENSE,    /* to_dense of sparse in[0] */
+  MQ_AG_SP_LAYOUT,   /* to_sparse_coo / _csr of in[0] (strided, or the other layout) */
+  MQ_AG_SP_REDUCE,   /* op: mq_sparse_red; dims; keepdim */
+  MQ_AG_SP_SOFTMAX,  /* along the rows of CSR in[0]; op: 1 for log_softmax */
+  MQ_AG_SP_MATMUL,   /* sparse in[0] @ strided in[1] (SpMM) */
+  MQ_AG_SP_SDDMM,    /* masked_matmul(in[0], in[1], aux in[2]) */
+  MQ_AG_SP_NODIFF,   /* an op on sparse input with no derivative; args: its name */
+  MQ_AG_SP_BUILD,    /* sparse_coo / sparse_csr from values in[0]; aux in[1]: each
+                        value's entry (int64) */
+  MQ_AG_SP_PICK,     /* intersect / union: entry j of the result is entry aux
+                        in[1][j] of sparse in[0], or (-1) a new one */
   MQ_AG__COUNT
 } mq_agkind;
 
@@ -93,6 +111,14 @@ MQ_INTERNAL void mq_ag_rec_expand(mq_state *S, mq_tensor *out, mq_tensor *t);
 MQ_INTERNAL void mq_ag_rec_masked_fill(mq_state *S, mq_tensor *out, mq_tensor *x,
                                        mq_tensor *m, mq_tensor *v);
 MQ_INTERNAL void mq_ag_rec_matmul(mq_state *S, mq_tensor *out, mq_tensor *a, mq_tensor *b);
+/* A node of [kind] for the sparse ops (the MQ_AG_SP_* kinds): [in] holds
+ * [nin] inputs then [naux] aux tensors (NULL entries allowed); NULL when
+ * nothing is recorded (the caller then sets nothing else). */
+MQ_INTERNAL mq_gradnode *mq_ag_rec_sparse(mq_state *S, mq_tensor *out, int kind, int op, int nin,
+                                          int naux, mq_tensor *const *in);
+/* Records that [out] was computed from [t] by [name], which has no
+ * derivative: a backward through it says so instead of losing a gradient. */
+MQ_INTERNAL void mq_ag_rec_nodiff(mq_state *S, mq_tensor *out, mq_tensor *t, const char *name);
 
 #define MQ_AG_REQ(t) ((t) && (t)->requires_grad)
 
@@ -237,5 +263,21 @@ MQ_INTERNAL uint8_t *mq_ag_new_mask(mq_state *S, mq_tensor *g);
 /* a + b for gradients: where only one is valid it wins, where neither is
  * the sum is masked out; masked-out data is never read. */
 MQ_INTERNAL mq_tensor *mq_ag_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b);
+
+/* The same for gradients of sparse tensors (backward_sparse.c): a sparse
+ * gradient has float64 values (nnz, contiguous) and its tensor's index
+ * tensors, with a sparse bool mask of that structure or none. */
+MQ_INTERNAL mq_tensor *mq_ag_sparse_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b);
+/* [g] as the gradient of sparse [t]: t's dtype, within t's mask. */
+MQ_INTERNAL mq_tensor *mq_ag_sparse_finalize(mq_state *S, mq_tensor *g, mq_tensor *t);
+/* A stored gradient of sparse [t] back in the engine's form. */
+MQ_INTERNAL mq_tensor *mq_ag_sparse_f64(mq_state *S, mq_tensor *t);
+/* [g] with sparse [t]'s mask when g has none. */
+MQ_INTERNAL mq_tensor *mq_ag_sparse_within(mq_state *S, mq_tensor *g, mq_tensor *t);
+/* The gradient of sparse [x] when nothing flowed: 0s, all masked out if x
+ * is masked. */
+MQ_INTERNAL mq_tensor *mq_ag_sparse_none(mq_state *S, mq_tensor *x);
+/* A leaf of sparse [t] (requires_grad, detach). */
+MQ_INTERNAL mq_tensor *mq_ag_sparse_leaf(mq_state *S, mq_tensor *t, bool flag);
 
 #endif

@@ -391,6 +391,11 @@ void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gi
   case MQ_AG_CUMULATIVE: mq_bw_cumulative(S, t, g, gin); return;
   case MQ_AG_GATHER: mq_bw_gather(S, t, g, gin); return;
   case MQ_AG_MATMUL: mq_bw_matmul(S, t, g, gin); return;
+  case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
+  case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
+  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
+    mq_bw_sparse(S, t, g, gin);
+    return;
   case MQ_AG__COUNT: break;
   }
   mq_error(S, "backward: unknown node kind %d", t->node->kind);
@@ -428,6 +433,10 @@ const char *mq_ag_node_name(const mq_gradnode *n) {
   case MQ_AG_NORM: return "norm";
   case MQ_AG_CUMULATIVE: return n->op ? "cumprod" : "cumsum";
   case MQ_AG_MEDIAN: return "median";
+  case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
+  case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
+  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
+    return mq_bw_sparse_name(n);
   case MQ_AG__COUNT: break;
   }
   return "op";

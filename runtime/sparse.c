@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../core/checked.h"
+#include "autograd.h"
 #include "kernels.h"
 
 /* Polls for an interrupt once every MQ_POLL_ELEMS steps of a loop over
@@ -145,14 +146,18 @@ static void put_value(mq_tensor *dst, int64_t j, const mq_tensor *src, int64_t i
 }
 
 /* Sorts the entries of a COO tensor built from unchecked order and sums
- * duplicates; returns [t] itself when it already was in order. */
-static mq_tensor *coalesce(mq_state *S, mq_tensor *t) {
+ * duplicates; returns [t] itself when it already was in order. [dst]
+ * (NULL, or nnz slots): the entry each given value went to. */
+static mq_tensor *coalesce(mq_state *S, mq_tensor *t, int64_t *dst) {
   int64_t nnz = t->sparse->nnz;
   int64_t *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(nnz ? nnz : 1), sizeof *keys, "nnz"));
   coo_keys(S, t, keys);
   bool sorted = true;
   for (int64_t k = 1; k < nnz && sorted; k++) sorted = keys[k - 1] < keys[k];
-  if (sorted) return t;
+  if (sorted) {
+    for (int64_t k = 0; dst && k < nnz; k++) dst[k] = k;
+    return t;
+  }
   keyed *ord = mq_scratch(S, mq_ck_zmul(S, (size_t)nnz, sizeof *ord, "nnz"));
   for (int64_t k = 0; k < nnz; k++) ord[k] = (keyed){keys[k], k};
   qsort(ord, (size_t)nnz, sizeof *ord, keyed_cmp);
@@ -166,6 +171,7 @@ static mq_tensor *coalesce(mq_state *S, mq_tensor *t) {
     bool dup = k > 0 && ord[k].key == ord[k - 1].key;
     if (!dup) j++;
     put_value(nv, j, v, ord[k].pos, dup);
+    if (dst) dst[ord[k].pos] = j;
   }
   return assemble(S, MQ_LAYOUT_COO, t->ndim, t->shape,
                   indices_of_keys(S, t->ndim, t->shape, keys, n), NULL, nv);
@@ -187,16 +193,35 @@ static mq_tensor *index_arg(mq_state *S, mq_tensor *t, int ndim, const char *who
 static mq_tensor *values_arg(mq_state *S, mq_tensor *v, int64_t nnz, int dt, const char *who) {
   if (v->mask)
     mq_error(S, "%s: values must be a plain tensor; mask a sparse tensor with masked()", who);
-  if (v->requires_grad)
-    mq_error(S, "%s: values require grad, and gradients of sparse tensors are not supported; "
-                "detach(values) first", who);
   if (v->ndim != 1)
     mq_error(S, "%s: values must be 1-D (one per stored entry), got shape %s", who,
              mq_shape_str(S, v->ndim, v->shape));
   if (v->numel != nnz)
     mq_error(S, "%s: %lld stored entries but %lld values", who, (long long)nnz,
              (long long)v->numel);
+  if (v->requires_grad) /* stored values are plain data; built() records the history */
+    v = mq_tensor_view(S, v, v->ndim, v->shape, v->strides, v->offset);
   return mq_contiguous(S, dt >= 0 ? mq_astype(S, v, (mq_dtype)dt) : v);
+}
+
+/* The entry map of a sparse tensor built from [values] that require grad
+ * (NULL otherwise): coalesce fills it. */
+static int64_t *entry_map(mq_state *S, const mq_tensor *values, mq_tensor **map) {
+  *map = NULL;
+  if (MQ_LIKELY(!values->requires_grad)) return NULL;
+  int64_t n = values->numel;
+  *map = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+  return mq_tensor_data(*map);
+}
+
+/* [out] built from [values] (backward_sparse.c: bw_build): value i went to
+ * entry map[i]. */
+static mq_tensor *built(mq_state *S, mq_tensor *out, mq_tensor *values, mq_tensor *map) {
+  if (MQ_UNLIKELY(values->requires_grad)) {
+    mq_tensor *in[2] = {values, map};
+    mq_ag_rec_sparse(S, out, MQ_AG_SP_BUILD, 0, 1, 1, in);
+  }
+  return out;
 }
 
 static void check_sizes(mq_state *S, int ndim, const int64_t *shape, const char *who) {
@@ -240,9 +265,10 @@ mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor *values, int
     }
     inferred[d] = mx < INT64_MAX ? mx + 1 : mx; /* INT64_MAX: "too large" from the shape check */
   }
-  mq_tensor *v = values_arg(S, values, nnz, dt, who);
+  mq_tensor *v = values_arg(S, values, nnz, dt, who), *map;
+  int64_t *dst = entry_map(S, values, &map);
   mq_tensor *t = assemble(S, MQ_LAYOUT_COO, ndim, shape ? shape : inferred, ix, NULL, v);
-  return coalesce(S, t);
+  return built(S, coalesce(S, t, dst), values, map);
 }
 
 /* CSR parts from a coalesced 2-D COO tensor (values shared: same order). */
@@ -313,11 +339,15 @@ mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col, mq_tensor
     }
   }
   int64_t size[2] = {rows, shape ? shape[1] : mx < INT64_MAX ? mx + 1 : mx};
-  mq_tensor *v = values_arg(S, values, nnz, dt, who);
+  mq_tensor *v = values_arg(S, values, nnz, dt, who), *map;
+  int64_t *dst = entry_map(S, values, &map);
   mq_tensor *t = assemble(S, MQ_LAYOUT_CSR, 2, size, ci, cr, v);
-  if (canonical) return t;
+  if (canonical) {
+    for (int64_t k = 0; dst && k < nnz; k++) dst[k] = k;
+    return built(S, t, values, map);
+  }
   mq_tensor *coo = assemble(S, MQ_LAYOUT_COO, 2, size, coo_indices_of_csr(S, t), NULL, v);
-  return csr_of_coo(S, coalesce(S, coo));
+  return built(S, csr_of_coo(S, coalesce(S, coo, dst)), values, map);
 }
 
 /* --- conversions ------------------------------------------------------------------ */
@@ -375,28 +405,27 @@ static mq_tensor *coo_of_csr(mq_state *S, const mq_tensor *t) {
                   t->sparse->values);
 }
 
-/* Gradients do not flow into sparse layouts; losing them silently would be
- * a wrong answer. */
-static void no_grad(mq_state *S, const mq_tensor *t, const char *who) {
-  if (t->requires_grad)
-    mq_error(S, "%s: x requires grad, and gradients of sparse tensors are not supported; "
-                "detach(x) first", who);
+/* [out] made from [t] by a conversion whose gradient passes entry by
+ * entry (backward_sparse.c: bw_layout, bw_dense). */
+static mq_tensor *converted(mq_state *S, mq_tensor *out, mq_tensor *t, int kind) {
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_sparse(S, out, kind, 0, 1, 0, &t);
+  return out;
 }
 
 mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_COO) return t;
-  no_grad(S, t, "to_sparse");
-  if (t->layout == MQ_LAYOUT_CSR) return convert_both(S, t, coo_of_csr);
-  return coo_of_dense(S, t);
+  if (t->layout == MQ_LAYOUT_CSR)
+    return converted(S, convert_both(S, t, coo_of_csr), t, MQ_AG_SP_LAYOUT);
+  return converted(S, coo_of_dense(S, t), t, MQ_AG_SP_LAYOUT);
 }
 
 mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_CSR) return t;
-  no_grad(S, t, "to_sparse_csr");
   if (t->ndim != 2)
     mq_error(S, "to_sparse_csr: only 2-D tensors can be converted to the sparse_csr layout, "
                 "got shape %s", mq_shape_str(S, t->ndim, t->shape));
-  return convert_both(S, mq_to_sparse_coo(S, t), csr_of_coo);
+  mq_tensor *coo = mq_to_sparse_coo(S, t);
+  return converted(S, convert_both(S, coo, csr_of_coo), coo, MQ_AG_SP_LAYOUT);
 }
 
 /* The dense positions of [t]'s entries in [keys] (nnz of them). */
@@ -432,7 +461,7 @@ mq_tensor *mq_sparse_to_dense(mq_state *S, mq_tensor *t) {
              mq_shape_str(S, t->ndim, t->shape), (double)t->numel * (double)es);
   int64_t *keys = entry_keys(S, t);
   mq_tensor *d = scatter(S, t, keys);
-  return t->mask ? mq_masked(S, d, scatter(S, t->mask, keys)) : d;
+  return converted(S, t->mask ? mq_masked(S, d, scatter(S, t->mask, keys)) : d, t, MQ_AG_SP_DENSE);
 }
 
 /* --- masks ------------------------------------------------------------------------- */
@@ -498,8 +527,20 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
                                mq_sparse_with_values(S, data, mask->sparse->values, NULL));
 }
 
+mq_tensor *mq_sparse_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
+  mq_tensor *t = mq_sparse_masked(S, data, mask);
+  if (MQ_LIKELY(!data->requires_grad)) return t;
+  if (!mq_sparse_same_structure(t, data)) { /* a COO mask restricted the entries */
+    mq_ag_rec_nodiff(S, t, data, "as_masked of a sparse_coo tensor with a mask that stores "
+                                 "other entries; give a mask of data's structure");
+    return t;
+  }
+  return converted(S, t, data, MQ_AG_SP_LAYOUT);
+}
+
 mq_tensor *mq_sparse_get_data(mq_state *S, mq_tensor *t) {
-  return t->mask ? mq_sparse_with_values(S, t, t->sparse->values, NULL) : t;
+  if (!t->mask) return t;
+  return converted(S, mq_sparse_with_values(S, t, t->sparse->values, NULL), t, MQ_AG_SP_LAYOUT);
 }
 
 mq_tensor *mq_sparse_get_mask(mq_state *S, mq_tensor *t) {
@@ -527,7 +568,15 @@ mq_tensor *mq_sparse_unary(mq_state *S, mq_unop op, mq_tensor *t, const char *na
                "unstored entries masked out, to_dense(x) computes them",
                name, mq_layout_name((mq_layout)t->layout), f0);
   }
+  if (MQ_UNLIKELY(t->requires_grad)) /* recorded: the op on values between two nodes */
+    return mq_sparse_like(S, t, mq_unary(S, op, mq_sparse_values(S, t)));
   return mq_sparse_with_values(S, t, mq_unary(S, op, t->sparse->values), t->mask);
+}
+
+mq_tensor *mq_sparse_astype(mq_state *S, mq_tensor *t, mq_dtype dt) {
+  if (MQ_UNLIKELY(t->requires_grad))
+    return mq_sparse_like(S, t, mq_astype(S, mq_sparse_values(S, t), dt));
+  return mq_sparse_with_values(S, t, mq_astype(S, t->sparse->values, dt), t->mask);
 }
 
 /* --- structure, for the ops in sparse_ops.c and friends ------------------------------ */

@@ -52,7 +52,10 @@
  *     positions of a CSR/COO pattern and returns mq_sparse_with_values.
  *   - sparse gradients: a gradient of a sparse input is a sparse tensor
  *     with the input's structure (same index tensors), so accumulation is
- *     an add on values.
+ *     an add on values. Ops on values record values -> strided op -> wrap
+ *     (mq_sparse_values and mq_sparse_like carry the nodes); the other
+ *     ops record their own kinds (autograd.h MQ_AG_SP_*), derived in
+ *     backward_sparse.c.
  * Hybrid tensors (dense trailing dims in values) and batched CSR would add
  * dims to [values] and [crow]; nothing here assumes they cannot.
  */
@@ -90,7 +93,8 @@ MQ_INTERNAL MQ_NORETURN void mq_sparse_refuse(mq_state *S, const mq_tensor *t, c
 
 /* COO from int indices (ndim, nnz) and values (nnz); [shape] NULL infers
  * each size as the largest index + 1. Duplicates are summed. [dt] < 0 keeps
- * the values' dtype. */
+ * the values' dtype. Values that require grad get each its entry's
+ * gradient (the stored values are a plain copy). */
 MQ_INTERNAL mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor *values,
                                      int ndim, const int64_t *shape, int dt, const char *who);
 /* CSR from crow (rows + 1), col (nnz), values (nnz) and a 2-D shape (NULL:
@@ -127,6 +131,9 @@ MQ_INTERNAL mq_tensor *mq_sparse_to_dense(mq_state *S, mq_tensor *t);
  * indices must be equal. CSR: crow and col must be equal. [mask] NULL: the
  * structural mask (every stored entry valid). */
 MQ_INTERNAL mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
+/* The same, differentiable w.r.t. data (as_masked): the gradient passes
+ * entry by entry, within the mask. */
+MQ_INTERNAL mq_tensor *mq_sparse_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
 MQ_INTERNAL mq_tensor *mq_sparse_get_data(mq_state *S, mq_tensor *t);
 /* The mask as a sparse bool tensor (for a plain sparse tensor: stored
  * entries true; torch's get_mask of a sparse MT is sparse too). */
@@ -141,6 +148,8 @@ MQ_INTERNAL int64_t mq_sparse_count(mq_state *S, const mq_tensor *t);
  * takes ops that map 0 to 0 (its unstored entries are zeros); a masked one
  * takes any (unstored entries are masked out). */
 MQ_INTERNAL mq_tensor *mq_sparse_unary(mq_state *S, mq_unop op, mq_tensor *t, const char *name);
+/* [t] with its values converted to [dt] (every dtype's zero converts to zero). */
+MQ_INTERNAL mq_tensor *mq_sparse_astype(mq_state *S, mq_tensor *t, mq_dtype dt);
 
 /* --- structure (for the ops of sparse_ops.c, sparse_reduce.c, sparse_matmul.c) ------ */
 
@@ -155,10 +164,12 @@ MQ_INTERNAL mq_tensor *mq_sparse_of_keys(mq_state *S, const mq_tensor *like, con
 
 /* --- binary ops (sparse_ops.c) --------------------------------------------------- */
 
-/* [t]'s stored values as a 1-D strided tensor, masked by its mask's values. */
+/* [t]'s stored values as a 1-D strided tensor, masked by its mask's values;
+ * differentiable (a new tensor with a node when t requires grad). */
 MQ_INTERNAL mq_tensor *mq_sparse_values(mq_state *S, const mq_tensor *t);
 /* A sparse tensor of [like]'s structure from the 1-D result [r] of an op on
- * stored values (r's mask, if any, becomes the sparse mask). */
+ * stored values (r's mask, if any, becomes the sparse mask); when r
+ * requires grad the result records it (its stored values stay plain). */
 MQ_INTERNAL mq_tensor *mq_sparse_like(mq_state *S, const mq_tensor *like, mq_tensor *r);
 /* a op b where a or b is sparse and the other sparse of the same structure,
  * dense (read at the stored positions; it may not broadcast the sparse

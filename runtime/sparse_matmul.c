@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../core/checked.h"
+#include "autograd.h"
 #include "kernels.h"
 #include "parallel.h"
 #include "shape.h"
@@ -276,7 +277,12 @@ mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   J.acc = mq_scratch(S, mq_ck_zmul(S, (size_t)nt * (size_t)(n ? n : 1), 8, "result"));
   int64_t per = (c->sparse->nnz / (m ? m : 1) + 1) * (n ? n : 1);
   mq_parallel_for(S, nt, m, MQ_PAR_GRAIN / per + 1, spmm_range, &J);
-  return om ? mq_masked(S, out, om) : out;
+  out = om ? mq_masked(S, out, om) : out;
+  if (MQ_UNLIKELY(a->requires_grad || b->requires_grad)) {
+    mq_tensor *in[2] = {a, b};
+    mq_ag_rec_sparse(S, out, MQ_AG_SP_MATMUL, 0, 2, 0, in);
+  }
+  return out;
 }
 
 /* --- SDDMM --------------------------------------------------------------------------- */
@@ -366,5 +372,10 @@ mq_tensor *mq_sparse_masked_matmul(mq_state *S, mq_tensor *a, mq_tensor *b, mq_t
   if (!valid) {
     valid = mq_tensor_full(S, MQ_DT_BOOL, 1, &nnz, 1);
   }
-  return mq_sparse_with_values(S, mask, out, mq_sparse_with_values(S, mask, valid, NULL));
+  mq_tensor *r = mq_sparse_with_values(S, mask, out, mq_sparse_with_values(S, mask, valid, NULL));
+  if (MQ_UNLIKELY(a->requires_grad || b->requires_grad)) {
+    mq_tensor *in[3] = {a, b, mask};
+    mq_ag_rec_sparse(S, r, MQ_AG_SP_SDDMM, 0, 2, 1, in);
+  }
+  return r;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "../core/checked.h"
+#include "autograd.h"
 #include "kernels.h"
 
 static inline void poll_at(mq_state *S, int64_t k) {
@@ -20,14 +21,26 @@ static inline void poll_at(mq_state *S, int64_t k) {
 
 mq_tensor *mq_sparse_values(mq_state *S, const mq_tensor *t) {
   mq_tensor *v = t->sparse->values;
-  return t->mask ? mq_masked(S, v, t->mask->sparse->values) : v;
+  if (MQ_UNLIKELY(t->requires_grad && !S->no_grad)) /* a new tensor, to carry the node */
+    v = mq_tensor_view(S, v, v->ndim, v->shape, v->strides, v->offset);
+  mq_tensor *r = t->mask ? mq_masked(S, v, t->mask->sparse->values) : v;
+  if (MQ_UNLIKELY(t->requires_grad)) {
+    mq_tensor *in = (mq_tensor *)t;
+    mq_ag_rec_sparse(S, r, MQ_AG_SP_VALUES, 0, 1, 0, &in);
+  }
+  return r;
 }
 
 mq_tensor *mq_sparse_like(mq_state *S, const mq_tensor *like, mq_tensor *r) {
   mq_tensor *m = NULL;
   if (r->mask)
     m = mq_sparse_with_values(S, like, mq_contiguous(S, mq_get_mask(S, r)), NULL);
-  return mq_sparse_with_values(S, like, mq_get_data(S, r), m);
+  if (MQ_LIKELY(!r->requires_grad)) return mq_sparse_with_values(S, like, mq_get_data(S, r), m);
+  /* the stored values stay plain data; the node holds the history */
+  mq_tensor *d = mq_tensor_view(S, r, r->ndim, r->shape, r->strides, r->offset);
+  mq_tensor *out = mq_sparse_with_values(S, like, d, m);
+  mq_ag_rec_sparse(S, out, MQ_AG_SP_WRAP, 0, 1, 0, &r);
+  return out;
 }
 
 /* The element offset in a strided view (of [t]'s shape) with strides [st]
@@ -82,7 +95,12 @@ static mq_tensor *gather(mq_state *S, const mq_tensor *t, const mq_tensor *v) {
 static mq_tensor *gather_masked(mq_state *S, const mq_tensor *t, mq_tensor *d) {
   mq_tensor *e = mq_expand(S, d, t->ndim, t->shape);
   mq_tensor *g = gather(S, t, mq_get_data(S, e));
-  return e->mask ? mq_masked(S, g, gather(S, t, mq_get_mask(S, e))) : g;
+  g = e->mask ? mq_masked(S, g, gather(S, t, mq_get_mask(S, e))) : g;
+  if (MQ_UNLIKELY(e->requires_grad)) {
+    mq_tensor *in[2] = {e, (mq_tensor *)t};
+    mq_ag_rec_sparse(S, g, MQ_AG_SP_GATHER, 0, 1, 1, in);
+  }
+  return g;
 }
 
 static bool is_zero(mq_state *S, mq_tensor *z) { return mq_tensor_item(S, mq_get_data(S, z)) == 0; }
@@ -177,8 +195,12 @@ mq_tensor *mq_sparse_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b
     mq_error(S, "%s: the dense operand of size %s would broadcast the %s one of size %s; a "
                 "sparse tensor is not broadcast", name, mq_shape_str(S, d->ndim, d->shape),
              lname(s), mq_shape_str(S, s->ndim, s->shape));
+  if (!s->mask && (op == MQ_BIN_ADD || op == MQ_BIN_SUB)) {
+    if (MQ_UNLIKELY(s->requires_grad || d->requires_grad)) /* the same values, recorded */
+      return op_on(S, op, left, mq_sparse_to_dense(S, s), d);
+    return dense_result(S, op, left, s, d, gather_masked(S, s, d));
+  }
   mq_tensor *g = gather_masked(S, s, d);
-  if (!s->mask && (op == MQ_BIN_ADD || op == MQ_BIN_SUB)) return dense_result(S, op, left, s, d, g);
   if (!s->mask && !keeps_zero(op))
     mq_error(S, "%s of a plain %s tensor and a dense one would compute every unstored entry; "
                 "masked(x) keeps the result at the stored entries, to_dense(x) computes all",
@@ -192,21 +214,23 @@ mq_tensor *mq_sparse_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b
  * masked by [t]'s validity there, a position [t] lacks holding 0 with
  * validity [absent]. [tk]: t's own keys. */
 static mq_tensor *values_at(mq_state *S, const mq_tensor *t, const int64_t *tk,
-                            const int64_t *keys, int64_t n, bool absent) {
+                            const int64_t *keys, int64_t n, bool absent, int64_t *src) {
   mq_tensor *v = mq_tensor_full(S, (mq_dtype)t->dtype, 1, &n, 0);
   mq_tensor *m = mq_tensor_full(S, MQ_DT_BOOL, 1, &n, absent);
   size_t es = mq_dtype_size((mq_dtype)t->dtype);
-  const char *src = mq_tensor_data(t->sparse->values);
+  const char *from = mq_tensor_data(t->sparse->values);
   const uint8_t *tm = t->mask ? mq_tensor_data(t->mask->sparse->values) : NULL;
   char *dst = mq_tensor_data(v);
   uint8_t *dm = mq_tensor_data(m);
   for (int64_t j = 0, i = 0; j < n; j++) {
     poll_at(S, j);
     while (i < t->sparse->nnz && tk[i] < keys[j]) i++;
-    if (i < t->sparse->nnz && tk[i] == keys[j]) {
-      memcpy(dst + (size_t)j * es, src + (size_t)i * es, es);
+    bool has = i < t->sparse->nnz && tk[i] == keys[j];
+    if (has) {
+      memcpy(dst + (size_t)j * es, from + (size_t)i * es, es);
       dm[j] = tm ? tm[i] : 1;
     }
+    if (src) src[j] = has ? i : -1;
   }
   return mq_masked(S, v, m);
 }
@@ -239,9 +263,12 @@ mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both, con
   mq_list *l = mq_list_new(S, 2);
   const mq_tensor *ts[2] = {a, b};
   const int64_t *tks[2] = {ka, kb};
-  mq_tensor *r[2];
-  for (int k = 0; k < 2; k++)
-    r[k] = values_at(S, ts[k], tks[k], keys, n, !ts[k]->mask && !both);
+  mq_tensor *r[2], *src[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    if (MQ_UNLIKELY(ts[k]->requires_grad)) src[k] = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+    r[k] = values_at(S, ts[k], tks[k], keys, n, !ts[k]->mask && !both,
+                     src[k] ? mq_tensor_data(src[k]) : NULL);
+  }
   mq_tensor *like = mq_sparse_of_keys(S, a, keys, n, mq_get_data(S, r[0]));
   if (both) { /* valid where valid in both, as intersect of strided tensors */
     mq_tensor *m = mq_binary(S, MQ_BIN_BAND, mq_get_mask(S, r[0]), mq_get_mask(S, r[1]));
@@ -250,7 +277,12 @@ mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both, con
   for (int k = 0; k < 2; k++) {
     bool plain = !both && !ts[k]->mask;
     mq_tensor *x = plain ? mq_get_data(S, r[k]) : r[k];
-    mq_list_push(S, l, mq_objv(mq_sparse_like(S, like, x)));
+    mq_tensor *out = mq_sparse_like(S, like, x);
+    if (MQ_UNLIKELY(src[k] != NULL)) { /* entry j of out is entry src[j] of ts[k], or new */
+      mq_tensor *in[2] = {(mq_tensor *)ts[k], src[k]};
+      mq_ag_rec_sparse(S, out, MQ_AG_SP_PICK, 0, 1, 1, in);
+    }
+    mq_list_push(S, l, mq_objv(out));
   }
   return l;
 }

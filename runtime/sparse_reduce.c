@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "../core/checked.h"
+#include "autograd.h"
 #include "kernels.h"
 #include "parallel.h"
 #include "sparse.h"
@@ -206,9 +207,8 @@ static mq_tensor *csr_row_sums(mq_state *S, mq_tensor *t, bool mean, bool keepdi
   return om ? mq_masked(S, out, om) : out;
 }
 
-mq_tensor *mq_sparse_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t dims,
-                            bool keepdim, const char *name) {
-  (void)name;
+static mq_tensor *reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t dims,
+                         bool keepdim) {
   if (t->layout == MQ_LAYOUT_CSR && dims == 2 && mq_dtype_is_float((mq_dtype)t->dtype) &&
       (op == MQ_SRED_SUM || op == MQ_SRED_MEAN))
     return csr_row_sums(S, t, op == MQ_SRED_MEAN, keepdim);
@@ -263,6 +263,19 @@ mq_tensor *mq_sparse_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_
     finish(op, out, s, fl, af, ai, n, z);
   }
   return mask ? mq_masked(S, out, mask) : out;
+}
+
+mq_tensor *mq_sparse_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t dims,
+                            bool keepdim, const char *name) {
+  (void)name;
+  mq_tensor *out = reduce(S, op, t, dims, keepdim);
+  if (MQ_LIKELY(!t->requires_grad)) return out;
+  mq_gradnode *n = mq_ag_rec_sparse(S, out, MQ_AG_SP_REDUCE, (int)op, 1, 0, &t);
+  if (n) {
+    n->dims = dims;
+    n->keepdim = keepdim;
+  }
+  return out;
 }
 
 /* --- softmax along rows -------------------------------------------------------------- */
@@ -359,5 +372,6 @@ mq_tensor *mq_sparse_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt
   int64_t rows = c->shape[0], per = rows ? nnz / rows + 1 : 1;
   mq_parallel_for(S, mq_parallel_threads_for(S, nnz), rows, MQ_PAR_GRAIN / per + 1, sm_rows, &J);
   mq_tensor *r = mq_sparse_with_values(S, c, o, c->mask);
+  if (MQ_UNLIKELY(c->requires_grad)) mq_ag_rec_sparse(S, r, MQ_AG_SP_SOFTMAX, lg, 1, 0, &c);
   return t->layout == MQ_LAYOUT_CSR ? r : mq_to_sparse_coo(S, r);
 }

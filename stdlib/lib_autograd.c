@@ -7,22 +7,28 @@
  * is switched off and on with set_grad_enabled(false/true), torch's
  * function of the same name (the `with torch.no_grad():` of masq). */
 #include "../runtime/autograd.h"
+#include "../runtime/sparse.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
+#define TA(i, what) mq_arg_tensor_any(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
 static mq_value lib_requires_grad(mq_state *S, mq_value *args) {
-  RET(mq_ag_leaf(S, T(0, "x"), mq_arg_bool(S, args[1], "flag"), "requires_grad"));
+  RET(mq_ag_leaf(S, TA(0, "x"), mq_arg_bool(S, args[1], "flag"), "requires_grad"));
 }
 
 static mq_value lib_detach(mq_state *S, mq_value *args) {
-  RET(mq_ag_leaf(S, T(0, "x"), false, "detach"));
+  RET(mq_ag_leaf(S, TA(0, "x"), false, "detach"));
 }
 
-static mq_value lib_is_leaf(mq_state *S, mq_value *args) { return mq_bool(!T(0, "x")->node); }
+static mq_value lib_is_leaf(mq_state *S, mq_value *args) { return mq_bool(!TA(0, "x")->node); }
 
 static mq_value lib_as_masked(mq_state *S, mq_value *args) {
+  if (mq_is_sparse(args[0]) || mq_is_sparse(args[1]))
+    RET(mq_sparse_as_masked(S, TA(0, "data"), args[1].type == MQ_NONE ? NULL : TA(1, "mask")));
+  if (args[1].type == MQ_NONE)
+    mq_error(S, "as_masked: a strided tensor needs a mask (only a sparse one is its own mask)");
   RET(mq_as_masked(S, T(0, "data"), T(1, "mask")));
 }
 
@@ -30,6 +36,9 @@ static mq_tensor *result_arg(mq_state *S, mq_value v, const char *who) {
   if (!mq_is_tensor(v)) mq_error(S, "%s: the result must be a tensor, not a %s", who, mq_value_type_name(v));
   return mq_as_tensor(v);
 }
+
+/* A tensor of any layout (gradients of sparse tensors are sparse). */
+static mq_tensor *input_arg(mq_value v) { return mq_as_tensor_any(v); }
 
 static mq_value lib_backward(mq_state *S, mq_value *args) {
   mq_backward(S, result_arg(S, args[0], "backward"), mq_arg_bool(S, args[1], "retain"));
@@ -41,13 +50,14 @@ static mq_value lib_backward(mq_state *S, mq_value *args) {
 static mq_value lib_grad(mq_state *S, mq_value *args) {
   mq_value in = args[1];
   if (in.type == MQ_NONE) {
-    mq_tensor *x = result_arg(S, args[0], "grad");
+    mq_tensor *x = input_arg(args[0]);
+    if (!x) x = result_arg(S, args[0], "grad");
     return x->grad ? mq_objv(x->grad) : mq_none();
   }
   mq_tensor *y = result_arg(S, args[0], "grad");
   bool retain = mq_arg_bool(S, args[2], "retain");
-  if (mq_is_tensor(in)) {
-    mq_tensor *x = mq_as_tensor(in), *g;
+  if (input_arg(in)) {
+    mq_tensor *x = input_arg(in), *g;
     mq_grad(S, y, &x, 1, retain, &g);
     RET(g);
   }
@@ -57,9 +67,9 @@ static mq_value lib_grad(mq_state *S, mq_value *args) {
   mq_tensor **xs = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *xs);
   mq_tensor **gs = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *gs);
   for (int i = 0; i < l->len; i++) {
-    if (!mq_is_tensor(l->items[i]))
+    xs[i] = input_arg(l->items[i]);
+    if (!xs[i])
       mq_error(S, "grad: input %d must be a tensor, not a %s", i + 1, mq_value_type_name(l->items[i]));
-    xs[i] = mq_as_tensor(l->items[i]);
   }
   mq_grad(S, y, xs, l->len, retain, gs);
   mq_list *out = mq_list_new(S, l->len);
@@ -68,9 +78,8 @@ static mq_value lib_grad(mq_state *S, mq_value *args) {
 }
 
 static void clear_grad(mq_state *S, mq_value v) {
-  if (!mq_is_tensor(v))
-    mq_error(S, "zero_grad: expected tensors, got a %s", mq_value_type_name(v));
-  mq_tensor *t = mq_as_tensor(v);
+  mq_tensor *t = input_arg(v);
+  if (!t) mq_error(S, "zero_grad: expected tensors, got a %s", mq_value_type_name(v));
   if (t->grad) mq_obj_release(S, &t->grad->hdr);
   t->grad = NULL;
 }
@@ -107,8 +116,9 @@ const mq_libfn mq_lib_autograd[] = {
      "a new leaf with x's data and mask that requires grad (flag=false: one that does not)", MQ_BK_NONE, 0},
     {"detach(x)", lib_detach, "x's data and mask, cut from the graph that computed it", MQ_BK_NONE, 0},
     {"is_leaf(x)", lib_is_leaf, "true unless x was computed from tensors that require grad", MQ_BK_NONE, 0},
-    {"as_masked(data, mask)", lib_as_masked,
-     "like masked(data, mask), but gradients flow back to data (torch's as_masked_tensor)", MQ_BK_NONE, 0},
+    {"as_masked(data, mask=none)", lib_as_masked,
+     "like masked(data, mask), but gradients flow back to data (torch's as_masked_tensor); "
+     "a sparse data without mask is its own mask", MQ_BK_NONE, 0},
     {"backward(y, retain=false)", lib_backward,
      "add the gradient of the 0-d y to every leaf's .grad; frees y's graph unless retain", MQ_BK_NONE, 0},
     {"grad(y, inputs=none, retain=false)", lib_grad,

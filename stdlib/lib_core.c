@@ -17,9 +17,8 @@
 
 static mq_value lib_masked(mq_state *S, mq_value *args) {
   if (mq_is_sparse(args[0]) || mq_is_sparse(args[1])) {
-    if (mq_arg_bool(S, args[2], "requires_grad"))
-      mq_error(S, "masked: gradients of sparse tensors are not supported; to_dense(data) first");
-    RET(mq_sparse_masked(S, TA(0, "data"), args[1].type == MQ_NONE ? NULL : TA(1, "mask")));
+    mq_tensor *t = mq_sparse_masked(S, TA(0, "data"), args[1].type == MQ_NONE ? NULL : TA(1, "mask"));
+    RET(mq_arg_bool(S, args[2], "requires_grad") ? mq_ag_leaf(S, t, true, "masked") : t);
   }
   if (args[1].type == MQ_NONE)
     mq_error(S, "masked: a strided tensor needs a mask (only a sparse one is its own mask)");

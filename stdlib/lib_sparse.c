@@ -91,11 +91,10 @@ static mq_value lib_crow_indices(mq_state *S, mq_value *args) {
 static mq_value lib_col_indices(mq_state *S, mq_value *args) {
   RET(sparse_arg(S, args[0], "col_indices", MQ_LAYOUT_CSR)->sparse->indices);
 }
-/* A masked tensor's values come masked by the mask's values. */
+/* A masked tensor's values come masked by the mask's values; gradients
+ * flow back to x. */
 static mq_value lib_values(mq_state *S, mq_value *args) {
-  mq_tensor *t = sparse_arg(S, args[0], "values", 0);
-  mq_tensor *v = t->sparse->values;
-  RET(t->mask ? mq_masked(S, v, t->mask->sparse->values) : v);
+  RET(mq_sparse_values(S, sparse_arg(S, args[0], "values", 0)));
 }
 static mq_value lib_nnz(mq_state *S, mq_value *args) {
   return mq_int(sparse_arg(S, args[0], "nnz", 0)->sparse->nnz);

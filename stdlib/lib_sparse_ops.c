@@ -86,8 +86,7 @@ static bool reduce_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
   if (mk >= 0 && args[mk].type != MQ_NONE)
     mq_error(S, "%s: mask= is for strided tensors; masked(x, mask) masks a sparse one", b->name);
   if (dt >= 0 && args[dt].type != MQ_NONE) {
-    mq_tensor *v = mq_astype(S, t->sparse->values, mq_arg_dtype(S, args[dt], (mq_dtype)t->dtype));
-    t = mq_sparse_with_values(S, t, v, t->mask);
+    t = mq_sparse_astype(S, t, mq_arg_dtype(S, args[dt], (mq_dtype)t->dtype));
   }
   bool keepdim = mq_arg_bool(S, args[kd], "keepdim");
   if (args[dim].type == MQ_NONE && t->mask && !keepdim) {
@@ -127,8 +126,7 @@ static bool softmax_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq
   mq_tensor *t = mq_as_tensor_any(args[0]);
   int dt = args[2].type == MQ_NONE ? -1 : (int)mq_arg_dtype(S, args[2], MQ_DT_F32);
   if (kind == 2) {
-    if (!mq_dtype_is_float((mq_dtype)t->dtype))
-      t = mq_sparse_with_values(S, t, mq_astype(S, t->sparse->values, MQ_DT_F32), t->mask);
+    if (!mq_dtype_is_float((mq_dtype)t->dtype)) t = mq_sparse_astype(S, t, MQ_DT_F32);
     t = mq_sparse_unary(S, MQ_UN_NEG, t, b->name);
   }
   *out = mq_objv(mq_sparse_softmax(S, t, (int)mq_arg_int(S, args[1], "dim"), kind == 1, dt,
@@ -149,7 +147,7 @@ static bool convert_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq
   for (size_t i = 0; i < sizeof convs / sizeof *convs && b->nparams == 1; i++)
     if (strcmp(b->name, convs[i].name) == 0) dt = (int)convs[i].dt;
   if (dt < 0) return false;
-  *out = mq_objv(mq_sparse_with_values(S, t, mq_astype(S, t->sparse->values, (mq_dtype)dt), t->mask));
+  *out = mq_objv(mq_sparse_astype(S, t, (mq_dtype)dt));
   return true;
 }
 
