@@ -1,0 +1,79 @@
+/* masksum.c - building, caching and reading validity summaries
+ * (masksum.h). */
+#include "../core/checked.h"
+#include "kernels.h"
+#include "masksum.h"
+
+static size_t msum_size(int64_t nblocks) {
+  return sizeof(mq_masksum) + (size_t)nblocks * sizeof(uint16_t);
+}
+
+/* Non-zero bytes of p[0, n): the mask's bytes are 0 or 1, but a summary
+ * must not depend on that. */
+static int64_t count_nonzero(const uint8_t *p, int64_t n) {
+  uint32_t c = 0;
+  for (int64_t i = 0; i < n; i++) c += p[i] != 0;
+  return c;
+}
+
+const mq_masksum *mq_masksum_get(mq_state *S, const mq_tensor *mask) {
+  mq_storage *st = mask->storage;
+  if (!st || mask->dtype != MQ_DT_BOOL || st->release) return NULL;
+  if (st->msum) return st->msum;
+  int64_t n = (int64_t)st->nbytes, nb = (n + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK;
+  mq_masksum *ms = mq_alloc(S, msum_size(nb));
+  ms->n = n;
+  ms->nblocks = nb;
+  ms->nvalid = 0;
+  const uint8_t *p = st->data;
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t len = n - b * MQ_MS_BLOCK < MQ_MS_BLOCK ? n - b * MQ_MS_BLOCK : MQ_MS_BLOCK;
+    ms->cnt[b] = (uint16_t)count_nonzero(p + b * MQ_MS_BLOCK, len);
+    ms->nvalid += ms->cnt[b];
+    if ((b & 15) == 15) mq_poll(S);
+  }
+  st->msum = ms;
+  return ms;
+}
+
+void mq_masksum_free(mq_state *S, mq_storage *st) {
+  if (!st->msum) return;
+  mq_free(S, st->msum, msum_size(st->msum->nblocks));
+  st->msum = NULL;
+}
+
+void mq_masksum_drop(mq_state *S, mq_storage *st) { mq_masksum_free(S, st); }
+
+mq_mask_view mq_mask_view_of(mq_state *S, const mq_tensor *mask) {
+  mq_mask_view v = {NULL, NULL, 0};
+  if (!mask || !mq_tensor_is_contiguous(mask)) return v;
+  v.m = mq_tensor_data(mask);
+  if (mask->numel > 0) {
+    v.ms = mq_masksum_get(S, mask);
+    v.base = mask->offset;
+  }
+  return v;
+}
+
+int64_t mq_mask_view_count(const mq_mask_view *v, int64_t i, int64_t len) {
+  if (len <= 0) return 0;
+  if (!v->ms) return count_nonzero(v->m + i, len);
+  int64_t a = v->base + i, e = a + len, c = 0;
+  /* the edges byte by byte, whole blocks from the summary */
+  int64_t fa = (a + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK * MQ_MS_BLOCK, fe = e / MQ_MS_BLOCK * MQ_MS_BLOCK;
+  if (fa >= fe) return count_nonzero(v->m + i, len);
+  c += count_nonzero(v->m + i, fa - a);
+  for (int64_t b = fa / MQ_MS_BLOCK; b < fe / MQ_MS_BLOCK; b++) c += v->ms->cnt[b];
+  c += count_nonzero(v->m + i + (fe - a), e - fe);
+  return c;
+}
+
+int64_t mq_mask_count(mq_state *S, const mq_tensor *mask) {
+  mq_mask_view v = mq_mask_view_of(S, mask);
+  if (!v.m) {
+    mq_tensor *c = mq_contiguous(S, (mq_tensor *)mask);
+    return count_nonzero(mq_tensor_data(c), c->numel);
+  }
+  if (v.ms && v.base == 0 && mask->numel == v.ms->n) return v.ms->nvalid;
+  return mq_mask_view_count(&v, 0, mask->numel);
+}
