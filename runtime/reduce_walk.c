@@ -6,6 +6,7 @@
  * element sizes: kept apart from the kernels so that every reduction,
  * whatever its kernel, splits its work the same way, and a result depends
  * on the sizes only, never on the thread count. */
+#include "../core/checked.h"
 #include "parallel.h"
 #include "reduce.h"
 
@@ -35,7 +36,9 @@ void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *
   for (int d = 0; d < P->ond; d++) P->on *= P->oshape[d];
   P->x = mq_tensor_data(mq_contiguous(S, mq_astype(S, mq_get_data(S, t), dt)));
   P->es = mq_dtype_size(dt);
-  P->m = t->mask ? mq_tensor_data(mq_contiguous(S, t->mask)) : NULL;
+  P->mv = mq_mask_view_of(S, t->mask);
+  if (t->mask && !P->mv.m) P->mv.m = mq_tensor_data(mq_contiguous(S, t->mask)); /* no summary */
+  P->m = P->mv.m;
   P->nb = 0;
   for (int d = 0; d < t->ndim; d++) {
     if (t->shape[d] == 1) continue;
@@ -63,6 +66,7 @@ typedef struct walk_ctx {
   const char *x;
   size_t es;
   const uint8_t *m;
+  mq_mask_view mv; /* m with its summary (.ms NULL: none, or m is not P's mask) */
   int nb;
   bool last_red;
   int64_t s, rows, ostr[MQ_MAX_DIMS];
@@ -74,18 +78,51 @@ typedef struct walk_ctx {
   int64_t *gcnt;
   /* one long row split into pieces: its start, partials and counts */
   int64_t np;
-  const char *row_x;
-  const uint8_t *row_m;
+  int64_t row_i;
   char *parts;
   int64_t *pcnt;
+  /* rows folded piece by piece (summarized masks): each thread's np
+   * partials at tparts + t * np * acc_size */
+  char *tparts;
 } walk_ctx;
+
+/* One piece of a row for the kernels that compute pieces (the fast ones):
+ * entries [i, i + n) of the input, read as the mask's summary allows. A
+ * piece the summary shows all masked out is not read: its partial is an
+ * empty piece's, the identity, which is bitwise what folding n masked-out
+ * entries gives (each lane folds the identity into the identity). An
+ * all-valid piece is read as plain data, which folds exactly what the
+ * masked loop would (the select keeps every entry), and counts n. */
+static void piece_at(const walk_ctx *W, void *part, int64_t *cnt, int64_t i, int64_t n) {
+  const mq_red_kernel *k = W->k;
+  const char *x = W->x + (size_t)i * W->es;
+  switch (W->m ? mq_mask_run(&W->mv, i, n) : MQ_MS_VALID) {
+  case MQ_MS_MASKED: k->piece(part, NULL, x, NULL, 0); break;
+  case MQ_MS_VALID:
+    k->piece(part, NULL, x, NULL, n);
+    if (W->m) *cnt += n;
+    break;
+  default: k->piece(part, cnt, x, W->m + i, n);
+  }
+}
+
+/* Row r (its entries from i0) into slot o as pieces merged in order:
+ * exactly what row_cnt gives (mq_red_kernel), with the summary's help. */
+static void row_pieces(const walk_ctx *W, char *parts, int64_t o, int64_t i0) {
+  int64_t np = mq_red_piece_count(W->s), c = 0;
+  for (int64_t p = 0; p < np; p++)
+    piece_at(W, parts + (size_t)p * W->k->acc_size, &c, i0 + p * MQ_RED_PIECE,
+             mq_red_piece_len(W->s, p));
+  W->k->merge(W->acc, o, parts, np);
+  if (W->cnt && W->m) W->cnt[o] += c;
+}
 
 /* Folds rows [r0, r1), and of each the entries [c0, c1) when the last
  * block is kept (the whole row when it is reduced; c1 - c0 <= TILE
  * then); polls S for interrupts unless S is NULL (a worker thread). */
 #define TILE 16384
 static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, int64_t c0,
-                      int64_t c1) {
+                      int64_t c1, int tid) {
   const mq_red_plan *P = W->P;
   const mq_red_kernel *k = W->k;
   int nb = W->nb;
@@ -105,12 +142,24 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
     const char *xr = W->x + (size_t)(r * s + c0) * W->es;
     const uint8_t *mr = W->m ? W->m + r * s + c0 : NULL;
     if (W->last_red) {
-      if (W->cnt) k->row_cnt(W->acc, W->cnt, o, xr, mr, s);
+      if (W->tparts) row_pieces(W, W->tparts + (size_t)(tid * mq_red_piece_count(s)) * k->acc_size, o, r * s);
+      else if (W->cnt) k->row_cnt(W->acc, W->cnt, o, xr, mr, s);
       else k->row(W->acc, o, xr, mr, s);
     } else {
       void *a = (char *)W->acc + (size_t)(o + c0) * k->acc_size;
-      if (tiled) k->acc_row_cnt(a, tcnt, xr, mr, c1 - c0);
-      else k->acc_row(a, xr, mr, c1 - c0);
+      /* with a summary, the fast kernels skip a run of slots' entries that
+       * are all masked out (folding the identity changes no slot: x + 0.0
+       * is x for every sum that starts from +0.0, and an extremum keeps
+       * its slot against an infinite fill) and read all-valid runs plain */
+      mq_ms_state st = W->mv.ms && k->piece ? mq_mask_run(&W->mv, r * s + c0, c1 - c0) : MQ_MS_MIXED;
+      if (st == MQ_MS_VALID) {
+        k->acc_row(a, xr, NULL, c1 - c0);
+        if (tiled)
+          for (int64_t i = 0; i < c1 - c0; i++) tcnt[i]++;
+      } else if (st == MQ_MS_MIXED) {
+        if (tiled) k->acc_row_cnt(a, tcnt, xr, mr, c1 - c0);
+        else k->acc_row(a, xr, mr, c1 - c0);
+      }
     }
     int64_t o0 = o;
     for (int b = nb - 2; b >= 0; b--) {
@@ -136,7 +185,7 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
 /* Thread chunks: rows [lo, hi) (each its own output slot), column
  * groups [lo, hi) of every row, or pieces [lo, hi) of one long row. */
 static void range_rows(void *ctx, int64_t lo, int64_t hi, int t) {
-  walk_rows(NULL, ctx, lo, hi, 0, ((const walk_ctx *)ctx)->s);
+  walk_rows(NULL, ctx, lo, hi, 0, ((const walk_ctx *)ctx)->s, t);
 }
 /* Columns [c0, c1) of every row (rows of slots: the last block is kept),
  * in tiles of TILE columns, for the 32-bit counters on the stack. Tiles
@@ -144,7 +193,7 @@ static void range_rows(void *ctx, int64_t lo, int64_t hi, int t) {
  * pages of their own, which costs far more in TLB and prefetch misses
  * than it saves (measured: 2x slower at 1024 columns). */
 static void walk_cols(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  for (int64_t t = c0; t < c1; t += TILE) walk_rows(S, W, r0, r1, t, c1 - t > TILE ? t + TILE : c1);
+  for (int64_t t = c0; t < c1; t += TILE) walk_rows(S, W, r0, r1, t, c1 - t > TILE ? t + TILE : c1, 0);
 }
 static void range_cols(void *ctx, int64_t lo, int64_t hi, int t) {
   const walk_ctx *W = ctx;
@@ -181,10 +230,9 @@ static void range_pieces(void *ctx, int64_t lo, int64_t hi, int t) {
   const walk_ctx *W = ctx;
   const mq_red_kernel *k = W->k;
   for (int64_t p = lo; p < hi; p++) {
-    int64_t off = p * MQ_RED_PIECE;
     W->pcnt[p] = 0;
-    k->piece(W->parts + (size_t)p * k->acc_size, &W->pcnt[p], W->row_x + (size_t)off * W->es,
-             W->row_m ? W->row_m + off : NULL, mq_red_piece_len(W->s, p));
+    piece_at(W, W->parts + (size_t)p * k->acc_size, &W->pcnt[p], W->row_i + p * MQ_RED_PIECE,
+             mq_red_piece_len(W->s, p));
   }
 }
 
@@ -225,6 +273,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
                  int64_t *cnt, const char *x, size_t es, const uint8_t *m) {
   if (P->t->numel == 0) return;
   walk_ctx W = {.P = P, .k = k, .acc = acc, .cnt = cnt, .x = x, .es = es, .m = m, .nb = P->nb};
+  W.mv = m && m == P->m ? P->mv : (mq_mask_view){m, NULL, 0};
   int nb = P->nb;
   W.s = P->bsize[nb - 1];
   W.last_red = P->bred[nb - 1];
@@ -248,8 +297,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
         o += (rest % P->bsize[b]) * W.ostr[b];
         rest /= P->bsize[b];
       }
-      W.row_x = x + (size_t)(r * W.s) * es;
-      W.row_m = m ? m + r * W.s : NULL;
+      W.row_i = r * W.s;
       mq_parallel_for(S, mq_parallel_threads_for(S, W.s), W.np, MQ_PAR_GRAIN / MQ_RED_PIECE, range_pieces, &W);
       k->merge(acc, o, W.parts, W.np);
       if (cnt && m) {
@@ -260,6 +308,9 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
     }
     return;
   }
+  if (W.last_red && W.mv.ms && k->piece) /* rows piece by piece, skipping what the summary allows */
+    W.tparts = mq_scratch(S, mq_ck_zmul(S, (size_t)nt * (size_t)mq_red_piece_count(W.s), k->acc_size,
+                                        "reduction scratch"));
   if (nt > 1 && W.last_red && nb <= 2 && W.rows >= nt) { /* row r folds into slot r */
     mq_parallel_for(S, nt, W.rows, W.s >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / W.s, range_rows, &W);
     return;
@@ -279,7 +330,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
     mq_parallel_for(S, nt, (W.s + W.cgroup - 1) / W.cgroup, 1, range_cols, &W);
     return;
   }
-  if (W.last_red) walk_rows(S, &W, 0, W.rows, 0, W.s);
+  if (W.last_red) walk_rows(S, &W, 0, W.rows, 0, W.s, 0);
   else walk_cols(S, &W, 0, W.rows, 0, W.s);
 }
 
@@ -310,6 +361,16 @@ int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P) {
   if (!P->m) return NULL;
   int64_t *count = mq_red_acc(S, P, sizeof *count);
   memset(count, 0, (size_t)P->on * sizeof *count);
+  int nb = P->nb;
+  if (P->mv.ms && P->t->numel > 0 && P->bred[nb - 1] && (nb == 1 || !P->bred[0])) {
+    /* row r of the last block is slot r's: counted from the summary */
+    int64_t s = P->bsize[nb - 1], rows = P->t->numel / s;
+    for (int64_t r = 0; r < rows; r++) {
+      count[r] = mq_mask_view_count(&P->mv, r * s, s);
+      if ((r & 1023) == 1023) mq_poll(S);
+    }
+    return count;
+  }
   walk(S, P, mq_red_kernels[MQ_RED_SUM][MQ_DT_BOOL], count, NULL, (const char *)P->m, 1, NULL);
   return count;
 }
