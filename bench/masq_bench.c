@@ -61,6 +61,16 @@ static const setup SETUPS[] = {
            "k = none\n"
            "msp = masked(sp)\n"
            "dn = rand(1000000, 16)\n"},
+    /* masks that make work smaller (issue 16): the same 10^7 values under
+     * an all-valid mask, an all-masked one, and a padding-shaped one (runs
+     * of 4096 valid then 4096 masked: half the entries) */
+    {"mk", "seed(8)\n"
+           "xk = rand(10000000)\n"
+           "ik = arange(10000000)\n"
+           "kv = masked(xk, ik >= 0)\n"
+           "km = masked(xk, ik < 0)\n"
+           "kp = masked(xk, (ik % 8192) < 4096)\n"
+           "ik = none\n"},
     {"none", ""},
 };
 
@@ -82,6 +92,15 @@ static const workload WORKLOADS[] = {
     {"sp_rowsum", "sp", "r = sum(sp, 1)"},
     {"sp_softmax", "sp", "r = softmax(msp, 1)"},
     {"sp_spmm", "sp", "r = sp @ dn"},
+    {"mk_sum_valid", "mk", "r = sum(kv)"},
+    {"mk_sum_pad", "mk", "r = sum(kp)"},
+    {"mk_sum_masked", "mk", "r = sum(km)"},
+    {"mk_mean_valid", "mk", "r = mean(kv)"},
+    {"mk_mean_pad", "mk", "r = mean(kp)"},
+    {"mk_mean_masked", "mk", "r = mean(km)"},
+    {"mk_amax_valid", "mk", "r = amax(kv)"},
+    {"mk_amax_pad", "mk", "r = amax(kp)"},
+    {"mk_amax_masked", "mk", "r = amax(km)"},
     /* 1000 iterations per sample; run.sh reports the time per iteration */
     {"small_loop", "t", "for i in range(1000) { r = (st * 2 + 1).sum() }"},
     /* not a benchmarked workload: the fixed cost of one masq_eval call
