@@ -274,6 +274,41 @@ static void test_broadcast(void) {
       CHECK(same_tensor(mq_reduce(S, ops[o], a, 1, &dim, false), mq_reduce(S, ops[o], b, 1, &dim, false)));
 }
 
+/* where, masked_fill and to_tensor under a summarized condition copy or
+ * fill whole blocks: the same bytes as the select (NaN payloads included),
+ * for tensor and scalar branches, on one thread and two. */
+static bool same_bytes(const mq_tensor *a, const mq_tensor *b) {
+  return a->numel == b->numel && a->dtype == b->dtype &&
+         memcmp(mq_tensor_data(a), mq_tensor_data(b), (size_t)a->numel * mq_dtype_size((mq_dtype)a->dtype)) == 0;
+}
+static void test_where(void) {
+  const mq_dtype dts[] = {MQ_DT_BOOL, MQ_DT_I64, MQ_DT_F32, MQ_DT_F64};
+  for (int k = 0; k < K__COUNT; k++)
+    for (int d = 0; d < 4; d++) {
+      size_t mark = mq_pool_mark(S);
+      int64_t n = 6 * 4096 + 33;
+      mq_tensor *c, *sc;
+      make_masks(k, 1, &n, &c, &sc);
+      CHECK(mq_mask_view_of(S, c).ms != NULL);
+      mq_tensor *a = mq_astype(S, data(MQ_DT_F64, 1, &n, 2), dts[d]);
+      mq_tensor *b = mq_astype(S, mq_randn(S, 1, &n, MQ_DT_F64), dts[d]);
+      mq_tensor *s = mq_tensor_scalar(S, dts[d], 7);
+      mq_tensor *pairs[3][2] = {{a, b}, {a, s}, {s, b}};
+      for (int p = 0; p < 3; p++)
+        for (int t = 1; t <= 2; t++) {
+          S->nthreads = t;
+          mq_tensor *want = mq_where(S, sc, pairs[p][0], pairs[p][1]);
+          CHECK(same_bytes(mq_where(S, c, pairs[p][0], pairs[p][1]), want));
+        }
+      S->nthreads = 0;
+      mq_tensor *x = mq_masked(S, a, c), *y = mq_masked(S, a, sc);
+      CHECK(same_bytes(mq_to_tensor(S, x, -1), mq_to_tensor(S, y, -1)));
+      mq_tensor *fx = mq_masked_fill(S, a, c, s), *fy = mq_masked_fill(S, a, sc, s);
+      CHECK(same_bytes(fx, fy));
+      mq_pool_drain(S, mark);
+    }
+}
+
 static void all_tests(mq_state *S_, void *ud) {
   (void)S_, (void)ud;
   size_t mark = mq_pool_mark(S);
@@ -282,6 +317,7 @@ static void all_tests(mq_state *S_, void *ud) {
   test_drop();
   test_reductions();
   test_broadcast();
+  test_where();
   mq_pool_drain(S, mark);
 }
 
