@@ -31,17 +31,22 @@ const mq_masksum *mq_masksum_get(mq_state *S, const mq_tensor *mask) {
   if (!st || mask->dtype != MQ_DT_BOOL || st->release) return NULL;
   if (st->msum) return st->msum;
   int64_t n = (int64_t)st->nbytes, nb = (n + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK;
-  mq_masksum *ms = mq_alloc(S, msum_size(nb));
-  ms->n = n;
-  ms->nblocks = nb;
-  ms->nvalid = 0;
+  /* counted into the pool's scratch first: an interrupt while counting
+   * then leaves nothing behind (the pool reclaims it) */
+  uint16_t *cnt = mq_scratch(S, (size_t)nb * sizeof *cnt);
+  int64_t nvalid = 0;
   const uint8_t *p = st->data;
   for (int64_t b = 0; b < nb; b++) {
     int64_t len = n - b * MQ_MS_BLOCK < MQ_MS_BLOCK ? n - b * MQ_MS_BLOCK : MQ_MS_BLOCK;
-    ms->cnt[b] = (uint16_t)count_nonzero(p + b * MQ_MS_BLOCK, len);
-    ms->nvalid += ms->cnt[b];
+    cnt[b] = (uint16_t)count_nonzero(p + b * MQ_MS_BLOCK, len);
+    nvalid += cnt[b];
     if ((b & 15) == 15) mq_poll(S);
   }
+  mq_masksum *ms = mq_alloc(S, msum_size(nb));
+  ms->n = n;
+  ms->nblocks = nb;
+  ms->nvalid = nvalid;
+  memcpy(ms->cnt, cnt, (size_t)nb * sizeof *cnt);
   st->msum = ms;
   return ms;
 }
