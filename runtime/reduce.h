@@ -65,6 +65,10 @@ typedef struct mq_red_plan {
   mq_mask_view mv;       /* the same with its summary, if it has one: the
                             fast kernels skip the pieces it shows masked
                             out, and read the all-valid ones as plain */
+  bool mrow_uniform;     /* the mask is broadcast along every dim of the
+                            last block (a padding mask of shape (B, L, 1)
+                            over (B, L, D)): each row is all valid or all
+                            masked out, as its first entry says */
   int ond;               /* the output's shape */
   int64_t oshape[MQ_MAX_DIMS];
   int64_t on, R;         /* output elements; input elements per output */

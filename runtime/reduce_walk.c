@@ -54,6 +54,13 @@ void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *
     P->bred[0] = false;
     P->nb = 1;
   }
+  /* the dims of the last block are the trailing ones of its kind */
+  P->mrow_uniform = t->mask != NULL;
+  for (int d = t->ndim - 1; d >= 0 && P->mrow_uniform; d--) {
+    if (t->shape[d] == 1) continue;
+    if (red[d] != P->bred[P->nb - 1]) break;
+    P->mrow_uniform = t->mask->strides[d] == 0;
+  }
 }
 
 /* A walk over the rows of the merged blocks: row r of [s] entries folds
@@ -67,6 +74,7 @@ typedef struct walk_ctx {
   size_t es;
   const uint8_t *m;
   mq_mask_view mv; /* m with its summary (.ms NULL: none, or m is not P's mask) */
+  bool uniform;     /* every row of m is all 1 or all 0 (P->mrow_uniform) */
   int nb;
   bool last_red;
   int64_t s, rows, ostr[MQ_MAX_DIMS];
@@ -93,10 +101,17 @@ typedef struct walk_ctx {
  * entries gives (each lane folds the identity into the identity). An
  * all-valid piece is read as plain data, which folds exactly what the
  * masked loop would (the select keeps every entry), and counts n. */
+/* What entries [i, i + n) of one row of the mask hold, as far as the
+ * summary or a broadcast along the rows tells. */
+static mq_ms_state run_state(const walk_ctx *W, int64_t i, int64_t n) {
+  if (W->uniform) return W->m[i] ? MQ_MS_VALID : MQ_MS_MASKED;
+  return mq_mask_run(&W->mv, i, n);
+}
+
 static void piece_at(const walk_ctx *W, void *part, int64_t *cnt, int64_t i, int64_t n) {
   const mq_red_kernel *k = W->k;
   const char *x = W->x + (size_t)i * W->es;
-  switch (W->m ? mq_mask_run(&W->mv, i, n) : MQ_MS_VALID) {
+  switch (W->m ? run_state(W, i, n) : MQ_MS_VALID) {
   case MQ_MS_MASKED: k->piece(part, NULL, x, NULL, 0); break;
   case MQ_MS_VALID:
     k->piece(part, NULL, x, NULL, n);
@@ -151,7 +166,7 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
        * are all masked out (folding the identity changes no slot: x + 0.0
        * is x for every sum that starts from +0.0, and an extremum keeps
        * its slot against an infinite fill) and read all-valid runs plain */
-      mq_ms_state st = W->mv.ms && k->piece ? mq_mask_run(&W->mv, r * s + c0, c1 - c0) : MQ_MS_MIXED;
+      mq_ms_state st = (W->mv.ms || W->uniform) && k->piece ? run_state(W, r * s + c0, c1 - c0) : MQ_MS_MIXED;
       if (st == MQ_MS_VALID) {
         k->acc_row(a, xr, NULL, c1 - c0);
         if (tiled)
@@ -274,6 +289,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
   if (P->t->numel == 0) return;
   walk_ctx W = {.P = P, .k = k, .acc = acc, .cnt = cnt, .x = x, .es = es, .m = m, .nb = P->nb};
   W.mv = m && m == P->m ? P->mv : (mq_mask_view){m, NULL, 0};
+  W.uniform = m && m == P->m && P->mrow_uniform;
   int nb = P->nb;
   W.s = P->bsize[nb - 1];
   W.last_red = P->bred[nb - 1];
@@ -308,7 +324,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
     }
     return;
   }
-  if (W.last_red && W.mv.ms && k->piece) /* rows piece by piece, skipping what the summary allows */
+  if (W.last_red && (W.mv.ms || W.uniform) && k->piece) /* rows piece by piece, skipping what the mask allows */
     W.tparts = mq_scratch(S, mq_ck_zmul(S, (size_t)nt * (size_t)mq_red_piece_count(W.s), k->acc_size,
                                         "reduction scratch"));
   if (nt > 1 && W.last_red && nb <= 2 && W.rows >= nt) { /* row r folds into slot r */
@@ -362,11 +378,12 @@ int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P) {
   int64_t *count = mq_red_acc(S, P, sizeof *count);
   memset(count, 0, (size_t)P->on * sizeof *count);
   int nb = P->nb;
-  if (P->mv.ms && P->t->numel > 0 && P->bred[nb - 1] && (nb == 1 || !P->bred[0])) {
-    /* row r of the last block is slot r's: counted from the summary */
+  if ((P->mv.ms || P->mrow_uniform) && P->t->numel > 0 && P->bred[nb - 1] && (nb == 1 || !P->bred[0])) {
+    /* row r of the last block is slot r's: counted from the summary, or
+     * from its first entry when the mask is broadcast along the rows */
     int64_t s = P->bsize[nb - 1], rows = P->t->numel / s;
     for (int64_t r = 0; r < rows; r++) {
-      count[r] = mq_mask_view_count(&P->mv, r * s, s);
+      count[r] = P->mrow_uniform ? (P->m[r * s] ? s : 0) : mq_mask_view_count(&P->mv, r * s, s);
       if ((r & 1023) == 1023) mq_poll(S);
     }
     return count;

@@ -311,6 +311,49 @@ static void test_where(void) {
     }
 }
 
+/* The same validity as [mask] (any layout) through a view of stride 2:
+ * neither summarized nor broadcast. */
+static mq_tensor *unsummarized(mq_tensor *mask) {
+  mq_tensor *c = mq_contiguous(S, mask);
+  int64_t n = c->numel, wide = 2 * n;
+  mq_tensor *w = mq_tensor_new(S, MQ_DT_BOOL, 1, &wide);
+  uint8_t *q = mq_tensor_data(w);
+  const uint8_t *p = mq_tensor_data(c);
+  for (int64_t i = 0; i < n; i++) q[2 * i] = p[i], q[2 * i + 1] = !p[i];
+  int64_t st[MQ_MAX_DIMS], s = 2;
+  for (int d = mask->ndim - 1; d >= 0; d--) st[d] = s, s *= mask->shape[d];
+  return mq_tensor_view(S, w, mask->ndim, mask->shape, st, 0);
+}
+
+/* Padding masks broadcast along the last dims ((B, L, 1) over (B, L, D),
+ * (B, 1, 1) over (B, L, D)): every row of the reduction's last block is
+ * all valid or all masked out, which the kernels take from its first
+ * entry; the same results as through an unsummarized mask. */
+static void test_broadcast_rows(void) {
+  const int64_t sh[3] = {6, 40, 300};
+  const int64_t msh[2][3] = {{6, 40, 1}, {6, 1, 1}};
+  const int dl[][3] = {{1, 0}, {1, 1}, {1, 2}, {2, 1, 2}, {2, 0, 1}, {0}};
+  const mq_dtype dts[] = {MQ_DT_F32, MQ_DT_F64};
+  for (int d = 0; d < 2; d++)
+    for (int k = 0; k < K__COUNT; k++)
+      for (int ms = 0; ms < 2; ms++) {
+        size_t mark = mq_pool_mark(S);
+        mq_tensor *x = data(dts[d], 3, sh, k % 3), *m0, *unused;
+        make_masks(k, 3, msh[ms], &m0, &unused);
+        for (int64_t i = 0; i < m0->numel; i += 7) ((uint8_t *)mq_tensor_data(m0))[i] = (uint8_t)(i % 2);
+        mq_tensor *a = mq_masked(S, x, m0), *b = mq_masked(S, x, unsummarized(a->mask));
+        for (size_t c = 0; c < sizeof dl / sizeof *dl; c++)
+          for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+            for (int t = 1; t <= 2; t++) {
+              S->nthreads = t;
+              CHECK(same_tensor(mq_reduce(S, ops[o], a, dl[c][0], dl[c] + 1, false),
+                                mq_reduce(S, ops[o], b, dl[c][0], dl[c] + 1, false)));
+            }
+        S->nthreads = 0;
+        mq_pool_drain(S, mark);
+      }
+}
+
 static void all_tests(mq_state *S_, void *ud) {
   (void)S_, (void)ud;
   size_t mark = mq_pool_mark(S);
@@ -320,6 +363,7 @@ static void all_tests(mq_state *S_, void *ud) {
   test_reductions();
   test_broadcast();
   test_where();
+  test_broadcast_rows();
   mq_pool_drain(S, mark);
 }
 
