@@ -59,15 +59,36 @@ void mq_masksum_free(mq_state *S, mq_storage *st) {
 
 void mq_masksum_drop(mq_state *S, mq_storage *st) { mq_masksum_free(S, st); }
 
-mq_mask_view mq_mask_view_of(mq_state *S, const mq_tensor *mask) {
+mq_mask_view mq_mask_view_get(mq_state *S, const mq_tensor *mask, bool build) {
   mq_mask_view v = {NULL, NULL, 0};
   if (!mask || !mq_tensor_is_contiguous(mask)) return v;
   v.m = mq_tensor_data(mask);
   if (mask->numel > 0) {
-    v.ms = mq_masksum_get(S, mask);
+    v.ms = build ? mq_masksum_get(S, mask) : mask->storage->msum;
     v.base = mask->offset;
   }
   return v;
+}
+
+mq_mask_view mq_mask_view_of(mq_state *S, const mq_tensor *mask) { return mq_mask_view_get(S, mask, true); }
+
+bool mq_masksum_pending(const mq_tensor *mask) {
+  const mq_storage *st = mask->storage;
+  return st && mask->dtype == MQ_DT_BOOL && !st->release && !st->msum && mask->offset == 0 &&
+         mask->numel > 0 && (size_t)mask->numel == st->nbytes && mq_tensor_is_contiguous(mask);
+}
+
+void mq_masksum_install(mq_state *S, const mq_tensor *mask, const uint16_t *cnt) {
+  mq_storage *st = mask->storage;
+  if (st->msum) return;
+  int64_t n = mask->numel, nb = (n + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK;
+  mq_masksum *ms = mq_alloc(S, msum_size(nb));
+  ms->n = n;
+  ms->nblocks = nb;
+  ms->nvalid = 0;
+  for (int64_t b = 0; b < nb; b++) ms->nvalid += cnt[b];
+  memcpy(ms->cnt, cnt, (size_t)nb * sizeof *cnt);
+  st->msum = ms;
 }
 
 int64_t mq_mask_view_count(const mq_mask_view *v, int64_t i, int64_t len) {

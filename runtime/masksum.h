@@ -46,6 +46,15 @@ typedef enum mq_ms_state {
 /* The summary of bool tensor [mask]'s storage, built on first use; NULL
  * when there is none (host memory, not bool). Call on the main thread. */
 MQ_INTERNAL const mq_masksum *mq_masksum_get(mq_state *S, const mq_tensor *mask);
+/* True when [mask] is a bool tensor that covers the whole of its storage,
+ * contiguously from entry 0, which masq owns, and whose summary is not
+ * built yet: a kernel that reads every block of it anyway may count them
+ * on the way and hand the counts to mq_masksum_install (reduce_walk.c
+ * does, so a first reduction costs no extra pass). */
+MQ_INTERNAL bool mq_masksum_pending(const mq_tensor *mask);
+/* Installs the summary of such a mask from the valid count of each of its
+ * blocks ([cnt], ceil(numel / MQ_MS_BLOCK) of them). */
+MQ_INTERNAL void mq_masksum_install(mq_state *S, const mq_tensor *mask, const uint16_t *cnt);
 /* Forgets a storage's summary (before writing it in place). */
 MQ_INTERNAL void mq_masksum_drop(mq_state *S, mq_storage *st);
 /* Frees a storage's summary (tensor.c, with the storage). */
@@ -61,8 +70,10 @@ typedef struct mq_mask_view {
 } mq_mask_view;
 
 /* The view of [mask] (NULL: a plain tensor, .m NULL) if its entries are
- * contiguous; else .m NULL too, and the caller copies as before. */
+ * contiguous; else .m NULL too, and the caller copies as before. With
+ * [build] false a summary not built yet stays unbuilt (.ms NULL). */
 MQ_INTERNAL mq_mask_view mq_mask_view_of(mq_state *S, const mq_tensor *mask);
+MQ_INTERNAL mq_mask_view mq_mask_view_get(mq_state *S, const mq_tensor *mask, bool build);
 
 /* What entries [i, i + len) of a summarized view hold: VALID or MASKED
  * when every block they overlap says so, else MIXED (a run that only

@@ -65,6 +65,8 @@ typedef struct mq_red_plan {
   mq_mask_view mv;       /* the same with its summary, if it has one: the
                             fast kernels skip the pieces it shows masked
                             out, and read the all-valid ones as plain */
+  bool ms_pending;       /* the mask's summary is not built yet: the walk
+                            counts its blocks on the way when it can */
   bool mrow_uniform;     /* the mask is broadcast along every dim of the
                             last block (a padding mask of shape (B, L, 1)
                             over (B, L, D)): each row is all valid or all

@@ -36,7 +36,8 @@ void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *
   for (int d = 0; d < P->ond; d++) P->on *= P->oshape[d];
   P->x = mq_tensor_data(mq_contiguous(S, mq_astype(S, mq_get_data(S, t), dt)));
   P->es = mq_dtype_size(dt);
-  P->mv = mq_mask_view_of(S, t->mask);
+  P->ms_pending = t->mask && mq_masksum_pending(t->mask);
+  P->mv = mq_mask_view_get(S, t->mask, !P->ms_pending);
   if (t->mask && !P->mv.m) P->mv.m = mq_tensor_data(mq_contiguous(S, t->mask)); /* no summary */
   P->m = P->mv.m;
   P->nb = 0;
@@ -75,6 +76,8 @@ typedef struct walk_ctx {
   const uint8_t *m;
   mq_mask_view mv; /* m with its summary (.ms NULL: none, or m is not P's mask) */
   bool uniform;     /* every row of m is all 1 or all 0 (P->mrow_uniform) */
+  uint16_t *bcnt;   /* the valid entries of each block of m, counted for its
+                       summary on the way (pieces are its blocks), or NULL */
   int nb;
   bool last_red;
   int64_t s, rows, ostr[MQ_MAX_DIMS];
@@ -117,7 +120,15 @@ static void piece_at(const walk_ctx *W, void *part, int64_t *cnt, int64_t i, int
     k->piece(part, NULL, x, NULL, n);
     if (W->m) *cnt += n;
     break;
-  default: k->piece(part, cnt, x, W->m + i, n);
+  default:
+    if (W->bcnt) { /* a piece is a block of the mask here */
+      int64_t c = 0;
+      k->piece(part, &c, x, W->m + i, n);
+      W->bcnt[i / MQ_MS_BLOCK] = (uint16_t)c;
+      *cnt += c;
+    } else {
+      k->piece(part, cnt, x, W->m + i, n);
+    }
   }
 }
 
@@ -300,6 +311,16 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
     if (!P->bred[b]) os *= P->bsize[b];
     W.rows *= P->bsize[b];
   }
+  if (W.m && W.m == P->m && !W.mv.ms && P->ms_pending) {
+    /* the mask's summary is not built yet: rows read piece by piece from
+     * block boundaries read every block once, so they count its blocks on
+     * the way (no pass of its own); other walks build it first */
+    const mq_tensor *mk = P->t->mask;
+    if (mk->storage->msum) W.mv.ms = mk->storage->msum;
+    else if (W.last_red && k->piece && (W.rows == 1 || W.s % MQ_MS_BLOCK == 0))
+      W.bcnt = mq_scratch(S, (size_t)((mk->numel + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK) * sizeof *W.bcnt);
+    else W.mv.ms = mq_masksum_get(S, mk);
+  }
   int nt = mq_parallel_threads_for(S, W.rows * W.s);
   if (nt > 1 && W.last_red && k->piece && W.rows < 2 * nt && W.s >= 2 * MQ_RED_PIECE) {
     /* a few long rows: each split into pieces, computed in parallel and
@@ -322,19 +343,19 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
         cnt[o] += c;
       }
     }
-    return;
+    goto done;
   }
-  if (W.last_red && (W.mv.ms || W.uniform) && k->piece) /* rows piece by piece, skipping what the mask allows */
+  if (W.last_red && (W.mv.ms || W.uniform || W.bcnt) && k->piece) /* rows piece by piece, skipping what the mask allows */
     W.tparts = mq_scratch(S, mq_ck_zmul(S, (size_t)nt * (size_t)mq_red_piece_count(W.s), k->acc_size,
                                         "reduction scratch"));
   if (nt > 1 && W.last_red && nb <= 2 && W.rows >= nt) { /* row r folds into slot r */
     mq_parallel_for(S, nt, W.rows, W.s >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / W.s, range_rows, &W);
-    return;
+    goto done;
   }
   if (!W.last_red && k->combine && W.rows * W.s >= MQ_PAR_MIN_ELEMS && W.rows >= 2 * MIN_GROUP_ROWS &&
       (int64_t)P->on <= GROUP_SLOTS) {
     fold_groups(S, &W, nt);
-    return;
+    goto done;
   }
   if (nt > 1 && !W.last_red && W.s >= 64 * nt) { /* disjoint slots per column group */
     /* two groups a thread, so one held up by another process can be
@@ -344,10 +365,12 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
     int64_t g = (W.s + 2 * nt - 1) / (2 * nt);
     W.cgroup = (g + 63) / 64 * 64;
     mq_parallel_for(S, nt, (W.s + W.cgroup - 1) / W.cgroup, 1, range_cols, &W);
-    return;
+    goto done;
   }
   if (W.last_red) walk_rows(S, &W, 0, W.rows, 0, W.s, 0);
   else walk_cols(S, &W, 0, W.rows, 0, W.s);
+done:
+  if (W.bcnt) mq_masksum_install(S, P->t->mask, W.bcnt);
 }
 
 void mq_red_fold(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc) {

@@ -354,10 +354,47 @@ static void test_broadcast_rows(void) {
       }
 }
 
+/* The first sum over a fresh mask counts its blocks while it reads them
+ * and leaves the summary behind: the same as one built from the bytes. */
+static void test_built_on_the_way(void) {
+  const int64_t shapes[3][2] = {{1, 5 * 4096 + 300}, {6, 8192}, {1, ((int64_t)1 << 20) + 5}};
+  for (int k = 0; k < K__COUNT; k++)
+    for (int sh = 0; sh < 3; sh++)
+      for (int t = 1; t <= 2; t++) {
+        size_t mark = mq_pool_mark(S);
+        mq_tensor *x = data(MQ_DT_F32, 2, shapes[sh], 0), *m, *unused;
+        make_masks(k, 2, shapes[sh], &m, &unused);
+        mq_tensor *copy = mq_tensor_new(S, MQ_DT_BOOL, 2, shapes[sh]);
+        memcpy(mq_tensor_data(copy), mq_tensor_data(m), (size_t)m->numel);
+        CHECK(m->storage->msum == NULL && mq_masksum_pending(m));
+        S->nthreads = t;
+        int dim = 1;
+        mq_tensor *r = mq_reduce(S, MQ_RED_SUM, mq_masked(S, x, m), sh == 1 ? 1 : 0, &dim, false);
+        S->nthreads = 0;
+        const mq_masksum *got = m->storage->msum, *want = mq_masksum_get(S, copy);
+        CHECK(got != NULL && !mq_masksum_pending(m));
+        if (got && want)
+          CHECK(got->n == want->n && got->nblocks == want->nblocks && got->nvalid == want->nvalid &&
+                memcmp(got->cnt, want->cnt, (size_t)got->nblocks * sizeof *got->cnt) == 0);
+        /* and the result is the one the summary then gives */
+        CHECK(same_tensor(r, mq_reduce(S, MQ_RED_SUM, mq_masked(S, x, m), sh == 1 ? 1 : 0, &dim, false)));
+        mq_pool_drain(S, mark);
+      }
+  /* a view at an offset, or rows not made of whole blocks: built from the
+   * bytes before the walk, as before */
+  int64_t sh2[2] = {5, 5000};
+  mq_tensor *x = data(MQ_DT_F32, 2, sh2, 0), *m, *unused;
+  make_masks(K_PAD4096, 2, sh2, &m, &unused);
+  int dim = 1;
+  mq_reduce(S, MQ_RED_SUM, mq_masked(S, x, m), 1, &dim, false);
+  CHECK(m->storage->msum != NULL);
+}
+
 static void all_tests(mq_state *S_, void *ud) {
   (void)S_, (void)ud;
   size_t mark = mq_pool_mark(S);
   test_summary();
+  test_built_on_the_way();
   test_host_memory();
   test_drop();
   test_reductions();
