@@ -108,6 +108,16 @@ static const setup SETUPS[] = {
            "px = rand(64, 512, 256)\n"
            "plen = tensor(" POOL_LENS ")\n"
            "pm = reshape(arange(512), 1, 512, 1) < reshape(plen, 64, 1, 1)\n"},
+    /* masks that make work smaller (issue 16): the same 10^7 values under
+     * an all-valid mask, an all-masked one, and a padding-shaped one (runs
+     * of 4096 valid then 4096 masked: half the entries) */
+    {"mk", "seed(8)\n"
+           "xk = rand(10000000)\n"
+           "ik = arange(10000000)\n"
+           "kv = masked(xk, ik >= 0)\n"
+           "km = masked(xk, ik < 0)\n"
+           "kp = masked(xk, (ik % 8192) < 4096)\n"
+           "ik = none\n"},
     {"none", ""},
 };
 
@@ -142,6 +152,15 @@ static const workload WORKLOADS[] = {
      "std2 = masked(state_sum2, dense_mask)\n"
      "std2 = std2.sqrt().add(eps)\n"
      "param2 = p0.add((dense_grad / std2).get_data(), alpha=-clr)\n"},
+    {"mk_sum_valid", "mk", "r = sum(kv)"},
+    {"mk_sum_pad", "mk", "r = sum(kp)"},
+    {"mk_sum_masked", "mk", "r = sum(km)"},
+    {"mk_mean_valid", "mk", "r = mean(kv)"},
+    {"mk_mean_pad", "mk", "r = mean(kp)"},
+    {"mk_mean_masked", "mk", "r = mean(km)"},
+    {"mk_amax_valid", "mk", "r = amax(kv)"},
+    {"mk_amax_pad", "mk", "r = amax(kp)"},
+    {"mk_amax_masked", "mk", "r = amax(km)"},
     /* 1000 iterations per sample; run.sh reports the time per iteration */
     {"attn_fwd", "at", "r = softmax(masked(q @ transpose(k, -2, -1) / 8, kmask), -1) @ v"},
     {"attn_fwd_valid", "at", "r = softmax(masked(q @ transpose(k, -2, -1) / 8, kall), -1) @ v"},

@@ -100,7 +100,7 @@ def torch_workloads():
             raise RuntimeError("torch.masked %s has no matmul for MaskedTensor"
                                % torch.__version__) from None
 
-    return {
+    table = {
         "sum_all": lambda: x.sum(),
         "mean_all": lambda: x.mean(),
         "amax_all": lambda: x.amax(),
@@ -117,6 +117,28 @@ def torch_workloads():
         "softmax_fwd_bwd": fwd_bwd,
         "small_loop": small_loop,
     }
+    # masks that make work smaller: torch.masked, and the dense trick people
+    # use instead (multiply by the mask; masked_fill(-inf) for the max)
+    xk = torch.rand(10_000_000)
+    ik = torch.arange(10_000_000)
+    for kind, m in mask_kinds(ik):
+        mk = masked_tensor(xk, m)
+        mf = m.to(torch.float32)
+        table.update({
+            "mk_sum_" + kind: lambda mk=mk: mk.sum(),
+            "mk_mean_" + kind: lambda mk=mk: mk.mean(),
+            "mk_amax_" + kind: lambda mk=mk: mk.amax(),
+            "mk_sum_" + kind + "@dense": lambda mf=mf: (xk * mf).sum(),
+            "mk_mean_" + kind + "@dense": lambda mf=mf: (xk * mf).sum() / mf.sum(),
+            "mk_amax_" + kind + "@dense": lambda m=m: xk.masked_fill(~m, float("-inf")).amax(),
+        })
+    return table
+
+
+def mask_kinds(ik):
+    """The three masks of the mk_ rows over indices ik (numpy or torch):
+    all valid, padding-shaped (runs of 4096 valid, then 4096 masked), none."""
+    return [("valid", ik >= 0), ("pad", (ik % 8192) < 4096), ("masked", ik < 0)]
 
 
 def numpy_workloads():
@@ -147,7 +169,7 @@ def numpy_workloads():
     def fwd_bwd():
         raise RuntimeError("numpy has no autograd")
 
-    return {
+    table = {
         "sum_all": lambda: x.sum(),
         "mean_all": lambda: x.mean(),
         "amax_all": lambda: x.max(),
@@ -164,6 +186,20 @@ def numpy_workloads():
         "softmax_fwd_bwd": fwd_bwd,
         "small_loop": small_loop,
     }
+    # masks that make work smaller: numpy.ma, and plain numpy's where=
+    xk = rng.random(10_000_000, dtype=np.float32)
+    ik = np.arange(10_000_000)
+    for kind, m in mask_kinds(ik):
+        mk = np.ma.masked_array(xk, mask=~m)
+        table.update({
+            "mk_sum_" + kind: lambda mk=mk: mk.sum(),
+            "mk_mean_" + kind: lambda mk=mk: mk.mean(),
+            "mk_amax_" + kind: lambda mk=mk: mk.max(),
+            "mk_sum_" + kind + "@where": lambda m=m: np.sum(xk, where=m),
+            "mk_mean_" + kind + "@where": lambda m=m: np.mean(xk, where=m),
+            "mk_amax_" + kind + "@where": lambda m=m: np.max(xk, where=m, initial=-np.inf),
+        })
+    return table
 
 
 def sparse_workloads(impl):
@@ -329,9 +365,12 @@ def main():
                 na(impl, w, "not installed (%s)" % e)
     if impl == "torch" and (not wanted or any(w.startswith("ada_") for w in wanted)):
         table.update(adagrad_workloads())
-    for name, fn in table.items():
+    for key, fn in table.items():
+        # "NAME@trick": the same workload done another way, reported as
+        # impl "torch-dense" or "numpy-where"
+        name, _, trick = key.partition("@")
         if not wanted or name in wanted:
-            timeit(impl, name, fn)
+            timeit(impl + "-" + trick if trick else impl, name, fn)
     if not wanted or any(w in PADDED for w in wanted):
         for who, name, fn in padded_workloads(impl):
             if wanted and name not in wanted:

@@ -360,6 +360,35 @@ END {
     (m == "" || a == "" ? "n/a" : sprintf("%.2fx", m / a)), (m == "" || a == "" ? "n/a" : (m / a <= 0.6 ? "MET" : "NOT MET"))
   tgt("attn_fwd_bwd", "torch-trick", 3, "faster than the torch trick (autograd)")
   tgt("pool_mean", "torch-trick", 2, "faster than the torch trick")
+  # --- masks that make work smaller (issue 16): the mk_ rows
+  if (get("masq", "mk_sum_valid") != "" || get("c", "mk_sum_valid") != "") {
+    print ""
+    print "masks that make work smaller: reductions of 10^7 float32 under an all-valid mask, a padding-shaped one"
+    print "(runs of 4096 valid then 4096 masked: half the entries) and an all-masked one. torch x*m: the dense"
+    print "trick ((x*m).sum(), (x*m).sum()/m.sum(), masked_fill(~m, -inf).amax()); numpy where=: np.sum/mean/max"
+    print "with where=m; C loop: the careful masked loop, which reads every entry whatever the mask holds."
+    print "masq/valid: the masq time over the masq all-valid time (masq keeps a validity summary per 4096 entries)."
+    fmk = "| %-22s | %-9s | %-12s | %-9s | %-9s | %-12s | %-9s | %-11s |\n"
+    printf fmk, "workload", "masq", "torch.masked", "torch x*m", "numpy.ma", "numpy where=", "C loop", "masq/valid"
+    print "|------------------------|-----------|--------------|-----------|-----------|--------------|-----------|-------------|"
+    split("sum mean amax", MOPS, " "); split("valid pad masked", MK, " ")
+    for (i = 1; i <= 3; i++) for (j = 1; j <= 3; j++) {
+      w = "mk_" MOPS[i] "_" MK[j]
+      printf fmk, MOPS[i] ", " MK[j], fmt(get("masq", w)), fmt(get("torch", w)), fmt(get("torch-dense", w)), \
+        fmt(get("numpy", w)), fmt(get("numpy-where", w)), fmt(get("c", w)), ratio(get("masq", w), get("masq", "mk_" MOPS[i] "_valid"), 3)
+    }
+    print ""
+    print "targets of issue 16 (masks that make work smaller):"
+    for (i = 1; i <= 3; i++) {
+      v = get("masq", "mk_" MOPS[i] "_valid"); p = get("masq", "mk_" MOPS[i] "_pad"); z = get("masq", "mk_" MOPS[i] "_masked")
+      what = MOPS[i] " 10^7, padding-shaped half-masked <= 0.6x the time of all-valid"
+      if (v == "" || p == "") printf "  %-72s %-9s %s\n", what, "n/a", "n/a"
+      else printf "  %-72s %-9s %s\n", what, sprintf("%.2fx", p / v), (p / v <= 0.6 ? "MET" : "NOT MET")
+      what = MOPS[i] " 10^7, all-masked >= 20x faster than all-valid"
+      if (v == "" || z == "" || z + 0 == 0) printf "  %-72s %-9s %s\n", what, "n/a", "n/a"
+      else printf "  %-72s %-9s %s\n", what, sprintf("%.0fx", v / z), (v / z >= 20 ? "MET" : "NOT MET")
+    }
+  }
   print ""
   s = get("masq", "startup")
   printf "  %-72s %-9s %s\n", "start-up (masq -e 1) under 5 ms", fmt(s), (s == "" ? "n/a" : (s < 0.005 ? "MET" : "NOT MET"))

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "ewise.h"
+#include "masksum.h"
 #include "parallel.h"
 
 /* --- running a kernel ------------------------------------------------------- */
@@ -151,10 +152,60 @@ static const mq_ewise_fn where_kernels[MQ_DT__COUNT] = {
 #undef X
 };
 
+/* Where the condition has a validity summary (runtime/masksum.h; a mask,
+ * or any bool tensor masq made) and everything lies in one row: block by
+ * block of the summary, a block whose condition is all true is a copy of
+ * a (or a fill with a's one value), all false one of b, and only mixed
+ * blocks run the select. The same bytes as the select everywhere, without
+ * reading the condition or the unpicked side where they do not matter:
+ * to_tensor(x, fill) of a padded batch writes its fill without reading. */
+typedef struct where_job {
+  const mq_iter *it;
+  mq_mask_view cv;
+  mq_ewise_fn k;
+} where_job;
+
+/* n elements of es bytes at dst from src (is 1), or src's one element
+ * repeated (is 0), by doubling copies. */
+static void copy_or_fill(char *dst, const char *src, int64_t is, int64_t n, size_t es) {
+  if (is) {
+    memcpy(dst, src, (size_t)n * es);
+    return;
+  }
+  memcpy(dst, src, es);
+  for (int64_t done = 1; done < n; done *= 2)
+    memcpy(dst + (size_t)done * es, dst, (size_t)(n - done < done ? n - done : done) * es);
+}
+
+static void where_blocks(void *ctx, int64_t lo, int64_t hi, int t) {
+  const where_job *J = ctx;
+  for (int64_t blk = lo; blk < hi; blk++) {
+    int64_t i = blk * MQ_MS_BLOCK, len = J->it->n - i < MQ_MS_BLOCK ? J->it->n - i : MQ_MS_BLOCK;
+    mq_iter part;
+    mq_iter_part(J->it, i, i + len, &part);
+    mq_ms_state st = mq_mask_run(&J->cv, i, len);
+    if (st == MQ_MS_MIXED) J->k(NULL, &part, NULL);
+    else {
+      int from = st == MQ_MS_VALID ? 2 : 3;
+      copy_or_fill(part.p[0], part.p[from], part.is[from], len, (size_t)part.es[0]);
+    }
+  }
+}
+
 void mq_kernel_where(mq_state *S, mq_tensor *out, mq_tensor *cond, mq_tensor *a, mq_tensor *b) {
   mq_tensor *ts[4] = {out, cond, a, b};
   mq_iter it;
   mq_iter_init(&it, 4, ts);
+  if (it.rows == 1 && it.n >= 2 * MQ_MS_BLOCK && it.is[0] == 1 && it.is[1] == 1 &&
+      it.is[2] <= 1 && it.is[3] <= 1) {
+    where_job J = {&it, mq_mask_view_of(S, cond), where_kernels[out->dtype]};
+    if (J.cv.ms) {
+      int64_t nb = (it.n + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK;
+      mq_parallel_for(S, mq_parallel_threads_for(S, it.n), nb, MQ_PAR_GRAIN / MQ_MS_BLOCK,
+                      where_blocks, &J);
+      return;
+    }
+  }
   mq_ewise_run(S, where_kernels[out->dtype], &it, NULL);
 }
 

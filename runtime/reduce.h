@@ -13,6 +13,7 @@
 #define MQ_REDUCE_H
 
 #include "kernels.h"
+#include "masksum.h"
 
 /* Long rows of the fast kernels are cut into pieces of this many entries
  * (the last one shorter), whose partial results combine in a fixed order:
@@ -61,6 +62,15 @@ typedef struct mq_red_plan {
   const char *x;         /* its data, contiguous, in the dtype read */
   size_t es;             /* the size of one element of x */
   const uint8_t *m;      /* its mask, contiguous, or NULL */
+  mq_mask_view mv;       /* the same with its summary, if it has one: the
+                            fast kernels skip the pieces it shows masked
+                            out, and read the all-valid ones as plain */
+  bool ms_pending;       /* the mask's summary is not built yet: the walk
+                            counts its blocks on the way when it can */
+  bool mrow_uniform;     /* the mask is broadcast along every dim of the
+                            last block (a padding mask of shape (B, L, 1)
+                            over (B, L, D)): each row is all valid or all
+                            masked out, as its first entry says */
   int ond;               /* the output's shape */
   int64_t oshape[MQ_MAX_DIMS];
   int64_t on, R;         /* output elements; input elements per output */

@@ -6,6 +6,7 @@
  * element sizes: kept apart from the kernels so that every reduction,
  * whatever its kernel, splits its work the same way, and a result depends
  * on the sizes only, never on the thread count. */
+#include "../core/checked.h"
 #include "parallel.h"
 #include "reduce.h"
 
@@ -35,7 +36,10 @@ void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *
   for (int d = 0; d < P->ond; d++) P->on *= P->oshape[d];
   P->x = mq_tensor_data(mq_contiguous(S, mq_astype(S, mq_get_data(S, t), dt)));
   P->es = mq_dtype_size(dt);
-  P->m = t->mask ? mq_tensor_data(mq_contiguous(S, t->mask)) : NULL;
+  P->ms_pending = t->mask && mq_masksum_pending(t->mask);
+  P->mv = mq_mask_view_get(S, t->mask, !P->ms_pending);
+  if (t->mask && !P->mv.m) P->mv.m = mq_tensor_data(mq_contiguous(S, t->mask)); /* no summary */
+  P->m = P->mv.m;
   P->nb = 0;
   for (int d = 0; d < t->ndim; d++) {
     if (t->shape[d] == 1) continue;
@@ -51,6 +55,13 @@ void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *
     P->bred[0] = false;
     P->nb = 1;
   }
+  /* the dims of the last block are the trailing ones of its kind */
+  P->mrow_uniform = t->mask != NULL;
+  for (int d = t->ndim - 1; d >= 0 && P->mrow_uniform; d--) {
+    if (t->shape[d] == 1) continue;
+    if (red[d] != P->bred[P->nb - 1]) break;
+    P->mrow_uniform = t->mask->strides[d] == 0;
+  }
 }
 
 /* A walk over the rows of the merged blocks: row r of [s] entries folds
@@ -63,6 +74,10 @@ typedef struct walk_ctx {
   const char *x;
   size_t es;
   const uint8_t *m;
+  mq_mask_view mv; /* m with its summary (.ms NULL: none, or m is not P's mask) */
+  bool uniform;     /* every row of m is all 1 or all 0 (P->mrow_uniform) */
+  uint16_t *bcnt;   /* the valid entries of each block of m, counted for its
+                       summary on the way (pieces are its blocks), or NULL */
   int nb;
   bool last_red;
   int64_t s, rows, ostr[MQ_MAX_DIMS];
@@ -74,18 +89,66 @@ typedef struct walk_ctx {
   int64_t *gcnt;
   /* one long row split into pieces: its start, partials and counts */
   int64_t np;
-  const char *row_x;
-  const uint8_t *row_m;
+  int64_t row_i;
   char *parts;
   int64_t *pcnt;
+  /* rows folded piece by piece (summarized masks): each thread's np
+   * partials at tparts + t * np * acc_size */
+  char *tparts;
 } walk_ctx;
+
+/* One piece of a row for the kernels that compute pieces (the fast ones):
+ * entries [i, i + n) of the input, read as the mask's summary allows. A
+ * piece the summary shows all masked out is not read: its partial is an
+ * empty piece's, the identity, which is bitwise what folding n masked-out
+ * entries gives (each lane folds the identity into the identity). An
+ * all-valid piece is read as plain data, which folds exactly what the
+ * masked loop would (the select keeps every entry), and counts n. */
+/* What entries [i, i + n) of one row of the mask hold, as far as the
+ * summary or a broadcast along the rows tells. */
+static mq_ms_state run_state(const walk_ctx *W, int64_t i, int64_t n) {
+  if (W->uniform) return W->m[i] ? MQ_MS_VALID : MQ_MS_MASKED;
+  return mq_mask_run(&W->mv, i, n);
+}
+
+static void piece_at(const walk_ctx *W, void *part, int64_t *cnt, int64_t i, int64_t n) {
+  const mq_red_kernel *k = W->k;
+  const char *x = W->x + (size_t)i * W->es;
+  switch (W->m ? run_state(W, i, n) : MQ_MS_VALID) {
+  case MQ_MS_MASKED: k->piece(part, NULL, x, NULL, 0); break;
+  case MQ_MS_VALID:
+    k->piece(part, NULL, x, NULL, n);
+    if (W->m) *cnt += n;
+    break;
+  default:
+    if (W->bcnt) { /* a piece is a block of the mask here */
+      int64_t c = 0;
+      k->piece(part, &c, x, W->m + i, n);
+      W->bcnt[i / MQ_MS_BLOCK] = (uint16_t)c;
+      *cnt += c;
+    } else {
+      k->piece(part, cnt, x, W->m + i, n);
+    }
+  }
+}
+
+/* Row r (its entries from i0) into slot o as pieces merged in order:
+ * exactly what row_cnt gives (mq_red_kernel), with the summary's help. */
+static void row_pieces(const walk_ctx *W, char *parts, int64_t o, int64_t i0) {
+  int64_t np = mq_red_piece_count(W->s), c = 0;
+  for (int64_t p = 0; p < np; p++)
+    piece_at(W, parts + (size_t)p * W->k->acc_size, &c, i0 + p * MQ_RED_PIECE,
+             mq_red_piece_len(W->s, p));
+  W->k->merge(W->acc, o, parts, np);
+  if (W->cnt && W->m) W->cnt[o] += c;
+}
 
 /* Folds rows [r0, r1), and of each the entries [c0, c1) when the last
  * block is kept (the whole row when it is reduced; c1 - c0 <= TILE
  * then); polls S for interrupts unless S is NULL (a worker thread). */
 #define TILE 16384
 static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, int64_t c0,
-                      int64_t c1) {
+                      int64_t c1, int tid) {
   const mq_red_plan *P = W->P;
   const mq_red_kernel *k = W->k;
   int nb = W->nb;
@@ -105,12 +168,24 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
     const char *xr = W->x + (size_t)(r * s + c0) * W->es;
     const uint8_t *mr = W->m ? W->m + r * s + c0 : NULL;
     if (W->last_red) {
-      if (W->cnt) k->row_cnt(W->acc, W->cnt, o, xr, mr, s);
+      if (W->tparts) row_pieces(W, W->tparts + (size_t)(tid * mq_red_piece_count(s)) * k->acc_size, o, r * s);
+      else if (W->cnt) k->row_cnt(W->acc, W->cnt, o, xr, mr, s);
       else k->row(W->acc, o, xr, mr, s);
     } else {
       void *a = (char *)W->acc + (size_t)(o + c0) * k->acc_size;
-      if (tiled) k->acc_row_cnt(a, tcnt, xr, mr, c1 - c0);
-      else k->acc_row(a, xr, mr, c1 - c0);
+      /* with a summary, the fast kernels skip a run of slots' entries that
+       * are all masked out (folding the identity changes no slot: x + 0.0
+       * is x for every sum that starts from +0.0, and an extremum keeps
+       * its slot against an infinite fill) and read all-valid runs plain */
+      mq_ms_state st = (W->mv.ms || W->uniform) && k->piece ? run_state(W, r * s + c0, c1 - c0) : MQ_MS_MIXED;
+      if (st == MQ_MS_VALID) {
+        k->acc_row(a, xr, NULL, c1 - c0);
+        if (tiled)
+          for (int64_t i = 0; i < c1 - c0; i++) tcnt[i]++;
+      } else if (st == MQ_MS_MIXED) {
+        if (tiled) k->acc_row_cnt(a, tcnt, xr, mr, c1 - c0);
+        else k->acc_row(a, xr, mr, c1 - c0);
+      }
     }
     int64_t o0 = o;
     for (int b = nb - 2; b >= 0; b--) {
@@ -136,7 +211,7 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
 /* Thread chunks: rows [lo, hi) (each its own output slot), column
  * groups [lo, hi) of every row, or pieces [lo, hi) of one long row. */
 static void range_rows(void *ctx, int64_t lo, int64_t hi, int t) {
-  walk_rows(NULL, ctx, lo, hi, 0, ((const walk_ctx *)ctx)->s);
+  walk_rows(NULL, ctx, lo, hi, 0, ((const walk_ctx *)ctx)->s, t);
 }
 /* Columns [c0, c1) of every row (rows of slots: the last block is kept),
  * in tiles of TILE columns, for the 32-bit counters on the stack. Tiles
@@ -144,7 +219,7 @@ static void range_rows(void *ctx, int64_t lo, int64_t hi, int t) {
  * pages of their own, which costs far more in TLB and prefetch misses
  * than it saves (measured: 2x slower at 1024 columns). */
 static void walk_cols(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  for (int64_t t = c0; t < c1; t += TILE) walk_rows(S, W, r0, r1, t, c1 - t > TILE ? t + TILE : c1);
+  for (int64_t t = c0; t < c1; t += TILE) walk_rows(S, W, r0, r1, t, c1 - t > TILE ? t + TILE : c1, 0);
 }
 static void range_cols(void *ctx, int64_t lo, int64_t hi, int t) {
   const walk_ctx *W = ctx;
@@ -181,10 +256,9 @@ static void range_pieces(void *ctx, int64_t lo, int64_t hi, int t) {
   const walk_ctx *W = ctx;
   const mq_red_kernel *k = W->k;
   for (int64_t p = lo; p < hi; p++) {
-    int64_t off = p * MQ_RED_PIECE;
     W->pcnt[p] = 0;
-    k->piece(W->parts + (size_t)p * k->acc_size, &W->pcnt[p], W->row_x + (size_t)off * W->es,
-             W->row_m ? W->row_m + off : NULL, mq_red_piece_len(W->s, p));
+    piece_at(W, W->parts + (size_t)p * k->acc_size, &W->pcnt[p], W->row_i + p * MQ_RED_PIECE,
+             mq_red_piece_len(W->s, p));
   }
 }
 
@@ -225,6 +299,8 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
                  int64_t *cnt, const char *x, size_t es, const uint8_t *m) {
   if (P->t->numel == 0) return;
   walk_ctx W = {.P = P, .k = k, .acc = acc, .cnt = cnt, .x = x, .es = es, .m = m, .nb = P->nb};
+  W.mv = m && m == P->m ? P->mv : (mq_mask_view){m, NULL, 0};
+  W.uniform = m && m == P->m && P->mrow_uniform;
   int nb = P->nb;
   W.s = P->bsize[nb - 1];
   W.last_red = P->bred[nb - 1];
@@ -234,6 +310,16 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
     W.ostr[b] = P->bred[b] ? 0 : os;
     if (!P->bred[b]) os *= P->bsize[b];
     W.rows *= P->bsize[b];
+  }
+  if (W.m && W.m == P->m && !W.mv.ms && P->ms_pending) {
+    /* the mask's summary is not built yet: rows read piece by piece from
+     * block boundaries read every block once, so they count its blocks on
+     * the way (no pass of its own); other walks build it first */
+    const mq_tensor *mk = P->t->mask;
+    if (mk->storage->msum) W.mv.ms = mk->storage->msum;
+    else if (W.last_red && k->piece && (W.rows == 1 || W.s % MQ_MS_BLOCK == 0))
+      W.bcnt = mq_scratch(S, (size_t)((mk->numel + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK) * sizeof *W.bcnt);
+    else W.mv.ms = mq_masksum_get(S, mk);
   }
   int nt = mq_parallel_threads_for(S, W.rows * W.s);
   if (nt > 1 && W.last_red && k->piece && W.rows < 2 * nt && W.s >= 2 * MQ_RED_PIECE) {
@@ -248,8 +334,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
         o += (rest % P->bsize[b]) * W.ostr[b];
         rest /= P->bsize[b];
       }
-      W.row_x = x + (size_t)(r * W.s) * es;
-      W.row_m = m ? m + r * W.s : NULL;
+      W.row_i = r * W.s;
       mq_parallel_for(S, mq_parallel_threads_for(S, W.s), W.np, MQ_PAR_GRAIN / MQ_RED_PIECE, range_pieces, &W);
       k->merge(acc, o, W.parts, W.np);
       if (cnt && m) {
@@ -258,16 +343,19 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
         cnt[o] += c;
       }
     }
-    return;
+    goto done;
   }
+  if (W.last_red && (W.mv.ms || W.uniform || W.bcnt) && k->piece) /* rows piece by piece, skipping what the mask allows */
+    W.tparts = mq_scratch(S, mq_ck_zmul(S, (size_t)nt * (size_t)mq_red_piece_count(W.s), k->acc_size,
+                                        "reduction scratch"));
   if (nt > 1 && W.last_red && nb <= 2 && W.rows >= nt) { /* row r folds into slot r */
     mq_parallel_for(S, nt, W.rows, W.s >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / W.s, range_rows, &W);
-    return;
+    goto done;
   }
   if (!W.last_red && k->combine && W.rows * W.s >= MQ_PAR_MIN_ELEMS && W.rows >= 2 * MIN_GROUP_ROWS &&
       (int64_t)P->on <= GROUP_SLOTS) {
     fold_groups(S, &W, nt);
-    return;
+    goto done;
   }
   if (nt > 1 && !W.last_red && W.s >= 64 * nt) { /* disjoint slots per column group */
     /* two groups a thread, so one held up by another process can be
@@ -277,10 +365,12 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
     int64_t g = (W.s + 2 * nt - 1) / (2 * nt);
     W.cgroup = (g + 63) / 64 * 64;
     mq_parallel_for(S, nt, (W.s + W.cgroup - 1) / W.cgroup, 1, range_cols, &W);
-    return;
+    goto done;
   }
-  if (W.last_red) walk_rows(S, &W, 0, W.rows, 0, W.s);
+  if (W.last_red) walk_rows(S, &W, 0, W.rows, 0, W.s, 0);
   else walk_cols(S, &W, 0, W.rows, 0, W.s);
+done:
+  if (W.bcnt) mq_masksum_install(S, P->t->mask, W.bcnt);
 }
 
 void mq_red_fold(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc) {
@@ -310,6 +400,17 @@ int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P) {
   if (!P->m) return NULL;
   int64_t *count = mq_red_acc(S, P, sizeof *count);
   memset(count, 0, (size_t)P->on * sizeof *count);
+  int nb = P->nb;
+  if ((P->mv.ms || P->mrow_uniform) && P->t->numel > 0 && P->bred[nb - 1] && (nb == 1 || !P->bred[0])) {
+    /* row r of the last block is slot r's: counted from the summary, or
+     * from its first entry when the mask is broadcast along the rows */
+    int64_t s = P->bsize[nb - 1], rows = P->t->numel / s;
+    for (int64_t r = 0; r < rows; r++) {
+      count[r] = P->mrow_uniform ? (P->m[r * s] ? s : 0) : mq_mask_view_count(&P->mv, r * s, s);
+      if ((r & 1023) == 1023) mq_poll(S);
+    }
+    return count;
+  }
   walk(S, P, mq_red_kernels[MQ_RED_SUM][MQ_DT_BOOL], count, NULL, (const char *)P->m, 1, NULL);
   return count;
 }

@@ -5,6 +5,7 @@
 #include "../core/checked.h"
 #include "../core/range.h"
 #include "iter.h"
+#include "masksum.h"
 #include "kernels.h"
 #include "sparse.h"
 
@@ -103,6 +104,7 @@ void mq_tensor_free(mq_state *S, mq_tensor *t) {
   if (st && --st->rc == 0) {
     if (st->release) st->release(st->release_ud);
     else mq_free_big(S, st->data, st->nbytes);
+    mq_masksum_free(S, st);
     mq_free(S, st, sizeof *st);
   }
   mq_free(S, t, sizeof *t);

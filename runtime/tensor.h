@@ -50,6 +50,9 @@ typedef struct mq_storage {
   void *data;
   void (*release)(void *ud);
   void *release_ud;
+  /* the validity summary of a mask's storage (runtime/masksum.h), built on
+   * first use; NULL until then, and always for host memory */
+  struct mq_masksum *msum;
 } mq_storage;
 
 struct mq_gradnode; /* autograd's record of an op (runtime/autograd.h) */
