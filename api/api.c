@@ -17,6 +17,7 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "../vm/chunk.h"
+#include "../vm/errval.h"
 #include "../vm/globals.h"
 #include "../vm/vm.h"
 #include "api_int.h"
@@ -63,6 +64,7 @@ masq_state *masq_open(const masq_config *cfg) {
   mq_tensor_init_kind(S);
   mq_sparse_init_kind(S);
   mq_chunk_init_kinds(S);
+  mq_errval_init_kind(S);
   mq_builtin_init_kind(S);
   S->hooks.host_call = mq_host_call;
   S->hooks.host_free = mq_hostfn_free;
@@ -90,6 +92,7 @@ void masq_close(masq_state *S) {
   mq_source_free_all(S);     /* after the functions that refer to them */
   mq_free(S, S->stack, (size_t)S->stack_cap * sizeof *S->stack);
   mq_free(S, S->frames, (size_t)S->frames_cap * sizeof *S->frames);
+  mq_free(S, S->handlers, (size_t)S->handlers_cap * sizeof *S->handlers);
   mq_free(S, S->pool, S->pool_cap * sizeof *S->pool);
   mq_buf_free(S, &S->err_message);
   mq_buf_free(S, &S->err_rendered);
@@ -271,14 +274,17 @@ masq_status mq_api_fail_run(mq_state *S, masq_status st, const mq_source *src, i
   traceback_job tb = {nframes, {0}};
   if (S->err_has_span) {
     span = S->err_span;
+    if (S->err_src) src = S->err_src; /* raise(e) of an error from elsewhere */
     located = true;
   } else if (mq_vm_error_span(S, S->nframes - 1, &src, &span)) {
     located = true;
     if (mq_protect(S, traceback, &tb) != MASQ_OK) tb.text.len = 0;
   }
+  mq_source_retain(src); /* the error value holding it may go with the stack */
   mq_vm_unwind(S, stack_len, nframes);
   mq_pool_drain(S, mark);
   fail_with(S, st, src, located ? &span : NULL, NULL, tb.text.len ? tb.text.data : NULL);
+  mq_source_release(S, src);
   mq_buf_free(S, &tb.text);
   return st;
 }

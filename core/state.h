@@ -102,6 +102,10 @@ struct mq_state {
   bool err_has_span; /* err_span was set by mq_error_at */
   bool pending_span;
   mq_span err_span;
+  /* The source err_span is in when it is not the one being compiled or run
+   * (an error raised again by raise(e)); NULL otherwise. Borrowed: the
+   * error value that raised it holds a reference. */
+  const struct mq_source *err_src;
 
   /* Globals: slots plus an open-addressing name index. */
   mq_global *globals;
@@ -124,6 +128,9 @@ struct mq_state {
   int stack_len, stack_cap;
   struct mq_vmframe *frames;
   int nframes, frames_cap;
+  /* The try blocks running, innermost last (vm/vm.h). */
+  struct mq_handler *handlers;
+  int nhandlers, handlers_cap;
 
   /* Sources kept alive for diagnostics of functions defined in them. */
   struct mq_source *sources;
@@ -237,6 +244,15 @@ MQ_INTERNAL MQ_NORETURN void mq_vthrow(mq_state *S, masq_status st, const char *
  * run (instead of the span of the current instruction). */
 MQ_INTERNAL MQ_NORETURN void mq_error_at(mq_state *S, mq_span span, const char *fmt, ...)
     MQ_PRINTF(3, 4);
+
+/* Raises a runtime error with [message] (not a format) located at [span]
+ * of [src] (borrowed: the caller keeps it alive until the error is
+ * reported). */
+MQ_INTERNAL MQ_NORETURN void mq_raise_at(mq_state *S, const struct mq_source *src, mq_span span,
+                                         const char *message);
+/* Passes the error just caught by a bare boundary on to the next one out,
+ * its message and location untouched. */
+MQ_INTERNAL MQ_NORETURN void mq_rethrow(mq_state *S, masq_status st);
 
 /* Runs fn(S, ud) with an error boundary; returns MASQ_OK or the status it
  * failed with (message in S->err_message). Drains the pool to the mark taken

@@ -108,11 +108,12 @@ static const unsigned char *skip_space(const mq_lexer *lx, const unsigned char *
   return c;
 }
 
-/* `}` NEWLINE `else`: the else belongs to the if. */
+/* `}` NEWLINE `else`: the else belongs to the if (and a `catch` to its try). */
 static bool else_follows(const mq_lexer *lx) {
   bool nl = false;
   const unsigned char *c = skip_space(lx, lx->cur, &nl);
   size_t left = (size_t)(lx->lim - c);
+  if (left >= 5 && memcmp(c, "catch", 5) == 0 && (left == 5 || !is_name_char(c[5]))) return true;
   return left >= 4 && (memcmp(c, "else", 4) == 0 || memcmp(c, "elif", 4) == 0) &&
          (left == 4 || !is_name_char(c[4]));
 }
@@ -330,6 +331,8 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "continue" { TOKEN(TOK_CONTINUE); }
       "import"   { TOKEN(TOK_IMPORT); }
       "global"   { TOKEN(TOK_GLOBAL); }
+      "try"      { TOKEN(TOK_TRY); }
+      "catch"    { TOKEN(TOK_CATCH); }
       "and"      { TOKEN(TOK_AND); }
       "or"       { TOKEN(TOK_OR); }
       "not"      { TOKEN(TOK_NOT); }

@@ -46,7 +46,8 @@
   X(BREAK)      /*                         -                                  */  \
   X(CONTINUE)   /*                         -                                  */  \
   X(IMPORT)     /* str = path              -                                  */  \
-  X(GLOBAL)     /*                         NAME...  (`global a, b`)           */
+  X(GLOBAL)     /*                         NAME...  (`global a, b`)           */ \
+  X(TRY)        /* str = error variable (NULL: none)  body BLOCK, handler BLOCK */
 
 typedef enum mq_node_kind {
 #define X(k) MQ_N_##k,

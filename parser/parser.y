@@ -134,6 +134,7 @@
 %token ELIF "keyword 'elif'" ELSE "keyword 'else'" WHILE "keyword 'while'"
 %token FOR "keyword 'for'" IN "keyword 'in'" BREAK "keyword 'break'"
 %token CONTINUE "keyword 'continue'" IMPORT "keyword 'import'" GLOBAL "keyword 'global'"
+%token TRY "keyword 'try'" CATCH "keyword 'catch'"
 %token AND "keyword 'and'" OR "keyword 'or'" NOT "keyword 'not'"
 
 %token YYEOF 0 "end of input"
@@ -209,6 +210,8 @@ stmt:
   | CONTINUE                            { $$ = NODE(CONTINUE, @$); }
   | IMPORT STRING                       { $$ = NODE(IMPORT, @$); $$->str = $2.s; $$->ival = (int64_t)$2.n; }
   | GLOBAL global_names                 { $$ = $2; $$->span = SPAN(@$); }
+  | TRY block CATCH IDENT block         { $$ = pair(p, MQ_N_TRY, $2, $5, &@$); $$->str = $4; }
+  | TRY block CATCH block               { $$ = pair(p, MQ_N_TRY, $2, $4, &@$); }
   ;
 
 /* `global a, b`: NAME nodes under one GLOBAL. */
@@ -550,10 +553,28 @@ static int describe_lookahead(const mq_parser *p, yysymbol_kind_t tok, char *buf
  * end of input, which is what an unfinished construct is missing). Where
  * the statement could have ended, nothing is listed: after `f(1))` the
  * list would be "newline, ';', ',' or '='", which helps nobody. */
+/* Whether nothing but blanks and comments follows the last token. */
+static bool only_space_left(const mq_lexer *lx) {
+  for (const unsigned char *c = lx->cur; c < lx->lim; c++) {
+    if (*c == '#')
+      while (c < lx->lim && *c != '\n') c++;
+    else if (*c != ' ' && *c != '\t' && *c != '\r' && *c != '\n' && *c != '\f' && *c != '\v')
+      return false;
+  }
+  return true;
+}
+
 static int yyreport_syntax_error(const yypcontext_t *ctx, mq_parser *p) {
   yysymbol_kind_t tok = yypcontext_token(ctx);
   const mq_loc *loc = yypcontext_location(ctx);
   bool at_eof = tok == YYSYMBOL_YYEOF || (tok == YYSYMBOL_NEWLINE && p->lx.synth == MQ_SYNTH_EOF);
+  /* `try { ... }` and a newline at the end of the input: the catch may
+   * follow on the next line the REPL reads */
+  if (tok == YYSYMBOL_NEWLINE && !at_eof && only_space_left(&p->lx)) {
+    yysymbol_kind_t one[2];
+    int k = yypcontext_expected_tokens(ctx, one, 2);
+    at_eof = k == 1 && one[0] == YYSYMBOL_CATCH;
+  }
 
   char msg[320];
   int n = snprintf(msg, sizeof msg, "unexpected ");

@@ -5,6 +5,7 @@
 #include "../core/checked.h"
 #include "../core/range.h"
 #include "../runtime/shape.h"
+#include "../vm/errval.h"
 #include "format.h"
 #include "stdlib.h"
 
@@ -97,6 +98,27 @@ static mq_value lib_assert(mq_state *S, mq_value *args) {
   mq_error(S, "assertion failed");
 }
 
+/* The text of a message argument: a string as it is, anything else as
+ * print shows it. */
+static const char *message_text(mq_state *S, mq_value v) {
+  if (mq_is_obj(v, MQ_O_STRING)) return mq_as_string(v)->chars;
+  mq_buf *b = &S->out;
+  b->len = 0;
+  mq_value_format(S, b, v);
+  return b->data ? b->data : "";
+}
+
+static mq_value lib_error(mq_state *S, mq_value *args) {
+  mq_error(S, "%s", message_text(S, args[0]));
+}
+
+static mq_value lib_raise(mq_state *S, mq_value *args) {
+  if (mq_is_errval(args[0])) mq_errval_raise(S, (const mq_errval *)args[0].as.o);
+  if (mq_is_obj(args[0], MQ_O_STRING)) mq_error(S, "%s", mq_as_string(args[0])->chars);
+  mq_error(S, "raise(): expected an error (from catch e) or a message string, got %s",
+           mq_value_type_name(args[0]));
+}
+
 const mq_libfn mq_lib_lang[] = {
     {"len(x)", lib_len, "the length of a list or string, or the first dim of a tensor", MQ_BK_NONE, 0},
     {"range(start, stop=none, step=1)", lib_range,
@@ -109,5 +131,11 @@ const mq_libfn mq_lib_lang[] = {
      "fmt with its fields filled, as Python's str.format: {} the next value, {0} value 0, "
      "{name} a keyword argument; a spec as in {:>8.3f}, {:+,d}, {:^10}, {:#x}", MQ_BK_NONE, 0},
     {"assert(cond, message=none)", lib_assert, "raise an error unless cond is true", MQ_BK_NONE, 0},
+    {"error(message)", lib_error,
+     "raise a runtime error with this message, located at the call (try/catch can catch it)",
+     MQ_BK_NONE, 0},
+    {"raise(e)", lib_raise,
+     "raise error e (from catch e) again, with its own message and location; a string: as error()",
+     MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

@@ -17,6 +17,7 @@
 #include "../runtime/sparse.h"
 #include "../runtime/tensor.h"
 #include "builtin.h"
+#include "errval.h"
 #include "fuse.h"
 #include "globals.h"
 
@@ -431,21 +432,26 @@ static int nested_runs(const mq_state *S) {
   return n;
 }
 
-mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
-  if (nested_runs(S) >= MQ_MAX_NESTED_RUNS)
-    mq_error(S, "stack overflow: more than %d nested imports or host calls into masq",
-             MQ_MAX_NESTED_RUNS);
-  int entry = S->nframes, base = S->stack_len;
-  ensure_stack(S, base + f->nslots + 1);
-  push_frame(S, NULL, f, base);
-  /* The frame holds the code it runs until it returns or is unwound: an
-   * error drains the pool, which may own [f] (an imported module), before
-   * the error is located in f's code. */
-  f->hdr.rc++;
-  size_t mark = mq_pool_mark(S);
+/* One run of the loop: where it began, and its result. */
+typedef struct run_ctx {
+  mq_function *f;
+  bool echo;
+  int entry;   /* frames below belong to the code that started the run */
+  int hbase;   /* try blocks below belong to outer runs */
+  size_t mark; /* the pool's mark when the run began */
+  mq_value result;
+} run_ctx;
+
+/* Runs from the innermost frame's saved place until the run's first frame
+ * returns (c->result) or an error is thrown. */
+static void run_loop(mq_state *S, run_ctx *c) {
+  mq_function *f = c->f;
+  const bool echo = c->echo;
+  const int entry = c->entry;
+  const size_t mark = c->mark;
   mq_vmframe *fr;
   const uint8_t *ip;
-  mq_value *slots, *consts, *sp = S->stack + base;
+  mq_value *slots, *consts, *sp = S->stack + S->stack_len;
   int argc = 0, nkw = 0;
   const mq_list *kwnames = NULL;
   LOAD_FRAME();
@@ -801,11 +807,15 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         mq_value r = POP();
         mq_value *frame_base = S->stack + fr->base;
         while (sp > frame_base) mq_release(S, *--sp);
+        /* a return from inside try blocks ends them */
+        while (S->nhandlers > c->hbase && S->handlers[S->nhandlers - 1].nframes >= S->nframes)
+          S->nhandlers--;
         S->nframes--;
         if (S->nframes == entry) {
           S->stack_len = (int)(sp - S->stack);
           mq_obj_release(S, &f->hdr);
-          return r;
+          c->result = r;
+          return;
         }
         mq_release(S, *--sp); /* the callee */
         PUSH(r);
@@ -814,6 +824,101 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         mq_pool_drain(S, mark);
         vmbreak;
       }
+      vmcase(TRY) {
+        unsigned d = READ_U16();
+        SAVE();
+        MQ_GROW(S, S->handlers, S->handlers_cap, S->nhandlers + 1);
+        S->handlers[S->nhandlers++] = (mq_handler){S->nframes, S->stack_len,
+                                                   (int)(ip + d - fr->f->code), S->no_grad};
+        vmbreak;
+      }
+      vmcase(END_TRY) {
+        S->nhandlers--;
+        vmbreak;
+      }
+      vmcase(FIELD) {
+        unsigned k = READ_U16(), d = READ_U16();
+        if (mq_is_errval(TOP())) {
+          SAVE();
+          mq_value v;
+          mq_errval_field(S, (const mq_errval *)TOP().as.o, mq_as_string(consts[k])->chars, &v);
+          REPLACE_TOP(1, v);
+          ip += d;
+        }
+        vmbreak;
+      }
+      vmcase(SWAP) {
+        mq_value t = sp[-1];
+        sp[-1] = sp[-2];
+        sp[-2] = t;
+        vmbreak;
+      }
     }
   }
+}
+
+/* The error just thrown, if a try block of this run catches it: the value
+ * `catch e` binds, made before the unwinding may free the source it is
+ * located in, then the stack, frames and pool as they were at the try. */
+static bool catch_error(mq_state *S, run_ctx *c, masq_status st) {
+  if (st != MASQ_ERR_RUNTIME || S->nhandlers <= c->hbase) return false;
+  const mq_source *src = NULL;
+  mq_span span = {0, 0, 0};
+  if (S->err_has_span) {
+    span = S->err_span;
+    src = S->err_src ? S->err_src : S->frames[S->nframes - 1].f->src;
+  } else if (!mq_vm_error_span(S, S->nframes - 1, &src, &span)) {
+    src = NULL;
+    span = (mq_span){0, 0, 0};
+  }
+  const char *msg = S->err_message.data ? S->err_message.data : "error";
+  mq_errval *e = mq_errval_new(S, msg, strlen(msg), src, span);
+  mq_handler h = S->handlers[--S->nhandlers];
+  e->hdr.rc++;
+  mq_vm_unwind(S, h.stack_len, h.nframes);
+  mq_pool_drain(S, c->mark);
+  S->stack[S->stack_len++] = mq_objv(e); /* the compiler counted this slot */
+  S->frames[h.nframes - 1].ip = S->frames[h.nframes - 1].f->code + h.catch_pc;
+  S->no_grad = h.no_grad;
+  S->err_has_span = S->pending_span = false;
+  S->err_src = NULL;
+  return true;
+}
+
+mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
+  if (nested_runs(S) >= MQ_MAX_NESTED_RUNS)
+    mq_error(S, "stack overflow: more than %d nested imports or host calls into masq",
+             MQ_MAX_NESTED_RUNS);
+  int base = S->stack_len;
+  run_ctx c = {f, echo, S->nframes, S->nhandlers, 0, mq_none()};
+  ensure_stack(S, base + f->nslots + 1);
+  push_frame(S, NULL, f, base);
+  /* The frame holds the code it runs until it returns or is unwound: an
+   * error drains the pool, which may own [f] (an imported module), before
+   * the error is located in f's code. */
+  f->hdr.rc++;
+  c.mark = mq_pool_mark(S);
+  /* A bare boundary, not mq_protect: an error that no try of this run
+   * catches goes on out with the pool and frames as they are, so the
+   * eval can locate it. */
+  mq_jmp guard;
+  guard.prev = S->errjmp;
+  guard.status = MASQ_OK;
+  S->errjmp = &guard;
+  for (;;) {
+    if (setjmp(guard.buf) == 0) {
+      run_loop(S, &c);
+      break;
+    }
+    S->errjmp = &guard;
+    masq_status st = guard.status;
+    guard.status = MASQ_OK;
+    if (!catch_error(S, &c, st)) {
+      S->errjmp = guard.prev;
+      S->nhandlers = c.hbase;
+      mq_rethrow(S, st);
+    }
+  }
+  S->errjmp = guard.prev;
+  return c.result;
 }
