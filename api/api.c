@@ -108,6 +108,7 @@ void mq_api_clear_error(mq_state *S) {
   S->err.status = MASQ_OK;
   S->err.message = S->err.rendered = S->err.chunkname = NULL;
   S->err.line = S->err.column = S->err.end_column = 0;
+  S->err.exit_code = 0;
   S->err_has_span = false;
 }
 
@@ -133,6 +134,15 @@ static void record_error(mq_state *S, void *ud) {
  * that fails we fall back to static text. */
 static masq_status fail_with(mq_state *S, masq_status st, const mq_source *src,
                              const mq_span *span, const char *message, const char *extra) {
+  if (st == MASQ_EXIT) { /* not an error: nothing to render or report */
+    S->err.status = MASQ_EXIT;
+    S->err.message = S->err_message.data ? S->err_message.data : "exit";
+    S->err.rendered = "";
+    S->err.chunkname = NULL;
+    S->err.line = S->err.column = S->err.end_column = 0;
+    S->err.exit_code = S->exit_code;
+    return st;
+  }
   error_job job = {st, src, span, message, extra};
   if (mq_protect(S, record_error, &job) != MASQ_OK) {
     S->err.status = st;
@@ -335,7 +345,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   if (job->fn) mq_obj_release(S, &job->fn->hdr);
   mq_source_release(S, job->src);
   mq_pool_drain(S, mark);
-  mq_globals_end(S, txn, st == MASQ_OK);
+  mq_globals_end(S, txn, st == MASQ_OK || st == MASQ_EXIT);
   mq_gc_step(S);
   return result;
 }

@@ -289,6 +289,15 @@ void mq_write(mq_state *S, const char *s, size_t n) {
   else fwrite(s, 1, n, stdout);
 }
 
+void mq_write_err(mq_state *S, const char *s, size_t n) {
+  if (S->cfg.write_err) {
+    S->cfg.write_err(S->cfg.write_err_ud, s, n);
+  } else {
+    fflush(stdout); /* what print() wrote comes first */
+    fwrite(s, 1, n, stderr);
+  }
+}
+
 /* --- random numbers: xoshiro256** seeded through splitmix64 -------------- */
 
 static uint64_t splitmix64(uint64_t *x) {

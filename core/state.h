@@ -139,6 +139,7 @@ struct mq_state {
   /* Random generator (xoshiro256**), seeded by seed(n). */
   uint64_t rng[4];
 
+  int exit_code; /* exit(code) of the script, with MASQ_EXIT */
   volatile int interrupted; /* set by masq_interrupt(), maybe from a signal */
   unsigned poll_counter;
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
@@ -286,6 +287,8 @@ MQ_INTERNAL void mq_buf_printf(mq_state *S, mq_buf *b, const char *fmt, ...) MQ_
 MQ_INTERNAL void mq_buf_free(mq_state *S, mq_buf *b);
 /* Writes text to the host's output hook (print). */
 MQ_INTERNAL void mq_write(mq_state *S, const char *s, size_t n);
+/* Writes text to the host's error output hook (eprint). */
+MQ_INTERNAL void mq_write_err(mq_state *S, const char *s, size_t n);
 
 /* --- random numbers ----------------------------------------------------- */
 

@@ -6,6 +6,7 @@
 #include "../core/range.h"
 #include "../runtime/shape.h"
 #include "../vm/errval.h"
+#include "convert.h"
 #include "format.h"
 #include "stdlib.h"
 
@@ -67,6 +68,21 @@ static mq_value lib_str(mq_state *S, mq_value *args) {
   return mq_objv(mq_string_new(S, b->data, b->len));
 }
 
+/* Python's int(): a string of digits, a number (a float truncated toward
+ * zero), or a one-element tensor's value. */
+static mq_value lib_int(mq_state *S, mq_value *args) {
+  mq_value r, v = args[0];
+  if (mq_is_tensor(v)) {
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->numel != 1)
+      mq_error(S, "int() of a tensor of %lld elements; long(x) converts it to int64",
+               (long long)t->numel);
+    v = mq_tensor_item_value(S, t);
+  }
+  if (mq_convert_scalar(S, v, 'i', &r)) return r;
+  mq_error(S, "int() needs a string, a number or a one-element tensor, not %s", mq_value_type_name(v));
+}
+
 static mq_value lib_type(mq_state *S, mq_value *args) {
   const char *name = mq_value_type_name(args[0]);
   return mq_objv(mq_string_new(S, name, strlen(name)));
@@ -125,6 +141,9 @@ const mq_libfn mq_lib_lang[] = {
      "the ints from start to stop (exclusive) as a lazy range; range(n) is 0 .. n-1", MQ_BK_NONE, 0},
     {"list(x)", lib_list, "a new list of the entries of a range or a list, or of the rows of a tensor", MQ_BK_NONE, 0},
     {"append(list, value)", lib_append, "add value at the end of list (changes the list)", MQ_BK_NONE, 0},
+    {"int(x)", lib_int,
+     "a string (\"42\", \" -7 \") or number as an int (a float truncated toward zero), "
+     "or a one-element tensor's value", MQ_BK_NONE, 0},
     {"str(x)", lib_str, "x as a string, as print shows it", MQ_BK_NONE, 0},
     {"type(x)", lib_type, "the type name: \"tensor\", \"int\", \"float\", \"list\", ...", MQ_BK_NONE, 0},
     {"format(fmt, *values, **names)", lib_format,
