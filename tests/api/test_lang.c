@@ -28,15 +28,21 @@ static masq_status call_back(masq_state *M, void *ud, int argc, masq_tensor *con
   return masq_call(M, "callee", 0, NULL, result);
 }
 
-static void test_memory_not_caught(void) {
-  capture out;
+/* A state printing into [out], with a memory limit and an interrupt hook. */
+static masq_state *open_limited(capture *out, size_t limit, int (*interrupt)(void *)) {
   masq_config cfg;
   masq_config_init(&cfg);
   cfg.write = capture_write;
-  cfg.write_ud = &out;
-  cfg.memory_limit = 8u << 20;
-  capture_reset(&out);
-  masq_state *M = masq_open(&cfg);
+  cfg.write_ud = out;
+  cfg.memory_limit = limit;
+  cfg.interrupt = interrupt;
+  capture_reset(out);
+  return masq_open(&cfg);
+}
+
+static void test_memory_not_caught(void) {
+  capture out;
+  masq_state *M = open_limited(&out, 8u << 20, NULL);
   CHECK_ERR(M, eval(M, "try { x = zeros(100000000) } catch e { print(\"caught\") }"),
             MASQ_ERR_MEMORY, "memory limit");
   CHECK(strstr(out.text, "caught") == NULL);
@@ -48,13 +54,7 @@ static void test_memory_not_caught(void) {
 
 static void test_interrupt_not_caught(void) {
   capture out;
-  masq_config cfg;
-  masq_config_init(&cfg);
-  cfg.write = capture_write;
-  cfg.write_ud = &out;
-  cfg.interrupt = stop_after_100;
-  capture_reset(&out);
-  masq_state *M = masq_open(&cfg);
+  masq_state *M = open_limited(&out, 0, stop_after_100);
   polls = 0;
   CHECK_ERR(M, eval(M, "n = 0\ntry { while true { n = n + 1 } } catch e { print(\"caught\") }"),
             MASQ_ERR_INTERRUPTED, "interrupted");
