@@ -43,7 +43,8 @@ static bool continues_line(int t) {
   case TOK_PLUS: case TOK_MINUS: case TOK_STAR: case TOK_SLASH: case TOK_DSLASH:
   case TOK_PERCENT: case TOK_AT: case TOK_POW: case TOK_TILDE: case TOK_AMP: case TOK_PIPE:
   case TOK_CARET: case TOK_LT: case TOK_LE: case TOK_GT: case TOK_GE: case TOK_EQ:
-  case TOK_NE: case TOK_ASSIGN: case TOK_COMMA: case TOK_DOT: case TOK_AND: case TOK_OR:
+  case TOK_NE: case TOK_ASSIGN: case TOK_PLUSEQ: case TOK_MINUSEQ: case TOK_STAREQ:
+  case TOK_SLASHEQ: case TOK_COMMA: case TOK_DOT: case TOK_AND: case TOK_OR:
   case TOK_NOT: case TOK_IN:
     return true;
   default:
@@ -368,6 +369,10 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "..." { TOKEN(TOK_ELLIPSIS); }
       ":"   { TOKEN(TOK_COLON); }
       "="   { TOKEN(TOK_ASSIGN); }
+      "+="  { TOKEN(TOK_PLUSEQ); }
+      "-="  { TOKEN(TOK_MINUSEQ); }
+      "*="  { TOKEN(TOK_STAREQ); }
+      "/="  { TOKEN(TOK_SLASHEQ); }
       "+"   { TOKEN(TOK_PLUS); }
       "-"   { TOKEN(TOK_MINUS); }
       "*"   { TOKEN(TOK_STAR); }

@@ -34,6 +34,7 @@
   X(SLICE)      /*                         start?, stop?, step?               */  \
   X(ELLIPSIS)   /*                         -                                  */  \
   X(ASSIGN)     /*                         target (NAME, INDEX or LIST of NAME), value */ \
+  X(AUG_ASSIGN) /* op: mq_binop_token (+= -= *= /=)  target (NAME or INDEX), value */ \
   X(EXPR_STMT)  /*                         expr                               */  \
   X(BLOCK)      /*                         statements...                      */  \
   X(IF)         /*                         cond, then BLOCK, else? (BLOCK or IF) */ \

@@ -765,6 +765,37 @@ static void expr(compiler *C, const mq_node *n) {
 
 static void block(compiler *C, const mq_node *n, bool top);
 
+static void check_item_target(compiler *C, const mq_node *target) {
+  if (target->nkids != 2 || target->kids[1]->kind == MQ_N_SLICE ||
+      target->kids[1]->kind == MQ_N_ELLIPSIS)
+    mq_error_at(C->S, target->span, "only one index can be assigned to, as in x[i] = v");
+}
+
+/* x += v is x = x + v (values are never changed in place: a tensor x gets a
+ * new tensor), through the same code, fusion included; x[i] += v computes
+ * x and i once. */
+static void aug_assign(compiler *C, const mq_node *n) {
+  const mq_node *target = n->kids[0], *value = n->kids[1];
+  if (target->kind == MQ_N_NAME) {
+    mq_node *kids[2] = {(mq_node *)target, (mq_node *)value};
+    mq_node op = {.kind = MQ_N_BINARY, .op = n->op, .span = n->span, .nkids = 2, .kids = kids};
+    expr(C, &op);
+    name_set(C, target->str, n->span);
+    return;
+  }
+  check_item_target(C, target);
+  expr(C, target->kids[0]);
+  expr(C, target->kids[1]);
+  emit_op(C, MQ_OP_DUP2, +2, target->span);
+  emit_op(C, MQ_OP_INDEX, -1, target->span);
+  emit(C, 1, target->span);
+  emit(C, MQ_IXB_VALUE, target->span);
+  expr(C, value);
+  emit_op(C, MQ_OP_BINARY, -1, n->span);
+  emit(C, n->op, n->span);
+  emit_op(C, MQ_OP_SET_INDEX, -3, n->span);
+}
+
 static void assign(compiler *C, const mq_node *n) {
   const mq_node *target = n->kids[0], *value = n->kids[1];
   switch ((mq_node_kind)target->kind) {
@@ -773,9 +804,7 @@ static void assign(compiler *C, const mq_node *n) {
     name_set(C, target->str, n->span);
     return;
   case MQ_N_INDEX:
-    if (target->nkids != 2 || target->kids[1]->kind == MQ_N_SLICE ||
-        target->kids[1]->kind == MQ_N_ELLIPSIS)
-      mq_error_at(C->S, target->span, "only one index can be assigned to, as in x[i] = v");
+    check_item_target(C, target);
     expr(C, target->kids[0]);
     expr(C, target->kids[1]);
     expr(C, value);
@@ -939,6 +968,7 @@ static void stmt_at(compiler *C, const mq_node *n, bool top) {
     else emit_op(C, MQ_OP_POP, -1, n->span);
     return;
   case MQ_N_ASSIGN: assign(C, n); return;
+  case MQ_N_AUG_ASSIGN: aug_assign(C, n); return;
   case MQ_N_BLOCK: block(C, n, false); return;
   case MQ_N_IF: if_stmt(C, n); return;
   case MQ_N_WHILE: while_stmt(C, n); return;
@@ -1000,7 +1030,8 @@ static void assigned(compiler *F, const char *name, mq_span sp) {
 static void prescan_locals(compiler *F, const mq_node *n, int depth) {
   if (!n || depth > PRESCAN_DEPTH) return;
   switch ((mq_node_kind)n->kind) {
-  case MQ_N_ASSIGN: {
+  case MQ_N_ASSIGN:
+  case MQ_N_AUG_ASSIGN: {
     const mq_node *t = n->kids[0];
     if (t->kind == MQ_N_NAME) assigned(F, t->str, t->span);
     else if (t->kind == MQ_N_LIST)

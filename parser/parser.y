@@ -101,6 +101,8 @@
                          const mq_loc *l);
   static mq_node *pair(mq_parser *p, mq_node_kind k, mq_node *a, mq_node *b, const mq_loc *l);
   static mq_node *assignment(mq_parser *p, mq_node *target, mq_node *value, const mq_loc *l);
+  static mq_node *augmented(mq_parser *p, mq_binop_token op, mq_node *target, mq_node *value,
+                            const mq_loc *l);
   static void add_arg(mq_parser *p, mq_node *call, mq_node *arg);
   static void add_param(mq_parser *p, mq_node *params, mq_node *param);
 
@@ -122,6 +124,7 @@
 %token RPAREN "')'" RBRACK "']'" RBRACE "'}'" COMMA "','"
 %token LPAREN "'('" LBRACK "'['" LBRACE "'{'"
 %token DOT "'.'" COLON "':'" ELLIPSIS "'...'" ASSIGN "'='"
+%token PLUSEQ "'+='" MINUSEQ "'-='" STAREQ "'*='" SLASHEQ "'/='"
 
 /* Operators. */
 %token PLUS "'+'" MINUS "'-'" STAR "'*'" SLASH "'/'" DSLASH "'//'" PERCENT "'%'"
@@ -188,6 +191,10 @@ stmt:
     expr                                { $$ = NODE(EXPR_STMT, @$); mq_node_add(p->A, $$, $1); }
   | expr ASSIGN rhs                     { $$ = assignment(p, $1, $3, &@$); }
   | targets ASSIGN rhs                  { $$ = assignment(p, $1, $3, &@$); }
+  | expr PLUSEQ expr                    { $$ = augmented(p, MQ_TOK_ADD, $1, $3, &@$); }
+  | expr MINUSEQ expr                   { $$ = augmented(p, MQ_TOK_SUB, $1, $3, &@$); }
+  | expr STAREQ expr                    { $$ = augmented(p, MQ_TOK_MUL, $1, $3, &@$); }
+  | expr SLASHEQ expr                   { $$ = augmented(p, MQ_TOK_DIV, $1, $3, &@$); }
   | FN IDENT LPAREN params RPAREN block {
       $$ = NODE(FN, @$); $$->str = $2;
       $4->span = span_join(p, &@3, &@5);
@@ -429,18 +436,34 @@ static mq_node *binary(mq_parser *p, mq_binop_token op, mq_node *a, mq_node *b,
 }
 
 /* Targets are a name, an index, or a LIST of names (`a, b = ...`). */
+/* A name or an item: what can be assigned to. */
+static void check_target(mq_parser *p, const mq_node *target) {
+  if (target->kind != MQ_N_NAME && target->kind != MQ_N_INDEX)
+    semantic_error(p, target->span, "cannot assign to %s",
+                   target->kind == MQ_N_CALL || target->kind == MQ_N_METHOD ? "a function call"
+                   : target->kind == MQ_N_ATTR                              ? "an attribute"
+                                                                            : "this expression");
+}
+
 static mq_node *assignment(mq_parser *p, mq_node *target, mq_node *value, const mq_loc *l) {
   if (target->kind == MQ_N_LIST) {
     for (int i = 0; i < target->nkids; i++)
       if (target->kids[i]->kind != MQ_N_NAME)
         semantic_error(p, target->kids[i]->span, "can only unpack into names");
-  } else if (target->kind != MQ_N_NAME && target->kind != MQ_N_INDEX) {
-    semantic_error(p, target->span, "cannot assign to %s",
-                   target->kind == MQ_N_CALL || target->kind == MQ_N_METHOD ? "a function call"
-                   : target->kind == MQ_N_ATTR                              ? "an attribute"
-                                                                            : "this expression");
+  } else {
+    check_target(p, target);
   }
   return pair(p, MQ_N_ASSIGN, target, value, l);
+}
+
+/* x += v: a name or one item x[i] (what plain assignment takes, less
+ * unpacking). */
+static mq_node *augmented(mq_parser *p, mq_binop_token op, mq_node *target, mq_node *value,
+                          const mq_loc *l) {
+  check_target(p, target);
+  mq_node *n = pair(p, MQ_N_AUG_ASSIGN, target, value, l);
+  n->op = (uint8_t)op;
+  return n;
 }
 
 /* Keyword arguments come last and at most once each. */

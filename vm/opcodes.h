@@ -56,7 +56,8 @@
   OP(TRY, "D", 0, "begin a try block; a runtime error goes forward by D with its error value pushed") \
   OP(END_TRY, "", 0, "end the innermost try block")                                 \
   OP(FIELD, "KD", 0, "if the top is an error value: replace it by its field named by K and jump forward D") \
-  OP(SWAP, "", 0, "swap the top two values")
+  OP(SWAP, "", 0, "swap the top two values")                                        \
+  OP(DUP2, "", +2, "push the top two values again (x[i] += v reads x[i] first)")
 
 typedef enum mq_opcode {
 #define OP(name, operands, effect, doc) MQ_OP_##name,

@@ -847,6 +847,14 @@ static void run_loop(mq_state *S, run_ctx *c) {
         }
         vmbreak;
       }
+      vmcase(DUP2) {
+        mq_value a = sp[-2], b = sp[-1];
+        mq_retain(a);
+        mq_retain(b);
+        PUSH(a);
+        PUSH(b);
+        vmbreak;
+      }
       vmcase(SWAP) {
         mq_value t = sp[-1];
         sp[-1] = sp[-2];
