@@ -58,6 +58,9 @@ static bool separated(int t) {
 }
 
 static int emit(mq_lexer *lx, const mq_loc *loc, int t) {
+  lx->prev = lx->last;
+  lx->prev_text = lx->text;
+  lx->prev_text_end = lx->text_end;
   lx->last = t;
   lx->cont = continues_line(t);
   lx->synth = MQ_SYNTH_NONE;
@@ -247,6 +250,7 @@ static int bad_character(mq_lexer *lx, mq_loc *loc) {
   int n = (int)(lx->cur - lx->tok);
   unsigned char c = lx->tok[0];
   if (n > 1) return error(lx, loc, false, "unexpected character '%.*s'", n, (const char *)lx->tok);
+  if (c == '!') return error(lx, loc, false, "unexpected character '!'; did you mean 'not' (or '!=')?");
   if (c >= 0x20 && c < 0x7f) return error(lx, loc, false, "unexpected character '%c'", c);
   return error(lx, loc, false, "unexpected byte 0x%02X", c);
 }

@@ -1087,6 +1087,23 @@ static void prescan_globals(compiler *F, const mq_node *n, int np, int depth) {
   }
 }
 
+/* The names the function could have meant, for the hints of an
+ * undefined-variable error (vm/suggest.h): its locals, then those of the
+ * functions around it (the nearest first). Captures are among the latter.
+ * The list is allocated whole first, so a failed copy leaves one that
+ * frees. */
+static void keep_names(compiler *F) {
+  int n = 0;
+  for (const compiler *c = F; c && c->is_fn; c = c->enclosing) n += c->nlocals;
+  if (n == 0) return;
+  mq_function *f = F->f;
+  f->names = mq_calloc(F->S, (size_t)n * sizeof *f->names);
+  f->nnames = n;
+  int k = 0;
+  for (const compiler *c = F; c && c->is_fn; c = c->enclosing)
+    for (int i = 0; i < c->nlocals; i++) f->names[k++] = mq_strdup(F->S, c->locals[i]);
+}
+
 static void function(compiler *C, const mq_node *n) {
   mq_state *S = C->S;
   const mq_node *params = n->kids[0], *body = n->kids[1];
@@ -1129,6 +1146,7 @@ static void function(compiler *C, const mq_node *n) {
   emit_op(F, MQ_OP_RETURN, -1, n->span);
   F->f->nlocals = F->nlocals;
   F->f->nupvals = F->ncaptures;
+  keep_names(F);
   F->f->nslots = F->max_depth + 1;
   int k = mq_chunk_const(S, C->f, mq_objv(F->f));
   emit_op(C, MQ_OP_CLOSURE, 1 - ndefaults, n->span);

@@ -570,12 +570,6 @@ static int describe_lookahead(const mq_parser *p, yysymbol_kind_t tok, char *buf
   return snprintf(buf, size, "%s", symbol_words(tok));
 }
 
-/* parse.error custom: "unexpected X, expecting A, B or C". Expression
- * starters collapse into "an expression", operators are left out, and more
- * than four alternatives are not listed (except the closing brackets at the
- * end of input, which is what an unfinished construct is missing). Where
- * the statement could have ended, nothing is listed: after `f(1))` the
- * list would be "newline, ';', ',' or '='", which helps nobody. */
 /* Whether nothing but blanks and comments follows the last token. */
 static bool only_space_left(const mq_lexer *lx) {
   for (const unsigned char *c = lx->cur; c < lx->lim; c++) {
@@ -587,6 +581,57 @@ static bool only_space_left(const mq_lexer *lx) {
   return true;
 }
 
+/* Words of other languages that end up as a name before the error, and
+ * what masq says instead. */
+static const struct {
+  const char *word, *instead, *why;
+} foreign_words[] = {
+    {"def", "fn", "fn name(a, b) { ... } defines a function"},
+    {"function", "fn", "fn name(a, b) { ... } defines a function"},
+    {"func", "fn", "fn name(a, b) { ... } defines a function"},
+    {"fun", "fn", "fn name(a, b) { ... } defines a function"},
+    {"lambda", "fn", "fn(x) = expr is a function value"},
+    {"elseif", "elif", NULL},
+    {"elsif", "elif", NULL},
+    {"except", "catch", "try { ... } catch e { ... }"},
+    {"rescue", "catch", "try { ... } catch e { ... }"},
+    {"raise", "raise(e)", "raise is a function"},
+    {"throw", "error(message)", "error(message) and raise(e) are functions"},
+    {"print", "print(...)", "print is a function"},
+    {"let", NULL, "there are no declarations, assign with name = value"},
+    {"var", NULL, "there are no declarations, assign with name = value"},
+    {"const", NULL, "there are no declarations, assign with name = value"},
+    {"local", NULL, "a name a function assigns is its local"},
+};
+
+/* A did-you-mean for a syntax error at [tok] right after a word of another
+ * language: appended to [msg] after `else if` or `&&`; for a word (`def
+ * f(x)`), the whole message, written over [msg] from its start. */
+static int foreign_hint(const mq_lexer *lx, yysymbol_kind_t tok, char *msg, size_t size) {
+  if (lx->prev == TOK_ELSE && tok == YYSYMBOL_IF)
+    return snprintf(msg, size, "; did you mean 'elif'? (or else { if ... })");
+  if (lx->prev == TOK_AMP && tok == YYSYMBOL_AMP) return snprintf(msg, size, "; did you mean 'and'?");
+  if (lx->prev == TOK_PIPE && tok == YYSYMBOL_PIPE) return snprintf(msg, size, "; did you mean 'or'?");
+  if (lx->prev != TOK_IDENT || !lx->prev_text) return 0;
+  size_t n = (size_t)(lx->prev_text_end - lx->prev_text);
+  for (size_t i = 0; i < sizeof foreign_words / sizeof *foreign_words; i++) {
+    const char *w = foreign_words[i].word;
+    if (strlen(w) != n || memcmp(w, lx->prev_text, n) != 0) continue;
+    const char *instead = foreign_words[i].instead, *why = foreign_words[i].why;
+    if (!instead) return snprintf(msg, size, "'%s' is not a masq keyword: %s", w, why);
+    return snprintf(msg, size, "'%s' is not a masq keyword; did you mean '%s'?%s%s%s", w, instead,
+                    why ? " (" : "", why ? why : "", why ? ")" : "");
+  }
+  return 0;
+}
+
+/* parse.error custom: "unexpected X, expecting A, B or C". Expression
+ * starters collapse into "an expression", operators are left out, and more
+ * than four alternatives are not listed (except the closing brackets at the
+ * end of input, which is what an unfinished construct is missing). Where
+ * the statement could have ended, nothing is listed: after `f(1))` the
+ * list would be "newline, ';', ',' or '='", which helps nobody. A word of
+ * another language just before adds what masq says instead. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, mq_parser *p) {
   yysymbol_kind_t tok = yypcontext_token(ctx);
   const mq_loc *loc = yypcontext_location(ctx);
@@ -599,7 +644,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, mq_parser *p) {
     at_eof = k == 1 && one[0] == YYSYMBOL_CATCH;
   }
 
-  char msg[320];
+  char msg[480];
   int n = snprintf(msg, sizeof msg, "unexpected ");
   n += describe_lookahead(p, tok, msg + n, sizeof msg - (size_t)n);
 
@@ -630,7 +675,18 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, mq_parser *p) {
       n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%s",
                     i == 0 ? ", expecting " : i == nalt - 1 ? " or " : ", ", alt[i]);
   }
-  add_error(p, span_of(p, loc), msg, at_eof);
+  mq_span span = span_of(p, loc);
+  bool word = p->lx.prev == TOK_IDENT;
+  if (word) n = 0;
+  if (n < (int)sizeof msg && foreign_hint(&p->lx, tok, msg + n, sizeof msg - (size_t)n) > 0 && word) {
+    /* underline the foreign word itself when it is on the same line */
+    ptrdiff_t back = p->lx.text - p->lx.prev_text;
+    if (back > 0 && back < span.col) {
+      span.col -= (int)back;
+      span.end_col = span.col + (int)(p->lx.prev_text_end - p->lx.prev_text);
+    }
+  }
+  add_error(p, span, msg, at_eof);
   p->nsyntax++;
   return 0;
 }

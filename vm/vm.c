@@ -20,6 +20,7 @@
 #include "errval.h"
 #include "fuse.h"
 #include "globals.h"
+#include "suggest.h"
 
 /* --- stack and frames ------------------------------------------------------ */
 
@@ -485,6 +486,8 @@ static void run_loop(mq_state *S, run_ctx *c) {
         mq_global *g = &S->globals[READ_U16()];
         if (MQ_UNLIKELY(!g->defined)) {
           SAVE();
+          const char *like = mq_suggest_name(S, fr->cl ? fr->f : NULL, g->name);
+          if (like) mq_error(S, "undefined variable '%s'; did you mean '%s'?", g->name, like);
           mq_error(S, "undefined variable '%s'", g->name);
         }
         mq_retain(g->value);
