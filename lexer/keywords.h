@@ -20,7 +20,7 @@
   X("else", "if cond { ... } elif cond { ... } else { ... }")                  \
   X("while", "while cond { ... }: repeat while cond is true (break, continue)") \
   X("for", "for x in range(n) { ... } (or a list, or a tensor's first dim; break, continue)") \
-  X("in", "for x in range(n) { ... } (or a list, or a tensor's first dim; break, continue)") \
+  X("in", "for x in xs { ... }; x in xs, x not in xs: membership in a list (==), a string (substring) or a range") \
   X("break", "break: leave the innermost while or for loop")                   \
   X("continue", "continue: go on with the next round of the innermost loop")   \
   X("import", "import \"path.masq\": run a file once per session; its globals become yours") \

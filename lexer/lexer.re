@@ -45,7 +45,7 @@ static bool continues_line(int t) {
   case TOK_CARET: case TOK_LT: case TOK_LE: case TOK_GT: case TOK_GE: case TOK_EQ:
   case TOK_NE: case TOK_ASSIGN: case TOK_PLUSEQ: case TOK_MINUSEQ: case TOK_STAREQ:
   case TOK_SLASHEQ: case TOK_COMMA: case TOK_DOT: case TOK_AND: case TOK_OR:
-  case TOK_NOT: case TOK_IN:
+  case TOK_NOT: case TOK_IN: case TOK_NOTIN:
     return true;
   default:
     return false;
@@ -110,6 +110,18 @@ static const unsigned char *skip_space(const mq_lexer *lx, const unsigned char *
     else if (*c != ' ' && *c != '\t' && *c != '\r' && *c != '\f' && *c != '\v') break;
   }
   return c;
+}
+
+/* `not` then `in` on the same line: the one operator `not in`, whose
+ * token then spans both words. */
+static bool not_in(mq_lexer *lx) {
+  const unsigned char *c = lx->cur;
+  while (c < lx->lim && (*c == ' ' || *c == '\t')) c++;
+  if (c == lx->cur || lx->lim - c < 2 || c[0] != 'i' || c[1] != 'n' ||
+      (lx->lim - c > 2 && is_name_char(c[2])))
+    return false;
+  lx->cur = c + 2;
+  return true;
 }
 
 /* `}` NEWLINE `else`: the else belongs to the if (and a `catch` to its try). */
@@ -340,7 +352,7 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "catch"    { TOKEN(TOK_CATCH); }
       "and"      { TOKEN(TOK_AND); }
       "or"       { TOKEN(TOK_OR); }
-      "not"      { TOKEN(TOK_NOT); }
+      "not"      { if (not_in(lx)) { TOKEN(TOK_NOTIN); } TOKEN(TOK_NOT); }
       name {
         set_loc(lx, loc);
         val->TOK_IDENT = mq_arena_strndup(lx->A, (const char *)lx->tok, (size_t)(lx->cur - lx->tok));

@@ -138,7 +138,7 @@
 %token FOR "keyword 'for'" IN "keyword 'in'" BREAK "keyword 'break'"
 %token CONTINUE "keyword 'continue'" IMPORT "keyword 'import'" GLOBAL "keyword 'global'"
 %token TRY "keyword 'try'" CATCH "keyword 'catch'"
-%token AND "keyword 'and'" OR "keyword 'or'" NOT "keyword 'not'"
+%token AND "keyword 'and'" OR "keyword 'or'" NOT "keyword 'not'" NOTIN "'not in'"
 
 %token YYEOF 0 "end of input"
 
@@ -153,7 +153,7 @@
 %left OR
 %left AND
 %precedence NOT
-%nonassoc LT LE GT GE EQ NE
+%nonassoc LT LE GT GE EQ NE IN NOTIN
 %left PIPE
 %left CARET
 %left AMP
@@ -286,6 +286,8 @@ expr:
   | expr GE expr                        { $$ = binary(p, MQ_TOK_GE, $1, $3, &@$); }
   | expr EQ expr                        { $$ = binary(p, MQ_TOK_EQ, $1, $3, &@$); }
   | expr NE expr                        { $$ = binary(p, MQ_TOK_NE, $1, $3, &@$); }
+  | expr IN expr                        { $$ = binary(p, MQ_TOK_IN, $1, $3, &@$); }
+  | expr NOTIN expr                     { $$ = unary(p, '!', binary(p, MQ_TOK_IN, $1, $3, &@$), &@$); }
   | expr PIPE expr                      { $$ = binary(p, MQ_TOK_BOR, $1, $3, &@$); }
   | expr CARET expr                     { $$ = binary(p, MQ_TOK_BXOR, $1, $3, &@$); }
   | expr AMP expr                       { $$ = binary(p, MQ_TOK_BAND, $1, $3, &@$); }
@@ -541,7 +543,7 @@ static bool continues_expression(yysymbol_kind_t k) {
   case YYSYMBOL_AMP: case YYSYMBOL_PIPE: case YYSYMBOL_CARET: case YYSYMBOL_LT:
   case YYSYMBOL_LE: case YYSYMBOL_GT: case YYSYMBOL_GE: case YYSYMBOL_EQ: case YYSYMBOL_NE:
   case YYSYMBOL_AND: case YYSYMBOL_OR: case YYSYMBOL_LPAREN: case YYSYMBOL_LBRACK:
-  case YYSYMBOL_DOT:
+  case YYSYMBOL_DOT: case YYSYMBOL_IN: case YYSYMBOL_NOTIN:
     return true;
   default:
     return false;

@@ -20,6 +20,7 @@
 #include "errval.h"
 #include "fuse.h"
 #include "globals.h"
+#include "seqops.h"
 #include "suggest.h"
 
 /* --- stack and frames ------------------------------------------------------ */
@@ -150,17 +151,9 @@ static const int8_t token_to_binop[MQ_TOK__COUNT] = {
     [MQ_TOK_EQ] = MQ_BIN_EQ,   [MQ_TOK_NE] = MQ_BIN_NE,     [MQ_TOK_BAND] = MQ_BIN_BAND,
     [MQ_TOK_BOR] = MQ_BIN_BOR, [MQ_TOK_BXOR] = MQ_BIN_BXOR,
     [MQ_TOK_FLOORDIV] = MQ_BIN_FLOORDIV, [MQ_TOK_MOD] = MQ_BIN_REM, [MQ_TOK_MATMUL] = -1,
+    [MQ_TOK_IN] = -1,
 };
 
-static bool values_equal(mq_value a, mq_value b) {
-  if (a.type != b.type) return false;
-  if (a.type == MQ_NONE) return true;
-  if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) {
-    const mq_string *x = mq_as_string(a), *y = mq_as_string(b);
-    return x->len == y->len && memcmp(x->chars, y->chars, x->len) == 0;
-  }
-  return a.type == MQ_OBJ && a.as.o == b.as.o;
-}
 
 /* A tensor of any layout: a sparse operand takes the tensor path, where
  * mq_tensor_from_value refuses it, rather than comparing by identity. */
@@ -178,6 +171,7 @@ static mq_value sparse_binary(mq_state *S, int op, mq_value a, mq_value b) {
 }
 
 static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
+  if (op == MQ_TOK_IN) return mq_bool(mq_contains(S, b, a));
   if (is_scalar(a) && is_scalar(b)) return scalar_binary(S, op, a, b);
   bool tensors = (tensor_like(a) || is_scalar(a) || mq_is_obj(a, MQ_O_LIST)) &&
                  (tensor_like(b) || is_scalar(b) || mq_is_obj(b, MQ_O_LIST)) &&
@@ -192,8 +186,8 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
     return mq_objv(mq_binary(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
                              mq_tensor_from_value(S, b, "right operand")));
   }
-  if (op == MQ_TOK_EQ) return mq_bool(values_equal(a, b));
-  if (op == MQ_TOK_NE) return mq_bool(!values_equal(a, b));
+  if (op == MQ_TOK_EQ) return mq_bool(mq_values_equal(S, a, b));
+  if (op == MQ_TOK_NE) return mq_bool(!mq_values_equal(S, a, b));
   if (op == MQ_TOK_ADD && mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) {
     mq_string *x = mq_as_string(a), *y = mq_as_string(b);
     char *tmp = mq_scratch(S, x->len + y->len);
@@ -229,18 +223,31 @@ static mq_value bitnot(mq_state *S, mq_value v) {
 
 /* --- indexing ----------------------------------------------------------------- */
 
+/* l[a:b:c] or s[a:b:c]: the bounds the slice item has, in order. */
+static mq_value slice_value(mq_state *S, mq_value obj, uint8_t kind, const mq_value *vals) {
+  bool has[3];
+  mq_value bound[3] = {mq_none(), mq_none(), mq_none()};
+  for (int p = 0, v = 0; p < 3; p++)
+    if ((has[p] = (kind >> p) & 1)) bound[p] = vals[v++];
+  return mq_slice_seq(S, obj, has, bound);
+}
+
 static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int nitems,
                             mq_value *vals) {
-  if (mq_is_obj(obj, MQ_O_LIST)) {
-    mq_list *l = mq_as_list(obj);
+  bool seq = mq_is_obj(obj, MQ_O_LIST) || mq_is_obj(obj, MQ_O_STRING);
+  if (seq && nitems == 1 && (kinds[0] & MQ_IXB_SLICE)) return slice_value(S, obj, kinds[0], vals);
+  if (seq) {
+    const char *what = mq_is_obj(obj, MQ_O_LIST) ? "list" : "string";
+    int64_t len = mq_is_obj(obj, MQ_O_LIST) ? mq_as_list(obj)->len : (int64_t)mq_as_string(obj)->len;
     if (nitems != 1 || kinds[0] != MQ_IXB_VALUE || vals[0].type != MQ_INT)
-      mq_error(S, "a list is indexed by one int");
+      mq_error(S, "a %s is indexed by one int or a slice", what);
     int64_t i = vals[0].as.i;
-    if (i < 0) i += l->len;
-    if (i < 0 || i >= l->len)
-      mq_error(S, "index %lld is out of range for a list of length %d", (long long)vals[0].as.i,
-               l->len);
-    return l->items[i];
+    if (i < 0) i += len;
+    if (i < 0 || i >= len)
+      mq_error(S, "index %lld is out of range for a %s of length %lld", (long long)vals[0].as.i,
+               what, (long long)len);
+    if (mq_is_obj(obj, MQ_O_LIST)) return mq_as_list(obj)->items[i];
+    return mq_objv(mq_string_new(S, mq_as_string(obj)->chars + i, 1));
   }
   if (mq_is_obj(obj, MQ_O_RANGE)) {
     const mq_range *r = mq_as_range(obj);
