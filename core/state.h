@@ -2,7 +2,10 @@
  * and the pool that owns a running operation's temporaries.
  *
  * Error model (Lua's): any function may call mq_error(); it longjmps to the
- * nearest mq_protect() on this state, which returns the status. Nothing leaks
+ * nearest mq_protect() on this state, which returns the status. (Each run
+ * of the VM is such a boundary too, without draining: it catches the
+ * runtime errors a script's try block asks for and passes the rest on,
+ * vm/vm.h.) Nothing leaks
  * on the way, because everything a C function allocates while it runs is
  * owned by the state's pool (mq_pool_*), and the protect boundary drains the
  * pool back to the mark it took. Rule for runtime code:
