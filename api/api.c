@@ -17,6 +17,7 @@
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "../vm/chunk.h"
+#include "../vm/errval.h"
 #include "../vm/globals.h"
 #include "../vm/vm.h"
 #include "api_int.h"
@@ -63,6 +64,7 @@ masq_state *masq_open(const masq_config *cfg) {
   mq_tensor_init_kind(S);
   mq_sparse_init_kind(S);
   mq_chunk_init_kinds(S);
+  mq_errval_init_kind(S);
   mq_builtin_init_kind(S);
   S->hooks.host_call = mq_host_call;
   S->hooks.host_free = mq_hostfn_free;
@@ -90,6 +92,7 @@ void masq_close(masq_state *S) {
   mq_source_free_all(S);     /* after the functions that refer to them */
   mq_free(S, S->stack, (size_t)S->stack_cap * sizeof *S->stack);
   mq_free(S, S->frames, (size_t)S->frames_cap * sizeof *S->frames);
+  mq_free(S, S->handlers, (size_t)S->handlers_cap * sizeof *S->handlers);
   mq_free(S, S->pool, S->pool_cap * sizeof *S->pool);
   mq_buf_free(S, &S->err_message);
   mq_buf_free(S, &S->err_rendered);
@@ -105,6 +108,7 @@ void mq_api_clear_error(mq_state *S) {
   S->err.status = MASQ_OK;
   S->err.message = S->err.rendered = S->err.chunkname = NULL;
   S->err.line = S->err.column = S->err.end_column = 0;
+  S->err.exit_code = 0;
   S->err_has_span = false;
 }
 
@@ -130,6 +134,15 @@ static void record_error(mq_state *S, void *ud) {
  * that fails we fall back to static text. */
 static masq_status fail_with(mq_state *S, masq_status st, const mq_source *src,
                              const mq_span *span, const char *message, const char *extra) {
+  if (st == MASQ_EXIT) { /* not an error: nothing to render or report */
+    S->err.status = MASQ_EXIT;
+    S->err.message = S->err_message.data ? S->err_message.data : "exit";
+    S->err.rendered = "";
+    S->err.chunkname = NULL;
+    S->err.line = S->err.column = S->err.end_column = 0;
+    S->err.exit_code = S->exit_code;
+    return st;
+  }
   error_job job = {st, src, span, message, extra};
   if (mq_protect(S, record_error, &job) != MASQ_OK) {
     S->err.status = st;
@@ -271,14 +284,17 @@ masq_status mq_api_fail_run(mq_state *S, masq_status st, const mq_source *src, i
   traceback_job tb = {nframes, {0}};
   if (S->err_has_span) {
     span = S->err_span;
+    if (S->err_src) src = S->err_src; /* raise(e) of an error from elsewhere */
     located = true;
   } else if (mq_vm_error_span(S, S->nframes - 1, &src, &span)) {
     located = true;
     if (mq_protect(S, traceback, &tb) != MASQ_OK) tb.text.len = 0;
   }
+  mq_source_retain(src); /* the error value holding it may go with the stack */
   mq_vm_unwind(S, stack_len, nframes);
   mq_pool_drain(S, mark);
   fail_with(S, st, src, located ? &span : NULL, NULL, tb.text.len ? tb.text.data : NULL);
+  mq_source_release(S, src);
   mq_buf_free(S, &tb.text);
   return st;
 }
@@ -329,7 +345,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   if (job->fn) mq_obj_release(S, &job->fn->hdr);
   mq_source_release(S, job->src);
   mq_pool_drain(S, mark);
-  mq_globals_end(S, txn, st == MASQ_OK);
+  mq_globals_end(S, txn, st == MASQ_OK || st == MASQ_EXIT);
   mq_gc_step(S);
   return result;
 }

@@ -311,7 +311,7 @@ masq_status masq_call(masq_state *M, const char *fname, int argc, masq_tensor *c
   masq_status st = mq_protect(M, call_protected, &job);
   if (st != MASQ_OK) mq_api_fail_run(M, st, NULL, stack_len, nframes, mark);
   mq_pool_drain(M, mark);
-  mq_globals_end(M, txn, st == MASQ_OK);
+  mq_globals_end(M, txn, st == MASQ_OK || st == MASQ_EXIT);
   if (job.fn) mq_obj_release(M, &job.fn->hdr);
   mq_gc_step(M);
   return st;
@@ -535,7 +535,11 @@ mq_value mq_host_call(mq_state *S, const mq_builtin *b, mq_value *args) {
       snprintf(msg, sizeof msg, "%s", S->err.message);
     else
       snprintf(msg, sizeof msg, "%s() failed (status %d) without a message", name, (int)st);
-    mq_throw(S, st == MASQ_ERR_MEMORY || st == MASQ_ERR_INTERRUPTED ? st : MASQ_ERR_RUNTIME,
+    /* exit() in masq code the host function ran (masq_call) still ends
+     * the whole run, with its code, if the host passes the status on */
+    if (st == MASQ_EXIT && S->err.status == MASQ_EXIT) S->exit_code = S->err.exit_code;
+    mq_throw(S, st == MASQ_ERR_MEMORY || st == MASQ_ERR_INTERRUPTED || st == MASQ_EXIT ? st
+                                                                         : MASQ_ERR_RUNTIME,
              "%s", msg);
   }
   if (!result) return mq_none();

@@ -2,7 +2,8 @@
  *
  * Exit status (masq(1)): 0 ok, 1 runtime error (also out of memory and an
  * interrupt by other means), 2 usage or I/O error of the command itself,
- * 3 syntax error, and death by SIGINT (130 in the shell) after Ctrl-C. */
+ * 3 syntax error, the script's own code for exit(code), and death by SIGINT
+ * (130 in the shell) after Ctrl-C. */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE
 #endif
@@ -39,7 +40,7 @@ static const char usage_text[] =
     "runs stdin as a script otherwise.\n"
     "\n"
     "Exit status: 0 ok, 1 runtime error, 2 usage or I/O error, 3 syntax error,\n"
-    "130 interrupted.\n"
+    "130 interrupted; a script's exit(code) ends with its code.\n"
     "Environment: MASQ_HISTORY (REPL history file; empty: no history), NO_COLOR.\n";
 
 typedef enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER } color_mode;
@@ -217,7 +218,7 @@ static int disassemble(masq_state *M, const char *path) {
   if (st != MASQ_OK) run_report(M);
   free(src);
   if (st == MASQ_ERR_INTERRUPTED) sig_die_interrupted();
-  return run_exit_code(st);
+  return run_exit_code(M, st);
 }
 
 /* -e, then the script, then the REPL, as the options ask. */
@@ -243,7 +244,7 @@ static int run(masq_state *M, const options *o, bool color) {
   }
   /* The library only stops with this status because Ctrl-C asked it to. */
   if (st == MASQ_ERR_INTERRUPTED) sig_die_interrupted();
-  return run_exit_code(st);
+  return run_exit_code(M, st);
 }
 
 /* --builtins: the reference list of docs/BUILTINS.md, generated from the

@@ -365,13 +365,13 @@ int repl_run(masq_state *M, const repl_options *opt) {
   char *hist = opt->editing ? history_path() : NULL;
   le_config cfg = {opt->editing, hist, {word_breaks, complete, M}};
   text buf = {0};
+  masq_status st = MASQ_OK;
 
   le_open(&cfg);
   if (opt->editing) fputs(BANNER, stdout);
   for (;;) {
     char *line;
     le_status s;
-    masq_status st;
     bool force;
 
     run_fresh_line();
@@ -385,9 +385,10 @@ int repl_run(masq_state *M, const repl_options *opt) {
       /* Ctrl-D or the end of piped input inside an entry: run it as it is
        * so the real error shows. A pipe then ends the loop at the next
        * read; a terminal gets a fresh prompt. */
-      run_source(M, buf.data, buf.len, "<stdin>", MASQ_EVAL_ECHO);
+      st = run_source(M, buf.data, buf.len, "<stdin>", MASQ_EVAL_ECHO);
       remember(&buf);
       buf.len = 0;
+      if (st == MASQ_EXIT) break;
       continue;
     }
     if (buf.len == 0 && *skip_space(line) == ':') {
@@ -411,10 +412,11 @@ int repl_run(masq_state *M, const repl_options *opt) {
     if (st == MASQ_INCOMPLETE) continue;
     remember(&buf);
     buf.len = 0;
+    if (st == MASQ_EXIT) break; /* exit(code) leaves the REPL with that status */
   }
   run_fresh_line();
   le_close();
   free(hist);
   free(buf.data);
-  return 0;
+  return st == MASQ_EXIT ? masq_last_error(M)->exit_code : 0;
 }

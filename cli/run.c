@@ -31,6 +31,7 @@ void run_fresh_line(void) {
 
 void run_report(masq_state *M) {
   const masq_error *e = masq_last_error(M);
+  if (e->status == MASQ_EXIT) return; /* exit() is not an error */
   const char *text = e->rendered && *e->rendered ? e->rendered
                      : e->message && *e->message ? e->message
                                                  : "error: unknown error";
@@ -96,9 +97,10 @@ masq_status run_file(masq_state *M, const char *path) {
   return st;
 }
 
-int run_exit_code(masq_status st) {
+int run_exit_code(masq_state *M, masq_status st) {
   switch (st) {
   case MASQ_OK: return 0;
+  case MASQ_EXIT: return masq_last_error(M)->exit_code;
   case MASQ_ERR_USAGE: return 2;
   case MASQ_ERR_SYNTAX:
   case MASQ_INCOMPLETE: return 3;

@@ -31,7 +31,7 @@ void run_report_open_error(const char *path);
 
 /* The process exit status for a run that ended with [st]: 0 ok, 1 runtime
  * (also memory and interrupted), 2 the CLI's own usage and I/O errors,
- * 3 syntax. Death by SIGINT is handled by the caller (sig_die_interrupted). */
-int run_exit_code(masq_status st);
+ * 3 syntax, the script's code for exit(code). Death by SIGINT is handled by the caller (sig_die_interrupted). */
+int run_exit_code(masq_state *M, masq_status st);
 
 #endif

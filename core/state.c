@@ -190,8 +190,25 @@ void mq_error_at(mq_state *S, mq_span span, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   S->err_span = span;
+  S->err_src = NULL;
   S->pending_span = true;
   mq_vthrow(S, MASQ_ERR_RUNTIME, fmt, ap);
+}
+
+void mq_raise_at(mq_state *S, const struct mq_source *src, mq_span span, const char *message) {
+  S->err_span = span;
+  S->err_src = src;
+  S->pending_span = span.line > 0;
+  mq_throw(S, MASQ_ERR_RUNTIME, "%s", message);
+}
+
+void mq_rethrow(mq_state *S, masq_status st) {
+  if (!S->errjmp) {
+    fprintf(stderr, "masq: unprotected error: %s\n", S->err_message.data ? S->err_message.data : "?");
+    abort();
+  }
+  S->errjmp->status = st;
+  longjmp(S->errjmp->buf, 1);
 }
 
 void mq_throw(mq_state *S, masq_status st, const char *fmt, ...) {
@@ -270,6 +287,15 @@ void mq_buf_free(mq_state *S, mq_buf *b) {
 void mq_write(mq_state *S, const char *s, size_t n) {
   if (S->cfg.write) S->cfg.write(S->cfg.write_ud, s, n);
   else fwrite(s, 1, n, stdout);
+}
+
+void mq_write_err(mq_state *S, const char *s, size_t n) {
+  if (S->cfg.write_err) {
+    S->cfg.write_err(S->cfg.write_err_ud, s, n);
+  } else {
+    fflush(stdout); /* what print() wrote comes first */
+    fwrite(s, 1, n, stderr);
+  }
 }
 
 /* --- random numbers: xoshiro256** seeded through splitmix64 -------------- */

@@ -2,7 +2,10 @@
  * and the pool that owns a running operation's temporaries.
  *
  * Error model (Lua's): any function may call mq_error(); it longjmps to the
- * nearest mq_protect() on this state, which returns the status. Nothing leaks
+ * nearest mq_protect() on this state, which returns the status. (Each run
+ * of the VM is such a boundary too, without draining: it catches the
+ * runtime errors a script's try block asks for and passes the rest on,
+ * vm/vm.h.) Nothing leaks
  * on the way, because everything a C function allocates while it runs is
  * owned by the state's pool (mq_pool_*), and the protect boundary drains the
  * pool back to the mark it took. Rule for runtime code:
@@ -102,6 +105,10 @@ struct mq_state {
   bool err_has_span; /* err_span was set by mq_error_at */
   bool pending_span;
   mq_span err_span;
+  /* The source err_span is in when it is not the one being compiled or run
+   * (an error raised again by raise(e)); NULL otherwise. Borrowed: the
+   * error value that raised it holds a reference. */
+  const struct mq_source *err_src;
 
   /* Globals: slots plus an open-addressing name index. */
   mq_global *globals;
@@ -124,6 +131,9 @@ struct mq_state {
   int stack_len, stack_cap;
   struct mq_vmframe *frames;
   int nframes, frames_cap;
+  /* The try blocks running, innermost last (vm/vm.h). */
+  struct mq_handler *handlers;
+  int nhandlers, handlers_cap;
 
   /* Sources kept alive for diagnostics of functions defined in them. */
   struct mq_source *sources;
@@ -132,6 +142,7 @@ struct mq_state {
   /* Random generator (xoshiro256**), seeded by seed(n). */
   uint64_t rng[4];
 
+  int exit_code; /* exit(code) of the script, with MASQ_EXIT */
   volatile int interrupted; /* set by masq_interrupt(), maybe from a signal */
   unsigned poll_counter;
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
@@ -238,6 +249,15 @@ MQ_INTERNAL MQ_NORETURN void mq_vthrow(mq_state *S, masq_status st, const char *
 MQ_INTERNAL MQ_NORETURN void mq_error_at(mq_state *S, mq_span span, const char *fmt, ...)
     MQ_PRINTF(3, 4);
 
+/* Raises a runtime error with [message] (not a format) located at [span]
+ * of [src] (borrowed: the caller keeps it alive until the error is
+ * reported). */
+MQ_INTERNAL MQ_NORETURN void mq_raise_at(mq_state *S, const struct mq_source *src, mq_span span,
+                                         const char *message);
+/* Passes the error just caught by a bare boundary on to the next one out,
+ * its message and location untouched. */
+MQ_INTERNAL MQ_NORETURN void mq_rethrow(mq_state *S, masq_status st);
+
 /* Runs fn(S, ud) with an error boundary; returns MASQ_OK or the status it
  * failed with (message in S->err_message). Drains the pool to the mark taken
  * on entry when it fails. */
@@ -270,6 +290,8 @@ MQ_INTERNAL void mq_buf_printf(mq_state *S, mq_buf *b, const char *fmt, ...) MQ_
 MQ_INTERNAL void mq_buf_free(mq_state *S, mq_buf *b);
 /* Writes text to the host's output hook (print). */
 MQ_INTERNAL void mq_write(mq_state *S, const char *s, size_t n);
+/* Writes text to the host's error output hook (eprint). */
+MQ_INTERNAL void mq_write_err(mq_state *S, const char *s, size_t n);
 
 /* --- random numbers ----------------------------------------------------- */
 

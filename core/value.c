@@ -119,6 +119,7 @@ const char *mq_value_type_name(mq_value v) {
   case MQ_O_BUILTIN: return "function";
   case MQ_O_RANGE: return "range";
   case MQ_O_SPARSE: return "sparse tensor";
+  case MQ_O_ERROR: return "error";
   }
   return "?";
 }

@@ -27,10 +27,11 @@ typedef enum mq_otype {
   MQ_O_CLOSURE,  /* a callable masq function: code + captured values */
   MQ_O_BUILTIN,  /* a C function from the state's table (vm/builtin.h) */
   MQ_O_RANGE,    /* range(start, stop, step), lazy (core/range.h); holds no references */
-  MQ_O_SPARSE    /* a sparse-layout tensor (runtime/sparse.h): an mq_tensor kept apart
+  MQ_O_SPARSE,   /* a sparse-layout tensor (runtime/sparse.h): an mq_tensor kept apart
                     from the strided-only code that mq_is_tensor() admits */
+  MQ_O_ERROR     /* a caught error: message and location (vm/errval.h) */
 } mq_otype;
-#define MQ_O_NKINDS (MQ_O_SPARSE + 1)
+#define MQ_O_NKINDS (MQ_O_ERROR + 1)
 
 typedef struct mq_obj {
   uint32_t rc;

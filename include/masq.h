@@ -59,8 +59,12 @@ typedef enum masq_status {
   MASQ_ERR_SYNTAX = 3,      /* the source did not lex or parse                 */
   MASQ_ERR_MEMORY = 4,      /* an allocation failed or the memory limit was hit */
   MASQ_ERR_INTERRUPTED = 5, /* the interrupt hook asked the program to stop    */
-  MASQ_INCOMPLETE = 6       /* masq_eval with MASQ_EVAL_PARTIAL: the source ends
+  MASQ_INCOMPLETE = 6,      /* masq_eval with MASQ_EVAL_PARTIAL: the source ends
                                inside an open bracket or string; read more     */
+  MASQ_EXIT = 7             /* the script called exit(code): not an error. The
+                               run stopped there (no try catches it), its
+                               globals are kept, and masq_last_error()->exit_code
+                               holds the code; the process is never exited   */
 } masq_status;
 
 /* Allocator hook, shaped like Lua's: [ptr] NULL allocates, [nsize] 0 frees,
@@ -92,6 +96,10 @@ typedef struct masq_config {
    * MASQ_LIB_IO, so a script from an untrusted user cannot touch the file
    * system (no load, save or import) unless the host turns it on. */
   unsigned libs;
+  /* Where eprint() writes (a script's diagnostics: usage, warnings). NULL:
+   * standard error. */
+  void (*write_err)(void *ud, const char *text, size_t len);
+  void *write_err_ud;
 } masq_config;
 
 /* Library groups for masq_config.libs. */
@@ -150,6 +158,7 @@ typedef struct masq_error {
   const char *rendered;
   const char *chunkname;
   int line, column, end_column;
+  int exit_code; /* with MASQ_EXIT: the code the script passed to exit() (0 to 255) */
 } masq_error;
 MASQ_API const masq_error *masq_last_error(const masq_state *M);
 

@@ -20,11 +20,13 @@
   X("else", "if cond { ... } elif cond { ... } else { ... }")                  \
   X("while", "while cond { ... }: repeat while cond is true (break, continue)") \
   X("for", "for x in range(n) { ... } (or a list, or a tensor's first dim; break, continue)") \
-  X("in", "for x in range(n) { ... } (or a list, or a tensor's first dim; break, continue)") \
+  X("in", "for x in xs { ... }; x in xs, x not in xs: membership in a list (==), a string (substring) or a range") \
   X("break", "break: leave the innermost while or for loop")                   \
   X("continue", "continue: go on with the next round of the innermost loop")   \
   X("import", "import \"path.masq\": run a file once per session; its globals become yours") \
   X("global", "global a, b: inside a function, a and b are the globals (to assign them)") \
+  X("try", "try { ... } catch e { ... }: run the block; a runtime error in it runs the catch block with e its error (e.message, e.line, e.col, e.file; raise(e) re-raises)") \
+  X("catch", "try { ... } catch e { ... }: run the block; a runtime error in it runs the catch block with e its error (e.message, e.line, e.col, e.file; raise(e) re-raises)") \
   X("and", "a and b, a or b: short-circuit (b runs only if needed); not a")   \
   X("or", "a and b, a or b: short-circuit (b runs only if needed); not a")    \
   X("not", "a and b, a or b: short-circuit (b runs only if needed); not a")

@@ -43,6 +43,8 @@ typedef struct mq_lexer {
   bool eof_newline;     /* the NEWLINE before the end of input was inserted */
   mq_loc end;           /* just after the last token: where "end of input" is */
   const unsigned char *text, *text_end; /* bytes of the last token, for messages */
+  int prev;             /* kind of the token before it (did-you-mean hints) */
+  const unsigned char *prev_text, *prev_text_end; /* and its bytes */
 
   char err[160];        /* why the last TOK_MQ_YYerror was returned */
   bool err_at_eof;      /* ... and whether more input could have fixed it */

@@ -43,8 +43,9 @@ static bool continues_line(int t) {
   case TOK_PLUS: case TOK_MINUS: case TOK_STAR: case TOK_SLASH: case TOK_DSLASH:
   case TOK_PERCENT: case TOK_AT: case TOK_POW: case TOK_TILDE: case TOK_AMP: case TOK_PIPE:
   case TOK_CARET: case TOK_LT: case TOK_LE: case TOK_GT: case TOK_GE: case TOK_EQ:
-  case TOK_NE: case TOK_ASSIGN: case TOK_COMMA: case TOK_DOT: case TOK_AND: case TOK_OR:
-  case TOK_NOT: case TOK_IN:
+  case TOK_NE: case TOK_ASSIGN: case TOK_PLUSEQ: case TOK_MINUSEQ: case TOK_STAREQ:
+  case TOK_SLASHEQ: case TOK_COMMA: case TOK_DOT: case TOK_AND: case TOK_OR:
+  case TOK_NOT: case TOK_IN: case TOK_NOTIN:
     return true;
   default:
     return false;
@@ -57,6 +58,9 @@ static bool separated(int t) {
 }
 
 static int emit(mq_lexer *lx, const mq_loc *loc, int t) {
+  lx->prev = lx->last;
+  lx->prev_text = lx->text;
+  lx->prev_text_end = lx->text_end;
   lx->last = t;
   lx->cont = continues_line(t);
   lx->synth = MQ_SYNTH_NONE;
@@ -108,11 +112,24 @@ static const unsigned char *skip_space(const mq_lexer *lx, const unsigned char *
   return c;
 }
 
-/* `}` NEWLINE `else`: the else belongs to the if. */
+/* `not` then `in` on the same line: the one operator `not in`, whose
+ * token then spans both words. */
+static bool not_in(mq_lexer *lx) {
+  const unsigned char *c = lx->cur;
+  while (c < lx->lim && (*c == ' ' || *c == '\t')) c++;
+  if (c == lx->cur || lx->lim - c < 2 || c[0] != 'i' || c[1] != 'n' ||
+      (lx->lim - c > 2 && is_name_char(c[2])))
+    return false;
+  lx->cur = c + 2;
+  return true;
+}
+
+/* `}` NEWLINE `else`: the else belongs to the if (and a `catch` to its try). */
 static bool else_follows(const mq_lexer *lx) {
   bool nl = false;
   const unsigned char *c = skip_space(lx, lx->cur, &nl);
   size_t left = (size_t)(lx->lim - c);
+  if (left >= 5 && memcmp(c, "catch", 5) == 0 && (left == 5 || !is_name_char(c[5]))) return true;
   return left >= 4 && (memcmp(c, "else", 4) == 0 || memcmp(c, "elif", 4) == 0) &&
          (left == 4 || !is_name_char(c[4]));
 }
@@ -245,6 +262,7 @@ static int bad_character(mq_lexer *lx, mq_loc *loc) {
   int n = (int)(lx->cur - lx->tok);
   unsigned char c = lx->tok[0];
   if (n > 1) return error(lx, loc, false, "unexpected character '%.*s'", n, (const char *)lx->tok);
+  if (c == '!') return error(lx, loc, false, "unexpected character '!'; did you mean 'not' (or '!=')?");
   if (c >= 0x20 && c < 0x7f) return error(lx, loc, false, "unexpected character '%c'", c);
   return error(lx, loc, false, "unexpected byte 0x%02X", c);
 }
@@ -330,9 +348,11 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "continue" { TOKEN(TOK_CONTINUE); }
       "import"   { TOKEN(TOK_IMPORT); }
       "global"   { TOKEN(TOK_GLOBAL); }
+      "try"      { TOKEN(TOK_TRY); }
+      "catch"    { TOKEN(TOK_CATCH); }
       "and"      { TOKEN(TOK_AND); }
       "or"       { TOKEN(TOK_OR); }
-      "not"      { TOKEN(TOK_NOT); }
+      "not"      { if (not_in(lx)) { TOKEN(TOK_NOTIN); } TOKEN(TOK_NOT); }
       name {
         set_loc(lx, loc);
         val->TOK_IDENT = mq_arena_strndup(lx->A, (const char *)lx->tok, (size_t)(lx->cur - lx->tok));
@@ -365,6 +385,10 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "..." { TOKEN(TOK_ELLIPSIS); }
       ":"   { TOKEN(TOK_COLON); }
       "="   { TOKEN(TOK_ASSIGN); }
+      "+="  { TOKEN(TOK_PLUSEQ); }
+      "-="  { TOKEN(TOK_MINUSEQ); }
+      "*="  { TOKEN(TOK_STAREQ); }
+      "/="  { TOKEN(TOK_SLASHEQ); }
       "+"   { TOKEN(TOK_PLUS); }
       "-"   { TOKEN(TOK_MINUS); }
       "*"   { TOKEN(TOK_STAR); }

@@ -34,6 +34,7 @@
   X(SLICE)      /*                         start?, stop?, step?               */  \
   X(ELLIPSIS)   /*                         -                                  */  \
   X(ASSIGN)     /*                         target (NAME, INDEX or LIST of NAME), value */ \
+  X(AUG_ASSIGN) /* op: mq_binop_token (+= -= *= /=)  target (NAME or INDEX), value */ \
   X(EXPR_STMT)  /*                         expr                               */  \
   X(BLOCK)      /*                         statements...                      */  \
   X(IF)         /*                         cond, then BLOCK, else? (BLOCK or IF) */ \
@@ -46,7 +47,8 @@
   X(BREAK)      /*                         -                                  */  \
   X(CONTINUE)   /*                         -                                  */  \
   X(IMPORT)     /* str = path              -                                  */  \
-  X(GLOBAL)     /*                         NAME...  (`global a, b`)           */
+  X(GLOBAL)     /*                         NAME...  (`global a, b`)           */ \
+  X(TRY)        /* str = error variable (NULL: none)  body BLOCK, handler BLOCK */
 
 typedef enum mq_node_kind {
 #define X(k) MQ_N_##k,

@@ -10,6 +10,7 @@
 
 #include "../runtime/tensor.h"
 #include "../vm/builtin.h"
+#include "../vm/errval.h"
 #include "../vm/fuse.h"
 #include "../vm/globals.h"
 
@@ -21,6 +22,7 @@ typedef struct loop {
   int *breaks;     /* jump operands to patch at the loop's end */
   int nbreaks, breaks_cap;
   int hidden;      /* iterator values a `for` keeps on the stack */
+  int tries;       /* try blocks open around the loop (break ends those inside) */
 } loop;
 
 typedef struct capture {
@@ -42,6 +44,7 @@ typedef struct compiler {
   const char *self_name; /* a nested function's own name (calls itself by it) */
   int depth, max_depth;  /* stack depth tracking, for the frame's size */
   loop *loops;
+  int ntries; /* try blocks open where the code being compiled is */
   const char *locals[MAX_LOCALS];
   int nlocals;
   capture captures[MAX_CAPTURES];
@@ -654,9 +657,28 @@ static const mq_node *chain_head(const mq_node *n) {
   }
 }
 
+/* x.message, x.line, x.col, x.file: a field of an error value, else, for
+ * any other x, the call message(x) that x.name always is. The receiver
+ * comes first here, so the function is swapped under it. */
+static bool field_attr(const mq_node *n) {
+  return n->kind == MQ_N_ATTR && mq_errval_is_field(n->str);
+}
+
 /* What a chain node emits before its head: a method's function. */
 static void chain_open(compiler *C, const mq_node *n) {
-  if (n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) name_get(C, n->str, n->span);
+  if ((n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) && !field_attr(n)) name_get(C, n->str, n->span);
+}
+
+static void field_rest(compiler *C, const mq_node *n) {
+  int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, n->str, strlen(n->str))));
+  emit_op(C, MQ_OP_FIELD, 0, n->span);
+  emit_u16(C, (unsigned)k, n->span);
+  int to_end = C->f->code_len;
+  emit_u16(C, 0xffff, n->span);
+  name_get(C, n->str, n->span);
+  emit_op(C, MQ_OP_SWAP, 0, n->span);
+  emit_call(C, 1, NULL, n->span);
+  patch_jump(C, to_end, n->span);
 }
 
 /* What a chain node emits after its head. */
@@ -682,7 +704,10 @@ static void chain_close(compiler *C, const mq_node *n) {
   }
   case MQ_N_CALL: call_rest(C, n); return;
   case MQ_N_METHOD:
-  case MQ_N_ATTR: method_rest(C, n); return;
+  case MQ_N_ATTR:
+    if (field_attr(n)) field_rest(C, n);
+    else method_rest(C, n);
+    return;
   case MQ_N_INDEX: index_rest(C, n); return;
   default: return;
   }
@@ -740,6 +765,37 @@ static void expr(compiler *C, const mq_node *n) {
 
 static void block(compiler *C, const mq_node *n, bool top);
 
+static void check_item_target(compiler *C, const mq_node *target) {
+  if (target->nkids != 2 || target->kids[1]->kind == MQ_N_SLICE ||
+      target->kids[1]->kind == MQ_N_ELLIPSIS)
+    mq_error_at(C->S, target->span, "only one index can be assigned to, as in x[i] = v");
+}
+
+/* x += v is x = x + v (values are never changed in place: a tensor x gets a
+ * new tensor), through the same code, fusion included; x[i] += v computes
+ * x and i once. */
+static void aug_assign(compiler *C, const mq_node *n) {
+  const mq_node *target = n->kids[0], *value = n->kids[1];
+  if (target->kind == MQ_N_NAME) {
+    mq_node *kids[2] = {(mq_node *)target, (mq_node *)value};
+    mq_node op = {.kind = MQ_N_BINARY, .op = n->op, .span = n->span, .nkids = 2, .kids = kids};
+    expr(C, &op);
+    name_set(C, target->str, n->span);
+    return;
+  }
+  check_item_target(C, target);
+  expr(C, target->kids[0]);
+  expr(C, target->kids[1]);
+  emit_op(C, MQ_OP_DUP2, +2, target->span);
+  emit_op(C, MQ_OP_INDEX, -1, target->span);
+  emit(C, 1, target->span);
+  emit(C, MQ_IXB_VALUE, target->span);
+  expr(C, value);
+  emit_op(C, MQ_OP_BINARY, -1, n->span);
+  emit(C, n->op, n->span);
+  emit_op(C, MQ_OP_SET_INDEX, -3, n->span);
+}
+
 static void assign(compiler *C, const mq_node *n) {
   const mq_node *target = n->kids[0], *value = n->kids[1];
   switch ((mq_node_kind)target->kind) {
@@ -748,9 +804,7 @@ static void assign(compiler *C, const mq_node *n) {
     name_set(C, target->str, n->span);
     return;
   case MQ_N_INDEX:
-    if (target->nkids != 2 || target->kids[1]->kind == MQ_N_SLICE ||
-        target->kids[1]->kind == MQ_N_ELLIPSIS)
-      mq_error_at(C->S, target->span, "only one index can be assigned to, as in x[i] = v");
+    check_item_target(C, target);
     expr(C, target->kids[0]);
     expr(C, target->kids[1]);
     expr(C, value);
@@ -806,6 +860,7 @@ static void begin_loop(compiler *C, loop *l, int hidden) {
   l->prev = C->loops;
   l->start = C->f->code_len;
   l->hidden = hidden;
+  l->tries = C->ntries;
   C->loops = l;
 }
 
@@ -874,6 +929,29 @@ static void for_stmt(compiler *C, const mq_node *n) {
   for (int i = 0; i < hidden; i++) emit_op(C, MQ_OP_POP, -1, n->span);
 }
 
+/* Leaving the try blocks opened since [outer] were open (break, continue). */
+static void end_tries(compiler *C, int outer, mq_span sp) {
+  for (int i = C->ntries; i > outer; i--) emit_op(C, MQ_OP_END_TRY, 0, sp);
+}
+
+/* try { body } catch e { handler }: TRY names where the handler starts; the
+ * VM goes there on a runtime error with the stack as it was at TRY and the
+ * error value pushed, which the handler stores in e (or drops). */
+static void try_stmt(compiler *C, const mq_node *n) {
+  int to_catch = emit_jump(C, MQ_OP_TRY, 0, n->span);
+  C->ntries++;
+  block(C, n->kids[0], false);
+  C->ntries--;
+  emit_op(C, MQ_OP_END_TRY, 0, n->span);
+  int to_end = emit_jump(C, MQ_OP_JUMP, 0, n->span);
+  patch_jump(C, to_catch, n->span);
+  adjust(C, +1); /* the error value */
+  if (n->str) name_set(C, n->str, n->span);
+  else emit_op(C, MQ_OP_POP, -1, n->span);
+  block(C, n->kids[1], false);
+  patch_jump(C, to_end, n->span);
+}
+
 static void stmt_at(compiler *C, const mq_node *n, bool top);
 
 static void stmt(compiler *C, const mq_node *n, bool top) {
@@ -890,6 +968,7 @@ static void stmt_at(compiler *C, const mq_node *n, bool top) {
     else emit_op(C, MQ_OP_POP, -1, n->span);
     return;
   case MQ_N_ASSIGN: assign(C, n); return;
+  case MQ_N_AUG_ASSIGN: aug_assign(C, n); return;
   case MQ_N_BLOCK: block(C, n, false); return;
   case MQ_N_IF: if_stmt(C, n); return;
   case MQ_N_WHILE: while_stmt(C, n); return;
@@ -897,12 +976,15 @@ static void stmt_at(compiler *C, const mq_node *n, bool top) {
   case MQ_N_BREAK:
     if (!C->loops) mq_error_at(C->S, n->span, "'break' outside a loop");
     /* The loop's exit pops its own iterator values. */
+    end_tries(C, C->loops->tries, n->span);
     add_break(C, emit_jump(C, MQ_OP_JUMP, 0, n->span));
     return;
   case MQ_N_CONTINUE:
     if (!C->loops) mq_error_at(C->S, n->span, "'continue' outside a loop");
+    end_tries(C, C->loops->tries, n->span);
     emit_loop(C, C->loops->start, n->span);
     return;
+  case MQ_N_TRY: try_stmt(C, n); return;
   case MQ_N_FN:
     function(C, n);
     if (n->str) name_set(C, n->str, n->span);
@@ -948,7 +1030,8 @@ static void assigned(compiler *F, const char *name, mq_span sp) {
 static void prescan_locals(compiler *F, const mq_node *n, int depth) {
   if (!n || depth > PRESCAN_DEPTH) return;
   switch ((mq_node_kind)n->kind) {
-  case MQ_N_ASSIGN: {
+  case MQ_N_ASSIGN:
+  case MQ_N_AUG_ASSIGN: {
     const mq_node *t = n->kids[0];
     if (t->kind == MQ_N_NAME) assigned(F, t->str, t->span);
     else if (t->kind == MQ_N_LIST)
@@ -962,6 +1045,9 @@ static void prescan_locals(compiler *F, const mq_node *n, int depth) {
   case MQ_N_FN:
     if (n->str) assigned(F, n->str, n->span);
     return;
+  case MQ_N_TRY:
+    if (n->str) assigned(F, n->str, n->span);
+    /* fall through */
   case MQ_N_BLOCK:
   case MQ_N_IF:
   case MQ_N_WHILE:
@@ -994,10 +1080,28 @@ static void prescan_globals(compiler *F, const mq_node *n, int np, int depth) {
   case MQ_N_IF:
   case MQ_N_WHILE:
   case MQ_N_FOR:
+  case MQ_N_TRY:
     for (int i = 0; i < n->nkids; i++) prescan_globals(F, n->kids[i], np, depth + 1);
     return;
   default: return;
   }
+}
+
+/* The names the function could have meant, for the hints of an
+ * undefined-variable error (vm/suggest.h): its locals, then those of the
+ * functions around it (the nearest first). Captures are among the latter.
+ * The list is allocated whole first, so a failed copy leaves one that
+ * frees. */
+static void keep_names(compiler *F) {
+  int n = 0;
+  for (const compiler *c = F; c && c->is_fn; c = c->enclosing) n += c->nlocals;
+  if (n == 0) return;
+  mq_function *f = F->f;
+  f->names = mq_calloc(F->S, (size_t)n * sizeof *f->names);
+  f->nnames = n;
+  int k = 0;
+  for (const compiler *c = F; c && c->is_fn; c = c->enclosing)
+    for (int i = 0; i < c->nlocals; i++) f->names[k++] = mq_strdup(F->S, c->locals[i]);
 }
 
 static void function(compiler *C, const mq_node *n) {
@@ -1042,6 +1146,7 @@ static void function(compiler *C, const mq_node *n) {
   emit_op(F, MQ_OP_RETURN, -1, n->span);
   F->f->nlocals = F->nlocals;
   F->f->nupvals = F->ncaptures;
+  keep_names(F);
   F->f->nslots = F->max_depth + 1;
   int k = mq_chunk_const(S, C->f, mq_objv(F->f));
   emit_op(C, MQ_OP_CLOSURE, 1 - ndefaults, n->span);

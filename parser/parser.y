@@ -101,6 +101,8 @@
                          const mq_loc *l);
   static mq_node *pair(mq_parser *p, mq_node_kind k, mq_node *a, mq_node *b, const mq_loc *l);
   static mq_node *assignment(mq_parser *p, mq_node *target, mq_node *value, const mq_loc *l);
+  static mq_node *augmented(mq_parser *p, mq_binop_token op, mq_node *target, mq_node *value,
+                            const mq_loc *l);
   static void add_arg(mq_parser *p, mq_node *call, mq_node *arg);
   static void add_param(mq_parser *p, mq_node *params, mq_node *param);
 
@@ -122,6 +124,7 @@
 %token RPAREN "')'" RBRACK "']'" RBRACE "'}'" COMMA "','"
 %token LPAREN "'('" LBRACK "'['" LBRACE "'{'"
 %token DOT "'.'" COLON "':'" ELLIPSIS "'...'" ASSIGN "'='"
+%token PLUSEQ "'+='" MINUSEQ "'-='" STAREQ "'*='" SLASHEQ "'/='"
 
 /* Operators. */
 %token PLUS "'+'" MINUS "'-'" STAR "'*'" SLASH "'/'" DSLASH "'//'" PERCENT "'%'"
@@ -134,7 +137,8 @@
 %token ELIF "keyword 'elif'" ELSE "keyword 'else'" WHILE "keyword 'while'"
 %token FOR "keyword 'for'" IN "keyword 'in'" BREAK "keyword 'break'"
 %token CONTINUE "keyword 'continue'" IMPORT "keyword 'import'" GLOBAL "keyword 'global'"
-%token AND "keyword 'and'" OR "keyword 'or'" NOT "keyword 'not'"
+%token TRY "keyword 'try'" CATCH "keyword 'catch'"
+%token AND "keyword 'and'" OR "keyword 'or'" NOT "keyword 'not'" NOTIN "'not in'"
 
 %token YYEOF 0 "end of input"
 
@@ -149,7 +153,7 @@
 %left OR
 %left AND
 %precedence NOT
-%nonassoc LT LE GT GE EQ NE
+%nonassoc LT LE GT GE EQ NE IN NOTIN
 %left PIPE
 %left CARET
 %left AMP
@@ -187,6 +191,10 @@ stmt:
     expr                                { $$ = NODE(EXPR_STMT, @$); mq_node_add(p->A, $$, $1); }
   | expr ASSIGN rhs                     { $$ = assignment(p, $1, $3, &@$); }
   | targets ASSIGN rhs                  { $$ = assignment(p, $1, $3, &@$); }
+  | expr PLUSEQ expr                    { $$ = augmented(p, MQ_TOK_ADD, $1, $3, &@$); }
+  | expr MINUSEQ expr                   { $$ = augmented(p, MQ_TOK_SUB, $1, $3, &@$); }
+  | expr STAREQ expr                    { $$ = augmented(p, MQ_TOK_MUL, $1, $3, &@$); }
+  | expr SLASHEQ expr                   { $$ = augmented(p, MQ_TOK_DIV, $1, $3, &@$); }
   | FN IDENT LPAREN params RPAREN block {
       $$ = NODE(FN, @$); $$->str = $2;
       $4->span = span_join(p, &@3, &@5);
@@ -209,6 +217,8 @@ stmt:
   | CONTINUE                            { $$ = NODE(CONTINUE, @$); }
   | IMPORT STRING                       { $$ = NODE(IMPORT, @$); $$->str = $2.s; $$->ival = (int64_t)$2.n; }
   | GLOBAL global_names                 { $$ = $2; $$->span = SPAN(@$); }
+  | TRY block CATCH IDENT block         { $$ = pair(p, MQ_N_TRY, $2, $5, &@$); $$->str = $4; }
+  | TRY block CATCH block               { $$ = pair(p, MQ_N_TRY, $2, $4, &@$); }
   ;
 
 /* `global a, b`: NAME nodes under one GLOBAL. */
@@ -276,6 +286,8 @@ expr:
   | expr GE expr                        { $$ = binary(p, MQ_TOK_GE, $1, $3, &@$); }
   | expr EQ expr                        { $$ = binary(p, MQ_TOK_EQ, $1, $3, &@$); }
   | expr NE expr                        { $$ = binary(p, MQ_TOK_NE, $1, $3, &@$); }
+  | expr IN expr                        { $$ = binary(p, MQ_TOK_IN, $1, $3, &@$); }
+  | expr NOTIN expr                     { $$ = unary(p, '!', binary(p, MQ_TOK_IN, $1, $3, &@$), &@$); }
   | expr PIPE expr                      { $$ = binary(p, MQ_TOK_BOR, $1, $3, &@$); }
   | expr CARET expr                     { $$ = binary(p, MQ_TOK_BXOR, $1, $3, &@$); }
   | expr AMP expr                       { $$ = binary(p, MQ_TOK_BAND, $1, $3, &@$); }
@@ -426,18 +438,34 @@ static mq_node *binary(mq_parser *p, mq_binop_token op, mq_node *a, mq_node *b,
 }
 
 /* Targets are a name, an index, or a LIST of names (`a, b = ...`). */
+/* A name or an item: what can be assigned to. */
+static void check_target(mq_parser *p, const mq_node *target) {
+  if (target->kind != MQ_N_NAME && target->kind != MQ_N_INDEX)
+    semantic_error(p, target->span, "cannot assign to %s",
+                   target->kind == MQ_N_CALL || target->kind == MQ_N_METHOD ? "a function call"
+                   : target->kind == MQ_N_ATTR                              ? "an attribute"
+                                                                            : "this expression");
+}
+
 static mq_node *assignment(mq_parser *p, mq_node *target, mq_node *value, const mq_loc *l) {
   if (target->kind == MQ_N_LIST) {
     for (int i = 0; i < target->nkids; i++)
       if (target->kids[i]->kind != MQ_N_NAME)
         semantic_error(p, target->kids[i]->span, "can only unpack into names");
-  } else if (target->kind != MQ_N_NAME && target->kind != MQ_N_INDEX) {
-    semantic_error(p, target->span, "cannot assign to %s",
-                   target->kind == MQ_N_CALL || target->kind == MQ_N_METHOD ? "a function call"
-                   : target->kind == MQ_N_ATTR                              ? "an attribute"
-                                                                            : "this expression");
+  } else {
+    check_target(p, target);
   }
   return pair(p, MQ_N_ASSIGN, target, value, l);
+}
+
+/* x += v: a name or one item x[i] (what plain assignment takes, less
+ * unpacking). */
+static mq_node *augmented(mq_parser *p, mq_binop_token op, mq_node *target, mq_node *value,
+                          const mq_loc *l) {
+  check_target(p, target);
+  mq_node *n = pair(p, MQ_N_AUG_ASSIGN, target, value, l);
+  n->op = (uint8_t)op;
+  return n;
 }
 
 /* Keyword arguments come last and at most once each. */
@@ -515,7 +543,7 @@ static bool continues_expression(yysymbol_kind_t k) {
   case YYSYMBOL_AMP: case YYSYMBOL_PIPE: case YYSYMBOL_CARET: case YYSYMBOL_LT:
   case YYSYMBOL_LE: case YYSYMBOL_GT: case YYSYMBOL_GE: case YYSYMBOL_EQ: case YYSYMBOL_NE:
   case YYSYMBOL_AND: case YYSYMBOL_OR: case YYSYMBOL_LPAREN: case YYSYMBOL_LBRACK:
-  case YYSYMBOL_DOT:
+  case YYSYMBOL_DOT: case YYSYMBOL_IN: case YYSYMBOL_NOTIN:
     return true;
   default:
     return false;
@@ -544,18 +572,81 @@ static int describe_lookahead(const mq_parser *p, yysymbol_kind_t tok, char *buf
   return snprintf(buf, size, "%s", symbol_words(tok));
 }
 
+/* Whether nothing but blanks and comments follows the last token. */
+static bool only_space_left(const mq_lexer *lx) {
+  for (const unsigned char *c = lx->cur; c < lx->lim; c++) {
+    if (*c == '#')
+      while (c < lx->lim && *c != '\n') c++;
+    else if (*c != ' ' && *c != '\t' && *c != '\r' && *c != '\n' && *c != '\f' && *c != '\v')
+      return false;
+  }
+  return true;
+}
+
+/* Words of other languages that end up as a name before the error, and
+ * what masq says instead. */
+static const struct {
+  const char *word, *instead, *why;
+} foreign_words[] = {
+    {"def", "fn", "fn name(a, b) { ... } defines a function"},
+    {"function", "fn", "fn name(a, b) { ... } defines a function"},
+    {"func", "fn", "fn name(a, b) { ... } defines a function"},
+    {"fun", "fn", "fn name(a, b) { ... } defines a function"},
+    {"lambda", "fn", "fn(x) = expr is a function value"},
+    {"elseif", "elif", NULL},
+    {"elsif", "elif", NULL},
+    {"except", "catch", "try { ... } catch e { ... }"},
+    {"rescue", "catch", "try { ... } catch e { ... }"},
+    {"raise", "raise(e)", "raise is a function"},
+    {"throw", "error(message)", "error(message) and raise(e) are functions"},
+    {"print", "print(...)", "print is a function"},
+    {"let", NULL, "there are no declarations, assign with name = value"},
+    {"var", NULL, "there are no declarations, assign with name = value"},
+    {"const", NULL, "there are no declarations, assign with name = value"},
+    {"local", NULL, "a name a function assigns is its local"},
+};
+
+/* A did-you-mean for a syntax error at [tok] right after a word of another
+ * language: appended to [msg] after `else if` or `&&`; for a word (`def
+ * f(x)`), the whole message, written over [msg] from its start. */
+static int foreign_hint(const mq_lexer *lx, yysymbol_kind_t tok, char *msg, size_t size) {
+  if (lx->prev == TOK_ELSE && tok == YYSYMBOL_IF)
+    return snprintf(msg, size, "; did you mean 'elif'? (or else { if ... })");
+  if (lx->prev == TOK_AMP && tok == YYSYMBOL_AMP) return snprintf(msg, size, "; did you mean 'and'?");
+  if (lx->prev == TOK_PIPE && tok == YYSYMBOL_PIPE) return snprintf(msg, size, "; did you mean 'or'?");
+  if (lx->prev != TOK_IDENT || !lx->prev_text) return 0;
+  size_t n = (size_t)(lx->prev_text_end - lx->prev_text);
+  for (size_t i = 0; i < sizeof foreign_words / sizeof *foreign_words; i++) {
+    const char *w = foreign_words[i].word;
+    if (strlen(w) != n || memcmp(w, lx->prev_text, n) != 0) continue;
+    const char *instead = foreign_words[i].instead, *why = foreign_words[i].why;
+    if (!instead) return snprintf(msg, size, "'%s' is not a masq keyword: %s", w, why);
+    return snprintf(msg, size, "'%s' is not a masq keyword; did you mean '%s'?%s%s%s", w, instead,
+                    why ? " (" : "", why ? why : "", why ? ")" : "");
+  }
+  return 0;
+}
+
 /* parse.error custom: "unexpected X, expecting A, B or C". Expression
  * starters collapse into "an expression", operators are left out, and more
  * than four alternatives are not listed (except the closing brackets at the
  * end of input, which is what an unfinished construct is missing). Where
  * the statement could have ended, nothing is listed: after `f(1))` the
- * list would be "newline, ';', ',' or '='", which helps nobody. */
+ * list would be "newline, ';', ',' or '='", which helps nobody. A word of
+ * another language just before adds what masq says instead. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, mq_parser *p) {
   yysymbol_kind_t tok = yypcontext_token(ctx);
   const mq_loc *loc = yypcontext_location(ctx);
   bool at_eof = tok == YYSYMBOL_YYEOF || (tok == YYSYMBOL_NEWLINE && p->lx.synth == MQ_SYNTH_EOF);
+  /* `try { ... }` and a newline at the end of the input: the catch may
+   * follow on the next line the REPL reads */
+  if (tok == YYSYMBOL_NEWLINE && !at_eof && only_space_left(&p->lx)) {
+    yysymbol_kind_t one[2];
+    int k = yypcontext_expected_tokens(ctx, one, 2);
+    at_eof = k == 1 && one[0] == YYSYMBOL_CATCH;
+  }
 
-  char msg[320];
+  char msg[480];
   int n = snprintf(msg, sizeof msg, "unexpected ");
   n += describe_lookahead(p, tok, msg + n, sizeof msg - (size_t)n);
 
@@ -586,7 +677,18 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, mq_parser *p) {
       n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%s",
                     i == 0 ? ", expecting " : i == nalt - 1 ? " or " : ", ", alt[i]);
   }
-  add_error(p, span_of(p, loc), msg, at_eof);
+  mq_span span = span_of(p, loc);
+  bool word = p->lx.prev == TOK_IDENT;
+  if (word) n = 0;
+  if (n < (int)sizeof msg && foreign_hint(&p->lx, tok, msg + n, sizeof msg - (size_t)n) > 0 && word) {
+    /* underline the foreign word itself when it is on the same line */
+    ptrdiff_t back = p->lx.text - p->lx.prev_text;
+    if (back > 0 && back < span.col) {
+      span.col -= (int)back;
+      span.end_col = span.col + (int)(p->lx.prev_text_end - p->lx.prev_text);
+    }
+  }
+  add_error(p, span, msg, at_eof);
   p->nsyntax++;
   return 0;
 }

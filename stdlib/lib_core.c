@@ -134,7 +134,8 @@ static mq_value lib_item(mq_state *S, mq_value *args) {
 
 /* --- output ------------------------------------------------------------------------------ */
 
-static mq_value lib_print(mq_state *S, mq_value *args) {
+/* print's text (values, sep, end) in S->out. */
+static void print_text(mq_state *S, mq_value *args) {
   mq_list *l = mq_as_list(args[0]);
   S->out.len = 0;
   for (int i = 0; i < l->len; i++) {
@@ -144,8 +145,27 @@ static mq_value lib_print(mq_state *S, mq_value *args) {
   }
   if (mq_is_obj(args[2], MQ_O_STRING)) mq_value_format(S, &S->out, args[2]);
   else mq_buf_putc(S, &S->out, '\n');
+}
+
+static mq_value lib_print(mq_state *S, mq_value *args) {
+  print_text(S, args);
   mq_write(S, S->out.data, S->out.len);
   return mq_none();
+}
+
+static mq_value lib_eprint(mq_state *S, mq_value *args) {
+  print_text(S, args);
+  mq_write_err(S, S->out.data, S->out.len);
+  return mq_none();
+}
+
+/* Ends the run with MASQ_EXIT: not an error, so no try catches it, and the
+ * host (never the process) decides what it means; the CLI exits with it. */
+static mq_value lib_exit(mq_state *S, mq_value *args) {
+  int64_t code = mq_arg_int(S, args[0], "code");
+  if (code < 0 || code > 255) mq_error(S, "exit(): the code must be from 0 to 255, got %lld", (long long)code);
+  S->exit_code = (int)code;
+  mq_throw(S, MASQ_EXIT, "exit(%d)", (int)code);
 }
 
 /* --- print options --------------------------------------------------------------- */
@@ -217,6 +237,10 @@ const mq_libfn mq_lib_core[] = {
     {"dtype(x)", lib_dtype, "the dtype name: \"bool\", \"int64\", \"float32\" or \"float64\"", MQ_BK_NONE, 0},
     {"item(x)", lib_item, "the value of a one-element tensor as a number", MQ_BK_NONE, 0},
     {"print(*values, sep=\" \", end=\"\\n\")", lib_print, "print values separated by sep", MQ_BK_NONE, 0},
+    {"eprint(*values, sep=\" \", end=\"\\n\")", lib_eprint,
+     "print to standard error (the host's write_err hook): usage, warnings", MQ_BK_NONE, 0},
+    {"exit(code=0)", lib_exit,
+     "end the program with this status (0 to 255); a host gets MASQ_EXIT, the process goes on", MQ_BK_NONE, 0},
     {"set_printoptions(precision=none, threshold=none, edgeitems=none, linewidth=none, "
      "sci_mode=none, profile=none)",
      lib_set_printoptions,

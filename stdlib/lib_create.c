@@ -3,6 +3,7 @@
  * contiguous). */
 #include <math.h>
 
+#include "convert.h"
 #include "stdlib.h"
 
 #define RET(t) return mq_objv(t)
@@ -112,10 +113,21 @@ static mq_value lib_to(mq_state *S, mq_value *args) {
   static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
     RET(mq_astype(S, mq_arg_tensor(S, args[0], "x"), DT));                     \
   }
-CONVERT(float, MQ_DT_F32)
 CONVERT(double, MQ_DT_F64)
 CONVERT(long, MQ_DT_I64)
-CONVERT(bool, MQ_DT_BOOL)
+
+/* float() and bool() of a string or a plain number are Python's; of a
+ * tensor, torch's x.float() and x.bool(). */
+static mq_value lib_float(mq_state *S, mq_value *args) {
+  mq_value r;
+  if (mq_convert_scalar(S, args[0], 'f', &r)) return r;
+  RET(mq_astype(S, mq_arg_tensor(S, args[0], "x"), MQ_DT_F32));
+}
+static mq_value lib_bool(mq_state *S, mq_value *args) {
+  mq_value r;
+  if (mq_convert_scalar(S, args[0], 'b', &r)) return r;
+  RET(mq_astype(S, mq_arg_tensor(S, args[0], "x"), MQ_DT_BOOL));
+}
 
 /* Tensors are values, so a copy is only observable through autograd: x * 1
  * in x's own dtype is an exact copy (-0.0, NaN and inf included) whose
@@ -148,10 +160,12 @@ const mq_libfn mq_lib_create[] = {
     {"randn_like(x, dtype=none)", lib_randn_like,
      "normal random numbers shaped like x; a masked x's mask is kept", MQ_BK_NONE, 0},
     {"to(x, dtype)", lib_to, "x converted to dtype (\"bool\", \"int64\", \"float32\", \"float64\")", MQ_BK_NONE, 0},
-    {"float(x)", lib_float, "x converted to float32", MQ_BK_NONE, 0},
+    {"float(x)", lib_float,
+     "a string (\"0.5\", \"1e-3\", \"inf\") or number as a float; a tensor converted to float32", MQ_BK_NONE, 0},
     {"double(x)", lib_double, "x converted to float64", MQ_BK_NONE, 0},
     {"long(x)", lib_long, "x converted to int64", MQ_BK_NONE, 0},
-    {"bool(x)", lib_bool, "x converted to bool (nonzero is true)", MQ_BK_NONE, 0},
+    {"bool(x)", lib_bool,
+     "\"true\" or \"false\", or a number (nonzero is true), as a bool; a tensor converted to bool", MQ_BK_NONE, 0},
     {"clone(x)", lib_clone, "a copy of x (gradients flow back to x)", MQ_BK_NONE, 0},
     {"contiguous(x)", lib_contiguous, "x laid out contiguously in memory (same values)", MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},

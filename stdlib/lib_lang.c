@@ -5,6 +5,8 @@
 #include "../core/checked.h"
 #include "../core/range.h"
 #include "../runtime/shape.h"
+#include "../vm/errval.h"
+#include "convert.h"
 #include "format.h"
 #include "stdlib.h"
 
@@ -66,6 +68,21 @@ static mq_value lib_str(mq_state *S, mq_value *args) {
   return mq_objv(mq_string_new(S, b->data, b->len));
 }
 
+/* Python's int(): a string of digits, a number (a float truncated toward
+ * zero), or a one-element tensor's value. */
+static mq_value lib_int(mq_state *S, mq_value *args) {
+  mq_value r, v = args[0];
+  if (mq_is_tensor(v)) {
+    mq_tensor *t = mq_as_tensor(v);
+    if (t->numel != 1)
+      mq_error(S, "int() of a tensor of %lld elements; long(x) converts it to int64",
+               (long long)t->numel);
+    v = mq_tensor_item_value(S, t);
+  }
+  if (mq_convert_scalar(S, v, 'i', &r)) return r;
+  mq_error(S, "int() needs a string, a number or a one-element tensor, not %s", mq_value_type_name(v));
+}
+
 static mq_value lib_type(mq_state *S, mq_value *args) {
   const char *name = mq_value_type_name(args[0]);
   return mq_objv(mq_string_new(S, name, strlen(name)));
@@ -97,17 +114,47 @@ static mq_value lib_assert(mq_state *S, mq_value *args) {
   mq_error(S, "assertion failed");
 }
 
+/* The text of a message argument: a string as it is, anything else as
+ * print shows it. */
+static const char *message_text(mq_state *S, mq_value v) {
+  if (mq_is_obj(v, MQ_O_STRING)) return mq_as_string(v)->chars;
+  mq_buf *b = &S->out;
+  b->len = 0;
+  mq_value_format(S, b, v);
+  return b->data ? b->data : "";
+}
+
+static mq_value lib_error(mq_state *S, mq_value *args) {
+  mq_error(S, "%s", message_text(S, args[0]));
+}
+
+static mq_value lib_raise(mq_state *S, mq_value *args) {
+  if (mq_is_errval(args[0])) mq_errval_raise(S, (const mq_errval *)args[0].as.o);
+  if (mq_is_obj(args[0], MQ_O_STRING)) mq_error(S, "%s", mq_as_string(args[0])->chars);
+  mq_error(S, "raise(): expected an error (from catch e) or a message string, got %s",
+           mq_value_type_name(args[0]));
+}
+
 const mq_libfn mq_lib_lang[] = {
     {"len(x)", lib_len, "the length of a list or string, or the first dim of a tensor", MQ_BK_NONE, 0},
     {"range(start, stop=none, step=1)", lib_range,
      "the ints from start to stop (exclusive) as a lazy range; range(n) is 0 .. n-1", MQ_BK_NONE, 0},
     {"list(x)", lib_list, "a new list of the entries of a range or a list, or of the rows of a tensor", MQ_BK_NONE, 0},
     {"append(list, value)", lib_append, "add value at the end of list (changes the list)", MQ_BK_NONE, 0},
+    {"int(x)", lib_int,
+     "a string (\"42\", \" -7 \") or number as an int (a float truncated toward zero), "
+     "or a one-element tensor's value", MQ_BK_NONE, 0},
     {"str(x)", lib_str, "x as a string, as print shows it", MQ_BK_NONE, 0},
     {"type(x)", lib_type, "the type name: \"tensor\", \"int\", \"float\", \"list\", ...", MQ_BK_NONE, 0},
     {"format(fmt, *values, **names)", lib_format,
      "fmt with its fields filled, as Python's str.format: {} the next value, {0} value 0, "
      "{name} a keyword argument; a spec as in {:>8.3f}, {:+,d}, {:^10}, {:#x}", MQ_BK_NONE, 0},
     {"assert(cond, message=none)", lib_assert, "raise an error unless cond is true", MQ_BK_NONE, 0},
+    {"error(message)", lib_error,
+     "raise a runtime error with this message, located at the call (try/catch can catch it)",
+     MQ_BK_NONE, 0},
+    {"raise(e)", lib_raise,
+     "raise error e (from catch e) again, with its own message and location; a string: as error()",
+     MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

@@ -25,6 +25,8 @@ void mq_function_free(mq_state *S, mq_function *f) {
     /* the compiler allocates room for at least one name */
     mq_free(S, f->param_names, (size_t)(f->nparams ? f->nparams : 1) * sizeof *f->param_names);
   }
+  for (int i = 0; i < f->nnames; i++) mq_strfree(S, f->names[i]);
+  mq_free(S, f->names, (size_t)f->nnames * sizeof *f->names);
   mq_strfree(S, f->name);
   mq_source_release(S, f->src);
   mq_gc_dealloc(S, f, sizeof *f);

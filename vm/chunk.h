@@ -24,6 +24,8 @@ typedef struct mq_function {
   int ndefaults;            /* the last ndefaults params have defaults */
   char **param_names;       /* nparams names, for keyword arguments */
   int nlocals;              /* params first, then the other locals */
+  char **names;             /* its locals' names and its enclosing functions', for did-you-mean hints */
+  int nnames;
   int nupvals;              /* values captured from enclosing functions */
   int nslots;               /* stack slots the frame needs: locals + temporaries */
   const mq_source *src;

@@ -52,7 +52,12 @@
   OP(JUMP_IF_FALSE_KEEP, "D", 0, "jump forward by D if the top is falsy, else pop") \
   OP(JUMP_IF_TRUE_KEEP, "D", 0, "jump forward by D if the top is truthy, else pop") \
   OP(LOOP, "d", 0, "jump backward by D (polls the interrupt flag)")                 \
-  OP(RETURN, "", 0, "return the top value to the caller")
+  OP(RETURN, "", 0, "return the top value to the caller")                          \
+  OP(TRY, "D", 0, "begin a try block; a runtime error goes forward by D with its error value pushed") \
+  OP(END_TRY, "", 0, "end the innermost try block")                                 \
+  OP(FIELD, "KD", 0, "if the top is an error value: replace it by its field named by K and jump forward D") \
+  OP(SWAP, "", 0, "swap the top two values")                                        \
+  OP(DUP2, "", +2, "push the top two values again (x[i] += v reads x[i] first)")
 
 typedef enum mq_opcode {
 #define OP(name, operands, effect, doc) MQ_OP_##name,
@@ -77,7 +82,7 @@ enum {
   X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(FLOORDIV, "//")           \
   X(MOD, "%") X(POW, "**") X(MATMUL, "@")                                      \
   X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") X(EQ, "==") X(NE, "!=")        \
-  X(BAND, "&") X(BOR, "|") X(BXOR, "^")
+  X(BAND, "&") X(BOR, "|") X(BXOR, "^") X(IN, "in")
 
 typedef enum mq_binop_token {
 #define X(n, s) MQ_TOK_##n,

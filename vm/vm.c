@@ -17,8 +17,11 @@
 #include "../runtime/sparse.h"
 #include "../runtime/tensor.h"
 #include "builtin.h"
+#include "errval.h"
 #include "fuse.h"
 #include "globals.h"
+#include "seqops.h"
+#include "suggest.h"
 
 /* --- stack and frames ------------------------------------------------------ */
 
@@ -148,17 +151,9 @@ static const int8_t token_to_binop[MQ_TOK__COUNT] = {
     [MQ_TOK_EQ] = MQ_BIN_EQ,   [MQ_TOK_NE] = MQ_BIN_NE,     [MQ_TOK_BAND] = MQ_BIN_BAND,
     [MQ_TOK_BOR] = MQ_BIN_BOR, [MQ_TOK_BXOR] = MQ_BIN_BXOR,
     [MQ_TOK_FLOORDIV] = MQ_BIN_FLOORDIV, [MQ_TOK_MOD] = MQ_BIN_REM, [MQ_TOK_MATMUL] = -1,
+    [MQ_TOK_IN] = -1,
 };
 
-static bool values_equal(mq_value a, mq_value b) {
-  if (a.type != b.type) return false;
-  if (a.type == MQ_NONE) return true;
-  if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) {
-    const mq_string *x = mq_as_string(a), *y = mq_as_string(b);
-    return x->len == y->len && memcmp(x->chars, y->chars, x->len) == 0;
-  }
-  return a.type == MQ_OBJ && a.as.o == b.as.o;
-}
 
 /* A tensor of any layout: a sparse operand takes the tensor path, where
  * mq_tensor_from_value refuses it, rather than comparing by identity. */
@@ -176,6 +171,7 @@ static mq_value sparse_binary(mq_state *S, int op, mq_value a, mq_value b) {
 }
 
 static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
+  if (op == MQ_TOK_IN) return mq_bool(mq_contains(S, b, a));
   if (is_scalar(a) && is_scalar(b)) return scalar_binary(S, op, a, b);
   bool tensors = (tensor_like(a) || is_scalar(a) || mq_is_obj(a, MQ_O_LIST)) &&
                  (tensor_like(b) || is_scalar(b) || mq_is_obj(b, MQ_O_LIST)) &&
@@ -190,8 +186,8 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
     return mq_objv(mq_binary(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
                              mq_tensor_from_value(S, b, "right operand")));
   }
-  if (op == MQ_TOK_EQ) return mq_bool(values_equal(a, b));
-  if (op == MQ_TOK_NE) return mq_bool(!values_equal(a, b));
+  if (op == MQ_TOK_EQ) return mq_bool(mq_values_equal(S, a, b));
+  if (op == MQ_TOK_NE) return mq_bool(!mq_values_equal(S, a, b));
   if (op == MQ_TOK_ADD && mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) {
     mq_string *x = mq_as_string(a), *y = mq_as_string(b);
     char *tmp = mq_scratch(S, x->len + y->len);
@@ -227,18 +223,31 @@ static mq_value bitnot(mq_state *S, mq_value v) {
 
 /* --- indexing ----------------------------------------------------------------- */
 
+/* l[a:b:c] or s[a:b:c]: the bounds the slice item has, in order. */
+static mq_value slice_value(mq_state *S, mq_value obj, uint8_t kind, const mq_value *vals) {
+  bool has[3];
+  mq_value bound[3] = {mq_none(), mq_none(), mq_none()};
+  for (int p = 0, v = 0; p < 3; p++)
+    if ((has[p] = (kind >> p) & 1)) bound[p] = vals[v++];
+  return mq_slice_seq(S, obj, has, bound);
+}
+
 static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int nitems,
                             mq_value *vals) {
-  if (mq_is_obj(obj, MQ_O_LIST)) {
-    mq_list *l = mq_as_list(obj);
+  bool seq = mq_is_obj(obj, MQ_O_LIST) || mq_is_obj(obj, MQ_O_STRING);
+  if (seq && nitems == 1 && (kinds[0] & MQ_IXB_SLICE)) return slice_value(S, obj, kinds[0], vals);
+  if (seq) {
+    const char *what = mq_is_obj(obj, MQ_O_LIST) ? "list" : "string";
+    int64_t len = mq_is_obj(obj, MQ_O_LIST) ? mq_as_list(obj)->len : (int64_t)mq_as_string(obj)->len;
     if (nitems != 1 || kinds[0] != MQ_IXB_VALUE || vals[0].type != MQ_INT)
-      mq_error(S, "a list is indexed by one int");
+      mq_error(S, "a %s is indexed by one int or a slice", what);
     int64_t i = vals[0].as.i;
-    if (i < 0) i += l->len;
-    if (i < 0 || i >= l->len)
-      mq_error(S, "index %lld is out of range for a list of length %d", (long long)vals[0].as.i,
-               l->len);
-    return l->items[i];
+    if (i < 0) i += len;
+    if (i < 0 || i >= len)
+      mq_error(S, "index %lld is out of range for a %s of length %lld", (long long)vals[0].as.i,
+               what, (long long)len);
+    if (mq_is_obj(obj, MQ_O_LIST)) return mq_as_list(obj)->items[i];
+    return mq_objv(mq_string_new(S, mq_as_string(obj)->chars + i, 1));
   }
   if (mq_is_obj(obj, MQ_O_RANGE)) {
     const mq_range *r = mq_as_range(obj);
@@ -431,21 +440,26 @@ static int nested_runs(const mq_state *S) {
   return n;
 }
 
-mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
-  if (nested_runs(S) >= MQ_MAX_NESTED_RUNS)
-    mq_error(S, "stack overflow: more than %d nested imports or host calls into masq",
-             MQ_MAX_NESTED_RUNS);
-  int entry = S->nframes, base = S->stack_len;
-  ensure_stack(S, base + f->nslots + 1);
-  push_frame(S, NULL, f, base);
-  /* The frame holds the code it runs until it returns or is unwound: an
-   * error drains the pool, which may own [f] (an imported module), before
-   * the error is located in f's code. */
-  f->hdr.rc++;
-  size_t mark = mq_pool_mark(S);
+/* One run of the loop: where it began, and its result. */
+typedef struct run_ctx {
+  mq_function *f;
+  bool echo;
+  int entry;   /* frames below belong to the code that started the run */
+  int hbase;   /* try blocks below belong to outer runs */
+  size_t mark; /* the pool's mark when the run began */
+  mq_value result;
+} run_ctx;
+
+/* Runs from the innermost frame's saved place until the run's first frame
+ * returns (c->result) or an error is thrown. */
+static void run_loop(mq_state *S, run_ctx *c) {
+  mq_function *f = c->f;
+  const bool echo = c->echo;
+  const int entry = c->entry;
+  const size_t mark = c->mark;
   mq_vmframe *fr;
   const uint8_t *ip;
-  mq_value *slots, *consts, *sp = S->stack + base;
+  mq_value *slots, *consts, *sp = S->stack + S->stack_len;
   int argc = 0, nkw = 0;
   const mq_list *kwnames = NULL;
   LOAD_FRAME();
@@ -479,6 +493,8 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         mq_global *g = &S->globals[READ_U16()];
         if (MQ_UNLIKELY(!g->defined)) {
           SAVE();
+          const char *like = mq_suggest_name(S, fr->cl ? fr->f : NULL, g->name);
+          if (like) mq_error(S, "undefined variable '%s'; did you mean '%s'?", g->name, like);
           mq_error(S, "undefined variable '%s'", g->name);
         }
         mq_retain(g->value);
@@ -801,11 +817,15 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         mq_value r = POP();
         mq_value *frame_base = S->stack + fr->base;
         while (sp > frame_base) mq_release(S, *--sp);
+        /* a return from inside try blocks ends them */
+        while (S->nhandlers > c->hbase && S->handlers[S->nhandlers - 1].nframes >= S->nframes)
+          S->nhandlers--;
         S->nframes--;
         if (S->nframes == entry) {
           S->stack_len = (int)(sp - S->stack);
           mq_obj_release(S, &f->hdr);
-          return r;
+          c->result = r;
+          return;
         }
         mq_release(S, *--sp); /* the callee */
         PUSH(r);
@@ -814,6 +834,109 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
         mq_pool_drain(S, mark);
         vmbreak;
       }
+      vmcase(TRY) {
+        unsigned d = READ_U16();
+        SAVE();
+        MQ_GROW(S, S->handlers, S->handlers_cap, S->nhandlers + 1);
+        S->handlers[S->nhandlers++] = (mq_handler){S->nframes, S->stack_len,
+                                                   (int)(ip + d - fr->f->code), S->no_grad};
+        vmbreak;
+      }
+      vmcase(END_TRY) {
+        S->nhandlers--;
+        vmbreak;
+      }
+      vmcase(FIELD) {
+        unsigned k = READ_U16(), d = READ_U16();
+        if (mq_is_errval(TOP())) {
+          SAVE();
+          mq_value v;
+          mq_errval_field(S, (const mq_errval *)TOP().as.o, mq_as_string(consts[k])->chars, &v);
+          REPLACE_TOP(1, v);
+          ip += d;
+        }
+        vmbreak;
+      }
+      vmcase(DUP2) {
+        mq_value a = sp[-2], b = sp[-1];
+        mq_retain(a);
+        mq_retain(b);
+        PUSH(a);
+        PUSH(b);
+        vmbreak;
+      }
+      vmcase(SWAP) {
+        mq_value t = sp[-1];
+        sp[-1] = sp[-2];
+        sp[-2] = t;
+        vmbreak;
+      }
     }
   }
+}
+
+/* The error just thrown, if a try block of this run catches it: the value
+ * `catch e` binds, made before the unwinding may free the source it is
+ * located in, then the stack, frames and pool as they were at the try. */
+static bool catch_error(mq_state *S, run_ctx *c, masq_status st) {
+  if (st != MASQ_ERR_RUNTIME || S->nhandlers <= c->hbase) return false;
+  const mq_source *src = NULL;
+  mq_span span = {0, 0, 0};
+  if (S->err_has_span) {
+    span = S->err_span;
+    src = S->err_src ? S->err_src : S->frames[S->nframes - 1].f->src;
+  } else if (!mq_vm_error_span(S, S->nframes - 1, &src, &span)) {
+    src = NULL;
+    span = (mq_span){0, 0, 0};
+  }
+  const char *msg = S->err_message.data ? S->err_message.data : "error";
+  mq_errval *e = mq_errval_new(S, msg, strlen(msg), src, span);
+  mq_handler h = S->handlers[--S->nhandlers];
+  e->hdr.rc++;
+  mq_vm_unwind(S, h.stack_len, h.nframes);
+  mq_pool_drain(S, c->mark);
+  S->stack[S->stack_len++] = mq_objv(e); /* the compiler counted this slot */
+  S->frames[h.nframes - 1].ip = S->frames[h.nframes - 1].f->code + h.catch_pc;
+  S->no_grad = h.no_grad;
+  S->err_has_span = S->pending_span = false;
+  S->err_src = NULL;
+  return true;
+}
+
+mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
+  if (nested_runs(S) >= MQ_MAX_NESTED_RUNS)
+    mq_error(S, "stack overflow: more than %d nested imports or host calls into masq",
+             MQ_MAX_NESTED_RUNS);
+  int base = S->stack_len;
+  run_ctx c = {f, echo, S->nframes, S->nhandlers, 0, mq_none()};
+  ensure_stack(S, base + f->nslots + 1);
+  push_frame(S, NULL, f, base);
+  /* The frame holds the code it runs until it returns or is unwound: an
+   * error drains the pool, which may own [f] (an imported module), before
+   * the error is located in f's code. */
+  f->hdr.rc++;
+  c.mark = mq_pool_mark(S);
+  /* A bare boundary, not mq_protect: an error that no try of this run
+   * catches goes on out with the pool and frames as they are, so the
+   * eval can locate it. */
+  mq_jmp guard;
+  guard.prev = S->errjmp;
+  guard.status = MASQ_OK;
+  S->errjmp = &guard;
+  for (;;) {
+    if (setjmp(guard.buf) == 0) {
+      run_loop(S, &c);
+      break;
+    }
+    S->errjmp = &guard;
+    masq_status st = guard.status;
+    guard.status = MASQ_OK;
+    if (!catch_error(S, &c, st)) {
+      S->errjmp = guard.prev;
+      S->nhandlers = c.hbase;
+      mq_rethrow(S, st);
+    }
+  }
+  S->errjmp = guard.prev;
+  return c.result;
 }

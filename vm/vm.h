@@ -13,6 +13,14 @@ typedef struct mq_vmframe {
   int base;          /* stack index of local slot 0 */
 } mq_vmframe;
 
+/* A try block running: what to go back to when an error is caught. */
+typedef struct mq_handler {
+  int nframes;   /* frames when it began: the try is in frame nframes - 1 */
+  int stack_len; /* values on the stack then */
+  int catch_pc;  /* where its catch block starts in that frame's code */
+  bool no_grad;  /* autograd recording then (set_grad_enabled) */
+} mq_handler;
+
 /* Calls deeper than this raise "stack overflow" (the VM does not recurse on
  * the C stack, so this only bounds memory). */
 #define MQ_MAX_CALL_DEPTH 10000
@@ -22,7 +30,10 @@ typedef struct mq_vmframe {
 #define MQ_MAX_NESTED_RUNS 16
 
 /* Runs top-level function [f]. In [echo] mode expression statements print
- * their value and bind it to `_`. Errors propagate (mq_throw) with the frame
+ * their value and bind it to `_`. A runtime error inside a try block of
+ * this run is caught here: the stack, frames and pool go back to where the
+ * try began and its catch block runs. Other errors (and memory errors and
+ * interrupts, which no try catches) propagate (mq_throw) with the frame
  * stack left in place so the caller can locate them; the caller then calls
  * mq_vm_unwind(). Returns the function's result (retained). */
 MQ_INTERNAL mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo);

@@ -30,7 +30,7 @@ static const err_case cases[] = {
     {"a = \"x\"\nprint(a - 1)", "unsupported operand types for '-': string and int"},
     {"print(-\"a\")", "cannot negate a string"},
     {"print(~\"a\")", "'~' needs a bool or int value or tensor, not a string"},
-    {"l = [1, \"a\"]\nprint(l[0, 1])", "a list is indexed by one int"},
+    {"l = [1, \"a\"]\nprint(l[0, 1])", "a list is indexed by one int or a slice"},
     {"l = [1, \"a\"]\nprint(l[5])", "index 5 is out of range for a list of length 2"},
     {"r = range(5)\nprint(r[0, 1])", "a range is indexed by one int"},
     {"for x in 3 { print(x) }", "cannot iterate over a int"},

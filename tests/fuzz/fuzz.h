@@ -107,12 +107,17 @@ static inline masq_state *fuzz_session_state(fuzz_session *s) {
  * error repeats it with a message; a syntax or runtime error from running
  * source must also say where (line >= 1). [what] names the call. */
 static inline void fuzz_check_status(masq_state *M, masq_status st, const char *what, int located) {
-  if ((int)st < (int)MASQ_OK || (int)st > (int)MASQ_ERR_INTERRUPTED) {
+  if ((int)st < (int)MASQ_OK || (int)st > (int)MASQ_EXIT || st == MASQ_INCOMPLETE) {
     fprintf(stderr, "fuzz: %s returned undocumented status %d\n", what, (int)st);
     abort();
   }
   if (st == MASQ_OK) return;
   const masq_error *e = masq_last_error(M);
+  if (st == MASQ_EXIT) { /* a script's exit(code): no message to render */
+    if (e->status != st || e->exit_code < 0 || e->exit_code > 255 || !e->rendered || e->rendered[0])
+      fuzz_fail("exit() without its code, or with a rendered message", M);
+    return;
+  }
   if (e->status != st) fuzz_fail("masq_last_error() has another status than the call", M);
   if (!e->message || !e->message[0] || !e->rendered || !e->rendered[0])
     fuzz_fail("an error without a message", M);

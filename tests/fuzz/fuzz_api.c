@@ -115,10 +115,11 @@ static void check(fuzz_ctx *c, masq_status st, const char *what) {
 
 /* Aborts unless [st] is one of the statuses [what] may return: MASQ_OK,
  * MASQ_ERR_MEMORY and MASQ_ERR_INTERRUPTED (a pending masq_interrupt()),
- * which are always possible, and those in [allowed] (bits). */
+ * which are always possible, MASQ_EXIT (masq code may call exit()), and
+ * those in [allowed] (bits). */
 static void expect(fuzz_ctx *c, masq_status st, unsigned allowed, const char *what) {
   check(c, st, what);
-  if (st == MASQ_OK || st == MASQ_ERR_MEMORY || st == MASQ_ERR_INTERRUPTED ||
+  if (st == MASQ_OK || st == MASQ_ERR_MEMORY || st == MASQ_ERR_INTERRUPTED || st == MASQ_EXIT ||
       (allowed & 1u << st))
     return;
   fprintf(stderr, "fuzz: %s returned status %d, which it may not\n", what, (int)st);

@@ -121,5 +121,18 @@ expect "-i prompts even on a pipe" "$out" = "masq> 3
 masq> "
 expect "... and exits 0 at the end of input" $status -eq 0
 
+input 'print(1)' 'exit(5)' 'print(2)'
+run -i
+expect "exit(code) in the REPL leaves it ..." "$out" = "masq> 1
+masq> "
+expect "... with that status" $status -eq 5
+
+input 'print(1)' 'exit(4)' 'print(2)'
+run
+expect "exit(code) in a script on stdin ends it with that status" $status -eq 4 -a "$out" = "1"
+
+run -e 'eprint("to", "stderr")' -e 'exit(6)'
+expect "-e: eprint writes to stderr, exit(6) gives status 6" $status -eq 6 -a -z "$out" -a "$err" = "to stderr"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

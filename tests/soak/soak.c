@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MEMORY_CAP = 32 << 20, DEADLINE_MS = 1000, MAX_THREADS = 64, NSTATUS = 7 };
+enum { MEMORY_CAP = 32 << 20, DEADLINE_MS = 1000, MAX_THREADS = 64, NSTATUS = 8 };
 
 typedef enum kind { GOOD, RUNTIME_ERROR, SYNTAX_ERROR, HUNGRY, ENDLESS, NKINDS } kind;
 

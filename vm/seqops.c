@@ -1,0 +1,116 @@
+/* seqops.c - ==, `in` and slices of lists, strings and ranges. */
+#include "seqops.h"
+
+#include "../core/range.h"
+#include "builtin.h"
+
+static bool equal_at(mq_state *S, mq_value a, mq_value b, int depth) {
+  if (mq_is_number(a) && mq_is_number(b)) {
+    if (a.type == MQ_FLOAT || b.type == MQ_FLOAT) {
+      double x = a.type == MQ_FLOAT ? a.as.f : a.type == MQ_INT ? (double)a.as.i : (double)a.as.b;
+      double y = b.type == MQ_FLOAT ? b.as.f : b.type == MQ_INT ? (double)b.as.i : (double)b.as.b;
+      return x == y;
+    }
+    int64_t x = a.type == MQ_INT ? a.as.i : (int64_t)a.as.b, y = b.type == MQ_INT ? b.as.i : (int64_t)b.as.b;
+    return x == y;
+  }
+  if (a.type != b.type) return false;
+  if (a.type == MQ_NONE) return true;
+  if (a.type != MQ_OBJ) return false;
+  if (a.as.o == b.as.o) return true;
+  if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) {
+    const mq_string *x = mq_as_string(a), *y = mq_as_string(b);
+    return x->len == y->len && memcmp(x->chars, y->chars, x->len) == 0;
+  }
+  if (mq_is_obj(a, MQ_O_LIST) && mq_is_obj(b, MQ_O_LIST)) {
+    const mq_list *x = mq_as_list(a), *y = mq_as_list(b);
+    if (x->len != y->len) return false;
+    if (depth >= MQ_EQ_MAX_DEPTH)
+      mq_error(S, "cannot compare lists nested more than %d deep (a list holding itself?)", MQ_EQ_MAX_DEPTH);
+    for (int i = 0; i < x->len; i++) {
+      if (!equal_at(S, x->items[i], y->items[i], depth + 1)) return false;
+      if (i % 1024 == 1023) mq_poll(S);
+    }
+    return true;
+  }
+  return false;
+}
+
+bool mq_values_equal(mq_state *S, mq_value a, mq_value b) { return equal_at(S, a, b, 0); }
+
+bool mq_contains(mq_state *S, mq_value seq, mq_value item) {
+  if (mq_is_obj(seq, MQ_O_LIST)) {
+    const mq_list *l = mq_as_list(seq);
+    for (int i = 0; i < l->len; i++) {
+      if (mq_values_equal(S, l->items[i], item)) return true;
+      if (i % 1024 == 1023) mq_poll(S);
+    }
+    return false;
+  }
+  if (mq_is_obj(seq, MQ_O_STRING)) {
+    if (!mq_is_obj(item, MQ_O_STRING))
+      mq_error(S, "'in <string>' needs a string on the left, not %s", mq_value_type_name(item));
+    const mq_string *h = mq_as_string(seq), *n = mq_as_string(item);
+    if (n->len == 0) return true;
+    for (size_t i = 0; i + n->len <= h->len; i++)
+      if (memcmp(h->chars + i, n->chars, n->len) == 0) return true;
+    return false;
+  }
+  if (mq_is_obj(seq, MQ_O_RANGE)) {
+    const mq_range *r = mq_as_range(seq);
+    int64_t v;
+    if (item.type == MQ_INT) v = item.as.i;
+    else if (item.type == MQ_BOOL) v = item.as.b;
+    else if (item.type == MQ_FLOAT && item.as.f == (double)(int64_t)item.as.f && item.as.f < 9.3e18 && item.as.f > -9.3e18) v = (int64_t)item.as.f;
+    else return false;
+    if (r->len == 0) return false;
+    /* within [start, last] and on a step: in uint64, whose wrapping is exact */
+    int64_t last = mq_range_at(r, r->len - 1);
+    if (r->step > 0 ? (v < r->start || v > last) : (v > r->start || v < last)) return false;
+    uint64_t off = r->step > 0 ? (uint64_t)v - (uint64_t)r->start : (uint64_t)r->start - (uint64_t)v;
+    uint64_t step = r->step > 0 ? (uint64_t)r->step : 0 - (uint64_t)r->step;
+    return off % step == 0;
+  }
+  if (mq_is_tensor(seq) || mq_is_obj(seq, MQ_O_SPARSE))
+    mq_error(S, "'in' of a tensor is ambiguous with masks; write any(t == x)");
+  mq_error(S, "'in' needs a list, a string or a range on the right, not %s", mq_value_type_name(seq));
+}
+
+/* Python's slice.indices: the start and the count of a slice of a
+ * sequence of [len] items. */
+static int64_t slice_span(mq_state *S, int64_t len, const bool has[3], const mq_value bound[3],
+                          int64_t *start, int64_t *step) {
+  *step = has[2] && bound[2].type != MQ_NONE ? mq_arg_int(S, bound[2], "slice step") : 1;
+  if (*step == 0) mq_error(S, "slice step cannot be zero");
+  bool back = *step < 0;
+  int64_t lo = back ? -1 : 0, hi = back ? len - 1 : len, b[2];
+  for (int i = 0; i < 2; i++) {
+    if (!has[i] || bound[i].type == MQ_NONE) {
+      b[i] = i == 0 ? (back ? hi : lo) : (back ? lo : hi);
+      continue;
+    }
+    int64_t v = mq_arg_int(S, bound[i], i == 0 ? "slice start" : "slice stop");
+    if (v < 0) v = v < -len ? lo : v + len;
+    b[i] = v < lo ? lo : v > hi ? hi : v;
+  }
+  *start = b[0];
+  if (back) return b[0] > b[1] ? (b[0] - b[1] - 1) / -*step + 1 : 0;
+  return b[1] > b[0] ? (b[1] - b[0] - 1) / *step + 1 : 0;
+}
+
+mq_value mq_slice_seq(mq_state *S, mq_value seq, const bool has[3], const mq_value bound[3]) {
+  int64_t start, step, n;
+  if (mq_is_obj(seq, MQ_O_LIST)) {
+    const mq_list *l = mq_as_list(seq);
+    n = slice_span(S, l->len, has, bound, &start, &step);
+    mq_list *out = mq_list_new(S, (int)n);
+    for (int64_t k = 0; k < n; k++) mq_list_push(S, out, l->items[start + k * step]);
+    return mq_objv(out);
+  }
+  const mq_string *s = mq_as_string(seq);
+  if (s->len > (size_t)INT64_MAX) mq_error(S, "string too long to slice");
+  n = slice_span(S, (int64_t)s->len, has, bound, &start, &step);
+  char *buf = mq_scratch(S, (size_t)n + 1);
+  for (int64_t k = 0; k < n; k++) buf[k] = s->chars[start + k * step];
+  return mq_objv(mq_string_new(S, buf, (size_t)n));
+}

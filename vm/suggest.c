@@ -1,0 +1,63 @@
+/* suggest.c - "did you mean" for a name that is not defined. */
+#include "suggest.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+
+#define MAX_NAME 64
+
+/* The optimal string alignment distance (Levenshtein plus swaps of two
+ * neighbours), letter case ignored, or [cap] + 1 when it is more than cap. */
+static int distance(const char *a, const char *b, int cap) {
+  int n = (int)strlen(a), m = (int)strlen(b);
+  if (n > MAX_NAME || m > MAX_NAME || abs(n - m) > cap) return cap + 1;
+  int d[MAX_NAME + 1][MAX_NAME + 1];
+  for (int i = 0; i <= n; i++) d[i][0] = i;
+  for (int j = 0; j <= m; j++) d[0][j] = j;
+  for (int i = 1; i <= n; i++)
+    for (int j = 1; j <= m; j++) {
+      int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+      int v = d[i - 1][j - 1] + !same;
+      if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+          tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) && d[i - 2][j - 2] + 1 < v)
+        v = d[i - 2][j - 2] + 1;
+      d[i][j] = v;
+    }
+  return d[n][m] > cap ? cap + 1 : d[n][m];
+}
+
+typedef struct best {
+  const char *name;
+  int dist, cap;
+  bool exact_case; /* the best differs only in letter case */
+} best;
+
+static void consider(best *b, const char *want, const char *cand) {
+  if (!cand || strcmp(want, cand) == 0) return;
+  int d = distance(want, cand, b->cap);
+  if (d > b->cap) return;
+  bool ci = d == 0; /* the same but for case: the likeliest */
+  if (!b->name || (ci && !b->exact_case) || (!b->exact_case && d < b->dist)) {
+    b->name = cand;
+    b->dist = d;
+    b->exact_case = ci;
+  }
+}
+
+const char *mq_suggest_name(const mq_state *S, const mq_function *f, const char *name) {
+  static const char *const aliases[][2] = {
+      {"None", "none"}, {"null", "none"}, {"nil", "none"}, {"NULL", "none"},
+      {"True", "true"}, {"False", "false"}, {"self", NULL},
+  };
+  for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+    if (strcmp(name, aliases[i][0]) == 0) return aliases[i][1];
+  int len = (int)strlen(name);
+  best b = {NULL, 0, len / 3, false};
+  if (f)
+    for (int i = 0; i < f->nnames; i++) consider(&b, name, f->names[i]);
+  for (int i = 0; i < S->nglobals; i++)
+    if (S->globals[i].defined) consider(&b, name, S->globals[i].name);
+  return b.name;
+}
