@@ -146,13 +146,14 @@ static mq_tensor *dense_result(mq_state *S, mq_binop op, bool left, mq_tensor *s
   size_t es = mq_dtype_size((mq_dtype)at->dtype);
   if (!left && spare == d && !MQ_AG_REQ(s) && !s->node &&
       mq_reusable(d, (mq_dtype)at->dtype, s->ndim, s->shape)) {
-    mq_tensor *out = mq_reuse(S, d);
+    /* everything that may fail first; then no poll: a write stopped
+     * half-way would show in d's variable */
+    mq_tensor *out = mq_reuse(S, d), *r = d->mask ? mq_masked(S, out, d->mask) : out;
     const char *v = mq_tensor_data(mq_contiguous(S, at));
     char *o = mq_tensor_data(out);
-    /* no poll: a write stopped half-way would show in d's variable */
     for (int64_t k = 0; k < s->sparse->nnz; k++)
       memcpy(o + (size_t)keys[k] * es, v + (size_t)k * es, es);
-    return d->mask ? mq_masked(S, out, d->mask) : out;
+    return r;
   }
   mq_tensor *zero = mq_tensor_full(S, (mq_dtype)s->dtype, 1, &one, op == MQ_BIN_ADD ? -0.0 : 0.0);
   mq_tensor *base = op_on(S, op, left, zero, mq_expand(S, d, s->ndim, s->shape));
