@@ -172,6 +172,35 @@ static mq_tensor *dense_result(mq_state *S, mq_binop op, bool left, mq_tensor *s
   return base->mask ? mq_masked(S, out, base->mask) : out;
 }
 
+/* d = d + s or d - s into a dying float [d] (mq_reusable) of the result's
+ * dtype [dt]: each stored position read, added to and written in one
+ * scattered pass (a gather, the op and a scatter would be two), with the
+ * same float expression as the strided kernel (x + y, x - y in dt), so the
+ * same bits. Keys are distinct (a sparse tensor is coalesced). Everything
+ * that may fail comes before the first write, and the loop does not poll:
+ * a write stopped half-way would show in d's variable. */
+static mq_tensor *update_in_place(mq_state *S, mq_binop op, mq_tensor *s, mq_tensor *d,
+                                  mq_dtype dt) {
+  const int64_t *keys = mq_sparse_keys(S, s);
+  mq_tensor *v = mq_contiguous(S, mq_astype(S, s->sparse->values, dt));
+  mq_tensor *out = mq_reuse(S, d), *r = d->mask ? mq_masked(S, out, d->mask) : out;
+  int64_t nnz = s->sparse->nnz;
+  bool sub = op == MQ_BIN_SUB;
+#define UPDATE(T)                                                              \
+  do {                                                                         \
+    T *o = mq_tensor_data(out);                                                \
+    const T *w = mq_tensor_data(v);                                            \
+    if (sub)                                                                   \
+      for (int64_t k = 0; k < nnz; k++) o[keys[k]] = o[keys[k]] - w[k];        \
+    else                                                                       \
+      for (int64_t k = 0; k < nnz; k++) o[keys[k]] = o[keys[k]] + w[k];        \
+  } while (0)
+  if (dt == MQ_DT_F32) UPDATE(float);
+  else UPDATE(double);
+#undef UPDATE
+  return r;
+}
+
 static bool keeps_zero(mq_binop op) {
   return op == MQ_BIN_MUL || op == MQ_BIN_LAND || op == MQ_BIN_BAND;
 }
@@ -200,6 +229,13 @@ mq_tensor *mq_sparse_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_ten
     mq_error(S, "%s: the dense operand of size %s would broadcast the %s one of size %s; a "
                 "sparse tensor is not broadcast", name, mq_shape_str(S, d->ndim, d->shape),
              lname(s), mq_shape_str(S, s->ndim, s->shape));
+  if (!s->mask && (op == MQ_BIN_ADD || op == MQ_BIN_SUB) && !left && spare == d &&
+      !MQ_AG_REQ(s) && !s->node) {
+    mq_tensor *ts[2] = {d, s};
+    mq_dtype dt = mq_result_type(2, ts);
+    if (mq_dtype_is_float(dt) && mq_reusable(d, dt, s->ndim, s->shape))
+      return update_in_place(S, op, s, d, dt);
+  }
   mq_tensor *g = gather_masked(S, s, d);
   if (!s->mask && (op == MQ_BIN_ADD || op == MQ_BIN_SUB)) return dense_result(S, op, left, s, d, g, spare);
   if (!s->mask && !keeps_zero(op))

@@ -61,6 +61,17 @@ int main(void) {
   expect("x = none", "for i in range(4) { x = rand(10)\n x = x + rand(2, 10) }", 0);
   expect("x = none", "for i in range(4) { x = rand(10)\n x = x + rand(10) }", 4);
   expect("x = rand(10) < 0.5", "for i in range(4) { x = x | true }", 0);
+  /* dense + sparse: float updates in one pass, int64 through the gathered sum */
+  expect("x = rand(10, dtype=\"float64\")\ns = sparse_coo([[3]], [1.0], [10])",
+         "for i in range(4) { x = x + s }", 3);
+  expect("x = rand(10)\ns = sparse_coo([[3]], rand(1, dtype=\"float64\"), [10])",
+         "for i in range(4) { x = x + s }", 3); /* the first float64 result is new */
+  expect("x = none\ns = sparse_coo([[3]], rand(1, dtype=\"float64\"), [10])",
+         "for i in range(4) { x = rand(10)\n x = x + s }", 0);
+  expect("x = arange(10)\ns = sparse_coo([[3]], [7], [10])", "for i in range(4) { x = x - s }", 3);
+  expect("x = masked(rand(10), rand(10) < 0.5)\ns = sparse_coo([[3]], [1.0], [10])",
+         "for i in range(4) { x = x.add(s, alpha=3) }", 3);
+  expect("x = rand(10)\ns = sparse_coo([[3]], [1.0], [10])", "for i in range(4) { x = s + x }", 0);
   /* masked: the mask is shared, never written */
   expect("x = masked(rand(10), rand(10) < 0.5)", "for i in range(4) { x = x * 2 }", 3);
   printf("test_reuse: %d passed, %d failed\n", passed, failed);
