@@ -226,18 +226,22 @@ void mq_error(mq_state *S, const char *fmt, ...) {
 masq_status mq_protect(mq_state *S, mq_pfunc fn, void *ud) {
   mq_jmp j;
   size_t mark = S->pool_len;
+  int defer = S->defer_interrupts;
   j.prev = S->errjmp;
   j.status = MASQ_OK;
   S->errjmp = &j;
   if (setjmp(j.buf) == 0) fn(S, ud);
   S->errjmp = j.prev;
-  if (j.status != MASQ_OK) mq_pool_drain(S, mark);
+  if (j.status != MASQ_OK) {
+    mq_pool_drain(S, mark);
+    S->defer_interrupts = defer;
+  }
   return j.status;
 }
 
 bool mq_interrupt_pending(mq_state *S) {
   if (!S->interrupted && S->cfg.interrupt && S->cfg.interrupt(S->cfg.interrupt_ud)) S->interrupted = 1;
-  return S->interrupted != 0;
+  return S->interrupted != 0 && S->defer_interrupts == 0;
 }
 
 void mq_check_interrupt(mq_state *S) {

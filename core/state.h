@@ -145,6 +145,20 @@ struct mq_state {
   int exit_code; /* exit(code) of the script, with MASQ_EXIT */
   volatile int interrupted; /* set by masq_interrupt(), maybe from a signal */
   unsigned poll_counter;
+  /* While > 0, polls report no interrupt (the flag stays set for the next
+   * poll after): an op writing its result into a dying operand's storage
+   * (runtime/tensor.h, mq_reusable) must not stop half-way, or the
+   * variable that still holds the operand would see half a result.
+   * mq_protect puts it back when an error crosses it. */
+  int defer_interrupts;
+  /* The dying first argument the VM hands to the builtin it calls
+   * (vm/vm.c, dying_operand): set by mq_builtin_call before every call,
+   * taken (read and cleared) only by the builtins that opt in, first
+   * thing (mq_take_spare). */
+  mq_tensor *spare;
+  /* How many results went into a dying operand's storage (runtime/tensor.h,
+   * mq_reuse): what the tests read to see that reuse happens. */
+  long reused;
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
   int nthreads;  /* threads a large kernel may use, 0: not counted yet (runtime/parallel.h) */
   mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */

@@ -255,6 +255,11 @@ mq_ewise_fn mq_pow_number_kernel(mq_dtype dt) {
 }
 
 mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b) {
+  return mq_binary_spare(S, op, a, b, NULL);
+}
+
+mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
+                           mq_tensor *spare) {
   if ((unsigned)op >= MQ_BIN__COUNT) mq_error(S, "bad binary op");
   const binary_def *def = &defs[op];
   mq_tensor *in[2] = {a, b};
@@ -293,16 +298,25 @@ mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b) {
   else if ((op == MQ_BIN_POW || op == MQ_BIN_FLOAT_POWER) && mq_dtype_is_float(ct) && in[1]->weak)
     k = mq_pow_number_kernel(ct);
 
+  /* Decided before mq_operand, whose data view of a masked [a] shares its
+   * storage. An operand in a graph is read again by backward: none here. */
+  bool reuse = spare && spare == in[0] && a == spare && !MQ_AG_REQ(b) && !b->node &&
+               mq_reusable(a, out_dt, nd, shape);
+  mq_tensor *out = reuse ? mq_reuse(S, a) : NULL;
   mq_tensor *x = mq_operand(S, a, ct, nd, shape), *y = mq_operand(S, b, ct, nd, shape);
   if (ct == MQ_DT_I64) {
     if (op == MQ_BIN_POW) check_int_exponent(S, y, mask);
     if (def->int_divisor) mq_check_int_divisor(S, y, mask, bin_names[op]);
   }
-  mq_tensor *out = mq_tensor_new(S, out_dt, nd, shape);
+  if (!out) out = mq_tensor_new(S, out_dt, nd, shape);
   mq_tensor *ts[3] = {out, x, y};
   mq_iter it;
   mq_iter_init(&it, 3, ts);
+  /* In place, the kernel runs to its end: an interrupt waits until after
+   * it (each element reads x[i] before writing out[i], the same place) */
+  S->defer_interrupts += reuse;
   mq_ewise_run(S, k, &it, NULL);
+  S->defer_interrupts -= reuse;
   if (mask) mq_tensor_set_mask(S, out, mask);
   out->weak = in[0]->weak && in[1]->weak;
   mq_ag_binary(S, out, op, in[0], in[1]);

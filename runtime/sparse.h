@@ -178,6 +178,10 @@ MQ_INTERNAL mq_tensor *mq_sparse_like(mq_state *S, const mq_tensor *like, mq_ten
  * strided result. [name] prefixes errors. */
 MQ_INTERNAL mq_tensor *mq_sparse_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
                                         const char *name);
+/* The same with a dying operand (mq_binary_spare): a dense left operand of
+ * add or sub with a plain sparse one takes the result in place, O(nnz). */
+MQ_INTERNAL mq_tensor *mq_sparse_binary_spare(mq_state *S, mq_binop op, mq_tensor *a,
+                                              mq_tensor *b, const char *name, mq_tensor *spare);
 /* [a', b'] on one structure: the positions stored in both ([both]: torch's
  * intersection, valid where valid in both), or in either (a position one
  * lacks holds 0: valid in a plain tensor, masked out in a masked one). */

@@ -149,20 +149,38 @@ static mq_tensor *both_sparse(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor 
  * own fresh tensor: when nothing else holds its storage (and autograd did
  * not record it) the stored values go straight into it, one pass over
  * numel instead of two (the sparse Adagrad step is two such adds). */
+/* Unstored entries are zeros, and for add the zero is -0.0, the exact
+ * identity of IEEE addition (x + -0.0 is x for every x, -0.0 included,
+ * where +0.0 turns -0.0 into +0.0): so d + s and s + d hold d's own bits
+ * at the unstored positions, as torch's dense + sparse (a copy of the
+ * dense operand with the values added at the stored positions) does, and
+ * a dying d can take the result in place, touching only the stored
+ * positions (d - s holds them too: x - +0.0 is x). */
 static mq_tensor *dense_result(mq_state *S, mq_binop op, bool left, mq_tensor *s, mq_tensor *d,
-                               mq_tensor *g) {
+                               mq_tensor *g, mq_tensor *spare) {
   int64_t one = 1;
-  mq_tensor *zero = mq_tensor_full(S, (mq_dtype)s->dtype, 1, &one, 0);
-  mq_tensor *base = op_on(S, op, left, zero, mq_expand(S, d, s->ndim, s->shape));
   mq_tensor *at = mq_get_data(S, op_on(S, op, left, s->sparse->values, g));
+  int64_t *keys = mq_sparse_keys(S, s);
+  size_t es = mq_dtype_size((mq_dtype)at->dtype);
+  if (!left && spare == d && !MQ_AG_REQ(s) && !s->node &&
+      mq_reusable(d, (mq_dtype)at->dtype, s->ndim, s->shape)) {
+    /* everything that may fail first; then no poll: a write stopped
+     * half-way would show in d's variable */
+    mq_tensor *out = mq_reuse(S, d), *r = d->mask ? mq_masked(S, out, d->mask) : out;
+    const char *v = mq_tensor_data(mq_contiguous(S, at));
+    char *o = mq_tensor_data(out);
+    for (int64_t k = 0; k < s->sparse->nnz; k++)
+      memcpy(o + (size_t)keys[k] * es, v + (size_t)k * es, es);
+    return r;
+  }
+  mq_tensor *zero = mq_tensor_full(S, (mq_dtype)s->dtype, 1, &one, op == MQ_BIN_ADD ? -0.0 : 0.0);
+  mq_tensor *base = op_on(S, op, left, zero, mq_expand(S, d, s->ndim, s->shape));
   mq_tensor *src = mq_contiguous(S, mq_get_data(S, base));
-  size_t es = mq_dtype_size((mq_dtype)src->dtype);
   mq_tensor *out = src;
   if (src == d || src->storage->rc != 1 || src->node || src->requires_grad || src->offset) {
     out = mq_tensor_new(S, (mq_dtype)src->dtype, src->ndim, src->shape);
     if (out->numel) memcpy(mq_tensor_data(out), mq_tensor_data(src), (size_t)out->numel * es);
   }
-  int64_t *keys = mq_sparse_keys(S, s);
   const char *v = mq_tensor_data(mq_contiguous(S, at));
   char *o = mq_tensor_data(out);
   for (int64_t k = 0; k < s->sparse->nnz; k++) {
@@ -172,12 +190,46 @@ static mq_tensor *dense_result(mq_state *S, mq_binop op, bool left, mq_tensor *s
   return base->mask ? mq_masked(S, out, base->mask) : out;
 }
 
+/* d = d + s or d - s into a dying float [d] (mq_reusable) of the result's
+ * dtype [dt]: each stored position read, added to and written in one
+ * scattered pass (a gather, the op and a scatter would be two), with the
+ * same float expression as the strided kernel (x + y, x - y in dt), so the
+ * same bits. Keys are distinct (a sparse tensor is coalesced). Everything
+ * that may fail comes before the first write, and the loop does not poll:
+ * a write stopped half-way would show in d's variable. */
+static mq_tensor *update_in_place(mq_state *S, mq_binop op, mq_tensor *s, mq_tensor *d,
+                                  mq_dtype dt) {
+  const int64_t *keys = mq_sparse_keys(S, s);
+  mq_tensor *v = mq_contiguous(S, mq_astype(S, s->sparse->values, dt));
+  mq_tensor *out = mq_reuse(S, d), *r = d->mask ? mq_masked(S, out, d->mask) : out;
+  int64_t nnz = s->sparse->nnz;
+  bool sub = op == MQ_BIN_SUB;
+#define UPDATE(T)                                                              \
+  do {                                                                         \
+    T *o = mq_tensor_data(out);                                                \
+    const T *w = mq_tensor_data(v);                                            \
+    if (sub)                                                                   \
+      for (int64_t k = 0; k < nnz; k++) o[keys[k]] = o[keys[k]] - w[k];        \
+    else                                                                       \
+      for (int64_t k = 0; k < nnz; k++) o[keys[k]] = o[keys[k]] + w[k];        \
+  } while (0)
+  if (dt == MQ_DT_F32) UPDATE(float);
+  else UPDATE(double);
+#undef UPDATE
+  return r;
+}
+
 static bool keeps_zero(mq_binop op) {
   return op == MQ_BIN_MUL || op == MQ_BIN_LAND || op == MQ_BIN_BAND;
 }
 
 mq_tensor *mq_sparse_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
                             const char *name) {
+  return mq_sparse_binary_spare(S, op, a, b, name, NULL);
+}
+
+mq_tensor *mq_sparse_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
+                                  const char *name, mq_tensor *spare) {
   if (a->sparse && b->sparse) return both_sparse(S, op, a, b, name);
   bool left = a->sparse != NULL;
   mq_tensor *s = left ? a : b, *d = left ? b : a;
@@ -195,12 +247,18 @@ mq_tensor *mq_sparse_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b
     mq_error(S, "%s: the dense operand of size %s would broadcast the %s one of size %s; a "
                 "sparse tensor is not broadcast", name, mq_shape_str(S, d->ndim, d->shape),
              lname(s), mq_shape_str(S, s->ndim, s->shape));
-  if (!s->mask && (op == MQ_BIN_ADD || op == MQ_BIN_SUB)) {
-    if (MQ_UNLIKELY(s->requires_grad || d->requires_grad)) /* the same values, recorded */
-      return op_on(S, op, left, mq_sparse_to_dense(S, s), d);
-    return dense_result(S, op, left, s, d, gather_masked(S, s, d));
+  if (!s->mask && (op == MQ_BIN_ADD || op == MQ_BIN_SUB) && !left && spare == d &&
+      !MQ_AG_REQ(s) && !s->node) {
+    mq_tensor *ts[2] = {d, s};
+    mq_dtype dt = mq_result_type(2, ts);
+    if (mq_dtype_is_float(dt) && mq_reusable(d, dt, s->ndim, s->shape))
+      return update_in_place(S, op, s, d, dt);
   }
+  if (!s->mask && (op == MQ_BIN_ADD || op == MQ_BIN_SUB) &&
+      MQ_UNLIKELY(s->requires_grad || d->requires_grad)) /* the same values, recorded */
+    return op_on(S, op, left, mq_sparse_to_dense(S, s), d);
   mq_tensor *g = gather_masked(S, s, d);
+  if (!s->mask && (op == MQ_BIN_ADD || op == MQ_BIN_SUB)) return dense_result(S, op, left, s, d, g, spare);
   if (!s->mask && !keeps_zero(op))
     mq_error(S, "%s of a plain %s tensor and a dense one would compute every unstored entry; "
                 "masked(x) keeps the result at the stored entries, to_dense(x) computes all",

@@ -392,6 +392,19 @@ bool mq_tensor_is_contiguous(const mq_tensor *t) {
   return true;
 }
 
+bool mq_reusable(const mq_tensor *t, mq_dtype dt, int nd, const int64_t *shape) {
+  if (!t || t->layout || t->sparse || t->dtype != dt || dt == MQ_DT_BOOL || t->weak) return false;
+  if (t->requires_grad || t->grad || t->node) return false;
+  if (t->storage->rc != 1 || t->storage->release || t->offset != 0) return false;
+  if (t->ndim != nd || memcmp(t->shape, shape, (size_t)nd * sizeof *shape) != 0) return false;
+  return mq_tensor_is_contiguous(t);
+}
+
+mq_tensor *mq_reuse(mq_state *S, mq_tensor *t) {
+  S->reused++;
+  return mq_tensor_view(S, t, t->ndim, t->shape, t->strides, 0);
+}
+
 mq_tensor *mq_contiguous(mq_state *S, mq_tensor *t) {
   bool mask_ok = !t->mask || mq_tensor_is_contiguous(t->mask);
   if (mq_tensor_is_contiguous(t) && mask_ok) return t;

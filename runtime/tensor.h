@@ -200,6 +200,29 @@ MQ_INTERNAL mq_tensor *mq_clamp(mq_state *S, mq_tensor *t, mq_tensor *lo, mq_ten
  * broadcast to the result shape. Comparisons give bool; div of ints gives
  * float32. */
 MQ_INTERNAL mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b);
+/* Reuse of a dying operand ("functional but in place", as Koka, Swift and
+ * Lean do): mq_binary with [spare], an operand the caller knows nobody can
+ * see after the op (vm/vm.c, dying_operand: the variable about to be
+ * overwritten by the result is its one other holder). When [spare] is [a]
+ * and mq_reusable says its storage may take the result, the result is
+ * written there instead of into a fresh tensor; otherwise (or spare NULL)
+ * this is mq_binary. The values are the same bits either way. */
+MQ_INTERNAL mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
+                                       mq_tensor *spare);
+/* Whether dying [t] may take a result of dtype [dt] and [shape] in its
+ * storage: a strided, contiguous, non-bool tensor of that dtype and shape
+ * that is the only view of a storage masq allocated (not host memory a
+ * host wrapped, so never written behind the host's back), outside
+ * autograd (not requiring grad, no grad, no node: a graph may read its
+ * values later). Bool storages are left alone: they are what masks are
+ * made of, and validity summaries cached on a mask storage (wt-summary,
+ * runtime/masksum.h) would go stale; admitting them needs
+ * mq_masksum_drop(storage) before the write. A mask is never written in
+ * place: a reused result shares or copies its mask as a fresh one would. */
+MQ_INTERNAL bool mq_reusable(const mq_tensor *t, mq_dtype dt, int nd, const int64_t *shape);
+/* A new plain tensor object over dying [t]'s storage (same geometry), for
+ * the result to be written into; counts S->reused. */
+MQ_INTERNAL mq_tensor *mq_reuse(mq_state *S, mq_tensor *t);
 /* where(cond, a, b): cond plain bool; data and mask picked from a or b
  * (a plain branch counts as all valid), masks need not match. */
 MQ_INTERNAL mq_tensor *mq_where(mq_state *S, mq_tensor *cond, mq_tensor *a, mq_tensor *b);

@@ -83,11 +83,12 @@ MQ_BINARY_OPS(X)
 /* torch's alpha: x + alpha * y (alpha a number, weak like any literal, so
  * an int alpha keeps int tensors int). */
 static mq_value add_scaled(mq_state *S, mq_value *args, mq_binop op) {
+  mq_tensor *spare = mq_take_spare(S); /* a dying x takes the result (vm/builtin.h) */
   mq_tensor *y = TW(1, "y");
   if (!mq_is_number(args[2])) mq_error(S, "alpha must be a number, not a %s", mq_value_type_name(args[2]));
   if (!(args[2].type == MQ_INT && args[2].as.i == 1))
     y = mq_binary(S, MQ_BIN_MUL, y, mq_tensor_from_value(S, args[2], "alpha"));
-  RET(mq_binary(S, op, TW(0, "x"), y));
+  RET(mq_binary_spare(S, op, TW(0, "x"), y, spare));
 }
 static mq_value lib_bin_ADD(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_ADD); }
 static mq_value lib_bin_SUB(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_SUB); }

@@ -39,6 +39,7 @@ static bool binary_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
   while (i < n && strcmp(binops[i].name, b->name) != 0) i++;
   if (i == n) return false;
   mq_binop op = binops[i].op;
+  mq_tensor *spare = mq_take_spare(S); /* a dying x takes the result (vm/builtin.h) */
   mq_tensor *x = any_arg(S, args[0], "x"), *y = any_arg(S, args[1], "y");
   if (b->nparams == 3 && strcmp(b->params[2].name, "alpha") == 0) {
     if (!mq_is_number(args[2]))
@@ -54,8 +55,8 @@ static bool binary_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
     else if (strcmp(mode, "floor") == 0) op = MQ_BIN_FLOORDIV;
     else return false; /* the strided builtin explains */
   }
-  *out = mq_objv(x->sparse || y->sparse ? mq_sparse_binary(S, op, x, y, b->name)
-                                        : mq_binary(S, op, x, y));
+  *out = mq_objv(x->sparse || y->sparse ? mq_sparse_binary_spare(S, op, x, y, b->name, spare)
+                                        : mq_binary_spare(S, op, x, y, spare));
   return true;
 }
 

@@ -207,7 +207,7 @@ void mq_builtin_close(mq_state *S) {
 /* --- calls --------------------------------------------------------------------- */
 
 mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int nargs, int nkw,
-                         const mq_list *kwnames) {
+                         const mq_list *kwnames, mq_tensor *spare) {
   mq_value args[MQ_MAX_PARAMS];
   bool given[MQ_MAX_PARAMS] = {0};
   int npos = nargs - nkw, nfixed = b->rest >= 0 ? b->rest : b->nparams;
@@ -257,6 +257,9 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
     args[j] = b->params[j].dflt;
   }
   mq_value r;
+  /* set for every call, so that a builtin that takes it never sees one
+   * meant for another call */
+  S->spare = spare;
   if (!b->host && b->nparams > 0 &&
       (mq_is_sparse(args[0]) || (b->nparams > 1 && mq_is_sparse(args[1]))) &&
       S->hooks.sparse_call && S->hooks.sparse_call(S, b, args, &r))

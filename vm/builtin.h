@@ -94,7 +94,17 @@ MQ_INTERNAL void mq_builtin_init_kind(mq_state *S);
  * builtin whose first argument is sparse goes first to S->hooks.sparse_call
  * (the library's sparse form of it, if it has one). */
 MQ_INTERNAL mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv,
-                                     int nargs, int nkw, const mq_list *kwnames);
+                                     int nargs, int nkw, const mq_list *kwnames,
+                                     mq_tensor *spare);
+/* [spare] is the first argument when the VM knows it dying (vm/vm.c,
+ * dying_operand), else NULL; builtins that can write their result into
+ * it take it with mq_take_spare, first thing, and hand it to the runtime
+ * (mq_binary_spare); every other builtin ignores it. */
+static inline mq_tensor *mq_take_spare(mq_state *S) {
+  mq_tensor *t = S->spare;
+  S->spare = NULL;
+  return t;
+}
 
 /* The unary op builtin [b] is exactly (one parameter x, the result
  * mq_unary(op, x) for a tensor x: its row's kind is MQ_BK_UNARY), or -1:

@@ -161,30 +161,31 @@ static bool tensor_like(mq_value v) { return mq_is_tensor(v) || mq_is_obj(v, MQ_
 
 /* An operator with a sparse operand (runtime/sparse.h): the ops on stored
  * values, or SpMM for @. */
-static mq_value sparse_binary(mq_state *S, int op, mq_value a, mq_value b) {
+static mq_value sparse_binary(mq_state *S, int op, mq_value a, mq_value b, mq_tensor *spare) {
   mq_tensor *x = mq_is_sparse(a) ? mq_as_tensor_any(a) : mq_tensor_from_value(S, a, "left operand");
   mq_tensor *y = mq_is_sparse(b) ? mq_as_tensor_any(b) : mq_tensor_from_value(S, b, "right operand");
   if (op == MQ_TOK_MATMUL) return mq_objv(mq_sparse_matmul(S, x, y));
   int bop = token_to_binop[op];
   if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors yet", token_text[op]);
-  return mq_objv(mq_sparse_binary(S, (mq_binop)bop, x, y, token_text[op]));
+  return mq_objv(mq_sparse_binary_spare(S, (mq_binop)bop, x, y, token_text[op], spare));
 }
 
-static mq_value binary(mq_state *S, int op, mq_value a, mq_value b) {
+/* [spare]: a dying left operand (dying_operand), or NULL. */
+static mq_value binary(mq_state *S, int op, mq_value a, mq_value b, mq_tensor *spare) {
   if (op == MQ_TOK_IN) return mq_bool(mq_contains(S, b, a));
   if (is_scalar(a) && is_scalar(b)) return scalar_binary(S, op, a, b);
   bool tensors = (tensor_like(a) || is_scalar(a) || mq_is_obj(a, MQ_O_LIST)) &&
                  (tensor_like(b) || is_scalar(b) || mq_is_obj(b, MQ_O_LIST)) &&
                  (tensor_like(a) || tensor_like(b));
-  if (tensors && (mq_is_sparse(a) || mq_is_sparse(b))) return sparse_binary(S, op, a, b);
+  if (tensors && (mq_is_sparse(a) || mq_is_sparse(b))) return sparse_binary(S, op, a, b, spare);
   if (tensors) {
     if (op == MQ_TOK_MATMUL)
       return mq_objv(mq_matmul(S, mq_tensor_from_value(S, a, "left operand"),
                                mq_tensor_from_value(S, b, "right operand")));
     int bop = token_to_binop[op];
     if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors", token_text[op]);
-    return mq_objv(mq_binary(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
-                             mq_tensor_from_value(S, b, "right operand")));
+    return mq_objv(mq_binary_spare(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
+                                   mq_tensor_from_value(S, b, "right operand"), spare));
   }
   if (op == MQ_TOK_EQ) return mq_bool(mq_values_equal(S, a, b));
   if (op == MQ_TOK_NE) return mq_bool(!mq_values_equal(S, a, b));
@@ -397,6 +398,49 @@ static int64_t sequence_length(mq_state *S, mq_value v) {
   mq_error(S, "cannot unpack a %s", mq_value_type_name(v));
 }
 
+/* --- reuse of dying operands -------------------------------------------------------- */
+
+/* "Functional but in place" (Koka's FBIP, Swift's and Lean's unique
+ * buffers): in `x = x + g` or `x = x.add(g, alpha=a)`, the old x is dead
+ * once the result is stored, so the op may write the result into x's
+ * storage instead of a fresh one (O(nnz) instead of O(numel) when g is
+ * sparse). Tensors stay values: that is only allowed when nothing but x's
+ * variable and this operand's stack entry holds x.
+ *
+ * The design: no move, no compiler help. The compiler already emits
+ * GET x; <the rest>; BINARY or CALL; SET x for such a statement. At the op
+ * the VM looks at the instruction after it, which runs right after the op
+ * (nothing comes between: no poll, see the CALL case): if it is SET_LOCAL
+ * or SET_GLOBAL of a variable that holds the very object of the operand,
+ * and the object's count is 2 (that variable and this stack entry: no
+ * other variable, list, closure, view's base, graph, handle or pool holds
+ * it), the operand is dying. The variable is never cleared, so an op that
+ * fails leaves x holding its old value untouched: the runtime decides to
+ * write in place only after every check that can fail (mq_reusable, which
+ * also wants the storage to be the only view of masq-owned memory), and
+ * runs the in-place kernel with interrupts deferred
+ * (S->defer_interrupts). Reading x elsewhere in the expression is fine:
+ * a read still on the stack at the op counts, a finished one is done.
+ *
+ * A global inside an eval's transaction (vm/globals.h) must already be in
+ * the undo log: the first store of an eval moves the slot's old value into
+ * the log for a rollback to put back, so that old value must stay as it
+ * is; later stores of the eval log nothing and their old value is dead. */
+static mq_tensor *dying_operand(mq_state *S, const uint8_t *next, const mq_value *slots,
+                                mq_value v) {
+  if (!mq_is_tensor(v) || v.as.o->rc != 2) return NULL;
+  const mq_value *holder = NULL;
+  if (next[0] == MQ_OP_SET_LOCAL) {
+    holder = &slots[next[1]];
+  } else if (next[0] == MQ_OP_SET_GLOBAL) {
+    const mq_global *g = &S->globals[next[1] | (next[2] << 8)];
+    if (!g->defined || (S->undo_base && g->logged < S->undo_base)) return NULL;
+    holder = &g->value;
+  }
+  if (!holder || holder->type != MQ_OBJ || holder->as.o != v.as.o) return NULL;
+  return mq_as_tensor(v);
+}
+
 /* --- the loop -------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && !defined(MQ_NO_COMPUTED_GOTO)
@@ -571,7 +615,7 @@ static void run_loop(mq_state *S, run_ctx *c) {
       vmcase(BINARY) {
         int bop = READ_U8();
         SAVE();
-        REPLACE_TOP(2, binary(S, bop, sp[-2], sp[-1]));
+        REPLACE_TOP(2, binary(S, bop, sp[-2], sp[-1], dying_operand(S, ip, slots, sp[-2])));
         vmbreak;
       }
       vmcase(FUSED) {
@@ -726,13 +770,15 @@ static void run_loop(mq_state *S, run_ctx *c) {
           if (mq_is_obj(callee, MQ_O_BUILTIN)) {
             const mq_builtin *b = &S->builtins[((mq_builtin_obj *)callee.as.o)->index];
             int top = (int)(sp - S->stack);
-            mq_value r = mq_builtin_call(S, b, sp - argc, argc, nkw, kwnames);
+            mq_tensor *spare = argc > 0 ? dying_operand(S, ip, slots, sp[-argc]) : NULL;
+            mq_value r = mq_builtin_call(S, b, sp - argc, argc, nkw, kwnames, spare);
             /* A host function may have run masq code (masq_call), which can
              * move the stack and the frames: find our place again. */
             LOAD_FRAME();
             sp = S->stack + top;
             REPLACE_TOP(argc + 1, r);
-            if (S->interrupted) mq_check_interrupt(S);
+            /* not between a reusing op and its store: the next poll takes it */
+            if (S->interrupted && !spare) mq_check_interrupt(S);
             vmbreak;
           }
           if (!mq_is_obj(callee, MQ_O_CLOSURE))

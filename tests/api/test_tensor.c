@@ -387,6 +387,33 @@ static void test_bad_descriptions(void) {
   masq_close(M);
 }
 
+/* A wrapped tensor whose only holder is the variable being updated
+ * (x = x + 1, the shape whose result may go into a dying operand's
+ * storage, docs/LANGUAGE.md) is still never written: the host's buffer
+ * keeps its values. The first eval leaves the tensor in a list alone (the
+ * host dropped its handle, the global is cleared); in the second, the
+ * function takes it out of the list, so its local is the one holder, as
+ * in tests/unit/test_reuse.c, where the same program reuses. */
+static void test_wrap_never_updated_in_place(void) {
+  masq_state *M = masq_open(NULL);
+  float x[4] = {1, 2, 3, 4};
+  int64_t shape[1] = {4};
+  masq_tensor_desc d = {.dtype = MASQ_FLOAT32, .ndim = 1, .shape = shape, .data = x};
+  masq_tensor *t = NULL;
+  CHECK_OK(M, masq_tensor_wrap(M, &d, &t));
+  CHECK_OK(M, masq_set_global(M, "x", t));
+  CHECK_OK(M, masq_tensor_release(M, t));
+  CHECK_OK(M, eval(M, "l = [x]\nx = none"));
+  CHECK_OK(M, eval(M, "s = sparse_coo([[1]], [10.0], [4])\n"
+                      "f = fn(l) { a = l[0]; l[0] = 0\n"
+                      "  for i in range(3) { a = a + 1; a = a.add(s, alpha=2); a = a - s }\n"
+                      "  return a }\n"
+                      "r = f(l)"));
+  CHECK(x[0] == 1 && x[1] == 2 && x[2] == 3 && x[3] == 4);
+  CHECK(number(M, "r[1]") == 35 && number(M, "r[0]") == 4);
+  masq_close(M);
+}
+
 int main(void) {
   test_wrap_zero_copy();
   test_wrap_strided_and_masked();
@@ -398,5 +425,6 @@ int main(void) {
   test_refcounts();
   test_many_handles();
   test_bad_descriptions();
+  test_wrap_never_updated_in_place();
   return report("test_tensor");
 }
