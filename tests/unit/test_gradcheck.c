@@ -19,8 +19,9 @@
 #include "../../runtime/autograd.h"
 #include "../../runtime/shape.h"
 
-static mq_state *S;
-static int passed, failed, reported;
+#include "unit.h"
+
+static int reported;
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 
 static double urand(void) {
@@ -508,17 +509,4 @@ static void all(mq_state *S_, void *ud) {
   }
 }
 
-int main(void) {
-  S = masq_open(NULL);
-  if (!S) {
-    printf("test_gradcheck: cannot open a state\n");
-    return 1;
-  }
-  if (mq_protect(S, all, NULL) != MASQ_OK) {
-    failed++;
-    printf("FAIL gradcheck: unexpected error: %s\n", S->err_message.data ? S->err_message.data : "?");
-  }
-  masq_close(S);
-  printf("test_gradcheck: %d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
-}
+int main(void) { return unit_main("test_gradcheck", all); }

@@ -20,17 +20,7 @@
 #include "../../runtime/masksum.h"
 #include "../../runtime/tensor.h"
 
-static mq_state *S;
-static int passed, failed;
-
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (c) passed++;                                                           \
-    else {                                                                     \
-      failed++;                                                                \
-      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                      \
-    }                                                                          \
-  } while (0)
+#include "unit.h"
 
 /* --- masks ------------------------------------------------------------------- */
 
@@ -404,18 +394,4 @@ static void all_tests(mq_state *S_, void *ud) {
   mq_pool_drain(S, mark);
 }
 
-int main(void) {
-  S = masq_open(NULL);
-  if (!S) {
-    printf("test_masksum: cannot open a state\n");
-    return 1;
-  }
-  masq_status st = mq_protect(S, all_tests, NULL);
-  if (st != MASQ_OK) {
-    failed++;
-    printf("FAIL: unexpected error: %s\n", S->err_message.data ? S->err_message.data : "?");
-  }
-  masq_close(S);
-  printf("test_masksum: %d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
-}
+int main(void) { return unit_main("test_masksum", all_tests); }

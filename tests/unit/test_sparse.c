@@ -9,8 +9,8 @@
 
 #include "../../runtime/sparse.h"
 
-static mq_state *S;
-static int passed, failed;
+#include "unit.h"
+
 static uint64_t rng = 0x2545f4914f6cdd1du;
 
 static uint64_t next(void) {
@@ -100,17 +100,4 @@ static void all(mq_state *st, void *ud) {
   }
 }
 
-int main(void) {
-  S = masq_open(NULL);
-  if (!S) {
-    printf("test_sparse: cannot open a state\n");
-    return 1;
-  }
-  if (mq_protect(S, all, NULL) != MASQ_OK) {
-    failed++;
-    printf("FAIL sparse: unexpected error: %s\n", S->err_message.data ? S->err_message.data : "?");
-  }
-  masq_close(S);
-  printf("test_sparse: %d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
-}
+int main(void) { return unit_main("test_sparse", all); }

@@ -15,8 +15,9 @@
 #include "../../runtime/autograd.h"
 #include "../../runtime/sparse.h"
 
-static mq_state *S;
-static int passed, failed, reported;
+#include "unit.h"
+
+static int reported;
 static uint64_t rng = 0x8c2a7e91d3b45f07u;
 
 static double urand(void) {
@@ -210,18 +211,4 @@ static void all(mq_state *st, void *ud) {
     }
 }
 
-int main(void) {
-  S = masq_open(NULL);
-  if (!S) {
-    printf("test_sparse_grad: cannot open a state\n");
-    return 1;
-  }
-  if (mq_protect(S, all, NULL) != MASQ_OK) {
-    failed++;
-    printf("FAIL sparse grad: unexpected error: %s\n",
-           S->err_message.data ? S->err_message.data : "?");
-  }
-  masq_close(S);
-  printf("test_sparse_grad: %d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
-}
+int main(void) { return unit_main("test_sparse_grad", all); }
