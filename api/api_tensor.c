@@ -228,6 +228,7 @@ static void info_protected(mq_state *S, void *ud) {
   }
   if (t->storage->release == release_buffer)
     d->flags = MASQ_TENSOR_HOST | ((const host_buffer *)t->storage->release_ud)->flags;
+  if (t->storage->map) d->flags = MASQ_TENSOR_READONLY; /* a file mapped read-only */
 }
 
 static void contiguous_protected(mq_state *S, void *ud) {

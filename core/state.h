@@ -163,6 +163,8 @@ struct mq_state {
   int nthreads;  /* threads a large kernel may use, 0: not counted yet (runtime/parallel.h) */
   mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */
   struct mq_workers *workers; /* their pool, NULL until a kernel first splits */
+  struct mq_mapping *maps;    /* files mapped by load(mmap=true) and still in use
+                                 (runtime/npy.h), which save must not rewrite */
 
   /* Large tensor buffers freed lately, kept for the next tensor of the
    * same byte size (mq_alloc_big): a fresh block of tens of MB costs a page

@@ -281,7 +281,8 @@ MASQ_API masq_status masq_tensor_scalar(masq_state *M, double value, masq_tensor
  * element 0, the mask (valid NULL for a plain tensor; its strides may be 0
  * where one mask entry covers a broadcast dimension) and flags
  * (MASQ_TENSOR_HOST if the data is wrapped host memory, READONLY as the host
- * passed it). The pointers are borrowed: valid while the host holds [t].
+ * passed it, and READONLY alone for a file a script mapped with
+ * load(path, mmap=true): writing there would fault). The pointers are borrowed: valid while the host holds [t].
  * Data may be strided and the mask broadcast; ask masq_tensor_contiguous()
  * for a dense layout. release and release_ud are set to NULL. */
 MASQ_API masq_status masq_tensor_info(masq_state *M, const masq_tensor *t,

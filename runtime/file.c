@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,11 +80,63 @@ uint8_t *mq_file_read(mq_state *S, const char *path, const char *who, size_t *le
   return j.data;
 }
 
+mq_mapping *mq_file_map(mq_state *S, const char *path, const char *who) {
+  /* The record first: past the memory limit nothing is mapped yet. */
+  mq_mapping *m = mq_calloc(S, sizeof *m);
+  bool irregular;
+  FILE *fp = mq_file_open_regular(path, &irregular);
+  if (irregular || !fp) {
+    int err = errno;
+    mq_free(S, m, sizeof *m);
+    if (irregular) mq_error(S, "%s: '%s' is not a regular file", who, path);
+    mq_error(S, "%s: cannot open '%s': %s", who, path, strerror(err));
+  }
+  struct stat st;
+  int err = 0;
+  if (fstat(fileno(fp), &st) != 0) err = errno;
+  else if (st.st_size <= 0) err = -1;
+  else if ((uint64_t)st.st_size > SIZE_MAX) err = EFBIG;
+  void *base = MAP_FAILED;
+  if (!err) {
+    base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fileno(fp), 0);
+    if (base == MAP_FAILED) err = errno;
+  }
+  fclose(fp); /* the mapping outlives the descriptor */
+  if (err) {
+    mq_free(S, m, sizeof *m);
+    if (err < 0) mq_error(S, "%s: '%s' is empty", who, path);
+    mq_error(S, "%s: cannot map '%s': %s", who, path, strerror(err));
+  }
+  m->base = base;
+  m->len = (size_t)st.st_size;
+  m->dev = (uint64_t)st.st_dev;
+  m->ino = (uint64_t)st.st_ino;
+  m->next = S->maps;
+  if (S->maps) S->maps->prev = m;
+  S->maps = m;
+  return m;
+}
+
+void mq_file_unmap(mq_state *S, mq_mapping *m) {
+  munmap(m->base, m->len);
+  if (m->prev) m->prev->next = m->next;
+  else S->maps = m->next;
+  if (m->next) m->next->prev = m->prev;
+  mq_free(S, m, sizeof *m);
+}
+
 void mq_file_write(mq_state *S, const char *path, const char *who, const void *p, size_t n) {
   /* Writing into a FIFO would block, into a device would not be a file. */
   struct stat st;
   if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
     mq_error(S, "%s: '%s' is not a regular file", who, path);
+  if (stat(path, &st) == 0)
+    for (const mq_mapping *m = S->maps; m; m = m->next)
+      if (m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino)
+        mq_error(S,
+                 "%s: '%s' is mapped by a tensor loaded with mmap=true; rewriting it would pull "
+                 "the data from under that tensor (save to another path, or drop the tensor first)",
+                 who, path);
   FILE *fp = fopen(path, "wb");
   if (!fp) mq_error(S, "%s: cannot open '%s' for writing: %s", who, path, strerror(errno));
   errno = 0;

@@ -28,7 +28,7 @@ static int64_t count_nonzero(const uint8_t *p, int64_t n) {
 
 const mq_masksum *mq_masksum_get(mq_state *S, const mq_tensor *mask) {
   mq_storage *st = mask->storage;
-  if (!st || mask->dtype != MQ_DT_BOOL || st->release) return NULL;
+  if (!st || mask->dtype != MQ_DT_BOOL || mq_storage_foreign(st)) return NULL;
   if (st->msum) return st->msum;
   int64_t n = (int64_t)st->nbytes, nb = (n + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK;
   /* counted into the pool's scratch first: an interrupt while counting
@@ -74,7 +74,7 @@ mq_mask_view mq_mask_view_of(mq_state *S, const mq_tensor *mask) { return mq_mas
 
 bool mq_masksum_pending(const mq_tensor *mask) {
   const mq_storage *st = mask->storage;
-  return st && mask->dtype == MQ_DT_BOOL && !st->release && !st->msum && mask->offset == 0 &&
+  return st && mask->dtype == MQ_DT_BOOL && !mq_storage_foreign(st) && !st->msum && mask->offset == 0 &&
          mask->numel > 0 && (size_t)mask->numel == st->nbytes && mq_tensor_is_contiguous(mask);
 }
 

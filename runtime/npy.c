@@ -7,6 +7,7 @@
  * padded with spaces and a final '\n' so the data starts at a multiple of
  * 64 bytes; then the raw data in C order. */
 #include "npy.h"
+#include "kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -248,7 +249,11 @@ static void decode(const layout *l, const uint8_t *src, int64_t n, mq_tensor *t)
   }
 }
 
-mq_tensor *mq_npy_parse(mq_state *S, const uint8_t *p, size_t n, const char *what) {
+/* Checks the preamble, header and size of the .npy image [p, p+n) and
+ * returns the offset of its data, with the header in *h and the dtype's
+ * layout in *l. */
+static size_t read_header(mq_state *S, const uint8_t *p, size_t n, const char *what, header *hp,
+                          layout *lp) {
   if (n < 6 ? memcmp(p, MQ_NPY_MAGIC, n) != 0 : memcmp(p, MQ_NPY_MAGIC, 6) != 0)
     mq_error(S, "load: %s is not a .npy file (it does not start with \\x93NUMPY)", what);
   size_t need = n < 8 ? 10 : p[6] == 1 ? 10 : 12;
@@ -266,7 +271,7 @@ mq_tensor *mq_npy_parse(mq_state *S, const uint8_t *p, size_t n, const char *wha
     mq_error(S, "load: %s is truncated: its header needs %zu bytes, the file has %zu", what, start,
              n);
 
-  header h;
+  header h; /* filled here, copied out at the end */
   memset(&h, 0, sizeof h);
   h.S = S;
   h.what = what;
@@ -294,8 +299,49 @@ mq_tensor *mq_npy_parse(mq_state *S, const uint8_t *p, size_t n, const char *wha
   if ((uint64_t)(n - start) > nbytes)
     mq_error(S, "load: %s has %zu bytes after its header; its header says %llu bytes of data",
              what, n - start, (unsigned long long)nbytes);
+  *hp = h;
+  *lp = l;
+  return start;
+}
+
+mq_tensor *mq_npy_parse(mq_state *S, const uint8_t *p, size_t n, const char *what) {
+  header h;
+  layout l;
+  size_t start = read_header(S, p, n, what, &h, &l);
   mq_tensor *t = mq_tensor_new(S, l.dt, h.ndim, h.shape);
   decode(&l, p + start, t->numel, t);
+  return t;
+}
+
+mq_tensor *mq_npy_map(mq_state *S, const char *path, const char *file) {
+  /* The holder owns the mapping from the start, so an error below (a bad
+   * header, the memory limit) unmaps it when the pool frees the holder. */
+  mq_tensor *holder = mq_tensor_alloc(S, MQ_DT_F64, 0, NULL);
+  mq_storage *st = mq_calloc(S, sizeof *st);
+  st->rc = 1;
+  holder->storage = st;
+  st->map = mq_file_map(S, path, "load");
+  const uint8_t *p = st->map->base;
+  size_t n = st->map->len;
+  if (n < 6 || memcmp(p, MQ_NPY_MAGIC, 6) != 0)
+    mq_error(S, "load: %s is not a .npy file; mmap=true maps .npy files only", file);
+  header h;
+  layout l;
+  size_t start = read_header(S, p, n, file, &h, &l);
+  if (l.kind == 'b' || (size_t)l.size != mq_dtype_size(l.dt) || !host_is_le())
+    mq_error(S,
+             "load: %s holds '%s'; mmap=true maps only float32, float64 and int64 arrays, "
+             "which masq uses as they are on disk (load it without mmap)",
+             file, h.descr);
+  if (start % (size_t)l.size != 0)
+    mq_error(S, "load: %s has its data at byte %zu, not aligned for %s; load it without mmap",
+             file, start, mq_dtype_name(l.dt));
+  mq_tensor *t = mq_tensor_alloc(S, l.dt, h.ndim, h.shape);
+  mq_tensor_set_contiguous(t);
+  st->data = (void *)(p + start); /* never written: mq_storage_foreign */
+  st->nbytes = n - start;
+  t->storage = st;
+  holder->storage = NULL;
   return t;
 }
 

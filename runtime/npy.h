@@ -50,6 +50,18 @@ static inline void mq_st64(uint8_t *p, uint64_t v) {
  * big-endian dtype, Fortran order, a malformed header. */
 MQ_INTERNAL mq_tensor *mq_npy_parse(mq_state *S, const uint8_t *p, size_t n, const char *what);
 
+/* Maps the .npy file at [path] read-only and returns a tensor whose data is
+ * the mapping itself, as numpy's np.load(mmap_mode='r'): nothing is copied
+ * or counted against the memory limit, and pages are read as kernels touch
+ * them, so a reduction streams through a file larger than the limit or than
+ * RAM. Only dtypes stored as they are on disk map (<f4 <f8 <i8); others,
+ * bool included (its bytes must be 0 or 1, which a file that can change
+ * under the mapping cannot promise), are an error that says to load
+ * without mmap. [file] names it in messages. The file must not shrink while
+ * mapped: save refuses to rewrite it, but another process truncating it
+ * makes later reads fault, as with numpy. */
+MQ_INTERNAL mq_tensor *mq_npy_map(mq_state *S, const char *path, const char *file);
+
 /* Encodes plain tensor [t] (any strides) as a .npy image byte-identical to
  * what numpy's np.save writes for the same array; returns scratch memory
  * and its length in *len. */
@@ -92,8 +104,24 @@ MQ_INTERNAL FILE *mq_file_open_regular(const char *path, bool *irregular);
 /* Reads the file at [path] whole into scratch memory (NUL-terminated past
  * *len). [who] prefixes messages ("load"). */
 MQ_INTERNAL uint8_t *mq_file_read(mq_state *S, const char *path, const char *who, size_t *len);
-/* Creates or truncates [path] and writes [n] bytes to it. */
+/* Creates or truncates [path] and writes [n] bytes to it. Refuses a file
+ * that a live tensor maps (mq_npy_map): truncating it would take the pages
+ * from under that tensor. */
 MQ_INTERNAL void mq_file_write(mq_state *S, const char *path, const char *who, const void *p,
                                size_t n);
+
+/* A live read-only mapping of a whole file (mq_file_map), on S->maps. */
+typedef struct mq_mapping {
+  struct mq_mapping *prev, *next;
+  void *base;
+  size_t len;
+  uint64_t dev, ino; /* the file's identity, for mq_file_write's check */
+} mq_mapping;
+
+/* Maps the regular file at [path] read-only; [who] prefixes messages. An
+ * empty file is an error (there is nothing to map). */
+MQ_INTERNAL mq_mapping *mq_file_map(mq_state *S, const char *path, const char *who);
+/* Unmaps [m] and takes it off S->maps. */
+MQ_INTERNAL void mq_file_unmap(mq_state *S, mq_mapping *m);
 
 #endif

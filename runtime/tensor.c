@@ -6,6 +6,7 @@
 #include "../core/range.h"
 #include "iter.h"
 #include "masksum.h"
+#include "npy.h"
 #include "kernels.h"
 #include "sparse.h"
 
@@ -103,6 +104,7 @@ void mq_tensor_free(mq_state *S, mq_tensor *t) {
   mq_storage *st = t->storage;
   if (st && --st->rc == 0) {
     if (st->release) st->release(st->release_ud);
+    else if (st->map) mq_file_unmap(S, st->map);
     else mq_free_big(S, st->data, st->nbytes);
     mq_masksum_free(S, st);
     mq_free(S, st, sizeof *st);
@@ -395,7 +397,7 @@ bool mq_tensor_is_contiguous(const mq_tensor *t) {
 bool mq_reusable(const mq_tensor *t, mq_dtype dt, int nd, const int64_t *shape) {
   if (!t || t->layout || t->sparse || t->dtype != dt || dt == MQ_DT_BOOL || t->weak) return false;
   if (t->requires_grad || t->grad || t->node) return false;
-  if (t->storage->rc != 1 || t->storage->release || t->offset != 0) return false;
+  if (t->storage->rc != 1 || mq_storage_foreign(t->storage) || t->offset != 0) return false;
   if (t->ndim != nd || memcmp(t->shape, shape, (size_t)nd * sizeof *shape) != 0) return false;
   return mq_tensor_is_contiguous(t);
 }

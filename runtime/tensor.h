@@ -43,13 +43,18 @@ static inline bool mq_dtype_is_float(mq_dtype dt) { return dt >= MQ_DT_F32; }
 
 /* Refcounted memory shared by views. If [release] is set the memory belongs
  * to a host (masq.h wrap); release(release_ud) is called when the last view
- * goes away instead of freeing it. */
+ * goes away instead of freeing it. Memory masq did not allocate (a host's,
+ * a mapped file's) is never written: see mq_storage_foreign. */
 typedef struct mq_storage {
   uint32_t rc;
   size_t nbytes;
   void *data;
   void (*release)(void *ud);
   void *release_ud;
+  /* set when the memory is a read-only file mapping (load(mmap=true),
+   * runtime/npy.h): unmapped instead of freed, never written, not counted
+   * against the memory limit */
+  struct mq_mapping *map;
   /* the validity summary of a mask's storage (runtime/masksum.h), built on
    * first use; NULL until then, and always for host memory */
   struct mq_masksum *msum;
@@ -77,6 +82,10 @@ struct mq_tensor {
   struct mq_gradnode *node;
   struct mq_sparse *sparse; /* a sparse layout's stored entries, else NULL */
 };
+
+/* Whether [st] is memory masq did not allocate: a host's buffer or a
+ * mapped file. Such memory is never written, summarized or reused. */
+static inline bool mq_storage_foreign(const mq_storage *st) { return st->release || st->map; }
 
 /* Address of element 0 of the view. */
 static inline void *mq_tensor_data(const mq_tensor *t) {

@@ -164,6 +164,11 @@ static mq_value load_npz(mq_state *S, const uint8_t *bytes, size_t len, const ch
 static mq_value lib_load(mq_state *S, mq_value *args) {
   const char *path = arg_string(S, args[0], "load", "path");
   const char *file = scratchf(S, "'%s'", path);
+  if (mq_arg_bool(S, args[2], "mmap")) {
+    if (args[1].type != MQ_NONE)
+      mq_error(S, "load: name applies to .npz archives; mmap=true maps one .npy file");
+    return mq_objv(mq_npy_map(S, path, file));
+  }
   size_t len;
   const uint8_t *bytes = mq_file_read(S, path, "load", &len);
   /* The contents decide, not the name, as in np.load. "PK\5\6" starts an
@@ -271,9 +276,10 @@ static mq_value lib_savez(mq_state *S, mq_value *args) {
 }
 
 const mq_libfn mq_lib_io[] = {
-    {"load(path, name=none)", lib_load,
+    {"load(path, name=none, mmap=false)", lib_load,
      "a tensor from a NumPy .npy file or .npz archive (data + mask arrays give a masked "
-     "tensor); see docs/IO.md", MQ_BK_NONE, 0},
+     "tensor); mmap=true maps a .npy read-only instead of reading it; see docs/IO.md",
+     MQ_BK_NONE, 0},
     {"save(path, x, compress=false)", lib_save,
      "write x to a .npy file, or to a .npz archive (a masked x as data + mask, numpy.ma's "
      "polarity)", MQ_BK_NONE, 0},

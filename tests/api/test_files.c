@@ -51,20 +51,31 @@ static void write_file(char *path, size_t size, const char *name, const void *by
   if (f) fclose(f);
 }
 
-/* A version 1.0 .npy file whose header dict is [dict] and whose data is
- * [ndata] zero bytes, loaded: the status, with the message in M. */
-static masq_status load_npy(masq_state *M, const char *dict, size_t ndata) {
-  static unsigned char file[4096];
-  size_t dl = strlen(dict), hl = (10 + dl + 1 + 63) / 64 * 64 - 10;
+/* Writes a version 1.0 .npy of [dict] with the data at [align] mod 64
+ * (numpy's 0 unless [align] says otherwise) and [ndata] bytes from [data]. */
+static void write_npy(char *path, size_t size, const char *name, const char *dict, size_t align,
+                      const void *data, size_t ndata) {
+  size_t dl = strlen(dict), hl = (10 + dl + 1 + 63) / 64 * 64 - 10 + align;
+  unsigned char *file = malloc(10 + hl + ndata);
+  CHECK(file != NULL);
+  if (!file) return;
   memcpy(file, "\x93NUMPY\x01\x00", 8);
   file[8] = (unsigned char)(hl & 0xff);
   file[9] = (unsigned char)(hl >> 8);
   memset(file + 10, ' ', hl);
   memcpy(file + 10, dict, dl);
   file[10 + hl - 1] = '\n';
-  memset(file + 10 + hl, 0, ndata);
+  memcpy(file + 10 + hl, data, ndata);
+  write_file(path, size, name, file, 10 + hl + ndata);
+  free(file);
+}
+
+/* A version 1.0 .npy file whose header dict is [dict] and whose data is
+ * [ndata] (at most 64) zero bytes, loaded: the status, with the message in M. */
+static masq_status load_npy(masq_state *M, const char *dict, size_t ndata) {
+  static const unsigned char zeros[64];
   char path[128];
-  write_file(path, sizeof path, "h.npy", file, 10 + hl + ndata);
+  write_npy(path, sizeof path, "h.npy", dict, 0, zeros, ndata);
   return eval_path(M, "x = load(\"", path, "\")");
 }
 
@@ -107,6 +118,54 @@ static void test_bad_npy(masq_state *M) {
             "has a header of 2147483647 bytes; the limit is");
 }
 
+/* load(path, mmap=true) maps the file instead of reading it: a 16 MiB
+ * array sums under a 4 MiB memory limit that a plain load exceeds; the
+ * mapping is read-only to the host too, save refuses to rewrite a mapped
+ * file until the tensor is gone, and what can't be used as it is on disk
+ * (misaligned data, a dtype masq converts) is an error that says so. */
+static void test_mmap(void) {
+  enum { N = 4 << 20 };
+  float *data = malloc(N * sizeof *data);
+  CHECK(data != NULL);
+  if (!data) return;
+  for (int i = 0; i < N; i++) data[i] = 0.5f;
+  char path[128], src[512];
+  write_npy(path, sizeof path, "big.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4194304,), }",
+            0, data, N * sizeof *data);
+  free(data);
+  masq_config cfg;
+  masq_config_init(&cfg);
+  cfg.libs = MASQ_LIB_ALL;
+  cfg.memory_limit = 4 << 20;
+  masq_state *M = masq_open(&cfg);
+  snprintf(src, sizeof src, "x = load(\"%s\", mmap=true)\n"
+           "if sum(x) != 2097152 or amax(x) != 0.5 { error(\"wrong sum\") }", path);
+  CHECK_OK(M, eval(M, src));
+  masq_tensor *x = NULL;
+  masq_tensor_desc d;
+  CHECK_OK(M, masq_get_global(M, "x", &x));
+  CHECK_OK(M, masq_tensor_info(M, x, &d));
+  CHECK(d.flags == MASQ_TENSOR_READONLY && d.ndim == 1 && d.shape[0] == N);
+  masq_tensor_release(M, x);
+  snprintf(src, sizeof src, "save(\"%s\", ones(2))", path);
+  CHECK_ERR(M, eval(M, src), MASQ_ERR_RUNTIME, "is mapped by a tensor loaded with mmap=true");
+  snprintf(src, sizeof src, "y = load(\"%s\")", path);
+  CHECK_ERR(M, eval(M, src), MASQ_ERR_MEMORY, "");
+  CHECK_OK(M, eval(M, "x = none"));
+  snprintf(src, sizeof src, "save(\"%s\", ones(2))", path);
+  CHECK_OK(M, eval(M, src));
+  unlink(path);
+
+  static const double f8[2] = {1.5, 2.5};
+  write_npy(path, sizeof path, "odd.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }",
+            4, f8, sizeof f8);
+  snprintf(src, sizeof src, "x = load(\"%s\", mmap=true)", path);
+  CHECK_ERR(M, eval(M, src), MASQ_ERR_RUNTIME, "has its data at byte 132, not aligned for float64");
+  snprintf(src, sizeof src, "x = load(\"%s\")", path); /* a copy can be aligned */
+  CHECK_OK(M, eval(M, src));
+  masq_close(M);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/masq_files_XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -124,10 +183,17 @@ int main(void) {
   test_bad_npy(M);
   CHECK_OK(M, eval(M, "x = sum(ones(10))"));
   masq_close(M);
+  test_mmap();
 
   unlink(fifo);
   rmdir(subdir);
-  rmdir(dir);
+  static const char *const written[] = {"h.npy", "a.npy", "b.npy", "c.npy", "d.npy", "odd.npy"};
+  for (size_t i = 0; i < sizeof written / sizeof *written; i++) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, written[i]);
+    unlink(path);
+  }
+  CHECK(rmdir(dir) == 0); /* nothing else was left behind */
   printf("test_files: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }
