@@ -285,6 +285,30 @@ static __attribute__((noinline)) double small_step(const float *x, const uint8_t
   return msum(t, m, 16);
 }
 
+/* The normalization chain (x - mean(x, 1, keepdim)) / std(x, 1, keepdim)
+ * over the valid entries of each row (population std, as masq's default):
+ * one pass for the sum and count, one for the squared deviations, one that
+ * writes; a row with nothing valid, or with std 0 (x - mean then is 0 or
+ * masked), follows IEEE as masq's does (0/0 is NaN only where valid). */
+static void norm_chain(const float *x, const uint8_t *m, int64_t rows, int64_t cols, float *out) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * cols;
+    const uint8_t *mr = m + r * cols;
+    float *o = out + r * cols;
+    int64_t c = count(mr, cols);
+    if (c == 0) continue; /* every entry of the row is masked out */
+    float mean = (float)(msum(xr, mr, cols) / (double)c);
+    double ss = 0;
+#pragma omp simd reduction(+ : ss)
+    for (int64_t j = 0; j < cols; j++) {
+      double d = (double)sel(xr[j] - mean, mr[j], 0.0f);
+      ss += d * d;
+    }
+    float sd = (float)sqrt(ss / (double)c);
+    for (int64_t j = 0; j < cols; j++) o[j] = (xr[j] - mean) / sd;
+  }
+}
+
 /* --- memory bandwidth ------------------------------------------------------------ */
 
 /* Read bandwidth: sum an array of 64-bit integers (integer adds vectorize
@@ -417,6 +441,31 @@ static void sparse_workloads(int argc, char **argv) {
   free(crow), free(col), free(v), free(d), free(out);
 }
 
+/* The scaling row: the masked sum of 10^4 * 2^k entries (prefixes of one
+ * array of 8.2 * 10^7), 2^(13-k) times a sample like masq_bench.c's. */
+static void scale_workloads(int argc, char **argv) {
+  int any = 0;
+  for (int k = 0; k < 14; k++) {
+    char name[16];
+    snprintf(name, sizeof name, "scale_%02d", k);
+    any |= selected(argc, argv, name);
+  }
+  if (!any) return;
+  const int64_t big = (int64_t)10000 << 13;
+  float *x = rand_data((size_t)big);
+  uint8_t *m = rand_mask((size_t)big);
+  for (int k = 0; k < 14; k++) {
+    char name[16];
+    snprintf(name, sizeof name, "scale_%02d", k);
+    int64_t n = (int64_t)10000 << k, reps = (int64_t)1 << (13 - k);
+    TIME(name, (void)0, for (int64_t i = 0; i < reps; i++) {
+      sink = msum(x, m, n);
+      BARRIER();
+    });
+  }
+  free(x), free(m);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--spawn") == 0) return spawn_main(argc, argv);
 
@@ -500,6 +549,8 @@ int main(int argc, char **argv) {
     }
     free(mk);
   }
+  TIME("norm_chain", (void)0, norm_chain(x, m, 4096, 1024, out); consume(out, 4096 * 1024));
   free(x), free(m), free(out), free(om), free(acc), free(cnt);
+  scale_workloads(argc, argv);
   return 0;
 }

@@ -118,6 +118,25 @@ static const setup SETUPS[] = {
            "km = masked(xk, ik < 0)\n"
            "kp = masked(xk, (ik % 8192) < 4096)\n"
            "ik = none\n"},
+    /* the normalization chain of issue 16 on 4096x1024 */
+    {"nc", "seed(9)\n"
+           "nx = masked(rand(4096, 1024), rand(4096, 1024) < 0.5)\n"},
+    /* the scaling row: masked sums of 10^4 * 2^k entries, k = 0..13 */
+    {"sc", "seed(10)\n"
+           "sc0 = masked(rand(10000), rand(10000) < 0.5)\n"
+           "sc1 = masked(rand(20000), rand(20000) < 0.5)\n"
+           "sc2 = masked(rand(40000), rand(40000) < 0.5)\n"
+           "sc3 = masked(rand(80000), rand(80000) < 0.5)\n"
+           "sc4 = masked(rand(160000), rand(160000) < 0.5)\n"
+           "sc5 = masked(rand(320000), rand(320000) < 0.5)\n"
+           "sc6 = masked(rand(640000), rand(640000) < 0.5)\n"
+           "sc7 = masked(rand(1280000), rand(1280000) < 0.5)\n"
+           "sc8 = masked(rand(2560000), rand(2560000) < 0.5)\n"
+           "sc9 = masked(rand(5120000), rand(5120000) < 0.5)\n"
+           "sc10 = masked(rand(10240000), rand(10240000) < 0.5)\n"
+           "sc11 = masked(rand(20480000), rand(20480000) < 0.5)\n"
+           "sc12 = masked(rand(40960000), rand(40960000) < 0.5)\n"
+           "sc13 = masked(rand(81920000), rand(81920000) < 0.5)\n"},
     {"none", ""},
 };
 
@@ -179,6 +198,24 @@ static const workload WORKLOADS[] = {
      "[qg, kg, vg])"},
     {"pool_mean", "pl", "r = mean(masked(px, pm), 1)"},
     {"small_loop", "t", "for i in range(1000) { r = (st * 2 + 1).sum() }"},
+    {"norm_chain", "nc", "r = (nx - mean(nx, 1, keepdim=true)) / std(nx, 1, keepdim=true)"},
+    /* the scaling row: each sample sums 2^(13-k) times 10^4 * 2^k entries
+     * (8.2 * 10^7 in all), so the small sizes are not just call overhead;
+     * run.sh reports the time per element */
+    {"scale_00", "sc", "for i in range(8192) { r = sum(sc0) }"},
+    {"scale_01", "sc", "for i in range(4096) { r = sum(sc1) }"},
+    {"scale_02", "sc", "for i in range(2048) { r = sum(sc2) }"},
+    {"scale_03", "sc", "for i in range(1024) { r = sum(sc3) }"},
+    {"scale_04", "sc", "for i in range(512) { r = sum(sc4) }"},
+    {"scale_05", "sc", "for i in range(256) { r = sum(sc5) }"},
+    {"scale_06", "sc", "for i in range(128) { r = sum(sc6) }"},
+    {"scale_07", "sc", "for i in range(64) { r = sum(sc7) }"},
+    {"scale_08", "sc", "for i in range(32) { r = sum(sc8) }"},
+    {"scale_09", "sc", "for i in range(16) { r = sum(sc9) }"},
+    {"scale_10", "sc", "for i in range(8) { r = sum(sc10) }"},
+    {"scale_11", "sc", "for i in range(4) { r = sum(sc11) }"},
+    {"scale_12", "sc", "for i in range(2) { r = sum(sc12) }"},
+    {"scale_13", "sc", "for i in range(1) { r = sum(sc13) }"},
     /* not a benchmarked workload: the fixed cost of one masq_eval call
      * (lex, parse, compile, run `r = 1`), to subtract mentally above */
     {"eval_overhead", "none", "r = 1"},

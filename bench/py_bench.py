@@ -132,6 +132,20 @@ def torch_workloads():
             "mk_mean_" + kind + "@dense": lambda mf=mf: (xk * mf).sum() / mf.sum(),
             "mk_amax_" + kind + "@dense": lambda m=m: xk.masked_fill(~m, float("-inf")).amax(),
         })
+    # the normalization chain of issue 16: torch.masked as written, and the
+    # dense trick with the mask as a float factor and per-row counts
+    nx = torch.rand(4096, 1024)
+    nm = torch.rand(4096, 1024) < 0.5
+    nmt, nmf = masked_tensor(nx, nm), nm.to(torch.float32)
+
+    def norm_dense():
+        cnt = nmf.sum(1, keepdim=True)
+        mean = (nx * nmf).sum(1, keepdim=True) / cnt
+        d = (nx - mean) * nmf
+        return (nx - mean) / ((d * d).sum(1, keepdim=True) / cnt).sqrt()
+
+    table["norm_chain"] = lambda: (nmt - nmt.mean(1, keepdim=True)) / nmt.std(1, keepdim=True)
+    table["norm_chain@dense"] = norm_dense
     return table
 
 
@@ -199,6 +213,16 @@ def numpy_workloads():
             "mk_mean_" + kind + "@where": lambda m=m: np.mean(xk, where=m),
             "mk_amax_" + kind + "@where": lambda m=m: np.max(xk, where=m, initial=-np.inf),
         })
+    nx = rng.random((4096, 1024), dtype=np.float32)
+    nm = rng.random((4096, 1024)) < 0.5
+    nma = np.ma.masked_array(nx, mask=~nm)
+
+    def norm_where():
+        mean = np.mean(nx, 1, where=nm, keepdims=True)
+        return (nx - mean) / np.std(nx, 1, where=nm, keepdims=True)
+
+    table["norm_chain"] = lambda: (nma - nma.mean(1, keepdims=True)) / nma.std(1, keepdims=True)
+    table["norm_chain@where"] = norm_where
     return table
 
 

@@ -391,6 +391,50 @@ END {
       else printf "  %-72s %-9s %s\n", what, sprintf("%.0fx", v / z), (v / z >= 20 ? "MET" : "NOT MET")
     }
   }
+  # --- the rest of issue 16: normalization chain, bandwidth, threads, backward, scaling
+  if (get("masq", "norm_chain") != "" || get("c", "norm_chain") != "" || get("masq", "scale_00") != "") {
+    print ""
+    print "normalization chain (x - mean(x, 1, keepdim=true)) / std(x, 1, keepdim=true), masked 4096x1024, half valid:"
+    fnc = "| %-9s | %-12s | %-9s | %-9s | %-12s | %-9s | %-7s |\n"
+    printf fnc, "masq", "torch.masked", "torch x*m", "numpy.ma", "numpy where=", "C loop", "masq/C"
+    print "|-----------|--------------|-----------|-----------|--------------|-----------|---------|"
+    w = "norm_chain"
+    printf fnc, fmt(get("masq", w)), fmt(get("torch", w)), fmt(get("torch-dense", w)), fmt(get("numpy", w)), \
+      fmt(get("numpy-where", w)), fmt(get("c", w)), ratio(get("masq", w), get("c", w), 2)
+    split("masq torch torch-dense numpy numpy-where", NI, " ")
+    for (j = 1; j <= 5; j++) {
+      if ((NI[j] SUBSEP w) in WHY) printf "  n/a %s: %s\n", NI[j], WHY[NI[j], w]
+    }
+    print ""
+    print "scaling: masked sum of n = 10^4 * 2^k float32 (half valid), nanoseconds per element, one thread"
+    fsc = "| %-10s | %-10s | %-10s | %-7s |\n"
+    printf fsc, "n", "masq ns", "C loop ns", "masq/C"
+    print "|------------|------------|------------|---------|"
+    for (k = 0; k <= 13; k++) {
+      w = sprintf("scale_%02d", k); ne = 10000 * 2 ^ k; tot = 10000 * 2 ^ 13
+      m = get("masq", w); c = get("c", w)
+      printf fsc, sprintf("%d", ne), (m == "" ? "n/a" : sprintf("%.3f", m / tot * 1e9)), \
+        (c == "" ? "n/a" : sprintf("%.3f", c / tot * 1e9)), ratio(m, c, 2)
+    }
+    print ""
+    print "targets of issue 16 (backward, bandwidth, threads, fusion):"
+    L["norm_chain"] = "normalization chain, 4096x1024"
+    within("softmax_fwd_bwd", 1.5)
+    within("norm_chain", 1.5)
+    bw50 = get("c", "bw_read_50mb")
+    if (bw50 != "") for (i = 1; i <= 3; i++) {
+      w = R[i]; m = get("masq", w)
+      what = L[w] ", one thread: >= 90% of the 50 MB read bandwidth"
+      if (m == "") { printf "  %-72s %-9s %s\n", what, "n/a", "n/a"; continue }
+      f = (50e6 / m) / (50e6 / bw50)
+      printf "  %-72s %-9s %s\n", what, sprintf("%.0f%%", 100 * f), (f >= 0.9 ? "MET" : "NOT MET")
+    }
+    for (i = 1; i <= 3; i++) {
+      w = R[i]; sp = speedup(w)
+      what = L[w] ": two threads >= 1.8x one thread"
+      printf "  %-72s %-9s %s\n", what, (sp == "" ? "n/a" : sprintf("%.2fx", sp)), (sp == "" ? "n/a" : (sp >= 1.8 ? "MET" : "NOT MET"))
+    }
+  }
   print ""
   s = get("masq", "startup")
   printf "  %-72s %-9s %s\n", "start-up (masq -e 1) under 5 ms", fmt(s), (s == "" ? "n/a" : (s < 0.005 ? "MET" : "NOT MET"))
