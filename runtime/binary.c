@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "ewise.h"
+#include "masksum.h"
 
 #define DEF_BIN(NAME, TI, TO, EXPR)                                            \
   static void NAME(mq_state *S, mq_iter *it, const double *prm) {              \
@@ -194,13 +195,34 @@ static const char *const bin_names[] = {
 static const char mask_hint[] =
     "(use intersect(a, b) to keep only positions valid in both, or to_tensor(x, fill) to drop a mask)";
 
-/* The result mask of a binary op on a and b, broadcast to [shape]. */
+/* Whether every entry of [mask] is valid, when its summary says so at no
+ * cost beyond building it (a mask that covers its own storage). */
+static bool known_all_valid(mq_state *S, const mq_tensor *mask) {
+  if (mask->offset != 0 || !mq_tensor_is_contiguous(mask)) return false;
+  const mq_masksum *ms = mq_masksum_get(S, mask);
+  return ms && ms->n == mask->numel && ms->nvalid == ms->n;
+}
+
+/* Masks of operands of different shapes, one broadcast against the other
+ * (a per-row statistic such as mean(x, 1, keepdim=true), a 0-d result): a
+ * position is valid when both operands are valid there, as a number's
+ * validity would combine. A mask that is all valid leaves the other's,
+ * shared, without a new mask. */
+static mq_tensor *broadcast_masks(mq_state *S, mq_tensor *a, mq_tensor *b, int nd,
+                                  const int64_t *shape) {
+  mq_tensor *ma = mq_expand(S, a->mask, nd, shape), *mb = mq_expand(S, b->mask, nd, shape);
+  if (known_all_valid(S, b->mask)) return ma;
+  if (known_all_valid(S, a->mask)) return mb;
+  return mq_binary(S, MQ_BIN_LAND, ma, mb);
+}
+
+/* The result mask of a binary op on a and b, broadcast to [shape]. Masks of
+ * the same shape must be equal, as in torch.masked: two different masks
+ * over the same positions mostly mean misaligned data. */
 static mq_tensor *binary_mask(mq_state *S, mq_tensor *a, mq_tensor *b, int nd,
                               const int64_t *shape) {
   if (a->mask && b->mask) {
-    if (!mq_tensor_same_shape(a, b))
-      mq_error(S, "masks do not match: shapes %s and %s differ %s",
-               mq_shape_str(S, a->ndim, a->shape), mq_shape_str(S, b->ndim, b->shape), mask_hint);
+    if (!mq_tensor_same_shape(a, b)) return broadcast_masks(S, a, b, nd, shape);
     if (!mq_tensor_same_view(a->mask, b->mask)) {
       int64_t diff = mq_kernel_count_ne(S, a->mask, b->mask);
       if (diff)

@@ -268,10 +268,15 @@ static void test_binary_masked(void) {
   EXPECT_ERROR(e_mask_mismatch,
                "masks do not match: 2 of 5 positions differ (use intersect(a, b) to keep only "
                "positions valid in both, or to_tensor(x, fill) to drop a mask)");
-  gb = msk(mq_tensor_full(S, MQ_DT_F32, 2, SHAPE(2, 5), 1), VALS(1, 1, 0, 1, 0, 1, 1, 0, 1, 0));
-  EXPECT_ERROR(e_mask_mismatch,
-               "masks do not match: shapes (5,) and (2, 5) differ (use intersect(a, b) to keep only "
-               "positions valid in both, or to_tensor(x, fill) to drop a mask)");
+  /* masks of different shapes broadcast and combine: valid where both are */
+  gb = msk(mq_tensor_full(S, MQ_DT_F32, 2, SHAPE(2, 5), 1), VALS(1, 0, 1, 1, 0, 0, 1, 1, 1, 1));
+  CHECK_STR(fmt(mq_binary(S, MQ_BIN_ADD, a, gb)),
+            "MaskedTensor(\n  [\n    [  1.0000,       --,       --,   4.0000,       --],\n"
+            "    [      --,   2.0000,       --,   4.0000,       --]\n  ]\n)");
+  /* an all-valid broadcast mask leaves the other mask, shared */
+  mq_tensor *row = msk(mq_tensor_full(S, MQ_DT_F32, 2, SHAPE(1, 5), 2), VALS(1, 1, 1, 1, 1));
+  mq_tensor *r = mq_binary(S, MQ_BIN_MUL, gb, row);
+  CHECK(r->mask->storage == gb->mask->storage);
 }
 
 static void e_where_masked_cond(void) { mq_where(S, gc, ga, gb); }
