@@ -2,6 +2,7 @@
  * on the block walk of reduce_walk.c. Ints compute in float32, as torch.masked's
  * mean does. */
 #include <math.h>
+#include <string.h>
 
 #include "reduce.h"
 
@@ -24,6 +25,52 @@ static inline void var_merge(var_acc *a, double n, double mean, double m2) {
   a->n = tot;
 }
 
+/* [d] where [keep] is non-zero, else +0.0, without a branch (a random mask
+ * mispredicts half of them) and without a multiply (0 * inf is NaN): the
+ * hidden value may be anything. */
+static inline double keep_or_zero(double d, uint8_t keep) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  u &= -(uint64_t)(keep != 0);
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
+
+/* The sum of squared deviations from [mean] of the valid entries, in four
+ * lanes (entry i in lane i % 4, added as (l0 + l1) + (l2 + l3)), which
+ * break the chain of dependent adds; a masked-out entry adds an exact 0.
+ * The order is fixed, so the result is the same on every CPU and thread
+ * count. */
+#define DEF_SQ_DEV(E, T)                                                       \
+  static double sq_dev_##E(const T *x, const uint8_t *m, int64_t n, double mean) { \
+    double l0 = 0, l1 = 0, l2 = 0, l3 = 0;                                     \
+    int64_t i = 0;                                                             \
+    if (m) {                                                                   \
+      for (; i + 4 <= n; i += 4) {                                             \
+        double d0 = keep_or_zero((double)x[i] - mean, m[i]);                   \
+        double d1 = keep_or_zero((double)x[i + 1] - mean, m[i + 1]);           \
+        double d2 = keep_or_zero((double)x[i + 2] - mean, m[i + 2]);           \
+        double d3 = keep_or_zero((double)x[i + 3] - mean, m[i + 3]);           \
+        l0 += d0 * d0, l1 += d1 * d1, l2 += d2 * d2, l3 += d3 * d3;            \
+      }                                                                        \
+    } else {                                                                   \
+      for (; i + 4 <= n; i += 4) {                                             \
+        double d0 = (double)x[i] - mean, d1 = (double)x[i + 1] - mean;         \
+        double d2 = (double)x[i + 2] - mean, d3 = (double)x[i + 3] - mean;     \
+        l0 += d0 * d0, l1 += d1 * d1, l2 += d2 * d2, l3 += d3 * d3;            \
+      }                                                                        \
+    }                                                                          \
+    double tail[3] = {0, 0, 0};                                                \
+    for (int j = 0; i < n; i++, j++) {                                         \
+      double d = (double)x[i] - mean;                                          \
+      tail[j] = m ? keep_or_zero(d, m[i]) : d;                                 \
+    }                                                                          \
+    l0 += tail[0] * tail[0], l1 += tail[1] * tail[1], l2 += tail[2] * tail[2]; \
+    return (l0 + l1) + (l2 + l3);                                              \
+  }
+DEF_SQ_DEV(F32, float)
+DEF_SQ_DEV(F64, double)
+
 #define DEF_VAR(E, T, ROWSUM)                                                  \
   static void var_row_##E(void *acc, int64_t o, const void *xv, const uint8_t *m, int64_t n) { \
     const T *x = xv;                                                           \
@@ -33,18 +80,8 @@ static inline void var_merge(var_acc *a, double n, double mean, double m2) {
       for (int64_t i = 0; i < n; i++) cnt += m[i];                             \
     }                                                                          \
     if (cnt == 0) return;                                                      \
-    double mean = ROWSUM(x, m, n) / (double)cnt, m2 = 0;                       \
-    if (m)                                                                     \
-      for (int64_t i = 0; i < n; i++) {                                        \
-        double d = (double)x[i] - mean;                                        \
-        m2 += m[i] ? d * d : 0.0;                                              \
-      }                                                                        \
-    else                                                                       \
-      for (int64_t i = 0; i < n; i++) {                                        \
-        double d = (double)x[i] - mean;                                        \
-        m2 += d * d;                                                           \
-      }                                                                        \
-    var_merge((var_acc *)acc + o, (double)cnt, mean, m2);                      \
+    double mean = ROWSUM(x, m, n) / (double)cnt;                               \
+    var_merge((var_acc *)acc + o, (double)cnt, mean, sq_dev_##E(x, m, n, mean)); \
   }                                                                            \
   static void var_acc_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
     var_acc *acc = accv;                                                       \
