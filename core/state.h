@@ -85,7 +85,7 @@ typedef struct mq_printopts {
 
 /* Freed tensor buffers a state keeps for reuse (mq_alloc_big), at most
  * this many, and at most MQ_BIGCACHE_BYTES together. */
-#define MQ_BIGCACHE 4
+#define MQ_BIGCACHE 16
 #define MQ_BIGCACHE_BYTES ((size_t)512 << 20)
 struct mq_builtin;
 
