@@ -147,9 +147,18 @@ static void print_text(mq_state *S, mq_value *args) {
   else mq_buf_putc(S, &S->out, '\n');
 }
 
+/* print's file=: "stdout" (the write hook) or "stderr" (write_err), as
+ * Python's file=sys.stderr; no other file, so printing opens nothing. */
 static mq_value lib_print(mq_state *S, mq_value *args) {
+  bool err = false;
+  if (args[3].type != MQ_NONE) {
+    const mq_string *f = mq_is_obj(args[3], MQ_O_STRING) ? mq_as_string(args[3]) : NULL;
+    err = f && f->len == 6 && memcmp(f->chars, "stderr", 6) == 0;
+    if (!err && !(f && f->len == 6 && memcmp(f->chars, "stdout", 6) == 0))
+      mq_error(S, "print(): file must be \"stdout\" or \"stderr\" (files are written with save)");
+  }
   print_text(S, args);
-  mq_write(S, S->out.data, S->out.len);
+  (err ? mq_write_err : mq_write)(S, S->out.data, S->out.len);
   return mq_none();
 }
 
@@ -236,7 +245,8 @@ const mq_libfn mq_lib_core[] = {
     {"numel(x)", lib_numel, "the number of elements", MQ_BK_NONE, 0},
     {"dtype(x)", lib_dtype, "the dtype name: \"bool\", \"int64\", \"float32\" or \"float64\"", MQ_BK_NONE, 0},
     {"item(x)", lib_item, "the value of a one-element tensor as a number", MQ_BK_NONE, 0},
-    {"print(*values, sep=\" \", end=\"\\n\")", lib_print, "print values separated by sep", MQ_BK_NONE, 0},
+    {"print(*values, sep=\" \", end=\"\\n\", file=none)", lib_print,
+     "print values separated by sep; file=\"stderr\" prints to standard error", MQ_BK_NONE, 0},
     {"eprint(*values, sep=\" \", end=\"\\n\")", lib_eprint,
      "print to standard error (the host's write_err hook): usage, warnings", MQ_BK_NONE, 0},
     {"exit(code=0)", lib_exit,
