@@ -325,6 +325,7 @@ mq_tensor *mq_one_hot(mq_state *S, mq_tensor *index, int64_t classes) {
   if (classes < 0) {
     if (top < 0)
       mq_error(S, "one_hot: no valid index to infer num_classes from; pass num_classes=");
+    if (top == INT64_MAX) mq_error(S, "size overflow in one_hot");
     classes = top + 1;
   }
   int64_t shape[MQ_MAX_DIMS];

@@ -42,9 +42,10 @@ MQ_INTERNAL void mq_topk(mq_state *S, mq_tensor *x, int64_t k, int dim, bool lar
  * gives a masked-out value and index. */
 MQ_INTERNAL void mq_extreme_dim(mq_state *S, mq_tensor *x, int dim, bool keepdim, bool max,
                                 mq_tensor **values, mq_tensor **indices);
-/* |a - b| <= atol + rtol * |b| at every position valid in both (after
- * broadcasting; NaN equal to NaN with [equal_nan]); false when the masks
- * differ (a plain tensor counts as all valid). */
+/* |a - b| <= atol + rtol * |b| at every valid position (after
+ * broadcasting; NaN equal to NaN with [equal_nan]). A plain operand takes
+ * the other's mask, as in a binary op; two masked operands whose masks
+ * differ are not close (false, where a binary op raises). */
 MQ_INTERNAL bool mq_allclose(mq_state *S, mq_tensor *a, mq_tensor *b, double rtol, double atol,
                              bool equal_nan);
 

@@ -148,8 +148,10 @@ bool mq_allclose(mq_state *S, mq_tensor *a, mq_tensor *b, double rtol, double at
   if (a->sparse || b->sparse) mq_error(S, "allclose: a and b must be strided; to_dense first");
   int64_t shape[MQ_MAX_DIMS];
   int nd = mq_broadcast_shapes(S, a->ndim, a->shape, b->ndim, b->shape, shape);
-  mq_tensor *ma = mq_contiguous(S, mq_expand(S, mq_get_mask(S, a), nd, shape));
-  mq_tensor *mb = mq_contiguous(S, mq_expand(S, mq_get_mask(S, b), nd, shape));
+  /* a plain operand takes the other's mask, as in a binary op; two masked
+   * ones must have the same mask (where a binary op raises, this is false) */
+  mq_tensor *ma = mq_contiguous(S, mq_expand(S, mq_get_mask(S, a->mask ? a : b), nd, shape));
+  mq_tensor *mb = mq_contiguous(S, mq_expand(S, mq_get_mask(S, b->mask ? b : a), nd, shape));
   const uint8_t *pa = mq_tensor_data(ma), *pb = mq_tensor_data(mb);
   int64_t n = ma->numel;
   if (n && memcmp(pa, pb, (size_t)n) != 0) return false;

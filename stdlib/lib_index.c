@@ -133,7 +133,8 @@ const mq_libfn mq_lib_index[] = {
      "int64 one-hot rows of shape index.shape + (num_classes,); -1: largest index + 1",
      MQ_BK_NONE, 0},
     {"allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=false)", lib_allclose,
-     "true if |a - b| <= atol + rtol * |b| at every valid entry and the masks are equal",
+     "true if |a - b| <= atol + rtol * |b| at every valid entry (a plain operand takes the "
+     "other's mask; different masks: false)",
      MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };
