@@ -283,15 +283,19 @@ mq_tensor *mq_index_select(mq_state *S, mq_tensor *x, int dim, mq_tensor *index)
   need_index(S, "index_select", index);
   if (index->ndim > 1)
     mq_error(S, "index_select: index must be 1-d (or 0-d), got %d dims", index->ndim);
-  if (x->ndim == 0) mq_error(S, "index_select: x is 0-d; it needs a dim to select along");
+  if (x->ndim == 0 && index->numel != 1) /* torch: a 0-d x takes one index, 0 */
+    mq_error(S, "index_select: x is 0-d; the index must hold one entry, not %lld",
+             (long long)index->numel);
   /* checked here, so the message names the index's own position */
   const int64_t *id = mq_tensor_data(mq_contiguous(S, mq_get_data(S, index)));
   const uint8_t *im = index->mask ? (const uint8_t *)bytes_of(S, index->mask) : NULL;
+  int64_t size = x->ndim ? x->shape[dim] : 1;
   for (int64_t k = 0; k < index->numel; k++)
-    if ((!im || im[k]) && (id[k] < 0 || id[k] >= x->shape[dim]))
+    if ((!im || im[k]) && (id[k] < 0 || id[k] >= size))
       mq_error(S, "index_select: index %lld is out of range for dim %d of size %lld (at index "
                   "position %lld)",
-               (long long)id[k], dim, (long long)x->shape[dim], (long long)k);
+               (long long)id[k], dim, (long long)size, (long long)k);
+  if (x->ndim == 0) return gather_as(S, "index_select", x, 0, mq_reshape(S, index, 0, NULL));
   /* a gather by the index laid along dim and broadcast over the other dims */
   int64_t line[MQ_MAX_DIMS], shape[MQ_MAX_DIMS];
   for (int d = 0; d < x->ndim; d++) {
