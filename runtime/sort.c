@@ -83,6 +83,7 @@ static mq_tensor *sort_order(mq_state *S, mq_tensor *x, int dim, bool desc) {
   size_t es = mq_dtype_size((mq_dtype)x->dtype);
   for (int64_t b = 0; b < outer; b++)
     for (int64_t c = 0; c < inner; c++) {
+      mq_poll(S);
       int64_t base = b * n * inner + c, nv = 0, nm = 0;
       for (int64_t j = 0; j < n; j++) {
         if (xm && !xm[base + j * inner]) rest[nm++] = j;
@@ -97,12 +98,15 @@ static mq_tensor *sort_order(mq_state *S, mq_tensor *x, int dim, bool desc) {
   return out;
 }
 
-/* values = x gathered by the order; the indices carry the values' mask. */
+/* values = x gathered by the order; the indices carry the values' mask,
+ * on a view of their own (the gather's node holds the plain order). */
 static void by_order(mq_state *S, mq_tensor *x, int dim, mq_tensor *order, mq_tensor **values,
                      mq_tensor **indices) {
   *values = mq_gather(S, x, dim, order);
-  if ((*values)->mask) mq_tensor_set_mask(S, order, (*values)->mask);
   *indices = order;
+  if (!(*values)->mask) return;
+  *indices = mq_tensor_view(S, order, order->ndim, order->shape, order->strides, order->offset);
+  mq_tensor_set_mask(S, *indices, (*values)->mask);
 }
 
 void mq_sort(mq_state *S, mq_tensor *x, int dim, bool descending, mq_tensor **values,
