@@ -19,7 +19,8 @@ static mq_value pair(mq_state *S, mq_tensor *values, mq_tensor *indices) {
   return mq_objv(l);
 }
 
-/* max(x): amax of everything; max(x, dim): [values, indices] */
+/* max(x): amax of everything; max(x, dim): [values, indices]; max(x, y)
+ * with a tensor y: maximum(x, y), as torch.max(input, other) */
 static mq_value extreme(mq_state *S, mq_value *args, bool max) {
   mq_tensor *x = T(0, "x");
   bool keepdim = mq_arg_bool(S, args[2], "keepdim");
@@ -27,9 +28,13 @@ static mq_value extreme(mq_state *S, mq_value *args, bool max) {
     if (keepdim) mq_error(S, "%s: keepdim= needs a dim", max ? "max" : "min");
     return mq_objv(mq_reduce(S, max ? MQ_RED_AMAX : MQ_RED_AMIN, x, 0, NULL, false));
   }
+  if (mq_is_tensor(args[1])) { /* torch.max(input, other): elementwise */
+    if (keepdim) mq_error(S, "%s: keepdim= needs a dim, not a tensor", max ? "max" : "min");
+    return mq_objv(mq_binary(S, max ? MQ_BIN_MAXIMUM : MQ_BIN_MINIMUM, x, mq_arg_tensor(S, args[1], "y")));
+  }
   if (!(args[1].type == MQ_INT || args[1].type == MQ_BOOL))
-    mq_error(S, "%s: dim must be one int or none, got a %s (for the elementwise %s of two "
-                "tensors, write %s(x, y))",
+    mq_error(S, "%s: dim must be one int or none, got a %s (for the elementwise %s of x and a "
+                "number, write %s(x, y))",
              max ? "max" : "min", mq_value_type_name(args[1]), max ? "larger" : "smaller",
              max ? "maximum" : "minimum");
   mq_tensor *v, *i;
@@ -103,11 +108,11 @@ static mq_value lib_allclose(mq_state *S, mq_value *args) {
 const mq_libfn mq_lib_index[] = {
     {"max(x, dim=none, keepdim=false)", lib_max,
      "largest valid entry (as amax); with dim: [values, indices] along dim, a slice with no "
-     "valid entry masked out",
+     "valid entry masked out; with a tensor for dim: maximum(x, dim)",
      MQ_BK_NONE, 0},
     {"min(x, dim=none, keepdim=false)", lib_min,
      "smallest valid entry (as amin); with dim: [values, indices] along dim, a slice with no "
-     "valid entry masked out",
+     "valid entry masked out; with a tensor for dim: minimum(x, dim)",
      MQ_BK_NONE, 0},
     {"sort(x, dim=-1, descending=false)", lib_sort,
      "[values, indices] sorted along dim (stable, NaN largest); masked-out entries last",
