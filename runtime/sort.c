@@ -5,95 +5,129 @@
  * gather's: each value's gradient goes to the entry it came from. */
 #include <math.h>
 
+#include "../core/checked.h"
 #include "gather.h"
 #include "kernels.h"
 #include "shape.h"
 
-/* One slice's entries compared as their dtype: NaN is the largest value
- * (torch's sort), ties keep their order (a stable merge sort). */
-typedef struct slice {
-  const char *x; /* the slice's first entry */
-  int64_t step;  /* between entries, in elements */
-  mq_dtype dt;
-  bool desc;
-} slice;
+/* Each valid entry of a slice becomes an item: its key (double for the
+ * float dtypes, which float32 widens to exactly; int64 for int64 and bool)
+ * and its position. Items are ordered by key - NaN after every number, as
+ * torch's sort - and equal keys by position, a strict total order: any
+ * algorithm below gives the stable order. */
+#define FLT_LT(a, b) ((a) < (b) || ((b) != (b) && (a) == (a)))
+#define INT_LT(a, b) ((a) < (b))
 
-static int cmp3(const slice *L, int64_t i, int64_t j) {
-  switch (L->dt) {
-  case MQ_DT_F32: case MQ_DT_F64: {
-    double a, b;
-    if (L->dt == MQ_DT_F32) a = ((const float *)L->x)[i * L->step], b = ((const float *)L->x)[j * L->step];
-    else a = ((const double *)L->x)[i * L->step], b = ((const double *)L->x)[j * L->step];
-    bool na = a != a, nb = b != b;
-    if (na || nb) return na - nb;
-    return (a > b) - (a < b);
+#define DEF_ORDER(SUF, KT, LT)                                                 \
+  typedef struct item_##SUF {                                                  \
+    KT k;                                                                      \
+    int64_t p;                                                                 \
+  } item_##SUF;                                                                \
+  static inline bool before_##SUF(const item_##SUF *a, const item_##SUF *b, bool desc) { \
+    if (LT(a->k, b->k)) return !desc;                                          \
+    if (LT(b->k, a->k)) return desc;                                           \
+    return a->p < b->p;                                                        \
+  }                                                                            \
+  /* Bottom-up merge sort of a[0..n) with buffer t (iterative: no           \
+   * recursion); returns the array holding the result. */                    \
+  static item_##SUF *msort_##SUF(mq_state *S, item_##SUF *a, item_##SUF *t, int64_t n, \
+                                 bool desc) {                                  \
+    for (int64_t w = 1; w < n; w = w > n / 2 ? n : 2 * w) {                    \
+      mq_poll(S);                                                              \
+      for (int64_t lo = 0; lo < n; lo += 2 * w) {                              \
+        int64_t mid = lo + w < n ? lo + w : n, hi = n - lo > 2 * w ? lo + 2 * w : n; \
+        int64_t i = lo, j = mid, o = lo;                                       \
+        while (i < mid && j < hi) t[o++] = before_##SUF(&a[j], &a[i], desc) ? a[j++] : a[i++]; \
+        while (i < mid) t[o++] = a[i++];                                       \
+        while (j < hi) t[o++] = a[j++];                                        \
+      }                                                                        \
+      item_##SUF *u = a;                                                       \
+      a = t;                                                                   \
+      t = u;                                                                   \
+    }                                                                          \
+    return a;                                                                  \
+  }                                                                            \
+  /* A heap of k items whose root comes last in the order. */                 \
+  static void down_##SUF(item_##SUF *h, int64_t k, int64_t i, bool desc) {     \
+    for (;;) {                                                                 \
+      int64_t l = 2 * i + 1, r = l + 1, w = i;                                 \
+      if (l < k && before_##SUF(&h[w], &h[l], desc)) w = l;                    \
+      if (r < k && before_##SUF(&h[w], &h[r], desc)) w = r;                    \
+      if (w == i) return;                                                      \
+      item_##SUF tmp = h[i];                                                   \
+      h[i] = h[w], h[w] = tmp, i = w;                                          \
+    }                                                                          \
+  }                                                                            \
+  /* The first k (< n) items of a[0..n) in the order, into a[0..k) in any   \
+   * order: O(n log k), for topk. */                                           \
+  static void select_##SUF(mq_state *S, item_##SUF *a, int64_t n, int64_t k, bool desc) { \
+    for (int64_t i = k / 2; i-- > 0;) down_##SUF(a, k, i, desc);               \
+    for (int64_t j = k; j < n; j++) {                                          \
+      if ((j & 4095) == 0) mq_poll(S);                                         \
+      if (k && before_##SUF(&a[j], &a[0], desc)) {                             \
+        a[0] = a[j];                                                           \
+        down_##SUF(a, k, 0, desc);                                             \
+      }                                                                        \
+    }                                                                          \
+  }                                                                            \
+  /* One slice: its first k valid positions in order into o (step inner),    \
+   * then its masked-out positions as they were until k are written. */      \
+  static void slice_##SUF(mq_state *S, item_##SUF *a, item_##SUF *t, int64_t nv,         \
+                          const int64_t *rest, int64_t k, bool desc, int64_t *o,          \
+                          int64_t inner) {                                     \
+    int64_t kept = nv;                                                         \
+    if (k < nv) {                                                              \
+      select_##SUF(S, a, nv, k, desc);                                         \
+      kept = k;                                                                \
+    }                                                                          \
+    item_##SUF *sorted = msort_##SUF(S, a, t, kept, desc);                     \
+    for (int64_t j = 0; j < kept; j++) o[j * inner] = sorted[j].p;             \
+    for (int64_t j = kept; j < k; j++) o[j * inner] = rest[j - kept];          \
   }
-  case MQ_DT_I64: {
-    int64_t a = ((const int64_t *)L->x)[i * L->step], b = ((const int64_t *)L->x)[j * L->step];
-    return (a > b) - (a < b);
-  }
-  default: {
-    uint8_t a = ((const uint8_t *)L->x)[i * L->step], b = ((const uint8_t *)L->x)[j * L->step];
-    return (a > b) - (a < b);
-  }
-  }
+DEF_ORDER(f, double, FLT_LT)
+DEF_ORDER(i, int64_t, INT_LT)
+
+/* The key of entry j of a contiguous [dt] array. */
+static double key_f(const void *x, mq_dtype dt, int64_t j) {
+  return dt == MQ_DT_F32 ? (double)((const float *)x)[j] : ((const double *)x)[j];
+}
+static int64_t key_i(const void *x, mq_dtype dt, int64_t j) {
+  return dt == MQ_DT_I64 ? ((const int64_t *)x)[j] : (int64_t)((const uint8_t *)x)[j];
 }
 
-/* j must come before i (strictly): equal entries keep their order. */
-static bool before(const slice *L, int64_t j, int64_t i) {
-  int c = cmp3(L, j, i);
-  return L->desc ? c > 0 : c < 0;
-}
-
-/* Bottom-up merge sort of the positions p[0..n) with buffer tmp; returns
- * the array that holds the result. Iterative: no recursion. */
-static int64_t *merge_sort(mq_state *S, const slice *L, int64_t *p, int64_t *tmp, int64_t n) {
-  for (int64_t w = 1; w < n; w *= 2) {
-    mq_poll(S);
-    for (int64_t lo = 0; lo < n; lo += 2 * w) {
-      int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-      int64_t a = lo, b = mid, o = lo;
-      while (a < mid && b < hi) tmp[o++] = before(L, p[b], p[a]) ? p[b++] : p[a++];
-      while (a < mid) tmp[o++] = p[a++];
-      while (b < hi) tmp[o++] = p[b++];
-    }
-    int64_t *t = p;
-    p = tmp;
-    tmp = t;
-    if (w > INT64_MAX / 2) break;
-  }
-  return p;
-}
-
-/* The sorted positions along [dim] as a plain int64 tensor of x's shape:
- * each slice's valid entries in order, then its masked-out ones as they
- * were. */
-static mq_tensor *sort_order(mq_state *S, mq_tensor *x, int dim, bool desc) {
-  mq_tensor *xd = mq_contiguous(S, mq_get_data(S, x));
+/* The first k positions of each slice along [dim] in the order, as a plain
+ * int64 tensor of x's shape with k along dim: its valid entries sorted,
+ * then its masked-out ones as they were. */
+static mq_tensor *sort_order(mq_state *S, mq_tensor *x, int dim, bool desc, int64_t k) {
+  mq_dtype dt = (mq_dtype)x->dtype;
+  const void *xd = mq_tensor_data(mq_contiguous(S, mq_get_data(S, x)));
   const uint8_t *xm = x->mask ? mq_tensor_data(mq_contiguous(S, x->mask)) : NULL;
-  int64_t n = x->ndim ? x->shape[dim] : 1, inner = 1, outer = 1;
+  int64_t n = x->ndim ? x->shape[dim] : 1, inner = 1, outer = 1, shape[MQ_MAX_DIMS];
   for (int d = 0; d < x->ndim; d++) {
     if (d < dim) outer *= x->shape[d];
     if (d > dim) inner *= x->shape[d];
+    shape[d] = d == dim ? k : x->shape[d];
   }
-  mq_tensor *out = mq_tensor_new(S, MQ_DT_I64, x->ndim, x->shape);
+  mq_tensor *out = mq_tensor_new(S, MQ_DT_I64, x->ndim, shape);
   int64_t *o = mq_tensor_data(out);
-  size_t bytes = (size_t)(n ? n : 1) * sizeof(int64_t);
-  int64_t *p = mq_scratch(S, bytes), *tmp = mq_scratch(S, bytes), *rest = mq_scratch(S, bytes);
-  size_t es = mq_dtype_size((mq_dtype)x->dtype);
+  size_t len = (size_t)(n ? n : 1);
+  bool flt = mq_dtype_is_float(dt);
+  size_t isz = flt ? sizeof(item_f) : sizeof(item_i);
+  void *a = mq_scratch(S, mq_ck_zmul(S, len, isz, "sort")), *t = mq_scratch(S, len * isz);
+  int64_t *rest = mq_scratch(S, len * sizeof(int64_t));
   for (int64_t b = 0; b < outer; b++)
     for (int64_t c = 0; c < inner; c++) {
       mq_poll(S);
       int64_t base = b * n * inner + c, nv = 0, nm = 0;
       for (int64_t j = 0; j < n; j++) {
-        if (xm && !xm[base + j * inner]) rest[nm++] = j;
-        else p[nv++] = j;
+        int64_t e = base + j * inner;
+        if (xm && !xm[e]) rest[nm++] = j;
+        else if (flt) ((item_f *)a)[nv++] = (item_f){key_f(xd, dt, e), j};
+        else ((item_i *)a)[nv++] = (item_i){key_i(xd, dt, e), j};
       }
-      slice L = {(const char *)mq_tensor_data(xd) + (size_t)base * es, inner, (mq_dtype)x->dtype,
-                 desc};
-      int64_t *sorted = merge_sort(S, &L, p, tmp, nv);
-      for (int64_t j = 0; j < nv; j++) o[base + j * inner] = sorted[j];
-      for (int64_t j = 0; j < nm; j++) o[base + (nv + j) * inner] = rest[j];
+      int64_t *ob = o + b * k * inner + c;
+      if (flt) slice_f(S, a, t, nv, rest, k, desc, ob, inner);
+      else slice_i(S, a, t, nv, rest, k, desc, ob, inner);
     }
   return out;
 }
@@ -112,7 +146,8 @@ static void by_order(mq_state *S, mq_tensor *x, int dim, mq_tensor *order, mq_te
 void mq_sort(mq_state *S, mq_tensor *x, int dim, bool descending, mq_tensor **values,
              mq_tensor **indices) {
   if (x->sparse) mq_error(S, "sort: x is sparse; to_dense(x) first");
-  by_order(S, x, dim, sort_order(S, x, dim, descending), values, indices);
+  by_order(S, x, dim, sort_order(S, x, dim, descending, x->ndim ? x->shape[dim] : 1), values,
+           indices);
 }
 
 void mq_topk(mq_state *S, mq_tensor *x, int64_t k, int dim, bool largest, mq_tensor **values,
@@ -122,9 +157,8 @@ void mq_topk(mq_state *S, mq_tensor *x, int64_t k, int dim, bool largest, mq_ten
   if (k < 0 || k > n)
     mq_error(S, "topk: k=%lld is out of range for dim %d of size %lld", (long long)k, dim,
              (long long)n);
-  mq_tensor *order = sort_order(S, x, dim, largest);
-  if (x->ndim) order = mq_contiguous(S, mq_narrow(S, order, dim, 0, k));
-  by_order(S, x, dim, order, values, indices);
+  /* a 0-d x gives its one entry whatever k (0 or 1), as torch */
+  by_order(S, x, dim, sort_order(S, x, dim, largest, x->ndim ? k : 1), values, indices);
 }
 
 void mq_extreme_dim(mq_state *S, mq_tensor *x, int dim, bool keepdim, bool max,
