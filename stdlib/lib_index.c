@@ -44,19 +44,24 @@ static mq_value extreme(mq_state *S, mq_value *args, bool max) {
 static mq_value lib_max(mq_state *S, mq_value *args) { return extreme(S, args, true); }
 static mq_value lib_min(mq_state *S, mq_value *args) { return extreme(S, args, false); }
 
+/* stable= and sorted= are torch's; masq's orders are always stable and
+ * sorted, which is a valid answer to either value */
 static mq_value lib_sort(mq_state *S, mq_value *args) {
   mq_tensor *x = T(0, "x"), *v, *i;
+  (void)mq_arg_bool(S, args[3], "stable");
   mq_sort(S, x, dim_of(S, args[1], x), mq_arg_bool(S, args[2], "descending"), &v, &i);
   return pair(S, v, i);
 }
 static mq_value lib_argsort(mq_state *S, mq_value *args) {
   mq_tensor *x = T(0, "x"), *v, *i;
+  (void)mq_arg_bool(S, args[3], "stable");
   mq_sort(S, x, dim_of(S, args[1], x), mq_arg_bool(S, args[2], "descending"), &v, &i);
   return mq_objv(i);
 }
 static mq_value lib_topk(mq_state *S, mq_value *args) {
   mq_tensor *x = T(0, "x"), *v, *i;
   int64_t k = mq_arg_int(S, args[1], "k");
+  (void)mq_arg_bool(S, args[4], "sorted");
   mq_topk(S, x, k, dim_of(S, args[2], x), mq_arg_bool(S, args[3], "largest"), &v, &i);
   return pair(S, v, i);
 }
@@ -114,13 +119,13 @@ const mq_libfn mq_lib_index[] = {
      "smallest valid entry (as amin); with dim: [values, indices] along dim, a slice with no "
      "valid entry masked out; with a tensor for dim: minimum(x, dim)",
      MQ_BK_NONE, 0},
-    {"sort(x, dim=-1, descending=false)", lib_sort,
-     "[values, indices] sorted along dim (stable, NaN largest); masked-out entries last",
+    {"sort(x, dim=-1, descending=false, stable=true)", lib_sort,
+     "[values, indices] sorted along dim (always stable, NaN largest); masked-out entries last",
      MQ_BK_NONE, 0},
-    {"argsort(x, dim=-1, descending=false)", lib_argsort,
+    {"argsort(x, dim=-1, descending=false, stable=true)", lib_argsort,
      "the int64 indices that sort x along dim (masked-out entries last, masked out)",
      MQ_BK_NONE, 0},
-    {"topk(x, k, dim=-1, largest=true)", lib_topk,
+    {"topk(x, k, dim=-1, largest=true, sorted=true)", lib_topk,
      "[values, indices] of the k largest (or smallest) valid entries along dim; missing ones "
      "masked out",
      MQ_BK_NONE, 0},
