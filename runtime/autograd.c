@@ -202,6 +202,30 @@ void mq_ag_rec_cat(mq_state *S, mq_tensor *out, int n, mq_tensor *const *ts, int
   rec_gather(S, out, n, ts, replay_cat, a, sizeof a);
 }
 
+void mq_ag_rec_replay(mq_state *S, mq_tensor *out, int nin, mq_tensor *const *in, int naux,
+                      mq_tensor *const *aux, mq_ag_replay_fn replay, const void *args,
+                      size_t size) {
+  bool any = false;
+  for (int i = 0; i < nin; i++) any |= in[i]->requires_grad;
+  if (!any) return;
+  mq_gradnode *n = record(S, out, MQ_AG_GATHER, nin, naux);
+  if (!n) return;
+  for (int i = 0; i < nin; i++) set_in(n, i, in[i]);
+  for (int i = 0; i < naux; i++) set_in(n, nin + i, aux[i]);
+  n->replay = replay;
+  set_args(S, n, args, size);
+}
+
+void mq_ag_rec_scatter_add(mq_state *S, mq_tensor *out, mq_tensor *x, mq_tensor *src,
+                           mq_tensor *pos) {
+  if (!x->requires_grad && !src->requires_grad) return;
+  mq_gradnode *n = record(S, out, MQ_AG_SCATTER_ADD, 2, 1);
+  if (!n) return;
+  set_in(n, 0, x);
+  set_in(n, 1, src);
+  set_in(n, 2, pos);
+}
+
 void mq_ag_rec_simple(mq_state *S, mq_tensor *out, int kind, mq_tensor *t) {
   mq_gradnode *n = record(S, out, kind, 1, 0);
   if (n) set_in(n, 0, t);

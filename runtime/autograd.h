@@ -48,6 +48,8 @@ typedef enum mq_agkind {
   MQ_AG_NORM,        /* prm[0]: p; dims */
   MQ_AG_CUMULATIVE,  /* op: 1 for cumprod; dim */
   MQ_AG_MEDIAN,      /* dims: the one dim, or all (flattened) */
+  MQ_AG_SCATTER_ADD, /* in: x, src; aux: the output element each src element
+                        was added to (int64, src's shape; -1: none) */
   /* sparse layouts (runtime/sparse.h; derivatives in backward_sparse.c): a
    * sparse tensor's gradient is a sparse tensor of its structure */
   MQ_AG_SP_VALUES,   /* the stored values of sparse in[0], a 1-D tensor */
@@ -111,6 +113,17 @@ MQ_INTERNAL void mq_ag_rec_expand(mq_state *S, mq_tensor *out, mq_tensor *t);
 MQ_INTERNAL void mq_ag_rec_masked_fill(mq_state *S, mq_tensor *out, mq_tensor *x,
                                        mq_tensor *m, mq_tensor *v);
 MQ_INTERNAL void mq_ag_rec_matmul(mq_state *S, mq_tensor *out, mq_tensor *a, mq_tensor *b);
+/* A data-movement op over [nin] inputs (gather, scatter): its backward
+ * replays [replay] on the inputs' element numbers, passing the [naux] aux
+ * tensors (an index) after them; args is copied. A replayed element number
+ * of -1 means "no source" (a masked-out index). */
+MQ_INTERNAL void mq_ag_rec_replay(mq_state *S, mq_tensor *out, int nin, mq_tensor *const *in,
+                                  int naux, mq_tensor *const *aux, mq_ag_replay_fn replay,
+                                  const void *args, size_t size);
+/* scatter_add: out = x with src's valid entries added at [pos] (each src
+ * element's output element, -1 for none). */
+MQ_INTERNAL void mq_ag_rec_scatter_add(mq_state *S, mq_tensor *out, mq_tensor *x, mq_tensor *src,
+                                       mq_tensor *pos);
 /* A node of [kind] for the sparse ops (the MQ_AG_SP_* kinds): [in] holds
  * [nin] inputs then [naux] aux tensors (NULL entries allowed); NULL when
  * nothing is recorded (the caller then sets nothing else). */

@@ -390,6 +390,7 @@ void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gi
   case MQ_AG_SOFTMAX: mq_bw_softmax(S, t, g, gin); return;
   case MQ_AG_CUMULATIVE: mq_bw_cumulative(S, t, g, gin); return;
   case MQ_AG_GATHER: mq_bw_gather(S, t, g, gin); return;
+  case MQ_AG_SCATTER_ADD: mq_bw_scatter_add(S, t, g, gin); return;
   case MQ_AG_MATMUL: mq_bw_matmul(S, t, g, gin); return;
   case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
   case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
@@ -433,6 +434,7 @@ const char *mq_ag_node_name(const mq_gradnode *n) {
   case MQ_AG_NORM: return "norm";
   case MQ_AG_CUMULATIVE: return n->op ? "cumprod" : "cumsum";
   case MQ_AG_MEDIAN: return "median";
+  case MQ_AG_SCATTER_ADD: return "scatter_add";
   case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
   case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
   case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:

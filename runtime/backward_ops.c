@@ -419,7 +419,8 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   uint8_t *got = mq_scratch(S, (size_t)(total ? total : 1));
   memset(got, 0, (size_t)total);
   for (int64_t k = 0; k < t->numel; k++) {
-    if (!valid(gm, k)) continue; /* no gradient flowed here: never read it */
+    /* no gradient flowed here, or (-1: a masked-out index) nothing was read */
+    if (!valid(gm, k) || from[k] < 0) continue;
     acc[from[k]] += gv[k];
     got[from[k]] = 1;
   }

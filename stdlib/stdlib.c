@@ -9,6 +9,7 @@ extern const mq_libfn mq_lib_lang[];
 extern const mq_libfn mq_lib_create[];
 extern const mq_libfn mq_lib_shape[];
 extern const mq_libfn mq_lib_math[];
+extern const mq_libfn mq_lib_index[];
 extern const mq_constant mq_lib_constants[];
 extern const mq_libfn mq_lib_io[];
 extern const mq_libfn mq_lib_autograd[];
@@ -27,6 +28,7 @@ static const struct {
     {mq_lib_create, MASQ_LIB_CORE},
     {mq_lib_shape, MASQ_LIB_CORE},
     {mq_lib_math, MASQ_LIB_CORE},
+    {mq_lib_index, MASQ_LIB_CORE},
     {mq_lib_autograd, MASQ_LIB_CORE},
     {mq_lib_sparse, MASQ_LIB_CORE},
     {mq_lib_sparse_ops, MASQ_LIB_CORE},

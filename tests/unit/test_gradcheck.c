@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../../runtime/autograd.h"
+#include "../../runtime/gather.h"
 #include "../../runtime/shape.h"
 
 #include "unit.h"
@@ -260,6 +261,62 @@ static mq_tensor *f_astype(mq_tensor **in, int v) {
   return t->ndim > 1 ? mq_contiguous(S, mq_transpose(S, t, 0, 1)) : t;
 }
 
+/* moving by index (runtime/gather.h): an index along [dim] of [len]
+ * entries laid over x's other dims, with repeats when [dup] (else a
+ * reversal, len = size), masked out at some entries when [masked] */
+static mq_tensor *index_for(const mq_tensor *x, int dim, int64_t len, bool dup, bool masked, int v) {
+  int64_t shape[MQ_MAX_DIMS], inner = 1, size = x->shape[dim];
+  for (int d = 0; d < x->ndim; d++) shape[d] = d == dim ? len : x->shape[d];
+  for (int d = dim + 1; d < x->ndim; d++) inner *= shape[d];
+  mq_tensor *ix = mq_tensor_new(S, MQ_DT_I64, x->ndim, shape);
+  int64_t *p = mq_tensor_data(ix);
+  for (int64_t k = 0; k < ix->numel; k++) {
+    int64_t j = (k / inner) % len;
+    p[k] = dup ? (j * 7 + k) % size : size - 1 - j;
+  }
+  if (masked) mq_tensor_set_mask(S, ix, fixed_bool(ix->ndim, ix->shape, v));
+  return ix;
+}
+static mq_tensor *f_gather(mq_tensor **in, int v) {
+  int dim = v % in[0]->ndim;
+  return mq_gather(S, in[0], dim, index_for(in[0], dim, 3, true, v % 4 == 3, v));
+}
+static mq_tensor *f_index_select(mq_tensor **in, int v) {
+  int dim = v % in[0]->ndim;
+  int64_t n = 4, size = in[0]->shape[dim];
+  mq_tensor *ix = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+  for (int64_t k = 0; k < n; k++) ((int64_t *)mq_tensor_data(ix))[k] = (k * 3 + 1) % size;
+  if (v % 4 == 3) mq_tensor_set_mask(S, ix, fixed_bool(1, &n, v));
+  return mq_index_select(S, in[0], dim, ix);
+}
+static mq_tensor *f_sort(mq_tensor **in, int v) {
+  mq_tensor *values, *indices;
+  mq_sort(S, in[0], v % in[0]->ndim, v % 2, &values, &indices);
+  return values;
+}
+static mq_tensor *f_topk(mq_tensor **in, int v) {
+  mq_tensor *values, *indices;
+  int dim = v % in[0]->ndim;
+  mq_topk(S, in[0], in[0]->shape[dim] < 2 ? in[0]->shape[dim] : 2, dim, v % 2, &values, &indices);
+  return values;
+}
+static mq_tensor *f_max_dim(mq_tensor **in, int v) {
+  mq_tensor *values, *indices;
+  mq_extreme_dim(S, in[0], v % in[0]->ndim, v % 2, v / 2 % 2, &values, &indices);
+  return values;
+}
+/* src = x * x, so both of scatter's paths carry a gradient to x */
+static mq_tensor *f_scatter(mq_tensor **in, int v) {
+  int dim = v % in[0]->ndim;
+  mq_tensor *ix = index_for(in[0], dim, in[0]->shape[dim], false, v % 4 == 3, v);
+  return mq_scatter(S, in[0], dim, ix, mq_binary(S, MQ_BIN_MUL, in[0], in[0]), false);
+}
+static mq_tensor *f_scatter_add(mq_tensor **in, int v) {
+  int dim = v % in[0]->ndim;
+  mq_tensor *ix = index_for(in[0], dim, in[0]->shape[dim], true, v % 4 == 3, v);
+  return mq_scatter(S, in[0], dim, ix, mq_binary(S, MQ_BIN_MUL, in[0], in[0]), true);
+}
+
 #define C1(NAME, DOM) {#NAME, 1, {DOM, ANY}, ONE, f_##NAME, false, 0, 0, NULL, true}
 #define C1ND(NAME, DOM) {#NAME, 1, {DOM, ANY}, ONE_ND, f_##NAME, false, 0, 0, NULL, true}
 #define C2(NAME, DA, DB) {#NAME, 2, {DA, DB}, PAIR, f_##NAME, false, 0, 0, NULL, true}
@@ -279,6 +336,12 @@ static const gcase cases[] = {
     {"astype", 1, {ANY, ANY}, ONE, f_astype, false, 1e-2, 0, NULL, true}, /* linear, through float32 */
     {"cat", 2, {ANY, ANY}, JOIN, f_cat, false, 0, 0, NULL, true},
     {"matmul", 2, {ANY, ANY}, MATS, f_matmul, false, 0, 0, NULL, true},
+    /* a NaN becomes the largest entry and moves into max's and topk's
+     * results: no mask check by NaN there */
+    C1ND(gather, ANY), C1ND(index_select, ANY), C1ND(sort, ANY), C1ND(scatter, ANY),
+    C1ND(scatter_add, ANY),
+    {"topk", 1, {ANY, ANY}, ONE_ND, f_topk, true, 0, 0, NULL, true},
+    {"max_dim", 1, {ANY, ANY}, ONE_ND, f_max_dim, true, 0, 0, NULL, true},
 };
 
 /* Every row, the differentiable ones checked; NaN does not propagate
