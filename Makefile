@@ -211,9 +211,10 @@ golden: $(B)/masq
 layers: $(B)/libmasq.a
 	@python3 tools/layercheck $(B)/obj
 
-# The new user's first command: install what is missing, build, take the tour.
+# The new user's first command: install what the build lacks (only that), build,
+# take the tour.
 demo:
-	@sh tools/install-deps.sh
+	@sh tools/install-deps.sh build
 	@$(MAKE) --no-print-directory all
 	$(B)/masq examples/tour.masq
 
