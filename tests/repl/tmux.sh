@@ -6,7 +6,7 @@
 # its own arguments; MASQ is $1 (default build/masq). After sourcing:
 # start [COMMAND], type_text, key, enter, screen, lines, last_line, poll,
 # briefly, has_text, has_line, last_is, wait_text, wait_line, wait_last,
-# wait_prompt, check NAME CMD..., skip, and finish (the summary line and the
+# wait_prompt, not, check NAME CMD..., skip, and finish (the summary line and the
 # exit status).
 
 MASQ=${1:-build/masq}
@@ -98,8 +98,10 @@ check() {
   if "$@"; then ok "$name"; else not_ok "$name"; fi
 }
 
+# not CMD...: CMD fails (for check: `check "no error" not has_text error`)
+not() { ! "$@"; }
+
 finish() {
   echo "$SUITE: $passed passed, $failed failed, $skipped skipped"
   [ "$failed" -eq 0 ]
 }
-not() { ! "$@"; }
