@@ -8,7 +8,8 @@
 #                   layers below them (tools/layercheck; part of make test)
 #   make demo       build and run the tour (examples/tour.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
-#                   libraries, masq.pc and the man page masq(1)
+#                   libraries, masq.pc, the man page masq(1) and the editor
+#                   syntax files (Vim, TextMate)
 #   make uninstall
 #   make clean
 #
@@ -23,6 +24,8 @@ BINDIR       = $(PREFIX)/bin
 LIBDIR       = $(PREFIX)/lib
 INCLUDEDIR   = $(PREFIX)/include
 MANDIR       = $(PREFIX)/share/man
+DATADIR      = $(PREFIX)/share
+VIMDIR       = $(DATADIR)/vim/vimfiles
 PKGCONFIGDIR = $(LIBDIR)/pkgconfig
 LDCONFIG    ?= ldconfig
 
@@ -65,7 +68,14 @@ SONAME   = libmasq.so.$(firstword $(subst ., ,$(VERSION)))
 SHLIB    = libmasq.so.$(VERSION)
 
 .PHONY: all test unit golden demo clean install uninstall layers
-all: $(B)/masq $(B)/libmasq.a $(B)/libmasq.so $(B)/$(SONAME)
+EDITORS = $(B)/editors/vim/syntax/masq.vim $(B)/editors/vim/ftdetect/masq.vim \
+          $(B)/editors/masq.tmLanguage.json
+all: $(B)/masq $(B)/libmasq.a $(B)/libmasq.so $(B)/$(SONAME) $(EDITORS)
+
+# Editor syntax files (Vim, TextMate), generated from the keyword list and
+# the builtin table so they cannot drift (tools/editors/gen.py).
+$(EDITORS) &: tools/editors/gen.py lexer/keywords.h $(B)/masq
+	python3 tools/editors/gen.py lexer/keywords.h $(B)/masq $(B)/editors
 
 # --- generated front end ----------------------------------------------------
 $(GEN)/parser.c $(GEN)/parser.h &: parser/parser.y
@@ -170,9 +180,11 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@python3 tools/layercheck $(B)/obj | tee -a $(B)/results
 	@sh tests/run.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/repl_test.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/repl/newcomer_test.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/cli_test.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/repl/transcript.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/check_docs.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/editors/check.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_numpy.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_scipy.sh $(B)/masq | tee -a $(B)/results
 	@sh tools/conformance/run.sh $(B)/masq | tee -a $(B)/results
@@ -199,9 +211,10 @@ golden: $(B)/masq
 layers: $(B)/libmasq.a
 	@python3 tools/layercheck $(B)/obj
 
-# The new user's first command: install what is missing, build, take the tour.
+# The new user's first command: install what the build lacks (only that), build,
+# take the tour.
 demo:
-	@sh tools/install-deps.sh
+	@sh tools/install-deps.sh build
 	@$(MAKE) --no-print-directory all
 	$(B)/masq examples/tour.masq
 
@@ -222,6 +235,10 @@ install: all
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@LIBS_PRIVATE@|$(LIBS)|' masq.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/masq.pc
 	install -m 644 docs/masq.1 $(DESTDIR)$(MANDIR)/man1/masq.1
+	install -d $(DESTDIR)$(VIMDIR)/syntax $(DESTDIR)$(VIMDIR)/ftdetect $(DESTDIR)$(DATADIR)/masq
+	install -m 644 $(B)/editors/vim/syntax/masq.vim $(DESTDIR)$(VIMDIR)/syntax/masq.vim
+	install -m 644 $(B)/editors/vim/ftdetect/masq.vim $(DESTDIR)$(VIMDIR)/ftdetect/masq.vim
+	install -m 644 $(B)/editors/masq.tmLanguage.json $(DESTDIR)$(DATADIR)/masq/masq.tmLanguage.json
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v $(LDCONFIG) >/dev/null; then \
 	  $(LDCONFIG); fi
 
@@ -229,7 +246,9 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/masq $(DESTDIR)$(INCLUDEDIR)/masq.h \
 	  $(DESTDIR)$(LIBDIR)/libmasq.a $(DESTDIR)$(LIBDIR)/$(SHLIB) \
 	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libmasq.so \
-	  $(DESTDIR)$(PKGCONFIGDIR)/masq.pc $(DESTDIR)$(MANDIR)/man1/masq.1
+	  $(DESTDIR)$(PKGCONFIGDIR)/masq.pc $(DESTDIR)$(MANDIR)/man1/masq.1 \
+	  $(DESTDIR)$(VIMDIR)/syntax/masq.vim $(DESTDIR)$(VIMDIR)/ftdetect/masq.vim \
+	  $(DESTDIR)$(DATADIR)/masq/masq.tmLanguage.json
 
 # --- conformance with torch.masked (tools/conformance, tests/conformance) ------
 # make conformance: masq against the committed cases (no torch needed); also

@@ -429,6 +429,31 @@ void masq_complete(masq_state *S, const char *prefix, void (*fn)(void *ud, const
   }
 }
 
+/* By the builtins' convention (docs/HACKING.md, "How to add a builtin") a
+ * first parameter named x, a, y or data takes a tensor; so do host
+ * functions registered with such a signature. */
+static bool tensor_first(const mq_builtin *b) {
+  static const char *const names[] = {"x", "a", "y", "data"};
+  if (b->nparams < 1 || b->rest == 0 || b->kwrest == 0) return false;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(b->params[0].name, names[i]) == 0) return true;
+  return false;
+}
+
+void masq_complete_methods(masq_state *S, const char *prefix,
+                           void (*fn)(void *ud, const char *name), void *ud) {
+  if (!S || !fn) return;
+  if (!prefix) prefix = "";
+  size_t n = strlen(prefix);
+  for (int i = 0; i < S->nglobals; i++) {
+    const mq_global *g = &S->globals[i];
+    if (!g->defined || strncmp(g->name, prefix, n) != 0 || !mq_is_obj(g->value, MQ_O_BUILTIN))
+      continue;
+    const mq_builtin_obj *o = (const mq_builtin_obj *)g->value.as.o;
+    if (tensor_first(&S->builtins[o->index])) fn(ud, g->name);
+  }
+}
+
 const char *masq_doc(masq_state *S, const char *name) {
   if (!S || !name) return NULL;
   /* Newest first: a host function registered under a builtin's name

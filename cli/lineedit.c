@@ -267,6 +267,13 @@ static le_status read_plain(const char *prompt, char **out) {
   return LE_LINE;
 }
 
+bool le_input_pending(void) {
+  struct pollfd pfd = {0, POLLIN, 0};
+  if (!g.editing) return true; /* a pipe: all of it was written beforehand */
+  pfd.fd = fileno(rl_instream);
+  return poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN);
+}
+
 le_status le_read(const char *prompt, char **line) {
   *line = NULL;
   return g.editing ? read_edited(prompt, line) : read_plain(prompt, line);

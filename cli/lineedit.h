@@ -50,6 +50,10 @@ void le_open(const le_config *cfg);
  * with embedded newlines. */
 le_status le_read(const char *prompt, char **line);
 
+/* Whether more input is already waiting to be read (typed ahead or pasted):
+ * always true without editing, where the input is a pipe or a file. */
+bool le_input_pending(void);
+
 /* Adds a finished entry (possibly several lines) to the history and appends
  * it to the history file at once, so a crash loses nothing. Blank entries and
  * immediate repeats are skipped. */

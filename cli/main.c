@@ -300,6 +300,18 @@ static int list_builtins(masq_state *M) {
   return 0;
 }
 
+/* Output that never arrived is a failure, as in coreutils' close_stdout:
+ * `masq script > /dev/full` must not exit 0. Everything the command prints
+ * to stdout (values, print(), --help, --builtins) is checked here, once. */
+static int close_stdout(int status) {
+  bool flushed = fflush(stdout) == 0;
+  int err = errno;
+  if (flushed && !ferror(stdout)) return status;
+  if (flushed) fputs("masq: error writing to standard output\n", stderr);
+  else fprintf(stderr, "masq: error writing to standard output: %s\n", strerror(err));
+  return status ? status : 2;
+}
+
 int main(int argc, char **argv) {
   options o = {0};
   masq_config cfg;
@@ -312,7 +324,7 @@ int main(int argc, char **argv) {
   status = parse_args(argc, argv, &o);
   if (status >= 0) {
     free(o.exprs);
-    return status;
+    return close_stdout(status);
   }
 
   color = want_color(o.color);
@@ -330,5 +342,5 @@ int main(int argc, char **argv) {
   status = o.builtins ? list_builtins(M) : o.dis ? disassemble(M, o.dis) : run(M, &o, color);
   masq_close(M);
   free(o.exprs);
-  return status;
+  return close_stdout(status);
 }

@@ -6,6 +6,7 @@
 
 #include "repl.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,9 +102,12 @@ static const char overview[] =
     "  sum(m, 1)                builtins skip hidden entries (:help sum)\n"
     "  _                        the last result shown\n"
     "\n"
-    "A line with an open bracket or string continues on the next one (  ...>);\n"
-    "an empty line ends it. Tab completes names, Up/Down walk the history,\n"
-    "Ctrl-C stops a computation or discards the line, Ctrl-L clears the screen.\n"
+    "A line with an open bracket or block continues on the next one (  ...>),\n"
+    "and so does an if block, for an else on the next line; an empty line ends\n"
+    "it. A string ends on its line. Tab completes names (after x. the builtins\n"
+    "that take a tensor), Up/Down walk the history, Ctrl-C stops a computation\n"
+    "or discards the line, Ctrl-L clears the screen. A pasted session runs\n"
+    "without its masq> and ...> prompts and output lines.\n"
     "\n"
     "Commands (at the start of a line):\n";
 
@@ -275,6 +279,18 @@ static int command_name_end(const char *line) {
   return (int)(s - line) + 1 + (int)strcspn(s + 1, " \t");
 }
 
+/* Whether the word at [start] follows a '.' after a value (a name, a call or
+ * an index: `x.`, `f(x).`, `x[0].`), making it a method name; not after a
+ * number's decimal point (`1.`). */
+static bool after_value_dot(const char *line, int start) {
+  int i = start - 1;
+  if (i < 1 || line[i] != '.') return false;
+  char c = line[i - 1];
+  if (c == ')' || c == ']') return true;
+  while (i > 0 && (isalnum((unsigned char)line[i - 1]) || line[i - 1] == '_')) i--;
+  return i < start - 1 && !isdigit((unsigned char)line[i]);
+}
+
 static const char *word_breaks(void *ud, const char *line, int point) {
   (void)ud;
   if (*skip_space(line) == ':')
@@ -307,11 +323,87 @@ static bool complete(void *ud, const char *line, int start, int end, le_matches 
       masq_complete(M, word, add_match, m);
   } else if (in_string(line, start)) {
     handled = false; /* a file name, e.g. for load("...") */
+  } else if (after_value_dot(line, start)) {
+    masq_complete_methods(M, word, add_match, m); /* x.NAME is NAME(x) */
   } else {
     masq_complete(M, word, add_match, m);
   }
   free(word);
   return handled;
+}
+
+/* --- words a newcomer tries ------------------------------------------------ */
+
+static void find_global(void *ud, const char *name, const char *summary) {
+  const char **want = ud;
+  (void)summary;
+  if (*want && strcmp(*want, name) == 0) *want = NULL;
+}
+
+/* The hint for a line that is only `exit`, `quit` or `help` (as Python
+ * gives one), unless the user has a variable of that name; else NULL. */
+static const char *newcomer_hint(masq_state *M, const char *line) {
+  static const struct { const char *word, *hint; } hints[] = {
+      {"exit", "(:quit or Ctrl-D to leave; exit(code) leaves with a status)"},
+      {"quit", "(:quit or Ctrl-D to leave)"},
+      {"help", "(:help for help, :help NAME for a builtin or keyword)"},
+  };
+  const char *s = skip_space(line);
+  size_t n = strcspn(s, " \t\r\n");
+  if (!is_blank(s + n)) return NULL;
+  for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++) {
+    if (strlen(hints[i].word) != n || memcmp(hints[i].word, s, n) != 0) continue;
+    const char *want = hints[i].word;
+    masq_globals(M, find_global, &want); /* a variable of that name wins */
+    return want ? hints[i].hint : NULL;
+  }
+  return NULL;
+}
+
+/* --- pasted transcripts ------------------------------------------------------ */
+
+/* Julia's prompt pasting: a line that starts with the prompt "masq> " is
+ * taken from a pasted session. The prompt is dropped, and so are the
+ * continuation prompts "...> " of the lines after it; the lines without a
+ * prompt were that session's output and are skipped, for as long as the
+ * paste lasts (more input is already waiting). A line of a bracketed paste
+ * may hold several lines; each is handled the same way. */
+static const char *after_prompt(const char *s, bool pasting) {
+  const char *t;
+  if (strncmp(s, "masq>", 5) == 0 && (s[5] == ' ' || s[5] == '\0')) return s + 5 + (s[5] == ' ');
+  t = skip_space(s);
+  if (pasting && strncmp(t, "...>", 4) == 0 && (t[4] == ' ' || t[4] == '\0'))
+    return t + 4 + (t[4] == ' ');
+  return NULL;
+}
+
+/* Rewrites [line] (one or more lines joined by '\n') without prompts and
+ * output lines, updating *pasting; returns false if nothing is left. */
+static bool strip_transcript(char *line, bool *pasting) {
+  char *out = line, *p = line;
+  bool kept = false;
+  for (;;) {
+    char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    char save = p[n];
+    const char *code;
+    p[n] = '\0';
+    code = after_prompt(p, *pasting);
+    if (code) *pasting = true;
+    else if (!*pasting) code = p;
+    p[n] = save;
+    if (code) {
+      size_t len = n - (size_t)(code - p);
+      if (kept) *out++ = '\n';
+      memmove(out, code, len);
+      out += len;
+      kept = true;
+    }
+    if (!nl) break;
+    p = nl + 1;
+  }
+  *out = '\0';
+  return kept;
 }
 
 /* --- the loop ----------------------------------------------------------- */
@@ -366,6 +458,7 @@ int repl_run(masq_state *M, const repl_options *opt) {
   le_config cfg = {opt->editing, hist, {word_breaks, complete, M}};
   text buf = {0};
   masq_status st = MASQ_OK;
+  bool pasting = false; /* inside a pasted transcript */
 
   le_open(&cfg);
   if (opt->editing) fputs(BANNER, stdout);
@@ -373,6 +466,7 @@ int repl_run(masq_state *M, const repl_options *opt) {
     char *line;
     le_status s;
     bool force;
+    const char *hint;
 
     run_fresh_line();
     s = le_read(buf.len ? prompt_continue : prompt, &line);
@@ -391,6 +485,17 @@ int repl_run(masq_state *M, const repl_options *opt) {
       if (st == MASQ_EXIT) break;
       continue;
     }
+    {
+      /* Only what arrived with the line still belongs to a paste. */
+      bool more = le_input_pending();
+      bool keep = (!pasting && strncmp(line, "masq>", 5) != 0 && !strchr(line, '\n')) ||
+                  strip_transcript(line, &pasting);
+      pasting = pasting && more;
+      if (!keep) { /* an output line of the pasted session */
+        free(line);
+        continue;
+      }
+    }
     if (buf.len == 0 && *skip_space(line) == ':') {
       bool quit;
       le_add_history(line);
@@ -400,6 +505,12 @@ int repl_run(masq_state *M, const repl_options *opt) {
       continue;
     }
     if (buf.len == 0 && is_blank(line)) {
+      free(line);
+      continue;
+    }
+    if (buf.len == 0 && (hint = newcomer_hint(M, line))) {
+      puts(hint);
+      le_add_history(line);
       free(line);
       continue;
     }

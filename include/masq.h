@@ -60,7 +60,10 @@ typedef enum masq_status {
   MASQ_ERR_MEMORY = 4,      /* an allocation failed or the memory limit was hit */
   MASQ_ERR_INTERRUPTED = 5, /* the interrupt hook asked the program to stop    */
   MASQ_INCOMPLETE = 6,      /* masq_eval with MASQ_EVAL_PARTIAL: the source ends
-                               inside an open bracket or string; read more     */
+                               inside an open bracket or block, or with an `if`
+                               block an `else` may follow; read a line more.
+                               A string ends on its line: one left open before
+                               a newline is a syntax error at once              */
   MASQ_EXIT = 7             /* the script called exit(code): not an error. The
                                run stopped there (no try catches it), its
                                globals are kept, and masq_last_error()->exit_code
@@ -125,8 +128,9 @@ MASQ_API void masq_close(masq_state *M);
 /* Flags for masq_eval. */
 enum {
   MASQ_EVAL_ECHO = 1,   /* print the value of each expression statement (REPL) */
-  MASQ_EVAL_PARTIAL = 2 /* return MASQ_INCOMPLETE instead of a syntax error when
-                           the source ends inside a bracket or string (REPL) */
+  MASQ_EVAL_PARTIAL = 2 /* return MASQ_INCOMPLETE instead of running or of a
+                           syntax error when more lines may complete the source
+                           (see MASQ_INCOMPLETE; a REPL) */
 };
 
 /* Compiles and runs [len] bytes of [source] (NULL only if [len] is 0).
@@ -171,6 +175,12 @@ MASQ_API void masq_interrupt(masq_state *M);
  * Calls [fn] once per name. */
 MASQ_API void masq_complete(masq_state *M, const char *prefix,
                             void (*fn)(void *ud, const char *name), void *ud);
+
+/* The same for completing a method call `x.NAME` (which means NAME(x)):
+ * only the builtins and host functions whose first parameter takes a tensor
+ * (named x, a, y or data in their signature, the builtins' convention). */
+MASQ_API void masq_complete_methods(masq_state *M, const char *prefix,
+                                    void (*fn)(void *ud, const char *name), void *ud);
 
 /* The signature and one-line documentation of builtin or host function
  * [name] ("softmax(x, dim) -- ..."), or the syntax of keyword [name]

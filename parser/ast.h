@@ -84,7 +84,8 @@ struct mq_source;
 typedef enum mq_parse_status {
   MQ_PARSE_OK,
   MQ_PARSE_ERROR,     /* at least one syntax error was reported */
-  MQ_PARSE_INCOMPLETE /* partial mode: input ends inside brackets, a block or a string */
+  MQ_PARSE_INCOMPLETE /* partial mode: input ends inside brackets, a block or a string,
+                         or after an `if` block an `else` may still follow */
 } mq_parse_status;
 
 /* Called once per syntax error, in source order. */
@@ -95,7 +96,9 @@ typedef void (*mq_parse_report)(void *ud, mq_span span, const char *message);
  * [report] (the parser recovers at the next newline and goes on). In
  * [partial] mode an error caused by reaching the end of input (an open
  * bracket, an unterminated string, a trailing binary operator) returns
- * MQ_PARSE_INCOMPLETE without reporting anything. */
+ * MQ_PARSE_INCOMPLETE without reporting anything; so does input that parses
+ * but ends with an `if` statement without `else`, which the next line may
+ * continue (`}` NEWLINE `else` belongs to the if, as in a script). */
 MQ_INTERNAL mq_parse_status mq_parse(mq_arena *A, const struct mq_source *src, bool partial,
                                      mq_parse_report report, void *ud, mq_node **out);
 

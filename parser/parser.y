@@ -719,6 +719,17 @@ static void parse_all(mq_state *S, void *ud) {
   } while (status == YYPUSH_MORE);
 }
 
+/* Whether the last statement of [program] is an `if` (with any `elif`s)
+ * that has no `else` yet. */
+static bool else_may_follow(const mq_node *program) {
+  const mq_node *n = program->nkids ? program->kids[program->nkids - 1] : NULL;
+  while (n && n->kind == MQ_N_IF) {
+    if (n->nkids < 3 || !n->kids[2]) return true;
+    n = n->kids[2]; /* an elif is an IF in the else slot; else a BLOCK */
+  }
+  return false;
+}
+
 mq_parse_status mq_parse(mq_arena *A, const mq_source *src, bool partial,
                          mq_parse_report report, void *ud, mq_node **out) {
   mq_state *S = A->S;
@@ -740,7 +751,9 @@ mq_parse_status mq_parse(mq_arena *A, const mq_source *src, bool partial,
 
   if (p.nerrors == 0 && p.program) {
     *out = p.program;
-    return MQ_PARSE_OK;
+    /* An `if` closed at the end of the input may still get its `else` on
+     * the next line, as in a script: a REPL waits for that line. */
+    return partial && else_may_follow(p.program) ? MQ_PARSE_INCOMPLETE : MQ_PARSE_OK;
   }
   if (partial) {
     bool only_eof = p.nerrors > 0;

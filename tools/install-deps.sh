@@ -1,27 +1,32 @@
 #!/bin/sh
 # Installs the Debian packages masq needs to build and test, only those that
-# are missing. Uses sudo when not run as root. Used by `make demo` and CI.
+# are missing. Uses sudo when not run as root.
+#   sh tools/install-deps.sh         what make test needs (CI)
+#   sh tools/install-deps.sh build   only what make needs (make demo)
 set -e
 need=""
 have() { command -v "$1" >/dev/null 2>&1; }
 have re2c  || need="$need re2c"
 have bison || need="$need bison"
-have clang || need="$need clang"
-have tmux  || need="$need tmux"
 have make  || need="$need make"
 have cc    || need="$need gcc"
-have pkg-config || need="$need pkgconf" # make test builds a host with it
+have python3 || need="$need python3" # the editor syntax files (tools/editors)
 [ -f /usr/include/readline/readline.h ] || need="$need libreadline-dev"
 [ -f /usr/include/zlib.h ] || need="$need zlib1g-dev"
-# libFuzzer, for the fuzz harnesses (make fuzz, and the smoke in make test):
-# it comes with compiler-rt, so try linking a tiny fuzzer with clang.
-fuzzer_links() {
-  printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' |
-    clang -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1
-}
-have clang && fuzzer_links || need="$need libclang-rt-dev"
-# numpy, for the test that numpy reads what masq writes and vice versa
-/usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
+if [ "$1" != build ]; then
+  have clang || need="$need clang"
+  have tmux  || need="$need tmux"
+  have pkg-config || need="$need pkgconf" # make test builds a host with it
+  # libFuzzer, for the fuzz harnesses (make fuzz, and the smoke in make test):
+  # it comes with compiler-rt, so try linking a tiny fuzzer with clang.
+  fuzzer_links() {
+    printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' |
+      clang -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1
+  }
+  have clang && fuzzer_links || need="$need libclang-rt-dev"
+  # numpy, for the test that numpy reads what masq writes and vice versa
+  /usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
+fi
 [ -z "$need" ] && exit 0
 echo "installing:$need"
 sudo=""

@@ -31,7 +31,9 @@ prefix=$tmp/prefix
 check "make install PREFIX=$prefix" \
   $MAKE -s --no-print-directory B="$B" install PREFIX="$prefix" LDCONFIG=true
 for f in bin/masq include/masq.h lib/libmasq.a lib/libmasq.so lib/libmasq.so.0 \
-         lib/libmasq.so.0.1.0 lib/pkgconfig/masq.pc share/man/man1/masq.1; do
+         lib/libmasq.so.0.1.0 lib/pkgconfig/masq.pc share/man/man1/masq.1 \
+         share/vim/vimfiles/syntax/masq.vim share/vim/vimfiles/ftdetect/masq.vim \
+         share/masq/masq.tmLanguage.json; do
   check "installed $f" test -e "$prefix/$f"
 done
 check "soname libmasq.so.0" sh -c "readelf -d '$prefix/lib/libmasq.so.0.1.0' | grep -q 'SONAME.*\[libmasq.so.0\]'"

@@ -134,5 +134,17 @@ expect "exit(code) in a script on stdin ends it with that status" $status -eq 4 
 run -e 'eprint("to", "stderr")' -e 'exit(6)'
 expect "-e: eprint writes to stderr, exit(6) gives status 6" $status -eq 6 -a -z "$out" -a "$err" = "to stderr"
 
+# Output that cannot be written is an error, whatever wrote it.
+if [ -w /dev/full ]; then
+  for args in "-e print(1)" "--help" "--builtins" "-i"; do
+    input '1 + 1'
+    # shellcheck disable=SC2086
+    "$MASQ" $args <"$tmp/in" >/dev/full 2>"$tmp/err"
+    status=$? out="" err=$(cat "$tmp/err")
+    expect "masq $args > /dev/full: status 2 and a message" \
+      $status -eq 2 -a -n "$(printf '%s' "$err" | grep -x 'masq: error writing to standard output\(: No space left on device\)\{0,1\}')"
+  done
+fi
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
