@@ -6,7 +6,7 @@
 #   make unit, make golden [T=NAME]   the C unit tests, the golden scripts
 #   make layers     check that the source folders call and include only the
 #                   layers below them (tools/layercheck; part of make test)
-#   make demo       build and run the tour (examples/tour.masq)
+#   make demo       build and run the tours (examples/tour.masq, explore.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
 #                   libraries, masq.pc and the man page masq(1)
 #   make uninstall
@@ -199,11 +199,13 @@ golden: $(B)/masq
 layers: $(B)/libmasq.a
 	@python3 tools/layercheck $(B)/obj
 
-# The new user's first command: install what is missing, build, take the tour.
+# The new user's first command: install what is missing, build, take the tour,
+# then explore a table with missing cells (examples/explore.masq).
 demo:
 	@sh tools/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	$(B)/masq examples/tour.masq
+	$(B)/masq examples/explore.masq
 
 # --- install --------------------------------------------------------------------
 # GNU conventions: PREFIX for the layout, DESTDIR for staging (packages).
