@@ -21,7 +21,6 @@
 #include <stdio.h>
 
 #include "kernels.h"
-#include "summary.h"
 
 
 /* A row of a tensor printed in full (set_printoptions(threshold=...)) may
@@ -408,12 +407,6 @@ static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
 /* --- entry points ----------------------------------------------------------- */
 
 void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color) {
-  /* a body too large to show whole is summarized: its statistics first,
-   * on a line of their own (not in the middle of print(a, b)'s line) */
-  if (t->numel > S->print.threshold && (b->len == 0 || b->data[b->len - 1] == '\n')) {
-    mq_summary_line(S, b, t);
-    mq_buf_putc(S, b, '\n');
-  }
   if (t->mask) format_masked(S, b, t, color);
   else format_plain(S, b, t);
 }
