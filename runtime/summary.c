@@ -1,8 +1,7 @@
 /* summary.c - summary lines and describe tables (summary.h).
  *
- * Both read the tensor once as float64 values and a validity byte per entry
- * (mq_astype and mq_get_mask: a copy, as printing a large tensor is rare
- * next to computing it), and compute in double: the mean and the sample
+ * Both read the tensor's entries where they are (a copy only of a view
+ * that is not contiguous) and compute in double: the mean and the sample
  * standard deviation (ddof 1, as pandas and torch's default) by two passes,
  * the quantiles by numpy's linear interpolation on the sorted values.
  *
@@ -18,14 +17,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* [t]'s entries in order as doubles, and their validity (1 everywhere for
- * a plain tensor). */
-static void flat_values(mq_state *S, const mq_tensor *t, const double **v, const uint8_t **m) {
+/* [t]'s entries in order, read in place when [t] is contiguous (printing a
+ * large tensor must not need a copy of it), and their validity (m NULL: a
+ * plain tensor, all valid). */
+typedef struct flat {
+  const void *d;
+  mq_dtype dt;
+  const uint8_t *m;
+} flat;
+
+static flat flat_of(mq_state *S, const mq_tensor *t) {
   mq_tensor *x = (mq_tensor *)t;
-  mq_tensor *d = mq_contiguous(S, mq_astype(S, mq_get_data(S, x), MQ_DT_F64));
-  *v = mq_tensor_data(d);
-  *m = mq_tensor_data(mq_contiguous(S, mq_get_mask(S, x)));
+  mq_tensor *d = mq_contiguous(S, mq_get_data(S, x));
+  flat f = {mq_tensor_data(d), (mq_dtype)d->dtype, NULL};
+  if (t->mask) f.m = mq_tensor_data(mq_contiguous(S, t->mask));
+  return f;
 }
+
+static inline double flat_get(const flat *f, int64_t i) {
+  switch (f->dt) {
+  case MQ_DT_BOOL: return ((const uint8_t *)f->d)[i];
+  case MQ_DT_I64: return (double)((const int64_t *)f->d)[i];
+  case MQ_DT_F32: return ((const float *)f->d)[i];
+  default: return ((const double *)f->d)[i];
+  }
+}
+static inline bool flat_valid(const flat *f, int64_t i) { return !f->m || f->m[i]; }
 
 /* A number as the summary shows it (see the header comment). */
 static void short_num(char *out, size_t cap, double v) {
@@ -41,15 +58,14 @@ typedef struct moments {
   double min, max, mean, std;
 } moments;
 
-static void moments_of(mq_state *S, const double *v, const uint8_t *m, int64_t n, int64_t step,
-                       moments *r) {
+static void moments_of(mq_state *S, const flat *f, int64_t n, moments *r) {
   memset(r, 0, sizeof *r);
   double sum = 0;
-  for (int64_t k = 0, i = 0; k < n; k++, i += step) {
-    if ((k & 0xffff) == 0xffff) mq_check_interrupt(S);
-    if (!m[i]) continue;
+  for (int64_t i = 0; i < n; i++) {
+    if ((i & 0xffff) == 0xffff) mq_check_interrupt(S);
+    if (!flat_valid(f, i)) continue;
     r->valid++;
-    double x = v[i];
+    double x = flat_get(f, i);
     if (isnan(x)) r->nan++;
     else if (isinf(x)) r->inf++;
     else {
@@ -61,9 +77,10 @@ static void moments_of(mq_state *S, const double *v, const uint8_t *m, int64_t n
   }
   r->mean = r->finite ? sum / (double)r->finite : NAN;
   double ss = 0;
-  for (int64_t k = 0, i = 0; k < n && r->finite > 1; k++, i += step) {
-    if ((k & 0xffff) == 0xffff) mq_check_interrupt(S);
-    if (m[i] && isfinite(v[i])) ss += (v[i] - r->mean) * (v[i] - r->mean);
+  for (int64_t i = 0; i < n && r->finite > 1; i++) {
+    if ((i & 0xffff) == 0xffff) mq_check_interrupt(S);
+    double x = flat_get(f, i);
+    if (flat_valid(f, i) && isfinite(x)) ss += (x - r->mean) * (x - r->mean);
   }
   r->std = r->finite > 1 ? sqrt(ss / (double)(r->finite - 1)) : NAN;
 }
@@ -74,11 +91,9 @@ void mq_summary_line(mq_state *S, mq_buf *b, const mq_tensor *t) {
     mq_buf_printf(S, b, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
   mq_buf_printf(S, b, "] %s", mq_dtype_name((mq_dtype)t->dtype));
   if (t->numel == 0) return;
-  const double *v;
-  const uint8_t *m;
-  flat_values(S, t, &v, &m);
+  flat f = flat_of(S, t);
   moments r;
-  moments_of(S, v, m, t->numel, 1, &r);
+  moments_of(S, &f, t->numel, &r);
   if (t->mask) {
     double pct = 100.0 * (double)r.valid / (double)t->numel;
     /* never round a partly valid tensor to 100% or 0% */
@@ -129,18 +144,19 @@ static const char *const stat_names[N_STATS] = {"count", "mean", "std", "min",
                                                 "25%",   "50%",  "75%", "max"};
 
 /* One column's statistics as text, "--" where there is no valid entry. */
-static void describe_column(mq_state *S, const double *v, const uint8_t *m, int64_t n,
-                            int64_t step, char out[N_STATS][32]) {
+static void describe_column(mq_state *S, const flat *f, int64_t start, int64_t n, int64_t step,
+                            char out[N_STATS][32]) {
   double *vals = mq_scratch(S, (size_t)(n ? n : 1) * sizeof *vals);
   int64_t cnt = 0;
   bool nan = false;
   double sum = 0;
-  for (int64_t k = 0, i = 0; k < n; k++, i += step) {
+  for (int64_t k = 0, i = start; k < n; k++, i += step) {
     if ((k & 0xffff) == 0xffff) mq_check_interrupt(S);
-    if (!m[i]) continue;
-    nan |= isnan(v[i]);
-    sum += v[i];
-    vals[cnt++] = v[i];
+    if (!flat_valid(f, i)) continue;
+    double x = flat_get(f, i);
+    nan |= isnan(x);
+    sum += x;
+    vals[cnt++] = x;
   }
   snprintf(out[0], 32, "%lld", (long long)cnt);
   if (!cnt) {
@@ -164,9 +180,7 @@ static void describe_column(mq_state *S, const double *v, const uint8_t *m, int6
 
 void mq_describe(mq_state *S, mq_buf *b, mq_tensor *t, int dim, const mq_string *const *names,
                  int n) {
-  const double *v;
-  const uint8_t *m;
-  flat_values(S, t, &v, &m);
+  flat f = flat_of(S, t);
   /* columns: ncol of them, each [len] entries [step] apart from [start] */
   int64_t ncol = 1, len = t->numel, step = 1, cstride = 0;
   if (t->ndim >= 2) {
@@ -184,7 +198,7 @@ void mq_describe(mq_state *S, mq_buf *b, mq_tensor *t, int dim, const mq_string 
   int *w = mq_scratch(S, (size_t)(ncol ? ncol : 1) * sizeof *w);
   for (int64_t c = 0; c < ncol; c++) {
     mq_check_interrupt(S);
-    describe_column(S, v + c * cstride, m + c * cstride, len, step, cells[c]);
+    describe_column(S, &f, c * cstride, len, step, cells[c]);
     char head[32];
     int hl = names ? (int)names[c]->len : snprintf(head, sizeof head, "%lld", (long long)c);
     w[c] = hl;
