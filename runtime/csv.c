@@ -80,7 +80,7 @@ static bool read_field(scan *sc, field *f) {
     for (;;) {
       if (sc->i >= sc->n)
         fail_at(sc, f->line, f->col, "unterminated quoted field (the quote opened here)", NULL);
-      if (((sc->i - start) & 0xffff) == 0xffff) mq_poll(sc->S); /* a long field */
+      if (((sc->i - start) & 0xffff) == 0xffff) mq_check_interrupt(sc->S); /* a long field */
       uint8_t c = p[sc->i];
       if (c == '"') {
         if (sc->i + 1 < sc->n && p[sc->i + 1] == '"') {
@@ -109,7 +109,10 @@ static bool read_field(scan *sc, field *f) {
               NULL);
   } else {
     size_t start = sc->i;
-    while (sc->i < sc->n && p[sc->i] != d && p[sc->i] != '\r' && p[sc->i] != '\n') sc->i++;
+    while (sc->i < sc->n && p[sc->i] != d && p[sc->i] != '\r' && p[sc->i] != '\n') {
+      if (((sc->i - start) & 0xffff) == 0xffff) mq_check_interrupt(sc->S);
+      sc->i++;
+    }
     f->s = p + start;
     f->len = sc->i - start;
   }

@@ -8,6 +8,7 @@
  *   runtime error, never anything else (the ASan build checks the memory);
  *   whatever parses, written back by mq_csv_encode and parsed again, gives
  *   the same names, values (bitwise) and mask;
+ * - an interrupt stops a parse, between rows and inside a long field;
  * - mq_quantile_sorted against numpy 1.24's np.quantile (method "linear").
  */
 #include <math.h>
@@ -185,6 +186,25 @@ static void test_hostile(void) {
   CHECK(parsed > 300);
 }
 
+/* An interrupt stops a parse: at the next row, and inside a long field. */
+static void test_interrupt(void) {
+  parse_job j;
+  S->interrupted = 1;
+  CHECK(parse(&j, "a\n1\n2\n", 6, true) == MASQ_ERR_INTERRUPTED);
+  size_t n = 200000;
+  char *big = mq_scratch(S, n);
+  memset(big, 'x', n);
+  big[0] = '"';
+  big[n - 1] = '"';
+  S->interrupted = 1;
+  CHECK(parse(&j, big, n, true) == MASQ_ERR_INTERRUPTED);
+  CHECK(parse(&j, big, n, true) == MASQ_OK); /* the flag was taken */
+  big[0] = big[n - 1] = 'x'; /* unquoted */
+  S->interrupted = 1;
+  CHECK(parse(&j, big, n, true) == MASQ_ERR_INTERRUPTED);
+  S->interrupted = 0;
+}
+
 /* --- quantiles ---------------------------------------------------------------------- */
 
 static void test_quantile(void) {
@@ -209,6 +229,7 @@ static void all_tests(mq_state *S_, void *ud) {
   test_tables();
   test_errors();
   test_hostile();
+  test_interrupt();
   test_quantile();
   for (int k = 0; k < 4; k++) mq_release(S, mq_objv((mq_string *)na_list[k]));
 }
