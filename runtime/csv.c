@@ -237,10 +237,11 @@ static int *resolve_columns(scan *sc, mq_string **names, int width, int *nsel) {
     if (src[k] < 0) {
       mq_buf *b = &S->out; /* the message lists what is there */
       b->len = 0;
-      for (int j = 0; j < width; j++) {
+      for (int j = 0; j < width && j < 20; j++) {
         if (j) mq_buf_puts(S, b, ", ");
-        mq_string_quote(S, b, names[j]);
+        mq_buf_puts(S, b, cell_text(S, (const uint8_t *)names[j]->chars, names[j]->len));
       }
+      if (width > 20) mq_buf_printf(S, b, " and %d more", width - 20);
       mq_error(S, "%s: %s has no column %s (it has %s)", o->who, o->file,
                cell_text(S, (const uint8_t *)c->name, c->name_len), width ? b->data : "none");
     }
