@@ -174,6 +174,7 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@sh tests/repl/transcript.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/check_docs.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_numpy.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/io/check_csv.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_scipy.sh $(B)/masq | tee -a $(B)/results
 	@sh tools/conformance/run.sh $(B)/masq | tee -a $(B)/results
 	@echo "--- again under AddressSanitizer + UndefinedBehaviorSanitizer ($(SAN_CC))"

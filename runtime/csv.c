@@ -409,9 +409,18 @@ static int shortest(char *t, size_t cap, double v, bool f32) {
     if (f32 ? strtof(t, NULL) == (float)v : strtod(t, NULL) == v) break;
   }
   int exp10 = atoi(strchr(t, 'e') + 1);
-  int places = prec - 1 - exp10;
-  if (exp10 >= -4 && exp10 < 16) return snprintf(t, cap, "%.*f", places > 0 ? places : 0, v);
-  return snprintf(t, cap, "%.*g", prec, v);
+  if (exp10 < -4 || exp10 >= 16) return snprintf(t, cap, "%.*g", prec, v);
+  if (exp10 < prec - 1) return snprintf(t, cap, "%.*f", prec - 1 - exp10, v);
+  /* an integer: the shortest digits then zeros ("41728690" for the float32
+   * 41728688, which %.0f would spell out in full) */
+  char digits[32];
+  int nd = 0;
+  for (const char *c = t; *c != 'e'; c++)
+    if (*c >= '0' && *c <= '9') digits[nd++] = *c;
+  int len = snprintf(t, cap, "%s%.*s", signbit(v) ? "-" : "", nd, digits);
+  for (int z = nd; z <= exp10 && (size_t)len + 1 < cap; z++) t[len++] = '0';
+  t[len] = '\0';
+  return len;
 }
 
 /* A header name, quoted when a reader would otherwise split or trim it. */

@@ -167,7 +167,8 @@ static void hostile(const char *text, size_t len, int *parsed) {
 }
 
 static void test_hostile(void) {
-  static const char tricky[] = "\xef\xbb\xbf\"a,\"\"x\"\"\",b\r\n1.5,\"2\r\n\"\r\n,NA\n\"\"\"\",3\n";
+  static const char tricky[] =
+      "\xef\xbb\xbf\"a,\"\"x\"\"\",b\r\n1.5,\"2\r\n\"\r\n,NA\n\"\"\"\",3\n-0,41728688\n";
   int parsed = 0;
   for (size_t n = 0; n <= sizeof tricky - 1; n++) hostile(tricky, n, &parsed);
   static const char alphabet[] = ",,,\"\"\n\r 0123456789.e-+NAnulix\t\xef\xbb\xbf\x80\0";
