@@ -6,7 +6,7 @@
 #   make unit, make golden [T=NAME]   the C unit tests, the golden scripts
 #   make layers     check that the source folders call and include only the
 #                   layers below them (tools/layercheck; part of make test)
-#   make demo       build and run the tour (examples/tour.masq)
+#   make demo       build and run the tours (examples/tour.masq, explore.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
 #                   libraries, masq.pc, the man page masq(1) and the editor
 #                   syntax files (Vim, TextMate)
@@ -186,6 +186,7 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@sh tests/check_docs.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/editors/check.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_numpy.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/io/check_csv.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_scipy.sh $(B)/masq | tee -a $(B)/results
 	@sh tools/conformance/run.sh $(B)/masq | tee -a $(B)/results
 	@echo "--- again under AddressSanitizer + UndefinedBehaviorSanitizer ($(SAN_CC))"
@@ -212,11 +213,12 @@ layers: $(B)/libmasq.a
 	@python3 tools/layercheck $(B)/obj
 
 # The new user's first command: install what the build lacks (only that), build,
-# take the tour.
+# take the tour, then explore a table with missing cells (examples/explore.masq).
 demo:
 	@sh tools/install-deps.sh build
 	@$(MAKE) --no-print-directory all
 	$(B)/masq examples/tour.masq
+	$(B)/masq examples/explore.masq
 
 # --- install --------------------------------------------------------------------
 # GNU conventions: PREFIX for the layout, DESTDIR for staging (packages).

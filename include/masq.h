@@ -107,7 +107,7 @@ typedef struct masq_config {
 
 /* Library groups for masq_config.libs. */
 #define MASQ_LIB_CORE 1u    /* tensors, masks, math, shapes, the language: always open */
-#define MASQ_LIB_IO 2u      /* load, save (.npy/.npz) and import: the file system */
+#define MASQ_LIB_IO 2u      /* load, save, load_csv, save_csv and import: the file system */
 #define MASQ_LIB_DEFAULT MASQ_LIB_CORE
 #define MASQ_LIB_ALL (MASQ_LIB_CORE | MASQ_LIB_IO)
 

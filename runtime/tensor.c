@@ -9,6 +9,7 @@
 #include "npy.h"
 #include "kernels.h"
 #include "sparse.h"
+#include "summary.h"
 
 static const char *const dtype_names[] = {
 #define X(E, n, T, s) s,
@@ -113,8 +114,16 @@ void mq_tensor_free(mq_state *S, mq_tensor *t) {
 }
 
 static void tensor_free(mq_state *S, mq_obj *o) { mq_tensor_free(S, (mq_tensor *)o); }
+/* How print() and the REPL show a tensor: torch's repr (mq_tensor_format),
+ * and above the print threshold, when it starts a line (not print(a, b)'s
+ * b), the summary line first (summary.h). */
 static void tensor_format(mq_state *S, mq_buf *b, mq_obj *o) {
-  mq_tensor_format(S, b, (mq_tensor *)o, S->cfg.color);
+  mq_tensor *t = (mq_tensor *)o;
+  if (t->numel > S->print.threshold && (b->len == 0 || b->data[b->len - 1] == '\n')) {
+    mq_summary_line(S, b, t);
+    mq_buf_putc(S, b, '\n');
+  }
+  mq_tensor_format(S, b, t, S->cfg.color);
 }
 static bool tensor_truthy(mq_state *S, mq_obj *o) {
   mq_tensor *t = (mq_tensor *)o;

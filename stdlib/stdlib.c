@@ -12,6 +12,8 @@ extern const mq_libfn mq_lib_math[];
 extern const mq_libfn mq_lib_index[];
 extern const mq_constant mq_lib_constants[];
 extern const mq_libfn mq_lib_io[];
+extern const mq_libfn mq_lib_csv[];
+extern const mq_libfn mq_lib_summary[];
 extern const mq_libfn mq_lib_autograd[];
 extern const mq_libfn mq_lib_sparse[];
 extern const mq_libfn mq_lib_sparse_io[];
@@ -32,7 +34,9 @@ static const struct {
     {mq_lib_autograd, MASQ_LIB_CORE},
     {mq_lib_sparse, MASQ_LIB_CORE},
     {mq_lib_sparse_ops, MASQ_LIB_CORE},
+    {mq_lib_summary, MASQ_LIB_CORE},
     {mq_lib_io, MASQ_LIB_IO},
+    {mq_lib_csv, MASQ_LIB_IO},
     {mq_lib_sparse_io, MASQ_LIB_IO},
 };
 

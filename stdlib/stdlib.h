@@ -30,5 +30,9 @@ MQ_INTERNAL bool mq_sparse_ops_builtin(mq_state *S, const mq_builtin *b, mq_valu
 /* A reduction's dim argument (none: 0 dims; an int; a list of ints) as
  * normalized, distinct dims of [t]; returns how many (lib_math.c). */
 MQ_INTERNAL int mq_arg_reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims);
+/* A string or a list of strings as an array of *n (none: NULL, n 0);
+ * errors name [fn] and the argument [what] (lib_summary.c). */
+MQ_INTERNAL const mq_string **mq_arg_string_list(mq_state *S, mq_value v, const char *fn,
+                                                 const char *what, int *n);
 
 #endif

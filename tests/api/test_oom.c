@@ -4,7 +4,8 @@
  * succeed again, as when memory comes back):
  *  - in masq_open, which must return NULL (nothing live) or a working state;
  *  - in a host's session (registering a host function; a script with the
- *    tour, autograd, an .npz save and load, an import, closures and lists;
+ *    tour, autograd, an .npz save and load, a CSV save and load with its
+ *    summary and describe, an import, closures and lists;
  *    masq_call and friends; an echoed eval), which must fail with
  *    MASQ_ERR_MEMORY and a message, or succeed if the k-th request was never
  *    reached; then THE SAME STATE runs the session again without failures
@@ -191,6 +192,11 @@ static char *read_all(const char *path) {
     "  [name, t] = pair\n" \
     "  print(name, t)\n" \
     "}\n" \
+    "# CSV: a table with missing cells, back again; its summary and describe\n" \
+    "save_csv(\"%s/t.csv\", mt, header=[\"a\", \"b\", \"c\"])\n" \
+    "tc, names = load_csv(\"%s/t.csv\")\n" \
+    "print(names, tc, summary(tc))\n" \
+    "describe(tc, names=names)\n" \
     "# the host function\n" \
     "print(\"host_twice:\", host_twice(mt[1]), host_twice(to_tensor(mt, 1) * 2))\n" \
     "# a module, a closure, lists, format and a few training steps\n" \
@@ -218,11 +224,11 @@ static const char *helper_text = "fn helper_scale(x, k=2) = x * k\n";
 static char *make_script(const char *dir) {
   char *tour = read_all("examples/tour.masq");
   if (!tour) return NULL;
-  size_t n = strlen(tour) + strlen(EXTRA_FMT) + 5 * strlen(dir) + 1;
+  size_t n = strlen(tour) + strlen(EXTRA_FMT) + 7 * strlen(dir) + 1;
   char *s = malloc(n);
   if (s) {
     strcpy(s, tour);
-    snprintf(s + strlen(tour), n - strlen(tour), EXTRA_FMT, dir, dir, dir, dir, dir);
+    snprintf(s + strlen(tour), n - strlen(tour), EXTRA_FMT, dir, dir, dir, dir, dir, dir, dir);
   }
   free(tour);
   char path[64];

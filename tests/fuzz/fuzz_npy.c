@@ -1,7 +1,8 @@
 /* fuzz_npy - bytes -> load() as a .npy or .npz file (the contents decide,
  * as in np.load; the dictionary holds both magics), then print what came
- * back, save it again and load that. The bytes go to an in-memory file
- * (memfd) that the script names as /proc/self/fd/N, so load() runs exactly
+ * back, save it again and load that; then the same bytes as a CSV table
+ * (load_csv, its summary, save_csv and load_csv again; tests/csv seeds).
+ * The bytes go to an in-memory file (memfd) that the script names as /proc/self/fd/N, so load() runs exactly
  * as for a file on disk. The state has the io library, a memory limit and
  * an interrupt budget, and must still work afterwards. */
 #define _GNU_SOURCE
@@ -73,6 +74,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     run(M, &budget, "x = none\ny = none");
   }
   if (size >= 2 && data[0] == 'P' && data[1] == 'K') run(M, &budget, "print(load(p, \"data\"))");
+  if (run(M, &budget, "t = load_csv(p)") == MASQ_OK) {
+    run(M, &budget, "print(t[0])\nprint(summary(t[0]))");
+    if (run(M, &budget, "save_csv(q, t[0], header=t[1])") == MASQ_OK)
+      run(M, &budget, "print(load_csv(q)[0])");
+    run(M, &budget, "t = none");
+  }
   if (!fuzz_state_works(M, &budget)) {
     masq_close(state);
     open_state();

@@ -3,8 +3,8 @@
 # (make fuzz: FUZZ_SECONDS; make test: a short smoke) on its corpus in
 # BUILD/fuzz/corpus/NAME, which starts as a copy of the seeds and keeps
 # what every run finds (never in git). Seeds: tests/fuzz/corpus/NAME, the
-# golden and crash scripts for the source harnesses, tests/io's files for
-# fuzz_npy. A crash, leak, timeout or sanitizer report fails the harness;
+# golden and crash scripts for the source harnesses, tests/io's and tests/csv's
+# files for fuzz_npy. A crash, leak, timeout or sanitizer report fails the harness;
 # its input is saved as BUILD/fuzz/artifacts/NAME-crash-... (minimise it
 # with `BUILD/fuzz/bin/NAME -minimize_crash=1 -runs=10000 FILE` and replay
 # it with BUILD/fuzz/replay/NAME FILE).
@@ -33,7 +33,7 @@ for h in "$@"; do
         "$root"/tests/crashes/*.masq "$root"/examples/*.masq
       opts="-dict=$b/fuzz/masq.dict -max_len=4096" ;;
     fuzz_npy)
-      seed "$corpus" "$root"/tests/io/*.npy "$root"/tests/io/*.npz
+      seed "$corpus" "$root"/tests/io/*.npy "$root"/tests/io/*.npz "$root"/tests/csv/*.csv
       opts="-dict=$root/tests/fuzz/npy.dict -max_len=16384" ;;
     *) opts="-max_len=1024" ;;
   esac

@@ -1,0 +1,65 @@
+/* lib_summary.c - summary and describe: a tensor's statistics at a glance
+ * (runtime/summary.h computes them; large tensors print the same summary
+ * line above their body, runtime/print.c). */
+#include "../runtime/summary.h"
+#include "stdlib.h"
+
+const mq_string **mq_arg_string_list(mq_state *S, mq_value v, const char *fn, const char *what,
+                                     int *n) {
+  *n = 0;
+  if (v.type == MQ_NONE) return NULL;
+  const mq_value *items = &v;
+  int len = 1;
+  if (mq_is_obj(v, MQ_O_LIST)) {
+    items = mq_as_list(v)->items;
+    len = mq_as_list(v)->len;
+  } else if (!mq_is_obj(v, MQ_O_STRING)) {
+    mq_error(S, "%s: %s must be a list of strings, not a %s", fn, what, mq_value_type_name(v));
+  }
+  const mq_string **out = mq_scratch(S, (size_t)(len ? len : 1) * sizeof *out);
+  for (int k = 0; k < len; k++) {
+    if (!mq_is_obj(items[k], MQ_O_STRING))
+      mq_error(S, "%s: %s must be a list of strings; item %d is a %s", fn, what, k,
+               mq_value_type_name(items[k]));
+    out[k] = mq_as_string(items[k]);
+  }
+  *n = len;
+  return out;
+}
+
+static mq_value lib_summary(mq_state *S, mq_value *args) {
+  mq_tensor *t = mq_arg_tensor(S, args[0], "x");
+  mq_buf *b = &S->out;
+  b->len = 0;
+  mq_summary_line(S, b, t);
+  return mq_objv(mq_string_new(S, b->data, b->len));
+}
+
+static mq_value lib_describe(mq_state *S, mq_value *args) {
+  mq_tensor *t = mq_arg_tensor(S, args[0], "x");
+  if (t->ndim == 0) mq_error(S, "describe: x must have at least one dim, not be 0-d");
+  int dim = 0;
+  if (args[1].type != MQ_NONE) {
+    if (t->ndim != 2) mq_error(S, "describe: dim applies to a 2-D x (0: per column, 1: per row)");
+    dim = mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim);
+  }
+  int n = 0;
+  const mq_string **names = mq_arg_string_list(S, args[2], "describe", "names", &n);
+  mq_buf *b = &S->out;
+  b->len = 0;
+  mq_describe(S, b, t, dim, names, n);
+  mq_write(S, b->data, b->len);
+  return mq_none();
+}
+
+const mq_libfn mq_lib_summary[] = {
+    {"summary(x)", lib_summary,
+     "one line: shape, dtype, % valid, min/max/mean/std of the valid finite entries, NaN and "
+     "inf counts (large tensors print it above their body)",
+     MQ_BK_NONE, 0},
+    {"describe(x, dim=none, names=none)", lib_describe,
+     "print count, mean, std, min, quartiles and max of each column's valid entries (pandas' "
+     "describe; dim=1: per row of a 2-D x; names= column headings)",
+     MQ_BK_NONE, 0},
+    {NULL, NULL, NULL, MQ_BK_NONE, 0},
+};
