@@ -221,8 +221,8 @@ static void col_labels(mq_grid *g, int y, int x0, const blocks *b, int cw) {
   for (int j = 0; j < b->nc; j++) {
     char s[32];
     int x = x0 + j * cw;
-    if (x < next) continue;
     snprintf(s, sizeof s, "%lld", (long long)((int64_t)j * b->bc));
+    if (x < next || x + (int)strlen(s) > g->w) continue;
     mq_grid_text(g, x, y, s, 0);
     next = x + (int)strlen(s) + 1;
   }

@@ -8,7 +8,7 @@
 #include "../core/checked.h"
 
 mq_grid *mq_grid_new(mq_state *S, int w, int h) {
-  if (w < 1 || h < 1 || w > MQ_PIC_MAX_WIDTH || h > 4 * MQ_PIC_MAX_HEIGHT)
+  if (w < 1 || h < 1 || w > MQ_PIC_MAX_WIDTH || h > MQ_PIC_MAX_LINES)
     mq_error(S, "picture of %d x %d cells is out of range", w, h);
   size_t n = mq_ck_zmul(S, (size_t)w, (size_t)h, "picture size");
   mq_grid *g = mq_scratch(S, sizeof *g);

@@ -15,6 +15,8 @@
 /* The largest picture in character cells (width=, height=). */
 #define MQ_PIC_MAX_WIDTH 1000
 #define MQ_PIC_MAX_HEIGHT 200
+/* The most lines a grid may have: a histogram has a line per bin. */
+#define MQ_PIC_MAX_LINES 1024
 
 /* A character grid: one code point and one colour per cell. Colour 0 is the
  * terminal's default; 1..255 are the xterm 256-colour indices. */
