@@ -122,21 +122,18 @@ void mq_svg_open(mq_state *S, mq_buf *b, int w, int h) {
 
 void mq_svg_close(mq_state *S, mq_buf *b) { mq_buf_puts(S, b, "</svg>\n"); }
 
-void mq_svg_rect(mq_state *S, mq_buf *b, double x, double y, double w, double h,
-                 const char *fill) {
+void mq_svg_rect(mq_state *S, mq_buf *b, double x, double y, double w, double h, const char *fill) {
   mq_buf_printf(S, b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n",
                 x, y, w, h, fill);
 }
 
 void mq_svg_line(mq_state *S, mq_buf *b, double x1, double y1, double x2, double y2,
                  const char *stroke) {
-  mq_buf_printf(S, b,
-                "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"/>\n", x1,
+  mq_buf_printf(S, b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"/>\n", x1,
                 y1, x2, y2, stroke);
 }
 
-void mq_svg_text(mq_state *S, mq_buf *b, double x, double y, const char *anchor,
-                 const char *text) {
+void mq_svg_text(mq_state *S, mq_buf *b, double x, double y, const char *anchor, const char *text) {
   mq_buf_printf(S, b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\">", x, y, anchor);
   for (const char *s = text; *s; s++) {
     switch (*s) {

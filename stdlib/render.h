@@ -62,8 +62,8 @@ MQ_INTERNAL void mq_svg_close(mq_state *S, mq_buf *b);
 /* A filled rectangle; [fill] is a colour like "#1f77b4". */
 MQ_INTERNAL void mq_svg_rect(mq_state *S, mq_buf *b, double x, double y, double w, double h,
                              const char *fill);
-MQ_INTERNAL void mq_svg_line(mq_state *S, mq_buf *b, double x1, double y1, double x2,
-                             double y2, const char *stroke);
+MQ_INTERNAL void mq_svg_line(mq_state *S, mq_buf *b, double x1, double y1, double x2, double y2,
+                             const char *stroke);
 /* Text at (x, y) (its baseline), [anchor] "start", "middle" or "end"; the
  * text is escaped for XML. */
 MQ_INTERNAL void mq_svg_text(mq_state *S, mq_buf *b, double x, double y, const char *anchor,

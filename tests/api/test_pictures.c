@@ -144,7 +144,8 @@ static void test_large_is_capped(void) {
     size_t before = k.bytes;
     CHECK_OK(M, eval(M, pics[i]));
     if (k.peak - before >= ((size_t)16 << 20))
-      fprintf(stderr, "%s: peak %zu bytes above the %zu in use\n", pics[i], k.peak - before, before);
+      fprintf(stderr, "%s: peak %zu bytes above the %zu in use\n", pics[i], k.peak - before,
+              before);
     CHECK(k.peak - before < ((size_t)16 << 20));
   }
   masq_close(M);
