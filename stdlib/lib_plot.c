@@ -87,12 +87,15 @@ void mq_pic_svg_title(mq_state *S, mq_buf *o) {
 
 const mq_libfn mq_lib_plot[] = {
     {"show_mask(x, width=none, height=none, file=none)", mq_pic_show_mask,
-     "draw where x's valid entries are, a row of cells per sample (dim 0)"},
+     "draw where x's valid entries are: a row per sample (dim 0), blocks for big x; "
+     "file= writes an SVG (docs/PICTURES.md)"},
     {"hist(x, bins=20, width=none, file=none)", mq_pic_hist,
-     "a histogram of x's valid finite entries as horizontal bars"},
+     "horizontal bars of a histogram of x's valid finite entries (numpy's bins), NaN and inf "
+     "counted apart; file= writes an SVG"},
     {"plot(x, y=none, width=none, height=none, file=none)", mq_pic_plot,
-     "a line chart of y (against x, or its index) in braille dots"},
+     "plot(y) or plot(x, y): a line chart in braille dots; masked-out points leave gaps; "
+     "file= writes an SVG"},
     {"heatmap(x, width=none, height=none, file=none)", mq_pic_heatmap,
-     "2-D x as a shade per entry; masked-out entries drawn apart"},
+     "2-D x as a shade per entry, masked-out entries as a dot; file= writes an SVG"},
     {NULL, NULL, NULL},
 };
