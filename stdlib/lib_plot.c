@@ -52,6 +52,7 @@ void mq_pic_init(mq_state *S, mq_pic *p, const char *who, mq_value width, mq_val
     p->file = s->chars;
   }
   p->color = S->cfg.color && !p->file;
+  p->labels = NULL;
 }
 
 mq_value mq_pic_finish(mq_state *S, const mq_pic *p) {
@@ -86,16 +87,16 @@ void mq_pic_svg_title(mq_state *S, mq_buf *o) {
 }
 
 const mq_libfn mq_lib_plot[] = {
-    {"show_mask(x, width=none, height=none, file=none)", mq_pic_show_mask,
+    {"show_mask(x, width=none, height=none, file=none, labels=none)", mq_pic_show_mask,
      "draw where x's valid entries are: a row per sample (dim 0), blocks for big x; "
-     "file= writes an SVG (docs/PICTURES.md)"},
+     "labels names the columns; file= writes an SVG (docs/PICTURES.md)"},
     {"hist(x, bins=20, width=none, file=none)", mq_pic_hist,
      "horizontal bars of a histogram of x's valid finite entries (numpy's bins), NaN and inf "
      "counted apart; file= writes an SVG"},
     {"plot(x, y=none, width=none, height=none, file=none)", mq_pic_plot,
      "plot(y) or plot(x, y): a line chart in braille dots; masked-out points leave gaps; "
      "file= writes an SVG"},
-    {"heatmap(x, width=none, height=none, file=none)", mq_pic_heatmap,
+    {"heatmap(x, width=none, height=none, file=none, labels=none)", mq_pic_heatmap,
      "2-D x as a shade per entry, masked-out entries as a dot; file= writes an SVG"},
     {NULL, NULL, NULL},
 };

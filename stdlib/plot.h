@@ -25,6 +25,7 @@ typedef struct mq_pic {
   int width, height; /* in character cells */
   const char *file; /* NULL: draw on the terminal */
   bool color;
+  const mq_list *labels; /* show_mask's and heatmap's column names, or NULL */
 } mq_pic;
 
 /* An int argument in lo..hi, or an error naming it. */

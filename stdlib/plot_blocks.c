@@ -108,14 +108,76 @@ static void row_label(mq_grid *g, int y, int lw, int64_t row) {
   mq_grid_text(g, 0, y, s, 0);
 }
 
+/* --- column names (labels=) --------------------------------------------------------- */
+
+#define SVG_NAMES 160 /* room under an SVG for names turned 45 degrees */
+#define SVG_NAME_MAX 30 /* bytes of a name shown there */
+
+/* labels= checked: a list of strings, one per column of [x] (dims 1..
+ * flattened); NULL for none. */
+static const mq_list *arg_labels(mq_state *S, mq_value v, const char *who, const mq_tensor *x) {
+  if (v.type == MQ_NONE) return NULL;
+  if (!mq_is_obj(v, MQ_O_LIST))
+    mq_error(S, "%s: labels must be a list of strings, not a %s", who, mq_value_type_name(v));
+  const mq_list *l = mq_as_list(v);
+  int64_t rows = x->ndim ? x->shape[0] : 1, cols = rows ? x->numel / rows : 0;
+  if (x->numel && l->len != cols)
+    mq_error(S, "%s: labels has %d name%s for %lld column%s", who, l->len, l->len == 1 ? "" : "s",
+             (long long)cols, cols == 1 ? "" : "s");
+  for (int i = 0; i < l->len; i++)
+    if (!mq_is_obj(l->items[i], MQ_O_STRING))
+      mq_error(S, "%s: labels[%d] must be a string, not a %s", who, i,
+               mq_value_type_name(l->items[i]));
+  return l;
+}
+
+/* "columns: 0 age, 1 height, ..." under a picture whose cells are single
+ * columns, wrapped to its width. */
+static void put_names(mq_state *S, mq_buf *o, const mq_pic *p, const blocks *b) {
+  if (!p->labels || b->bc != 1) return;
+  int col = mq_text_put(S, o, "columns:", 8, false);
+  for (int j = 0; j < p->labels->len; j++) {
+    const mq_string *name = mq_as_string(p->labels->items[j]);
+    char num[32];
+    int w = snprintf(num, sizeof num, " %d ", j) +
+            mq_text_put(S, NULL, name->chars, name->len, false) + 1;
+    if (col + w > p->width && col > 9) {
+      mq_buf_puts(S, o, "\n        ");
+      col = 8;
+    }
+    mq_buf_puts(S, o, num);
+    mq_text_put(S, o, name->chars, name->len, false);
+    if (j + 1 < p->labels->len) mq_buf_putc(S, o, ',');
+    col += w;
+  }
+  mq_buf_putc(S, o, '\n');
+}
+
+/* The names under an SVG's cells of width [cw] from [x0], turned, each
+ * where it has 14 units of room from the one before. */
+static void svg_names(mq_state *S, mq_buf *o, const mq_list *labels, double x0, double cw,
+                      double y) {
+  double next = 0;
+  for (int j = 0; j < labels->len; j++) {
+    double x = x0 + (j + 0.5) * cw;
+    if (x < next) continue;
+    const mq_string *name = mq_as_string(labels->items[j]);
+    mq_svg_text_turned(S, o, x - 4, y + 12, name->chars,
+                       name->len < SVG_NAME_MAX ? name->len : SVG_NAME_MAX);
+    next = x + 14;
+  }
+}
+
 /* --- show_mask ------------------------------------------------------------------------------ */
 
-static void show_mask_svg(mq_state *S, mq_buf *o, mq_tensor *x) {
+static void show_mask_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) {
   blocks b;
   blocks_fill(S, &b, x, 300, 300, false);
   char s[32];
   double cw = (double)MQ_SVG_W / b.nc, ch = (double)MQ_SVG_H / b.nr;
-  mq_svg_open(S, o, MQ_SVG_W + MQ_SVG_LEFT + 30, MQ_SVG_H + MQ_SVG_TOP + 40);
+  bool named = p->labels && b.bc == 1;
+  mq_svg_open(S, o, MQ_SVG_W + MQ_SVG_LEFT + 30,
+              MQ_SVG_H + MQ_SVG_TOP + 40 + (named ? SVG_NAMES : 0));
   mq_pic_svg_title(S, o);
   mq_buf_puts(S, o, "mask ");
   put_extent(S, o, x, blocks_valid(&b));
@@ -145,6 +207,7 @@ static void show_mask_svg(mq_state *S, mq_buf *o, mq_tensor *x) {
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + 12, "end", "0");
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + MQ_SVG_H, "end", mq_pic_ints(s, b.rows - 1));
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + MQ_SVG_H / 2, "end", "row");
+  if (named) svg_names(S, o, p->labels, MQ_SVG_LEFT, cw, MQ_SVG_TOP + MQ_SVG_H);
   mq_svg_close(S, o);
 }
 
@@ -181,6 +244,7 @@ static void show_mask_text(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p
                 MQ_PIC_DIM);
   }
   mq_grid_emit(S, g, o, p->color);
+  put_names(S, o, p, &b);
 }
 
 /* show_mask and heatmap after their own checks: [title] names the
@@ -188,10 +252,11 @@ static void show_mask_text(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p
  * for an SVG (a file of nothing would look like a drawing that failed). */
 static mq_value block_picture(mq_state *S, mq_value *args, mq_tensor *x, const char *who,
                               const char *title,
-                              void (*svg)(mq_state *, mq_buf *, mq_tensor *),
+                              void (*svg)(mq_state *, mq_buf *, mq_tensor *, const mq_pic *),
                               void (*text)(mq_state *, mq_buf *, mq_tensor *, const mq_pic *)) {
   mq_pic p;
   mq_pic_init(S, &p, who, args[1], args[2], 20, args[3]);
+  p.labels = arg_labels(S, args[4], who, x);
   mq_buf *o = &S->out;
   o->len = 0;
   if (x->numel == 0) {
@@ -200,7 +265,7 @@ static mq_value block_picture(mq_state *S, mq_value *args, mq_tensor *x, const c
                mq_shape_str(S, x->ndim, x->shape));
     mq_buf_printf(S, o, "%s %s: no entries\n", title, mq_shape_str(S, x->ndim, x->shape));
   } else if (p.file) {
-    svg(S, o, x);
+    svg(S, o, x, &p);
   } else {
     text(S, o, x, &p);
   }
@@ -291,6 +356,7 @@ static void heatmap_text(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) 
     }
   }
   mq_grid_emit(S, g, o, p->color);
+  put_names(S, o, p, &b);
   /* the legend */
   char a[32];
   if (any) {
@@ -306,7 +372,7 @@ static void heatmap_text(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) 
   mq_buf_putc(S, o, '\n');
 }
 
-static void heatmap_svg(mq_state *S, mq_buf *o, mq_tensor *x) {
+static void heatmap_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) {
   blocks b;
   blocks_fill(S, &b, x, 100, 150, true);
   double lo, hi;
@@ -315,7 +381,9 @@ static void heatmap_svg(mq_state *S, mq_buf *o, mq_tensor *x) {
   if ((double)MQ_SVG_H / b.nr < c) c = (double)MQ_SVG_H / b.nr;
   if (c > 40) c = 40;
   double w = c * b.nc, h = c * b.nr;
-  mq_svg_open(S, o, MQ_SVG_W + MQ_SVG_LEFT + 30, MQ_SVG_TOP + (int)ceil(h) + 60);
+  bool named = p->labels && b.bc == 1;
+  mq_svg_open(S, o, MQ_SVG_W + MQ_SVG_LEFT + 30,
+              MQ_SVG_TOP + (int)ceil(h) + 60 + (named ? SVG_NAMES : 0));
   mq_pic_svg_title(S, o);
   heat_header(S, o, x, &b);
   mq_buf_puts(S, o, "</text>\n");
@@ -341,7 +409,8 @@ static void heatmap_svg(mq_state *S, mq_buf *o, mq_tensor *x) {
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + h, "end", mq_pic_ints(a, b.rows - 1));
   mq_svg_text(S, o, MQ_SVG_LEFT, MQ_SVG_TOP - 4, "start", "0");
   mq_svg_text(S, o, MQ_SVG_LEFT + w, MQ_SVG_TOP - 4, "end", mq_pic_ints(a, b.cols - 1));
-  double ly = MQ_SVG_TOP + h + 12;
+  if (named) svg_names(S, o, p->labels, MQ_SVG_LEFT, c, MQ_SVG_TOP + h);
+  double ly = MQ_SVG_TOP + h + 12 + (named ? SVG_NAMES : 0);
   if (any) {
     mq_svg_text(S, o, MQ_SVG_LEFT, ly + 12, "start", mq_pic_nums(a, lo));
     for (int l = 0; l < RAMP_LEVELS; l++)

@@ -133,16 +133,60 @@ void mq_svg_line(mq_state *S, mq_buf *b, double x1, double y1, double x2, double
                 y1, x2, y2, stroke);
 }
 
+/* The length of the UTF-8 sequence at [s] (of [n] bytes) if it is valid
+ * and prints (no C0 or C1 control character, no DEL), else 0. */
+static size_t printable_len(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  if (c < 0x80) return c >= 0x20 && c != 0x7f;
+  size_t len = c >= 0xC2 && c <= 0xDF   ? 2
+               : c >= 0xE0 && c <= 0xEF ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4
+                                        : 0;
+  if (!len || n < len) return 0;
+  unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : c == 0xC2 ? 0xA0 : 0x80; /* C2 80..9F: C1 */
+  unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (size_t k = 2; k < len; k++)
+    if ((s[k] & 0xC0) != 0x80) return 0;
+  return len;
+}
+
+int mq_text_put(mq_state *S, mq_buf *out, const char *text, size_t n, bool xml) {
+  const unsigned char *s = (const unsigned char *)text;
+  int width = 0;
+  for (size_t i = 0; i < n; width++) {
+    size_t len = printable_len(s + i, n - i);
+    if (!len) {
+      if (out) mq_buf_putc(S, out, '?');
+      i++;
+      continue;
+    }
+    if (!out) {
+      i += len;
+      continue;
+    }
+    const char *esc = !xml          ? NULL
+                      : s[i] == '<' ? "&lt;"
+                      : s[i] == '>' ? "&gt;"
+                      : s[i] == '&' ? "&amp;"
+                      : s[i] == '"' ? "&quot;"
+                                    : NULL;
+    if (esc) mq_buf_puts(S, out, esc);
+    else mq_buf_putn(S, out, text + i, len);
+    i += len;
+  }
+  return width;
+}
+
 void mq_svg_text(mq_state *S, mq_buf *b, double x, double y, const char *anchor, const char *text) {
   mq_buf_printf(S, b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\">", x, y, anchor);
-  for (const char *s = text; *s; s++) {
-    switch (*s) {
-    case '<': mq_buf_puts(S, b, "&lt;"); break;
-    case '>': mq_buf_puts(S, b, "&gt;"); break;
-    case '&': mq_buf_puts(S, b, "&amp;"); break;
-    case '"': mq_buf_puts(S, b, "&quot;"); break;
-    default: mq_buf_putc(S, b, *s);
-    }
-  }
+  mq_text_put(S, b, text, strlen(text), true);
+  mq_buf_puts(S, b, "</text>\n");
+}
+
+void mq_svg_text_turned(mq_state *S, mq_buf *b, double x, double y, const char *text, size_t n) {
+  mq_buf_printf(S, b, "<text x=\"%.2f\" y=\"%.2f\" transform=\"rotate(45 %.2f %.2f)\">", x, y, x,
+                y);
+  mq_text_put(S, b, text, n, true);
   mq_buf_puts(S, b, "</text>\n");
 }

@@ -64,8 +64,18 @@ MQ_INTERNAL void mq_svg_rect(mq_state *S, mq_buf *b, double x, double y, double 
                              const char *fill);
 MQ_INTERNAL void mq_svg_line(mq_state *S, mq_buf *b, double x1, double y1, double x2, double y2,
                              const char *stroke);
+/* Appends [n] bytes of a script's text: a control character or a byte
+ * that is not valid UTF-8 as '?' (so a name from a file cannot send
+ * escapes to the terminal or make the XML invalid), and with [xml], < > &
+ * and " escaped. Returns how many characters it wrote; with [out] NULL,
+ * only counts them. */
+MQ_INTERNAL int mq_text_put(mq_state *S, mq_buf *out, const char *text, size_t n, bool xml);
+/* [n] bytes of text from (x, y), turned 45 degrees clockwise (column names
+ * under a picture). */
+MQ_INTERNAL void mq_svg_text_turned(mq_state *S, mq_buf *b, double x, double y, const char *text,
+                                    size_t n);
 /* Text at (x, y) (its baseline), [anchor] "start", "middle" or "end"; the
- * text is escaped for XML. */
+ * text is cleaned and escaped as by mq_text_put. */
 MQ_INTERNAL void mq_svg_text(mq_state *S, mq_buf *b, double x, double y, const char *anchor,
                              const char *text);
 

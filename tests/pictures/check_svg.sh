@@ -23,7 +23,9 @@ if ! command -v rsvg-convert >/dev/null 2>&1; then
 fi
 cat > pics.masq <<'MASQ'
 # a 2 x 2 mask: valid on the diagonal
-show_mask(masked(ones([2, 2]), tensor([[true, false], [false, true]])), file="mask.svg")
+# (its column names need escaping: < & > " and a control character)
+show_mask(masked(ones([2, 2]), tensor([[true, false], [false, true]])), file="mask.svg",
+          labels=["<a & b>", "\"q\"\x01"])
 # 4 bins holding 1, 2, 3, 4 entries
 hist(tensor([0.5, 1.5, 1.5, 2.5, 2.5, 2.5, 3.5, 3.5, 3.5, 3.5]), bins=4, file="hist.svg")
 # a rising line whose middle third is masked out
@@ -116,6 +118,9 @@ if "mask" in pics:
           is_blue(p[T + 100][L + 150]) and is_blue(p[T + 300][L + 450]))
     check("mask: masked-out cells are blank",
           is_white(p[T + 100][L + 450]) and is_white(p[T + 300][L + 150]))
+    names = [t.firstChild.data for t in xml.dom.minidom.parse("mask.svg").getElementsByTagName("text")
+             if t.getAttribute("transform")]
+    check("mask: the column names, escaped and cleaned", names == ['<a & b>', '"q"?'], str(names))
 if "hist" in pics:
     p = pics["hist"]
     def bar_top(k):  # the first coloured row in the middle of bar k
