@@ -188,6 +188,7 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@sh tests/io/check_numpy.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_csv.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_scipy.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/pictures/check_svg.sh $(B)/masq | tee -a $(B)/results
 	@sh tools/conformance/run.sh $(B)/masq | tee -a $(B)/results
 	@echo "--- again under AddressSanitizer + UndefinedBehaviorSanitizer ($(SAN_CC))"
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) | tee -a $(B)/results

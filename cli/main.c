@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "masq.h"
@@ -143,6 +144,22 @@ static bool want_color(color_mode mode) {
   if (mode != COLOR_AUTO) return mode == COLOR_ALWAYS;
   return isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) && !(no_color && *no_color) &&
          term && strcmp(term, "dumb") != 0;
+}
+
+/* The pictures' width (masq_config.columns): COLUMNS when set to a number,
+ * else the size of the terminal on standard output, else 0 (the library's
+ * default). Asked at each picture, so a resized window counts. */
+static int term_columns(void *ud) {
+  (void)ud;
+  const char *env = getenv("COLUMNS");
+  if (env && *env) {
+    char *end;
+    long n = strtol(env, &end, 10);
+    if (*end == '\0' && n > 0 && n < 100000) return (int)n;
+  }
+  struct winsize ws;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) return ws.ws_col;
+  return 0;
 }
 
 /* Reads all of [f] into a NUL-terminated malloc'd buffer. Returns false and
@@ -331,6 +348,7 @@ int main(int argc, char **argv) {
   masq_config_init(&cfg);
   cfg.write = run_write;
   cfg.color = color;
+  cfg.columns = term_columns;
   cfg.libs = MASQ_LIB_ALL; /* the command line runs its own user's files */
   M = masq_open(&cfg);
   if (!M) {

@@ -103,6 +103,12 @@ typedef struct masq_config {
    * standard error. */
   void (*write_err)(void *ud, const char *text, size_t len);
   void *write_err_ud;
+  /* The width in characters of the terminal the output goes to, for the
+   * pictures (show_mask, hist, plot, heatmap), asked at each picture so a
+   * resized window counts. NULL, or a return <= 0: 80. The library never
+   * asks the terminal itself. */
+  int (*columns)(void *ud);
+  void *columns_ud;
 } masq_config;
 
 /* Library groups for masq_config.libs. */

@@ -14,6 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 export LC_ALL=C NO_COLOR=1 TERM=dumb MASQ_HISTORY=
+unset COLUMNS # the pictures are 80 wide unless a script says otherwise
 for t in "$root"/lang/*.masq "$root"/errors/*.masq; do
   [ -f "$t" ] || continue
   case "$t" in *"$2"*) ;; *) continue ;; esac

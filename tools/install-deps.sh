@@ -26,6 +26,8 @@ if [ "$1" != build ]; then
   have clang && fuzzer_links || need="$need libclang-rt-dev"
   # numpy, for the test that numpy reads what masq writes and vice versa
   /usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
+  # rsvg-convert, for the test that the pictures' SVG files render (tests/pictures/)
+  have rsvg-convert || need="$need librsvg2-bin"
 fi
 [ -z "$need" ] && exit 0
 echo "installing:$need"
