@@ -22,8 +22,8 @@ static mq_value lib_masked(mq_state *S, mq_value *args) {
   }
   if (args[1].type == MQ_NONE)
     mq_error(S, "masked: a strided tensor needs a mask (only a sparse one is its own mask)");
-  mq_tensor *t = mq_masked(S, T(0, "data"), T(1, "mask"));
-  if (mq_as_tensor(args[0])->requires_grad) /* torch warns too (its advice: detach) */
+  mq_tensor *data = T(0, "data"), *t = mq_masked(S, data, T(1, "mask"));
+  if (data->requires_grad) /* torch warns too (its advice: detach) */
     mq_warn_once(S, MQ_WARN_MASKED_GRAD,
                  "masked() starts a new graph: no gradient will reach its data, which requires "
                  "grad; use as_masked(data, mask) to keep the graph (warned once)");
