@@ -39,7 +39,7 @@ typedef struct spec {
 #define MAX_OPS (MQ_MAX_DIMS * 4)
 
 static MQ_NORETURN void bad(mq_state *S, const spec *P, size_t at, const char *what) {
-  mq_error(S, "einsum: %s at position %zu of the spec \"%.*s\"", what, at,
+  mq_error(S, "einsum: %s at character %zu of the spec \"%.*s\"", what, at + 1,
            (int)(P->len > 200 ? 200 : P->len), P->s);
 }
 

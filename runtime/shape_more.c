@@ -31,7 +31,8 @@ mq_tensor *mq_tri(mq_state *S, mq_tensor *t, int64_t diagonal, bool upper) {
 
 mq_tensor *mq_repeat(mq_state *S, mq_tensor *t, int n, const int64_t *sizes) {
   if (n < t->ndim)
-    mq_error(S, "repeat: %d sizes for a %d-d tensor: give at least one per dimension", n, t->ndim);
+    mq_error(S, "repeat: %d size%s for a %d-d tensor: give at least one per dimension", n,
+             n == 1 ? "" : "s", t->ndim);
   if (n > MQ_MAX_DIMS) mq_error(S, "repeat: tensors have at most %d dimensions", MQ_MAX_DIMS);
   int64_t shape[MQ_MAX_DIMS] = {0};
   for (int d = 0; d < n; d++) {
