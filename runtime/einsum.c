@@ -183,7 +183,12 @@ static mq_tensor *pair(mq_state *S, mq_tensor *a, labels *la, mq_tensor *b, labe
   memcpy(ob, bat, (size_t)nb), memcpy(ob + nb, con, (size_t)nc), memcpy(ob + nb + nc, rig, (size_t)nr);
   int ca[3] = {nb, nl, nc}, cb[3] = {nb, nc, nr};
   mq_tensor *A = arrange(S, a, la, oa, la->n, ca, 3), *B = arrange(S, b, lb, ob, lb->n, cb, 3);
+  /* two bools: "some term is true", as torch's einsum gives (matmul has
+   * no bool product; a count of true terms cannot overflow int64) */
+  bool logical = A->dtype == MQ_DT_BOOL && B->dtype == MQ_DT_BOOL;
+  if (logical) A = mq_astype(S, A, MQ_DT_I64), B = mq_astype(S, B, MQ_DT_I64);
   mq_tensor *P = mq_matmul(S, A, B);
+  if (logical) P = mq_astype(S, P, MQ_DT_BOOL);
   int64_t shape[MQ_MAX_DIMS];
   lo->n = 0;
   for (int k = 0; k < nb + nl; k++) {

@@ -55,8 +55,10 @@ static mq_value lib_T(mq_state *S, mq_value *args) { RET(mq_reverse_dims(S, T(0,
 
 static mq_value lib_size(mq_state *S, mq_value *args) {
   mq_tensor *t = T(0, "x");
-  if (args[1].type != MQ_NONE)
+  if (args[1].type != MQ_NONE) {
+    if (t->ndim == 0) mq_error(S, "size: a 0-d tensor has no dims (its size is [])");
     return mq_int(t->shape[mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim)]);
+  }
   mq_list *l = mq_list_new(S, t->ndim);
   for (int d = 0; d < t->ndim; d++) mq_list_push(S, l, mq_int(t->shape[d]));
   RET(l);

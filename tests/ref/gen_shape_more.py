@@ -45,7 +45,12 @@ def DIFF(x, n=1, dim=-1):
 
 def EIN(spec, *xs):
     ds = [torch.where(x.m, x.d, torch.zeros((), dtype=x.d.dtype)) if x.m is not None else x.d for x in xs]
-    d = torch.einsum(spec, *ds)
+    if len(xs) > 1 and all(x.d.dtype == torch.bool for x in xs):
+        # masq's rule for two bools: some valid term is true (torch 1.13
+        # has no bool bmm: its einsum of bools fails unless no matmul is needed)
+        d = torch.einsum(spec, *[q.double() for q in ds]) > 0
+    else:
+        d = torch.einsum(spec, *ds)
     if all(x.m is None for x in xs):
         return M(d)
     ms = [(x.m if x.m is not None else torch.ones_like(x.d, dtype=torch.bool)).double() for x in xs]
@@ -62,7 +67,8 @@ fx = ['x = tensor([[1., 2, 3], [4, 5, 6], [7, 8, 9]])',
       '[[[true, true], [false, true], [true, true]], [[false, false], [true, true], [true, false]]])',
       'b3 = masked([[[1., -1, 2], [0.5, 2, -2]], [[3, 1, 0], [-1, 2, 4]]], '
       '[[[true, true, false], [true, true, true]], [[true, false, true], [false, false, true]]])',
-      'v = masked([1., 2, 3], [true, false, true])']
+      'v = masked([1., 2, 3], [true, false, true])',
+      'bb = masked([[true, false], [true, true]], [[true, true], [false, true]])']
 nan, inf = float("nan"), float("inf")
 env = dict(globals())
 env.update(
@@ -74,7 +80,8 @@ env.update(
          [[[T, T], [F, T], [T, T]], [[F, F], [T, T], [T, F]]]),
     b3=M([[[1., -1, 2], [0.5, 2, -2]], [[3, 1, 0], [-1, 2, 4]]],
          [[[T, T, F], [T, T, T]], [[T, F, T], [F, F, T]]]),
-    v=M([1., 2, 3], [T, F, T]))
+    v=M([1., 2, 3], [T, F, T]),
+    bb=M([[T, F], [T, T]], [[T, T], [F, T]]))
 cases = [
     ("#", "tril/triu: entries outside the triangle become 0 and keep their validity"),
     ("tril(x)", "TRI(torch.tril, x)"), ("tril(x, 1)", "TRI(torch.tril, x, 1)"),
@@ -123,6 +130,10 @@ cases = [
     ("einsum('ij,jk->ik', m, ones(1, 2))", "EIN('ij,jk->ik', m, M(torch.ones(1, 2)))"),
     ("einsum('bij, bjk -> bik', a3, b3)", "EIN('bij,bjk->bik', a3, b3)"),
     ("einsum('ij,jk', [x, x])", "EIN('ij,jk', x, x)"),
+    ("#", "bools: a product of two is true where some valid term is; a sum over one operand counts"),
+    ("einsum('ij,jk->ik', bb, bb)", "EIN('ij,jk->ik', bb, bb)"),
+    ("einsum('ij,jk->ik', get_data(bb), get_data(bb))", "EIN('ij,jk->ik', M(bb.d), M(bb.d))"),
+    ("einsum('ij->', get_data(bb))", "EIN('ij->', M(bb.d))"),
     ("#", ".T reverses the dims (numpy's rule; torch warns for other than 2-d); size and dim"),
     ("x.T", "MOVE(lambda t: t.T, x)"), ("m.T", "MOVE(lambda t: t.T, m)"),
     ("a3.T", "MOVE(lambda t: t.permute(2, 1, 0), a3)"), ("v.T", "v"),
