@@ -4,8 +4,7 @@
  * promotion (weak scalars included).
  *
  * Masks: two masked operands need equal masks (the error counts the
- * differing positions and says how to go on), unless one is 0-d: its one
- * validity broadcasts, as a number's would; a plain operand or a number
+ * differing positions and says how to go on); a plain operand or a number
  * takes the masked one's mask, broadcast to the result. The op computes on
  * all data; integer division checks for zero divisors only where valid. */
 #include <math.h>
@@ -199,13 +198,6 @@ static const char mask_hint[] =
 static mq_tensor *binary_mask(mq_state *S, mq_tensor *a, mq_tensor *b, int nd,
                               const int64_t *shape) {
   if (a->mask && b->mask) {
-    /* a 0-d masked value (mean(v) of a masked v) combines as a number
-     * would: valid, it takes the other's mask; masked out, everything is */
-    if (a->ndim == 0 || b->ndim == 0) {
-      const mq_tensor *z = a->ndim == 0 ? a : b, *o = a->ndim == 0 ? b : a;
-      if (*(const uint8_t *)mq_tensor_data(z->mask)) return mq_expand(S, o->mask, nd, shape);
-      return mq_expand(S, mq_tensor_scalar(S, MQ_DT_BOOL, 0), nd, shape);
-    }
     if (!mq_tensor_same_shape(a, b))
       mq_error(S, "masks do not match: shapes %s and %s differ %s",
                mq_shape_str(S, a->ndim, a->shape), mq_shape_str(S, b->ndim, b->shape), mask_hint);

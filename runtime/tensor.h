@@ -196,8 +196,7 @@ MQ_INTERNAL mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const d
 MQ_INTERNAL mq_tensor *mq_clamp(mq_state *S, mq_tensor *t, mq_tensor *lo, mq_tensor *hi);
 /* Binary op with numpy broadcasting and torch's type promotion (weak
  * scalars included). Masks: two masked operands need equal masks (error says
- * how many positions differ), except that a 0-d one's validity broadcasts
- * (valid: the other's mask; masked out: all masked out); a plain operand takes the masked one's mask,
+ * how many positions differ); a plain operand takes the masked one's mask,
  * broadcast to the result shape. Comparisons give bool; div of ints gives
  * float32. */
 MQ_INTERNAL mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b);
