@@ -160,6 +160,7 @@ struct mq_state {
    * mq_reuse): what the tests read to see that reuse happens. */
   long reused;
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
+  unsigned warned; /* the warnings a state gives once, by bit (stdlib.h, mq_warn_once) */
   int nthreads;  /* threads a large kernel may use, 0: not counted yet (runtime/parallel.h) */
   mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */
   struct mq_workers *workers; /* their pool, NULL until a kernel first splits */

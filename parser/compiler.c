@@ -487,6 +487,15 @@ static bool fuse_const(compiler *C, fuse_prog *P, mq_value v) {
   return fuse_leaf(P, MQ_FL_CONST, (unsigned)mq_chunk_const(C->S, C->f, v));
 }
 
+/* The function x.name calls: name, except for torch's attributes whose
+ * masq function of the same name does something else. x.requires_grad is a
+ * bool, as in torch; the call requires_grad(x), or x.requires_grad(), sets
+ * it (torch's requires_grad_()). */
+static const char *attr_fn(const mq_node *n) {
+  if (n->kind == MQ_N_ATTR && strcmp(n->str, "requires_grad") == 0) return "requires_grad_of";
+  return n->str;
+}
+
 static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n);
 
 /* The builtin that global [name] holds right now (it is checked again
@@ -600,7 +609,7 @@ static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n) {
   case MQ_N_METHOD:
   case MQ_N_ATTR:
     if (n->nkids != 1) return false;
-    return fuse_call(C, P, n->str, n->kids[0], n->span);
+    return fuse_call(C, P, attr_fn(n), n->kids[0], n->span);
   default: return false;
   }
 }
@@ -666,7 +675,7 @@ static bool field_attr(const mq_node *n) {
 
 /* What a chain node emits before its head: a method's function. */
 static void chain_open(compiler *C, const mq_node *n) {
-  if ((n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) && !field_attr(n)) name_get(C, n->str, n->span);
+  if ((n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) && !field_attr(n)) name_get(C, attr_fn(n), n->span);
 }
 
 static void field_rest(compiler *C, const mq_node *n) {

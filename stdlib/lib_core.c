@@ -22,7 +22,11 @@ static mq_value lib_masked(mq_state *S, mq_value *args) {
   }
   if (args[1].type == MQ_NONE)
     mq_error(S, "masked: a strided tensor needs a mask (only a sparse one is its own mask)");
-  mq_tensor *t = mq_masked(S, T(0, "data"), T(1, "mask"));
+  mq_tensor *data = T(0, "data"), *t = mq_masked(S, data, T(1, "mask"));
+  if (data->requires_grad) /* torch warns too (its advice: detach) */
+    mq_warn_once(S, MQ_WARN_MASKED_GRAD,
+                 "masked() starts a new graph: no gradient will reach its data, which requires "
+                 "grad; use as_masked(data, mask) to keep the graph (warned once)");
   RET(mq_arg_bool(S, args[2], "requires_grad") ? mq_ag_leaf(S, t, true, "masked") : t);
 }
 static mq_value lib_get_data(mq_state *S, mq_value *args) {
@@ -242,6 +246,7 @@ const mq_libfn mq_lib_core[] = {
     {"seed(n)", lib_seed, "reseed the random generator of rand and randn", MQ_BK_NONE, 0},
     {"shape(x)", lib_shape, "the shape as a list of ints", MQ_BK_NONE, 0},
     {"ndim(x)", lib_ndim, "the number of dimensions", MQ_BK_NONE, 0},
+    {"dim(x)", lib_ndim, "the number of dimensions (torch's x.dim(), same as ndim)", MQ_BK_NONE, 0},
     {"numel(x)", lib_numel, "the number of elements", MQ_BK_NONE, 0},
     {"dtype(x)", lib_dtype, "the dtype name: \"bool\", \"int64\", \"float32\" or \"float64\"", MQ_BK_NONE, 0},
     {"item(x)", lib_item, "the value of a one-element tensor as a number", MQ_BK_NONE, 0},

@@ -10,7 +10,7 @@
 /* Ints given as f(x, 2, 3), f(x, [2, 3]) or f(x, some_list): [v] is an int,
  * a 0-d or 1-d int tensor, or a list of ints (a single list or tensor inside
  * a list is unwrapped, for *rest parameters). Scratch memory. */
-static int64_t *int_list(mq_state *S, mq_value v, int *n, const char *what) {
+int64_t *mq_int_list(mq_state *S, mq_value v, int *n, const char *what) {
   if (mq_is_obj(v, MQ_O_LIST) && mq_as_list(v)->len == 1) {
     mq_value inner = mq_as_list(v)->items[0];
     if (mq_is_obj(inner, MQ_O_LIST) || (mq_is_tensor(inner) && mq_as_tensor(inner)->ndim == 1))
@@ -44,7 +44,7 @@ static int64_t *int_list(mq_state *S, mq_value v, int *n, const char *what) {
 
 /* int_list for a shape or a list of dims, at most MQ_MAX_DIMS long. */
 static int64_t *dims_list(mq_state *S, mq_value v, int *n, const char *what) {
-  int64_t *d = int_list(S, v, n, what);
+  int64_t *d = mq_int_list(S, v, n, what);
   if (*n > MQ_MAX_DIMS)
     mq_error(S, "%s has %d entries; tensors have at most %d dimensions", what, *n, MQ_MAX_DIMS);
   return d;
@@ -170,7 +170,7 @@ static mq_value lib_split(mq_state *S, mq_value *args) {
     return pieces(S, t, d, n, NULL, each);
   }
   int n;
-  int64_t *sizes = int_list(S, s, &n, "sizes"), total = 0;
+  int64_t *sizes = mq_int_list(S, s, &n, "sizes"), total = 0;
   for (int i = 0; i < n; i++) {
     if (sizes[i] < 0) mq_error(S, "split: sizes must not be negative, got %lld", (long long)sizes[i]);
     if (!mq_add_ok(total, sizes[i], &total))

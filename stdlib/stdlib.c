@@ -8,6 +8,8 @@ extern const mq_libfn mq_lib_core[];
 extern const mq_libfn mq_lib_lang[];
 extern const mq_libfn mq_lib_create[];
 extern const mq_libfn mq_lib_shape[];
+extern const mq_libfn mq_lib_shape_more[];
+extern const mq_libfn mq_lib_habits[];
 extern const mq_libfn mq_lib_math[];
 extern const mq_libfn mq_lib_index[];
 extern const mq_constant mq_lib_constants[];
@@ -30,6 +32,8 @@ static const struct {
     {mq_lib_lang, MASQ_LIB_CORE},
     {mq_lib_create, MASQ_LIB_CORE},
     {mq_lib_shape, MASQ_LIB_CORE},
+    {mq_lib_shape_more, MASQ_LIB_CORE},
+    {mq_lib_habits, MASQ_LIB_CORE},
     {mq_lib_math, MASQ_LIB_CORE},
     {mq_lib_index, MASQ_LIB_CORE},
     {mq_lib_autograd, MASQ_LIB_CORE},
@@ -57,5 +61,6 @@ void mq_stdlib_open(mq_state *S) {
       mq_global_set(S, slot, mq_float(c->value));
       S->globals[slot].builtin = true;
     }
+    mq_habits_open(S);
   }
 }

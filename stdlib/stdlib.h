@@ -35,4 +35,20 @@ MQ_INTERNAL int mq_arg_reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, 
 MQ_INTERNAL const mq_string **mq_arg_string_list(mq_state *S, mq_value v, const char *fn,
                                                  const char *what, int *n);
 
+/* Ints given as f(x, 2, 3), f(x, [2, 3]) or f(x, some_list): an int, a
+ * 0-d or 1-d int tensor, or a list of ints (a single list or tensor inside
+ * a list is unwrapped, for *rest parameters); negatives allowed; *n gets
+ * how many. Scratch memory (lib_shape.c). */
+MQ_INTERNAL int64_t *mq_int_list(mq_state *S, mq_value v, int *n, const char *what);
+
+/* Warnings a state gives once (bits of S->warned). */
+enum { MQ_WARN_MASKED_GRAD = 1 };
+/* Writes "warning: [message]" at the running call's location to the host's
+ * error output, the first time [bit] is warned about in this state
+ * (lib_habits.c). */
+MQ_INTERNAL void mq_warn_once(mq_state *S, unsigned bit, const char *message);
+/* Binds the dtype constants (float32, float64, int64: their names, so that
+ * dtype=float64 works; lib_habits.c). */
+MQ_INTERNAL void mq_habits_open(mq_state *S);
+
 #endif

@@ -373,5 +373,18 @@ mq_dtype mq_arg_dtype(mq_state *S, mq_value v, mq_dtype dflt) {
     mq_error(S, "unknown dtype %s (expected \"bool\", \"int64\", \"float32\" or \"float64\")",
              mq_string_quoted(S, s));
   }
-  mq_error(S, "dtype must be a string such as \"float64\", not a %s", mq_value_type_name(v));
+  /* dtype=bool, dtype=float: a conversion builtin stands for its dtype, as
+   * torch.bool and torch.float do (float32, float64 and int64 are
+   * constants holding their names, stdlib/lib_habits.c) */
+  static const struct {
+    const char *name;
+    mq_dtype dt;
+  } conv[] = {{"bool", MQ_DT_BOOL}, {"float", MQ_DT_F32}, {"double", MQ_DT_F64},
+              {"long", MQ_DT_I64}, {"int", MQ_DT_I64}};
+  if (mq_is_obj(v, MQ_O_BUILTIN)) {
+    const mq_builtin *b = &S->builtins[((const mq_builtin_obj *)v.as.o)->index];
+    for (size_t i = 0; b->def && i < sizeof conv / sizeof *conv; i++)
+      if (strcmp(b->name, conv[i].name) == 0) return conv[i].dt;
+  }
+  mq_error(S, "dtype must be a dtype such as float64 or \"float64\", not a %s", mq_value_type_name(v));
 }

@@ -19,6 +19,7 @@
 #include "../../runtime/autograd.h"
 #include "../../runtime/gather.h"
 #include "../../runtime/shape.h"
+#include "../../runtime/shape_more.h"
 
 #include "unit.h"
 
@@ -320,6 +321,60 @@ static mq_tensor *f_scatter_add(mq_tensor **in, int v) {
 #define C1(NAME, DOM) {#NAME, 1, {DOM, ANY}, ONE, f_##NAME, false, 0, 0, NULL, true}
 #define C1ND(NAME, DOM) {#NAME, 1, {DOM, ANY}, ONE_ND, f_##NAME, false, 0, 0, NULL, true}
 #define C2(NAME, DA, DB) {#NAME, 2, {DA, DB}, PAIR, f_##NAME, false, 0, 0, NULL, true}
+/* shape_more.h: compositions whose recorded steps must add up */
+static mq_tensor *as_matrix(mq_tensor *t) { return t->ndim < 2 ? mq_unsqueeze(S, t, 0) : t; }
+static mq_tensor *f_tril(mq_tensor **in, int v) { return mq_tri(S, as_matrix(in[0]), v % 3 - 1, false); }
+static mq_tensor *f_triu(mq_tensor **in, int v) { return mq_tri(S, as_matrix(in[0]), v % 3 - 1, true); }
+static mq_tensor *f_repeat(mq_tensor **in, int v) {
+  int64_t sizes[MQ_MAX_DIMS];
+  int n = in[0]->ndim + 1;
+  sizes[0] = 2;
+  for (int d = 1; d < n; d++) sizes[d] = d == 1 + v % n ? 3 : 1;
+  return mq_repeat(S, in[0], n, sizes);
+}
+static mq_tensor *f_roll(mq_tensor **in, int v) {
+  int64_t shift = v - 5, dim = v % in[0]->ndim;
+  return mq_roll(S, in[0], 1, &shift, v % 2 ? &dim : NULL);
+}
+static mq_tensor *f_diff(mq_tensor **in, int v) { return mq_diff(S, in[0], 1 + v % 2, v % in[0]->ndim); }
+static mq_tensor *f_bmm(mq_tensor **in, int v) {
+  (void)v;
+  mq_tensor *x = in[0];
+  int64_t three[3] = {x->ndim == 3 ? x->shape[0] : 1, x->ndim >= 2 ? x->shape[x->ndim - 2] : 1,
+                      x->shape[x->ndim - 1]};
+  x = mq_reshape(S, x, 3, three);
+  return mq_bmm(S, x, mq_transpose(S, x, 1, 2));
+}
+/* matmul spelled as an einsum: the same shapes, broadcast batch included */
+static mq_tensor *f_einsum_mm(mq_tensor **in, int v) {
+  (void)v;
+  char spec[32];
+  int a = in[0]->ndim, b = in[1]->ndim;
+  snprintf(spec, sizeof spec, "%s,%s->...%s%s", a == 1 ? "j" : "...ij", b == 1 ? "j" : "...jk",
+           a == 1 ? "" : "i", b == 1 ? "" : "k");
+  return mq_einsum(S, spec, strlen(spec), 2, in);
+}
+/* one operand twice, a diagonal, a trace and a plain sum */
+static mq_tensor *f_einsum_one(mq_tensor **in, int v) {
+  mq_tensor *x = in[0], *two[2] = {x, x};
+  static const char *const specs[4][3] = {{"i,j->ij", "ij,kj->ik", "bij,bkj->bki"},
+                                          {"i->", "ii->i", "bii->ib"},
+                                          {"i->i", "ii", "bii"},
+                                          {"i->", "ij->j", "bij->"}};
+  int k = v % 4, d = x->ndim - 1;
+  if ((k == 1 || k == 2) && d > 0) { /* a square in the last two dims */
+    int64_t n = x->shape[d] < x->shape[d - 1] ? x->shape[d] : x->shape[d - 1];
+    x = mq_narrow(S, mq_narrow(S, x, d, 0, n), d - 1, 0, n);
+  }
+  const char *spec = specs[k][d];
+  return mq_einsum(S, spec, strlen(spec), k == 0 ? 2 : 1, k == 0 ? two : &x);
+}
+/* x - mean(x): a masked 0-d operand broadcasts its validity (binary.c) */
+static mq_tensor *f_center(mq_tensor **in, int v) {
+  (void)v;
+  return mq_binary(S, MQ_BIN_SUB, in[0], mq_reduce(S, MQ_RED_MEAN, in[0], 0, NULL, false));
+}
+
 /* the ops that are not rows of runtime/ops_*.h, and rows with parameters */
 static const double round_prm[3] = {1, NAN, NAN}, softplus_prm[3] = {2, 1, NAN};
 static const gcase cases[] = {
@@ -342,6 +397,9 @@ static const gcase cases[] = {
     C1ND(scatter_add, ANY),
     {"topk", 1, {ANY, ANY}, ONE_ND, f_topk, true, 0, 0, NULL, true},
     {"max_dim", 1, {ANY, ANY}, ONE_ND, f_max_dim, true, 0, 0, NULL, true},
+    C1ND(tril, ANY), C1ND(triu, ANY), C1ND(repeat, ANY), C1ND(roll, ANY), C1ND(diff, ANY),
+    C1ND(bmm, ANY), C1ND(einsum_one, ANY), C1(center, ANY),
+    {"einsum_mm", 2, {ANY, ANY}, MATS, f_einsum_mm, false, 0, 0, NULL, true},
 };
 
 /* Every row, the differentiable ones checked; NaN does not propagate

@@ -1115,6 +1115,185 @@ for _n, (_a, _f, _nd) in VIEWS.items():
     op(_n, "view", "applied to data and mask alike (torch.masked passthrough)")(mk_view(_n, _a, _f, nd=_nd))
 
 
+# --- tril, triu, repeat, roll, diff, bmm, einsum (runtime/shape_more.h): torch.masked has
+# none of them; the references apply masq's rules to torch's plain ops
+
+
+def a_repeat(rng, shape):
+    sizes = [int(rng.integers(0, 3)) if rng.random() < 0.2 else int(rng.integers(1, 4)) for _ in shape]
+    sizes = [int(rng.integers(1, 3)) for _ in range(int(rng.integers(0, 2)))] + sizes
+    if not sizes:
+        sizes = [int(rng.integers(1, 4))]
+    if int(np.prod([max(q, 1) for q in sizes]) * max(int(np.prod(shape)), 1)) > 400:
+        return None
+    return ", " + ", ".join(str(q) for q in sizes), tuple(sizes)
+
+
+def a_roll(rng, shape):
+    if not shape or rng.random() < 0.3:
+        sh = int(rng.integers(-7, 8))
+        return f", {sh}", (sh, None)
+    n = int(rng.integers(1, len(shape) + 1))
+    dims = [int(d) for d in rng.choice(len(shape), n, replace=False)]
+    dims = [d - len(shape) if rng.random() < 0.3 else d for d in dims]
+    shifts = [int(rng.integers(-7, 8)) for _ in dims]
+    return f", {lit(shifts)}, {lit(dims)}", (tuple(shifts), tuple(dims))
+
+
+for _n, _a, _f in (("repeat", a_repeat, lambda t, *s: t.repeat(*s)),
+                   ("roll", a_roll, lambda t, sh, d: torch.roll(t, sh, d))):
+    op(_n, "view", "torch's op applied to data and mask alike")(mk_view(_n, _a, _f))
+
+
+def mk_tri(name):
+    fn = getattr(torch, name)
+
+    def make(rng, k):
+        x, shape = view_case(rng, k, nd=2 + k % 3)
+        diag = int(rng.integers(-3, 4))
+        return Case([x], f"{name}({{0}}, {diag})", lambda v: [V(fn(v[0].d, diag), v[0].m)],
+                    proxy=lambda t: fn(t[0], diag), exact=True,
+                    notes=["masq rule: entries outside the triangle are 0 and keep their validity"])
+    return make
+
+
+for _n in ("tril", "triu"):
+    op(_n, "view", "torch's op on the data, the mask kept",
+       "zeroed entries keep their validity (torch.masked has no tril/triu)")(mk_tri(_n))
+
+
+def diff_steps(d, n, dim, f):
+    for _ in range(n):
+        L = d.shape[dim]
+        if L == 0:
+            break
+        d = f(d.narrow(dim, 1, L - 1), d.narrow(dim, 0, L - 1))
+    return d
+
+
+@op("diff", "view", "torch.diff of the data; a difference is valid where both entries are",
+    "valid where both entries are (torch.masked has no diff)")
+def mk_diff(rng, k):
+    x, shape = view_case(rng, k, nd=1 + k % 3)
+    n = int(rng.integers(0, 4)) if k % 5 else 1
+    dim = int(rng.integers(-len(shape), len(shape)))
+
+    def ref(v):
+        d = v[0].d
+        out = diff_steps(d, n, dim, (lambda a, b: a ^ b) if d.dtype == torch.bool else (lambda a, b: a - b))
+        m = diff_steps(v[0].m, n, dim, lambda a, b: a & b) if v[0].masked else None
+        return [V(out, m)]
+    # dependencies: + instead of -, so that no coefficient cancels
+    return Case([x], f"diff({{0}}, {n}, {dim})", ref,
+                proxy=lambda t: diff_steps(t[0], n, dim, lambda a, b: a + b), exact=True,
+                notes=["masq rule: a difference is valid where both its entries are"])
+
+
+def einsum_terms(spec, vs):
+    """the operands' terms and the output's, '...' spelled as capitals (right-aligned)"""
+    ins, _, out = spec.replace(" ", "").partition("->")
+    terms = ins.split(",")
+    nell = max(v.d.dim() - len(t.replace("...", "")) for t, v in zip(terms, vs))
+    caps = "ABCDEFGH"[:max(nell, 0)]
+    full = []
+    for t, v in zip(terms, vs):
+        e = v.d.dim() - len(t.replace("...", ""))
+        full.append(t.replace("...", caps[len(caps) - e:]) if "..." in t else t)
+    if _:
+        out = out.replace("...", caps)
+    else:
+        letters = "".join(full)
+        out = caps + "".join(sorted(c for c in set(letters) if c.islower() and letters.count(c) == 1))
+    return full, out
+
+
+def einsum_ref(spec, vs):
+    """every product term spelled out: valid where all its factors are; the
+    sum of the valid ones (a masked-out factor never meets a valid inf);
+    masked out where there is none"""
+    terms, out = einsum_terms(spec, vs)
+    labels = sorted(set("".join(terms)))
+    sizes = {}
+    for t, v in zip(terms, vs):
+        for c, n in zip(t, v.d.shape):
+            if n != 1 or c not in sizes:
+                sizes[c] = n
+
+    def spread(x, t):
+        # x over term t: its diagonals taken, its labels in `labels` order, 1 for the others
+        here = "".join(c for c in labels if c in t)
+        y = torch.einsum(f"{t}->{here}", x) if x.dtype != torch.bool else \
+            torch.einsum(f"{t}->{here}", x.to(torch.float64)) > 0
+        return y.reshape([y.shape[here.index(c)] if c in here else 1 for c in labels])
+    prod, valid = None, None
+    for t, v in zip(terms, vs):
+        d = spread(v.d, t)
+        prod = d if prod is None else prod * d
+        m = spread(v.vmask(), t)
+        valid = m if valid is None else valid & m
+    shape = [sizes[c] for c in labels]
+    prod = prod.expand(shape)
+    valid = valid.expand(shape)
+    summed = [i for i, c in enumerate(labels) if c not in out]
+    zero = torch.zeros((), dtype=prod.dtype)
+    d = torch.where(valid, prod, zero)
+    if summed:
+        d = d.sum(summed)
+        valid = valid.any(summed[0]) if len(summed) == 1 else valid.sum(summed) > 0
+    kept = [c for c in labels if c in out]
+    perm = [kept.index(c) for c in out]
+    d, valid = d.permute(perm), valid.permute(perm)
+    if d.dtype == torch.bool:
+        d = d.to(torch.int64)
+    if not any(v.masked for v in vs):
+        return [V(d)]
+    return [V(d, valid)]
+
+
+def einsum_proxy(spec, vs):
+    """the same sum with every factor's mask multiplied in: which inputs feed which outputs"""
+    return lambda t: torch.einsum(spec, *[ti.to(torch.float64) * v.vmask().to(torch.float64)
+                                          for ti, v in zip(t, vs)])
+
+
+EINSUMS = ["ij,jk->ik", "bij,bjk->bik", "ij->ji", "ii->i", "ii", "i,j->ij", "...ij,...jk",
+           "ij,kj", "bij->b", "ij,jk,kl->il", "i,i->", "bii->bi", "ij,j->i", "...j,j->..."]
+
+
+def einsum_case(rng, k, spec):
+    terms = spec.split("->")[0].split(",")
+    size = {c: (1 if rng.random() < 0.15 else int(rng.integers(2, 5))) for c in "ijklb"}
+    if k % 9 == 4:
+        size["j"] = 0
+    ell = [int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 3)))]
+    dtype = case_dtype(k, ("int", "f64"))
+    ins = []
+    for t in terms:
+        shape = (ell if "..." in t else []) + [size[c] for c in t.replace("...", "")]
+        if "..." in t and ell and rng.random() < 0.4:
+            shape[int(rng.integers(len(ell)))] = 1  # broadcast under the ellipsis
+        v = draw_masked(rng, k, tuple(shape), dtype) if rng.random() < 0.8 else draw_plain(rng, k, tuple(shape), dtype)
+        ins.append(v)
+    call = f'einsum("{spec}", ' + ", ".join(f"{{{i}}}" for i in range(len(ins))) + ")"
+    return Case(ins, call, lambda v: einsum_ref(spec, v), proxy=einsum_proxy(spec, ins),
+                notes=["masq rule: a product is valid where all its factors are; sums skip the rest"])
+
+
+@op("einsum", "product", "every product term spelled out with torch: valid where all its factors "
+    "are; the sum of the valid ones, masked out where there is none",
+    "products and sums of masked operands (torch.masked has no einsum)")
+def mk_einsum(rng, k):
+    return einsum_case(rng, k, EINSUMS[k % len(EINSUMS)])
+
+
+@op("bmm", "product", "as einsum(\"bij,bjk->bik\")",
+    "products and sums of masked operands (torch.masked has no bmm)")
+def mk_bmm(rng, k):
+    c = einsum_case(rng, k, "bij,bjk->bik")
+    c.call = "bmm({0}, {1})"
+    return c
+
+
 @op("cat", "view", "torch.cat of data and of masks; a plain tensor counts as all valid")
 def mk_cat(rng, k):
     dtype = case_dtype(k, ("int", "f64", "bool"))

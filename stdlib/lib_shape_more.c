@@ -1,0 +1,86 @@
+/* lib_shape_more.c - builtins for triangles, tiling, rolling, differences,
+ * bmm and einsum, .T and size(): thin bindings of runtime/shape_more.h. */
+#include "../runtime/shape.h"
+#include "../runtime/shape_more.h"
+#include "stdlib.h"
+
+#define T(i, what) mq_arg_tensor(S, args[i], what)
+#define RET(t) return mq_objv(t)
+
+static mq_value lib_tril(mq_state *S, mq_value *args) {
+  RET(mq_tri(S, T(0, "x"), mq_arg_int(S, args[1], "diagonal"), false));
+}
+
+static mq_value lib_triu(mq_state *S, mq_value *args) {
+  RET(mq_tri(S, T(0, "x"), mq_arg_int(S, args[1], "diagonal"), true));
+}
+
+static mq_value lib_repeat(mq_state *S, mq_value *args) {
+  int64_t sizes[MQ_MAX_DIMS];
+  int n = mq_arg_shape(S, args[1], sizes, "sizes");
+  RET(mq_repeat(S, T(0, "x"), n, sizes));
+}
+
+static mq_value lib_roll(mq_state *S, mq_value *args) {
+  mq_tensor *t = T(0, "x");
+  int ns, nd = 0;
+  int64_t *shifts = mq_int_list(S, args[1], &ns, "shifts");
+  int64_t *dims = args[2].type == MQ_NONE ? NULL : mq_int_list(S, args[2], &nd, "dims");
+  if (dims && nd != ns)
+    mq_error(S, "roll: %d shift%s for %d dim%s: give one shift per dim", ns, ns == 1 ? "" : "s",
+             nd, nd == 1 ? "" : "s");
+  RET(mq_roll(S, t, ns, shifts, dims));
+}
+
+static mq_value lib_diff(mq_state *S, mq_value *args) {
+  RET(mq_diff(S, T(0, "x"), mq_arg_int(S, args[1], "n"), mq_arg_int(S, args[2], "dim")));
+}
+
+static mq_value lib_bmm(mq_state *S, mq_value *args) { RET(mq_bmm(S, T(0, "a"), T(1, "b"))); }
+
+static mq_value lib_einsum(mq_state *S, mq_value *args) {
+  if (!mq_is_obj(args[0], MQ_O_STRING))
+    mq_error(S, "einsum: the spec must be a string such as \"ij,jk->ik\", not a %s",
+             mq_value_type_name(args[0]));
+  const mq_string *spec = mq_as_string(args[0]);
+  mq_list *l = mq_as_list(args[1]);
+  /* einsum("ij,jk", [a, b]) as torch also accepts */
+  if (l->len == 1 && mq_is_obj(l->items[0], MQ_O_LIST)) l = mq_as_list(l->items[0]);
+  mq_tensor **ops = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *ops);
+  for (int i = 0; i < l->len; i++) ops[i] = mq_arg_tensor(S, l->items[i], "operands");
+  RET(mq_einsum(S, spec->chars, spec->len, l->len, ops));
+}
+
+static mq_value lib_T(mq_state *S, mq_value *args) { RET(mq_reverse_dims(S, T(0, "x"))); }
+
+static mq_value lib_size(mq_state *S, mq_value *args) {
+  mq_tensor *t = T(0, "x");
+  if (args[1].type != MQ_NONE) {
+    if (t->ndim == 0) mq_error(S, "size: a 0-d tensor has no dims (its size is [])");
+    return mq_int(t->shape[mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim)]);
+  }
+  mq_list *l = mq_list_new(S, t->ndim);
+  for (int d = 0; d < t->ndim; d++) mq_list_push(S, l, mq_int(t->shape[d]));
+  RET(l);
+}
+
+const mq_libfn mq_lib_shape_more[] = {
+    {"tril(x, diagonal=0)", lib_tril,
+     "x with the entries above the diagonal set to 0 (their validity kept)", MQ_BK_NONE, 0},
+    {"triu(x, diagonal=0)", lib_triu,
+     "x with the entries below the diagonal set to 0 (their validity kept)", MQ_BK_NONE, 0},
+    {"repeat(x, *sizes)", lib_repeat,
+     "x tiled sizes[i] times along dim i (more sizes than dims add leading dims)", MQ_BK_NONE, 0},
+    {"roll(x, shifts, dims=none)", lib_roll,
+     "entries moved shifts places along dims, wrapping around (no dims: the flattened x)",
+     MQ_BK_NONE, 0},
+    {"diff(x, n=1, dim=-1)", lib_diff,
+     "the n-th forward difference along dim; valid where both entries are", MQ_BK_NONE, 0},
+    {"bmm(a, b)", lib_bmm, "batched matrix product of two 3-d tensors (matmul's masks)", MQ_BK_NONE, 0},
+    {"einsum(spec, *operands)", lib_einsum,
+     "Einstein summation, e.g. einsum(\"bij,bjk->bik\", a, b); masked: sums the valid terms",
+     MQ_BK_NONE, 0},
+    {"T(x)", lib_T, "x.T: the dims reversed (the transpose of a matrix)", MQ_BK_NONE, 0},
+    {"size(x, dim=none)", lib_size, "the shape as a list of ints, or the size of dim", MQ_BK_NONE, 0},
+    {NULL, NULL, NULL, MQ_BK_NONE, 0},
+};
