@@ -34,6 +34,7 @@ typedef struct capture {
 #define MAX_LOCALS 250
 #define MAX_CAPTURES 250
 #define MAX_GLOBAL_DECLS 250
+#define MAX_SCOPED 64
 
 typedef struct compiler {
   mq_state *S;
@@ -51,6 +52,14 @@ typedef struct compiler {
   int ncaptures;
   const char *gdecls[MAX_GLOBAL_DECLS]; /* names the function declares `global` */
   int ngdecls;
+  /* The loop variables of the comprehensions being compiled, innermost
+   * last: each lives in the stack slot its FOR_ITER pushes (a local slot
+   * number above the named locals), seen only inside its comprehension. */
+  struct {
+    const char *name;
+    int slot;
+  } scoped[MAX_SCOPED];
+  int nscoped;
   bool no_fuse; /* compiling the op-by-op code of a fused expression */
   int nesting;  /* expressions and statements open on the C stack (nest_enter) */
 } compiler;
@@ -262,6 +271,13 @@ static int add_local(compiler *C, const char *name, mq_span sp) {
 
 static name_kind resolve(compiler *C, const char *name, int *index, mq_span sp);
 
+/* The slot of comprehension variable [name] in scope in [C], or -1. */
+static int find_scoped(const compiler *C, const char *name) {
+  for (int i = C->nscoped - 1; i >= 0; i--)
+    if (strcmp(C->scoped[i].name, name) == 0) return C->scoped[i].slot;
+  return -1;
+}
+
 static int add_capture(compiler *C, uint8_t kind, int index, const char *name, mq_span sp) {
   for (int i = 0; i < C->ncaptures; i++)
     if (strcmp(C->captures[i].name, name) == 0) return i;
@@ -281,11 +297,13 @@ static bool declared_global(const compiler *C, const char *name) {
 /* Where [name] lives as seen from [C]: a local of this function, a value
  * captured from an enclosing function, the function itself, or a global. */
 static name_kind resolve(compiler *C, const char *name, int *index, mq_span sp) {
+  if ((*index = find_scoped(C, name)) >= 0) return NAME_LOCAL;
   if (!C->is_fn || declared_global(C, name)) return NAME_GLOBAL;
   if ((*index = find_local(C, name)) >= 0) return NAME_LOCAL;
   bool nested = C->enclosing && C->enclosing->is_fn;
   if (C->self_name && nested && strcmp(C->self_name, name) == 0) return NAME_SELF;
-  if (!nested) return NAME_GLOBAL;
+  /* a function made inside a top-level comprehension captures its variable */
+  if (!nested && !(C->enclosing && find_scoped(C->enclosing, name) >= 0)) return NAME_GLOBAL;
   int outer;
   switch (resolve(C->enclosing, name, &outer, sp)) {
   case NAME_LOCAL: *index = add_capture(C, MQ_CAP_LOCAL, outer, name, sp); return NAME_CAPTURE;
@@ -411,6 +429,60 @@ static void list(compiler *C, const mq_node *n, bool outermost) {
   emit_op(C, MQ_OP_LIST, 1 - n->nkids, n->span);
   emit_u16(C, (unsigned)n->nkids, n->span);
   if (outermost) emit_op(C, MQ_OP_TENSORIZE, 0, n->span);
+}
+
+/* {k: v, ...}: the keys and values in order, then DICT. */
+static void dict_literal(compiler *C, const mq_node *n) {
+  if (n->nkids / 2 > 65535) mq_error_at(C->S, n->span, "dict literal too long");
+  nest_enter(C, n->span);
+  for (int i = 0; i < n->nkids; i++) expr(C, n->kids[i]);
+  C->nesting--;
+  emit_op(C, MQ_OP_DICT, 1 - n->nkids, n->span);
+  emit_u16(C, (unsigned)(n->nkids / 2), n->span);
+}
+
+/* [e for x in xs if c] and {k: v for x in xs if c}: the empty result, then
+ * a for loop over xs whose variable x is the stack slot FOR_ITER pushes
+ * (not a variable of the function or a global: it is gone after the
+ * comprehension, as in Python 3), each round APPEND or DICT_SET into the
+ * result three values below the round's values [xs, i, x]. */
+static void comprehension(compiler *C, const mq_node *n) {
+  bool dict = n->kind == MQ_N_DICTCOMP;
+  int nvals = dict ? 2 : 1;
+  const mq_node *iter = n->kids[nvals], *cond = n->kids[nvals + 1];
+  nest_enter(C, n->span);
+  if (dict) {
+    emit_op(C, MQ_OP_DICT, +1, n->span);
+    emit_u16(C, 0, n->span);
+  } else {
+    emit_op(C, MQ_OP_LIST, +1, n->span);
+    emit_u16(C, 0, n->span);
+  }
+  expr(C, iter);
+  emit_const(C, mq_int(0), iter->span);
+  int start = C->f->code_len;
+  int to_end = emit_jump(C, MQ_OP_FOR_ITER, +1, iter->span);
+  int slot = C->depth - 1;
+  if (slot > 255 || C->nscoped == MAX_SCOPED)
+    mq_error_at(C->S, n->span, "comprehensions nested too deeply here");
+  C->scoped[C->nscoped].name = n->str;
+  C->scoped[C->nscoped++].slot = slot;
+  int to_next = -1;
+  if (cond) {
+    expr(C, cond);
+    to_next = emit_jump(C, MQ_OP_JUMP_IF_FALSE, -1, cond->span);
+  }
+  for (int i = 0; i < nvals; i++) expr(C, n->kids[i]);
+  emit_op(C, dict ? MQ_OP_DICT_SET : MQ_OP_APPEND, -nvals, n->span);
+  emit(C, 3, n->span);
+  if (cond) patch_jump(C, to_next, n->span);
+  C->nscoped--;
+  emit_op(C, MQ_OP_POP, -1, n->span);
+  emit_loop(C, start, n->span);
+  patch_jump(C, to_end, n->span);
+  emit_op(C, MQ_OP_POP, -1, n->span);
+  emit_op(C, MQ_OP_POP, -1, n->span);
+  C->nesting--;
 }
 
 /* x[items], x already pushed. */
@@ -664,9 +736,30 @@ static bool field_attr(const mq_node *n) {
   return n->kind == MQ_N_ATTR && mq_errval_is_field(n->str);
 }
 
-/* What a chain node emits before its head: a method's function. */
+/* Whether the function of x.f is a global: then it is looked up after x,
+ * so that an undefined one can be reported with x's type (GET_METHOD). */
+static bool global_method(compiler *C, const mq_node *n) {
+  int index = 0;
+  return resolve(C, n->str, &index, n->span) == NAME_GLOBAL;
+}
+
+/* What a chain node emits before its head: a method's function, unless it
+ * comes after the receiver (field_attr, global_method). */
 static void chain_open(compiler *C, const mq_node *n) {
-  if ((n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) && !field_attr(n)) name_get(C, n->str, n->span);
+  if ((n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) && !field_attr(n) && !global_method(C, n))
+    name_get(C, n->str, n->span);
+}
+
+/* The function of x.f pushed after x, then swapped under it. */
+static void method_after(compiler *C, const mq_node *n) {
+  if (global_method(C, n)) {
+    emit_op(C, MQ_OP_GET_METHOD, +1, n->span);
+    emit_u16(C, (unsigned)mq_global_slot(C->S, n->str), n->span);
+    emit(C, n->kind == MQ_N_METHOD, n->span);
+  } else {
+    name_get(C, n->str, n->span);
+  }
+  emit_op(C, MQ_OP_SWAP, 0, n->span);
 }
 
 static void field_rest(compiler *C, const mq_node *n) {
@@ -675,8 +768,7 @@ static void field_rest(compiler *C, const mq_node *n) {
   emit_u16(C, (unsigned)k, n->span);
   int to_end = C->f->code_len;
   emit_u16(C, 0xffff, n->span);
-  name_get(C, n->str, n->span);
-  emit_op(C, MQ_OP_SWAP, 0, n->span);
+  method_after(C, n);
   emit_call(C, 1, NULL, n->span);
   patch_jump(C, to_end, n->span);
 }
@@ -705,8 +797,12 @@ static void chain_close(compiler *C, const mq_node *n) {
   case MQ_N_CALL: call_rest(C, n); return;
   case MQ_N_METHOD:
   case MQ_N_ATTR:
-    if (field_attr(n)) field_rest(C, n);
-    else method_rest(C, n);
+    if (field_attr(n)) {
+      field_rest(C, n);
+      return;
+    }
+    if (global_method(C, n)) method_after(C, n);
+    method_rest(C, n);
     return;
   case MQ_N_INDEX: index_rest(C, n); return;
   default: return;
@@ -726,6 +822,9 @@ static void expr_leaf(compiler *C, const mq_node *n) {
     return;
   case MQ_N_NAME: name_get(C, n->str, n->span); return;
   case MQ_N_LIST: list(C, n, true); return;
+  case MQ_N_DICT: dict_literal(C, n); return;
+  case MQ_N_LISTCOMP:
+  case MQ_N_DICTCOMP: comprehension(C, n); return;
   case MQ_N_KWARG:
     mq_error_at(C->S, n->span, "a keyword argument is only allowed in a call");
   case MQ_N_SLICE:
@@ -952,6 +1051,17 @@ static void try_stmt(compiler *C, const mq_node *n) {
   patch_jump(C, to_end, n->span);
 }
 
+/* no_grad { body }: NO_GRAD starts a handler that catches nothing; its
+ * END_TRY (or the one a break or continue emits, or a return, or an error
+ * going through) puts the autograd flag back. */
+static void no_grad_stmt(compiler *C, const mq_node *n) {
+  emit_op(C, MQ_OP_NO_GRAD, 0, n->span);
+  C->ntries++;
+  block(C, n->kids[0], false);
+  C->ntries--;
+  emit_op(C, MQ_OP_END_TRY, 0, n->span);
+}
+
 static void stmt_at(compiler *C, const mq_node *n, bool top);
 
 static void stmt(compiler *C, const mq_node *n, bool top) {
@@ -985,6 +1095,7 @@ static void stmt_at(compiler *C, const mq_node *n, bool top) {
     emit_loop(C, C->loops->start, n->span);
     return;
   case MQ_N_TRY: try_stmt(C, n); return;
+  case MQ_N_NO_GRAD: no_grad_stmt(C, n); return;
   case MQ_N_FN:
     function(C, n);
     if (n->str) name_set(C, n->str, n->span);
@@ -1051,6 +1162,7 @@ static void prescan_locals(compiler *F, const mq_node *n, int depth) {
   case MQ_N_BLOCK:
   case MQ_N_IF:
   case MQ_N_WHILE:
+  case MQ_N_NO_GRAD:
     for (int i = 0; i < n->nkids; i++) prescan_locals(F, n->kids[i], depth + 1);
     return;
   default: return;
@@ -1081,6 +1193,7 @@ static void prescan_globals(compiler *F, const mq_node *n, int np, int depth) {
   case MQ_N_WHILE:
   case MQ_N_FOR:
   case MQ_N_TRY:
+  case MQ_N_NO_GRAD:
     for (int i = 0; i < n->nkids; i++) prescan_globals(F, n->kids[i], np, depth + 1);
     return;
   default: return;
