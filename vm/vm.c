@@ -761,6 +761,13 @@ static void run_loop(mq_state *S, run_ctx *c) {
       vmcase(FOR_ITER) {
         unsigned d = READ_U16();
         SAVE();
+        if (MQ_UNLIKELY(mq_is_obj(sp[-2], MQ_O_DICT))) {
+          /* the keys it has now: adding keys in the loop visits none of them */
+          mq_value keys = mq_objv(mq_dict_list(S, mq_as_dict(sp[-2]), MQ_DICT_KEYS));
+          mq_retain(keys);
+          mq_release(S, sp[-2]);
+          sp[-2] = keys;
+        }
         bool done;
         mq_value item = iterate_item(S, sp[-2], sp[-1].as.i, &done);
         if (done) {
