@@ -445,7 +445,10 @@ static void dict_literal(compiler *C, const mq_node *n) {
  * a for loop over xs whose variable x is the stack slot FOR_ITER pushes
  * (not a variable of the function or a global: it is gone after the
  * comprehension, as in Python 3), each round APPEND or DICT_SET into the
- * result three values below the round's values [xs, i, x]. */
+ * result below the loop's values ([xs, i, x], or [cur, stop, step, x] for
+ * a range(...) counted without a range object, as `for` does). */
+static int loop_head(compiler *C, const mq_node *it, mq_opcode *next);
+
 static void comprehension(compiler *C, const mq_node *n) {
   bool dict = n->kind == MQ_N_DICTCOMP;
   int nvals = dict ? 2 : 1;
@@ -458,10 +461,10 @@ static void comprehension(compiler *C, const mq_node *n) {
     emit_op(C, MQ_OP_LIST, +1, n->span);
     emit_u16(C, 0, n->span);
   }
-  expr(C, iter);
-  emit_const(C, mq_int(0), iter->span);
+  mq_opcode next;
+  int hidden = loop_head(C, iter, &next);
   int start = C->f->code_len;
-  int to_end = emit_jump(C, MQ_OP_FOR_ITER, +1, iter->span);
+  int to_end = emit_jump(C, next, +1, iter->span);
   int slot = C->depth - 1;
   if (slot > 255 || C->nscoped == MAX_SCOPED)
     mq_error_at(C->S, n->span, "comprehensions nested too deeply here");
@@ -474,14 +477,13 @@ static void comprehension(compiler *C, const mq_node *n) {
   }
   for (int i = 0; i < nvals; i++) expr(C, n->kids[i]);
   emit_op(C, dict ? MQ_OP_DICT_SET : MQ_OP_APPEND, -nvals, n->span);
-  emit(C, 3, n->span);
+  emit(C, (uint8_t)(hidden + 1), n->span);
   if (cond) patch_jump(C, to_next, n->span);
   C->nscoped--;
   emit_op(C, MQ_OP_POP, -1, n->span);
   emit_loop(C, start, n->span);
   patch_jump(C, to_end, n->span);
-  emit_op(C, MQ_OP_POP, -1, n->span);
-  emit_op(C, MQ_OP_POP, -1, n->span);
+  for (int i = 0; i < hidden; i++) emit_op(C, MQ_OP_POP, -1, n->span);
   C->nesting--;
 }
 
@@ -996,28 +998,31 @@ static bool range_call(const mq_node *it) {
   return true;
 }
 
-static void for_stmt(compiler *C, const mq_node *n) {
-  const mq_node *it = n->kids[0];
-  loop l;
-  int hidden;
-  mq_opcode next;
+/* Pushes what a loop over [it] keeps on the stack: [cur, stop, step] for
+ * FOR_RANGE, [sequence, index] for FOR_ITER; returns how many, and the
+ * opcode that takes a step in *next. */
+static int loop_head(compiler *C, const mq_node *it, mq_opcode *next) {
   if (range_call(it)) {
-    /* [cur, stop, step] */
     int nargs = it->nkids - 1;
     if (nargs == 1) emit_const(C, mq_int(0), it->span);
     expr(C, it->kids[1]);
     if (nargs >= 2) expr(C, it->kids[2]);
     if (nargs == 3) expr(C, it->kids[3]);
     else emit_const(C, mq_int(1), it->span);
-    hidden = 3;
-    next = MQ_OP_FOR_RANGE;
-  } else {
-    /* [sequence, index] */
-    expr(C, it);
-    emit_const(C, mq_int(0), it->span);
-    hidden = 2;
-    next = MQ_OP_FOR_ITER;
+    *next = MQ_OP_FOR_RANGE;
+    return 3;
   }
+  expr(C, it);
+  emit_const(C, mq_int(0), it->span);
+  *next = MQ_OP_FOR_ITER;
+  return 2;
+}
+
+static void for_stmt(compiler *C, const mq_node *n) {
+  const mq_node *it = n->kids[0];
+  loop l;
+  mq_opcode next;
+  int hidden = loop_head(C, it, &next);
   begin_loop(C, &l, hidden);
   int to_end = emit_jump(C, next, +1, it->span);
   name_set(C, n->str, n->span);

@@ -143,8 +143,8 @@ static const char *close_key(mq_state *S, const mq_dict *d, const mq_string *key
 mq_value mq_dict_get(mq_state *S, const mq_dict *d, mq_value key) {
   int e = mq_dict_find(S, d, key);
   if (e >= 0) return d->entries[e].val;
-  if (!mq_is_obj(key, MQ_O_STRING))
-    mq_error(S, "no key %lld in the dict", (long long)(key.type == MQ_INT ? key.as.i : key.as.b));
+  if (key.type == MQ_BOOL) mq_error(S, "no key %s in the dict", key.as.b ? "true" : "false");
+  if (!mq_is_obj(key, MQ_O_STRING)) mq_error(S, "no key %lld in the dict", (long long)key.as.i);
   const mq_string *k = mq_as_string(key);
   const char *like = d->len <= 100000 ? close_key(S, d, k) : NULL;
   if (like)
