@@ -467,7 +467,9 @@ static void comprehension(compiler *C, const mq_node *n) {
   int to_end = emit_jump(C, next, +1, iter->span);
   int slot = C->depth - 1;
   if (slot > 255 || C->nscoped == MAX_SCOPED)
-    mq_error_at(C->S, n->span, "comprehensions nested too deeply here");
+    mq_error_at(C->S, n->span,
+                "no stack slot left for this comprehension's variable (comprehensions nested "
+                "too deeply, or too many locals)");
   C->scoped[C->nscoped].name = n->str;
   C->scoped[C->nscoped++].slot = slot;
   int to_next = -1;
