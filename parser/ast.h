@@ -23,8 +23,9 @@
   X(NAME)       /* str                     -                                  */  \
   X(LIST)       /*                         items...                           */  \
   X(DICT)       /*                         key, value, key, value...          */  \
-  X(LISTCOMP)   /* str = loop variable     element, iterable, cond?           */  \
-  X(DICTCOMP)   /* str = loop variable     key, value, iterable, cond?        */  \
+  X(LISTCOMP)   /*                         element, NULL, COMP_FOR...         */  \
+  X(DICTCOMP)   /*                         key, value, COMP_FOR...            */  \
+  X(COMP_FOR)   /* str = loop variable     iterable, cond?                    */  \
   X(UNARY)      /* op: '-' '~' '!'(not)    operand                            */  \
   X(BINARY)     /* op: mq_binop_token      lhs, rhs                           */  \
   X(AND)        /* `and` (short-circuit)   lhs, rhs                           */  \

@@ -441,51 +441,61 @@ static void dict_literal(compiler *C, const mq_node *n) {
   emit_u16(C, (unsigned)(n->nkids / 2), n->span);
 }
 
-/* [e for x in xs if c] and {k: v for x in xs if c}: the empty result, then
- * a for loop over xs whose variable x is the stack slot FOR_ITER pushes
- * (not a variable of the function or a global: it is gone after the
- * comprehension, as in Python 3), each round APPEND or DICT_SET into the
- * result below the loop's values ([xs, i, x], or [cur, stop, step, x] for
- * a range(...) counted without a range object, as `for` does). */
+/* [e for x in xs if c] and {k: v for x in xs if c}, with any number of
+ * `for` clauses (the first outermost): the empty result, then one loop per
+ * clause, as `for` compiles it, whose variable x is the stack slot its
+ * FOR_ITER or FOR_RANGE pushes (not a variable of the function or a
+ * global: it is gone after the comprehension, as in Python 3); innermost,
+ * APPEND or DICT_SET into the result, the loops' values above it. */
+typedef struct comp_loop {
+  int start, to_end, to_next, hidden;
+} comp_loop;
+
 static int loop_head(compiler *C, const mq_node *it, mq_opcode *next);
 
 static void comprehension(compiler *C, const mq_node *n) {
   bool dict = n->kind == MQ_N_DICTCOMP;
-  int nvals = dict ? 2 : 1;
-  const mq_node *iter = n->kids[nvals], *cond = n->kids[nvals + 1];
   nest_enter(C, n->span);
-  if (dict) {
-    emit_op(C, MQ_OP_DICT, +1, n->span);
-    emit_u16(C, 0, n->span);
-  } else {
-    emit_op(C, MQ_OP_LIST, +1, n->span);
-    emit_u16(C, 0, n->span);
+  emit_op(C, dict ? MQ_OP_DICT : MQ_OP_LIST, +1, n->span);
+  emit_u16(C, 0, n->span);
+  int result = C->depth - 1, nloops = n->nkids - 2;
+  comp_loop *loops = mq_scratch(C->S, (size_t)nloops * sizeof *loops);
+  for (int i = 0; i < nloops; i++) {
+    const mq_node *cl = n->kids[2 + i];
+    comp_loop *l = &loops[i];
+    mq_opcode next;
+    l->hidden = loop_head(C, cl->kids[0], &next);
+    l->start = C->f->code_len;
+    l->to_end = emit_jump(C, next, +1, cl->kids[0]->span);
+    int slot = C->depth - 1;
+    if (slot > 255 || C->nscoped == MAX_SCOPED)
+      mq_error_at(C->S, cl->span,
+                  "no stack slot left for this comprehension's variable (comprehensions nested "
+                  "too deeply, or too many locals)");
+    C->scoped[C->nscoped].name = cl->str;
+    C->scoped[C->nscoped++].slot = slot;
+    l->to_next = -1;
+    if (cl->kids[1]) {
+      expr(C, cl->kids[1]);
+      l->to_next = emit_jump(C, MQ_OP_JUMP_IF_FALSE, -1, cl->kids[1]->span);
+    }
   }
-  mq_opcode next;
-  int hidden = loop_head(C, iter, &next);
-  int start = C->f->code_len;
-  int to_end = emit_jump(C, next, +1, iter->span);
-  int slot = C->depth - 1;
-  if (slot > 255 || C->nscoped == MAX_SCOPED)
-    mq_error_at(C->S, n->span,
-                "no stack slot left for this comprehension's variable (comprehensions nested "
-                "too deeply, or too many locals)");
-  C->scoped[C->nscoped].name = n->str;
-  C->scoped[C->nscoped++].slot = slot;
-  int to_next = -1;
-  if (cond) {
-    expr(C, cond);
-    to_next = emit_jump(C, MQ_OP_JUMP_IF_FALSE, -1, cond->span);
-  }
+  int nvals = dict ? 2 : 1;
   for (int i = 0; i < nvals; i++) expr(C, n->kids[i]);
+  /* the operand counts from the top left once the values are popped */
+  int below = C->depth - nvals - 1 - result;
+  if (below > 255) mq_error_at(C->S, n->span, "this comprehension is nested too deeply");
   emit_op(C, dict ? MQ_OP_DICT_SET : MQ_OP_APPEND, -nvals, n->span);
-  emit(C, (uint8_t)(hidden + 1), n->span);
-  if (cond) patch_jump(C, to_next, n->span);
-  C->nscoped--;
-  emit_op(C, MQ_OP_POP, -1, n->span);
-  emit_loop(C, start, n->span);
-  patch_jump(C, to_end, n->span);
-  for (int i = 0; i < hidden; i++) emit_op(C, MQ_OP_POP, -1, n->span);
+  emit(C, (uint8_t)below, n->span);
+  for (int i = nloops - 1; i >= 0; i--) {
+    const comp_loop *l = &loops[i];
+    if (l->to_next >= 0) patch_jump(C, l->to_next, n->span);
+    C->nscoped--;
+    emit_op(C, MQ_OP_POP, -1, n->span);
+    emit_loop(C, l->start, n->span);
+    patch_jump(C, l->to_end, n->span);
+    for (int k = 0; k < l->hidden; k++) emit_op(C, MQ_OP_POP, -1, n->span);
+  }
   C->nesting--;
 }
 

@@ -144,7 +144,7 @@
 
 %nterm <mq_node *> body block stmt else_part targets rhs rhs_list global_names
 %nterm <mq_node *> params param_list param expr postfix primary
-%nterm <mq_node *> args arg_list arg subscripts subscript opt_expr items pairs comp_if
+%nterm <mq_node *> args arg_list arg subscripts subscript opt_expr items pairs comp_if comp_fors comp_for
 
 /* Lowest to highest. An anonymous `fn(x) = body` takes everything to its
  * right; `not` binds looser than comparisons; `**` binds tighter than a
@@ -380,16 +380,14 @@ primary:
   | LPAREN expr RPAREN                  { $$ = $2; }
   | LBRACK RBRACK                       { $$ = NODE(LIST, @$); }
   | LBRACK items RBRACK                 { $$ = $2; $$->span = SPAN(@$); }
-  | LBRACK expr FOR IDENT IN expr comp_if RBRACK {
-      $$ = NODE(LISTCOMP, @$); $$->str = $4;
-      mq_node_add(p->A, $$, $2); mq_node_add(p->A, $$, $6); mq_node_add(p->A, $$, $7);
+  | LBRACK expr comp_fors RBRACK {
+      $$ = $3; $$->kind = MQ_N_LISTCOMP; $$->span = SPAN(@$); $$->kids[0] = $2;
     }
   | LDICT RBRACE                        { $$ = NODE(DICT, @$); }
   | LDICT pairs RBRACE                  { $$ = $2; $$->span = SPAN(@$); }
-  | LDICT expr COLON expr FOR IDENT IN expr comp_if RBRACE {
-      $$ = NODE(DICTCOMP, @$); $$->str = $6;
-      mq_node_add(p->A, $$, $2); mq_node_add(p->A, $$, $4);
-      mq_node_add(p->A, $$, $8); mq_node_add(p->A, $$, $9);
+  | LDICT expr COLON expr comp_fors RBRACE {
+      $$ = $5; $$->kind = MQ_N_DICTCOMP; $$->span = SPAN(@$); $$->kids[0] = $2;
+      $$->kids[1] = $4;
     }
   ;
 
@@ -404,7 +402,21 @@ pairs:
   | pairs COMMA expr COLON expr         { $$ = $1; mq_node_add(p->A, $$, $3); mq_node_add(p->A, $$, $5); }
   ;
 
-/* The filter of a comprehension: `if cond`, or nothing (NULL). */
+/* The `for x in xs if c` clauses of a comprehension, as COMP_FOR children
+ * of a node whose two first children (NULL here) the primary rule fills in
+ * with the element (and a dict's value) and whose kind it sets. */
+comp_fors:
+    comp_for                            { $$ = mq_node_new(p->A, MQ_N_LISTCOMP, $1->span);
+                                          mq_node_add(p->A, $$, NULL); mq_node_add(p->A, $$, NULL);
+                                          mq_node_add(p->A, $$, $1); }
+  | comp_fors comp_for                  { $$ = $1; mq_node_add(p->A, $$, $2); }
+  ;
+
+comp_for:
+    FOR IDENT IN expr comp_if           { $$ = pair(p, MQ_N_COMP_FOR, $4, $5, &@$); $$->str = $2; }
+  ;
+
+/* The filter of a comprehension clause: `if cond`, or nothing (NULL). */
 comp_if:
     %empty                              { $$ = NULL; }
   | IF expr                             { $$ = $2; }

@@ -266,8 +266,10 @@ static void statements(void) {
         "(ASSIGN (NAME d) (DICT (STRING \"a\") (INT 1) (STRING \"b\") (DICT))) (EXPR_STMT (NAME y))");
   STMTS("fn f() = {1: 2}", "(FN f (PARAMS) (DICT (INT 1) (INT 2)))");
   STMTS("fn f() { return {} }", "(FN f (PARAMS) (BLOCK (RETURN (DICT))))");
-  STMTS("x = [a for a in b if a]", "(ASSIGN (NAME x) (LISTCOMP a (NAME a) (NAME b) (NAME a)))");
-  STMTS("x = {k: 1 for k in b}", "(ASSIGN (NAME x) (DICTCOMP k (NAME k) (INT 1) (NAME b) _))");
+  STMTS("x = [a for a in b if a]", "(ASSIGN (NAME x) (LISTCOMP (NAME a) _ (COMP_FOR a (NAME b) (NAME a))))");
+  STMTS("x = {k: 1 for k in b}", "(ASSIGN (NAME x) (DICTCOMP (NAME k) (INT 1) (COMP_FOR k (NAME b) _)))");
+  STMTS("[a + c for a in b if a for c in d]",
+        "(EXPR_STMT (LISTCOMP (BINARY + (NAME a) (NAME c)) _ (COMP_FOR a (NAME b) (NAME a)) (COMP_FOR c (NAME d) _)))");
   STMTS("no_grad { x }", "(NO_GRAD (BLOCK (EXPR_STMT (NAME x))))");
 }
 
