@@ -2,6 +2,7 @@
  * alive (rules at the top of gc.c).
  *
  * Containers are the objects that hold references to other objects: lists,
+ * dicts,
  * closures (captures and defaults) and functions (constants). Each is
  * allocated with an mq_gchead in front of it that links it into one of the
  * state's two generations; tensors, strings and builtins hold no container
@@ -12,7 +13,8 @@
 #include "state.h"
 
 static inline bool mq_gc_is_container(uint8_t otype) {
-  return otype == MQ_O_LIST || otype == MQ_O_CLOSURE || otype == MQ_O_FUNCTION;
+  return otype == MQ_O_LIST || otype == MQ_O_DICT || otype == MQ_O_CLOSURE ||
+         otype == MQ_O_FUNCTION;
 }
 
 /* Links the two generation lists to themselves (an empty collector). */

@@ -1,4 +1,5 @@
-/* value.c - objects: freeing, strings, lists, names, printing, truthiness. */
+/* value.c - objects: freeing, strings, lists, names, printing (lists and
+ * dicts), truthiness. */
 #include "value.h"
 
 #include <math.h>
@@ -6,6 +7,7 @@
 #include <stdlib.h>
 
 #include "checked.h"
+#include "dict.h"
 #include "gc.h"
 #include "range.h"
 #include "state.h"
@@ -83,11 +85,16 @@ void mq_string_quote(mq_state *S, mq_buf *b, const mq_string *s) {
   b->data[b->len] = '\0';
 }
 
+void *mq_container_new(mq_state *S, size_t size, uint8_t type) {
+  mq_obj *o = mq_gc_alloc(S, size);
+  o->rc = 1;
+  o->type = type;
+  mq_pool_own(S, o);
+  return o;
+}
+
 mq_list *mq_list_new(mq_state *S, int cap) {
-  mq_list *l = mq_gc_alloc(S, sizeof *l);
-  l->hdr.rc = 1;
-  l->hdr.type = MQ_O_LIST;
-  mq_pool_own(S, &l->hdr);
+  mq_list *l = mq_container_new(S, sizeof *l, MQ_O_LIST);
   if (cap > 0) {
     l->items = mq_alloc(S, (size_t)cap * sizeof *l->items);
     l->cap = cap;
@@ -120,6 +127,7 @@ const char *mq_value_type_name(mq_value v) {
   case MQ_O_RANGE: return "range";
   case MQ_O_SPARSE: return "sparse tensor";
   case MQ_O_ERROR: return "error";
+  case MQ_O_DICT: return "dict";
   }
   return "?";
 }
@@ -170,41 +178,59 @@ static void format_item(mq_state *S, mq_buf *b, mq_value item) {
   }
 }
 
-/* Lists nest this deep in print; deeper ones print as [...] (as Python's
- * reprlib does past its maxlevel). */
+/* Lists and dicts nest this deep in print; deeper ones print as [...] or
+ * {...} (as Python's reprlib does past its maxlevel). */
 #define MQ_PRINT_DEPTH 1000
 
 typedef struct print_level {
-  const mq_list *l;
-  int next; /* the item to print next */
+  const mq_obj *o; /* a list or a dict */
+  int next;        /* the item (entry) to print next */
 } print_level;
 
-/* Prints nested lists without recursion: the levels being printed are an
- * explicit stack. A list that contains itself, directly or not, prints as
- * [...] where it recurs, as in Python: l = [1]; append(l, l) is [1, [...]]. */
-static void format_list(mq_state *S, mq_buf *b, const mq_list *root) {
+static bool is_seq_container(mq_value v) {
+  return mq_is_obj(v, MQ_O_LIST) || mq_is_obj(v, MQ_O_DICT);
+}
+
+static int container_len(const mq_obj *o) {
+  return o->type == MQ_O_LIST ? ((const mq_list *)o)->len : ((const mq_dict *)o)->len;
+}
+
+/* Prints nested lists and dicts without recursion: the levels being
+ * printed are an explicit stack. A container that contains itself,
+ * directly or not, prints as [...] or {...} where it recurs, as in Python:
+ * l = [1]; append(l, l) is [1, [...]]. A dict prints as {"a": 1, 2: [3]}. */
+static void format_container(mq_state *S, mq_buf *b, const mq_obj *root) {
   print_level small[32], *stack = small;
   int depth = 0, cap = (int)(sizeof small / sizeof small[0]);
-  mq_buf_putc(S, b, '[');
+  mq_buf_putc(S, b, root->type == MQ_O_LIST ? '[' : '{');
   stack[depth++] = (print_level){root, 0};
   while (depth > 0) {
     print_level *top = &stack[depth - 1];
-    if (top->next >= top->l->len) {
-      mq_buf_putc(S, b, ']');
+    bool dict = top->o->type == MQ_O_DICT;
+    if (top->next >= container_len(top->o)) {
+      mq_buf_putc(S, b, dict ? '}' : ']');
       depth--;
       continue;
     }
     if (top->next > 0) mq_buf_puts(S, b, ", ");
-    mq_value item = top->l->items[top->next++];
-    if (!mq_is_obj(item, MQ_O_LIST)) {
+    mq_value item;
+    if (dict) {
+      const mq_dentry *e = &((const mq_dict *)top->o)->entries[top->next++];
+      format_item(S, b, e->key);
+      mq_buf_puts(S, b, ": ");
+      item = e->val;
+    } else {
+      item = ((const mq_list *)top->o)->items[top->next++];
+    }
+    if (!is_seq_container(item)) {
       format_item(S, b, item);
       continue;
     }
-    const mq_list *inner = mq_as_list(item);
+    const mq_obj *inner = item.as.o;
     bool recurs = depth >= MQ_PRINT_DEPTH;
-    for (int i = 0; i < depth && !recurs; i++) recurs = stack[i].l == inner;
+    for (int i = 0; i < depth && !recurs; i++) recurs = stack[i].o == inner;
     if (recurs) {
-      mq_buf_puts(S, b, "[...]");
+      mq_buf_puts(S, b, inner->type == MQ_O_LIST ? "[...]" : "{...}");
       continue;
     }
     if (depth == cap) { /* the pool frees it when the operation ends */
@@ -213,7 +239,7 @@ static void format_list(mq_state *S, mq_buf *b, const mq_list *root) {
       stack = deep;
       cap = MQ_PRINT_DEPTH;
     }
-    mq_buf_putc(S, b, '[');
+    mq_buf_putc(S, b, inner->type == MQ_O_LIST ? '[' : '{');
     stack[depth++] = (print_level){inner, 0};
   }
 }
@@ -252,7 +278,7 @@ static void string_format(mq_state *S, mq_buf *b, mq_obj *o) {
 static bool string_truthy(mq_state *S, mq_obj *o) { return ((mq_string *)o)->len > 0; }
 
 static void list_free(mq_state *S, mq_obj *o) { mq_list_free(S, (mq_list *)o); }
-static void list_format(mq_state *S, mq_buf *b, mq_obj *o) { format_list(S, b, (mq_list *)o); }
+static void container_format(mq_state *S, mq_buf *b, mq_obj *o) { format_container(S, b, o); }
 static bool list_truthy(mq_state *S, mq_obj *o) { return ((mq_list *)o)->len > 0; }
 static void list_traverse(mq_state *S, mq_obj *o, mq_visit fn) {
   mq_list *l = (mq_list *)o;
@@ -271,6 +297,7 @@ static bool range_truthy(mq_state *S, mq_obj *o) { return ((mq_range *)o)->len >
 
 void mq_value_init_kinds(mq_state *S) {
   S->kinds[MQ_O_STRING] = (mq_kind){string_free, string_format, string_truthy, NULL, NULL};
-  S->kinds[MQ_O_LIST] = (mq_kind){list_free, list_format, list_truthy, list_traverse, list_clear};
+  S->kinds[MQ_O_LIST] = (mq_kind){list_free, container_format, list_truthy, list_traverse, list_clear};
   S->kinds[MQ_O_RANGE] = (mq_kind){range_free, range_format, range_truthy, NULL, NULL};
+  mq_dict_init_kind(S); /* prints through container_format, set just above */
 }

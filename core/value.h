@@ -29,9 +29,10 @@ typedef enum mq_otype {
   MQ_O_RANGE,    /* range(start, stop, step), lazy (core/range.h); holds no references */
   MQ_O_SPARSE,   /* a sparse-layout tensor (runtime/sparse.h): an mq_tensor kept apart
                     from the strided-only code that mq_is_tensor() admits */
-  MQ_O_ERROR     /* a caught error: message and location (vm/errval.h) */
+  MQ_O_ERROR,    /* a caught error: message and location (vm/errval.h) */
+  MQ_O_DICT      /* keys to values, insertion-ordered (core/dict.h) */
 } mq_otype;
-#define MQ_O_NKINDS (MQ_O_ERROR + 1)
+#define MQ_O_NKINDS (MQ_O_DICT + 1)
 
 typedef struct mq_obj {
   uint32_t rc;
@@ -102,7 +103,7 @@ typedef struct mq_kind {
   void (*clear)(mq_state *S, mq_obj *o);
 } mq_kind;
 
-/* Sets the kinds of S->kinds that core defines (string, list, range). */
+/* Sets the kinds of S->kinds that core defines (string, list, range, dict). */
 MQ_INTERNAL void mq_value_init_kinds(mq_state *S);
 
 /* Reference counting. Retaining a non-object is a no-op. */
@@ -116,6 +117,9 @@ static inline void mq_release(mq_state *S, mq_value v) {
 }
 
 /* New objects are owned by the pool (core/state.h); retain to keep them. */
+/* A zeroed container of [size] bytes and kind [type] (list, dict), tracked
+ * by the collector, its one reference the pool's. */
+MQ_INTERNAL void *mq_container_new(mq_state *S, size_t size, uint8_t type);
 MQ_INTERNAL mq_string *mq_string_new(mq_state *S, const char *s, size_t len);
 MQ_INTERNAL mq_list *mq_list_new(mq_state *S, int cap);
 /* Releases the items and frees [l] (mq_obj_free's part for lists). */
@@ -141,7 +145,7 @@ MQ_INTERNAL void mq_string_quote(mq_state *S, struct mq_buf *b, const mq_string 
 MQ_INTERNAL const char *mq_string_quoted(mq_state *S, const mq_string *s);
 
 /* "tensor", "int", "float", "bool", "none", "string", "list", "function",
- * "range", "sparse tensor". */
+ * "range", "sparse tensor", "error", "dict". */
 MQ_INTERNAL const char *mq_value_type_name(mq_value v);
 
 /* Appends the printed form of [v] as print() shows it. */

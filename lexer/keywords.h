@@ -19,8 +19,8 @@
   X("elif", "if cond { ... } elif cond { ... } else { ... }")                  \
   X("else", "if cond { ... } elif cond { ... } else { ... }")                  \
   X("while", "while cond { ... }: repeat while cond is true (break, continue)") \
-  X("for", "for x in range(n) { ... } (or a list, or a tensor's first dim; break, continue)") \
-  X("in", "for x in xs { ... }; x in xs, x not in xs: membership in a list (==), a string (substring) or a range") \
+  X("for", "for x in range(n) { ... } (or a list, a dict's keys, or a tensor's first dim; break, continue); [f(x) for x in xs if cond], {k: v for k in xs}") \
+  X("in", "for x in xs { ... }; x in xs, x not in xs: membership in a list (==), a string (substring), a range or a dict's keys; [f(x) for x in xs if c]") \
   X("break", "break: leave the innermost while or for loop")                   \
   X("continue", "continue: go on with the next round of the innermost loop")   \
   X("import", "import \"path.masq\": run a file once per session; its globals become yours") \
@@ -29,7 +29,8 @@
   X("catch", "try { ... } catch e { ... }: run the block; a runtime error in it runs the catch block with e its error (e.message, e.line, e.col, e.file; raise(e) re-raises)") \
   X("and", "a and b, a or b: short-circuit (b runs only if needed); not a")   \
   X("or", "a and b, a or b: short-circuit (b runs only if needed); not a")    \
-  X("not", "a and b, a or b: short-circuit (b runs only if needed); not a")
+  X("not", "a and b, a or b: short-circuit (b runs only if needed); not a")   \
+  X("no_grad", "no_grad { ... }: run the block with autograd recording nothing (torch.no_grad); the setting before comes back however the block ends")
 
 /* The help line of keyword [name] (n bytes), or NULL if it is none. */
 static inline const char *mq_keyword_help(const char *name, size_t n) {

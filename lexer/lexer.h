@@ -5,6 +5,10 @@
  *
  *  - inside ( ) and [ ] newlines are skipped; inside { } they count again
  *    (a { inside brackets saves the bracket depth and } restores it);
+ *  - a '{' that cannot open a block (not after a name, a literal, a
+ *    closing bracket, `else`, `try`, `catch` or `no_grad`) opens a dict:
+ *    it is returned as TOK_LDICT, and inside it newlines are skipped as
+ *    inside ( );
  *  - a newline after an operator, ',', '=' or '.' is skipped, so the line
  *    goes on;
  *  - a newline between '}' and `else`/`elif` is skipped;
@@ -33,7 +37,8 @@ typedef struct mq_lexer {
   mq_arena *A;                     /* identifiers and strings are copied here */
 
   int depth;            /* ( and [ open since the innermost { */
-  int *braces;          /* [depth] saved at each open { (in the arena) */
+  int *braces;          /* [depth] saved at each open { (in the arena);
+                           a dict's has DICT_BRACE (lexer.re) set */
   int nbraces, braces_cap;
   int last;             /* kind of the last token returned; 0 before the first */
   bool cont;            /* the last token cannot end a statement */

@@ -140,8 +140,25 @@ static bool else_follows(const mq_lexer *lx) {
 static bool trailing_comma(const mq_lexer *lx) {
   bool nl = false;
   const unsigned char *c = skip_space(lx, lx->cur, &nl);
-  return nl && c < lx->lim && (*c == ')' || *c == ']');
+  return nl && c < lx->lim && (*c == ')' || *c == ']' || *c == '}');
 }
+
+/* A '{' after these opens a block (`if x {`, `fn(a) {`, `else {`); after
+ * anything else (an operator, '(', ',', '=', `return`, the start of a
+ * statement) it opens a dict, where no block could begin. */
+static bool opens_block(int last) {
+  switch (last) {
+  case TOK_IDENT: case TOK_INT: case TOK_FLOAT: case TOK_STRING: case TOK_TRUE: case TOK_FALSE:
+  case TOK_NONE: case TOK_RPAREN: case TOK_RBRACK: case TOK_RBRACE: case TOK_ELSE: case TOK_TRY:
+  case TOK_CATCH: case TOK_NOGRAD:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* A dict's '{' is saved with this bit set: its '}' inserts no NEWLINE. */
+#define DICT_BRACE 0x40000000
 
 static void push_brace(mq_lexer *lx) {
   if (lx->nbraces == lx->braces_cap) {
@@ -350,6 +367,7 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "global"   { TOKEN(TOK_GLOBAL); }
       "try"      { TOKEN(TOK_TRY); }
       "catch"    { TOKEN(TOK_CATCH); }
+      "no_grad"  { TOKEN(TOK_NOGRAD); }
       "and"      { TOKEN(TOK_AND); }
       "or"       { TOKEN(TOK_OR); }
       "not"      { if (not_in(lx)) { TOKEN(TOK_NOTIN); } TOKEN(TOK_NOT); }
@@ -363,11 +381,19 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "[" { lx->depth++; TOKEN(TOK_LBRACK); }
       ")" { if (lx->depth > 0) lx->depth--; TOKEN(TOK_RPAREN); }
       "]" { if (lx->depth > 0) lx->depth--; TOKEN(TOK_RBRACK); }
-      "{" { push_brace(lx); TOKEN(TOK_LBRACE); }
+      "{" {
+        if (opens_block(lx->last)) { push_brace(lx); TOKEN(TOK_LBRACE); }
+        /* inside a dict, as inside ( ), newlines are blanks */
+        push_brace(lx);
+        lx->braces[lx->nbraces - 1] |= DICT_BRACE;
+        lx->depth = 1;
+        TOKEN(TOK_LDICT);
+      }
       "}" {
         set_loc(lx, loc);
-        bool needs_newline = lx->depth == 0 && !lx->cont && !separated(lx->last);
-        lx->depth = lx->nbraces > 0 ? lx->braces[--lx->nbraces] : 0;
+        bool dict = lx->nbraces > 0 && (lx->braces[lx->nbraces - 1] & DICT_BRACE);
+        bool needs_newline = !dict && lx->depth == 0 && !lx->cont && !separated(lx->last);
+        lx->depth = lx->nbraces > 0 ? lx->braces[--lx->nbraces] & ~DICT_BRACE : 0;
         if (needs_newline) {
           lx->pending = TOK_RBRACE;
           lx->pending_loc = *loc;

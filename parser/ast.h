@@ -22,6 +22,10 @@
   X(STRING)     /* str (unescaped), ival = byte length                        */  \
   X(NAME)       /* str                     -                                  */  \
   X(LIST)       /*                         items...                           */  \
+  X(DICT)       /*                         key, value, key, value...          */  \
+  X(LISTCOMP)   /*                         element, NULL, COMP_FOR...         */  \
+  X(DICTCOMP)   /*                         key, value, COMP_FOR...            */  \
+  X(COMP_FOR)   /* str = loop variable     iterable, cond?                    */  \
   X(UNARY)      /* op: '-' '~' '!'(not)    operand                            */  \
   X(BINARY)     /* op: mq_binop_token      lhs, rhs                           */  \
   X(AND)        /* `and` (short-circuit)   lhs, rhs                           */  \
@@ -48,7 +52,8 @@
   X(CONTINUE)   /*                         -                                  */  \
   X(IMPORT)     /* str = path              -                                  */  \
   X(GLOBAL)     /*                         NAME...  (`global a, b`)           */ \
-  X(TRY)        /* str = error variable (NULL: none)  body BLOCK, handler BLOCK */
+  X(TRY)        /* str = error variable (NULL: none)  body BLOCK, handler BLOCK */ \
+  X(NO_GRAD)    /*                         body BLOCK                         */
 
 typedef enum mq_node_kind {
 #define X(k) MQ_N_##k,

@@ -34,6 +34,7 @@ typedef struct capture {
 #define MAX_LOCALS 250
 #define MAX_CAPTURES 250
 #define MAX_GLOBAL_DECLS 250
+#define MAX_SCOPED 64
 
 typedef struct compiler {
   mq_state *S;
@@ -51,6 +52,14 @@ typedef struct compiler {
   int ncaptures;
   const char *gdecls[MAX_GLOBAL_DECLS]; /* names the function declares `global` */
   int ngdecls;
+  /* The loop variables of the comprehensions being compiled, innermost
+   * last: each lives in the stack slot its FOR_ITER pushes (a local slot
+   * number above the named locals), seen only inside its comprehension. */
+  struct {
+    const char *name;
+    int slot;
+  } scoped[MAX_SCOPED];
+  int nscoped;
   bool no_fuse; /* compiling the op-by-op code of a fused expression */
   int nesting;  /* expressions and statements open on the C stack (nest_enter) */
 } compiler;
@@ -262,6 +271,13 @@ static int add_local(compiler *C, const char *name, mq_span sp) {
 
 static name_kind resolve(compiler *C, const char *name, int *index, mq_span sp);
 
+/* The slot of comprehension variable [name] in scope in [C], or -1. */
+static int find_scoped(const compiler *C, const char *name) {
+  for (int i = C->nscoped - 1; i >= 0; i--)
+    if (strcmp(C->scoped[i].name, name) == 0) return C->scoped[i].slot;
+  return -1;
+}
+
 static int add_capture(compiler *C, uint8_t kind, int index, const char *name, mq_span sp) {
   for (int i = 0; i < C->ncaptures; i++)
     if (strcmp(C->captures[i].name, name) == 0) return i;
@@ -281,11 +297,13 @@ static bool declared_global(const compiler *C, const char *name) {
 /* Where [name] lives as seen from [C]: a local of this function, a value
  * captured from an enclosing function, the function itself, or a global. */
 static name_kind resolve(compiler *C, const char *name, int *index, mq_span sp) {
+  if ((*index = find_scoped(C, name)) >= 0) return NAME_LOCAL;
   if (!C->is_fn || declared_global(C, name)) return NAME_GLOBAL;
   if ((*index = find_local(C, name)) >= 0) return NAME_LOCAL;
   bool nested = C->enclosing && C->enclosing->is_fn;
   if (C->self_name && nested && strcmp(C->self_name, name) == 0) return NAME_SELF;
-  if (!nested) return NAME_GLOBAL;
+  /* a function made inside a top-level comprehension captures its variable */
+  if (!nested && !(C->enclosing && find_scoped(C->enclosing, name) >= 0)) return NAME_GLOBAL;
   int outer;
   switch (resolve(C->enclosing, name, &outer, sp)) {
   case NAME_LOCAL: *index = add_capture(C, MQ_CAP_LOCAL, outer, name, sp); return NAME_CAPTURE;
@@ -411,6 +429,74 @@ static void list(compiler *C, const mq_node *n, bool outermost) {
   emit_op(C, MQ_OP_LIST, 1 - n->nkids, n->span);
   emit_u16(C, (unsigned)n->nkids, n->span);
   if (outermost) emit_op(C, MQ_OP_TENSORIZE, 0, n->span);
+}
+
+/* {k: v, ...}: the keys and values in order, then DICT. */
+static void dict_literal(compiler *C, const mq_node *n) {
+  if (n->nkids / 2 > 65535) mq_error_at(C->S, n->span, "dict literal too long");
+  nest_enter(C, n->span);
+  for (int i = 0; i < n->nkids; i++) expr(C, n->kids[i]);
+  C->nesting--;
+  emit_op(C, MQ_OP_DICT, 1 - n->nkids, n->span);
+  emit_u16(C, (unsigned)(n->nkids / 2), n->span);
+}
+
+/* [e for x in xs if c] and {k: v for x in xs if c}, with any number of
+ * `for` clauses (the first outermost): the empty result, then one loop per
+ * clause, as `for` compiles it, whose variable x is the stack slot its
+ * FOR_ITER or FOR_RANGE pushes (not a variable of the function or a
+ * global: it is gone after the comprehension, as in Python 3); innermost,
+ * APPEND or DICT_SET into the result, the loops' values above it. */
+typedef struct comp_loop {
+  int start, to_end, to_next, hidden;
+} comp_loop;
+
+static int loop_head(compiler *C, const mq_node *it, mq_opcode *next);
+
+static void comprehension(compiler *C, const mq_node *n) {
+  bool dict = n->kind == MQ_N_DICTCOMP;
+  nest_enter(C, n->span);
+  emit_op(C, dict ? MQ_OP_DICT : MQ_OP_LIST, +1, n->span);
+  emit_u16(C, 0, n->span);
+  int result = C->depth - 1, nloops = n->nkids - 2;
+  comp_loop *loops = mq_scratch(C->S, (size_t)nloops * sizeof *loops);
+  for (int i = 0; i < nloops; i++) {
+    const mq_node *cl = n->kids[2 + i];
+    comp_loop *l = &loops[i];
+    mq_opcode next;
+    l->hidden = loop_head(C, cl->kids[0], &next);
+    l->start = C->f->code_len;
+    l->to_end = emit_jump(C, next, +1, cl->kids[0]->span);
+    int slot = C->depth - 1;
+    if (slot > 255 || C->nscoped == MAX_SCOPED)
+      mq_error_at(C->S, cl->span,
+                  "no stack slot left for this comprehension's variable (comprehensions nested "
+                  "too deeply, or too many locals)");
+    C->scoped[C->nscoped].name = cl->str;
+    C->scoped[C->nscoped++].slot = slot;
+    l->to_next = -1;
+    if (cl->kids[1]) {
+      expr(C, cl->kids[1]);
+      l->to_next = emit_jump(C, MQ_OP_JUMP_IF_FALSE, -1, cl->kids[1]->span);
+    }
+  }
+  int nvals = dict ? 2 : 1;
+  for (int i = 0; i < nvals; i++) expr(C, n->kids[i]);
+  /* the operand counts from the top left once the values are popped */
+  int below = C->depth - nvals - 1 - result;
+  if (below > 255) mq_error_at(C->S, n->span, "this comprehension is nested too deeply");
+  emit_op(C, dict ? MQ_OP_DICT_SET : MQ_OP_APPEND, -nvals, n->span);
+  emit(C, (uint8_t)below, n->span);
+  for (int i = nloops - 1; i >= 0; i--) {
+    const comp_loop *l = &loops[i];
+    if (l->to_next >= 0) patch_jump(C, l->to_next, n->span);
+    C->nscoped--;
+    emit_op(C, MQ_OP_POP, -1, n->span);
+    emit_loop(C, l->start, n->span);
+    patch_jump(C, l->to_end, n->span);
+    for (int k = 0; k < l->hidden; k++) emit_op(C, MQ_OP_POP, -1, n->span);
+  }
+  C->nesting--;
 }
 
 /* x[items], x already pushed. */
@@ -673,9 +759,30 @@ static bool field_attr(const mq_node *n) {
   return n->kind == MQ_N_ATTR && mq_errval_is_field(n->str);
 }
 
-/* What a chain node emits before its head: a method's function. */
+/* Whether the function of x.f is a global: then it is looked up after x,
+ * so that an undefined one can be reported with x's type (GET_METHOD). */
+static bool global_method(compiler *C, const mq_node *n) {
+  int index = 0;
+  return resolve(C, attr_fn(n), &index, n->span) == NAME_GLOBAL;
+}
+
+/* What a chain node emits before its head: a method's function, unless it
+ * comes after the receiver (field_attr, global_method). */
 static void chain_open(compiler *C, const mq_node *n) {
-  if ((n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) && !field_attr(n)) name_get(C, attr_fn(n), n->span);
+  if ((n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) && !field_attr(n) && !global_method(C, n))
+    name_get(C, attr_fn(n), n->span);
+}
+
+/* The function of x.f pushed after x, then swapped under it. */
+static void method_after(compiler *C, const mq_node *n) {
+  if (global_method(C, n)) {
+    emit_op(C, MQ_OP_GET_METHOD, +1, n->span);
+    emit_u16(C, (unsigned)mq_global_slot(C->S, attr_fn(n)), n->span);
+    emit(C, n->kind == MQ_N_METHOD, n->span);
+  } else {
+    name_get(C, attr_fn(n), n->span);
+  }
+  emit_op(C, MQ_OP_SWAP, 0, n->span);
 }
 
 static void field_rest(compiler *C, const mq_node *n) {
@@ -684,8 +791,7 @@ static void field_rest(compiler *C, const mq_node *n) {
   emit_u16(C, (unsigned)k, n->span);
   int to_end = C->f->code_len;
   emit_u16(C, 0xffff, n->span);
-  name_get(C, n->str, n->span);
-  emit_op(C, MQ_OP_SWAP, 0, n->span);
+  method_after(C, n);
   emit_call(C, 1, NULL, n->span);
   patch_jump(C, to_end, n->span);
 }
@@ -714,8 +820,12 @@ static void chain_close(compiler *C, const mq_node *n) {
   case MQ_N_CALL: call_rest(C, n); return;
   case MQ_N_METHOD:
   case MQ_N_ATTR:
-    if (field_attr(n)) field_rest(C, n);
-    else method_rest(C, n);
+    if (field_attr(n)) {
+      field_rest(C, n);
+      return;
+    }
+    if (global_method(C, n)) method_after(C, n);
+    method_rest(C, n);
     return;
   case MQ_N_INDEX: index_rest(C, n); return;
   default: return;
@@ -735,6 +845,9 @@ static void expr_leaf(compiler *C, const mq_node *n) {
     return;
   case MQ_N_NAME: name_get(C, n->str, n->span); return;
   case MQ_N_LIST: list(C, n, true); return;
+  case MQ_N_DICT: dict_literal(C, n); return;
+  case MQ_N_LISTCOMP:
+  case MQ_N_DICTCOMP: comprehension(C, n); return;
   case MQ_N_KWARG:
     mq_error_at(C->S, n->span, "a keyword argument is only allowed in a call");
   case MQ_N_SLICE:
@@ -906,28 +1019,31 @@ static bool range_call(const mq_node *it) {
   return true;
 }
 
-static void for_stmt(compiler *C, const mq_node *n) {
-  const mq_node *it = n->kids[0];
-  loop l;
-  int hidden;
-  mq_opcode next;
+/* Pushes what a loop over [it] keeps on the stack: [cur, stop, step] for
+ * FOR_RANGE, [sequence, index] for FOR_ITER; returns how many, and the
+ * opcode that takes a step in *next. */
+static int loop_head(compiler *C, const mq_node *it, mq_opcode *next) {
   if (range_call(it)) {
-    /* [cur, stop, step] */
     int nargs = it->nkids - 1;
     if (nargs == 1) emit_const(C, mq_int(0), it->span);
     expr(C, it->kids[1]);
     if (nargs >= 2) expr(C, it->kids[2]);
     if (nargs == 3) expr(C, it->kids[3]);
     else emit_const(C, mq_int(1), it->span);
-    hidden = 3;
-    next = MQ_OP_FOR_RANGE;
-  } else {
-    /* [sequence, index] */
-    expr(C, it);
-    emit_const(C, mq_int(0), it->span);
-    hidden = 2;
-    next = MQ_OP_FOR_ITER;
+    *next = MQ_OP_FOR_RANGE;
+    return 3;
   }
+  expr(C, it);
+  emit_const(C, mq_int(0), it->span);
+  *next = MQ_OP_FOR_ITER;
+  return 2;
+}
+
+static void for_stmt(compiler *C, const mq_node *n) {
+  const mq_node *it = n->kids[0];
+  loop l;
+  mq_opcode next;
+  int hidden = loop_head(C, it, &next);
   begin_loop(C, &l, hidden);
   int to_end = emit_jump(C, next, +1, it->span);
   name_set(C, n->str, n->span);
@@ -959,6 +1075,17 @@ static void try_stmt(compiler *C, const mq_node *n) {
   else emit_op(C, MQ_OP_POP, -1, n->span);
   block(C, n->kids[1], false);
   patch_jump(C, to_end, n->span);
+}
+
+/* no_grad { body }: NO_GRAD starts a handler that catches nothing; its
+ * END_TRY (or the one a break or continue emits, or a return, or an error
+ * going through) puts the autograd flag back. */
+static void no_grad_stmt(compiler *C, const mq_node *n) {
+  emit_op(C, MQ_OP_NO_GRAD, 0, n->span);
+  C->ntries++;
+  block(C, n->kids[0], false);
+  C->ntries--;
+  emit_op(C, MQ_OP_END_TRY, 0, n->span);
 }
 
 static void stmt_at(compiler *C, const mq_node *n, bool top);
@@ -994,6 +1121,7 @@ static void stmt_at(compiler *C, const mq_node *n, bool top) {
     emit_loop(C, C->loops->start, n->span);
     return;
   case MQ_N_TRY: try_stmt(C, n); return;
+  case MQ_N_NO_GRAD: no_grad_stmt(C, n); return;
   case MQ_N_FN:
     function(C, n);
     if (n->str) name_set(C, n->str, n->span);
@@ -1060,6 +1188,7 @@ static void prescan_locals(compiler *F, const mq_node *n, int depth) {
   case MQ_N_BLOCK:
   case MQ_N_IF:
   case MQ_N_WHILE:
+  case MQ_N_NO_GRAD:
     for (int i = 0; i < n->nkids; i++) prescan_locals(F, n->kids[i], depth + 1);
     return;
   default: return;
@@ -1090,6 +1219,7 @@ static void prescan_globals(compiler *F, const mq_node *n, int np, int depth) {
   case MQ_N_WHILE:
   case MQ_N_FOR:
   case MQ_N_TRY:
+  case MQ_N_NO_GRAD:
     for (int i = 0; i < n->nkids; i++) prescan_globals(F, n->kids[i], np, depth + 1);
     return;
   default: return;

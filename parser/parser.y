@@ -122,7 +122,7 @@
  * "expecting ')' or ','". */
 %token NEWLINE "newline" SEMI "';'"
 %token RPAREN "')'" RBRACK "']'" RBRACE "'}'" COMMA "','"
-%token LPAREN "'('" LBRACK "'['" LBRACE "'{'"
+%token LPAREN "'('" LBRACK "'['" LBRACE "'{'" LDICT "dict '{'"
 %token DOT "'.'" COLON "':'" ELLIPSIS "'...'" ASSIGN "'='"
 %token PLUSEQ "'+='" MINUSEQ "'-='" STAREQ "'*='" SLASHEQ "'/='"
 
@@ -137,14 +137,14 @@
 %token ELIF "keyword 'elif'" ELSE "keyword 'else'" WHILE "keyword 'while'"
 %token FOR "keyword 'for'" IN "keyword 'in'" BREAK "keyword 'break'"
 %token CONTINUE "keyword 'continue'" IMPORT "keyword 'import'" GLOBAL "keyword 'global'"
-%token TRY "keyword 'try'" CATCH "keyword 'catch'"
+%token TRY "keyword 'try'" CATCH "keyword 'catch'" NOGRAD "keyword 'no_grad'"
 %token AND "keyword 'and'" OR "keyword 'or'" NOT "keyword 'not'" NOTIN "'not in'"
 
 %token YYEOF 0 "end of input"
 
 %nterm <mq_node *> body block stmt else_part targets rhs rhs_list global_names
 %nterm <mq_node *> params param_list param expr postfix primary
-%nterm <mq_node *> args arg_list arg subscripts subscript opt_expr items
+%nterm <mq_node *> args arg_list arg subscripts subscript opt_expr items pairs comp_if comp_fors comp_for
 
 /* Lowest to highest. An anonymous `fn(x) = body` takes everything to its
  * right; `not` binds looser than comparisons; `**` binds tighter than a
@@ -219,6 +219,7 @@ stmt:
   | GLOBAL global_names                 { $$ = $2; $$->span = SPAN(@$); }
   | TRY block CATCH IDENT block         { $$ = pair(p, MQ_N_TRY, $2, $5, &@$); $$->str = $4; }
   | TRY block CATCH block               { $$ = pair(p, MQ_N_TRY, $2, $4, &@$); }
+  | NOGRAD block                        { $$ = NODE(NO_GRAD, @$); mq_node_add(p->A, $$, $2); }
   ;
 
 /* `global a, b`: NAME nodes under one GLOBAL. */
@@ -379,11 +380,46 @@ primary:
   | LPAREN expr RPAREN                  { $$ = $2; }
   | LBRACK RBRACK                       { $$ = NODE(LIST, @$); }
   | LBRACK items RBRACK                 { $$ = $2; $$->span = SPAN(@$); }
+  | LBRACK expr comp_fors RBRACK {
+      $$ = $3; $$->kind = MQ_N_LISTCOMP; $$->span = SPAN(@$); $$->kids[0] = $2;
+    }
+  | LDICT RBRACE                        { $$ = NODE(DICT, @$); }
+  | LDICT pairs RBRACE                  { $$ = $2; $$->span = SPAN(@$); }
+  | LDICT expr COLON expr comp_fors RBRACE {
+      $$ = $5; $$->kind = MQ_N_DICTCOMP; $$->span = SPAN(@$); $$->kids[0] = $2;
+      $$->kids[1] = $4;
+    }
   ;
 
 items:
     expr                                { $$ = mq_node_new(p->A, MQ_N_LIST, $1->span); mq_node_add(p->A, $$, $1); }
   | items COMMA expr                    { $$ = $1; mq_node_add(p->A, $$, $3); }
+  ;
+
+/* A dict literal's entries: key and value children, one pair after the other. */
+pairs:
+    expr COLON expr                     { $$ = pair(p, MQ_N_DICT, $1, $3, &@$); }
+  | pairs COMMA expr COLON expr         { $$ = $1; mq_node_add(p->A, $$, $3); mq_node_add(p->A, $$, $5); }
+  ;
+
+/* The `for x in xs if c` clauses of a comprehension, as COMP_FOR children
+ * of a node whose two first children (NULL here) the primary rule fills in
+ * with the element (and a dict's value) and whose kind it sets. */
+comp_fors:
+    comp_for                            { $$ = mq_node_new(p->A, MQ_N_LISTCOMP, $1->span);
+                                          mq_node_add(p->A, $$, NULL); mq_node_add(p->A, $$, NULL);
+                                          mq_node_add(p->A, $$, $1); }
+  | comp_fors comp_for                  { $$ = $1; mq_node_add(p->A, $$, $2); }
+  ;
+
+comp_for:
+    FOR IDENT IN expr comp_if           { $$ = pair(p, MQ_N_COMP_FOR, $4, $5, &@$); $$->str = $2; }
+  ;
+
+/* The filter of a comprehension clause: `if cond`, or nothing (NULL). */
+comp_if:
+    %empty                              { $$ = NULL; }
+  | IF expr                             { $$ = $2; }
   ;
 
 %%
@@ -527,7 +563,7 @@ static bool starts_expression(yysymbol_kind_t k) {
   case YYSYMBOL_INT: case YYSYMBOL_FLOAT: case YYSYMBOL_STRING: case YYSYMBOL_IDENT:
   case YYSYMBOL_TRUE: case YYSYMBOL_FALSE: case YYSYMBOL_NONE: case YYSYMBOL_LPAREN:
   case YYSYMBOL_LBRACK: case YYSYMBOL_MINUS: case YYSYMBOL_PLUS: case YYSYMBOL_TILDE:
-  case YYSYMBOL_NOT: case YYSYMBOL_FN:
+  case YYSYMBOL_NOT: case YYSYMBOL_FN: case YYSYMBOL_LDICT:
     return true;
   default:
     return false;

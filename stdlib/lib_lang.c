@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "../core/checked.h"
+#include "../core/dict.h"
 #include "../core/range.h"
 #include "../runtime/shape.h"
 #include "../vm/errval.h"
@@ -20,6 +21,7 @@ static mq_value lib_len(mq_state *S, mq_value *args) {
     return mq_int(t->shape[0]);
   }
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_int(mq_as_range(v)->len);
+  if (mq_is_obj(v, MQ_O_DICT)) return mq_int(mq_as_dict(v)->len);
   mq_error(S, "len() of a %s", mq_value_type_name(v));
 }
 
@@ -136,7 +138,7 @@ static mq_value lib_raise(mq_state *S, mq_value *args) {
 }
 
 const mq_libfn mq_lib_lang[] = {
-    {"len(x)", lib_len, "the length of a list or string, or the first dim of a tensor", MQ_BK_NONE, 0},
+    {"len(x)", lib_len, "the length of a list, string or dict, or the first dim of a tensor", MQ_BK_NONE, 0},
     {"range(start, stop=none, step=1)", lib_range,
      "the ints from start to stop (exclusive) as a lazy range; range(n) is 0 .. n-1", MQ_BK_NONE, 0},
     {"list(x)", lib_list, "a new list of the entries of a range or a list, or of the rows of a tensor", MQ_BK_NONE, 0},

@@ -2,6 +2,7 @@
  * accessors, and the dispatch of generic builtins that take sparse input. */
 #include <stdio.h>
 
+#include "../core/dict.h"
 #include "../runtime/sparse.h"
 #include "stdlib.h"
 
@@ -94,6 +95,7 @@ static mq_value lib_col_indices(mq_state *S, mq_value *args) {
 /* A masked tensor's values come masked by the mask's values; gradients
  * flow back to x. */
 static mq_value lib_values(mq_state *S, mq_value *args) {
+  if (mq_is_obj(args[0], MQ_O_DICT)) RET(mq_dict_list(S, mq_as_dict(args[0]), MQ_DICT_VALUES));
   RET(mq_sparse_values(S, sparse_arg(S, args[0], "values", 0)));
 }
 static mq_value lib_nnz(mq_state *S, mq_value *args) {
@@ -141,7 +143,8 @@ const mq_libfn mq_lib_sparse[] = {
     {"indices(x)", lib_indices, "the indices (ndim x nnz, int64) of a sparse_coo tensor"},
     {"crow_indices(x)", lib_crow_indices, "the row pointers (rows + 1) of a sparse_csr tensor"},
     {"col_indices(x)", lib_col_indices, "the column of each stored entry of a sparse_csr tensor"},
-    {"values(x)", lib_values, "the stored values of a sparse tensor (masked if x is)"},
+    {"values(x)", lib_values,
+     "the stored values of a sparse tensor (masked if x is); of a dict: a new list of its values"},
     {"nnz(x)", lib_nnz, "the number of stored entries of a sparse tensor (count(x): valid ones)"},
     {NULL, NULL, NULL},
 };

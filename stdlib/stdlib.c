@@ -6,6 +6,7 @@
 /* The library's tables, one per family (lib_*.c). */
 extern const mq_libfn mq_lib_core[];
 extern const mq_libfn mq_lib_lang[];
+extern const mq_libfn mq_lib_dict[];
 extern const mq_libfn mq_lib_create[];
 extern const mq_libfn mq_lib_shape[];
 extern const mq_libfn mq_lib_shape_more[];
@@ -30,6 +31,7 @@ static const struct {
 } tables[] = {
     {mq_lib_core, MASQ_LIB_CORE},
     {mq_lib_lang, MASQ_LIB_CORE},
+    {mq_lib_dict, MASQ_LIB_CORE},
     {mq_lib_create, MASQ_LIB_CORE},
     {mq_lib_shape, MASQ_LIB_CORE},
     {mq_lib_shape_more, MASQ_LIB_CORE},

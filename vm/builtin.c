@@ -11,6 +11,7 @@
 #include "../core/checked.h"
 #include "../runtime/sparse.h"
 #include "globals.h"
+#include "suggest.h"
 
 /* --- signatures ------------------------------------------------------------ */
 
@@ -245,7 +246,12 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
       mq_list_push(S, kwrest, argv[npos + k]);
       continue;
     }
-    if (j == b->nparams) mq_error(S, "%s() has no parameter named '%s'", b->name, kw);
+    if (j == b->nparams) {
+      const char *names[MQ_MAX_PARAMS];
+      for (int i = 0; i < b->nparams; i++)
+        names[i] = i == b->rest || i == b->kwrest ? NULL : b->params[i].name;
+      mq_unknown_keyword(S, b->name, kw, mq_suggest_word(kw, names, b->nparams));
+    }
     if (given[j]) mq_error(S, "%s() got two values for '%s'", b->name, kw);
     args[j] = argv[npos + k];
     given[j] = true;

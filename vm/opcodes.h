@@ -54,10 +54,15 @@
   OP(LOOP, "d", 0, "jump backward by D (polls the interrupt flag)")                 \
   OP(RETURN, "", 0, "return the top value to the caller")                          \
   OP(TRY, "D", 0, "begin a try block; a runtime error goes forward by D with its error value pushed") \
-  OP(END_TRY, "", 0, "end the innermost try block")                                 \
+  OP(END_TRY, "", 0, "end the innermost try or no_grad block")                      \
   OP(FIELD, "KD", 0, "if the top is an error value: replace it by its field named by K and jump forward D") \
   OP(SWAP, "", 0, "swap the top two values")                                        \
-  OP(DUP2, "", +2, "push the top two values again (x[i] += v reads x[i] first)")
+  OP(DUP2, "", +2, "push the top two values again (x[i] += v reads x[i] first)")      \
+  OP(NO_GRAD, "", 0, "begin a no_grad block: autograd records nothing until its END_TRY") \
+  OP(DICT, "n", 0, "pop N key, value pairs, push them as a dict (2N - 1 less on the stack)") \
+  OP(APPEND, "N", -1, "pop a value; append it to the list N values below the new top") \
+  OP(DICT_SET, "N", -2, "pop a value and a key; set them in the dict N values below the new top") \
+  OP(GET_METHOD, "GN", +1, "push global G, the function of x.f (x on top; N: 1 a call x.f(...), 0 x.f)")
 
 typedef enum mq_opcode {
 #define OP(name, operands, effect, doc) MQ_OP_##name,

@@ -1,8 +1,11 @@
-/* seqops.c - ==, `in` and slices of lists, strings and ranges. */
+/* seqops.c - ==, `in` and slices of lists, strings and ranges; dict
+ * lookups. */
 #include "seqops.h"
 
+#include "../core/dict.h"
 #include "../core/range.h"
 #include "builtin.h"
+#include "suggest.h"
 
 static bool equal_at(mq_state *S, mq_value a, mq_value b, int depth) {
   if (mq_is_number(a) && mq_is_number(b)) {
@@ -29,6 +32,19 @@ static bool equal_at(mq_state *S, mq_value a, mq_value b, int depth) {
       mq_error(S, "cannot compare lists nested more than %d deep (a list holding itself?)", MQ_EQ_MAX_DEPTH);
     for (int i = 0; i < x->len; i++) {
       if (!equal_at(S, x->items[i], y->items[i], depth + 1)) return false;
+      if (i % 1024 == 1023) mq_poll(S);
+    }
+    return true;
+  }
+  if (mq_is_obj(a, MQ_O_DICT) && mq_is_obj(b, MQ_O_DICT)) {
+    /* the same keys with equal values, in any order (as in Python) */
+    const mq_dict *x = mq_as_dict(a), *y = mq_as_dict(b);
+    if (x->len != y->len) return false;
+    if (depth >= MQ_EQ_MAX_DEPTH)
+      mq_error(S, "cannot compare dicts nested more than %d deep (a dict holding itself?)", MQ_EQ_MAX_DEPTH);
+    for (int i = 0; i < x->len; i++) {
+      int j = mq_dict_find(S, y, x->entries[i].key);
+      if (j < 0 || !equal_at(S, x->entries[i].val, y->entries[j].val, depth + 1)) return false;
       if (i % 1024 == 1023) mq_poll(S);
     }
     return true;
@@ -71,9 +87,10 @@ bool mq_contains(mq_state *S, mq_value seq, mq_value item) {
     uint64_t step = r->step > 0 ? (uint64_t)r->step : 0 - (uint64_t)r->step;
     return off % step == 0;
   }
+  if (mq_is_obj(seq, MQ_O_DICT)) return mq_dict_find(S, mq_as_dict(seq), item) >= 0;
   if (mq_is_tensor(seq) || mq_is_obj(seq, MQ_O_SPARSE))
     mq_error(S, "'in' of a tensor is ambiguous with masks; write any(t == x)");
-  mq_error(S, "'in' needs a list, a string or a range on the right, not %s", mq_value_type_name(seq));
+  mq_error(S, "'in' needs a list, a string, a range or a dict on the right, not %s", mq_value_type_name(seq));
 }
 
 /* Python's slice.indices: the start and the count of a slice of a
@@ -113,4 +130,25 @@ mq_value mq_slice_seq(mq_state *S, mq_value seq, const bool has[3], const mq_val
   char *buf = mq_scratch(S, (size_t)n + 1);
   for (int64_t k = 0; k < n; k++) buf[k] = s->chars[start + k * step];
   return mq_objv(mq_string_new(S, buf, (size_t)n));
+}
+
+/* The string keys of [d] closest to [key], for a did-you-mean. */
+static const char *close_key(mq_state *S, const mq_dict *d, const mq_string *key) {
+  const char **names = mq_scratch(S, (size_t)(d->len ? d->len : 1) * sizeof *names);
+  for (int i = 0; i < d->len; i++)
+    names[i] = mq_is_obj(d->entries[i].key, MQ_O_STRING) ? mq_as_string(d->entries[i].key)->chars : NULL;
+  return mq_suggest_word(key->chars, names, d->len);
+}
+
+mq_value mq_dict_get(mq_state *S, const mq_dict *d, mq_value key) {
+  int e = mq_dict_find(S, d, key);
+  if (e >= 0) return d->entries[e].val;
+  if (key.type == MQ_BOOL) mq_error(S, "no key %s in the dict", key.as.b ? "true" : "false");
+  if (!mq_is_obj(key, MQ_O_STRING)) mq_error(S, "no key %lld in the dict", (long long)key.as.i);
+  const mq_string *k = mq_as_string(key);
+  const char *like = d->len <= 100000 ? close_key(S, d, k) : NULL;
+  if (like)
+    mq_error(S, "no key %s in the dict; did you mean %s?", mq_string_quoted(S, k),
+             mq_string_quoted(S, mq_string_new(S, like, strlen(like))));
+  mq_error(S, "no key %s in the dict", mq_string_quoted(S, k));
 }

@@ -1,4 +1,5 @@
-/* seqops.h - what lists, strings and ranges do under ==, `in` and slices. */
+/* seqops.h - what lists, strings, ranges and dicts do under ==, `in`,
+ * slices and lookups. */
 #ifndef MQ_SEQOPS_H
 #define MQ_SEQOPS_H
 
@@ -6,13 +7,14 @@
 
 /* a == b for values that are not both tensors: numbers by value (1 == 1.0,
  * true == 1), strings by their bytes, lists item by item (at most
- * MQ_EQ_MAX_DEPTH lists deep: deeper is an error), anything else (tensors
+ * MQ_EQ_MAX_DEPTH lists deep: deeper is an error), dicts by their keys
+ * and values in any order, anything else (tensors
  * in a list, functions) by identity. */
 #define MQ_EQ_MAX_DEPTH 200
 MQ_INTERNAL bool mq_values_equal(mq_state *S, mq_value a, mq_value b);
 
 /* `item in seq`: an item of a list equal to it (mq_values_equal), a
- * substring of a string, an int of a range. Other containers are an error
+ * substring of a string, an int of a range, a key of a dict. Other containers are an error
  * that says what to write instead. */
 MQ_INTERNAL bool mq_contains(mq_state *S, mq_value seq, mq_value item);
 
@@ -21,5 +23,10 @@ MQ_INTERNAL bool mq_contains(mq_state *S, mq_value seq, mq_value item);
  * step walks backward); has[i] false: the bound is absent (none counts as
  * absent). A new list or string. */
 MQ_INTERNAL mq_value mq_slice_seq(mq_state *S, mq_value seq, const bool has[3], const mq_value bound[3]);
+
+/* d[key]: its value (not retained), or the error "no key "aple" in the
+ * dict; did you mean "apple"?" (the hint from the string keys). */
+struct mq_dict;
+MQ_INTERNAL mq_value mq_dict_get(mq_state *S, const struct mq_dict *d, mq_value key);
 
 #endif

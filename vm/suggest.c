@@ -4,6 +4,8 @@
 #include <ctype.h>
 #include <stdlib.h>
 
+#include "errval.h"
+
 #define MAX_NAME 64
 
 /* The optimal string alignment distance (Levenshtein plus swaps of two
@@ -60,4 +62,31 @@ const char *mq_suggest_name(const mq_state *S, const mq_function *f, const char 
   for (int i = 0; i < S->nglobals; i++)
     if (S->globals[i].defined) consider(&b, name, S->globals[i].name);
   return b.name;
+}
+
+const char *mq_suggest_word(const char *word, const char *const *cands, int n) {
+  best b = {NULL, 0, (int)strlen(word) / 3, false};
+  for (int i = 0; i < n; i++) consider(&b, word, cands[i]);
+  return b.name;
+}
+
+void mq_unknown_keyword(mq_state *S, const char *fn, const char *kw, const char *like) {
+  if (like) mq_error(S, "%s() has no parameter named '%s'; did you mean '%s'?", fn, kw, like);
+  mq_error(S, "%s() has no parameter named '%s'", fn, kw);
+}
+
+void mq_no_method(mq_state *S, const mq_function *f, const char *name, mq_value receiver,
+                  bool call) {
+  const char *type = mq_value_type_name(receiver);
+  const char *a = strchr("aeiou", type[0]) ? "an" : "a";
+  if (!call && mq_errval_is_field(name))
+    mq_error(S, "%s %s has no field '%s' (message, line, col and file are the fields of a caught "
+                "error)", a, type, name);
+  const char *like = mq_suggest_name(S, f, name);
+  if (call)
+    mq_error(S, "%s %s has no method '%s' (x.%s(...) calls %s(x, ...), which is not defined)%s%s%s",
+             a, type, name, name, name, like ? "; did you mean '" : "", like ? like : "",
+             like ? "'?" : "");
+  mq_error(S, "%s %s has no attribute '%s' (x.%s is %s(x), which is not defined)%s%s%s", a, type,
+           name, name, name, like ? "; did you mean '" : "", like ? like : "", like ? "'?" : "");
 }

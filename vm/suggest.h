@@ -1,4 +1,5 @@
-/* suggest.h - "did you mean" for a name that is not defined. */
+/* suggest.h - "did you mean" for a name that is not defined, a keyword
+ * argument a function does not have, a key a dict does not have. */
 #ifndef MQ_SUGGEST_H
 #define MQ_SUGGEST_H
 
@@ -11,5 +12,23 @@
  * dropped, changed, or two swapped) per 3 letters at most, letter case
  * aside. */
 MQ_INTERNAL const char *mq_suggest_name(const mq_state *S, const mq_function *f, const char *name);
+
+/* The word of [cands] ([n] of them; NULL entries skipped) most like [word],
+ * by the same rule; NULL if none is close. For keyword arguments
+ * (dimm= -> dim) and dict keys. */
+MQ_INTERNAL const char *mq_suggest_word(const char *word, const char *const *cands, int n);
+
+/* The error "[fn]() has no parameter named '[kw]'", with "; did you mean
+ * '[like]'?" when [like] is not NULL. */
+MQ_INTERNAL MQ_NORETURN void mq_unknown_keyword(mq_state *S, const char *fn, const char *kw,
+                                                const char *like);
+
+/* The error of x.f or x.f(...) (a [call]) when no function f is defined:
+ * "a tensor has no method 'sume' (x.sume(...) calls sume(x, ...), which is
+ * not defined); did you mean 'sum'?", or for an error value's field names
+ * on anything but an error value, which fields there are. [f] is the code
+ * running, as for mq_suggest_name. */
+MQ_INTERNAL MQ_NORETURN void mq_no_method(mq_state *S, const mq_function *f, const char *name,
+                                          mq_value receiver, bool call);
 
 #endif

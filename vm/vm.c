@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include "../core/dict.h"
 #include "../core/range.h"
 #include "../runtime/intmath.h"
 #include "../runtime/shape.h"
@@ -261,6 +262,10 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
                (long long)vals[0].as.i, (long long)r->len);
     return mq_int(mq_range_at(r, i));
   }
+  if (mq_is_obj(obj, MQ_O_DICT)) {
+    if (nitems != 1 || kinds[0] != MQ_IXB_VALUE) mq_error(S, "a dict is indexed by one key");
+    return mq_dict_get(S, mq_as_dict(obj), vals[0]);
+  }
   if (!mq_is_tensor(obj)) mq_error(S, "a %s cannot be indexed", mq_value_type_name(obj));
   mq_index_item items[256];
   int v = 0;
@@ -346,7 +351,9 @@ static void bind_args(mq_state *S, const mq_closure *cl, mq_value *args, int arg
     const char *kw = mq_as_string(names->items[k])->chars;
     int j = 0;
     while (j < np && strcmp(fn->param_names[j], kw) != 0) j++;
-    if (j == np) mq_error(S, "%s() has no parameter named '%s'", fn->name, kw);
+    if (j == np)
+      mq_unknown_keyword(S, fn->name, kw,
+                         mq_suggest_word(kw, (const char *const *)fn->param_names, np));
     if (given[j]) mq_error(S, "%s() got two values for '%s'", fn->name, kw);
     bound[j] = args[npos + k];
     given[j] = true;
@@ -388,6 +395,14 @@ static mq_value iterate_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
     }
     return mq_int(mq_range_at(r, i));
   }
+  if (mq_is_obj(seq, MQ_O_DICT)) { /* its keys, in insertion order */
+    const mq_dict *d = mq_as_dict(seq);
+    if (i >= d->len) {
+      *done = true;
+      return mq_none();
+    }
+    return d->entries[i].key;
+  }
   mq_error(S, "cannot iterate over a %s", mq_value_type_name(seq));
 }
 
@@ -395,6 +410,7 @@ static int64_t sequence_length(mq_state *S, mq_value v) {
   if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len;
   if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len;
+  if (mq_is_obj(v, MQ_O_DICT)) return mq_as_dict(v)->len;
   mq_error(S, "cannot unpack a %s", mq_value_type_name(v));
 }
 
@@ -476,6 +492,13 @@ static mq_tensor *dying_operand(mq_state *S, const uint8_t *next, const mq_value
     mq_pool_drain(S, mark);                                                    \
   } while (0)
 
+/* Ends the innermost handler; a no_grad block's puts back the autograd
+ * flag it saved. */
+static void pop_handler(mq_state *S) {
+  const mq_handler *h = &S->handlers[--S->nhandlers];
+  if (h->grad_block) S->no_grad = h->no_grad;
+}
+
 /* Every run of the VM starts with a frame of top-level code, the only kind
  * without a closure. */
 static int nested_runs(const mq_state *S) {
@@ -540,6 +563,17 @@ static void run_loop(mq_state *S, run_ctx *c) {
           const char *like = mq_suggest_name(S, fr->cl ? fr->f : NULL, g->name);
           if (like) mq_error(S, "undefined variable '%s'; did you mean '%s'?", g->name, like);
           mq_error(S, "undefined variable '%s'", g->name);
+        }
+        mq_retain(g->value);
+        PUSH(g->value);
+        vmbreak;
+      }
+      vmcase(GET_METHOD) {
+        mq_global *g = &S->globals[READ_U16()];
+        bool call = READ_U8();
+        if (MQ_UNLIKELY(!g->defined)) {
+          SAVE();
+          mq_no_method(S, fr->cl ? fr->f : NULL, g->name, TOP(), call);
         }
         mq_retain(g->value);
         PUSH(g->value);
@@ -681,6 +715,11 @@ static void run_loop(mq_state *S, run_ctx *c) {
       vmcase(SET_INDEX) {
         SAVE();
         mq_value obj = sp[-3], v = sp[-1];
+        if (mq_is_obj(obj, MQ_O_DICT)) {
+          mq_dict_set(S, mq_as_dict(obj), sp[-2], v);
+          for (int k = 0; k < 3; k++) mq_release(S, POP());
+          vmbreak;
+        }
         if (!mq_is_obj(obj, MQ_O_LIST)) {
           if (mq_is_tensor(obj))
             mq_error(S, "tensors are values and cannot be changed in place (x[i] = v); "
@@ -722,6 +761,13 @@ static void run_loop(mq_state *S, run_ctx *c) {
       vmcase(FOR_ITER) {
         unsigned d = READ_U16();
         SAVE();
+        if (MQ_UNLIKELY(mq_is_obj(sp[-2], MQ_O_DICT))) {
+          /* the keys it has now: adding keys in the loop visits none of them */
+          mq_value keys = mq_objv(mq_dict_list(S, mq_as_dict(sp[-2]), MQ_DICT_KEYS));
+          mq_retain(keys);
+          mq_release(S, sp[-2]);
+          sp[-2] = keys;
+        }
         bool done;
         mq_value item = iterate_item(S, sp[-2], sp[-1].as.i, &done);
         if (done) {
@@ -865,7 +911,7 @@ static void run_loop(mq_state *S, run_ctx *c) {
         while (sp > frame_base) mq_release(S, *--sp);
         /* a return from inside try blocks ends them */
         while (S->nhandlers > c->hbase && S->handlers[S->nhandlers - 1].nframes >= S->nframes)
-          S->nhandlers--;
+          pop_handler(S);
         S->nframes--;
         if (S->nframes == entry) {
           S->stack_len = (int)(sp - S->stack);
@@ -885,11 +931,43 @@ static void run_loop(mq_state *S, run_ctx *c) {
         SAVE();
         MQ_GROW(S, S->handlers, S->handlers_cap, S->nhandlers + 1);
         S->handlers[S->nhandlers++] = (mq_handler){S->nframes, S->stack_len,
-                                                   (int)(ip + d - fr->f->code), S->no_grad};
+                                                   (int)(ip + d - fr->f->code), S->no_grad, false};
+        vmbreak;
+      }
+      vmcase(NO_GRAD) {
+        SAVE();
+        MQ_GROW(S, S->handlers, S->handlers_cap, S->nhandlers + 1);
+        S->handlers[S->nhandlers++] = (mq_handler){S->nframes, S->stack_len, -1, S->no_grad, true};
+        S->no_grad = true;
         vmbreak;
       }
       vmcase(END_TRY) {
-        S->nhandlers--;
+        pop_handler(S);
+        vmbreak;
+      }
+      vmcase(DICT) {
+        int n = (int)READ_U16();
+        SAVE();
+        mq_dict *d = mq_dict_new(S, n);
+        for (int i = 0; i < n; i++) mq_dict_set(S, d, sp[2 * (i - n)], sp[2 * (i - n) + 1]);
+        REPLACE_TOP(2 * n, mq_objv(d));
+        vmbreak;
+      }
+      vmcase(APPEND) {
+        int below = READ_U8();
+        SAVE();
+        mq_list_push(S, mq_as_list(sp[-2 - below]), TOP());
+        mq_release(S, POP());
+        S->stack_len--;
+        vmbreak;
+      }
+      vmcase(DICT_SET) {
+        int below = READ_U8();
+        SAVE();
+        mq_dict_set(S, mq_as_dict(sp[-3 - below]), sp[-2], sp[-1]);
+        mq_release(S, POP());
+        mq_release(S, POP());
+        S->stack_len -= 2;
         vmbreak;
       }
       vmcase(FIELD) {
@@ -925,6 +1003,8 @@ static void run_loop(mq_state *S, run_ctx *c) {
  * `catch e` binds, made before the unwinding may free the source it is
  * located in, then the stack, frames and pool as they were at the try. */
 static bool catch_error(mq_state *S, run_ctx *c, masq_status st) {
+  /* the no_grad blocks the error leaves, caught or not */
+  while (S->nhandlers > c->hbase && S->handlers[S->nhandlers - 1].grad_block) pop_handler(S);
   if (st != MASQ_ERR_RUNTIME || S->nhandlers <= c->hbase) return false;
   const mq_source *src = NULL;
   mq_span span = {0, 0, 0};
@@ -979,7 +1059,7 @@ mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
     guard.status = MASQ_OK;
     if (!catch_error(S, &c, st)) {
       S->errjmp = guard.prev;
-      S->nhandlers = c.hbase;
+      while (S->nhandlers > c.hbase) pop_handler(S);
       mq_rethrow(S, st);
     }
   }

@@ -13,12 +13,16 @@ typedef struct mq_vmframe {
   int base;          /* stack index of local slot 0 */
 } mq_vmframe;
 
-/* A try block running: what to go back to when an error is caught. */
+/* A try block running: what to go back to when an error is caught. Or a
+ * no_grad block running (grad_block): it catches nothing, but whatever
+ * ends it (its end, break, continue, return, an error going through it)
+ * puts back the autograd flag it saved. */
 typedef struct mq_handler {
-  int nframes;   /* frames when it began: the try is in frame nframes - 1 */
-  int stack_len; /* values on the stack then */
-  int catch_pc;  /* where its catch block starts in that frame's code */
-  bool no_grad;  /* autograd recording then (set_grad_enabled) */
+  int nframes;     /* frames when it began: the try is in frame nframes - 1 */
+  int stack_len;   /* values on the stack then */
+  int catch_pc;    /* where its catch block starts in that frame's code */
+  bool no_grad;    /* autograd recording then (set_grad_enabled) */
+  bool grad_block; /* a no_grad block, not a try */
 } mq_handler;
 
 /* Calls deeper than this raise "stack overflow" (the VM does not recurse on

@@ -145,8 +145,38 @@ static void test_deep_on_a_small_stack(void) {
   CHECK(job.chained == MASQ_OK);
 }
 
+/* Dicts are containers too: one holding itself (and a list holding it),
+ * each with 8 KB, 10 000 times under a 4 MB cap; then a call that makes
+ * such a cycle leaves the memory at its baseline. */
+static void test_dict_cycles(void) {
+  counting c = {0, 0};
+  masq_state *M = open_counted(&c, (size_t)4 << 20);
+  CHECK(M != NULL);
+  int failures = 0;
+  for (int i = 0; i < 10000; i++)
+    if (eval(M, "d = {\"x\": zeros(2000)}; d[\"me\"] = d; d[\"l\"] = [d]") != MASQ_OK) failures++;
+  CHECK(failures == 0);
+  CHECK_OK(M, eval(M, "fn cyc() {\n"
+                      "  d = {1: zeros(500), \"f\": fn() = d}\n"
+                      "  d[\"self\"] = [d, {k: d for k in range(3)}]\n"
+                      "  return 0\n"
+                      "}"));
+  CHECK_OK(M, masq_call(M, "cyc", 0, NULL, NULL));
+  size_t baseline = c.bytes;
+  int drifted = 0;
+  for (int i = 0; i < 2000; i++) {
+    if (masq_call(M, "cyc", 0, NULL, NULL) != MASQ_OK) failures++;
+    if (c.bytes != baseline) drifted++;
+  }
+  CHECK(failures == 0);
+  CHECK(drifted == 0);
+  masq_close(M);
+  CHECK(c.live == 0 && c.bytes == 0);
+}
+
 int main(void) {
   test_cycles_under_a_cap();
+  test_dict_cycles();
   test_memory_returns_to_baseline();
   test_evals_return_to_baseline();
   test_collects_at_the_cap();

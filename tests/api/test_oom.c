@@ -486,6 +486,15 @@ static const char *runtime_error_src =
     "print(\"before\", [1, \"two\"])\n"
     "outer(masked([1.0, 2.0], [true, false]))\n";
 
+/* Dicts, comprehensions and no_grad, then a missing key. */
+static const char *dict_error_src =
+    "d = {\"a\": [1, \"x\"], \"b\": {\"c\": 3}}\n"
+    "d[\"self\"] = d\n"
+    "for i in range(40) { d[str(i)] = [j * i for j in range(3)] }\n"
+    "e = {k: len(k) for k in keys(d) if k != \"a\"}\n"
+    "no_grad { print(d[\"b\"], len(e), items(e)[0], d == e) }\n"
+    "print(d[\"sefl\"])\n";
+
 static const char *syntax_error_src =
     "x = [1, 2\n"
     "fn f(a, = 3\n"
@@ -509,7 +518,8 @@ int main(void) {
   free(script);
   long rt = test_failing("runtime.masq", runtime_error_src, MASQ_ERR_RUNTIME);
   long sy = test_failing("syntax.masq", syntax_error_src, MASQ_ERR_SYNTAX);
-  printf("oom: a runtime error covered %ld values of k, a syntax error %ld\n", rt, sy);
+  long di = test_failing("dict.masq", dict_error_src, MASQ_ERR_RUNTIME);
+  printf("oom: a runtime error covered %ld values of k, a syntax error %ld, dicts %ld\n", rt, sy, di);
   test_cache_retry();
   char path[64];
   snprintf(path, sizeof path, "%s/b.npz", dir);

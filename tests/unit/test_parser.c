@@ -255,6 +255,22 @@ static void statements(void) {
   STMTS("for x in xs {\n  if x { break }\n}",
         "(FOR x (NAME xs) (BLOCK (IF (NAME x) (BLOCK (BREAK)) _)))");
   STMTS("import \"lib/nn.masq\"", "(IMPORT \"lib/nn.masq\")");
+  /* '{' opens a block after a name, a literal, a closing bracket, else,
+   * try, catch or no_grad; anywhere else a dict */
+  STMTS("{}", "(EXPR_STMT (DICT))");
+  STMTS("{\"a\": 1}", "(EXPR_STMT (DICT (STRING \"a\") (INT 1)))");
+  STMTS("if {} { x }", "(IF (DICT) (BLOCK (EXPR_STMT (NAME x))) _)");
+  STMTS("if f({1: 2}) {}", "(IF (CALL (NAME f) (DICT (INT 1) (INT 2))) (BLOCK) _)");
+  STMTS("if x == {} {}", "(IF (BINARY == (NAME x) (DICT)) (BLOCK) _)");
+  STMTS("d = {\n  \"a\": 1,\n  \"b\": {}\n}\ny",
+        "(ASSIGN (NAME d) (DICT (STRING \"a\") (INT 1) (STRING \"b\") (DICT))) (EXPR_STMT (NAME y))");
+  STMTS("fn f() = {1: 2}", "(FN f (PARAMS) (DICT (INT 1) (INT 2)))");
+  STMTS("fn f() { return {} }", "(FN f (PARAMS) (BLOCK (RETURN (DICT))))");
+  STMTS("x = [a for a in b if a]", "(ASSIGN (NAME x) (LISTCOMP (NAME a) _ (COMP_FOR a (NAME b) (NAME a))))");
+  STMTS("x = {k: 1 for k in b}", "(ASSIGN (NAME x) (DICTCOMP (NAME k) (INT 1) (COMP_FOR k (NAME b) _)))");
+  STMTS("[a + c for a in b if a for c in d]",
+        "(EXPR_STMT (LISTCOMP (BINARY + (NAME a) (NAME c)) _ (COMP_FOR a (NAME b) (NAME a)) (COMP_FOR c (NAME d) _)))");
+  STMTS("no_grad { x }", "(NO_GRAD (BLOCK (EXPR_STMT (NAME x))))");
 }
 
 static void spans(void) {
@@ -302,13 +318,17 @@ static void errors(void) {
   ERRORS("if x {\n  y = 1\n", "2:8-9: unexpected end of input, expecting '}'");
   ERRORS("if x", "1:5-6: unexpected end of input, expecting '{'");
   ERRORS("if x { y", "1:9-10: unexpected end of input, expecting '}'");
-  ERRORS("if x\n{ y }", "1:5-6: unexpected newline, expecting '{'\n2:1-2: unexpected '{'");
+  ERRORS("if x\n{ y }", "1:5-6: unexpected newline, expecting '{'\n2:5-6: unexpected '}', expecting ':'");
   ERRORS("x = 1 +", "1:8-9: unexpected end of input, expecting an expression");
   ERRORS("foo bar", "1:5-8: unexpected identifier 'bar'");
   ERRORS("x = if", "1:5-7: unexpected keyword 'if', expecting an expression");
-  ERRORS("{ x }", "1:1-2: unexpected '{'");
+  /* a '{' at the start of a statement opens a dict (no bare blocks) */
+  ERRORS("{ x }", "1:5-6: unexpected '}', expecting ':'");
+  ERRORS("{\"a\": 1, \"b\"}", "1:13-14: unexpected '}', expecting ':'");
+  ERRORS("x = {1: 2", "1:10-11: unexpected end of input, expecting '}', ',' or keyword 'for'");
+  ERRORS("no_grad x = 1", "1:9-10: unexpected identifier 'x', expecting '{'");
   ERRORS("f(x, )\n", "1:6-7: unexpected ')', expecting an expression");
-  ERRORS("{ x = }", "1:1-2: unexpected '{'");
+  ERRORS("{ x = }", "1:5-6: unexpected '=', expecting ':'");
   ERRORS("if a { x = }", "1:12-13: unexpected '}', expecting an expression");
   ERRORS("if a { if b }", "1:13-14: unexpected '}', expecting '{'");
   ERRORS("a < b < c", "1:7-8: unexpected '<'");
@@ -381,6 +401,8 @@ static void partial(void) {
   INCOMPLETE("if x");
   INCOMPLETE("if x {} else");
   INCOMPLETE("x = f(\n  1,\n  2");
+  INCOMPLETE("d = {\n  \"a\": 1,");
+  INCOMPLETE("no_grad {");
   PARTIAL_ERROR("f(1))", "1:5-6: unexpected ')'");
   PARTIAL_ERROR("f(1))\n", "1:5-6: unexpected ')'");
   PARTIAL_ERROR("\"abc\n", "1:1-5: unterminated string");
