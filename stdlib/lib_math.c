@@ -63,6 +63,14 @@ static mq_value lib_un_CLAMP(mq_state *S, mq_value *args) {
   RET(mq_clamp(S, T(0, "x"), lo, hi));
 }
 
+/* gelu(x, approximate): none or "none" the erf form, "tanh" torch's tanh form */
+static mq_value lib_un_GELU(mq_state *S, mq_value *args) {
+  const char *a = mq_is_obj(args[1], MQ_O_STRING) ? mq_as_string(args[1])->chars : NULL;
+  if (args[1].type != MQ_NONE && (!a || (strcmp(a, "none") && strcmp(a, "tanh"))))
+    mq_error(S, "gelu: approximate must be \"none\" or \"tanh\"");
+  RET(mq_unary(S, a && !strcmp(a, "tanh") ? MQ_UN_GELU_TANH : MQ_UN_GELU, T(0, "x")));
+}
+
 /* --- binary ------------------------------------------------------------------- */
 
 #define BIN_SIG(name, params) name "(x" params ")"

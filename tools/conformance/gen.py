@@ -357,6 +357,8 @@ UNARY = {
     "square": ("real", ("int", "f64"), True, True), "tan": ("real", ("int", "f64"), True, False),
     "tanh": ("real", ("int", "f64"), True, False), "trunc": ("real", ("int", "f64"), True, True),
     "softplus": ("real", ("f64",), True, False),
+    "gelu": ("real", ("f64",), True, False), "silu": ("real", ("f64",), True, False),
+    "leaky_relu": ("real", ("f64",), True, False), "elu": ("real", ("f64",), True, False),
 }
 
 
@@ -391,6 +393,12 @@ def unary_params(name, rng, dtype):
         if rng.random() < 0.6:
             kw["threshold"] = float(rng.choice([1.0, 3.0, 20.0]))
         return [], kw
+    if name == "gelu" and rng.random() < 0.5:
+        return [], {"approximate": "tanh"}
+    if name == "leaky_relu" and rng.random() < 0.6:
+        return [], {"negative_slope": float(rng.choice([0.2, 0.0, 1.5]))}
+    if name == "elu" and rng.random() < 0.6:
+        return [], {"alpha": float(rng.choice([0.5, 2.0]))}
     if name == "pow":
         if isint:
             return [int(rng.integers(0, 4))], {}
