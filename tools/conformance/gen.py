@@ -142,6 +142,7 @@ DOMAINS = {
     "gamma": lambda r, n: r.uniform(-4.5, 7, n),
     "small": lambda r, n: r.normal(0, 1, n) * 0.5,
     "nonneg": lambda r, n: np.abs(r.normal(0, 2, n)),
+    "p01": lambda r, n: r.uniform(0.01, 0.99, n),
 }
 
 
@@ -897,6 +898,124 @@ def mk_along(name):
 
 for _n in ALONG:
     op(_n, "along", "torch.masked.%s(data, dim, mask=mask); mask kept" % _n, ALONG[_n][2])(mk_along(_n))
+
+# ---------------------------------------------------------------- losses
+
+# name: (input domain, target domain, differentiated inputs, specials)
+LOSSES = {
+    "mse_loss": ("real", "real", [0, 1], None),
+    "binary_cross_entropy": ("p01", "p01", [0], False),   # torch: no target gradient
+    "binary_cross_entropy_with_logits": ("real", "p01", [0, 1], None),
+}
+LOSS_SOURCE = "torch.nn.functional on the entries valid in input and target (masq rule: masked means ignored)"
+
+
+def reduced(per, valid, anym, red, dtype):
+    """a loss's result from its per-entry values: masked where not valid;
+    mean and sum over the valid ones (masked out when none is)"""
+    if red == "none":
+        return V(per, valid.clone() if anym else None)
+    if not anym:
+        return V(per.mean() if red == "mean" else per.sum())
+    if not bool(valid.any()):
+        return V(torch.zeros((), dtype=dtype), torch.tensor(False))
+    sel = per[valid]
+    return V(sel.mean() if red == "mean" else sel.sum(), torch.tensor(True))
+
+
+def reduced_proxy(per, valid, red):
+    return per if red == "none" else torch.where(valid, per, torch.zeros((), dtype=per.dtype)).sum()
+
+
+def mk_loss(name):
+    fn = getattr(Fn, name)
+    xdom, tdom, diff, specials = LOSSES[name]
+
+    def make(rng, k):
+        dtype = case_dtype(k, ("f64",))
+        shape = draw_shape(rng, k, maxnumel=36, empty=False)
+        red = ["mean", "sum", "none"][k % 3]
+        form = (k // 3) % 4   # masked operands: none, the target, the input, both (masks differ)
+        x = (draw_masked if form >= 2 else draw_plain)(rng, k, shape, dtype, xdom, specials=specials)
+        t = (draw_masked if form in (1, 3) else draw_plain)(rng, k + 1, shape, dtype, tdom, specials=specials)
+        ins = [x, t]
+        valid = x.vmask() & t.vmask()
+        anym = x.masked or t.masked
+
+        def ref(v):
+            return [reduced(fn(v[0].d, v[1].d, reduction="none"), valid, anym, red, dtype)]
+
+        return Case(ins, f'{name}({{0}}, {{1}}, reduction="{red}")', ref,
+                    proxy=lambda q: reduced_proxy(q[0] + q[1], valid, red), diff=diff)
+    return make
+
+
+for _n in LOSSES:
+    op(_n, "loss", LOSS_SOURCE)(mk_loss(_n))
+
+
+@op("cross_entropy", "loss", "torch.nn.functional.cross_entropy with ignore_index; a masked-out target is ignored too")
+def mk_cross_entropy(rng, k):
+    dtype = case_dtype(k, ("f64",))
+    nd = [2, 1, 2, 3][k % 4]
+    shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
+    red = ["mean", "sum", "none"][k % 3]
+    x = draw_plain(rng, k, shape, dtype)
+    dim = 1 if nd > 1 else 0
+    C = shape[dim]
+    tshape = tuple(d for i, d in enumerate(shape) if i != dim)
+    cls = torch.from_numpy(rng.integers(0, C, size=tshape).astype(np.int64)).reshape(tshape)
+    cls[torch.from_numpy(rng.random(tshape) < 0.2).reshape(tshape)] = -100
+    masked_t = (k // 3) % 2 == 1
+    tm = draw_mask(rng, tshape, "random") if masked_t else None
+    if tm is not None:
+        cls[~tm] = 7 + C      # not a class: never read under the mask
+    t = V(cls, tm)
+    valid = t.vmask() & (cls != -100)
+    anym = masked_t or bool((cls == -100).any())
+
+    def ref(v):
+        tt = torch.where(valid, v[1].d, torch.full_like(v[1].d, -100))
+        per = Fn.cross_entropy(v[0].d, tt, reduction="none")
+        return [reduced(per, valid, anym, red, dtype)]
+
+    return Case([x, t], f'cross_entropy({{0}}, {{1}}, reduction="{red}")', ref,
+                proxy=lambda q: reduced_proxy(q[0].sum(dim), valid, red), diff=[0])
+
+
+@op("layer_norm", "loss", "torch.nn.functional.layer_norm's formula over the valid entries of each slice; mask kept")
+def mk_layer_norm(rng, k):
+    dtype = case_dtype(k, ("f64",))
+    shape = draw_shape(rng, k, nd=[2, 1, 3, 2][k % 4], maxnumel=36, empty=False)
+    nd = 1 if len(shape) == 1 or k % 3 else 2
+    dims = tuple(range(len(shape) - nd, len(shape)))
+    eps = [1e-5, 0.1][k % 2]
+    x = (draw_masked if k % 5 else draw_plain)(rng, k, shape, dtype, "small", specials=False)
+    affine = k % 4 == 1
+    ins = [x]
+    call = "layer_norm({0}, %s" % lit(list(shape[-nd:]))
+    if affine:
+        ins += [draw_plain(rng, k, shape[-nd:], dtype, "real", specials=False) for _ in range(2)]
+        call += ", weight={1}, bias={2}"
+    call += ", eps=%s)" % lit(eps)
+
+    def ref(v):
+        d, m = v[0].d, v[0].vmask()
+        z = torch.zeros((), dtype=d.dtype)
+        cnt = m.sum(dims, keepdim=True)
+        mu = torch.where(m, d, z).sum(dims, keepdim=True) / cnt
+        var = torch.where(m, (d - mu) ** 2, z).sum(dims, keepdim=True) / cnt
+        y = (d - mu) / torch.sqrt(var + eps)
+        if affine:
+            y = y * v[1].d + v[2].d
+        return [V(y, v[0].m.clone() if v[0].masked else None)]
+
+    def proxy(q):
+        r = q[0].sum(dims, keepdim=True).expand(shape)
+        return r + q[1] + q[2] if affine else r
+
+    return Case(ins, call, ref, proxy=proxy)
+
 
 # ---------------------------------------------------------------- where
 
