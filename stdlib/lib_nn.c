@@ -12,6 +12,7 @@
 
 #include "../runtime/nn.h"
 #include "../runtime/shape.h"
+#include "../runtime/sparse.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
@@ -79,17 +80,23 @@ static mq_value lib_dropout(mq_state *S, mq_value *args) {
 
 /* --- optimizer steps ------------------------------------------------------------ */
 
-/* w: plain float; g: w's shape, masked or plain (a missing gradient is an
- * error, never a zero one). */
-static mq_tensor *param_arg(mq_state *S, const char *who, mq_value *args) {
+/* w: plain float; g: w's shape, masked or plain, or sparse: its stored
+ * (valid) entries are the gradient, the others none, as seed 003's sparse
+ * Adagrad (a missing gradient is an error, never a zero one). */
+static mq_tensor *param_arg(mq_state *S, const char *who, mq_value *args, mq_tensor **g) {
   mq_tensor *w = T(0, "w");
   if (!mq_dtype_is_float((mq_dtype)w->dtype) || w->mask)
     mq_error(S, "%s: w must be a plain float tensor", who);
   if (args[1].type == MQ_NONE)
     mq_error(S, "%s: g is none: w has no gradient (did backward reach it?)", who);
-  mq_tensor *g = T(1, "g");
-  if (g->ndim != w->ndim || memcmp(g->shape, w->shape, (size_t)w->ndim * sizeof *w->shape))
-    mq_error(S, "%s: g has shape %s but w has shape %s", who, mq_shape_str(S, g->ndim, g->shape),
+  if (mq_is_sparse(args[1])) {
+    mq_tensor *s = mq_arg_tensor_any(S, args[1], "g");
+    *g = mq_sparse_to_dense(S, s->mask ? s : mq_sparse_masked(S, s, NULL));
+  } else {
+    *g = T(1, "g");
+  }
+  if ((*g)->ndim != w->ndim || memcmp((*g)->shape, w->shape, (size_t)w->ndim * sizeof *w->shape))
+    mq_error(S, "%s: g has shape %s but w has shape %s", who, mq_shape_str(S, (*g)->ndim, (*g)->shape),
              mq_shape_str(S, w->ndim, w->shape));
   return w;
 }
@@ -112,26 +119,26 @@ static mq_value pair(mq_state *S, mq_tensor *w, mq_value state) {
 }
 
 static mq_value lib_sgd_step(mq_state *S, mq_value *args) {
-  mq_tensor *w = param_arg(S, "sgd_step", args);
+  mq_tensor *g, *w = param_arg(S, "sgd_step", args, &g);
   double momentum = mq_arg_number(S, args[3], "momentum");
   mq_tensor *buf = NULL, *nw, *nb;
   if (args[4].type != MQ_NONE) buf = state_tensor(S, "sgd_step", args[4], w);
-  mq_optim_sgd(S, w, T(1, "g"), buf, mq_arg_number(S, args[2], "lr"), momentum,
+  mq_optim_sgd(S, w, g, buf, mq_arg_number(S, args[2], "lr"), momentum,
                mq_arg_number(S, args[5], "weight_decay"), &nw, &nb);
   return pair(S, nw, nb ? mq_objv(nb) : mq_none());
 }
 
 static mq_value lib_adagrad_step(mq_state *S, mq_value *args) {
-  mq_tensor *w = param_arg(S, "adagrad_step", args);
+  mq_tensor *g, *w = param_arg(S, "adagrad_step", args, &g);
   mq_tensor *sum = args[2].type == MQ_NONE ? NULL : state_tensor(S, "adagrad_step", args[2], w), *nw, *ns;
-  mq_optim_adagrad(S, w, T(1, "g"), sum, mq_arg_number(S, args[3], "lr"), mq_arg_number(S, args[4], "eps"),
+  mq_optim_adagrad(S, w, g, sum, mq_arg_number(S, args[3], "lr"), mq_arg_number(S, args[4], "eps"),
                    mq_arg_number(S, args[5], "weight_decay"), &nw, &ns);
   return pair(S, nw, mq_objv(ns));
 }
 
 static mq_value lib_adam_step(mq_state *S, mq_value *args) {
   static const char who[] = "adam_step";
-  mq_tensor *w = param_arg(S, who, args), *m = NULL, *v = NULL;
+  mq_tensor *g, *w = param_arg(S, who, args, &g), *m = NULL, *v = NULL;
   int64_t step = 0;
   if (args[2].type != MQ_NONE) {
     mq_list *st = mq_is_obj(args[2], MQ_O_LIST) ? mq_as_list(args[2]) : NULL;
@@ -157,7 +164,7 @@ static mq_value lib_adam_step(mq_state *S, mq_value *args) {
   for (int i = 0; i < 2; i++)
     if (!(beta[i] >= 0 && beta[i] < 1)) mq_error(S, "adam_step: betas must be in [0, 1), got %g", beta[i]);
   mq_tensor *nw, *nm, *nv;
-  mq_optim_adam(S, w, T(1, "g"), m, v, step, mq_arg_number(S, args[3], "lr"), beta[0], beta[1],
+  mq_optim_adam(S, w, g, m, v, step, mq_arg_number(S, args[3], "lr"), beta[0], beta[1],
                 mq_arg_number(S, args[5], "eps"), mq_arg_number(S, args[7], "weight_decay"), &nw, &nm, &nv);
   mq_list *st = mq_list_new(S, 3);
   mq_list_push(S, st, mq_objv(nm));
