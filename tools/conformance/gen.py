@@ -917,8 +917,8 @@ def reduced(per, valid, anym, red, dtype):
         return V(per, valid.clone() if anym else None)
     if not anym:
         return V(per.mean() if red == "mean" else per.sum())
-    if not bool(valid.any()):
-        return V(torch.zeros((), dtype=dtype), torch.tensor(False))
+    if not bool(valid.any()):   # masked out; its gradients too (still checked)
+        return V(torch.where(valid, per, torch.zeros((), dtype=dtype)).sum(), torch.tensor(False))
     sel = per[valid]
     return V(sel.mean() if red == "mean" else sel.sum(), torch.tensor(True))
 
