@@ -60,7 +60,7 @@
   X(SQUARE, "square", "", B0, SAME, NOPRE, x * x, WMUL(x, x), NONE, D(g * 2 * x), ANY, 1, 1, \
     "x * x elementwise")                                                       \
   X(RELU, "relu", "", B0, SAME, NOPRE, x < 0 ? (R)0 : x, x < 0 ? 0 : x, NONE,  \
-    D(y > 0 ? g : 0), ANY, 1, 0, "max(x, 0) elementwise (NaN stays NaN)")      \
+    D(y > 0 ? g : 0), ANY, 1, 1, "max(x, 0) elementwise (NaN stays NaN)")      \
   X(CEIL, "ceil", "", B0, SAME, NOPRE, FN(ceil)(x), x, NONE, D(0), ANY, 1, 1,  \
     "round up to an integer value")                                            \
   X(FLOOR, "floor", "", B0, SAME, NOPRE, FN(floor)(x), x, NONE, D(0), ANY, 1, 1, \
@@ -191,6 +191,15 @@
     x <= 0 ? (FN(exp)(x) - (R)1) * alpha : x, NONE, NONE,                      \
     D(x <= 0 ? g * ELU_ALPHA * exp(x) : g), ANY, 0, 1,                         \
     "x where x > 0, else alpha * (e**x - 1)")                                  \
+  X(SELU, "selu", "", B0, FLOAT, NOPRE,                                       \
+    (R)SELU_SCALE * (x <= 0 ? (FN(exp)(x) - (R)1) * (R)SELU_ALPHA : x), NONE, NONE, \
+    D(x <= 0 ? g * SELU_SCALE * SELU_ALPHA * exp(x) : g * SELU_SCALE), ANY, 1, 1, \
+    "scale * elu(x, alpha), torch's self-normalizing constants")               \
+  X(MISH, "mish", "", B0, FLOAT, NOPRE, x * FN(tanh)(FN(log1p)(FN(exp)(x))), NONE, NONE, \
+    D(dmish(x, g)), ANY, 1, 1, "x * tanh(softplus(x))")                        \
+  X(LOGSIGMOID, "logsigmoid", "", B0, FLOAT, NOPRE,                            \
+    (x < 0 ? x : (R)0) - FN(log1p)(FN(exp)(-FN(fabs)(x))), NONE, NONE,         \
+    D(g / (1 + exp(x))), ANY, 1, 1, "log(sigmoid(x)), computed stably")        \
 
 /* X(alias, E, params, doc): more builtin names for MQ_UN_E, bound by its
  * builtin's function (params: that builtin's). */
@@ -221,5 +230,8 @@
 #define INV_SQRT2PI 0.39894228040143267794
 #define GELU_BETA 0.79788456080286535588
 #define GELU_KAPPA 0.044715
+/* selu's alpha and scale, torch's */
+#define SELU_ALPHA 1.6732632423543772848170429916717
+#define SELU_SCALE 1.0507009873554804934193349852946
 
 #endif

@@ -332,7 +332,7 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 
 const mq_libfn mq_lib_math[] = {
     /* unary: torch.masked's 62 names for real dtypes, and relu, isinf,
-     * isfinite, logical_not, softplus */
+     * isfinite, logical_not, and the activations softplus ... logsigmoid */
     MQ_UNARY_OPS(UN_ROW)
     MQ_UNARY_ALIASES(UN_ALIAS)
 

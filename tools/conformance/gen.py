@@ -360,6 +360,8 @@ UNARY = {
     "softplus": ("real", ("f64",), True, False),
     "gelu": ("real", ("f64",), True, False), "silu": ("real", ("f64",), True, False),
     "leaky_relu": ("real", ("f64",), True, False), "elu": ("real", ("f64",), True, False),
+    "relu": ("real", ("int", "f64"), True, True), "selu": ("real", ("f64",), True, False),
+    "mish": ("real", ("f64",), True, False), "logsigmoid": ("real", ("f64",), True, False),
 }
 
 
