@@ -61,6 +61,11 @@ mq_tensor *mq_nn_mse_loss(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reducti
   return reduce(S, mq_unary(S, MQ_UN_SQUARE, bin(S, MQ_BIN_SUB, x, t)), r);
 }
 
+mq_tensor *mq_nn_l1_loss(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reduction r) {
+  operands(S, "l1_loss", &x, &t);
+  return reduce(S, mq_unary(S, MQ_UN_ABS, bin(S, MQ_BIN_SUB, x, t)), r);
+}
+
 /* Every valid entry of float [x] in [0, 1], as torch requires of BCE's input. */
 static void check_probabilities(mq_state *S, const char *who, mq_tensor *x) {
   int64_t *off = mq_bw_offsets(S, x->ndim, x->shape, x->strides);
@@ -101,7 +106,7 @@ mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reduc
 
 /* The valid class targets of int64 [t]: the mask, less ignore_index; each
  * must be a class of [0, C). */
-static mq_tensor *class_targets(mq_state *S, mq_tensor *t, int64_t C, int64_t ignore) {
+static mq_tensor *class_targets(mq_state *S, const char *who, mq_tensor *t, int64_t C, int64_t ignore) {
   mq_tensor *d = mq_get_data(S, t);
   mq_tensor *valid = bin(S, MQ_BIN_BAND, mq_get_mask(S, t), bin(S, MQ_BIN_NE, d, mq_tensor_scalar_i64(S, ignore)));
   int64_t *off = mq_bw_offsets(S, d->ndim, d->shape, d->strides);
@@ -109,15 +114,17 @@ static mq_tensor *class_targets(mq_state *S, mq_tensor *t, int64_t C, int64_t ig
   const int64_t *v = mq_tensor_data(d);
   for (int64_t i = 0; i < d->numel; i++) {
     if (vm[i] && (v[off[i]] < 0 || v[off[i]] >= C))
-      mq_error(S, "cross_entropy: target %lld is not a class of [0, %lld) (nor ignore_index %lld)",
+      mq_error(S, "%s: target %lld is not a class of [0, %lld) (nor ignore_index %lld)", who,
                (long long)v[off[i]], (long long)C, (long long)ignore);
   }
   return valid;
 }
 
-/* -log_softmax(x)[target] per position: masked out where the target is
- * masked out or ignored, or x's entry at the target is masked out. */
-static mq_tensor *nll_classes(mq_state *S, mq_tensor *lsm, mq_tensor *t, int dim, int64_t ignore) {
+/* -lsm[target] per position (lsm: log-probabilities along dim): masked out
+ * where the target is masked out or ignored, or lsm's entry at the target
+ * is masked out. */
+static mq_tensor *nll_classes(mq_state *S, const char *who, mq_tensor *lsm, mq_tensor *t, int dim,
+                              int64_t ignore) {
   const int nd = lsm->ndim;
   int64_t want[MQ_MAX_DIMS], cls[MQ_MAX_DIMS];
   for (int i = 0, k = 0; i < nd; i++) {
@@ -125,9 +132,9 @@ static mq_tensor *nll_classes(mq_state *S, mq_tensor *lsm, mq_tensor *t, int dim
     if (i != dim) want[k++] = lsm->shape[i];
   }
   if (t->ndim != nd - 1 || memcmp(t->shape, want, (size_t)(nd - 1) * sizeof *want))
-    mq_error(S, "cross_entropy: class targets must have shape %s (the input's without dim %d), got %s",
+    mq_error(S, "%s: class targets must have shape %s (the input's without dim %d), got %s", who,
              mq_shape_str(S, nd - 1, want), dim, mq_shape_str(S, t->ndim, t->shape));
-  mq_tensor *valid = class_targets(S, t, lsm->shape[dim], ignore);
+  mq_tensor *valid = class_targets(S, who, t, lsm->shape[dim], ignore);
   mq_tensor *classes = mq_reshape(S, mq_arange_i64(S, 0, lsm->shape[dim], 1), nd, cls);
   mq_tensor *hot = bin(S, MQ_BIN_EQ, mq_unsqueeze(S, mq_get_data(S, t), dim), classes);
   mq_tensor *picked = mq_reduce(S, MQ_RED_SUM, mq_where(S, hot, mq_get_data(S, lsm), num(S, 0)), 1, &dim, false);
@@ -147,7 +154,7 @@ mq_tensor *mq_nn_cross_entropy(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
   dim = mq_shape_norm_dim(S, dim, x->ndim);
   mq_tensor *lsm = mq_log_softmax(S, x, dim), *loss;
   if (t->dtype == MQ_DT_I64) {
-    loss = nll_classes(S, lsm, t, dim, ignore);
+    loss = nll_classes(S, "cross_entropy", lsm, t, dim, ignore);
   } else if (mq_dtype_is_float((mq_dtype)t->dtype)) { /* probabilities along dim */
     same_shape(S, "cross_entropy", x, t);
     both_valid(S, &lsm, &t);
@@ -157,6 +164,15 @@ mq_tensor *mq_nn_cross_entropy(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
              mq_dtype_name((mq_dtype)t->dtype));
   }
   return reduce(S, loss, r);
+}
+
+mq_tensor *mq_nn_nll_loss(mq_state *S, mq_tensor *x, mq_tensor *t, int dim, int64_t ignore,
+                          mq_nn_reduction r) {
+  need_float(S, "nll_loss", "input", x);
+  if (x->ndim == 0) mq_error(S, "nll_loss: the input needs a class dimension, got a 0-d tensor");
+  if (t->dtype != MQ_DT_I64)
+    mq_error(S, "nll_loss: the target must hold int64 classes, not %s", mq_dtype_name((mq_dtype)t->dtype));
+  return reduce(S, nll_classes(S, "nll_loss", x, t, mq_shape_norm_dim(S, dim, x->ndim), ignore), r);
 }
 
 mq_tensor *mq_nn_layer_norm(mq_state *S, mq_tensor *x, int nd, mq_tensor *w, mq_tensor *b, double eps) {

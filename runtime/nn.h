@@ -16,6 +16,8 @@ typedef enum mq_nn_reduction { MQ_NN_NONE, MQ_NN_MEAN, MQ_NN_SUM } mq_nn_reducti
 
 /* (x - t)**2; x and t of one shape. */
 MQ_INTERNAL mq_tensor *mq_nn_mse_loss(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reduction r);
+/* |x - t|; as mse_loss. */
+MQ_INTERNAL mq_tensor *mq_nn_l1_loss(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reduction r);
 /* -(t log x + (1 - t) log(1 - x)), each log at least -100 (torch's clamp);
  * valid entries of x must lie in [0, 1]. */
 MQ_INTERNAL mq_tensor *mq_nn_bce(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reduction r);
@@ -27,6 +29,10 @@ MQ_INTERNAL mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t,
  * along dim (a float target of x's shape: probabilities). */
 MQ_INTERNAL mq_tensor *mq_nn_cross_entropy(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
                                            int64_t ignore_index, mq_nn_reduction r);
+/* -x[target] along dim: x holds log-probabilities; t as cross_entropy's
+ * int64 classes. */
+MQ_INTERNAL mq_tensor *mq_nn_nll_loss(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
+                                      int64_t ignore_index, mq_nn_reduction r);
 /* (x - mean) / sqrt(var + eps) over the valid entries of the last [nd]
  * dims, times [w] plus [b] (NULL: none; plain, of those dims' shape). */
 MQ_INTERNAL mq_tensor *mq_nn_layer_norm(mq_state *S, mq_tensor *x, int nd, mq_tensor *w,

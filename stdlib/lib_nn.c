@@ -30,19 +30,28 @@ static mq_nn_reduction reduction_arg(mq_state *S, mq_value v) {
 static mq_value lib_mse_loss(mq_state *S, mq_value *args) {
   return mq_objv(mq_nn_mse_loss(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
 }
+static mq_value lib_l1_loss(mq_state *S, mq_value *args) {
+  return mq_objv(mq_nn_l1_loss(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
+}
 static mq_value lib_bce(mq_state *S, mq_value *args) {
   return mq_objv(mq_nn_bce(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
 }
 static mq_value lib_bce_logits(mq_state *S, mq_value *args) {
   return mq_objv(mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
 }
-static mq_value lib_cross_entropy(mq_state *S, mq_value *args) {
+/* cross_entropy and nll_loss: (input, target, dim, ignore_index, reduction) */
+static mq_value class_loss(mq_state *S, mq_value *args, bool nll) {
   mq_tensor *x = T(0, "input");
   int64_t dim = mq_arg_int(S, args[2], "dim");
-  if (x->ndim == 1 && dim == 1) dim = 0; /* unbatched (C) logits, as torch */
-  return mq_objv(mq_nn_cross_entropy(S, x, T(1, "target"), (int)dim, mq_arg_int(S, args[3], "ignore_index"),
-                                     reduction_arg(S, args[4])));
+  if (x->ndim == 1 && dim == 1) dim = 0; /* unbatched (C) input, as torch */
+  mq_tensor *t = T(1, "target");
+  int64_t ignore = mq_arg_int(S, args[3], "ignore_index");
+  mq_nn_reduction r = reduction_arg(S, args[4]);
+  return mq_objv(nll ? mq_nn_nll_loss(S, x, t, (int)dim, ignore, r)
+                     : mq_nn_cross_entropy(S, x, t, (int)dim, ignore, r));
 }
+static mq_value lib_cross_entropy(mq_state *S, mq_value *args) { return class_loss(S, args, false); }
+static mq_value lib_nll_loss(mq_state *S, mq_value *args) { return class_loss(S, args, true); }
 
 /* normalized_shape: an int (the last dim's size) or a list of the trailing
  * sizes; it must match x's. Returns how many dims. */
@@ -179,6 +188,8 @@ const mq_libfn mq_lib_nn[] = {
     {"mse_loss(input, target, reduction=none)", lib_mse_loss,
      "(input - target)**2 over the valid entries; reduction \"mean\" (none), \"sum\" or \"none\"",
      MQ_BK_NONE, 0},
+    {"l1_loss(input, target, reduction=none)", lib_l1_loss,
+     "|input - target| over the valid entries; reduction as mse_loss's", MQ_BK_NONE, 0},
     {"binary_cross_entropy(input, target, reduction=none)", lib_bce,
      "-(t log(p) + (1 - t) log(1 - p)) of probabilities p, each log at least -100 (as torch)",
      MQ_BK_NONE, 0},
@@ -186,6 +197,9 @@ const mq_libfn mq_lib_nn[] = {
      "binary_cross_entropy of sigmoid(input), computed stably from the logits", MQ_BK_NONE, 0},
     {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=none)", lib_cross_entropy,
      "-log_softmax(input, dim) at int64 class targets (or summed against float probabilities)",
+     MQ_BK_NONE, 0},
+    {"nll_loss(input, target, dim=1, ignore_index=-100, reduction=none)", lib_nll_loss,
+     "-input at int64 class targets along dim (input: log-probabilities, as log_softmax gives)",
      MQ_BK_NONE, 0},
     {"layer_norm(x, normalized_shape, weight=none, bias=none, eps=1e-5)", lib_layer_norm,
      "(x - mean) / sqrt(var + eps) over the valid entries of the trailing dims, * weight + bias",

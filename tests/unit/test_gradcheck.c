@@ -277,6 +277,9 @@ static mq_tensor *f_mse_loss(mq_tensor **in, int v) {
 static mq_tensor *f_mse_loss_t(mq_tensor **in, int v) {
   return mq_nn_mse_loss(S, fixed_target(in[0], v + 1, -1, 1), in[0], (mq_nn_reduction)(v % 3));
 }
+static mq_tensor *f_l1_loss(mq_tensor **in, int v) {
+  return mq_nn_l1_loss(S, in[0], fixed_target(in[0], v, -1, 1), (mq_nn_reduction)(v % 3));
+}
 static mq_tensor *f_bce(mq_tensor **in, int v) {
   return mq_nn_bce(S, in[0], fixed_target(in[0], v, 0, 1), (mq_nn_reduction)(v % 3));
 }
@@ -292,16 +295,24 @@ static mq_tensor *f_bce_logits_t(mq_tensor **in, int v) {
 }
 /* class targets along dim 1 (0 for 1-d), some ignored (-100), masked in
  * one variant of four */
-static mq_tensor *f_cross_entropy(mq_tensor **in, int v) {
-  int dim = in[0]->ndim > 1, k = 0;
-  int64_t shape[MQ_MAX_DIMS], C = in[0]->shape[dim];
-  for (int i = 0; i < in[0]->ndim; i++)
-    if (i != dim) shape[k++] = in[0]->shape[i];
+static mq_tensor *class_target(const mq_tensor *x, int v, int dim) {
+  int k = 0;
+  int64_t shape[MQ_MAX_DIMS], C = x->shape[dim];
+  for (int i = 0; i < x->ndim; i++)
+    if (i != dim) shape[k++] = x->shape[i];
   mq_tensor *t = mq_tensor_new(S, MQ_DT_I64, k, shape);
   int64_t *p = mq_tensor_data(t);
   for (int64_t i = 0; i < t->numel; i++) p[i] = v % 2 && i % 3 == 2 ? -100 : (i * 3 + v) % C;
   if (v % 4 == 3) mq_tensor_set_mask(S, t, fixed_bool(k, shape, v));
-  return mq_nn_cross_entropy(S, in[0], t, dim, -100, (mq_nn_reduction)(v % 3));
+  return t;
+}
+static mq_tensor *f_cross_entropy(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_cross_entropy(S, in[0], class_target(in[0], v, dim), dim, -100, (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_nll_loss(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_nll_loss(S, in[0], class_target(in[0], v, dim), dim, -100, (mq_nn_reduction)(v % 3));
 }
 static mq_tensor *f_cross_entropy_p(mq_tensor **in, int v) {
   return mq_nn_cross_entropy(S, in[0], fixed_target(in[0], v, 0, 1), in[0]->ndim > 1, -100,
@@ -339,7 +350,7 @@ static const gcase cases[] = {
     {"astype", 1, {ANY, ANY}, ONE, f_astype, false, 1e-2, 0, NULL, true}, /* linear, through float32 */
     {"cat", 2, {ANY, ANY}, JOIN, f_cat, false, 0, 0, NULL, true},
     {"matmul", 2, {ANY, ANY}, MATS, f_matmul, false, 0, 0, NULL, true},
-    C1(mse_loss, ANY), C1(mse_loss_t, ANY), C1(bce, PROB), C1(bce_t, ANY), C1(bce_logits, ANY),
+    C1(mse_loss, ANY), C1(mse_loss_t, ANY), C1(l1_loss, ANY), C1ND(nll_loss, ANY), C1(bce, PROB), C1(bce_t, ANY), C1(bce_logits, ANY),
     C1(bce_logits_t, ANY), C1ND(cross_entropy, ANY), C1ND(cross_entropy_p, ANY),
     C1ND(layer_norm, ANY), C1(dropout, ANY),
 };

@@ -906,6 +906,7 @@ for _n in ALONG:
 # name: (input domain, target domain, differentiated inputs, specials)
 LOSSES = {
     "mse_loss": ("real", "real", [0, 1], None),
+    "l1_loss": ("real", "real", [0, 1], None),
     "binary_cross_entropy": ("p01", "p01", [0], False),   # torch: no target gradient
     "binary_cross_entropy_with_logits": ("real", "p01", [0, 1], None),
 }
@@ -956,33 +957,49 @@ for _n in LOSSES:
     op(_n, "loss", LOSS_SOURCE)(mk_loss(_n))
 
 
-@op("cross_entropy", "loss", "torch.nn.functional.cross_entropy with ignore_index; a masked-out target is ignored too")
-def mk_cross_entropy(rng, k):
-    dtype = case_dtype(k, ("f64",))
-    nd = [2, 1, 2, 3][k % 4]
-    shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
-    red = ["mean", "sum", "none"][k % 3]
-    x = draw_plain(rng, k, shape, dtype)
-    dim = 1 if nd > 1 else 0
-    C = shape[dim]
-    tshape = tuple(d for i, d in enumerate(shape) if i != dim)
-    cls = torch.from_numpy(rng.integers(0, C, size=tshape).astype(np.int64)).reshape(tshape)
-    cls[torch.from_numpy(rng.random(tshape) < 0.2).reshape(tshape)] = -100
-    masked_t = (k // 3) % 2 == 1
-    tm = draw_mask(rng, tshape, "random") if masked_t else None
-    if tm is not None:
-        cls[~tm] = 7 + C      # not a class: never read under the mask
-    t = V(cls, tm)
-    valid = t.vmask() & (cls != -100)
-    anym = masked_t or bool((cls == -100).any())
+def mk_class_loss(name):
+    fn = getattr(Fn, name)
 
-    def ref(v):
-        tt = torch.where(valid, v[1].d, torch.full_like(v[1].d, -100))
-        per = Fn.cross_entropy(v[0].d, tt, reduction="none")
-        return [reduced(per, valid, anym, red, dtype)]
+    def make(rng, k):
+        dtype = case_dtype(k, ("f64",))
+        nd = [2, 1, 2, 3][k % 4]
+        shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
+        red = ["mean", "sum", "none"][k % 3]
+        x = draw_plain(rng, k, shape, dtype)
+        dim = 1 if nd > 1 else 0
+        C = shape[dim]
+        tshape = tuple(d for i, d in enumerate(shape) if i != dim)
+        cls = torch.from_numpy(rng.integers(0, C, size=tshape).astype(np.int64)).reshape(tshape)
+        cls[torch.from_numpy(rng.random(tshape) < 0.2).reshape(tshape)] = -100
+        masked_t = (k // 3) % 2 == 1
+        tm = draw_mask(rng, tshape, "random") if masked_t else None
+        if tm is not None:
+            cls[~tm] = 7 + C      # not a class: never read under the mask
+        t = V(cls, tm)
+        valid = t.vmask() & (cls != -100)
+        anym = masked_t or bool((cls == -100).any())
 
-    return Case([x, t], f'cross_entropy({{0}}, {{1}}, reduction="{red}")', ref,
-                proxy=lambda q: reduced_proxy(q[0].sum(dim), valid, red), diff=[0])
+        def ref(v):
+            tt = torch.where(valid, v[1].d, torch.full_like(v[1].d, -100))
+            return [reduced(fn(v[0].d, tt, reduction="none"), valid, anym, red, dtype)]
+
+        # the gradient's mask: cross_entropy's loss depends on the whole
+        # slice, nll_loss's on the target entry only (with plain results, a
+        # plain gradient: 0 off the target, as torch)
+        def proxy(q):
+            if name == "nll_loss" and anym:
+                at = torch.where(valid, cls, torch.zeros((), dtype=cls.dtype)).unsqueeze(dim)
+                return reduced_proxy(q[0].gather(dim, at).squeeze(dim), valid, red)
+            return reduced_proxy(q[0].sum(dim), valid, red)
+
+        return Case([x, t], f'{name}({{0}}, {{1}}, reduction="{red}")', ref, proxy=proxy, diff=[0])
+    return make
+
+
+op("cross_entropy", "loss", "torch.nn.functional.cross_entropy with ignore_index; a masked-out target is ignored too")(
+    mk_class_loss("cross_entropy"))
+op("nll_loss", "loss", "torch.nn.functional.nll_loss with ignore_index; a masked-out target is ignored too")(
+    mk_class_loss("nll_loss"))
 
 
 @op("layer_norm", "loss", "torch.nn.functional.layer_norm's formula over the valid entries of each slice; mask kept")
