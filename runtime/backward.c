@@ -168,6 +168,18 @@ static double dsinc(double x, double g) {
   return g * (cos(px) * px - sin(px)) / (px * x);
 }
 
+/* d/dx of gelu's tanh form 0.5 x (1 + tanh(u)), u = b (x + k x^3) */
+static double dgelu_tanh(double x, double g) {
+  double t = tanh(GELU_BETA * (x + GELU_KAPPA * x * x * x));
+  return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_BETA * (1 + 3 * GELU_KAPPA * x * x));
+}
+
+/* d/dx x tanh(softplus(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2) */
+static double dmish(double x, double g) {
+  double t = tanh(log1p(exp(x)));
+  return g * (t + x / (1 + exp(-x)) * (1 - t * t));
+}
+
 /* A row's derivative is D(expr), or NODIFF: exactly the rows whose result
  * can be float have one, or the build stops here. */
 #define HAS_D(...) 1

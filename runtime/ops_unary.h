@@ -60,7 +60,7 @@
   X(SQUARE, "square", "", B0, SAME, NOPRE, x * x, WMUL(x, x), NONE, D(g * 2 * x), ANY, 1, 1, \
     "x * x elementwise")                                                       \
   X(RELU, "relu", "", B0, SAME, NOPRE, x < 0 ? (R)0 : x, x < 0 ? 0 : x, NONE,  \
-    D(y > 0 ? g : 0), ANY, 1, 0, "max(x, 0) elementwise (NaN stays NaN)")      \
+    D(y > 0 ? g : 0), ANY, 1, 1, "max(x, 0) elementwise (NaN stays NaN)")      \
   X(CEIL, "ceil", "", B0, SAME, NOPRE, FN(ceil)(x), x, NONE, D(0), ANY, 1, 1,  \
     "round up to an integer value")                                            \
   X(FLOOR, "floor", "", B0, SAME, NOPRE, FN(floor)(x), x, NONE, D(0), ANY, 1, 1, \
@@ -170,6 +170,36 @@
     x * beta > thr ? x : FN(log1p)(FN(exp)(x * beta)) / beta, NONE, NONE,      \
     D(x * SP_BETA > SP_THR ? g : g * exp(x * SP_BETA) / (exp(x * SP_BETA) + 1)), ANY, 0, 1, \
     "log(1 + e**(beta x)) / beta, x itself where beta x > threshold")          \
+  /* the activations of torch.nn.functional: gelu's exact (erf) form and its  \
+   * tanh approximation (gelu(x, approximate="tanh"), reached by gelu's        \
+   * builtin), silu, leaky_relu and elu, each as torch computes it */          \
+  X(GELU, "gelu", ", approximate=none", BH, FLOAT, NOPRE,                      \
+    x * (R)0.5 * ((R)1 + FN(erf)(x * (R)SQRT1_2)), NONE, NONE,                 \
+    D(g * (0.5 * (1 + erf(x * SQRT1_2)) + x * INV_SQRT2PI * exp(-0.5 * x * x))), ANY, 0, 1, \
+    "x * P(X <= x), X standard normal (exact erf form; approximate=\"tanh\": torch's tanh form)") \
+  X(GELU_TANH, "gelu", "", BN, FLOAT, NOPRE,                                   \
+    (R)0.5 * x * ((R)1 + FN(tanh)((R)GELU_BETA * (x + (R)GELU_KAPPA * x * x * x))), NONE, NONE, \
+    D(dgelu_tanh(x, g)), ANY, 0, 1, "gelu's tanh approximation")               \
+  X(SILU, "silu", "", B0, FLOAT, NOPRE, x / ((R)1 + FN(exp)(-x)), NONE, NONE,  \
+    D(g / (1 + exp(-x)) * (1 + x * (1 - 1 / (1 + exp(-x))))), ANY, 1, 1,       \
+    "x * sigmoid(x) (swish)")                                                  \
+  X(LEAKY_RELU, "leaky_relu", ", negative_slope=0.01", B1, FLOAT,              \
+    const R slope = P0 == P0 ? (R)P0 : (R)0.01,                                \
+    x > 0 ? x : x * slope, NONE, NONE, D(x > 0 ? g : g * LR_SLOPE), ANY, 0, 1, \
+    "x where x > 0, else negative_slope * x")                                  \
+  X(ELU, "elu", ", alpha=1.0", B1, FLOAT, const R alpha = P0 == P0 ? (R)P0 : (R)1, \
+    x <= 0 ? (FN(exp)(x) - (R)1) * alpha : x, NONE, NONE,                      \
+    D(x <= 0 ? g * ELU_ALPHA * exp(x) : g), ANY, 0, 1,                         \
+    "x where x > 0, else alpha * (e**x - 1)")                                  \
+  X(SELU, "selu", "", B0, FLOAT, NOPRE,                                       \
+    (R)SELU_SCALE * (x <= 0 ? (FN(exp)(x) - (R)1) * (R)SELU_ALPHA : x), NONE, NONE, \
+    D(x <= 0 ? g * SELU_SCALE * SELU_ALPHA * exp(x) : g * SELU_SCALE), ANY, 1, 1, \
+    "scale * elu(x, alpha), torch's self-normalizing constants")               \
+  X(MISH, "mish", "", B0, FLOAT, NOPRE, x * FN(tanh)(FN(log1p)(FN(exp)(x))), NONE, NONE, \
+    D(dmish(x, g)), ANY, 1, 1, "x * tanh(softplus(x))")                        \
+  X(LOGSIGMOID, "logsigmoid", "", B0, FLOAT, NOPRE,                            \
+    (x < 0 ? x : (R)0) - FN(log1p)(FN(exp)(-FN(fabs)(x))), NONE, NONE,         \
+    D(g / (1 + exp(x))), ANY, 1, 1, "log(sigmoid(x)), computed stably")        \
 
 /* X(alias, E, params, doc): more builtin names for MQ_UN_E, bound by its
  * builtin's function (params: that builtin's). */
@@ -192,5 +222,16 @@
 #define CLAMP_X (x < lo ? lo : x)
 #define SP_BETA (p[0] == p[0] ? p[0] : 1)
 #define SP_THR (p[1] == p[1] ? p[1] : 20)
+#define LR_SLOPE (p[0] == p[0] ? p[0] : 0.01)
+#define ELU_ALPHA (p[0] == p[0] ? p[0] : 1)
+/* gelu's constants, torch's: 1/sqrt(2), 1/sqrt(2 pi), and the tanh form's
+ * sqrt(2/pi) and 0.044715 */
+#define SQRT1_2 0.70710678118654752440
+#define INV_SQRT2PI 0.39894228040143267794
+#define GELU_BETA 0.79788456080286535588
+#define GELU_KAPPA 0.044715
+/* selu's alpha and scale, torch's */
+#define SELU_ALPHA 1.6732632423543772848170429916717
+#define SELU_SCALE 1.0507009873554804934193349852946
 
 #endif

@@ -39,9 +39,10 @@
     for (int64_t i = f; i < l; i++) o[i] = EXP(x[i] - mx);                     \
     for (int64_t i = l; i < n; i++) o[i] = 0;                                  \
     if (m) sm_fill_##E(o + f, m + f, l - f, (T)0);                             \
-    if (lg) { /* x - (max + log(sum)); masked-out entries: log(0) */         \
-      T lse = mx + (T)log(ROWSUM(o, NULL, n));                                 \
-      for (int64_t i = 0; i < n; i++) o[i] = x[i] - lse;                       \
+    if (lg) { /* (x - max) - log(sum), as torch: max + log(sum) would lose \
+               * log(sum) beside a large max; masked-out entries: log(0) */ \
+      T lsum = (T)log(ROWSUM(o, NULL, n));                                     \
+      for (int64_t i = 0; i < n; i++) o[i] = (x[i] - mx) - lsum;               \
       if (m) sm_fill_##E(o, m, n, (T)-INFINITY);                               \
       return;                                                                  \
     }                                                                          \
@@ -76,12 +77,15 @@
       if (m) sm_fill_##E(orow, m + j * inner, inner, (T)0);                    \
       for (int64_t i = 0; i < inner; i++) sum[i] += (double)orow[i];           \
     }                                                                          \
-    if (lg) { /* mx becomes max + log(sum), the log of the normalizer */   \
-      for (int64_t i = 0; i < inner; i++) mx[i] = any[i] ? mx[i] + (T)log(sum[i]) : (T)NAN; \
+    if (lg) { /* (x - max) - log(sum); sum becomes log(sum) */              \
+      for (int64_t i = 0; i < inner; i++) {                                    \
+        sum[i] = (T)log(sum[i]);                                               \
+        mx[i] = any[i] ? mx[i] : (T)NAN;                                       \
+      }                                                                        \
       for (int64_t j = 0; j < n; j++) {                                        \
         const T *xr = x + j * inner;                                           \
         T *orow = o + j * inner;                                               \
-        for (int64_t i = 0; i < inner; i++) orow[i] = xr[i] - mx[i];           \
+        for (int64_t i = 0; i < inner; i++) orow[i] = (xr[i] - mx[i]) - (T)sum[i]; \
         if (m) {                                                               \
           const uint8_t *mr = m + j * inner;                                   \
           for (int64_t i = 0; i < inner; i++) {                                \

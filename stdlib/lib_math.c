@@ -63,6 +63,14 @@ static mq_value lib_un_CLAMP(mq_state *S, mq_value *args) {
   RET(mq_clamp(S, T(0, "x"), lo, hi));
 }
 
+/* gelu(x, approximate): none or "none" the erf form, "tanh" torch's tanh form */
+static mq_value lib_un_GELU(mq_state *S, mq_value *args) {
+  const char *a = mq_is_obj(args[1], MQ_O_STRING) ? mq_as_string(args[1])->chars : NULL;
+  if (args[1].type != MQ_NONE && (!a || (strcmp(a, "none") && strcmp(a, "tanh"))))
+    mq_error(S, "gelu: approximate must be \"none\" or \"tanh\"");
+  RET(mq_unary(S, a && !strcmp(a, "tanh") ? MQ_UN_GELU_TANH : MQ_UN_GELU, T(0, "x")));
+}
+
 /* --- binary ------------------------------------------------------------------- */
 
 #define BIN_SIG(name, params) name "(x" params ")"
@@ -324,7 +332,7 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 
 const mq_libfn mq_lib_math[] = {
     /* unary: torch.masked's 62 names for real dtypes, and relu, isinf,
-     * isfinite, logical_not, softplus */
+     * isfinite, logical_not, and the activations softplus ... logsigmoid */
     MQ_UNARY_OPS(UN_ROW)
     MQ_UNARY_ALIASES(UN_ALIAS)
 

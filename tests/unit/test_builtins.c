@@ -21,8 +21,10 @@ typedef struct reading {
   char why[120]; /* empty when the signature is well formed */
 } reading;
 
-static bool ident(const char *s, size_t n) {
-  if (n == 0 || n >= 32 || isdigit((unsigned char)s[0])) return false;
+/* [max]: the longest name plus one (parameter names fill reading.names;
+ * a builtin's own name, binary_cross_entropy_with_logits, may be longer) */
+static bool ident(const char *s, size_t n, size_t max) {
+  if (n == 0 || n >= max || isdigit((unsigned char)s[0])) return false;
   for (size_t i = 0; i < n; i++)
     if (!isalnum((unsigned char)s[i]) && s[i] != '_') return false;
   return true;
@@ -58,7 +60,7 @@ static void read_sig(const char *sig, reading *r) {
   r->rest = r->kwrest = -1;
   const char *paren = strchr(sig, '(');
   if (!paren) BAD("no '('");
-  if (!ident(sig, (size_t)(paren - sig))) BAD("the name is not a name");
+  if (!ident(sig, (size_t)(paren - sig), 64)) BAD("the name is not a name");
   const char *p = paren + 1;
   bool optional = false;
   while (*p != ')') {
@@ -75,7 +77,7 @@ static void read_sig(const char *sig, reading *r) {
     if (stars == 2) r->kwrest = i;
     const char *start = p;
     while (isalnum((unsigned char)*p) || *p == '_') p++;
-    if (!ident(start, (size_t)(p - start))) BAD("parameter %d has no name", i + 1);
+    if (!ident(start, (size_t)(p - start), sizeof r->names[0])) BAD("parameter %d has no name", i + 1);
     memcpy(r->names[i], start, (size_t)(p - start));
     for (int j = 0; j < i; j++)
       if (!strcmp(r->names[j], r->names[i])) BAD("'%s' is named twice", r->names[i]);

@@ -18,6 +18,7 @@
 
 #include "../../runtime/autograd.h"
 #include "../../runtime/gather.h"
+#include "../../runtime/nn.h"
 #include "../../runtime/shape.h"
 #include "../../runtime/shape_more.h"
 
@@ -317,6 +318,75 @@ static mq_tensor *f_scatter_add(mq_tensor **in, int v) {
   mq_tensor *ix = index_for(in[0], dim, in[0]->shape[dim], true, v % 4 == 3, v);
   return mq_scatter(S, in[0], dim, ix, mq_binary(S, MQ_BIN_MUL, in[0], in[0]), true);
 }
+/* the losses of runtime/nn.h against a fixed target in [lo, hi], masked in
+ * one variant of four; the reduction by variant. *_t: the target's gradient
+ * (in[0] is the target, the input fixed). */
+static mq_tensor *fixed_target(const mq_tensor *like, int v, double lo, double hi) {
+  mq_tensor *t = mq_tensor_new(S, MQ_DT_F64, like->ndim, like->shape);
+  double *p = mq_tensor_data(t);
+  for (int64_t i = 0; i < t->numel; i++) p[i] = lo + (hi - lo) * (double)((i * 7 + v) % 11) / 10;
+  if (v % 4 == 3) mq_tensor_set_mask(S, t, fixed_bool(t->ndim, t->shape, v));
+  return t;
+}
+static mq_tensor *f_mse_loss(mq_tensor **in, int v) {
+  return mq_nn_mse_loss(S, in[0], fixed_target(in[0], v, -1, 1), (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_mse_loss_t(mq_tensor **in, int v) {
+  return mq_nn_mse_loss(S, fixed_target(in[0], v + 1, -1, 1), in[0], (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_l1_loss(mq_tensor **in, int v) {
+  return mq_nn_l1_loss(S, in[0], fixed_target(in[0], v, -1, 1), (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_bce(mq_tensor **in, int v) {
+  return mq_nn_bce(S, in[0], fixed_target(in[0], v, 0, 1), (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_bce_t(mq_tensor **in, int v) {
+  return mq_nn_bce(S, fixed_target(in[0], v + 1, 0.1, 0.9), in[0], (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_bce_logits(mq_tensor **in, int v) {
+  mq_tensor *x = v % 2 ? mq_binary(S, MQ_BIN_MUL, in[0], mq_tensor_scalar(S, MQ_DT_F64, 30)) : in[0];
+  return mq_nn_bce_logits(S, x, fixed_target(in[0], v, 0, 1), (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_bce_logits_t(mq_tensor **in, int v) {
+  return mq_nn_bce_logits(S, fixed_target(in[0], v + 1, -3, 3), in[0], (mq_nn_reduction)(v % 3));
+}
+/* class targets along dim 1 (0 for 1-d), some ignored (-100), masked in
+ * one variant of four */
+static mq_tensor *class_target(const mq_tensor *x, int v, int dim) {
+  int k = 0;
+  int64_t shape[MQ_MAX_DIMS], C = x->shape[dim];
+  for (int i = 0; i < x->ndim; i++)
+    if (i != dim) shape[k++] = x->shape[i];
+  mq_tensor *t = mq_tensor_new(S, MQ_DT_I64, k, shape);
+  int64_t *p = mq_tensor_data(t);
+  for (int64_t i = 0; i < t->numel; i++) p[i] = v % 2 && i % 3 == 2 ? -100 : (i * 3 + v) % C;
+  if (v % 4 == 3) mq_tensor_set_mask(S, t, fixed_bool(k, shape, v));
+  return t;
+}
+static mq_tensor *f_cross_entropy(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_cross_entropy(S, in[0], class_target(in[0], v, dim), dim, -100, (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_nll_loss(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_nll_loss(S, in[0], class_target(in[0], v, dim), dim, -100, (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_cross_entropy_p(mq_tensor **in, int v) {
+  return mq_nn_cross_entropy(S, in[0], fixed_target(in[0], v, 0, 1), in[0]->ndim > 1, -100,
+                             (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_layer_norm(mq_tensor **in, int v) {
+  int nd = in[0]->ndim > 1 && v % 2 ? 2 : 1;
+  mq_tensor *w = NULL, *b = NULL;
+  if (v % 3 == 2) {
+    mq_tensor tail = *in[0];
+    tail.ndim = (uint8_t)nd;
+    memmove(tail.shape, in[0]->shape + in[0]->ndim - nd, (size_t)nd * sizeof *tail.shape);
+    w = fixed_target(&tail, 0, 0.5, 2), b = fixed_target(&tail, 1, -1, 1);
+  }
+  return mq_nn_layer_norm(S, in[0], nd, w, b, 1e-5);
+}
+static mq_tensor *f_dropout(mq_tensor **in, int v) { return mq_nn_dropout(S, in[0], 0.3, v); }
 
 #define C1(NAME, DOM) {#NAME, 1, {DOM, ANY}, ONE, f_##NAME, false, 0, 0, NULL, true}
 #define C1ND(NAME, DOM) {#NAME, 1, {DOM, ANY}, ONE_ND, f_##NAME, false, 0, 0, NULL, true}
@@ -400,6 +470,9 @@ static const gcase cases[] = {
     C1ND(tril, ANY), C1ND(triu, ANY), C1ND(repeat, ANY), C1ND(roll, ANY), C1ND(diff, ANY),
     C1ND(bmm, ANY), C1ND(einsum_one, ANY), C1(center, ANY),
     {"einsum_mm", 2, {ANY, ANY}, MATS, f_einsum_mm, false, 0, 0, NULL, true},
+    C1(mse_loss, ANY), C1(mse_loss_t, ANY), C1(l1_loss, ANY), C1ND(nll_loss, ANY), C1(bce, PROB), C1(bce_t, ANY), C1(bce_logits, ANY),
+    C1(bce_logits_t, ANY), C1ND(cross_entropy, ANY), C1ND(cross_entropy_p, ANY),
+    C1ND(layer_norm, ANY), C1(dropout, ANY),
 };
 
 /* Every row, the differentiable ones checked; NaN does not propagate

@@ -142,6 +142,7 @@ DOMAINS = {
     "gamma": lambda r, n: r.uniform(-4.5, 7, n),
     "small": lambda r, n: r.normal(0, 1, n) * 0.5,
     "nonneg": lambda r, n: np.abs(r.normal(0, 2, n)),
+    "p01": lambda r, n: r.uniform(0.01, 0.99, n),
 }
 
 
@@ -357,6 +358,10 @@ UNARY = {
     "square": ("real", ("int", "f64"), True, True), "tan": ("real", ("int", "f64"), True, False),
     "tanh": ("real", ("int", "f64"), True, False), "trunc": ("real", ("int", "f64"), True, True),
     "softplus": ("real", ("f64",), True, False),
+    "gelu": ("real", ("f64",), True, False), "silu": ("real", ("f64",), True, False),
+    "leaky_relu": ("real", ("f64",), True, False), "elu": ("real", ("f64",), True, False),
+    "relu": ("real", ("int", "f64"), True, True), "selu": ("real", ("f64",), True, False),
+    "mish": ("real", ("f64",), True, False), "logsigmoid": ("real", ("f64",), True, False),
 }
 
 
@@ -391,6 +396,12 @@ def unary_params(name, rng, dtype):
         if rng.random() < 0.6:
             kw["threshold"] = float(rng.choice([1.0, 3.0, 20.0]))
         return [], kw
+    if name == "gelu" and rng.random() < 0.5:
+        return [], {"approximate": "tanh"}
+    if name == "leaky_relu" and rng.random() < 0.6:
+        return [], {"negative_slope": float(rng.choice([0.2, 0.0, 1.5]))}
+    if name == "elu" and rng.random() < 0.6:
+        return [], {"alpha": float(rng.choice([0.5, 2.0]))}
     if name == "pow":
         if isint:
             return [int(rng.integers(0, 4))], {}
@@ -889,6 +900,141 @@ def mk_along(name):
 
 for _n in ALONG:
     op(_n, "along", "torch.masked.%s(data, dim, mask=mask); mask kept" % _n, ALONG[_n][2])(mk_along(_n))
+
+# ---------------------------------------------------------------- losses
+
+# name: (input domain, target domain, differentiated inputs, specials)
+LOSSES = {
+    "mse_loss": ("real", "real", [0, 1], None),
+    "l1_loss": ("real", "real", [0, 1], None),
+    "binary_cross_entropy": ("p01", "p01", [0], False),   # torch: no target gradient
+    "binary_cross_entropy_with_logits": ("real", "p01", [0, 1], None),
+}
+LOSS_SOURCE = "torch.nn.functional on the entries valid in input and target (masq rule: masked means ignored)"
+
+
+def reduced(per, valid, anym, red, dtype):
+    """a loss's result from its per-entry values: masked where not valid;
+    mean and sum over the valid ones (masked out when none is)"""
+    if red == "none":
+        return V(per, valid.clone() if anym else None)
+    if not anym:
+        return V(per.mean() if red == "mean" else per.sum())
+    if not bool(valid.any()):   # masked out; its gradients too (still checked)
+        return V(torch.where(valid, per, torch.zeros((), dtype=dtype)).sum(), torch.tensor(False))
+    sel = per[valid]
+    return V(sel.mean() if red == "mean" else sel.sum(), torch.tensor(True))
+
+
+def reduced_proxy(per, valid, red):
+    return per if red == "none" else torch.where(valid, per, torch.zeros((), dtype=per.dtype)).sum()
+
+
+def mk_loss(name):
+    fn = getattr(Fn, name)
+    xdom, tdom, diff, specials = LOSSES[name]
+
+    def make(rng, k):
+        dtype = case_dtype(k, ("f64",))
+        shape = draw_shape(rng, k, maxnumel=36, empty=False)
+        red = ["mean", "sum", "none"][k % 3]
+        form = (k // 3) % 4   # masked operands: none, the target, the input, both (masks differ)
+        x = (draw_masked if form >= 2 else draw_plain)(rng, k, shape, dtype, xdom, specials=specials)
+        t = (draw_masked if form in (1, 3) else draw_plain)(rng, k + 1, shape, dtype, tdom, specials=specials)
+        ins = [x, t]
+        valid = x.vmask() & t.vmask()
+        anym = x.masked or t.masked
+
+        def ref(v):
+            return [reduced(fn(v[0].d, v[1].d, reduction="none"), valid, anym, red, dtype)]
+
+        return Case(ins, f'{name}({{0}}, {{1}}, reduction="{red}")', ref,
+                    proxy=lambda q: reduced_proxy(q[0] + q[1], valid, red), diff=diff)
+    return make
+
+
+for _n in LOSSES:
+    op(_n, "loss", LOSS_SOURCE)(mk_loss(_n))
+
+
+def mk_class_loss(name):
+    fn = getattr(Fn, name)
+
+    def make(rng, k):
+        dtype = case_dtype(k, ("f64",))
+        nd = [2, 1, 2, 3][k % 4]
+        shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
+        red = ["mean", "sum", "none"][k % 3]
+        x = draw_plain(rng, k, shape, dtype)
+        dim = 1 if nd > 1 else 0
+        C = shape[dim]
+        tshape = tuple(d for i, d in enumerate(shape) if i != dim)
+        cls = torch.from_numpy(rng.integers(0, C, size=tshape).astype(np.int64)).reshape(tshape)
+        cls[torch.from_numpy(rng.random(tshape) < 0.2).reshape(tshape)] = -100
+        masked_t = (k // 3) % 2 == 1
+        tm = draw_mask(rng, tshape, "random") if masked_t else None
+        if tm is not None:
+            cls[~tm] = 7 + C      # not a class: never read under the mask
+        t = V(cls, tm)
+        valid = t.vmask() & (cls != -100)
+        anym = masked_t or bool((cls == -100).any())
+
+        def ref(v):
+            tt = torch.where(valid, v[1].d, torch.full_like(v[1].d, -100))
+            return [reduced(fn(v[0].d, tt, reduction="none"), valid, anym, red, dtype)]
+
+        # the gradient's mask: cross_entropy's loss depends on the whole
+        # slice, nll_loss's on the target entry only (with plain results, a
+        # plain gradient: 0 off the target, as torch)
+        def proxy(q):
+            if name == "nll_loss" and anym:
+                at = torch.where(valid, cls, torch.zeros((), dtype=cls.dtype)).unsqueeze(dim)
+                return reduced_proxy(q[0].gather(dim, at).squeeze(dim), valid, red)
+            return reduced_proxy(q[0].sum(dim), valid, red)
+
+        return Case([x, t], f'{name}({{0}}, {{1}}, reduction="{red}")', ref, proxy=proxy, diff=[0])
+    return make
+
+
+op("cross_entropy", "loss", "torch.nn.functional.cross_entropy with ignore_index; a masked-out target is ignored too")(
+    mk_class_loss("cross_entropy"))
+op("nll_loss", "loss", "torch.nn.functional.nll_loss with ignore_index; a masked-out target is ignored too")(
+    mk_class_loss("nll_loss"))
+
+
+@op("layer_norm", "loss", "torch.nn.functional.layer_norm's formula over the valid entries of each slice; mask kept")
+def mk_layer_norm(rng, k):
+    dtype = case_dtype(k, ("f64",))
+    shape = draw_shape(rng, k, nd=[2, 1, 3, 2][k % 4], maxnumel=36, empty=False)
+    nd = 1 if len(shape) == 1 or k % 3 else 2
+    dims = tuple(range(len(shape) - nd, len(shape)))
+    eps = [1e-5, 0.1][k % 2]
+    x = (draw_masked if k % 5 else draw_plain)(rng, k, shape, dtype, "small", specials=False)
+    affine = k % 4 == 1
+    ins = [x]
+    call = "layer_norm({0}, %s" % lit(list(shape[-nd:]))
+    if affine:
+        ins += [draw_plain(rng, k, shape[-nd:], dtype, "real", specials=False) for _ in range(2)]
+        call += ", weight={1}, bias={2}"
+    call += ", eps=%s)" % lit(eps)
+
+    def ref(v):
+        d, m = v[0].d, v[0].vmask()
+        z = torch.zeros((), dtype=d.dtype)
+        cnt = m.sum(dims, keepdim=True)
+        mu = torch.where(m, d, z).sum(dims, keepdim=True) / cnt
+        var = torch.where(m, (d - mu) ** 2, z).sum(dims, keepdim=True) / cnt
+        y = (d - mu) / torch.sqrt(var + eps)
+        if affine:
+            y = y * v[1].d + v[2].d
+        return [V(y, v[0].m.clone() if v[0].masked else None)]
+
+    def proxy(q):
+        r = q[0].sum(dims, keepdim=True).expand(shape)
+        return r + q[1] + q[2] if affine else r
+
+    return Case(ins, call, ref, proxy=proxy)
+
 
 # ---------------------------------------------------------------- where
 

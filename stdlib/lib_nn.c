@@ -1,0 +1,220 @@
+/* lib_nn.c - the training builtins: losses (mse_loss, binary_cross_entropy
+ * with and without logits, cross_entropy), layer_norm, dropout, and the
+ * optimizer steps sgd_step, adagrad_step and adam_step. Thin bindings of
+ * runtime/nn.h; the signature is the help text.
+ *
+ * An optimizer's state is a plain list, so that a script keeps it in one
+ * variable and unpacks the step's result: `w, st = adam_step(w, w.grad, st)`.
+ * sgd_step's is the momentum buffer (none without momentum), adagrad_step's
+ * the sum of squares, adam_step's [m, v, step]; none starts from zeros. */
+#include <math.h>
+#include <string.h>
+
+#include "../runtime/nn.h"
+#include "../runtime/shape.h"
+#include "../runtime/sparse.h"
+#include "stdlib.h"
+
+#define T(i, what) mq_arg_tensor(S, args[i], what)
+
+/* reduction=: none (the default) or "mean", "sum", "none" */
+static mq_nn_reduction reduction_arg(mq_state *S, mq_value v) {
+  if (v.type == MQ_NONE) return MQ_NN_MEAN;
+  const char *s = mq_is_obj(v, MQ_O_STRING) ? mq_as_string(v)->chars : "";
+  if (!strcmp(s, "mean")) return MQ_NN_MEAN;
+  if (!strcmp(s, "sum")) return MQ_NN_SUM;
+  if (!strcmp(s, "none")) return MQ_NN_NONE;
+  mq_error(S, "reduction must be \"mean\", \"sum\" or \"none\"");
+}
+
+static mq_value lib_mse_loss(mq_state *S, mq_value *args) {
+  return mq_objv(mq_nn_mse_loss(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
+}
+static mq_value lib_l1_loss(mq_state *S, mq_value *args) {
+  return mq_objv(mq_nn_l1_loss(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
+}
+static mq_value lib_bce(mq_state *S, mq_value *args) {
+  return mq_objv(mq_nn_bce(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
+}
+static mq_value lib_bce_logits(mq_state *S, mq_value *args) {
+  return mq_objv(mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
+}
+/* cross_entropy and nll_loss: (input, target, dim, ignore_index, reduction) */
+static mq_value class_loss(mq_state *S, mq_value *args, bool nll) {
+  mq_tensor *x = T(0, "input");
+  int64_t dim = mq_arg_int(S, args[2], "dim");
+  if (x->ndim == 1 && dim == 1) dim = 0; /* unbatched (C) input, as torch */
+  mq_tensor *t = T(1, "target");
+  int64_t ignore = mq_arg_int(S, args[3], "ignore_index");
+  mq_nn_reduction r = reduction_arg(S, args[4]);
+  return mq_objv(nll ? mq_nn_nll_loss(S, x, t, (int)dim, ignore, r)
+                     : mq_nn_cross_entropy(S, x, t, (int)dim, ignore, r));
+}
+static mq_value lib_cross_entropy(mq_state *S, mq_value *args) { return class_loss(S, args, false); }
+static mq_value lib_nll_loss(mq_state *S, mq_value *args) { return class_loss(S, args, true); }
+
+/* normalized_shape: an int (the last dim's size) or a list of the trailing
+ * sizes; it must match x's. Returns how many dims. */
+static int normalized_dims(mq_state *S, mq_value v, const mq_tensor *x) {
+  int64_t shape[MQ_MAX_DIMS];
+  int nd;
+  if (mq_is_number(v)) {
+    shape[0] = mq_arg_int(S, v, "normalized_shape"), nd = 1;
+  } else { /* a literal [2, 3] is a tensor, a computed list a list: as zeros([2, 3]) */
+    mq_list *l = mq_list_new(S, 1);
+    mq_list_push(S, l, v);
+    nd = mq_arg_shape(S, mq_objv(l), shape, "normalized_shape");
+  }
+  if (nd < 1 || nd > x->ndim || memcmp(shape, x->shape + x->ndim - nd, (size_t)nd * sizeof *shape))
+    mq_error(S, "layer_norm: normalized_shape %s is not the trailing shape of the input %s",
+             mq_shape_str(S, nd, shape), mq_shape_str(S, x->ndim, x->shape));
+  return nd;
+}
+
+static mq_value lib_layer_norm(mq_state *S, mq_value *args) {
+  mq_tensor *x = T(0, "x");
+  int nd = normalized_dims(S, args[1], x);
+  mq_tensor *w = args[2].type == MQ_NONE ? NULL : T(2, "weight");
+  mq_tensor *b = args[3].type == MQ_NONE ? NULL : T(3, "bias");
+  return mq_objv(mq_nn_layer_norm(S, x, nd, w, b, mq_arg_number(S, args[4], "eps")));
+}
+
+static mq_value lib_dropout(mq_state *S, mq_value *args) {
+  mq_tensor *x = T(0, "x");
+  double p = mq_arg_number(S, args[1], "p");
+  int64_t seed = mq_arg_int(S, args[2], "seed");
+  if (!mq_arg_bool(S, args[3], "training")) return mq_objv(x);
+  return mq_objv(mq_nn_dropout(S, x, p, seed));
+}
+
+/* --- optimizer steps ------------------------------------------------------------ */
+
+/* w: plain float; g: w's shape, masked or plain, or sparse: its stored
+ * (valid) entries are the gradient, the others none, as seed 003's sparse
+ * Adagrad (a missing gradient is an error, never a zero one). */
+static mq_tensor *param_arg(mq_state *S, const char *who, mq_value *args, mq_tensor **g) {
+  mq_tensor *w = T(0, "w");
+  if (!mq_dtype_is_float((mq_dtype)w->dtype) || w->mask)
+    mq_error(S, "%s: w must be a plain float tensor", who);
+  if (args[1].type == MQ_NONE)
+    mq_error(S, "%s: g is none: w has no gradient (did backward reach it?)", who);
+  if (mq_is_sparse(args[1])) {
+    mq_tensor *s = mq_arg_tensor_any(S, args[1], "g");
+    *g = mq_sparse_to_dense(S, s->mask ? s : mq_sparse_masked(S, s, NULL));
+  } else {
+    *g = T(1, "g");
+  }
+  if ((*g)->ndim != w->ndim || memcmp((*g)->shape, w->shape, (size_t)w->ndim * sizeof *w->shape))
+    mq_error(S, "%s: g has shape %s but w has shape %s", who, mq_shape_str(S, (*g)->ndim, (*g)->shape),
+             mq_shape_str(S, w->ndim, w->shape));
+  return w;
+}
+
+/* A state tensor: w's shape (any float dtype; the step computes in w's). */
+static mq_tensor *state_tensor(mq_state *S, const char *who, mq_value v, const mq_tensor *w) {
+  if (!mq_is_tensor(v)) mq_error(S, "%s: the state must hold tensors, got a %s", who, mq_value_type_name(v));
+  mq_tensor *t = mq_as_tensor(v);
+  if (t->mask || t->ndim != w->ndim || memcmp(t->shape, w->shape, (size_t)w->ndim * sizeof *w->shape))
+    mq_error(S, "%s: the state's tensors must be plain and of w's shape %s, got %s", who,
+             mq_shape_str(S, w->ndim, w->shape), mq_shape_str(S, t->ndim, t->shape));
+  return t;
+}
+
+static mq_value pair(mq_state *S, mq_tensor *w, mq_value state) {
+  mq_list *l = mq_list_new(S, 2);
+  mq_list_push(S, l, mq_objv(w));
+  mq_list_push(S, l, state);
+  return mq_objv(l);
+}
+
+static mq_value lib_sgd_step(mq_state *S, mq_value *args) {
+  mq_tensor *g, *w = param_arg(S, "sgd_step", args, &g);
+  double momentum = mq_arg_number(S, args[3], "momentum");
+  mq_tensor *buf = NULL, *nw, *nb;
+  if (args[4].type != MQ_NONE) buf = state_tensor(S, "sgd_step", args[4], w);
+  mq_optim_sgd(S, w, g, buf, mq_arg_number(S, args[2], "lr"), momentum,
+               mq_arg_number(S, args[5], "weight_decay"), &nw, &nb);
+  return pair(S, nw, nb ? mq_objv(nb) : mq_none());
+}
+
+static mq_value lib_adagrad_step(mq_state *S, mq_value *args) {
+  mq_tensor *g, *w = param_arg(S, "adagrad_step", args, &g);
+  mq_tensor *sum = args[2].type == MQ_NONE ? NULL : state_tensor(S, "adagrad_step", args[2], w), *nw, *ns;
+  mq_optim_adagrad(S, w, g, sum, mq_arg_number(S, args[3], "lr"), mq_arg_number(S, args[4], "eps"),
+                   mq_arg_number(S, args[5], "weight_decay"), &nw, &ns);
+  return pair(S, nw, mq_objv(ns));
+}
+
+static mq_value lib_adam_step(mq_state *S, mq_value *args) {
+  static const char who[] = "adam_step";
+  mq_tensor *g, *w = param_arg(S, who, args, &g), *m = NULL, *v = NULL;
+  int64_t step = 0;
+  if (args[2].type != MQ_NONE) {
+    mq_list *st = mq_is_obj(args[2], MQ_O_LIST) ? mq_as_list(args[2]) : NULL;
+    if (!st || st->len != 3 || st->items[2].type != MQ_INT)
+      mq_error(S, "adam_step: the state must be none or [m, v, step], as adam_step returned it");
+    m = state_tensor(S, who, st->items[0], w);
+    v = state_tensor(S, who, st->items[1], w);
+    step = st->items[2].as.i;
+  }
+  step = args[6].type == MQ_NONE ? step + 1 : mq_arg_int(S, args[6], "step");
+  if (step < 1) mq_error(S, "adam_step: step must be at least 1, got %lld", (long long)step);
+  double beta[2] = {0.9, 0.999};
+  if (args[4].type != MQ_NONE) { /* a literal [0.9, 0.99] is a tensor, a computed one a list */
+    mq_list *b = mq_is_obj(args[4], MQ_O_LIST) ? mq_as_list(args[4]) : NULL;
+    mq_tensor *bt = mq_is_tensor(args[4]) ? mq_as_tensor(args[4]) : NULL;
+    if (!(b && b->len == 2) && !(bt && bt->ndim == 1 && bt->numel == 2 && !bt->mask))
+      mq_error(S, "adam_step: betas must be a list of two numbers");
+    for (int i = 0; i < 2; i++) {
+      if (b) beta[i] = mq_arg_number(S, b->items[i], "betas");
+      else beta[i] = mq_tensor_item(S, mq_select(S, bt, 0, i));
+    }
+  }
+  for (int i = 0; i < 2; i++)
+    if (!(beta[i] >= 0 && beta[i] < 1)) mq_error(S, "adam_step: betas must be in [0, 1), got %g", beta[i]);
+  mq_tensor *nw, *nm, *nv;
+  mq_optim_adam(S, w, g, m, v, step, mq_arg_number(S, args[3], "lr"), beta[0], beta[1],
+                mq_arg_number(S, args[5], "eps"), mq_arg_number(S, args[7], "weight_decay"), &nw, &nm, &nv);
+  mq_list *st = mq_list_new(S, 3);
+  mq_list_push(S, st, mq_objv(nm));
+  mq_list_push(S, st, mq_objv(nv));
+  mq_list_push(S, st, mq_int(step));
+  return pair(S, nw, mq_objv(st));
+}
+
+const mq_libfn mq_lib_nn[] = {
+    /* losses: a masked-out entry of input or target is ignored (out of the
+     * sum and of the mean's count); nothing valid: a masked-out result */
+    {"mse_loss(input, target, reduction=none)", lib_mse_loss,
+     "(input - target)**2 over the valid entries; reduction \"mean\" (none), \"sum\" or \"none\"",
+     MQ_BK_NONE, 0},
+    {"l1_loss(input, target, reduction=none)", lib_l1_loss,
+     "|input - target| over the valid entries; reduction as mse_loss's", MQ_BK_NONE, 0},
+    {"binary_cross_entropy(input, target, reduction=none)", lib_bce,
+     "-(t log(p) + (1 - t) log(1 - p)) of probabilities p, each log at least -100 (as torch)",
+     MQ_BK_NONE, 0},
+    {"binary_cross_entropy_with_logits(input, target, reduction=none)", lib_bce_logits,
+     "binary_cross_entropy of sigmoid(input), computed stably from the logits", MQ_BK_NONE, 0},
+    {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=none)", lib_cross_entropy,
+     "-log_softmax(input, dim) at int64 class targets (or summed against float probabilities)",
+     MQ_BK_NONE, 0},
+    {"nll_loss(input, target, dim=1, ignore_index=-100, reduction=none)", lib_nll_loss,
+     "-input at int64 class targets along dim (input: log-probabilities, as log_softmax gives)",
+     MQ_BK_NONE, 0},
+    {"layer_norm(x, normalized_shape, weight=none, bias=none, eps=1e-5)", lib_layer_norm,
+     "(x - mean) / sqrt(var + eps) over the valid entries of the trailing dims, * weight + bias",
+     MQ_BK_NONE, 0},
+    {"dropout(x, p, seed, training=true)", lib_dropout,
+     "x with entries zeroed with probability p, the rest scaled by 1 / (1 - p); from seed alone",
+     MQ_BK_NONE, 0},
+    /* optimizer steps: [new w, new state]; only valid gradient entries update */
+    {"sgd_step(w, g, lr, momentum=0, state=none, weight_decay=0)", lib_sgd_step,
+     "torch.optim.SGD's step: [w, state], state the momentum buffer (none without momentum)",
+     MQ_BK_NONE, 0},
+    {"adagrad_step(w, g, state=none, lr=0.01, eps=1e-10, weight_decay=0)", lib_adagrad_step,
+     "torch.optim.Adagrad's step: [w, state], state the sum of squared gradients", MQ_BK_NONE, 0},
+    {"adam_step(w, g, state=none, lr=0.001, betas=none, eps=1e-8, step=none, weight_decay=0)",
+     lib_adam_step, "torch.optim.Adam's step: [w, [m, v, step]]; betas default [0.9, 0.999]",
+     MQ_BK_NONE, 0},
+    {NULL, NULL, NULL, MQ_BK_NONE, 0},
+};
