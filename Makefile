@@ -254,6 +254,7 @@ conformance-regen: $(B)/masq
 .PHONY: bench
 MVEC = $(shell printf 'int main(void){return 0;}\n' | $(CC) -x c - -lmvec -lm -o /dev/null 2>/dev/null && echo -lmvec)
 bench: $(B)/masq $(B)/bench/masq_bench $(B)/bench/baseline
+	@if [ -f "$(PY_INC)/Python.h" ]; then $(MAKE) --no-print-directory python; fi
 	sh bench/run.sh $(B)
 
 $(B)/bench/masq_bench: bench/masq_bench.c bench/bench_util.h include/masq.h $(B)/libmasq.a
