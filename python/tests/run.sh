@@ -15,4 +15,18 @@ echo "$out" | grep -v '^[.sF]*\( *\[[ 0-9]*%\]\)\?$'
 passed=$(echo "$out" | tail -n 1 | grep -o '[0-9]* passed' | cut -d' ' -f1)
 failed=$(echo "$out" | tail -n 1 | grep -o '[0-9]* failed' | cut -d' ' -f1)
 case "$(echo "$out" | tail -n 1)" in *passed*|*failed*) ;; *) failed=1 ;; esac
+# pip install ./python works offline, into a virtual environment that sees
+# the system's numpy (skipped without python3-venv's ensurepip).
+if "$py" -c "import venv, ensurepip" 2>/dev/null; then
+  tmp=$(mktemp -d)
+  if "$py" -m venv --system-site-packages "$tmp/venv" >"$tmp/log" 2>&1 &&
+     "$tmp/venv/bin/pip" install --no-index "$here/.." >>"$tmp/log" 2>&1 &&
+     (cd "$tmp" && "$tmp/venv/bin/python" -c 'import masq, numpy; assert masq.eval("sum(x)", x=numpy.ma.array([1, 2, 4], mask=[0, 1, 0])) == 5' >>"$tmp/log" 2>&1); then
+    passed=$((${passed:-0} + 1))
+  else
+    echo "FAIL pip install ./python:"; tail -n 20 "$tmp/log"
+    failed=$((${failed:-0} + 1))
+  fi
+  rm -rf "$tmp"
+fi
 echo "python: ${passed:-0} passed, ${failed:-0} failed"
