@@ -22,11 +22,21 @@ fuzzer_links() {
 have clang && fuzzer_links || need="$need libclang-rt-dev"
 # numpy, for the test that numpy reads what masq writes and vice versa
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
-[ -z "$need" ] && exit 0
-echo "installing:$need"
+# Optional: the Python module (make python; python/tests in make test, which
+# skips them without python3-dev) and pip install ./python's test venv.
+want=""
+[ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] ||
+  want="$want python3-dev"
+/usr/bin/python3 -c 'import pytest' 2>/dev/null || want="$want python3-pytest"
+/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || want="$want python3-venv"
+[ -z "$need$want" ] && exit 0
+echo "installing:$need$want"
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 # shellcheck disable=SC2086
-$sudo apt-get install -y -qq $need >/dev/null
+[ -z "$need" ] || $sudo apt-get install -y -qq $need >/dev/null
+# shellcheck disable=SC2086
+[ -z "$want" ] || $sudo apt-get install -y -qq $want >/dev/null ||
+  echo "optional:$want not installed (the Python module and its tests are skipped)"

@@ -13,6 +13,8 @@
  * numpy.asarray views it without a copy; the mask comes out turned again. */
 #include "pymasq.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 /* --- pm_tensor: a handle exported as a buffer --------------------------------- */
@@ -41,7 +43,7 @@ static void tensor_dealloc(pm_tensor *self) {
 static const char *dtype_format(masq_dtype d) {
   switch (d) {
   case MASQ_BOOL: return "?";
-  case MASQ_INT64: return "q";
+  case MASQ_INT64: return LONG_MAX == INT64_MAX ? "l" : "q"; /* numpy's own int64 is "l" on LP64 */
   case MASQ_FLOAT32: return "f";
   default: return "d";
   }
