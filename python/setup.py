@@ -36,6 +36,7 @@ setup(
     version=version(),
     description="masq, the masked tensor language, inside Python",
     license="see LICENSE in the masq checkout",
+    py_modules=["masq_kernel"],  # the Jupyter kernel: python3 -m masq_kernel install --user
     ext_modules=[
         Extension(
             "masq",
