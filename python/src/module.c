@@ -45,25 +45,37 @@ void pm_leave(pm_state *st) {
 }
 
 /* Gives back the handles Python dropped and the buffers masq let go of
- * while the State was busy. Called with the GIL, when the State is idle. */
+ * while the State was busy. Called with the GIL, when the State is idle.
+ * Releasing a buffer may run Python code, which may let another thread
+ * start a call on the State: so the lists are detached before they are
+ * walked, and handles go back to masq only while the State is still idle. */
 void pm_drain(pm_state *st) {
-  while (st->dropped) {
+  while (st->depth == 0 && (st->dropped || st->released)) {
     pm_dropped *d = st->dropped;
-    st->dropped = d->next;
-    if (st->M) masq_tensor_release(st->M, d->t);
-    PyMem_RawFree(d);
-  }
-  while (st->released) {
+    st->dropped = NULL;
+    while (d) { /* no Python code runs here */
+      pm_dropped *next = d->next;
+      if (st->M) masq_tensor_release(st->M, d->t);
+      PyMem_RawFree(d);
+      d = next;
+    }
     pm_wrap *w = st->released;
-    st->released = w->next;
-    for (int i = 0; i < w->nviews; i++) PyBuffer_Release(&w->views[i]); /* may run Python code */
-    PyMem_RawFree(w);
+    st->released = NULL;
+    while (w) {
+      pm_wrap *next = w->next;
+      for (int i = 0; i < w->nviews; i++) PyBuffer_Release(&w->views[i]);
+      PyMem_RawFree(w);
+      w = next;
+    }
   }
 }
 
 /* Keeps the exception being raised (GIL held) for pm_raise to raise or
  * chain once masq has returned. */
 void pm_keep_exception(pm_state *st) {
+#if PY_VERSION_HEX >= 0x030C0000
+  Py_XSETREF(st->exc, PyErr_GetRaisedException());
+#else
   PyObject *t, *v, *tb;
   PyErr_Fetch(&t, &v, &tb);
   PyErr_NormalizeException(&t, &v, &tb);
@@ -71,23 +83,23 @@ void pm_keep_exception(pm_state *st) {
   Py_XDECREF(t);
   Py_XDECREF(tb);
   Py_XSETREF(st->exc, v);
+#endif
 }
 
 /* --- hooks masq calls while it runs (without the GIL) ------------------------------ */
 
 static void write_to(const char *stream, const char *s, size_t n) {
   PyGILState_STATE g = PyGILState_Ensure();
-  PyObject *t, *v, *tb;
-  PyErr_Fetch(&t, &v, &tb);
-  PyObject *f = PySys_GetObject(stream); /* borrowed */
-  PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
-  if (f && f != Py_None && text) {
-    PyObject *r = PyObject_CallMethod(f, "write", "O", text);
-    Py_XDECREF(r);
+  if (!PyErr_Occurred()) { /* masq runs without a Python exception pending; never clobber one */
+    PyObject *f = PySys_GetObject(stream); /* borrowed */
+    PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
+    if (f && f != Py_None && text) {
+      PyObject *r = PyObject_CallMethod(f, "write", "O", text);
+      Py_XDECREF(r);
+    }
+    Py_XDECREF(text);
+    PyErr_Clear(); /* a failing sys.stdout loses the text, as print() to a closed pipe */
   }
-  Py_XDECREF(text);
-  PyErr_Clear(); /* a failing sys.stdout loses the text, as print() to a closed pipe */
-  PyErr_Restore(t, v, tb);
   PyGILState_Release(g);
 }
 

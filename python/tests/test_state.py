@@ -170,6 +170,7 @@ def test_two_threads_two_states():
 
 def test_one_state_two_threads_raises():
     s = masq.State()
+    kept = [s.eval("ones(3) * %d" % k) for k in range(50)]
     started = threading.Event()
 
     def long_run():
@@ -185,10 +186,14 @@ def test_one_state_two_threads_raises():
     time.sleep(0.05)
     with pytest.raises(RuntimeError, match="one State per thread"):
         s.eval("1")
-    # arrays of the busy State may die on this thread meanwhile
+    # arrays of the busy State may die on this thread meanwhile: their
+    # handles go back to masq when it is idle
+    del kept[:]
+    gc.collect()
     s.interrupt()
     t.join()
     assert s.eval("1 + 1") == 2
+    assert s.eval("sum(ones(3))") == 3.0
 
 
 def test_results_outlive_dropped_state():
