@@ -470,7 +470,51 @@ int pm_set_global(pm_state *st, const char *name, PyObject *o) {
   return 0;
 }
 
-PyObject *pm_get_global(pm_state *st, const char *name, int missing_is_keyerror) {
+/* Lists deeper than this are not converted (no unbounded recursion). */
+#define PM_LIST_DEPTH 32
+
+static PyObject *get_value(pm_state *st, const char *name, int missing_is_keyerror, int depth);
+
+/* Runs one statement of the module's own on the State (an assignment to a
+ * __py_ global, so `_` is left alone). */
+static int run_stmt(pm_state *st, const char *src) {
+  masq_status s = masq_eval(st->M, src, strlen(src), "<masq module>", 0);
+  if (s != MASQ_OK) {
+    pm_raise(st, s);
+    return -1;
+  }
+  return 0;
+}
+
+/* A list that is not a tensor (strings, tensors of different shapes, nested
+ * lists): a Python list of its items, read one by one through masq's own
+ * len() and indexing into the globals __py_n<depth> and __py_item<depth>,
+ * which are set to none afterwards. */
+static PyObject *list_value(pm_state *st, const char *name, int depth) {
+  if (depth >= PM_LIST_DEPTH) {
+    PyErr_Format(PyExc_TypeError, "masq: lists nested deeper than %d have no Python form", PM_LIST_DEPTH);
+    return NULL;
+  }
+  char src[160], item[32], count[32];
+  snprintf(item, sizeof item, "__py_item%d", depth);
+  snprintf(count, sizeof count, "__py_n%d", depth);
+  snprintf(src, sizeof src, "%s = len(%s)", count, name);
+  int64_t n = 0;
+  if (run_stmt(st, src) < 0) return NULL;
+  if (masq_get_int(st->M, count, &n) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  for (int64_t i = 0; list && i < n; i++) {
+    snprintf(src, sizeof src, "%s = %s[%lld]", item, name, (long long)i);
+    PyObject *v = run_stmt(st, src) < 0 ? NULL : get_value(st, item, 0, depth + 1);
+    if (!v) Py_CLEAR(list);
+    else PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+  }
+  masq_set_global(st->M, item, NULL);
+  masq_set_global(st->M, count, NULL);
+  return list;
+}
+
+static PyObject *get_value(pm_state *st, const char *name, int missing_is_keyerror, int depth) {
   masq_tensor *t = NULL;
   masq_status s = masq_get_global(st->M, name, &t);
   if (s == MASQ_OK) {
@@ -483,6 +527,7 @@ PyObject *pm_get_global(pm_state *st, const char *name, int missing_is_keyerror)
     if (missing_is_keyerror) return PyErr_SetString(PyExc_KeyError, name), NULL;
     return pm_raise(st, s);
   }
+  if (s == MASQ_ERR_USAGE && strstr(e->message, "is a list")) return list_value(st, name, depth);
   size_t len = 0;
   if (s == MASQ_ERR_USAGE && masq_get_string(st->M, name, NULL, 0, &len) == MASQ_OK) {
     char *buf = PyMem_Malloc(len + 1);
@@ -496,9 +541,16 @@ PyObject *pm_get_global(pm_state *st, const char *name, int missing_is_keyerror)
     return r;
   }
   masq_get_global(st->M, name, &t); /* the first error again, for the message */
-  PyErr_Format(PyExc_TypeError, "masq: global '%s' has no Python form (%s)", name,
-               masq_last_error(st->M)->message);
+  if (depth > 0)
+    PyErr_Format(PyExc_TypeError, "masq: a list item has no Python form (%s)", masq_last_error(st->M)->message);
+  else
+    PyErr_Format(PyExc_TypeError, "masq: global '%s' has no Python form (%s)", name,
+                 masq_last_error(st->M)->message);
   return NULL;
+}
+
+PyObject *pm_get_global(pm_state *st, const char *name, int missing_is_keyerror) {
+  return get_value(st, name, missing_is_keyerror, 0);
 }
 
 /* --- errors ----------------------------------------------------------------------- */

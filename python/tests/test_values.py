@@ -76,6 +76,23 @@ def test_scalars_and_strings():
     assert masq.eval("sum(x)", x=np.float32([1.5, 2.5])).dtype == np.float32
 
 
+def test_lists_out():
+    s = masq.State()
+    assert s.eval('["a", "b"]') == ["a", "b"]
+    s["names"] = ["p", "q"]
+    assert s["names"] == ["p", "q"]
+    r = s.eval('[ones(2), [1, "x"], zeros(3)]')  # not one tensor: a list of items
+    assert isinstance(r, list) and len(r) == 3 and r[1] == [1, "x"]
+    assert r[0].tolist() == [1.0, 1.0] and r[2].shape == (3,)
+    assert s.eval("[]").shape == (0,)  # an empty list of numbers: an empty tensor
+    assert s.eval("[1, 2]").tolist() == [1, 2]  # a list of numbers is a tensor
+    s.eval("fn f(x) = x")
+    with pytest.raises(TypeError, match="list item has no Python form"):
+        s.eval("[f]")
+    with pytest.raises(TypeError, match="has no Python form"):
+        s["f"]
+
+
 def test_other_dtypes_are_converted():
     assert masq.eval("x", x=np.array([1, 2], dtype=np.int32)).dtype == np.int64
     assert masq.eval("x", x=np.array([1, 2], dtype=np.uint8)).dtype == np.int64
