@@ -14,7 +14,9 @@ out=$(MASQ_BUILD=$(cd "$B" && pwd) "$py" -m pytest -q -p no:cacheprovider "$here
 echo "$out" | grep -v '^[.sF]*\( *\[[ 0-9]*%\]\)\?$'
 passed=$(echo "$out" | tail -n 1 | grep -o '[0-9]* passed' | cut -d' ' -f1)
 failed=$(echo "$out" | tail -n 1 | grep -o '[0-9]* failed' | cut -d' ' -f1)
-case "$(echo "$out" | tail -n 1)" in *passed*|*failed*) ;; *) failed=1 ;; esac
+errors=$(echo "$out" | tail -n 1 | grep -o '[0-9]* error' | cut -d' ' -f1)
+failed=$((${failed:-0} + ${errors:-0})) # a test that errors in set-up counts as failed
+case "$(echo "$out" | tail -n 1)" in *passed*|*failed*|*error*) ;; *) failed=1 ;; esac
 # pip install ./python works offline, into a virtual environment that sees
 # the system's numpy (skipped without python3-venv's ensurepip).
 if "$py" -c "import venv, ensurepip" 2>/dev/null; then
