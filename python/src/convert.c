@@ -157,11 +157,20 @@ PyObject *pm_from_tensor(pm_state *st, masq_tensor *t) {
 
 /* --- Python -> masq ------------------------------------------------------------ */
 
+static const char *dtype_name(masq_dtype d) {
+  return d == MASQ_BOOL ? "bool" : d == MASQ_INT64 ? "int64" : d == MASQ_FLOAT32 ? "float32" : "float64";
+}
+
 /* masq's dtype for a buffer format, or -1. [convert] gets the numpy dtype
  * name to convert to when masq has no such dtype but one holds it exactly. */
 static int format_dtype(const char *f, Py_ssize_t itemsize, const char **convert) {
   *convert = NULL;
   if (!f) f = "B";
+  if (*f == '>' || *f == '!') { /* big-endian: numpy converts it to the native dtype */
+    int dt = format_dtype(f + 1, itemsize, convert);
+    if (dt >= 0) *convert = dtype_name((masq_dtype)dt);
+    return -1;
+  }
   if (*f == '@' || *f == '=' || *f == '<') f++; /* native order on the machines masq runs on */
   if (f[0] && f[1]) return -1;
   switch (*f) {
@@ -283,7 +292,7 @@ static PyObject *as_masq_array(PyObject *o) {
     Py_DECREF(a);
     return NULL;
   }
-  PyObject *kw = Py_BuildValue("{s:s}", "dtype", conv ? conv : dt == MASQ_BOOL ? "bool" : dt == MASQ_INT64 ? "int64" : dt == MASQ_FLOAT32 ? "float32" : "float64");
+  PyObject *kw = Py_BuildValue("{s:s}", "dtype", conv ? conv : dtype_name((masq_dtype)dt));
   PyObject *args = PyTuple_Pack(1, a), *r = NULL;
   if (kw && args) r = PyObject_Call(pm_np.ascontiguousarray, args, kw);
   Py_XDECREF(kw);

@@ -97,6 +97,9 @@ def test_other_dtypes_are_converted():
     assert masq.eval("x", x=np.array([1, 2], dtype=np.int32)).dtype == np.int64
     assert masq.eval("x", x=np.array([1, 2], dtype=np.uint8)).dtype == np.int64
     assert masq.eval("x", x=np.array([1, 2], dtype=np.float16)).dtype == np.float32
+    big = np.array([1.5, -2.0], dtype=">f8")  # big-endian: converted to native
+    assert masq.eval("x * 2", x=big).tolist() == [3.0, -4.0]
+    assert masq.eval("sum(x)", x=np.array([1, 2], dtype=">i4")) == 3
     with pytest.raises(TypeError, match="no dtype"):
         masq.eval("x", x=np.array([1 + 2j]))
     with pytest.raises(TypeError, match="no dtype"):
