@@ -190,6 +190,8 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@sh tests/io/check_scipy.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/pictures/check_svg.sh $(B)/masq | tee -a $(B)/results
 	@sh tools/conformance/run.sh $(B)/masq | tee -a $(B)/results
+	@if [ -f "$(PY_INC)/Python.h" ]; then $(MAKE) --no-print-directory python >/dev/null; fi
+	@PYTHON=$(PYTHON) sh python/tests/run.sh $(B) | tee -a $(B)/results
 	@echo "--- again under AddressSanitizer + UndefinedBehaviorSanitizer ($(SAN_CC))"
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run_units.sh $(ASAN_DIR) api | tee -a $(B)/results
@@ -275,6 +277,7 @@ conformance-regen: $(B)/masq
 .PHONY: bench
 MVEC = $(shell printf 'int main(void){return 0;}\n' | $(CC) -x c - -lmvec -lm -o /dev/null 2>/dev/null && echo -lmvec)
 bench: $(B)/masq $(B)/bench/masq_bench $(B)/bench/baseline
+	@if [ -f "$(PY_INC)/Python.h" ]; then $(MAKE) --no-print-directory python; fi
 	sh bench/run.sh $(B)
 
 $(B)/bench/masq_bench: bench/masq_bench.c bench/bench_util.h include/masq.h $(B)/libmasq.a
@@ -284,6 +287,22 @@ $(B)/bench/masq_bench: bench/masq_bench.c bench/bench_util.h include/masq.h $(B)
 $(B)/bench/baseline: bench/baseline.c bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(OPT) -fopenmp-simd -o $@ $< $(MVEC) -lm
+
+# --- the Python module: make python (python/, docs/PYTHON.md) -----------------
+# build/python/masq.<abi>.so, on include/masq.h and libmasq.a; needs
+# python3-dev. make test runs python/tests with pytest when it is built.
+.PHONY: python
+PYTHON ?= /usr/bin/python3
+PY_INC  = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+PY_EXT  = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+PY_SRC  = $(wildcard python/src/*.c)
+PY_MOD  = $(B)/python/masq$(PY_EXT)
+python: $(PY_MOD)
+
+$(PY_MOD): $(PY_SRC) python/src/pymasq.h include/masq.h $(B)/libmasq.a
+	@test -f "$(PY_INC)/Python.h" || { echo "make python: no Python.h for $(PYTHON) (apt-get install python3-dev)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -fPIC -shared -fvisibility=hidden $(WARN) $(OPT) -Iinclude -I$(PY_INC) -o $@ $(PY_SRC) $(B)/libmasq.a $(LIBS)
 
 # --- fuzzing: make fuzz (tests/fuzz/run.sh) -----------------------------------
 # Four libFuzzer harnesses (tests/fuzz/fuzz_*.c) over a third object tree

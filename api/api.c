@@ -262,7 +262,7 @@ static void eval_protected(mq_state *S, void *ud) {
     job->parse_status = MASQ_ERR_SYNTAX;
     return;
   }
-  job->fn = mq_compile(S, program, job->src, (job->flags & MASQ_EVAL_ECHO) != 0);
+  job->fn = mq_compile(S, program, job->src, (job->flags & (MASQ_EVAL_ECHO | MASQ_EVAL_RESULT)) != 0);
   /* Our own reference: an error drains the pool, and the function must
    * outlive that so the error can be located in its code. */
   job->fn->hdr.rc++;
@@ -273,7 +273,10 @@ static void eval_protected(mq_state *S, void *ud) {
     mq_write(S, S->out.data, S->out.len);
     return;
   }
-  mq_value r = mq_vm_run(S, job->fn, (job->flags & MASQ_EVAL_ECHO) != 0);
+  int echo = (job->flags & MASQ_EVAL_ECHO)     ? MQ_ECHO_PRINT | MQ_ECHO_KEEP
+             : (job->flags & MASQ_EVAL_RESULT) ? MQ_ECHO_KEEP
+                                               : 0;
+  mq_value r = mq_vm_run(S, job->fn, echo);
   mq_release(S, r);
 }
 
@@ -561,7 +564,7 @@ static void import_file(mq_state *S, const char *full) {
   /* The state keeps the file's code, as it keeps its path: an error in it
    * is located after the eval's pool has let go of it. */
   mq_list_push(S, S->imports, mq_objv(ij.fn));
-  mq_release(S, mq_vm_run(S, ij.fn, false));
+  mq_release(S, mq_vm_run(S, ij.fn, 0));
 }
 
 /* S->imports holds the paths imported (strings) and their code (functions). */

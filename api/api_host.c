@@ -289,7 +289,7 @@ static void call_protected(mq_state *S, void *ud) {
   emit(S, f, MQ_OP_RETURN, 0, 0);
   f->nslots = job->argc + 2;
 
-  mq_value r = mq_vm_run(S, f, false);
+  mq_value r = mq_vm_run(S, f, 0);
   if (r.type == MQ_OBJ) mq_pool_own(S, r.as.o); /* the pool takes the returned reference */
   if (job->result) {
     char what[160];

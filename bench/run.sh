@@ -104,13 +104,19 @@ if [ "$TABLE_ONLY" = 0 ]; then
       elif [ "$round" = 1 ]; then
         na_all "$1" "not installed (apt-get install -y python3-$1)"
       fi ;;
+    pymod) # the Python module (make python), one masq thread like masq_bench
+      if [ -n "$NUMPY_V" ] && ls "$B"/python/masq*.so >/dev/null 2>&1; then
+        collect py_module_bench env MASQ_NUM_THREADS=1 "$PY" "$HERE/py_module_bench.py" "$B/python" $ONLY
+      elif [ "$round" = 1 ]; then
+        na_all masq-py "not built (make python; needs python3-dev and python3-numpy)"
+      fi ;;
     esac
   }
   # shellcheck disable=SC2086 # $ONLY is a list of words
   {
     round=1
     while [ "$round" -le "$ROUNDS" ]; do
-      if [ $((round % 2)) = 1 ]; then order="c masq torch numpy"; else order="numpy torch masq c"; fi
+      if [ $((round % 2)) = 1 ]; then order="c masq torch numpy pymod"; else order="pymod numpy torch masq c"; fi
       note "round $round of $ROUNDS: $order"
       for impl in $order; do run_impl "$impl"; done
       round=$((round + 1))
@@ -448,6 +454,27 @@ END {
   }
   if (worst == "") printf "  %-72s %-9s %s\n", "two threads >= 1.6x one thread on 10^7", "n/a", "n/a"
   else printf "  %-72s %-9s %s\n", "two threads >= 1.6x one thread on 10^7 (least: " wname ")", sprintf("%.2fx", worst), (worst >= 1.6 ? "MET" : "NOT MET")
+
+  # --- the Python module (issue 19): bench/py_module_bench.py
+  ps = get("masq-py", "py_sum"); po = get("masq-py", "py_own"); pt = get("numpy", "py_turn"); m = get("masq", "sum_all")
+  if (ps != "" || po != "" || (("masq-py" SUBSEP "*") in WHY)) {
+    print ""
+    print "the Python module (issue 19): sum of a 10^7 float32 numpy.ma array, half valid, one masq thread"
+    fpy = "| %-56s | %-9s |\n"
+    printf fpy, "workload", "time"
+    print "|----------------------------------------------------------|-----------|"
+    printf fpy, "masq.eval(\"sum(x)\", x=a): new State, wrap, turn, sum", fmt(ps)
+    printf fpy, "State.eval(\"sum(x)\") with x set before", fmt(po)
+    printf fpy, "masq sum in C (masq_bench sum_all)", fmt(m)
+    printf fpy, "the polarity turn alone: np.logical_not(a.mask)", fmt(pt)
+    printf fpy, "a.sum() in numpy.ma (py_bench sum_all)", fmt(get("numpy", "sum_all"))
+    if (("masq-py" SUBSEP "*") in WHY) print "  n/a masq-py: " WHY["masq-py", "*"]
+    print ""
+    print "target of issue 19 (Python):"
+    what = "masq.eval(\"sum(x)\", x=a) <= masq sum in C + the polarity turn"
+    if (ps == "" || m == "" || pt == "") printf "  %-72s %-9s %s\n", what, "n/a", "n/a"
+    else printf "  %-72s %-9s %s\n", what, sprintf("%.2fx", ps / (m + pt)), (ps <= m + pt ? "MET" : "NOT MET")
+  }
 }
 function tgt(w, other, want, what,   m, o, r) {
   m = get("masq", w); o = get(other, w)

@@ -134,9 +134,14 @@ MASQ_API void masq_close(masq_state *M);
 /* Flags for masq_eval. */
 enum {
   MASQ_EVAL_ECHO = 1,   /* print the value of each expression statement (REPL) */
-  MASQ_EVAL_PARTIAL = 2 /* return MASQ_INCOMPLETE instead of running or of a
-                           syntax error when more lines may complete the source
-                           (see MASQ_INCOMPLETE; a REPL) */
+  MASQ_EVAL_PARTIAL = 2, /* return MASQ_INCOMPLETE instead of running or of a
+                            syntax error when more lines may complete the source
+                            (see MASQ_INCOMPLETE; a REPL) */
+  MASQ_EVAL_RESULT = 4  /* keep the value of each top-level expression statement
+                           that is not none in the global `_`, as ECHO does,
+                           without printing it: a host reads the script's
+                           result with masq_get_global(M, "_", ...) (set `_`
+                           to none first to tell "no value" apart) */
 };
 
 /* Compiles and runs [len] bytes of [source] (NULL only if [len] is 0).

@@ -13,6 +13,7 @@ have cc    || need="$need gcc"
 have python3 || need="$need python3" # the editor syntax files (tools/editors)
 [ -f /usr/include/readline/readline.h ] || need="$need libreadline-dev"
 [ -f /usr/include/zlib.h ] || need="$need zlib1g-dev"
+want=""
 if [ "$1" != build ]; then
   have clang || need="$need clang"
   have tmux  || need="$need tmux"
@@ -28,12 +29,26 @@ if [ "$1" != build ]; then
   /usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
   # rsvg-convert, for the test that the pictures' SVG files render (tests/pictures/)
   have rsvg-convert || need="$need librsvg2-bin"
+  # Optional: the Python module (make python; python/tests in make test, which
+  # skips them without python3-dev), pip install ./python's test venv, and
+  # what its kernel, notebook and dask tests run on (each skipped if absent).
+  [ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] ||
+    want="$want python3-dev"
+  /usr/bin/python3 -c 'import pytest' 2>/dev/null || want="$want python3-pytest"
+  /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || want="$want python3-venv"
+  /usr/bin/python3 -c 'import ipykernel, jupyter_client' 2>/dev/null ||
+    want="$want python3-ipykernel python3-jupyter-client"
+  /usr/bin/python3 -c 'import nbformat, nbclient' 2>/dev/null || want="$want python3-nbformat python3-nbclient"
+  /usr/bin/python3 -c 'import dask.array' 2>/dev/null || want="$want python3-dask"
 fi
-[ -z "$need" ] && exit 0
-echo "installing:$need"
+[ -z "$need$want" ] && exit 0
+echo "installing:$need$want"
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 # shellcheck disable=SC2086
-$sudo apt-get install -y -qq $need >/dev/null
+[ -z "$need" ] || $sudo apt-get install -y -qq $need >/dev/null
+# shellcheck disable=SC2086
+[ -z "$want" ] || $sudo apt-get install -y -qq $want >/dev/null ||
+  echo "optional:$want not installed (the Python module and its tests are skipped)"

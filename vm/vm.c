@@ -320,8 +320,12 @@ static bool numeric_nest_at(mq_value v, int depth) {
 
 static bool numeric_nest(mq_value v) { return numeric_nest_at(v, 0); }
 
-static void echo_value(mq_state *S, mq_value v) {
+static void echo_value(mq_state *S, mq_value v, int echo) {
   if (v.type == MQ_NONE) return;
+  if (!(echo & MQ_ECHO_PRINT)) {
+    mq_global_set(S, mq_global_slot(S, "_"), v);
+    return;
+  }
   S->out.len = 0;
   mq_value_format(S, &S->out, v);
   mq_buf_putc(S, &S->out, '\n');
@@ -510,7 +514,7 @@ static int nested_runs(const mq_state *S) {
 /* One run of the loop: where it began, and its result. */
 typedef struct run_ctx {
   mq_function *f;
-  bool echo;
+  int echo; /* MQ_ECHO_* bits */
   int entry;   /* frames below belong to the code that started the run */
   int hbase;   /* try blocks below belong to outer runs */
   size_t mark; /* the pool's mark when the run began */
@@ -521,7 +525,7 @@ typedef struct run_ctx {
  * returns (c->result) or an error is thrown. */
 static void run_loop(mq_state *S, run_ctx *c) {
   mq_function *f = c->f;
-  const bool echo = c->echo;
+  const int echo = c->echo;
   const int entry = c->entry;
   const size_t mark = c->mark;
   mq_vmframe *fr;
@@ -849,7 +853,7 @@ static void run_loop(mq_state *S, run_ctx *c) {
       vmcase(ECHO) {
         SAVE();
         mq_value v = TOP();
-        if (echo) echo_value(S, v);
+        if (echo) echo_value(S, v, echo);
         sp--;
         S->stack_len--;
         mq_release(S, v);
@@ -1029,7 +1033,7 @@ static bool catch_error(mq_state *S, run_ctx *c, masq_status st) {
   return true;
 }
 
-mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo) {
+mq_value mq_vm_run(mq_state *S, mq_function *f, int echo) {
   if (nested_runs(S) >= MQ_MAX_NESTED_RUNS)
     mq_error(S, "stack overflow: more than %d nested imports or host calls into masq",
              MQ_MAX_NESTED_RUNS);

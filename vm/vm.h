@@ -33,14 +33,18 @@ typedef struct mq_handler {
  * calls masq_call) take C stack: more than this raise "stack overflow". */
 #define MQ_MAX_NESTED_RUNS 16
 
-/* Runs top-level function [f]. In [echo] mode expression statements print
- * their value and bind it to `_`. A runtime error inside a try block of
+/* Runs top-level function [f]. With [echo] (MQ_ECHO_* bits) expression
+ * statements bind their value to `_`, and print it with MQ_ECHO_PRINT. A runtime error inside a try block of
  * this run is caught here: the stack, frames and pool go back to where the
  * try began and its catch block runs. Other errors (and memory errors and
  * interrupts, which no try catches) propagate (mq_throw) with the frame
  * stack left in place so the caller can locate them; the caller then calls
  * mq_vm_unwind(). Returns the function's result (retained). */
-MQ_INTERNAL mq_value mq_vm_run(mq_state *S, mq_function *f, bool echo);
+/* What the value of a top-level expression statement becomes (the ECHO
+ * op): MQ_ECHO_PRINT prints it, MQ_ECHO_KEEP only keeps it in the global `_`
+ * (masq_eval's MASQ_EVAL_RESULT, for hosts that want the value, not its text). */
+enum { MQ_ECHO_PRINT = 1, MQ_ECHO_KEEP = 2 };
+MQ_INTERNAL mq_value mq_vm_run(mq_state *S, mq_function *f, int echo);
 
 /* The span of the instruction that was running in frame [level] (the
  * innermost frame is S->nframes - 1). */

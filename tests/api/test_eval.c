@@ -19,6 +19,25 @@ static void test_eval_and_echo(void) {
   masq_close(M);
 }
 
+/* MASQ_EVAL_RESULT: expression statements bind `_` as ECHO does, silently;
+ * a host that sets `_` to none first reads the script's value there. */
+static void test_result(void) {
+  capture c;
+  masq_state *M = open_capturing(&c);
+  int64_t i = 0;
+  const char *src = "x = 20\nprint(1)\nx * 2 + 2\ny = 1";
+  CHECK_OK(M, masq_eval(M, src, strlen(src), "<test>", MASQ_EVAL_RESULT));
+  CHECK(strcmp(c.text, "1\n") == 0); /* print() prints; the value does not */
+  CHECK_OK(M, masq_get_int(M, "_", &i));
+  CHECK(i == 42);
+  CHECK_OK(M, masq_set_global(M, "_", NULL));
+  CHECK_OK(M, masq_eval(M, "y = 3\nprint(y)", 14, "<test>", MASQ_EVAL_RESULT));
+  masq_tensor *t = (masq_tensor *)1;
+  CHECK_OK(M, masq_get_global(M, "_", &t));
+  CHECK(t == NULL); /* print() returned none: nothing kept */
+  masq_close(M);
+}
+
 static void test_syntax_error(void) {
   capture c;
   masq_state *M = open_capturing(&c);
@@ -73,6 +92,7 @@ static void test_introspection(void) {
 
 int main(void) {
   test_eval_and_echo();
+  test_result();
   test_syntax_error();
   test_partial();
   test_runtime_error();

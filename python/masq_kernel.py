@@ -1,0 +1,185 @@
+"""masq_kernel - a Jupyter kernel for masq, on the masq module.
+
+    python3 -m masq_kernel install [--user] [--prefix DIR]   # the kernelspec
+    python3 -m masq_kernel -f CONNECTION_FILE                # what Jupyter runs
+
+Cells run in one masq.State (file access on: a notebook is its user's own
+code). The value of a cell's last expression is shown as text and, for
+tensors of one or two dimensions, as an HTML table whose masked-out cells are
+greyed; print() goes to the cell's output; errors show masq's diagnostic with
+its carets; `:help NAME` shows a builtin's help; Tab completes builtin and
+global names. Ctrl-C (Jupyter's interrupt) stops a running cell.
+"""
+import html
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+import masq
+
+try:
+    from ipykernel.kernelbase import Kernel
+except ImportError:  # the install command and the renderers work without it
+    Kernel = object
+
+MAX_CELLS = 2000  # an HTML table shows at most this many entries
+NAME_TAIL = re.compile(r"[A-Za-z_][A-Za-z_0-9]*$")
+NAME_AT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def to_text(value):
+    """The plain-text form of a value (masked entries as --)."""
+    if isinstance(value, np.ndarray):
+        return str(value)
+    return repr(value)
+
+
+def _cell(v, masked):
+    if masked:
+        return '<td style="color:#999;background:#eee;text-align:center">--</td>'
+    return '<td style="text-align:right">%s</td>' % html.escape(str(v))
+
+
+def to_html(value):
+    """An HTML table for a 1-D or 2-D array (masked cells greyed), or None."""
+    if not isinstance(value, np.ndarray) or value.ndim not in (1, 2) or value.size > MAX_CELLS:
+        return None
+    a = value if value.ndim == 2 else value.reshape(1, -1)
+    mask = np.ma.getmaskarray(a) if np.ma.isMaskedArray(a) else np.zeros(a.shape, bool)
+    data = np.ma.getdata(a)
+    rows = "".join("<tr>%s</tr>" % "".join(_cell(data[i, j], mask[i, j]) for j in range(a.shape[1]))
+                   for i in range(a.shape[0]))
+    kind = "masked " if np.ma.isMaskedArray(value) else ""
+    caption = "%s%s %s" % (kind, value.dtype, "x".join(map(str, value.shape)))
+    return ('<table class="masq"><caption style="text-align:left">%s</caption>%s</table>'
+            % (html.escape(caption), rows))
+
+
+class MasqKernel(Kernel):
+    implementation = "masq"
+    implementation_version = masq.__version__
+    language = "masq"
+    language_version = masq.__version__
+    language_info = {"name": "masq", "mimetype": "text/x-masq", "file_extension": ".masq",
+                     "codemirror_mode": "python"}
+    banner = "masq %s: masked tensor expressions (:help NAME for a builtin)" % masq.__version__
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.state = masq.State(io=True)
+
+    def set_parent(self, ident, parent, channel="shell"):
+        """Also tells sys.stdout and sys.stderr (ipykernel's OutStreams, where
+        masq's print() goes), so their output belongs to the running cell."""
+        super().set_parent(ident, parent, channel)
+        if channel == "shell":
+            for stream in (sys.stdout, sys.stderr):
+                if hasattr(stream, "set_parent"):
+                    stream.set_parent(parent)
+
+    def _stream(self, name, text):
+        self.send_response(self.iopub_socket, "stream", {"name": name, "text": text})
+
+    def _help(self, arg):
+        if not arg:
+            return ":help NAME shows a builtin's signature and help; Tab completes names.\n"
+        doc = self.state.doc(arg)
+        return (doc if doc else "no help for '%s'" % arg) + "\n"
+
+    def do_execute(self, code, silent, store_history=True, user_expressions=None,
+                   allow_stdin=False, *, cell_id=None):
+        ok = {"status": "ok", "execution_count": self.execution_count,
+              "payload": [], "user_expressions": {}}
+        stripped = code.strip()
+        if stripped.startswith(":help"):
+            if not silent:
+                self._stream("stdout", self._help(stripped[5:].strip()))
+            return ok
+        try:
+            try:
+                value = self.state.eval(code, name="<cell %d>" % self.execution_count)
+            finally:  # print() output before the result and the reply
+                sys.stdout.flush()
+                sys.stderr.flush()
+        except KeyboardInterrupt:
+            return self._error("KeyboardInterrupt", "interrupted", ["KeyboardInterrupt"], silent)
+        except MemoryError as e:
+            return self._error("MemoryError", str(e), str(e).splitlines(), silent)
+        except masq.Error as e:
+            return self._error("masq.Error", getattr(e, "message", str(e)), str(e).splitlines(), silent)
+        except TypeError as e:  # a value without a Python form: the cell ran
+            value = "<%s>" % e
+        if value is not None and not silent:
+            data = {"text/plain": to_text(value)}
+            table = to_html(value)
+            if table:
+                data["text/html"] = table
+            self.send_response(self.iopub_socket, "execute_result",
+                               {"execution_count": self.execution_count, "data": data, "metadata": {}})
+        return ok
+
+    def _error(self, ename, evalue, traceback, silent):
+        content = {"ename": ename, "evalue": evalue, "traceback": traceback}
+        if not silent:
+            self.send_response(self.iopub_socket, "error", content)
+        return dict(content, status="error", execution_count=self.execution_count)
+
+    def do_complete(self, code, cursor_pos):
+        m = NAME_TAIL.search(code[:cursor_pos])
+        prefix = m.group(0) if m else ""
+        names = sorted(set(self.state.complete(prefix))) if prefix else []
+        return {"status": "ok", "matches": names, "cursor_start": cursor_pos - len(prefix),
+                "cursor_end": cursor_pos, "metadata": {}}
+
+    def do_inspect(self, code, cursor_pos, detail_level=0, omit_sections=()):
+        name = ""
+        for m in NAME_AT.finditer(code):
+            if m.start() <= cursor_pos <= m.end():
+                name = m.group(0)
+        doc = self.state.doc(name) if name else None
+        return {"status": "ok", "found": doc is not None,
+                "data": {"text/plain": doc} if doc else {}, "metadata": {}}
+
+
+def install(argv):
+    """Writes the kernelspec (kernel.json) for this Python and this masq."""
+    import argparse
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    p = argparse.ArgumentParser(prog="python3 -m masq_kernel install")
+    p.add_argument("--user", action="store_true", help="install for this user only")
+    p.add_argument("--prefix", help="install under PREFIX/share/jupyter/kernels")
+    args = p.parse_args(argv)
+    spec = {"argv": [sys.executable, "-m", "masq_kernel", "-f", "{connection_file}"],
+            "display_name": "masq", "language": "masq",
+            # where this module and masq were found, for an uninstalled build
+            "env": {"PYTHONPATH": os.pathsep.join(sorted({
+                os.path.dirname(os.path.abspath(__file__)),
+                os.path.dirname(os.path.abspath(masq.__file__))}))}}
+    d = tempfile.mkdtemp()
+    try:
+        with open(os.path.join(d, "kernel.json"), "w") as f:
+            json.dump(spec, f, indent=1)
+        dest = KernelSpecManager().install_kernel_spec(d, "masq", user=args.user, prefix=args.prefix)
+    finally:
+        shutil.rmtree(d)
+    print("installed the masq kernel in %s" % dest)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "install":
+        return install(sys.argv[2:])
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.launch_instance(kernel_class=MasqKernel)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,614 @@
+/* convert.c - values across the boundary: numpy arrays (plain and
+ * numpy.ma), Python numbers, strings and lists in; numpy arrays and Python
+ * scalars out.
+ *
+ * In: a buffer whose dtype and layout masq can read (bool, int64, float32,
+ * float64; aligned, non-negative strides) is wrapped in place with
+ * masq_tensor_wrap, holding the Py_buffer until masq lets go of it; other
+ * dtypes and layouts are converted by numpy first. numpy.ma's mask is True
+ * where an entry is INVALID, masq's where it is valid: the mask is turned
+ * into a new bool array (the one copy a masked array costs).
+ * Out: a pm_tensor holds the handle and exports the data through the buffer
+ * protocol, read-only (masq tensors are immutable and may be shared), and
+ * numpy.asarray views it without a copy; the mask comes out turned again. */
+#include "pymasq.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+/* --- pm_tensor: a handle exported as a buffer --------------------------------- */
+
+static void tensor_dealloc(pm_tensor *self) {
+  pm_state *st = self->st;
+  if (self->t && st->M) {
+    if (st->depth > 0) {
+      /* Another call is running on the State (maybe on another thread):
+       * the handle goes back when it is idle. */
+      pm_dropped *d = PyMem_RawMalloc(sizeof *d);
+      if (d) {
+        d->t = self->t;
+        d->next = st->dropped;
+        st->dropped = d;
+      } /* else: masq_close gives it back */
+    } else {
+      masq_tensor_release(st->M, self->t);
+      pm_drain(st);
+    }
+  }
+  Py_DECREF(st);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static const char *dtype_format(masq_dtype d) {
+  switch (d) {
+  case MASQ_BOOL: return "?";
+  case MASQ_INT64: return LONG_MAX == INT64_MAX ? "l" : "q"; /* numpy's own int64 is "l" on LP64 */
+  case MASQ_FLOAT32: return "f";
+  default: return "d";
+  }
+}
+
+static Py_ssize_t dtype_size(masq_dtype d) {
+  return d == MASQ_BOOL ? 1 : d == MASQ_FLOAT32 ? 4 : 8;
+}
+
+static int tensor_getbuffer(pm_tensor *self, Py_buffer *view, int flags) {
+  static char empty[8]; /* a valid address for a buffer without elements; never written */
+  if (flags & PyBUF_WRITABLE) {
+    PyErr_SetString(PyExc_BufferError, "masq tensors are read-only (copy the array to change it)");
+    return -1;
+  }
+  masq_dtype dt = self->mask ? MASQ_BOOL : self->d.dtype;
+  const void *p = self->mask ? (const void *)self->d.valid : self->d.data;
+  view->buf = p ? (void *)p : empty;
+  view->obj = (PyObject *)self;
+  Py_INCREF(self);
+  view->itemsize = dtype_size(dt);
+  view->len = view->itemsize;
+  for (int i = 0; i < self->d.ndim; i++) view->len *= self->shape[i];
+  view->readonly = 1;
+  view->ndim = self->d.ndim;
+  view->format = (flags & PyBUF_FORMAT) ? (char *)dtype_format(dt) : NULL;
+  view->shape = self->shape;
+  view->strides = self->strides;
+  view->suboffsets = NULL;
+  view->internal = NULL;
+  return 0;
+}
+
+static PyBufferProcs tensor_buffer = {(getbufferproc)tensor_getbuffer, NULL};
+
+PyTypeObject pm_tensor_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "masq._Tensor",
+    .tp_basicsize = sizeof(pm_tensor),
+    .tp_dealloc = (destructor)tensor_dealloc,
+    .tp_as_buffer = &tensor_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a masq tensor handle exported through the buffer protocol (internal)",
+};
+
+/* A new pm_tensor over [t] (retained) exporting its data or its mask. */
+static PyObject *tensor_export(pm_state *st, masq_tensor *t, int mask) {
+  pm_tensor *h = PyObject_New(pm_tensor, &pm_tensor_type);
+  if (!h) return NULL;
+  h->st = st;
+  Py_INCREF(st);
+  h->t = NULL;
+  h->mask = mask;
+  if (masq_tensor_retain(st->M, t) != MASQ_OK || masq_tensor_info(st->M, t, &h->d) != MASQ_OK) {
+    Py_DECREF(h);
+    return pm_raise(st, masq_last_error(st->M)->status);
+  }
+  h->t = t;
+  const int64_t *es = mask ? h->d.valid_strides : h->d.strides;
+  Py_ssize_t size = dtype_size(mask ? MASQ_BOOL : h->d.dtype);
+  Py_ssize_t c = size;
+  for (int i = h->d.ndim - 1; i >= 0; i--) {
+    h->shape[i] = (Py_ssize_t)h->d.shape[i];
+    h->strides[i] = es ? (Py_ssize_t)es[i] * size : c;
+    c *= h->shape[i];
+  }
+  return (PyObject *)h;
+}
+
+/* --- masq -> Python ------------------------------------------------------------ */
+
+static PyObject *scalar(pm_state *st, masq_tensor *t, masq_dtype dt) {
+  if (dt == MASQ_FLOAT64 || dt == MASQ_FLOAT32) {
+    double v;
+    if (masq_tensor_item(st->M, t, &v) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
+    if (dt == MASQ_FLOAT64) return PyFloat_FromDouble(v);
+    return PyObject_CallFunction(pm_np.float32, "d", v);
+  }
+  int64_t i;
+  if (masq_tensor_item_int(st->M, t, &i) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
+  return dt == MASQ_BOOL ? PyBool_FromLong(i != 0) : PyLong_FromLongLong(i);
+}
+
+PyObject *pm_from_tensor(pm_state *st, masq_tensor *t) {
+  if (!t) Py_RETURN_NONE;
+  masq_tensor_desc d;
+  if (masq_tensor_info(st->M, t, &d) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
+  if (d.ndim == 0) {
+    if (d.valid && !d.valid[0]) return Py_NewRef(pm_np.masked);
+    return scalar(st, t, d.dtype);
+  }
+  PyObject *h = tensor_export(st, t, 0);
+  if (!h) return NULL;
+  PyObject *data = PyObject_CallOneArg(pm_np.asarray, h);
+  Py_DECREF(h);
+  if (!data || !d.valid) return data;
+  PyObject *mh = tensor_export(st, t, 1), *valid = NULL, *invalid = NULL, *r = NULL;
+  if (mh) valid = PyObject_CallOneArg(pm_np.asarray, mh);
+  if (valid) invalid = PyObject_CallOneArg(pm_np.logical_not, valid); /* the polarity turn */
+  if (invalid) {
+    PyObject *args = PyTuple_Pack(1, data), *kw = Py_BuildValue("{s:O}", "mask", invalid);
+    if (args && kw) r = PyObject_Call(pm_np.MaskedArray, args, kw);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+  }
+  Py_XDECREF(mh);
+  Py_XDECREF(valid);
+  Py_XDECREF(invalid);
+  Py_DECREF(data);
+  return r;
+}
+
+/* --- Python -> masq ------------------------------------------------------------ */
+
+static const char *dtype_name(masq_dtype d) {
+  return d == MASQ_BOOL ? "bool" : d == MASQ_INT64 ? "int64" : d == MASQ_FLOAT32 ? "float32" : "float64";
+}
+
+/* masq's dtype for a buffer format, or -1. [convert] gets the numpy dtype
+ * name to convert to when masq has no such dtype but one holds it exactly. */
+static int format_dtype(const char *f, Py_ssize_t itemsize, const char **convert) {
+  *convert = NULL;
+  if (!f) f = "B";
+  if (*f == '>' || *f == '!') { /* big-endian: numpy converts it to the native dtype */
+    int dt = format_dtype(f + 1, itemsize, convert);
+    if (dt >= 0) *convert = dtype_name((masq_dtype)dt);
+    return -1;
+  }
+  if (*f == '@' || *f == '=' || *f == '<') f++; /* native order on the machines masq runs on */
+  if (f[0] && f[1]) return -1;
+  switch (*f) {
+  case '?': return MASQ_BOOL;
+  case 'f': return MASQ_FLOAT32;
+  case 'd': return MASQ_FLOAT64;
+  case 'l': case 'q':
+    if (itemsize == 8) return MASQ_INT64;
+    *convert = "int64";
+    return -1;
+  case 'b': case 'B': case 'h': case 'H': case 'i': case 'I':
+    *convert = "int64";
+    return -1;
+  case 'L':
+    if (itemsize == 4) *convert = "int64";
+    return -1;
+  case 'e': *convert = "float32"; return -1;
+  default: return -1;
+  }
+}
+
+/* Fills desc's shape and element strides from [v]; 0 if masq can read the
+ * layout in place (aligned, strides whole non-negative elements). */
+static int layout(const Py_buffer *v, int64_t *shape, int64_t *strides) {
+  if (v->ndim > MASQ_MAX_DIMS) return -1;
+  if ((uintptr_t)v->buf % (uintptr_t)v->itemsize) return -1;
+  for (int i = 0; i < v->ndim; i++) {
+    shape[i] = v->shape[i];
+    Py_ssize_t s = v->strides ? v->strides[i] : 0;
+    if (!v->strides) { /* C-contiguous */
+      s = v->itemsize;
+      for (int j = i + 1; j < v->ndim; j++) s *= v->shape[j];
+    }
+    if (s < 0 || s % v->itemsize) return -1;
+    strides[i] = s / v->itemsize;
+  }
+  return 0;
+}
+
+static void wrap_release(void *ud) {
+  pm_wrap *w = ud; /* maybe without the GIL: only link it */
+  w->next = w->st->released;
+  w->st->released = w;
+}
+
+/* Wraps [data] (and [valid], a bool array of the same shape, or NULL) in
+ * place. The objects must already have masq's dtypes and layout (checked);
+ * returns 1 if they do not, so the caller converts and tries again. */
+static int wrap(pm_state *st, PyObject *data, PyObject *valid, masq_tensor **out) {
+  pm_wrap *w = PyMem_RawCalloc(1, sizeof *w);
+  if (!w) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  w->st = st;
+  int64_t shape[MASQ_MAX_DIMS], strides[MASQ_MAX_DIMS], vstrides[MASQ_MAX_DIMS];
+  const char *conv;
+  masq_tensor_desc d = {0};
+  int rc = 1;
+  if (PyObject_GetBuffer(data, &w->views[0], PyBUF_RECORDS_RO) < 0) goto fail;
+  w->nviews = 1;
+  Py_buffer *v = &w->views[0];
+  int dt = format_dtype(v->format, v->itemsize, &conv);
+  if (dt < 0 || layout(v, shape, strides)) goto done;
+  d.dtype = (masq_dtype)dt;
+  d.ndim = v->ndim;
+  d.shape = shape;
+  d.strides = strides;
+  d.data = v->buf;
+  d.flags = v->readonly ? MASQ_TENSOR_READONLY : 0;
+  if (valid) {
+    if (PyObject_GetBuffer(valid, &w->views[1], PyBUF_RECORDS_RO) < 0) goto fail;
+    w->nviews = 2;
+    Py_buffer *m = &w->views[1];
+    int64_t mshape[MASQ_MAX_DIMS];
+    if (format_dtype(m->format, m->itemsize, &conv) != MASQ_BOOL || m->ndim != v->ndim ||
+        layout(m, mshape, vstrides))
+      goto done;
+    if (memcmp(mshape, shape, sizeof(int64_t) * (size_t)v->ndim)) {
+      PyErr_SetString(PyExc_ValueError, "masq: the validity mask must have the data's shape");
+      goto fail;
+    }
+    d.valid = m->buf;
+    d.valid_strides = vstrides;
+  }
+  d.release = wrap_release;
+  d.release_ud = w;
+  if (masq_tensor_wrap(st->M, &d, out) != MASQ_OK) {
+    pm_raise(st, masq_last_error(st->M)->status);
+    goto fail;
+  }
+  return 0; /* w is masq's now */
+fail:
+  rc = -1;
+done:
+  for (int i = 0; i < w->nviews; i++) PyBuffer_Release(&w->views[i]);
+  PyMem_RawFree(w);
+  return rc;
+}
+
+/* [o] as an array of a dtype and layout masq reads in place, or NULL. */
+static PyObject *as_masq_array(PyObject *o) {
+  PyObject *a = PyObject_CallOneArg(pm_np.asarray, o);
+  if (!a) return NULL;
+  Py_buffer v;
+  const char *conv = NULL;
+  int dt = -1;
+  if (PyObject_GetBuffer(a, &v, PyBUF_RECORDS_RO) == 0) {
+    dt = format_dtype(v.format, v.itemsize, &conv);
+    PyBuffer_Release(&v);
+  } else {
+    PyErr_Clear();
+  }
+  if (dt < 0 && !conv) {
+    PyObject *dtype = PyObject_GetAttrString(a, "dtype");
+    PyErr_Format(PyExc_TypeError, "masq has no dtype for numpy dtype %R (it stores bool, int64, float32 and float64)",
+                 dtype ? dtype : Py_None);
+    Py_XDECREF(dtype);
+    Py_DECREF(a);
+    return NULL;
+  }
+  PyObject *kw = Py_BuildValue("{s:s}", "dtype", conv ? conv : dtype_name((masq_dtype)dt));
+  PyObject *args = PyTuple_Pack(1, a), *r = NULL;
+  if (kw && args) r = PyObject_Call(pm_np.ascontiguousarray, args, kw);
+  Py_XDECREF(kw);
+  Py_XDECREF(args);
+  Py_DECREF(a);
+  return r;
+}
+
+/* Wraps [data] with [valid]; converts them first if masq cannot read them
+ * as they are. */
+static int wrap_or_convert(pm_state *st, PyObject *data, PyObject *valid, masq_tensor **out) {
+  int rc = wrap(st, data, valid, out);
+  if (rc <= 0) return rc;
+  PyObject *d2 = as_masq_array(data), *v2 = NULL;
+  if (!d2) return -1;
+  if (valid) {
+    PyObject *kw = Py_BuildValue("{s:s}", "dtype", "bool"), *args = PyTuple_Pack(1, valid);
+    if (kw && args) v2 = PyObject_Call(pm_np.ascontiguousarray, args, kw);
+    Py_XDECREF(kw);
+    Py_XDECREF(args);
+    if (!v2) {
+      Py_DECREF(d2);
+      return -1;
+    }
+  }
+  rc = wrap(st, d2, v2, out);
+  Py_DECREF(d2);
+  Py_XDECREF(v2);
+  if (rc > 0) PyErr_SetString(PyExc_TypeError, "masq cannot read this array's layout");
+  return rc ? -1 : 0;
+}
+
+/* (data, valid): valid is True where the entry is valid, masq's polarity,
+ * and broadcast to the data's shape. */
+static int from_pair(pm_state *st, PyObject *data, PyObject *valid, masq_tensor **out) {
+  int rc = -1;
+  PyObject *a = PyObject_CallOneArg(pm_np.asarray, data), *m = NULL, *b = NULL, *shape = NULL;
+  if (a) m = PyObject_CallOneArg(pm_np.asarray, valid);
+  if (m) {
+    PyObject *dt = PyObject_GetAttrString(m, "dtype");
+    PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
+    if (kind && PyUnicode_Check(kind) && PyUnicode_CompareWithASCIIString(kind, "b") != 0) {
+      PyObject *z = PyLong_FromLong(0); /* valid != 0: any nonzero number is valid */
+      PyObject *t = z ? PyObject_CallFunctionObjArgs(pm_np.not_equal, m, z, NULL) : NULL;
+      Py_XDECREF(z);
+      Py_SETREF(m, t);
+    }
+    Py_XDECREF(kind);
+    Py_XDECREF(dt);
+  }
+  if (m) shape = PyObject_GetAttrString(a, "shape");
+  if (shape) b = PyObject_CallFunctionObjArgs(pm_np.broadcast_to, m, shape, NULL);
+  if (b) rc = wrap_or_convert(st, a, b, out);
+  Py_XDECREF(a);
+  Py_XDECREF(m);
+  Py_XDECREF(b);
+  Py_XDECREF(shape);
+  return rc;
+}
+
+static int from_masked(pm_state *st, PyObject *o, masq_tensor **out) {
+  int rc = -1;
+  PyObject *data = PyObject_CallOneArg(pm_np.getdata, o), *mask = NULL, *valid = NULL;
+  if (data) mask = PyObject_CallOneArg(pm_np.getmask, o);
+  if (mask && mask != pm_np.nomask) valid = PyObject_CallOneArg(pm_np.logical_not, mask); /* the polarity turn */
+  if (mask && (mask == pm_np.nomask || valid)) rc = wrap_or_convert(st, data, valid, out);
+  Py_XDECREF(data);
+  Py_XDECREF(mask);
+  Py_XDECREF(valid);
+  return rc;
+}
+
+static int new_scalar(pm_state *st, masq_dtype dt, const void *p, masq_tensor **out) {
+  masq_tensor_desc d = {.dtype = dt, .ndim = 0, .data = p};
+  if (masq_tensor_new(st->M, &d, out) != MASQ_OK) {
+    pm_raise(st, masq_last_error(st->M)->status);
+    return -1;
+  }
+  return 0;
+}
+
+int pm_to_tensor(pm_state *st, PyObject *o, masq_tensor **out) {
+  *out = NULL;
+  if (o == Py_None) return 0;
+  if (PyBool_Check(o)) {
+    uint8_t b = o == Py_True;
+    return new_scalar(st, MASQ_BOOL, &b, out);
+  }
+  if (PyLong_Check(o)) {
+    int64_t i = PyLong_AsLongLong(o);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    return new_scalar(st, MASQ_INT64, &i, out);
+  }
+  if (PyFloat_Check(o)) {
+    if (masq_tensor_scalar(st->M, PyFloat_AS_DOUBLE(o), out) != MASQ_OK) {
+      pm_raise(st, masq_last_error(st->M)->status);
+      return -1;
+    }
+    return 0;
+  }
+  if (PyObject_TypeCheck(o, &pm_tensor_type) && ((pm_tensor *)o)->st == st && !((pm_tensor *)o)->mask) {
+    masq_tensor *t = ((pm_tensor *)o)->t;
+    if (masq_tensor_retain(st->M, t) != MASQ_OK) return pm_raise(st, MASQ_ERR_USAGE), -1;
+    *out = t;
+    return 0;
+  }
+  int r = PyObject_IsInstance(o, pm_np.MaskedArray);
+  if (r < 0) return -1;
+  if (r) return from_masked(st, o, out);
+  if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 2)
+    return from_pair(st, PyTuple_GET_ITEM(o, 0), PyTuple_GET_ITEM(o, 1), out);
+  if (PyUnicode_Check(o) || PyBytes_Check(o)) {
+    PyErr_SetString(PyExc_TypeError, "masq: a string cannot be passed as a tensor (set it as a global instead)");
+    return -1;
+  }
+  if (PyObject_CheckBuffer(o)) return wrap_or_convert(st, o, NULL, out);
+  PyObject *a = as_masq_array(o); /* lists and other sequences of numbers */
+  if (!a) return -1;
+  int rc = wrap_or_convert(st, a, NULL, out);
+  Py_DECREF(a);
+  return rc;
+}
+
+/* A list or tuple whose items are all str, as UTF-8 pointers and lengths. */
+static int string_list(pm_state *st, const char *name, PyObject *o) {
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  if (n > INT_MAX) return PyErr_SetString(PyExc_OverflowError, "masq: too many strings"), -1;
+  const char **s = PyMem_Calloc((size_t)n + 1, sizeof *s);
+  size_t *lens = PyMem_Calloc((size_t)n + 1, sizeof *lens);
+  int rc = -1;
+  if (!s || !lens) {
+    PyErr_NoMemory();
+    goto out;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    Py_ssize_t len;
+    s[i] = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(o, i), &len);
+    if (!s[i]) goto out;
+    lens[i] = (size_t)len;
+  }
+  if (masq_set_lstrings(st->M, name, (int)n, s, lens) != MASQ_OK)
+    pm_raise(st, masq_last_error(st->M)->status);
+  else
+    rc = 0;
+out:
+  PyMem_Free(s);
+  PyMem_Free(lens);
+  return rc;
+}
+
+static int all_strings(PyObject *o) {
+  if (!PyList_Check(o) && !PyTuple_Check(o)) return 0;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!PyUnicode_Check(PySequence_Fast_GET_ITEM(o, i))) return 0;
+  return n > 0;
+}
+
+int pm_set_global(pm_state *st, const char *name, PyObject *o) {
+  masq_status s;
+  if (PyUnicode_Check(o)) {
+    Py_ssize_t len;
+    const char *u = PyUnicode_AsUTF8AndSize(o, &len);
+    if (!u) return -1;
+    s = masq_set_lstring(st->M, name, u, (size_t)len);
+  } else if (all_strings(o)) {
+    return string_list(st, name, o);
+  } else if (PyLong_Check(o) && !PyBool_Check(o)) {
+    int64_t i = PyLong_AsLongLong(o);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    s = masq_set_int(st->M, name, i);
+  } else if (PyFloat_Check(o)) {
+    s = masq_set_number(st->M, name, PyFloat_AS_DOUBLE(o));
+  } else {
+    masq_tensor *t;
+    if (pm_to_tensor(st, o, &t) < 0) return -1;
+    s = masq_set_global(st->M, name, t);
+    masq_tensor_release(st->M, t);
+  }
+  if (s != MASQ_OK) {
+    pm_raise(st, s);
+    return -1;
+  }
+  return 0;
+}
+
+/* Lists deeper than this are not converted (no unbounded recursion). */
+#define PM_LIST_DEPTH 32
+
+static PyObject *get_value(pm_state *st, const char *name, int missing_is_keyerror, int depth);
+
+/* Runs one statement of the module's own on the State (an assignment to a
+ * __py_ global, so `_` is left alone). */
+static int run_stmt(pm_state *st, const char *src) {
+  masq_status s = masq_eval(st->M, src, strlen(src), "<masq module>", 0);
+  if (s != MASQ_OK) {
+    pm_raise(st, s);
+    return -1;
+  }
+  return 0;
+}
+
+/* A list that is not a tensor (strings, tensors of different shapes, nested
+ * lists): a Python list of its items, read one by one through masq's own
+ * len() and indexing into the globals __py_n<depth> and __py_item<depth>,
+ * which are set to none afterwards. */
+static PyObject *list_value(pm_state *st, const char *name, int depth) {
+  if (depth >= PM_LIST_DEPTH) {
+    PyErr_Format(PyExc_TypeError, "masq: lists nested deeper than %d have no Python form", PM_LIST_DEPTH);
+    return NULL;
+  }
+  char src[160], item[32], count[32];
+  snprintf(item, sizeof item, "__py_item%d", depth);
+  snprintf(count, sizeof count, "__py_n%d", depth);
+  snprintf(src, sizeof src, "%s = len(%s)", count, name);
+  int64_t n = 0;
+  if (run_stmt(st, src) < 0) return NULL;
+  if (masq_get_int(st->M, count, &n) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  for (int64_t i = 0; list && i < n; i++) {
+    snprintf(src, sizeof src, "%s = %s[%lld]", item, name, (long long)i);
+    PyObject *v = run_stmt(st, src) < 0 ? NULL : get_value(st, item, 0, depth + 1);
+    if (!v) Py_CLEAR(list);
+    else PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+  }
+  masq_set_global(st->M, item, NULL);
+  masq_set_global(st->M, count, NULL);
+  return list;
+}
+
+static PyObject *get_value(pm_state *st, const char *name, int missing_is_keyerror, int depth) {
+  masq_tensor *t = NULL;
+  masq_status s = masq_get_global(st->M, name, &t);
+  if (s == MASQ_OK) {
+    PyObject *r = pm_from_tensor(st, t);
+    masq_tensor_release(st->M, t);
+    return r;
+  }
+  const masq_error *e = masq_last_error(st->M);
+  if (s == MASQ_ERR_USAGE && strstr(e->message, "there is no global named")) {
+    if (missing_is_keyerror) return PyErr_SetString(PyExc_KeyError, name), NULL;
+    return pm_raise(st, s);
+  }
+  if (s == MASQ_ERR_USAGE && strstr(e->message, "is a list")) return list_value(st, name, depth);
+  size_t len = 0;
+  if (s == MASQ_ERR_USAGE && masq_get_string(st->M, name, NULL, 0, &len) == MASQ_OK) {
+    char *buf = PyMem_Malloc(len + 1);
+    if (!buf) return PyErr_NoMemory();
+    PyObject *r = NULL;
+    if (masq_get_string(st->M, name, buf, len + 1, &len) == MASQ_OK)
+      r = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "surrogateescape");
+    else
+      pm_raise(st, masq_last_error(st->M)->status);
+    PyMem_Free(buf);
+    return r;
+  }
+  masq_get_global(st->M, name, &t); /* the first error again, for the message */
+  if (depth > 0)
+    PyErr_Format(PyExc_TypeError, "masq: a list item has no Python form (%s)", masq_last_error(st->M)->message);
+  else
+    PyErr_Format(PyExc_TypeError, "masq: global '%s' has no Python form (%s)", name,
+                 masq_last_error(st->M)->message);
+  return NULL;
+}
+
+PyObject *pm_get_global(pm_state *st, const char *name, int missing_is_keyerror) {
+  return get_value(st, name, missing_is_keyerror, 0);
+}
+
+/* --- errors ----------------------------------------------------------------------- */
+
+PyObject *pm_raise(pm_state *st, masq_status s) {
+  const masq_error *e = masq_last_error(st->M);
+  PyObject *cause = st->exc;
+  st->exc = NULL;
+  if (s == MASQ_ERR_INTERRUPTED && cause) { /* KeyboardInterrupt from the signal check */
+    PyObject *type = PyObject_Type(cause);
+    PyErr_Restore(type, cause, Py_XNewRef(PyException_GetTraceback(cause)));
+    return NULL;
+  }
+  const char *text = e->rendered && e->rendered[0] ? e->rendered : e->message ? e->message : "masq error";
+  size_t n = strlen(text);
+  while (n && text[n - 1] == '\n') n--;
+  PyObject *msg = PyUnicode_DecodeUTF8(text, (Py_ssize_t)n, "replace");
+  if (!msg) {
+    Py_XDECREF(cause);
+    return NULL;
+  }
+  PyObject *type = s == MASQ_ERR_MEMORY ? PyExc_MemoryError
+                   : s == MASQ_ERR_INTERRUPTED ? PyExc_KeyboardInterrupt
+                                               : pm_error;
+  PyObject *exc = PyObject_CallOneArg(type, msg);
+  Py_DECREF(msg);
+  if (!exc) {
+    Py_XDECREF(cause);
+    return NULL;
+  }
+  if (type == pm_error) {
+    PyObject *m = PyUnicode_DecodeUTF8(e->message ? e->message : "", (Py_ssize_t)strlen(e->message ? e->message : ""), "replace");
+    PyObject *f = e->chunkname ? PyUnicode_DecodeUTF8(e->chunkname, (Py_ssize_t)strlen(e->chunkname), "replace") : Py_NewRef(Py_None);
+    PyObject *st_ = PyLong_FromLong(s), *line = PyLong_FromLong(e->line), *col = PyLong_FromLong(e->column);
+    if (m && f && st_ && line && col) {
+      PyObject_SetAttrString(exc, "message", m);
+      PyObject_SetAttrString(exc, "chunkname", f);
+      PyObject_SetAttrString(exc, "status", st_);
+      PyObject_SetAttrString(exc, "line", line);
+      PyObject_SetAttrString(exc, "column", col);
+    }
+    Py_XDECREF(m);
+    Py_XDECREF(f);
+    Py_XDECREF(st_);
+    Py_XDECREF(line);
+    Py_XDECREF(col);
+  }
+  if (cause) PyException_SetCause(exc, cause); /* steals cause */
+  PyErr_SetObject(type, exc);
+  Py_DECREF(exc);
+  return NULL;
+}

@@ -1,0 +1,90 @@
+/* pymasq.h - the masq Python module's shared declarations.
+ *
+ * The module is a host of include/masq.h like any other (docs/PYTHON.md):
+ * a pm_state wraps one masq_state; pm_tensor is a Python object that holds
+ * one masq_tensor handle and exports its data (or its validity mask) through
+ * the buffer protocol, so numpy arrays of masq results share masq's memory.
+ *
+ * Threads and the GIL: masq runs with the GIL released. A State is busy
+ * (depth > 0) while a call into masq runs; another thread that tries to use
+ * it gets RuntimeError, and Python objects that die meanwhile (a pm_tensor
+ * dropped on another thread, a wrapped numpy buffer masq lets go of) are
+ * put on lists that the State empties when it is idle again, with the GIL.
+ */
+#ifndef PYMASQ_H
+#define PYMASQ_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <masq.h>
+
+/* A wrapped Python buffer (numpy data, and the mask made for it): released
+ * by masq's callback, which only links it into pm_state.released (it may run
+ * without the GIL); the State gives the buffers back when it is idle. */
+typedef struct pm_wrap {
+  struct pm_wrap *next;
+  struct pm_state *st;
+  Py_buffer views[2]; /* data, then the validity mask (if any) */
+  int nviews;
+} pm_wrap;
+
+/* A tensor handle dropped by Python while its State was busy. */
+typedef struct pm_dropped {
+  struct pm_dropped *next;
+  masq_tensor *t;
+} pm_dropped;
+
+typedef struct pm_state {
+  PyObject_HEAD
+  masq_state *M;
+  int depth;             /* calls into masq running (> 1: a host function calls back) */
+  unsigned long owner;   /* the thread running them */
+  int in_host;           /* Python host functions running on the owner thread */
+  int compute;           /* 1 while the GIL is released for masq */
+  int on_main;           /* the owner is the main thread (signals are checked) */
+  int stop;              /* the interrupt hook has asked masq to stop */
+  long long last_poll_ms;
+  PyObject *exc;         /* an exception raised in a hook or host function */
+  pm_wrap *released;     /* see pm_wrap */
+  pm_dropped *dropped;   /* see pm_dropped */
+  PyObject *funcs;       /* list of capsules of registered host functions */
+} pm_state;
+
+typedef struct pm_tensor {
+  PyObject_HEAD
+  pm_state *st;          /* strong reference: the handle lives in st->M */
+  masq_tensor *t;
+  int mask;              /* export the validity mask instead of the data */
+  masq_tensor_desc d;
+  Py_ssize_t shape[MASQ_MAX_DIMS], strides[MASQ_MAX_DIMS];
+} pm_tensor;
+
+/* numpy's functions, looked up once when the module is imported and never
+ * changed after (module.c). */
+typedef struct pm_numpy {
+  PyObject *asarray, *ascontiguousarray, *logical_not, *broadcast_to, *not_equal, *float32;
+  PyObject *MaskedArray, *getdata, *getmask, *nomask, *masked;
+} pm_numpy;
+extern pm_numpy pm_np;
+extern PyTypeObject pm_tensor_type;
+extern PyObject *pm_error;
+
+/* module.c */
+int pm_enter(pm_state *st);
+void pm_leave(pm_state *st);
+void pm_drain(pm_state *st);
+void pm_keep_exception(pm_state *st);
+
+/* convert.c: Python -> masq. *out is a new reference (NULL for None).
+ * Return 0, or -1 with a Python exception set. */
+int pm_to_tensor(pm_state *st, PyObject *o, masq_tensor **out);
+/* Binds global [name] to [o] (strings and lists of strings too). */
+int pm_set_global(pm_state *st, const char *name, PyObject *o);
+/* masq -> Python: [t] is borrowed (NULL: None). A new reference or NULL. */
+PyObject *pm_from_tensor(pm_state *st, masq_tensor *t);
+/* The value of global [name]; [what] names the caller in errors. */
+PyObject *pm_get_global(pm_state *st, const char *name, int missing_is_keyerror);
+/* The exception for status [s] (the State's last error). Returns NULL. */
+PyObject *pm_raise(pm_state *st, masq_status s);
+
+#endif
