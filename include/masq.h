@@ -109,6 +109,15 @@ typedef struct masq_config {
    * asks the terminal itself. */
   int (*columns)(void *ud);
   void *columns_ud;
+  /* For hosts that can show images (a notebook): each picture drawn
+   * without file= comes here, as its text (what write would have got) and
+   * as a standalone SVG document, instead of going to write; a frontend
+   * shows whichever it can. svg_len is 0 when there is nothing to draw
+   * (the text says why). Both are valid only during the call. NULL:
+   * pictures are text through write. */
+  void (*picture)(void *ud, const char *text, size_t text_len, const char *svg,
+                  size_t svg_len);
+  void *picture_ud;
 } masq_config;
 
 /* Library groups for masq_config.libs. */

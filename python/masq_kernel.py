@@ -71,7 +71,16 @@ class MasqKernel(Kernel):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.state = masq.State(io=True)
+        self.state = masq.State(io=True, picture=self._picture)
+
+    def _picture(self, text, svg):
+        """A picture (show_mask, hist, plot, heatmap) as display data: the
+        SVG inline where the frontend shows images, its text elsewhere."""
+        sys.stdout.flush()  # what the cell printed before it comes first
+        data = {"text/plain": text}
+        if svg:
+            data["image/svg+xml"] = svg
+        self.send_response(self.iopub_socket, "display_data", {"data": data, "metadata": {}})
 
     def set_parent(self, ident, parent, channel="shell"):
         """Also tells sys.stdout and sys.stderr (ipykernel's OutStreams, where

@@ -55,9 +55,26 @@ void mq_pic_init(mq_state *S, mq_pic *p, const char *who, mq_value width, mq_val
   p->labels = NULL;
 }
 
-mq_value mq_pic_finish(mq_state *S, const mq_pic *p) {
-  if (p->file) mq_file_write(S, p->file, p->who, S->out.data, S->out.len);
-  else mq_write(S, S->out.data, S->out.len);
+mq_value mq_pic_finish(mq_state *S, mq_pic *p) {
+  if (p->file) {
+    mq_file_write(S, p->file, p->who, S->out.data, S->out.len);
+  } else if (mq_pic_wants_svg(S, p)) {
+    char *t = mq_scratch(S, S->out.len + 1);
+    memcpy(t, S->out.data, S->out.len);
+    p->text = t;
+    p->text_len = S->out.len;
+    S->out.len = 0;
+  } else {
+    mq_write(S, S->out.data, S->out.len);
+  }
+  return mq_none();
+}
+
+bool mq_pic_wants_svg(mq_state *S, const mq_pic *p) { return !p->file && S->cfg.picture; }
+
+mq_value mq_pic_give_svg(mq_state *S, const mq_pic *p) {
+  S->cfg.picture(S->cfg.picture_ud, p->text, p->text_len, S->out.len ? S->out.data : "",
+                 S->out.len);
   return mq_none();
 }
 

@@ -21,6 +21,8 @@ enum { MQ_PIC_MAIN = 32, MQ_PIC_DIM = 244, MQ_PIC_MASKED = 240, MQ_PIC_BAD = 196
 
 /* A picture's options. */
 typedef struct mq_pic {
+  const char *text; /* the text kept for masq_config.picture (mq_pic_finish) */
+  size_t text_len;
   const char *who;
   int width, height; /* in character cells */
   const char *file; /* NULL: draw on the terminal */
@@ -36,7 +38,13 @@ MQ_INTERNAL int64_t mq_pic_bounded(mq_state *S, mq_value v, const char *who, con
 MQ_INTERNAL void mq_pic_init(mq_state *S, mq_pic *p, const char *who, mq_value width,
                              mq_value height, int dflt_height, mq_value file);
 /* The picture in S->out goes to the terminal or the file; returns none. */
-MQ_INTERNAL mq_value mq_pic_finish(mq_state *S, const mq_pic *p);
+MQ_INTERNAL mq_value mq_pic_finish(mq_state *S, mq_pic *p);
+/* Whether the host takes pictures as text and SVG together
+ * (masq_config.picture, no file=): then mq_pic_finish keeps the text
+ * aside, the caller draws the SVG into S->out, emptied, and
+ * mq_pic_give_svg hands both over. */
+MQ_INTERNAL bool mq_pic_wants_svg(mq_state *S, const mq_pic *p);
+MQ_INTERNAL mq_value mq_pic_give_svg(mq_state *S, const mq_pic *p);
 
 /* A tensor's entries in order: contiguous data and mask (NULL: all valid). */
 typedef struct mq_pic_vals {

@@ -269,7 +269,10 @@ static mq_value block_picture(mq_state *S, mq_value *args, mq_tensor *x, const c
   } else {
     text(S, o, x, &p);
   }
-  return mq_pic_finish(S, &p);
+  mq_pic_finish(S, &p);
+  if (!mq_pic_wants_svg(S, &p)) return mq_none();
+  if (x->numel) svg(S, o, x, &p);
+  return mq_pic_give_svg(S, &p);
 }
 
 mq_value mq_pic_show_mask(mq_state *S, mq_value *args) {

@@ -151,7 +151,10 @@ mq_value mq_pic_hist(mq_state *S, mq_value *args) {
     if (h.counted) hist_text(S, o, &h, &p);
     else mq_buf_puts(S, o, "(no finite valid entries to count)\n");
   }
-  return mq_pic_finish(S, &p);
+  mq_pic_finish(S, &p);
+  if (!mq_pic_wants_svg(S, &p)) return mq_none();
+  if (h.counted) hist_svg(S, o, &h, x);
+  return mq_pic_give_svg(S, &p);
 }
 
 /* --- plot ---------------------------------------------------------------------------------------- */
@@ -370,5 +373,8 @@ mq_value mq_pic_plot(mq_state *S, mq_value *args) {
     if (s.drawn) plot_text(S, o, &s, &p);
     else mq_buf_puts(S, o, "(no valid finite points to draw)\n");
   }
-  return mq_pic_finish(S, &p);
+  mq_pic_finish(S, &p);
+  if (!mq_pic_wants_svg(S, &p)) return mq_none();
+  if (s.drawn) plot_svg(S, o, &s);
+  return mq_pic_give_svg(S, &p);
 }

@@ -104,6 +104,24 @@ static void write_to(const char *stream, const char *s, size_t n) {
 }
 
 static void hook_write(void *ud, const char *s, size_t n) { write_to("stdout", s, n); }
+
+/* A picture for State(picture=fn): fn(text, svg), svg "" when there is
+ * nothing to draw. If fn raises, the script stops and the exception is
+ * raised once masq has returned, as for a registered function. */
+static void hook_picture(void *ud, const char *text, size_t tn, const char *svg, size_t sn) {
+  pm_state *st = ud;
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (!st->stop && st->on_picture) {
+    PyObject *r = PyObject_CallFunction(st->on_picture, "s#s#", text, (Py_ssize_t)tn, svg ? svg : "",
+                                        (Py_ssize_t)sn);
+    if (!r) {
+      pm_keep_exception(st);
+      st->stop = 1;
+    }
+    Py_XDECREF(r);
+  }
+  PyGILState_Release(g);
+}
 static void hook_write_err(void *ud, const char *s, size_t n) { write_to("stderr", s, n); }
 
 /* Polled by masq in loops and long kernels. Signals only reach Python on the
@@ -233,10 +251,15 @@ static void func_free(PyObject *cap) {
 /* --- masq.State ---------------------------------------------------------------------- */
 
 static int state_init(pm_state *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"memory_limit", "io", NULL};
-  PyObject *limit = Py_None;
+  static char *kwlist[] = {"memory_limit", "io", "picture", NULL};
+  PyObject *limit = Py_None, *picture = Py_None;
   int io = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$p:State", kwlist, &limit, &io)) return -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$pO:State", kwlist, &limit, &io, &picture)) return -1;
+  if (picture != Py_None && !PyCallable_Check(picture)) {
+    PyErr_SetString(PyExc_TypeError,
+                    "masq.State: picture must be callable (it gets each picture's text and SVG)");
+    return -1;
+  }
   if (self->M) {
     PyErr_SetString(PyExc_RuntimeError, "masq.State: already initialised");
     return -1;
@@ -257,6 +280,12 @@ static int state_init(pm_state *self, PyObject *args, PyObject *kw) {
   cfg.interrupt_ud = self;
   cfg.write = hook_write;
   cfg.write_err = hook_write_err;
+  if (picture != Py_None) {
+    cfg.picture = hook_picture;
+    cfg.picture_ud = self;
+    Py_INCREF(picture);
+    Py_XSETREF(self->on_picture, picture);
+  }
   self->funcs = PyList_New(0);
   if (!self->funcs) return -1;
   self->M = masq_open(&cfg);
@@ -270,6 +299,7 @@ static int state_init(pm_state *self, PyObject *args, PyObject *kw) {
 static int state_traverse(pm_state *self, visitproc visit, void *arg) {
   Py_VISIT(self->funcs);
   Py_VISIT(self->exc);
+  Py_VISIT(self->on_picture);
   return 0;
 }
 
@@ -281,6 +311,7 @@ static int state_clear(pm_state *self) {
     self->M = NULL;
     pm_drain(self);
     Py_CLEAR(self->funcs);
+    Py_CLEAR(self->on_picture);
   }
   Py_CLEAR(self->exc);
   return 0;
@@ -290,6 +321,7 @@ static void state_dealloc(pm_state *self) {
   PyObject_GC_UnTrack(self);
   state_clear(self);
   Py_XDECREF(self->funcs);
+  Py_XDECREF(self->on_picture);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -456,7 +488,7 @@ static PyTypeObject pm_state_type = {
     .tp_dealloc = (destructor)state_dealloc,
     .tp_as_mapping = &state_mapping,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "State(memory_limit=None, io=False): a masq interpreter; globals persist across calls.\n"
+    .tp_doc = "State(memory_limit=None, io=False, picture=None): a masq interpreter; globals persist across calls.\n"
               "io=True opens load, save and import (the file system); memory_limit caps its bytes.",
     .tp_traverse = (traverseproc)state_traverse,
     .tp_clear = (inquiry)state_clear,

@@ -48,6 +48,7 @@ typedef struct pm_state {
   pm_wrap *released;     /* see pm_wrap */
   pm_dropped *dropped;   /* see pm_dropped */
   PyObject *funcs;       /* list of capsules of registered host functions */
+  PyObject *on_picture;  /* State(picture=fn): fn(text, svg) for each picture, or NULL */
 } pm_state;
 
 typedef struct pm_tensor {

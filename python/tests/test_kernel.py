@@ -43,7 +43,7 @@ def run(kc, code, timeout=60):
     reply = kc.execute_interactive(code, output_hook=lambda m: outputs.append(m), timeout=timeout,
                                    stop_on_error=False)
     kept = [(m["msg_type"], m["content"]) for m in outputs
-            if m["msg_type"] in ("stream", "execute_result", "error")]
+            if m["msg_type"] in ("stream", "execute_result", "display_data", "error")]
     return reply["content"], kept
 
 
@@ -59,6 +59,23 @@ def test_cells_share_a_state_and_show_tables(kernel):
     assert "8.0" in content["data"]["text/plain"] and "--" in content["data"]["text/plain"]
     reply, out = run(kc, 'print("sum is", sum(x))')
     assert out[0][0] == "stream" and out[0][1]["text"].startswith("sum is")
+
+
+def test_pictures_show_inline_as_svg(kernel):
+    _, kc = kernel
+    reply, out = run(kc, 'print("before")\nhist(tensor([1.0, 2, 2, 3, 3, 3]), bins=3)\n'
+                         'show_mask(masked(ones(4, 3), [[true, false, true]]))')
+    assert reply["status"] == "ok"
+    kinds = [k for k, _ in out]
+    assert kinds == ["stream", "display_data", "display_data"], kinds
+    hist, mask = out[1][1]["data"], out[2][1]["data"]
+    assert hist["image/svg+xml"].startswith("<?xml") and "</svg>" in hist["image/svg+xml"]
+    assert "hist of 6 valid entries" in hist["text/plain"]
+    assert "<svg" in mask["image/svg+xml"] and "8 of 12 valid" in mask["text/plain"]
+    # nothing to draw: the text alone
+    reply, out = run(kc, "hist(masked(tensor([1.0]), [false]))")
+    (kind, content), = out
+    assert kind == "display_data" and "image/svg+xml" not in content["data"]
 
 
 def test_errors_show_carets(kernel):

@@ -152,7 +152,53 @@ static void test_large_is_capped(void) {
   CHECK(k.bytes == 0);
 }
 
+/* What the picture hook got: how many pictures, the last text and SVG. */
+typedef struct pictures {
+  int n;
+  char text[4096], svg[65536];
+  size_t svg_len;
+} pictures;
+
+static void take_picture(void *ud, const char *text, size_t tn, const char *svg, size_t sn) {
+  pictures *p = ud;
+  p->n++;
+  snprintf(p->text, sizeof p->text, "%.*s", (int)tn, text);
+  snprintf(p->svg, sizeof p->svg, "%.*s", (int)sn, svg);
+  p->svg_len = sn;
+}
+
+/* With masq_config.picture a host that shows images (a notebook) gets each
+ * picture's text and SVG together, and write gets none of it; print()
+ * still goes to write. Nothing to draw: the text and an empty SVG. */
+static void test_picture_hook(void) {
+  capture c;
+  pictures pics = {0};
+  masq_config cfg;
+  masq_config_init(&cfg);
+  cfg.write = capture_write;
+  cfg.write_ud = &c;
+  cfg.picture = take_picture;
+  cfg.picture_ud = &pics;
+  capture_reset(&c);
+  masq_state *M = masq_open(&cfg);
+  CHECK_OK(M, eval(M, "print(\"before\")\nhist(tensor([1.0, 2, 2, 3]), bins=3)"));
+  CHECK(strcmp(c.text, "before\n") == 0);
+  CHECK(pics.n == 1 && strstr(pics.text, "hist of 4 valid entries") != NULL);
+  CHECK(strncmp(pics.svg, "<?xml", 5) == 0 && strstr(pics.svg, "</svg>") != NULL);
+  const char *kinds[] = {"show_mask(masked(ones(2, 2), [true, false]))",
+                         "heatmap(arange(6.0).reshape(2, 3))", "plot(tensor([1.0, 3, 2]))"};
+  for (int i = 0; i < 3; i++) {
+    CHECK_OK(M, eval(M, kinds[i]));
+    CHECK(pics.n == 2 + i && pics.svg_len > 0 && strstr(pics.svg, "<svg") != NULL);
+  }
+  CHECK_OK(M, eval(M, "hist(masked(tensor([1.0]), [false]))"));
+  CHECK(pics.n == 5 && pics.svg_len == 0 && strstr(pics.text, "1 masked out") != NULL);
+  CHECK(strcmp(c.text, "before\n") == 0);
+  masq_close(M);
+}
+
 int main(void) {
+  test_picture_hook();
   test_width();
   test_color();
   test_file_needs_io();
