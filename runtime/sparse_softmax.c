@@ -68,10 +68,16 @@ void mq_sparse_group(mq_state *S, const mq_tensor *t, int dim, mq_sparse_groups 
   int64_t inner = 1, block;
   for (int d = t->ndim - 1; d > dim; d--)
     if (!mq_mul_ok(inner, t->shape[d], &inner)) mq_error(S, "size overflow in the groups");
-  if (!mq_mul_ok(inner, t->shape[dim], &block)) mq_error(S, "size overflow in the groups");
-  /* each entry's dense position with coordinate [dim] taken out */
+  /* a 0-d tensor (dim 0 or -1, as torch) is one group of its one entry */
+  if (!mq_mul_ok(inner, t->ndim ? t->shape[dim] : 1, &block))
+    mq_error(S, "size overflow in the groups");
+  /* each entry's dense position with coordinate [dim] taken out (block > 0
+   * whenever an entry is stored) */
   int64_t *gk = mq_sparse_keys(S, t);
-  for (int64_t k = 0; k < nnz; k++) gk[k] = gk[k] / block * inner + gk[k] % inner;
+  for (int64_t k = 0; k < nnz; k++) {
+    poll_at(S, k);
+    gk[k] = gk[k] / block * inner + gk[k] % inner;
+  }
   if (inner > 1) g->order = sort_by(S, gk, nnz); /* else gk ascends already */
   int64_t *start = scratch_i64(S, nnz + 1), n = 0;
   for (int64_t j = 0; j < nnz; j++) {
