@@ -7,7 +7,9 @@
  * others, so groups split among threads and the result does not depend on
  * the thread count. CSR rows are groups as stored (crow); so are COO's
  * groups along its last dim (its entries are in row-major order); any
- * other dim takes a stable sort of the entries by group. */
+ * other dim takes a stable sort of the entries by group: counting when
+ * there are at most about nnz possible groups (CSR columns, mostly), else
+ * a natural merge sort. */
 #include <math.h>
 
 #include "../core/checked.h"
@@ -57,6 +59,20 @@ static int64_t *sort_by(mq_state *S, const int64_t *gk, int64_t n) {
   return a;
 }
 
+/* The same by counting when the keys lie in [0, range) with range at most
+ * about nnz: O(nnz + range), stable (entries placed in ascending order). */
+static int64_t *count_sort(mq_state *S, const int64_t *gk, int64_t n, int64_t range) {
+  int64_t *cnt = scratch_i64(S, range + 1), *a = scratch_i64(S, n);
+  memset(cnt, 0, (size_t)(range + 1) * sizeof *cnt);
+  for (int64_t k = 0; k < n; k++) cnt[gk[k] + 1]++;
+  for (int64_t r = 0; r < range; r++) cnt[r + 1] += cnt[r];
+  for (int64_t k = 0; k < n; k++) {
+    poll_at(S, k);
+    a[cnt[gk[k]]++] = k;
+  }
+  return a;
+}
+
 void mq_sparse_group(mq_state *S, const mq_tensor *t, int dim, mq_sparse_groups *g) {
   int64_t nnz = t->sparse->nnz;
   g->order = NULL;
@@ -78,7 +94,13 @@ void mq_sparse_group(mq_state *S, const mq_tensor *t, int dim, mq_sparse_groups 
     poll_at(S, k);
     gk[k] = gk[k] / block * inner + gk[k] % inner;
   }
-  if (inner > 1) g->order = sort_by(S, gk, nnz); /* else gk ascends already */
+  /* the number of groups there could be: numel / shape[dim], when it fits */
+  int64_t range = 1;
+  bool small = true;
+  for (int d = 0; d < t->ndim && small; d++)
+    if (d != dim) small = mq_mul_ok(range, t->shape[d], &range) && range <= 2 * nnz + 1024;
+  if (inner > 1) /* else gk ascends already */
+    g->order = small ? count_sort(S, gk, nnz, range) : sort_by(S, gk, nnz);
   int64_t *start = scratch_i64(S, nnz + 1), n = 0;
   for (int64_t j = 0; j < nnz; j++) {
     poll_at(S, j);
