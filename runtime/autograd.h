@@ -58,7 +58,7 @@ typedef enum mq_agkind {
   MQ_AG_SP_DENSE,    /* to_dense of sparse in[0] */
   MQ_AG_SP_LAYOUT,   /* to_sparse_coo / _csr of in[0] (strided, or the other layout) */
   MQ_AG_SP_REDUCE,   /* op: mq_sparse_red; dims; keepdim */
-  MQ_AG_SP_SOFTMAX,  /* along the rows of CSR in[0]; op: 1 for log_softmax */
+  MQ_AG_SP_SOFTMAX,  /* of sparse in[0] along dim [dims]; op: 1 for log_softmax */
   MQ_AG_SP_MATMUL,   /* sparse in[0] @ strided in[1] (SpMM) */
   MQ_AG_SP_SDDMM,    /* masked_matmul(in[0], in[1], aux in[2]) */
   MQ_AG_SP_NODIFF,   /* an op on sparse input with no derivative; args: its name */

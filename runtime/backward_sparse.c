@@ -13,7 +13,7 @@
  * tensor), the strided op itself with its own derivative, and SP_WRAP (a
  * 1-D result back into the structure). The rest have their derivatives
  * here: the dense operand read at the stored positions (SP_GATHER), the
- * conversions, the reductions, row softmax, SpMM and SDDMM. Loops over
+ * conversions, the reductions, softmax, SpMM and SDDMM. Loops over
  * entries run on one thread in entry order, so a gradient does not depend
  * on the thread count. */
 #include <math.h>
@@ -312,32 +312,37 @@ static void bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   gin[0] = sp_grad(S, x, v, m);
 }
 
-/* --- row softmax ------------------------------------------------------------------- */
+/* --- softmax along any dim ------------------------------------------------------- */
 
 /* As the strided softmax: g_x = y (g - sum(g y)), log_softmax g_x = g -
- * exp(y) sum(g), the sums over a row's valid entries that got a gradient;
- * a row where none did gets none. */
+ * exp(y) sum(g), the sums over a group's valid entries that got a
+ * gradient (the groups of mq_sparse_group along the node's dim); a group
+ * where none did gets none. */
 static void bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *c = t->node->in[0];
   if (!c->requires_grad) return;
   bool lg = t->node->op;
   int64_t nnz = c->sparse->nnz;
-  const int64_t *crow = mq_tensor_data(c->sparse->crow);
+  mq_sparse_groups gr;
+  mq_sparse_group(S, c, (int)t->node->dims, &gr);
+  const int64_t *ord = gr.order;
   const double *yv = mq_bw_d(f64_of(S, t->sparse->values)), *gv = mq_bw_d(g->sparse->values);
   const uint8_t *cm = sp_maskp(c), *gm = sp_maskp(g);
   mq_tensor *v = mq_ag_gnew(S, 1, &nnz);
   double *o = mq_bw_d(v);
   uint8_t *m = zero_bytes(S, nnz);
-  for (int64_t r = 0; r < c->shape[0]; r++) {
+  for (int64_t r = 0; r < gr.n; r++) {
     poll_at(S, r);
     double s = 0;
     bool any = false;
-    for (int64_t k = crow[r]; k < crow[r + 1]; k++) {
+    for (int64_t j = gr.start[r]; j < gr.start[r + 1]; j++) {
+      int64_t k = ord ? ord[j] : j;
       if ((cm && !cm[k]) || (gm && !gm[k])) continue;
       any = true;
       s += lg ? gv[k] : gv[k] * yv[k];
     }
-    for (int64_t k = crow[r]; k < crow[r + 1]; k++) {
+    for (int64_t j = gr.start[r]; j < gr.start[r + 1]; j++) {
+      int64_t k = ord ? ord[j] : j;
       bool ok = !cm || cm[k], got = ok && (!gm || gm[k]);
       double gi = got ? gv[k] : 0, y = ok ? yv[k] : 0;
       o[k] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;

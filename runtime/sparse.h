@@ -47,7 +47,8 @@
  *     makes the result.
  *   - reductions along dims: COO's sorted indices give each output slot a
  *     run of entries for the leading dims; CSR's crow gives per-row runs.
- *   - CSR row softmax: each row's entries are values[crow[r]:crow[r+1]].
+ *   - softmax along any dim: CSR rows are values[crow[r]:crow[r+1]]; other
+ *     dims group entries by a stable sort of their other coordinates.
  *   - SpMM (CSR x dense) walks rows; SDDMM computes only at the stored
  *     positions of a CSR/COO pattern and returns mq_sparse_with_values.
  *   - sparse gradients: a gradient of a sparse input is a sparse tensor
@@ -188,7 +189,7 @@ MQ_INTERNAL mq_tensor *mq_sparse_binary_spare(mq_state *S, mq_binop op, mq_tenso
 MQ_INTERNAL mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both,
                                      const char *name);
 
-/* --- reductions and softmax (sparse_reduce.c) ------------------------------------- */
+/* --- reductions (sparse_reduce.c) ------------------------------------- */
 
 typedef enum mq_sparse_red {
   MQ_SRED_SUM, MQ_SRED_MEAN, MQ_SRED_AMAX, MQ_SRED_AMIN, MQ_SRED_PROD, MQ_SRED_COUNT
@@ -199,9 +200,22 @@ typedef enum mq_sparse_red {
  * [t]'s unstored entries are zeros and count. O(nnz + result). */
 MQ_INTERNAL mq_tensor *mq_sparse_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t,
                                         uint32_t dims, bool keepdim, const char *name);
-/* softmax / log_softmax along the rows (dim 1) of a masked 2-D tensor (CSR,
- * or COO converted), over the valid entries; the result has [t]'s structure
- * and mask. [dt] < 0: t's float dtype. */
+/* --- softmax (sparse_softmax.c) ------------------------------------------------------ */
+
+/* The stored entries of [t] grouped by their coordinates other than [dim]
+ * (normalized): group i is entries order[start[i]] .. order[start[i+1]-1]
+ * (order NULL: the entry numbers themselves), each group's in ascending
+ * order along dim. Scratch; O(nnz) when the groups are runs as stored (CSR
+ * rows, COO's last dim), else O(nnz log nnz). */
+typedef struct mq_sparse_groups {
+  const int64_t *order;
+  const int64_t *start; /* n + 1 */
+  int64_t n;
+} mq_sparse_groups;
+MQ_INTERNAL void mq_sparse_group(mq_state *S, const mq_tensor *t, int dim, mq_sparse_groups *g);
+/* softmax / log_softmax of a masked sparse [t] along any [dim], over the
+ * valid entries of each group; the result has [t]'s structure and mask.
+ * [dt] < 0: t's float dtype. */
 MQ_INTERNAL mq_tensor *mq_sparse_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt,
                                          const char *name);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes tests/lang/sparse_autograd_torch.masq: gradients of sparse tensors
 that torch 1.13 can compute (torch.sparse.sum, torch.sparse.mm,
-torch.sparse.softmax / log_softmax, to_dense, mul, values), as masq
+torch.sparse.softmax / log_softmax along each dim, to_dense, mul, values), as masq
 statements with torch's numbers written in, each checked to 1e-5.
 
     /usr/bin/python3 tools/conformance/sparse_grad.py > tests/lang/sparse_autograd_torch.masq
@@ -46,6 +46,12 @@ CASES = [
      lambda s, d: (torch.sparse.softmax(s, 1).to_dense() * W).sum(), False),
     ("log_softmax(as_masked(s), 1) * W", "sum(log_softmax(as_masked(s), 1) * W)",
      lambda s, d: (torch.sparse.log_softmax(s, 1).to_dense() * W).sum(), False),
+    ("softmax(as_masked(s), 0) * W", "sum(softmax(as_masked(s), 0) * W)",
+     lambda s, d: (torch.sparse.softmax(s, 0).to_dense() * W).sum(), False),
+    ("log_softmax(as_masked(s), 0) * W", "sum(log_softmax(as_masked(s), 0) * W)",
+     lambda s, d: (torch.sparse.log_softmax(s, 0).to_dense() * W).sum(), False),
+    ("softmax(as_masked(to_sparse_csr(s)), 0) * W", "sum(softmax(as_masked(to_sparse_csr(s)), 0) * W)",
+     lambda s, d: (torch.sparse.softmax(s, 0).to_dense() * W).sum(), False),
 ]
 
 
@@ -102,6 +108,31 @@ def built_from_values():
     print("check(%r, grad(sum(s * s), w), %s)" % (name, lit(w.grad.tolist())))
 
 
+def three_d():
+    """softmax / log_softmax of a 3-D COO leaf along each dim (torch's dims
+    are non-negative only), weighted so every entry's gradient differs."""
+    ii = [[0, 0, 0, 1, 1, 2, 2, 2], [0, 1, 2, 0, 2, 1, 1, 2], [1, 0, 1, 1, 0, 0, 1, 1]]
+    vv = [1.0, -2.0, 3.0, 0.5, 4.0, 2.5, -1.0, 0.25]
+    w3 = torch.arange(18.0).reshape(3, 3, 2).sin()
+    print("I3 = %s" % ii)
+    print("V3 = %s" % lit(vv))
+    print("W3 = sin(arange(18.).reshape(3, 3, 2))")
+    for fname, f in (("softmax", torch.sparse.softmax), ("log_softmax", torch.sparse.log_softmax)):
+        for d in range(3):
+            s = torch.sparse_coo_tensor(torch.tensor(ii), torch.tensor(vv), (3, 3, 2)).coalesce()
+            s.requires_grad_(True)
+            y = (f(s, d).to_dense() * w3).sum()
+            y.backward()
+            gs = s.grad.coalesce()
+            assert gs.indices().tolist() == ii
+            name = "3-D %s(as_masked(s3), %d) * W3" % (fname, d)
+            print("# %s: torch loss %r" % (name, y.item()))
+            print("s3 = requires_grad(sparse_coo(I3, V3, [3, 3, 2]))")
+            print("check(%r, values(grad(sum(%s(as_masked(s3), %d) * W3), s3)), %s)"
+                  % (name, fname, d, lit(gs.values().tolist())))
+
+
 if __name__ == "__main__":
     main()
     built_from_values()
+    three_d()
