@@ -17,7 +17,8 @@
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
 
-/* reduction=: none (the default) or "mean", "sum", "none" */
+/* reduction=: "mean" (the default), "sum" or "none"; none is "mean" too,
+ * as it was the default before signatures could hold strings */
 static mq_nn_reduction reduction_arg(mq_state *S, mq_value v) {
   if (v.type == MQ_NONE) return MQ_NN_MEAN;
   const char *s = mq_is_obj(v, MQ_O_STRING) ? mq_as_string(v)->chars : "";
@@ -185,20 +186,20 @@ static mq_value lib_adam_step(mq_state *S, mq_value *args) {
 const mq_libfn mq_lib_nn[] = {
     /* losses: a masked-out entry of input or target is ignored (out of the
      * sum and of the mean's count); nothing valid: a masked-out result */
-    {"mse_loss(input, target, reduction=none)", lib_mse_loss,
-     "(input - target)**2 over the valid entries; reduction \"mean\" (none), \"sum\" or \"none\"",
+    {"mse_loss(input, target, reduction=\"mean\")", lib_mse_loss,
+     "(input - target)**2 over the valid entries; reduction \"mean\", \"sum\" or \"none\"",
      MQ_BK_NONE, 0},
-    {"l1_loss(input, target, reduction=none)", lib_l1_loss,
+    {"l1_loss(input, target, reduction=\"mean\")", lib_l1_loss,
      "|input - target| over the valid entries; reduction as mse_loss's", MQ_BK_NONE, 0},
-    {"binary_cross_entropy(input, target, reduction=none)", lib_bce,
+    {"binary_cross_entropy(input, target, reduction=\"mean\")", lib_bce,
      "-(t log(p) + (1 - t) log(1 - p)) of probabilities p, each log at least -100 (as torch)",
      MQ_BK_NONE, 0},
-    {"binary_cross_entropy_with_logits(input, target, reduction=none)", lib_bce_logits,
+    {"binary_cross_entropy_with_logits(input, target, reduction=\"mean\")", lib_bce_logits,
      "binary_cross_entropy of sigmoid(input), computed stably from the logits", MQ_BK_NONE, 0},
-    {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=none)", lib_cross_entropy,
+    {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=\"mean\")", lib_cross_entropy,
      "-log_softmax(input, dim) at int64 class targets (or summed against float probabilities)",
      MQ_BK_NONE, 0},
-    {"nll_loss(input, target, dim=1, ignore_index=-100, reduction=none)", lib_nll_loss,
+    {"nll_loss(input, target, dim=1, ignore_index=-100, reduction=\"mean\")", lib_nll_loss,
      "-input at int64 class targets along dim (input: log-probabilities, as log_softmax gives)",
      MQ_BK_NONE, 0},
     {"layer_norm(x, normalized_shape, weight=none, bias=none, eps=1e-5)", lib_layer_norm,
