@@ -576,9 +576,11 @@ static bool fuse_const(compiler *C, fuse_prog *P, mq_value v) {
 /* The function x.name calls: name, except for torch's attributes whose
  * masq function of the same name does something else. x.requires_grad is a
  * bool, as in torch; the call requires_grad(x), or x.requires_grad(), sets
- * it (torch's requires_grad_()). */
+ * it (torch's requires_grad_()). x.grad is the gradient even where a
+ * script has its own global named grad. */
 static const char *attr_fn(const mq_node *n) {
   if (n->kind == MQ_N_ATTR && strcmp(n->str, "requires_grad") == 0) return "requires_grad_of";
+  if (n->kind == MQ_N_ATTR && strcmp(n->str, "grad") == 0) return "grad_of";
   return n->str;
 }
 
