@@ -920,6 +920,27 @@ static void aug_assign(compiler *C, const mq_node *n) {
   emit_op(C, MQ_OP_SET_INDEX, -3, n->span);
 }
 
+/* Pops a list or tensor of as many items as [names] (a LIST of NAME nodes)
+ * has and assigns them in order: a, b = v and for a, b in vs. */
+static void unpack_into(compiler *C, const mq_node *names, mq_span sp) {
+  int nt = names->nkids;
+  if (nt > 255) mq_error_at(C->S, names->span, "too many names to unpack into");
+  emit_op(C, MQ_OP_UNPACK, nt - 1, sp);
+  emit(C, (uint8_t)nt, sp);
+  for (int i = 0; i < nt; i++) name_set(C, names->kids[i]->str, names->kids[i]->span);
+}
+
+/* del d[k]: the object and the one index, then DEL_INDEX. */
+static void del_stmt(compiler *C, const mq_node *n) {
+  const mq_node *target = n->kids[0];
+  if (target->nkids != 2 || target->kids[1]->kind == MQ_N_SLICE ||
+      target->kids[1]->kind == MQ_N_ELLIPSIS)
+    mq_error_at(C->S, target->span, "del removes one item at a time, as in del d[key]");
+  expr(C, target->kids[0]);
+  expr(C, target->kids[1]);
+  emit_op(C, MQ_OP_DEL_INDEX, -2, target->span);
+}
+
 static void assign(compiler *C, const mq_node *n) {
   const mq_node *target = n->kids[0], *value = n->kids[1];
   switch ((mq_node_kind)target->kind) {
@@ -944,9 +965,7 @@ static void assign(compiler *C, const mq_node *n) {
       return;
     }
     expr(C, value);
-    emit_op(C, MQ_OP_UNPACK, nt - 1, n->span);
-    emit(C, (uint8_t)nt, n->span);
-    for (int i = 0; i < nt; i++) name_set(C, target->kids[i]->str, target->kids[i]->span);
+    unpack_into(C, target, n->span);
     return;
   }
   default: mq_error_at(C->S, target->span, "cannot assign to this");
@@ -1048,7 +1067,8 @@ static void for_stmt(compiler *C, const mq_node *n) {
   int hidden = loop_head(C, it, &next);
   begin_loop(C, &l, hidden);
   int to_end = emit_jump(C, next, +1, it->span);
-  name_set(C, n->str, n->span);
+  if (n->str) name_set(C, n->str, n->span);
+  else unpack_into(C, n->kids[2], n->kids[2]->span);
   block(C, n->kids[1], false);
   emit_loop(C, l.start, n->span);
   patch_jump(C, to_end, n->span);
@@ -1124,6 +1144,7 @@ static void stmt_at(compiler *C, const mq_node *n, bool top) {
     return;
   case MQ_N_TRY: try_stmt(C, n); return;
   case MQ_N_NO_GRAD: no_grad_stmt(C, n); return;
+  case MQ_N_DEL: del_stmt(C, n); return;
   case MQ_N_FN:
     function(C, n);
     if (n->str) name_set(C, n->str, n->span);
@@ -1178,7 +1199,10 @@ static void prescan_locals(compiler *F, const mq_node *n, int depth) {
     return;
   }
   case MQ_N_FOR:
-    assigned(F, n->str, n->span);
+    if (n->str) assigned(F, n->str, n->span);
+    else
+      for (int i = 0; i < n->kids[2]->nkids; i++)
+        assigned(F, n->kids[2]->kids[i]->str, n->kids[2]->kids[i]->span);
     prescan_locals(F, n->kids[1], depth + 1);
     return;
   case MQ_N_FN:
