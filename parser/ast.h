@@ -25,7 +25,7 @@
   X(DICT)       /*                         key, value, key, value...          */  \
   X(LISTCOMP)   /*                         element, NULL, COMP_FOR...         */  \
   X(DICTCOMP)   /*                         key, value, COMP_FOR...            */  \
-  X(COMP_FOR)   /* str = loop variable     iterable, cond?                    */  \
+  X(COMP_FOR)   /* str = loop variable (NULL: names)  iterable, cond?, names? (LIST of NAME) */ \
   X(UNARY)      /* op: '-' '~' '!'(not)    operand                            */  \
   X(BINARY)     /* op: mq_binop_token      lhs, rhs                           */  \
   X(AND)        /* `and` (short-circuit)   lhs, rhs                           */  \

@@ -448,7 +448,7 @@ static void dict_literal(compiler *C, const mq_node *n) {
  * global: it is gone after the comprehension, as in Python 3); innermost,
  * APPEND or DICT_SET into the result, the loops' values above it. */
 typedef struct comp_loop {
-  int start, to_end, to_next, hidden;
+  int start, to_end, to_next, hidden, nnames;
 } comp_loop;
 
 static int loop_head(compiler *C, const mq_node *it, mq_opcode *next);
@@ -467,13 +467,23 @@ static void comprehension(compiler *C, const mq_node *n) {
     l->hidden = loop_head(C, cl->kids[0], &next);
     l->start = C->f->code_len;
     l->to_end = emit_jump(C, next, +1, cl->kids[0]->span);
+    /* `for k, v in ...`: the item unpacked in place, the first name on top */
+    const mq_node *names = cl->str ? NULL : cl->kids[2];
+    l->nnames = names ? names->nkids : 1;
+    if (names) {
+      if (l->nnames > 255) mq_error_at(C->S, names->span, "too many names to unpack into");
+      emit_op(C, MQ_OP_UNPACK, l->nnames - 1, names->span);
+      emit(C, (uint8_t)l->nnames, names->span);
+    }
     int slot = C->depth - 1;
-    if (slot > 255 || C->nscoped == MAX_SCOPED)
+    if (slot > 255 || C->nscoped + l->nnames > MAX_SCOPED)
       mq_error_at(C->S, cl->span,
                   "no stack slot left for this comprehension's variable (comprehensions nested "
                   "too deeply, or too many locals)");
-    C->scoped[C->nscoped].name = cl->str;
-    C->scoped[C->nscoped++].slot = slot;
+    for (int k = 0; k < l->nnames; k++) {
+      C->scoped[C->nscoped].name = names ? names->kids[k]->str : cl->str;
+      C->scoped[C->nscoped++].slot = slot - k;
+    }
     l->to_next = -1;
     if (cl->kids[1]) {
       expr(C, cl->kids[1]);
@@ -490,8 +500,8 @@ static void comprehension(compiler *C, const mq_node *n) {
   for (int i = nloops - 1; i >= 0; i--) {
     const comp_loop *l = &loops[i];
     if (l->to_next >= 0) patch_jump(C, l->to_next, n->span);
-    C->nscoped--;
-    emit_op(C, MQ_OP_POP, -1, n->span);
+    C->nscoped -= l->nnames;
+    for (int k = 0; k < l->nnames; k++) emit_op(C, MQ_OP_POP, -1, n->span);
     emit_loop(C, l->start, n->span);
     patch_jump(C, l->to_end, n->span);
     for (int k = 0; k < l->hidden; k++) emit_op(C, MQ_OP_POP, -1, n->span);

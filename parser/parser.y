@@ -432,6 +432,8 @@ comp_fors:
 
 comp_for:
     FOR IDENT IN expr comp_if           { $$ = pair(p, MQ_N_COMP_FOR, $4, $5, &@$); $$->str = $2; }
+  | FOR for_names IN expr comp_if       { $$ = pair(p, MQ_N_COMP_FOR, $4, $5, &@$);
+                                          mq_node_add(p->A, $$, $2); }
   ;
 
 /* The filter of a comprehension clause: `if cond`, or nothing (NULL). */
