@@ -1,6 +1,8 @@
 /* dict.c - dicts (dict.h): entries in arrays in insertion order, found
- * through a table of entry indices probed linearly. There is no removal,
- * so the entries never have holes and the table never has tombstones. */
+ * through a table of entry indices probed linearly. A removal closes the
+ * hole in the entries and indexes them all again (linear in the dict's
+ * size), so the entries never have holes and the table never has
+ * tombstones. */
 #include "dict.h"
 
 #include "checked.h"
@@ -90,6 +92,16 @@ void mq_dict_set(mq_state *S, mq_dict *d, mq_value key, mq_value val) {
   mq_retain(val);
   d->entries[d->len] = (mq_dentry){key, val};
   d->slots[probe(d, key, h)] = ++d->len;
+}
+
+void mq_dict_remove(mq_state *S, mq_dict *d, int e) {
+  mq_dentry gone = d->entries[e];
+  memmove(&d->entries[e], &d->entries[e + 1], (size_t)(d->len - e - 1) * sizeof *d->entries);
+  d->len--;
+  memset(d->slots, 0, (size_t)d->nslots * sizeof *d->slots);
+  for (int i = 0; i < d->len; i++) d->slots[probe(d, d->entries[i].key, hash_key(d->entries[i].key))] = i + 1;
+  mq_release(S, gone.key);
+  mq_release(S, gone.val);
 }
 
 mq_list *mq_dict_list(mq_state *S, const mq_dict *d, int what) {

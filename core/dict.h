@@ -33,6 +33,9 @@ MQ_INTERNAL int mq_dict_find(mq_state *S, const mq_dict *d, mq_value key);
  * place, else appends an entry. Allocates before it changes anything, so
  * a failure leaves [d] as it was. */
 MQ_INTERNAL void mq_dict_set(mq_state *S, mq_dict *d, mq_value key, mq_value val);
+/* Removes entry [e] (an index mq_dict_find gave), keeping the order of the
+ * others, and releases its key and value once [d] is consistent again. */
+MQ_INTERNAL void mq_dict_remove(mq_state *S, mq_dict *d, int e);
 /* A new list (pool-owned) of [d]'s keys, values or [key, value] pairs, in
  * insertion order. */
 enum { MQ_DICT_KEYS, MQ_DICT_VALUES, MQ_DICT_ITEMS };

@@ -30,6 +30,7 @@
   X("and", "a and b, a or b: short-circuit (b runs only if needed); not a")   \
   X("or", "a and b, a or b: short-circuit (b runs only if needed); not a")    \
   X("not", "a and b, a or b: short-circuit (b runs only if needed); not a")   \
+  X("del", "del d[key]: remove the key and its value from dict d (del xs[i]: item i of list xs)") \
   X("no_grad", "no_grad { ... }: run the block with autograd recording nothing (torch.no_grad); the setting before comes back however the block ends")
 
 /* The help line of keyword [name] (n bytes), or NULL if it is none. */

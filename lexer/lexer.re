@@ -368,6 +368,7 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "try"      { TOKEN(TOK_TRY); }
       "catch"    { TOKEN(TOK_CATCH); }
       "no_grad"  { TOKEN(TOK_NOGRAD); }
+      "del"      { TOKEN(TOK_DEL); }
       "and"      { TOKEN(TOK_AND); }
       "or"       { TOKEN(TOK_OR); }
       "not"      { if (not_in(lx)) { TOKEN(TOK_NOTIN); } TOKEN(TOK_NOT); }

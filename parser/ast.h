@@ -25,7 +25,7 @@
   X(DICT)       /*                         key, value, key, value...          */  \
   X(LISTCOMP)   /*                         element, NULL, COMP_FOR...         */  \
   X(DICTCOMP)   /*                         key, value, COMP_FOR...            */  \
-  X(COMP_FOR)   /* str = loop variable     iterable, cond?                    */  \
+  X(COMP_FOR)   /* str = loop variable (NULL: names)  iterable, cond?, names? (LIST of NAME) */ \
   X(UNARY)      /* op: '-' '~' '!'(not)    operand                            */  \
   X(BINARY)     /* op: mq_binop_token      lhs, rhs                           */  \
   X(AND)        /* `and` (short-circuit)   lhs, rhs                           */  \
@@ -43,7 +43,7 @@
   X(BLOCK)      /*                         statements...                      */  \
   X(IF)         /*                         cond, then BLOCK, else? (BLOCK or IF) */ \
   X(WHILE)      /*                         cond, body BLOCK                   */  \
-  X(FOR)        /* str = loop variable     iterable, body BLOCK               */  \
+  X(FOR)        /* str = loop variable (NULL: names)  iterable, body BLOCK, names? (LIST of NAME) */ \
   X(FN)         /* str = name (NULL: anonymous)  PARAMS, body (BLOCK, or expr for `= expr`) */ \
   X(PARAMS)     /*                         PARAM...                           */  \
   X(PARAM)      /* str = name              default?                           */  \
@@ -53,7 +53,8 @@
   X(IMPORT)     /* str = path              -                                  */  \
   X(GLOBAL)     /*                         NAME...  (`global a, b`)           */ \
   X(TRY)        /* str = error variable (NULL: none)  body BLOCK, handler BLOCK */ \
-  X(NO_GRAD)    /*                         body BLOCK                         */
+  X(NO_GRAD)    /*                         body BLOCK                         */  \
+  X(DEL)        /*                         target INDEX (del d[k])            */
 
 typedef enum mq_node_kind {
 #define X(k) MQ_N_##k,

@@ -448,7 +448,7 @@ static void dict_literal(compiler *C, const mq_node *n) {
  * global: it is gone after the comprehension, as in Python 3); innermost,
  * APPEND or DICT_SET into the result, the loops' values above it. */
 typedef struct comp_loop {
-  int start, to_end, to_next, hidden;
+  int start, to_end, to_next, hidden, nnames;
 } comp_loop;
 
 static int loop_head(compiler *C, const mq_node *it, mq_opcode *next);
@@ -467,13 +467,23 @@ static void comprehension(compiler *C, const mq_node *n) {
     l->hidden = loop_head(C, cl->kids[0], &next);
     l->start = C->f->code_len;
     l->to_end = emit_jump(C, next, +1, cl->kids[0]->span);
+    /* `for k, v in ...`: the item unpacked in place, the first name on top */
+    const mq_node *names = cl->str ? NULL : cl->kids[2];
+    l->nnames = names ? names->nkids : 1;
+    if (names) {
+      if (l->nnames > 255) mq_error_at(C->S, names->span, "too many names to unpack into");
+      emit_op(C, MQ_OP_UNPACK, l->nnames - 1, names->span);
+      emit(C, (uint8_t)l->nnames, names->span);
+    }
     int slot = C->depth - 1;
-    if (slot > 255 || C->nscoped == MAX_SCOPED)
+    if (slot > 255 || C->nscoped + l->nnames > MAX_SCOPED)
       mq_error_at(C->S, cl->span,
                   "no stack slot left for this comprehension's variable (comprehensions nested "
                   "too deeply, or too many locals)");
-    C->scoped[C->nscoped].name = cl->str;
-    C->scoped[C->nscoped++].slot = slot;
+    for (int k = 0; k < l->nnames; k++) {
+      C->scoped[C->nscoped].name = names ? names->kids[k]->str : cl->str;
+      C->scoped[C->nscoped++].slot = slot - k;
+    }
     l->to_next = -1;
     if (cl->kids[1]) {
       expr(C, cl->kids[1]);
@@ -490,8 +500,8 @@ static void comprehension(compiler *C, const mq_node *n) {
   for (int i = nloops - 1; i >= 0; i--) {
     const comp_loop *l = &loops[i];
     if (l->to_next >= 0) patch_jump(C, l->to_next, n->span);
-    C->nscoped--;
-    emit_op(C, MQ_OP_POP, -1, n->span);
+    C->nscoped -= l->nnames;
+    for (int k = 0; k < l->nnames; k++) emit_op(C, MQ_OP_POP, -1, n->span);
     emit_loop(C, l->start, n->span);
     patch_jump(C, l->to_end, n->span);
     for (int k = 0; k < l->hidden; k++) emit_op(C, MQ_OP_POP, -1, n->span);
@@ -576,9 +586,11 @@ static bool fuse_const(compiler *C, fuse_prog *P, mq_value v) {
 /* The function x.name calls: name, except for torch's attributes whose
  * masq function of the same name does something else. x.requires_grad is a
  * bool, as in torch; the call requires_grad(x), or x.requires_grad(), sets
- * it (torch's requires_grad_()). */
+ * it (torch's requires_grad_()). x.grad is the gradient even where a
+ * script has its own global named grad. */
 static const char *attr_fn(const mq_node *n) {
   if (n->kind == MQ_N_ATTR && strcmp(n->str, "requires_grad") == 0) return "requires_grad_of";
+  if (n->kind == MQ_N_ATTR && strcmp(n->str, "grad") == 0) return "grad_of";
   return n->str;
 }
 
@@ -918,6 +930,27 @@ static void aug_assign(compiler *C, const mq_node *n) {
   emit_op(C, MQ_OP_SET_INDEX, -3, n->span);
 }
 
+/* Pops a list or tensor of as many items as [names] (a LIST of NAME nodes)
+ * has and assigns them in order: a, b = v and for a, b in vs. */
+static void unpack_into(compiler *C, const mq_node *names, mq_span sp) {
+  int nt = names->nkids;
+  if (nt > 255) mq_error_at(C->S, names->span, "too many names to unpack into");
+  emit_op(C, MQ_OP_UNPACK, nt - 1, sp);
+  emit(C, (uint8_t)nt, sp);
+  for (int i = 0; i < nt; i++) name_set(C, names->kids[i]->str, names->kids[i]->span);
+}
+
+/* del d[k]: the object and the one index, then DEL_INDEX. */
+static void del_stmt(compiler *C, const mq_node *n) {
+  const mq_node *target = n->kids[0];
+  if (target->nkids != 2 || target->kids[1]->kind == MQ_N_SLICE ||
+      target->kids[1]->kind == MQ_N_ELLIPSIS)
+    mq_error_at(C->S, target->span, "del removes one item at a time, as in del d[key]");
+  expr(C, target->kids[0]);
+  expr(C, target->kids[1]);
+  emit_op(C, MQ_OP_DEL_INDEX, -2, target->span);
+}
+
 static void assign(compiler *C, const mq_node *n) {
   const mq_node *target = n->kids[0], *value = n->kids[1];
   switch ((mq_node_kind)target->kind) {
@@ -942,9 +975,7 @@ static void assign(compiler *C, const mq_node *n) {
       return;
     }
     expr(C, value);
-    emit_op(C, MQ_OP_UNPACK, nt - 1, n->span);
-    emit(C, (uint8_t)nt, n->span);
-    for (int i = 0; i < nt; i++) name_set(C, target->kids[i]->str, target->kids[i]->span);
+    unpack_into(C, target, n->span);
     return;
   }
   default: mq_error_at(C->S, target->span, "cannot assign to this");
@@ -1046,7 +1077,8 @@ static void for_stmt(compiler *C, const mq_node *n) {
   int hidden = loop_head(C, it, &next);
   begin_loop(C, &l, hidden);
   int to_end = emit_jump(C, next, +1, it->span);
-  name_set(C, n->str, n->span);
+  if (n->str) name_set(C, n->str, n->span);
+  else unpack_into(C, n->kids[2], n->kids[2]->span);
   block(C, n->kids[1], false);
   emit_loop(C, l.start, n->span);
   patch_jump(C, to_end, n->span);
@@ -1122,6 +1154,7 @@ static void stmt_at(compiler *C, const mq_node *n, bool top) {
     return;
   case MQ_N_TRY: try_stmt(C, n); return;
   case MQ_N_NO_GRAD: no_grad_stmt(C, n); return;
+  case MQ_N_DEL: del_stmt(C, n); return;
   case MQ_N_FN:
     function(C, n);
     if (n->str) name_set(C, n->str, n->span);
@@ -1176,7 +1209,10 @@ static void prescan_locals(compiler *F, const mq_node *n, int depth) {
     return;
   }
   case MQ_N_FOR:
-    assigned(F, n->str, n->span);
+    if (n->str) assigned(F, n->str, n->span);
+    else
+      for (int i = 0; i < n->kids[2]->nkids; i++)
+        assigned(F, n->kids[2]->kids[i]->str, n->kids[2]->kids[i]->span);
     prescan_locals(F, n->kids[1], depth + 1);
     return;
   case MQ_N_FN:

@@ -100,6 +100,7 @@
   static mq_node *binary(mq_parser *p, mq_binop_token op, mq_node *a, mq_node *b,
                          const mq_loc *l);
   static mq_node *pair(mq_parser *p, mq_node_kind k, mq_node *a, mq_node *b, const mq_loc *l);
+  static mq_node *del_item(mq_parser *p, mq_node *target, const mq_loc *l);
   static mq_node *assignment(mq_parser *p, mq_node *target, mq_node *value, const mq_loc *l);
   static mq_node *augmented(mq_parser *p, mq_binop_token op, mq_node *target, mq_node *value,
                             const mq_loc *l);
@@ -137,12 +138,12 @@
 %token ELIF "keyword 'elif'" ELSE "keyword 'else'" WHILE "keyword 'while'"
 %token FOR "keyword 'for'" IN "keyword 'in'" BREAK "keyword 'break'"
 %token CONTINUE "keyword 'continue'" IMPORT "keyword 'import'" GLOBAL "keyword 'global'"
-%token TRY "keyword 'try'" CATCH "keyword 'catch'" NOGRAD "keyword 'no_grad'"
+%token TRY "keyword 'try'" CATCH "keyword 'catch'" NOGRAD "keyword 'no_grad'" DEL "keyword 'del'"
 %token AND "keyword 'and'" OR "keyword 'or'" NOT "keyword 'not'" NOTIN "'not in'"
 
 %token YYEOF 0 "end of input"
 
-%nterm <mq_node *> body block stmt else_part targets rhs rhs_list global_names
+%nterm <mq_node *> body block stmt else_part targets rhs rhs_list global_names for_names
 %nterm <mq_node *> params param_list param expr postfix primary
 %nterm <mq_node *> args arg_list arg subscripts subscript opt_expr items pairs comp_if comp_fors comp_for
 
@@ -213,6 +214,8 @@ stmt:
     }
   | WHILE expr block                    { $$ = pair(p, MQ_N_WHILE, $2, $3, &@$); }
   | FOR IDENT IN expr block             { $$ = pair(p, MQ_N_FOR, $4, $5, &@$); $$->str = $2; }
+  | FOR for_names IN expr block         { $$ = pair(p, MQ_N_FOR, $4, $5, &@$);
+                                          mq_node_add(p->A, $$, $2); }
   | BREAK                               { $$ = NODE(BREAK, @$); }
   | CONTINUE                            { $$ = NODE(CONTINUE, @$); }
   | IMPORT STRING                       { $$ = NODE(IMPORT, @$); $$->str = $2.s; $$->ival = (int64_t)$2.n; }
@@ -220,6 +223,7 @@ stmt:
   | TRY block CATCH IDENT block         { $$ = pair(p, MQ_N_TRY, $2, $5, &@$); $$->str = $4; }
   | TRY block CATCH block               { $$ = pair(p, MQ_N_TRY, $2, $4, &@$); }
   | NOGRAD block                        { $$ = NODE(NO_GRAD, @$); mq_node_add(p->A, $$, $2); }
+  | DEL expr                            { $$ = del_item(p, $2, &@$); }
   ;
 
 /* `global a, b`: NAME nodes under one GLOBAL. */
@@ -230,6 +234,20 @@ global_names:
     }
   | global_names COMMA IDENT {
       $$ = $1;
+      mq_node *n = NODE(NAME, @3); n->str = $3; mq_node_add(p->A, $$, n);
+    }
+  ;
+
+/* `for k, v in items(d)`: a LIST of at least two NAME nodes, each item
+ * unpacked into them as `k, v = item` would. */
+for_names:
+    IDENT COMMA IDENT {
+      $$ = NODE(LIST, @$);
+      mq_node *a = NODE(NAME, @1); a->str = $1; mq_node_add(p->A, $$, a);
+      mq_node *b = NODE(NAME, @3); b->str = $3; mq_node_add(p->A, $$, b);
+    }
+  | for_names COMMA IDENT {
+      $$ = $1; $$->span = SPAN(@$);
       mq_node *n = NODE(NAME, @3); n->str = $3; mq_node_add(p->A, $$, n);
     }
   ;
@@ -414,6 +432,8 @@ comp_fors:
 
 comp_for:
     FOR IDENT IN expr comp_if           { $$ = pair(p, MQ_N_COMP_FOR, $4, $5, &@$); $$->str = $2; }
+  | FOR for_names IN expr comp_if       { $$ = pair(p, MQ_N_COMP_FOR, $4, $5, &@$);
+                                          mq_node_add(p->A, $$, $2); }
   ;
 
 /* The filter of a comprehension clause: `if cond`, or nothing (NULL). */
@@ -492,6 +512,16 @@ static mq_node *assignment(mq_parser *p, mq_node *target, mq_node *value, const 
     check_target(p, target);
   }
   return pair(p, MQ_N_ASSIGN, target, value, l);
+}
+
+/* del d[k]: an item, nothing else (names are never unbound). */
+static mq_node *del_item(mq_parser *p, mq_node *target, const mq_loc *l) {
+  if (target->kind != MQ_N_INDEX)
+    semantic_error(p, target->span, "del removes an item, as in del d[key]; it cannot delete %s",
+                   target->kind == MQ_N_NAME ? "a variable" : "this expression");
+  mq_node *n = mq_node_new(p->A, MQ_N_DEL, SPAN(*l));
+  mq_node_add(p->A, n, target);
+  return n;
 }
 
 /* x += v: a name or one item x[i] (what plain assignment takes, less

@@ -91,17 +91,48 @@ mq_tensor *mq_nn_bce(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reduction r)
   return reduce(S, loss, r);
 }
 
-mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reduction r) {
-  operands(S, "binary_cross_entropy_with_logits", &x, &t);
+/* A weight parameter: a plain float tensor (of [what] shape, checked by
+ * the caller), in x's dtype so that it does not widen the loss. */
+static mq_tensor *weight_arg(mq_state *S, const char *who, const char *what, mq_tensor *w,
+                             const mq_tensor *x) {
+  if (w->mask) mq_error(S, "%s: %s must be a plain tensor, not a masked one", who, what);
+  need_float(S, who, what, w);
+  return mq_astype(S, w, (mq_dtype)x->dtype);
+}
+
+mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t, mq_tensor *pw,
+                            mq_nn_reduction r) {
+  static const char who[] = "binary_cross_entropy_with_logits";
+  operands(S, who, &x, &t);
   /* torch's: (1 - t) x + m + log(e**-m + e**(-x - m)), m = max(-x, 0): no
    * exp overflows, and the value (hence the gradient) is the same for any m */
   mq_tensor *nx = mq_unary(S, MQ_UN_NEG, x);
   mq_tensor *m = mq_clamp(S, nx, num(S, 0), NULL);
   mq_tensor *lse = mq_unary(S, MQ_UN_LOG, bin(S, MQ_BIN_ADD, mq_unary(S, MQ_UN_EXP, mq_unary(S, MQ_UN_NEG, m)),
                                               mq_unary(S, MQ_UN_EXP, bin(S, MQ_BIN_SUB, nx, m))));
-  mq_tensor *loss = bin(S, MQ_BIN_ADD, bin(S, MQ_BIN_ADD, bin(S, MQ_BIN_MUL, bin(S, MQ_BIN_SUB, num(S, 1), t), x), m),
-                        lse);
-  return reduce(S, loss, r);
+  mq_tensor *neg = bin(S, MQ_BIN_MUL, bin(S, MQ_BIN_SUB, num(S, 1), t), x);
+  /* torch's association, so that the results round as torch's */
+  if (!pw) return reduce(S, bin(S, MQ_BIN_ADD, bin(S, MQ_BIN_ADD, neg, m), lse), r);
+  /* with pos_weight, torch's: the positive term -log(sigmoid(x)) times
+   * 1 + (pos_weight - 1) t */
+  pw = weight_arg(S, who, "pos_weight", pw, x);
+  if (pw->ndim > 1 || (pw->ndim == 1 && pw->shape[0] != 1 &&
+                       (x->ndim == 0 || pw->shape[0] != x->shape[x->ndim - 1])))
+    mq_error(S, "%s: pos_weight must be a number or hold one weight per class (the input's "
+                "last dim, %lld), got shape %s",
+             who, (long long)(x->ndim ? x->shape[x->ndim - 1] : 1), mq_shape_str(S, pw->ndim, pw->shape));
+  mq_tensor *lw = bin(S, MQ_BIN_ADD, bin(S, MQ_BIN_MUL, bin(S, MQ_BIN_SUB, pw, num(S, 1)), t), num(S, 1));
+  mq_tensor *pos = bin(S, MQ_BIN_MUL, lw, bin(S, MQ_BIN_ADD, lse, m));
+  return reduce(S, bin(S, MQ_BIN_ADD, neg, pos), r);
+}
+
+/* A class weight: plain, float, one per class of lsm's [dim]. */
+static mq_tensor *class_weight(mq_state *S, const char *who, mq_tensor *w, const mq_tensor *lsm, int dim) {
+  w = weight_arg(S, who, "weight", w, lsm);
+  if (w->ndim != 1 || w->shape[0] != lsm->shape[dim])
+    mq_error(S, "%s: weight must hold one weight per class, shape (%lld,); got shape %s", who,
+             (long long)lsm->shape[dim], mq_shape_str(S, w->ndim, w->shape));
+  return w;
 }
 
 /* The valid class targets of int64 [t]: the mask, less ignore_index; each
@@ -122,9 +153,11 @@ static mq_tensor *class_targets(mq_state *S, const char *who, mq_tensor *t, int6
 
 /* -lsm[target] per position (lsm: log-probabilities along dim): masked out
  * where the target is masked out or ignored, or lsm's entry at the target
- * is masked out. */
+ * is masked out. With a class weight [w] (else NULL), the loss is scaled by
+ * the target's weight, and reduced by r: a mean divides by the sum of the
+ * valid targets' weights. */
 static mq_tensor *nll_classes(mq_state *S, const char *who, mq_tensor *lsm, mq_tensor *t, int dim,
-                              int64_t ignore) {
+                              int64_t ignore, mq_tensor *w, mq_nn_reduction r) {
   const int nd = lsm->ndim;
   int64_t want[MQ_MAX_DIMS], cls[MQ_MAX_DIMS];
   for (int i = 0, k = 0; i < nd; i++) {
@@ -142,23 +175,38 @@ static mq_tensor *nll_classes(mq_state *S, const char *who, mq_tensor *lsm, mq_t
     mq_tensor *at = mq_reduce(S, MQ_RED_ANY, bin(S, MQ_BIN_BAND, hot, lsm->mask), 1, &dim, false);
     valid = bin(S, MQ_BIN_BAND, valid, at);
   }
-  mq_tensor *loss = mq_unary(S, MQ_UN_NEG, picked);
+  mq_tensor *loss = mq_unary(S, MQ_UN_NEG, picked), *tw = NULL;
+  if (w) { /* the weight of each position's target class */
+    w = class_weight(S, who, w, lsm, dim);
+    tw = mq_reduce(S, MQ_RED_SUM, mq_where(S, hot, mq_reshape(S, w, nd, cls), num(S, 0)), 1, &dim, false);
+    loss = bin(S, MQ_BIN_MUL, loss, tw);
+  }
   bool all = mq_tensor_item(S, mq_reduce(S, MQ_RED_ALL, valid, 0, NULL, false)) != 0;
-  return all && !t->mask && !lsm->mask ? loss : mq_as_masked(S, loss, valid);
+  bool plain = all && !t->mask && !lsm->mask;
+  if (!plain) loss = mq_as_masked(S, loss, valid);
+  if (!tw || r != MQ_NN_MEAN) return reduce(S, loss, r);
+  if (!plain) tw = mq_as_masked(S, tw, valid);
+  return bin(S, MQ_BIN_DIV, reduce(S, loss, MQ_NN_SUM), reduce(S, tw, MQ_NN_SUM));
 }
 
 mq_tensor *mq_nn_cross_entropy(mq_state *S, mq_tensor *x, mq_tensor *t, int dim, int64_t ignore,
-                               mq_nn_reduction r) {
+                               mq_tensor *w, mq_nn_reduction r) {
   need_float(S, "cross_entropy", "input", x);
   if (x->ndim == 0) mq_error(S, "cross_entropy: the input needs a class dimension, got a 0-d tensor");
   dim = mq_shape_norm_dim(S, dim, x->ndim);
   mq_tensor *lsm = mq_log_softmax(S, x, dim), *loss;
   if (t->dtype == MQ_DT_I64) {
-    loss = nll_classes(S, "cross_entropy", lsm, t, dim, ignore);
+    return nll_classes(S, "cross_entropy", lsm, t, dim, ignore, w, r);
   } else if (mq_dtype_is_float((mq_dtype)t->dtype)) { /* probabilities along dim */
     same_shape(S, "cross_entropy", x, t);
     both_valid(S, &lsm, &t);
-    loss = mq_unary(S, MQ_UN_NEG, mq_reduce(S, MQ_RED_SUM, bin(S, MQ_BIN_MUL, lsm, t), 1, &dim, false));
+    mq_tensor *terms = bin(S, MQ_BIN_MUL, lsm, t);
+    if (w) {
+      int64_t cls[MQ_MAX_DIMS];
+      for (int i = 0; i < x->ndim; i++) cls[i] = i == dim ? x->shape[i] : 1;
+      terms = bin(S, MQ_BIN_MUL, terms, mq_reshape(S, class_weight(S, "cross_entropy", w, lsm, dim), x->ndim, cls));
+    }
+    loss = mq_unary(S, MQ_UN_NEG, mq_reduce(S, MQ_RED_SUM, terms, 1, &dim, false));
   } else {
     mq_error(S, "cross_entropy: the target must hold int64 classes or float probabilities, not %s",
              mq_dtype_name((mq_dtype)t->dtype));
@@ -167,12 +215,12 @@ mq_tensor *mq_nn_cross_entropy(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
 }
 
 mq_tensor *mq_nn_nll_loss(mq_state *S, mq_tensor *x, mq_tensor *t, int dim, int64_t ignore,
-                          mq_nn_reduction r) {
+                          mq_tensor *w, mq_nn_reduction r) {
   need_float(S, "nll_loss", "input", x);
   if (x->ndim == 0) mq_error(S, "nll_loss: the input needs a class dimension, got a 0-d tensor");
   if (t->dtype != MQ_DT_I64)
     mq_error(S, "nll_loss: the target must hold int64 classes, not %s", mq_dtype_name((mq_dtype)t->dtype));
-  return reduce(S, nll_classes(S, "nll_loss", x, t, mq_shape_norm_dim(S, dim, x->ndim), ignore), r);
+  return nll_classes(S, "nll_loss", x, t, mq_shape_norm_dim(S, dim, x->ndim), ignore, w, r);
 }
 
 mq_tensor *mq_nn_layer_norm(mq_state *S, mq_tensor *x, int nd, mq_tensor *w, mq_tensor *b, double eps) {

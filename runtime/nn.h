@@ -22,17 +22,25 @@ MQ_INTERNAL mq_tensor *mq_nn_l1_loss(mq_state *S, mq_tensor *x, mq_tensor *t, mq
  * valid entries of x must lie in [0, 1]. */
 MQ_INTERNAL mq_tensor *mq_nn_bce(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reduction r);
 /* The same of sigmoid(x), computed stably from the logits x. */
+/* [pos_weight] (NULL: none) multiplies the positive term, broadcast
+ * against x (one per class of the last dim), as torch's. */
 MQ_INTERNAL mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t,
-                                        mq_nn_reduction r);
+                                        mq_tensor *pos_weight, mq_nn_reduction r);
 /* -log_softmax(x, dim) at the target class (an int64 target: x's shape
  * without dim, entries in [0, C) or ignore_index) or -sum(t * log_softmax)
  * along dim (a float target of x's shape: probabilities). */
+/* [weight] (NULL: none) is a plain 1-D float tensor of one weight per
+ * class: each class target's loss is scaled by its class's weight and the
+ * mean divides by the sum of the weights of the valid targets (torch's);
+ * a probability target's class terms are scaled (its mean stays over the
+ * positions). */
 MQ_INTERNAL mq_tensor *mq_nn_cross_entropy(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
-                                           int64_t ignore_index, mq_nn_reduction r);
+                                           int64_t ignore_index, mq_tensor *weight,
+                                           mq_nn_reduction r);
 /* -x[target] along dim: x holds log-probabilities; t as cross_entropy's
  * int64 classes. */
 MQ_INTERNAL mq_tensor *mq_nn_nll_loss(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
-                                      int64_t ignore_index, mq_nn_reduction r);
+                                      int64_t ignore_index, mq_tensor *weight, mq_nn_reduction r);
 /* (x - mean) / sqrt(var + eps) over the valid entries of the last [nd]
  * dims, times [w] plus [b] (NULL: none; plain, of those dims' shape). */
 MQ_INTERNAL mq_tensor *mq_nn_layer_norm(mq_state *S, mq_tensor *x, int nd, mq_tensor *w,

@@ -11,7 +11,8 @@ static const char *arg_path(mq_state *S, mq_value v, const char *fn) {
   return mq_string_cstr(S, mq_as_string(v), "path");
 }
 
-/* delimiter=none is ","; otherwise one byte that is not a quote or a line
+/* delimiter=: "," by default (none too, as before signatures could hold
+ * strings); otherwise one byte that is not a quote or a line
  * break. */
 static char arg_delim(mq_state *S, mq_value v, const char *fn) {
   if (v.type == MQ_NONE) return ',';
@@ -119,13 +120,13 @@ static mq_value lib_save_csv(mq_state *S, mq_value *args) {
 }
 
 const mq_libfn mq_lib_csv[] = {
-    {"load_csv(path, header=true, delimiter=none, na=none, columns=none, dtype=none)",
+    {"load_csv(path, header=true, delimiter=\",\", na=none, columns=none, dtype=none)",
      lib_load_csv,
      "[x, names]: a CSV table as a masked (rows, columns) float32 tensor, missing cells "
-     "(na: \"\", \"NA\", \"NaN\", \"null\") masked out; names is none with header=false; "
-     "delimiter \",\" by default; columns= picks by name or index; see docs/IO.md",
+     "(na=none: the list \"\", \"NA\", \"NaN\", \"null\") masked out; names is none with "
+     "header=false; columns= picks by name or index; see docs/IO.md",
      MQ_BK_NONE, 0},
-    {"save_csv(path, x, header=none, delimiter=none)", lib_save_csv,
+    {"save_csv(path, x, header=none, delimiter=\",\")", lib_save_csv,
      "write a 1-D or 2-D tensor as CSV: masked-out cells empty, floats exact; header= a "
      "list of column names",
      MQ_BK_NONE, 0},

@@ -2,6 +2,7 @@
  * constants (dtype=float64), x.requires_grad as a bool, and the warnings
  * torch gives where masq would otherwise stay silent. */
 #include "../core/diag.h"
+#include "../runtime/sparse.h"
 #include "../vm/globals.h"
 #include "../vm/vm.h"
 #include "stdlib.h"
@@ -40,8 +41,20 @@ static mq_value lib_requires_grad_of(mq_state *S, mq_value *args) {
   return mq_bool(mq_arg_tensor_any(S, args[0], "x")->requires_grad);
 }
 
+/* x.grad (parser/compiler.c, attr_fn): x's accumulated gradient or none,
+ * whatever a global named grad holds (x.grad was the call grad(x)). */
+static mq_value lib_grad_of(mq_state *S, mq_value *args) {
+  if (!mq_is_tensor(args[0]) && !mq_is_sparse(args[0]))
+    mq_error(S, "a %s has no .grad (only tensors do)", mq_value_type_name(args[0]));
+  const mq_tensor *x = mq_as_tensor_any(args[0]);
+  return x->grad ? mq_objv(x->grad) : mq_none();
+}
+
 const mq_libfn mq_lib_habits[] = {
     {"requires_grad_of(x)", lib_requires_grad_of,
      "true if x requires grad: what x.requires_grad gives (requires_grad(x) sets it)", MQ_BK_NONE, 0},
+    {"grad_of(x)", lib_grad_of,
+     "x's accumulated gradient, or none: what x.grad gives, even if a global named grad "
+     "holds something else", MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

@@ -17,7 +17,8 @@
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
 
-/* reduction=: none (the default) or "mean", "sum", "none" */
+/* reduction=: "mean" (the default), "sum" or "none"; none is "mean" too,
+ * as it was the default before signatures could hold strings */
 static mq_nn_reduction reduction_arg(mq_state *S, mq_value v) {
   if (v.type == MQ_NONE) return MQ_NN_MEAN;
   const char *s = mq_is_obj(v, MQ_O_STRING) ? mq_as_string(v)->chars : "";
@@ -37,9 +38,11 @@ static mq_value lib_bce(mq_state *S, mq_value *args) {
   return mq_objv(mq_nn_bce(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
 }
 static mq_value lib_bce_logits(mq_state *S, mq_value *args) {
-  return mq_objv(mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
+  mq_tensor *pw = args[3].type == MQ_NONE ? NULL : T(3, "pos_weight");
+  return mq_objv(mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), pw, reduction_arg(S, args[2])));
 }
-/* cross_entropy and nll_loss: (input, target, dim, ignore_index, reduction) */
+/* cross_entropy and nll_loss: (input, target, dim, ignore_index, reduction,
+ * weight) */
 static mq_value class_loss(mq_state *S, mq_value *args, bool nll) {
   mq_tensor *x = T(0, "input");
   int64_t dim = mq_arg_int(S, args[2], "dim");
@@ -47,8 +50,9 @@ static mq_value class_loss(mq_state *S, mq_value *args, bool nll) {
   mq_tensor *t = T(1, "target");
   int64_t ignore = mq_arg_int(S, args[3], "ignore_index");
   mq_nn_reduction r = reduction_arg(S, args[4]);
-  return mq_objv(nll ? mq_nn_nll_loss(S, x, t, (int)dim, ignore, r)
-                     : mq_nn_cross_entropy(S, x, t, (int)dim, ignore, r));
+  mq_tensor *w = args[5].type == MQ_NONE ? NULL : T(5, "weight");
+  return mq_objv(nll ? mq_nn_nll_loss(S, x, t, (int)dim, ignore, w, r)
+                     : mq_nn_cross_entropy(S, x, t, (int)dim, ignore, w, r));
 }
 static mq_value lib_cross_entropy(mq_state *S, mq_value *args) { return class_loss(S, args, false); }
 static mq_value lib_nll_loss(mq_state *S, mq_value *args) { return class_loss(S, args, true); }
@@ -185,21 +189,27 @@ static mq_value lib_adam_step(mq_state *S, mq_value *args) {
 const mq_libfn mq_lib_nn[] = {
     /* losses: a masked-out entry of input or target is ignored (out of the
      * sum and of the mean's count); nothing valid: a masked-out result */
-    {"mse_loss(input, target, reduction=none)", lib_mse_loss,
-     "(input - target)**2 over the valid entries; reduction \"mean\" (none), \"sum\" or \"none\"",
+    {"mse_loss(input, target, reduction=\"mean\")", lib_mse_loss,
+     "(input - target)**2 over the valid entries; reduction \"mean\", \"sum\" or \"none\"",
      MQ_BK_NONE, 0},
-    {"l1_loss(input, target, reduction=none)", lib_l1_loss,
+    {"l1_loss(input, target, reduction=\"mean\")", lib_l1_loss,
      "|input - target| over the valid entries; reduction as mse_loss's", MQ_BK_NONE, 0},
-    {"binary_cross_entropy(input, target, reduction=none)", lib_bce,
+    {"binary_cross_entropy(input, target, reduction=\"mean\")", lib_bce,
      "-(t log(p) + (1 - t) log(1 - p)) of probabilities p, each log at least -100 (as torch)",
      MQ_BK_NONE, 0},
-    {"binary_cross_entropy_with_logits(input, target, reduction=none)", lib_bce_logits,
-     "binary_cross_entropy of sigmoid(input), computed stably from the logits", MQ_BK_NONE, 0},
-    {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=none)", lib_cross_entropy,
-     "-log_softmax(input, dim) at int64 class targets (or summed against float probabilities)",
+    {"binary_cross_entropy_with_logits(input, target, reduction=\"mean\", pos_weight=none)",
+     lib_bce_logits,
+     "binary_cross_entropy of sigmoid(input), computed stably from the logits; pos_weight "
+     "scales the positive term (one weight per class of the last dim)", MQ_BK_NONE, 0},
+    {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none)",
+     lib_cross_entropy,
+     "-log_softmax(input, dim) at int64 class targets (or summed against float probabilities); "
+     "weight: one per class, the mean divides by the valid targets' weights (torch's)",
      MQ_BK_NONE, 0},
-    {"nll_loss(input, target, dim=1, ignore_index=-100, reduction=none)", lib_nll_loss,
-     "-input at int64 class targets along dim (input: log-probabilities, as log_softmax gives)",
+    {"nll_loss(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none)",
+     lib_nll_loss,
+     "-input at int64 class targets along dim (input: log-probabilities, as log_softmax gives); "
+     "weight as cross_entropy's",
      MQ_BK_NONE, 0},
     {"layer_norm(x, normalized_shape, weight=none, bias=none, eps=1e-5)", lib_layer_norm,
      "(x - mean) / sqrt(var + eps) over the valid entries of the trailing dims, * weight + bias",

@@ -24,7 +24,8 @@ static const char *skip_space(const char *p) {
   return p;
 }
 
-/* Parses a default value: none, true, false, or a number. */
+/* Parses a default value: none, true, false, or a number (a quoted string
+ * is made by put_string). */
 static mq_value parse_default(const char *s, size_t n) {
   if (n == 4 && memcmp(s, "none", 4) == 0) return mq_none();
   if (n == 4 && memcmp(s, "true", 4) == 0) return mq_bool(true);
@@ -37,16 +38,40 @@ static mq_value parse_default(const char *s, size_t n) {
   return mq_int(strtoll(tmp, NULL, 10));
 }
 
+/* The end of the default value at [p]: the ',' or ')' after it. A quoted
+ * default ("mean", ",", "\n") may hold a comma; a backslash escapes its next
+ * character, as in a string literal. */
+static const char *default_end(const char *p) {
+  if (*p == '"') {
+    for (p++; *p && *p != '"'; p++)
+      if (*p == '\\' && p[1]) p++;
+    if (*p) p++;
+  }
+  while (*p && *p != ',' && *p != ')') p++;
+  return p;
+}
+
+/* The bytes a string default of [n] characters (quotes included) takes in
+ * a block: an mq_string, rounded up so that the next one stays aligned. */
+static size_t string_default_size(size_t n) {
+  size_t a = _Alignof(mq_string), size = sizeof(mq_string) + n + 1;
+  return (size + a - 1) / a * a;
+}
+
 static int count_params(const char *paren) {
   int n = paren[1] != ')';
-  for (const char *p = paren + 1; *p && *p != ')'; p++) n += *p == ',';
+  for (const char *p = paren + 1; *p && *p != ')'; p++) {
+    if (*p == '=') p = default_end(skip_space(p + 1)) - 1;
+    else n += *p == ',';
+  }
   return n;
 }
 
 /* What the signatures bound into a block need there. */
 typedef struct sig_size {
-  size_t params; /* mq_param entries */
-  size_t chars;  /* bytes of strings */
+  size_t params;  /* mq_param entries */
+  size_t strings; /* bytes of string defaults (mq_string objects) */
+  size_t chars;   /* bytes of strings */
 } sig_size;
 
 /* Adds what [def] needs: its parameters, its name, its help and its
@@ -57,6 +82,10 @@ static void measure(const mq_libfn *def, sig_size *z) {
   const char *sig = def->sig, *paren = strchr(sig, '(');
   size_t help = strlen(sig) + (def->doc && def->doc[0] ? strlen(" -- ") + strlen(def->doc) : 0);
   z->params += (size_t)count_params(paren);
+  for (const char *p = paren + 1; (p = strchr(p, '=')) != NULL; p = default_end(p)) {
+    p = skip_space(p + 1);
+    if (*p == '"') z->strings += string_default_size((size_t)(default_end(p) - p));
+  }
   z->chars += (size_t)(paren - sig) + 1 + help + 1 + strlen(paren + 1);
 }
 
@@ -68,9 +97,36 @@ static char *put(char **chars, const char *s, size_t n) {
   return r;
 }
 
-/* "name(a, b=1, *rest, c=none, **names)" -> [b]'s parameter table, in
- * [*params] and [*chars] (measured by measure), which it advances. */
-static void parse_signature(mq_builtin *b, const mq_libfn *def, mq_param **params, char **chars) {
+/* The string default "[s]" ([n] bytes up to the ',' or ')' after it) as a
+ * string object in the block at [*strings], which it advances; \n, \t
+ * and a backslash before any other character read as in a string literal. The
+ * block holds its one reference for good: calls retain and release it, it
+ * is never freed on its own, and every value that may hold it is gone
+ * before the block (mq_builtin_close runs after them). */
+static mq_value put_string(const char *s, size_t n, char **strings) {
+  mq_string *str = (mq_string *)*strings;
+  str->hdr.rc = 1;
+  str->hdr.type = MQ_O_STRING;
+  size_t len = 0;
+  for (size_t i = 1; i < n && s[i] != '"'; i++) {
+    char c = s[i];
+    if (c == '\\' && i + 1 < n) {
+      c = s[++i];
+      c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+    }
+    str->chars[len++] = c;
+  }
+  str->chars[len] = '\0';
+  str->len = len;
+  *strings += string_default_size(n); /* as measured */
+  return mq_objv(str);
+}
+
+/* "name(a, b=1, *rest, c=none, d=\"x\", **names)" -> [b]'s parameter table,
+ * in [*params], [*strings] and [*chars] (measured by measure), which it
+ * advances. */
+static void parse_signature(mq_builtin *b, const mq_libfn *def, mq_param **params,
+                            char **strings, char **chars) {
   const char *sig = def->sig, *paren = strchr(sig, '(');
   b->def = def;
   b->rest = -1;
@@ -113,8 +169,9 @@ static void parse_signature(mq_builtin *b, const mq_libfn *def, mq_param **param
     if (*p == '=') {
       p = skip_space(p + 1);
       const char *v = p;
-      while (*p && *p != ',' && *p != ')') p++;
-      ps[i].dflt = parse_default(v, (size_t)(p - v));
+      p = default_end(p);
+      ps[i].dflt = *v == '"' ? put_string(v, (size_t)(p - v), strings)
+                             : parse_default(v, (size_t)(p - v));
     } else {
       ps[i].required = b->rest != i && b->kwrest != i;
     }
@@ -123,11 +180,18 @@ static void parse_signature(mq_builtin *b, const mq_libfn *def, mq_param **param
 }
 
 /* A block for [z]: the parameters first (they hold values), then
- * [nobjs] builtin objects, then the strings. */
+ * [nobjs] builtin objects, then the string defaults from an aligned offset
+ * (strings_at), then the other strings. */
+static size_t strings_at(sig_size z, size_t nobjs) {
+  size_t a = _Alignof(mq_string);
+  size_t n = z.params * sizeof(mq_param) + nobjs * sizeof(mq_builtin_obj);
+  return (n + a - 1) / a * a;
+}
+
 static size_t block_size(mq_state *S, sig_size z, size_t nobjs) {
-  size_t params = mq_ck_zmul(S, z.params, sizeof(mq_param), "the builtins' parameters");
-  size_t objs = mq_ck_zmul(S, nobjs, sizeof(mq_builtin_obj), "the builtins");
-  return params + objs + z.chars;
+  mq_ck_zmul(S, z.params, sizeof(mq_param), "the builtins' parameters");
+  mq_ck_zmul(S, nobjs, sizeof(mq_builtin_obj), "the builtins");
+  return strings_at(z, nobjs) + z.strings + z.chars;
 }
 
 /* Binds the name of builtin [index] in the globals to its object: [o], in
@@ -145,7 +209,7 @@ static void bind_global(mq_state *S, int index, mq_builtin_obj *o) {
 }
 
 void mq_builtin_open(mq_state *S, const mq_libfn *const *tables, int ntables) {
-  sig_size z = {0, 0};
+  sig_size z = {0, 0, 0};
   int n = 0;
   for (int t = 0; t < ntables; t++)
     for (const mq_libfn *d = tables[t]; d->sig; d++, n++) measure(d, &z);
@@ -160,11 +224,11 @@ void mq_builtin_open(mq_state *S, const mq_libfn *const *tables, int ntables) {
   S->nlibbuiltins = n; /* their objects are in the block */
   mq_param *params = (mq_param *)block;
   mq_builtin_obj *objs = (mq_builtin_obj *)(block + z.params * sizeof(mq_param));
-  char *chars = (char *)(objs + n);
+  char *strings = block + strings_at(z, (size_t)n), *chars = strings + z.strings;
   int index = 0;
   for (int t = 0; t < ntables; t++)
     for (const mq_libfn *d = tables[t]; d->sig; d++, index++)
-      parse_signature(&S->builtins[index], d, &params, &chars);
+      parse_signature(&S->builtins[index], d, &params, &strings, &chars);
   mq_globals_reserve(S, n);
   for (int i = 0; i < n; i++) bind_global(S, i, &objs[i]);
 }
@@ -179,15 +243,15 @@ int mq_builtin_new_entry(mq_state *S) {
 
 void mq_builtin_bind(mq_state *S, int index, const mq_libfn *def) {
   mq_builtin *b = &S->builtins[index];
-  sig_size z = {0, 0};
+  sig_size z = {0, 0, 0};
   measure(def, &z);
   size_t size = block_size(S, z, 0);
   char *block = mq_alloc(S, size);
   b->own = block;
   b->own_size = size;
   mq_param *params = (mq_param *)block;
-  char *chars = block + z.params * sizeof(mq_param);
-  parse_signature(b, def, &params, &chars);
+  char *strings = block + strings_at(z, 0), *chars = strings + z.strings;
+  parse_signature(b, def, &params, &strings, &chars);
   bind_global(S, index, NULL);
 }
 

@@ -62,7 +62,8 @@
   OP(DICT, "n", 0, "pop N key, value pairs, push them as a dict (2N - 1 less on the stack)") \
   OP(APPEND, "N", -1, "pop a value; append it to the list N values below the new top") \
   OP(DICT_SET, "N", -2, "pop a value and a key; set them in the dict N values below the new top") \
-  OP(GET_METHOD, "GN", +1, "push global G, the function of x.f (x on top; N: 1 a call x.f(...), 0 x.f)")
+  OP(GET_METHOD, "GN", +1, "push global G, the function of x.f (x on top; N: 1 a call x.f(...), 0 x.f)") \
+  OP(DEL_INDEX, "", -2, "pop index, object: del object[index] (a dict's key, a list's item)")
 
 typedef enum mq_opcode {
 #define OP(name, operands, effect, doc) MQ_OP_##name,

@@ -4,6 +4,7 @@
 
 #include "../core/dict.h"
 #include "../core/range.h"
+#include "../runtime/sparse.h"
 #include "builtin.h"
 #include "suggest.h"
 
@@ -140,9 +141,8 @@ static const char *close_key(mq_state *S, const mq_dict *d, const mq_string *key
   return mq_suggest_word(key->chars, names, d->len);
 }
 
-mq_value mq_dict_get(mq_state *S, const mq_dict *d, mq_value key) {
-  int e = mq_dict_find(S, d, key);
-  if (e >= 0) return d->entries[e].val;
+/* The error for a [key] that [d] does not have, with a did-you-mean. */
+static MQ_NORETURN void no_key(mq_state *S, const mq_dict *d, mq_value key) {
   if (key.type == MQ_BOOL) mq_error(S, "no key %s in the dict", key.as.b ? "true" : "false");
   if (!mq_is_obj(key, MQ_O_STRING)) mq_error(S, "no key %lld in the dict", (long long)key.as.i);
   const mq_string *k = mq_as_string(key);
@@ -151,4 +151,35 @@ mq_value mq_dict_get(mq_state *S, const mq_dict *d, mq_value key) {
     mq_error(S, "no key %s in the dict; did you mean %s?", mq_string_quoted(S, k),
              mq_string_quoted(S, mq_string_new(S, like, strlen(like))));
   mq_error(S, "no key %s in the dict", mq_string_quoted(S, k));
+}
+
+mq_value mq_dict_get(mq_state *S, const mq_dict *d, mq_value key) {
+  int e = mq_dict_find(S, d, key);
+  if (e < 0) no_key(S, d, key);
+  return d->entries[e].val;
+}
+
+void mq_del_item(mq_state *S, mq_value obj, mq_value index) {
+  if (mq_is_obj(obj, MQ_O_DICT)) {
+    mq_dict *d = mq_as_dict(obj);
+    int e = mq_dict_find(S, d, index);
+    if (e < 0) no_key(S, d, index);
+    mq_dict_remove(S, d, e);
+    return;
+  }
+  if (!mq_is_obj(obj, MQ_O_LIST)) {
+    if (mq_is_tensor(obj) || mq_is_sparse(obj))
+      mq_error(S, "tensors are values and cannot be changed in place (del x[i]); "
+                  "select the entries to keep instead, e.g. x[mask]");
+    mq_error(S, "a %s does not support item deletion (del works on dicts and lists)",
+             mq_value_type_name(obj));
+  }
+  mq_list *l = mq_as_list(obj);
+  int64_t i = mq_arg_int(S, index, "index"), at = i < 0 ? i + l->len : i;
+  if (at < 0 || at >= l->len)
+    mq_error(S, "index %lld is out of range for a list of length %d", (long long)i, l->len);
+  mq_value gone = l->items[at];
+  memmove(&l->items[at], &l->items[at + 1], (size_t)(l->len - at - 1) * sizeof *l->items);
+  l->len--;
+  mq_release(S, gone); /* after: the list is whole if that frees anything */
 }

@@ -29,4 +29,8 @@ MQ_INTERNAL mq_value mq_slice_seq(mq_state *S, mq_value seq, const bool has[3], 
 struct mq_dict;
 MQ_INTERNAL mq_value mq_dict_get(mq_state *S, const struct mq_dict *d, mq_value key);
 
+/* del obj[index]: removes a dict's key (missing: mq_dict_get's error) or a
+ * list's item (an int, negative from the end); anything else is an error. */
+MQ_INTERNAL void mq_del_item(mq_state *S, mq_value obj, mq_value index);
+
 #endif

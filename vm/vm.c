@@ -583,6 +583,13 @@ static void run_loop(mq_state *S, run_ctx *c) {
         PUSH(g->value);
         vmbreak;
       }
+      vmcase(DEL_INDEX) {
+        SAVE();
+        mq_del_item(S, sp[-2], sp[-1]);
+        mq_release(S, POP());
+        mq_release(S, POP());
+        vmbreak;
+      }
       vmcase(SET_GLOBAL) {
         unsigned slot = READ_U16();
         /* Still on the stack while the store may fail (growing the undo

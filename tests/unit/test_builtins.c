@@ -34,9 +34,8 @@ static bool good_default(const char *s, size_t n) {
   if ((n == 4 && !memcmp(s, "none", 4)) || (n == 4 && !memcmp(s, "true", 4)) ||
       (n == 5 && !memcmp(s, "false", 5)))
     return true;
-  /* A quoted default (print's sep=" ") documents a string the function
-   * applies itself: the binder passes no string, and lib_print takes any
-   * non-string argument as the default. */
+  /* A quoted default (print's sep=" ", delimiter=",") is bound as that
+   * string (library_rows checks it). */
   if (n >= 2 && s[0] == '"' && s[n - 1] == '"') return true;
   char tmp[32], *end;
   if (n == 0 || n >= sizeof tmp) return false;
@@ -84,6 +83,11 @@ static void read_sig(const char *sig, reading *r) {
     if (*p == '=') {
       if (stars) BAD("*%s has a default", r->names[i]);
       const char *v = ++p;
+      if (*p == '"') { /* to the closing quote, over escapes */
+        for (p++; *p && *p != '"'; p++)
+          if (*p == '\\' && p[1]) p++;
+        if (*p) p++;
+      }
       while (*p && *p != ',' && *p != ')') p++;
       if (!good_default(v, (size_t)(p - v))) BAD("the default of '%s' is not one", r->names[i]);
       optional = true;
@@ -110,7 +114,7 @@ static void check(bool ok, const char *sig, const char *what) {
 static void reader_rejects(void) {
   static const char *const bad[] = {
       "f",        "f(a",          "f(a,b)",    "f(a, a)",       "f(a=1, b)",  "f(*a, *b)",
-      "f(**k, a)", "f(*a=1)",     "f(a=x)",    "f(a) junk",     "1f(a)",      "f(a, )",
+      "f(**k, a)", "f(*a=1)",     "f(a=x)",    "f(a=\"x)", "f(a) junk",     "1f(a)",      "f(a, )",
       "f(a=)",    "f(a b)",       "f(a=1.5.)",
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -119,11 +123,34 @@ static void reader_rejects(void) {
     check(r.why[0] != '\0', bad[i], "accepted a malformed signature");
   }
   static const char *const good[] = {"f()", "f(x, dim=none, keepdim=false)", "f(*shape, dtype=none)",
-                                     "f(fmt, *values, **names)", "f(a=1, *r, b)", "f(a=-1.5e3)"};
+                                     "f(fmt, *values, **names)", "f(a=1, *r, b)", "f(a=-1.5e3)",
+                                     "f(a=\",\", b=\"\\\"\\n\")"};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     reading r;
     read_sig(good[i], &r);
     check(r.why[0] == '\0', good[i], r.why);
+  }
+}
+
+/* A quoted default is bound as the string it spells, escapes read. */
+static void string_defaults(const mq_builtin *b, const char *sig) {
+  for (int j = 0; j < b->nparams; j++) {
+    char want[64];
+    const char *eq = strstr(sig, b->params[j].name);
+    size_t len = strlen(b->params[j].name), n = 0;
+    while (eq && (eq[len] != '=' || (eq > sig && (isalnum((unsigned char)eq[-1]) || eq[-1] == '_'))))
+      eq = strstr(eq + 1, b->params[j].name);
+    if (!eq || eq[len + 1] != '"') continue;
+    for (const char *p = eq + len + 2; *p && *p != '"' && n + 1 < sizeof want; p++) {
+      char c = *p;
+      if (c == '\\' && p[1]) c = *++p == 'n' ? '\n' : *p == 't' ? '\t' : *p;
+      want[n++] = c;
+    }
+    want[n] = '\0';
+    mq_value v = b->params[j].dflt;
+    check(mq_is_obj(v, MQ_O_STRING) && mq_as_string(v)->len == n &&
+              !memcmp(mq_as_string(v)->chars, want, n),
+          sig, "a quoted default is not bound as its string");
   }
 }
 
@@ -143,6 +170,7 @@ static void library_rows(mq_state *S) {
     for (int j = 0; j < r.nparams && j < b->nparams; j++)
       check(!strcmp(b->params[j].name, r.names[j]) && b->params[j].required == r.required[j],
             sig, "a parameter bound differently");
+    string_defaults(b, sig);
     check(!strncmp(sig, b->name, strlen(b->name)) && sig[strlen(b->name)] == '(', sig,
           "bound under another name");
     size_t n = strlen(sig);

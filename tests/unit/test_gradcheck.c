@@ -345,10 +345,22 @@ static mq_tensor *f_bce_t(mq_tensor **in, int v) {
 }
 static mq_tensor *f_bce_logits(mq_tensor **in, int v) {
   mq_tensor *x = v % 2 ? mq_binary(S, MQ_BIN_MUL, in[0], mq_tensor_scalar(S, MQ_DT_F64, 30)) : in[0];
-  return mq_nn_bce_logits(S, x, fixed_target(in[0], v, 0, 1), (mq_nn_reduction)(v % 3));
+  return mq_nn_bce_logits(S, x, fixed_target(in[0], v, 0, 1), NULL, (mq_nn_reduction)(v % 3));
+}
+/* one weight in [0.5, 3] per entry of [n] (a class weight, a pos_weight) */
+static mq_tensor *fixed_weights(int64_t n, int v) {
+  mq_tensor *w = mq_tensor_new(S, MQ_DT_F64, 1, &n);
+  double *p = mq_tensor_data(w);
+  for (int64_t i = 0; i < n; i++) p[i] = 0.5 + 0.25 * (double)((i * 5 + v) % 11);
+  return w;
+}
+static mq_tensor *f_bce_logits_pw(mq_tensor **in, int v) {
+  mq_tensor *x = in[0];
+  return mq_nn_bce_logits(S, x, fixed_target(x, v, 0, 1), fixed_weights(x->ndim ? x->shape[x->ndim - 1] : 1, v),
+                          (mq_nn_reduction)(v % 3));
 }
 static mq_tensor *f_bce_logits_t(mq_tensor **in, int v) {
-  return mq_nn_bce_logits(S, fixed_target(in[0], v + 1, -3, 3), in[0], (mq_nn_reduction)(v % 3));
+  return mq_nn_bce_logits(S, fixed_target(in[0], v + 1, -3, 3), in[0], NULL, (mq_nn_reduction)(v % 3));
 }
 /* class targets along dim 1 (0 for 1-d), some ignored (-100), masked in
  * one variant of four */
@@ -365,14 +377,26 @@ static mq_tensor *class_target(const mq_tensor *x, int v, int dim) {
 }
 static mq_tensor *f_cross_entropy(mq_tensor **in, int v) {
   int dim = in[0]->ndim > 1;
-  return mq_nn_cross_entropy(S, in[0], class_target(in[0], v, dim), dim, -100, (mq_nn_reduction)(v % 3));
+  return mq_nn_cross_entropy(S, in[0], class_target(in[0], v, dim), dim, -100, NULL, (mq_nn_reduction)(v % 3));
+}
+/* with class weights: the weighted mean divides by the valid targets' weights */
+static mq_tensor *f_cross_entropy_w(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_cross_entropy(S, in[0], class_target(in[0], v, dim), dim, -100,
+                             fixed_weights(in[0]->shape[dim], v), (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_cross_entropy_pw(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_cross_entropy(S, in[0], fixed_target(in[0], v, 0, 1), dim, -100,
+                             fixed_weights(in[0]->shape[dim], v), (mq_nn_reduction)(v % 3));
 }
 static mq_tensor *f_nll_loss(mq_tensor **in, int v) {
   int dim = in[0]->ndim > 1;
-  return mq_nn_nll_loss(S, in[0], class_target(in[0], v, dim), dim, -100, (mq_nn_reduction)(v % 3));
+  return mq_nn_nll_loss(S, in[0], class_target(in[0], v, dim), dim, -100,
+                        v % 2 ? fixed_weights(in[0]->shape[dim], v) : NULL, (mq_nn_reduction)(v % 3));
 }
 static mq_tensor *f_cross_entropy_p(mq_tensor **in, int v) {
-  return mq_nn_cross_entropy(S, in[0], fixed_target(in[0], v, 0, 1), in[0]->ndim > 1, -100,
+  return mq_nn_cross_entropy(S, in[0], fixed_target(in[0], v, 0, 1), in[0]->ndim > 1, -100, NULL,
                              (mq_nn_reduction)(v % 3));
 }
 static mq_tensor *f_layer_norm(mq_tensor **in, int v) {
@@ -472,6 +496,7 @@ static const gcase cases[] = {
     {"einsum_mm", 2, {ANY, ANY}, MATS, f_einsum_mm, false, 0, 0, NULL, true},
     C1(mse_loss, ANY), C1(mse_loss_t, ANY), C1(l1_loss, ANY), C1ND(nll_loss, ANY), C1(bce, PROB), C1(bce_t, ANY), C1(bce_logits, ANY),
     C1(bce_logits_t, ANY), C1ND(cross_entropy, ANY), C1ND(cross_entropy_p, ANY),
+    C1(bce_logits_pw, ANY), C1ND(cross_entropy_w, ANY), C1ND(cross_entropy_pw, ANY),
     C1ND(layer_norm, ANY), C1(dropout, ANY),
 };
 

@@ -254,6 +254,9 @@ static void statements(void) {
         "(WHILE (BINARY < (NAME i) (NAME n)) (BLOCK (ASSIGN (NAME i) (BINARY + (NAME i) (INT 1))) (CONTINUE)))");
   STMTS("for x in xs {\n  if x { break }\n}",
         "(FOR x (NAME xs) (BLOCK (IF (NAME x) (BLOCK (BREAK)) _)))");
+  STMTS("for k, v in items(d) { }", "(FOR (CALL (NAME items) (NAME d)) (BLOCK) (LIST (NAME k) (NAME v)))");
+  STMTS("del d[\"k\"]", "(DEL (INDEX (NAME d) (STRING \"k\")))");
+  STMTS("[k for k, v in d]", "(EXPR_STMT (LISTCOMP (NAME k) _ (COMP_FOR (NAME d) _ (LIST (NAME k) (NAME v)))))");
   STMTS("import \"lib/nn.masq\"", "(IMPORT \"lib/nn.masq\")");
   /* '{' opens a block after a name, a literal, a closing bracket, else,
    * try, catch or no_grad; anywhere else a dict */

@@ -957,7 +957,12 @@ for _n in LOSSES:
     op(_n, "loss", LOSS_SOURCE)(mk_loss(_n))
 
 
-def mk_class_loss(name):
+def class_weight(rng, C, dtype):
+    """one weight per class, in [0.25, 3): torch's weight="""
+    return V(torch.from_numpy(rng.uniform(0.25, 3.0, size=(C,))).to(dtype))
+
+
+def mk_class_loss(name, weighted=False):
     fn = getattr(Fn, name)
 
     def make(rng, k):
@@ -978,10 +983,15 @@ def mk_class_loss(name):
         t = V(cls, tm)
         valid = t.vmask() & (cls != -100)
         anym = masked_t or bool((cls == -100).any())
+        ins = [x, t] + ([class_weight(rng, C, dtype)] if weighted else [])
 
         def ref(v):
             tt = torch.where(valid, v[1].d, torch.full_like(v[1].d, -100))
-            return [reduced(fn(v[0].d, tt, reduction="none"), valid, anym, red, dtype)]
+            kw = {"weight": v[2].d} if weighted else {}
+            if weighted and red == "mean" and bool(valid.any()):
+                # torch's weighted mean: over the valid targets' weights
+                return [V(fn(v[0].d, tt, reduction="mean", **kw), torch.tensor(True) if anym else None)]
+            return [reduced(fn(v[0].d, tt, reduction="none", **kw), valid, anym, red, dtype)]
 
         # the gradient's mask: cross_entropy's loss depends on the whole
         # slice, nll_loss's on the target entry only (with plain results, a
@@ -992,7 +1002,8 @@ def mk_class_loss(name):
                 return reduced_proxy(q[0].gather(dim, at).squeeze(dim), valid, red)
             return reduced_proxy(q[0].sum(dim), valid, red)
 
-        return Case([x, t], f'{name}({{0}}, {{1}}, reduction="{red}")', ref, proxy=proxy, diff=[0])
+        wexpr = ", weight={2}" if weighted else ""
+        return Case(ins, f'{name}({{0}}, {{1}}{wexpr}, reduction="{red}")', ref, proxy=proxy, diff=[0])
     return make
 
 
@@ -1000,6 +1011,31 @@ op("cross_entropy", "loss", "torch.nn.functional.cross_entropy with ignore_index
     mk_class_loss("cross_entropy"))
 op("nll_loss", "loss", "torch.nn.functional.nll_loss with ignore_index; a masked-out target is ignored too")(
     mk_class_loss("nll_loss"))
+op("cross_entropy_weight", "loss", "torch.nn.functional.cross_entropy with weight= and ignore_index; a masked-out "
+   "target is ignored too (the mean divides by the valid targets' weights)")(mk_class_loss("cross_entropy", True))
+op("nll_loss_weight", "loss", "torch.nn.functional.nll_loss with weight= and ignore_index; a masked-out "
+   "target is ignored too (the mean divides by the valid targets' weights)")(mk_class_loss("nll_loss", True))
+
+
+@op("bce_logits_pos_weight", "loss", LOSS_SOURCE + "; pos_weight= per class of the last dim")
+def mk_bce_pos_weight(rng, k):
+    dtype = case_dtype(k, ("f64",))
+    shape = draw_shape(rng, k, maxnumel=36, empty=False)
+    red = ["mean", "sum", "none"][k % 3]
+    form = (k // 3) % 4
+    x = (draw_masked if form >= 2 else draw_plain)(rng, k, shape, dtype, "real")
+    t = (draw_masked if form in (1, 3) else draw_plain)(rng, k + 1, shape, dtype, "p01")
+    C = shape[-1] if len(shape) else 1
+    pw = V(torch.from_numpy(rng.uniform(0.25, 3.0, size=(C,))).to(dtype))
+    valid = x.vmask() & t.vmask()
+    anym = x.masked or t.masked
+
+    def ref(v):
+        per = Fn.binary_cross_entropy_with_logits(v[0].d, v[1].d, pos_weight=v[2].d, reduction="none")
+        return [reduced(per, valid, anym, red, dtype)]
+
+    return Case([x, t, pw], f'binary_cross_entropy_with_logits({{0}}, {{1}}, pos_weight={{2}}, reduction="{red}")',
+                ref, proxy=lambda q: reduced_proxy(q[0] + q[1], valid, red), diff=[0, 1])
 
 
 @op("layer_norm", "loss", "torch.nn.functional.layer_norm's formula over the valid entries of each slice; mask kept")
