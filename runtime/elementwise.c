@@ -44,7 +44,29 @@ void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm) {
 
 /* --- type promotion -------------------------------------------------------- */
 
-static mq_dtype promote(int a, mq_dtype b) { return a < 0 ? b : (mq_dtype)(a > (int)b ? a : (int)b); }
+/* The rank of a dtype within its category, for torch's promoteTypes. */
+static int width_rank(mq_dtype dt) {
+  switch (dt) {
+  case MQ_DT_I8: case MQ_DT_U8: case MQ_DT_F16: case MQ_DT_BF16: return 1;
+  case MQ_DT_I16: return 2;
+  case MQ_DT_I32: case MQ_DT_F32: return 3;
+  default: return 4; /* int64, float64 (bool never gets here) */
+  }
+}
+
+mq_dtype mq_promote_types(mq_dtype a, mq_dtype b) {
+  if (a == b || b == MQ_DT_BOOL) return a;
+  if (a == MQ_DT_BOOL) return b;
+  bool fa = mq_dtype_is_float(a), fb = mq_dtype_is_float(b);
+  if (fa != fb) return fa ? a : b; /* int with float: the float */
+  /* torch's two lattice corners: uint8 with int8 is int16, float16 with
+   * bfloat16 is float32; otherwise the wider one */
+  if ((a == MQ_DT_U8 && b == MQ_DT_I8) || (a == MQ_DT_I8 && b == MQ_DT_U8)) return MQ_DT_I16;
+  if ((a == MQ_DT_F16 && b == MQ_DT_BF16) || (a == MQ_DT_BF16 && b == MQ_DT_F16)) return MQ_DT_F32;
+  return width_rank(a) >= width_rank(b) ? a : b;
+}
+
+static mq_dtype promote(int a, mq_dtype b) { return a < 0 ? b : mq_promote_types((mq_dtype)a, b); }
 
 /* torch's combine_categories: the higher tier wins unless the lower tier is
  * of a higher category (bool < int < float). -1 stands for "no operand". */

@@ -363,6 +363,11 @@ mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
   return mq_tensor_computable(S, mq_tensor_from_value_stored(S, v, what));
 }
 
+mq_tensor *mq_narrow_back(mq_state *S, mq_tensor *r, mq_dtype want) {
+  if (!mq_dtype_is_narrow(want) || r->dtype != mq_dtype_compute(want)) return r;
+  return mq_astype(S, r, want);
+}
+
 mq_tensor *mq_tensor_computable(mq_state *S, mq_tensor *t) {
   mq_dtype dt = (mq_dtype)t->dtype;
   return mq_dtype_is_narrow(dt) ? mq_astype(S, t, mq_dtype_compute(dt)) : t;

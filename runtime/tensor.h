@@ -285,6 +285,14 @@ MQ_INTERNAL mq_tensor *mq_masked_fill(mq_state *S, mq_tensor *x, mq_tensor *m, m
  * tensors, then weak scalars (the default dtype of their category); a lower
  * tier only counts when its category (bool < int < float) is higher. */
 MQ_INTERNAL mq_dtype mq_result_type(int n, mq_tensor *const *ts);
+/* torch.promote_types over every dtype (storage dtypes included). */
+MQ_INTERNAL mq_dtype mq_promote_types(mq_dtype a, mq_dtype b);
+/* An op's result [r], computed on the compute dtypes of operands whose
+ * torch result dtype is [want]: converted to [want] when it is a storage
+ * dtype and [r] has its compute dtype (int8 + int8 is int8, float16 * 2 is
+ * float16); left alone when the op chose its own dtype (a comparison's
+ * bool, int8 / int8's float32, sum(int8)'s int64). */
+MQ_INTERNAL mq_tensor *mq_narrow_back(mq_state *S, mq_tensor *r, mq_dtype want);
 
 /* --- reductions ----------------------------------------------------------- */
 

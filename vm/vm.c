@@ -185,8 +185,9 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b, mq_tensor *s
                                mq_tensor_from_value(S, b, "right operand")));
     int bop = token_to_binop[op];
     if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors", token_text[op]);
-    return mq_objv(mq_binary_spare(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
-                                   mq_tensor_from_value(S, b, "right operand"), spare));
+    /* as stored: mq_binary promotes storage dtypes as torch does */
+    return mq_objv(mq_binary_spare(S, (mq_binop)bop, mq_tensor_from_value_stored(S, a, "left operand"),
+                                   mq_tensor_from_value_stored(S, b, "right operand"), spare));
   }
   if (op == MQ_TOK_EQ) return mq_bool(mq_values_equal(S, a, b));
   if (op == MQ_TOK_NE) return mq_bool(!mq_values_equal(S, a, b));

@@ -1,7 +1,12 @@
-# Prints what tests/lang/dtypes_narrow.masq must print, from torch 1.13:
-#   /usr/bin/python3 tests/ref/gen_dtypes.py > tests/lang/dtypes_narrow.out
+# Writes what tests/lang/dtypes_{narrow,promote,ops}.masq must print, from
+# torch 1.13:  /usr/bin/python3 tests/ref/gen_dtypes.py tests/lang
 # masq names dtypes without torch's "torch." prefix; dtype(x) is the name.
+import contextlib, os, sys
 import torch
+
+outdir = sys.argv[1]
+def section(name):
+    return contextlib.redirect_stdout(open(os.path.join(outdir, name + ".out"), "w"))
 
 def masq_repr(x):
     # torch wraps the dtype suffix counting "torch."; masq counts its own
@@ -18,18 +23,48 @@ def s(*xs):
 
 def name(t): return str(t.dtype).replace("torch.", "")
 
-v = [1.1, -2.5, 300.7, 65519.0, 65520.0, 1e-8, 3e-8, 0.1]
-for d in [torch.int8, torch.int16, torch.int32, torch.uint8, torch.float16, torch.bfloat16]:
-    # masq converts a float list to its float32 tensor first, then to d
-    x = torch.tensor(v).to(d)
-    s(name(x), x)
-s(torch.tensor([1, 2, 300, -129]).to(torch.int8))
-s(torch.tensor([1, 2, 300, -1]).to(torch.uint8))
-s(torch.tensor(3, dtype=torch.int32))
-s(torch.tensor([], dtype=torch.int16))
-h = torch.tensor([[1.5, 2.0], [-3.25, 1e-3]]).half()
-s(h[0], h[:, 1], name(h[1]))
-s(h.bfloat16(), h.short(), h.double())
-s(torch.tensor([1.00390625, 1.01171875, -1.00390625]).bfloat16())
-s(torch.tensor([2049, 2051, 4097]).half())
-s(torch.tensor(7, dtype=torch.int8).item(), torch.tensor(0.5).half().item())
+def F(fn, x, *a):
+    # torch 1.13's CPU kernels lack some half ops (exp, sqrt, sum ...): the
+    # float32 op stored back is what masq promises for them
+    try: return fn(x, *a)
+    except RuntimeError: return fn(x.float(), *a).to(x.dtype)
+
+with section("dtypes_narrow"):
+    v = [1.1, -2.5, 300.7, 65519.0, 65520.0, 1e-8, 3e-8, 0.1]
+    for d in [torch.int8, torch.int16, torch.int32, torch.uint8, torch.float16, torch.bfloat16]:
+        # masq converts a float list to its float32 tensor first, then to d
+        x = torch.tensor(v).to(d)
+        s(name(x), x)
+    s(torch.tensor([1, 2, 300, -129]).to(torch.int8))
+    s(torch.tensor([1, 2, 300, -1]).to(torch.uint8))
+    s(torch.tensor(3, dtype=torch.int32))
+    s(torch.tensor([], dtype=torch.int16))
+    h = torch.tensor([[1.5, 2.0], [-3.25, 1e-3]]).half()
+    s(h[0], h[:, 1], name(h[1]))
+    s(h.bfloat16(), h.short(), h.double())
+    s(torch.tensor([1.00390625, 1.01171875, -1.00390625]).bfloat16())
+    s(torch.tensor([2049, 2051, 4097]).half())
+    s(torch.tensor(7, dtype=torch.int8).item(), torch.tensor(0.5).half().item())
+
+with section("dtypes_promote"):
+    a = torch.tensor([100, -100, 7]).to(torch.int8)
+    u = torch.tensor([200, 3, 255]).to(torch.uint8)
+    h = torch.tensor([1.5, 1e-3, 60000.0]).half()
+    bf = torch.tensor([1.5, 1e-3, 60000.0]).bfloat16()
+    s(a + a, a * 3, a - u, a + 1, a + 1.5, a / 2, torch.div(a, 3, rounding_mode="floor"), a % 3, a == 7, a < u)
+    s(u + u, u * u, u & 7)
+    s(h + h, h * 2, h + bf, h + 1, h + 1.5, h / 3, h + a, h > 1)
+    s(bf * 3, bf + 1)
+    s(a + torch.tensor(3), a + torch.tensor(2.5, dtype=torch.float64), h + torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+    s(torch.tensor([1, 2, 3], dtype=torch.int16) + torch.tensor([1, 2, 3], dtype=torch.int32), a ** 2)
+
+with section("dtypes_ops"):
+    a = torch.tensor([[100, -128, 7], [3, -4, 5]]).to(torch.int8)
+    u = torch.tensor([[200, 3, 255], [0, 1, 2]]).to(torch.uint8)
+    h = torch.tensor([[1.5, 1e-3, 60000.0], [-2.0, 0.333, 7.0]]).half()
+    bf = torch.tensor([[1.5, 1e-3, 60000.0], [-2.0, 0.333, 7.0]]).bfloat16()
+    s(abs(a), torch.neg(a), torch.exp(a), torch.sqrt(u), abs(u))
+    s(F(torch.exp, h), F(torch.sqrt, h), torch.neg(bf), F(torch.sigmoid, bf), F(torch.round, h), torch.isnan(h))
+    s(torch.sum(a), torch.sum(a, 1), torch.prod(a), torch.amax(a), torch.amin(u, 0), a.float().mean())
+    s(F(torch.sum, h), F(torch.sum, h, 0), F(torch.mean, h), F(torch.mean, bf, 1), F(torch.amax, bf), F(torch.prod, h, 1))
+    s(torch.sum(u), torch.any(a), F(torch.all, h), torch.logsumexp(h.float(), 1).half())
