@@ -22,7 +22,7 @@ static mq_value lib_masked(mq_state *S, mq_value *args) {
   }
   if (args[1].type == MQ_NONE)
     mq_error(S, "masked: a strided tensor needs a mask (only a sparse one is its own mask)");
-  mq_tensor *data = T(0, "data"), *t = mq_masked(S, data, T(1, "mask"));
+  mq_tensor *data = mq_arg_tensor_stored(S, args[0], "data"), *t = mq_masked(S, data, T(1, "mask"));
   if (data->requires_grad) /* torch warns too (its advice: detach) */
     mq_warn_once(S, MQ_WARN_MASKED_GRAD,
                  "masked() starts a new graph: no gradient will reach its data, which requires "
@@ -31,7 +31,7 @@ static mq_value lib_masked(mq_state *S, mq_value *args) {
 }
 static mq_value lib_get_data(mq_state *S, mq_value *args) {
   if (mq_is_sparse(args[0])) RET(mq_sparse_get_data(S, TA(0, "x")));
-  RET(mq_get_data(S, T(0, "x")));
+  RET(mq_get_data(S, mq_arg_tensor_stored(S, args[0], "x")));
 }
 static mq_value lib_get_mask(mq_state *S, mq_value *args) {
   if (mq_is_sparse(args[0])) RET(mq_sparse_get_mask(S, TA(0, "x")));

@@ -5,6 +5,8 @@
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
+/* views and copies keep a storage dtype as stored */
+#define TS(i, what) mq_arg_tensor_stored(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
 /* Ints given as f(x, 2, 3), f(x, [2, 3]) or f(x, some_list): [v] is an int,
@@ -75,57 +77,57 @@ static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn) 
 static mq_value lib_reshape(mq_state *S, mq_value *args) {
   int n;
   int64_t *shape = dims_list(S, args[1], &n, "shape");
-  RET(mq_reshape(S, T(0, "x"), n, shape));
+  RET(mq_reshape(S, TS(0, "x"), n, shape));
 }
 
 static mq_value lib_flatten(mq_state *S, mq_value *args) {
-  RET(mq_flatten(S, T(0, "x"), mq_arg_int(S, args[1], "start_dim"),
+  RET(mq_flatten(S, TS(0, "x"), mq_arg_int(S, args[1], "start_dim"),
                  mq_arg_int(S, args[2], "end_dim")));
 }
 
 static mq_value lib_squeeze(mq_state *S, mq_value *args) {
   int n = 0;
   int64_t *dims = args[1].type == MQ_NONE ? NULL : dims_list(S, args[1], &n, "dim");
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = TS(0, "x");
   if (args[1].type != MQ_NONE && n == 0) return mq_objv(t); /* squeeze(x, []) */
   RET(mq_squeeze(S, t, n, dims));
 }
 
 static mq_value lib_unsqueeze(mq_state *S, mq_value *args) {
-  RET(mq_unsqueeze(S, T(0, "x"), mq_arg_int(S, args[1], "dim")));
+  RET(mq_unsqueeze(S, TS(0, "x"), mq_arg_int(S, args[1], "dim")));
 }
 
 static mq_value lib_transpose(mq_state *S, mq_value *args) {
-  RET(mq_transpose(S, T(0, "x"), mq_arg_int(S, args[1], "dim0"), mq_arg_int(S, args[2], "dim1")));
+  RET(mq_transpose(S, TS(0, "x"), mq_arg_int(S, args[1], "dim0"), mq_arg_int(S, args[2], "dim1")));
 }
 
 static mq_value lib_permute(mq_state *S, mq_value *args) {
   int n;
   int64_t *dims = dims_list(S, args[1], &n, "dims");
-  RET(mq_permute(S, T(0, "x"), n, dims));
+  RET(mq_permute(S, TS(0, "x"), n, dims));
 }
 
-static mq_value lib_t(mq_state *S, mq_value *args) { RET(mq_t(S, T(0, "x"))); }
+static mq_value lib_t(mq_state *S, mq_value *args) { RET(mq_t(S, TS(0, "x"))); }
 
 static mq_value lib_expand(mq_state *S, mq_value *args) {
   int n;
   int64_t *shape = dims_list(S, args[1], &n, "shape");
-  RET(mq_expand_sizes(S, T(0, "x"), n, shape));
+  RET(mq_expand_sizes(S, TS(0, "x"), n, shape));
 }
 
 static mq_value lib_narrow(mq_state *S, mq_value *args) {
-  RET(mq_narrow(S, T(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "start"),
+  RET(mq_narrow(S, TS(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "start"),
                 mq_arg_int(S, args[3], "length")));
 }
 
 static mq_value lib_select(mq_state *S, mq_value *args) {
-  RET(mq_select(S, T(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "index")));
+  RET(mq_select(S, TS(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "index")));
 }
 
 static mq_value lib_flip(mq_state *S, mq_value *args) {
   int n;
   int64_t *dims = dims_list(S, args[1], &n, "dims");
-  RET(mq_flip(S, T(0, "x"), n, dims));
+  RET(mq_flip(S, TS(0, "x"), n, dims));
 }
 
 /* --- joining and splitting ---------------------------------------------------- */
@@ -158,7 +160,7 @@ static mq_value pieces(mq_state *S, mq_tensor *t, int d, int64_t n, const int64_
 }
 
 static mq_value lib_split(mq_state *S, mq_value *args) {
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = TS(0, "x");
   if (t->ndim == 0) mq_error(S, "split: cannot split a 0-d tensor");
   int d = mq_shape_norm_dim(S, mq_arg_int(S, args[2], "dim"), t->ndim);
   int64_t size = t->shape[d];
@@ -183,7 +185,7 @@ static mq_value lib_split(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_chunk(mq_state *S, mq_value *args) {
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = TS(0, "x");
   if (t->ndim == 0) mq_error(S, "chunk: cannot split a 0-d tensor");
   int64_t chunks = mq_arg_int(S, args[1], "n");
   if (chunks <= 0) mq_error(S, "chunk: n must be positive, got %lld", (long long)chunks);

@@ -68,3 +68,23 @@ with section("dtypes_ops"):
     s(torch.sum(a), torch.sum(a, 1), torch.prod(a), torch.amax(a), torch.amin(u, 0), a.float().mean())
     s(F(torch.sum, h), F(torch.sum, h, 0), F(torch.mean, h), F(torch.mean, bf, 1), F(torch.amax, bf), F(torch.prod, h, 1))
     s(torch.sum(u), torch.any(a), F(torch.all, h), torch.logsumexp(h.float(), 1).half())
+
+with section("dtypes_views"):
+    def L(xs): return "[" + ", ".join(masq_repr(x) for x in xs) + "]"
+    x = torch.tensor([[1, -2, 3], [4, 5, -128]]).to(torch.int8)
+    h = torch.tensor([[1.5, -2.0, 3.25], [4.0, 1e-3, 65504.0]]).half()
+    for a in [x, h, x.to(torch.uint8), h.bfloat16(), x.short(), x.int()]:
+        s(a.reshape(3, 2), a.flatten(), a.unsqueeze(0).squeeze(), a.transpose(0, 1))
+        s(a.permute(1, 0), a.t(), a.T, a[0].expand(2, 3), a.narrow(1, 1, 2), a.select(1, 2))
+        s(a.flip(1), L(a.split(2, 1)), L(a.chunk(2, 0)), a.transpose(0, 1).reshape(6), a[1, 2], a[:, ::2])
+
+with section("dtypes_grad"):
+    w = torch.tensor([1.5, -2.0, 3.0]).half().requires_grad_()
+    y = (w * w * 3).sum()
+    y.backward()
+    s(y.detach(), w.grad)
+    b = torch.tensor([1.5, -2.0, 0.1]).bfloat16()
+    # torch rounds every intermediate gradient to bfloat16 (2.0469 at 0.1);
+    # masq computes in float32 and rounds once at the leaf
+    # (docs/DIFFERENCES.md): the exact gradient 3 b^2 + 2, rounded
+    s((3 * b.detach().double() ** 2 + 2).bfloat16())
