@@ -77,6 +77,8 @@ with section("dtypes_views"):
         s(a.reshape(3, 2), a.flatten(), a.unsqueeze(0).squeeze(), a.transpose(0, 1))
         s(a.permute(1, 0), a.t(), a.T, a[0].expand(2, 3), a.narrow(1, 1, 2), a.select(1, 2))
         s(a.flip(1), L(a.split(2, 1)), L(a.chunk(2, 0)), a.transpose(0, 1).reshape(6), a[1, 2], a[:, ::2])
+    h = torch.tensor([1.5, -2.0, 65504.0]).half()
+    s(h[torch.tensor([2, 0])], h[h > 0], h.bfloat16()[torch.tensor([1])], x.int()[x > 0], x[torch.tensor([1, 0])])
 
 with section("dtypes_grad"):
     w = torch.tensor([1.5, -2.0, 3.0]).half().requires_grad_()
