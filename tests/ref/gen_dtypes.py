@@ -90,3 +90,5 @@ with section("dtypes_grad"):
     # masq computes in float32 and rounds once at the leaf
     # (docs/DIFFERENCES.md): the exact gradient 3 b^2 + 2, rounded
     s((3 * b.detach().double() ** 2 + 2).bfloat16())
+    h = torch.tensor([1.5, -2.0]).half().requires_grad_()
+    s(name(h), "true" if h.is_leaf else "false", name((h * 2).detach()), L(torch.autograd.grad((h * h).sum(), [h])))
