@@ -289,6 +289,9 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
     /* storage dtypes: computed in their compute dtypes, stored back as
      * torch's result type says */
     mq_dtype want = mq_result_type(2, in);
+    if (def->cls == CL_INT && mq_dtype_is_float(want)) /* named as given, not as computed */
+      mq_error(S, "%s is only defined for bool and integer tensors, got %s and %s", bin_names[op],
+               mq_dtype_name((mq_dtype)a->dtype), mq_dtype_name((mq_dtype)b->dtype));
     mq_tensor *r = mq_binary_spare(S, op, mq_tensor_computable(S, a), mq_tensor_computable(S, b), NULL);
     return mq_narrow_back(S, r, want);
   }
