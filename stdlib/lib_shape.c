@@ -60,7 +60,7 @@ static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn) 
       mq_error(S, "%s: expected a list of tensors, got a 0-d tensor", fn);
     *n = (int)(t->shape[0] > INT32_MAX ? INT32_MAX : t->shape[0]);
     mq_tensor **ts = mq_scratch(S, (size_t)(*n ? *n : 1) * sizeof *ts);
-    for (int i = 0; i < *n; i++) ts[i] = mq_select(S, t, 0, i);
+    for (int i = 0; i < *n; i++) ts[i] = mq_tensor_computable(S, mq_select(S, t, 0, i));
     return ts;
   }
   if (!mq_is_obj(v, MQ_O_LIST))

@@ -92,3 +92,13 @@ with section("dtypes_grad"):
     s((3 * b.detach().double() ** 2 + 2).bfloat16())
     h = torch.tensor([1.5, -2.0]).half().requires_grad_()
     s(name(h), "true" if h.is_leaf else "false", name((h * 2).detach()), L(torch.autograd.grad((h * h).sum(), [h])))
+
+with section("dtypes_compute"):
+    x = torch.tensor([[1, -2], [3, 127]]).to(torch.int8)
+    h = torch.tensor([[1.5, -2.0], [0.25, 65504.0]]).half()
+    X, H = x.long(), h.float()
+    s(torch.cat(list(X)), torch.stack(list(X)), torch.cat([X, X]), torch.where(X > 0, X, 0))
+    s(X @ X, torch.softmax(H, 1), torch.cumsum(X, 0), torch.sort(H, 1)[0])
+    # sgd with momentum 0.9 from the buffer 0.5: buf = 0.9 * 0.5 + g; w - 0.1 * buf
+    buf = 0.9 * torch.tensor([0.5, 0.5]) + torch.tensor([1.0, 1.0])
+    s(torch.tensor([1.0, 2.0]) - 0.1 * buf)
