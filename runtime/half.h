@@ -1,8 +1,8 @@
 /* half.h - float16 and bfloat16 as bits, to and from float32.
  *
  * Both directions are exact where they can be and round to nearest, ties to
- * even, otherwise, bit for bit as torch (c10::Half, c10::BFloat16): a NaN
- * becomes float16 0x7E00 with its sign, bfloat16 0x7FC0. Wider values (a
+ * even, otherwise, bit for bit as torch's tensor casts: a NaN becomes
+ * float16 0x7E00 with its sign, bfloat16 0xFFFF. Wider values (a
  * double, an int64) go through float32 first, as torch's casts do. */
 #ifndef MQ_HALF_H
 #define MQ_HALF_H
@@ -52,7 +52,7 @@ static inline float mq_f16_to_f32(uint16_t h) {
 }
 
 static inline uint16_t mq_f32_to_bf16(float f) {
-  if (isnan(f)) return 0x7fc0;
+  if (isnan(f)) return 0xffff; /* what torch 1.13's tensor casts store (not c10's scalar 0x7FC0) */
   uint32_t x = mq_f32_bits(f);
   return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
