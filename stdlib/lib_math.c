@@ -287,7 +287,12 @@ static mq_value lib_normalize(mq_state *S, mq_value *args) {
 /* --- selection and masks ----------------------------------------------------------- */
 
 static mq_value lib_where(mq_state *S, mq_value *args) {
-  RET(mq_where(S, T(0, "cond"), TW(1, "a"), TW(2, "b")));
+  /* a storage dtype's result comes back in torch's dtype (int8 stays int8) */
+  mq_tensor *ab[2] = {mq_tensor_from_value_stored(S, args[1], "a"),
+                      mq_tensor_from_value_stored(S, args[2], "b")};
+  mq_dtype want = mq_result_type(2, ab);
+  RET(mq_narrow_back(S, mq_where(S, T(0, "cond"), mq_tensor_computable(S, ab[0]),
+                                 mq_tensor_computable(S, ab[1])), want));
 }
 static mq_value lib_masked_fill(mq_state *S, mq_value *args) {
   RET(mq_masked_fill(S, T(0, "x"), T(1, "mask"), TW(2, "value")));

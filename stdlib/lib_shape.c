@@ -52,23 +52,33 @@ static int64_t *dims_list(mq_state *S, mq_value v, int *n, const char *what) {
   return d;
 }
 
-/* A list of tensors (a tensor stands for the list of its rows). */
-static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn) {
+/* The tensors of [v] as stored. */
+static mq_tensor **stored_list(mq_state *S, mq_value v, int *n, const char *fn) {
   if (mq_is_tensor(v)) {
     mq_tensor *t = mq_as_tensor(v);
     if (t->ndim == 0)
       mq_error(S, "%s: expected a list of tensors, got a 0-d tensor", fn);
     *n = (int)(t->shape[0] > INT32_MAX ? INT32_MAX : t->shape[0]);
     mq_tensor **ts = mq_scratch(S, (size_t)(*n ? *n : 1) * sizeof *ts);
-    for (int i = 0; i < *n; i++) ts[i] = mq_tensor_computable(S, mq_select(S, t, 0, i));
+    for (int i = 0; i < *n; i++) ts[i] = mq_select(S, t, 0, i);
     return ts;
   }
   if (!mq_is_obj(v, MQ_O_LIST))
     mq_error(S, "%s: expected a list of tensors, got a %s", fn, mq_value_type_name(v));
   mq_list *l = mq_as_list(v);
   mq_tensor **ts = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *ts);
-  for (int i = 0; i < l->len; i++) ts[i] = mq_arg_tensor(S, l->items[i], "tensors");
+  for (int i = 0; i < l->len; i++) ts[i] = mq_arg_tensor_stored(S, l->items[i], "tensors");
   *n = l->len;
+  return ts;
+}
+
+/* A list of tensors (a tensor stands for the list of its rows), each in
+ * its compute dtype, with in *want the dtype torch's cat gives them (a
+ * storage dtype if they have one: mq_narrow_back). */
+static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn, mq_dtype *want) {
+  mq_tensor **ts = stored_list(S, v, n, fn);
+  *want = *n > 0 ? mq_result_type(*n, ts) : MQ_DT_F32;
+  for (int i = 0; i < *n; i++) ts[i] = mq_tensor_computable(S, ts[i]);
   return ts;
 }
 
@@ -134,14 +144,16 @@ static mq_value lib_flip(mq_state *S, mq_value *args) {
 
 static mq_value lib_cat(mq_state *S, mq_value *args) {
   int n;
-  mq_tensor **ts = tensor_list(S, args[0], &n, "cat");
-  RET(mq_cat(S, n, ts, mq_arg_int(S, args[1], "dim")));
+  mq_dtype want;
+  mq_tensor **ts = tensor_list(S, args[0], &n, "cat", &want);
+  RET(mq_narrow_back(S, mq_cat(S, n, ts, mq_arg_int(S, args[1], "dim")), want));
 }
 
 static mq_value lib_stack(mq_state *S, mq_value *args) {
   int n;
-  mq_tensor **ts = tensor_list(S, args[0], &n, "stack");
-  RET(mq_stack(S, n, ts, mq_arg_int(S, args[1], "dim")));
+  mq_dtype want;
+  mq_tensor **ts = tensor_list(S, args[0], &n, "stack", &want);
+  RET(mq_narrow_back(S, mq_stack(S, n, ts, mq_arg_int(S, args[1], "dim")), want));
 }
 
 /* The pieces of [t] along [d] of the given sizes, as a list of views. */
