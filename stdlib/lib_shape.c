@@ -213,7 +213,7 @@ static mq_value lib_chunk(mq_state *S, mq_value *args) {
 /* --- products and masks ----------------------------------------------------------- */
 
 static mq_value lib_matmul(mq_state *S, mq_value *args) {
-  RET(mq_matmul(S, T(0, "a"), T(1, "b")));
+  RET(mq_matmul(S, TS(0, "a"), TS(1, "b")));
 }
 
 static mq_value lib_length_mask(mq_state *S, mq_value *args) {

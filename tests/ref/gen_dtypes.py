@@ -99,7 +99,9 @@ with section("dtypes_compute"):
     X, H = x.long(), h.float()
     s(torch.cat(list(x)), torch.stack(list(x)), torch.cat([x, x]), torch.where(x > 0, x, 0), torch.where(x > 0, x, 2.5))
     s(torch.cat([x[0].to(torch.uint8), x[1]]), torch.stack([torch.tensor([1.5]).half(), torch.tensor([2.5]).bfloat16()]))
-    s(X @ X, torch.softmax(H, 1), torch.cumsum(X, 0), torch.sort(H, 1)[0])
+    b = h.bfloat16()
+    s(x @ x, x @ x, b @ b)
+    s(torch.softmax(H, 1), torch.cumsum(X, 0), torch.sort(H, 1)[0])
     # sgd with momentum 0.9 from the buffer 0.5: buf = 0.9 * 0.5 + g; w - 0.1 * buf
     buf = 0.9 * torch.tensor([0.5, 0.5]) + torch.tensor([1.0, 1.0])
     s(torch.tensor([1.0, 2.0]) - 0.1 * buf)
