@@ -186,6 +186,7 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@sh tests/check_docs.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/editors/check.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_numpy.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/io/check_half.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_csv.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_scipy.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/pictures/check_svg.sh $(B)/masq | tee -a $(B)/results

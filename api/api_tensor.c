@@ -11,7 +11,10 @@
 #include "api_int.h"
 
 _Static_assert(MASQ_BOOL == (int)MQ_DT_BOOL && MASQ_INT64 == (int)MQ_DT_I64 &&
-                   MASQ_FLOAT32 == (int)MQ_DT_F32 && MASQ_FLOAT64 == (int)MQ_DT_F64,
+                   MASQ_FLOAT32 == (int)MQ_DT_F32 && MASQ_FLOAT64 == (int)MQ_DT_F64 &&
+                   MASQ_INT8 == (int)MQ_DT_I8 && MASQ_INT16 == (int)MQ_DT_I16 &&
+                   MASQ_INT32 == (int)MQ_DT_I32 && MASQ_UINT8 == (int)MQ_DT_U8 &&
+                   MASQ_FLOAT16 == (int)MQ_DT_F16 && MASQ_BFLOAT16 == (int)MQ_DT_BF16,
                "masq_dtype mirrors mq_dtype, so a dtype crosses the boundary as is");
 _Static_assert(MASQ_MAX_DIMS == MQ_MAX_DIMS, "the public limit is the runtime's");
 
@@ -103,9 +106,9 @@ static void check_buffer(mq_state *S, const char *fn, const char *what, const vo
 
 static void check_desc(mq_state *S, const char *fn, const masq_tensor_desc *d, bool copy) {
   mq_api_need(S, d, fn, "desc");
-  if ((unsigned)d->dtype > MASQ_FLOAT64)
-    mq_throw(S, MASQ_ERR_USAGE, "%s: unknown dtype %d (expected MASQ_BOOL, MASQ_INT64, "
-             "MASQ_FLOAT32 or MASQ_FLOAT64)", fn, (int)d->dtype);
+  if ((unsigned)d->dtype > MASQ_BFLOAT16)
+    mq_throw(S, MASQ_ERR_USAGE, "%s: unknown dtype %d (expected MASQ_BOOL ... MASQ_BFLOAT16)", fn,
+             (int)d->dtype);
   if (d->ndim < 0 || d->ndim > MASQ_MAX_DIMS)
     mq_throw(S, MASQ_ERR_USAGE, "%s: ndim is %d; tensors have 0 to %d dimensions", fn, d->ndim,
              MASQ_MAX_DIMS);

@@ -237,7 +237,15 @@ typedef enum masq_dtype {
   MASQ_BOOL = 0,    /* uint8_t holding 0 or 1 (other values are undefined) */
   MASQ_INT64 = 1,   /* int64_t */
   MASQ_FLOAT32 = 2, /* float */
-  MASQ_FLOAT64 = 3  /* double */
+  MASQ_FLOAT64 = 3, /* double */
+  /* storage dtypes (docs/LANGUAGE.md, "dtypes"): stored at their size,
+   * computed in int64 or float32 */
+  MASQ_INT8 = 4,    /* int8_t */
+  MASQ_INT16 = 5,   /* int16_t */
+  MASQ_INT32 = 6,   /* int32_t */
+  MASQ_UINT8 = 7,   /* uint8_t */
+  MASQ_FLOAT16 = 8, /* IEEE binary16, as uint16_t bits */
+  MASQ_BFLOAT16 = 9 /* bfloat16 (the top half of a float), as uint16_t bits */
 } masq_dtype;
 
 /* Tensors have at most this many dimensions. */

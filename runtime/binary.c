@@ -285,6 +285,16 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
   if ((unsigned)op >= MQ_BIN__COUNT) mq_error(S, "bad binary op");
   const binary_def *def = &defs[op];
   mq_tensor *in[2] = {a, b};
+  if (mq_dtype_is_narrow((mq_dtype)a->dtype) || mq_dtype_is_narrow((mq_dtype)b->dtype)) {
+    /* storage dtypes: computed in their compute dtypes, stored back as
+     * torch's result type says */
+    mq_dtype want = mq_result_type(2, in);
+    if (def->cls == CL_INT && mq_dtype_is_float(want)) /* named as given, not as computed */
+      mq_error(S, "%s is only defined for bool and integer tensors, got %s and %s", bin_names[op],
+               mq_dtype_name((mq_dtype)a->dtype), mq_dtype_name((mq_dtype)b->dtype));
+    mq_tensor *r = mq_binary_spare(S, op, mq_tensor_computable(S, a), mq_tensor_computable(S, b), NULL);
+    return mq_narrow_back(S, r, want);
+  }
   mq_dtype ct = mq_result_type(2, in), out_dt;
   switch (def->cls) {
   case CL_FLOAT: if (!mq_dtype_is_float(ct)) ct = MQ_DT_F32; break;

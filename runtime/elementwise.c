@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "ewise.h"
+#include "half.h"
 #include "masksum.h"
 #include "parallel.h"
 
@@ -43,7 +44,29 @@ void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm) {
 
 /* --- type promotion -------------------------------------------------------- */
 
-static mq_dtype promote(int a, mq_dtype b) { return a < 0 ? b : (mq_dtype)(a > (int)b ? a : (int)b); }
+/* The rank of a dtype within its category, for torch's promoteTypes. */
+static int width_rank(mq_dtype dt) {
+  switch (dt) {
+  case MQ_DT_I8: case MQ_DT_U8: case MQ_DT_F16: case MQ_DT_BF16: return 1;
+  case MQ_DT_I16: return 2;
+  case MQ_DT_I32: case MQ_DT_F32: return 3;
+  default: return 4; /* int64, float64 (bool never gets here) */
+  }
+}
+
+mq_dtype mq_promote_types(mq_dtype a, mq_dtype b) {
+  if (a == b || b == MQ_DT_BOOL) return a;
+  if (a == MQ_DT_BOOL) return b;
+  bool fa = mq_dtype_is_float(a), fb = mq_dtype_is_float(b);
+  if (fa != fb) return fa ? a : b; /* int with float: the float */
+  /* torch's two lattice corners: uint8 with int8 is int16, float16 with
+   * bfloat16 is float32; otherwise the wider one */
+  if ((a == MQ_DT_U8 && b == MQ_DT_I8) || (a == MQ_DT_I8 && b == MQ_DT_U8)) return MQ_DT_I16;
+  if ((a == MQ_DT_F16 && b == MQ_DT_BF16) || (a == MQ_DT_BF16 && b == MQ_DT_F16)) return MQ_DT_F32;
+  return width_rank(a) >= width_rank(b) ? a : b;
+}
+
+static mq_dtype promote(int a, mq_dtype b) { return a < 0 ? b : mq_promote_types((mq_dtype)a, b); }
 
 /* torch's combine_categories: the higher tier wins unless the lower tier is
  * of a higher category (bool < int < float). -1 stands for "no operand". */
@@ -75,33 +98,62 @@ mq_dtype mq_result_type(int n, mq_tensor *const *ts) {
 
 #define TO_BOOL(x) ((uint8_t)((x) != 0))
 #define TO_I64(x) _Generic((x), float: mq_f2i(x), double: mq_f2i(x), default: (int64_t)(x))
-#define TO_F32(x) ((float)(x))
-#define TO_F64(x) ((double)(x))
 
-#define DEF_CONV(NAME, TI, TO, CV)                                             \
-  static void NAME(mq_state *S, mq_iter *it, const double *prm) {              \
+/* Every conversion loads the source element as its compute value (a half
+ * type as float32) and stores it: a narrower int wraps around as torch's
+ * casts do; a half type rounds from float32 (wider values through float32
+ * first, as torch). */
+#define LOAD_BOOL(v) (v)
+#define LOAD_I64(v) (v)
+#define LOAD_F32(v) (v)
+#define LOAD_F64(v) (v)
+#define LOAD_I8(v) (v)
+#define LOAD_I16(v) (v)
+#define LOAD_I32(v) (v)
+#define LOAD_U8(v) (v)
+#define LOAD_F16(v) mq_f16_to_f32(v)
+#define LOAD_BF16(v) mq_bf16_to_f32(v)
+#define STORE_BOOL(x) TO_BOOL(x)
+#define STORE_I64(x) TO_I64(x)
+#define STORE_F32(x) ((float)(x))
+#define STORE_F64(x) ((double)(x))
+#define STORE_I8(x) ((int8_t)(uint8_t)(uint64_t)TO_I64(x))
+#define STORE_I16(x) ((int16_t)(uint16_t)(uint64_t)TO_I64(x))
+#define STORE_I32(x) ((int32_t)(uint32_t)(uint64_t)TO_I64(x))
+#define STORE_U8(x) ((uint8_t)(uint64_t)TO_I64(x))
+#define STORE_F16(x) mq_f32_to_f16((float)(x))
+#define STORE_BF16(x) mq_f32_to_bf16((float)(x))
+
+#define DEF_CONV(SE, TI, DE, TO)                                               \
+  static void conv_##SE##_##DE(mq_state *S, mq_iter *it, const double *prm) {  \
     ROWS_BEGIN(S, it)                                                          \
     TO *o = (TO *)it->p[0];                                                    \
     const TI *a = (const TI *)it->p[1];                                        \
     int64_t n = it->n, so = it->is[0], sa = it->is[1];                         \
     if (so == 1 && sa == 1)                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = CV(a[i]);                         \
+      for (int64_t i = 0; i < n; i++) o[i] = STORE_##DE(LOAD_##SE(a[i]));      \
     else                                                                       \
-      for (int64_t i = 0; i < n; i++) o[i * so] = CV(a[i * sa]);               \
+      for (int64_t i = 0; i < n; i++) o[i * so] = STORE_##DE(LOAD_##SE(a[i * sa])); \
     ROWS_END                                                                   \
   }
 
-#define DEF_CONV_FROM(E, n, T, s)                                              \
-  DEF_CONV(conv_##E##_BOOL, T, uint8_t, TO_BOOL)                               \
-  DEF_CONV(conv_##E##_I64, T, int64_t, TO_I64)                                 \
-  DEF_CONV(conv_##E##_F32, T, float, TO_F32)                                   \
-  DEF_CONV(conv_##E##_F64, T, double, TO_F64)
-MQ_DTYPES(DEF_CONV_FROM)
+/* the destinations, in enum order (a second list: a macro cannot expand
+ * MQ_ALL_DTYPES inside itself) */
+#define CONV_TO_ALL(X, SE, TI)                                                 \
+  X(SE, TI, BOOL, uint8_t) X(SE, TI, I64, int64_t) X(SE, TI, F32, float)       \
+  X(SE, TI, F64, double) X(SE, TI, I8, int8_t) X(SE, TI, I16, int16_t)         \
+  X(SE, TI, I32, int32_t) X(SE, TI, U8, uint8_t) X(SE, TI, F16, uint16_t)      \
+  X(SE, TI, BF16, uint16_t)
 
-static const mq_ewise_fn conv_kernels[MQ_DT__COUNT][MQ_DT__COUNT] = {
-#define X(E, n, T, s) {conv_##E##_BOOL, conv_##E##_I64, conv_##E##_F32, conv_##E##_F64},
-    MQ_DTYPES(X)
+#define DEF_CONV_FROM(E, n, T, s) CONV_TO_ALL(DEF_CONV, E, T)
+MQ_ALL_DTYPES(DEF_CONV_FROM)
+
+static const mq_ewise_fn conv_kernels[MQ_DT__ALL][MQ_DT__ALL] = {
+#define NAME(SE, TI, DE, TO) conv_##SE##_##DE,
+#define X(E, n, T, s) {CONV_TO_ALL(NAME, E, T)},
+    MQ_ALL_DTYPES(X)
 #undef X
+#undef NAME
 };
 
 void mq_kernel_convert(mq_state *S, mq_tensor *dst, mq_tensor *src) {

@@ -309,6 +309,7 @@ static inline void walk_next(const walk *w, int64_t *idx, int64_t *off) {
       }                                                                        \
   }
 DEF_GATHER(gather8, uint8_t)
+DEF_GATHER(gather16, uint16_t)
 DEF_GATHER(gather32, uint32_t)
 DEF_GATHER(gather64, uint64_t)
 
@@ -330,6 +331,7 @@ static void gather(mq_state *S, mq_tensor *out, const mq_tensor *v, const gather
   const void *src = mq_tensor_data(v);
   switch (mq_dtype_size((mq_dtype)v->dtype)) {
   case 1: gather8(S, dst, src, &outer, ao, g->nidx, &inner, rl, rs); break;
+  case 2: gather16(S, dst, src, &outer, ao, g->nidx, &inner, rl, rs); break;
   case 4: gather32(S, dst, src, &outer, ao, g->nidx, &inner, rl, rs); break;
   default: gather64(S, dst, src, &outer, ao, g->nidx, &inner, rl, rs); break;
   }

@@ -194,6 +194,13 @@ static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
 }
 
 mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
+  if (mq_dtype_is_narrow((mq_dtype)a->dtype) || mq_dtype_is_narrow((mq_dtype)b->dtype)) {
+    /* storage dtypes: int8 @ int8 is int8 (wrapping) as torch; a half type
+     * accumulates in float32 and rounds once */
+    mq_tensor *ab[2] = {a, b};
+    mq_dtype want = mq_result_type(2, ab);
+    return mq_narrow_back(S, mq_matmul(S, mq_tensor_computable(S, a), mq_tensor_computable(S, b)), want);
+  }
   if (a->ndim == 0 || b->ndim == 0)
     mq_error(S, "matmul: both operands need at least 1 dimension, got shapes %s and %s (use * "
                 "to multiply by a scalar)", mq_shape_str(S, a->ndim, a->shape),

@@ -158,7 +158,7 @@ static void parse_dict(header *h) {
 /* --- dtypes ------------------------------------------------------------------------ */
 
 /* What a descr decodes to: the file's kind and item size, and the masq dtype
- * it widens to. */
+ * it loads as (at its size; only uint16 and uint32 widen, to int64). */
 typedef struct layout {
   char kind; /* 'f', 'i', 'u', 'b' */
   int size;
@@ -167,9 +167,9 @@ typedef struct layout {
 
 /* Every descr masq reads, by kind and item size. */
 static const layout readable[] = {
-    {'f', 2, MQ_DT_F32}, {'f', 4, MQ_DT_F32}, {'f', 8, MQ_DT_F64},
-    {'i', 1, MQ_DT_I64}, {'i', 2, MQ_DT_I64}, {'i', 4, MQ_DT_I64}, {'i', 8, MQ_DT_I64},
-    {'u', 1, MQ_DT_I64}, {'u', 2, MQ_DT_I64}, {'u', 4, MQ_DT_I64}, /* not u8: no int64 for it */
+    {'f', 2, MQ_DT_F16}, {'f', 4, MQ_DT_F32}, {'f', 8, MQ_DT_F64},
+    {'i', 1, MQ_DT_I8}, {'i', 2, MQ_DT_I16}, {'i', 4, MQ_DT_I32}, {'i', 8, MQ_DT_I64},
+    {'u', 1, MQ_DT_U8}, {'u', 2, MQ_DT_I64}, {'u', 4, MQ_DT_I64}, /* not u8: no int64 for it */
     {'b', 1, MQ_DT_BOOL},
 };
 
@@ -195,22 +195,6 @@ static layout check_descr(header *h) {
   return *l;
 }
 
-/* IEEE half -> float, exactly (every half is a float). */
-static float half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | man << 13; /* inf, nan (payload kept) */
-  } else if (exp) {
-    bits = sign | (exp + 112) << 23 | man << 13; /* rebias 15 -> 127 */
-  } else {
-    float f = ldexpf((float)man, -24); /* zero or subnormal */
-    return sign ? -f : f;
-  }
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 /* The two's complement value of the low [bits] of [v], without the
  * implementation-defined conversion of a large unsigned to signed. */
 static int64_t sext(uint64_t v, int bits) {
@@ -219,7 +203,8 @@ static int64_t sext(uint64_t v, int bits) {
   return -(int64_t)(~v & (sign - 1)) - 1;
 }
 
-/* Widens n little-endian items of layout [l] at [src] into [t]'s data. */
+/* Decodes n little-endian items of layout [l] at [src] into [t]'s data
+ * (uint16 and uint32 widen to int64). */
 static void decode(const layout *l, const uint8_t *src, int64_t n, mq_tensor *t) {
   void *dst = mq_tensor_data(t);
   if (host_is_le() && l->kind != 'b' && (size_t)l->size == mq_dtype_size((mq_dtype)t->dtype)) {
@@ -229,6 +214,10 @@ static void decode(const layout *l, const uint8_t *src, int64_t n, mq_tensor *t)
   float *f32 = dst;
   double *f64 = dst;
   int64_t *i64 = dst;
+  int32_t *i32 = dst;
+  int16_t *i16 = dst;
+  int8_t *i8 = dst;
+  uint16_t *h16 = dst;
   uint8_t *b = dst;
   for (int64_t i = 0; i < n; i++) {
     const uint8_t *q = src + (size_t)i * (size_t)l->size;
@@ -238,12 +227,20 @@ static void decode(const layout *l, const uint8_t *src, int64_t n, mq_tensor *t)
                                 : mq_ld64(q);
     switch (l->kind) {
     case 'f':
-      if (l->size == 2) f32[i] = half_to_float((uint16_t)u);
+      if (l->size == 2) h16[i] = (uint16_t)u; /* float16: its bits */
       else if (l->size == 4) { uint32_t w = (uint32_t)u; memcpy(&f32[i], &w, 4); }
       else memcpy(&f64[i], &u, 8);
       break;
-    case 'i': i64[i] = sext(u, l->size * 8); break;
-    case 'u': i64[i] = (int64_t)u; break;
+    case 'i':
+      if (l->size == 1) i8[i] = (int8_t)sext(u, 8);
+      else if (l->size == 2) i16[i] = (int16_t)sext(u, 16);
+      else if (l->size == 4) i32[i] = (int32_t)sext(u, 32);
+      else i64[i] = sext(u, 64);
+      break;
+    case 'u':
+      if (l->size == 1) b[i] = (uint8_t)u;
+      else i64[i] = (int64_t)u;
+      break;
     default: b[i] = u != 0; /* numpy's bools are 0/1; make sure */
     }
   }
@@ -330,8 +327,8 @@ mq_tensor *mq_npy_map(mq_state *S, const char *path, const char *file) {
   size_t start = read_header(S, p, n, file, &h, &l);
   if (l.kind == 'b' || (size_t)l.size != mq_dtype_size(l.dt) || !host_is_le())
     mq_error(S,
-             "load: %s holds '%s'; mmap=true maps only float32, float64 and int64 arrays, "
-             "which masq uses as they are on disk (load it without mmap)",
+             "load: %s holds '%s'; mmap=true maps only arrays masq uses as they are on disk "
+             "(not bool, uint16 or uint32: load it without mmap)",
              file, h.descr);
   if (start % (size_t)l.size != 0)
     mq_error(S, "load: %s has its data at byte %zu, not aligned for %s; load it without mmap",
@@ -352,11 +349,22 @@ static const char *descr_of(mq_dtype dt) {
   case MQ_DT_BOOL: return "|b1";
   case MQ_DT_I64: return "<i8";
   case MQ_DT_F32: return "<f4";
-  default: return "<f8";
+  case MQ_DT_F64: return "<f8";
+  case MQ_DT_I8: return "|i1";
+  case MQ_DT_I16: return "<i2";
+  case MQ_DT_I32: return "<i4";
+  case MQ_DT_U8: return "|u1";
+  case MQ_DT_F16: return "<f2";
+  case MQ_DT_BF16: case MQ_DT__ALL: break;
   }
+  return NULL;
 }
 
 uint8_t *mq_npy_encode(mq_state *S, mq_tensor *t, size_t *len) {
+  if (!descr_of((mq_dtype)t->dtype))
+    mq_error(S, "save: numpy has no %s dtype, so .npy cannot hold it; save to(x, float32) "
+                "(exact: every %s is a float32)",
+             mq_dtype_name((mq_dtype)t->dtype), mq_dtype_name((mq_dtype)t->dtype));
   t = mq_contiguous(S, t);
   /* The dict exactly as numpy's _write_array_header prints it: keys sorted,
    * Python's repr of the shape, then room for the first axis to grow. */

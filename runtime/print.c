@@ -180,7 +180,11 @@ static void masked_rec(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tens
   mq_buf_putc(S, b, ']');
 }
 
-static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, bool color) {
+/* Whether the dtype [dt] is named after the values (float32, int64 and
+ * bool, the defaults, are not). */
+static bool shows_dtype(mq_dtype dt) { return dt == MQ_DT_F64 || mq_dtype_is_narrow(dt); }
+
+static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, mq_dtype dt, bool color) {
   const mq_tensor *m = t->mask;
   if (t->ndim == 0) {
     bool valid = *(const uint8_t *)mq_tensor_data(m) != 0;
@@ -193,7 +197,7 @@ static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, bool color
       masked_dashes(S, b, 2, color);
     }
     mq_buf_puts(S, b, valid ? ", True" : ", False");
-    if (t->dtype == MQ_DT_F64) mq_buf_puts(S, b, ", dtype=float64");
+    if (shows_dtype(dt)) mq_buf_printf(S, b, ", dtype=%s", mq_dtype_name(dt));
     mq_buf_putc(S, b, ')');
     return;
   }
@@ -203,7 +207,7 @@ static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, bool color
   masked_rec(S, b, t, m, 0, 0, 0, edge_for(S, t->numel), color, int_w);
   /* torch.masked never shows the dtype; float64 looks like float32 there.
    * The defaults (float32, int64, bool) stay unmarked, as in tensor(...). */
-  if (t->dtype == MQ_DT_F64) mq_buf_puts(S, b, ",\n  dtype=float64");
+  if (shows_dtype(dt)) mq_buf_printf(S, b, ",\n  dtype=%s", mq_dtype_name(dt));
   mq_buf_puts(S, b, "\n)");
 }
 
@@ -382,7 +386,7 @@ void mq_format_suffixes(mq_state *S, mq_buf *b, size_t start, int indent, bool f
   mq_buf_putc(S, b, ')');
 }
 
-static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
+static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t, mq_dtype dt) {
   static const char prefix[] = "tensor(";
   const int indent = (int)sizeof prefix - 1;
   size_t start = b->len;
@@ -396,10 +400,10 @@ static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
       const char *shape = mq_shape_str(S, t->ndim, t->shape);
       snprintf(suffixes[nsuf++], sizeof suffixes[0], "size=%s", shape);
     }
-    if (t->dtype != MQ_DT_F32)
-      snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=%s", mq_dtype_name((mq_dtype)t->dtype));
-  } else if (t->dtype == MQ_DT_F64) {
-    snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=float64");
+    if (dt != MQ_DT_F32)
+      snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=%s", mq_dtype_name(dt));
+  } else if (shows_dtype(dt)) {
+    snprintf(suffixes[nsuf++], sizeof suffixes[0], "dtype=%s", mq_dtype_name(dt));
   }
   mq_format_suffixes(S, b, start, indent, false, nsuf, sfx);
 }
@@ -407,8 +411,12 @@ static void format_plain(mq_state *S, mq_buf *b, const mq_tensor *t) {
 /* --- entry points ----------------------------------------------------------- */
 
 void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color) {
-  if (t->mask) format_masked(S, b, t, color);
-  else format_plain(S, b, t);
+  mq_dtype dt = (mq_dtype)t->dtype;
+  /* a storage dtype prints its values as its compute dtype does (exactly:
+   * torch prints half types through float32 too) */
+  if (mq_dtype_is_narrow(dt)) t = mq_astype(S, (mq_tensor *)t, mq_dtype_compute(dt));
+  if (t->mask) format_masked(S, b, t, dt, color);
+  else format_plain(S, b, t, dt);
 }
 
 void mq_tensor_summary(mq_state *S, mq_buf *b, const mq_tensor *t) {

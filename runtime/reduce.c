@@ -100,6 +100,9 @@ static void *acc_for(mq_state *S, mq_redop op, mq_dtype dt, const mq_red_plan *P
 mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const int *dims,
                      bool keepdim) {
   if ((unsigned)op >= MQ_RED__COUNT) mq_error(S, "bad reduction");
+  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) /* torch's dtype: sum(int8) int64, mean(float16) float16 */
+    return mq_narrow_back(S, mq_reduce(S, op, mq_tensor_computable(S, t), ndims, dims, keepdim),
+                          out_dtype(op, (mq_dtype)t->dtype));
   mq_dtype dt = read_dtype(op, (mq_dtype)t->dtype), out_dt = out_dtype(op, (mq_dtype)t->dtype);
   mq_red_plan P;
   mq_red_plan_init(S, &P, red_names[op], t, dt, ndims, dims, keepdim);

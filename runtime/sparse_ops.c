@@ -83,6 +83,7 @@ static mq_tensor *gather(mq_state *S, const mq_tensor *t, const mq_tensor *v) {
     break;                                                                                \
   }
   case 1: G(uint8_t)
+  case 2: G(uint16_t)
   case 4: G(uint32_t)
   default: G(uint64_t)
 #undef G

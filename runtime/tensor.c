@@ -6,6 +6,7 @@
 #include "../core/range.h"
 #include "iter.h"
 #include "masksum.h"
+#include "half.h"
 #include "npy.h"
 #include "kernels.h"
 #include "sparse.h"
@@ -13,17 +14,17 @@
 
 static const char *const dtype_names[] = {
 #define X(E, n, T, s) s,
-    MQ_DTYPES(X)
+    MQ_ALL_DTYPES(X)
 #undef X
 };
 static const size_t dtype_sizes[] = {
 #define X(E, n, T, s) sizeof(T),
-    MQ_DTYPES(X)
+    MQ_ALL_DTYPES(X)
 #undef X
 };
 
-const char *mq_dtype_name(mq_dtype dt) { return dt < MQ_DT__COUNT ? dtype_names[dt] : "?"; }
-size_t mq_dtype_size(mq_dtype dt) { return dt < MQ_DT__COUNT ? dtype_sizes[dt] : 1; }
+const char *mq_dtype_name(mq_dtype dt) { return dt < MQ_DT__ALL ? dtype_names[dt] : "?"; }
+size_t mq_dtype_size(mq_dtype dt) { return dt < MQ_DT__ALL ? dtype_sizes[dt] : 1; }
 
 /* --- objects and storage ------------------------------------------------ */
 
@@ -141,6 +142,8 @@ void mq_tensor_init_kind(mq_state *S) {
 
 mq_tensor *mq_tensor_full(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape,
                           double value) {
+  if (mq_dtype_is_narrow(dt)) /* fill the compute dtype, store narrowed */
+    return mq_astype(S, mq_tensor_full(S, mq_dtype_compute(dt), ndim, shape, value), dt);
   mq_tensor *t = mq_tensor_new(S, dt, ndim, shape);
   switch (dt) {
   case MQ_DT_BOOL: { uint8_t v = value != 0; uint8_t *p = mq_tensor_data(t); memset(p, v, (size_t)t->numel); break; }
@@ -203,6 +206,8 @@ mq_tensor *mq_arange(mq_state *S, double start, double stop, double step, mq_dty
   double c = ceil((stop - start) / step);
   if (c > 1e15) mq_error(S, "arange: too many elements (%.0f)", c);
   int64_t n = c > 0 ? (int64_t)c : 0;
+  if (mq_dtype_is_narrow(dt))
+    return mq_astype(S, mq_arange(S, start, stop, step, mq_dtype_compute(dt)), dt);
   mq_tensor *t = mq_tensor_new(S, dt, 1, &n);
   switch (dt) {
   case MQ_DT_BOOL: { uint8_t *p = mq_tensor_data(t); for (int64_t i = 0; i < n; i++) p[i] = start + (double)i * step != 0; break; }
@@ -297,15 +302,26 @@ static void scan_list(mq_state *S, mq_list *l, int depth, list_scan *sc) {
   }
 }
 
-/* Element 0 of [t] as a double, whatever its dtype. */
-static double first_element(const mq_tensor *t) {
-  const void *p = mq_tensor_data(t);
-  switch ((mq_dtype)t->dtype) {
+double mq_elem_f64(mq_dtype dt, const void *p) {
+  switch (dt) {
   case MQ_DT_BOOL: return *(const uint8_t *)p;
   case MQ_DT_I64: return (double)*(const int64_t *)p;
   case MQ_DT_F32: return *(const float *)p;
-  default: return *(const double *)p;
+  case MQ_DT_F64: return *(const double *)p;
+  case MQ_DT_I8: return *(const int8_t *)p;
+  case MQ_DT_I16: return *(const int16_t *)p;
+  case MQ_DT_I32: return *(const int32_t *)p;
+  case MQ_DT_U8: return *(const uint8_t *)p;
+  case MQ_DT_F16: return mq_f16_to_f32(*(const uint16_t *)p);
+  case MQ_DT_BF16: return mq_bf16_to_f32(*(const uint16_t *)p);
+  case MQ_DT__ALL: break;
   }
+  return NAN;
+}
+
+/* Element 0 of [t] as a double, whatever its dtype. */
+static double first_element(const mq_tensor *t) {
+  return mq_elem_f64((mq_dtype)t->dtype, mq_tensor_data(t));
 }
 
 static double scalar_value(mq_value v) {
@@ -344,6 +360,20 @@ static void fill_list(mq_list *l, int depth, int ndim, mq_tensor *t, int64_t *po
 }
 
 mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
+  return mq_tensor_computable(S, mq_tensor_from_value_stored(S, v, what));
+}
+
+mq_tensor *mq_narrow_back(mq_state *S, mq_tensor *r, mq_dtype want) {
+  if (!mq_dtype_is_narrow(want) || r->dtype != mq_dtype_compute(want)) return r;
+  return mq_astype(S, r, want);
+}
+
+mq_tensor *mq_tensor_computable(mq_state *S, mq_tensor *t) {
+  mq_dtype dt = (mq_dtype)t->dtype;
+  return mq_dtype_is_narrow(dt) ? mq_astype(S, t, mq_dtype_compute(dt)) : t;
+}
+
+mq_tensor *mq_tensor_from_value_stored(mq_state *S, mq_value v, const char *what) {
   switch ((mq_vtype)v.type) {
   case MQ_BOOL: case MQ_INT: case MQ_FLOAT: {
     mq_tensor *t;
@@ -540,7 +570,9 @@ mq_value mq_tensor_item_value(mq_state *S, mq_tensor *t) {
   switch ((mq_dtype)t->dtype) {
   case MQ_DT_BOOL: return mq_bool(*(const uint8_t *)p != 0);
   case MQ_DT_I64: return mq_int(*(const int64_t *)p);
-  default: return mq_float(first_element(t));
+  default:
+    if (!mq_dtype_is_float((mq_dtype)t->dtype)) return mq_int((int64_t)first_element(t));
+    return mq_float(first_element(t));
   }
 }
 

@@ -23,23 +23,53 @@
 #include "ops_reduce.h"
 #include "ops_unary.h"
 
-/* Promotion order is the enum order: bool < int64 < float32 < float64. */
+/* The compute dtypes: every kernel computes in one of these. Promotion order
+ * is the enum order: bool < int64 < float32 < float64. */
 #define MQ_DTYPES(X)                                                           \
   X(BOOL, bool, uint8_t, "bool")                                               \
   X(I64, int64, int64_t, "int64")                                              \
   X(F32, float32, float, "float32")                                            \
   X(F64, float64, double, "float64")
 
+/* The storage dtypes: stored at their size, converted to their compute
+ * dtype (ints -> int64, half types -> float32) at the entry of the ops that
+ * accept them, results converted back to torch's promoted dtype (see
+ * runtime/narrow.h). float16 and bfloat16 are stored as their bits. */
+#define MQ_NARROW_DTYPES(X)                                                    \
+  X(I8, int8, int8_t, "int8")                                                  \
+  X(I16, int16, int16_t, "int16")                                              \
+  X(I32, int32, int32_t, "int32")                                              \
+  X(U8, uint8, uint8_t, "uint8")                                               \
+  X(F16, float16, uint16_t, "float16")                                         \
+  X(BF16, bfloat16, uint16_t, "bfloat16")
+
+#define MQ_ALL_DTYPES(X) MQ_DTYPES(X) MQ_NARROW_DTYPES(X)
+
+/* MQ_DT__COUNT counts the compute dtypes only: tables of kernels indexed by
+ * dtype have that many rows, and a storage dtype (>= MQ_DT__COUNT) never
+ * indexes them (checks such as `dt >= MQ_DT__COUNT` refuse it). */
 typedef enum mq_dtype {
 #define X(E, n, T, s) MQ_DT_##E,
   MQ_DTYPES(X)
 #undef X
-  MQ_DT__COUNT
+  MQ_DT__COUNT,
+  MQ_DT__COUNT_PREV = MQ_DT__COUNT - 1, /* so storage dtypes start at MQ_DT__COUNT */
+#define X(E, n, T, s) MQ_DT_##E,
+  MQ_NARROW_DTYPES(X)
+#undef X
+  MQ_DT__ALL
 } mq_dtype;
 
 MQ_INTERNAL const char *mq_dtype_name(mq_dtype dt); /* "float32" */
 MQ_INTERNAL size_t mq_dtype_size(mq_dtype dt);
-static inline bool mq_dtype_is_float(mq_dtype dt) { return dt >= MQ_DT_F32; }
+static inline bool mq_dtype_is_narrow(mq_dtype dt) { return dt >= MQ_DT__COUNT; }
+static inline bool mq_dtype_is_float(mq_dtype dt) {
+  return dt == MQ_DT_F32 || dt == MQ_DT_F64 || dt == MQ_DT_F16 || dt == MQ_DT_BF16;
+}
+/* The dtype a storage dtype computes in (a compute dtype is its own). */
+static inline mq_dtype mq_dtype_compute(mq_dtype dt) {
+  return !mq_dtype_is_narrow(dt) ? dt : mq_dtype_is_float(dt) ? MQ_DT_F32 : MQ_DT_I64;
+}
 
 /* Refcounted memory shared by views. If [release] is set the memory belongs
  * to a host (masq.h wrap); release(release_ud) is called when the last view
@@ -92,6 +122,10 @@ static inline void *mq_tensor_data(const mq_tensor *t) {
   return (char *)t->storage->data + (size_t)t->offset * mq_dtype_size((mq_dtype)t->dtype);
 }
 
+/* The element of dtype [dt] at [p] as a double (exact for every dtype but
+ * int64 beyond 2^53). */
+MQ_INTERNAL double mq_elem_f64(mq_dtype dt, const void *p);
+
 /* --- creation ------------------------------------------------------------ */
 
 /* A new contiguous plain tensor, uninitialized. */
@@ -118,6 +152,14 @@ MQ_INTERNAL void mq_tensor_set_mask(mq_state *S, mq_tensor *t, mq_tensor *mask);
  * numbers (nested, rectangular) to a tensor. [what] names the argument in
  * errors ("x", "mask"). */
 MQ_INTERNAL mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what);
+/* The same, but a tensor of a storage dtype (int8 ... bfloat16) comes as
+ * stored; mq_tensor_from_value converts it to its compute dtype, so that an
+ * op that does not handle storage dtypes never sees one. */
+MQ_INTERNAL mq_tensor *mq_tensor_from_value_stored(mq_state *S, mq_value v, const char *what);
+/* [t] converted to its compute dtype if it has a storage dtype: an op that
+ * has not said it takes storage dtypes computes in the compute dtype (and
+ * returns it). */
+MQ_INTERNAL mq_tensor *mq_tensor_computable(mq_state *S, mq_tensor *t);
 /* A number or nested list as a float64 tensor made from the numbers
  * themselves, not from their float32 rounding. */
 MQ_INTERNAL mq_tensor *mq_tensor_from_value_f64(mq_state *S, mq_value v, const char *what);
@@ -243,6 +285,14 @@ MQ_INTERNAL mq_tensor *mq_masked_fill(mq_state *S, mq_tensor *x, mq_tensor *m, m
  * tensors, then weak scalars (the default dtype of their category); a lower
  * tier only counts when its category (bool < int < float) is higher. */
 MQ_INTERNAL mq_dtype mq_result_type(int n, mq_tensor *const *ts);
+/* torch.promote_types over every dtype (storage dtypes included). */
+MQ_INTERNAL mq_dtype mq_promote_types(mq_dtype a, mq_dtype b);
+/* An op's result [r], computed on the compute dtypes of operands whose
+ * torch result dtype is [want]: converted to [want] when it is a storage
+ * dtype and [r] has its compute dtype (int8 + int8 is int8, float16 * 2 is
+ * float16); left alone when the op chose its own dtype (a comparison's
+ * bool, int8 / int8's float32, sum(int8)'s int64). */
+MQ_INTERNAL mq_tensor *mq_narrow_back(mq_state *S, mq_tensor *r, mq_dtype want);
 
 /* --- reductions ----------------------------------------------------------- */
 

@@ -200,6 +200,8 @@ static const char *const un_names[] = {
 
 mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) {
   if ((unsigned)op >= MQ_UN__COUNT) mq_error(S, "bad unary op");
+  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) /* computed in the compute dtype, stored back */
+    return mq_narrow_back(S, mq_unary_p(S, op, mq_tensor_computable(S, t), prm), (mq_dtype)t->dtype);
   static const double none[3] = {NAN, NAN, NAN};
   const unary_def *def = &defs[op];
   mq_dtype in = (mq_dtype)t->dtype, out_dt;

@@ -167,7 +167,11 @@ static fvalue tensor_value(mq_tensor *t) {
   case MQ_DT_I64: fv.kind = V_INT, fv.i = *(const int64_t *)d; break;
   case MQ_DT_F32: fv.kind = V_FLOAT, fv.f = *(const float *)d; break;
   case MQ_DT_F64: fv.kind = V_FLOAT, fv.f = *(const double *)d; break;
-  case MQ_DT__COUNT: break;
+  case MQ_DT_I8: case MQ_DT_I16: case MQ_DT_I32: case MQ_DT_U8:
+    fv.kind = V_INT, fv.i = (int64_t)mq_elem_f64((mq_dtype)t->dtype, d);
+    break;
+  case MQ_DT_F16: case MQ_DT_BF16: fv.kind = V_FLOAT, fv.f = mq_elem_f64((mq_dtype)t->dtype, d); break;
+  case MQ_DT__ALL: break;
   }
   return fv;
 }

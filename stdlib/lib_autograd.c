@@ -12,24 +12,26 @@
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
 #define TA(i, what) mq_arg_tensor_any(S, args[i], what)
+/* a leaf of a storage dtype stays itself (not a conversion of itself) */
+#define TAS(i, what) mq_arg_tensor_any_stored(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
 static mq_value lib_requires_grad(mq_state *S, mq_value *args) {
-  RET(mq_ag_leaf(S, TA(0, "x"), mq_arg_bool(S, args[1], "flag"), "requires_grad"));
+  RET(mq_ag_leaf(S, TAS(0, "x"), mq_arg_bool(S, args[1], "flag"), "requires_grad"));
 }
 
 static mq_value lib_detach(mq_state *S, mq_value *args) {
-  RET(mq_ag_leaf(S, TA(0, "x"), false, "detach"));
+  RET(mq_ag_leaf(S, TAS(0, "x"), false, "detach"));
 }
 
-static mq_value lib_is_leaf(mq_state *S, mq_value *args) { return mq_bool(!TA(0, "x")->node); }
+static mq_value lib_is_leaf(mq_state *S, mq_value *args) { return mq_bool(!TAS(0, "x")->node); }
 
 static mq_value lib_as_masked(mq_state *S, mq_value *args) {
   if (mq_is_sparse(args[0]) || mq_is_sparse(args[1]))
     RET(mq_sparse_as_masked(S, TA(0, "data"), args[1].type == MQ_NONE ? NULL : TA(1, "mask")));
   if (args[1].type == MQ_NONE)
     mq_error(S, "as_masked: a strided tensor needs a mask (only a sparse one is its own mask)");
-  RET(mq_as_masked(S, T(0, "data"), T(1, "mask")));
+  RET(mq_as_masked(S, mq_arg_tensor_stored(S, args[0], "data"), T(1, "mask")));
 }
 
 static mq_tensor *result_arg(mq_state *S, mq_value v, const char *who) {

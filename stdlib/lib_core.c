@@ -22,7 +22,7 @@ static mq_value lib_masked(mq_state *S, mq_value *args) {
   }
   if (args[1].type == MQ_NONE)
     mq_error(S, "masked: a strided tensor needs a mask (only a sparse one is its own mask)");
-  mq_tensor *data = T(0, "data"), *t = mq_masked(S, data, T(1, "mask"));
+  mq_tensor *data = mq_arg_tensor_stored(S, args[0], "data"), *t = mq_masked(S, data, T(1, "mask"));
   if (data->requires_grad) /* torch warns too (its advice: detach) */
     mq_warn_once(S, MQ_WARN_MASKED_GRAD,
                  "masked() starts a new graph: no gradient will reach its data, which requires "
@@ -31,7 +31,7 @@ static mq_value lib_masked(mq_state *S, mq_value *args) {
 }
 static mq_value lib_get_data(mq_state *S, mq_value *args) {
   if (mq_is_sparse(args[0])) RET(mq_sparse_get_data(S, TA(0, "x")));
-  RET(mq_get_data(S, T(0, "x")));
+  RET(mq_get_data(S, mq_arg_tensor_stored(S, args[0], "x")));
 }
 static mq_value lib_get_mask(mq_state *S, mq_value *args) {
   if (mq_is_sparse(args[0])) RET(mq_sparse_get_mask(S, TA(0, "x")));
@@ -51,7 +51,7 @@ static mq_value tensor_value(mq_state *S, mq_value *args) {
   if (args[1].type != MQ_NONE && mq_arg_dtype(S, args[1], MQ_DT_F32) == MQ_DT_F64 &&
       !mq_is_tensor(args[0]))
     RET(mq_tensor_from_value_f64(S, args[0], "data"));
-  mq_tensor *t = T(0, "data");
+  mq_tensor *t = mq_arg_tensor_stored(S, args[0], "data");
   mq_dtype dt = mq_arg_dtype(S, args[1], (mq_dtype)t->dtype);
   if (t->weak) {
     /* tensor(3) is an ordinary 0-d tensor, not a weak scalar: it promotes
@@ -129,7 +129,7 @@ static mq_value lib_shape(mq_state *S, mq_value *args) {
 static mq_value lib_ndim(mq_state *S, mq_value *args) { return mq_int(TA(0, "x")->ndim); }
 static mq_value lib_numel(mq_state *S, mq_value *args) { return mq_int(TA(0, "x")->numel); }
 static mq_value lib_dtype(mq_state *S, mq_value *args) {
-  const char *name = mq_dtype_name((mq_dtype)TA(0, "x")->dtype);
+  const char *name = mq_dtype_name((mq_dtype)mq_arg_tensor_any_stored(S, args[0], "x")->dtype);
   RET(mq_string_new(S, name, strlen(name)));
 }
 static mq_value lib_item(mq_state *S, mq_value *args) {
@@ -248,7 +248,7 @@ const mq_libfn mq_lib_core[] = {
     {"ndim(x)", lib_ndim, "the number of dimensions", MQ_BK_NONE, 0},
     {"dim(x)", lib_ndim, "the number of dimensions (torch's x.dim(), same as ndim)", MQ_BK_NONE, 0},
     {"numel(x)", lib_numel, "the number of elements", MQ_BK_NONE, 0},
-    {"dtype(x)", lib_dtype, "the dtype name: \"bool\", \"int64\", \"float32\" or \"float64\"", MQ_BK_NONE, 0},
+    {"dtype(x)", lib_dtype, "the dtype name: \"bool\", \"int64\", \"float32\", \"float16\" ...", MQ_BK_NONE, 0},
     {"item(x)", lib_item, "the value of a one-element tensor as a number", MQ_BK_NONE, 0},
     {"print(*values, sep=\" \", end=\"\\n\", file=none)", lib_print,
      "print values separated by sep; file=\"stderr\" prints to standard error", MQ_BK_NONE, 0},

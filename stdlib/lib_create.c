@@ -105,13 +105,13 @@ static mq_value lib_randn_like(mq_state *S, mq_value *args) { return random_like
 /* --- conversions ---------------------------------------------------------- */
 
 static mq_value lib_to(mq_state *S, mq_value *args) {
-  mq_tensor *x = mq_arg_tensor(S, args[0], "x");
+  mq_tensor *x = mq_arg_tensor_stored(S, args[0], "x");
   if (args[1].type == MQ_NONE) mq_error(S, "to() needs a dtype, such as \"float64\"");
   RET(mq_astype(S, x, mq_arg_dtype(S, args[1], (mq_dtype)x->dtype)));
 }
 #define CONVERT(name, DT)                                                      \
   static mq_value lib_##name(mq_state *S, mq_value *args) {                    \
-    RET(mq_astype(S, mq_arg_tensor(S, args[0], "x"), DT));                     \
+    RET(mq_astype(S, mq_arg_tensor_stored(S, args[0], "x"), DT));              \
   }
 CONVERT(double, MQ_DT_F64)
 CONVERT(long, MQ_DT_I64)
@@ -159,7 +159,7 @@ const mq_libfn mq_lib_create[] = {
      "uniform random numbers shaped like x; a masked x's mask is kept", MQ_BK_NONE, 0},
     {"randn_like(x, dtype=none)", lib_randn_like,
      "normal random numbers shaped like x; a masked x's mask is kept", MQ_BK_NONE, 0},
-    {"to(x, dtype)", lib_to, "x converted to dtype (\"bool\", \"int64\", \"float32\", \"float64\")", MQ_BK_NONE, 0},
+    {"to(x, dtype)", lib_to, "x converted to dtype (\"bool\", \"uint8\", \"int8\" ... \"float64\")", MQ_BK_NONE, 0},
     {"float(x)", lib_float,
      "a string (\"0.5\", \"1e-3\", \"inf\") or number as a float; a tensor converted to float32", MQ_BK_NONE, 0},
     {"double(x)", lib_double, "x converted to float64", MQ_BK_NONE, 0},

@@ -24,8 +24,8 @@ void mq_warn_once(mq_state *S, unsigned bit, const char *message) {
 }
 
 void mq_habits_open(mq_state *S) {
-  mq_globals_reserve(S, MQ_DT__COUNT);
-  for (int d = 0; d < MQ_DT__COUNT; d++) {
+  mq_globals_reserve(S, MQ_DT__ALL);
+  for (int d = 0; d < MQ_DT__ALL; d++) {
     const char *name = mq_dtype_name((mq_dtype)d);
     int slot = mq_global_find(S, name);
     if (slot >= 0 && S->globals[slot].builtin) continue; /* bool(x): also a dtype (builtin.c) */

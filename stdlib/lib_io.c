@@ -229,7 +229,7 @@ static void write_npz(mq_state *S, const members *ms, mq_value compress) {
 static mq_value lib_save(mq_state *S, mq_value *args) {
   const char *path = arg_string(S, args[0], "save", "path");
   const char *file = scratchf(S, "'%s'", path);
-  mq_tensor *t = mq_arg_tensor(S, args[1], "x");
+  mq_tensor *t = mq_arg_tensor_stored(S, args[1], "x"); /* saved at its size */
   if (has_ext(path, ".npz")) {
     members ms = new_members(S, "save", path, 2);
     add_tensor(S, &ms, "data", "mask", t);
@@ -269,7 +269,7 @@ static mq_value lib_savez(mq_state *S, mq_value *args) {
     const char *name = arg_string(S, pair->items[0], "savez", "each name");
     if (!*name) mq_error(S, "savez: item %d has an empty name", i);
     add_tensor(S, &ms, name, scratchf(S, "%s_mask", name),
-               mq_arg_tensor(S, pair->items[1], "tensor"));
+               mq_arg_tensor_stored(S, pair->items[1], "tensor"));
   }
   write_npz(S, &ms, args[2]);
   return mq_none();

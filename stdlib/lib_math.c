@@ -10,6 +10,7 @@
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
+#define TS(i, what) mq_arg_tensor_stored(S, args[i], what)
 /* An operand combined with others: a float number keeps its full value as
  * a weak float64 scalar (it still promotes as float32). */
 #define TW(i, what) mq_tensor_from_value(S, args[i], what)
@@ -34,12 +35,12 @@ static void number_params(mq_state *S, mq_value *args, int n, const char *sig, d
 
 #define UN_SIG(name, params) name "(x" params ")"
 #define UN_BIND_B0(E, sig)                                                     \
-  static mq_value lib_un_##E(mq_state *S, mq_value *args) { RET(mq_unary(S, MQ_UN_##E, T(0, "x"))); }
+  static mq_value lib_un_##E(mq_state *S, mq_value *args) { RET(mq_unary(S, MQ_UN_##E, TS(0, "x"))); }
 #define UN_BIND_PARAMS(E, sig, n)                                              \
   static mq_value lib_un_##E(mq_state *S, mq_value *args) {                    \
     double prm[3];                                                             \
     number_params(S, args, n, sig, prm);                                       \
-    RET(mq_unary_p(S, MQ_UN_##E, T(0, "x"), prm));                             \
+    RET(mq_unary_p(S, MQ_UN_##E, TS(0, "x"), prm));                            \
   }
 #define UN_BIND_B1(E, sig) UN_BIND_PARAMS(E, sig, 1)
 #define UN_BIND_B2(E, sig) UN_BIND_PARAMS(E, sig, 2)
@@ -54,7 +55,7 @@ MQ_UNARY_OPS(X)
 static mq_value lib_un_ROUND(mq_state *S, mq_value *args) {
   int64_t d = mq_arg_int(S, args[1], "decimals");
   double prm[3] = {(double)d, NAN, NAN};
-  RET(mq_unary_p(S, d ? MQ_UN_ROUND_DEC : MQ_UN_ROUND, T(0, "x"), prm));
+  RET(mq_unary_p(S, d ? MQ_UN_ROUND_DEC : MQ_UN_ROUND, TS(0, "x"), prm));
 }
 /* clamp(x, min, max): numbers or tensors */
 static mq_value lib_un_CLAMP(mq_state *S, mq_value *args) {
@@ -187,19 +188,24 @@ static mq_tensor *with_dtype(mq_state *S, mq_tensor *t, mq_value dtype) {
 
 /* torch.masked's functional forms: x converted to dtype= when given, and
  * with mask= (a plain x only) the masked tensor masked(x, mask). */
-static mq_tensor *functional_input(mq_state *S, mq_value *args, int dtype_arg, int mask_arg) {
-  mq_tensor *t = with_dtype(S, T(0, "x"), args[dtype_arg]);
+static mq_tensor *functional_input_of(mq_state *S, mq_tensor *x, mq_value *args, int dtype_arg,
+                                      int mask_arg) {
+  mq_tensor *t = with_dtype(S, x, args[dtype_arg]);
   if (args[mask_arg].type == MQ_NONE) return t;
   if (t->mask)
     mq_error(S, "mask= is for plain tensors; x is already masked (combine the masks with &)");
   return mq_masked(S, t, T(mask_arg, "mask"));
 }
+static mq_tensor *functional_input(mq_state *S, mq_value *args, int dtype_arg, int mask_arg) {
+  return functional_input_of(S, T(0, "x"), args, dtype_arg, mask_arg);
+}
 
 /* RP: (x, dim, keepdim); RF: (x, dim, keepdim, dtype, mask) */
 #define RED_SIG_RP(name) name "(x, dim=none, keepdim=false)"
 #define RED_SIG_RF(name) name "(x, dim=none, keepdim=false, dtype=none, mask=none)"
-#define RED_INPUT_RP T(0, "x")
-#define RED_INPUT_RF functional_input(S, args, 3, 4)
+/* as stored: mq_reduce answers in torch's dtype for a storage dtype */
+#define RED_INPUT_RP TS(0, "x")
+#define RED_INPUT_RF functional_input_of(S, TS(0, "x"), args, 3, 4)
 #define X(E, name, bind, ...)                                                  \
   static mq_value lib_red_##E(mq_state *S, mq_value *args) {                   \
     mq_tensor *t = RED_INPUT_##bind;                                           \
@@ -281,7 +287,12 @@ static mq_value lib_normalize(mq_state *S, mq_value *args) {
 /* --- selection and masks ----------------------------------------------------------- */
 
 static mq_value lib_where(mq_state *S, mq_value *args) {
-  RET(mq_where(S, T(0, "cond"), TW(1, "a"), TW(2, "b")));
+  /* a storage dtype's result comes back in torch's dtype (int8 stays int8) */
+  mq_tensor *ab[2] = {mq_tensor_from_value_stored(S, args[1], "a"),
+                      mq_tensor_from_value_stored(S, args[2], "b")};
+  mq_dtype want = mq_result_type(2, ab);
+  RET(mq_narrow_back(S, mq_where(S, T(0, "cond"), mq_tensor_computable(S, ab[0]),
+                                 mq_tensor_computable(S, ab[1])), want));
 }
 static mq_value lib_masked_fill(mq_state *S, mq_value *args) {
   RET(mq_masked_fill(S, T(0, "x"), T(1, "mask"), TW(2, "value")));

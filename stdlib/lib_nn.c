@@ -117,7 +117,7 @@ static mq_tensor *param_arg(mq_state *S, const char *who, mq_value *args, mq_ten
 /* A state tensor: w's shape (any float dtype; the step computes in w's). */
 static mq_tensor *state_tensor(mq_state *S, const char *who, mq_value v, const mq_tensor *w) {
   if (!mq_is_tensor(v)) mq_error(S, "%s: the state must hold tensors, got a %s", who, mq_value_type_name(v));
-  mq_tensor *t = mq_as_tensor(v);
+  mq_tensor *t = mq_tensor_computable(S, mq_as_tensor(v));
   if (t->mask || t->ndim != w->ndim || memcmp(t->shape, w->shape, (size_t)w->ndim * sizeof *w->shape))
     mq_error(S, "%s: the state's tensors must be plain and of w's shape %s, got %s", who,
              mq_shape_str(S, w->ndim, w->shape), mq_shape_str(S, t->ndim, t->shape));

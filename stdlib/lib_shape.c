@@ -5,6 +5,8 @@
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
+/* views and copies keep a storage dtype as stored */
+#define TS(i, what) mq_arg_tensor_stored(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
 /* Ints given as f(x, 2, 3), f(x, [2, 3]) or f(x, some_list): [v] is an int,
@@ -50,8 +52,8 @@ static int64_t *dims_list(mq_state *S, mq_value v, int *n, const char *what) {
   return d;
 }
 
-/* A list of tensors (a tensor stands for the list of its rows). */
-static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn) {
+/* The tensors of [v] as stored. */
+static mq_tensor **stored_list(mq_state *S, mq_value v, int *n, const char *fn) {
   if (mq_is_tensor(v)) {
     mq_tensor *t = mq_as_tensor(v);
     if (t->ndim == 0)
@@ -65,8 +67,18 @@ static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn) 
     mq_error(S, "%s: expected a list of tensors, got a %s", fn, mq_value_type_name(v));
   mq_list *l = mq_as_list(v);
   mq_tensor **ts = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *ts);
-  for (int i = 0; i < l->len; i++) ts[i] = mq_arg_tensor(S, l->items[i], "tensors");
+  for (int i = 0; i < l->len; i++) ts[i] = mq_arg_tensor_stored(S, l->items[i], "tensors");
   *n = l->len;
+  return ts;
+}
+
+/* A list of tensors (a tensor stands for the list of its rows), each in
+ * its compute dtype, with in *want the dtype torch's cat gives them (a
+ * storage dtype if they have one: mq_narrow_back). */
+static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn, mq_dtype *want) {
+  mq_tensor **ts = stored_list(S, v, n, fn);
+  *want = *n > 0 ? mq_result_type(*n, ts) : MQ_DT_F32;
+  for (int i = 0; i < *n; i++) ts[i] = mq_tensor_computable(S, ts[i]);
   return ts;
 }
 
@@ -75,71 +87,73 @@ static mq_tensor **tensor_list(mq_state *S, mq_value v, int *n, const char *fn) 
 static mq_value lib_reshape(mq_state *S, mq_value *args) {
   int n;
   int64_t *shape = dims_list(S, args[1], &n, "shape");
-  RET(mq_reshape(S, T(0, "x"), n, shape));
+  RET(mq_reshape(S, TS(0, "x"), n, shape));
 }
 
 static mq_value lib_flatten(mq_state *S, mq_value *args) {
-  RET(mq_flatten(S, T(0, "x"), mq_arg_int(S, args[1], "start_dim"),
+  RET(mq_flatten(S, TS(0, "x"), mq_arg_int(S, args[1], "start_dim"),
                  mq_arg_int(S, args[2], "end_dim")));
 }
 
 static mq_value lib_squeeze(mq_state *S, mq_value *args) {
   int n = 0;
   int64_t *dims = args[1].type == MQ_NONE ? NULL : dims_list(S, args[1], &n, "dim");
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = TS(0, "x");
   if (args[1].type != MQ_NONE && n == 0) return mq_objv(t); /* squeeze(x, []) */
   RET(mq_squeeze(S, t, n, dims));
 }
 
 static mq_value lib_unsqueeze(mq_state *S, mq_value *args) {
-  RET(mq_unsqueeze(S, T(0, "x"), mq_arg_int(S, args[1], "dim")));
+  RET(mq_unsqueeze(S, TS(0, "x"), mq_arg_int(S, args[1], "dim")));
 }
 
 static mq_value lib_transpose(mq_state *S, mq_value *args) {
-  RET(mq_transpose(S, T(0, "x"), mq_arg_int(S, args[1], "dim0"), mq_arg_int(S, args[2], "dim1")));
+  RET(mq_transpose(S, TS(0, "x"), mq_arg_int(S, args[1], "dim0"), mq_arg_int(S, args[2], "dim1")));
 }
 
 static mq_value lib_permute(mq_state *S, mq_value *args) {
   int n;
   int64_t *dims = dims_list(S, args[1], &n, "dims");
-  RET(mq_permute(S, T(0, "x"), n, dims));
+  RET(mq_permute(S, TS(0, "x"), n, dims));
 }
 
-static mq_value lib_t(mq_state *S, mq_value *args) { RET(mq_t(S, T(0, "x"))); }
+static mq_value lib_t(mq_state *S, mq_value *args) { RET(mq_t(S, TS(0, "x"))); }
 
 static mq_value lib_expand(mq_state *S, mq_value *args) {
   int n;
   int64_t *shape = dims_list(S, args[1], &n, "shape");
-  RET(mq_expand_sizes(S, T(0, "x"), n, shape));
+  RET(mq_expand_sizes(S, TS(0, "x"), n, shape));
 }
 
 static mq_value lib_narrow(mq_state *S, mq_value *args) {
-  RET(mq_narrow(S, T(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "start"),
+  RET(mq_narrow(S, TS(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "start"),
                 mq_arg_int(S, args[3], "length")));
 }
 
 static mq_value lib_select(mq_state *S, mq_value *args) {
-  RET(mq_select(S, T(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "index")));
+  RET(mq_select(S, TS(0, "x"), mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "index")));
 }
 
 static mq_value lib_flip(mq_state *S, mq_value *args) {
   int n;
   int64_t *dims = dims_list(S, args[1], &n, "dims");
-  RET(mq_flip(S, T(0, "x"), n, dims));
+  RET(mq_flip(S, TS(0, "x"), n, dims));
 }
 
 /* --- joining and splitting ---------------------------------------------------- */
 
 static mq_value lib_cat(mq_state *S, mq_value *args) {
   int n;
-  mq_tensor **ts = tensor_list(S, args[0], &n, "cat");
-  RET(mq_cat(S, n, ts, mq_arg_int(S, args[1], "dim")));
+  mq_dtype want;
+  mq_tensor **ts = tensor_list(S, args[0], &n, "cat", &want);
+  RET(mq_narrow_back(S, mq_cat(S, n, ts, mq_arg_int(S, args[1], "dim")), want));
 }
 
 static mq_value lib_stack(mq_state *S, mq_value *args) {
   int n;
-  mq_tensor **ts = tensor_list(S, args[0], &n, "stack");
-  RET(mq_stack(S, n, ts, mq_arg_int(S, args[1], "dim")));
+  mq_dtype want;
+  mq_tensor **ts = tensor_list(S, args[0], &n, "stack", &want);
+  RET(mq_narrow_back(S, mq_stack(S, n, ts, mq_arg_int(S, args[1], "dim")), want));
 }
 
 /* The pieces of [t] along [d] of the given sizes, as a list of views. */
@@ -158,7 +172,7 @@ static mq_value pieces(mq_state *S, mq_tensor *t, int d, int64_t n, const int64_
 }
 
 static mq_value lib_split(mq_state *S, mq_value *args) {
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = TS(0, "x");
   if (t->ndim == 0) mq_error(S, "split: cannot split a 0-d tensor");
   int d = mq_shape_norm_dim(S, mq_arg_int(S, args[2], "dim"), t->ndim);
   int64_t size = t->shape[d];
@@ -183,7 +197,7 @@ static mq_value lib_split(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_chunk(mq_state *S, mq_value *args) {
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = TS(0, "x");
   if (t->ndim == 0) mq_error(S, "chunk: cannot split a 0-d tensor");
   int64_t chunks = mq_arg_int(S, args[1], "n");
   if (chunks <= 0) mq_error(S, "chunk: n must be positive, got %lld", (long long)chunks);
@@ -199,7 +213,7 @@ static mq_value lib_chunk(mq_state *S, mq_value *args) {
 /* --- products and masks ----------------------------------------------------------- */
 
 static mq_value lib_matmul(mq_state *S, mq_value *args) {
-  RET(mq_matmul(S, T(0, "a"), T(1, "b")));
+  RET(mq_matmul(S, TS(0, "a"), TS(1, "b")));
 }
 
 static mq_value lib_length_mask(mq_state *S, mq_value *args) {

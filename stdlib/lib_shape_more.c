@@ -5,6 +5,7 @@
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
+#define TS(i, what) mq_arg_tensor_stored(S, args[i], what) /* kept as stored */
 #define RET(t) return mq_objv(t)
 
 static mq_value lib_tril(mq_state *S, mq_value *args) {
@@ -51,7 +52,7 @@ static mq_value lib_einsum(mq_state *S, mq_value *args) {
   RET(mq_einsum(S, spec->chars, spec->len, l->len, ops));
 }
 
-static mq_value lib_T(mq_state *S, mq_value *args) { RET(mq_reverse_dims(S, T(0, "x"))); }
+static mq_value lib_T(mq_state *S, mq_value *args) { RET(mq_reverse_dims(S, TS(0, "x"))); }
 
 static mq_value lib_size(mq_state *S, mq_value *args) {
   mq_tensor *t = T(0, "x");

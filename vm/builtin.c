@@ -365,6 +365,10 @@ void mq_builtin_init_kind(mq_state *S) {
 /* --- argument converters ----------------------------------------------------- */
 
 mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what) {
+  return mq_tensor_computable(S, mq_arg_tensor_stored(S, v, what));
+}
+
+mq_tensor *mq_arg_tensor_stored(mq_state *S, mq_value v, const char *what) {
   /* A float number is a weak float64 scalar, so that x64 * 0.1 uses 0.1 and
    * not its float32 rounding; a builtin taking it as its tensor gets the
    * float32 tensor a literal means (exp(2.5) is float32, as tensor(2.5)). */
@@ -373,11 +377,15 @@ mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what) {
     t->weak = true;
     return t;
   }
-  return mq_tensor_from_value(S, v, what);
+  return mq_tensor_from_value_stored(S, v, what);
 }
 
 mq_tensor *mq_arg_tensor_any(mq_state *S, mq_value v, const char *what) {
   return mq_is_sparse(v) ? mq_as_tensor_any(v) : mq_arg_tensor(S, v, what);
+}
+
+mq_tensor *mq_arg_tensor_any_stored(mq_state *S, mq_value v, const char *what) {
+  return mq_is_sparse(v) ? mq_as_tensor_any(v) : mq_arg_tensor_stored(S, v, what);
 }
 
 int64_t mq_arg_int(mq_state *S, mq_value v, const char *what) {
@@ -435,12 +443,14 @@ mq_dtype mq_arg_dtype(mq_state *S, mq_value v, mq_dtype dflt) {
   if (v.type == MQ_NONE) return dflt;
   if (mq_is_obj(v, MQ_O_STRING)) {
     const mq_string *s = mq_as_string(v);
-    for (int d = 0; d < MQ_DT__COUNT; d++)
+    for (int d = 0; d < MQ_DT__ALL; d++)
       if (mq_string_is(s, mq_dtype_name((mq_dtype)d))) return (mq_dtype)d;
+    if (mq_string_is(s, "half")) return MQ_DT_F16;
     if (mq_string_is(s, "float")) return MQ_DT_F32;
     if (mq_string_is(s, "double")) return MQ_DT_F64;
     if (mq_string_is(s, "long") || mq_string_is(s, "int")) return MQ_DT_I64;
-    mq_error(S, "unknown dtype %s (expected \"bool\", \"int64\", \"float32\" or \"float64\")",
+    mq_error(S, "unknown dtype %s (expected \"bool\", \"uint8\", \"int8\", \"int16\", \"int32\", "
+                "\"int64\", \"float16\", \"bfloat16\", \"float32\" or \"float64\")",
              mq_string_quoted(S, s));
   }
   /* dtype=bool, dtype=float: a conversion builtin stands for its dtype, as

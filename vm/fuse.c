@@ -206,7 +206,8 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
     }
     if (!mq_is_tensor(v)) return NULL;
     const mq_tensor *t = mq_as_tensor(v);
-    if (!mq_dtype_is_float((mq_dtype)t->dtype) || t->requires_grad || t->weak ||
+    if (!mq_dtype_is_float((mq_dtype)t->dtype) || mq_dtype_is_narrow((mq_dtype)t->dtype) ||
+        t->requires_grad || t->weak ||
         !mq_tensor_is_contiguous(t))
       return NULL;
     if (!shape_of) {

@@ -181,12 +181,13 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b, mq_tensor *s
   if (tensors && (mq_is_sparse(a) || mq_is_sparse(b))) return sparse_binary(S, op, a, b, spare);
   if (tensors) {
     if (op == MQ_TOK_MATMUL)
-      return mq_objv(mq_matmul(S, mq_tensor_from_value(S, a, "left operand"),
-                               mq_tensor_from_value(S, b, "right operand")));
+      return mq_objv(mq_matmul(S, mq_tensor_from_value_stored(S, a, "left operand"),
+                               mq_tensor_from_value_stored(S, b, "right operand")));
     int bop = token_to_binop[op];
     if (bop < 0) mq_error(S, "operator '%s' is not supported on tensors", token_text[op]);
-    return mq_objv(mq_binary_spare(S, (mq_binop)bop, mq_tensor_from_value(S, a, "left operand"),
-                                   mq_tensor_from_value(S, b, "right operand"), spare));
+    /* as stored: mq_binary promotes storage dtypes as torch does */
+    return mq_objv(mq_binary_spare(S, (mq_binop)bop, mq_tensor_from_value_stored(S, a, "left operand"),
+                                   mq_tensor_from_value_stored(S, b, "right operand"), spare));
   }
   if (op == MQ_TOK_EQ) return mq_bool(mq_values_equal(S, a, b));
   if (op == MQ_TOK_NE) return mq_bool(!mq_values_equal(S, a, b));

@@ -130,6 +130,10 @@ PyObject *pm_from_tensor(pm_state *st, masq_tensor *t) {
   if (!t) Py_RETURN_NONE;
   masq_tensor_desc d;
   if (masq_tensor_info(st->M, t, &d) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
+  if (d.dtype > MASQ_FLOAT64) /* the storage dtypes do not cross yet */
+    return PyErr_Format(PyExc_TypeError,
+                        "masq: a tensor of a storage dtype (int8 ... bfloat16) cannot be returned "
+                        "to Python yet; convert it first, e.g. to(x, float32)");
   if (d.ndim == 0) {
     if (d.valid && !d.valid[0]) return Py_NewRef(pm_np.masked);
     return scalar(st, t, d.dtype);

@@ -328,8 +328,8 @@ static void test_bad_descriptions(void) {
   CHECK_ERR(M, masq_tensor_wrap(M, NULL, &t), MASQ_ERR_USAGE, "desc is NULL");
   CHECK(t == NULL);
   CHECK_ERR(M, masq_tensor_wrap(M, &d, NULL), MASQ_ERR_USAGE, "out is NULL");
-  d.dtype = (masq_dtype)7;
-  CHECK_ERR(M, masq_tensor_wrap(M, &d, &t), MASQ_ERR_USAGE, "unknown dtype 7");
+  d.dtype = (masq_dtype)10; /* 7 became MASQ_UINT8 */
+  CHECK_ERR(M, masq_tensor_wrap(M, &d, &t), MASQ_ERR_USAGE, "unknown dtype 10");
   d.dtype = MASQ_FLOAT32;
   d.ndim = 9;
   CHECK_ERR(M, masq_tensor_new(M, &d, &t), MASQ_ERR_USAGE, "0 to 8 dimensions");

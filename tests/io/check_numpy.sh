@@ -39,11 +39,10 @@ def npy_bytes(a):
     return b.getvalue()
 
 def widened(arr):
-    # What masq reads a dtype as: float16 -> float32, smaller ints -> int64.
+    # What masq reads a dtype as: itself, but uint16 and uint32 (which masq
+    # has no dtype for) widen to int64.
     k, size = arr.dtype.kind, arr.dtype.itemsize
-    if k == "f" and size == 2:
-        return arr.astype(np.float32)
-    if k == "u" or (k == "i" and size < 8):
+    if k == "u" and size in (2, 4):
         return arr.astype(np.int64)
     return arr
 

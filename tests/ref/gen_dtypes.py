@@ -1,0 +1,107 @@
+# Writes what tests/lang/dtypes_{narrow,promote,ops}.masq must print, from
+# torch 1.13:  /usr/bin/python3 tests/ref/gen_dtypes.py tests/lang
+# masq names dtypes without torch's "torch." prefix; dtype(x) is the name.
+import contextlib, os, sys
+import torch
+
+outdir = sys.argv[1]
+def section(name):
+    return contextlib.redirect_stdout(open(os.path.join(outdir, name + ".out"), "w"))
+
+def masq_repr(x):
+    # torch wraps the dtype suffix counting "torch."; masq counts its own
+    # shorter suffix (docs/DIFFERENCES.md), so a suffix torch moved to a new
+    # line may still fit on the last one
+    r = repr(x).replace("torch.", "")
+    head, sep, suffix = r.rpartition(",\n       dtype=")
+    if sep and len(head.split("\n")[-1]) + len(", dtype=" + suffix) - 1 <= 80:
+        r = head + ", dtype=" + suffix
+    return r
+
+def s(*xs):
+    print(" ".join(masq_repr(x) if isinstance(x, torch.Tensor) else str(x) for x in xs))
+
+def name(t): return str(t.dtype).replace("torch.", "")
+
+def F(fn, x, *a):
+    # torch 1.13's CPU kernels lack some half ops (exp, sqrt, sum ...): the
+    # float32 op stored back is what masq promises for them
+    try: return fn(x, *a)
+    except RuntimeError: return fn(x.float(), *a).to(x.dtype)
+
+with section("dtypes_narrow"):
+    v = [1.1, -2.5, 300.7, 65519.0, 65520.0, 1e-8, 3e-8, 0.1]
+    for d in [torch.int8, torch.int16, torch.int32, torch.uint8, torch.float16, torch.bfloat16]:
+        # masq converts a float list to its float32 tensor first, then to d
+        x = torch.tensor(v).to(d)
+        s(name(x), x)
+    s(torch.tensor([1, 2, 300, -129]).to(torch.int8))
+    s(torch.tensor([1, 2, 300, -1]).to(torch.uint8))
+    s(torch.tensor(3, dtype=torch.int32))
+    s(torch.tensor([], dtype=torch.int16))
+    h = torch.tensor([[1.5, 2.0], [-3.25, 1e-3]]).half()
+    s(h[0], h[:, 1], name(h[1]))
+    s(h.bfloat16(), h.short(), h.double())
+    s(torch.tensor([1.00390625, 1.01171875, -1.00390625]).bfloat16())
+    s(torch.tensor([2049, 2051, 4097]).half())
+    s(torch.tensor(7, dtype=torch.int8).item(), torch.tensor(0.5).half().item())
+
+with section("dtypes_promote"):
+    a = torch.tensor([100, -100, 7]).to(torch.int8)
+    u = torch.tensor([200, 3, 255]).to(torch.uint8)
+    h = torch.tensor([1.5, 1e-3, 60000.0]).half()
+    bf = torch.tensor([1.5, 1e-3, 60000.0]).bfloat16()
+    s(a + a, a * 3, a - u, a + 1, a + 1.5, a / 2, torch.div(a, 3, rounding_mode="floor"), a % 3, a == 7, a < u)
+    s(u + u, u * u, u & 7)
+    s(h + h, h * 2, h + bf, h + 1, h + 1.5, h / 3, h + a, h > 1)
+    s(bf * 3, bf + 1)
+    s(a + torch.tensor(3), a + torch.tensor(2.5, dtype=torch.float64), h + torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+    s(torch.tensor([1, 2, 3], dtype=torch.int16) + torch.tensor([1, 2, 3], dtype=torch.int32), a ** 2)
+
+with section("dtypes_ops"):
+    a = torch.tensor([[100, -128, 7], [3, -4, 5]]).to(torch.int8)
+    u = torch.tensor([[200, 3, 255], [0, 1, 2]]).to(torch.uint8)
+    h = torch.tensor([[1.5, 1e-3, 60000.0], [-2.0, 0.333, 7.0]]).half()
+    bf = torch.tensor([[1.5, 1e-3, 60000.0], [-2.0, 0.333, 7.0]]).bfloat16()
+    s(abs(a), torch.neg(a), torch.exp(a), torch.sqrt(u), abs(u))
+    s(F(torch.exp, h), F(torch.sqrt, h), torch.neg(bf), F(torch.sigmoid, bf), F(torch.round, h), torch.isnan(h))
+    s(torch.sum(a), torch.sum(a, 1), torch.prod(a), torch.amax(a), torch.amin(u, 0), a.float().mean())
+    s(F(torch.sum, h), F(torch.sum, h, 0), F(torch.mean, h), F(torch.mean, bf, 1), F(torch.amax, bf), F(torch.prod, h, 1))
+    s(torch.sum(u), torch.any(a), F(torch.all, h), torch.logsumexp(h.float(), 1).half())
+
+with section("dtypes_views"):
+    def L(xs): return "[" + ", ".join(masq_repr(x) for x in xs) + "]"
+    x = torch.tensor([[1, -2, 3], [4, 5, -128]]).to(torch.int8)
+    h = torch.tensor([[1.5, -2.0, 3.25], [4.0, 1e-3, 65504.0]]).half()
+    for a in [x, h, x.to(torch.uint8), h.bfloat16(), x.short(), x.int()]:
+        s(a.reshape(3, 2), a.flatten(), a.unsqueeze(0).squeeze(), a.transpose(0, 1))
+        s(a.permute(1, 0), a.t(), a.T, a[0].expand(2, 3), a.narrow(1, 1, 2), a.select(1, 2))
+        s(a.flip(1), L(a.split(2, 1)), L(a.chunk(2, 0)), a.transpose(0, 1).reshape(6), a[1, 2], a[:, ::2])
+    h = torch.tensor([1.5, -2.0, 65504.0]).half()
+    s(h[torch.tensor([2, 0])], h[h > 0], h.bfloat16()[torch.tensor([1])], x.int()[x > 0], x[torch.tensor([1, 0])])
+
+with section("dtypes_grad"):
+    w = torch.tensor([1.5, -2.0, 3.0]).half().requires_grad_()
+    y = (w * w * 3).sum()
+    y.backward()
+    s(y.detach(), w.grad)
+    b = torch.tensor([1.5, -2.0, 0.1]).bfloat16()
+    # torch rounds every intermediate gradient to bfloat16 (2.0469 at 0.1);
+    # masq computes in float32 and rounds once at the leaf
+    # (docs/DIFFERENCES.md): the exact gradient 3 b^2 + 2, rounded
+    s((3 * b.detach().double() ** 2 + 2).bfloat16())
+    h = torch.tensor([1.5, -2.0]).half().requires_grad_()
+    s(name(h), "true" if h.is_leaf else "false", name((h * 2).detach()), L(torch.autograd.grad((h * h).sum(), [h])))
+
+with section("dtypes_compute"):
+    x = torch.tensor([[1, -2], [3, 127]]).to(torch.int8)
+    h = torch.tensor([[1.5, -2.0], [0.25, 65504.0]]).half()
+    X, H = x.long(), h.float()
+    s(torch.cat(list(x)), torch.stack(list(x)), torch.cat([x, x]), torch.where(x > 0, x, 0), torch.where(x > 0, x, 2.5))
+    s(torch.cat([x[0].to(torch.uint8), x[1]]), torch.stack([torch.tensor([1.5]).half(), torch.tensor([2.5]).bfloat16()]))
+    b = h.bfloat16()
+    s(x @ x, x @ x, b @ b)
+    s(torch.softmax(H, 1), torch.cumsum(X, 0), torch.sort(H, 1)[0])
+    # sgd with momentum 0.9 from the buffer 0.5: buf = 0.9 * 0.5 + g; w - 0.1 * buf
+    buf = 0.9 * torch.tensor([0.5, 0.5]) + torch.tensor([1.0, 1.0])
+    s(torch.tensor([1.0, 2.0]) - 0.1 * buf)
