@@ -10,7 +10,9 @@
  * split across threads by whole blocks (runtime/parallel.h). */
 #include "fuse.h"
 
+#include "../core/checked.h"
 #include "../runtime/ewise.h"
+#include "../runtime/masksum.h"
 #include "../runtime/parallel.h"
 #include "../runtime/reduce.h"
 #include "builtin.h"
@@ -45,6 +47,16 @@ typedef struct fuse_ctx {
   int nins;
   finstr ins[2 * MQ_FUSE_MAX_OPS + 1];
   const char *ldata[MQ_FUSE_MAX_LEAVES]; /* a tensor's data, or NULL: a number */
+  /* how a tensor leaf is read: LEAF_FULL of the result's shape, LEAF_ONE a
+   * single entry broadcast to all (stride 0, as a number), LEAF_BCAST
+   * broadcast along some dims: gathered per block into buffer gbuf[leaf]
+   * through lst[leaf] (its strides over the result's dims, 0 where it is
+   * broadcast) */
+  uint8_t lkind[MQ_FUSE_MAX_LEAVES];
+  int8_t gbuf[MQ_FUSE_MAX_LEAVES];
+  int64_t lst[MQ_FUSE_MAX_LEAVES][MQ_MAX_DIMS];
+  int nd, ngather;
+  int64_t shape[MQ_MAX_DIMS]; /* the result's */
   union {
     float f;
     double d;
@@ -55,7 +67,7 @@ typedef struct fuse_ctx {
   char *bufs;    /* per thread: nbufs buffers of a block (depth - 1 for the
                     operands, the bottom level being the result's own
                     block; one more for that block under a reduction) */
-  int nbufs;
+  int nbufs, gbase; /* gathered leaves use buffers gbase, gbase + 1, ... */
   size_t bbytes; /* bytes of one buffer: a block, or the whole of a smaller result */
   /* a whole-tensor reduction of the result (MQ_FI_RED): its kernel, the
    * mask's data, and per piece the partial result and valid count */
@@ -65,6 +77,8 @@ typedef struct fuse_ctx {
   int64_t *pcnt;
   int64_t rlen, ppr; /* entries a row, pieces a row */
 } fuse_ctx;
+
+enum { LEAF_FULL, LEAF_ONE, LEAF_BCAST };
 
 typedef struct operand {
   const char *p;
@@ -117,12 +131,46 @@ static void run_kernel(mq_state *S, mq_ewise_fn k, char *o, const operand *a, co
 DEF_AFFINE(affine_f32, float)
 DEF_AFFINE(affine_f64, double)
 
+/* Entries [i0, i0 + len) of the result's layout of broadcast leaf [leaf]
+ * into [dst]: runs along the last dim, each a copy or (broadcast there) a
+ * fill of one entry. */
+static void gather(const fuse_ctx *F, int leaf, char *dst, int64_t i0, int64_t len) {
+  int nd = F->nd;
+  const int64_t *st = F->lst[leaf], *shape = F->shape;
+  int64_t idx[MQ_MAX_DIMS], rem = i0;
+  for (int d = nd - 1; d >= 0; d--) {
+    idx[d] = rem % shape[d];
+    rem /= shape[d];
+  }
+  for (int64_t done = 0; done < len;) {
+    int64_t off = 0, run = shape[nd - 1] - idx[nd - 1];
+    for (int d = 0; d < nd; d++) off += idx[d] * st[d];
+    if (run > len - done) run = len - done;
+    const char *src = F->ldata[leaf] + (size_t)off * F->es;
+    char *o = dst + (size_t)done * F->es;
+    if (st[nd - 1] != 0) {
+      memcpy(o, src, (size_t)run * F->es);
+    } else if (F->es == sizeof(float)) {
+      float v;
+      memcpy(&v, src, sizeof v);
+      for (int64_t i = 0; i < run; i++) ((float *)o)[i] = v;
+    } else {
+      double v;
+      memcpy(&v, src, sizeof v);
+      for (int64_t i = 0; i < run; i++) ((double *)o)[i] = v;
+    }
+    done += run;
+    idx[nd - 1] += run;
+    for (int d = nd - 1; d > 0 && idx[d] == shape[d]; d--) idx[d] = 0, idx[d - 1]++;
+  }
+}
+
 /* Blocks [b0, b1) of the result, with [bufs] for the operands. Under a
  * reduction block q is piece q % ppr of row q / ppr (rows of [rlen]
  * entries; a whole-tensor reduction is one row). */
 static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
   size_t es = F->es, bbytes = F->bbytes;
-  char *fold = bufs + (size_t)(F->nbufs - 1) * bbytes; /* the result's block under a reduction */
+  char *fold = bufs + (size_t)(F->gbase - 1) * bbytes; /* the result's block under a reduction */
   for (int64_t blk = b0; blk < b1; blk++) {
     int64_t i0 = blk * MQ_FUSE_BLOCK, len = F->n - i0 < MQ_FUSE_BLOCK ? F->n - i0 : MQ_FUSE_BLOCK;
     if (F->red) {
@@ -133,12 +181,27 @@ static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
     char *res = F->out ? F->out + (size_t)i0 * es : fold;
     operand st[2 * MQ_FUSE_MAX_OPS + 1];
     int sp = 0;
+    uint32_t gathered = 0; /* leaves gathered for this block */
 
     for (int k = 0; k < F->nins; k++) {
       const finstr *in = &F->ins[k];
       if (in->kind == MQ_FI_LEAF) {
-        const char *d = F->ldata[in->leaf];
-        st[sp++] = d ? (operand){d + (size_t)i0 * es, 1} : (operand){(const char *)&F->lnum[in->leaf], 0};
+        int l = in->leaf;
+        const char *d = F->ldata[l];
+        if (!d) {
+          st[sp++] = (operand){(const char *)&F->lnum[l], 0};
+        } else if (F->lkind[l] == LEAF_FULL) {
+          st[sp++] = (operand){d + (size_t)i0 * es, 1};
+        } else if (F->lkind[l] == LEAF_ONE) {
+          st[sp++] = (operand){d, 0};
+        } else { /* gathered once per block, however often the tree reads it */
+          char *g = bufs + (size_t)(F->gbase + F->gbuf[l]) * bbytes;
+          if (!(gathered >> l & 1)) {
+            gather(F, l, g, i0, len);
+            gathered |= 1u << l;
+          }
+          st[sp++] = (operand){g, 1};
+        }
         continue;
       }
       /* the bottom of the stack, where the result ends, is the result's
@@ -188,6 +251,91 @@ static const mq_builtin *still_builtin(mq_state *S, unsigned slot, unsigned bidx
   return &S->builtins[bidx];
 }
 
+/* [t]'s shape broadcast into the result's so far (F->nd, F->shape); false
+ * if they do not broadcast (the op-by-op path raises). */
+static bool broadcast_into(fuse_ctx *F, const mq_tensor *t) {
+  int nd = t->ndim > F->nd ? t->ndim : F->nd;
+  int64_t out[MQ_MAX_DIMS];
+  for (int d = 0; d < nd; d++) {
+    int da = d - (nd - F->nd), db = d - (nd - t->ndim);
+    int64_t a = da >= 0 ? F->shape[da] : 1, b = db >= 0 ? t->shape[db] : 1;
+    if (a != b && a != 1 && b != 1) return false;
+    out[d] = a == 1 ? b : a;
+  }
+  F->nd = nd;
+  memcpy(F->shape, out, sizeof out[0] * (size_t)nd);
+  return true;
+}
+
+/* The leaves: float tensors of one dtype, contiguous, not recording
+ * gradients, whose shapes broadcast to the result's, and numbers. Sets the
+ * result's shape, the dtype, how each leaf is read, *bcast when some leaf
+ * is broadcast, *mask to the result's mask, or *xmask to a mask to expand
+ * to the result's shape for it (both NULL: no mask). Masks combine
+ * as binary.c combines them (valid where all are), taken here only where
+ * that needs no new mask: the masks of full-shape leaves must be one (the
+ * op-by-op path compares them), and broadcast leaves' masks must either
+ * all be known all valid (the full one then rides along; with none, an
+ * all-valid one expanded is the result's, as op by op) or be one mask and
+ * the only one (expanded to the result's shape). */
+static bool load_leaves(mq_state *S, fuse_ctx *F, int nleaves, const mq_value *leaves,
+                        mq_dtype *dt, const mq_tensor **mask, const mq_tensor **xmask,
+                        bool *bcast) {
+  const mq_tensor *tl[MQ_FUSE_MAX_LEAVES];
+  int ntensors = 0;
+  F->nd = 0;
+  for (int i = 0; i < nleaves; i++) {
+    mq_value v = leaves[i];
+    tl[i] = NULL;
+    F->ldata[i] = NULL;
+    if (mq_is_number(v)) continue;
+    if (!mq_is_tensor(v)) return false;
+    const mq_tensor *t = mq_as_tensor(v);
+    if (!mq_dtype_is_float((mq_dtype)t->dtype) || t->requires_grad || t->weak ||
+        !mq_tensor_is_contiguous(t) || (ntensors++ > 0 && t->dtype != *dt) || !broadcast_into(F, t))
+      return false;
+    *dt = (mq_dtype)t->dtype;
+    tl[i] = t;
+    F->ldata[i] = mq_tensor_data(t);
+  }
+  if (!ntensors) return false;
+  int64_t n = 1;
+  for (int d = 0; d < F->nd; d++)
+    if (!mq_mul_ok(n, F->shape[d], &n)) return false;
+  F->n = n;
+  const mq_tensor *full = NULL, *bm = NULL;
+  bool bm_valid = true, bm_one = true;
+  int ng = 0;
+  for (int i = 0; i < nleaves; i++) {
+    const mq_tensor *t = tl[i];
+    if (!t) continue;
+    bool same = t->ndim == F->nd && memcmp(t->shape, F->shape, sizeof t->shape[0] * (size_t)F->nd) == 0;
+    F->lkind[i] = same ? LEAF_FULL : t->numel == 1 ? LEAF_ONE : LEAF_BCAST;
+    *bcast |= !same;
+    if (F->lkind[i] == LEAF_BCAST) {
+      F->gbuf[i] = (int8_t)ng++;
+      for (int d = 0; d < F->nd; d++) {
+        int ld = d - (F->nd - t->ndim);
+        F->lst[i][d] = ld < 0 || t->shape[ld] == 1 ? 0 : t->strides[ld];
+      }
+    }
+    if (!t->mask) continue;
+    if (same) {
+      if (full && !mq_tensor_same_view(full, t->mask)) return false;
+      full = t->mask;
+      continue;
+    }
+    if (bm && !mq_tensor_same_view(bm, t->mask)) bm_one = false;
+    if (!bm) bm = t->mask;
+    bm_valid &= mq_mask_known_all_valid(S, t->mask);
+  }
+  F->ngather = ng;
+  if (bm && !bm_valid && (full || !bm_one)) return false;
+  *mask = full;
+  *xmask = full ? NULL : bm;
+  return true;
+}
+
 mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
   fuse_ctx F;
   if (len < 1) return NULL;
@@ -195,33 +343,10 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   size_t pc = 1 + 3 * (size_t)nleaves;
   if (nleaves > MQ_FUSE_MAX_LEAVES || pc > len) return NULL;
 
-  /* the leaves: tensors of one float dtype and shape, or numbers */
-  const mq_tensor *shape_of = NULL, *mask = NULL;
   mq_dtype dt = MQ_DT_F32;
-  for (int i = 0; i < nleaves; i++) {
-    mq_value v = leaves[i];
-    if (mq_is_number(v)) {
-      F.ldata[i] = NULL;
-      continue;
-    }
-    if (!mq_is_tensor(v)) return NULL;
-    const mq_tensor *t = mq_as_tensor(v);
-    if (!mq_dtype_is_float((mq_dtype)t->dtype) || t->requires_grad || t->weak ||
-        !mq_tensor_is_contiguous(t))
-      return NULL;
-    if (!shape_of) {
-      shape_of = t;
-      dt = (mq_dtype)t->dtype;
-    } else if (t->dtype != dt || !mq_tensor_same_shape(t, shape_of)) {
-      return NULL;
-    }
-    if (t->mask) {
-      if (!mask) mask = t->mask;
-      else if (!mq_tensor_same_view(mask, t->mask)) return NULL; /* the op-by-op path compares them */
-    }
-    F.ldata[i] = mq_tensor_data(t);
-  }
-  if (!shape_of) return NULL;
+  const mq_tensor *mask = NULL, *xmask = NULL;
+  bool bcast = false;
+  if (!load_leaves(S, &F, nleaves, leaves, &dt, &mask, &xmask, &bcast)) return NULL;
   for (int i = 0; i < nleaves; i++) { /* numbers as the op-by-op path converts them */
     if (F.ldata[i]) continue;
     mq_value v = leaves[i];
@@ -280,7 +405,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
       if (arg == MQ_BIN_POW) {
         const finstr *rhs = &F.ins[F.nins - 2];
         if (tensor[sp - 1]) {
-          if (shape_of->numel == 1) return NULL; /* mq_binary's x ** 2 rule looks at values */
+          if (F.n == 1 || bcast) return NULL; /* mq_binary's x ** 2 rule looks at values */
         } else if (rhs->kind == MQ_FI_LEAF &&
                    (dt == MQ_DT_F32 ? F.lnum[rhs->leaf].f == 2.0f : F.lnum[rhs->leaf].d == 2.0)) {
           in->square = true;
@@ -315,25 +440,25 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   }
 
   /* run */
-  if (red >= 0 && (shape_of->numel == 0 || (mask && !mq_tensor_is_contiguous(mask))))
+  if (red >= 0 && (F.n == 0 || bcast || (mask && !mq_tensor_is_contiguous(mask))))
     return NULL; /* the op-by-op path raises or copies */
-  int nd = shape_of->ndim;
+  int nd = F.nd;
   if (red >= 0 && red_dim != MQ_FUSE_ALL_DIMS &&
-      (nd == 0 || (red_dim != -1 && red_dim != nd - 1) || shape_of->shape[nd - 1] < MIN_FUSED_ROW))
+      (nd == 0 || (red_dim != -1 && red_dim != nd - 1) || F.shape[nd - 1] < MIN_FUSED_ROW))
     return NULL; /* only long last-dim rows reduce row by row (a bad dim: the op-by-op error) */
-  mq_tensor *out = red >= 0 ? NULL : mq_tensor_new(S, dt, shape_of->ndim, shape_of->shape);
+  mq_tensor *out = red >= 0 ? NULL : mq_tensor_new(S, dt, F.nd, F.shape);
   F.S = S;
   F.es = mq_dtype_size(dt);
-  F.n = shape_of->numel;
   F.out = out ? mq_tensor_data(out) : NULL;
   int64_t nblocks = (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
   int nt = mq_parallel_threads_for(S, F.n);
   if (red >= 0) { /* rows of rlen entries, cut into pieces as mq_reduce cuts them */
-    F.rlen = red_dim == MQ_FUSE_ALL_DIMS || nd == 0 ? F.n : shape_of->shape[nd - 1];
+    F.rlen = red_dim == MQ_FUSE_ALL_DIMS || nd == 0 ? F.n : F.shape[nd - 1];
     F.ppr = (F.rlen + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
     nblocks = F.n / F.rlen * F.ppr;
   }
-  F.nbufs = (depth > 1 ? depth - 1 : 1) + (red >= 0);
+  F.gbase = (depth > 1 ? depth - 1 : 1) + (red >= 0);
+  F.nbufs = F.gbase + F.ngather;
   F.bbytes = (size_t)(F.n < MQ_FUSE_BLOCK ? F.n : MQ_FUSE_BLOCK) * F.es; /* small tensors: small blocks */
   F.bufs = mq_scratch(S, (size_t)nt * (size_t)F.nbufs * F.bbytes);
   if (red >= 0) {
@@ -347,7 +472,8 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   mq_parallel_for(S, nt, nblocks, MQ_PAR_GRAIN / blen, run_range, &F);
   if (red >= 0)
     return mq_red_pieces(S, (mq_redop)red, dt, F.parts, mask ? F.pcnt : NULL, F.n / F.rlen, F.ppr,
-                            F.rlen, red_dim == MQ_FUSE_ALL_DIMS ? 0 : nd - 1, shape_of->shape);
+                            F.rlen, red_dim == MQ_FUSE_ALL_DIMS ? 0 : nd - 1, F.shape);
+  if (xmask) mask = mq_expand(S, (mq_tensor *)xmask, F.nd, F.shape);
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;
 }
