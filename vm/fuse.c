@@ -53,6 +53,7 @@ typedef struct fuse_ctx {
    * through lst[leaf] (its strides over the result's dims, 0 where it is
    * broadcast) */
   uint8_t lkind[MQ_FUSE_MAX_LEAVES];
+  const mq_tensor *lt[MQ_FUSE_MAX_LEAVES]; /* the tensor leaves, NULL for numbers */
   int8_t gbuf[MQ_FUSE_MAX_LEAVES];
   int64_t lst[MQ_FUSE_MAX_LEAVES][MQ_MAX_DIMS];
   int nd, ngather;
@@ -251,6 +252,47 @@ static const mq_builtin *still_builtin(mq_state *S, unsigned slot, unsigned bidx
   return &S->builtins[bidx];
 }
 
+/* What the op-by-op path's value of a subtree would be: its shape, whether
+ * it is masked, and whether that mask is the result's-shape leaves' one. */
+typedef struct sym {
+  int nd;
+  int64_t shape[MQ_MAX_DIMS];
+  bool masked, full_mask;
+} sym;
+
+static sym leaf_sym(const fuse_ctx *F, int leaf) {
+  sym y = {0};
+  const mq_tensor *t = F->lt[leaf];
+  if (!t) return y; /* a number */
+  y.nd = t->ndim;
+  memcpy(y.shape, t->shape, sizeof y.shape[0] * (size_t)y.nd);
+  y.masked = t->mask != NULL;
+  y.full_mask = y.masked && F->lkind[leaf] == LEAF_FULL;
+  return y;
+}
+
+/* *a op b, as binary.c combines their masks: operands of one shape, both
+ * masked, must have equal masks (it compares them and raises when they
+ * differ). Under load_leaves' rules they do unless one carries the
+ * result's-shape leaves' mask and the other a broadcast leaf's all-valid
+ * one; false then (the op-by-op path compares them). */
+static bool sym_bin(sym *a, const sym *b) {
+  bool same = a->nd == b->nd && memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->nd) == 0;
+  if (a->masked && b->masked && same && a->full_mask != b->full_mask) return false;
+  int nd = a->nd > b->nd ? a->nd : b->nd;
+  int64_t out[MQ_MAX_DIMS];
+  for (int d = 0; d < nd; d++) { /* they broadcast: every leaf does to the result */
+    int da = d - (nd - a->nd), db = d - (nd - b->nd);
+    int64_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
+    out[d] = x == 1 ? y : x;
+  }
+  a->nd = nd;
+  memcpy(a->shape, out, sizeof out[0] * (size_t)nd);
+  a->masked |= b->masked;
+  a->full_mask |= b->full_mask;
+  return true;
+}
+
 /* [t]'s shape broadcast into the result's so far (F->nd, F->shape); false
  * if they do not broadcast (the op-by-op path raises). */
 static bool broadcast_into(fuse_ctx *F, const mq_tensor *t) {
@@ -298,6 +340,7 @@ static bool load_leaves(mq_state *S, fuse_ctx *F, int nleaves, const mq_value *l
     tl[i] = t;
     F->ldata[i] = mq_tensor_data(t);
   }
+  memcpy(F->lt, tl, sizeof tl[0] * (size_t)nleaves);
   if (!ntensors) return false;
   int64_t n = 1;
   for (int d = 0; d < F->nd; d++)
@@ -358,6 +401,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   /* the instructions: every operation has a tensor operand and a kernel
    * keeping the dtype */
   bool tensor[2 * MQ_FUSE_MAX_OPS + 1];
+  sym sy[2 * MQ_FUSE_MAX_OPS + 1];
   int sp = 0, depth = 0, red = -1, red_dim = MQ_FUSE_ALL_DIMS;
   F.nins = 0;
   F.red = NULL;
@@ -375,6 +419,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
     case MQ_FI_LEAF:
       if (arg >= nleaves) return NULL;
       in->leaf = arg;
+      sy[sp] = leaf_sym(&F, arg);
       tensor[sp++] = F.ldata[arg] != NULL;
       break;
     case MQ_FI_RED: {
@@ -414,6 +459,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
           in->k = mq_pow_number_kernel(dt); /* as mq_binary for a number exponent */
         }
       }
+      if (!sym_bin(&sy[sp - 2], &sy[sp - 1])) return NULL;
       sp--;
       tensor[sp - 1] = true;
       break;
