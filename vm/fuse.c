@@ -22,6 +22,11 @@
  * the program's per-block cost on a few entries. */
 #define MIN_FUSED_ROW 512
 
+/* Rows at least this long are run a row at a time when some leaf is
+ * broadcast (its entries read in place); shorter ones gather the leaf per
+ * block. */
+#define ROWSEG_MIN 256
+
 /* a block of the fused result is exactly one piece of a reduction */
 _Static_assert(MQ_FUSE_BLOCK == MQ_RED_PIECE, "fused reductions fold one block per piece");
 
@@ -57,6 +62,7 @@ typedef struct fuse_ctx {
   int8_t gbuf[MQ_FUSE_MAX_LEAVES];
   int64_t lst[MQ_FUSE_MAX_LEAVES][MQ_MAX_DIMS];
   int nd, ngather;
+  bool rowseg; /* broadcast leaves read in place, a row at a time (ROWSEG_MIN) */
   int64_t shape[MQ_MAX_DIMS]; /* the result's */
   union {
     float f;
@@ -166,12 +172,74 @@ static void gather(const fuse_ctx *F, int leaf, char *dst, int64_t i0, int64_t l
   }
 }
 
+/* Where entry [i] of the result's layout is in broadcast leaf [leaf]. */
+static const char *leaf_at(const fuse_ctx *F, int leaf, int64_t i) {
+  int64_t off = 0;
+  for (int d = F->nd - 1; d >= 0; d--) {
+    off += i % F->shape[d] * F->lst[leaf][d];
+    i /= F->shape[d];
+  }
+  return F->ldata[leaf] + (size_t)off * F->es;
+}
+
+/* Entries [i0, i0 + len) of the result into [res], with [bufs] for the
+ * operands: within one row when F->rowseg (broadcast leaves are then read
+ * in place, with their stride along the last dim), else gathered. */
+static void run_piece(const fuse_ctx *F, char *bufs, int64_t i0, int64_t len, char *res) {
+  size_t es = F->es, bbytes = F->bbytes;
+  operand st[2 * MQ_FUSE_MAX_OPS + 1];
+  int sp = 0;
+  uint32_t gathered = 0; /* leaves gathered for this piece */
+  for (int k = 0; k < F->nins; k++) {
+    const finstr *in = &F->ins[k];
+    if (in->kind == MQ_FI_LEAF) {
+      int l = in->leaf;
+      const char *d = F->ldata[l];
+      if (!d) {
+        st[sp++] = (operand){(const char *)&F->lnum[l], 0};
+      } else if (F->lkind[l] == LEAF_FULL) {
+        st[sp++] = (operand){d + (size_t)i0 * es, 1};
+      } else if (F->lkind[l] == LEAF_ONE) {
+        st[sp++] = (operand){d, 0};
+      } else if (F->rowseg) {
+        st[sp++] = (operand){leaf_at(F, l, i0), F->lst[l][F->nd - 1]};
+      } else { /* gathered once per piece, however often the tree reads it */
+        char *g = bufs + (size_t)(F->gbase + F->gbuf[l]) * bbytes;
+        if (!(gathered >> l & 1)) {
+          gather(F, l, g, i0, len);
+          gathered |= 1u << l;
+        }
+        st[sp++] = (operand){g, 1};
+      }
+      continue;
+    }
+    /* the bottom of the stack, where the result ends, is the result's
+     * own block: the first kernel to write there stores to memory while
+     * it computes, the later ones find the block in cache */
+    int top = in->kind == MQ_FI_BIN ? sp - 2 : sp - 1;
+    char *o = top == 0 ? res : bufs + (size_t)(top - 1) * bbytes;
+    if (in->kind == FI_AFFINE) {
+      if (es == sizeof(float))
+        affine_f32((float *)o, (const float *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].f,
+                   in->op2, F->lnum[in->leaf2].f);
+      else
+        affine_f64((double *)o, (const double *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].d,
+                   in->op2, F->lnum[in->leaf2].d);
+    } else if (in->kind == MQ_FI_BIN)
+      run_kernel(F->S, in->k, o, &st[sp - 2], in->square ? &st[sp - 2] : &st[sp - 1], len);
+    else
+      run_kernel(F->S, in->k, o, &st[sp - 1], NULL, len);
+    sp = top + 1;
+    st[top] = (operand){o, 1};
+  }
+}
+
 /* Blocks [b0, b1) of the result, with [bufs] for the operands. Under a
  * reduction block q is piece q % ppr of row q / ppr (rows of [rlen]
  * entries; a whole-tensor reduction is one row). */
 static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
-  size_t es = F->es, bbytes = F->bbytes;
-  char *fold = bufs + (size_t)(F->gbase - 1) * bbytes; /* the result's block under a reduction */
+  size_t es = F->es;
+  char *fold = bufs + (size_t)(F->gbase - 1) * F->bbytes; /* the result's block under a reduction */
   for (int64_t blk = b0; blk < b1; blk++) {
     int64_t i0 = blk * MQ_FUSE_BLOCK, len = F->n - i0 < MQ_FUSE_BLOCK ? F->n - i0 : MQ_FUSE_BLOCK;
     if (F->red) {
@@ -180,49 +248,15 @@ static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
       len = F->rlen - p * MQ_FUSE_BLOCK < MQ_FUSE_BLOCK ? F->rlen - p * MQ_FUSE_BLOCK : MQ_FUSE_BLOCK;
     }
     char *res = F->out ? F->out + (size_t)i0 * es : fold;
-    operand st[2 * MQ_FUSE_MAX_OPS + 1];
-    int sp = 0;
-    uint32_t gathered = 0; /* leaves gathered for this block */
-
-    for (int k = 0; k < F->nins; k++) {
-      const finstr *in = &F->ins[k];
-      if (in->kind == MQ_FI_LEAF) {
-        int l = in->leaf;
-        const char *d = F->ldata[l];
-        if (!d) {
-          st[sp++] = (operand){(const char *)&F->lnum[l], 0};
-        } else if (F->lkind[l] == LEAF_FULL) {
-          st[sp++] = (operand){d + (size_t)i0 * es, 1};
-        } else if (F->lkind[l] == LEAF_ONE) {
-          st[sp++] = (operand){d, 0};
-        } else { /* gathered once per block, however often the tree reads it */
-          char *g = bufs + (size_t)(F->gbase + F->gbuf[l]) * bbytes;
-          if (!(gathered >> l & 1)) {
-            gather(F, l, g, i0, len);
-            gathered |= 1u << l;
-          }
-          st[sp++] = (operand){g, 1};
-        }
-        continue;
+    if (!F->rowseg) {
+      run_piece(F, bufs, i0, len, res);
+    } else { /* the block cut where rows end */
+      int64_t row = F->shape[F->nd - 1];
+      for (int64_t a = i0, b; a < i0 + len; a = b) {
+        b = (a / row + 1) * row;
+        if (b > i0 + len) b = i0 + len;
+        run_piece(F, bufs, a, b - a, res + (size_t)(a - i0) * es);
       }
-      /* the bottom of the stack, where the result ends, is the result's
-       * own block: the first kernel to write there stores to memory while
-       * it computes, the later ones find the block in cache */
-      int top = in->kind == MQ_FI_BIN ? sp - 2 : sp - 1;
-      char *o = top == 0 ? res : bufs + (size_t)(top - 1) * bbytes;
-      if (in->kind == FI_AFFINE) {
-        if (es == sizeof(float))
-          affine_f32((float *)o, (const float *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].f,
-                     in->op2, F->lnum[in->leaf2].f);
-        else
-          affine_f64((double *)o, (const double *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].d,
-                     in->op2, F->lnum[in->leaf2].d);
-      } else if (in->kind == MQ_FI_BIN)
-        run_kernel(F->S, in->k, o, &st[sp - 2], in->square ? &st[sp - 2] : &st[sp - 1], len);
-      else
-        run_kernel(F->S, in->k, o, &st[sp - 1], NULL, len);
-      sp = top + 1;
-      st[top] = (operand){o, 1};
     }
     if (F->red) { /* the block is one piece of the reduction */
       F->pcnt[blk] = 0;
@@ -373,6 +407,8 @@ static bool load_leaves(mq_state *S, fuse_ctx *F, int nleaves, const mq_value *l
     bm_valid &= mq_mask_known_all_valid(S, t->mask);
   }
   F->ngather = ng;
+  /* long rows: cutting blocks at row ends costs less than gathering */
+  F->rowseg = ng > 0 && F->shape[F->nd - 1] >= ROWSEG_MIN;
   if (bm && !bm_valid && (full || !bm_one)) return false;
   *mask = full;
   *xmask = full ? NULL : bm;
