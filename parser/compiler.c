@@ -63,7 +63,7 @@ typedef struct compiler {
   bool no_fuse; /* compiling the op-by-op code of a fused expression */
   /* while compiling that code for a tree with stacked leaves (fused()):
    * those nodes, read back from stack slots stacked_base + i */
-  const mq_node **stacked;
+  const mq_node *const *stacked;
   int nstacked, stacked_base;
   int nesting;  /* expressions and statements open on the C stack (nest_enter) */
 } compiler;
@@ -535,6 +535,13 @@ static MQ_NOINLINE void index_rest(compiler *C, const mq_node *n) {
 
 /* --- fused elementwise expressions (vm/fuse.h) ---------------------------- */
 
+/* A checkpoint of a stacked tree: before stacking leaf [nstack], with ops
+ * before it in the op-by-op order, the program so far ([nleaves] leaves,
+ * [len] bytes of code). */
+typedef struct fuse_ck {
+  int nstack, nleaves, len;
+} fuse_ck;
+
 typedef struct fuse_prog {
   int nleaves, nops;
   bool any_var;
@@ -544,6 +551,8 @@ typedef struct fuse_prog {
   bool stack_mode, has_call;
   int stack_base, nstack;
   const mq_node *stack[MQ_FUSE_MAX_LEAVES];
+  fuse_ck ck[MQ_FUSE_MAX_LEAVES];
+  int nck;
   uint8_t red[7]; /* MQ_FI_RED ..., when the tree is reduced */
   uint8_t leaf[MQ_FUSE_MAX_LEAVES][3];
   uint8_t code[256];
@@ -582,6 +591,7 @@ static bool fuse_leaf(fuse_prog *P, uint8_t kind, unsigned index) {
 /* [n], a variable or a call, as a leaf: in stack mode the next stack slot. */
 static bool fuse_stacked(fuse_prog *P, const mq_node *n) {
   if (P->nstack == MQ_FUSE_MAX_LEAVES || P->stack_base + P->nstack > 255) return false;
+  if (P->nops > 0) P->ck[P->nck++] = (fuse_ck){P->nstack, P->nleaves, P->len};
   P->stack[P->nstack] = n;
   return fuse_leaf(P, MQ_FL_LOCAL, (unsigned)(P->stack_base + P->nstack++));
 }
@@ -737,6 +747,37 @@ static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n) {
   }
 }
 
+/* The program of [P] cut to its first [nleaves] leaves and [len] bytes of
+ * code, with [flags] on its leaf count, as a string constant. */
+static int fuse_const_prog(compiler *C, const fuse_prog *P, int nleaves, int len, int flags) {
+  uint8_t bytes[1 + 3 * MQ_FUSE_MAX_LEAVES + sizeof P->code];
+  int nb = 0;
+  bytes[nb++] = (uint8_t)(nleaves | flags);
+  for (int i = 0; i < nleaves; i++)
+    for (int j = 0; j < 3; j++) bytes[nb++] = P->leaf[i][j];
+  memcpy(bytes + nb, P->code, (size_t)len);
+  nb += len;
+  return mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, (const char *)bytes, (size_t)nb)));
+}
+
+/* The op-by-op code of [n], its first [nstacked] stacked leaves read from
+ * their slots (the others are evaluated where they are). */
+static void op_by_op(compiler *C, const mq_node *n, const fuse_prog *P, int nstacked) {
+  C->no_fuse = true;
+  C->stacked = P->stack, C->nstacked = nstacked, C->stacked_base = P->stack_base;
+  expr(C, n);
+  C->no_fuse = false;
+  C->nstacked = 0;
+}
+
+/* The value on top in place of the [nstacked] stacked leaves below it. */
+static void unstack(compiler *C, const fuse_prog *P, int nstacked, mq_span sp) {
+  if (!nstacked) return;
+  emit_op(C, MQ_OP_SET_LOCAL, -1, sp);
+  emit(C, (uint8_t)P->stack_base, sp);
+  for (int i = 1; i < nstacked; i++) emit_op(C, MQ_OP_POP, -1, sp);
+}
+
 /* Compiles [n] as FUSED followed by its op-by-op code, which FUSED jumps
  * over when it succeeds; false (nothing emitted) if [n] is not worth it. */
 static MQ_NOINLINE bool fused(compiler *C, const mq_node *n) {
@@ -756,30 +797,37 @@ static MQ_NOINLINE bool fused(compiler *C, const mq_node *n) {
   }
   if (P.nops < (red ? 1 : 2) || !P.any_var) return false;
   if (red && !fuse_emit(&P, P.red, 7)) return false;
-  uint8_t bytes[1 + 3 * MQ_FUSE_MAX_LEAVES + sizeof P.code];
-  int nb = 0;
-  bytes[nb++] = (uint8_t)P.nleaves;
-  for (int i = 0; i < P.nleaves; i++)
-    for (int j = 0; j < 3; j++) bytes[nb++] = P.leaf[i][j];
-  memcpy(bytes + nb, P.code, (size_t)P.len);
-  nb += P.len;
-  int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, (const char *)bytes, (size_t)nb)));
-  for (int i = 0; i < P.nstack; i++) expr(C, P.stack[i]); /* in the op-by-op order */
+  int k = fuse_const_prog(C, &P, P.nleaves, P.len, 0);
+  /* the leaves in the op-by-op order; before one that has ops before it,
+   * a check that those ops cannot fail, else the op-by-op code from there
+   * (copy c below), so that they fail before it is evaluated */
+  int to_copy[MQ_FUSE_MAX_LEAVES], c = 0;
+  for (int i = 0; i < P.nstack; i++) {
+    if (c < P.nck && P.ck[c].nstack == i) {
+      int kc = fuse_const_prog(C, &P, P.ck[c].nleaves, P.ck[c].len, MQ_FUSE_CHECK);
+      emit_op(C, MQ_OP_FUSED, 0, n->span);
+      emit_u16(C, (unsigned)kc, n->span);
+      emit_u16(C, 3, n->span); /* over the jump */
+      to_copy[c++] = emit_jump(C, MQ_OP_JUMP, 0, n->span);
+    }
+    expr(C, P.stack[i]);
+  }
   emit_op(C, MQ_OP_FUSED, 0, n->span);
   emit_u16(C, (unsigned)k, n->span);
   int j = C->f->code_len;
   emit_u16(C, 0xffff, n->span);
-  C->no_fuse = true;
-  C->stacked = P.stack, C->nstacked = P.nstack, C->stacked_base = P.stack_base;
-  expr(C, n);
-  C->no_fuse = false;
-  C->nstacked = 0;
+  op_by_op(C, n, &P, P.nstack);
   patch_jump(C, j, n->span); /* either way one value is pushed */
-  if (P.nstack) { /* the value in place of the stacked leaves */
-    emit_op(C, MQ_OP_SET_LOCAL, -1, n->span);
-    emit(C, (uint8_t)P.stack_base, n->span);
-    for (int i = 1; i < P.nstack; i++) emit_op(C, MQ_OP_POP, -1, n->span);
+  unstack(C, &P, P.nstack, n->span);
+  int to_end[MQ_FUSE_MAX_LEAVES];
+  for (int i = 0; i < P.nck; i++) { /* copy i: leaves before ck[i] stacked */
+    to_end[i] = emit_jump(C, MQ_OP_JUMP, 0, n->span);
+    patch_jump(C, to_copy[i], n->span);
+    C->depth = P.stack_base + P.ck[i].nstack;
+    op_by_op(C, n, &P, P.ck[i].nstack);
+    unstack(C, &P, P.ck[i].nstack, n->span);
   }
+  for (int i = 0; i < P.nck; i++) patch_jump(C, to_end[i], n->span);
   return true;
 }
 

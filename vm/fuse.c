@@ -415,10 +415,12 @@ static bool load_leaves(mq_state *S, fuse_ctx *F, int nleaves, const mq_value *l
   return true;
 }
 
-mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
+/* mq_fuse_run; with [check], only whether the program is taken, in *check. */
+static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves,
+                       bool *check) {
   fuse_ctx F;
-  if (len < 1) return NULL;
-  int nleaves = code[0];
+  if (len < 1 || !(code[0] & MQ_FUSE_CHECK) != !check) return NULL;
+  int nleaves = code[0] & ~MQ_FUSE_CHECK;
   size_t pc = 1 + 3 * (size_t)nleaves;
   if (nleaves > MQ_FUSE_MAX_LEAVES || pc > len) return NULL;
 
@@ -503,6 +505,10 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
     }
     if (sp > depth) depth = sp;
   }
+  if (check) { /* every op has a tensor operand and a kernel: none can fail */
+    *check = red < 0;
+    return NULL;
+  }
   if (sp != 1 || !tensor[0] || F.ins[F.nins - 1].kind == MQ_FI_LEAF) return NULL;
 
   /* x s1 op1 s2 op2, numbers s1 and s2 and op + - * / (x a tensor operand
@@ -558,4 +564,14 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   if (xmask) mask = mq_expand(S, (mq_tensor *)xmask, F.nd, F.shape);
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;
+}
+
+mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
+  return fuse(S, code, len, leaves, NULL);
+}
+
+bool mq_fuse_check(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
+  bool ok = false;
+  fuse(S, code, len, leaves, &ok);
+  return ok;
 }

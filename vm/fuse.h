@@ -16,9 +16,12 @@
  * first, in the order the op-by-op code evaluates it, onto the stack; FUSED
  * and the op-by-op code both read the leaves from those slots (so a call
  * runs once, with its own error locations), and the value then takes the
- * slots' place. The operations are not interleaved with the leaves: when an
- * op would raise, the calls to its right have already run (the error is
- * the op's, at the op, but a later call's output or error comes first).
+ * slots' place. Before a leaf with operations before it in that order, a
+ * check program (the program so far, flagged MQ_FUSE_CHECK) asks whether
+ * the fast path takes them, hence whether they cannot fail; if not, a copy
+ * of the op-by-op code runs from there (the leaves so far read from their
+ * slots, the others evaluated in place), so an op fails before the leaves
+ * to its right are evaluated, as op by op.
  *
  * The fast path takes float tensors of one dtype, contiguous, not
  * recording gradients, whose shapes broadcast to the result's, and
@@ -60,6 +63,7 @@
 #define MQ_FUSE_MAX_LEAVES 16
 #define MQ_FUSE_MAX_OPS 32
 #define MQ_FUSE_ALL_DIMS 127 /* MQ_FI_RED's dim for a whole-tensor reduction */
+#define MQ_FUSE_CHECK 0x80   /* on the leaf count: a check program (mq_fuse_check) */
 
 enum { MQ_FL_LOCAL, MQ_FL_UPVAL, MQ_FL_GLOBAL, MQ_FL_CONST };
 enum { MQ_FI_LEAF, MQ_FI_UN, MQ_FI_BIN, MQ_FI_CALL, MQ_FI_RED };
@@ -69,5 +73,10 @@ enum { MQ_FI_LEAF, MQ_FI_UN, MQ_FI_BIN, MQ_FI_CALL, MQ_FI_RED };
  * done). Raises only what any operation may (memory, interrupt). */
 MQ_INTERNAL mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len,
                                    const mq_value *leaves);
+
+/* Whether the fast path takes check program [code] (leaf count flagged
+ * MQ_FUSE_CHECK; a prefix of a program, its stack possibly holding several
+ * values): then its ops cannot fail. */
+MQ_INTERNAL bool mq_fuse_check(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves);
 
 #endif
