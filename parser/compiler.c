@@ -598,9 +598,10 @@ static bool fuse_stacked(fuse_prog *P, const mq_node *n) {
 
 /* A call that is not an elementwise op (mean(x, 1, keepdim=true)): a leaf
  * computed before the fused pass, which takes it if it is a tensor whose
- * shape broadcasts to the result's. */
+ * shape broadcasts to the result's. The tree still needs a variable. */
 static bool fuse_call_leaf(fuse_prog *P, const mq_node *n) {
-  P->has_call = P->any_var = true;
+  P->has_call = true; /* not a variable: a tree of calls and numbers (f(n - 1) + f(n - 2) + 1,
+                         mostly numbers) is not worth the stacking */
   return P->stack_mode && fuse_stacked(P, n);
 }
 
