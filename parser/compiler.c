@@ -61,6 +61,10 @@ typedef struct compiler {
   } scoped[MAX_SCOPED];
   int nscoped;
   bool no_fuse; /* compiling the op-by-op code of a fused expression */
+  /* while compiling that code for a tree with stacked leaves (fused()):
+   * those nodes, read back from stack slots stacked_base + i */
+  const mq_node *const *stacked;
+  int nstacked, stacked_base;
   int nesting;  /* expressions and statements open on the C stack (nest_enter) */
 } compiler;
 
@@ -541,9 +545,24 @@ static MQ_NOINLINE void index_rest(compiler *C, const mq_node *n) {
 
 /* --- fused elementwise expressions (vm/fuse.h) ---------------------------- */
 
+/* A checkpoint of a stacked tree: before stacking leaf [nstack], with ops
+ * before it in the op-by-op order, the program so far ([nleaves] leaves,
+ * [len] bytes of code). */
+typedef struct fuse_ck {
+  int nstack, nleaves, len;
+} fuse_ck;
+
 typedef struct fuse_prog {
   int nleaves, nops;
   bool any_var;
+  /* stack mode (a tree with a call that is not elementwise): every leaf but
+   * a number literal is evaluated in order onto the stack first, then read
+   * from its slot (stack_base + i) by FUSED and by the op-by-op code */
+  bool stack_mode, has_call;
+  int stack_base, nstack;
+  const mq_node *stack[MQ_FUSE_MAX_LEAVES];
+  fuse_ck ck[MQ_FUSE_MAX_LEAVES];
+  int nck;
   uint8_t red[7]; /* MQ_FI_RED ..., when the tree is reduced */
   uint8_t leaf[MQ_FUSE_MAX_LEAVES][3];
   uint8_t code[256];
@@ -577,6 +596,23 @@ static bool fuse_leaf(fuse_prog *P, uint8_t kind, unsigned index) {
   }
   uint8_t b[2] = {MQ_FI_LEAF, (uint8_t)i};
   return fuse_emit(P, b, 2);
+}
+
+/* [n], a variable or a call, as a leaf: in stack mode the next stack slot. */
+static bool fuse_stacked(fuse_prog *P, const mq_node *n) {
+  if (P->nstack == MQ_FUSE_MAX_LEAVES || P->stack_base + P->nstack > 255) return false;
+  if (P->nops > 0) P->ck[P->nck++] = (fuse_ck){P->nstack, P->nleaves, P->len};
+  P->stack[P->nstack] = n;
+  return fuse_leaf(P, MQ_FL_LOCAL, (unsigned)(P->stack_base + P->nstack++));
+}
+
+/* A call that is not an elementwise op (mean(x, 1, keepdim=true)): a leaf
+ * computed before the fused pass, which takes it if it is a tensor whose
+ * shape broadcasts to the result's. The tree still needs a variable. */
+static bool fuse_call_leaf(fuse_prog *P, const mq_node *n) {
+  P->has_call = true; /* not a variable: a tree of calls and numbers (f(n - 1) + f(n - 2) + 1,
+                         mostly numbers) is not worth the stacking */
+  return P->stack_mode && fuse_stacked(P, n);
 }
 
 static bool fuse_const(compiler *C, fuse_prog *P, mq_value v) {
@@ -615,6 +651,12 @@ static void builtin_code(uint8_t code[6], uint8_t kind, int op, int slot, int b)
   code[0] = kind, code[1] = (uint8_t)op;
   code[2] = (uint8_t)(slot & 0xff), code[3] = (uint8_t)(slot >> 8);
   code[4] = (uint8_t)(b & 0xff), code[5] = (uint8_t)(b >> 8);
+}
+
+/* Whether f(arg) calls a unary math builtin (fuse_call takes it). */
+static bool unary_builtin(compiler *C, const char *name, const mq_node *arg, mq_span sp) {
+  int slot = 0, b = called_builtin(C, name, arg, sp, &slot);
+  return b >= 0 && mq_builtin_unop(&C->S->builtins[b]) >= 0;
 }
 
 /* f(x) or x.f(): f a global holding a unary math builtin. */
@@ -672,6 +714,7 @@ static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n) {
   case MQ_N_NAME: {
     int index = 0;
     P->any_var = true;
+    if (P->stack_mode) return fuse_stacked(P, n);
     switch (resolve(C, n->str, &index, n->span)) {
     case NAME_LOCAL: return fuse_leaf(P, MQ_FL_LOCAL, (unsigned)index);
     case NAME_CAPTURE: return fuse_leaf(P, MQ_FL_UPVAL, (unsigned)index);
@@ -702,14 +745,50 @@ static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n) {
     return fuse_emit(P, code, 2);
   }
   case MQ_N_CALL:
-    if (n->nkids != 2 || !n->kids[0] || n->kids[0]->kind != MQ_N_NAME) return false;
-    return fuse_call(C, P, n->kids[0]->str, n->kids[1], n->span);
+    if (n->nkids == 2 && n->kids[0] && n->kids[0]->kind == MQ_N_NAME &&
+        unary_builtin(C, n->kids[0]->str, n->kids[1], n->span))
+      return fuse_call(C, P, n->kids[0]->str, n->kids[1], n->span);
+    return fuse_call_leaf(P, n);
   case MQ_N_METHOD:
+    if (n->nkids == 1 && unary_builtin(C, attr_fn(n), n->kids[0], n->span))
+      return fuse_call(C, P, attr_fn(n), n->kids[0], n->span);
+    return fuse_call_leaf(P, n);
   case MQ_N_ATTR:
     if (n->nkids != 1) return false;
     return fuse_call(C, P, attr_fn(n), n->kids[0], n->span);
   default: return false;
   }
+}
+
+/* The program of [P] cut to its first [nleaves] leaves and [len] bytes of
+ * code, with [flags] on its leaf count, as a string constant. */
+static int fuse_const_prog(compiler *C, const fuse_prog *P, int nleaves, int len, int flags) {
+  uint8_t bytes[1 + 3 * MQ_FUSE_MAX_LEAVES + sizeof P->code];
+  int nb = 0;
+  bytes[nb++] = (uint8_t)(nleaves | flags);
+  for (int i = 0; i < nleaves; i++)
+    for (int j = 0; j < 3; j++) bytes[nb++] = P->leaf[i][j];
+  memcpy(bytes + nb, P->code, (size_t)len);
+  nb += len;
+  return mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, (const char *)bytes, (size_t)nb)));
+}
+
+/* The op-by-op code of [n], its first [nstacked] stacked leaves read from
+ * their slots (the others are evaluated where they are). */
+static void op_by_op(compiler *C, const mq_node *n, const fuse_prog *P, int nstacked) {
+  C->no_fuse = true;
+  C->stacked = P->stack, C->nstacked = nstacked, C->stacked_base = P->stack_base;
+  expr(C, n);
+  C->no_fuse = false;
+  C->nstacked = 0;
+}
+
+/* The value on top in place of the [nstacked] stacked leaves below it. */
+static void unstack(compiler *C, const fuse_prog *P, int nstacked, mq_span sp) {
+  if (!nstacked) return;
+  emit_op(C, MQ_OP_SET_LOCAL, -1, sp);
+  emit(C, (uint8_t)P->stack_base, sp);
+  for (int i = 1; i < nstacked; i++) emit_op(C, MQ_OP_POP, -1, sp);
 }
 
 /* Compiles [n] as FUSED followed by its op-by-op code, which FUSED jumps
@@ -721,25 +800,60 @@ static MQ_NOINLINE bool fused(compiler *C, const mq_node *n) {
   const mq_node *body = n;
   /* a reduction of one elementwise op already saves a full-size temporary */
   bool red = fuse_reduction(C, &P, n, &body);
-  if (!fuse_node(C, &P, body) || P.nops < (red ? 1 : 2) || !P.any_var) return false;
+  if (!fuse_node(C, &P, body) && !(P.has_call && !red)) return false;
+  if (P.has_call) { /* again, in stack mode (not under a reduction) */
+    if (red) return false;
+    memset(&P, 0, sizeof P);
+    P.stack_mode = true;
+    P.stack_base = C->depth;
+    if (!fuse_node(C, &P, body)) return false;
+  }
+  if (P.nops < (red ? 1 : 2) || !P.any_var) return false;
   if (red && !fuse_emit(&P, P.red, 7)) return false;
-  uint8_t bytes[1 + 3 * MQ_FUSE_MAX_LEAVES + sizeof P.code];
-  int nb = 0;
-  bytes[nb++] = (uint8_t)P.nleaves;
-  for (int i = 0; i < P.nleaves; i++)
-    for (int j = 0; j < 3; j++) bytes[nb++] = P.leaf[i][j];
-  memcpy(bytes + nb, P.code, (size_t)P.len);
-  nb += P.len;
-  int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, (const char *)bytes, (size_t)nb)));
+  int k = fuse_const_prog(C, &P, P.nleaves, P.len, 0);
+  /* the leaves in the op-by-op order; before one that has ops before it,
+   * a check that those ops cannot fail, else the op-by-op code from there
+   * (copy c below), so that they fail before it is evaluated */
+  int to_copy[MQ_FUSE_MAX_LEAVES], c = 0;
+  for (int i = 0; i < P.nstack; i++) {
+    if (c < P.nck && P.ck[c].nstack == i) {
+      int kc = fuse_const_prog(C, &P, P.ck[c].nleaves, P.ck[c].len, MQ_FUSE_CHECK);
+      emit_op(C, MQ_OP_FUSED, 0, n->span);
+      emit_u16(C, (unsigned)kc, n->span);
+      emit_u16(C, 3, n->span); /* over the jump */
+      to_copy[c++] = emit_jump(C, MQ_OP_JUMP, 0, n->span);
+    }
+    expr(C, P.stack[i]);
+  }
   emit_op(C, MQ_OP_FUSED, 0, n->span);
   emit_u16(C, (unsigned)k, n->span);
   int j = C->f->code_len;
   emit_u16(C, 0xffff, n->span);
-  C->no_fuse = true;
-  expr(C, n);
-  C->no_fuse = false;
+  op_by_op(C, n, &P, P.nstack);
   patch_jump(C, j, n->span); /* either way one value is pushed */
+  unstack(C, &P, P.nstack, n->span);
+  int to_end[MQ_FUSE_MAX_LEAVES];
+  for (int i = 0; i < P.nck; i++) { /* copy i: leaves before ck[i] stacked */
+    to_end[i] = emit_jump(C, MQ_OP_JUMP, 0, n->span);
+    patch_jump(C, to_copy[i], n->span);
+    C->depth = P.stack_base + P.ck[i].nstack;
+    op_by_op(C, n, &P, P.ck[i].nstack);
+    unstack(C, &P, P.ck[i].nstack, n->span);
+  }
+  for (int i = 0; i < P.nck; i++) patch_jump(C, to_end[i], n->span);
   return true;
+}
+
+/* In the op-by-op code of a fused tree, a stacked leaf is read from its
+ * slot (it was evaluated before FUSED); true if [n] is one and was. */
+static bool stacked_leaf(compiler *C, const mq_node *n) {
+  for (int i = 0; i < C->nstacked; i++)
+    if (C->stacked[i] == n) {
+      emit_op(C, MQ_OP_GET_LOCAL, +1, n->span);
+      emit(C, (uint8_t)(C->stacked_base + i), n->span);
+      return true;
+    }
+  return false;
 }
 
 static bool fusable_kind(const mq_node *n) {
@@ -881,7 +995,7 @@ static void expr(compiler *C, const mq_node *n) {
   const mq_node *m = n;
   bool done = false;
   while (chain_head(m)) {
-    if (fusable_kind(m) && fused(C, m)) {
+    if (stacked_leaf(C, m) || (fusable_kind(m) && fused(C, m))) {
       done = true;
       break;
     }
@@ -890,7 +1004,7 @@ static void expr(compiler *C, const mq_node *n) {
     chain_open(C, m);
     m = chain_head(m);
   }
-  if (!done) expr_leaf(C, m);
+  if (!done && !stacked_leaf(C, m)) expr_leaf(C, m);
   while (npassed > 0) chain_close(C, passed[--npassed]);
   C->nesting--;
 }

@@ -195,14 +195,6 @@ static const char *const bin_names[] = {
 static const char mask_hint[] =
     "(use intersect(a, b) to keep only positions valid in both, or to_tensor(x, fill) to drop a mask)";
 
-/* Whether every entry of [mask] is valid, when its summary says so at no
- * cost beyond building it (a mask that covers its own storage). */
-static bool known_all_valid(mq_state *S, const mq_tensor *mask) {
-  if (mask->offset != 0 || !mq_tensor_is_contiguous(mask)) return false;
-  const mq_masksum *ms = mq_masksum_get(S, mask);
-  return ms && ms->n == mask->numel && ms->nvalid == ms->n;
-}
-
 /* Masks of operands of different shapes, one broadcast against the other
  * (a per-row statistic such as mean(x, 1, keepdim=true), a 0-d result): a
  * position is valid when both operands are valid there, as a number's
@@ -211,8 +203,8 @@ static bool known_all_valid(mq_state *S, const mq_tensor *mask) {
 static mq_tensor *broadcast_masks(mq_state *S, mq_tensor *a, mq_tensor *b, int nd,
                                   const int64_t *shape) {
   mq_tensor *ma = mq_expand(S, a->mask, nd, shape), *mb = mq_expand(S, b->mask, nd, shape);
-  if (known_all_valid(S, b->mask)) return ma;
-  if (known_all_valid(S, a->mask)) return mb;
+  if (mq_mask_known_all_valid(S, b->mask)) return ma;
+  if (mq_mask_known_all_valid(S, a->mask)) return mb;
   return mq_binary(S, MQ_BIN_LAND, ma, mb);
 }
 

@@ -113,3 +113,9 @@ int64_t mq_mask_count(mq_state *S, const mq_tensor *mask) {
   if (v.ms && v.base == 0 && mask->numel == v.ms->n) return v.ms->nvalid;
   return mq_mask_view_count(&v, 0, mask->numel);
 }
+
+bool mq_mask_known_all_valid(mq_state *S, const mq_tensor *mask) {
+  if (mask->offset != 0 || !mq_tensor_is_contiguous(mask)) return false;
+  const mq_masksum *ms = mq_masksum_get(S, mask);
+  return ms && ms->n == mask->numel && ms->nvalid == ms->n;
+}

@@ -46,6 +46,11 @@ typedef enum mq_ms_state {
 /* The summary of bool tensor [mask]'s storage, built on first use; NULL
  * when there is none (host memory, not bool). Call on the main thread. */
 MQ_INTERNAL const mq_masksum *mq_masksum_get(mq_state *S, const mq_tensor *mask);
+
+/* Whether every entry of [mask] is valid, when its summary says so at no
+ * cost beyond building it (a mask that covers its own storage); false when
+ * not known. */
+MQ_INTERNAL bool mq_mask_known_all_valid(mq_state *S, const mq_tensor *mask);
 /* True when [mask] is a bool tensor that covers the whole of its storage,
  * contiguously from entry 0, which masq owns, and whose summary is not
  * built yet: a kernel that reads every block of it anyway may count them

@@ -10,7 +10,9 @@
  * split across threads by whole blocks (runtime/parallel.h). */
 #include "fuse.h"
 
+#include "../core/checked.h"
 #include "../runtime/ewise.h"
+#include "../runtime/masksum.h"
 #include "../runtime/parallel.h"
 #include "../runtime/reduce.h"
 #include "builtin.h"
@@ -19,6 +21,11 @@
 /* Rows shorter than this reduce op by op: a block per short row would pay
  * the program's per-block cost on a few entries. */
 #define MIN_FUSED_ROW 512
+
+/* Rows at least this long are run a row at a time when some leaf is
+ * broadcast (its entries read in place); shorter ones gather the leaf per
+ * block. */
+#define ROWSEG_MIN 256
 
 /* a block of the fused result is exactly one piece of a reduction */
 _Static_assert(MQ_FUSE_BLOCK == MQ_RED_PIECE, "fused reductions fold one block per piece");
@@ -45,6 +52,18 @@ typedef struct fuse_ctx {
   int nins;
   finstr ins[2 * MQ_FUSE_MAX_OPS + 1];
   const char *ldata[MQ_FUSE_MAX_LEAVES]; /* a tensor's data, or NULL: a number */
+  /* how a tensor leaf is read: LEAF_FULL of the result's shape, LEAF_ONE a
+   * single entry broadcast to all (stride 0, as a number), LEAF_BCAST
+   * broadcast along some dims: gathered per block into buffer gbuf[leaf]
+   * through lst[leaf] (its strides over the result's dims, 0 where it is
+   * broadcast) */
+  uint8_t lkind[MQ_FUSE_MAX_LEAVES];
+  const mq_tensor *lt[MQ_FUSE_MAX_LEAVES]; /* the tensor leaves, NULL for numbers */
+  int8_t gbuf[MQ_FUSE_MAX_LEAVES];
+  int64_t lst[MQ_FUSE_MAX_LEAVES][MQ_MAX_DIMS];
+  int nd, ngather;
+  bool rowseg; /* broadcast leaves read in place, a row at a time (ROWSEG_MIN) */
+  int64_t shape[MQ_MAX_DIMS]; /* the result's */
   union {
     float f;
     double d;
@@ -55,7 +74,7 @@ typedef struct fuse_ctx {
   char *bufs;    /* per thread: nbufs buffers of a block (depth - 1 for the
                     operands, the bottom level being the result's own
                     block; one more for that block under a reduction) */
-  int nbufs;
+  int nbufs, gbase; /* gathered leaves use buffers gbase, gbase + 1, ... */
   size_t bbytes; /* bytes of one buffer: a block, or the whole of a smaller result */
   /* a whole-tensor reduction of the result (MQ_FI_RED): its kernel, the
    * mask's data, and per piece the partial result and valid count */
@@ -65,6 +84,8 @@ typedef struct fuse_ctx {
   int64_t *pcnt;
   int64_t rlen, ppr; /* entries a row, pieces a row */
 } fuse_ctx;
+
+enum { LEAF_FULL, LEAF_ONE, LEAF_BCAST };
 
 typedef struct operand {
   const char *p;
@@ -117,12 +138,108 @@ static void run_kernel(mq_state *S, mq_ewise_fn k, char *o, const operand *a, co
 DEF_AFFINE(affine_f32, float)
 DEF_AFFINE(affine_f64, double)
 
+/* Entries [i0, i0 + len) of the result's layout of broadcast leaf [leaf]
+ * into [dst]: runs along the last dim, each a copy or (broadcast there) a
+ * fill of one entry. */
+static void gather(const fuse_ctx *F, int leaf, char *dst, int64_t i0, int64_t len) {
+  int nd = F->nd;
+  const int64_t *st = F->lst[leaf], *shape = F->shape;
+  int64_t idx[MQ_MAX_DIMS], rem = i0;
+  for (int d = nd - 1; d >= 0; d--) {
+    idx[d] = rem % shape[d];
+    rem /= shape[d];
+  }
+  for (int64_t done = 0; done < len;) {
+    int64_t off = 0, run = shape[nd - 1] - idx[nd - 1];
+    for (int d = 0; d < nd; d++) off += idx[d] * st[d];
+    if (run > len - done) run = len - done;
+    const char *src = F->ldata[leaf] + (size_t)off * F->es;
+    char *o = dst + (size_t)done * F->es;
+    if (st[nd - 1] != 0) {
+      memcpy(o, src, (size_t)run * F->es);
+    } else if (F->es == sizeof(float)) {
+      float v;
+      memcpy(&v, src, sizeof v);
+      for (int64_t i = 0; i < run; i++) ((float *)o)[i] = v;
+    } else {
+      double v;
+      memcpy(&v, src, sizeof v);
+      for (int64_t i = 0; i < run; i++) ((double *)o)[i] = v;
+    }
+    done += run;
+    idx[nd - 1] += run;
+    for (int d = nd - 1; d > 0 && idx[d] == shape[d]; d--) idx[d] = 0, idx[d - 1]++;
+  }
+}
+
+/* Where entry [i] of the result's layout is in broadcast leaf [leaf]. */
+static const char *leaf_at(const fuse_ctx *F, int leaf, int64_t i) {
+  int64_t off = 0;
+  for (int d = F->nd - 1; d >= 0; d--) {
+    off += i % F->shape[d] * F->lst[leaf][d];
+    i /= F->shape[d];
+  }
+  return F->ldata[leaf] + (size_t)off * F->es;
+}
+
+/* Entries [i0, i0 + len) of the result into [res], with [bufs] for the
+ * operands: within one row when F->rowseg (broadcast leaves are then read
+ * in place, with their stride along the last dim), else gathered. */
+static void run_piece(const fuse_ctx *F, char *bufs, int64_t i0, int64_t len, char *res) {
+  size_t es = F->es, bbytes = F->bbytes;
+  operand st[2 * MQ_FUSE_MAX_OPS + 1];
+  int sp = 0;
+  uint32_t gathered = 0; /* leaves gathered for this piece */
+  for (int k = 0; k < F->nins; k++) {
+    const finstr *in = &F->ins[k];
+    if (in->kind == MQ_FI_LEAF) {
+      int l = in->leaf;
+      const char *d = F->ldata[l];
+      if (!d) {
+        st[sp++] = (operand){(const char *)&F->lnum[l], 0};
+      } else if (F->lkind[l] == LEAF_FULL) {
+        st[sp++] = (operand){d + (size_t)i0 * es, 1};
+      } else if (F->lkind[l] == LEAF_ONE) {
+        st[sp++] = (operand){d, 0};
+      } else if (F->rowseg) {
+        st[sp++] = (operand){leaf_at(F, l, i0), F->lst[l][F->nd - 1]};
+      } else { /* gathered once per piece, however often the tree reads it */
+        char *g = bufs + (size_t)(F->gbase + F->gbuf[l]) * bbytes;
+        if (!(gathered >> l & 1)) {
+          gather(F, l, g, i0, len);
+          gathered |= 1u << l;
+        }
+        st[sp++] = (operand){g, 1};
+      }
+      continue;
+    }
+    /* the bottom of the stack, where the result ends, is the result's
+     * own block: the first kernel to write there stores to memory while
+     * it computes, the later ones find the block in cache */
+    int top = in->kind == MQ_FI_BIN ? sp - 2 : sp - 1;
+    char *o = top == 0 ? res : bufs + (size_t)(top - 1) * bbytes;
+    if (in->kind == FI_AFFINE) {
+      if (es == sizeof(float))
+        affine_f32((float *)o, (const float *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].f,
+                   in->op2, F->lnum[in->leaf2].f);
+      else
+        affine_f64((double *)o, (const double *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].d,
+                   in->op2, F->lnum[in->leaf2].d);
+    } else if (in->kind == MQ_FI_BIN)
+      run_kernel(F->S, in->k, o, &st[sp - 2], in->square ? &st[sp - 2] : &st[sp - 1], len);
+    else
+      run_kernel(F->S, in->k, o, &st[sp - 1], NULL, len);
+    sp = top + 1;
+    st[top] = (operand){o, 1};
+  }
+}
+
 /* Blocks [b0, b1) of the result, with [bufs] for the operands. Under a
  * reduction block q is piece q % ppr of row q / ppr (rows of [rlen]
  * entries; a whole-tensor reduction is one row). */
 static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
-  size_t es = F->es, bbytes = F->bbytes;
-  char *fold = bufs + (size_t)(F->nbufs - 1) * bbytes; /* the result's block under a reduction */
+  size_t es = F->es;
+  char *fold = bufs + (size_t)(F->gbase - 1) * F->bbytes; /* the result's block under a reduction */
   for (int64_t blk = b0; blk < b1; blk++) {
     int64_t i0 = blk * MQ_FUSE_BLOCK, len = F->n - i0 < MQ_FUSE_BLOCK ? F->n - i0 : MQ_FUSE_BLOCK;
     if (F->red) {
@@ -131,34 +248,15 @@ static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
       len = F->rlen - p * MQ_FUSE_BLOCK < MQ_FUSE_BLOCK ? F->rlen - p * MQ_FUSE_BLOCK : MQ_FUSE_BLOCK;
     }
     char *res = F->out ? F->out + (size_t)i0 * es : fold;
-    operand st[2 * MQ_FUSE_MAX_OPS + 1];
-    int sp = 0;
-
-    for (int k = 0; k < F->nins; k++) {
-      const finstr *in = &F->ins[k];
-      if (in->kind == MQ_FI_LEAF) {
-        const char *d = F->ldata[in->leaf];
-        st[sp++] = d ? (operand){d + (size_t)i0 * es, 1} : (operand){(const char *)&F->lnum[in->leaf], 0};
-        continue;
+    if (!F->rowseg) {
+      run_piece(F, bufs, i0, len, res);
+    } else { /* the block cut where rows end */
+      int64_t row = F->shape[F->nd - 1];
+      for (int64_t a = i0, b; a < i0 + len; a = b) {
+        b = (a / row + 1) * row;
+        if (b > i0 + len) b = i0 + len;
+        run_piece(F, bufs, a, b - a, res + (size_t)(a - i0) * es);
       }
-      /* the bottom of the stack, where the result ends, is the result's
-       * own block: the first kernel to write there stores to memory while
-       * it computes, the later ones find the block in cache */
-      int top = in->kind == MQ_FI_BIN ? sp - 2 : sp - 1;
-      char *o = top == 0 ? res : bufs + (size_t)(top - 1) * bbytes;
-      if (in->kind == FI_AFFINE) {
-        if (es == sizeof(float))
-          affine_f32((float *)o, (const float *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].f,
-                     in->op2, F->lnum[in->leaf2].f);
-        else
-          affine_f64((double *)o, (const double *)st[sp - 1].p, len, in->op1, F->lnum[in->leaf].d,
-                     in->op2, F->lnum[in->leaf2].d);
-      } else if (in->kind == MQ_FI_BIN)
-        run_kernel(F->S, in->k, o, &st[sp - 2], in->square ? &st[sp - 2] : &st[sp - 1], len);
-      else
-        run_kernel(F->S, in->k, o, &st[sp - 1], NULL, len);
-      sp = top + 1;
-      st[top] = (operand){o, 1};
     }
     if (F->red) { /* the block is one piece of the reduction */
       F->pcnt[blk] = 0;
@@ -188,41 +286,149 @@ static const mq_builtin *still_builtin(mq_state *S, unsigned slot, unsigned bidx
   return &S->builtins[bidx];
 }
 
-mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
-  fuse_ctx F;
-  if (len < 1) return NULL;
-  int nleaves = code[0];
-  size_t pc = 1 + 3 * (size_t)nleaves;
-  if (nleaves > MQ_FUSE_MAX_LEAVES || pc > len) return NULL;
+/* What the op-by-op path's value of a subtree would be: its shape, whether
+ * it is masked, and whether that mask is the result's-shape leaves' one. */
+typedef struct sym {
+  int nd;
+  int64_t shape[MQ_MAX_DIMS];
+  bool masked, full_mask;
+} sym;
 
-  /* the leaves: tensors of one float dtype and shape, or numbers */
-  const mq_tensor *shape_of = NULL, *mask = NULL;
-  mq_dtype dt = MQ_DT_F32;
+static sym leaf_sym(const fuse_ctx *F, int leaf) {
+  sym y = {0};
+  const mq_tensor *t = F->lt[leaf];
+  if (!t) return y; /* a number */
+  y.nd = t->ndim;
+  memcpy(y.shape, t->shape, sizeof y.shape[0] * (size_t)y.nd);
+  y.masked = t->mask != NULL;
+  y.full_mask = y.masked && F->lkind[leaf] == LEAF_FULL;
+  return y;
+}
+
+/* *a op b, as binary.c combines their masks: operands of one shape, both
+ * masked, must have equal masks (it compares them and raises when they
+ * differ). Under load_leaves' rules they do unless one carries the
+ * result's-shape leaves' mask and the other a broadcast leaf's all-valid
+ * one; false then (the op-by-op path compares them). */
+static bool sym_bin(sym *a, const sym *b) {
+  bool same = a->nd == b->nd && memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->nd) == 0;
+  if (a->masked && b->masked && same && a->full_mask != b->full_mask) return false;
+  int nd = a->nd > b->nd ? a->nd : b->nd;
+  int64_t out[MQ_MAX_DIMS];
+  for (int d = 0; d < nd; d++) { /* they broadcast: every leaf does to the result */
+    int da = d - (nd - a->nd), db = d - (nd - b->nd);
+    int64_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
+    out[d] = x == 1 ? y : x;
+  }
+  a->nd = nd;
+  memcpy(a->shape, out, sizeof out[0] * (size_t)nd);
+  a->masked |= b->masked;
+  a->full_mask |= b->full_mask;
+  return true;
+}
+
+/* [t]'s shape broadcast into the result's so far (F->nd, F->shape); false
+ * if they do not broadcast (the op-by-op path raises). */
+static bool broadcast_into(fuse_ctx *F, const mq_tensor *t) {
+  int nd = t->ndim > F->nd ? t->ndim : F->nd;
+  int64_t out[MQ_MAX_DIMS];
+  for (int d = 0; d < nd; d++) {
+    int da = d - (nd - F->nd), db = d - (nd - t->ndim);
+    int64_t a = da >= 0 ? F->shape[da] : 1, b = db >= 0 ? t->shape[db] : 1;
+    if (a != b && a != 1 && b != 1) return false;
+    out[d] = a == 1 ? b : a;
+  }
+  F->nd = nd;
+  memcpy(F->shape, out, sizeof out[0] * (size_t)nd);
+  return true;
+}
+
+/* The leaves: float tensors of one dtype, contiguous, not recording
+ * gradients, whose shapes broadcast to the result's, and numbers. Sets the
+ * result's shape, the dtype, how each leaf is read, *bcast when some leaf
+ * is broadcast, *mask to the result's mask, or *xmask to a mask to expand
+ * to the result's shape for it (both NULL: no mask). Masks combine
+ * as binary.c combines them (valid where all are), taken here only where
+ * that needs no new mask: the masks of full-shape leaves must be one (the
+ * op-by-op path compares them), and broadcast leaves' masks must either
+ * all be known all valid (the full one then rides along; with none, an
+ * all-valid one expanded is the result's, as op by op) or be one mask and
+ * the only one (expanded to the result's shape). */
+static bool load_leaves(mq_state *S, fuse_ctx *F, int nleaves, const mq_value *leaves,
+                        mq_dtype *dt, const mq_tensor **mask, const mq_tensor **xmask,
+                        bool *bcast) {
+  const mq_tensor *tl[MQ_FUSE_MAX_LEAVES];
+  int ntensors = 0;
+  F->nd = 0;
   for (int i = 0; i < nleaves; i++) {
     mq_value v = leaves[i];
-    if (mq_is_number(v)) {
-      F.ldata[i] = NULL;
-      continue;
-    }
-    if (!mq_is_tensor(v)) return NULL;
+    tl[i] = NULL;
+    F->ldata[i] = NULL;
+    if (mq_is_number(v)) continue;
+    if (!mq_is_tensor(v)) return false;
     const mq_tensor *t = mq_as_tensor(v);
     if (!mq_dtype_is_float((mq_dtype)t->dtype) || mq_dtype_is_narrow((mq_dtype)t->dtype) ||
         t->requires_grad || t->weak ||
-        !mq_tensor_is_contiguous(t))
-      return NULL;
-    if (!shape_of) {
-      shape_of = t;
-      dt = (mq_dtype)t->dtype;
-    } else if (t->dtype != dt || !mq_tensor_same_shape(t, shape_of)) {
-      return NULL;
-    }
-    if (t->mask) {
-      if (!mask) mask = t->mask;
-      else if (!mq_tensor_same_view(mask, t->mask)) return NULL; /* the op-by-op path compares them */
-    }
-    F.ldata[i] = mq_tensor_data(t);
+        !mq_tensor_is_contiguous(t) || (ntensors++ > 0 && t->dtype != *dt) || !broadcast_into(F, t))
+      return false;
+    *dt = (mq_dtype)t->dtype;
+    tl[i] = t;
+    F->ldata[i] = mq_tensor_data(t);
   }
-  if (!shape_of) return NULL;
+  memcpy(F->lt, tl, sizeof tl[0] * (size_t)nleaves);
+  if (!ntensors) return false;
+  int64_t n = 1;
+  for (int d = 0; d < F->nd; d++)
+    if (!mq_mul_ok(n, F->shape[d], &n)) return false;
+  F->n = n;
+  const mq_tensor *full = NULL, *bm = NULL;
+  bool bm_valid = true, bm_one = true;
+  int ng = 0;
+  for (int i = 0; i < nleaves; i++) {
+    const mq_tensor *t = tl[i];
+    if (!t) continue;
+    bool same = t->ndim == F->nd && memcmp(t->shape, F->shape, sizeof t->shape[0] * (size_t)F->nd) == 0;
+    F->lkind[i] = same ? LEAF_FULL : t->numel == 1 ? LEAF_ONE : LEAF_BCAST;
+    *bcast |= !same;
+    if (F->lkind[i] == LEAF_BCAST) {
+      F->gbuf[i] = (int8_t)ng++;
+      for (int d = 0; d < F->nd; d++) {
+        int ld = d - (F->nd - t->ndim);
+        F->lst[i][d] = ld < 0 || t->shape[ld] == 1 ? 0 : t->strides[ld];
+      }
+    }
+    if (!t->mask) continue;
+    if (same) {
+      if (full && !mq_tensor_same_view(full, t->mask)) return false;
+      full = t->mask;
+      continue;
+    }
+    if (bm && !mq_tensor_same_view(bm, t->mask)) bm_one = false;
+    if (!bm) bm = t->mask;
+    bm_valid &= mq_mask_known_all_valid(S, t->mask);
+  }
+  F->ngather = ng;
+  /* long rows: cutting blocks at row ends costs less than gathering */
+  F->rowseg = ng > 0 && F->shape[F->nd - 1] >= ROWSEG_MIN;
+  if (bm && !bm_valid && (full || !bm_one)) return false;
+  *mask = full;
+  *xmask = full ? NULL : bm;
+  return true;
+}
+
+/* mq_fuse_run; with [check], only whether the program is taken, in *check. */
+static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves,
+                       bool *check) {
+  fuse_ctx F;
+  if (len < 1 || !(code[0] & MQ_FUSE_CHECK) != !check) return NULL;
+  int nleaves = code[0] & ~MQ_FUSE_CHECK;
+  size_t pc = 1 + 3 * (size_t)nleaves;
+  if (nleaves > MQ_FUSE_MAX_LEAVES || pc > len) return NULL;
+
+  mq_dtype dt = MQ_DT_F32;
+  const mq_tensor *mask = NULL, *xmask = NULL;
+  bool bcast = false;
+  if (!load_leaves(S, &F, nleaves, leaves, &dt, &mask, &xmask, &bcast)) return NULL;
   for (int i = 0; i < nleaves; i++) { /* numbers as the op-by-op path converts them */
     if (F.ldata[i]) continue;
     mq_value v = leaves[i];
@@ -234,6 +440,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   /* the instructions: every operation has a tensor operand and a kernel
    * keeping the dtype */
   bool tensor[2 * MQ_FUSE_MAX_OPS + 1];
+  sym sy[2 * MQ_FUSE_MAX_OPS + 1];
   int sp = 0, depth = 0, red = -1, red_dim = MQ_FUSE_ALL_DIMS;
   F.nins = 0;
   F.red = NULL;
@@ -251,6 +458,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
     case MQ_FI_LEAF:
       if (arg >= nleaves) return NULL;
       in->leaf = arg;
+      sy[sp] = leaf_sym(&F, arg);
       tensor[sp++] = F.ldata[arg] != NULL;
       break;
     case MQ_FI_RED: {
@@ -281,7 +489,7 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
       if (arg == MQ_BIN_POW) {
         const finstr *rhs = &F.ins[F.nins - 2];
         if (tensor[sp - 1]) {
-          if (shape_of->numel == 1) return NULL; /* mq_binary's x ** 2 rule looks at values */
+          if (F.n == 1 || bcast) return NULL; /* mq_binary's x ** 2 rule looks at values */
         } else if (rhs->kind == MQ_FI_LEAF &&
                    (dt == MQ_DT_F32 ? F.lnum[rhs->leaf].f == 2.0f : F.lnum[rhs->leaf].d == 2.0)) {
           in->square = true;
@@ -290,12 +498,17 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
           in->k = mq_pow_number_kernel(dt); /* as mq_binary for a number exponent */
         }
       }
+      if (!sym_bin(&sy[sp - 2], &sy[sp - 1])) return NULL;
       sp--;
       tensor[sp - 1] = true;
       break;
     default: return NULL;
     }
     if (sp > depth) depth = sp;
+  }
+  if (check) { /* every op has a tensor operand and a kernel: none can fail */
+    *check = red < 0;
+    return NULL;
   }
   if (sp != 1 || !tensor[0] || F.ins[F.nins - 1].kind == MQ_FI_LEAF) return NULL;
 
@@ -316,25 +529,25 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   }
 
   /* run */
-  if (red >= 0 && (shape_of->numel == 0 || (mask && !mq_tensor_is_contiguous(mask))))
+  if (red >= 0 && (F.n == 0 || bcast || (mask && !mq_tensor_is_contiguous(mask))))
     return NULL; /* the op-by-op path raises or copies */
-  int nd = shape_of->ndim;
+  int nd = F.nd;
   if (red >= 0 && red_dim != MQ_FUSE_ALL_DIMS &&
-      (nd == 0 || (red_dim != -1 && red_dim != nd - 1) || shape_of->shape[nd - 1] < MIN_FUSED_ROW))
+      (nd == 0 || (red_dim != -1 && red_dim != nd - 1) || F.shape[nd - 1] < MIN_FUSED_ROW))
     return NULL; /* only long last-dim rows reduce row by row (a bad dim: the op-by-op error) */
-  mq_tensor *out = red >= 0 ? NULL : mq_tensor_new(S, dt, shape_of->ndim, shape_of->shape);
+  mq_tensor *out = red >= 0 ? NULL : mq_tensor_new(S, dt, F.nd, F.shape);
   F.S = S;
   F.es = mq_dtype_size(dt);
-  F.n = shape_of->numel;
   F.out = out ? mq_tensor_data(out) : NULL;
   int64_t nblocks = (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
   int nt = mq_parallel_threads_for(S, F.n);
   if (red >= 0) { /* rows of rlen entries, cut into pieces as mq_reduce cuts them */
-    F.rlen = red_dim == MQ_FUSE_ALL_DIMS || nd == 0 ? F.n : shape_of->shape[nd - 1];
+    F.rlen = red_dim == MQ_FUSE_ALL_DIMS || nd == 0 ? F.n : F.shape[nd - 1];
     F.ppr = (F.rlen + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
     nblocks = F.n / F.rlen * F.ppr;
   }
-  F.nbufs = (depth > 1 ? depth - 1 : 1) + (red >= 0);
+  F.gbase = (depth > 1 ? depth - 1 : 1) + (red >= 0);
+  F.nbufs = F.gbase + F.ngather;
   F.bbytes = (size_t)(F.n < MQ_FUSE_BLOCK ? F.n : MQ_FUSE_BLOCK) * F.es; /* small tensors: small blocks */
   F.bufs = mq_scratch(S, (size_t)nt * (size_t)F.nbufs * F.bbytes);
   if (red >= 0) {
@@ -348,7 +561,18 @@ mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_va
   mq_parallel_for(S, nt, nblocks, MQ_PAR_GRAIN / blen, run_range, &F);
   if (red >= 0)
     return mq_red_pieces(S, (mq_redop)red, dt, F.parts, mask ? F.pcnt : NULL, F.n / F.rlen, F.ppr,
-                            F.rlen, red_dim == MQ_FUSE_ALL_DIMS ? 0 : nd - 1, shape_of->shape);
+                            F.rlen, red_dim == MQ_FUSE_ALL_DIMS ? 0 : nd - 1, F.shape);
+  if (xmask) mask = mq_expand(S, (mq_tensor *)xmask, F.nd, F.shape);
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;
+}
+
+mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
+  return fuse(S, code, len, leaves, NULL);
+}
+
+bool mq_fuse_check(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
+  bool ok = false;
+  fuse(S, code, len, leaves, &ok);
+  return ok;
 }
