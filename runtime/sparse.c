@@ -178,11 +178,14 @@ static mq_tensor *coalesce(mq_state *S, mq_tensor *t, int64_t *dst) {
 }
 
 /* An index argument as a contiguous int64 tensor of [ndim] dims (an empty
- * list of any dtype counts as ints). */
+ * list of any dtype counts as ints; int8/16/32 and uint8 widen, as scipy
+ * writes int32 indices). */
 static mq_tensor *index_arg(mq_state *S, mq_tensor *t, int ndim, const char *who,
                             const char *what) {
   if (t->mask) mq_error(S, "%s: %s must be a plain tensor, not a masked one", who, what);
-  if (t->dtype != MQ_DT_I64 && t->numel != 0)
+  bool narrow_int = mq_dtype_is_narrow((mq_dtype)t->dtype) &&
+                    mq_dtype_compute((mq_dtype)t->dtype) == MQ_DT_I64;
+  if (t->dtype != MQ_DT_I64 && !narrow_int && t->numel != 0)
     mq_error(S, "%s: %s must hold ints, not %s", who, what, mq_dtype_name((mq_dtype)t->dtype));
   if (t->ndim != ndim && !(t->numel == 0 && ndim == 2 && t->ndim == 1))
     mq_error(S, "%s: %s must have %d dimension%s, got shape %s", who, what, ndim,

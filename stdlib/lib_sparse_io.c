@@ -111,7 +111,11 @@ static mq_tensor *array(mq_state *S, const mq_zip_member *m, int n, const char *
   if (!e) mq_error(S, "load_npz: %s has no member '%s'; is it a scipy.sparse file?", file, name);
   char what[128];
   snprintf(what, sizeof what, "%s member '%s'", file, name);
-  return mq_npy_parse(S, e->data, e->size, what);
+  /* scipy writes int32 indices (and int8..int32 data as asked): the
+   * sparse layouts hold int64, so the narrow ints widen here */
+  mq_tensor *t = mq_npy_parse(S, e->data, e->size, what);
+  mq_dtype dt = (mq_dtype)t->dtype;
+  return mq_dtype_is_narrow(dt) && mq_dtype_compute(dt) == MQ_DT_I64 ? mq_astype(S, t, MQ_DT_I64) : t;
 }
 
 /* scipy's format string: a 0-d bytes ('|Sn') or str ('<Un') array. */

@@ -158,8 +158,8 @@ static masq_tensor *pick(fuzz_ctx *c) {
 }
 
 static size_t item_size(masq_dtype d) {
-  static const size_t sizes[] = {1, 8, 4, 8};
-  return (unsigned)d < 4 ? sizes[d] : 1;
+  static const size_t sizes[] = {1, 8, 4, 8, 1, 2, 4, 1, 2, 2}; /* masq.h's order */
+  return (unsigned)d <= MASQ_BFLOAT16 ? sizes[d] : 1;
 }
 
 /* Reads every element of [t] and its mask through the layout
@@ -167,7 +167,7 @@ static size_t item_size(masq_dtype d) {
 static void read_all(fuzz_ctx *c, const masq_tensor *t) {
   masq_tensor_desc d;
   expect(c, masq_tensor_info(c->M, t, &d), 0, "masq_tensor_info");
-  if ((unsigned)d.dtype > MASQ_FLOAT64 || d.ndim < 0 || d.ndim > MASQ_MAX_DIMS)
+  if ((unsigned)d.dtype > MASQ_BFLOAT16 || d.ndim < 0 || d.ndim > MASQ_MAX_DIMS)
     fuzz_fail("masq_tensor_info gave a bad dtype or ndim", c->M);
   int64_t n = 1;
   for (int i = 0; i < d.ndim; i++) {
@@ -254,9 +254,9 @@ static void draw_layout(fuzz_ctx *c, layout *l) {
   input *in = &c->in;
   memset(l, 0, sizeof *l);
   unsigned kind = byte(in);
-  l->d.dtype = (masq_dtype)(kind % 5); /* 4 is no dtype */
+  l->d.dtype = (masq_dtype)(kind % 11); /* 10 is no dtype */
   l->d.ndim = (int)(byte(in) % 10);    /* 9 is too many */
-  l->valid_desc = (unsigned)l->d.dtype <= MASQ_FLOAT64 && l->d.ndim <= MASQ_MAX_DIMS;
+  l->valid_desc = (unsigned)l->d.dtype <= MASQ_BFLOAT16 && l->d.ndim <= MASQ_MAX_DIMS;
   for (int i = 0; i < l->d.ndim; i++) {
     unsigned s = byte(in);
     l->shape[i] = s == 255 ? -1 : (int64_t)(s % 5);
