@@ -210,11 +210,13 @@ static mq_tensor *broadcast_masks(mq_state *S, mq_tensor *a, mq_tensor *b, int n
 
 /* The result mask of a binary op on a and b, broadcast to [shape]. Masks of
  * the same shape must be equal, as in torch.masked: two different masks
- * over the same positions mostly mean misaligned data. */
+ * over the same positions mostly mean misaligned data. 0-d ones are
+ * results, not data, and combine like the broadcast ones. */
 static mq_tensor *binary_mask(mq_state *S, mq_tensor *a, mq_tensor *b, int nd,
                               const int64_t *shape) {
   if (a->mask && b->mask) {
-    if (!mq_tensor_same_shape(a, b)) return broadcast_masks(S, a, b, nd, shape);
+    /* two 0-d results (mean(a) - mean(b)) combine as numbers would */
+    if (!mq_tensor_same_shape(a, b) || a->ndim == 0) return broadcast_masks(S, a, b, nd, shape);
     if (!mq_tensor_same_view(a->mask, b->mask)) {
       int64_t diff = mq_kernel_count_ne(S, a->mask, b->mask);
       if (diff)
