@@ -40,17 +40,24 @@ static void tensor_dealloc(pm_tensor *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* The buffer format of each dtype numpy has (bfloat16 has none). */
 static const char *dtype_format(masq_dtype d) {
   switch (d) {
   case MASQ_BOOL: return "?";
   case MASQ_INT64: return LONG_MAX == INT64_MAX ? "l" : "q"; /* numpy's own int64 is "l" on LP64 */
   case MASQ_FLOAT32: return "f";
+  case MASQ_INT8: return "b";
+  case MASQ_INT16: return "h";
+  case MASQ_INT32: return "i";
+  case MASQ_UINT8: return "B";
+  case MASQ_FLOAT16: return "e";
   default: return "d";
   }
 }
 
 static Py_ssize_t dtype_size(masq_dtype d) {
-  return d == MASQ_BOOL ? 1 : d == MASQ_FLOAT32 ? 4 : 8;
+  static const Py_ssize_t size[] = {1, 8, 4, 8, 1, 2, 4, 1, 2, 2}; /* masq.h's order */
+  return (unsigned)d <= MASQ_BFLOAT16 ? size[d] : 8;
 }
 
 static int tensor_getbuffer(pm_tensor *self, Py_buffer *view, int flags) {
@@ -115,10 +122,11 @@ static PyObject *tensor_export(pm_state *st, masq_tensor *t, int mask) {
 /* --- masq -> Python ------------------------------------------------------------ */
 
 static PyObject *scalar(pm_state *st, masq_tensor *t, masq_dtype dt) {
-  if (dt == MASQ_FLOAT64 || dt == MASQ_FLOAT32) {
+  if (dt == MASQ_FLOAT64 || dt == MASQ_FLOAT32 || dt == MASQ_FLOAT16) {
     double v;
     if (masq_tensor_item(st->M, t, &v) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
     if (dt == MASQ_FLOAT64) return PyFloat_FromDouble(v);
+    if (dt == MASQ_FLOAT16) return PyObject_CallFunction(pm_np.float16, "d", v);
     return PyObject_CallFunction(pm_np.float32, "d", v);
   }
   int64_t i;
@@ -130,10 +138,10 @@ PyObject *pm_from_tensor(pm_state *st, masq_tensor *t) {
   if (!t) Py_RETURN_NONE;
   masq_tensor_desc d;
   if (masq_tensor_info(st->M, t, &d) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
-  if (d.dtype > MASQ_FLOAT64) /* the storage dtypes do not cross yet */
+  if (d.dtype == MASQ_BFLOAT16) /* numpy has no bfloat16 */
     return PyErr_Format(PyExc_TypeError,
-                        "masq: a tensor of a storage dtype (int8 ... bfloat16) cannot be returned "
-                        "to Python yet; convert it first, e.g. to(x, float32)");
+                        "masq: numpy has no bfloat16; convert the tensor first, e.g. to(x, float32) "
+                        "(exact)");
   if (d.ndim == 0) {
     if (d.valid && !d.valid[0]) return Py_NewRef(pm_np.masked);
     return scalar(st, t, d.dtype);
@@ -162,7 +170,9 @@ PyObject *pm_from_tensor(pm_state *st, masq_tensor *t) {
 /* --- Python -> masq ------------------------------------------------------------ */
 
 static const char *dtype_name(masq_dtype d) {
-  return d == MASQ_BOOL ? "bool" : d == MASQ_INT64 ? "int64" : d == MASQ_FLOAT32 ? "float32" : "float64";
+  static const char *const name[] = {"bool", "int64", "float32", "float64", "int8",
+                                     "int16", "int32", "uint8", "float16", "bfloat16"};
+  return (unsigned)d <= MASQ_BFLOAT16 ? name[d] : "float64";
 }
 
 /* masq's dtype for a buffer format, or -1. [convert] gets the numpy dtype
@@ -181,17 +191,21 @@ static int format_dtype(const char *f, Py_ssize_t itemsize, const char **convert
   case '?': return MASQ_BOOL;
   case 'f': return MASQ_FLOAT32;
   case 'd': return MASQ_FLOAT64;
-  case 'l': case 'q':
+  case 'l': case 'q': case 'i':
     if (itemsize == 8) return MASQ_INT64;
+    if (itemsize == 4) return MASQ_INT32;
     *convert = "int64";
     return -1;
-  case 'b': case 'B': case 'h': case 'H': case 'i': case 'I':
+  case 'b': return MASQ_INT8;
+  case 'B': return MASQ_UINT8;
+  case 'h': return itemsize == 2 ? MASQ_INT16 : -1;
+  case 'H': case 'I': /* uint16 and uint32: masq has no such dtype; int64 holds them */
     *convert = "int64";
     return -1;
   case 'L':
     if (itemsize == 4) *convert = "int64";
     return -1;
-  case 'e': *convert = "float32"; return -1;
+  case 'e': return MASQ_FLOAT16;
   default: return -1;
   }
 }
@@ -290,7 +304,8 @@ static PyObject *as_masq_array(PyObject *o) {
   }
   if (dt < 0 && !conv) {
     PyObject *dtype = PyObject_GetAttrString(a, "dtype");
-    PyErr_Format(PyExc_TypeError, "masq has no dtype for numpy dtype %R (it stores bool, int64, float32 and float64)",
+    PyErr_Format(PyExc_TypeError, "masq has no dtype for numpy dtype %R (it stores bool, int8, int16, "
+                 "int32, int64, uint8, float16, float32 and float64)",
                  dtype ? dtype : Py_None);
     Py_XDECREF(dtype);
     Py_DECREF(a);

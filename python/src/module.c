@@ -538,6 +538,7 @@ PyMODINIT_FUNC PyInit_masq(void) {
   if (lookup(np, "asarray", &pm_np.asarray) || lookup(np, "ascontiguousarray", &pm_np.ascontiguousarray) ||
       lookup(np, "logical_not", &pm_np.logical_not) || lookup(np, "broadcast_to", &pm_np.broadcast_to) ||
       lookup(np, "not_equal", &pm_np.not_equal) || lookup(np, "float32", &pm_np.float32) ||
+      lookup(np, "float16", &pm_np.float16) ||
       lookup(ma, "MaskedArray", &pm_np.MaskedArray) || lookup(ma, "getdata", &pm_np.getdata) ||
       lookup(ma, "getmask", &pm_np.getmask) || lookup(ma, "nomask", &pm_np.nomask) ||
       lookup(ma, "masked", &pm_np.masked))

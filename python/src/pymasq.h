@@ -63,7 +63,7 @@ typedef struct pm_tensor {
 /* numpy's functions, looked up once when the module is imported and never
  * changed after (module.c). */
 typedef struct pm_numpy {
-  PyObject *asarray, *ascontiguousarray, *logical_not, *broadcast_to, *not_equal, *float32;
+  PyObject *asarray, *ascontiguousarray, *logical_not, *broadcast_to, *not_equal, *float32, *float16;
   PyObject *MaskedArray, *getdata, *getmask, *nomask, *masked;
 } pm_numpy;
 extern pm_numpy pm_np;

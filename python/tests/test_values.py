@@ -6,7 +6,8 @@ import pytest
 
 import masq
 
-DTYPES = [np.bool_, np.int64, np.float32, np.float64]
+DTYPES = [np.bool_, np.int64, np.float32, np.float64, np.int8, np.int16, np.int32, np.uint8,
+          np.float16]
 
 
 def sample(dtype, shape=(2, 3, 4)):
@@ -93,10 +94,26 @@ def test_lists_out():
         s["f"]
 
 
+def test_storage_dtypes_stay_narrow_and_zero_copy():
+    # masq stores int8/16/32, uint8 and float16 at their size: no widening
+    # either way, and the numpy buffer is used in place
+    for dt in (np.int8, np.int16, np.int32, np.uint8, np.float16):
+        s = masq.State()
+        a = np.arange(4, dtype=dt)
+        s["a"] = a
+        assert s.eval("dtype(a)") == np.dtype(dt).name
+        a[0] = 9
+        assert s.eval("a").tolist()[0] == 9
+        r = s.eval("a * 2")  # torch's promotion keeps the dtype
+        assert r.dtype == dt and r.tolist() == [18, 2, 4, 6]
+    assert masq.eval("sum(h)", h=np.array([1.5, 2.0], dtype=np.float16)) == np.float16(3.5)
+    with pytest.raises(TypeError, match="numpy has no bfloat16"):
+        masq.eval("to(tensor([1.0]), bfloat16)")
+
+
 def test_other_dtypes_are_converted():
-    assert masq.eval("x", x=np.array([1, 2], dtype=np.int32)).dtype == np.int64
-    assert masq.eval("x", x=np.array([1, 2], dtype=np.uint8)).dtype == np.int64
-    assert masq.eval("x", x=np.array([1, 2], dtype=np.float16)).dtype == np.float32
+    assert masq.eval("x", x=np.array([1, 2], dtype=np.uint16)).dtype == np.int64
+    assert masq.eval("x", x=np.array([1, 2], dtype=np.uint32)).dtype == np.int64
     big = np.array([1.5, -2.0], dtype=">f8")  # big-endian: converted to native
     assert masq.eval("x * 2", x=big).tolist() == [3.0, -4.0]
     assert masq.eval("sum(x)", x=np.array([1, 2], dtype=">i4")) == 3
