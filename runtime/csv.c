@@ -447,6 +447,7 @@ char *mq_csv_encode(mq_state *S, mq_tensor *x, const mq_string *const *names, in
                     size_t *len) {
   int64_t rows = x->shape[0], cols = x->ndim == 2 ? x->shape[1] : 1;
   mq_tensor *d = mq_contiguous(S, mq_get_data(S, x));
+  if (mq_dtype_is_narrow((mq_dtype)d->dtype)) d = mq_astype(S, d, mq_dtype_compute((mq_dtype)d->dtype));
   mq_tensor *m = mq_contiguous(S, mq_get_mask(S, x));
   const uint8_t *mv = mq_tensor_data(m);
   sbuf b = {NULL, 0, 0};

@@ -29,6 +29,9 @@ typedef struct flat {
 static flat flat_of(mq_state *S, const mq_tensor *t) {
   mq_tensor *x = (mq_tensor *)t;
   mq_tensor *d = mq_contiguous(S, mq_get_data(S, x));
+  /* a storage dtype (int8 ... bfloat16) is read in its compute dtype: the
+   * readers below know only those four */
+  if (mq_dtype_is_narrow((mq_dtype)d->dtype)) d = mq_astype(S, d, mq_dtype_compute((mq_dtype)d->dtype));
   flat f = {mq_tensor_data(d), (mq_dtype)d->dtype, NULL};
   if (t->mask) f.m = mq_tensor_data(mq_contiguous(S, t->mask));
   return f;

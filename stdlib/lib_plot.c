@@ -83,6 +83,7 @@ mq_value mq_pic_give_svg(mq_state *S, const mq_pic *p) {
 mq_pic_vals mq_pic_vals_of(mq_state *S, mq_tensor *t) {
   mq_pic_vals v;
   mq_tensor *d = mq_contiguous(S, mq_get_data(S, t));
+  if (mq_dtype_is_narrow((mq_dtype)d->dtype)) d = mq_astype(S, d, mq_dtype_compute((mq_dtype)d->dtype));
   v.data = mq_tensor_data(d);
   v.dt = (mq_dtype)d->dtype;
   v.mask = t->mask ? mq_tensor_data(mq_contiguous(S, t->mask)) : NULL;

@@ -28,7 +28,7 @@ const mq_string **mq_arg_string_list(mq_state *S, mq_value v, const char *fn, co
 }
 
 static mq_value lib_summary(mq_state *S, mq_value *args) {
-  mq_tensor *t = mq_arg_tensor(S, args[0], "x");
+  mq_tensor *t = mq_arg_tensor_stored(S, args[0], "x");
   mq_buf *b = &S->out;
   b->len = 0;
   mq_summary_line(S, b, t);
