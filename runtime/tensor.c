@@ -223,6 +223,17 @@ static mq_tensor *random_tensor(mq_state *S, int ndim, const int64_t *shape, mq_
                                 bool normal) {
   if (!mq_dtype_is_float(dt)) mq_error(S, "%s: dtype must be float32 or float64, got %s",
                                        normal ? "randn" : "rand", mq_dtype_name(dt));
+  /* float16 and bfloat16 draw in float32 and round once (a fuzz finding:
+   * they were written as float64 into 2-byte storage) */
+  if (mq_dtype_is_narrow(dt)) {
+    mq_tensor *f = random_tensor(S, ndim, shape, MQ_DT_F32, normal);
+    if (!normal) { /* keep [0, 1): the largest value below 1 of each rounds to itself */
+      float below = dt == MQ_DT_F16 ? 1.0f - 0x1p-11f : 1.0f - 0x1p-8f;
+      float *p = mq_tensor_data(f);
+      for (int64_t i = 0; i < f->numel; i++) if (p[i] > below) p[i] = below;
+    }
+    return mq_narrow_back(S, f, dt);
+  }
   mq_tensor *t = mq_tensor_new(S, dt, ndim, shape);
   if (dt == MQ_DT_F32) {
     float *p = mq_tensor_data(t);
