@@ -20,15 +20,8 @@ import csv, subprocess, sys
 import numpy as np
 
 masq = sys.argv[1]
-passed = failed = 0
-
-def check(name, ok, why=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s%s" % (name, ": " + why if why else ""))
+import checks
+from checks import check
 
 def run_masq(script):
     r = subprocess.run([masq, "-e", script], capture_output=True, text=True)
@@ -88,6 +81,6 @@ check("python's csv through load_csv",
       out == '["t", "v"]\n1.5 -1.0 true false\n-0.002 -1.0 true false\ninf 7.0 true true\n',
       repr(out))
 
-print("io-csv: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+checks.report("io-csv")
+sys.exit(1 if checks.failed else 0)
 PY

@@ -16,15 +16,8 @@ import subprocess, sys
 import numpy as np, torch
 
 masq = sys.argv[1]
-passed = failed = 0
-
-def check(name, ok, why=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s%s" % (name, ": " + why if why else ""))
+import checks
+from checks import check
 
 def first_diff(got, want, src):
     i = int(np.flatnonzero(got != want)[0])
@@ -72,5 +65,5 @@ if r.returncode == 0:
     want = torch.from_numpy(x32).bfloat16().view(torch.int16).numpy().view(np.uint16)
     ok = np.array_equal(got, want)
     check("float32 -> bfloat16, %d values" % len(x32), ok, "" if ok else first_diff(got, want, x32.view(np.uint32)))
-print("io-half: %d passed, %d failed" % (passed, failed))
+checks.report("io-half")
 PY

@@ -16,15 +16,8 @@ import io, subprocess, sys, zipfile
 import numpy as np
 
 masq = sys.argv[1]
-passed = failed = 0
-
-def check(name, ok, why=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s%s" % (name, ": " + why if why else ""))
+import checks
+from checks import check
 
 def run_masq(script, name):
     with open(name, "w") as f:
@@ -190,6 +183,6 @@ if run_masq("\n".join(lines) + "\n", "reread.masq"):
         except Exception as e:
             check(name, False, repr(e))
 
-print("io-numpy: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+checks.report("io-numpy")
+sys.exit(1 if checks.failed else 0)
 PY

@@ -18,15 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 masq = sys.argv[1]
-passed = failed = 0
-
-def check(name, ok, why=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s%s" % (name, ": " + why if why else ""))
+import checks
+from checks import check
 
 def run(script):
     with open("t.masq", "w") as f:
@@ -91,5 +84,5 @@ r = run('x = load_npz("bad.npz")\n')
 check("lying file refused", r.returncode != 0 and
       "t.masq:1:5: error: load_npz: column index 5 of entry 1 is out of range" in r.stderr, r.stderr)
 
-print("io-scipy: %d passed, %d failed" % (passed, failed))
+checks.report("io-scipy")
 PY

@@ -11,6 +11,9 @@ if ! "$py" -c "import $MODULE" 2>/dev/null; then
   echo "$SUITE: 0 passed, 0 failed"
   exit 0
 fi
+# the caller's Python imports tests/checks.py from the temporary directory
+PYTHONPATH=$(cd "$(dirname "$0")/.." && pwd)
+export PYTHONPATH
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1

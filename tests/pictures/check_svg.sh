@@ -11,6 +11,8 @@
 # last line is always "pictures: N passed, N failed".
 if [ -z "$1" ]; then echo "usage: $0 path/to/masq" >&2; exit 2; fi
 masq=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+PYTHONPATH=$(cd "$(dirname "$0")/.." && pwd) # tests/checks.py
+export PYTHONPATH
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
@@ -40,15 +42,8 @@ import os, struct, subprocess, sys, zlib
 import xml.dom.minidom
 
 masq, status, render = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
-passed = failed = 0
-
-def check(name, ok, why=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s%s" % (name, ": " + why if why else ""))
+import checks
+from checks import check
 
 def png_pixels(path):
     """RGBA rows of an 8-bit RGBA or RGB PNG (what rsvg-convert writes)."""
@@ -158,5 +153,5 @@ def widest(env):
 check("COLUMNS=44 draws 44 wide", widest({"COLUMNS": "44"}) == 44)
 check("no COLUMNS, not a terminal: 80 wide", widest({}) == 80)
 check("COLUMNS that is not a number is ignored", widest({"COLUMNS": "wide"}) == 80)
-print("pictures: %d passed, %d failed" % (passed, failed))
+checks.report("pictures")
 PY
