@@ -132,7 +132,10 @@ mq_dtype mq_result_type(int n, mq_tensor *const *ts) {
     int64_t n = it->n, so = it->is[0], sa = it->is[1];                         \
     if (so == 1 && sa == 1)                                                    \
       for (int64_t i = 0; i < n; i++) o[i] = STORE_##DE(LOAD_##SE(a[i]));      \
-    else                                                                       \
+    else if (so == 1 && sa == 0) { /* a broadcast row: one value, a fill */    \
+      const TO v = STORE_##DE(LOAD_##SE(a[0]));                                \
+      for (int64_t i = 0; i < n; i++) o[i] = v;                                \
+    } else                                                                     \
       for (int64_t i = 0; i < n; i++) o[i * so] = STORE_##DE(LOAD_##SE(a[i * sa])); \
     ROWS_END                                                                   \
   }

@@ -61,7 +61,7 @@ typedef struct mq_red_plan {
   mq_tensor *t;          /* the input */
   const char *x;         /* its data, contiguous, in the dtype read */
   size_t es;             /* the size of one element of x */
-  const uint8_t *m;      /* its mask, contiguous, or NULL */
+  const uint8_t *m;      /* its mask, contiguous, or NULL (see m_rows) */
   mq_mask_view mv;       /* the same with its summary, if it has one: the
                             fast kernels skip the pieces it shows masked
                             out, and read the all-valid ones as plain */
@@ -71,6 +71,9 @@ typedef struct mq_red_plan {
                             last block (a padding mask of shape (B, L, 1)
                             over (B, L, D)): each row is all valid or all
                             masked out, as its first entry says */
+  bool m_rows;           /* ... and m holds one byte a row (the first entry
+                            of each), not the mask expanded: it was not
+                            contiguous */
   int ond;               /* the output's shape */
   int64_t oshape[MQ_MAX_DIMS];
   int64_t on, R;         /* output elements; input elements per output */

@@ -10,6 +10,21 @@
 #include "parallel.h"
 #include "reduce.h"
 
+/* The first entry of each row of [mask]'s last [s] entries, in row order:
+ * the mask of a padding-shaped tensor broadcast along its rows ((B, L, 1)
+ * over (B, L, D)) is one byte a row, where expanding it would write and
+ * then read a byte per entry. */
+static const uint8_t *row_mask(mq_state *S, const mq_tensor *mask, int64_t s) {
+  int64_t shape[MQ_MAX_DIMS], left = s;
+  for (int d = 0; d < mask->ndim; d++) shape[d] = mask->shape[d];
+  for (int d = mask->ndim - 1; d >= 0 && left > 1; d--) { /* the trailing dims that make up s */
+    left /= shape[d];
+    shape[d] = 1;
+  }
+  mq_tensor *v = mq_tensor_view(S, mask, mask->ndim, shape, mask->strides, mask->offset);
+  return mq_tensor_data(mq_contiguous(S, v));
+}
+
 void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *t, mq_dtype dt,
                       int ndims, const int *dims, bool keepdim) {
   bool red[MQ_MAX_DIMS];
@@ -38,8 +53,6 @@ void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *
   P->es = mq_dtype_size(dt);
   P->ms_pending = t->mask && mq_masksum_pending(t->mask);
   P->mv = mq_mask_view_get(S, t->mask, !P->ms_pending);
-  if (t->mask && !P->mv.m) P->mv.m = mq_tensor_data(mq_contiguous(S, t->mask)); /* no summary */
-  P->m = P->mv.m;
   P->nb = 0;
   for (int d = 0; d < t->ndim; d++) {
     if (t->shape[d] == 1) continue;
@@ -62,6 +75,22 @@ void mq_red_plan_init(mq_state *S, mq_red_plan *P, const char *name, mq_tensor *
     if (red[d] != P->bred[P->nb - 1]) break;
     P->mrow_uniform = t->mask->strides[d] == 0;
   }
+  P->m_rows = false;
+  if (t->mask && !P->mv.m) { /* no summary */
+    if (P->mrow_uniform) { /* a broadcast mask: one byte a row, not expanded */
+      P->mv.m = row_mask(S, t->mask, P->bsize[P->nb - 1]);
+      P->m_rows = true;
+    } else {
+      P->mv.m = mq_tensor_data(mq_contiguous(S, t->mask));
+    }
+  }
+  P->m = P->mv.m;
+}
+
+/* Whether the walk can read a mask of one byte per row ([P]->m_rows):
+ * only the kernels that fold pieces ask nothing but a row's state. */
+static const uint8_t *full_mask(mq_state *S, const mq_red_plan *P) {
+  return P->m_rows ? mq_tensor_data(mq_contiguous(S, P->t->mask)) : P->m;
 }
 
 /* A walk over the rows of the merged blocks: row r of [s] entries folds
@@ -76,6 +105,7 @@ typedef struct walk_ctx {
   const uint8_t *m;
   mq_mask_view mv; /* m with its summary (.ms NULL: none, or m is not P's mask) */
   bool uniform;     /* every row of m is all 1 or all 0 (P->mrow_uniform) */
+  bool m_rows;      /* m holds one byte a row (P->m_rows) */
   uint16_t *bcnt;   /* the valid entries of each block of m, counted for its
                        summary on the way (pieces are its blocks), or NULL */
   int nb;
@@ -107,7 +137,7 @@ typedef struct walk_ctx {
 /* What entries [i, i + n) of one row of the mask hold, as far as the
  * summary or a broadcast along the rows tells. */
 static mq_ms_state run_state(const walk_ctx *W, int64_t i, int64_t n) {
-  if (W->uniform) return W->m[i] ? MQ_MS_VALID : MQ_MS_MASKED;
+  if (W->uniform) return W->m[W->m_rows ? i / W->s : i] ? MQ_MS_VALID : MQ_MS_MASKED;
   return mq_mask_run(&W->mv, i, n);
 }
 
@@ -166,7 +196,7 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
   }
   for (int64_t r = r0; r < r1; r++) {
     const char *xr = W->x + (size_t)(r * s + c0) * W->es;
-    const uint8_t *mr = W->m ? W->m + r * s + c0 : NULL;
+    const uint8_t *mr = W->m && !W->m_rows ? W->m + r * s + c0 : NULL;
     if (W->last_red) {
       if (W->tparts) row_pieces(W, W->tparts + (size_t)(tid * mq_red_piece_count(s)) * k->acc_size, o, r * s);
       else if (W->cnt) k->row_cnt(W->acc, W->cnt, o, xr, mr, s);
@@ -298,9 +328,12 @@ static void fold_groups(mq_state *S, walk_ctx *W, int nt) {
 static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc,
                  int64_t *cnt, const char *x, size_t es, const uint8_t *m) {
   if (P->t->numel == 0) return;
+  bool expanded = m && m == P->m && P->m_rows && !k->piece;
+  if (expanded) m = full_mask(S, P);
   walk_ctx W = {.P = P, .k = k, .acc = acc, .cnt = cnt, .x = x, .es = es, .m = m, .nb = P->nb};
   W.mv = m && m == P->m ? P->mv : (mq_mask_view){m, NULL, 0};
-  W.uniform = m && m == P->m && P->mrow_uniform;
+  W.uniform = m && (m == P->m || expanded) && P->mrow_uniform;
+  W.m_rows = m && m == P->m && P->m_rows;
   int nb = P->nb;
   W.s = P->bsize[nb - 1];
   W.last_red = P->bred[nb - 1];
@@ -406,12 +439,12 @@ int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P) {
      * from its first entry when the mask is broadcast along the rows */
     int64_t s = P->bsize[nb - 1], rows = P->t->numel / s;
     for (int64_t r = 0; r < rows; r++) {
-      count[r] = P->mrow_uniform ? (P->m[r * s] ? s : 0) : mq_mask_view_count(&P->mv, r * s, s);
+      count[r] = P->mrow_uniform ? (P->m[P->m_rows ? r : r * s] ? s : 0) : mq_mask_view_count(&P->mv, r * s, s);
       if ((r & 1023) == 1023) mq_poll(S);
     }
     return count;
   }
-  walk(S, P, mq_red_kernels[MQ_RED_SUM][MQ_DT_BOOL], count, NULL, (const char *)P->m, 1, NULL);
+  walk(S, P, mq_red_kernels[MQ_RED_SUM][MQ_DT_BOOL], count, NULL, (const char *)full_mask(S, P), 1, NULL);
   return count;
 }
 
