@@ -42,7 +42,9 @@ static inline double flat_get(const flat *f, int64_t i) {
   case MQ_DT_BOOL: return ((const uint8_t *)f->d)[i];
   case MQ_DT_I64: return (double)((const int64_t *)f->d)[i];
   case MQ_DT_F32: return ((const float *)f->d)[i];
-  default: return ((const double *)f->d)[i];
+  case MQ_DT_F64: return ((const double *)f->d)[i];
+  default: /* flat_of converts a storage dtype; read one right anyway */
+    return mq_elem_f64(f->dt, (const char *)f->d + (size_t)i * mq_dtype_size(f->dt));
   }
 }
 static inline bool flat_valid(const flat *f, int64_t i) { return !f->m || f->m[i]; }

@@ -206,7 +206,7 @@ static mq_tensor *functional_input_of(mq_state *S, mq_tensor *x, mq_value *args,
   if (args[mask_arg].type == MQ_NONE) return t;
   if (t->mask)
     mq_error(S, "mask= is for plain tensors; x is already masked (combine the masks with &)");
-  return mq_masked(S, t, T(mask_arg, "mask"));
+  return mq_masked(S, t, TS(mask_arg, "mask")); /* as stored: bool, or named as given */
 }
 static mq_tensor *functional_input(mq_state *S, mq_value *args, int dtype_arg, int mask_arg) {
   return functional_input_of(S, T(0, "x"), args, dtype_arg, mask_arg);
@@ -309,11 +309,11 @@ static mq_value lib_where(mq_state *S, mq_value *args) {
   mq_tensor *ab[2] = {mq_tensor_from_value_stored(S, args[1], "a"),
                       mq_tensor_from_value_stored(S, args[2], "b")};
   mq_dtype want = mq_result_type(2, ab);
-  RET(mq_narrow_back(S, mq_where(S, T(0, "cond"), mq_tensor_computable(S, ab[0]),
+  RET(mq_narrow_back(S, mq_where(S, TS(0, "cond"), mq_tensor_computable(S, ab[0]),
                                  mq_tensor_computable(S, ab[1])), want));
 }
 static mq_value lib_masked_fill(mq_state *S, mq_value *args) {
-  RET(mq_masked_fill(S, T(0, "x"), T(1, "mask"), TW(2, "value")));
+  RET(mq_masked_fill(S, T(0, "x"), TS(1, "mask"), TW(2, "value"))); /* mask as stored: bool */
 }
 
 /* intersect(a, b): both operands restricted to the positions valid in both
