@@ -109,7 +109,7 @@ void mq_summary_line(mq_state *S, mq_buf *b, const mq_tensor *t) {
   }
   char a[32], c[32];
   if (r.finite) {
-    if (t->dtype == MQ_DT_I64 || t->dtype == MQ_DT_BOOL) {
+    if (!mq_dtype_is_float((mq_dtype)t->dtype)) { /* bool, int64, int8 ... uint8: no ".0" */
       mq_buf_printf(S, b, " · min %.0f max %.0f", r.min, r.max);
     } else {
       short_num(a, sizeof a, r.min);
