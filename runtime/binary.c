@@ -262,7 +262,7 @@ static mq_tensor *f32_number(mq_state *S, mq_tensor *t) {
 }
 
 mq_ewise_fn mq_binary_float_kernel(mq_binop op, mq_dtype dt) {
-  if ((unsigned)op >= MQ_BIN__COUNT || !mq_dtype_is_float(dt)) return NULL;
+  if ((unsigned)op >= MQ_BIN__COUNT || mq_dtype_float_compute(dt) != dt) return NULL; /* float32, float64 */
   return defs[op].fuse ? defs[op].k[dt] : NULL;
 }
 

@@ -36,7 +36,9 @@ static double get_f(const mq_tensor *t, int64_t off) {
   case MQ_DT_BOOL: return ((const uint8_t *)p)[off];
   case MQ_DT_I64: return (double)((const int64_t *)p)[off];
   case MQ_DT_F32: return ((const float *)p)[off];
-  default: return ((const double *)p)[off];
+  case MQ_DT_F64: return ((const double *)p)[off];
+  default: /* a storage dtype: mq_tensor_format converts them first; read one right anyway */
+    return mq_elem_f64((mq_dtype)t->dtype, (const char *)p + (size_t)off * mq_dtype_size((mq_dtype)t->dtype));
   }
 }
 static int64_t get_i(const mq_tensor *t, int64_t off) {

@@ -147,7 +147,7 @@ static void sm_range(void *ctx, int64_t b0, int64_t b1, int t) {
 
 static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
   int d = mq_shape_norm_dim(S, dim, t->ndim);
-  mq_dtype dt = mq_dtype_is_float((mq_dtype)t->dtype) ? (mq_dtype)t->dtype : MQ_DT_F32;
+  mq_dtype dt = mq_dtype_float_compute((mq_dtype)t->dtype);
   mq_tensor *x = mq_contiguous(S, mq_astype(S, mq_get_data(S, t), dt));
   const uint8_t *m = t->mask ? mq_tensor_data(mq_contiguous(S, t->mask)) : NULL;
   mq_tensor *out = mq_tensor_new(S, dt, t->ndim, t->shape);

@@ -52,10 +52,26 @@ static void keep(mq_tensor **slot, mq_tensor *t) {
   *slot = t;
 }
 
+/* The sparse layouts hold the compute dtypes only: their kernels, their
+ * printing and to_dense read bool, int64, float32 or float64 values, so
+ * int8 ... bfloat16 values (to(x, int8), dtype=int8, a scipy file's float16
+ * data) are stored converted to their compute dtype, after the conversion
+ * that made them (so to(x, int8) still wraps). Reading them as stored read
+ * 2-byte float16 values as floats or doubles (an audit finding). Stored
+ * values are plain data: callers record the history (built, mq_sparse_like),
+ * so the conversion reads a plain view. */
+static mq_tensor *stored_values(mq_state *S, mq_tensor *values) {
+  if (!mq_dtype_is_narrow((mq_dtype)values->dtype)) return values;
+  if (values->requires_grad || values->node)
+    values = mq_tensor_view(S, values, values->ndim, values->shape, values->strides, values->offset);
+  return mq_tensor_computable(S, values);
+}
+
 /* A sparse tensor from parts already known to be valid (the caller checked
  * or built them); the pool owns it. */
 static mq_tensor *assemble(mq_state *S, mq_layout layout, int ndim, const int64_t *shape,
                            mq_tensor *indices, mq_tensor *crow, mq_tensor *values) {
+  values = stored_values(S, values);
   mq_tensor *t = mq_tensor_alloc(S, (mq_dtype)values->dtype, ndim, shape);
   t->hdr.type = MQ_O_SPARSE;
   t->layout = (uint8_t)layout;

@@ -199,10 +199,10 @@ mq_tensor *mq_sparse_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt
                 "leaves unstored entries out (torch.sparse.softmax's rule), to_dense(x) counts "
                 "them", name, mq_layout_name((mq_layout)t->layout));
   int d = mq_shape_norm_dim(S, dim, t->ndim);
-  mq_dtype odt = dt >= 0 ? (mq_dtype)dt
-                         : mq_dtype_is_float((mq_dtype)t->dtype) ? (mq_dtype)t->dtype : MQ_DT_F32;
-  if (!mq_dtype_is_float(odt))
-    mq_error(S, "%s: dtype must be a float dtype, got %s", name, mq_dtype_name(odt));
+  if (dt >= 0 && !mq_dtype_is_float((mq_dtype)dt))
+    mq_error(S, "%s: dtype must be a float dtype, got %s", name, mq_dtype_name((mq_dtype)dt));
+  /* dtype=float16 computes in float32: sparse values hold compute dtypes */
+  mq_dtype odt = mq_dtype_float_compute(dt >= 0 ? (mq_dtype)dt : (mq_dtype)t->dtype);
   mq_tensor *x = mq_contiguous(S, mq_astype(S, t->sparse->values, odt));
   int64_t nnz = t->sparse->nnz;
   mq_tensor *o = mq_tensor_new(S, odt, 1, &nnz);

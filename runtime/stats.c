@@ -102,7 +102,7 @@ DEF_VAR(F32, float, mq_kernel_rowsum_f32)
 DEF_VAR(F64, double, mq_kernel_rowsum_f64)
 
 static mq_dtype float_of(const mq_tensor *t) {
-  return mq_dtype_is_float((mq_dtype)t->dtype) ? (mq_dtype)t->dtype : MQ_DT_F32;
+  return mq_dtype_float_compute((mq_dtype)t->dtype);
 }
 
 /* Stores double [v] into element [i] of a float output. */

@@ -42,7 +42,9 @@ static inline double flat_get(const flat *f, int64_t i) {
   case MQ_DT_BOOL: return ((const uint8_t *)f->d)[i];
   case MQ_DT_I64: return (double)((const int64_t *)f->d)[i];
   case MQ_DT_F32: return ((const float *)f->d)[i];
-  default: return ((const double *)f->d)[i];
+  case MQ_DT_F64: return ((const double *)f->d)[i];
+  default: /* flat_of converts a storage dtype; read one right anyway */
+    return mq_elem_f64(f->dt, (const char *)f->d + (size_t)i * mq_dtype_size(f->dt));
   }
 }
 static inline bool flat_valid(const flat *f, int64_t i) { return !f->m || f->m[i]; }
@@ -107,7 +109,7 @@ void mq_summary_line(mq_state *S, mq_buf *b, const mq_tensor *t) {
   }
   char a[32], c[32];
   if (r.finite) {
-    if (t->dtype == MQ_DT_I64 || t->dtype == MQ_DT_BOOL) {
+    if (!mq_dtype_is_float((mq_dtype)t->dtype)) { /* bool, int64, int8 ... uint8: no ".0" */
       mq_buf_printf(S, b, " · min %.0f max %.0f", r.min, r.max);
     } else {
       short_num(a, sizeof a, r.min);

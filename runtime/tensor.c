@@ -278,9 +278,11 @@ static bool item_is_scalar(mq_state *S, mq_value v, list_scan *sc) {
       mq_error(S, "%s: a list may hold numbers and lists, not a %d-d tensor (use stack())",
                sc->what, t->ndim);
     if (t->mask) mq_error(S, "%s: a list may not hold a masked tensor", sc->what);
+    /* by category: an int8 element counts as an int (it made the list a
+     * float32 tensor, an audit finding) */
     if (t->dtype == MQ_DT_BOOL) sc->any_bool = true;
-    else if (t->dtype == MQ_DT_I64) sc->any_int = true;
-    else sc->any_float = true;
+    else if (mq_dtype_is_float((mq_dtype)t->dtype)) sc->any_float = true;
+    else sc->any_int = true;
     return true;
   }
   if (mq_is_obj(v, MQ_O_LIST)) return false;
@@ -349,7 +351,7 @@ static int64_t scalar_i64(mq_value v) {
   if (v.type == MQ_INT) return v.as.i;
   if (v.type == MQ_OBJ && mq_as_tensor(v)->dtype == MQ_DT_I64)
     return *(const int64_t *)mq_tensor_data(mq_as_tensor(v));
-  return (int64_t)scalar_value(v); /* bools only: 0 or 1 */
+  return (int64_t)scalar_value(v); /* bools and the narrow ints: exact in a double */
 }
 
 static void fill_list(mq_list *l, int depth, int ndim, mq_tensor *t, int64_t *pos) {

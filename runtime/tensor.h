@@ -66,6 +66,14 @@ static inline bool mq_dtype_is_narrow(mq_dtype dt) { return dt >= MQ_DT__COUNT; 
 static inline bool mq_dtype_is_float(mq_dtype dt) {
   return dt == MQ_DT_F32 || dt == MQ_DT_F64 || dt == MQ_DT_F16 || dt == MQ_DT_BF16;
 }
+/* The float dtype an op that answers in floats (softmax, var, mean ...)
+ * computes [dt] in: float64 stays float64, everything else, float16 and
+ * bfloat16 included, is float32. Write this, not `mq_dtype_is_float(dt) ?
+ * dt : MQ_DT_F32`, which lets a half type through to code that reads
+ * "not float32" as float64 (the rand(dtype=float16) overflow). */
+static inline mq_dtype mq_dtype_float_compute(mq_dtype dt) {
+  return dt == MQ_DT_F64 ? MQ_DT_F64 : MQ_DT_F32;
+}
 /* The dtype a storage dtype computes in (a compute dtype is its own). */
 static inline mq_dtype mq_dtype_compute(mq_dtype dt) {
   return !mq_dtype_is_narrow(dt) ? dt : mq_dtype_is_float(dt) ? MQ_DT_F32 : MQ_DT_I64;

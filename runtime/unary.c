@@ -235,7 +235,8 @@ mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) 
 mq_tensor *mq_unary(mq_state *S, mq_unop op, mq_tensor *t) { return mq_unary_p(S, op, t, NULL); }
 
 mq_ewise_fn mq_unary_float_kernel(mq_unop op, mq_dtype dt) {
-  if ((unsigned)op >= MQ_UN__COUNT || !mq_dtype_is_float(dt) || !defs[op].fuse) return NULL;
+  if ((unsigned)op >= MQ_UN__COUNT || mq_dtype_float_compute(dt) != dt || !defs[op].fuse) /* float32, float64 */
+    return NULL;
   return defs[op].k[dt];
 }
 

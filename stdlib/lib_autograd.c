@@ -31,7 +31,8 @@ static mq_value lib_as_masked(mq_state *S, mq_value *args) {
     RET(mq_sparse_as_masked(S, TA(0, "data"), args[1].type == MQ_NONE ? NULL : TA(1, "mask")));
   if (args[1].type == MQ_NONE)
     mq_error(S, "as_masked: a strided tensor needs a mask (only a sparse one is its own mask)");
-  RET(mq_as_masked(S, mq_arg_tensor_stored(S, args[0], "data"), T(1, "mask")));
+  RET(mq_as_masked(S, mq_arg_tensor_stored(S, args[0], "data"), /* a mask as stored: must be bool */
+                   mq_arg_tensor_stored(S, args[1], "mask")));
 }
 
 static mq_tensor *result_arg(mq_state *S, mq_value v, const char *who) {

@@ -22,7 +22,9 @@ static mq_value lib_masked(mq_state *S, mq_value *args) {
   }
   if (args[1].type == MQ_NONE)
     mq_error(S, "masked: a strided tensor needs a mask (only a sparse one is its own mask)");
-  mq_tensor *data = mq_arg_tensor_stored(S, args[0], "data"), *t = mq_masked(S, data, T(1, "mask"));
+  /* the mask as stored: it must be bool, and the error names a uint8 one uint8 */
+  mq_tensor *data = mq_arg_tensor_stored(S, args[0], "data"),
+            *t = mq_masked(S, data, mq_arg_tensor_stored(S, args[1], "mask"));
   if (data->requires_grad) /* torch warns too (its advice: detach) */
     mq_warn_once(S, MQ_WARN_MASKED_GRAD,
                  "masked() starts a new graph: no gradient will reach its data, which requires "

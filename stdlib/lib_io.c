@@ -51,7 +51,9 @@ static bool has_ext(const char *path, const char *ext) {
  * out there, True = valid here). An integer mask from disk counts nonzero
  * as True, as numpy.ma does when handed one. */
 static mq_tensor *flip_mask(mq_state *S, mq_tensor *m) {
-  m = mq_contiguous(S, m);
+  /* a uint8 or int32 mask array (numpy writes them as stored) is read as
+   * int64 below: it was read 8 bytes an entry past its end (audit finding) */
+  m = mq_contiguous(S, mq_tensor_computable(S, m));
   mq_tensor *out = mq_tensor_new(S, MQ_DT_BOOL, m->ndim, m->shape);
   uint8_t *o = mq_tensor_data(out);
   if (m->dtype == MQ_DT_BOOL) {

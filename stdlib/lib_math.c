@@ -181,9 +181,21 @@ static int one_dim(mq_state *S, mq_value v, const mq_tensor *t, const char *fn) 
   return mq_shape_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
 }
 
-/* x converted to dtype= when given (sum, mean, prod, cumsum, softmax ...). */
+/* x converted to dtype= when given (sum, mean, prod, cumsum, softmax ...),
+ * then to its compute dtype: the kernels behind these builtins read bool,
+ * int64, float32 and float64 only (given float16, softmax and var wrote
+ * doubles into 2-byte storage, cumsum failed with "bad dtype": audit
+ * findings). The builtin answers in the storage dtype through answer_in. */
 static mq_tensor *with_dtype(mq_state *S, mq_tensor *t, mq_value dtype) {
-  return dtype.type == MQ_NONE ? t : mq_astype(S, t, mq_arg_dtype(S, dtype, (mq_dtype)t->dtype));
+  if (dtype.type == MQ_NONE) return t;
+  return mq_tensor_computable(S, mq_astype(S, t, mq_arg_dtype(S, dtype, (mq_dtype)t->dtype)));
+}
+/* [r] stored in dtype= when that is a storage dtype and r came out in its
+ * compute dtype, as torch answers: softmax(x, dtype=float16) is float16,
+ * cumsum(x, 0, dtype=int8) int8. */
+static mq_value answer_in(mq_state *S, mq_tensor *r, mq_value dtype) {
+  if (dtype.type == MQ_NONE) RET(r);
+  RET(mq_narrow_back(S, r, mq_arg_dtype(S, dtype, (mq_dtype)r->dtype)));
 }
 
 /* torch.masked's functional forms: x converted to dtype= when given, and
@@ -194,7 +206,7 @@ static mq_tensor *functional_input_of(mq_state *S, mq_tensor *x, mq_value *args,
   if (args[mask_arg].type == MQ_NONE) return t;
   if (t->mask)
     mq_error(S, "mask= is for plain tensors; x is already masked (combine the masks with &)");
-  return mq_masked(S, t, T(mask_arg, "mask"));
+  return mq_masked(S, t, TS(mask_arg, "mask")); /* as stored: bool, or named as given */
 }
 static mq_tensor *functional_input(mq_state *S, mq_value *args, int dtype_arg, int mask_arg) {
   return functional_input_of(S, T(0, "x"), args, dtype_arg, mask_arg);
@@ -206,11 +218,14 @@ static mq_tensor *functional_input(mq_state *S, mq_value *args, int dtype_arg, i
 /* as stored: mq_reduce answers in torch's dtype for a storage dtype */
 #define RED_INPUT_RP TS(0, "x")
 #define RED_INPUT_RF functional_input_of(S, TS(0, "x"), args, 3, 4)
+#define RED_DTYPE_RP mq_none()
+#define RED_DTYPE_RF args[3]
 #define X(E, name, bind, ...)                                                  \
   static mq_value lib_red_##E(mq_state *S, mq_value *args) {                   \
     mq_tensor *t = RED_INPUT_##bind;                                           \
     int dims[MQ_MAX_DIMS], n = reduce_dims(S, args[1], t, dims);               \
-    RET(mq_reduce(S, MQ_RED_##E, t, n, dims, mq_arg_bool(S, args[2], "keepdim"))); \
+    return answer_in(S, mq_reduce(S, MQ_RED_##E, t, n, dims, mq_arg_bool(S, args[2], "keepdim")), \
+                     RED_DTYPE_##bind);                                        \
   }
 MQ_REDUCE_OPS(X)
 #undef X
@@ -231,7 +246,8 @@ static mq_value var_std(mq_state *S, mq_value *args, bool std) {
   } else if (args[2].type != MQ_NONE) {
     correction = mq_arg_number(S, args[2], "correction");
   }
-  RET(mq_var(S, t, n, dims, correction, mq_arg_bool(S, args[3], "keepdim"), std));
+  return answer_in(S, mq_var(S, t, n, dims, correction, mq_arg_bool(S, args[3], "keepdim"), std),
+                   args[5]);
 }
 static mq_value lib_var(mq_state *S, mq_value *args) { return var_std(S, args, false); }
 static mq_value lib_std(mq_state *S, mq_value *args) { return var_std(S, args, true); }
@@ -239,7 +255,8 @@ static mq_value lib_std(mq_state *S, mq_value *args) { return var_std(S, args, t
 static mq_value lib_norm(mq_state *S, mq_value *args) {
   mq_tensor *t = functional_input(S, args, 4, 5);
   int dims[MQ_MAX_DIMS], n = reduce_dims(S, args[2], t, dims);
-  RET(mq_norm(S, t, mq_arg_number(S, args[1], "p"), n, dims, mq_arg_bool(S, args[3], "keepdim")));
+  return answer_in(S, mq_norm(S, t, mq_arg_number(S, args[1], "p"), n, dims,
+                              mq_arg_bool(S, args[3], "keepdim")), args[4]);
 }
 
 static mq_value argext(mq_state *S, mq_value *args, bool max) {
@@ -259,7 +276,8 @@ static mq_value lib_median(mq_state *S, mq_value *args) {
 #define X(E, name, prod, ...)                                                  \
   static mq_value lib_scan_##E(mq_state *S, mq_value *args) {                  \
     mq_tensor *t = with_dtype(S, T(0, "x"), args[2]);                          \
-    RET(mq_cumulative(S, t, mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim), prod)); \
+    return answer_in(S, mq_cumulative(S, t, mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), \
+                                                                  t->ndim), prod), args[2]); \
   }
 MQ_SCAN_OPS(X)
 #undef X
@@ -273,7 +291,7 @@ static mq_value softmaxes(mq_state *S, mq_value *args, int kind) {
     if (!mq_dtype_is_float((mq_dtype)t->dtype)) t = mq_astype(S, t, MQ_DT_F32);
     t = mq_unary(S, MQ_UN_NEG, t);
   }
-  RET(kind == 1 ? mq_log_softmax(S, t, d) : mq_softmax(S, t, d));
+  return answer_in(S, kind == 1 ? mq_log_softmax(S, t, d) : mq_softmax(S, t, d), args[2]);
 }
 static mq_value lib_softmax(mq_state *S, mq_value *args) { return softmaxes(S, args, 0); }
 static mq_value lib_log_softmax(mq_state *S, mq_value *args) { return softmaxes(S, args, 1); }
@@ -291,11 +309,11 @@ static mq_value lib_where(mq_state *S, mq_value *args) {
   mq_tensor *ab[2] = {mq_tensor_from_value_stored(S, args[1], "a"),
                       mq_tensor_from_value_stored(S, args[2], "b")};
   mq_dtype want = mq_result_type(2, ab);
-  RET(mq_narrow_back(S, mq_where(S, T(0, "cond"), mq_tensor_computable(S, ab[0]),
+  RET(mq_narrow_back(S, mq_where(S, TS(0, "cond"), mq_tensor_computable(S, ab[0]),
                                  mq_tensor_computable(S, ab[1])), want));
 }
 static mq_value lib_masked_fill(mq_state *S, mq_value *args) {
-  RET(mq_masked_fill(S, T(0, "x"), T(1, "mask"), TW(2, "value")));
+  RET(mq_masked_fill(S, T(0, "x"), TS(1, "mask"), TW(2, "value"))); /* mask as stored: bool */
 }
 
 /* intersect(a, b): both operands restricted to the positions valid in both

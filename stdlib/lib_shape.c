@@ -19,14 +19,14 @@ int64_t *mq_int_list(mq_state *S, mq_value v, int *n, const char *what) {
       v = inner;
   }
   if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) {
-    mq_tensor *t = mq_as_tensor(v);
+    mq_tensor *t = mq_tensor_computable(S, mq_as_tensor(v)); /* int8 ... int32 count as ints */
     if (t->ndim == 1 && t->numel == 0 && !t->mask) { /* [] (a float32 tensor) */
       *n = 0;
       return mq_scratch(S, sizeof(int64_t));
     }
     if (t->ndim != 1 || t->dtype != MQ_DT_I64 || t->mask)
       mq_error(S, "%s must be ints or a list of ints, got a %s %s tensor", what,
-               mq_dtype_name((mq_dtype)t->dtype), mq_shape_str(S, t->ndim, t->shape));
+               mq_dtype_name((mq_dtype)mq_as_tensor(v)->dtype), mq_shape_str(S, t->ndim, t->shape));
     mq_tensor *c = mq_contiguous(S, t);
     *n = (int)(t->numel > INT32_MAX ? INT32_MAX : t->numel);
     return mq_tensor_data(c);

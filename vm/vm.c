@@ -283,6 +283,9 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
                  (mq_is_tensor(x) && (mq_as_tensor(x)->ndim > 0 || mq_as_tensor(x)->mask ||
                                       mq_as_tensor(x)->dtype != MQ_DT_I64))) {
         /* advanced indexing; only a plain 0-d int tensor acts as an int */
+        if (mq_is_tensor(x) && mq_as_tensor(x)->dtype == MQ_DT_U8) /* torch: a mask, masq: positions */
+          mq_error(S, "an index of dtype uint8 is ambiguous: torch takes it as a mask "
+                      "(deprecated), masq would take positions; write bool(index) or long(index)");
         it->kind = MQ_IX_TENSOR;
         it->tensor = mq_tensor_from_value(S, x, "index");
       } else {
