@@ -4,9 +4,10 @@
  * Each stored (valid) entry folds into the slot of the result its kept
  * coordinates name; entries are visited in ascending order, so each slot
  * sees its entries in one fixed order. Floats accumulate in double, ints
- * in int64. A CSR row reduction splits its rows among threads (each row
- * is one slot, so the order within a slot does not change); anything else
- * runs on one thread. */
+ * in int64. A CSR row reduction splits its rows among threads in runs of
+ * about equal entries (mq_parallel_for_weighted; each row is one slot,
+ * summed by one thread in entry order, so the bits do not depend on the
+ * thread count); anything else runs on one thread. */
 #include <math.h>
 
 #include "../core/checked.h"
@@ -175,8 +176,13 @@ typedef struct rows_job {
       double s = 0;                                                                         \
       int64_t n = 0;                                                                        \
       if (m) {                                                                              \
-        for (int64_t k = c[r]; k < c[r + 1]; k++)                                           \
-          if (m[k]) s += (double)v[k], n++;                                                 \
+        /* selects, no branch: adding +0.0 to a sum that starts at +0.0 \
+         * changes no bit (it never becomes -0.0), so this is the sum of \
+         * the valid entries exactly */                                    \
+        for (int64_t k = c[r]; k < c[r + 1]; k++) {                                         \
+          s += m[k] ? (double)v[k] : 0.0;                                                   \
+          n += m[k] != 0;                                                                   \
+        }                                                                                   \
         J->om[r] = n > 0;                                                                   \
         if (J->mean) s /= (double)n;                                                        \
       } else {                                                                              \
@@ -203,7 +209,8 @@ static mq_tensor *csr_row_sums(mq_state *S, mq_tensor *t, bool mean, bool keepdi
   rows_job J = {.t = t, .mean = mean, .out = mq_tensor_data(out),
                 .om = om ? mq_tensor_data(om) : NULL};
   int nt = mq_parallel_threads_for(S, t->sparse->nnz + t->shape[0]);
-  mq_parallel_for(S, nt, t->shape[0], MQ_PAR_GRAIN / 16, rows_range, &J);
+  mq_parallel_for_weighted(S, nt, t->shape[0], mq_tensor_data(t->sparse->crow), MQ_PAR_GRAIN,
+                           rows_range, &J);
   return om ? mq_masked(S, out, om) : out;
 }
 
@@ -244,8 +251,9 @@ static mq_tensor *reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t d
   if (t->layout == MQ_LAYOUT_CSR) {
     /* a row reduction writes each row's slot alone: rows split over threads */
     bool rows = J.ost[1] == 0 && J.ost[0] != 0;
-    int nt = rows ? mq_parallel_threads_for(S, t->sparse->nnz) : 1;
-    mq_parallel_for(S, nt, t->shape[0], MQ_PAR_GRAIN / 16, fold_range, &J);
+    int nt = rows ? mq_parallel_threads_for(S, t->sparse->nnz + t->shape[0]) : 1;
+    mq_parallel_for_weighted(S, nt, t->shape[0], mq_tensor_data(t->sparse->crow), MQ_PAR_GRAIN,
+                             fold_range, &J);
   } else {
     mq_parallel_for(S, 1, t->sparse->nnz, MQ_PAR_GRAIN, fold_range, &J);
   }
