@@ -2,7 +2,8 @@
  * the thread count: one script (row reductions, softmax along rows and
  * columns, SpMM with plain and masked operands, SDDMM, dense @ sparse)
  * runs in states on 1, 2 and 3 threads, and every result's data and mask,
- * and everything the script prints, must be byte for byte the same.
+ * and everything the script prints, must be byte for byte the same; so
+ * must COO reductions over the last dims (2-D, and a 3-D batch).
  *
  * The CSR matrix has rows of very uneven length (a row of 3000 entries
  * every 500 rows, the others 0 to 24), so the split of rows into runs of
@@ -48,9 +49,19 @@ static const char SCRIPT[] =
     "r13 = sum(msp, 0)\n"
     "r14 = sum(double(msp), 1)\n"
     "r15 = prod(msp, 1)\n"
+    /* COO over its last dims: each slot's entries are a run (sparse_reduce.c) */
+    "r16 = sum(to_sparse_coo(sp), 1)\n"
+    "ix = indices(to_sparse_coo(msp))\n"
+    "b3 = sparse_coo(stack([ix[0] // 1000, ix[0] % 1000, ix[1]]), values(sp), [80, 1000, 20011])\n"
+    "mb3 = masked(b3, sparse_coo(indices(b3), values(get_mask(msp)), [80, 1000, 20011]))\n"
+    "r17 = amax(mb3, 2)\n"
+    "r18 = mean(mb3, [1, 2], keepdim=true)\n"
+    "r19 = count(mb3, 2)\n"
+    "r20 = amax(msp, 1).reshape(80, 1000)\n"
+    "r21 = count(msp, 1).reshape(80, 1000)\n"
     "print(nnz(sp), count(msp), sum(r0), r1[0:3], r2[0:3], sum(r8), sum(r9), sum(r11))\n";
 
-enum { NRESULTS = 16 };
+enum { NRESULTS = 22 };
 
 static size_t elem_size(masq_dtype dt) {
   switch (dt) {
@@ -73,11 +84,12 @@ static masq_state *run_on(int threads, capture *c) {
   return M;
 }
 
-/* Result [name] of states A and B: same dtype, shape, data and mask bytes. */
-static void compare(masq_state *A, masq_state *B, const char *name, int threads) {
+/* Results [na] of state A and [nb] of B: same dtype, shape, data and mask
+ * bytes. */
+static void compare2(masq_state *A, const char *na, masq_state *B, const char *nb, int threads) {
   masq_tensor *ta = NULL, *tb = NULL, *ca = NULL, *cb = NULL;
-  CHECK_OK(A, masq_get_global(A, name, &ta));
-  CHECK_OK(B, masq_get_global(B, name, &tb));
+  CHECK_OK(A, masq_get_global(A, na, &ta));
+  CHECK_OK(B, masq_get_global(B, nb, &tb));
   if (!ta || !tb) return;
   CHECK_OK(A, masq_tensor_contiguous(A, ta, &ca));
   CHECK_OK(B, masq_tensor_contiguous(B, tb, &cb));
@@ -93,7 +105,7 @@ static void compare(masq_state *A, masq_state *B, const char *name, int threads)
   same = same && (da.valid == NULL) == (db.valid == NULL);
   same = same && memcmp(da.data, db.data, n * elem_size(da.dtype)) == 0;
   same = same && (!da.valid || memcmp(da.valid, db.valid, n) == 0);
-  if (!same) fprintf(stderr, "%s differs on %d threads\n", name, threads);
+  if (!same) fprintf(stderr, "%s and %s differ on %d threads\n", na, nb, threads);
   CHECK(same);
   masq_tensor_release(A, ca);
   masq_tensor_release(B, cb);
@@ -101,11 +113,20 @@ static void compare(masq_state *A, masq_state *B, const char *name, int threads)
   masq_tensor_release(B, tb);
 }
 
+static void compare(masq_state *A, masq_state *B, const char *name, int threads) {
+  compare2(A, name, B, name, threads);
+}
+
 static void test_same_bytes_on_any_thread_count(void) {
   static capture c1, cn;
   masq_state *one = run_on(1, &c1);
   if (!one) return;
   CHECK(strstr(c1.text, "1438060") != NULL); /* it ran, and printed */
+  /* COO reductions over the last dim fold the same entries in the same
+   * order as CSR's row reductions */
+  compare2(one, "r0", one, "r16", 1);
+  compare2(one, "r17", one, "r20", 1); /* the batch's rows are msp's rows */
+  compare2(one, "r19", one, "r21", 1);
   for (int threads = 2; threads <= 3; threads++) {
     masq_state *M = run_on(threads, &cn);
     if (!M) continue;
