@@ -257,3 +257,46 @@ void mq_parallel_for(mq_state *S, int n, int64_t count, int64_t grain, mq_range_
   run_round(S, n, range_task, &J);
   mq_check_interrupt(S);
 }
+
+/* --- items weighted by offsets ----------------------------------------------------- */
+
+typedef struct weighted_job {
+  const int64_t *off;
+  int64_t count, grain;
+  mq_range_fn fn;
+  void *ctx;
+} weighted_job;
+
+/* The first item whose weighted start, off[i] - off[0] + i, is at least
+ * [w]: every chunk c begins at first(c * grain). */
+static int64_t weighted_first(const weighted_job *W, int64_t w) {
+  int64_t lo = 0, hi = W->count; /* the answer is in [lo, hi] */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (W->off[mid] - W->off[0] + mid < w) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static void weighted_chunks(void *p, int64_t lo, int64_t hi, int t) {
+  const weighted_job *W = p;
+  int64_t a = weighted_first(W, lo * W->grain);
+  int64_t b = hi * W->grain >= W->off[W->count] - W->off[0] + W->count
+                  ? W->count
+                  : weighted_first(W, hi * W->grain);
+  if (a < b) W->fn(W->ctx, a, b, t);
+}
+
+void mq_parallel_for_weighted(mq_state *S, int n, int64_t count, const int64_t *off,
+                              int64_t grain, mq_range_fn fn, void *ctx) {
+  if (grain < 1) grain = 1;
+  if (count <= 0) {
+    mq_check_interrupt(S);
+    return;
+  }
+  /* total weight: entries plus one per item (an empty row costs a little) */
+  int64_t total = off[count] - off[0] + count;
+  weighted_job W = {.off = off, .count = count, .grain = grain, .fn = fn, .ctx = ctx};
+  mq_parallel_for(S, n, (total - 1) / grain + 1, 1, weighted_chunks, &W);
+}

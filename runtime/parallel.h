@@ -44,6 +44,16 @@ MQ_INTERNAL int mq_state_threads(mq_state *S);
 typedef void (*mq_range_fn)(void *ctx, int64_t lo, int64_t hi, int t);
 MQ_INTERNAL void mq_parallel_for(mq_state *S, int n, int64_t count, int64_t grain,
                                  mq_range_fn fn, void *ctx);
+/* mq_parallel_for over items of uneven weight, such as the rows of a CSR
+ * tensor: [off] holds count + 1 ascending offsets (crow), item i weighs
+ * off[i + 1] - off[i] + 1, and the items are cut into contiguous runs of
+ * about [grain] weight each, found by binary search in [off]. A row of
+ * 10^5 entries then is a chunk of its own while rows of 10 go thousands
+ * to a chunk, and the threads share the entries evenly rather than the
+ * rows. The runs depend on [off] and [grain] alone; fn(ctx, lo, hi, t)
+ * receives items (rows), never a split item. */
+MQ_INTERNAL void mq_parallel_for_weighted(mq_state *S, int n, int64_t count, const int64_t *off,
+                                          int64_t grain, mq_range_fn fn, void *ctx);
 /* Stops and joins the state's workers (masq_close). */
 MQ_INTERNAL void mq_parallel_close(mq_state *S);
 /* The thread count a new state starts with: MASQ_NUM_THREADS if set (1 to

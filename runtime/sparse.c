@@ -323,6 +323,11 @@ static mq_tensor *coo_indices_of_csr(mq_state *S, const mq_tensor *t) {
 
 mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col, mq_tensor *values,
                          const int64_t *shape, int dt, const char *who) {
+  if (crow->ndim == 2) /* torch's batched form, crow_indices (B, R + 1) */
+    mq_error(S, "%s: crow_indices must have 1 dimension, got shape %s: CSR is 2-D in masq (no "
+                "batched CSR); a batch of sparse matrices is a 3-D sparse_coo tensor "
+                "(sparse_coo, or to_sparse_coo(x)), whose sums and softmax take any dim", who,
+             mq_shape_str(S, crow->ndim, crow->shape));
   mq_tensor *cr = index_arg(S, crow, 1, who, "crow_indices");
   mq_tensor *ci = index_arg(S, col, 1, who, "col_indices");
   int64_t rows = cr->numel - 1, nnz = ci->numel;
@@ -442,7 +447,11 @@ mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_CSR) return t;
   if (t->ndim != 2)
     mq_error(S, "to_sparse_csr: only 2-D tensors can be converted to the sparse_csr layout, "
-                "got shape %s", mq_shape_str(S, t->ndim, t->shape));
+                "got shape %s%s", mq_shape_str(S, t->ndim, t->shape),
+             t->ndim > 2 ? " (no batched CSR); a batch of sparse matrices goes in the "
+                           "sparse_coo layout: to_sparse_coo(x), whose sums and softmax take "
+                           "any dim"
+                         : "");
   mq_tensor *coo = mq_to_sparse_coo(S, t);
   return converted(S, convert_both(S, coo, csr_of_coo), coo, MQ_AG_SP_LAYOUT);
 }

@@ -275,8 +275,9 @@ mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
     J.colvalid = cv;
   }
   J.acc = mq_scratch(S, mq_ck_zmul(S, (size_t)nt * (size_t)(n ? n : 1), 8, "result"));
-  int64_t per = (c->sparse->nnz / (m ? m : 1) + 1) * (n ? n : 1);
-  mq_parallel_for(S, nt, m, MQ_PAR_GRAIN / per + 1, spmm_range, &J);
+  /* rows in runs of about equal entries; an entry costs a row of b */
+  mq_parallel_for_weighted(S, nt, m, J.crow, MQ_PAR_GRAIN / (n < 16 ? 16 : n < 1024 ? n : 1024),
+                           spmm_range, &J);
   out = om ? mq_masked(S, out, om) : out;
   if (MQ_UNLIKELY(a->requires_grad || b->requires_grad)) {
     mq_tensor *in[2] = {a, b};
@@ -365,10 +366,12 @@ mq_tensor *mq_sparse_masked_matmul(mq_state *S, mq_tensor *a, mq_tensor *b, mq_t
                  .out = mq_tensor_data(out)};
   int64_t k1 = a->shape[1] + 1;
   int nt = mq_parallel_threads_for(S, nnz * (k1 < 64 ? k1 : 64));
-  bool csr = mask->layout == MQ_LAYOUT_CSR;
-  int64_t items = csr ? mask->shape[0] : nnz;
-  int64_t per = (csr ? nnz / (items ? items : 1) + 1 : 1) * k1;
-  mq_parallel_for(S, nt, items, MQ_PAR_GRAIN / per + 1, sddmm_range, &J);
+  int64_t per = k1 < 1024 ? k1 : 1024;
+  if (mask->layout == MQ_LAYOUT_CSR)
+    mq_parallel_for_weighted(S, nt, mask->shape[0], mq_tensor_data(mask->sparse->crow),
+                             MQ_PAR_GRAIN / per, sddmm_range, &J);
+  else
+    mq_parallel_for(S, nt, nnz, MQ_PAR_GRAIN / per + 1, sddmm_range, &J);
   if (!valid) {
     valid = mq_tensor_full(S, MQ_DT_BOOL, 1, &nnz, 1);
   }

@@ -4,9 +4,11 @@
  * Each stored (valid) entry folds into the slot of the result its kept
  * coordinates name; entries are visited in ascending order, so each slot
  * sees its entries in one fixed order. Floats accumulate in double, ints
- * in int64. A CSR row reduction splits its rows among threads (each row
- * is one slot, so the order within a slot does not change); anything else
- * runs on one thread. */
+ * in int64. A CSR row reduction splits its rows among threads in runs of
+ * about equal entries (mq_parallel_for_weighted; each row is one slot,
+ * summed by one thread in entry order, so the bits do not depend on the
+ * thread count); so does a COO reduction over its last dims (each slot's
+ * entries are a run, see fold_runs); anything else runs on one thread. */
 #include <math.h>
 
 #include "../core/checked.h"
@@ -23,6 +25,7 @@ typedef struct red_job {
   int64_t ost[MQ_MAX_DIMS]; /* slot stride of each dim, 0 for reduced ones */
   void *acc;          /* double or int64 per slot */
   int64_t *cnt;       /* valid entries per slot */
+  int64_t grain;      /* COO runs: entries a chunk nominally spans */
 } red_job;
 
 /* The fold loop over stored entries [lo, hi) (CSR: rows [lo, hi)) with
@@ -106,6 +109,49 @@ static void fold_range(void *ctx, int64_t lo, int64_t hi, int t) {
   }
 }
 
+/* COO entries are in row-major order, so when the reduced dims are the
+ * last ones the slot of entry k never decreases with k and each slot's
+ * entries are one run. Threads then take chunks of entries whose bounds
+ * move forward to the next change of slot (a binary search, the slot being
+ * monotone), so each slot is folded by one thread in entry order and the
+ * bits do not depend on the thread count. */
+static int64_t coo_slot(const red_job *J, int64_t k) {
+  const int64_t *ix = mq_tensor_data(J->t->sparse->indices);
+  int64_t nnz = J->t->sparse->nnz, s = 0;
+  for (int d = 0; d < J->t->ndim; d++) s += ix[d * nnz + k] * J->ost[d];
+  return s;
+}
+
+/* The first entry at or after [p] that begins a slot's run (nnz: none). */
+static int64_t run_start(const red_job *J, int64_t p) {
+  int64_t nnz = J->t->sparse->nnz;
+  if (p <= 0) return 0;
+  if (p >= nnz) return nnz;
+  int64_t prev = coo_slot(J, p - 1), lo = p, hi = nnz;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (coo_slot(J, mid) == prev) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static void fold_runs(void *ctx, int64_t lo, int64_t hi, int t) {
+  const red_job *J = ctx;
+  int64_t a = run_start(J, lo * J->grain), b = run_start(J, hi * J->grain);
+  if (a < b) fold_range(ctx, a, b, t);
+}
+
+/* The reduced dims are the last ones and at least one dim is kept. */
+static bool trailing_dims(uint32_t dims, int ndim) {
+  bool reduced = false;
+  for (int d = 0; d < ndim; d++) {
+    if (dims >> d & 1) reduced = true;
+    else if (reduced) return false;
+  }
+  return reduced && !(dims & 1);
+}
+
 static const char *const red_names[] = {"sum", "mean", "amax", "amin", "prod", "count"};
 
 static mq_dtype out_dtype(mq_state *S, mq_sparse_red op, mq_dtype dt) {
@@ -175,8 +221,13 @@ typedef struct rows_job {
       double s = 0;                                                                         \
       int64_t n = 0;                                                                        \
       if (m) {                                                                              \
-        for (int64_t k = c[r]; k < c[r + 1]; k++)                                           \
-          if (m[k]) s += (double)v[k], n++;                                                 \
+        /* selects, no branch: adding +0.0 to a sum that starts at +0.0 \
+         * changes no bit (it never becomes -0.0), so this is the sum of \
+         * the valid entries exactly */                                    \
+        for (int64_t k = c[r]; k < c[r + 1]; k++) {                                         \
+          s += m[k] ? (double)v[k] : 0.0;                                                   \
+          n += m[k] != 0;                                                                   \
+        }                                                                                   \
         J->om[r] = n > 0;                                                                   \
         if (J->mean) s /= (double)n;                                                        \
       } else {                                                                              \
@@ -203,7 +254,8 @@ static mq_tensor *csr_row_sums(mq_state *S, mq_tensor *t, bool mean, bool keepdi
   rows_job J = {.t = t, .mean = mean, .out = mq_tensor_data(out),
                 .om = om ? mq_tensor_data(om) : NULL};
   int nt = mq_parallel_threads_for(S, t->sparse->nnz + t->shape[0]);
-  mq_parallel_for(S, nt, t->shape[0], MQ_PAR_GRAIN / 16, rows_range, &J);
+  mq_parallel_for_weighted(S, nt, t->shape[0], mq_tensor_data(t->sparse->crow), MQ_PAR_GRAIN,
+                           rows_range, &J);
   return om ? mq_masked(S, out, om) : out;
 }
 
@@ -244,8 +296,14 @@ static mq_tensor *reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t d
   if (t->layout == MQ_LAYOUT_CSR) {
     /* a row reduction writes each row's slot alone: rows split over threads */
     bool rows = J.ost[1] == 0 && J.ost[0] != 0;
-    int nt = rows ? mq_parallel_threads_for(S, t->sparse->nnz) : 1;
-    mq_parallel_for(S, nt, t->shape[0], MQ_PAR_GRAIN / 16, fold_range, &J);
+    int nt = rows ? mq_parallel_threads_for(S, t->sparse->nnz + t->shape[0]) : 1;
+    mq_parallel_for_weighted(S, nt, t->shape[0], mq_tensor_data(t->sparse->crow), MQ_PAR_GRAIN,
+                             fold_range, &J);
+  } else if (trailing_dims(dims, t->ndim)) {
+    int64_t nnz = t->sparse->nnz;
+    J.grain = MQ_PAR_GRAIN;
+    mq_parallel_for(S, mq_parallel_threads_for(S, nnz), (nnz + J.grain - 1) / J.grain, 1,
+                    fold_runs, &J);
   } else {
     mq_parallel_for(S, 1, t->sparse->nnz, MQ_PAR_GRAIN, fold_range, &J);
   }

@@ -219,8 +219,10 @@ mq_tensor *mq_sparse_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt
     permute(S, ms, J.m, g.order, nnz, 1, true);
     J.x = xs, J.m = ms, J.o = mq_scratch(S, bytes);
   }
-  int64_t per = g.n ? nnz / g.n + 1 : 1;
-  mq_parallel_for(S, mq_parallel_threads_for(S, nnz), g.n, MQ_PAR_GRAIN / per + 1, sm_groups, &J);
+  /* runs of groups of about equal entries (an exp each: a quarter of the
+   * cheap kernel's grain) */
+  mq_parallel_for_weighted(S, mq_parallel_threads_for(S, nnz), g.n, g.start, MQ_PAR_GRAIN / 4,
+                           sm_groups, &J);
   if (g.order) permute(S, mq_tensor_data(o), J.o, g.order, nnz, es, false);
   mq_tensor *r = mq_sparse_with_values(S, t, o, t->mask);
   if (MQ_UNLIKELY(t->requires_grad)) {

@@ -45,6 +45,10 @@ static mq_value lib_sparse_csr(mq_state *S, mq_value *args) {
   int64_t buf[MQ_MAX_DIMS];
   int nd = 2;
   const int64_t *size = size_arg(S, args[3], buf, &nd);
+  if (size && nd > 2)
+    mq_error(S, "sparse_csr: size must have 2 dims, got %d: CSR is 2-D in masq (no batched "
+                "CSR); a batch of sparse matrices is a %d-D sparse_coo tensor (sparse_coo, or "
+                "to_sparse_coo(x)), whose sums and softmax take any dim", nd, nd);
   if (size && nd != 2) mq_error(S, "sparse_csr: size must have 2 dims, got %d", nd);
   RET(mq_sparse_csr(S, mq_arg_tensor(S, args[0], "crow_indices"),
                     mq_arg_tensor(S, args[1], "col_indices"), mq_arg_tensor(S, args[2], "values"),
