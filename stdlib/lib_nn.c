@@ -8,6 +8,8 @@
  * sgd_step's is the momentum buffer (none without momentum), adagrad_step's
  * the sum of squares, adam_step's [m, v, step]; none starts from zeros. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/nn.h"
@@ -149,6 +151,20 @@ static mq_value lib_adagrad_step(mq_state *S, mq_value *args) {
   return pair(S, nw, mq_objv(ns));
 }
 
+/* A number a literal list turned into a float32 tensor entry: the shortest
+ * decimal that reads back as it, read as a double, so that betas=[0.9, 0.999]
+ * is torch's 0.9 and 0.999 and not their float32 roundings (which move the
+ * moments by about 1e-7 relative, as torch's float32 roundoff allows only
+ * 1e-8 or so). */
+static double literal_of_f32(double v) {
+  char t[32];
+  for (int p = 1; p <= 9; p++) {
+    snprintf(t, sizeof t, "%.*g", p, v);
+    if (strtof(t, NULL) == (float)v) return strtod(t, NULL);
+  }
+  return v;
+}
+
 static mq_value lib_adam_step(mq_state *S, mq_value *args) {
   static const char who[] = "adam_step";
   mq_tensor *g, *w = param_arg(S, who, args, &g), *m = NULL, *v = NULL;
@@ -172,6 +188,7 @@ static mq_value lib_adam_step(mq_state *S, mq_value *args) {
     for (int i = 0; i < 2; i++) {
       if (b) beta[i] = mq_arg_number(S, b->items[i], "betas");
       else beta[i] = mq_tensor_item(S, mq_select(S, bt, 0, i));
+      if (!b && bt->dtype == MQ_DT_F32) beta[i] = literal_of_f32(beta[i]);
     }
   }
   for (int i = 0; i < 2; i++)

@@ -1072,6 +1072,93 @@ def mk_layer_norm(rng, k):
     return Case(ins, call, ref, proxy=proxy)
 
 
+# ---------------------------------------------------------------- optimizer steps
+
+OPTIM_SOURCE = ("torch.optim.%s's step (foreach=False) with the state set; where the gradient is masked out, "
+                "parameter and state are left as they were")
+
+
+def optim_ref(kind, hp, has_state):
+    """[w, state tensors..., (adam) step] after one torch.optim step from
+    the given state; entries whose gradient is masked out keep w and state"""
+    def ref(v):
+        w, g = v[0], v[1]
+        ok = g.vmask()
+        p = w.d.clone().requires_grad_(True)
+        p.grad = torch.where(ok, g.d, torch.zeros((), dtype=g.d.dtype))
+        if kind == "sgd":
+            opt = torch.optim.SGD([p], lr=hp["lr"], momentum=hp["momentum"], weight_decay=hp["wd"], foreach=False)
+            if has_state:
+                opt.state[p]["momentum_buffer"] = v[2].d.clone()
+            olds = [v[2].d] if has_state else [torch.zeros_like(w.d)]
+        elif kind == "adagrad":
+            opt = torch.optim.Adagrad([p], lr=hp["lr"], eps=hp["eps"], weight_decay=hp["wd"], foreach=False)
+            if has_state:
+                opt.state[p]["sum"].copy_(v[2].d)
+            olds = [v[2].d if has_state else torch.zeros_like(w.d)]
+        else:
+            opt = torch.optim.Adam([p], lr=hp["lr"], betas=hp["betas"], eps=hp["eps"], weight_decay=hp["wd"],
+                                   foreach=False)
+            if has_state:
+                opt.state[p] = {"step": torch.tensor(float(hp["step"])), "exp_avg": v[2].d.clone(),
+                                "exp_avg_sq": v[3].d.clone()}
+            olds = [v[2].d, v[3].d] if has_state else [torch.zeros_like(w.d)] * 2
+        with torch.no_grad():
+            opt.step()
+        st = opt.state[p]
+        news = {"sgd": ["momentum_buffer"], "adagrad": ["sum"], "adam": ["exp_avg", "exp_avg_sq"]}[kind]
+        out = [V(torch.where(ok, p.detach(), w.d))]
+        if kind != "sgd" or hp["momentum"] != 0:
+            out += [V(torch.where(ok, st[key], old)) for key, old in zip(news, olds)]
+        if kind == "adam":
+            out.append(V(torch.tensor(hp["step"] + 1, dtype=torch.int64)))
+        return out
+    return ref
+
+
+def mk_optim(kind):
+    def make(rng, k):
+        dtype = case_dtype(k, ("f64",))
+        shape = draw_shape(rng, k, maxnumel=36)
+        w = draw_plain(rng, k, shape, dtype, "real", specials=False)
+        # the gradient: plain, or masked with every kind of mask (specials at valid entries too)
+        g = (draw_masked if k % 4 else draw_plain)(rng, k, shape, dtype, "real")
+        has_state = k % 3 != 0
+        hp = {"lr": float(rng.choice([0.1, 0.01, 1.0, 0.5])), "wd": float(rng.choice([0.0, 0.0, 0.01, 0.5]))}
+        ins = [w, g]
+        if kind == "sgd":
+            hp["momentum"] = float(rng.choice([0.0, 0.9, 0.5])) if k % 5 else 0.0
+            has_state = has_state and hp["momentum"] != 0
+            if has_state:
+                ins.append(draw_plain(rng, k, shape, dtype, "real", specials=False))
+            call = "flat(sgd_step({0}, {1}, %s, momentum=%s, state=%s, weight_decay=%s))" % (
+                lit(hp["lr"]), lit(hp["momentum"]), "{2}" if has_state else "none", lit(hp["wd"]))
+        elif kind == "adagrad":
+            hp["eps"] = float(rng.choice([1e-10, 1e-3, 0.1]))
+            if has_state:
+                ins.append(draw_plain(rng, k, shape, dtype, "nonneg", specials=False))
+            call = "flat(adagrad_step({0}, {1}, %s, lr=%s, eps=%s, weight_decay=%s))" % (
+                "{2}" if has_state else "none", lit(hp["lr"]), lit(hp["eps"]), lit(hp["wd"]))
+        else:
+            hp["eps"] = float(rng.choice([1e-8, 1e-3]))
+            hp["betas"] = [(0.9, 0.999), (0.8, 0.99), (0.5, 0.5), (0.0, 0.9)][k % 4]
+            hp["step"] = int(rng.integers(1, 30)) if has_state else 0
+            if has_state:
+                ins += [draw_plain(rng, k, shape, dtype, "small", specials=False),
+                        draw_plain(rng, k, shape, dtype, "nonneg", specials=False)]
+            state = "[{2}, {3}, %d]" % hp["step"] if has_state else "none"
+            call = "flat(adam_step({0}, {1}, %s, lr=%s, betas=%s, eps=%s, weight_decay=%s))" % (
+                state, lit(hp["lr"]), lit(list(hp["betas"])), lit(hp["eps"]), lit(hp["wd"]))
+        return Case(ins, call, optim_ref(kind, hp, has_state), grad=False, multi=True,
+                    notes=["masq rule: a masked-out gradient entry leaves w and state as they were"]
+                    if g.masked else [])
+    return make
+
+
+for _n, _t in (("sgd", "SGD"), ("adagrad", "Adagrad"), ("adam", "Adam")):
+    op(_n + "_step", "optim", OPTIM_SOURCE % _t)(mk_optim(_n))
+
+
 # ---------------------------------------------------------------- where
 
 
