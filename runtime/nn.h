@@ -37,6 +37,12 @@ MQ_INTERNAL mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t,
 MQ_INTERNAL mq_tensor *mq_nn_cross_entropy(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
                                            int64_t ignore_index, mq_tensor *weight,
                                            mq_nn_reduction r);
+/* The same with torch's label_smoothing [smoothing] in [0, 1]: (1 - e) of
+ * the loss plus e times the mean of -log_softmax(x) * weight over the
+ * valid classes (a probability target: t(1 - e) + e / C as the target). */
+MQ_INTERNAL mq_tensor *mq_nn_cross_entropy_ls(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
+                                              int64_t ignore_index, mq_tensor *weight,
+                                              double smoothing, mq_nn_reduction r);
 /* -x[target] along dim: x holds log-probabilities; t as cross_entropy's
  * int64 classes. */
 MQ_INTERNAL mq_tensor *mq_nn_nll_loss(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,

@@ -44,7 +44,7 @@ static mq_value lib_bce_logits(mq_state *S, mq_value *args) {
   return mq_objv(mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), pw, reduction_arg(S, args[2])));
 }
 /* cross_entropy and nll_loss: (input, target, dim, ignore_index, reduction,
- * weight) */
+ * weight), then cross_entropy's label_smoothing */
 static mq_value class_loss(mq_state *S, mq_value *args, bool nll) {
   mq_tensor *x = T(0, "input");
   int64_t dim = mq_arg_int(S, args[2], "dim");
@@ -54,7 +54,8 @@ static mq_value class_loss(mq_state *S, mq_value *args, bool nll) {
   mq_nn_reduction r = reduction_arg(S, args[4]);
   mq_tensor *w = args[5].type == MQ_NONE ? NULL : T(5, "weight");
   return mq_objv(nll ? mq_nn_nll_loss(S, x, t, (int)dim, ignore, w, r)
-                     : mq_nn_cross_entropy(S, x, t, (int)dim, ignore, w, r));
+                     : mq_nn_cross_entropy_ls(S, x, t, (int)dim, ignore, w,
+                                              mq_arg_number(S, args[6], "label_smoothing"), r));
 }
 static mq_value lib_cross_entropy(mq_state *S, mq_value *args) { return class_loss(S, args, false); }
 static mq_value lib_nll_loss(mq_state *S, mq_value *args) { return class_loss(S, args, true); }
@@ -218,10 +219,12 @@ const mq_libfn mq_lib_nn[] = {
      lib_bce_logits,
      "binary_cross_entropy of sigmoid(input), computed stably from the logits; pos_weight "
      "scales the positive term (one weight per class of the last dim)", MQ_BK_NONE, 0},
-    {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none)",
+    {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none, "
+     "label_smoothing=0.0)",
      lib_cross_entropy,
      "-log_softmax(input, dim) at int64 class targets (or summed against float probabilities); "
-     "weight: one per class, the mean divides by the valid targets' weights (torch's)",
+     "weight: one per class, the mean divides by the valid targets' weights (torch's); "
+     "label_smoothing e: (1 - e) of that plus e of the mean over the valid classes",
      MQ_BK_NONE, 0},
     {"nll_loss(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none)",
      lib_nll_loss,

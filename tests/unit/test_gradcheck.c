@@ -399,6 +399,19 @@ static mq_tensor *f_cross_entropy_p(mq_tensor **in, int v) {
   return mq_nn_cross_entropy(S, in[0], fixed_target(in[0], v, 0, 1), in[0]->ndim > 1, -100, NULL,
                              (mq_nn_reduction)(v % 3));
 }
+/* label smoothing, with and without class weights, class and probability targets */
+static mq_tensor *f_cross_entropy_ls(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_cross_entropy_ls(S, in[0], class_target(in[0], v, dim), dim, -100,
+                                v % 2 ? fixed_weights(in[0]->shape[dim], v) : NULL, 0.1 + 0.3 * (v % 3),
+                                (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_cross_entropy_pls(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_cross_entropy_ls(S, in[0], fixed_target(in[0], v, 0, 1), dim, -100,
+                                v % 2 ? fixed_weights(in[0]->shape[dim], v) : NULL, 0.2 + 0.4 * (v % 2),
+                                (mq_nn_reduction)(v % 3));
+}
 static mq_tensor *f_layer_norm(mq_tensor **in, int v) {
   int nd = in[0]->ndim > 1 && v % 2 ? 2 : 1;
   mq_tensor *w = NULL, *b = NULL;
@@ -497,7 +510,7 @@ static const gcase cases[] = {
     C1(mse_loss, ANY), C1(mse_loss_t, ANY), C1(l1_loss, ANY), C1ND(nll_loss, ANY), C1(bce, PROB), C1(bce_t, ANY), C1(bce_logits, ANY),
     C1(bce_logits_t, ANY), C1ND(cross_entropy, ANY), C1ND(cross_entropy_p, ANY),
     C1(bce_logits_pw, ANY), C1ND(cross_entropy_w, ANY), C1ND(cross_entropy_pw, ANY),
-    C1ND(layer_norm, ANY), C1(dropout, ANY),
+    C1ND(cross_entropy_ls, ANY), C1ND(cross_entropy_pls, ANY), C1ND(layer_norm, ANY), C1(dropout, ANY),
 };
 
 /* Every row, the differentiable ones checked; NaN does not propagate

@@ -1017,6 +1017,119 @@ op("nll_loss_weight", "loss", "torch.nn.functional.nll_loss with weight= and ign
    "target is ignored too (the mean divides by the valid targets' weights)")(mk_class_loss("nll_loss", True))
 
 
+def smoothing_draw(rng, k):
+    return [0.1, 0.0, 0.3, 1.0, 0.05][k % 5]
+
+
+def masked_lsm(d, m, dim):
+    """log_softmax over the valid logits (masq: a masked-out logit is no
+    class); -inf at the masked-out ones"""
+    if m is None:
+        return d.log_softmax(dim)
+    return torch.where(m, d, torch.full((), -math.inf, dtype=d.dtype)).log_softmax(dim)
+
+
+def valid_mean(v, m, dim):
+    """the mean along dim over the entries m marks (0 where there is none)"""
+    z = torch.zeros((), dtype=v.dtype)
+    return torch.where(m, v, z).sum(dim) / m.sum(dim).clamp(min=1).to(v.dtype)
+
+
+@op("cross_entropy_smoothing", "loss", "torch.nn.functional.cross_entropy with label_smoothing= (and weight=, "
+    "ignore_index); a masked-out target is ignored; masked-out logits: masq's rule (no class)")
+def mk_ce_smoothing(rng, k):
+    dtype = case_dtype(k, ("f64",))
+    nd = [2, 1, 2, 3][k % 4]
+    shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
+    red = ["mean", "sum", "none"][k % 3]
+    dim = 1 if nd > 1 else 0
+    C = shape[dim]
+    e = smoothing_draw(rng, k)
+    masked_x = k % 6 == 5
+    x = (draw_masked if masked_x else draw_plain)(rng, k, shape, dtype, specials=False)
+    tshape = tuple(d for i, d in enumerate(shape) if i != dim)
+    cls = torch.from_numpy(rng.integers(0, C, size=tshape).astype(np.int64)).reshape(tshape)
+    cls[torch.from_numpy(rng.random(tshape) < 0.2).reshape(tshape)] = -100
+    tm = draw_mask(rng, tshape, "random") if (k // 2) % 2 else None
+    if tm is not None:
+        cls[~tm] = 7 + C
+    t = V(cls, tm)
+    valid = t.vmask() & (cls != -100)
+    if masked_x:   # the target's logit must be valid too
+        at = torch.where(valid, cls, torch.zeros((), dtype=cls.dtype)).unsqueeze(dim)
+        valid = valid & x.m.gather(dim, at).squeeze(dim)
+    anym = tm is not None or masked_x or bool((cls == -100).any())
+    weighted = k % 2 == 1
+    ins = [x, t] + ([class_weight(rng, C, dtype)] if weighted else [])
+
+    def ref(v):
+        w = v[2].d if weighted else None
+        if not masked_x:
+            tt = torch.where(valid, v[1].d, torch.full_like(v[1].d, -100))
+            kw = {"weight": w, "label_smoothing": e}
+            if red != "none" and bool(valid.any()):
+                return [V(Fn.cross_entropy(v[0].d, tt, reduction=red, **kw), torch.tensor(True) if anym else None)]
+            return [reduced(Fn.cross_entropy(v[0].d, tt, reduction="none", **kw), valid, anym, red, dtype)]
+        # masq's rule for masked-out logits: out of the log-sum-exp and of the classes smoothed over
+        lsm = masked_lsm(v[0].d, x.m, dim)
+        at = torch.where(valid, v[1].d, torch.zeros((), dtype=cls.dtype)).unsqueeze(dim)
+        wv = w if w is not None else torch.ones(C, dtype=dtype)
+        wb = wv.reshape([C if i == dim else 1 for i in range(nd)])
+        wt = wv[at.squeeze(dim)]
+        per = -(1 - e) * wt * lsm.gather(dim, at).squeeze(dim) - e * valid_mean(lsm * wb, x.m, dim)
+        if red == "mean" and bool(valid.any()):
+            z = torch.zeros((), dtype=dtype)
+            return [V(torch.where(valid, per, z).sum() / torch.where(valid, wt, z).sum(), torch.tensor(True))]
+        return [reduced(per, valid, True, red, dtype)]
+
+    wexpr = ", weight={2}" if weighted else ""
+    return Case(ins, f'cross_entropy({{0}}, {{1}}{wexpr}, label_smoothing={lit(e)}, reduction="{red}")', ref,
+                proxy=lambda q: reduced_proxy(q[0].sum(dim), valid, red), diff=[0],
+                notes=["masq rule: a masked-out logit is no class"] if masked_x else [])
+
+
+@op("cross_entropy_prob", "loss", "torch.nn.functional.cross_entropy with class probabilities as the target "
+    "(and weight=, label_smoothing=); masked-out target entries and logits: masq's rule (left out)")
+def mk_ce_prob(rng, k):
+    dtype = case_dtype(k, ("f64",))
+    nd = [2, 1, 2, 3][k % 4]
+    shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
+    red = ["mean", "sum", "none"][k % 3]
+    dim = 1 if nd > 1 else 0
+    C = shape[dim]
+    e = smoothing_draw(rng, k) if k % 2 else 0.0
+    form = (k // 3) % 4   # masked operands: none, the target, the input, both
+    x = (draw_masked if form >= 2 else draw_plain)(rng, k, shape, dtype, specials=False)
+    t = (draw_masked if form in (1, 3) else draw_plain)(rng, k + 1, shape, dtype, "p01", specials=False)
+    weighted = k % 4 >= 2
+    ins = [x, t] + ([class_weight(rng, C, dtype)] if weighted else [])
+    anym = x.masked or t.masked
+    both = x.vmask() & t.vmask()
+    valid = both.any(dim)
+
+    def ref(v):
+        w = v[2].d if weighted else None
+        if not anym:
+            return [V(Fn.cross_entropy(v[0].d, v[1].d, weight=w, label_smoothing=e, reduction=red))]
+        lsm = masked_lsm(v[0].d, x.m, dim)
+        wv = w if w is not None else torch.ones(C, dtype=dtype)
+        wb = wv.reshape([C if i == dim else 1 for i in range(nd)])
+        z = torch.zeros((), dtype=dtype)
+        base = -torch.where(both, lsm * v[1].d * wb, z).sum(dim)
+        per = (1 - e) * base - e * valid_mean(lsm * wb, both, dim)
+        return [reduced(per, valid, True, red, dtype)]
+
+    def proxy(q):
+        # every logit of a row feeds its loss; a target entry only where its logit is valid too
+        r = q[0] + torch.where(both, q[1], torch.zeros((), dtype=q[1].dtype))
+        return reduced_proxy(r.sum(dim), valid, red)
+
+    wexpr = ", weight={2}" if weighted else ""
+    ls = f", label_smoothing={lit(e)}" if e else ""
+    return Case(ins, f'cross_entropy({{0}}, {{1}}{wexpr}{ls}, reduction="{red}")', ref, proxy=proxy, diff=[0, 1],
+                notes=["masq rule: masked-out entries are left out"] if anym else [])
+
+
 @op("bce_logits_pos_weight", "loss", LOSS_SOURCE + "; pos_weight= per class of the last dim")
 def mk_bce_pos_weight(rng, k):
     dtype = case_dtype(k, ("f64",))
