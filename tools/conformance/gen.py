@@ -1035,15 +1035,19 @@ def valid_mean(v, m, dim):
     return torch.where(m, v, z).sum(dim) / m.sum(dim).clamp(min=1).to(v.dtype)
 
 
-@op("cross_entropy_smoothing", "loss", "torch.nn.functional.cross_entropy with label_smoothing= (and weight=, "
-    "ignore_index); a masked-out target is ignored; masked-out logits: masq's rule (no class)")
-def mk_ce_smoothing(rng, k):
+def class_case(rng, k):
+    """a class loss case's dtype, ndim, shape, reduction, class dim and class count"""
     dtype = case_dtype(k, ("f64",))
     nd = [2, 1, 2, 3][k % 4]
     shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
-    red = ["mean", "sum", "none"][k % 3]
     dim = 1 if nd > 1 else 0
-    C = shape[dim]
+    return dtype, nd, shape, ["mean", "sum", "none"][k % 3], dim, shape[dim]
+
+
+@op("cross_entropy_smoothing", "loss", "torch.nn.functional.cross_entropy with label_smoothing= (and weight=, "
+    "ignore_index); a masked-out target is ignored; masked-out logits: masq's rule (no class)")
+def mk_ce_smoothing(rng, k):
+    dtype, nd, shape, red, dim, C = class_case(rng, k)
     e = smoothing_draw(rng, k)
     masked_x = k % 6 == 5
     x = (draw_masked if masked_x else draw_plain)(rng, k, shape, dtype, specials=False)
@@ -1091,12 +1095,7 @@ def mk_ce_smoothing(rng, k):
 @op("cross_entropy_prob", "loss", "torch.nn.functional.cross_entropy with class probabilities as the target "
     "(and weight=, label_smoothing=); masked-out target entries and logits: masq's rule (left out)")
 def mk_ce_prob(rng, k):
-    dtype = case_dtype(k, ("f64",))
-    nd = [2, 1, 2, 3][k % 4]
-    shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
-    red = ["mean", "sum", "none"][k % 3]
-    dim = 1 if nd > 1 else 0
-    C = shape[dim]
+    dtype, nd, shape, red, dim, C = class_case(rng, k)
     e = smoothing_draw(rng, k) if k % 2 else 0.0
     form = (k // 3) % 4   # masked operands: none, the target, the input, both
     x = (draw_masked if form >= 2 else draw_plain)(rng, k, shape, dtype, specials=False)
