@@ -100,6 +100,19 @@ static mq_tensor *weight_arg(mq_state *S, const char *who, const char *what, mq_
   return mq_astype(S, w, (mq_dtype)x->dtype);
 }
 
+mq_tensor *mq_nn_scaled(mq_state *S, const char *who, mq_tensor *loss, mq_tensor *w, mq_nn_reduction r) {
+  w = weight_arg(S, who, "weight", w, loss);
+  bool fits = w->ndim <= loss->ndim;
+  for (int i = 1; fits && i <= w->ndim; i++) {
+    int64_t a = w->shape[w->ndim - i];
+    fits = a == 1 || a == loss->shape[loss->ndim - i];
+  }
+  if (!fits)
+    mq_error(S, "%s: weight of shape %s does not broadcast to the input's shape %s", who,
+             mq_shape_str(S, w->ndim, w->shape), mq_shape_str(S, loss->ndim, loss->shape));
+  return reduce(S, bin(S, MQ_BIN_MUL, loss, w), r);
+}
+
 mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t, mq_tensor *pw,
                             mq_nn_reduction r) {
   static const char who[] = "binary_cross_entropy_with_logits";

@@ -26,6 +26,12 @@ MQ_INTERNAL mq_tensor *mq_nn_bce(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_
  * against x (one per class of the last dim), as torch's. */
 MQ_INTERNAL mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t,
                                         mq_tensor *pos_weight, mq_nn_reduction r);
+/* torch's weight= of the BCE losses: [loss], an unreduced loss of the
+ * input's shape, times [w] (plain, float, broadcasting to that shape),
+ * then reduced by r: the mean stays over the valid entries, not the
+ * weights (torch's). [who] names the loss in errors. */
+MQ_INTERNAL mq_tensor *mq_nn_scaled(mq_state *S, const char *who, mq_tensor *loss, mq_tensor *w,
+                                    mq_nn_reduction r);
 /* -log_softmax(x, dim) at the target class (an int64 target: x's shape
  * without dim, entries in [0, C) or ignore_index) or -sum(t * log_softmax)
  * along dim (a float target of x's shape: probabilities). */

@@ -37,11 +37,17 @@ static mq_value lib_l1_loss(mq_state *S, mq_value *args) {
   return mq_objv(mq_nn_l1_loss(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
 }
 static mq_value lib_bce(mq_state *S, mq_value *args) {
-  return mq_objv(mq_nn_bce(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
+  mq_nn_reduction r = reduction_arg(S, args[2]);
+  if (args[3].type == MQ_NONE) return mq_objv(mq_nn_bce(S, T(0, "input"), T(1, "target"), r));
+  return mq_objv(mq_nn_scaled(S, "binary_cross_entropy", mq_nn_bce(S, T(0, "input"), T(1, "target"), MQ_NN_NONE),
+                              T(3, "weight"), r));
 }
 static mq_value lib_bce_logits(mq_state *S, mq_value *args) {
   mq_tensor *pw = args[3].type == MQ_NONE ? NULL : T(3, "pos_weight");
-  return mq_objv(mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), pw, reduction_arg(S, args[2])));
+  mq_nn_reduction r = reduction_arg(S, args[2]);
+  if (args[4].type == MQ_NONE) return mq_objv(mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), pw, r));
+  return mq_objv(mq_nn_scaled(S, "binary_cross_entropy_with_logits",
+                              mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), pw, MQ_NN_NONE), T(4, "weight"), r));
 }
 /* cross_entropy and nll_loss: (input, target, dim, ignore_index, reduction,
  * weight), then cross_entropy's label_smoothing */
@@ -212,13 +218,15 @@ const mq_libfn mq_lib_nn[] = {
      MQ_BK_NONE, 0},
     {"l1_loss(input, target, reduction=\"mean\")", lib_l1_loss,
      "|input - target| over the valid entries; reduction as mse_loss's", MQ_BK_NONE, 0},
-    {"binary_cross_entropy(input, target, reduction=\"mean\")", lib_bce,
-     "-(t log(p) + (1 - t) log(1 - p)) of probabilities p, each log at least -100 (as torch)",
+    {"binary_cross_entropy(input, target, reduction=\"mean\", weight=none)", lib_bce,
+     "-(t log(p) + (1 - t) log(1 - p)) of probabilities p, each log at least -100 (as torch); "
+     "weight: a plain tensor broadcasting to input's shape that scales each entry's loss",
      MQ_BK_NONE, 0},
-    {"binary_cross_entropy_with_logits(input, target, reduction=\"mean\", pos_weight=none)",
+    {"binary_cross_entropy_with_logits(input, target, reduction=\"mean\", pos_weight=none, weight=none)",
      lib_bce_logits,
      "binary_cross_entropy of sigmoid(input), computed stably from the logits; pos_weight "
-     "scales the positive term (one weight per class of the last dim)", MQ_BK_NONE, 0},
+     "scales the positive term (one weight per class of the last dim), weight each entry's loss",
+     MQ_BK_NONE, 0},
     {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none, "
      "label_smoothing=0.0)",
      lib_cross_entropy,

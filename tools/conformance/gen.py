@@ -1150,6 +1150,39 @@ def mk_bce_pos_weight(rng, k):
                 ref, proxy=lambda q: reduced_proxy(q[0] + q[1], valid, red), diff=[0, 1])
 
 
+@op("bce_weight", "loss", LOSS_SOURCE + "; weight= broadcast to the input (binary_cross_entropy and "
+    "binary_cross_entropy_with_logits, with pos_weight= now and then)")
+def mk_bce_weight(rng, k):
+    dtype = case_dtype(k, ("f64",))
+    shape = draw_shape(rng, k, maxnumel=36, empty=False)
+    red = ["mean", "sum", "none"][k % 3]
+    form = (k // 3) % 4
+    logits = k % 2 == 1
+    x = (draw_masked if form >= 2 else draw_plain)(rng, k, shape, dtype, "real" if logits else "p01",
+                                                   specials=None if logits else False)
+    t = (draw_masked if form in (1, 3) else draw_plain)(rng, k + 1, shape, dtype, "p01", specials=False)
+    wshape = bshape(rng, shape)
+    while len(wshape) > len(shape):   # torch: weight broadcasts to the input's shape
+        wshape = wshape[1:]
+    w = V(torch.from_numpy(rng.uniform(0.25, 3.0, size=wshape)).to(dtype).reshape(wshape))
+    ins = [x, t, w]
+    pw = logits and k % 4 == 3
+    if pw:
+        ins.append(V(torch.from_numpy(rng.uniform(0.25, 3.0, size=(shape[-1] if shape else 1,))).to(dtype)))
+    valid = x.vmask() & t.vmask()
+    anym = x.masked or t.masked
+    name = "binary_cross_entropy_with_logits" if logits else "binary_cross_entropy"
+
+    def ref(v):
+        kw = {"pos_weight": v[3].d} if pw else {}
+        per = getattr(Fn, name)(v[0].d, v[1].d, weight=v[2].d.expand(shape), reduction="none", **kw)
+        return [reduced(per, valid, anym, red, dtype)]
+
+    extra = ", pos_weight={3}" if pw else ""
+    return Case(ins, f'{name}({{0}}, {{1}}, weight={{2}}{extra}, reduction="{red}")', ref,
+                proxy=lambda q: reduced_proxy(q[0] + q[1], valid, red), diff=[0, 1] if logits else [0])
+
+
 @op("layer_norm", "loss", "torch.nn.functional.layer_norm's formula over the valid entries of each slice; mask kept")
 def mk_layer_norm(rng, k):
     dtype = case_dtype(k, ("f64",))
