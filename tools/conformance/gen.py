@@ -1304,6 +1304,53 @@ for _n, _t in (("sgd", "SGD"), ("adagrad", "Adagrad"), ("adam", "Adam")):
     op(_n + "_step", "optim", OPTIM_SOURCE % _t)(mk_optim(_n))
 
 
+# ---------------------------------------------------------------- allclose
+
+
+@op("allclose", "reduce", "torch.allclose on the entries valid in both (a plain operand takes the other's mask; "
+    "masked operands with different masks: false)")
+def mk_allclose(rng, k):
+    dtype = case_dtype(k, ("int", "f64"))
+    shape = draw_shape(rng, k, maxnumel=24)
+    form = (k // 2) % 4   # masked operands: none, a, b, both
+    a = (draw_masked if form in (1, 3) else draw_plain)(rng, k, shape, dtype, specials=k % 3 == 0)
+    bshp = bshape(rng, shape) if k % 5 == 4 else shape
+    rtol, atol = [(1e-5, 1e-8), (1e-3, 0.0), (0.0, 0.5), (1e-5, 1e-8)][k % 4]
+    equal_nan = k % 3 == 0
+    # b: a copy of a (broadcast down to bshp) moved by a noise that straddles the tolerance
+    d = a.d.clone()
+    if bshp != shape:
+        d = d[tuple(slice(0, 1) if len(bshp) - len(shape) + i >= 0 and bshp[len(bshp) - len(shape) + i] == 1
+                    else slice(None) for i in range(len(shape)))] if len(bshp) >= len(shape) else None
+        if d is None or tuple(d.shape) != tuple(bshp[-len(shape):] if shape else ()):
+            raise Skip()
+        d = d.reshape(bshp)
+    if dtype.is_floating_point:
+        scale = float(rng.choice([0.0, 0.3, 0.9, 1.1, 3.0]))
+        tol = atol + rtol * d.abs()
+        noise = torch.from_numpy(np.asarray(rng.choice([-1.0, 1.0], size=tuple(d.shape)))).to(dtype) * tol * scale
+        hit = torch.from_numpy(np.asarray(rng.random(tuple(d.shape)) < 0.5))
+        d = torch.where(hit, d + noise, d)
+    elif k % 2:
+        d = d + torch.from_numpy(np.asarray(rng.random(tuple(d.shape)) < 0.1).astype(np.int64))
+    bm = None
+    if form >= 2:
+        bm = a.m.reshape(shape).clone() if form == 3 and bshp == shape and k % 4 else draw_mask(rng, bshp, "random")
+    b = V(d, bm)
+    call = "tensor(allclose({0}, {1}, rtol=%s, atol=%s, equal_nan=%s))" % (lit(rtol), lit(atol), lit(equal_nan))
+
+    def ref(v):
+        full = torch.broadcast_shapes(v[0].d.shape, v[1].d.shape)
+        ma = (v[0].m if v[0].masked else v[1].vmask()).expand(full)
+        mb = (v[1].m if v[1].masked else v[0].vmask()).expand(full)
+        if not torch.equal(ma, mb):
+            return [V(torch.tensor(False))]
+        x, y = v[0].d.expand(full)[ma], v[1].d.expand(full)[ma]
+        return [V(torch.tensor(torch.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan)))]
+
+    return Case([a, b], call, ref, exact=True, grad=False)
+
+
 # ---------------------------------------------------------------- where
 
 
@@ -1527,6 +1574,21 @@ VIEWS = {
 }
 for _n, (_a, _f, _nd) in VIEWS.items():
     op(_n, "view", "applied to data and mask alike (torch.masked passthrough)")(mk_view(_n, _a, _f, nd=_nd))
+
+
+def a_flip(rng, shape):
+    if not shape:
+        return None
+    dims = sorted({int(d) for d in rng.integers(-len(shape), len(shape), int(rng.integers(1, len(shape) + 1)))},
+                  key=lambda d: d % len(shape))
+    dims = list({d % len(shape): d for d in dims}.values())   # one entry per dim
+    return "".join(", " + lit(d) for d in dims), (dims,)
+
+
+# flip: one more view torch.masked passes through. (x.T cannot join: the
+# scripts' pool helper T of check.masq hides the builtin T.)
+op("flip", "view", "torch.flip applied to data and mask alike (torch.masked passthrough)")(
+    mk_view("flip", a_flip, lambda t, d: t.flip(d)))
 
 
 # --- tril, triu, repeat, roll, diff, bmm, einsum (runtime/shape_more.h): torch.masked has
