@@ -215,36 +215,36 @@ const mq_libfn mq_lib_nn[] = {
      * sum and of the mean's count); nothing valid: a masked-out result */
     {"mse_loss(input, target, reduction=\"mean\")", lib_mse_loss,
      "(input - target)**2 over the valid entries; reduction \"mean\", \"sum\" or \"none\"",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"l1_loss(input, target, reduction=\"mean\")", lib_l1_loss,
-     "|input - target| over the valid entries; reduction as mse_loss's", MQ_BK_NONE, 0},
+     "|input - target| over the valid entries; reduction as mse_loss's", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"binary_cross_entropy(input, target, reduction=\"mean\", weight=none)", lib_bce,
      "-(t log(p) + (1 - t) log(1 - p)) of probabilities p, each log at least -100 (as torch); "
      "weight: a plain tensor broadcasting to input's shape that scales each entry's loss",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"binary_cross_entropy_with_logits(input, target, reduction=\"mean\", pos_weight=none, weight=none)",
      lib_bce_logits,
      "binary_cross_entropy of sigmoid(input), computed stably from the logits; pos_weight "
      "scales the positive term (one weight per class of the last dim), weight each entry's loss",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none, "
      "label_smoothing=0.0)",
      lib_cross_entropy,
      "-log_softmax(input, dim) at int64 class targets (or summed against float probabilities); "
      "weight: one per class, the mean divides by the valid targets' weights (torch's); "
      "label_smoothing e: (1 - e) of that plus e of the mean over the valid classes",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"nll_loss(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none)",
      lib_nll_loss,
      "-input at int64 class targets along dim (input: log-probabilities, as log_softmax gives); "
      "weight as cross_entropy's",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"layer_norm(x, normalized_shape, weight=none, bias=none, eps=1e-5)", lib_layer_norm,
      "(x - mean) / sqrt(var + eps) over the valid entries of the trailing dims, * weight + bias",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"dropout(x, p, seed, training=true)", lib_dropout,
      "x with entries zeroed with probability p, the rest scaled by 1 / (1 - p); from seed alone",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     /* optimizer steps: [new w, new state]; only valid gradient entries update */
     {"sgd_step(w, g, lr, momentum=0, state=none, weight_decay=0)", lib_sgd_step,
      "torch.optim.SGD's step: [w, state], state the momentum buffer (none without momentum)",
