@@ -161,3 +161,11 @@ with section("dtypes_keep"):
     row("mse_loss", lambda x: Fn.mse_loss(x, x * 0.5), False)
     row("cross_entropy", lambda x: Fn.cross_entropy(x, torch.tensor([0, 2])), False)
     row("cumsum.f64", lambda x: torch.cumsum(x, 1, dtype=torch.float64))
+    # values: computed in float32, rounded once to bfloat16 (torch's here)
+    b = torch.tensor([1.5, -0.25, 3.0]).bfloat16()
+    s(Fn.gelu(b) * 2 + 1, torch.softmax(b, 0), torch.cumsum(b, 0))
+    # torch's bfloat16 layer_norm and cross_entropy round intermediate values
+    # ([0.0605, -1.2578, 1.1875] and 0.2354); masq rounds once: the float64
+    # result rounded (docs/DIFFERENCES.md)
+    d = b.double()
+    s(torch.sort(b)[0], Fn.layer_norm(d, [3]).bfloat16(), Fn.cross_entropy(d.reshape(1, 3), torch.tensor([2])).bfloat16())
