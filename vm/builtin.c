@@ -287,13 +287,14 @@ static int first_storage_dtype(const mq_builtin *b, const mq_value *args) {
 
 /* A builtin row's keep (builtin.h, MQ_KEEP_*) applied to its result [r]. */
 static mq_value keep_storage_dtype(mq_state *S, const mq_builtin *b, mq_value *args, mq_value r) {
-  for (int i = 0; i < b->nparams; i++) /* an explicit dtype= decides */
-    if (strcmp(b->params[i].name, "dtype") == 0 && args[i].type != MQ_NONE) return r;
   int dt = first_storage_dtype(b, args);
   if (b->def->keep == MQ_KEEP_PROMOTE) {
     mq_tensor *ts[MQ_MAX_PARAMS];
     int n = 0;
-    for (int i = 0; i < b->nparams; i++) {
+    bool narrow = false; /* most calls have no storage dtype: nothing to make */
+    for (int i = 0; i < b->nparams; i++)
+      narrow |= mq_is_tensor(args[i]) && mq_dtype_is_narrow((mq_dtype)mq_as_tensor(args[i])->dtype);
+    for (int i = 0; narrow && i < b->nparams; i++) {
       if (mq_is_tensor(args[i])) ts[n++] = mq_as_tensor(args[i]);
       else if (args[i].type == MQ_INT || args[i].type == MQ_FLOAT)
         ts[n++] = mq_tensor_from_value(S, args[i], "number"); /* weak */
@@ -302,6 +303,8 @@ static mq_value keep_storage_dtype(mq_state *S, const mq_builtin *b, mq_value *a
     if (dt >= 0 && !mq_dtype_is_narrow((mq_dtype)dt)) dt = -1;
   }
   if (dt < 0 || (b->def->keep == MQ_KEEP_FLOAT && !mq_dtype_is_float((mq_dtype)dt))) return r;
+  for (int i = 0; i < b->nparams; i++) /* an explicit dtype= decides */
+    if (strcmp(b->params[i].name, "dtype") == 0 && args[i].type != MQ_NONE) return r;
   if (mq_is_tensor(r)) return mq_objv(mq_narrow_back(S, mq_as_tensor(r), (mq_dtype)dt));
   mq_list *l = mq_is_obj(r, MQ_O_LIST) ? mq_as_list(r) : NULL;
   if (l && l->len > 0 && mq_is_tensor(l->items[0])) { /* [values, indices]: a new list */
