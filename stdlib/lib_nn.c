@@ -133,9 +133,27 @@ static mq_tensor *state_tensor(mq_state *S, const char *who, mq_value v, const m
   return t;
 }
 
-static mq_value pair(mq_state *S, mq_tensor *w, mq_value state) {
+/* A step's tensor [t] in [dt], the storage dtype of the parameters as given
+ * (torch keeps a float16 parameter and its state float16; the step computed
+ * in float32 and rounds once), still a leaf requiring grad as it did. */
+static mq_tensor *as_given(mq_state *S, mq_tensor *t, mq_dtype dt) {
+  if (!mq_dtype_is_narrow(dt)) return t;
+  bool rg = t->requires_grad;
+  t->requires_grad = false; /* a new leaf of the step's: the conversion is not recorded */
+  t = mq_astype(S, t, dt);
+  t->requires_grad = rg;
+  return t;
+}
+
+static mq_dtype given_dtype(mq_value *args) { return (mq_dtype)mq_as_tensor(args[0])->dtype; }
+
+/* [w, state] in the dtype of the w given (args[0]); adam's list state
+ * converts its own tensors. */
+static mq_value pair(mq_state *S, mq_value *args, mq_tensor *w, mq_value state) {
+  mq_dtype dt = given_dtype(args);
   mq_list *l = mq_list_new(S, 2);
-  mq_list_push(S, l, mq_objv(w));
+  mq_list_push(S, l, mq_objv(as_given(S, w, dt)));
+  if (mq_is_tensor(state)) state = mq_objv(as_given(S, mq_as_tensor(state), dt));
   mq_list_push(S, l, state);
   return mq_objv(l);
 }
@@ -147,7 +165,7 @@ static mq_value lib_sgd_step(mq_state *S, mq_value *args) {
   if (args[4].type != MQ_NONE) buf = state_tensor(S, "sgd_step", args[4], w);
   mq_optim_sgd(S, w, g, buf, mq_arg_number(S, args[2], "lr"), momentum,
                mq_arg_number(S, args[5], "weight_decay"), &nw, &nb);
-  return pair(S, nw, nb ? mq_objv(nb) : mq_none());
+  return pair(S, args, nw, nb ? mq_objv(nb) : mq_none());
 }
 
 static mq_value lib_adagrad_step(mq_state *S, mq_value *args) {
@@ -155,7 +173,7 @@ static mq_value lib_adagrad_step(mq_state *S, mq_value *args) {
   mq_tensor *sum = args[2].type == MQ_NONE ? NULL : state_tensor(S, "adagrad_step", args[2], w), *nw, *ns;
   mq_optim_adagrad(S, w, g, sum, mq_arg_number(S, args[3], "lr"), mq_arg_number(S, args[4], "eps"),
                    mq_arg_number(S, args[5], "weight_decay"), &nw, &ns);
-  return pair(S, nw, mq_objv(ns));
+  return pair(S, args, nw, mq_objv(ns));
 }
 
 /* A number a literal list turned into a float32 tensor entry: the shortest
@@ -204,10 +222,10 @@ static mq_value lib_adam_step(mq_state *S, mq_value *args) {
   mq_optim_adam(S, w, g, m, v, step, mq_arg_number(S, args[3], "lr"), beta[0], beta[1],
                 mq_arg_number(S, args[5], "eps"), mq_arg_number(S, args[7], "weight_decay"), &nw, &nm, &nv);
   mq_list *st = mq_list_new(S, 3);
-  mq_list_push(S, st, mq_objv(nm));
-  mq_list_push(S, st, mq_objv(nv));
+  mq_list_push(S, st, mq_objv(as_given(S, nm, given_dtype(args))));
+  mq_list_push(S, st, mq_objv(as_given(S, nv, given_dtype(args))));
   mq_list_push(S, st, mq_int(step));
-  return pair(S, nw, mq_objv(st));
+  return pair(S, args, nw, mq_objv(st));
 }
 
 const mq_libfn mq_lib_nn[] = {

@@ -161,6 +161,17 @@ with section("dtypes_keep"):
     row("mse_loss", lambda x: Fn.mse_loss(x, x * 0.5), False)
     row("cross_entropy", lambda x: Fn.cross_entropy(x, torch.tensor([0, 2])), False)
     row("cumsum.f64", lambda x: torch.cumsum(x, 1, dtype=torch.float64))
+
+    def step(opt, x, key=None, **kw):
+        p = x.clone().requires_grad_(True)
+        p.grad = x.clone()
+        o = opt([p], foreach=False, **kw)
+        o.step()
+        return p.detach() if key is None else o.state[p][key]
+    row("sgd_step", lambda x: step(torch.optim.SGD, x, lr=0.1), False)
+    row("sgd_step.state", lambda x: step(torch.optim.SGD, x, "momentum_buffer", lr=0.1, momentum=0.9), False)
+    row("adagrad_step.state", lambda x: step(torch.optim.Adagrad, x, "sum"), False)
+    row("adam_step.m", lambda x: step(torch.optim.Adam, x, "exp_avg"), False)
     # values: computed in float32, rounded once to bfloat16 (torch's here)
     b = torch.tensor([1.5, -0.25, 3.0]).bfloat16()
     s(Fn.gelu(b) * 2 + 1, torch.softmax(b, 0), torch.cumsum(b, 0))
