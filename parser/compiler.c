@@ -381,16 +381,19 @@ static void emit_call(compiler *C, int nargs, mq_list *kwnames, mq_span sp) {
 }
 
 /* f(args) */
-/* tensor([...], dtype="float64"): the dtype the list should be built in, or
- * -1. A list of numbers would otherwise become a float32 tensor first and
- * lose each number's float64 value. */
+/* tensor([...], dtype="float64") or dtype=float64 (the constant; built in
+ * float64 and converted, a rebound name still gets the dtype it names): the
+ * dtype the list should be built in, or -1. A list of numbers would
+ * otherwise become a float32 tensor first and lose each number's float64
+ * value. */
 static int literal_dtype_request(const mq_node *n) {
   if (n->kids[0]->kind != MQ_N_NAME || strcmp(n->kids[0]->str, "tensor") != 0 || n->nkids < 2 ||
       n->kids[1]->kind != MQ_N_LIST)
     return -1;
   for (int i = 2; i < n->nkids; i++) {
     const mq_node *a = n->kids[i];
-    if (a->kind == MQ_N_KWARG && strcmp(a->str, "dtype") == 0 && a->kids[0]->kind == MQ_N_STRING &&
+    if (a->kind == MQ_N_KWARG && strcmp(a->str, "dtype") == 0 &&
+        (a->kids[0]->kind == MQ_N_STRING || a->kids[0]->kind == MQ_N_NAME) &&
         strcmp(a->kids[0]->str, "float64") == 0)
       return MQ_DT_F64;
   }

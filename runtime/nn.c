@@ -100,6 +100,19 @@ static mq_tensor *weight_arg(mq_state *S, const char *who, const char *what, mq_
   return mq_astype(S, w, (mq_dtype)x->dtype);
 }
 
+mq_tensor *mq_nn_scaled(mq_state *S, const char *who, mq_tensor *loss, mq_tensor *w, mq_nn_reduction r) {
+  w = weight_arg(S, who, "weight", w, loss);
+  bool fits = w->ndim <= loss->ndim;
+  for (int i = 1; fits && i <= w->ndim; i++) {
+    int64_t a = w->shape[w->ndim - i];
+    fits = a == 1 || a == loss->shape[loss->ndim - i];
+  }
+  if (!fits)
+    mq_error(S, "%s: weight of shape %s does not broadcast to the input's shape %s", who,
+             mq_shape_str(S, w->ndim, w->shape), mq_shape_str(S, loss->ndim, loss->shape));
+  return reduce(S, bin(S, MQ_BIN_MUL, loss, w), r);
+}
+
 mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t, mq_tensor *pw,
                             mq_nn_reduction r) {
   static const char who[] = "binary_cross_entropy_with_logits";
@@ -151,13 +164,27 @@ static mq_tensor *class_targets(mq_state *S, const char *who, mq_tensor *t, int6
   return valid;
 }
 
+/* torch's label smoothing of a per-position [loss] (already weighted):
+ * (1 - e) of it plus e times the mean over the classes of -lsm * w, the
+ * mean over the valid entries of lsm (a masked-out logit is no class), so
+ * that with every logit valid it is torch's e / C * sum. [cls] is the shape
+ * that spreads w along dim. */
+static mq_tensor *smoothed(mq_state *S, mq_tensor *loss, mq_tensor *lsm, mq_tensor *w, const int64_t *cls,
+                           int dim, double e) {
+  if (e == 0) return loss;
+  mq_tensor *lw = w ? bin(S, MQ_BIN_MUL, lsm, mq_reshape(S, w, lsm->ndim, cls)) : lsm;
+  mq_tensor *uniform = mq_reduce(S, MQ_RED_MEAN, lw, 1, &dim, false);
+  if (!loss->mask) uniform = mq_to_tensor(S, uniform, 0); /* a row with no valid logit is ignored anyway */
+  return bin(S, MQ_BIN_SUB, bin(S, MQ_BIN_MUL, loss, num(S, 1 - e)), bin(S, MQ_BIN_MUL, uniform, num(S, e)));
+}
+
 /* -lsm[target] per position (lsm: log-probabilities along dim): masked out
  * where the target is masked out or ignored, or lsm's entry at the target
  * is masked out. With a class weight [w] (else NULL), the loss is scaled by
  * the target's weight, and reduced by r: a mean divides by the sum of the
- * valid targets' weights. */
+ * valid targets' weights. [e]: label smoothing (0: none). */
 static mq_tensor *nll_classes(mq_state *S, const char *who, mq_tensor *lsm, mq_tensor *t, int dim,
-                              int64_t ignore, mq_tensor *w, mq_nn_reduction r) {
+                              int64_t ignore, mq_tensor *w, double e, mq_nn_reduction r) {
   const int nd = lsm->ndim;
   int64_t want[MQ_MAX_DIMS], cls[MQ_MAX_DIMS];
   for (int i = 0, k = 0; i < nd; i++) {
@@ -181,6 +208,7 @@ static mq_tensor *nll_classes(mq_state *S, const char *who, mq_tensor *lsm, mq_t
     tw = mq_reduce(S, MQ_RED_SUM, mq_where(S, hot, mq_reshape(S, w, nd, cls), num(S, 0)), 1, &dim, false);
     loss = bin(S, MQ_BIN_MUL, loss, tw);
   }
+  loss = smoothed(S, loss, lsm, w, cls, dim, e);
   bool all = mq_tensor_item(S, mq_reduce(S, MQ_RED_ALL, valid, 0, NULL, false)) != 0;
   bool plain = all && !t->mask && !lsm->mask;
   if (!plain) loss = mq_as_masked(S, loss, valid);
@@ -191,22 +219,31 @@ static mq_tensor *nll_classes(mq_state *S, const char *who, mq_tensor *lsm, mq_t
 
 mq_tensor *mq_nn_cross_entropy(mq_state *S, mq_tensor *x, mq_tensor *t, int dim, int64_t ignore,
                                mq_tensor *w, mq_nn_reduction r) {
+  return mq_nn_cross_entropy_ls(S, x, t, dim, ignore, w, 0, r);
+}
+
+mq_tensor *mq_nn_cross_entropy_ls(mq_state *S, mq_tensor *x, mq_tensor *t, int dim, int64_t ignore,
+                                  mq_tensor *w, double smoothing, mq_nn_reduction r) {
   need_float(S, "cross_entropy", "input", x);
+  if (!(smoothing >= 0 && smoothing <= 1))
+    mq_error(S, "cross_entropy: label_smoothing must be in [0, 1], got %g", smoothing);
   if (x->ndim == 0) mq_error(S, "cross_entropy: the input needs a class dimension, got a 0-d tensor");
   dim = mq_shape_norm_dim(S, dim, x->ndim);
   mq_tensor *lsm = mq_log_softmax(S, x, dim), *loss;
   if (t->dtype == MQ_DT_I64) {
-    return nll_classes(S, "cross_entropy", lsm, t, dim, ignore, w, r);
+    return nll_classes(S, "cross_entropy", lsm, t, dim, ignore, w, smoothing, r);
   } else if (mq_dtype_is_float((mq_dtype)t->dtype)) { /* probabilities along dim */
     same_shape(S, "cross_entropy", x, t);
     both_valid(S, &lsm, &t);
     mq_tensor *terms = bin(S, MQ_BIN_MUL, lsm, t);
+    int64_t cls[MQ_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) cls[i] = i == dim ? x->shape[i] : 1;
     if (w) {
-      int64_t cls[MQ_MAX_DIMS];
-      for (int i = 0; i < x->ndim; i++) cls[i] = i == dim ? x->shape[i] : 1;
-      terms = bin(S, MQ_BIN_MUL, terms, mq_reshape(S, class_weight(S, "cross_entropy", w, lsm, dim), x->ndim, cls));
+      w = class_weight(S, "cross_entropy", w, lsm, dim);
+      terms = bin(S, MQ_BIN_MUL, terms, mq_reshape(S, w, x->ndim, cls));
     }
     loss = mq_unary(S, MQ_UN_NEG, mq_reduce(S, MQ_RED_SUM, terms, 1, &dim, false));
+    loss = smoothed(S, loss, lsm, w, cls, dim, smoothing);
   } else {
     mq_error(S, "cross_entropy: the target must hold int64 classes or float probabilities, not %s",
              mq_dtype_name((mq_dtype)t->dtype));
@@ -220,7 +257,7 @@ mq_tensor *mq_nn_nll_loss(mq_state *S, mq_tensor *x, mq_tensor *t, int dim, int6
   if (x->ndim == 0) mq_error(S, "nll_loss: the input needs a class dimension, got a 0-d tensor");
   if (t->dtype != MQ_DT_I64)
     mq_error(S, "nll_loss: the target must hold int64 classes, not %s", mq_dtype_name((mq_dtype)t->dtype));
-  return nll_classes(S, "nll_loss", x, t, mq_shape_norm_dim(S, dim, x->ndim), ignore, w, r);
+  return nll_classes(S, "nll_loss", x, t, mq_shape_norm_dim(S, dim, x->ndim), ignore, w, 0, r);
 }
 
 mq_tensor *mq_nn_layer_norm(mq_state *S, mq_tensor *x, int nd, mq_tensor *w, mq_tensor *b, double eps) {

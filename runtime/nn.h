@@ -26,6 +26,12 @@ MQ_INTERNAL mq_tensor *mq_nn_bce(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_
  * against x (one per class of the last dim), as torch's. */
 MQ_INTERNAL mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t,
                                         mq_tensor *pos_weight, mq_nn_reduction r);
+/* torch's weight= of the BCE losses: [loss], an unreduced loss of the
+ * input's shape, times [w] (plain, float, broadcasting to that shape),
+ * then reduced by r: the mean stays over the valid entries, not the
+ * weights (torch's). [who] names the loss in errors. */
+MQ_INTERNAL mq_tensor *mq_nn_scaled(mq_state *S, const char *who, mq_tensor *loss, mq_tensor *w,
+                                    mq_nn_reduction r);
 /* -log_softmax(x, dim) at the target class (an int64 target: x's shape
  * without dim, entries in [0, C) or ignore_index) or -sum(t * log_softmax)
  * along dim (a float target of x's shape: probabilities). */
@@ -37,6 +43,12 @@ MQ_INTERNAL mq_tensor *mq_nn_bce_logits(mq_state *S, mq_tensor *x, mq_tensor *t,
 MQ_INTERNAL mq_tensor *mq_nn_cross_entropy(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
                                            int64_t ignore_index, mq_tensor *weight,
                                            mq_nn_reduction r);
+/* The same with torch's label_smoothing [smoothing] in [0, 1]: (1 - e) of
+ * the loss plus e times the mean of -log_softmax(x) * weight over the
+ * valid classes (a probability target: t(1 - e) + e / C as the target). */
+MQ_INTERNAL mq_tensor *mq_nn_cross_entropy_ls(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,
+                                              int64_t ignore_index, mq_tensor *weight,
+                                              double smoothing, mq_nn_reduction r);
 /* -x[target] along dim: x holds log-probabilities; t as cross_entropy's
  * int64 classes. */
 MQ_INTERNAL mq_tensor *mq_nn_nll_loss(mq_state *S, mq_tensor *x, mq_tensor *t, int dim,

@@ -338,7 +338,8 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 #define UN_ROW_B1 UN_ROW_B0
 #define UN_ROW_B2 UN_ROW_B0
 #define UN_ROW_B3 UN_ROW_B0
-#define UN_ROW_BH UN_ROW_B0
+#define UN_ROW_BH(E, name, params, doc) \
+  {UN_SIG(name, params), lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E, MQ_KEEP_PROMOTE},
 #define UN_ROW_BN(E, name, params, doc)
 #define UN_ROW(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, dom, fuse, conf, doc) \
   UN_ROW_##bind(E, name, params, doc)
@@ -346,18 +347,20 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 
 #define BIN_FN_B0(E) plain_bin_##E
 #define BIN_FN_BH(E) lib_bin_##E
-#define BIN_ROW_B0(E, name, params, doc) {BIN_SIG(name, params), BIN_FN_B0(E), doc, MQ_BK_NONE, 0},
-#define BIN_ROW_BH(E, name, params, doc) {BIN_SIG(name, params), BIN_FN_BH(E), doc, MQ_BK_NONE, 0},
+#define BIN_ROW_B0(E, name, params, doc) {BIN_SIG(name, params), BIN_FN_B0(E), doc, MQ_BK_NONE, 0, MQ_KEEP_PROMOTE},
+#define BIN_ROW_BH(E, name, params, doc) {BIN_SIG(name, params), BIN_FN_BH(E), doc, MQ_BK_NONE, 0, MQ_KEEP_PROMOTE},
 #define BIN_ROW_BN(E, name, params, doc)
 #define BIN_ROW(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, da, db, fuse, conf, doc) \
   BIN_ROW_##bind(E, name, params, doc)
-#define BIN_ALIAS(alias, E, bind, params, doc) {BIN_SIG(alias, params), BIN_FN_##bind(E), doc, MQ_BK_NONE, 0},
+#define BIN_ALIAS(alias, E, bind, params, doc) \
+  {BIN_SIG(alias, params), BIN_FN_##bind(E), doc, MQ_BK_NONE, 0, MQ_KEEP_PROMOTE},
 
 #define RED_KIND_1 MQ_BK_REDUCE
 #define RED_KIND_0 MQ_BK_NONE
 #define RED_ROW(E, name, bind, deriv, fuse, conf, doc)                         \
   {RED_SIG_##bind(name), lib_red_##E, doc, RED_KIND_##fuse, MQ_RED_##E},
-#define SCAN_ROW(E, name, prod, conf, doc) {name "(x, dim, dtype=none)", lib_scan_##E, doc, MQ_BK_NONE, 0},
+#define SCAN_ROW(E, name, prod, conf, doc) \
+  {name "(x, dim, dtype=none)", lib_scan_##E, doc, MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
 
 const mq_libfn mq_lib_math[] = {
     /* unary: torch.masked's 62 names for real dtypes, and relu, isinf,
@@ -376,34 +379,34 @@ const mq_libfn mq_lib_math[] = {
     {"argmin(x, dim=none, keepdim=false, dtype=none, mask=none)", lib_argmin,
      "int64 index of the smallest valid entry (of the flattened tensor if dim is none)", MQ_BK_NONE, 0},
     {"norm(x, p=2, dim=none, keepdim=false, dtype=none, mask=none)", lib_norm,
-     "p-norm of the valid entries (p may be inf, -inf, or 0 to count nonzeros)", MQ_BK_NONE, 0},
+     "p-norm of the valid entries (p may be inf, -inf, or 0 to count nonzeros)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"var(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_var,
      "variance of the valid entries: divides by count - correction (0: population, as torch.masked)",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"std(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_std,
-     "standard deviation of the valid entries (correction as in var)", MQ_BK_NONE, 0},
+     "standard deviation of the valid entries (correction as in var)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"median(x, dim=none, keepdim=false)", lib_median,
-     "lower median of the valid entries along one dim (or of all)", MQ_BK_NONE, 0},
+     "lower median of the valid entries along one dim (or of all)", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
 
     /* scans along one dim */
     MQ_SCAN_OPS(SCAN_ROW)
 
     /* normalizations along a dim; a fully masked slice stays masked out */
     {"softmax(x, dim, dtype=none)", lib_softmax,
-     "softmax over the valid entries along dim; a fully masked slice stays masked", MQ_BK_NONE, 0},
+     "softmax over the valid entries along dim; a fully masked slice stays masked", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"log_softmax(x, dim, dtype=none)", lib_log_softmax,
-     "log of softmax over the valid entries along dim, computed stably", MQ_BK_NONE, 0},
+     "log of softmax over the valid entries along dim, computed stably", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"softmin(x, dim, dtype=none)", lib_softmin, "softmax(-x) over the valid entries along dim",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"normalize(x, p=2.0, dim=1, eps=1e-12)", lib_normalize,
-     "x divided by the p-norm of its valid entries along dim (at least eps)", MQ_BK_NONE, 0},
+     "x divided by the p-norm of its valid entries along dim (at least eps)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
 
     /* selection */
     {"where(cond, a, b)", lib_where,
      "a where cond is true, else b; the mask is picked the same way (a plain branch is valid)",
      MQ_BK_NONE, 0},
     {"masked_fill(x, mask, value)", lib_masked_fill,
-     "x with value where mask is true; those entries become valid", MQ_BK_NONE, 0},
+     "x with value where mask is true; those entries become valid", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
     {"intersect(a, b)", lib_intersect,
      "[a, b] restricted to the positions valid in both, broadcast to one shape", MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},

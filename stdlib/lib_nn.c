@@ -8,6 +8,8 @@
  * sgd_step's is the momentum buffer (none without momentum), adagrad_step's
  * the sum of squares, adam_step's [m, v, step]; none starts from zeros. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/nn.h"
@@ -35,14 +37,20 @@ static mq_value lib_l1_loss(mq_state *S, mq_value *args) {
   return mq_objv(mq_nn_l1_loss(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
 }
 static mq_value lib_bce(mq_state *S, mq_value *args) {
-  return mq_objv(mq_nn_bce(S, T(0, "input"), T(1, "target"), reduction_arg(S, args[2])));
+  mq_nn_reduction r = reduction_arg(S, args[2]);
+  if (args[3].type == MQ_NONE) return mq_objv(mq_nn_bce(S, T(0, "input"), T(1, "target"), r));
+  return mq_objv(mq_nn_scaled(S, "binary_cross_entropy", mq_nn_bce(S, T(0, "input"), T(1, "target"), MQ_NN_NONE),
+                              T(3, "weight"), r));
 }
 static mq_value lib_bce_logits(mq_state *S, mq_value *args) {
   mq_tensor *pw = args[3].type == MQ_NONE ? NULL : T(3, "pos_weight");
-  return mq_objv(mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), pw, reduction_arg(S, args[2])));
+  mq_nn_reduction r = reduction_arg(S, args[2]);
+  if (args[4].type == MQ_NONE) return mq_objv(mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), pw, r));
+  return mq_objv(mq_nn_scaled(S, "binary_cross_entropy_with_logits",
+                              mq_nn_bce_logits(S, T(0, "input"), T(1, "target"), pw, MQ_NN_NONE), T(4, "weight"), r));
 }
 /* cross_entropy and nll_loss: (input, target, dim, ignore_index, reduction,
- * weight) */
+ * weight), then cross_entropy's label_smoothing */
 static mq_value class_loss(mq_state *S, mq_value *args, bool nll) {
   mq_tensor *x = T(0, "input");
   int64_t dim = mq_arg_int(S, args[2], "dim");
@@ -52,7 +60,8 @@ static mq_value class_loss(mq_state *S, mq_value *args, bool nll) {
   mq_nn_reduction r = reduction_arg(S, args[4]);
   mq_tensor *w = args[5].type == MQ_NONE ? NULL : T(5, "weight");
   return mq_objv(nll ? mq_nn_nll_loss(S, x, t, (int)dim, ignore, w, r)
-                     : mq_nn_cross_entropy(S, x, t, (int)dim, ignore, w, r));
+                     : mq_nn_cross_entropy_ls(S, x, t, (int)dim, ignore, w,
+                                              mq_arg_number(S, args[6], "label_smoothing"), r));
 }
 static mq_value lib_cross_entropy(mq_state *S, mq_value *args) { return class_loss(S, args, false); }
 static mq_value lib_nll_loss(mq_state *S, mq_value *args) { return class_loss(S, args, true); }
@@ -124,9 +133,27 @@ static mq_tensor *state_tensor(mq_state *S, const char *who, mq_value v, const m
   return t;
 }
 
-static mq_value pair(mq_state *S, mq_tensor *w, mq_value state) {
+/* A step's tensor [t] in [dt], the storage dtype of the parameters as given
+ * (torch keeps a float16 parameter and its state float16; the step computed
+ * in float32 and rounds once), still a leaf requiring grad as it did. */
+static mq_tensor *as_given(mq_state *S, mq_tensor *t, mq_dtype dt) {
+  if (!mq_dtype_is_narrow(dt)) return t;
+  bool rg = t->requires_grad;
+  t->requires_grad = false; /* a new leaf of the step's: the conversion is not recorded */
+  t = mq_astype(S, t, dt);
+  t->requires_grad = rg;
+  return t;
+}
+
+static mq_dtype given_dtype(mq_value *args) { return (mq_dtype)mq_as_tensor(args[0])->dtype; }
+
+/* [w, state] in the dtype of the w given (args[0]); adam's list state
+ * converts its own tensors. */
+static mq_value pair(mq_state *S, mq_value *args, mq_tensor *w, mq_value state) {
+  mq_dtype dt = given_dtype(args);
   mq_list *l = mq_list_new(S, 2);
-  mq_list_push(S, l, mq_objv(w));
+  mq_list_push(S, l, mq_objv(as_given(S, w, dt)));
+  if (mq_is_tensor(state)) state = mq_objv(as_given(S, mq_as_tensor(state), dt));
   mq_list_push(S, l, state);
   return mq_objv(l);
 }
@@ -138,7 +165,7 @@ static mq_value lib_sgd_step(mq_state *S, mq_value *args) {
   if (args[4].type != MQ_NONE) buf = state_tensor(S, "sgd_step", args[4], w);
   mq_optim_sgd(S, w, g, buf, mq_arg_number(S, args[2], "lr"), momentum,
                mq_arg_number(S, args[5], "weight_decay"), &nw, &nb);
-  return pair(S, nw, nb ? mq_objv(nb) : mq_none());
+  return pair(S, args, nw, nb ? mq_objv(nb) : mq_none());
 }
 
 static mq_value lib_adagrad_step(mq_state *S, mq_value *args) {
@@ -146,7 +173,21 @@ static mq_value lib_adagrad_step(mq_state *S, mq_value *args) {
   mq_tensor *sum = args[2].type == MQ_NONE ? NULL : state_tensor(S, "adagrad_step", args[2], w), *nw, *ns;
   mq_optim_adagrad(S, w, g, sum, mq_arg_number(S, args[3], "lr"), mq_arg_number(S, args[4], "eps"),
                    mq_arg_number(S, args[5], "weight_decay"), &nw, &ns);
-  return pair(S, nw, mq_objv(ns));
+  return pair(S, args, nw, mq_objv(ns));
+}
+
+/* A number a literal list turned into a float32 tensor entry: the shortest
+ * decimal that reads back as it, read as a double, so that betas=[0.9, 0.999]
+ * is torch's 0.9 and 0.999 and not their float32 roundings (which move the
+ * moments by about 1e-7 relative, as torch's float32 roundoff allows only
+ * 1e-8 or so). */
+static double literal_of_f32(double v) {
+  char t[32];
+  for (int p = 1; p <= 9; p++) {
+    snprintf(t, sizeof t, "%.*g", p, v);
+    if (strtof(t, NULL) == (float)v) return strtod(t, NULL);
+  }
+  return v;
 }
 
 static mq_value lib_adam_step(mq_state *S, mq_value *args) {
@@ -172,6 +213,7 @@ static mq_value lib_adam_step(mq_state *S, mq_value *args) {
     for (int i = 0; i < 2; i++) {
       if (b) beta[i] = mq_arg_number(S, b->items[i], "betas");
       else beta[i] = mq_tensor_item(S, mq_select(S, bt, 0, i));
+      if (!b && bt->dtype == MQ_DT_F32) beta[i] = literal_of_f32(beta[i]);
     }
   }
   for (int i = 0; i < 2; i++)
@@ -180,10 +222,10 @@ static mq_value lib_adam_step(mq_state *S, mq_value *args) {
   mq_optim_adam(S, w, g, m, v, step, mq_arg_number(S, args[3], "lr"), beta[0], beta[1],
                 mq_arg_number(S, args[5], "eps"), mq_arg_number(S, args[7], "weight_decay"), &nw, &nm, &nv);
   mq_list *st = mq_list_new(S, 3);
-  mq_list_push(S, st, mq_objv(nm));
-  mq_list_push(S, st, mq_objv(nv));
+  mq_list_push(S, st, mq_objv(as_given(S, nm, given_dtype(args))));
+  mq_list_push(S, st, mq_objv(as_given(S, nv, given_dtype(args))));
   mq_list_push(S, st, mq_int(step));
-  return pair(S, nw, mq_objv(st));
+  return pair(S, args, nw, mq_objv(st));
 }
 
 const mq_libfn mq_lib_nn[] = {
@@ -191,32 +233,36 @@ const mq_libfn mq_lib_nn[] = {
      * sum and of the mean's count); nothing valid: a masked-out result */
     {"mse_loss(input, target, reduction=\"mean\")", lib_mse_loss,
      "(input - target)**2 over the valid entries; reduction \"mean\", \"sum\" or \"none\"",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"l1_loss(input, target, reduction=\"mean\")", lib_l1_loss,
-     "|input - target| over the valid entries; reduction as mse_loss's", MQ_BK_NONE, 0},
-    {"binary_cross_entropy(input, target, reduction=\"mean\")", lib_bce,
-     "-(t log(p) + (1 - t) log(1 - p)) of probabilities p, each log at least -100 (as torch)",
-     MQ_BK_NONE, 0},
-    {"binary_cross_entropy_with_logits(input, target, reduction=\"mean\", pos_weight=none)",
+     "|input - target| over the valid entries; reduction as mse_loss's", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
+    {"binary_cross_entropy(input, target, reduction=\"mean\", weight=none)", lib_bce,
+     "-(t log(p) + (1 - t) log(1 - p)) of probabilities p, each log at least -100 (as torch); "
+     "weight: a plain tensor broadcasting to input's shape that scales each entry's loss",
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
+    {"binary_cross_entropy_with_logits(input, target, reduction=\"mean\", pos_weight=none, weight=none)",
      lib_bce_logits,
      "binary_cross_entropy of sigmoid(input), computed stably from the logits; pos_weight "
-     "scales the positive term (one weight per class of the last dim)", MQ_BK_NONE, 0},
-    {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none)",
+     "scales the positive term (one weight per class of the last dim), weight each entry's loss",
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
+    {"cross_entropy(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none, "
+     "label_smoothing=0.0)",
      lib_cross_entropy,
      "-log_softmax(input, dim) at int64 class targets (or summed against float probabilities); "
-     "weight: one per class, the mean divides by the valid targets' weights (torch's)",
-     MQ_BK_NONE, 0},
+     "weight: one per class, the mean divides by the valid targets' weights (torch's); "
+     "label_smoothing e: (1 - e) of that plus e of the mean over the valid classes",
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"nll_loss(input, target, dim=1, ignore_index=-100, reduction=\"mean\", weight=none)",
      lib_nll_loss,
      "-input at int64 class targets along dim (input: log-probabilities, as log_softmax gives); "
      "weight as cross_entropy's",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"layer_norm(x, normalized_shape, weight=none, bias=none, eps=1e-5)", lib_layer_norm,
      "(x - mean) / sqrt(var + eps) over the valid entries of the trailing dims, * weight + bias",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"dropout(x, p, seed, training=true)", lib_dropout,
      "x with entries zeroed with probability p, the rest scaled by 1 / (1 - p); from seed alone",
-     MQ_BK_NONE, 0},
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     /* optimizer steps: [new w, new state]; only valid gradient entries update */
     {"sgd_step(w, g, lr, momentum=0, state=none, weight_decay=0)", lib_sgd_step,
      "torch.optim.SGD's step: [w, state], state the momentum buffer (none without momentum)",

@@ -271,6 +271,51 @@ void mq_builtin_close(mq_state *S) {
 
 /* --- calls --------------------------------------------------------------------- */
 
+/* The storage dtype of the first tensor among [args] (a list argument, as
+ * einsum's operands, searched too), or -1. */
+static int first_storage_dtype(const mq_builtin *b, const mq_value *args) {
+  for (int i = 0; i < b->nparams; i++) {
+    mq_value v = args[i];
+    if (mq_is_obj(v, MQ_O_LIST) && mq_as_list(v)->len > 0) v = mq_as_list(v)->items[0];
+    if (mq_is_tensor(v)) {
+      mq_dtype dt = (mq_dtype)mq_as_tensor(v)->dtype;
+      return mq_dtype_is_narrow(dt) ? (int)dt : -1;
+    }
+  }
+  return -1;
+}
+
+/* A builtin row's keep (builtin.h, MQ_KEEP_*) applied to its result [r]. */
+static mq_value keep_storage_dtype(mq_state *S, const mq_builtin *b, mq_value *args, mq_value r) {
+  int dt = first_storage_dtype(b, args);
+  if (b->def->keep == MQ_KEEP_PROMOTE) {
+    mq_tensor *ts[MQ_MAX_PARAMS];
+    int n = 0;
+    bool narrow = false; /* most calls have no storage dtype: nothing to make */
+    for (int i = 0; i < b->nparams; i++)
+      narrow |= mq_is_tensor(args[i]) && mq_dtype_is_narrow((mq_dtype)mq_as_tensor(args[i])->dtype);
+    for (int i = 0; narrow && i < b->nparams; i++) {
+      if (mq_is_tensor(args[i])) ts[n++] = mq_as_tensor(args[i]);
+      else if (args[i].type == MQ_INT || args[i].type == MQ_FLOAT)
+        ts[n++] = mq_tensor_from_value(S, args[i], "number"); /* weak */
+    }
+    dt = n ? (int)mq_result_type(n, ts) : -1;
+    if (dt >= 0 && !mq_dtype_is_narrow((mq_dtype)dt)) dt = -1;
+  }
+  if (dt < 0 || (b->def->keep == MQ_KEEP_FLOAT && !mq_dtype_is_float((mq_dtype)dt))) return r;
+  for (int i = 0; i < b->nparams; i++) /* an explicit dtype= decides */
+    if (strcmp(b->params[i].name, "dtype") == 0 && args[i].type != MQ_NONE) return r;
+  if (mq_is_tensor(r)) return mq_objv(mq_narrow_back(S, mq_as_tensor(r), (mq_dtype)dt));
+  mq_list *l = mq_is_obj(r, MQ_O_LIST) ? mq_as_list(r) : NULL;
+  if (l && l->len > 0 && mq_is_tensor(l->items[0])) { /* [values, indices]: a new list */
+    mq_list *n = mq_list_new(S, l->len);
+    mq_list_push(S, n, mq_objv(mq_narrow_back(S, mq_as_tensor(l->items[0]), (mq_dtype)dt)));
+    for (int i = 1; i < l->len; i++) mq_list_push(S, n, l->items[i]);
+    return mq_objv(n);
+  }
+  return r;
+}
+
 mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int nargs, int nkw,
                          const mq_list *kwnames, mq_tensor *spare) {
   mq_value args[MQ_MAX_PARAMS];
@@ -334,7 +379,9 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
       (mq_is_sparse(args[0]) || (b->nparams > 1 && mq_is_sparse(args[1]))) &&
       S->hooks.sparse_call && S->hooks.sparse_call(S, b, args, &r))
     return r;
-  return b->host ? S->hooks.host_call(S, b, args) : b->def->fn(S, args);
+  if (b->host) return S->hooks.host_call(S, b, args);
+  r = b->def->fn(S, args);
+  return b->def->keep ? keep_storage_dtype(S, b, args, r) : r;
 }
 
 int mq_builtin_unop(const mq_builtin *b) {

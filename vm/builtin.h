@@ -29,12 +29,26 @@ typedef mq_value (*mq_cfn)(mq_state *S, mq_value *args);
  * whose op is the MQ_RED_* it computes. */
 enum { MQ_BK_NONE = 0, MQ_BK_UNARY = 1, MQ_BK_REDUCE = 2 };
 
+/* torch's result dtype for storage-dtype operands, for builtins whose C
+ * function computes in the compute dtype (int64, float32) and returns it:
+ * after the call, a tensor result (of a [values, indices] list, the
+ * values) in the compute dtype of the first tensor operand's storage dtype
+ * takes that dtype (mq_narrow_back), unless the call gave a dtype=.
+ * MQ_KEEP_DTYPE: any storage dtype (sort, gather, tril, ones_like: int8
+ * stays int8, as torch); MQ_KEEP_FLOAT: float16 and bfloat16 only (cumsum,
+ * softmax, the losses: an int8 cumsum is int64 in torch too);
+ * MQ_KEEP_PROMOTE: torch's result_type of every tensor and number argument
+ * (add(h, 1) is float16, clamp(h, tensor(0.0)) float32), the dtype the
+ * operators already answer in. */
+enum { MQ_KEEP_NONE = 0, MQ_KEEP_DTYPE = 1, MQ_KEEP_FLOAT = 2, MQ_KEEP_PROMOTE = 3 };
+
 typedef struct mq_libfn {
   const char *sig;
   mq_cfn fn;
   const char *doc;
   int8_t kind; /* MQ_BK_* */
   int16_t op;
+  int8_t keep; /* MQ_KEEP_* */
 } mq_libfn;
 
 /* A parameter of a builtin, from its signature. */

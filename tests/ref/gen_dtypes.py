@@ -101,7 +101,82 @@ with section("dtypes_compute"):
     s(torch.cat([x[0].to(torch.uint8), x[1]]), torch.stack([torch.tensor([1.5]).half(), torch.tensor([2.5]).bfloat16()]))
     b = h.bfloat16()
     s(x @ x, x @ x, b @ b)
-    s(torch.softmax(H, 1), torch.cumsum(X, 0), torch.sort(H, 1)[0])
+    # softmax and sort keep a half dtype, cumsum of int8 is int64 (as torch)
+    s(F(torch.softmax, h, 1), torch.cumsum(x, 0), torch.sort(h, 1)[0])
     # sgd with momentum 0.9 from the buffer 0.5: buf = 0.9 * 0.5 + g; w - 0.1 * buf
     buf = 0.9 * torch.tensor([0.5, 0.5]) + torch.tensor([1.0, 1.0])
     s(torch.tensor([1.0, 2.0]) - 0.1 * buf)
+
+with section("dtypes_keep"):
+    import torch.nn.functional as Fn
+
+    def row(name, f, ints=True):
+        out = [name]
+        for dt in [torch.bfloat16, torch.float16] + ([torch.int8] if ints else []):
+            x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 0.5, 2.0]]).to(dt)
+            try:
+                d = name_of(f(x))
+            except RuntimeError:
+                # no kernel for one half type on torch 1.13's CPU: the dtype its
+                # kernel for the other keeps
+                other = torch.bfloat16 if dt == torch.float16 else torch.float16
+                d = name_of(f(x.to(other))).replace(name_of(x.to(other)), name_of(x))
+            out.append(d)
+        print(" ".join(out))
+
+    def name_of(t): return str(t.dtype).replace("torch.", "")
+
+    row("cumsum", lambda x: torch.cumsum(x, 1))
+    row("cumprod", lambda x: torch.cumprod(x, 1))
+    row("softmax", lambda x: torch.softmax(x, 1), False)
+    row("log_softmax", lambda x: torch.log_softmax(x, 1), False)
+    row("sort", lambda x: torch.sort(x)[0])
+    row("sort.indices", lambda x: torch.sort(x)[1])
+    row("topk", lambda x: torch.topk(x, 2)[0])
+    row("max.dim", lambda x: torch.max(x, 1)[0])
+    row("median", lambda x: torch.median(x))
+    row("gather", lambda x: torch.gather(x, 1, torch.tensor([[0], [2]])))
+    row("index_select", lambda x: torch.index_select(x, 0, torch.tensor([1])))
+    row("scatter_add", lambda x: torch.scatter_add(x, 1, torch.tensor([[0], [1]]), x))
+    row("tril", lambda x: torch.tril(x))
+    row("repeat", lambda x: x.repeat(2, 1))
+    row("roll", lambda x: torch.roll(x, 1))
+    row("diff", lambda x: torch.diff(x))
+    row("bmm", lambda x: torch.bmm(x.reshape(1, 2, 3), x.reshape(1, 3, 2)))
+    row("einsum", lambda x: torch.einsum("ij,kj->ik", x, x))
+    row("ones_like", lambda x: torch.ones_like(x))
+    row("full_like", lambda x: torch.full_like(x, 7))
+    row("ones_like.f32", lambda x: torch.ones_like(x, dtype=torch.float32))
+    row("clone", lambda x: torch.clone(x))
+    row("masked_fill", lambda x: x.masked_fill(x > 1, 0))
+    row("add", lambda x: torch.add(x, 1))
+    row("mul", lambda x: torch.mul(x, x))
+    row("clamp", lambda x: torch.clamp(x, 0, 2))
+    row("clamp.f32", lambda x: torch.clamp(x, torch.tensor(0.0), torch.tensor(2.0)))
+    row("gelu", lambda x: Fn.gelu(x), False)
+    row("var", lambda x: torch.var(x), False)
+    row("norm", lambda x: torch.norm(x), False)
+    row("normalize", lambda x: Fn.normalize(x, dim=1), False)
+    row("layer_norm", lambda x: Fn.layer_norm(x, [3]), False)
+    row("mse_loss", lambda x: Fn.mse_loss(x, x * 0.5), False)
+    row("cross_entropy", lambda x: Fn.cross_entropy(x, torch.tensor([0, 2])), False)
+    row("cumsum.f64", lambda x: torch.cumsum(x, 1, dtype=torch.float64))
+
+    def step(opt, x, key=None, **kw):
+        p = x.clone().requires_grad_(True)
+        p.grad = x.clone()
+        o = opt([p], foreach=False, **kw)
+        o.step()
+        return p.detach() if key is None else o.state[p][key]
+    row("sgd_step", lambda x: step(torch.optim.SGD, x, lr=0.1), False)
+    row("sgd_step.state", lambda x: step(torch.optim.SGD, x, "momentum_buffer", lr=0.1, momentum=0.9), False)
+    row("adagrad_step.state", lambda x: step(torch.optim.Adagrad, x, "sum"), False)
+    row("adam_step.m", lambda x: step(torch.optim.Adam, x, "exp_avg"), False)
+    # values: computed in float32, rounded once to bfloat16 (torch's here)
+    b = torch.tensor([1.5, -0.25, 3.0]).bfloat16()
+    s(Fn.gelu(b) * 2 + 1, torch.softmax(b, 0), torch.cumsum(b, 0))
+    # torch's bfloat16 layer_norm and cross_entropy round intermediate values
+    # ([0.0605, -1.2578, 1.1875] and 0.2354); masq rounds once: the float64
+    # result rounded (docs/DIFFERENCES.md)
+    d = b.double()
+    s(torch.sort(b)[0], Fn.layer_norm(d, [3]).bfloat16(), Fn.cross_entropy(d.reshape(1, 3), torch.tensor([2])).bfloat16())

@@ -354,10 +354,28 @@ static mq_tensor *fixed_weights(int64_t n, int v) {
   for (int64_t i = 0; i < n; i++) p[i] = 0.5 + 0.25 * (double)((i * 5 + v) % 11);
   return w;
 }
+/* a weight per entry of x's last dim: pos_weight, or weight= broadcast */
+static mq_tensor *last_dim_weights(const mq_tensor *x, int v) {
+  return fixed_weights(x->ndim ? x->shape[x->ndim - 1] : 1, v);
+}
 static mq_tensor *f_bce_logits_pw(mq_tensor **in, int v) {
   mq_tensor *x = in[0];
-  return mq_nn_bce_logits(S, x, fixed_target(x, v, 0, 1), fixed_weights(x->ndim ? x->shape[x->ndim - 1] : 1, v),
-                          (mq_nn_reduction)(v % 3));
+  return mq_nn_bce_logits(S, x, fixed_target(x, v, 0, 1), last_dim_weights(x, v), (mq_nn_reduction)(v % 3));
+}
+/* weight= must broadcast to x's shape: 0-d for a 0-d x */
+static mq_tensor *entry_weights(const mq_tensor *x, int v) {
+  mq_tensor *w = last_dim_weights(x, v);
+  return x->ndim ? w : mq_reshape(S, w, 0, NULL);
+}
+static mq_tensor *f_bce_w(mq_tensor **in, int v) {
+  mq_tensor *loss = mq_nn_bce(S, in[0], fixed_target(in[0], v, 0, 1), MQ_NN_NONE);
+  return mq_nn_scaled(S, "bce", loss, entry_weights(in[0], v), (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_bce_logits_w(mq_tensor **in, int v) {
+  mq_tensor *x = in[0];
+  mq_tensor *loss = mq_nn_bce_logits(S, x, fixed_target(x, v, 0, 1), v % 2 ? last_dim_weights(x, v + 3) : NULL,
+                                     MQ_NN_NONE);
+  return mq_nn_scaled(S, "bce", loss, entry_weights(x, v), (mq_nn_reduction)(v % 3));
 }
 static mq_tensor *f_bce_logits_t(mq_tensor **in, int v) {
   return mq_nn_bce_logits(S, fixed_target(in[0], v + 1, -3, 3), in[0], NULL, (mq_nn_reduction)(v % 3));
@@ -398,6 +416,19 @@ static mq_tensor *f_nll_loss(mq_tensor **in, int v) {
 static mq_tensor *f_cross_entropy_p(mq_tensor **in, int v) {
   return mq_nn_cross_entropy(S, in[0], fixed_target(in[0], v, 0, 1), in[0]->ndim > 1, -100, NULL,
                              (mq_nn_reduction)(v % 3));
+}
+/* label smoothing, with and without class weights, class and probability targets */
+static mq_tensor *f_cross_entropy_ls(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_cross_entropy_ls(S, in[0], class_target(in[0], v, dim), dim, -100,
+                                v % 2 ? fixed_weights(in[0]->shape[dim], v) : NULL, 0.1 + 0.3 * (v % 3),
+                                (mq_nn_reduction)(v % 3));
+}
+static mq_tensor *f_cross_entropy_pls(mq_tensor **in, int v) {
+  int dim = in[0]->ndim > 1;
+  return mq_nn_cross_entropy_ls(S, in[0], fixed_target(in[0], v, 0, 1), dim, -100,
+                                v % 2 ? fixed_weights(in[0]->shape[dim], v) : NULL, 0.2 + 0.4 * (v % 2),
+                                (mq_nn_reduction)(v % 3));
 }
 static mq_tensor *f_layer_norm(mq_tensor **in, int v) {
   int nd = in[0]->ndim > 1 && v % 2 ? 2 : 1;
@@ -496,8 +527,8 @@ static const gcase cases[] = {
     {"einsum_mm", 2, {ANY, ANY}, MATS, f_einsum_mm, false, 0, 0, NULL, true},
     C1(mse_loss, ANY), C1(mse_loss_t, ANY), C1(l1_loss, ANY), C1ND(nll_loss, ANY), C1(bce, PROB), C1(bce_t, ANY), C1(bce_logits, ANY),
     C1(bce_logits_t, ANY), C1ND(cross_entropy, ANY), C1ND(cross_entropy_p, ANY),
-    C1(bce_logits_pw, ANY), C1ND(cross_entropy_w, ANY), C1ND(cross_entropy_pw, ANY),
-    C1ND(layer_norm, ANY), C1(dropout, ANY),
+    C1(bce_logits_pw, ANY), C1(bce_w, PROB), C1(bce_logits_w, ANY), C1ND(cross_entropy_w, ANY), C1ND(cross_entropy_pw, ANY),
+    C1ND(cross_entropy_ls, ANY), C1ND(cross_entropy_pls, ANY), C1ND(layer_norm, ANY), C1(dropout, ANY),
 };
 
 /* Every row, the differentiable ones checked; NaN does not propagate

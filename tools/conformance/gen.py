@@ -1017,6 +1017,118 @@ op("nll_loss_weight", "loss", "torch.nn.functional.nll_loss with weight= and ign
    "target is ignored too (the mean divides by the valid targets' weights)")(mk_class_loss("nll_loss", True))
 
 
+def smoothing_draw(rng, k):
+    return [0.1, 0.0, 0.3, 1.0, 0.05][k % 5]
+
+
+def masked_lsm(d, m, dim):
+    """log_softmax over the valid logits (masq: a masked-out logit is no
+    class); -inf at the masked-out ones"""
+    if m is None:
+        return d.log_softmax(dim)
+    return torch.where(m, d, torch.full((), -math.inf, dtype=d.dtype)).log_softmax(dim)
+
+
+def valid_mean(v, m, dim):
+    """the mean along dim over the entries m marks (0 where there is none)"""
+    z = torch.zeros((), dtype=v.dtype)
+    return torch.where(m, v, z).sum(dim) / m.sum(dim).clamp(min=1).to(v.dtype)
+
+
+def class_case(rng, k):
+    """a class loss case's dtype, ndim, shape, reduction, class dim and class count"""
+    dtype = case_dtype(k, ("f64",))
+    nd = [2, 1, 2, 3][k % 4]
+    shape = tuple(int(rng.integers(1, 5)) for _ in range(nd))
+    dim = 1 if nd > 1 else 0
+    return dtype, nd, shape, ["mean", "sum", "none"][k % 3], dim, shape[dim]
+
+
+@op("cross_entropy_smoothing", "loss", "torch.nn.functional.cross_entropy with label_smoothing= (and weight=, "
+    "ignore_index); a masked-out target is ignored; masked-out logits: masq's rule (no class)")
+def mk_ce_smoothing(rng, k):
+    dtype, nd, shape, red, dim, C = class_case(rng, k)
+    e = smoothing_draw(rng, k)
+    masked_x = k % 6 == 5
+    x = (draw_masked if masked_x else draw_plain)(rng, k, shape, dtype, specials=False)
+    tshape = tuple(d for i, d in enumerate(shape) if i != dim)
+    cls = torch.from_numpy(rng.integers(0, C, size=tshape).astype(np.int64)).reshape(tshape)
+    cls[torch.from_numpy(rng.random(tshape) < 0.2).reshape(tshape)] = -100
+    tm = draw_mask(rng, tshape, "random") if (k // 2) % 2 else None
+    if tm is not None:
+        cls[~tm] = 7 + C
+    t = V(cls, tm)
+    valid = t.vmask() & (cls != -100)
+    if masked_x:   # the target's logit must be valid too
+        at = torch.where(valid, cls, torch.zeros((), dtype=cls.dtype)).unsqueeze(dim)
+        valid = valid & x.m.gather(dim, at).squeeze(dim)
+    anym = tm is not None or masked_x or bool((cls == -100).any())
+    weighted = k % 2 == 1
+    ins = [x, t] + ([class_weight(rng, C, dtype)] if weighted else [])
+
+    def ref(v):
+        w = v[2].d if weighted else None
+        if not masked_x:
+            tt = torch.where(valid, v[1].d, torch.full_like(v[1].d, -100))
+            kw = {"weight": w, "label_smoothing": e}
+            if red != "none" and bool(valid.any()):
+                return [V(Fn.cross_entropy(v[0].d, tt, reduction=red, **kw), torch.tensor(True) if anym else None)]
+            return [reduced(Fn.cross_entropy(v[0].d, tt, reduction="none", **kw), valid, anym, red, dtype)]
+        # masq's rule for masked-out logits: out of the log-sum-exp and of the classes smoothed over
+        lsm = masked_lsm(v[0].d, x.m, dim)
+        at = torch.where(valid, v[1].d, torch.zeros((), dtype=cls.dtype)).unsqueeze(dim)
+        wv = w if w is not None else torch.ones(C, dtype=dtype)
+        wb = wv.reshape([C if i == dim else 1 for i in range(nd)])
+        wt = wv[at.squeeze(dim)]
+        per = -(1 - e) * wt * lsm.gather(dim, at).squeeze(dim) - e * valid_mean(lsm * wb, x.m, dim)
+        if red == "mean" and bool(valid.any()):
+            z = torch.zeros((), dtype=dtype)
+            return [V(torch.where(valid, per, z).sum() / torch.where(valid, wt, z).sum(), torch.tensor(True))]
+        return [reduced(per, valid, True, red, dtype)]
+
+    wexpr = ", weight={2}" if weighted else ""
+    return Case(ins, f'cross_entropy({{0}}, {{1}}{wexpr}, label_smoothing={lit(e)}, reduction="{red}")', ref,
+                proxy=lambda q: reduced_proxy(q[0].sum(dim), valid, red), diff=[0],
+                notes=["masq rule: a masked-out logit is no class"] if masked_x else [])
+
+
+@op("cross_entropy_prob", "loss", "torch.nn.functional.cross_entropy with class probabilities as the target "
+    "(and weight=, label_smoothing=); masked-out target entries and logits: masq's rule (left out)")
+def mk_ce_prob(rng, k):
+    dtype, nd, shape, red, dim, C = class_case(rng, k)
+    e = smoothing_draw(rng, k) if k % 2 else 0.0
+    form = (k // 3) % 4   # masked operands: none, the target, the input, both
+    x = (draw_masked if form >= 2 else draw_plain)(rng, k, shape, dtype, specials=False)
+    t = (draw_masked if form in (1, 3) else draw_plain)(rng, k + 1, shape, dtype, "p01", specials=False)
+    weighted = k % 4 >= 2
+    ins = [x, t] + ([class_weight(rng, C, dtype)] if weighted else [])
+    anym = x.masked or t.masked
+    both = x.vmask() & t.vmask()
+    valid = both.any(dim)
+
+    def ref(v):
+        w = v[2].d if weighted else None
+        if not anym:
+            return [V(Fn.cross_entropy(v[0].d, v[1].d, weight=w, label_smoothing=e, reduction=red))]
+        lsm = masked_lsm(v[0].d, x.m, dim)
+        wv = w if w is not None else torch.ones(C, dtype=dtype)
+        wb = wv.reshape([C if i == dim else 1 for i in range(nd)])
+        z = torch.zeros((), dtype=dtype)
+        base = -torch.where(both, lsm * v[1].d * wb, z).sum(dim)
+        per = (1 - e) * base - e * valid_mean(lsm * wb, both, dim)
+        return [reduced(per, valid, True, red, dtype)]
+
+    def proxy(q):
+        # every logit of a row feeds its loss; a target entry only where its logit is valid too
+        r = q[0] + torch.where(both, q[1], torch.zeros((), dtype=q[1].dtype))
+        return reduced_proxy(r.sum(dim), valid, red)
+
+    wexpr = ", weight={2}" if weighted else ""
+    ls = f", label_smoothing={lit(e)}" if e else ""
+    return Case(ins, f'cross_entropy({{0}}, {{1}}{wexpr}{ls}, reduction="{red}")', ref, proxy=proxy, diff=[0, 1],
+                notes=["masq rule: masked-out entries are left out"] if anym else [])
+
+
 @op("bce_logits_pos_weight", "loss", LOSS_SOURCE + "; pos_weight= per class of the last dim")
 def mk_bce_pos_weight(rng, k):
     dtype = case_dtype(k, ("f64",))
@@ -1036,6 +1148,39 @@ def mk_bce_pos_weight(rng, k):
 
     return Case([x, t, pw], f'binary_cross_entropy_with_logits({{0}}, {{1}}, pos_weight={{2}}, reduction="{red}")',
                 ref, proxy=lambda q: reduced_proxy(q[0] + q[1], valid, red), diff=[0, 1])
+
+
+@op("bce_weight", "loss", LOSS_SOURCE + "; weight= broadcast to the input (binary_cross_entropy and "
+    "binary_cross_entropy_with_logits, with pos_weight= now and then)")
+def mk_bce_weight(rng, k):
+    dtype = case_dtype(k, ("f64",))
+    shape = draw_shape(rng, k, maxnumel=36, empty=False)
+    red = ["mean", "sum", "none"][k % 3]
+    form = (k // 3) % 4
+    logits = k % 2 == 1
+    x = (draw_masked if form >= 2 else draw_plain)(rng, k, shape, dtype, "real" if logits else "p01",
+                                                   specials=None if logits else False)
+    t = (draw_masked if form in (1, 3) else draw_plain)(rng, k + 1, shape, dtype, "p01", specials=False)
+    wshape = bshape(rng, shape)
+    while len(wshape) > len(shape):   # torch: weight broadcasts to the input's shape
+        wshape = wshape[1:]
+    w = V(torch.from_numpy(rng.uniform(0.25, 3.0, size=wshape)).to(dtype).reshape(wshape))
+    ins = [x, t, w]
+    pw = logits and k % 4 == 3
+    if pw:
+        ins.append(V(torch.from_numpy(rng.uniform(0.25, 3.0, size=(shape[-1] if shape else 1,))).to(dtype)))
+    valid = x.vmask() & t.vmask()
+    anym = x.masked or t.masked
+    name = "binary_cross_entropy_with_logits" if logits else "binary_cross_entropy"
+
+    def ref(v):
+        kw = {"pos_weight": v[3].d} if pw else {}
+        per = getattr(Fn, name)(v[0].d, v[1].d, weight=v[2].d.expand(shape), reduction="none", **kw)
+        return [reduced(per, valid, anym, red, dtype)]
+
+    extra = ", pos_weight={3}" if pw else ""
+    return Case(ins, f'{name}({{0}}, {{1}}, weight={{2}}{extra}, reduction="{red}")', ref,
+                proxy=lambda q: reduced_proxy(q[0] + q[1], valid, red), diff=[0, 1] if logits else [0])
 
 
 @op("layer_norm", "loss", "torch.nn.functional.layer_norm's formula over the valid entries of each slice; mask kept")
@@ -1070,6 +1215,140 @@ def mk_layer_norm(rng, k):
         return r + q[1] + q[2] if affine else r
 
     return Case(ins, call, ref, proxy=proxy)
+
+
+# ---------------------------------------------------------------- optimizer steps
+
+OPTIM_SOURCE = ("torch.optim.%s's step (foreach=False) with the state set; where the gradient is masked out, "
+                "parameter and state are left as they were")
+
+
+def optim_ref(kind, hp, has_state):
+    """[w, state tensors..., (adam) step] after one torch.optim step from
+    the given state; entries whose gradient is masked out keep w and state"""
+    def ref(v):
+        w, g = v[0], v[1]
+        ok = g.vmask()
+        p = w.d.clone().requires_grad_(True)
+        p.grad = torch.where(ok, g.d, torch.zeros((), dtype=g.d.dtype))
+        if kind == "sgd":
+            opt = torch.optim.SGD([p], lr=hp["lr"], momentum=hp["momentum"], weight_decay=hp["wd"], foreach=False)
+            if has_state:
+                opt.state[p]["momentum_buffer"] = v[2].d.clone()
+            olds = [v[2].d] if has_state else [torch.zeros_like(w.d)]
+        elif kind == "adagrad":
+            opt = torch.optim.Adagrad([p], lr=hp["lr"], eps=hp["eps"], weight_decay=hp["wd"], foreach=False)
+            if has_state:
+                opt.state[p]["sum"].copy_(v[2].d)
+            olds = [v[2].d if has_state else torch.zeros_like(w.d)]
+        else:
+            opt = torch.optim.Adam([p], lr=hp["lr"], betas=hp["betas"], eps=hp["eps"], weight_decay=hp["wd"],
+                                   foreach=False)
+            if has_state:
+                opt.state[p] = {"step": torch.tensor(float(hp["step"])), "exp_avg": v[2].d.clone(),
+                                "exp_avg_sq": v[3].d.clone()}
+            olds = [v[2].d, v[3].d] if has_state else [torch.zeros_like(w.d)] * 2
+        with torch.no_grad():
+            opt.step()
+        st = opt.state[p]
+        news = {"sgd": ["momentum_buffer"], "adagrad": ["sum"], "adam": ["exp_avg", "exp_avg_sq"]}[kind]
+        out = [V(torch.where(ok, p.detach(), w.d))]
+        if kind != "sgd" or hp["momentum"] != 0:
+            out += [V(torch.where(ok, st[key], old)) for key, old in zip(news, olds)]
+        if kind == "adam":
+            out.append(V(torch.tensor(hp["step"] + 1, dtype=torch.int64)))
+        return out
+    return ref
+
+
+def mk_optim(kind):
+    def make(rng, k):
+        dtype = case_dtype(k, ("f64",))
+        shape = draw_shape(rng, k, maxnumel=36)
+        w = draw_plain(rng, k, shape, dtype, "real", specials=False)
+        # the gradient: plain, or masked with every kind of mask (specials at valid entries too)
+        g = (draw_masked if k % 4 else draw_plain)(rng, k, shape, dtype, "real")
+        has_state = k % 3 != 0
+        hp = {"lr": float(rng.choice([0.1, 0.01, 1.0, 0.5])), "wd": float(rng.choice([0.0, 0.0, 0.01, 0.5]))}
+        ins = [w, g]
+        if kind == "sgd":
+            hp["momentum"] = float(rng.choice([0.0, 0.9, 0.5])) if k % 5 else 0.0
+            has_state = has_state and hp["momentum"] != 0
+            if has_state:
+                ins.append(draw_plain(rng, k, shape, dtype, "real", specials=False))
+            call = "flat(sgd_step({0}, {1}, %s, momentum=%s, state=%s, weight_decay=%s))" % (
+                lit(hp["lr"]), lit(hp["momentum"]), "{2}" if has_state else "none", lit(hp["wd"]))
+        elif kind == "adagrad":
+            hp["eps"] = float(rng.choice([1e-10, 1e-3, 0.1]))
+            if has_state:
+                ins.append(draw_plain(rng, k, shape, dtype, "nonneg", specials=False))
+            call = "flat(adagrad_step({0}, {1}, %s, lr=%s, eps=%s, weight_decay=%s))" % (
+                "{2}" if has_state else "none", lit(hp["lr"]), lit(hp["eps"]), lit(hp["wd"]))
+        else:
+            hp["eps"] = float(rng.choice([1e-8, 1e-3]))
+            hp["betas"] = [(0.9, 0.999), (0.8, 0.99), (0.5, 0.5), (0.0, 0.9)][k % 4]
+            hp["step"] = int(rng.integers(1, 30)) if has_state else 0
+            if has_state:
+                ins += [draw_plain(rng, k, shape, dtype, "small", specials=False),
+                        draw_plain(rng, k, shape, dtype, "nonneg", specials=False)]
+            state = "[{2}, {3}, %d]" % hp["step"] if has_state else "none"
+            call = "flat(adam_step({0}, {1}, %s, lr=%s, betas=%s, eps=%s, weight_decay=%s))" % (
+                state, lit(hp["lr"]), lit(list(hp["betas"])), lit(hp["eps"]), lit(hp["wd"]))
+        return Case(ins, call, optim_ref(kind, hp, has_state), grad=False, multi=True,
+                    notes=["masq rule: a masked-out gradient entry leaves w and state as they were"]
+                    if g.masked else [])
+    return make
+
+
+for _n, _t in (("sgd", "SGD"), ("adagrad", "Adagrad"), ("adam", "Adam")):
+    op(_n + "_step", "optim", OPTIM_SOURCE % _t)(mk_optim(_n))
+
+
+# ---------------------------------------------------------------- allclose
+
+
+@op("allclose", "reduce", "torch.allclose on the entries valid in both (a plain operand takes the other's mask; "
+    "masked operands with different masks: false)")
+def mk_allclose(rng, k):
+    dtype = case_dtype(k, ("int", "f64"))
+    shape = draw_shape(rng, k, maxnumel=24)
+    form = (k // 2) % 4   # masked operands: none, a, b, both
+    a = (draw_masked if form in (1, 3) else draw_plain)(rng, k, shape, dtype, specials=k % 3 == 0)
+    bshp = bshape(rng, shape) if k % 5 == 4 else shape
+    rtol, atol = [(1e-5, 1e-8), (1e-3, 0.0), (0.0, 0.5), (1e-5, 1e-8)][k % 4]
+    equal_nan = k % 3 == 0
+    # b: a copy of a (broadcast down to bshp) moved by a noise that straddles the tolerance
+    d = a.d.clone()
+    if bshp != shape:
+        d = d[tuple(slice(0, 1) if len(bshp) - len(shape) + i >= 0 and bshp[len(bshp) - len(shape) + i] == 1
+                    else slice(None) for i in range(len(shape)))] if len(bshp) >= len(shape) else None
+        if d is None or tuple(d.shape) != tuple(bshp[-len(shape):] if shape else ()):
+            raise Skip()
+        d = d.reshape(bshp)
+    if dtype.is_floating_point:
+        scale = float(rng.choice([0.0, 0.3, 0.9, 1.1, 3.0]))
+        tol = atol + rtol * d.abs()
+        noise = torch.from_numpy(np.asarray(rng.choice([-1.0, 1.0], size=tuple(d.shape)))).to(dtype) * tol * scale
+        hit = torch.from_numpy(np.asarray(rng.random(tuple(d.shape)) < 0.5))
+        d = torch.where(hit, d + noise, d)
+    elif k % 2:
+        d = d + torch.from_numpy(np.asarray(rng.random(tuple(d.shape)) < 0.1).astype(np.int64))
+    bm = None
+    if form >= 2:
+        bm = a.m.reshape(shape).clone() if form == 3 and bshp == shape and k % 4 else draw_mask(rng, bshp, "random")
+    b = V(d, bm)
+    call = "tensor(allclose({0}, {1}, rtol=%s, atol=%s, equal_nan=%s))" % (lit(rtol), lit(atol), lit(equal_nan))
+
+    def ref(v):
+        full = torch.broadcast_shapes(v[0].d.shape, v[1].d.shape)
+        ma = (v[0].m if v[0].masked else v[1].vmask()).expand(full)
+        mb = (v[1].m if v[1].masked else v[0].vmask()).expand(full)
+        if not torch.equal(ma, mb):
+            return [V(torch.tensor(False))]
+        x, y = v[0].d.expand(full)[ma], v[1].d.expand(full)[ma]
+        return [V(torch.tensor(torch.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan)))]
+
+    return Case([a, b], call, ref, exact=True, grad=False)
 
 
 # ---------------------------------------------------------------- where
@@ -1295,6 +1574,21 @@ VIEWS = {
 }
 for _n, (_a, _f, _nd) in VIEWS.items():
     op(_n, "view", "applied to data and mask alike (torch.masked passthrough)")(mk_view(_n, _a, _f, nd=_nd))
+
+
+def a_flip(rng, shape):
+    if not shape:
+        return None
+    dims = sorted({int(d) for d in rng.integers(-len(shape), len(shape), int(rng.integers(1, len(shape) + 1)))},
+                  key=lambda d: d % len(shape))
+    dims = list({d % len(shape): d for d in dims}.values())   # one entry per dim
+    return "".join(", " + lit(d) for d in dims), (dims,)
+
+
+# flip: one more view torch.masked passes through. (x.T cannot join: the
+# scripts' pool helper T of check.masq hides the builtin T.)
+op("flip", "view", "torch.flip applied to data and mask alike (torch.masked passthrough)")(
+    mk_view("flip", a_flip, lambda t, d: t.flip(d)))
 
 
 # --- tril, triu, repeat, roll, diff, bmm, einsum (runtime/shape_more.h): torch.masked has
