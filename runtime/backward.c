@@ -280,7 +280,7 @@ static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
 #define UN_LOOP32_D(e) LOOP32(o, UN_ELEM32, e) break;
 #define UN_LOOP32_NODIFF break;
 
-static void unary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
+MQ_WIDE static void unary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
   const ew_job *J = ctx;
   const float *xv = J->fx, *yv = J->fy, *gv = J->fg;
   const double *p = J->p, g0 = J->gs ? 0 : gv[0];
@@ -390,7 +390,7 @@ static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
   break;
 #define BIN_LOOP32_NODIFF break;
 
-static void binary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
+MQ_WIDE static void binary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
   const ew_job *J = ctx;
   const float *xv = J->fx, *yv = J->fy, *ov = J->fo, *gv = J->fg;
   const double g0 = J->gs ? 0 : gv[0];
@@ -408,6 +408,23 @@ static void binary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
 /* + - * / read at most x and y, and only some of them: the others are not
  * converted. A float32 result with a float32 gradient runs the float32
  * kernels (the operands read as the forward read them: float32). */
+/* a * b with a gradient of 1 everywhere (sum(a * b)'s): a's gradient is b
+ * itself, exactly (1 * v is v), so b's float32 data is shared, not copied,
+ * when it is stored as the gradient's (contiguous, of t's shape, not host
+ * memory, which the host may rewrite). NULL otherwise. */
+static mq_tensor *times_one(mq_state *S, const ew_job *J, mq_tensor *v, mq_tensor *t,
+                            mq_tensor *g) {
+  if (J->op != MQ_BIN_MUL || J->gs || J->fg[0] != 1.0f) return NULL;
+  mq_tensor *d = v->mask ? mq_get_data(S, v) : v;
+  if (d->dtype != MQ_DT_F32 || d->ndim != t->ndim || !mq_tensor_is_contiguous(d) ||
+      memcmp(d->shape, t->shape, (size_t)t->ndim * sizeof *t->shape) != 0 ||
+      mq_storage_foreign(d->storage))
+    return NULL;
+  mq_tensor *r = mq_tensor_view(S, d, d->ndim, d->shape, d->strides, d->offset);
+  if (g->mask) mq_tensor_set_mask(S, r, mq_contiguous(S, g->mask));
+  return r;
+}
+
 static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *a = n->in[0], *b = n->in[1];
@@ -427,10 +444,13 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
     J.fo = !arith ? mq_bw_f32_at(S, t, nd, shape) : any;
     for (int side = 0; side < 2; side++) {
       if (!(side ? gb : ga)) continue;
-      mq_tensor *r = like_dt(S, g, MQ_DT_F32);
-      J.which = side;
-      J.fr = mq_bw_f(r);
-      ew_run(S, t->numel, binary_range32, &J);
+      mq_tensor *r = times_one(S, &J, side ? a : b, t, g);
+      if (!r) {
+        r = like_dt(S, g, MQ_DT_F32);
+        J.which = side;
+        J.fr = mq_bw_f(r);
+        ew_run(S, t->numel, binary_range32, &J);
+      }
       gin[side] = mq_bw_sum_to(S, r, side ? b : a);
     }
     return;

@@ -373,7 +373,7 @@ static inline double lanes16(const double *d) {
          (((d[8] + d[9]) + (d[10] + d[11])) + ((d[12] + d[13]) + (d[14] + d[15])));
 }
 
-static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
+MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
   const sm_bw32_job *B = ctx;
   int64_t len = B->len;
   bool lg = B->lg;
@@ -442,6 +442,7 @@ static bool bw_softmax32(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gi
   sm_bw32_job B = {.yv = mq_bw_f32_at(S, t, t->ndim, t->shape), .gv = mq_bw_f(g),
                    .xm = mq_ag_maskp(S, x), .gm = mq_ag_maskp(S, g), .len = A.len,
                    .lg = t->node->op};
+  if (B.gm == B.xm) B.gm = NULL; /* the same bytes (sum(softmax(x) * w)'s): x's alone */
   if (!B.xm || !B.gm) {
     uint8_t *ones = mq_scratch(S, (size_t)A.len);
     memset(ones, 1, (size_t)A.len);
