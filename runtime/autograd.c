@@ -9,9 +9,11 @@
 
 /* --- gradient tensors ------------------------------------------------------ */
 
-/* During backward every gradient is a contiguous float64 tensor of its
- * tensor's shape, with a contiguous mask or none; it is converted to the
- * tensor's dtype only when it leaves the engine. */
+/* During backward every gradient is a tensor of its tensor's shape, with a
+ * contiguous mask or none: float64, or float32 for a float32 tensor where
+ * the derivatives have float32 kernels, contiguous or one value broadcast
+ * (backward.h). It is converted to the tensor's dtype (and made
+ * contiguous) only when it leaves the engine. */
 
 mq_tensor *mq_ag_gnew(mq_state *S, int ndim, const int64_t *shape) {
   return mq_tensor_new(S, MQ_DT_F64, ndim, shape);
@@ -83,8 +85,8 @@ static mq_tensor *grad_f64(mq_state *S, mq_tensor *t) {
   return out;
 }
 
-/* [g] (float64) as a gradient of [t]: t's dtype, and within t's mask. A
- * masked t always gets a masked gradient. */
+/* [g] as a gradient of [t]: t's dtype, and within t's mask. A masked t
+ * always gets a masked gradient. */
 static mq_tensor *finalize(mq_state *S, mq_tensor *g, mq_tensor *t) {
   if (t->sparse) return mq_ag_sparse_finalize(S, g, t);
   const uint8_t *gm = mq_ag_maskp(S, g), *tm = mq_ag_maskp(S, t);
