@@ -126,10 +126,6 @@ static void fill_range(void *ctx, int64_t r0, int64_t r1, int t) {
   }
 }
 
-/* sum and mean, the common case: every input of slot k gets g[k] (times 1
- * over the slot's valid count for mean), exactly what the general path
- * below computes, without its statistics, offset table and float64 copies
- * of x and y, and without a branch per entry. */
 /* The gradient of a float32 sum or mean over every dim: one value (g,
  * or g over the valid count) broadcast with stride 0, within x's mask
  * (shared, not copied). NULL when that is not the gradient's form. */
@@ -149,6 +145,10 @@ static mq_tensor *sum_all32(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean) 
   return r;
 }
 
+/* sum and mean, the common case: every input of slot k gets g[k] (times 1
+ * over the slot's valid count for mean), exactly what the general path
+ * below computes, without its statistics, offset table and float64 copies
+ * of x and y, and without a branch per entry. */
 static void bw_sum_mean(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean, const int64_t *ostr,
                         int64_t nout, mq_tensor **gin) {
   bool f32 = g->dtype == MQ_DT_F32 && x->dtype == MQ_DT_F32;
