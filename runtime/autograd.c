@@ -9,9 +9,11 @@
 
 /* --- gradient tensors ------------------------------------------------------ */
 
-/* During backward every gradient is a contiguous float64 tensor of its
- * tensor's shape, with a contiguous mask or none; it is converted to the
- * tensor's dtype only when it leaves the engine. */
+/* During backward every gradient is a tensor of its tensor's shape, with a
+ * contiguous mask or none: float64, or float32 for a float32 tensor where
+ * the derivatives have float32 kernels, contiguous or one value broadcast
+ * (backward.h). It is converted to the tensor's dtype (and made
+ * contiguous) only when it leaves the engine. */
 
 mq_tensor *mq_ag_gnew(mq_state *S, int ndim, const int64_t *shape) {
   return mq_tensor_new(S, MQ_DT_F64, ndim, shape);
@@ -30,24 +32,47 @@ uint8_t *mq_ag_new_mask(mq_state *S, mq_tensor *g) {
   return mq_tensor_data(m);
 }
 
+/* [g] contiguous, in [dt] (float32 or float64), its mask kept. */
+static mq_tensor *grad_as(mq_state *S, mq_tensor *g, mq_dtype dt) {
+  if (g->dtype == dt && mq_tensor_is_contiguous(g)) return g;
+  mq_tensor *out = mq_tensor_new(S, dt, g->ndim, g->shape);
+  mq_kernel_convert(S, out, g);
+  if (g->mask) mq_tensor_set_mask(S, out, mq_contiguous(S, g->mask));
+  return out;
+}
+
+/* o = a + b where either is valid (one side alone where only it is; the
+ * mask in m), in T. */
+#define DEF_ADD_GRADS(NAME, T)                                                 \
+  static void NAME(T *o, uint8_t *m, const T *x, const T *y, const uint8_t *ma, \
+                   const uint8_t *mb, int64_t n) {                             \
+    if (!m) {                                                                  \
+      for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i];                      \
+      return;                                                                  \
+    }                                                                          \
+    for (int64_t i = 0; i < n; i++) {                                          \
+      bool va = !ma || ma[i], vb = !mb || mb[i];                               \
+      T u = x[i], v = y[i];                                                    \
+      o[i] = (va ? u : (T)0) + (vb ? v : (T)0);                                \
+      m[i] = va || vb;                                                         \
+    }                                                                          \
+  }
+DEF_ADD_GRADS(add_grads_f32, float)
+DEF_ADD_GRADS(add_grads_f64, double)
+
+/* Two float32 gradients add in float32 (each sum rounded once, as float32
+ * addition is); any other pair in float64. */
 mq_tensor *mq_ag_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b) {
   if (a->sparse) return mq_ag_sparse_accumulate(S, a, b);
-  mq_tensor *out = mq_ag_gnew(S, a->ndim, a->shape);
-  const double *x = mq_tensor_data(a), *y = mq_tensor_data(b);
-  double *o = mq_tensor_data(out);
-  int64_t n = out->numel;
+  mq_dtype dt = a->dtype == MQ_DT_F32 && b->dtype == MQ_DT_F32 ? MQ_DT_F32 : MQ_DT_F64;
+  a = grad_as(S, a, dt), b = grad_as(S, b, dt);
+  mq_tensor *out = mq_tensor_new(S, dt, a->ndim, a->shape);
   const uint8_t *ma = mq_ag_maskp(S, a), *mb = mq_ag_maskp(S, b);
-  if (!ma && !mb) {
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i];
-    return out;
-  }
-  uint8_t *m = mq_ag_new_mask(S, out);
-  for (int64_t i = 0; i < n; i++) {
-    bool va = !ma || ma[i], vb = !mb || mb[i];
-    double u = x[i], v = y[i];
-    o[i] = (va ? u : 0.0) + (vb ? v : 0.0);
-    m[i] = va || vb;
-  }
+  uint8_t *m = ma || mb ? mq_ag_new_mask(S, out) : NULL;
+  if (dt == MQ_DT_F32)
+    add_grads_f32(mq_tensor_data(out), m, mq_tensor_data(a), mq_tensor_data(b), ma, mb, out->numel);
+  else
+    add_grads_f64(mq_tensor_data(out), m, mq_tensor_data(a), mq_tensor_data(b), ma, mb, out->numel);
   return out;
 }
 
@@ -60,13 +85,22 @@ static mq_tensor *grad_f64(mq_state *S, mq_tensor *t) {
   return out;
 }
 
-/* [g] (float64) as a gradient of [t]: t's dtype, and within t's mask. A
- * masked t always gets a masked gradient. */
+/* [g] as a gradient of [t]: t's dtype, and within t's mask. A masked t
+ * always gets a masked gradient. */
 static mq_tensor *finalize(mq_state *S, mq_tensor *g, mq_tensor *t) {
   if (t->sparse) return mq_ag_sparse_finalize(S, g, t);
-  mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
-  mq_kernel_convert(S, out, g);
   const uint8_t *gm = mq_ag_maskp(S, g), *tm = mq_ag_maskp(S, t);
+  mq_tensor *out;
+  if (g->dtype == t->dtype && mq_tensor_is_contiguous(g)) { /* already t's: shared */
+    out = mq_tensor_view(S, g, g->ndim, g->shape, g->strides, g->offset);
+    if (gm && (!tm || gm == tm)) { /* within t's mask already */
+      mq_tensor_set_mask(S, out, mq_contiguous(S, g->mask));
+      return out;
+    }
+  } else {
+    out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
+    mq_kernel_convert(S, out, g);
+  }
   if (gm || tm) { /* mask bytes are 0 or 1: & without branches */
     uint8_t *m = mq_ag_new_mask(S, out);
     if (gm && tm)
@@ -465,7 +499,10 @@ static void collect(mq_state *S, graph *G, mq_tensor *y) {
 
 /* Gradients flow from [y] down to every tensor of the graph. */
 static void propagate(mq_state *S, graph *G, mq_tensor *y) {
-  mq_tensor *seed = mq_tensor_full(S, MQ_DT_F64, y->ndim, y->shape, 1.0);
+  /* a float32 result's gradients are float32 where the derivatives have
+   * float32 kernels (backward.h) */
+  mq_dtype sd = y->dtype == MQ_DT_F32 && !y->sparse ? MQ_DT_F32 : MQ_DT_F64;
+  mq_tensor *seed = mq_tensor_full(S, sd, y->ndim, y->shape, 1.0);
   if (y->mask) mq_tensor_set_mask(S, seed, mq_contiguous(S, y->mask));
   G->grads[find(G, y)] = seed; /* a masked-out y: every gradient masked out */
   mq_tensor *gin[64];

@@ -259,9 +259,10 @@ MQ_INTERNAL void mq_ag_node_free(mq_state *S, mq_gradnode *node);
 /* --- the derivatives (backward.c) ----------------------------------------- */
 
 /* Computes the gradients of [t]'s node inputs from [g], the gradient of t
- * (float64, contiguous, t's shape, masked or plain). gin[i] receives the
- * gradient of in[i] in the same form, or NULL (none, or in[i] does not
- * require grad). */
+ * (t's shape, masked or plain; float64, or float32 for a float32 t, and
+ * contiguous or a stride-0 broadcast: backward.h). gin[i] receives the
+ * gradient of in[i] in that form, or NULL (none, or in[i] does not require
+ * grad). */
 MQ_INTERNAL void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 /* "exp", "sum", ... for messages. */
 MQ_INTERNAL const char *mq_ag_node_name(const mq_gradnode *n);

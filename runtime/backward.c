@@ -20,6 +20,11 @@ typedef struct ew_job {
   int which; /* binary: 0 the left operand's gradient, 1 the right's */
   const double *x, *y, *o, *g, *p;
   double *ra;
+  /* the float32 kernels': the same arrays as float32, g read with stride gs
+   * (0: one value for every element, the gradient of a full sum) */
+  const float *fx, *fy, *fo, *fg;
+  float *fr;
+  int64_t gs;
 } ew_job;
 
 static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, ew_job *J) {
@@ -36,6 +41,26 @@ mq_tensor *mq_bw_f64_to(mq_state *S, mq_tensor *t, int nd, const int64_t *shape)
   mq_tensor *out = mq_ag_gnew(S, nd, shape);
   mq_kernel_convert(S, out, mq_expand(S, d, nd, shape));
   return out;
+}
+
+mq_tensor *mq_bw_g64(mq_state *S, mq_tensor *g) {
+  if (g->dtype == MQ_DT_F64 && mq_tensor_is_contiguous(g)) return g;
+  mq_tensor *out = mq_ag_gnew(S, g->ndim, g->shape);
+  mq_kernel_convert(S, out, g);
+  if (g->mask) mq_tensor_set_mask(S, out, mq_contiguous(S, g->mask));
+  return out;
+}
+
+mq_tensor *mq_bw_gnew32(mq_state *S, int nd, const int64_t *shape) {
+  return mq_tensor_new(S, MQ_DT_F32, nd, shape);
+}
+
+const float *mq_bw_f32_at(mq_state *S, mq_tensor *t, int nd, const int64_t *shape) {
+  mq_tensor *d = mq_expand(S, t->mask ? mq_get_data(S, t) : t, nd, shape);
+  if (d->dtype == MQ_DT_F32 && mq_tensor_is_contiguous(d)) return mq_bw_f(d);
+  mq_tensor *out = mq_bw_gnew32(S, nd, shape);
+  mq_kernel_convert(S, out, d);
+  return mq_bw_f(out);
 }
 
 const uint8_t *mq_bw_mask_to(mq_state *S, mq_tensor *t, int nd, const int64_t *shape) {
@@ -66,9 +91,13 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
   const uint8_t *vm = mq_ag_maskp(S, v), *xm = mq_ag_maskp(S, x);
   mq_tensor *r;
   if (v->ndim == x->ndim && memcmp(v->shape, x->shape, (size_t)x->ndim * sizeof *x->shape) == 0) {
-    if (!xm) return v;
+    /* within x's mask: nothing to do when v has those very bytes (the
+     * mask passed down the chain, e.g. sum(x * w)'s) */
+    if (!xm || vm == xm) return v;
     r = mq_tensor_view(S, v, v->ndim, v->shape, v->strides, v->offset);
   } else {
+    v = mq_bw_g64(S, v); /* summed in double */
+    vm = mq_ag_maskp(S, v);
     r = mq_tensor_full(S, MQ_DT_F64, x->ndim, x->shape, 0.0);
     double *o = mq_bw_d(r);
     const double *a = mq_bw_d(v);
@@ -228,11 +257,66 @@ static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
   }
 }
 
+/* The float32 kernels: the same derivative per element, computed in
+ * double from the float32 operands and rounded once to float32 (for one
+ * operation, such as g * y, exactly float32's own result). One loop per op
+ * for an array g, one for a single g (stride 0). */
+#define UN_ELEM32(G)                                                           \
+  const double x = xv[i], y = yv[i], g = (G);                                 \
+  (void)x, (void)y, (void)g
+/* OUT[i] = e over [lo, hi), the names of ELEM bound per element, g from
+ * the array gv or the single g0 */
+#define LOOP32(OUT, ELEM, e)                                                   \
+  if (J->gs)                                                                   \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      ELEM(gv[i]);                                                             \
+      OUT[i] = (float)(e);                                                     \
+    }                                                                          \
+  else                                                                         \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      ELEM(g0);                                                                \
+      OUT[i] = (float)(e);                                                     \
+    }
+#define UN_LOOP32_D(e) LOOP32(o, UN_ELEM32, e) break;
+#define UN_LOOP32_NODIFF break;
+
+MQ_WIDE static void unary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ew_job *J = ctx;
+  const float *xv = J->fx, *yv = J->fy, *gv = J->fg;
+  const double *p = J->p, g0 = J->gs ? 0 : gv[0];
+  float *o = J->fr;
+  (void)p, (void)g0;
+  switch ((mq_unop)J->op) {
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
+  case MQ_UN_##E: UN_LOOP32_##deriv
+    MQ_UNARY_OPS(X)
+#undef X
+  case MQ_UN__COUNT: break;
+  }
+}
+
+/* A new gradient of [g]'s shape and mask in [dt]. */
+static mq_tensor *like_dt(mq_state *S, mq_tensor *g, mq_dtype dt) {
+  mq_tensor *r = dt == MQ_DT_F32 ? mq_bw_gnew32(S, g->ndim, g->shape) : mq_ag_gnew(S, g->ndim, g->shape);
+  if (g->mask) mq_tensor_set_mask(S, r, mq_contiguous(S, g->mask));
+  return r;
+}
+
 static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *x = n->in[0];
   if (!x->requires_grad) return;
   if (!un_diff[n->op]) mq_error(S, "backward: %s has no derivative", mq_ag_node_name(n));
+  if (g->dtype == MQ_DT_F32 && x->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) {
+    mq_tensor *r = like_dt(S, g, MQ_DT_F32);
+    ew_job J = {.op = n->op, .p = n->prm, .fx = mq_bw_f32_at(S, x, x->ndim, x->shape),
+                .fy = mq_bw_f32_at(S, t, t->ndim, t->shape), .fg = mq_bw_f(g),
+                .gs = mq_bw_gstride(g), .fr = mq_bw_f(r)};
+    ew_run(S, r->numel, unary_range32, &J);
+    gin[0] = r;
+    return;
+  }
+  g = mq_bw_g64(S, g);
   mq_tensor *r = like(S, g);
   ew_job J = {.op = n->op, .x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape)),
               .y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape)), .g = mq_bw_d(g), .p = n->prm,
@@ -293,8 +377,54 @@ static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
   }
 }
 
+#define BIN_ELEM32(G)                                                          \
+  const double x = xv[i], y = yv[i], o = ov[i], g = (G);                      \
+  (void)x, (void)y, (void)o, (void)g
+#define BIN_SIDE32(e) LOOP32(r, BIN_ELEM32, e)
+#define BIN_LOOP32_D(ga, gb)                                                   \
+  if (J->which == 0) {                                                         \
+    BIN_SIDE32(ga)                                                             \
+  } else {                                                                     \
+    BIN_SIDE32(gb)                                                             \
+  }                                                                            \
+  break;
+#define BIN_LOOP32_NODIFF break;
+
+MQ_WIDE static void binary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ew_job *J = ctx;
+  const float *xv = J->fx, *yv = J->fy, *ov = J->fo, *gv = J->fg;
+  const double g0 = J->gs ? 0 : gv[0];
+  float *r = J->fr;
+  (void)g0;
+  switch ((mq_binop)J->op) {
+#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
+  case MQ_BIN_##E: BIN_LOOP32_##deriv
+    MQ_BINARY_OPS(X)
+#undef X
+  case MQ_BIN__COUNT: break;
+  }
+}
+
 /* + - * / read at most x and y, and only some of them: the others are not
- * converted. */
+ * converted. A float32 result with a float32 gradient runs the float32
+ * kernels (the operands read as the forward read them: float32). */
+/* a * b with a gradient of 1 everywhere (sum(a * b)'s): a's gradient is b
+ * itself, exactly (1 * v is v), so b's float32 data is shared, not copied,
+ * when it is stored as the gradient's (contiguous, of t's shape, not host
+ * memory, which the host may rewrite). NULL otherwise. */
+static mq_tensor *times_one(mq_state *S, const ew_job *J, mq_tensor *v, mq_tensor *t,
+                            mq_tensor *g) {
+  if (J->op != MQ_BIN_MUL || J->gs || J->fg[0] != 1.0f) return NULL;
+  mq_tensor *d = v->mask ? mq_get_data(S, v) : v;
+  if (d->dtype != MQ_DT_F32 || d->ndim != t->ndim || !mq_tensor_is_contiguous(d) ||
+      memcmp(d->shape, t->shape, (size_t)t->ndim * sizeof *t->shape) != 0 ||
+      mq_storage_foreign(d->storage))
+    return NULL;
+  mq_tensor *r = mq_tensor_view(S, d, d->ndim, d->shape, d->strides, d->offset);
+  if (g->mask) mq_tensor_set_mask(S, r, mq_contiguous(S, g->mask));
+  return r;
+}
+
 static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *a = n->in[0], *b = n->in[1];
@@ -305,6 +435,27 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   bool arith = op == MQ_BIN_ADD || op == MQ_BIN_SUB || op == MQ_BIN_MUL || op == MQ_BIN_DIV;
   bool md = op == MQ_BIN_MUL || op == MQ_BIN_DIV;
   bool need_x = !arith || (gb && md), need_y = !arith || (ga && md) || (gb && op == MQ_BIN_DIV);
+  if (g->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) {
+    ew_job J = {.op = op, .fg = mq_bw_f(g), .gs = mq_bw_gstride(g)};
+    /* an array a derivative does not read: any of the length */
+    const float *any = need_x && need_y && !arith ? NULL : mq_bw_f32_at(S, t, nd, shape);
+    J.fx = need_x ? mq_bw_f32_at(S, a, nd, shape) : any;
+    J.fy = need_y ? mq_bw_f32_at(S, b, nd, shape) : any;
+    J.fo = !arith ? mq_bw_f32_at(S, t, nd, shape) : any;
+    for (int side = 0; side < 2; side++) {
+      if (!(side ? gb : ga)) continue;
+      mq_tensor *r = times_one(S, &J, side ? a : b, t, g);
+      if (!r) {
+        r = like_dt(S, g, MQ_DT_F32);
+        J.which = side;
+        J.fr = mq_bw_f(r);
+        ew_run(S, t->numel, binary_range32, &J);
+      }
+      gin[side] = mq_bw_sum_to(S, r, side ? b : a);
+    }
+    return;
+  }
+  g = mq_bw_g64(S, g);
   ew_job J = {.op = op, .g = mq_bw_d(g)};
   J.x = need_x ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : J.g;
   J.y = need_y ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : J.g;
@@ -388,7 +539,22 @@ static void bw_pass(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
 
 /* --- the switch ---------------------------------------------------------------- */
 
+/* The kinds whose derivatives take a gradient in any form (backward.h):
+ * float32 kernels, or the gradient passed on as it is. */
+static bool any_form(const mq_gradnode *n) {
+  switch ((mq_agkind)n->kind) {
+  case MQ_AG_UNARY: case MQ_AG_BINARY: case MQ_AG_REDUCE: case MQ_AG_SOFTMAX:
+  case MQ_AG_GET_DATA: case MQ_AG_AS_MASKED: case MQ_AG_CAST:
+    break;
+  default: return false;
+  }
+  for (int i = 0; i < n->nin; i++) /* sparse gradients are float64 (backward_sparse.c) */
+    if (n->in[i] && n->in[i]->sparse) return false;
+  return true;
+}
+
 void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  if (!g->sparse && !any_form(t->node)) g = mq_bw_g64(S, g);
   switch ((mq_agkind)t->node->kind) {
   case MQ_AG_UNARY: bw_unary(S, t, g, gin); return;
   case MQ_AG_BINARY: bw_binary(S, t, g, gin); return;

@@ -1,7 +1,12 @@
 /* backward.h - what the derivative files (backward.c, backward_ops.c)
- * share. Every gradient here is a contiguous float64 tensor with a
- * contiguous mask or none (autograd.h); the helpers read and build that
- * form. A derivative never multiplies by a mask: it skips or selects. */
+ * share. A gradient is a float64 tensor, or a float32 one (the gradient of
+ * a float32 tensor, from the derivatives that have float32 kernels:
+ * unary, binary, sum and mean, softmax), with a contiguous mask or none
+ * (autograd.h). It is contiguous, except that the gradient of a float32
+ * sum or mean over every dim is one value broadcast with stride 0 (not
+ * [numel] copies of it). mq_ag_node_backward hands every other derivative
+ * the contiguous float64 form (mq_bw_g64). A derivative never multiplies
+ * by a mask: it skips or selects. */
 #ifndef MQ_BACKWARD_H
 #define MQ_BACKWARD_H
 
@@ -11,6 +16,20 @@
 /* The float64 data of a gradient-form tensor. */
 static inline double *mq_bw_d(mq_tensor *t) { return (double *)mq_tensor_data(t); }
 
+/* The float32 data of a float32 gradient (contiguous, or stride 0). */
+static inline float *mq_bw_f(mq_tensor *t) { return (float *)mq_tensor_data(t); }
+/* A gradient's element stride: 1, or 0 for the broadcast form. */
+static inline int64_t mq_bw_gstride(const mq_tensor *g) {
+  return g->numel > 1 && !mq_tensor_is_contiguous(g) ? 0 : 1;
+}
+
+/* [g] in the contiguous float64 form, its mask kept (g itself if it is). */
+MQ_INTERNAL mq_tensor *mq_bw_g64(mq_state *S, mq_tensor *g);
+/* A new contiguous float32 gradient of [shape], uninitialized. */
+MQ_INTERNAL mq_tensor *mq_bw_gnew32(mq_state *S, int nd, const int64_t *shape);
+/* [t]'s data (mask ignored) broadcast to [shape], as contiguous float32:
+ * read in place when it is that already (the result is then only read). */
+MQ_INTERNAL const float *mq_bw_f32_at(mq_state *S, mq_tensor *t, int nd, const int64_t *shape);
 /* [t]'s data (mask ignored) broadcast to [shape], as contiguous float64. */
 MQ_INTERNAL mq_tensor *mq_bw_f64_to(mq_state *S, mq_tensor *t, int nd, const int64_t *shape);
 /* [t]'s mask broadcast to [shape] (contiguous bytes), or NULL if plain. */

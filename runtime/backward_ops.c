@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include "masksum.h"
 #include "parallel.h"
 
 /* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */
@@ -89,12 +90,14 @@ typedef struct fill_job {
   double *o;
   uint8_t *m;
   int64_t inner, is;
+  float *o32; /* the float32 gradient instead of o */
 } fill_job;
 
 static void fill_range(void *ctx, int64_t r0, int64_t r1, int t) {
   const fill_job *J = ctx;
   const double *gv = J->gv, *scale = J->scale;
   const uint8_t *xm = J->xm, *gm = J->gm;
+  float *o32 = J->o32;
   int64_t inner = J->inner, is = J->is, idx[MQ_MAX_DIMS] = {0}, k0 = 0, rest = r0;
   for (int d = J->x->ndim - 2; d >= 0; d--) { /* the slot of row r0's first entry */
     idx[d] = rest % J->x->shape[d];
@@ -102,11 +105,19 @@ static void fill_range(void *ctx, int64_t r0, int64_t r1, int t) {
     k0 += idx[d] * J->ostr[d];
   }
   for (int64_t row = r0; row < r1; row++, next_row(J->x, J->ostr, idx, &k0)) {
-    double *orow = J->o + row * inner;
-    if (scale)
-      for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * scale[k0 + j * is];
-    else
-      for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * 1.0;
+    if (o32) { /* a float32 gradient: the same values, rounded once */
+      float *orow = o32 + row * inner;
+      if (scale)
+        for (int64_t j = 0; j < inner; j++) orow[j] = (float)(gv[k0 + j * is] * scale[k0 + j * is]);
+      else
+        for (int64_t j = 0; j < inner; j++) orow[j] = (float)gv[k0 + j * is];
+    } else {
+      double *orow = J->o + row * inner;
+      if (scale)
+        for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * scale[k0 + j * is];
+      else
+        for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * 1.0;
+    }
     if (!J->m) continue;
     uint8_t *mrow = J->m + row * inner;
     const uint8_t *xr = xm ? xm + row * inner : NULL;
@@ -115,12 +126,34 @@ static void fill_range(void *ctx, int64_t r0, int64_t r1, int t) {
   }
 }
 
+/* The gradient of a float32 sum or mean over every dim: one value (g,
+ * or g over the valid count) broadcast with stride 0, within x's mask
+ * (shared, not copied). NULL when that is not the gradient's form. */
+static mq_tensor *sum_all32(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean) {
+  /* a masked g with a plain x makes an all-valid mask: the general path too */
+  if (g->mask && (!x->mask || !*(const uint8_t *)mq_tensor_data(mq_contiguous(S, g->mask))))
+    return NULL;
+  double v = mq_tensor_item(S, mq_get_data(S, g));
+  if (mean) {
+    int64_t c = x->numel;
+    if (x->mask) c = mq_mask_count(S, x->mask);
+    v *= 1 / (double)c;
+  }
+  mq_tensor *one = mq_tensor_scalar(S, MQ_DT_F32, (double)(float)v);
+  mq_tensor *r = mq_expand(S, one, x->ndim, x->shape);
+  if (x->mask) mq_tensor_set_mask(S, r, mq_contiguous(S, x->mask));
+  return r;
+}
+
 /* sum and mean, the common case: every input of slot k gets g[k] (times 1
  * over the slot's valid count for mean), exactly what the general path
  * below computes, without its statistics, offset table and float64 copies
  * of x and y, and without a branch per entry. */
 static void bw_sum_mean(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean, const int64_t *ostr,
                         int64_t nout, mq_tensor **gin) {
+  bool f32 = g->dtype == MQ_DT_F32 && x->dtype == MQ_DT_F32;
+  if (f32 && nout == 1 && x->numel > 1 && (gin[0] = sum_all32(S, x, g, mean))) return;
+  g = mq_bw_g64(S, g); /* nout values: read in double */
   const double *gv = mq_bw_d(g);
   const uint8_t *xm = mq_ag_maskp(S, x), *gm = mq_ag_maskp(S, g);
   int nd = x->ndim;
@@ -145,9 +178,11 @@ static void bw_sum_mean(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean, cons
     for (int64_t k = 0; k < nout; k++) scale[k] = 1 / scale[k];
   }
   uint8_t *m;
-  mq_tensor *r = grad_new(S, nd, x->shape, xm || gm, &m);
+  mq_tensor *r = f32 ? mq_bw_gnew32(S, nd, x->shape) : mq_ag_gnew(S, nd, x->shape);
+  m = xm || gm ? mq_ag_new_mask(S, r) : NULL;
   /* rows are independent: the threads share them out */
-  fill_job J = {x, ostr, gv, scale, xm, gm, mq_bw_d(r), m, inner, is};
+  fill_job J = {x, ostr, gv, scale, xm, gm, f32 ? NULL : mq_bw_d(r), m, inner, is,
+                f32 ? mq_bw_f(r) : NULL};
   mq_parallel_for(S, mq_parallel_threads_for(S, N), rows, inner >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / (inner ? inner : 1),
                   fill_range, &J);
   gin[0] = r;
@@ -169,6 +204,7 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     bw_sum_mean(S, x, g, n->op == MQ_RED_MEAN, ostr, nout, gin);
     return;
   }
+  g = mq_bw_g64(S, g);
   const int64_t *at = mq_bw_offsets(S, x->ndim, x->shape, ostr);
   const double *xv = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
   const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
@@ -304,7 +340,143 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
   }
 }
 
+/* The float32 form of sm_bw_range, for contiguous slices of a float32
+ * softmax with a float32 gradient: the same formula, the slice's sum in
+ * double in sixteen fixed lanes (entry f + i in lane i % 16, added
+ * pairwise), so that it vectorizes and depends on the slice alone, never on
+ * the thread count; each result computed in double and rounded once.
+ * Masked-out operands are selected to +0 in float32 before the product (a
+ * lane starts at +0, so adding +0 changes nothing, as sm_bw_range's -0
+ * does not). No mask is the all-ones row [ones]. With x masked, the result's
+ * mask is x's wherever a slice got a gradient: [bad] flags the slices with
+ * valid entries that got none, and the mask is only built if one has. */
+#define SM_LANES 16
+typedef struct sm_bw32_job {
+  const float *yv, *gv;
+  const uint8_t *xm, *gm, *ones;
+  float *o;
+  uint8_t *m, *bad; /* m: the mask to write (x plain, g masked); else bad */
+  int64_t len;
+  bool lg;
+} sm_bw32_job;
+
+static inline float sel32(float v, uint8_t keep) {
+  uint32_t b, k = (uint32_t)0 - keep;
+  memcpy(&b, &v, sizeof b);
+  b &= k;
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+static inline double lanes16(const double *d) {
+  return (((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]))) +
+         (((d[8] + d[9]) + (d[10] + d[11])) + ((d[12] + d[13]) + (d[14] + d[15])));
+}
+
+MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
+  const sm_bw32_job *B = ctx;
+  int64_t len = B->len;
+  bool lg = B->lg;
+  for (int64_t a = a0; a < a1; a++) {
+    int64_t base = a * len;
+    const float *gr = B->gv + base, *yr = B->yv + base;
+    const uint8_t *xr = B->xm ? B->xm + base : B->ones, *gmr = B->gm ? B->gm + base : B->ones;
+    float *o = B->o + base;
+    int64_t f, l;
+    mq_valid_span(B->xm ? xr : NULL, len, &f, &l);
+    for (int64_t j = 0; j < f; j++) o[j] = 0;
+    for (int64_t j = l; j < len; j++) o[j] = 0;
+    double d[SM_LANES] = {0};
+    uint8_t any = 0;
+    int64_t j = f;
+    if (lg) {
+      for (; j + SM_LANES <= l; j += SM_LANES)
+        for (int k = 0; k < SM_LANES; k++) {
+          uint8_t ok = (uint8_t)(xr[j + k] & gmr[j + k]);
+          d[k] += (double)sel32(gr[j + k], ok);
+          any |= ok;
+        }
+    } else {
+      for (; j + SM_LANES <= l; j += SM_LANES)
+        for (int k = 0; k < SM_LANES; k++) {
+          uint8_t ok = (uint8_t)(xr[j + k] & gmr[j + k]);
+          d[k] += (double)sel32(gr[j + k], ok) * (double)sel32(yr[j + k], ok);
+          any |= ok;
+        }
+    }
+    for (int k = 0; j < l; j++, k++) {
+      uint8_t ok = (uint8_t)(xr[j] & gmr[j]);
+      double gs = sel32(gr[j], ok);
+      d[k] += lg ? gs : gs * (double)sel32(yr[j], ok);
+      any |= ok;
+    }
+    double s = lanes16(d);
+    if (lg) {
+      for (j = f; j < l; j++) {
+        uint8_t ok = xr[j];
+        double gi = sel32(gr[j], (uint8_t)(ok & gmr[j])), y = sel32(yr[j], ok);
+        o[j] = sel32((float)(gi - exp(y) * s), (uint8_t)(ok & any));
+      }
+    } else {
+      for (j = f; j < l; j++) {
+        uint8_t ok = xr[j];
+        double gi = sel32(gr[j], (uint8_t)(ok & gmr[j])), y = sel32(yr[j], ok);
+        o[j] = sel32((float)(y * (gi - s)), (uint8_t)(ok & any));
+      }
+    }
+    if (B->m) { /* x plain: valid where the slice got a gradient */
+      memset(B->m + base, any, (size_t)len);
+    } else if (B->bad) {
+      B->bad[a] = f < l && !any;
+    }
+  }
+}
+
+/* The float32 path of mq_bw_softmax (contiguous slices); false when it
+ * does not apply. */
+static bool bw_softmax32(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_tensor *x = t->node->in[0];
+  around A = split(x, t->node->dim);
+  if (g->dtype != MQ_DT_F32 || t->dtype != MQ_DT_F32 || A.inner != 1 || A.len == 0) return false;
+  if (!mq_bw_gstride(g)) g = mq_contiguous(S, g); /* a sum's single value, spread */
+  sm_bw32_job B = {.yv = mq_bw_f32_at(S, t, t->ndim, t->shape), .gv = mq_bw_f(g),
+                   .xm = mq_ag_maskp(S, x), .gm = mq_ag_maskp(S, g), .len = A.len,
+                   .lg = t->node->op};
+  if (B.gm == B.xm) B.gm = NULL; /* the same bytes (sum(softmax(x) * w)'s): x's alone */
+  if (!B.xm || !B.gm) {
+    uint8_t *ones = mq_scratch(S, (size_t)A.len);
+    memset(ones, 1, (size_t)A.len);
+    B.ones = ones;
+  }
+  mq_tensor *r = mq_bw_gnew32(S, x->ndim, x->shape);
+  if (B.xm) {
+    B.bad = mq_scratch(S, (size_t)(A.outer ? A.outer : 1));
+  } else if (B.gm) {
+    B.m = mq_ag_new_mask(S, r);
+  }
+  B.o = mq_bw_f(r);
+  mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), A.outer,
+                  A.len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / A.len, sm_bw_range32, &B);
+  if (B.xm) {
+    int64_t nbad = 0;
+    for (int64_t a = 0; a < A.outer; a++) nbad += B.bad[a];
+    if (!nbad) { /* x's own mask, shared */
+      mq_tensor_set_mask(S, r, mq_contiguous(S, x->mask));
+    } else {
+      uint8_t *m = mq_ag_new_mask(S, r);
+      for (int64_t a = 0; a < A.outer; a++) {
+        if (B.bad[a]) memset(m + a * A.len, 0, (size_t)A.len);
+        else memcpy(m + a * A.len, B.xm + a * A.len, (size_t)A.len);
+      }
+    }
+  }
+  gin[0] = r;
+  return true;
+}
+
 void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  if (!t->node->in[0]->requires_grad || bw_softmax32(S, t, g, gin)) return;
+  g = mq_bw_g64(S, g);
   along J;
   if (!along_init(S, &J, t, g)) return;
   bool lg = t->node->op;
