@@ -156,7 +156,11 @@ mq_tensor *mq_var(mq_state *S, mq_tensor *t, int ndims, const int *dims, double 
     double den = acc[i].n - correction, v = acc[i].m2 / (den > 0 ? den : 0);
     put(out, i, std ? sqrt(v) : v);
   }
-  mq_red_set_mask(S, &P, out, mq_red_counts(S, &P));
+  /* the slots counted their valid entries (exact in double): no pass over
+   * the mask of its own */
+  int64_t *count = P.m ? mq_red_acc(S, &P, sizeof *count) : NULL;
+  for (int64_t i = 0; count && i < P.on; i++) count[i] = (int64_t)acc[i].n;
+  mq_red_set_mask(S, &P, out, count);
   mq_ag_var(S, out, t, ndims, dims, correction, keepdim, std);
   return out;
 }
