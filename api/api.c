@@ -11,6 +11,7 @@
 #include "../lexer/keywords.h"
 #include "../parser/ast.h"
 #include "../parser/compiler.h"
+#include "../runtime/cpu.h"
 #include "../runtime/npy.h"
 #include "../runtime/parallel.h"
 #include "../runtime/sparse.h"
@@ -72,6 +73,7 @@ masq_state *masq_open(const masq_config *cfg) {
   S->hooks.import = mq_vm_import;
   S->print = MQ_PRINTOPTS_DEFAULT;
   S->nthreads = mq_parallel_default_threads();
+  S->cpu = mq_cpu_default();
   if (mq_protect(S, open_library, NULL) != MASQ_OK) {
     masq_close(S);
     return NULL;

@@ -162,6 +162,7 @@ struct mq_state {
   bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
   unsigned warned; /* the warnings a state gives once, by bit (stdlib.h, mq_warn_once) */
   int nthreads;  /* threads a large kernel may use, 0: not counted yet (runtime/parallel.h) */
+  int cpu;       /* the CPU path of the kernels that have several (runtime/cpu.h) */
   mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */
   struct mq_workers *workers; /* their pool, NULL until a kernel first splits */
   struct mq_mapping *maps;    /* files mapped by load(mmap=true) and still in use

@@ -65,6 +65,15 @@ MQ_INTERNAL double mq_kernel_rowsum_f32(const float *x, const uint8_t *m, int64_
 MQ_INTERNAL double mq_kernel_rowsum_f64(const double *x, const uint8_t *m, int64_t n);
 MQ_INTERNAL float mq_kernel_rowmax_f32(const float *x, const uint8_t *m, int64_t n);
 MQ_INTERNAL double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64_t n);
+/* The row sum again, on CPU path [cpu] (runtime/cpu.h: the same bits on
+ * every path), adding the valid entries to *cnt when cnt and m are not
+ * NULL. */
+MQ_INTERNAL double mq_kernel_rowsum_cnt_f32(int cpu, const float *x, const uint8_t *m, int64_t n,
+                                            int64_t *cnt);
+MQ_INTERNAL double mq_kernel_rowsum_cnt_f64(const double *x, const uint8_t *m, int64_t n, int64_t *cnt);
+/* The sum of (x - mean)^2 over the valid entries of a row, in double, as
+ * var and std compute it (runtime/stats.c), on CPU path [cpu]. */
+MQ_INTERNAL double mq_kernel_sqdev_f32(int cpu, const float *x, const uint8_t *m, int64_t n, double mean);
 
 /* A tensor object with no storage yet, owned by the pool. */
 MQ_INTERNAL mq_tensor *mq_tensor_alloc(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape);

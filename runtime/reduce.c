@@ -121,10 +121,10 @@ mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const in
   return out;
 }
 
-const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt) {
+const mq_red_kernel *mq_red_piece_kernel(mq_state *S, mq_redop op, mq_dtype dt) {
   if ((unsigned)op >= MQ_RED__COUNT || (unsigned)dt >= MQ_DT__COUNT || op == MQ_RED_COUNT) return NULL;
   const mq_red_kernel *k = mq_red_kernels[op][dt];
-  return k && k->piece && k->merge && read_dtype(op, dt) == dt ? k : NULL;
+  return k && k->piece && k->merge && read_dtype(op, dt) == dt ? mq_red_kernel_on(k, S->cpu) : NULL;
 }
 
 mq_tensor *mq_red_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,

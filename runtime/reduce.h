@@ -111,6 +111,10 @@ typedef struct mq_red_lse {
   double M, S;
 } mq_red_lse;
 
+/* The kernel [k] on CPU path [cpu] (cpu.h; the same bits on every path):
+ * the walk (mq_red_fold) takes the state's path itself. */
+MQ_INTERNAL const mq_red_kernel *mq_red_kernel_on(const mq_red_kernel *k, int cpu);
+
 /* Sums, in double, of x*x and of |x| for a float dtype (the norms). */
 MQ_INTERNAL const mq_red_kernel *mq_red_sumsq(mq_dtype dt);
 MQ_INTERNAL const mq_red_kernel *mq_red_sumabs(mq_dtype dt);
@@ -118,8 +122,9 @@ MQ_INTERNAL const mq_red_kernel *mq_red_sumabs(mq_dtype dt);
 /* --- reduce.c --------------------------------------------------------------- */
 
 /* The kernel of [op] on [dt] input if it computes pieces (the float sums
- * and extrema: sum, mean, amax, amin of float32 and float64), else NULL. */
-MQ_INTERNAL const mq_red_kernel *mq_red_piece_kernel(mq_redop op, mq_dtype dt);
+ * and extrema: sum, mean, amax, amin of float32 and float64), else NULL;
+ * on the state's CPU path. */
+MQ_INTERNAL const mq_red_kernel *mq_red_piece_kernel(mq_state *S, mq_redop op, mq_dtype dt);
 /* The reduction [op] of a contiguous input of [dt] made of [rows] rows of
  * [rlen] entries, each row into one output entry (a whole-tensor
  * reduction is one row), from the partial results of each row's [ppr]

@@ -19,6 +19,7 @@
 #include <math.h>
 
 #include "reduce.h"
+#include "reduce_simd.h"
 
 /* acc[i] = OP(acc[i], v) over a row of slots, v = CONV(x[i]) where m (if
  * not NULL) has 1, else IDENT: the masked loop has its own select, apart
@@ -213,13 +214,24 @@ static void fsum_combine(void *accv, const void *partv, int64_t n) {
  * summing every sixteenth entry; pieces pairwise (the same tree as
  * parts_sum). Accuracy: at most 256 terms in a lane, then log2(pieces)
  * levels. */
-#define DEF_FSUM(E, T, SEL)                                                    \
+#define DEF_FSUM_BLOCKS(E, T, SEL)                                             \
+  static inline int64_t fsum_blocks_##E(const T *x, const uint8_t *m, int64_t n, double *d) { \
+    int64_t i = 0, c = 0;                                                      \
+    LANE_BLOCKS(T, x, m, n, i, c, SEL, 0, d[j] += (double)v);                  \
+    return c;                                                                  \
+  }
+DEF_FSUM_BLOCKS(F32, float, sel_f32)
+DEF_FSUM_BLOCKS(F64, double, sel_f64)
+
+/* The kernel of each CPU path (cpu.h) is this one with BLOCKS, the loop
+ * over the whole blocks of sixteen entries, of that path: the same lanes,
+ * so the same bits (reduce_simd.h). */
+#define DEF_FSUM(E, T, SEL, BLOCKS)                                            \
   static void fsum_piece_##E(void *part, int64_t *cnt, const void *xv, const uint8_t *m, \
                              int64_t n) {                                      \
     const T *x = xv;                                                           \
     double d[LANES] = {0};                                                     \
-    int64_t i = 0, c = 0;                                                      \
-    LANE_BLOCKS(T, x, m, n, i, c, SEL, 0, d[j] += (double)v);                  \
+    int64_t i = n - n % LANES, c = BLOCKS(x, m, i, d);                         \
     if (m) {                                                                   \
       for (int j = 0; i < n; i++, j++) {                                       \
         d[j] += (double)SEL(x[i], m[i], 0);                                    \
@@ -265,8 +277,12 @@ static void fsum_combine(void *accv, const void *partv, int64_t n) {
                                          fsum_rowc_##E,  fsum_accc_##E, fsum_piece_##E, \
                                          fsum_merge,     fsum_combine};
 
-DEF_FSUM(F32, float, sel_f32)
-DEF_FSUM(F64, double, sel_f64)
+DEF_FSUM(F32, float, sel_f32, fsum_blocks_F32)
+DEF_FSUM(F64, double, sel_f64, fsum_blocks_F64)
+#if MQ_CPU_X86
+DEF_FSUM(F32_avx2, float, sel_f32, mq_simd_fsum_f32_avx2)
+DEF_FSUM(F32_avx512, float, sel_f32, mq_simd_fsum_f32_avx512)
+#endif
 
 /* For floats NaN wins, as in torch. */
 #define PICK_MAX(a, v) (((v) > (a) || (v) != (v)) ? (v) : (a))
@@ -283,17 +299,31 @@ DEF_FSUM(F64, double, sel_f64)
  * alone because v was NaN then takes it). */
 #define FAST_MAX(a, v) ((v) > (a) ? (v) : (a))
 #define FAST_MIN(a, v) ((v) < (a) ? (v) : (a))
-#define DEF_FEXT(NAME, E, T, U, SEL, PICK, FAST, FILL)                         \
+#define DEF_FEXT_BLOCKS(NAME, E, T, SEL, FAST, FILL)                           \
+  static inline int64_t NAME##_blocks_##E(const T *x, const uint8_t *m, int64_t n, T *r, \
+                                          int32_t *nan) {                      \
+    int32_t nn[LANES] = {0};                                                   \
+    int64_t i = 0, c = 0;                                                      \
+    LANE_BLOCKS(T, x, m, n, i, c, SEL, FILL, r[j] = FAST(r[j], v); nn[j] |= v != v); \
+    for (int j = 0; j < LANES; j++) *nan |= nn[j];                             \
+    return c;                                                                  \
+  }
+DEF_FEXT_BLOCKS(amax, F32, float, sel_f32, FAST_MAX, NEG_INF_F32)
+DEF_FEXT_BLOCKS(amax, F64, double, sel_f64, FAST_MAX, NEG_INF_F64)
+DEF_FEXT_BLOCKS(amin, F32, float, sel_f32, FAST_MIN, POS_INF_F32)
+DEF_FEXT_BLOCKS(amin, F64, double, sel_f64, FAST_MIN, POS_INF_F64)
+
+/* BLOCKS: the whole blocks of sixteen, on one CPU path (see DEF_FSUM). */
+#define DEF_FEXT(NAME, E, T, U, SEL, PICK, FAST, FILL, BLOCKS)                 \
   static void NAME##_piece_##E(void *part, int64_t *cnt, const void *xv, const uint8_t *m, \
                                int64_t n) {                                    \
     const T *x = xv;                                                           \
     T r[LANES], a;                                                             \
-    int32_t nn[LANES] = {0}, nan = 0;                                          \
+    int32_t nan = 0;                                                           \
     U fill = FILL;                                                             \
     memcpy(&a, &fill, sizeof a);                                               \
     for (int j = 0; j < LANES; j++) r[j] = a;                                  \
-    int64_t i = 0, c = 0;                                                      \
-    LANE_BLOCKS(T, x, m, n, i, c, SEL, FILL, r[j] = FAST(r[j], v); nn[j] |= v != v); \
+    int64_t i = n - n % LANES, c = BLOCKS(x, m, i, r, &nan);                   \
     for (int j = 0; j < LANES; j++) a = PICK(a, r[j]);                         \
     if (m) {                                                                   \
       for (; i < n; i++) {                                                     \
@@ -305,7 +335,6 @@ DEF_FSUM(F64, double, sel_f64)
     } else {                                                                   \
       for (; i < n; i++) a = PICK(a, x[i]);                                    \
     }                                                                          \
-    for (int j = 0; j < LANES; j++) nan |= nn[j];                              \
     *(T *)part = nan ? (T)NAN : a;                                             \
   }                                                                            \
   static void NAME##_merge_##E(void *acc, int64_t o, const void *parts, int64_t np) { \
@@ -373,10 +402,32 @@ DEF_FSUM(F64, double, sel_f64)
                                            NAME##_piece_##E,   NAME##_merge_##E, \
                                            NAME##_combine_##E};
 
-DEF_FEXT(amax, F32, float, uint32_t, sel_f32, PICK_MAX, FAST_MAX, NEG_INF_F32)
-DEF_FEXT(amax, F64, double, uint64_t, sel_f64, PICK_MAX, FAST_MAX, NEG_INF_F64)
-DEF_FEXT(amin, F32, float, uint32_t, sel_f32, PICK_MIN, FAST_MIN, POS_INF_F32)
-DEF_FEXT(amin, F64, double, uint64_t, sel_f64, PICK_MIN, FAST_MIN, POS_INF_F64)
+DEF_FEXT(amax, F32, float, uint32_t, sel_f32, PICK_MAX, FAST_MAX, NEG_INF_F32, amax_blocks_F32)
+DEF_FEXT(amax, F64, double, uint64_t, sel_f64, PICK_MAX, FAST_MAX, NEG_INF_F64, amax_blocks_F64)
+DEF_FEXT(amin, F32, float, uint32_t, sel_f32, PICK_MIN, FAST_MIN, POS_INF_F32, amin_blocks_F32)
+DEF_FEXT(amin, F64, double, uint64_t, sel_f64, PICK_MIN, FAST_MIN, POS_INF_F64, amin_blocks_F64)
+#if MQ_CPU_X86
+DEF_FEXT(amax, F32_avx2, float, uint32_t, sel_f32, PICK_MAX, FAST_MAX, NEG_INF_F32, mq_simd_fmax_f32_avx2)
+DEF_FEXT(amin, F32_avx2, float, uint32_t, sel_f32, PICK_MIN, FAST_MIN, POS_INF_F32, mq_simd_fmin_f32_avx2)
+DEF_FEXT(amax, F32_avx512, float, uint32_t, sel_f32, PICK_MAX, FAST_MAX, NEG_INF_F32, mq_simd_fmax_f32_avx512)
+DEF_FEXT(amin, F32_avx512, float, uint32_t, sel_f32, PICK_MIN, FAST_MIN, POS_INF_F32, mq_simd_fmin_f32_avx512)
+#endif
+
+/* The kernel [k] on CPU path [cpu]: the float32 sums and extrema have one
+ * per path (the same bits on each), every other kernel is its own. */
+const mq_red_kernel *mq_red_kernel_on(const mq_red_kernel *k, int cpu) {
+#if MQ_CPU_X86
+  static const mq_red_kernel *const paths[][MQ_CPU__COUNT] = {
+      {&dsum_F32, &dsum_F32_avx2, &dsum_F32_avx512},
+      {&amax_F32, &amax_F32_avx2, &amax_F32_avx512},
+      {&amin_F32, &amin_F32_avx2, &amin_F32_avx512},
+  };
+  if (cpu > MQ_CPU_PORTABLE && cpu < MQ_CPU__COUNT)
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+      if (paths[i][0] == k) return paths[i][cpu];
+#endif
+  return k;
+}
 
 /* Exact integer sums (wrapping like torch's int64). */
 static void isum_combine(void *accv, const void *partv, int64_t n) {
@@ -503,6 +554,16 @@ DEF_EXT(amin, BOOL, uint8_t, PICK_MINI, 1)
 DEF_EXT(amin, I64, int64_t, PICK_MINI, INT64_MAX)
 
 double mq_kernel_rowsum_f32(const float *x, const uint8_t *m, int64_t n) { return fsum_F32(x, m, n, NULL); }
+double mq_kernel_rowsum_cnt_f32(int cpu, const float *x, const uint8_t *m, int64_t n, int64_t *cnt) {
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512) return fsum_F32_avx512(x, m, n, cnt);
+  if (cpu == MQ_CPU_AVX2) return fsum_F32_avx2(x, m, n, cnt);
+#endif
+  return fsum_F32(x, m, n, cnt);
+}
+double mq_kernel_rowsum_cnt_f64(const double *x, const uint8_t *m, int64_t n, int64_t *cnt) {
+  return fsum_F64(x, m, n, cnt);
+}
 double mq_kernel_rowsum_f64(const double *x, const uint8_t *m, int64_t n) { return fsum_F64(x, m, n, NULL); }
 float mq_kernel_rowmax_f32(const float *x, const uint8_t *m, int64_t n) {
   return amax_fold_F32(-INFINITY, NULL, x, m, n);

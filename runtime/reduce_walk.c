@@ -328,6 +328,7 @@ static void fold_groups(mq_state *S, walk_ctx *W, int nt) {
 static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void *acc,
                  int64_t *cnt, const char *x, size_t es, const uint8_t *m) {
   if (P->t->numel == 0) return;
+  k = mq_red_kernel_on(k, S->cpu); /* the state's CPU path: the same bits on each */
   bool expanded = m && m == P->m && P->m_rows && !k->piece;
   if (expanded) m = full_mask(S, P);
   walk_ctx W = {.P = P, .k = k, .acc = acc, .cnt = cnt, .x = x, .es = es, .m = m, .nb = P->nb};

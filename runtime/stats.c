@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reduce.h"
+#include "reduce_simd.h"
 
 /* --- variance ---------------------------------------------------------------- */
 
@@ -39,14 +40,14 @@ static inline double keep_or_zero(double d, uint8_t keep) {
 /* The sum of squared deviations from [mean] of the valid entries, in four
  * lanes (entry i in lane i % 4, added as (l0 + l1) + (l2 + l3)), which
  * break the chain of dependent adds; a masked-out entry adds an exact 0.
- * The order is fixed, so the result is the same on every CPU and thread
- * count. */
-#define DEF_SQ_DEV(E, T)                                                       \
-  static double sq_dev_##E(const T *x, const uint8_t *m, int64_t n, double mean) { \
-    double l0 = 0, l1 = 0, l2 = 0, l3 = 0;                                     \
-    int64_t i = 0;                                                             \
+ * The order is fixed, so the result is the same on every CPU path (the
+ * whole blocks of four run in AVX2 on the wider ones: reduce_simd.h) and
+ * thread count. */
+#define DEF_SQ_LANES(E, T)                                                     \
+  static inline void sq_lanes_##E(const T *x, const uint8_t *m, int64_t n, double mean, double *l) { \
+    double l0 = l[0], l1 = l[1], l2 = l[2], l3 = l[3];                         \
     if (m) {                                                                   \
-      for (; i + 4 <= n; i += 4) {                                             \
+      for (int64_t i = 0; i + 4 <= n; i += 4) {                                \
         double d0 = keep_or_zero((double)x[i] - mean, m[i]);                   \
         double d1 = keep_or_zero((double)x[i + 1] - mean, m[i + 1]);           \
         double d2 = keep_or_zero((double)x[i + 2] - mean, m[i + 2]);           \
@@ -54,35 +55,53 @@ static inline double keep_or_zero(double d, uint8_t keep) {
         l0 += d0 * d0, l1 += d1 * d1, l2 += d2 * d2, l3 += d3 * d3;            \
       }                                                                        \
     } else {                                                                   \
-      for (; i + 4 <= n; i += 4) {                                             \
+      for (int64_t i = 0; i + 4 <= n; i += 4) {                                \
         double d0 = (double)x[i] - mean, d1 = (double)x[i + 1] - mean;         \
         double d2 = (double)x[i + 2] - mean, d3 = (double)x[i + 3] - mean;     \
         l0 += d0 * d0, l1 += d1 * d1, l2 += d2 * d2, l3 += d3 * d3;            \
       }                                                                        \
     }                                                                          \
+    l[0] = l0, l[1] = l1, l[2] = l2, l[3] = l3;                                \
+  }                                                                            \
+  static double sq_dev_##E(int cpu, const T *x, const uint8_t *m, int64_t n, double mean) { \
+    double l[4] = {0, 0, 0, 0};                                                \
+    int64_t i = n - n % 4;                                                     \
+    if (!SQ_SIMD_##E(cpu, x, m, i, mean, l)) sq_lanes_##E(x, m, i, mean, l);   \
     double tail[3] = {0, 0, 0};                                                \
     for (int j = 0; i < n; i++, j++) {                                         \
       double d = (double)x[i] - mean;                                          \
       tail[j] = m ? keep_or_zero(d, m[i]) : d;                                 \
     }                                                                          \
-    l0 += tail[0] * tail[0], l1 += tail[1] * tail[1], l2 += tail[2] * tail[2]; \
-    return (l0 + l1) + (l2 + l3);                                              \
+    l[0] += tail[0] * tail[0], l[1] += tail[1] * tail[1], l[2] += tail[2] * tail[2]; \
+    return (l[0] + l[1]) + (l[2] + l[3]);                                      \
   }
-DEF_SQ_DEV(F32, float)
-DEF_SQ_DEV(F64, double)
+/* Whether the CPU path ran the blocks of four in AVX2 (float32 only). */
+#if MQ_CPU_X86
+#define SQ_SIMD_F32(cpu, x, m, n, mean, l)                                     \
+  ((cpu) != MQ_CPU_PORTABLE && (mq_simd_sqdev_f32_avx2(x, m, n, mean, l), true))
+#else
+#define SQ_SIMD_F32(cpu, x, m, n, mean, l) false
+#endif
+#define SQ_SIMD_F64(cpu, x, m, n, mean, l) false
+DEF_SQ_LANES(F32, float)
+DEF_SQ_LANES(F64, double)
 
-#define DEF_VAR(E, T, ROWSUM)                                                  \
-  static void var_row_##E(void *acc, int64_t o, const void *xv, const uint8_t *m, int64_t n) { \
+double mq_kernel_sqdev_f32(int cpu, const float *x, const uint8_t *m, int64_t n, double mean) {
+  return sq_dev_F32(cpu, x, m, n, mean);
+}
+
+/* A row: its valid entries counted while it is summed (ROWSUM), its mean,
+ * then its squared deviations, on CPU path CPU. */
+#define DEF_VAR_ROW(E, T, CPU, ROWSUM)                                         \
+  static void var_row_##E##_##CPU(void *acc, int64_t o, const void *xv, const uint8_t *m, int64_t n) { \
     const T *x = xv;                                                           \
-    int64_t cnt = n;                                                           \
-    if (m) {                                                                   \
-      cnt = 0;                                                                 \
-      for (int64_t i = 0; i < n; i++) cnt += m[i];                             \
-    }                                                                          \
+    int64_t cnt = m ? 0 : n;                                                   \
+    double s = ROWSUM;                                                         \
     if (cnt == 0) return;                                                      \
-    double mean = ROWSUM(x, m, n) / (double)cnt;                               \
-    var_merge((var_acc *)acc + o, (double)cnt, mean, sq_dev_##E(x, m, n, mean)); \
-  }                                                                            \
+    double mean = s / (double)cnt;                                             \
+    var_merge((var_acc *)acc + o, (double)cnt, mean, sq_dev_##E(CPU, x, m, n, mean)); \
+  }
+#define DEF_VAR(E, T)                                                          \
   static void var_acc_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
     var_acc *acc = accv;                                                       \
     const T *x = xv;                                                           \
@@ -94,12 +113,21 @@ DEF_SQ_DEV(F64, double)
       a->mean += d / a->n;                                                     \
       a->m2 += d * (v - a->mean);                                              \
     }                                                                          \
-  }                                                                            \
-  static const mq_red_kernel var_##E = {.acc_size = sizeof(var_acc), .row = var_row_##E, \
-                                       .acc_row = var_acc_##E};
+  }
+DEF_VAR(F32, float)
+DEF_VAR(F64, double)
+DEF_VAR_ROW(F64, double, 0, mq_kernel_rowsum_cnt_f64(x, m, n, &cnt))
+#define ROWSUM_F32(CPU) mq_kernel_rowsum_cnt_f32(CPU, x, m, n, &cnt)
+DEF_VAR_ROW(F32, float, 0, ROWSUM_F32(MQ_CPU_PORTABLE))
+DEF_VAR_ROW(F32, float, 1, ROWSUM_F32(MQ_CPU_AVX2))
+DEF_VAR_ROW(F32, float, 2, ROWSUM_F32(MQ_CPU_AVX512))
 
-DEF_VAR(F32, float, mq_kernel_rowsum_f32)
-DEF_VAR(F64, double, mq_kernel_rowsum_f64)
+/* The kernels of var: one per CPU path for float32 (the same bits). */
+#define VAR_KERNEL(E, CPU)                                                     \
+  {.acc_size = sizeof(var_acc), .row = var_row_##E##_##CPU, .acc_row = var_acc_##E}
+static const mq_red_kernel var_F32[MQ_CPU__COUNT] = {VAR_KERNEL(F32, 0), VAR_KERNEL(F32, 1),
+                                                     VAR_KERNEL(F32, 2)};
+static const mq_red_kernel var_F64 = VAR_KERNEL(F64, 0);
 
 static mq_dtype float_of(const mq_tensor *t) {
   return mq_dtype_float_compute((mq_dtype)t->dtype);
@@ -121,14 +149,18 @@ mq_tensor *mq_var(mq_state *S, mq_tensor *t, int ndims, const int *dims, double 
   mq_red_plan_init(S, &P, std ? "std" : "var", t, dt, ndims, dims, keepdim);
   var_acc *acc = mq_red_acc(S, &P, sizeof *acc);
   for (int64_t i = 0; i < P.on; i++) acc[i] = (var_acc){0, 0, 0};
-  mq_red_fold(S, &P, dt == MQ_DT_F32 ? &var_F32 : &var_F64, acc);
+  mq_red_fold(S, &P, dt == MQ_DT_F32 ? &var_F32[S->cpu] : &var_F64, acc);
   mq_tensor *out = mq_tensor_new(S, dt, P.ond, P.oshape);
   for (int64_t i = 0; i < P.on; i++) {
     /* torch divides by max(0, n - correction): too few entries give inf or NaN */
     double den = acc[i].n - correction, v = acc[i].m2 / (den > 0 ? den : 0);
     put(out, i, std ? sqrt(v) : v);
   }
-  mq_red_set_mask(S, &P, out, mq_red_counts(S, &P));
+  /* the slots counted their valid entries (exact in double): no pass over
+   * the mask of its own */
+  int64_t *count = P.m ? mq_red_acc(S, &P, sizeof *count) : NULL;
+  for (int64_t i = 0; count && i < P.on; i++) count[i] = (int64_t)acc[i].n;
+  mq_red_set_mask(S, &P, out, count);
   mq_ag_var(S, out, t, ndims, dims, correction, keepdim, std);
   return out;
 }

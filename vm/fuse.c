@@ -467,7 +467,7 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
       red_dim = (int8_t)code[pc + 4];
       pc += 5;
       if (!b || mq_builtin_redop(b) != arg || sp != 1 || !tensor[0] || F.nins < 2 ||
-          F.ins[F.nins - 2].kind == MQ_FI_LEAF || !(F.red = mq_red_piece_kernel((mq_redop)arg, dt)))
+          F.ins[F.nins - 2].kind == MQ_FI_LEAF || !(F.red = mq_red_piece_kernel(S, (mq_redop)arg, dt)))
         return NULL;
       red = arg;
       F.nins--; /* not an instruction of the tree */

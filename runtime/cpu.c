@@ -1,0 +1,37 @@
+/* cpu.c - which CPU path a state's kernels take (cpu.h). */
+#include "cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[MQ_CPU__COUNT] = {"portable", "avx2", "avx512"};
+
+const char *mq_cpu_name(int cpu) { return cpu >= 0 && cpu < MQ_CPU__COUNT ? names[cpu] : "?"; }
+
+int mq_cpu_parse(const char *name, size_t n) {
+  for (int c = 0; c < MQ_CPU__COUNT; c++)
+    if (strlen(names[c]) == n && memcmp(names[c], name, n) == 0) return c;
+  return -1;
+}
+
+int mq_cpu_best(void) {
+#if MQ_CPU_X86
+  /* the checks read what the compiler's run-time library found at start-up
+   * (CPUID, and whether the kernel saves the wide registers) */
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2")) return MQ_CPU_PORTABLE;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return MQ_CPU_AVX512;
+  return MQ_CPU_AVX2;
+#else
+  return MQ_CPU_PORTABLE;
+#endif
+}
+
+int mq_cpu_default(void) {
+  int best = mq_cpu_best();
+  const char *e = getenv("MASQ_CPU");
+  int want = e ? mq_cpu_parse(e, strlen(e)) : -1;
+  return want >= 0 && want <= best ? want : best;
+}

@@ -1,0 +1,170 @@
+/* test_cpu_paths.c - the CPU paths of the float32 reductions (runtime/cpu.h)
+ * give the same bits: for every path this CPU runs, the row sums (in double,
+ * before any rounding to float32 could hide a difference), the squared
+ * deviations of var and std (in double), and the pieces of sum, amax and
+ * amin, with their valid counts, over rows of every length from 0 to past
+ * two pieces (none a multiple of the lanes, some), masks none, random,
+ * all valid and all masked out, and data of mixed magnitudes with NaN,
+ * infinities and zeros of both signs. The portable path is checked against
+ * the lanes written out here (entry i into lane i % 16, or i % 4), so every
+ * path is checked against the definition. Also: MASQ_CPU picks a new
+ * state's path, unless the CPU lacks it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../runtime/cpu.h"
+#include "../../runtime/reduce.h"
+
+#include "unit.h"
+
+static uint64_t rng = 987654321;
+static uint64_t next(void) {
+  rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+  return rng >> 33;
+}
+static double unit_rand(void) { return (double)(next() & 0xffffff) / 16777216.0; }
+
+/* The same bits, or both NaN: which NaN an operation on NaNs gives (its
+ * sign and payload) is left open by IEEE 754 and is the compiler's choice
+ * of operand order on x86 (the first operand's), even between two copies
+ * of the same C loop; no result of masq depends on it (a NaN prints as
+ * nan). Every other bit, the sign of a zero included, must match. */
+static bool same_bits(const void *a, const void *b, size_t n) {
+  if (memcmp(a, b, n) == 0) return true;
+  if (n == sizeof(double)) {
+    double x, y;
+    memcpy(&x, a, n), memcpy(&y, b, n);
+    return isnan(x) && isnan(y);
+  }
+  float x, y;
+  memcpy(&x, a, n), memcpy(&y, b, n);
+  return isnan(x) && isnan(y);
+}
+
+/* Data kind d: 0 mixed magnitudes (1e-30 .. 1e30, both signs, cancelling),
+ * 1 the same with NaN, inf and -inf sprinkled in, 2 zeros of both signs. */
+static float value(int d, int64_t i) {
+  double u = unit_rand() - 0.5;
+  float v = (float)(u * exp(unit_rand() * 60 - 30));
+  if (i % 53 == 7) v = 1e30f;
+  if (i % 53 == 30) v = -1e30f;
+  if (d == 1 && i % 101 == 13) v = NAN;
+  if (d == 1 && i % 67 == 3) v = INFINITY;
+  if (d == 1 && i % 71 == 5) v = -INFINITY;
+  if (d == 2) v = (next() & 1) ? 0.0f : -0.0f;
+  return v;
+}
+
+/* The lanes written out: the sum of a piece, and the squared deviations. */
+static double ref_sum(const float *x, const uint8_t *m, int64_t n) {
+  double d[16] = {0};
+  for (int64_t i = 0; i < n; i++)
+    if (!m || m[i]) d[i % 16] += (double)x[i];
+  return (((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]))) +
+         (((d[8] + d[9]) + (d[10] + d[11])) + ((d[12] + d[13]) + (d[14] + d[15])));
+}
+static double ref_sqdev(const float *x, const uint8_t *m, int64_t n, double mean) {
+  double l[4] = {0};
+  for (int64_t i = 0; i < n; i++)
+    if (!m || m[i]) {
+      double d = (double)x[i] - mean;
+      l[i % 4] += d * d;
+    }
+  return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+static int paths_run;
+
+static void one_row(const float *x, const uint8_t *m, int64_t n) {
+  int best = mq_cpu_best();
+  int64_t c0 = 0;
+  double s0 = mq_kernel_rowsum_cnt_f32(MQ_CPU_PORTABLE, x, m, n, &c0);
+  double mean = n ? s0 / (double)(m ? (c0 ? c0 : 1) : n) : 0;
+  double q0 = mq_kernel_sqdev_f32(MQ_CPU_PORTABLE, x, m, n, mean);
+  if (n <= MQ_RED_PIECE) { /* one piece: the lanes alone decide */
+    double r = ref_sum(x, m, n);
+    CHECK(same_bits(&s0, &r, sizeof r));
+  }
+  double rq = ref_sqdev(x, m, n, mean);
+  CHECK(same_bits(&q0, &rq, sizeof rq));
+  const mq_red_kernel *k0[3] = {mq_red_kernels[MQ_RED_SUM][MQ_DT_F32], mq_red_kernels[MQ_RED_AMAX][MQ_DT_F32],
+                                mq_red_kernels[MQ_RED_AMIN][MQ_DT_F32]};
+  int64_t len = n < MQ_RED_PIECE ? n : MQ_RED_PIECE;
+  for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
+    int64_t c = 0;
+    double s = mq_kernel_rowsum_cnt_f32(cpu, x, m, n, &c);
+    CHECK(same_bits(&s, &s0, sizeof s));
+    CHECK(c == c0);
+    double q = mq_kernel_sqdev_f32(cpu, x, m, n, mean);
+    CHECK(same_bits(&q, &q0, sizeof q));
+    for (int op = 0; op < 3; op++) {
+      const mq_red_kernel *kp = mq_red_kernel_on(k0[op], cpu);
+      CHECK(kp != k0[op]); /* a kernel of its own on this path */
+      double p0 = 0, p1 = 0; /* room for a double or a float */
+      int64_t n0 = 0, n1 = 0;
+      k0[op]->piece(&p0, &n0, x, m, len);
+      kp->piece(&p1, &n1, x, m, len);
+      CHECK(same_bits(&p0, &p1, op == 0 ? sizeof(double) : sizeof(float)));
+      CHECK(n0 == n1);
+    }
+    paths_run |= 1 << cpu;
+  }
+}
+
+static void rows(void) {
+  static const int64_t lens[] = {0, 1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 32, 33, 63, 100, 1031,
+                                 4095, 4096, 4097, 8192, 8193, 12347};
+  int64_t most = 12347;
+  float *x = malloc((size_t)most * sizeof *x);
+  uint8_t *m = malloc((size_t)most);
+  for (int d = 0; d < 3; d++)
+    for (int mk = 0; mk < 4; mk++) /* no mask, random, all valid, all masked out */
+      for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+        int64_t n = lens[l];
+        for (int64_t i = 0; i < n; i++) {
+          x[i] = value(d, i);
+          m[i] = mk == 1 ? (uint8_t)(next() & 1) : mk == 2;
+        }
+        one_row(x, mk ? m : NULL, n);
+        /* a row that does not start on a block of the lanes */
+        if (n > 3) one_row(x + 3, mk ? m + 3 : NULL, n - 3);
+      }
+  free(x);
+  free(m);
+#if MQ_CPU_X86
+  /* every path the CPU runs was compared (none beyond portable elsewhere) */
+  CHECK(paths_run == ((1 << (mq_cpu_best() + 1)) - 2) || mq_cpu_best() == MQ_CPU_PORTABLE);
+#endif
+}
+
+static void default_path(void) {
+  int best = mq_cpu_best();
+  setenv("MASQ_CPU", "portable", 1);
+  CHECK(mq_cpu_default() == MQ_CPU_PORTABLE);
+  setenv("MASQ_CPU", "avx2", 1);
+  CHECK(mq_cpu_default() == (best >= MQ_CPU_AVX2 ? MQ_CPU_AVX2 : best));
+  setenv("MASQ_CPU", "avx512", 1);
+  CHECK(mq_cpu_default() == best);
+  setenv("MASQ_CPU", "sse9", 1); /* unknown: the fastest */
+  CHECK(mq_cpu_default() == best);
+  setenv("MASQ_CPU", "portable", 1);
+  masq_state *M = masq_open(NULL);
+  CHECK(M && ((mq_state *)M)->cpu == MQ_CPU_PORTABLE);
+  masq_close(M);
+  unsetenv("MASQ_CPU");
+  CHECK(mq_cpu_default() == best);
+  CHECK(S->cpu == best); /* opened without MASQ_CPU */
+  CHECK(mq_cpu_parse("avx2", 4) == MQ_CPU_AVX2 && mq_cpu_parse("avx", 3) == -1);
+  CHECK(strcmp(mq_cpu_name(MQ_CPU_AVX512), "avx512") == 0);
+}
+
+static void all_tests(mq_state *S_, void *ud) {
+  rows();
+  default_path();
+}
+
+int main(void) {
+  unsetenv("MASQ_CPU");
+  return unit_main("test_cpu_paths", all_tests);
+}
