@@ -568,6 +568,7 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
 }
 
 mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
+  if (len && (code[0] & MQ_FUSE_ATTN)) return mq_fuse_attention(S, code, len, leaves);
   return fuse(S, code, len, leaves, NULL);
 }
 
