@@ -52,10 +52,16 @@ typedef struct at_job {
   size_t scr_bytes;
 } at_job;
 
+/* Rows whose scores are computed together: b's union columns are read in
+ * blocks that stay in L1 across them (scores_fma). */
+#define AT_RB 64
+
 /* Per-thread scratch, carved in this order (8-byte items first). */
 typedef struct at_scr {
-  int64_t *cols, *ks; /* m each: the chunk's union of valid columns; a row's valid keys in it */
-  double *acc, *cv, *xd; /* m: scores; dv: an output row; K + m: a row of a, then of p */
+  int64_t *cols, *ks; /* m: the chunk's union of valid columns; AT_RB * m: each row's
+                         valid keys in it */
+  double *acc, *p, *cv, *xa; /* AT_RB * m: scores, probabilities; AT_RB * dv: output rows;
+                                AT_RB * K: rows of a, all in float64 */
   double *kc, *vd;    /* K * m: b's union columns; m * dv: v's union rows, in float64 */
   void *srow, *prow; /* m T each */
   uint8_t *mbuf, *ubuf;   /* m each: a gathered mask row; the union */
@@ -66,10 +72,11 @@ static at_scr carve(const at_job *J, int t) {
   size_t es = mq_dtype_size(J->dt), m = (size_t)J->m;
   char *p = J->scr + (size_t)t * J->scr_bytes;
   s.cols = (int64_t *)p, p += m * 8;
-  s.ks = (int64_t *)p, p += m * 8;
-  s.acc = (double *)p, p += m * 8;
-  s.cv = (double *)p, p += (size_t)J->dv * 8;
-  s.xd = (double *)p, p += ((size_t)J->K + m) * 8;
+  s.ks = (int64_t *)p, p += AT_RB * m * 8;
+  s.acc = (double *)p, p += AT_RB * m * 8;
+  s.p = (double *)p, p += AT_RB * m * 8;
+  s.cv = (double *)p, p += AT_RB * (size_t)J->dv * 8;
+  s.xa = (double *)p, p += AT_RB * (size_t)J->K * 8;
   s.kc = (double *)p, p += (size_t)J->K * m * 8;
   s.vd = (double *)p, p += m * (size_t)J->dv * 8;
   s.srow = p, p += m * es;
@@ -131,24 +138,32 @@ MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const dou
  * independent chains to keep both FMA units busy), the last block
  * overlapping the one before (its sums computed twice, the same way);
  * narrower rows four sums at a time, then one. */
+#define FMA_FN __attribute__((target("avx2,fma")))
 #define FMA8(u, x, r, i) u##i = _mm256_fmadd_pd(x, _mm256_loadu_pd((r) + 4 * i), u##i)
-__attribute__((target("avx2,fma"))) static void dot_fma(const double *x, const int64_t *ks,
-                                                        int64_t n, const double *rows, int64_t w,
-                                                        double *out) {
+
+/* out[j .. j + 32) of dot_fma, in eight registers. */
+FMA_FN static inline void fma32(const double *x, const int64_t *ks, int64_t n, const double *rows,
+                                int64_t w, int64_t j, double *out) {
+  __m256d u0 = _mm256_setzero_pd(), u1 = u0, u2 = u0, u3 = u0, u4 = u0, u5 = u0, u6 = u0, u7 = u0;
+  for (int64_t t = 0; t < n; t++) {
+    __m256d xv = _mm256_set1_pd(x[t]);
+    const double *r = ROW(t) + j;
+    FMA8(u, xv, r, 0), FMA8(u, xv, r, 1), FMA8(u, xv, r, 2), FMA8(u, xv, r, 3);
+    FMA8(u, xv, r, 4), FMA8(u, xv, r, 5), FMA8(u, xv, r, 6), FMA8(u, xv, r, 7);
+  }
+  out += j;
+  _mm256_storeu_pd(out, u0), _mm256_storeu_pd(out + 4, u1);
+  _mm256_storeu_pd(out + 8, u2), _mm256_storeu_pd(out + 12, u3);
+  _mm256_storeu_pd(out + 16, u4), _mm256_storeu_pd(out + 20, u5);
+  _mm256_storeu_pd(out + 24, u6), _mm256_storeu_pd(out + 28, u7);
+}
+
+FMA_FN static void dot_fma(const double *x, const int64_t *ks, int64_t n, const double *rows,
+                           int64_t w, double *out) {
   int64_t j = 0;
   for (; w >= 32; j += 32) {
     if (j + 32 > w) j = w - 32;
-    __m256d u0 = _mm256_setzero_pd(), u1 = u0, u2 = u0, u3 = u0, u4 = u0, u5 = u0, u6 = u0, u7 = u0;
-    for (int64_t t = 0; t < n; t++) {
-      __m256d xv = _mm256_set1_pd(x[t]);
-      const double *r = ROW(t) + j;
-      FMA8(u, xv, r, 0), FMA8(u, xv, r, 1), FMA8(u, xv, r, 2), FMA8(u, xv, r, 3);
-      FMA8(u, xv, r, 4), FMA8(u, xv, r, 5), FMA8(u, xv, r, 6), FMA8(u, xv, r, 7);
-    }
-    _mm256_storeu_pd(out + j, u0), _mm256_storeu_pd(out + j + 4, u1);
-    _mm256_storeu_pd(out + j + 8, u2), _mm256_storeu_pd(out + j + 12, u3);
-    _mm256_storeu_pd(out + j + 16, u4), _mm256_storeu_pd(out + j + 20, u5);
-    _mm256_storeu_pd(out + j + 24, u6), _mm256_storeu_pd(out + j + 28, u7);
+    fma32(x, ks, n, rows, w, j, out);
     if (j + 32 == w) return;
   }
   for (; j + 4 <= w; j += 4) {
@@ -162,33 +177,52 @@ __attribute__((target("avx2,fma"))) static void dot_fma(const double *x, const i
     out[j] = u;
   }
 }
+
+/* dot_fma for nr rows of x [nr, K] against the same rows kc [K, w]: blocks
+ * of 32 columns outer, so that a block of kc (K * 32 doubles) stays in L1
+ * while every row reads it; each sum is the one dot_fma makes. */
+FMA_FN static void scores_fma(const double *x, int64_t nr, int64_t K, const double *kc, int64_t w,
+                              double *out) {
+  if (w < 32) {
+    for (int64_t i = 0; i < nr; i++) dot_fma(x + i * K, NULL, K, kc, w, out + i * w);
+    return;
+  }
+  for (int64_t j = 0;; j += 32) {
+    if (j + 32 > w) j = w - 32;
+    for (int64_t i = 0; i < nr; i++) fma32(x + i * K, NULL, K, kc, w, j, out + i * w);
+    if (j + 32 == w) return;
+  }
+}
 #endif
 #undef ROW
 
-/* One row: a [K] (as float64 in xa), mask mr [m], b's union columns kc
- * [K, nv] (cols) and v's union rows vd [nv, dv], in float64; writes o
- * [dv] and om [dv]. */
+/* The valid keys of mask row mr [m] as indices into the union columns
+ * cols [nv], in ks; returns how many. */
+static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, int64_t *ks) {
+  int64_t nk = 0;
+  for (int64_t jj = 0; jj < nv; jj++) {
+    ks[nk] = jj;
+    nk += mr[cols[jj]] != 0;
+  }
+  return nk;
+}
+
+/* The softmax of one row from its scores acc [nv] (before the division)
+ * over the union columns cols, its mask mr [m] and its nk valid keys ks
+ * (union indices; nk > 0): their probabilities, in float64, in p. */
 #define DEF_ATTN_ROW(NAME, T, EXP, ROWMAX, ROWSUM)                             \
-  static void NAME(const at_job *J, const at_scr *s, const T *a, const uint8_t *mr, \
-                   int64_t nv, T *o, uint8_t *om) {                            \
-    int64_t K = J->K, m = J->m, dv = J->dv, nk = 0;                            \
+  static void NAME(const at_job *J, const at_scr *s, const double *acc, const uint8_t *mr, \
+                   int64_t nv, const int64_t *ks, int64_t nk, double *p) {     \
+    int64_t m = J->m;                                                          \
     const int64_t *cols = s->cols;                                             \
-    int64_t *ks = s->ks;                                                       \
-    for (int64_t jj = 0; jj < nv; jj++) {                                      \
-      ks[nk] = jj;                                                             \
-      nk += mr[cols[jj]] != 0;                                                 \
+    T *srow = s->srow, *prow = s->prow, *tmp = s->prow, c = (T)J->c;           \
+    for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] / c; /* vectorizes */ \
+    if (nv == m) { /* every column: cols is the identity */                    \
+      memcpy(srow, tmp, (size_t)m * sizeof(T));                                \
+    } else {                                                                   \
+      memset(srow, 0, (size_t)m * sizeof(T)); /* masked-out: never read */    \
+      for (int64_t jj = 0; jj < nv; jj++) srow[cols[jj]] = tmp[jj];            \
     }                                                                          \
-    if (nk == 0) { /* op by op: a NaN row of p, whose product is 0 */          \
-      for (int64_t d = 0; d < dv; d++) o[d] = 0;                               \
-      memset(om, 0, (size_t)dv);                                               \
-      return;                                                                  \
-    }                                                                          \
-    double *acc = s->acc, *xd = s->xd;                                         \
-    for (int64_t k = 0; k < K; k++) xd[k] = (double)a[k];                      \
-    DOT(J, xd, NULL, K, s->kc, nv, acc);                                        \
-    T *srow = s->srow, *prow = s->prow, c = (T)J->c;                           \
-    memset(srow, 0, (size_t)m * sizeof(T)); /* masked-out: never read */      \
-    for (int64_t jj = 0; jj < nv; jj++) srow[cols[jj]] = (T)acc[jj] / c;       \
     T mx = ROWMAX(srow, mr, m);                                                \
     memset(prow, 0, (size_t)m * sizeof(T));                                    \
     for (int64_t q = 0; q < nk; q++) {                                         \
@@ -196,22 +230,40 @@ __attribute__((target("avx2,fma"))) static void dot_fma(const double *x, const i
       prow[j] = EXP(srow[j] - mx);                                             \
     }                                                                          \
     T inv = (T)(1.0 / ROWSUM(prow, NULL, m));                                  \
-    for (int64_t q = 0; q < nk; q++) xd[q] = (double)(prow[cols[ks[q]]] * inv); \
-    double *cv = s->cv;                                                        \
-    DOT(J, xd, ks, nk, s->vd, dv, cv);                                    \
-    for (int64_t d = 0; d < dv; d++) o[d] = (T)cv[d];                          \
-    memset(om, 1, (size_t)dv);                                                 \
+    for (int64_t q = 0; q < nk; q++) p[q] = (double)(prow[cols[ks[q]]] * inv); \
   }
+DEF_ATTN_ROW(softmax_F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
+DEF_ATTN_ROW(softmax_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
 
-#ifdef AT_FMA /* float32 only: float64 products are rounded (see dot) */
-#define DOT(J, ...) ((J)->fma ? dot_fma(__VA_ARGS__) : dot(__VA_ARGS__))
-#else
-#define DOT(J, ...) dot(__VA_ARGS__)
+/* The products p @ v of nr rows (row i: nk[i] keys ks[i], weights
+ * p + i * m) against v's union rows vd [nv, dv] into cv [nr, dv]; a row
+ * with no key gets 0. With fma (float32), blocks of 32 columns outer, so a
+ * block of vd stays in L1 while every row reads it. */
+static void products(const at_job *J, const at_scr *s, int64_t nr, const int64_t *nk,
+                     const int64_t *const *ks) {
+  int64_t m = J->m, dv = J->dv;
+#ifdef AT_FMA
+  if (J->fma && J->dt == MQ_DT_F32 && dv >= 32) {
+    for (int64_t j = 0;; j += 32) {
+      if (j + 32 > dv) j = dv - 32;
+      for (int64_t i = 0; i < nr; i++)
+        if (nk[i]) fma32(s->p + i * m, ks[i], nk[i], s->vd, dv, j, s->cv + i * dv);
+      if (j + 32 == dv) break;
+    }
+    return;
+  }
 #endif
-DEF_ATTN_ROW(at_row_F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
-#undef DOT
-#define DOT(J, ...) dot(__VA_ARGS__)
-DEF_ATTN_ROW(at_row_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
+  for (int64_t i = 0; i < nr; i++) {
+    if (!nk[i]) continue;
+#ifdef AT_FMA
+    if (J->fma && J->dt == MQ_DT_F32) {
+      dot_fma(s->p + i * m, ks[i], nk[i], s->vd, dv, s->cv + i * dv);
+      continue;
+    }
+#endif
+    dot(s->p + i * m, ks[i], nk[i], s->vd, dv, s->cv + i * dv);
+  }
+}
 
 /* b's columns [cols] (nv of them) of the batch matrix at [b] into kc
  * [K, nv], and v's rows [cols] of the matrix at [v] into vd [nv, dv], as
@@ -227,6 +279,19 @@ DEF_ATTN_ROW(at_row_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64
   }
 DEF_GATHER(F32, float)
 DEF_GATHER(F64, double)
+
+/* The scores of nr rows of a (xa, float64) against b's nv union columns
+ * (kc) into acc [nr, nv]. */
+static void scores(const at_job *J, const at_scr *s, int64_t nr, int64_t nv) {
+  int64_t K = J->K;
+#ifdef AT_FMA
+  if (J->fma && J->dt == MQ_DT_F32) { /* float32 only: see dot */
+    scores_fma(s->xa, nr, K, s->kc, nv, s->acc);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < nr; i++) dot(s->xa + i * K, NULL, K, s->kc, nv, s->acc + i * nv);
+}
 
 static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const at_job *J = ctx;
@@ -257,15 +322,42 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
     const char *b = J->b + boff * es, *v = J->v + bi * m * dv * es;
     if (J->dt == MQ_DT_F32) gather_F32(J, (const float *)b, (const float *)v, s.cols, nv, s.kc, s.vd);
     else gather_F64(J, (const double *)b, (const double *)v, s.cols, nv, s.kc, s.vd);
-    for (int64_t i = i0; i < i1; i++) {
-      const uint8_t *mr = mask_row(J->mk + moff + i * si, sj, m, s.mbuf);
-      int64_t r = bi * n + i;
-      const char *a = J->a + r * K * es;
-      char *o = J->o + r * dv * es;
-      if (J->dt == MQ_DT_F64)
-        at_row_F64(J, &s, (const double *)a, mr, nv, (double *)o, J->om + r * dv);
+    for (int64_t r0 = i0; r0 < i1; r0 += AT_RB) {
+      int64_t nr = i1 - r0 < AT_RB ? i1 - r0 : AT_RB;
+      const char *a = J->a + (bi * n + r0) * K * es;
+      if (J->dt == MQ_DT_F32)
+        for (int64_t e = 0; e < nr * K; e++) s.xa[e] = (double)((const float *)a)[e];
       else
-        at_row_F32(J, &s, (const float *)a, mr, nv, (float *)o, J->om + r * dv);
+        memcpy(s.xa, a, (size_t)(nr * K) * sizeof(double));
+      scores(J, &s, nr, nv);
+      int64_t nk[AT_RB];
+      const int64_t *ks[AT_RB];
+      for (int64_t i = 0; i < nr; i++) {
+        const uint8_t *mr = mask_row(J->mk + moff + (r0 + i) * si, sj, m, s.mbuf);
+        if (si == 0 && i > 0) { /* the same mask row as the row before */
+          nk[i] = nk[0], ks[i] = ks[0];
+        } else {
+          ks[i] = s.ks + i * m;
+          nk[i] = valid_keys(mr, s.cols, nv, s.ks + i * m);
+        }
+        if (!nk[i]) continue; /* op by op: a NaN row of p, whose product is 0 */
+        const double *acc = s.acc + i * nv;
+        if (J->dt == MQ_DT_F64) softmax_F64(J, &s, acc, mr, nv, ks[i], nk[i], s.p + i * m);
+        else softmax_F32(J, &s, acc, mr, nv, ks[i], nk[i], s.p + i * m);
+      }
+      products(J, &s, nr, nk, ks);
+      for (int64_t i = 0; i < nr; i++) {
+        int64_t r = bi * n + r0 + i;
+        const double *cv = s.cv + i * dv;
+        memset(J->om + r * dv, nk[i] != 0, (size_t)dv);
+        if (J->dt == MQ_DT_F64) {
+          double *o = (double *)J->o + r * dv;
+          for (int64_t d = 0; d < dv; d++) o[d] = nk[i] ? cv[d] : 0;
+        } else {
+          float *o = (float *)J->o + r * dv;
+          for (int64_t d = 0; d < dv; d++) o[d] = nk[i] ? (float)cv[d] : 0;
+        }
+      }
     }
     q += i1 - i0;
   }
@@ -313,9 +405,10 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
   int64_t rows = dv > 0 ? out->numel / dv : 0;
   if (rows > 0) {
     size_t es = mq_dtype_size(dt), z = (size_t)mm;
-    /* per thread: 4 int64/double rows of m, K + dv doubles, K * m and
-     * m * dv doubles, 2 m of T, 2 m bytes: each a few times an operand's size */
-    size_t per = z * (4 * 8 + 2 * es + 2) + (size_t)(K + dv) * 8 +
+    /* per thread: 3 AT_RB + 1 int64/double rows of m, AT_RB * (K + dv)
+     * doubles, K * m and m * dv doubles, 2 m of T, 2 m bytes: each a few
+     * times an operand's size */
+    size_t per = z * ((3 * AT_RB + 1) * 8 + 2 * es + 2) + (size_t)(AT_RB * (K + dv)) * 8 +
                  mq_ck_zmul(S, mq_ck_zmul(S, (size_t)(K + dv), z, "attention scratch"), 8,
                             "attention scratch");
     per = (per + 63) & ~(size_t)63;
