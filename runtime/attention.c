@@ -37,6 +37,7 @@
 typedef struct at_job {
   mq_dtype dt;
   int64_t n, K, m, dv; /* a: [n, K], b: [K, m], v: [m, dv] per batch matrix */
+  int64_t rb;          /* rows per block: min(AT_RB, n) */
   int nb;              /* batch dims */
   const int64_t *bshape;
   const char *a, *v;   /* contiguous */
@@ -53,15 +54,17 @@ typedef struct at_job {
 } at_job;
 
 /* Rows whose scores are computed together: b's union columns are read in
- * blocks that stay in L1 across them (scores_fma). */
+ * blocks that stay in L1 across them (scores_fma). A matrix of fewer rows
+ * takes that many (J->rb), so the blocks stay proportional to the
+ * scores op by op would store. */
 #define AT_RB 64
 
 /* Per-thread scratch, carved in this order (8-byte items first). */
 typedef struct at_scr {
-  int64_t *cols, *ks; /* m: the chunk's union of valid columns; AT_RB * m: each row's
+  int64_t *cols, *ks; /* m: the chunk's union of valid columns; rb * m: each row's
                          valid keys in it */
-  double *acc, *p, *cv, *xa; /* AT_RB * m: scores, probabilities; AT_RB * dv: output rows;
-                                AT_RB * K: rows of a, all in float64 */
+  double *acc, *p, *cv, *xa; /* rb * m: scores, probabilities; rb * dv: output rows;
+                                rb * K: rows of a, all in float64 */
   double *kc, *vd;    /* K * m: b's union columns; m * dv: v's union rows, in float64 */
   void *srow, *prow; /* m T each */
   uint8_t *mbuf, *ubuf;   /* m each: a gathered mask row; the union */
@@ -72,11 +75,12 @@ static at_scr carve(const at_job *J, int t) {
   size_t es = mq_dtype_size(J->dt), m = (size_t)J->m;
   char *p = J->scr + (size_t)t * J->scr_bytes;
   s.cols = (int64_t *)p, p += m * 8;
-  s.ks = (int64_t *)p, p += AT_RB * m * 8;
-  s.acc = (double *)p, p += AT_RB * m * 8;
-  s.p = (double *)p, p += AT_RB * m * 8;
-  s.cv = (double *)p, p += AT_RB * (size_t)J->dv * 8;
-  s.xa = (double *)p, p += AT_RB * (size_t)J->K * 8;
+  size_t rb = (size_t)J->rb;
+  s.ks = (int64_t *)p, p += rb * m * 8;
+  s.acc = (double *)p, p += rb * m * 8;
+  s.p = (double *)p, p += rb * m * 8;
+  s.cv = (double *)p, p += rb * (size_t)J->dv * 8;
+  s.xa = (double *)p, p += rb * (size_t)J->K * 8;
   s.kc = (double *)p, p += (size_t)J->K * m * 8;
   s.vd = (double *)p, p += m * (size_t)J->dv * 8;
   s.srow = p, p += m * es;
@@ -322,8 +326,8 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
     const char *b = J->b + boff * es, *v = J->v + bi * m * dv * es;
     if (J->dt == MQ_DT_F32) gather_F32(J, (const float *)b, (const float *)v, s.cols, nv, s.kc, s.vd);
     else gather_F64(J, (const double *)b, (const double *)v, s.cols, nv, s.kc, s.vd);
-    for (int64_t r0 = i0; r0 < i1; r0 += AT_RB) {
-      int64_t nr = i1 - r0 < AT_RB ? i1 - r0 : AT_RB;
+    for (int64_t r0 = i0; r0 < i1; r0 += J->rb) {
+      int64_t nr = i1 - r0 < J->rb ? i1 - r0 : J->rb;
       const char *a = J->a + (bi * n + r0) * K * es;
       if (J->dt == MQ_DT_F32)
         for (int64_t e = 0; e < nr * K; e++) s.xa[e] = (double)((const float *)a)[e];
@@ -405,10 +409,11 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
   int64_t rows = dv > 0 ? out->numel / dv : 0;
   if (rows > 0) {
     size_t es = mq_dtype_size(dt), z = (size_t)mm;
-    /* per thread: 3 AT_RB + 1 int64/double rows of m, AT_RB * (K + dv)
+    /* per thread: 3 rb + 1 int64/double rows of m, rb * (K + dv)
      * doubles, K * m and m * dv doubles, 2 m of T, 2 m bytes: each a few
      * times an operand's size */
-    size_t per = z * ((3 * AT_RB + 1) * 8 + 2 * es + 2) + (size_t)(AT_RB * (K + dv)) * 8 +
+    int64_t rb = n < AT_RB ? n : AT_RB;
+    size_t per = z * ((size_t)(3 * rb + 1) * 8 + 2 * es + 2) + (size_t)(rb * (K + dv)) * 8 +
                  mq_ck_zmul(S, mq_ck_zmul(S, (size_t)(K + dv), z, "attention scratch"), 8,
                             "attention scratch");
     per = (per + 63) & ~(size_t)63;
@@ -416,7 +421,7 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
     if (!mq_mul_ok(K + dv, mm, &per_row) || per_row < 1) per_row = 1;
     if (!mq_mul_ok(rows, per_row, &work)) work = INT64_MAX;
     int nt = mq_parallel_threads_for(S, work);
-    at_job J = {.dt = dt, .n = n, .K = K, .m = mm, .dv = dv, .nb = nb, .bshape = sshape,
+    at_job J = {.dt = dt, .n = n, .rb = rb, .K = K, .m = mm, .dv = dv, .nb = nb, .bshape = sshape,
                 .a = mq_tensor_data(a), .v = mq_tensor_data(v), .b = mq_tensor_data(b),
                 .bst = b->strides, .mk = mq_tensor_data(mx), .mst = mx->strides,
                 .o = mq_tensor_data(out), .om = mq_tensor_data(om), .c = cd,
