@@ -49,6 +49,7 @@ typedef struct at_job {
   uint8_t *om;
   double c;            /* the divisor, already rounded to T */
   bool fma;            /* the CPU has FMA (used for float32 only: see dot) */
+  bool avx512;         /* and AVX-512F: 64 sums at a time (fma64) */
   char *scr;           /* per thread: scr_bytes */
   size_t scr_bytes;
 } at_job;
@@ -162,6 +163,43 @@ FMA_FN static inline void fma32(const double *x, const int64_t *ks, int64_t n, c
   _mm256_storeu_pd(out + 24, u6), _mm256_storeu_pd(out + 28, u7);
 }
 
+/* The same 64 columns at a time in eight AVX-512 registers, where the CPU
+ * has them (the same fma on each lane: the same bits). */
+#define FMA512_FN __attribute__((target("avx512f")))
+#define FMA8Z(u, x, r, i) u##i = _mm512_fmadd_pd(x, _mm512_loadu_pd((r) + 8 * i), u##i)
+FMA512_FN static inline void fma64(const double *x, const int64_t *ks, int64_t n,
+                                   const double *rows, int64_t w, int64_t j, double *out) {
+  __m512d u0 = _mm512_setzero_pd(), u1 = u0, u2 = u0, u3 = u0, u4 = u0, u5 = u0, u6 = u0, u7 = u0;
+  for (int64_t t = 0; t < n; t++) {
+    __m512d xv = _mm512_set1_pd(x[t]);
+    const double *r = ROW(t) + j;
+    FMA8Z(u, xv, r, 0), FMA8Z(u, xv, r, 1), FMA8Z(u, xv, r, 2), FMA8Z(u, xv, r, 3);
+    FMA8Z(u, xv, r, 4), FMA8Z(u, xv, r, 5), FMA8Z(u, xv, r, 6), FMA8Z(u, xv, r, 7);
+  }
+  out += j;
+  _mm512_storeu_pd(out, u0), _mm512_storeu_pd(out + 8, u1);
+  _mm512_storeu_pd(out + 16, u2), _mm512_storeu_pd(out + 24, u3);
+  _mm512_storeu_pd(out + 32, u4), _mm512_storeu_pd(out + 40, u5);
+  _mm512_storeu_pd(out + 48, u6), _mm512_storeu_pd(out + 56, u7);
+}
+
+/* Rows of x [nr, n] (row i: keys ks[i] or, ks NULL, all n; nk[i] of
+ * them, none skipped when nk is NULL) against rows [.., w] into out
+ * [nr, w], for w >= 64: blocks of 64 columns outer (the last overlapping
+ * the one before), so a block of rows stays in L1 while every row reads it. */
+FMA512_FN static void blocks512(const double *x, int64_t xs, const int64_t *const *ks,
+                                const int64_t *nk, int64_t n, int64_t nr, const double *rows,
+                                int64_t w, double *out) {
+  for (int64_t j = 0;; j += 64) {
+    if (j + 64 > w) j = w - 64;
+    for (int64_t i = 0; i < nr; i++) {
+      int64_t ni = nk ? nk[i] : n;
+      if (ni) fma64(x + i * xs, ks ? ks[i] : NULL, ni, rows, w, j, out + i * w);
+    }
+    if (j + 64 == w) return;
+  }
+}
+
 FMA_FN static void dot_fma(const double *x, const int64_t *ks, int64_t n, const double *rows,
                            int64_t w, double *out) {
   int64_t j = 0;
@@ -186,7 +224,11 @@ FMA_FN static void dot_fma(const double *x, const int64_t *ks, int64_t n, const 
  * of 32 columns outer, so that a block of kc (K * 32 doubles) stays in L1
  * while every row reads it; each sum is the one dot_fma makes. */
 FMA_FN static void scores_fma(const double *x, int64_t nr, int64_t K, const double *kc, int64_t w,
-                              double *out) {
+                              double *out, bool z) {
+  if (z && w >= 64) {
+    blocks512(x, K, NULL, NULL, K, nr, kc, w, out);
+    return;
+  }
   if (w < 32) {
     for (int64_t i = 0; i < nr; i++) dot_fma(x + i * K, NULL, K, kc, w, out + i * w);
     return;
@@ -247,6 +289,10 @@ static void products(const at_job *J, const at_scr *s, int64_t nr, const int64_t
                      const int64_t *const *ks) {
   int64_t m = J->m, dv = J->dv;
 #ifdef AT_FMA
+  if (J->avx512 && J->dt == MQ_DT_F32 && dv >= 64) {
+    blocks512(s->p, m, ks, nk, 0, nr, s->vd, dv, s->cv);
+    return;
+  }
   if (J->fma && J->dt == MQ_DT_F32 && dv >= 32) {
     for (int64_t j = 0;; j += 32) {
       if (j + 32 > dv) j = dv - 32;
@@ -290,7 +336,7 @@ static void scores(const at_job *J, const at_scr *s, int64_t nr, int64_t nv) {
   int64_t K = J->K;
 #ifdef AT_FMA
   if (J->fma && J->dt == MQ_DT_F32) { /* float32 only: see dot */
-    scores_fma(s->xa, nr, K, s->kc, nv, s->acc);
+    scores_fma(s->xa, nr, K, s->kc, nv, s->acc, J->avx512);
     return;
   }
 #endif
@@ -429,6 +475,7 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
                 .scr_bytes = per};
 #ifdef AT_FMA
     J.fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    J.avx512 = J.fma && __builtin_cpu_supports("avx512f");
 #endif
     /* chunks of a matrix's rows (at least 32, at least 4 chunks per
      * thread): a chunk gathers its matrix's valid columns once */
