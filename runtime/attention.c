@@ -139,49 +139,51 @@ MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const dou
 #include <immintrin.h>
 #define AT_FMA 1
 
-/* The same sums by fma: blocks of 32 in eight registers (enough
+/* The same sums by fma (dot_fma): blocks of 32 in eight registers (enough
  * independent chains to keep both FMA units busy), the last block
  * overlapping the one before (its sums computed twice, the same way);
  * narrower rows four sums at a time, then one. */
 #define FMA_FN __attribute__((target("avx2,fma")))
-#define FMA8(u, x, r, i) u##i = _mm256_fmadd_pd(x, _mm256_loadu_pd((r) + 4 * i), u##i)
-
-/* out[j .. j + 32) of dot_fma, in eight registers. */
-FMA_FN static inline void fma32(const double *x, const int64_t *ks, int64_t n, const double *rows,
-                                int64_t w, int64_t j, double *out) {
-  __m256d u0 = _mm256_setzero_pd(), u1 = u0, u2 = u0, u3 = u0, u4 = u0, u5 = u0, u6 = u0, u7 = u0;
-  for (int64_t t = 0; t < n; t++) {
-    __m256d xv = _mm256_set1_pd(x[t]);
-    const double *r = ROW(t) + j;
-    FMA8(u, xv, r, 0), FMA8(u, xv, r, 1), FMA8(u, xv, r, 2), FMA8(u, xv, r, 3);
-    FMA8(u, xv, r, 4), FMA8(u, xv, r, 5), FMA8(u, xv, r, 6), FMA8(u, xv, r, 7);
-  }
-  out += j;
-  _mm256_storeu_pd(out, u0), _mm256_storeu_pd(out + 4, u1);
-  _mm256_storeu_pd(out + 8, u2), _mm256_storeu_pd(out + 12, u3);
-  _mm256_storeu_pd(out + 16, u4), _mm256_storeu_pd(out + 20, u5);
-  _mm256_storeu_pd(out + 24, u6), _mm256_storeu_pd(out + 28, u7);
-}
-
-/* The same 64 columns at a time in eight AVX-512 registers, where the CPU
- * has them (the same fma on each lane: the same bits). */
 #define FMA512_FN __attribute__((target("avx512f")))
-#define FMA8Z(u, x, r, i) u##i = _mm512_fmadd_pd(x, _mm512_loadu_pd((r) + 8 * i), u##i)
-FMA512_FN static inline void fma64(const double *x, const int64_t *ks, int64_t n,
-                                   const double *rows, int64_t w, int64_t j, double *out) {
-  __m512d u0 = _mm512_setzero_pd(), u1 = u0, u2 = u0, u3 = u0, u4 = u0, u5 = u0, u6 = u0, u7 = u0;
-  for (int64_t t = 0; t < n; t++) {
-    __m512d xv = _mm512_set1_pd(x[t]);
-    const double *r = ROW(t) + j;
-    FMA8Z(u, xv, r, 0), FMA8Z(u, xv, r, 1), FMA8Z(u, xv, r, 2), FMA8Z(u, xv, r, 3);
-    FMA8Z(u, xv, r, 4), FMA8Z(u, xv, r, 5), FMA8Z(u, xv, r, 6), FMA8Z(u, xv, r, 7);
+
+/* out[j .. j + 8 L) of dot_fma in eight registers of L doubles (VT, the
+ * intrinsics' prefix P): fma32 with AVX2, fma64 with AVX-512 where the
+ * CPU has it (the same fma on each lane: the same bits). */
+#define AT_CAT_(a, b) a##b
+#define AT_CAT(a, b) AT_CAT_(a, b)
+#define V(f) AT_CAT(P, f) /* P expanded first: _mm256_fmadd_pd, _mm512_fmadd_pd */
+#define FMA8(u, x, r, i) u##i = V(_fmadd_pd)(x, V(_loadu_pd)((r) + L * i), u##i)
+#define DEF_FMA_BLOCK(NAME, ATTR)                                              \
+  ATTR static inline void NAME(const double *x, const int64_t *ks, int64_t n, \
+                               const double *rows, int64_t w, int64_t j, double *out) { \
+    VT u0 = V(_setzero_pd)(), u1 = u0, u2 = u0, u3 = u0, u4 = u0, u5 = u0, u6 = u0, u7 = u0; \
+    for (int64_t t = 0; t < n; t++) {                                          \
+      VT xv = V(_set1_pd)(x[t]);                                               \
+      const double *r = ROW(t) + j;                                            \
+      FMA8(u, xv, r, 0), FMA8(u, xv, r, 1), FMA8(u, xv, r, 2), FMA8(u, xv, r, 3); \
+      FMA8(u, xv, r, 4), FMA8(u, xv, r, 5), FMA8(u, xv, r, 6), FMA8(u, xv, r, 7); \
+    }                                                                          \
+    out += j;                                                                  \
+    V(_storeu_pd)(out, u0), V(_storeu_pd)(out + L, u1);                        \
+    V(_storeu_pd)(out + 2 * L, u2), V(_storeu_pd)(out + 3 * L, u3);            \
+    V(_storeu_pd)(out + 4 * L, u4), V(_storeu_pd)(out + 5 * L, u5);            \
+    V(_storeu_pd)(out + 6 * L, u6), V(_storeu_pd)(out + 7 * L, u7);            \
   }
-  out += j;
-  _mm512_storeu_pd(out, u0), _mm512_storeu_pd(out + 8, u1);
-  _mm512_storeu_pd(out + 16, u2), _mm512_storeu_pd(out + 24, u3);
-  _mm512_storeu_pd(out + 32, u4), _mm512_storeu_pd(out + 40, u5);
-  _mm512_storeu_pd(out + 48, u6), _mm512_storeu_pd(out + 56, u7);
-}
+#define VT __m256d
+#define P _mm256
+#define L 4
+DEF_FMA_BLOCK(fma32, FMA_FN)
+#undef VT
+#undef P
+#undef L
+#define VT __m512d
+#define P _mm512
+#define L 8
+DEF_FMA_BLOCK(fma64, FMA512_FN)
+#undef VT
+#undef P
+#undef L
+#undef V
 
 /* Rows of x [nr, n] (row i: keys ks[i] or, ks NULL, all n; nk[i] of
  * them, none skipped when nk is NULL) against rows [.., w] into out
