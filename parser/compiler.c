@@ -794,10 +794,94 @@ static void unstack(compiler *C, const fuse_prog *P, int nstacked, mq_span sp) {
   for (int i = 1; i < nstacked; i++) emit_op(C, MQ_OP_POP, -1, sp);
 }
 
+/* --- attention: softmax(masked(a @ b / c, m), -1) @ v (MQ_FUSE_ATTN) ----- */
+
+/* [n], a variable, as a leaf of three bytes; false for anything else. */
+static bool attn_var(compiler *C, const mq_node *n, uint8_t *leaf) {
+  int index = 0;
+  if (!n || n->kind != MQ_N_NAME) return false;
+  switch (resolve(C, n->str, &index, n->span)) {
+  case NAME_LOCAL: leaf[0] = MQ_FL_LOCAL; break;
+  case NAME_CAPTURE: leaf[0] = MQ_FL_UPVAL; break;
+  case NAME_GLOBAL: leaf[0] = MQ_FL_GLOBAL, index = mq_global_slot(C->S, n->str); break;
+  default: return false;
+  }
+  if (index < 0 || index > 0xffff) return false;
+  leaf[1] = (uint8_t)(index & 0xff), leaf[2] = (uint8_t)(index >> 8);
+  return true;
+}
+
+/* call [n] = name(first, ...) with [nargs] arguments, name a global holding
+ * the library's builtin [name]: its slot and index in ref[4]. */
+static bool attn_call(compiler *C, const mq_node *n, const char *name, int nargs, uint8_t *ref) {
+  if (!n || n->kind != MQ_N_CALL || n->nkids != nargs + 1 || !n->kids[0] ||
+      n->kids[0]->kind != MQ_N_NAME || strcmp(n->kids[0]->str, name) != 0)
+    return false;
+  for (int i = 1; i <= nargs; i++)
+    if (!n->kids[i] || n->kids[i]->kind == MQ_N_KWARG) return false;
+  int slot = 0, b = called_builtin(C, name, n->kids[1], n->span, &slot);
+  if (b < 0 || strcmp(C->S->builtins[b].name, name) != 0 || C->S->builtins[b].host) return false;
+  uint8_t code[6];
+  builtin_code(code, 0, 0, slot, b);
+  memcpy(ref, code + 2, 4);
+  return true;
+}
+
+static bool is_binary(const mq_node *n, int tok) {
+  return n && n->kind == MQ_N_BINARY && n->op == tok && n->nkids == 2;
+}
+
+/* Compiles [n] as an attention program followed by its op-by-op code when
+ * it is softmax(masked(a @ b / c, m), -1) @ v with a, m, v variables, b a
+ * variable or transpose(variable, d0, d1) with int literals, c a number
+ * literal or a variable; false (nothing emitted) otherwise. */
+static bool attention(compiler *C, const mq_node *n) {
+  uint8_t prog[MQ_FUSE_ATTN_LEN] = {MQ_FUSE_ATTN_LEAVES | MQ_FUSE_ATTN};
+  uint8_t *leaf = prog + 1, *p = prog + 1 + 3 * MQ_FUSE_ATTN_LEAVES;
+  if (!is_binary(n, MQ_TOK_MATMUL)) return false;
+  const mq_node *sm = n->kids[0], *mk = sm && sm->nkids == 3 ? sm->kids[1] : NULL;
+  const mq_node *dv = mk && mk->nkids == 3 ? mk->kids[1] : NULL;
+  int dim = 0, d0 = 0, d1 = 0;
+  if (!is_binary(dv, MQ_TOK_DIV) || !is_binary(dv->kids[0], MQ_TOK_MATMUL) ||
+      !dim_literal(sm->kids[2], &dim))
+    return false;
+  const mq_node *bn = dv->kids[0]->kids[1], *cn = dv->kids[1];
+  if (bn && bn->kind == MQ_N_CALL) {
+    if (bn->nkids != 4 || !dim_literal(bn->kids[2], &d0) || !dim_literal(bn->kids[3], &d1) ||
+        !attn_call(C, bn, "transpose", 3, p + 9))
+      return false;
+    p[8] = 1, p[13] = (uint8_t)(int8_t)d0, p[14] = (uint8_t)(int8_t)d1;
+    bn = bn->kids[1];
+  }
+  p[15] = (uint8_t)(int8_t)dim;
+  if (!attn_var(C, dv->kids[0]->kids[0], leaf) || !attn_var(C, bn, leaf + 3) ||
+      !attn_var(C, mk->kids[2], leaf + 6) || !attn_var(C, n->kids[1], leaf + 9))
+    return false;
+  if (cn && (cn->kind == MQ_N_INT || cn->kind == MQ_N_FLOAT)) {
+    int k = mq_chunk_const(C->S, C->f, cn->kind == MQ_N_INT ? mq_int(cn->ival) : mq_float(cn->fval));
+    if (k > 0xffff) return false;
+    leaf[12] = MQ_FL_CONST, leaf[13] = (uint8_t)(k & 0xff), leaf[14] = (uint8_t)(k >> 8);
+  } else if (!attn_var(C, cn, leaf + 12)) {
+    return false;
+  }
+  if (!attn_call(C, sm, "softmax", 2, p) || !attn_call(C, mk, "masked", 2, p + 4)) return false;
+  int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, (const char *)prog, sizeof prog)));
+  emit_op(C, MQ_OP_FUSED, 0, n->span);
+  emit_u16(C, (unsigned)k, n->span);
+  int j = C->f->code_len;
+  emit_u16(C, 0xffff, n->span);
+  fuse_prog P;
+  memset(&P, 0, sizeof P);
+  op_by_op(C, n, &P, 0);
+  patch_jump(C, j, n->span); /* either way one value is pushed */
+  return true;
+}
+
 /* Compiles [n] as FUSED followed by its op-by-op code, which FUSED jumps
  * over when it succeeds; false (nothing emitted) if [n] is not worth it. */
 static MQ_NOINLINE bool fused(compiler *C, const mq_node *n) {
   if (C->no_fuse) return false;
+  if (attention(C, n)) return true;
   fuse_prog P;
   memset(&P, 0, sizeof P);
   const mq_node *body = n;

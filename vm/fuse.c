@@ -421,7 +421,7 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
                        bool *check) {
   fuse_ctx F;
   if (len < 1 || !(code[0] & MQ_FUSE_CHECK) != !check) return NULL;
-  int nleaves = code[0] & ~MQ_FUSE_CHECK;
+  int nleaves = code[0] & MQ_FUSE_LEAF_COUNT;
   size_t pc = 1 + 3 * (size_t)nleaves;
   if (nleaves > MQ_FUSE_MAX_LEAVES || pc > len) return NULL;
 
@@ -568,6 +568,7 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
 }
 
 mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
+  if (len && (code[0] & MQ_FUSE_ATTN)) return mq_fuse_attention(S, code, len, leaves);
   return fuse(S, code, len, leaves, NULL);
 }
 

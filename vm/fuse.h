@@ -64,6 +64,8 @@
 #define MQ_FUSE_MAX_OPS 32
 #define MQ_FUSE_ALL_DIMS 127 /* MQ_FI_RED's dim for a whole-tensor reduction */
 #define MQ_FUSE_CHECK 0x80   /* on the leaf count: a check program (mq_fuse_check) */
+#define MQ_FUSE_ATTN 0x40    /* on the leaf count: an attention program (below) */
+#define MQ_FUSE_LEAF_COUNT 0x3f /* the leaf count without its flags */
 
 enum { MQ_FL_LOCAL, MQ_FL_UPVAL, MQ_FL_GLOBAL, MQ_FL_CONST };
 enum { MQ_FI_LEAF, MQ_FI_UN, MQ_FI_BIN, MQ_FI_CALL, MQ_FI_RED };
@@ -73,6 +75,18 @@ enum { MQ_FI_LEAF, MQ_FI_UN, MQ_FI_BIN, MQ_FI_CALL, MQ_FI_RED };
  * done). Raises only what any operation may (memory, interrupt). */
 MQ_INTERNAL mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len,
                                    const mq_value *leaves);
+
+/* An attention program (MQ_FUSE_ATTN): softmax(masked(A @ B / C, M), -1)
+ * @ V, with B a leaf or transpose(leaf, d0, d1):
+ *   5 | MQ_FUSE_ATTN, the leaves A, B, M, V, C (3 bytes each, no sharing),
+ *   then the builtins softmax and masked (slot u16, builtin u16 each), 1
+ *   if B is transposed, transpose's builtin (slot, builtin), d0, d1 and
+ *   softmax's dim (i8 each). mq_fuse_run runs it through
+ *   mq_fuse_attention (vm/fuse_attn.c, runtime/attention.h). */
+#define MQ_FUSE_ATTN_LEAVES 5
+#define MQ_FUSE_ATTN_LEN (1 + 3 * MQ_FUSE_ATTN_LEAVES + 8 + 1 + 4 + 3)
+MQ_INTERNAL mq_tensor *mq_fuse_attention(mq_state *S, const uint8_t *code, size_t len,
+                                         const mq_value *leaves);
 
 /* Whether the fast path takes check program [code] (leaf count flagged
  * MQ_FUSE_CHECK; a prefix of a program, its stack possibly holding several

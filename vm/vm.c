@@ -672,7 +672,7 @@ static void run_loop(mq_state *S, run_ctx *c) {
         const mq_string *prog = mq_as_string(consts[k]);
         const uint8_t *code = (const uint8_t *)prog->chars;
         mq_value leaves[MQ_FUSE_MAX_LEAVES];
-        int nleaves = prog->len ? code[0] & ~MQ_FUSE_CHECK : MQ_FUSE_MAX_LEAVES + 1;
+        int nleaves = prog->len ? code[0] & MQ_FUSE_LEAF_COUNT : MQ_FUSE_MAX_LEAVES + 1;
         bool ok = nleaves <= MQ_FUSE_MAX_LEAVES && prog->len >= 1 + 3 * (size_t)nleaves;
         for (int i = 0; ok && i < nleaves; i++) {
           const uint8_t *e = code + 1 + 3 * i;

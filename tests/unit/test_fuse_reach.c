@@ -4,40 +4,10 @@
  * op (a temporary per op), so each case can fail both ways. That the
  * values are bitwise the op-by-op ones is tests/lang/fusion_broadcast. */
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "../../include/masq.h"
+#include "alloc_count.h"
 
 static int passed, failed;
-static size_t grown; /* bytes allocated (growth counted) since reset */
-
-static void *counting_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud;
-  if (nsize == 0) {
-    free(ptr);
-    return NULL;
-  }
-  if (!ptr || nsize > osize) grown += nsize - (ptr ? osize : 0);
-  return realloc(ptr, nsize);
-}
-
-/* Bytes [code] allocates after [setup], in a fresh state; 0 on an error. */
-static size_t allocated(const char *setup, const char *code) {
-  masq_config cfg;
-  masq_config_init(&cfg);
-  cfg.alloc = counting_alloc;
-  masq_state *M = masq_open(&cfg);
-  size_t n = 0;
-  if (M && masq_eval(M, setup, strlen(setup), "<setup>", 0) == MASQ_OK) {
-    grown = 0;
-    if (masq_eval(M, code, strlen(code), "<code>", 0) == MASQ_OK) n = grown;
-    else printf("%s", masq_last_error(M)->rendered);
-  }
-  masq_close(M);
-  return n;
-}
 
 #define FULL ((size_t)512 * 2048 * 4) /* bytes of x */
 

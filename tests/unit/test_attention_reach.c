@@ -1,0 +1,52 @@
+/* test_attention_reach.c - softmax(masked(a @ b / c, m), -1) @ v runs as
+ * one pass over the valid keys (runtime/attention.c) where it should, and
+ * op by op where it must not: the bytes an evaluation allocates say which
+ * (op by op makes the scores, a full-size temporary, several times; the
+ * fused pass makes none), so each case can fail both ways. That the values
+ * are bitwise the op-by-op ones is tests/lang/attention_fused. */
+#include <stdbool.h>
+
+#include "alloc_count.h"
+
+static int passed, failed;
+
+#define SCORES ((size_t)8 * 512 * 512 * 4) /* bytes of the float32 scores */
+
+/* [code] allocates under half the scores (fused: the result, its mask and
+ * per-thread blocks) or at least the scores (op by op, which reuses freed
+ * buffers of the same size for its other temporaries). */
+static void expect(const char *setup, const char *code, bool fused) {
+  size_t got = allocated(setup, code);
+  bool ok = got > 0 && (fused ? got < SCORES / 2 : got >= SCORES);
+  if (ok) {
+    passed++;
+  } else {
+    failed++;
+    printf("FAIL attention_reach: %s | %s: %zu bytes (%.2f x), expected %s\n", setup, code, got,
+           (double)got / (double)SCORES, fused ? "< 0.5 x" : ">= 1 x");
+  }
+}
+
+int main(void) {
+  const char *set = "q = rand(8, 512, 32)\nk = rand(8, 512, 32)\nv = rand(8, 512, 32)\n"
+                    "kt = transpose(k, -2, -1)\n"
+                    "m = reshape(arange(512), 1, 1, 512) < reshape(arange(8) * 64 + 32, 8, 1, 1)\n"
+                    "rm = rand(8, 512, 512) < 0.3\n";
+  const char *attn = "r = softmax(masked(q @ transpose(k, -2, -1) / 8, m), -1) @ v";
+  expect(set, attn, true);
+  expect(set, "r = softmax(masked(q @ kt / 8.0, rm), -1) @ v", true);
+  expect(set, "c = 8\nr = softmax(masked(q @ kt / c, m), -1) @ v", true);
+  expect(set, "f = fn(a, b, w) = softmax(masked(a @ transpose(b, 1, 2) / 8, m), -1) @ w\n"
+              "r = f(q, k, v)", true);
+  expect(set, "r = softmax(masked(double(q) @ kt / 8, m), -1) @ v", false); /* a call: not a variable */
+  /* fallbacks: p split off; a masked or recording operand; a rebound name;
+   * softmax along another dim */
+  expect(set, "p = softmax(masked(q @ kt / 8, m), -1)\nr = p @ v", false);
+  expect(set, "v = masked(v, rand(8, 512, 32) < 0.9)\nr = softmax(masked(q @ kt / 8, m), -1) @ v",
+         false);
+  expect(set, "q = requires_grad(q)\nr = softmax(as_masked(q @ kt / 8, m), -1) @ v", false);
+  expect(set, "masked = as_masked\nr = softmax(masked(q @ kt / 8, m), -1) @ v", false);
+  expect(set, "r = softmax(masked(q @ kt / 8, m), 1) @ v", false);
+  printf("test_attention_reach: %d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}
