@@ -26,6 +26,11 @@ MQ_INTERNAL mq_value mq_slice_seq(mq_state *S, mq_value seq, const bool has[3], 
 
 /* d[key]: its value (not retained), or the error "no key "aple" in the
  * dict; did you mean "apple"?" (the hint from the string keys). */
+/* s * n (or n * s, n an int or a bool): s repeated n times, "" for n <= 0,
+ * as Python; the size is checked before anything is allocated (a clean
+ * size or memory error, never a wrapped length). */
+MQ_INTERNAL mq_value mq_string_repeat(mq_state *S, const mq_string *s, int64_t n);
+
 struct mq_dict;
 MQ_INTERNAL mq_value mq_dict_get(mq_state *S, const struct mq_dict *d, mq_value key);
 

@@ -198,6 +198,10 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b, mq_tensor *s
     memcpy(tmp + x->len, y->chars, y->len);
     return mq_objv(mq_string_new(S, tmp, x->len + y->len));
   }
+  if (op == MQ_TOK_MUL && mq_is_obj(a, MQ_O_STRING) && (b.type == MQ_INT || b.type == MQ_BOOL))
+    return mq_string_repeat(S, mq_as_string(a), b.type == MQ_INT ? b.as.i : b.as.b);
+  if (op == MQ_TOK_MUL && mq_is_obj(b, MQ_O_STRING) && (a.type == MQ_INT || a.type == MQ_BOOL))
+    return mq_string_repeat(S, mq_as_string(b), a.type == MQ_INT ? a.as.i : a.as.b);
   mq_error(S, "unsupported operand types for '%s': %s and %s", token_text[op], mq_value_type_name(a),
            mq_value_type_name(b));
 }
@@ -400,6 +404,14 @@ static mq_value iterate_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
     }
     return mq_int(mq_range_at(r, i));
   }
+  if (mq_is_obj(seq, MQ_O_STRING)) { /* its characters (bytes), as indexing gives them */
+    const mq_string *s = mq_as_string(seq);
+    if (i >= (int64_t)s->len) {
+      *done = true;
+      return mq_none();
+    }
+    return mq_objv(mq_string_new(S, s->chars + i, 1));
+  }
   if (mq_is_obj(seq, MQ_O_DICT)) { /* its keys, in insertion order */
     const mq_dict *d = mq_as_dict(seq);
     if (i >= d->len) {
@@ -416,6 +428,7 @@ static int64_t sequence_length(mq_state *S, mq_value v) {
   if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len;
   if (mq_is_obj(v, MQ_O_DICT)) return mq_as_dict(v)->len;
+  if (mq_is_obj(v, MQ_O_STRING)) return (int64_t)mq_as_string(v)->len;
   mq_error(S, "cannot unpack a %s", mq_value_type_name(v));
 }
 

@@ -1,0 +1,410 @@
+/* lib_text.c - Python's habits for text and sequences: the string methods
+ * (split, join, strip, replace, find, ...), sorted/reversed, enumerate/zip,
+ * and min/max of plain numbers.
+ *
+ * split, count, min and max are also tensor builtins. Their rows here are
+ * overloads (vm/builtin.h, MQ_BK_ON_STRING / MQ_BK_ON_SCALARS): the binder
+ * calls them instead of the tensor rows when the first argument is a
+ * string (split, count) or every argument is a plain number or a string
+ * (min(3, 4)), and the tensor meanings are untouched otherwise. Strings are
+ * bytes, as everywhere in masq: upper/lower and the whitespace of split and
+ * strip are ASCII's. */
+#include <math.h>
+
+#include "../core/checked.h"
+#include "../core/dict.h"
+#include "../core/range.h"
+#include "../runtime/shape.h"
+#include "stdlib.h"
+
+/* Python's ASCII whitespace (str.split() with no separator, str.strip()). */
+static bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+static const mq_string *str_arg(mq_state *S, mq_value v, const char *fn, const char *what) {
+  if (!mq_is_obj(v, MQ_O_STRING))
+    mq_error(S, "%s(): %s must be a string (got %s)", fn, what, mq_value_type_name(v));
+  return mq_as_string(v);
+}
+
+static mq_value new_str(mq_state *S, const char *s, size_t n) {
+  return mq_objv(mq_string_new(S, s, n));
+}
+
+/* The first place of [sub] in [s] at or after [from], or -1. */
+static int64_t find_at(const mq_string *s, const mq_string *sub, size_t from) {
+  if (sub->len > s->len) return -1;
+  for (size_t i = from; i + sub->len <= s->len; i++)
+    if (memcmp(s->chars + i, sub->chars, sub->len) == 0) return (int64_t)i;
+  return -1;
+}
+
+/* --- split, join ----------------------------------------------------------------- */
+
+static mq_value lib_split(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "split", "s");
+  int64_t max = mq_arg_int(S, args[2], "maxsplit");
+  mq_list *l = mq_list_new(S, 0);
+  const char *p = s->chars, *end = p + s->len;
+  if (args[1].type == MQ_NONE) { /* runs of whitespace; none empty, none at the ends */
+    for (;;) {
+      while (p < end && is_space(*p)) p++;
+      if (p == end) break;
+      const char *q = p;
+      if (max >= 0 && l->len >= max) q = end;
+      while (q < end && !is_space(*q)) q++; /* past maxsplit: the rest as it is */
+      mq_list_push(S, l, new_str(S, p, (size_t)(q - p)));
+      p = q;
+      mq_poll(S);
+    }
+    return mq_objv(l);
+  }
+  const mq_string *sep = str_arg(S, args[1], "split", "sep");
+  if (sep->len == 0) mq_error(S, "split(): empty separator");
+  for (size_t at = 0;;) {
+    int64_t hit = max >= 0 && l->len >= max ? -1 : find_at(s, sep, at);
+    size_t stop = hit < 0 ? s->len : (size_t)hit;
+    mq_list_push(S, l, new_str(S, s->chars + at, stop - at));
+    if (hit < 0) break;
+    at = stop + sep->len;
+    mq_poll(S);
+  }
+  return mq_objv(l);
+}
+
+/* How many items `for v in x` visits: a list's items, a string's
+ * characters, a range's ints, a dict's keys, a tensor's rows. */
+static int64_t seq_len(mq_state *S, mq_value v, const char *fn) {
+  if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len;
+  if (mq_is_obj(v, MQ_O_STRING)) return (int64_t)mq_as_string(v)->len;
+  if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len;
+  if (mq_is_obj(v, MQ_O_DICT)) return mq_as_dict(v)->len;
+  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
+  mq_error(S, "%s(): cannot iterate over a value of type %s", fn, mq_value_type_name(v));
+}
+
+/* Item [i] of [v] (i < seq_len), as `for` gives it. */
+static mq_value seq_at(mq_state *S, mq_value v, int64_t i) {
+  if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->items[i];
+  if (mq_is_obj(v, MQ_O_STRING)) return new_str(S, mq_as_string(v)->chars + i, 1);
+  if (mq_is_obj(v, MQ_O_RANGE)) return mq_int(mq_range_at(mq_as_range(v), i));
+  if (mq_is_obj(v, MQ_O_DICT)) return mq_as_dict(v)->entries[i].key;
+  return mq_objv(mq_select(S, mq_as_tensor(v), 0, i));
+}
+
+/* The first [n] items of [v] (n <= seq_len) as a new list. */
+static mq_list *first_items(mq_state *S, mq_value v, int64_t n, const char *fn) {
+  if (n > MQ_LIST_MAX)
+    mq_error(S, "%s(): %lld items are more than a list holds (%d)", fn, (long long)n, MQ_LIST_MAX);
+  mq_list *l = mq_list_new(S, (int)n);
+  for (int64_t i = 0; i < n; i++) {
+    mq_list_push(S, l, seq_at(S, v, i));
+    mq_poll(S);
+  }
+  return l;
+}
+
+static mq_list *items_of(mq_state *S, mq_value v, const char *fn) {
+  return first_items(S, v, seq_len(S, v, fn), fn);
+}
+
+static mq_value lib_join(mq_state *S, mq_value *args) {
+  const mq_string *sep = str_arg(S, args[0], "join", "sep");
+  const mq_list *l = items_of(S, args[1], "join");
+  size_t len = 0;
+  for (int i = 0; i < l->len; i++) {
+    if (!mq_is_obj(l->items[i], MQ_O_STRING))
+      mq_error(S, "join(): item %d must be a string (got %s)", i, mq_value_type_name(l->items[i]));
+    size_t add = mq_as_string(l->items[i])->len + (i ? sep->len : 0);
+    if (len + add < len) mq_error(S, "size overflow in join()");
+    len += add;
+  }
+  char *buf = mq_scratch(S, len ? len : 1), *w = buf;
+  for (int i = 0; i < l->len; i++) {
+    const mq_string *it = mq_as_string(l->items[i]);
+    if (i) memcpy(w, sep->chars, sep->len), w += sep->len;
+    memcpy(w, it->chars, it->len);
+    w += it->len;
+  }
+  return new_str(S, buf, len);
+}
+
+/* --- strip, case, replace ------------------------------------------------------- */
+
+/* Whether [c] is to be stripped: one of [chars], or whitespace if none. */
+static bool strips(const mq_string *chars, char c) {
+  return chars ? memchr(chars->chars, c, chars->len) != NULL : is_space(c);
+}
+
+static mq_value strip_sides(mq_state *S, mq_value *args, const char *fn, bool left, bool right) {
+  const mq_string *s = str_arg(S, args[0], fn, "s");
+  const mq_string *chars = args[1].type == MQ_NONE ? NULL : str_arg(S, args[1], fn, "chars");
+  size_t a = 0, b = s->len;
+  while (left && a < b && strips(chars, s->chars[a])) a++;
+  while (right && b > a && strips(chars, s->chars[b - 1])) b--;
+  return new_str(S, s->chars + a, b - a);
+}
+
+static mq_value lib_strip(mq_state *S, mq_value *args) { return strip_sides(S, args, "strip", true, true); }
+static mq_value lib_lstrip(mq_state *S, mq_value *args) { return strip_sides(S, args, "lstrip", true, false); }
+static mq_value lib_rstrip(mq_state *S, mq_value *args) { return strip_sides(S, args, "rstrip", false, true); }
+
+static mq_value change_case(mq_state *S, mq_value v, const char *fn, char from, int shift) {
+  const mq_string *s = str_arg(S, v, fn, "s");
+  char *buf = mq_scratch(S, s->len + 1);
+  for (size_t i = 0; i < s->len; i++) {
+    char c = s->chars[i];
+    buf[i] = c >= from && c <= from + 25 ? (char)(c + shift) : c;
+  }
+  return new_str(S, buf, s->len);
+}
+
+static mq_value lib_upper(mq_state *S, mq_value *args) { return change_case(S, args[0], "upper", 'a', 'A' - 'a'); }
+static mq_value lib_lower(mq_state *S, mq_value *args) { return change_case(S, args[0], "lower", 'A', 'a' - 'A'); }
+
+/* Python's str.replace: at most [count] (all if negative) non-overlapping
+ * occurrences from the left; an empty [old] matches before every
+ * character and at the end. */
+static mq_value lib_replace(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "replace", "s");
+  const mq_string *old = str_arg(S, args[1], "replace", "old");
+  const mq_string *new = str_arg(S, args[2], "replace", "new");
+  int64_t count = mq_arg_int(S, args[3], "count");
+  mq_buf *b = &S->out;
+  b->len = 0;
+  size_t at = 0;
+  for (int64_t n = 0; count < 0 || n < count; n++) {
+    int64_t hit = old->len ? find_at(s, old, at) : (at <= s->len ? (int64_t)at : -1);
+    if (hit < 0) break;
+    mq_buf_putn(S, b, s->chars + at, (size_t)hit - at);
+    mq_buf_putn(S, b, new->chars, new->len);
+    at = (size_t)hit + old->len;
+    if (!old->len) { /* the character after an empty match is kept */
+      if (at < s->len) mq_buf_putn(S, b, s->chars + at, 1);
+      at++;
+    }
+    mq_poll(S);
+  }
+  if (at < s->len) mq_buf_putn(S, b, s->chars + at, s->len - at);
+  return new_str(S, b->len ? b->data : "", b->len);
+}
+
+/* --- searching -------------------------------------------------------------------- */
+
+/* startswith/endswith: [what] a string or a list of strings (any of them). */
+static mq_value affix(mq_state *S, mq_value *args, const char *fn, bool end) {
+  const mq_string *s = str_arg(S, args[0], fn, "s");
+  mq_value w = args[1];
+  int n = mq_is_obj(w, MQ_O_LIST) ? mq_as_list(w)->len : 1;
+  for (int i = 0; i < n; i++) {
+    const mq_string *a =
+        str_arg(S, mq_is_obj(w, MQ_O_LIST) ? mq_as_list(w)->items[i] : w, fn, end ? "suffix" : "prefix");
+    if (a->len <= s->len && memcmp(s->chars + (end ? s->len - a->len : 0), a->chars, a->len) == 0)
+      return mq_bool(true);
+  }
+  return mq_bool(false);
+}
+
+static mq_value lib_startswith(mq_state *S, mq_value *args) { return affix(S, args, "startswith", false); }
+static mq_value lib_endswith(mq_state *S, mq_value *args) { return affix(S, args, "endswith", true); }
+
+static mq_value lib_find(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "find", "s");
+  const mq_string *sub = str_arg(S, args[1], "find", "sub");
+  int64_t start = mq_arg_int(S, args[2], "start");
+  if (start < 0) start = start + (int64_t)s->len < 0 ? 0 : start + (int64_t)s->len;
+  if ((uint64_t)start > s->len) return mq_int(-1);
+  return mq_int(find_at(s, sub, (size_t)start));
+}
+
+static mq_value lib_count(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "count", "s");
+  const mq_string *sub = str_arg(S, args[1], "count", "sub");
+  if (!sub->len) return mq_int((int64_t)s->len + 1);
+  int64_t n = 0;
+  for (int64_t at = find_at(s, sub, 0); at >= 0; at = find_at(s, sub, (size_t)at + sub->len)) n++;
+  return mq_int(n);
+}
+
+/* --- ordering ------------------------------------------------------------------------ */
+
+/* -1, 0 or 1 as int [i] is below, equal to or above double [f], exactly
+ * (no rounding of i to a double); 2 when f is NaN (unordered). */
+static int cmp_int_float(int64_t i, double f) {
+  if (isnan(f)) return 2;
+  if (f >= 9223372036854775808.0) return -1;
+  if (f < -9223372036854775808.0) return 1;
+  double t = trunc(f);
+  int64_t ti = (int64_t)t;
+  if (i != ti) return i < ti ? -1 : 1;
+  return f > t ? -1 : f < t ? 1 : 0;
+}
+
+static int64_t int_of(mq_value v) { return v.type == MQ_INT ? v.as.i : v.as.b; }
+
+/* a < b for two numbers (exactly, ints against floats too) or two strings
+ * (bytewise); [fn] names the caller in the error for anything else. */
+static bool less(mq_state *S, mq_value a, mq_value b, const char *fn) {
+  if (mq_is_number(a) && mq_is_number(b)) {
+    if (a.type != MQ_FLOAT && b.type != MQ_FLOAT) return int_of(a) < int_of(b);
+    if (a.type == MQ_FLOAT && b.type == MQ_FLOAT) return a.as.f < b.as.f;
+    if (b.type == MQ_FLOAT) return cmp_int_float(int_of(a), b.as.f) == -1;
+    return cmp_int_float(int_of(b), a.as.f) == 1;
+  }
+  if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) {
+    const mq_string *x = mq_as_string(a), *y = mq_as_string(b);
+    int c = memcmp(x->chars, y->chars, x->len < y->len ? x->len : y->len);
+    return c < 0 || (c == 0 && x->len < y->len);
+  }
+  mq_error(S, "%s(): cannot compare %s with %s (only numbers with numbers, strings with strings)",
+           fn, mq_value_type_name(a), mq_value_type_name(b));
+}
+
+/* A plain 0-d tensor (a row of a 1-d tensor) as its number, so that
+ * sorted(tensor([3, 1, 2])) sorts numbers; anything else as it is. */
+static mq_value plain_item(mq_state *S, mq_value v) {
+  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 0 && !mq_as_tensor(v)->mask)
+    return mq_tensor_item_value(S, mq_as_tensor(v));
+  return v;
+}
+
+/* Stable merge sort of [n] values (Python's sorted is stable), by less();
+ * [tmp] has room for n. reverse keeps equal items in their order, as
+ * Python's reverse=True does. */
+static void merge_sort(mq_state *S, mq_value *v, mq_value *tmp, int n, bool rev) {
+  for (int width = 1; width < n; width *= 2) {
+    for (int lo = 0; lo < n - width; lo += 2 * width) {
+      int mid = lo + width, hi = mid + width < n ? mid + width : n, i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) {
+        bool right_first = rev ? less(S, v[i], v[j], "sorted") : less(S, v[j], v[i], "sorted");
+        tmp[k++] = right_first ? v[j++] : v[i++];
+      }
+      while (i < mid) tmp[k++] = v[i++];
+      while (j < hi) tmp[k++] = v[j++];
+      memcpy(v + lo, tmp + lo, (size_t)(hi - lo) * sizeof *v);
+    }
+    mq_poll(S);
+    if (width > n / 2) break;
+  }
+}
+
+static mq_value lib_sorted(mq_state *S, mq_value *args) {
+  bool rev = mq_arg_bool(S, args[1], "reverse");
+  mq_list *l = items_of(S, args[0], "sorted");
+  for (int i = 0; i < l->len; i++) {
+    mq_value old = l->items[i];
+    l->items[i] = plain_item(S, old);
+    if (l->items[i].type != MQ_OBJ) mq_release(S, old); /* the list's reference to the row */
+  }
+  for (int i = 1; i < l->len; i++) (void)less(S, l->items[0], l->items[i], "sorted"); /* types */
+  if (l->len > 1) {
+    mq_value *tmp = mq_scratch(S, mq_ck_zmul(S, (size_t)l->len, sizeof *tmp, "sorted()"));
+    merge_sort(S, l->items, tmp, l->len, rev);
+  }
+  return mq_objv(l);
+}
+
+static mq_value lib_reversed(mq_state *S, mq_value *args) {
+  mq_list *l = items_of(S, args[0], "reversed");
+  for (int i = 0, j = l->len - 1; i < j; i++, j--) {
+    mq_value t = l->items[i];
+    l->items[i] = l->items[j];
+    l->items[j] = t;
+  }
+  return mq_objv(l);
+}
+
+/* min(a, b, *rest) of plain numbers or strings: the first smallest (or
+ * largest) value itself, as Python's min and max. */
+static mq_value extreme(mq_state *S, mq_value *args, const char *fn, bool max) {
+  mq_value best = args[0];
+  const mq_list *rest = mq_as_list(args[2]);
+  for (int i = -1; i < rest->len; i++) {
+    mq_value v = i < 0 ? args[1] : rest->items[i];
+    if (max ? less(S, best, v, fn) : less(S, v, best, fn)) best = v;
+  }
+  return best;
+}
+
+static mq_value lib_min(mq_state *S, mq_value *args) { return extreme(S, args, "min", false); }
+static mq_value lib_max(mq_state *S, mq_value *args) { return extreme(S, args, "max", true); }
+
+/* --- enumerate, zip ------------------------------------------------------------------ */
+
+static mq_value lib_enumerate(mq_state *S, mq_value *args) {
+  int64_t start = mq_arg_int(S, args[1], "start");
+  mq_list *items = items_of(S, args[0], "enumerate"), *l = mq_list_new(S, items->len);
+  for (int i = 0; i < items->len; i++) {
+    int64_t k;
+    if (__builtin_add_overflow(start, (int64_t)i, &k)) mq_error(S, "enumerate(): the count overflows int64");
+    mq_list *pair = mq_list_new(S, 2);
+    mq_list_push(S, pair, mq_int(k));
+    mq_list_push(S, pair, items->items[i]);
+    mq_list_push(S, l, mq_objv(pair));
+  }
+  return mq_objv(l);
+}
+
+/* zip(*seqs): [a_i, b_i, ...] of the items at the same place, up to the
+ * shortest (a long range is read no further). */
+static mq_value lib_zip(mq_state *S, mq_value *args) {
+  const mq_list *seqs = mq_as_list(args[0]);
+  int64_t n = INT64_MAX;
+  for (int j = 0; j < seqs->len; j++) {
+    int64_t len = seq_len(S, seqs->items[j], "zip");
+    if (len < n) n = len;
+  }
+  if (!seqs->len) n = 0;
+  if (n > MQ_LIST_MAX)
+    mq_error(S, "zip(): %lld items are more than a list holds (%d)", (long long)n, MQ_LIST_MAX);
+  mq_list *l = mq_list_new(S, (int)n);
+  for (int64_t i = 0; i < n; i++) {
+    mq_list *row = mq_list_new(S, seqs->len);
+    for (int j = 0; j < seqs->len; j++) mq_list_push(S, row, seq_at(S, seqs->items[j], i));
+    mq_list_push(S, l, mq_objv(row));
+    mq_poll(S);
+  }
+  return mq_objv(l);
+}
+
+const mq_libfn mq_lib_text[] = {
+    {"split(s, sep=none, maxsplit=-1)", lib_split,
+     "the pieces of string s between the separators, as Python's str.split: no sep splits at runs "
+     "of whitespace and drops empty pieces; at most maxsplit splits (-1: all)", MQ_BK_ON_STRING, 0},
+    {"join(sep, items)", lib_join, "the strings of items with sep between them: \",\".join(xs)",
+     MQ_BK_NONE, 0},
+    {"strip(s, chars=none)", lib_strip,
+     "s without the leading and trailing characters in chars (none: whitespace)", MQ_BK_NONE, 0},
+    {"lstrip(s, chars=none)", lib_lstrip, "s without the leading characters in chars (none: whitespace)",
+     MQ_BK_NONE, 0},
+    {"rstrip(s, chars=none)", lib_rstrip, "s without the trailing characters in chars (none: whitespace)",
+     MQ_BK_NONE, 0},
+    {"upper(s)", lib_upper, "s with the ASCII letters in upper case", MQ_BK_NONE, 0},
+    {"lower(s)", lib_lower, "s with the ASCII letters in lower case", MQ_BK_NONE, 0},
+    {"replace(s, old, new, count=-1)", lib_replace,
+     "s with the first count occurrences of old replaced by new (-1: all)", MQ_BK_NONE, 0},
+    {"startswith(s, prefix)", lib_startswith,
+     "whether s begins with prefix (a string, or a list of strings: any of them)", MQ_BK_NONE, 0},
+    {"endswith(s, suffix)", lib_endswith,
+     "whether s ends with suffix (a string, or a list of strings: any of them)", MQ_BK_NONE, 0},
+    {"find(s, sub, start=0)", lib_find, "the first index of sub in s at or after start, or -1",
+     MQ_BK_NONE, 0},
+    {"count(s, sub)", lib_count, "the number of non-overlapping occurrences of sub in string s",
+     MQ_BK_ON_STRING, 0},
+    {"sorted(items, reverse=false)", lib_sorted,
+     "a new list of the items (a list, string, range, dict's keys, 1-d tensor's values) in "
+     "ascending order, stable; numbers or strings, not both", MQ_BK_NONE, 0},
+    {"reversed(items)", lib_reversed,
+     "a new list of the items (a list, string, range, dict's keys, tensor's rows) last first",
+     MQ_BK_NONE, 0},
+    {"min(a, b, *rest)", lib_min, "the smallest of two or more numbers or strings, as Python's min",
+     MQ_BK_ON_SCALARS, 0},
+    {"max(a, b, *rest)", lib_max, "the largest of two or more numbers or strings, as Python's max",
+     MQ_BK_ON_SCALARS, 0},
+    {"enumerate(items, start=0)", lib_enumerate,
+     "a list of [start + i, item] pairs of the items `for` visits: for i, v in enumerate(xs)",
+     MQ_BK_NONE, 0},
+    {"zip(*seqs)", lib_zip,
+     "a list of [a, b, ...] of the items at the same place, up to the shortest: "
+     "for a, b in zip(xs, ys)", MQ_BK_NONE, 0},
+    {NULL, NULL, NULL, MQ_BK_NONE, 0},
+};
