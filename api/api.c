@@ -20,6 +20,7 @@
 #include "../vm/errval.h"
 #include "../vm/globals.h"
 #include "../vm/vm.h"
+#include "../vm/walk.h"
 #include "api_int.h"
 
 static void *default_alloc(void *ud, void *p, size_t osize, size_t nsize) {
@@ -65,6 +66,7 @@ masq_state *masq_open(const masq_config *cfg) {
   mq_sparse_init_kind(S);
   mq_chunk_init_kinds(S);
   mq_errval_init_kind(S);
+  mq_zip_init_kind(S);
   mq_builtin_init_kind(S);
   S->hooks.host_call = mq_host_call;
   S->hooks.host_free = mq_hostfn_free;

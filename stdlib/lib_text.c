@@ -12,9 +12,8 @@
 #include <math.h>
 
 #include "../core/checked.h"
-#include "../core/dict.h"
-#include "../core/range.h"
-#include "../runtime/shape.h"
+#include "../vm/seqops.h"
+#include "../vm/walk.h"
 #include "stdlib.h"
 
 /* Python's ASCII whitespace (str.split() with no separator, str.strip()). */
@@ -71,41 +70,7 @@ static mq_value lib_split(mq_state *S, mq_value *args) {
   return mq_objv(l);
 }
 
-/* How many items `for v in x` visits: a list's items, a string's
- * characters, a range's ints, a dict's keys, a tensor's rows. */
-static int64_t seq_len(mq_state *S, mq_value v, const char *fn) {
-  if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len;
-  if (mq_is_obj(v, MQ_O_STRING)) return (int64_t)mq_as_string(v)->len;
-  if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len;
-  if (mq_is_obj(v, MQ_O_DICT)) return mq_as_dict(v)->len;
-  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
-  mq_error(S, "%s(): cannot iterate over a value of type %s", fn, mq_value_type_name(v));
-}
-
-/* Item [i] of [v] (i < seq_len), as `for` gives it. */
-static mq_value seq_at(mq_state *S, mq_value v, int64_t i) {
-  if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->items[i];
-  if (mq_is_obj(v, MQ_O_STRING)) return new_str(S, mq_as_string(v)->chars + i, 1);
-  if (mq_is_obj(v, MQ_O_RANGE)) return mq_int(mq_range_at(mq_as_range(v), i));
-  if (mq_is_obj(v, MQ_O_DICT)) return mq_as_dict(v)->entries[i].key;
-  return mq_objv(mq_select(S, mq_as_tensor(v), 0, i));
-}
-
-/* The first [n] items of [v] (n <= seq_len) as a new list. */
-static mq_list *first_items(mq_state *S, mq_value v, int64_t n, const char *fn) {
-  if (n > MQ_LIST_MAX)
-    mq_error(S, "%s(): %lld items are more than a list holds (%d)", fn, (long long)n, MQ_LIST_MAX);
-  mq_list *l = mq_list_new(S, (int)n);
-  for (int64_t i = 0; i < n; i++) {
-    mq_list_push(S, l, seq_at(S, v, i));
-    mq_poll(S);
-  }
-  return l;
-}
-
-static mq_list *items_of(mq_state *S, mq_value v, const char *fn) {
-  return first_items(S, v, seq_len(S, v, fn), fn);
-}
+static mq_list *items_of(mq_state *S, mq_value v, const char *fn) { return mq_walk_list(S, v, fn); }
 
 static mq_value lib_join(mq_state *S, mq_value *args) {
   const mq_string *sep = str_arg(S, args[0], "join", "sep");
@@ -115,7 +80,8 @@ static mq_value lib_join(mq_state *S, mq_value *args) {
     if (!mq_is_obj(l->items[i], MQ_O_STRING))
       mq_error(S, "join(): item %d must be a string (got %s)", i, mq_value_type_name(l->items[i]));
     size_t add = mq_as_string(l->items[i])->len + (i ? sep->len : 0);
-    if (len + add < len) mq_error(S, "size overflow in join()");
+    if (add > MQ_STRING_MAX - len)
+      mq_error(S, "join(): the result is more than a string holds (%zu bytes)", MQ_STRING_MAX);
     len += add;
   }
   char *buf = mq_scratch(S, len ? len : 1), *w = buf;
@@ -241,9 +207,41 @@ static int cmp_int_float(int64_t i, double f) {
 
 static int64_t int_of(mq_value v) { return v.type == MQ_INT ? v.as.i : v.as.b; }
 
-/* a < b for two numbers (exactly, ints against floats too) or two strings
- * (bytewise); [fn] names the caller in the error for anything else. */
+/* A plain 0-d tensor (a row of a 1-d tensor) as its number, so that
+ * sorted(tensor([3, 1, 2])) sorts numbers; anything else as it is. */
+static mq_value plain_item(mq_state *S, mq_value v) {
+  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 0 && !mq_as_tensor(v)->mask)
+    return mq_tensor_item_value(S, mq_as_tensor(v));
+  return v;
+}
+
+/* How deep less() follows lists in lists (Python's comparison of lists
+ * recurses without a bound; the C stack has one). */
+#define LESS_MAX_DEPTH 64
+
+static bool less_at(mq_state *S, mq_value a, mq_value b, const char *fn, int depth);
+
+/* a < b for two lists: the first items that differ decide, else the
+ * shorter one is less, as Python compares lists. */
+static bool list_less(mq_state *S, const mq_list *a, const mq_list *b, const char *fn, int depth) {
+  if (depth >= LESS_MAX_DEPTH) mq_error(S, "%s(): lists nested more than %d deep", fn, LESS_MAX_DEPTH);
+  for (int k = 0; k < a->len && k < b->len; k++) {
+    if (less_at(S, a->items[k], b->items[k], fn, depth + 1)) return true;
+    if (less_at(S, b->items[k], a->items[k], fn, depth + 1)) return false;
+  }
+  return a->len < b->len;
+}
+
+/* a < b for two numbers (exactly, ints against floats too), two strings
+ * (bytewise) or two lists (list_less); [fn] names the caller in the error
+ * for anything else. */
 static bool less(mq_state *S, mq_value a, mq_value b, const char *fn) {
+  return less_at(S, a, b, fn, 0);
+}
+
+static bool less_at(mq_state *S, mq_value a, mq_value b, const char *fn, int depth) {
+  a = plain_item(S, a);
+  b = plain_item(S, b);
   if (mq_is_number(a) && mq_is_number(b)) {
     if (a.type != MQ_FLOAT && b.type != MQ_FLOAT) return int_of(a) < int_of(b);
     if (a.type == MQ_FLOAT && b.type == MQ_FLOAT) return a.as.f < b.as.f;
@@ -255,16 +253,11 @@ static bool less(mq_state *S, mq_value a, mq_value b, const char *fn) {
     int c = memcmp(x->chars, y->chars, x->len < y->len ? x->len : y->len);
     return c < 0 || (c == 0 && x->len < y->len);
   }
-  mq_error(S, "%s(): cannot compare %s with %s (only numbers with numbers, strings with strings)",
+  if (mq_is_obj(a, MQ_O_LIST) && mq_is_obj(b, MQ_O_LIST))
+    return list_less(S, mq_as_list(a), mq_as_list(b), fn, depth);
+  mq_error(S, "%s(): cannot compare %s with %s (numbers with numbers, strings with strings, lists "
+              "with lists)",
            fn, mq_value_type_name(a), mq_value_type_name(b));
-}
-
-/* A plain 0-d tensor (a row of a 1-d tensor) as its number, so that
- * sorted(tensor([3, 1, 2])) sorts numbers; anything else as it is. */
-static mq_value plain_item(mq_state *S, mq_value v) {
-  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 0 && !mq_as_tensor(v)->mask)
-    return mq_tensor_item_value(S, mq_as_tensor(v));
-  return v;
 }
 
 /* Stable merge sort of [n] values (Python's sorted is stable), by less();
@@ -331,39 +324,13 @@ static mq_value lib_max(mq_state *S, mq_value *args) { return extreme(S, args, "
 /* --- enumerate, zip ------------------------------------------------------------------ */
 
 static mq_value lib_enumerate(mq_state *S, mq_value *args) {
-  int64_t start = mq_arg_int(S, args[1], "start");
-  mq_list *items = items_of(S, args[0], "enumerate"), *l = mq_list_new(S, items->len);
-  for (int i = 0; i < items->len; i++) {
-    int64_t k;
-    if (__builtin_add_overflow(start, (int64_t)i, &k)) mq_error(S, "enumerate(): the count overflows int64");
-    mq_list *pair = mq_list_new(S, 2);
-    mq_list_push(S, pair, mq_int(k));
-    mq_list_push(S, pair, items->items[i]);
-    mq_list_push(S, l, mq_objv(pair));
-  }
-  return mq_objv(l);
+  mq_list *one = mq_list_new(S, 1);
+  mq_list_push(S, one, args[0]);
+  return mq_zip_new(S, one, true, mq_arg_int(S, args[1], "start"), "enumerate");
 }
 
-/* zip(*seqs): [a_i, b_i, ...] of the items at the same place, up to the
- * shortest (a long range is read no further). */
 static mq_value lib_zip(mq_state *S, mq_value *args) {
-  const mq_list *seqs = mq_as_list(args[0]);
-  int64_t n = INT64_MAX;
-  for (int j = 0; j < seqs->len; j++) {
-    int64_t len = seq_len(S, seqs->items[j], "zip");
-    if (len < n) n = len;
-  }
-  if (!seqs->len) n = 0;
-  if (n > MQ_LIST_MAX)
-    mq_error(S, "zip(): %lld items are more than a list holds (%d)", (long long)n, MQ_LIST_MAX);
-  mq_list *l = mq_list_new(S, (int)n);
-  for (int64_t i = 0; i < n; i++) {
-    mq_list *row = mq_list_new(S, seqs->len);
-    for (int j = 0; j < seqs->len; j++) mq_list_push(S, row, seq_at(S, seqs->items[j], i));
-    mq_list_push(S, l, mq_objv(row));
-    mq_poll(S);
-  }
-  return mq_objv(l);
+  return mq_zip_new(S, mq_as_list(args[0]), false, 0, "zip");
 }
 
 const mq_libfn mq_lib_text[] = {
@@ -391,20 +358,22 @@ const mq_libfn mq_lib_text[] = {
     {"count(s, sub)", lib_count, "the number of non-overlapping occurrences of sub in string s",
      MQ_BK_ON_STRING, 0},
     {"sorted(items, reverse=false)", lib_sorted,
-     "a new list of the items (a list, string, range, dict's keys, 1-d tensor's values) in "
-     "ascending order, stable; numbers or strings, not both", MQ_BK_NONE, 0},
+     "a new list of the items (a list, string, range, dict's keys, 1-d tensor's values, "
+     "enumerate, zip) in ascending order, stable; numbers, strings or lists (compared item "
+     "by item), not mixed", MQ_BK_NONE, 0},
     {"reversed(items)", lib_reversed,
-     "a new list of the items (a list, string, range, dict's keys, tensor's rows) last first",
+     "a new list of the items `for` visits (a list's, a string's characters, a tensor's rows...) last first",
      MQ_BK_NONE, 0},
     {"min(a, b, *rest)", lib_min, "the smallest of two or more numbers or strings, as Python's min",
      MQ_BK_ON_SCALARS, 0},
     {"max(a, b, *rest)", lib_max, "the largest of two or more numbers or strings, as Python's max",
      MQ_BK_ON_SCALARS, 0},
     {"enumerate(items, start=0)", lib_enumerate,
-     "a list of [start + i, item] pairs of the items `for` visits: for i, v in enumerate(xs)",
-     MQ_BK_NONE, 0},
+     "the [start + i, item] pairs of the items `for` visits, made lazily as a loop reaches "
+     "them: for i, v in enumerate(xs); list(...) makes them a list", MQ_BK_NONE, 0},
     {"zip(*seqs)", lib_zip,
-     "a list of [a, b, ...] of the items at the same place, up to the shortest: "
-     "for a, b in zip(xs, ys)", MQ_BK_NONE, 0},
+     "the [a, b, ...] lists of the items at the same place, up to the shortest, made lazily "
+     "as a loop reaches them: for a, b in zip(xs, ys); list(...) makes them a list",
+     MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

@@ -223,7 +223,7 @@ static bool link_overload(mq_state *S, int i) {
   while (base < i && strcmp(S->builtins[base].name, ov->name) != 0) base++;
   if (base == i) return false;
   mq_builtin *b = &S->builtins[base];
-  const char *when = ov->def->kind == MQ_BK_ON_STRING ? "On a string" : "On plain numbers";
+  const char *when = ov->def->kind == MQ_BK_ON_STRING ? "On a string" : "On two or more plain numbers or strings";
   size_t n = strlen(b->help) + strlen(when) + strlen(ov->def->sig) + strlen(ov->def->doc) + 16;
   char *help = mq_alloc(S, n);
   snprintf(help, n, "%s. %s: `%s`: %s", b->help, when, ov->def->sig, ov->def->doc);

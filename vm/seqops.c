@@ -188,7 +188,8 @@ void mq_del_item(mq_state *S, mq_value obj, mq_value index) {
 mq_value mq_string_repeat(mq_state *S, const mq_string *s, int64_t n) {
   if (n <= 0 || s->len == 0) return mq_objv(mq_string_new(S, "", 0));
   size_t len = mq_ck_zmul(S, s->len, (size_t)n, "string repetition");
-  if (len > (size_t)INT64_MAX) mq_error(S, "size overflow in string repetition");
+  if (len > MQ_STRING_MAX)
+    mq_error(S, "string repetition: %zu bytes are more than a string holds (%zu)", len, MQ_STRING_MAX);
   char *tmp = mq_scratch(S, len);
   memcpy(tmp, s->chars, s->len);
   for (size_t done = s->len; done < len; done *= 2) /* doubling: log n copies */
