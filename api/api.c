@@ -465,7 +465,7 @@ const char *masq_doc(masq_state *S, const char *name) {
    * replaces it. An entry whose registration failed has no help yet. */
   for (int i = S->nbuiltins - 1; i >= 0; i--) {
     const mq_builtin *b = &S->builtins[i];
-    if (b->help && strcmp(b->name, name) == 0) return b->help;
+    if (b->help && strcmp(b->name, name) == 0) return b->help_both ? b->help_both : b->help;
   }
   return mq_keyword_help(name, strlen(name));
 }

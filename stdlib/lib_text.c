@@ -191,6 +191,127 @@ static mq_value lib_count(mq_state *S, mq_value *args) {
   return mq_int(n);
 }
 
+/* --- more of str's methods ------------------------------------------------------ */
+
+static mq_value lib_rfind(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "rfind", "s");
+  const mq_string *sub = str_arg(S, args[1], "rfind", "sub");
+  if (sub->len > s->len) return mq_int(-1);
+  for (size_t i = s->len - sub->len + 1; i-- > 0;)
+    if (memcmp(s->chars + i, sub->chars, sub->len) == 0) return mq_int((int64_t)i);
+  return mq_int(-1);
+}
+
+static mq_value lib_index(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "index", "s");
+  int64_t at = find_at(s, str_arg(S, args[1], "index", "sub"), 0);
+  if (at < 0) mq_error(S, "index(): substring not found");
+  return mq_int(at);
+}
+
+/* Python's bytes.splitlines: at \n, \r\n and \r, the ends dropped; no
+ * empty last line for a trailing end of line. */
+static mq_value lib_splitlines(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "splitlines", "s");
+  mq_list *l = mq_list_new(S, 0);
+  for (size_t a = 0, i = 0; i < s->len; a = i) {
+    while (i < s->len && s->chars[i] != '\n' && s->chars[i] != '\r') i++;
+    mq_list_push(S, l, new_str(S, s->chars + a, i - a));
+    if (i < s->len) i += s->chars[i] == '\r' && i + 1 < s->len && s->chars[i + 1] == '\n' ? 2 : 1;
+    mq_poll(S);
+  }
+  return mq_objv(l);
+}
+
+/* Whether [s] is not empty and every byte is in the ASCII class [cls]:
+ * 'd' digits, 'a' letters, 'n' either, 's' whitespace. */
+static mq_value all_of(mq_state *S, mq_value v, const char *fn, char cls) {
+  const mq_string *s = str_arg(S, v, fn, "s");
+  for (size_t i = 0; i < s->len; i++) {
+    char c = s->chars[i];
+    bool digit = c >= '0' && c <= '9', alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    bool ok = cls == 'd' ? digit : cls == 'a' ? alpha : cls == 'n' ? digit || alpha : is_space(c);
+    if (!ok) return mq_bool(false);
+  }
+  return mq_bool(s->len > 0);
+}
+
+static mq_value lib_isdigit(mq_state *S, mq_value *args) { return all_of(S, args[0], "isdigit", 'd'); }
+static mq_value lib_isalpha(mq_state *S, mq_value *args) { return all_of(S, args[0], "isalpha", 'a'); }
+static mq_value lib_isalnum(mq_state *S, mq_value *args) { return all_of(S, args[0], "isalnum", 'n'); }
+static mq_value lib_isspace(mq_state *S, mq_value *args) { return all_of(S, args[0], "isspace", 's'); }
+
+static mq_value lib_capitalize(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "capitalize", "s");
+  char *buf = mq_scratch(S, s->len + 1);
+  for (size_t i = 0; i < s->len; i++) {
+    char c = s->chars[i];
+    bool up = i == 0;
+    buf[i] = up && c >= 'a' && c <= 'z' ? (char)(c - 32) : !up && c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+  }
+  return new_str(S, buf, s->len);
+}
+
+/* [s] padded with [fill] to [width] bytes: [left] of the padding before
+ * it, the rest after; [s] itself when it is as wide already. */
+static mq_value pad(mq_state *S, const mq_string *s, int64_t width, char fill, int64_t left,
+                    const char *fn) {
+  if (width <= (int64_t)s->len) return new_str(S, s->chars, s->len);
+  if ((uint64_t)width > MQ_STRING_MAX)
+    mq_error(S, "%s(): a width of %lld is more than a string holds (%zu bytes)", fn, (long long)width,
+             MQ_STRING_MAX);
+  char *buf = mq_scratch(S, (size_t)width);
+  memset(buf, fill, (size_t)width);
+  memcpy(buf + left, s->chars, s->len);
+  return new_str(S, buf, (size_t)width);
+}
+
+static char fill_arg(mq_state *S, mq_value v, const char *fn) {
+  const mq_string *f = str_arg(S, v, fn, "fillchar");
+  if (f->len != 1) mq_error(S, "%s(): fillchar must be one character, not %zu", fn, f->len);
+  return f->chars[0];
+}
+
+static mq_value justify(mq_state *S, mq_value *args, const char *fn, int how) {
+  const mq_string *s = str_arg(S, args[0], fn, "s");
+  int64_t width = mq_arg_int(S, args[1], "width");
+  char fill = fill_arg(S, args[2], fn);
+  int64_t marg = width > (int64_t)s->len ? width - (int64_t)s->len : 0;
+  /* center: as CPython, the odd byte goes left when width is odd */
+  int64_t left = how < 0 ? 0 : how > 0 ? marg : marg / 2 + (marg & width & 1);
+  return pad(S, s, width, fill, left, fn);
+}
+
+static mq_value lib_ljust(mq_state *S, mq_value *args) { return justify(S, args, "ljust", -1); }
+static mq_value lib_rjust(mq_state *S, mq_value *args) { return justify(S, args, "rjust", 1); }
+static mq_value lib_center(mq_state *S, mq_value *args) { return justify(S, args, "center", 0); }
+
+/* zfill: zeros on the left, after a leading sign. */
+static mq_value lib_zfill(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "zfill", "s");
+  int64_t width = mq_arg_int(S, args[1], "width");
+  int64_t marg = width > (int64_t)s->len ? width - (int64_t)s->len : 0;
+  mq_string *r = mq_as_string(pad(S, s, width, '0', marg, "zfill"));
+  if (marg && s->len && (s->chars[0] == '+' || s->chars[0] == '-')) {
+    r->chars[0] = s->chars[0];
+    r->chars[marg] = '0';
+  }
+  return mq_objv(r);
+}
+
+static mq_value lib_partition(mq_state *S, mq_value *args) {
+  const mq_string *s = str_arg(S, args[0], "partition", "s");
+  const mq_string *sep = str_arg(S, args[1], "partition", "sep");
+  if (sep->len == 0) mq_error(S, "partition(): empty separator");
+  int64_t at = find_at(s, sep, 0);
+  size_t a = at < 0 ? s->len : (size_t)at, b = at < 0 ? s->len : a + sep->len;
+  mq_list *l = mq_list_new(S, 3);
+  mq_list_push(S, l, new_str(S, s->chars, a));
+  mq_list_push(S, l, new_str(S, s->chars + a, b - a));
+  mq_list_push(S, l, new_str(S, s->chars + b, s->len - b));
+  return mq_objv(l);
+}
+
 /* --- ordering ------------------------------------------------------------------------ */
 
 /* -1, 0 or 1 as int [i] is below, equal to or above double [f], exactly
@@ -357,6 +478,28 @@ const mq_libfn mq_lib_text[] = {
      MQ_BK_NONE, 0},
     {"count(s, sub)", lib_count, "the number of non-overlapping occurrences of sub in string s",
      MQ_BK_ON_STRING, 0},
+    {"rfind(s, sub)", lib_rfind, "the last index of sub in s, or -1", MQ_BK_NONE, 0},
+    {"index(s, sub)", lib_index, "the first index of sub in s; an error when it is absent",
+     MQ_BK_NONE, 0},
+    {"splitlines(s)", lib_splitlines, "the lines of s, split at \\n, \\r\\n and \\r, without them",
+     MQ_BK_NONE, 0},
+    {"isdigit(s)", lib_isdigit, "whether s is not empty and all ASCII digits", MQ_BK_NONE, 0},
+    {"isalpha(s)", lib_isalpha, "whether s is not empty and all ASCII letters", MQ_BK_NONE, 0},
+    {"isalnum(s)", lib_isalnum, "whether s is not empty and all ASCII letters or digits",
+     MQ_BK_NONE, 0},
+    {"isspace(s)", lib_isspace, "whether s is not empty and all ASCII whitespace", MQ_BK_NONE, 0},
+    {"capitalize(s)", lib_capitalize, "s with its first letter in upper case, the others in lower",
+     MQ_BK_NONE, 0},
+    {"ljust(s, width, fillchar=\" \")", lib_ljust, "s padded on the right to width bytes",
+     MQ_BK_NONE, 0},
+    {"rjust(s, width, fillchar=\" \")", lib_rjust, "s padded on the left to width bytes",
+     MQ_BK_NONE, 0},
+    {"center(s, width, fillchar=\" \")", lib_center, "s padded on both sides to width bytes",
+     MQ_BK_NONE, 0},
+    {"zfill(s, width)", lib_zfill, "s padded with zeros on the left (after a sign) to width bytes",
+     MQ_BK_NONE, 0},
+    {"partition(s, sep)", lib_partition,
+     "[before, sep, after] around the first sep in s ([s, \"\", \"\"] without one)", MQ_BK_NONE, 0},
     {"sorted(items, reverse=false)", lib_sorted,
      "a new list of the items (a list, string, range, dict's keys, 1-d tensor's values, "
      "enumerate, zip) in ascending order, stable; numbers, strings or lists (compared item "

@@ -214,7 +214,7 @@ static bool is_overload(const mq_builtin *b) {
 
 /* Builtin [i], if it is an overload of an earlier row of the same name:
  * links the two and gives the overload the help of both (masq_doc finds
- * the newest row first), "base sig -- base doc. On a string: sig: doc".
+ * the newest row first), "base sig -- base doc. On a string: `sig`: doc".
  * Returns whether it did: the name then stays bound to the earlier row. */
 static bool link_overload(mq_state *S, int i) {
   mq_builtin *ov = &S->builtins[i];
@@ -229,7 +229,7 @@ static bool link_overload(mq_state *S, int i) {
   snprintf(help, n, "%s. %s: `%s`: %s", b->help, when, ov->def->sig, ov->def->doc);
   ov->own = help;
   ov->own_size = n;
-  ov->help = help;
+  ov->help_both = help;
   ov->twin = base + 1;
   b->twin = i + 1;
   return true;

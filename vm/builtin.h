@@ -35,7 +35,7 @@ enum { MQ_BK_NONE = 0, MQ_BK_UNARY = 1, MQ_BK_REDUCE = 2, MQ_BK_ON_STRING = 3, M
  * ones, each a plain number, bool or string (ON_SCALARS: min(3, 4)). The choice is made
  * in one place, mq_builtin_call, before the arguments are bound, since the
  * two rows' signatures differ. The name stays bound to the earlier row;
- * :help shows both. */
+ * :help shows both (help_both). */
 
 typedef struct mq_libfn {
   const char *sig;
@@ -69,8 +69,10 @@ typedef struct mq_builtin {
    * instead of def->fn. Owned by this entry; NULL for the library's builtins. */
   struct mq_hostfn *host;
   /* 1 + the index of the other row of an overloaded name (MQ_BK_ON_*), or
-   * 0. The overload row's [own] block holds the help of both rows. */
+   * 0; and on the overload row, the help of both rows (in its [own] block),
+   * which masq_doc shows for the name. */
   int twin;
+  const char *help_both;
 } mq_builtin;
 
 /* A builtin as a value: an index into S->builtins. */
