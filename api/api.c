@@ -21,6 +21,7 @@
 #include "../vm/errval.h"
 #include "../vm/globals.h"
 #include "../vm/vm.h"
+#include "../vm/walk.h"
 #include "api_int.h"
 
 static void *default_alloc(void *ud, void *p, size_t osize, size_t nsize) {
@@ -66,6 +67,7 @@ masq_state *masq_open(const masq_config *cfg) {
   mq_sparse_init_kind(S);
   mq_chunk_init_kinds(S);
   mq_errval_init_kind(S);
+  mq_zip_init_kind(S);
   mq_builtin_init_kind(S);
   S->hooks.host_call = mq_host_call;
   S->hooks.host_free = mq_hostfn_free;
@@ -465,7 +467,7 @@ const char *masq_doc(masq_state *S, const char *name) {
    * replaces it. An entry whose registration failed has no help yet. */
   for (int i = S->nbuiltins - 1; i >= 0; i--) {
     const mq_builtin *b = &S->builtins[i];
-    if (b->help && strcmp(b->name, name) == 0) return b->help;
+    if (b->help && strcmp(b->name, name) == 0) return b->help_both ? b->help_both : b->help;
   }
   return mq_keyword_help(name, strlen(name));
 }

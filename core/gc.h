@@ -14,7 +14,7 @@
 
 static inline bool mq_gc_is_container(uint8_t otype) {
   return otype == MQ_O_LIST || otype == MQ_O_DICT || otype == MQ_O_CLOSURE ||
-         otype == MQ_O_FUNCTION;
+         otype == MQ_O_FUNCTION || otype == MQ_O_ENUMERATE || otype == MQ_O_ZIP;
 }
 
 /* Links the two generation lists to themselves (an empty collector). */

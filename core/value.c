@@ -128,6 +128,8 @@ const char *mq_value_type_name(mq_value v) {
   case MQ_O_SPARSE: return "sparse tensor";
   case MQ_O_ERROR: return "error";
   case MQ_O_DICT: return "dict";
+  case MQ_O_ENUMERATE: return "enumerate";
+  case MQ_O_ZIP: return "zip";
   }
   return "?";
 }

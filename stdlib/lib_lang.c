@@ -7,6 +7,7 @@
 #include "../core/range.h"
 #include "../runtime/shape.h"
 #include "../vm/errval.h"
+#include "../vm/walk.h"
 #include "convert.h"
 #include "format.h"
 #include "stdlib.h"
@@ -53,7 +54,8 @@ static mq_value lib_list(mq_state *S, mq_value *args) {
     for (int64_t i = 0; i < t->shape[0]; i++) mq_list_push(S, l, mq_objv(mq_select(S, t, 0, i)));
     return mq_objv(l);
   }
-  mq_error(S, "list() needs a range, a list or a tensor, not a %s", mq_value_type_name(v));
+  /* a string's characters, a dict's keys, enumerate, zip */
+  return mq_objv(mq_walk_list(S, v, "list"));
 }
 
 static mq_value lib_append(mq_state *S, mq_value *args) {
@@ -141,7 +143,8 @@ const mq_libfn mq_lib_lang[] = {
     {"len(x)", lib_len, "the length of a list, string or dict, or the first dim of a tensor", MQ_BK_NONE, 0},
     {"range(start, stop=none, step=1)", lib_range,
      "the ints from start to stop (exclusive) as a lazy range; range(n) is 0 .. n-1", MQ_BK_NONE, 0},
-    {"list(x)", lib_list, "a new list of the entries of a range or a list, or of the rows of a tensor", MQ_BK_NONE, 0},
+    {"list(x)", lib_list, "a new list of what `for` walks: the entries of a range or a list, the rows of a tensor, "
+     "a string's characters, a dict's keys, the items of enumerate and zip", MQ_BK_NONE, 0},
     {"append(list, value)", lib_append, "add value at the end of list (changes the list)", MQ_BK_NONE, 0},
     {"int(x)", lib_int,
      "a string (\"42\", \" -7 \") or number as an int (a float truncated toward zero), "

@@ -24,6 +24,7 @@ extern const mq_libfn mq_lib_sparse_ops[];
 extern const mq_libfn mq_lib_plot[];
 extern const mq_libfn mq_lib_nn[];
 extern const mq_libfn mq_lib_cpu[];
+extern const mq_libfn mq_lib_text[];
 
 /* Every table of builtins with the library group (MASQ_LIB_*) it belongs
  * to; a group the host did not enable is not bound at all. */
@@ -47,6 +48,7 @@ static const struct {
     {mq_lib_plot, MASQ_LIB_CORE},
     {mq_lib_nn, MASQ_LIB_CORE},
     {mq_lib_cpu, MASQ_LIB_CORE},
+    {mq_lib_text, MASQ_LIB_CORE}, /* after the tensor builtins it overloads */
     {mq_lib_io, MASQ_LIB_IO},
     {mq_lib_csv, MASQ_LIB_IO},
     {mq_lib_sparse_io, MASQ_LIB_IO},

@@ -208,6 +208,52 @@ static void bind_global(mq_state *S, int index, mq_builtin_obj *o) {
   S->globals[slot].builtin = true;
 }
 
+static bool is_overload(const mq_builtin *b) {
+  return b->def && (b->def->kind == MQ_BK_ON_STRING || b->def->kind == MQ_BK_ON_SCALARS);
+}
+
+/* Builtin [i], if it is an overload of an earlier row of the same name:
+ * links the two and gives the overload the help of both (masq_doc finds
+ * the newest row first), "base sig -- base doc. On a string: `sig`: doc".
+ * Returns whether it did: the name then stays bound to the earlier row. */
+static bool link_overload(mq_state *S, int i) {
+  mq_builtin *ov = &S->builtins[i];
+  if (!is_overload(ov)) return false;
+  int base = 0;
+  while (base < i && strcmp(S->builtins[base].name, ov->name) != 0) base++;
+  if (base == i) return false;
+  mq_builtin *b = &S->builtins[base];
+  const char *when = ov->def->kind == MQ_BK_ON_STRING ? "On a string" : "On two or more plain numbers or strings";
+  size_t n = strlen(b->help) + strlen(when) + strlen(ov->def->sig) + strlen(ov->def->doc) + 16;
+  char *help = mq_alloc(S, n);
+  snprintf(help, n, "%s. %s: `%s`: %s", b->help, when, ov->def->sig, ov->def->doc);
+  ov->own = help;
+  ov->own_size = n;
+  ov->help_both = help;
+  ov->twin = base + 1;
+  b->twin = i + 1;
+  return true;
+}
+
+/* The row of overloaded [b] (b->twin) that this call's arguments select:
+ * the overload when they fit its kind, else the tensor builtin. */
+static const mq_builtin *pick_overload(mq_state *S, const mq_builtin *b, const mq_value *argv,
+                                       int npos, int nkw, const mq_list *kwnames) {
+  const mq_builtin *ov = is_overload(b) ? b : &S->builtins[b->twin - 1];
+  const mq_builtin *base = ov == b ? &S->builtins[b->twin - 1] : b;
+  if (ov->def->kind == MQ_BK_ON_STRING) {
+    mq_value first = mq_none();
+    if (npos > 0) first = argv[0];
+    for (int k = 0; npos == 0 && k < nkw; k++) /* split(s="a b") */
+      if (strcmp(mq_as_string(kwnames->items[k])->chars, ov->params[0].name) == 0) first = argv[k];
+    return mq_is_obj(first, MQ_O_STRING) ? ov : base;
+  }
+  if (npos < 2 || nkw > 0) return base;
+  for (int i = 0; i < npos; i++) /* mixed ones too: the overload says it cannot compare them */
+    if (!mq_is_number(argv[i]) && !mq_is_obj(argv[i], MQ_O_STRING)) return base;
+  return ov;
+}
+
 void mq_builtin_open(mq_state *S, const mq_libfn *const *tables, int ntables) {
   sig_size z = {0, 0, 0};
   int n = 0;
@@ -230,7 +276,8 @@ void mq_builtin_open(mq_state *S, const mq_libfn *const *tables, int ntables) {
     for (const mq_libfn *d = tables[t]; d->sig; d++, index++)
       parse_signature(&S->builtins[index], d, &params, &strings, &chars);
   mq_globals_reserve(S, n);
-  for (int i = 0; i < n; i++) bind_global(S, i, &objs[i]);
+  for (int i = 0; i < n; i++)
+    if (!link_overload(S, i)) bind_global(S, i, &objs[i]);
 }
 
 int mq_builtin_new_entry(mq_state *S) {
@@ -318,6 +365,7 @@ static mq_value keep_storage_dtype(mq_state *S, const mq_builtin *b, mq_value *a
 
 mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int nargs, int nkw,
                          const mq_list *kwnames, mq_tensor *spare) {
+  if (b->twin) b = pick_overload(S, b, argv, nargs - nkw, nkw, kwnames);
   mq_value args[MQ_MAX_PARAMS];
   bool given[MQ_MAX_PARAMS] = {0};
   int npos = nargs - nkw, nfixed = b->rest >= 0 ? b->rest : b->nparams;

@@ -27,7 +27,15 @@ typedef mq_value (*mq_cfn)(mq_state *S, mq_value *args);
  * (vm/fuse.h): a unary elementwise op, whose op field is the mq_unop it
  * applies, or a reduction over everything when called with one argument,
  * whose op is the MQ_RED_* it computes. */
-enum { MQ_BK_NONE = 0, MQ_BK_UNARY = 1, MQ_BK_REDUCE = 2 };
+enum { MQ_BK_NONE = 0, MQ_BK_UNARY = 1, MQ_BK_REDUCE = 2, MQ_BK_ON_STRING = 3, MQ_BK_ON_SCALARS = 4 };
+/* MQ_BK_ON_STRING and MQ_BK_ON_SCALARS mark an overload: a row with the name
+ * of an earlier row (split, count, min, max: a tensor builtin) that the
+ * binder calls instead of it when the call's arguments fit: a string first
+ * argument (ON_STRING), or two or more positional arguments and no keyword
+ * ones, each a plain number, bool or string (ON_SCALARS: min(3, 4)). The choice is made
+ * in one place, mq_builtin_call, before the arguments are bound, since the
+ * two rows' signatures differ. The name stays bound to the earlier row;
+ * :help shows both (help_both). */
 
 /* torch's result dtype for storage-dtype operands, for builtins whose C
  * function computes in the compute dtype (int64, float32) and returns it:
@@ -74,6 +82,11 @@ typedef struct mq_builtin {
   /* A host function (masq_register): called through S->hooks.host_call
    * instead of def->fn. Owned by this entry; NULL for the library's builtins. */
   struct mq_hostfn *host;
+  /* 1 + the index of the other row of an overloaded name (MQ_BK_ON_*), or
+   * 0; and on the overload row, the help of both rows (in its [own] block),
+   * which masq_doc shows for the name. */
+  int twin;
+  const char *help_both;
 } mq_builtin;
 
 /* A builtin as a value: an index into S->builtins. */

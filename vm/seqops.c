@@ -2,6 +2,7 @@
  * lookups. */
 #include "seqops.h"
 
+#include "../core/checked.h"
 #include "../core/dict.h"
 #include "../core/range.h"
 #include "../runtime/sparse.h"
@@ -182,4 +183,16 @@ void mq_del_item(mq_state *S, mq_value obj, mq_value index) {
   memmove(&l->items[at], &l->items[at + 1], (size_t)(l->len - at - 1) * sizeof *l->items);
   l->len--;
   mq_release(S, gone); /* after: the list is whole if that frees anything */
+}
+
+mq_value mq_string_repeat(mq_state *S, const mq_string *s, int64_t n) {
+  if (n <= 0 || s->len == 0) return mq_objv(mq_string_new(S, "", 0));
+  size_t len = mq_ck_zmul(S, s->len, (size_t)n, "string repetition");
+  if (len > MQ_STRING_MAX)
+    mq_error(S, "string repetition: %zu bytes are more than a string holds (%zu)", len, MQ_STRING_MAX);
+  char *tmp = mq_scratch(S, len);
+  memcpy(tmp, s->chars, s->len);
+  for (size_t done = s->len; done < len; done *= 2) /* doubling: log n copies */
+    memcpy(tmp + done, tmp, done < len - done ? done : len - done);
+  return mq_objv(mq_string_new(S, tmp, len));
 }

@@ -26,6 +26,16 @@ MQ_INTERNAL mq_value mq_slice_seq(mq_state *S, mq_value seq, const bool has[3], 
 
 /* d[key]: its value (not retained), or the error "no key "aple" in the
  * dict; did you mean "apple"?" (the hint from the string keys). */
+/* The longest string that repetition (and join) make: a bound checked
+ * before allocating, so "a" * 10 ** 18 is a clean error everywhere (a
+ * failed allocation of that size is not clean under a sanitizer). */
+#define MQ_STRING_MAX ((size_t)INT32_MAX)
+
+/* s * n (or n * s, n an int or a bool): s repeated n times, "" for n <= 0,
+ * as Python; the size is checked before anything is allocated (a clean
+ * size error, never a wrapped length). */
+MQ_INTERNAL mq_value mq_string_repeat(mq_state *S, const mq_string *s, int64_t n);
+
 struct mq_dict;
 MQ_INTERNAL mq_value mq_dict_get(mq_state *S, const struct mq_dict *d, mq_value key);
 

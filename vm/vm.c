@@ -23,6 +23,7 @@
 #include "globals.h"
 #include "seqops.h"
 #include "suggest.h"
+#include "walk.h"
 
 /* --- stack and frames ------------------------------------------------------ */
 
@@ -198,6 +199,10 @@ static mq_value binary(mq_state *S, int op, mq_value a, mq_value b, mq_tensor *s
     memcpy(tmp + x->len, y->chars, y->len);
     return mq_objv(mq_string_new(S, tmp, x->len + y->len));
   }
+  if (op == MQ_TOK_MUL && mq_is_obj(a, MQ_O_STRING) && (b.type == MQ_INT || b.type == MQ_BOOL))
+    return mq_string_repeat(S, mq_as_string(a), b.type == MQ_INT ? b.as.i : b.as.b);
+  if (op == MQ_TOK_MUL && mq_is_obj(b, MQ_O_STRING) && (a.type == MQ_INT || a.type == MQ_BOOL))
+    return mq_string_repeat(S, mq_as_string(b), a.type == MQ_INT ? a.as.i : a.as.b);
   mq_error(S, "unsupported operand types for '%s': %s and %s", token_text[op], mq_value_type_name(a),
            mq_value_type_name(b));
 }
@@ -375,51 +380,10 @@ static void bind_args(mq_state *S, const mq_closure *cl, mq_value *args, int arg
   memcpy(args, bound, (size_t)np * sizeof *args);
 }
 
-static mq_value iterate_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
-  *done = false;
-  if (mq_is_obj(seq, MQ_O_LIST)) {
-    mq_list *l = mq_as_list(seq);
-    if (i >= l->len) {
-      *done = true;
-      return mq_none();
-    }
-    return l->items[i];
-  }
-  if (mq_is_tensor(seq)) {
-    mq_tensor *t = mq_as_tensor(seq);
-    if (t->ndim == 0) mq_error(S, "cannot iterate over a 0-d tensor");
-    if (i >= t->shape[0]) {
-      *done = true;
-      return mq_none();
-    }
-    mq_index_item it = {MQ_IX_INT, false, false, false, i, 0, 0, NULL};
-    return mq_objv(mq_index(S, t, &it, 1));
-  }
-  if (mq_is_obj(seq, MQ_O_RANGE)) {
-    const mq_range *r = mq_as_range(seq);
-    if (i >= r->len) {
-      *done = true;
-      return mq_none();
-    }
-    return mq_int(mq_range_at(r, i));
-  }
-  if (mq_is_obj(seq, MQ_O_DICT)) { /* its keys, in insertion order */
-    const mq_dict *d = mq_as_dict(seq);
-    if (i >= d->len) {
-      *done = true;
-      return mq_none();
-    }
-    return d->entries[i].key;
-  }
-  mq_error(S, "cannot iterate over a %s", mq_value_type_name(seq));
-}
-
 static int64_t sequence_length(mq_state *S, mq_value v) {
-  if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len;
-  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
-  if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len;
-  if (mq_is_obj(v, MQ_O_DICT)) return mq_as_dict(v)->len;
-  mq_error(S, "cannot unpack a %s", mq_value_type_name(v));
+  int64_t n = mq_walk_length(S, v);
+  if (n < 0) mq_error(S, "cannot unpack a %s", mq_value_type_name(v));
+  return n;
 }
 
 /* --- reuse of dying operands -------------------------------------------------------- */
@@ -764,7 +728,7 @@ static void run_loop(mq_state *S, run_ctx *c) {
         /* Items go on the stack last first, so the first one is on top. */
         for (int i = n - 1; i >= 0; i--) {
           bool done;
-          mq_value item = iterate_item(S, v, i, &done);
+          mq_value item = mq_walk_item(S, v, i, &done);
           mq_retain(item);
           PUSH(item);
           S->stack_len++;
@@ -787,7 +751,7 @@ static void run_loop(mq_state *S, run_ctx *c) {
           sp[-2] = keys;
         }
         bool done;
-        mq_value item = iterate_item(S, sp[-2], sp[-1].as.i, &done);
+        mq_value item = mq_walk_item(S, sp[-2], sp[-1].as.i, &done);
         if (done) {
           ip += d;
         } else {

@@ -188,6 +188,17 @@ static void library_rows(mq_state *S) {
     }
     int slot = mq_global_find(S, b->name);
     check(slot >= 0 && S->globals[slot].builtin, sig, "not bound in the globals");
+    /* an overload (split, count, min, max of lib_text.c) is linked to the
+     * tensor row of its name, which keeps the name */
+    if (b->def->kind == MQ_BK_ON_STRING || b->def->kind == MQ_BK_ON_SCALARS) {
+      const mq_builtin *base = b->twin ? &S->builtins[b->twin - 1] : NULL;
+      check(base && base->twin == i + 1 && !strcmp(base->name, b->name) && b->help_both &&
+                !strncmp(b->help_both, base->help, strlen(base->help)),
+            sig, "an overload not linked to the row it overloads");
+      check(slot >= 0 && mq_is_obj(S->globals[slot].value, MQ_O_BUILTIN) &&
+                ((const mq_builtin_obj *)S->globals[slot].value.as.o)->index == b->twin - 1,
+            sig, "an overload took the name of the row it overloads");
+    }
   }
 }
 
