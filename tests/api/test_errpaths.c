@@ -9,7 +9,7 @@ typedef struct err_case {
 
 static const err_case cases[] = {
     /* builtins given the wrong kind of value */
-    {"print(list(3))", "list() needs a range, a list or a tensor, not a int"},
+    {"print(list(3))", "list(): cannot iterate over a value of type int"},
     {"print(format(3))", "format() needs a format string first, not int"},
     {"assert(false)", "assertion failed"},
     {"f = len\nprint(f(tensor(3)))", "len() of a 0-d tensor"},
