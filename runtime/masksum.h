@@ -86,6 +86,9 @@ MQ_INTERNAL mq_mask_view mq_mask_view_get(mq_state *S, const mq_tensor *mask, bo
 static inline mq_ms_state mq_mask_run(const mq_mask_view *v, int64_t i, int64_t len) {
   if (!v->ms) return MQ_MS_MIXED;
   if (len <= 0) return MQ_MS_VALID;
+  /* a storage all of one kind answers at once, however long the run */
+  if (v->ms->nvalid == 0) return MQ_MS_MASKED;
+  if (v->ms->nvalid == v->ms->n) return MQ_MS_VALID;
   int64_t a = v->base + i, b = a + len - 1;
   int64_t ba = a / MQ_MS_BLOCK, bb = b / MQ_MS_BLOCK;
   bool valid = true, masked = true;

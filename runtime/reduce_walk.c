@@ -165,6 +165,9 @@ static void piece_at(const walk_ctx *W, void *part, int64_t *cnt, int64_t i, int
 /* Row r (its entries from i0) into slot o as pieces merged in order:
  * exactly what row_cnt gives (mq_red_kernel), with the summary's help. */
 static void row_pieces(const walk_ctx *W, char *parts, int64_t o, int64_t i0) {
+  /* a row all masked out leaves its slot as it is: its pieces would all be
+   * the identity, and merging identities changes no slot (see walk_rows) */
+  if (run_state(W, i0, W->s) == MQ_MS_MASKED) return;
   int64_t np = mq_red_piece_count(W->s), c = 0;
   for (int64_t p = 0; p < np; p++)
     piece_at(W, parts + (size_t)p * W->k->acc_size, &c, i0 + p * MQ_RED_PIECE,
@@ -369,6 +372,7 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
         rest /= P->bsize[b];
       }
       W.row_i = r * W.s;
+      if ((W.mv.ms || W.uniform) && run_state(&W, W.row_i, W.s) == MQ_MS_MASKED) continue;
       mq_parallel_for(S, mq_parallel_threads_for(S, W.s), W.np, MQ_PAR_GRAIN / MQ_RED_PIECE, range_pieces, &W);
       k->merge(acc, o, W.parts, W.np);
       if (cnt && m) {
