@@ -67,7 +67,7 @@ VERSION := $(shell sed -n 's/^\#define MASQ_VERSION_STRING "\(.*\)"/\1/p' includ
 SONAME   = libmasq.so.$(firstword $(subst ., ,$(VERSION)))
 SHLIB    = libmasq.so.$(VERSION)
 
-.PHONY: all test unit golden demo clean install uninstall layers
+.PHONY: all test unit golden demo clean install uninstall layers tsan
 EDITORS = $(B)/editors/vim/syntax/masq.vim $(B)/editors/vim/ftdetect/masq.vim \
           $(B)/editors/masq.tmLanguage.json
 all: $(B)/masq $(B)/libmasq.a $(B)/libmasq.so $(B)/$(SONAME) $(EDITORS)
@@ -168,10 +168,37 @@ $(ASAN_DIR)/examples/embed: examples/embed/embed.c include/masq.h $(ASAN_DIR)/li
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
 
+# --- ThreadSanitizer: the worker pool and the kernels on it ------------------
+# gcc's runtime (libtsan2, which gcc depends on); the API tests that run
+# kernels on several threads, interrupt them, and states on threads.
+TSAN_DIR  = $(B)/tsan
+TSAN_CC  ?= $(CC)
+TSANFLAGS = -O1 -g -fsanitize=thread
+TSAN_APIS = $(TSAN_DIR)/api/test_threads $(TSAN_DIR)/api/test_limits $(TSAN_DIR)/api/test_sparse_threads
+
+$(TSAN_DIR)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(TSAN_CC) $(BASEFLAGS) $(TSANFLAGS) $(INC) -c -o $@ $<
+
+$(TSAN_DIR)/obj/gen/%.o: $(GEN)/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(TSAN_CC) $(BASEFLAGS) $(TSANFLAGS) $(INC) -c -o $@ $<
+
+$(TSAN_DIR)/libmasq.a: $(call objs,$(TSAN_DIR))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(TSAN_DIR)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(TSAN_DIR)/libmasq.a
+	@mkdir -p $(dir $@)
+	$(TSAN_CC) $(BASEFLAGS) $(TSANFLAGS) -Iinclude -pthread -o $@ $< $(TSAN_DIR)/libmasq.a $(LIBS)
+
+tsan: $(TSAN_APIS)
+	@TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" MASQ_NUM_THREADS=3 sh tests/run_units.sh $(TSAN_DIR) api
+
 # --- tests --------------------------------------------------------------------
 # Each suite appends "N passed, N failed" to build/results; tests/summary.sh
 # adds them up into the closing line and fails if anything failed.
-test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
+test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS) $(TSAN_APIS)
 	@rm -f $(B)/results
 	@sh tests/run_units.sh $(B) | tee -a $(B)/results
 	@sh tests/run_units.sh $(B) api | tee -a $(B)/results
@@ -200,6 +227,8 @@ test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS)
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/crashes/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tools/conformance/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
+	@echo "--- the threaded API tests under ThreadSanitizer ($(TSAN_CC))"
+	@TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" MASQ_NUM_THREADS=3 sh tests/run_units.sh $(TSAN_DIR) api | tee -a $(B)/results
 	@$(MAKE) --no-print-directory fuzz-test
 	@sh tests/summary.sh $(B)/results
 

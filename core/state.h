@@ -23,6 +23,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 
 #include "common.h"
 #include "value.h"
@@ -143,7 +144,9 @@ struct mq_state {
   uint64_t rng[4];
 
   int exit_code; /* exit(code) of the script, with MASQ_EXIT */
-  volatile int interrupted; /* set by masq_interrupt(), maybe from a signal */
+  /* set by masq_interrupt(), maybe from another thread or a signal handler:
+   * an atomic (lock-free, so a handler may store it), not a volatile */
+  atomic_int interrupted;
   unsigned poll_counter;
   /* While > 0, polls report no interrupt (the flag stays set for the next
    * poll after): an op writing its result into a dying operand's storage

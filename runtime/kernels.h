@@ -23,8 +23,17 @@
 /* MQ_WIDE on a kernel: also build it for AVX2, picked at load time when
  * the CPU has it (gcc and clang's function multiversioning). AVX2 alone,
  * not FMA: the same IEEE multiplies and adds, two or four at a time
- * instead of one or two, so every CPU gets the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+ * instead of one or two, so every CPU gets the same bits. Not under
+ * ThreadSanitizer, whose runtime is not up yet when the loader runs the
+ * clones' resolvers. */
+#if defined(__SANITIZE_THREAD__) /* gcc */
+#define MQ_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) /* clang */
+#define MQ_TSAN 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && !defined(MQ_TSAN)
 #define MQ_WIDE __attribute__((target_clones("avx2", "default")))
 #else
 #define MQ_WIDE

@@ -2,15 +2,25 @@
  * parallel.h).
  *
  * The workers are started the first time a kernel splits, and live until
- * masq_close. A round: the caller publishes task/ctx/n, bumps the round
- * number [gen] (release) and wakes the workers; worker k runs task k
- * (those beyond n have nothing to do) and every worker counts itself off
- * [pending], so no worker can still be reading a round's fields when the
- * caller publishes the next one. Both sides spin a little before they
- * sleep on a condition variable: rounds often follow each other within
- * microseconds (a reduction, then its finishing pass, then the next
- * statement's kernel), and waking a sleeping thread costs about 100 us
- * on this machine class (measured; a KVM guest). */
+ * masq_close. A round is one mq_parallel_for: the caller publishes its
+ * description (fn, ctx, the chunks) in the pool, opens it by storing the
+ * round's number and its chunk count in one atomic word [claim], bumps
+ * [gen] and wakes the workers. Everyone, the caller included, then claims
+ * chunks by decrementing the count in [claim] with a compare-and-swap
+ * that also checks the round number, and counts each finished chunk in
+ * [finished]. The round ends when every claimed chunk is finished, not
+ * when every worker has checked in: a worker the scheduler leaves asleep
+ * behind other processes for milliseconds does not hold the caller up (it
+ * wakes later, finds the round's chunks gone or a newer round, and claims
+ * there or nothing). So the description lives in the pool, not on the
+ * caller's stack, and is read only under a claim of its own round: a
+ * claim that succeeds proves the round was still open, with a chunk left,
+ * when the description was read, so the caller had not yet moved on.
+ * Both sides spin a little before they sleep on a condition variable:
+ * rounds often follow each other within microseconds (a reduction, then
+ * its finishing pass, then the next statement's kernel), and waking a
+ * sleeping thread costs about 100 us on this machine class (measured; a
+ * KVM guest). */
 #include "parallel.h"
 
 #include <pthread.h>
@@ -28,13 +38,17 @@
 
 #define MAX_THREADS 64
 
-typedef void (*mq_task_fn)(void *ctx, int i, int n);
 /* Polls before sleeping: about 20-80 us of pause instructions. */
 #define SPINS 2000
 
+/* [claim]: the round number in the high 32 bits, the chunks not yet
+ * claimed in the low 32 (a round has at most MAX_CHUNKS). */
+#define MAX_CHUNKS (((uint64_t)1 << 32) - 1)
+#define CLAIM(round, left) (((uint64_t)(uint32_t)(round) << 32) | (uint64_t)(left))
+
 typedef struct worker {
   struct mq_workers *W;
-  int index; /* 1 .. MAX_THREADS - 1: the task it runs */
+  int index; /* 1 .. MAX_THREADS - 1: its thread number in a round */
   unsigned long start_gen; /* the round number when it was started */
   pthread_t th;
 } worker;
@@ -42,14 +56,20 @@ typedef struct worker {
 struct mq_workers {
   pthread_mutex_t mu;
   pthread_cond_t wake; /* a new round, or quit */
-  pthread_cond_t done; /* pending reached 0 */
+  pthread_cond_t done; /* [finished] reached [target] */
   atomic_ulong gen;
-  atomic_int pending;
   atomic_bool quit;
-  /* the round's work, written before gen is bumped */
-  mq_task_fn task;
-  void *ctx;
-  int n;
+  _Atomic uint64_t claim;    /* CLAIM(round, chunks left) */
+  atomic_llong finished;     /* the round's chunks finished */
+  atomic_llong target;       /* the chunks the caller waits for */
+  atomic_bool sleeping;      /* the caller waits on [done] */
+  /* the round's description: written before [claim] opens the round and
+   * read only under a claim of it (atomics, because a worker that lost
+   * the race reads them while the next round's are written) */
+  _Atomic(mq_range_fn) fn;
+  _Atomic(void *) ctx;
+  atomic_llong count, grain, nchunks;
+  atomic_int n; /* threads 0 .. n-1 may take part (per-thread scratch) */
   int nworkers; /* started */
   pid_t pid;    /* the process that started them (see forked) */
   worker w[MAX_THREADS];
@@ -84,6 +104,52 @@ int mq_parallel_threads_for(mq_state *S, int64_t work) {
   return most < n ? (int)most : n;
 }
 
+/* Counts a finished chunk, and wakes the caller when it was the last one
+ * it waits for. */
+static void chunk_done(struct mq_workers *W) {
+  if (atomic_fetch_add(&W->finished, 1) + 1 >= atomic_load(&W->target)) {
+    pthread_mutex_lock(&W->mu);
+    pthread_cond_signal(&W->done);
+    pthread_mutex_unlock(&W->mu);
+  }
+}
+
+/* Runs chunk [k] of [count] items in chunks of [grain] on thread [t]. */
+static void run_chunk(mq_range_fn fn, void *ctx, int64_t count, int64_t grain, int64_t k, int t) {
+  int64_t lo = k * grain;
+  fn(ctx, lo, count - lo < grain ? count : lo + grain, t);
+}
+
+/* Thread [t]'s part of whichever round is open: chunks claimed one at a
+ * time until none is left (or the round is not for thread t). The caller
+ * (t = 0) passes its state: it polls for interrupts before each claim,
+ * and one that is due takes the chunks left away from everyone. */
+static void work(struct mq_workers *W, int t, mq_state *S) {
+  uint64_t v = atomic_load_explicit(&W->claim, memory_order_acquire);
+  for (;;) {
+    int64_t left = (int64_t)(v & MAX_CHUNKS);
+    if (left == 0) return;
+    /* v's round, if the claim below succeeds (see the top of the file) */
+    mq_range_fn fn = atomic_load_explicit(&W->fn, memory_order_relaxed);
+    void *ctx = atomic_load_explicit(&W->ctx, memory_order_relaxed);
+    int64_t count = atomic_load_explicit(&W->count, memory_order_relaxed);
+    int64_t grain = atomic_load_explicit(&W->grain, memory_order_relaxed);
+    int64_t nchunks = atomic_load_explicit(&W->nchunks, memory_order_relaxed);
+    if (t >= atomic_load_explicit(&W->n, memory_order_relaxed)) return;
+    if (S && mq_interrupt_pending(S)) {
+      v = atomic_exchange(&W->claim, v & ~MAX_CHUNKS);
+      atomic_store(&W->target, nchunks - (int64_t)(v & MAX_CHUNKS));
+      return;
+    }
+    if (!atomic_compare_exchange_weak_explicit(&W->claim, &v, v - 1, memory_order_acq_rel,
+                                               memory_order_acquire))
+      continue; /* v now holds the word as it is */
+    run_chunk(fn, ctx, count, grain, nchunks - left, t);
+    chunk_done(W);
+    v = atomic_load_explicit(&W->claim, memory_order_acquire);
+  }
+}
+
 static void *worker_main(void *p) {
   worker *me = p;
   struct mq_workers *W = me->W;
@@ -100,14 +166,9 @@ static void *worker_main(void *p) {
         pthread_cond_wait(&W->wake, &W->mu);
       pthread_mutex_unlock(&W->mu);
     }
-    if (g == seen) return NULL; /* quit, and no round is waiting for us */
+    if (g == seen) return NULL; /* quit, and no round is open for us */
     seen = g;
-    if (me->index < W->n) W->task(W->ctx, me->index, W->n);
-    if (atomic_fetch_sub(&W->pending, 1) == 1) {
-      pthread_mutex_lock(&W->mu);
-      pthread_cond_signal(&W->done);
-      pthread_mutex_unlock(&W->mu);
-    }
+    work(W, me->index, NULL);
   }
 }
 
@@ -120,8 +181,16 @@ static struct mq_workers *pool_open(mq_state *S) {
   S->mem_used += size;
   *W = (struct mq_workers){.pid = getpid()};
   atomic_init(&W->gen, 0);
-  atomic_init(&W->pending, 0);
   atomic_init(&W->quit, false);
+  atomic_init(&W->claim, CLAIM(0, 0));
+  atomic_init(&W->finished, 0);
+  atomic_init(&W->target, 0);
+  atomic_init(&W->fn, NULL);
+  atomic_init(&W->ctx, NULL);
+  atomic_init(&W->count, 0);
+  atomic_init(&W->grain, 1);
+  atomic_init(&W->nchunks, 0);
+  atomic_init(&W->n, 0);
   if (pthread_mutex_init(&W->mu, NULL) != 0) goto fail_mu;
   if (pthread_cond_init(&W->wake, NULL) != 0) goto fail_wake;
   if (pthread_cond_init(&W->done, NULL) != 0) goto fail_done;
@@ -183,78 +252,56 @@ void mq_parallel_close(mq_state *S) {
   S->workers = NULL;
 }
 
-/* Runs task(ctx, i, n) for i = 0 .. n-1, task 0 on the calling thread and
- * the others on the workers; if a worker cannot be started, its task runs
- * on the calling thread instead (never an error). Not reentrant. */
-static void run_round(mq_state *S, int n, mq_task_fn task, void *ctx) {
-  if (n > MAX_THREADS) n = MAX_THREADS;
-  if (n <= 1) {
-    task(ctx, 0, 1);
-    return;
-  }
+/* The pool for a round of [n] threads, started or grown as needed; NULL
+ * when no worker can be had (the caller then does everything). */
+static struct mq_workers *pool_for(mq_state *S, int n) {
   if (S->workers && S->workers->pid != getpid()) forked(S);
   if (!S->workers) S->workers = pool_open(S);
   struct mq_workers *W = S->workers;
   if (W) pool_grow(W, n - 1);
-  if (!W || W->nworkers == 0) { /* no threads to be had: all here */
-    for (int i = 0; i < n; i++) task(ctx, i, n);
-    return;
-  }
-  W->task = task;
-  W->ctx = ctx;
-  W->n = n;
-  atomic_store(&W->pending, W->nworkers);
-  atomic_fetch_add_explicit(&W->gen, 1, memory_order_release);
-  pthread_mutex_lock(&W->mu);
-  pthread_cond_broadcast(&W->wake);
-  pthread_mutex_unlock(&W->mu);
-  task(ctx, 0, n);
-  for (int i = W->nworkers + 1; i < n; i++) task(ctx, i, n); /* no worker for these */
-  for (int spins = 0; atomic_load_explicit(&W->pending, memory_order_acquire) > 0 && spins < SPINS;
-       spins++)
-    cpu_relax();
-  if (atomic_load_explicit(&W->pending, memory_order_acquire) > 0) {
-    pthread_mutex_lock(&W->mu);
-    while (atomic_load(&W->pending) > 0) pthread_cond_wait(&W->done, &W->mu);
-    pthread_mutex_unlock(&W->mu);
-  }
-}
-
-/* --- ranges claimed chunk by chunk ----------------------------------------------- */
-
-typedef struct range_job {
-  mq_state *S;
-  mq_range_fn fn;
-  void *ctx;
-  int64_t count, grain;
-  atomic_llong next; /* the first item nobody has claimed */
-} range_job;
-
-static void range_task(void *p, int i, int n) {
-  range_job *J = p;
-  (void)n;
-  for (;;) {
-    /* The calling thread polls before each claim, so it polls at least once
-     * even when the workers take every chunk; an interrupt lets nobody claim
-     * more. */
-    if (i == 0 && mq_interrupt_pending(J->S)) {
-      atomic_store(&J->next, J->count);
-      return;
-    }
-    int64_t lo = atomic_fetch_add_explicit(&J->next, J->grain, memory_order_relaxed);
-    if (lo >= J->count) return;
-    int64_t hi = J->count - lo < J->grain ? J->count : lo + J->grain;
-    J->fn(J->ctx, lo, hi, i);
-  }
+  return W && W->nworkers > 0 ? W : NULL;
 }
 
 void mq_parallel_for(mq_state *S, int n, int64_t count, int64_t grain, mq_range_fn fn, void *ctx) {
   if (grain < 1) grain = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
-  if (n > 1 && count <= grain) n = 1;
-  range_job J = {.S = S, .fn = fn, .ctx = ctx, .count = count, .grain = grain};
-  atomic_init(&J.next, 0);
-  run_round(S, n, range_task, &J);
+  int64_t nchunks = count > 0 ? (count - 1) / grain + 1 : 0;
+  if ((uint64_t)nchunks > MAX_CHUNKS) { /* never in practice: fewer, longer chunks */
+    grain = (count - 1) / (int64_t)MAX_CHUNKS + 1;
+    nchunks = (count - 1) / grain + 1;
+  }
+  struct mq_workers *W = n > 1 && nchunks > 1 ? pool_for(S, n) : NULL;
+  if (!W) { /* all here, polling before each chunk */
+    for (int64_t k = 0; k < nchunks && !mq_interrupt_pending(S); k++)
+      run_chunk(fn, ctx, count, grain, k, 0);
+    mq_check_interrupt(S);
+    return;
+  }
+  /* open the round: its description, then the word that lets claims in */
+  uint32_t round = (uint32_t)(atomic_load(&W->gen) + 1);
+  atomic_store_explicit(&W->fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&W->ctx, ctx, memory_order_relaxed);
+  atomic_store_explicit(&W->count, count, memory_order_relaxed);
+  atomic_store_explicit(&W->grain, grain, memory_order_relaxed);
+  atomic_store_explicit(&W->nchunks, nchunks, memory_order_relaxed);
+  atomic_store_explicit(&W->n, n, memory_order_relaxed);
+  atomic_store(&W->finished, 0);
+  atomic_store(&W->target, nchunks);
+  atomic_store_explicit(&W->claim, CLAIM(round, nchunks), memory_order_release);
+  atomic_fetch_add_explicit(&W->gen, 1, memory_order_release);
+  pthread_mutex_lock(&W->mu);
+  pthread_cond_broadcast(&W->wake);
+  pthread_mutex_unlock(&W->mu);
+  work(W, 0, S);
+  /* the round ends when the chunks claimed are finished; workers that have
+   * not woken yet are not waited for */
+  for (int spins = 0; atomic_load(&W->finished) < atomic_load(&W->target) && spins < SPINS; spins++)
+    cpu_relax();
+  if (atomic_load(&W->finished) < atomic_load(&W->target)) {
+    pthread_mutex_lock(&W->mu);
+    while (atomic_load(&W->finished) < atomic_load(&W->target)) pthread_cond_wait(&W->done, &W->mu);
+    pthread_mutex_unlock(&W->mu);
+  }
   mq_check_interrupt(S);
 }
 

@@ -35,7 +35,8 @@ MQ_INTERNAL int mq_state_threads(mq_state *S);
 /* Runs fn(ctx, lo, hi, t) over the items [0, count) in chunks of [grain]
  * items (the last may be shorter), which the n threads claim one at a
  * time, so a thread slowed by another process on its core takes fewer
- * chunks instead of holding the others up at the end. [t] is the
+ * chunks instead of holding the others up at the end, and the call returns
+ * when the chunks are done, whether or not every worker has woken. [t] is the
  * claiming thread's number (0 .. n-1), for per-thread scratch. The
  * calling thread polls for interrupts after each of its chunks, and once
  * one is due nobody claims more: mq_parallel_for then raises it. Which

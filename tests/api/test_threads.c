@@ -108,9 +108,23 @@ static void test_fork_after_threads(void) {
   masq_close(M);
 }
 
+/* ThreadSanitizer cannot follow a child forked from a threaded process
+ * (its runtime dies there), so its build (make tsan) leaves the fork out;
+ * every other build runs it. */
+#if defined(__SANITIZE_THREAD__)
+#define FORK_TESTED 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FORK_TESTED 0
+#endif
+#endif
+#ifndef FORK_TESTED
+#define FORK_TESTED 1
+#endif
+
 int main(void) {
   test_independent_states();
   test_interrupt_from_another_thread();
-  test_fork_after_threads();
+  if (FORK_TESTED) test_fork_after_threads();
   return report("test_threads");
 }
