@@ -21,7 +21,9 @@
  *
  * b's union columns and v's rows are widened to float64 once per chunk,
  * so the inner loops are multiply-adds of float64 rows (fma where the CPU
- * has it, for float32 operands: bitwise the same, see dot).
+ * has it, for float32 operands: bitwise the same, see dot), in register
+ * tiles of several rows (attention_tile.c) on the AVX2 and AVX-512 paths
+ * (S->cpu: set_cpu_path picks one, so a test compares them).
  *
  * A row with no valid key is NaN op by op after softmax and its product
  * row is 0, masked out: here it is written as that 0, masked out. Rows are
@@ -30,6 +32,7 @@
 #include "attention.h"
 
 #include "../core/checked.h"
+#include "attention_tile.h"
 #include "kernels.h"
 #include "parallel.h"
 #include "shape.h"
@@ -48,14 +51,14 @@ typedef struct at_job {
   char *o;             /* [.., n, dv] */
   uint8_t *om;
   double c;            /* the divisor, already rounded to T */
-  bool fma;            /* the CPU has FMA (used for float32 only: see dot) */
-  bool avx512;         /* and AVX-512F: 64 sums at a time (fma64) */
+  int tile;            /* the CPU path of mq_tile_sums (float32 only: see dot), or -1:
+                          dot */
   char *scr;           /* per thread: scr_bytes */
   size_t scr_bytes;
 } at_job;
 
 /* Rows whose scores are computed together: b's union columns are read in
- * blocks that stay in L1 across them (scores_fma). A matrix of fewer rows
+ * blocks that stay in L1 across them (mq_tile_sums). A matrix of fewer rows
  * takes that many (J->rb), so the blocks stay proportional to the
  * scores op by op would store. */
 #define AT_RB 64
@@ -98,20 +101,16 @@ static const uint8_t *mask_row(const uint8_t *mr, int64_t sj, int64_t m, uint8_t
   return buf;
 }
 
-/* t + x * y, rounded once: for float32 operands widened to float64 the
- * product is exact (24 + 24 bits), so fma gives the bits of a multiply
- * then an add, as matmul.c computes them; float64 has no such luck and
- * always takes the two operations. */
 /* out[j] = sum over t < n of x[t] * row(t)[j], j < w, where row(t) is
  * rows + r * w with r = ks[t] (ks NULL: r = t): a row of a against b's
  * union columns (kc, rows in k order), or p against v's rows (vd, the
  * row's valid keys in order). float64 sums of exact products (float32
  * operands) or of rounded ones (float64), term after term in t order, as
- * matmul.c adds them. The plain version takes four terms per load of the
- * accumulator; the FMA one keeps 32 sums in registers across all the
- * terms. For float32 operands widened to float64 the product is exact
- * (24 + 24 bits), so fma rounds once where a multiply then an add rounds
- * twice, the first time not at all: the same bits. */
+ * matmul.c adds them, four terms per load of the accumulator: the
+ * portable path, and float64's (its products are rounded, so no fma). For
+ * float32 operands widened to float64 the product is exact (24 + 24
+ * bits), so the fma of mq_tile_sums rounds once where a multiply then an
+ * add rounds twice, the first time not at all: the same bits. */
 #define ROW(t) (rows + (ks ? ks[t] : (t)) * w)
 MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const double *rows,
                         int64_t w, double *out) {
@@ -135,113 +134,6 @@ MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const dou
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-#include <immintrin.h>
-#define AT_FMA 1
-
-/* The same sums by fma (dot_fma): blocks of 32 in eight registers (enough
- * independent chains to keep both FMA units busy), the last block
- * overlapping the one before (its sums computed twice, the same way);
- * narrower rows four sums at a time, then one. */
-#define FMA_FN __attribute__((target("avx2,fma")))
-#define FMA512_FN __attribute__((target("avx512f")))
-
-/* out[j .. j + 8 L) of dot_fma in eight registers of L doubles (VT, the
- * intrinsics' prefix P): fma32 with AVX2, fma64 with AVX-512 where the
- * CPU has it (the same fma on each lane: the same bits). */
-#define AT_CAT_(a, b) a##b
-#define AT_CAT(a, b) AT_CAT_(a, b)
-#define V(f) AT_CAT(P, f) /* P expanded first: _mm256_fmadd_pd, _mm512_fmadd_pd */
-#define FMA8(u, x, r, i) u##i = V(_fmadd_pd)(x, V(_loadu_pd)((r) + L * i), u##i)
-#define DEF_FMA_BLOCK(NAME, ATTR)                                              \
-  ATTR static inline void NAME(const double *x, const int64_t *ks, int64_t n, \
-                               const double *rows, int64_t w, int64_t j, double *out) { \
-    VT u0 = V(_setzero_pd)(), u1 = u0, u2 = u0, u3 = u0, u4 = u0, u5 = u0, u6 = u0, u7 = u0; \
-    for (int64_t t = 0; t < n; t++) {                                          \
-      VT xv = V(_set1_pd)(x[t]);                                               \
-      const double *r = ROW(t) + j;                                            \
-      FMA8(u, xv, r, 0), FMA8(u, xv, r, 1), FMA8(u, xv, r, 2), FMA8(u, xv, r, 3); \
-      FMA8(u, xv, r, 4), FMA8(u, xv, r, 5), FMA8(u, xv, r, 6), FMA8(u, xv, r, 7); \
-    }                                                                          \
-    out += j;                                                                  \
-    V(_storeu_pd)(out, u0), V(_storeu_pd)(out + L, u1);                        \
-    V(_storeu_pd)(out + 2 * L, u2), V(_storeu_pd)(out + 3 * L, u3);            \
-    V(_storeu_pd)(out + 4 * L, u4), V(_storeu_pd)(out + 5 * L, u5);            \
-    V(_storeu_pd)(out + 6 * L, u6), V(_storeu_pd)(out + 7 * L, u7);            \
-  }
-#define VT __m256d
-#define P _mm256
-#define L 4
-DEF_FMA_BLOCK(fma32, FMA_FN)
-#undef VT
-#undef P
-#undef L
-#define VT __m512d
-#define P _mm512
-#define L 8
-DEF_FMA_BLOCK(fma64, FMA512_FN)
-#undef VT
-#undef P
-#undef L
-#undef V
-
-/* Rows of x [nr, n] (row i: keys ks[i] or, ks NULL, all n; nk[i] of
- * them, none skipped when nk is NULL) against rows [.., w] into out
- * [nr, w], for w >= 64: blocks of 64 columns outer (the last overlapping
- * the one before), so a block of rows stays in L1 while every row reads it. */
-FMA512_FN static void blocks512(const double *x, int64_t xs, const int64_t *const *ks,
-                                const int64_t *nk, int64_t n, int64_t nr, const double *rows,
-                                int64_t w, double *out) {
-  for (int64_t j = 0;; j += 64) {
-    if (j + 64 > w) j = w - 64;
-    for (int64_t i = 0; i < nr; i++) {
-      int64_t ni = nk ? nk[i] : n;
-      if (ni) fma64(x + i * xs, ks ? ks[i] : NULL, ni, rows, w, j, out + i * w);
-    }
-    if (j + 64 == w) return;
-  }
-}
-
-FMA_FN static void dot_fma(const double *x, const int64_t *ks, int64_t n, const double *rows,
-                           int64_t w, double *out) {
-  int64_t j = 0;
-  for (; w >= 32; j += 32) {
-    if (j + 32 > w) j = w - 32;
-    fma32(x, ks, n, rows, w, j, out);
-    if (j + 32 == w) return;
-  }
-  for (; j + 4 <= w; j += 4) {
-    __m256d u0 = _mm256_setzero_pd();
-    for (int64_t t = 0; t < n; t++) u0 = _mm256_fmadd_pd(_mm256_set1_pd(x[t]), _mm256_loadu_pd(ROW(t) + j), u0);
-    _mm256_storeu_pd(out + j, u0);
-  }
-  for (; j < w; j++) {
-    double u = 0;
-    for (int64_t t = 0; t < n; t++) u = __builtin_fma(x[t], ROW(t)[j], u);
-    out[j] = u;
-  }
-}
-
-/* dot_fma for nr rows of x [nr, K] against the same rows kc [K, w]: blocks
- * of 32 columns outer, so that a block of kc (K * 32 doubles) stays in L1
- * while every row reads it; each sum is the one dot_fma makes. */
-FMA_FN static void scores_fma(const double *x, int64_t nr, int64_t K, const double *kc, int64_t w,
-                              double *out, bool z) {
-  if (z && w >= 64) {
-    blocks512(x, K, NULL, NULL, K, nr, kc, w, out);
-    return;
-  }
-  if (w < 32) {
-    for (int64_t i = 0; i < nr; i++) dot_fma(x + i * K, NULL, K, kc, w, out + i * w);
-    return;
-  }
-  for (int64_t j = 0;; j += 32) {
-    if (j + 32 > w) j = w - 32;
-    for (int64_t i = 0; i < nr; i++) fma32(x + i * K, NULL, K, kc, w, j, out + i * w);
-    if (j + 32 == w) return;
-  }
-}
-#endif
 #undef ROW
 
 /* The valid keys of mask row mr [m] as indices into the union columns
@@ -285,35 +177,20 @@ DEF_ATTN_ROW(softmax_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f6
 
 /* The products p @ v of nr rows (row i: nk[i] keys ks[i], weights
  * p + i * m) against v's union rows vd [nv, dv] into cv [nr, dv]; a row
- * with no key gets 0. With fma (float32), blocks of 32 columns outer, so a
- * block of vd stays in L1 while every row reads it. */
+ * with no key gets 0. Consecutive rows with the same keys (all of them,
+ * under a key mask) go to mq_tile_sums together; ks NULL is every union
+ * row in order. */
 static void products(const at_job *J, const at_scr *s, int64_t nr, const int64_t *nk,
                      const int64_t *const *ks) {
   int64_t m = J->m, dv = J->dv;
-#ifdef AT_FMA
-  if (J->avx512 && J->dt == MQ_DT_F32 && dv >= 64) {
-    blocks512(s->p, m, ks, nk, 0, nr, s->vd, dv, s->cv);
-    return;
-  }
-  if (J->fma && J->dt == MQ_DT_F32 && dv >= 32) {
-    for (int64_t j = 0;; j += 32) {
-      if (j + 32 > dv) j = dv - 32;
-      for (int64_t i = 0; i < nr; i++)
-        if (nk[i]) fma32(s->p + i * m, ks[i], nk[i], s->vd, dv, j, s->cv + i * dv);
-      if (j + 32 == dv) break;
-    }
-    return;
-  }
-#endif
-  for (int64_t i = 0; i < nr; i++) {
+  for (int64_t i = 0, e; i < nr; i = e) {
+    for (e = i + 1; e < nr && ks[e] == ks[i] && nk[e] == nk[i];) e++;
     if (!nk[i]) continue;
-#ifdef AT_FMA
-    if (J->fma && J->dt == MQ_DT_F32) {
-      dot_fma(s->p + i * m, ks[i], nk[i], s->vd, dv, s->cv + i * dv);
+    if (J->tile >= 0) {
+      mq_tile_sums(J->tile, s->p + i * m, m, ks[i], nk[i], e - i, s->vd, dv, s->cv + i * dv, dv);
       continue;
     }
-#endif
-    dot(s->p + i * m, ks[i], nk[i], s->vd, dv, s->cv + i * dv);
+    for (int64_t r = i; r < e; r++) dot(s->p + r * m, ks[r], nk[r], s->vd, dv, s->cv + r * dv);
   }
 }
 
@@ -336,12 +213,10 @@ DEF_GATHER(F64, double)
  * (kc) into acc [nr, nv]. */
 static void scores(const at_job *J, const at_scr *s, int64_t nr, int64_t nv) {
   int64_t K = J->K;
-#ifdef AT_FMA
-  if (J->fma && J->dt == MQ_DT_F32) { /* float32 only: see dot */
-    scores_fma(s->xa, nr, K, s->kc, nv, s->acc, J->avx512);
+  if (J->tile >= 0) {
+    mq_tile_sums(J->tile, s->xa, K, NULL, K, nr, s->kc, nv, s->acc, nv);
     return;
   }
-#endif
   for (int64_t i = 0; i < nr; i++) dot(s->xa + i * K, NULL, K, s->kc, nv, s->acc + i * nv);
 }
 
@@ -475,10 +350,7 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
                 .o = mq_tensor_data(out), .om = mq_tensor_data(om), .c = cd,
                 .scr = mq_scratch(S, mq_ck_zmul(S, per, (size_t)nt, "attention scratch")),
                 .scr_bytes = per};
-#ifdef AT_FMA
-    J.fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    J.avx512 = J.fma && __builtin_cpu_supports("avx512f");
-#endif
+    J.tile = dt == MQ_DT_F32 && mq_tile_ok(S->cpu) ? S->cpu : -1;
     /* chunks of a matrix's rows (at least 32, at least 4 chunks per
      * thread): a chunk gathers its matrix's valid columns once */
     int64_t grain = rows / (4 * nt) < n ? rows / (4 * nt) : n;
