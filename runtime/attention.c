@@ -35,6 +35,7 @@
 #include "attention_tile.h"
 #include "kernels.h"
 #include "parallel.h"
+#include "reduce.h"
 #include "shape.h"
 
 typedef struct at_job {
@@ -149,28 +150,45 @@ static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, in
 
 /* The softmax of one row from its scores acc [nv] (before the division)
  * over the union columns cols, its mask mr [m] and its nk valid keys ks
- * (union indices; nk > 0): their probabilities, in float64, in p. */
+ * (union indices; NULL: all nv; nk > 0): their probabilities, in float64,
+ * in p. The row is laid out over [0, m) as op by op has it (zeros where
+ * masked out) but read only up to just after its last valid key, hi: the
+ * max is the max of the valid entries however they are grouped (any NaN
+ * gives NaN; grouping could only pick the sign of a zero max, which no
+ * difference srow[j] - mx shows), and the sum's lanes (entry i into lane
+ * i % 16, in one piece when m <= MQ_RED_PIECE) would only add exact zeros
+ * beyond hi. [dense]: the row's valid keys are the union's and the union
+ * is columns [0, nv) (a key mask of a padded batch), so the row is
+ * contiguous: nothing scattered, nothing masked in [0, nv); prow beyond nv
+ * stays 0 from the chunk's start. */
 #define DEF_ATTN_ROW(NAME, T, EXP, ROWMAX, ROWSUM)                             \
-  static void NAME(const at_job *J, const at_scr *s, const double *acc, const uint8_t *mr, \
-                   int64_t nv, const int64_t *ks, int64_t nk, double *p) {     \
+  MQ_WIDE static void NAME(const at_job *J, const at_scr *s, const double *acc, \
+                           const uint8_t *mr, int64_t nv, const int64_t *ks, int64_t nk, \
+                           bool dense, double *p) {                            \
     int64_t m = J->m;                                                          \
     const int64_t *cols = s->cols;                                             \
-    T *srow = s->srow, *prow = s->prow, *tmp = s->prow, c = (T)J->c;           \
-    for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] / c; /* vectorizes */ \
-    if (nv == m) { /* every column: cols is the identity */                    \
-      memcpy(srow, tmp, (size_t)m * sizeof(T));                                \
-    } else {                                                                   \
-      memset(srow, 0, (size_t)m * sizeof(T)); /* masked-out: never read */    \
-      for (int64_t jj = 0; jj < nv; jj++) srow[cols[jj]] = tmp[jj];            \
+    T *srow = s->srow, *prow = s->prow, c = (T)J->c;                           \
+    if (dense) {                                                               \
+      for (int64_t j = 0; j < nv; j++) srow[j] = (T)acc[j] / c;                \
+      T mx = ROWMAX(srow, NULL, nv);                                           \
+      for (int64_t j = 0; j < nv; j++) prow[j] = EXP(srow[j] - mx);            \
+      T inv = (T)(1.0 / ROWSUM(prow, NULL, m <= MQ_RED_PIECE ? nv : m));       \
+      for (int64_t j = 0; j < nv; j++) p[j] = (double)(prow[j] * inv);         \
+      return;                                                                  \
     }                                                                          \
-    T mx = ROWMAX(srow, mr, m);                                                \
+    T *tmp = prow;                                                             \
+    for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] / c;              \
+    memset(srow, 0, (size_t)m * sizeof(T)); /* masked out: never used */       \
+    for (int64_t jj = 0; jj < nv; jj++) srow[cols[jj]] = tmp[jj];              \
+    int64_t hi = cols[ks ? ks[nk - 1] : nk - 1] + 1;                           \
+    T mx = ROWMAX(srow, mr, hi);                                               \
     memset(prow, 0, (size_t)m * sizeof(T));                                    \
     for (int64_t q = 0; q < nk; q++) {                                         \
-      int64_t j = cols[ks[q]];                                                 \
+      int64_t j = cols[ks ? ks[q] : q];                                        \
       prow[j] = EXP(srow[j] - mx);                                             \
     }                                                                          \
-    T inv = (T)(1.0 / ROWSUM(prow, NULL, m));                                  \
-    for (int64_t q = 0; q < nk; q++) p[q] = (double)(prow[cols[ks[q]]] * inv); \
+    T inv = (T)(1.0 / ROWSUM(prow, NULL, m <= MQ_RED_PIECE ? hi : m));         \
+    for (int64_t q = 0; q < nk; q++) p[q] = (double)(prow[cols[ks ? ks[q] : q]] * inv); \
   }
 DEF_ATTN_ROW(softmax_F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
 DEF_ATTN_ROW(softmax_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
@@ -192,6 +210,15 @@ static void products(const at_job *J, const at_scr *s, int64_t nr, const int64_t
     }
     for (int64_t r = i; r < e; r++) dot(s->p + r * m, ks[r], nk[r], s->vd, dv, s->cv + r * dv);
   }
+}
+
+/* float32 rows to float64 (exact) and back (one rounding each), in
+ * vectors where the CPU has them. */
+MQ_WIDE static void widen(const float *x, int64_t n, double *y) {
+  for (int64_t i = 0; i < n; i++) y[i] = (double)x[i];
+}
+MQ_WIDE static void narrow(const double *x, int64_t n, float *y) {
+  for (int64_t i = 0; i < n; i++) y[i] = (float)x[i];
 }
 
 /* b's columns [cols] (nv of them) of the batch matrix at [b] into kc
@@ -246,6 +273,10 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
       s.cols[nv] = j;
       nv += s.ubuf[j] != 0;
     }
+    /* the union is columns [0, nv) (a padded key mask): rows whose keys
+     * are all of it take the dense softmax, whose prow stays 0 beyond nv */
+    bool ident = nv == 0 || s.cols[nv - 1] == nv - 1;
+    memset(s.prow, 0, (size_t)(m * es));
     const char *b = J->b + boff * es, *v = J->v + bi * m * dv * es;
     if (J->dt == MQ_DT_F32) gather_F32(J, (const float *)b, (const float *)v, s.cols, nv, s.kc, s.vd);
     else gather_F64(J, (const double *)b, (const double *)v, s.cols, nv, s.kc, s.vd);
@@ -253,37 +284,38 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
       int64_t nr = i1 - r0 < J->rb ? i1 - r0 : J->rb;
       const char *a = J->a + (bi * n + r0) * K * es;
       if (J->dt == MQ_DT_F32)
-        for (int64_t e = 0; e < nr * K; e++) s.xa[e] = (double)((const float *)a)[e];
+        widen((const float *)a, nr * K, s.xa);
       else
         memcpy(s.xa, a, (size_t)(nr * K) * sizeof(double));
       scores(J, &s, nr, nv);
       int64_t nk[AT_RB];
-      const int64_t *ks[AT_RB];
+      const int64_t *ks[AT_RB]; /* NULL: every union column */
       for (int64_t i = 0; i < nr; i++) {
         const uint8_t *mr = mask_row(J->mk + moff + (r0 + i) * si, sj, m, s.mbuf);
         if (si == 0 && i > 0) { /* the same mask row as the row before */
           nk[i] = nk[0], ks[i] = ks[0];
         } else {
-          ks[i] = s.ks + i * m;
-          nk[i] = valid_keys(mr, s.cols, nv, s.ks + i * m);
+          int64_t *l = s.ks + i * m;
+          nk[i] = valid_keys(mr, s.cols, nv, l);
+          ks[i] = nk[i] == nv ? NULL : l;
+          /* the same keys as the row before: products takes them together */
+          if (i > 0 && ks[i] && ks[i - 1] && nk[i] == nk[i - 1] &&
+              memcmp(l, ks[i - 1], (size_t)nk[i] * sizeof *l) == 0)
+            ks[i] = ks[i - 1];
         }
         if (!nk[i]) continue; /* op by op: a NaN row of p, whose product is 0 */
         const double *acc = s.acc + i * nv;
-        if (J->dt == MQ_DT_F64) softmax_F64(J, &s, acc, mr, nv, ks[i], nk[i], s.p + i * m);
-        else softmax_F32(J, &s, acc, mr, nv, ks[i], nk[i], s.p + i * m);
+        bool dense = ident && !ks[i];
+        if (J->dt == MQ_DT_F64) softmax_F64(J, &s, acc, mr, nv, ks[i], nk[i], dense, s.p + i * m);
+        else softmax_F32(J, &s, acc, mr, nv, ks[i], nk[i], dense, s.p + i * m);
       }
       products(J, &s, nr, nk, ks);
       for (int64_t i = 0; i < nr; i++) {
         int64_t r = bi * n + r0 + i;
-        const double *cv = s.cv + i * dv;
         memset(J->om + r * dv, nk[i] != 0, (size_t)dv);
-        if (J->dt == MQ_DT_F64) {
-          double *o = (double *)J->o + r * dv;
-          for (int64_t d = 0; d < dv; d++) o[d] = nk[i] ? cv[d] : 0;
-        } else {
-          float *o = (float *)J->o + r * dv;
-          for (int64_t d = 0; d < dv; d++) o[d] = nk[i] ? (float)cv[d] : 0;
-        }
+        if (!nk[i]) memset(J->o + r * dv * es, 0, (size_t)(dv * es));
+        else if (J->dt == MQ_DT_F64) memcpy((double *)J->o + r * dv, s.cv + i * dv, (size_t)dv * 8);
+        else narrow(s.cv + i * dv, dv, (float *)J->o + r * dv);
       }
     }
     q += i1 - i0;
