@@ -38,6 +38,12 @@
 #include "reduce.h"
 #include "shape.h"
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__PIC__)
+/* One call per valid score: through the GOT, not a PLT stub (a jump less). */
+extern float expf(float) __attribute__((noplt));
+extern double exp(double) __attribute__((noplt));
+#endif
+
 typedef struct at_job {
   mq_dtype dt;
   int64_t n, K, m, dv; /* a: [n, K], b: [K, m], v: [m, dv] per batch matrix */
@@ -54,6 +60,7 @@ typedef struct at_job {
   double c;            /* the divisor, already rounded to T */
   int tile;            /* the CPU path of mq_tile_sums (float32 only: see dot), or -1:
                           dot */
+  int cpu;             /* S->cpu: the path of the float32 row sums */
   char *scr;           /* per thread: scr_bytes */
   size_t scr_bytes;
 } at_job;
@@ -148,6 +155,37 @@ static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, in
   return nk;
 }
 
+/* The scores acc [n] divided by c into srow, and their max (n > 0), as
+ * softmax.c's row max gives it: the max of the values whatever the
+ * grouping, canonical NaN if any is NaN (its kernel's NaN); only the sign
+ * of a zero max could differ, and no difference srow[j] - mx shows it.
+ * Sixteen lanes, so the compare-and-select vectorizes. */
+#define DEF_ROWMAX(E, T)                                                       \
+  MQ_WIDE static T rowmax_##E(const double *acc, T c, int64_t n, T *srow) {    \
+    T r[16];                                                                   \
+    int nan = 0;                                                               \
+    for (int l = 0; l < 16; l++) r[l] = (T)-INFINITY;                          \
+    int64_t j = 0;                                                             \
+    for (; j + 16 <= n; j += 16)                                               \
+      for (int l = 0; l < 16; l++) {                                           \
+        T v = (T)acc[j + l] / c;                                               \
+        srow[j + l] = v;                                                       \
+        r[l] = v > r[l] ? v : r[l];                                            \
+        nan |= v != v;                                                         \
+      }                                                                        \
+    for (int l = 0; j < n; j++, l++) {                                         \
+      T v = (T)acc[j] / c;                                                     \
+      srow[j] = v;                                                             \
+      r[l] = v > r[l] ? v : r[l];                                              \
+      nan |= v != v;                                                           \
+    }                                                                          \
+    T mx = r[0];                                                               \
+    for (int l = 1; l < 16; l++) mx = r[l] > mx ? r[l] : mx;                   \
+    return nan ? (T)NAN : mx;                                                  \
+  }
+DEF_ROWMAX(F32, float)
+DEF_ROWMAX(F64, double)
+
 /* The softmax of one row from its scores acc [nv] (before the division)
  * over the union columns cols, its mask mr [m] and its nk valid keys ks
  * (union indices; NULL: all nv; nk > 0): their probabilities, in float64,
@@ -161,18 +199,17 @@ static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, in
  * is columns [0, nv) (a key mask of a padded batch), so the row is
  * contiguous: nothing scattered, nothing masked in [0, nv); prow beyond nv
  * stays 0 from the chunk's start. */
-#define DEF_ATTN_ROW(NAME, T, EXP, ROWMAX, ROWSUM)                             \
+#define DEF_ATTN_ROW(NAME, T, EXP, ROWMAX, MAXM, ROWSUM)                             \
   MQ_WIDE static void NAME(const at_job *J, const at_scr *s, const double *acc, \
                            const uint8_t *mr, int64_t nv, const int64_t *ks, int64_t nk, \
                            bool dense, double *p) {                            \
     int64_t m = J->m;                                                          \
     const int64_t *cols = s->cols;                                             \
     T *srow = s->srow, *prow = s->prow, c = (T)J->c;                           \
-    if (dense) {                                                               \
-      for (int64_t j = 0; j < nv; j++) srow[j] = (T)acc[j] / c;                \
-      T mx = ROWMAX(srow, NULL, nv);                                           \
+    if (dense) { /* the max as the scores are divided: see rowmax */         \
+      T mx = ROWMAX(acc, c, nv, srow);                                         \
       for (int64_t j = 0; j < nv; j++) prow[j] = EXP(srow[j] - mx);            \
-      T inv = (T)(1.0 / ROWSUM(prow, NULL, m <= MQ_RED_PIECE ? nv : m));       \
+      T inv = (T)(1.0 / ROWSUM(J, prow, m <= MQ_RED_PIECE ? nv : m));          \
       for (int64_t j = 0; j < nv; j++) p[j] = (double)(prow[j] * inv);         \
       return;                                                                  \
     }                                                                          \
@@ -181,17 +218,19 @@ static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, in
     memset(srow, 0, (size_t)m * sizeof(T)); /* masked out: never used */       \
     for (int64_t jj = 0; jj < nv; jj++) srow[cols[jj]] = tmp[jj];              \
     int64_t hi = cols[ks ? ks[nk - 1] : nk - 1] + 1;                           \
-    T mx = ROWMAX(srow, mr, hi);                                               \
+    T mx = MAXM(srow, mr, hi);                                                 \
     memset(prow, 0, (size_t)m * sizeof(T));                                    \
     for (int64_t q = 0; q < nk; q++) {                                         \
       int64_t j = cols[ks ? ks[q] : q];                                        \
       prow[j] = EXP(srow[j] - mx);                                             \
     }                                                                          \
-    T inv = (T)(1.0 / ROWSUM(prow, NULL, m <= MQ_RED_PIECE ? hi : m));         \
+    T inv = (T)(1.0 / ROWSUM(J, prow, m <= MQ_RED_PIECE ? hi : m));            \
     for (int64_t q = 0; q < nk; q++) p[q] = (double)(prow[cols[ks ? ks[q] : q]] * inv); \
   }
-DEF_ATTN_ROW(softmax_F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
-DEF_ATTN_ROW(softmax_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
+#define SUM_F32(J, x, n) mq_kernel_rowsum_cnt_f32((J)->cpu, x, NULL, n, NULL)
+#define SUM_F64(J, x, n) mq_kernel_rowsum_f64(x, NULL, n)
+DEF_ATTN_ROW(softmax_F32, float, expf, rowmax_F32, mq_kernel_rowmax_f32, SUM_F32)
+DEF_ATTN_ROW(softmax_F64, double, exp, rowmax_F64, mq_kernel_rowmax_f64, SUM_F64)
 
 /* The products p @ v of nr rows (row i: nk[i] keys ks[i], weights
  * p + i * m) against v's union rows vd [nv, dv] into cv [nr, dv]; a row
@@ -383,6 +422,7 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
                 .scr = mq_scratch(S, mq_ck_zmul(S, per, (size_t)nt, "attention scratch")),
                 .scr_bytes = per};
     J.tile = dt == MQ_DT_F32 && mq_tile_ok(S->cpu) ? S->cpu : -1;
+    J.cpu = S->cpu;
     /* chunks of a matrix's rows (at least 32, at least 4 chunks per
      * thread): a chunk gathers its matrix's valid columns once */
     int64_t grain = rows / (4 * nt) < n ? rows / (4 * nt) : n;
