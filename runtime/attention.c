@@ -58,6 +58,8 @@ typedef struct at_job {
   char *o;             /* [.., n, dv] */
   uint8_t *om;
   double c;            /* the divisor, already rounded to T */
+  double rc;           /* 1 / c when that is exact in T (cmul): see exact_recip */
+  bool cmul;
   int tile;            /* the CPU path of mq_tile_sums (float32 only: see dot), or -1:
                           dot */
   int cpu;             /* S->cpu: the path of the float32 row sums */
@@ -155,36 +157,50 @@ static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, in
   return nk;
 }
 
-/* The scores acc [n] divided by c into srow, and their max (n > 0), as
- * softmax.c's row max gives it: the max of the values whatever the
- * grouping, canonical NaN if any is NaN (its kernel's NaN); only the sign
- * of a zero max could differ, and no difference srow[j] - mx shows it.
- * Sixteen lanes, so the compare-and-select vectorizes. */
-#define DEF_ROWMAX(E, T)                                                       \
-  MQ_WIDE static T rowmax_##E(const double *acc, T c, int64_t n, T *srow) {    \
-    T r[16];                                                                   \
-    int nan = 0;                                                               \
-    for (int l = 0; l < 16; l++) r[l] = (T)-INFINITY;                          \
-    int64_t j = 0;                                                             \
+/* The scores acc [n] divided by c into srow (or multiplied by rc, when
+ * that is the same: exact_recip), and their max (n > 0), as softmax.c's
+ * row max gives it: the max of the values whatever the grouping,
+ * canonical NaN if any is NaN (its kernel's NaN); only the sign of a zero
+ * max could differ, and no difference srow[j] - mx shows it. Sixteen
+ * lanes, so the compare-and-select vectorizes. */
+#define ROWMAX_LOOP(T, OP, c)                                                  \
+  do {                                                                         \
     for (; j + 16 <= n; j += 16)                                               \
       for (int l = 0; l < 16; l++) {                                           \
-        T v = (T)acc[j + l] / c;                                               \
+        T v = (T)acc[j + l] OP c;                                              \
         srow[j + l] = v;                                                       \
         r[l] = v > r[l] ? v : r[l];                                            \
         nan |= v != v;                                                         \
       }                                                                        \
     for (int l = 0; j < n; j++, l++) {                                         \
-      T v = (T)acc[j] / c;                                                     \
+      T v = (T)acc[j] OP c;                                                    \
       srow[j] = v;                                                             \
       r[l] = v > r[l] ? v : r[l];                                              \
       nan |= v != v;                                                           \
     }                                                                          \
+  } while (0)
+#define DEF_ROWMAX(E, T)                                                       \
+  MQ_WIDE static T rowmax_##E(const at_job *J, const double *acc, int64_t n, T *srow) { \
+    T r[16];                                                                   \
+    int nan = 0;                                                               \
+    for (int l = 0; l < 16; l++) r[l] = (T)-INFINITY;                          \
+    int64_t j = 0;                                                             \
+    if (J->cmul) ROWMAX_LOOP(T, *, (T)J->rc);                                  \
+    else ROWMAX_LOOP(T, /, (T)J->c);                                           \
     T mx = r[0];                                                               \
     for (int l = 1; l < 16; l++) mx = r[l] > mx ? r[l] : mx;                   \
     return nan ? (T)NAN : mx;                                                  \
   }
 DEF_ROWMAX(F32, float)
 DEF_ROWMAX(F64, double)
+/* float32 on the AVX-512 path: the same in its registers (attention_tile.c) */
+static float rowmax_wide_F32(const at_job *J, const double *acc, int64_t n, float *srow) {
+  float mx;
+  if (mq_tile_divmax_f32(J->cpu, acc, (float)(J->cmul ? J->rc : J->c), J->cmul, n, srow, &mx))
+    return mx;
+  return rowmax_F32(J, acc, n, srow);
+}
+#define rowmax_wide_F64 rowmax_F64
 
 /* The softmax of one row from its scores acc [nv] (before the division)
  * over the union columns cols, its mask mr [m] and its nk valid keys ks
@@ -205,16 +221,19 @@ DEF_ROWMAX(F64, double)
                            bool dense, double *p) {                            \
     int64_t m = J->m;                                                          \
     const int64_t *cols = s->cols;                                             \
-    T *srow = s->srow, *prow = s->prow, c = (T)J->c;                           \
+    T *srow = s->srow, *prow = s->prow;                                        \
     if (dense) { /* the max as the scores are divided: see rowmax */         \
-      T mx = ROWMAX(acc, c, nv, srow);                                         \
+      T mx = ROWMAX(J, acc, nv, srow);                                         \
       for (int64_t j = 0; j < nv; j++) prow[j] = EXP(srow[j] - mx);            \
       T inv = (T)(1.0 / ROWSUM(J, prow, m <= MQ_RED_PIECE ? nv : m));          \
       for (int64_t j = 0; j < nv; j++) p[j] = (double)(prow[j] * inv);         \
       return;                                                                  \
     }                                                                          \
     T *tmp = prow;                                                             \
-    for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] / c;              \
+    if (J->cmul)                                                               \
+      for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] * (T)J->rc;     \
+    else                                                                       \
+      for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] / (T)J->c;      \
     memset(srow, 0, (size_t)m * sizeof(T)); /* masked out: never used */       \
     for (int64_t jj = 0; jj < nv; jj++) srow[cols[jj]] = tmp[jj];              \
     int64_t hi = cols[ks ? ks[nk - 1] : nk - 1] + 1;                           \
@@ -229,8 +248,8 @@ DEF_ROWMAX(F64, double)
   }
 #define SUM_F32(J, x, n) mq_kernel_rowsum_cnt_f32((J)->cpu, x, NULL, n, NULL)
 #define SUM_F64(J, x, n) mq_kernel_rowsum_f64(x, NULL, n)
-DEF_ATTN_ROW(softmax_F32, float, expf, rowmax_F32, mq_kernel_rowmax_f32, SUM_F32)
-DEF_ATTN_ROW(softmax_F64, double, exp, rowmax_F64, mq_kernel_rowmax_f64, SUM_F64)
+DEF_ATTN_ROW(softmax_F32, float, expf, rowmax_wide_F32, mq_kernel_rowmax_f32, SUM_F32)
+DEF_ATTN_ROW(softmax_F64, double, exp, rowmax_wide_F64, mq_kernel_rowmax_f64, SUM_F64)
 
 /* The products p @ v of nr rows (row i: nk[i] keys ks[i], weights
  * p + i * m) against v's union rows vd [nv, dv] into cv [nr, dv]; a row
@@ -361,6 +380,21 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
   }
 }
 
+/* Whether x / c is x * r for every x of dtype dt, with r = 1 / c: when
+ * r is exact in dt (c a power of two whose reciprocal dt holds), both are
+ * the one rounding of the same number (NaN, infinities and zeros alike).
+ * A multiply is several times cheaper than a divide; the scale 1 / sqrt(d)
+ * of attention is such a c for d = 4, 16, 64, 256. */
+static bool exact_recip(double c, mq_dtype dt, double *r) {
+  int e;
+  if (!isfinite(c) || c == 0 || fabs(frexp(c, &e)) != 0.5) return false;
+  double q = 1 / c;
+  if (dt == MQ_DT_F32) q = (double)(float)q;
+  if (!isfinite(q) || q == 0 || q * c != 1) return false; /* powers of two: exact */
+  *r = q;
+  return true;
+}
+
 /* A plain float tensor of at least 2 dims, outside autograd. */
 static bool plain_operand(const mq_tensor *t) {
   return t->layout == 0 && !t->mask && t->ndim >= 2 && !t->requires_grad && !t->node &&
@@ -423,6 +457,7 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
                 .scr_bytes = per};
     J.tile = dt == MQ_DT_F32 && mq_tile_ok(S->cpu) ? S->cpu : -1;
     J.cpu = S->cpu;
+    J.cmul = exact_recip(cd, dt, &J.rc);
     /* chunks of a matrix's rows (at least 32, at least 4 chunks per
      * thread): a chunk gathers its matrix's valid columns once */
     int64_t grain = rows / (4 * nt) < n ? rows / (4 * nt) : n;

@@ -15,6 +15,8 @@
 
 #include "cpu.h"
 
+#include <math.h>
+
 #if MQ_CPU_X86
 #include <immintrin.h>
 
@@ -123,7 +125,42 @@ static tile256_fn *const tiles256[3][8] = {ROW8(k256_), ROW4(k256_, 2), ROW4(k25
 #define LAST256(lw) _mm256_cmpgt_epi64(_mm256_set1_epi64x(lw), _mm256_setr_epi64x(0, 1, 2, 3))
 DEF_SUMS(sums512, T512, 8, 6, tiles512, LAST512)
 DEF_SUMS(sums256, T256, 4, 3, tiles256, LAST256)
+
+/* Sixteen scores at a time, the last ones under a lane mask; the masked
+ * lanes take no part in the max or the NaN test. The division and the
+ * conversion are the IEEE operations of the scalar code, lane by lane;
+ * the max (v > r ? v : r, MAXPS) of non-NaN values is the same whatever
+ * the grouping but for a zero's sign (see attention.c's rowmax). */
+__attribute__((target("avx512f,avx512dq"))) static float divmax512(const double *acc, float c,
+                                                                   bool mul, int64_t n,
+                                                                   float *srow) {
+  __m512 r = _mm512_set1_ps(-INFINITY), cv = _mm512_set1_ps(c);
+  __mmask16 nan = 0;
+  for (int64_t j = 0; j < n; j += 16) {
+    __mmask16 k = n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1);
+    __m256 lo = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd((__mmask8)k, acc + j));
+    __m256 hi = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd((__mmask8)(k >> 8), acc + j + 8));
+    __m512 x = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+    __m512 v = mul ? _mm512_mul_ps(x, cv) : _mm512_div_ps(x, cv);
+    _mm512_mask_storeu_ps(srow + j, k, v);
+    r = _mm512_mask_max_ps(r, k, v, r);
+    nan |= _mm512_mask_cmp_ps_mask(k, v, v, _CMP_UNORD_Q);
+  }
+  return nan ? (float)NAN : _mm512_reduce_max_ps(r);
+}
 #endif
+
+bool mq_tile_divmax_f32(int cpu, const double *acc, float c, bool mul, int64_t n, float *srow,
+                        float *mx) {
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512) {
+    *mx = divmax512(acc, c, mul, n, srow);
+    return true;
+  }
+#endif
+  (void)cpu, (void)acc, (void)c, (void)mul, (void)n, (void)srow, (void)mx;
+  return false;
+}
 
 bool mq_tile_ok(int cpu) {
 #if MQ_CPU_X86

@@ -28,4 +28,10 @@ MQ_INTERNAL bool mq_tile_ok(int cpu);
 MQ_INTERNAL void mq_tile_sums(int cpu, const double *x, int64_t xs, const int64_t *ks, int64_t n,
                               int64_t nr, const double *rows, int64_t w, double *out, int64_t os);
 
+/* srow[j] = (float)acc[j] / c (mul: * c) for j < n (n > 0), and their
+ * max: the max of the values, NAN (canonical) if any is NaN; in AVX-512
+ * registers (cpu MQ_CPU_AVX512 only: false otherwise, nothing done). */
+MQ_INTERNAL bool mq_tile_divmax_f32(int cpu, const double *acc, float c, bool mul, int64_t n,
+                                    float *srow, float *mx);
+
 #endif
