@@ -281,18 +281,24 @@ MQ_WIDE static void narrow(const double *x, int64_t n, float *y) {
 
 /* b's columns [cols] (nv of them) of the batch matrix at [b] into kc
  * [K, nv], and v's rows [cols] of the matrix at [v] into vd [nv, dv], as
- * float64 (exact): done once per chunk, read by every row of it. */
-#define DEF_GATHER(E, T)                                                       \
+ * float64 (exact): done once per chunk, read by every row of it. When b
+ * is a transpose of the keys (k stride 1), float32 keys are transposed 8
+ * x 8 in AVX-512 registers where that is the path (mq_tile_gather_t). */
+#define DEF_GATHER(E, T, GATHER_T, WIDEN)                                      \
   static void gather_##E(const at_job *J, const T *b, const T *v, const int64_t *cols, \
                          int64_t nv, double *kc, double *vd) {                 \
     int64_t K = J->K, dv = J->dv, sk = J->bst[J->nb], sj = J->bst[J->nb + 1]; \
-    for (int64_t k = 0; k < K; k++)                                            \
-      for (int64_t jj = 0; jj < nv; jj++) kc[k * nv + jj] = (double)b[k * sk + cols[jj] * sj]; \
-    for (int64_t jj = 0; jj < nv; jj++)                                        \
-      for (int64_t d = 0; d < dv; d++) vd[jj * dv + d] = (double)v[cols[jj] * dv + d]; \
+    if (!(sk == 1 && GATHER_T(J, b, sj, cols, nv, K, kc)))                     \
+      for (int64_t k = 0; k < K; k++)                                          \
+        for (int64_t jj = 0; jj < nv; jj++) kc[k * nv + jj] = (double)b[k * sk + cols[jj] * sj]; \
+    for (int64_t jj = 0; jj < nv; jj++) WIDEN(v + cols[jj] * dv, dv, vd + jj * dv); \
   }
-DEF_GATHER(F32, float)
-DEF_GATHER(F64, double)
+#define GATHER_T_F32(J, b, sj, cols, nv, K, kc) mq_tile_gather_t((J)->cpu, b, sj, cols, nv, K, kc)
+#define GATHER_T_F64(J, b, sj, cols, nv, K, kc) false
+#define WIDEN_F32 widen
+#define WIDEN_F64(x, n, y) memcpy(y, x, (size_t)(n) * sizeof(double))
+DEF_GATHER(F32, float, GATHER_T_F32, WIDEN_F32)
+DEF_GATHER(F64, double, GATHER_T_F64, WIDEN_F64)
 
 /* The scores of nr rows of a (xa, float64) against b's nv union columns
  * (kc) into acc [nr, nv]. */

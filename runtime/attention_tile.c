@@ -148,7 +148,59 @@ __attribute__((target("avx512f,avx512dq"))) static float divmax512(const double 
   }
   return nan ? (float)NAN : _mm512_reduce_max_ps(r);
 }
+
+/* Eight key rows of eight floats each (row r: b + cols[jj + r] * sj + k)
+ * widened and transposed into kc rows k .. k + 8, columns jj .. jj + 8:
+ * pairs within 128-bit lanes (unpack), then lane pairs and halves
+ * (permutex2var); the tails one entry at a time. */
+T512 static void gather_t512(const float *b, int64_t sj, const int64_t *cols, int64_t nv,
+                             int64_t K, double *kc) {
+  const __m512i lo2 = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i hi2 = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  const __m512i lo4 = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
+  const __m512i hi4 = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+  int64_t jj = 0, K8 = K - K % 8;
+  for (; jj + 8 <= nv; jj += 8) {
+    const float *r[8];
+    for (int i = 0; i < 8; i++) r[i] = b + cols[jj + i] * sj;
+    for (int64_t k = 0; k < K8; k += 8) {
+      __m512d x[8], t[8], u[8];
+      for (int i = 0; i < 8; i++) x[i] = _mm512_cvtps_pd(_mm256_loadu_ps(r[i] + k));
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_pd(x[i], x[i + 1]);    /* rows i, i+1 at k 0 2 4 6 */
+        t[i + 1] = _mm512_unpackhi_pd(x[i], x[i + 1]); /* at k 1 3 5 7 */
+      }
+      for (int h = 0; h < 8; h += 4) { /* rows h .. h+3 */
+        u[h] = _mm512_permutex2var_pd(t[h], lo2, t[h + 2]);         /* k 0, 4 */
+        u[h + 1] = _mm512_permutex2var_pd(t[h + 1], lo2, t[h + 3]); /* k 1, 5 */
+        u[h + 2] = _mm512_permutex2var_pd(t[h], hi2, t[h + 2]);     /* k 2, 6 */
+        u[h + 3] = _mm512_permutex2var_pd(t[h + 1], hi2, t[h + 3]); /* k 3, 7 */
+      }
+      double *o = kc + k * nv + jj;
+      for (int c = 0; c < 4; c++) {
+        _mm512_storeu_pd(o + c * nv, _mm512_permutex2var_pd(u[c], lo4, u[c + 4]));
+        _mm512_storeu_pd(o + (c + 4) * nv, _mm512_permutex2var_pd(u[c], hi4, u[c + 4]));
+      }
+    }
+    for (int64_t k = K8; k < K; k++)
+      for (int i = 0; i < 8; i++) kc[k * nv + jj + i] = (double)r[i][k];
+  }
+  for (; jj < nv; jj++)
+    for (int64_t k = 0; k < K; k++) kc[k * nv + jj] = (double)b[cols[jj] * sj + k];
+}
 #endif
+
+bool mq_tile_gather_t(int cpu, const float *b, int64_t sj, const int64_t *cols, int64_t nv,
+                      int64_t K, double *kc) {
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512) {
+    gather_t512(b, sj, cols, nv, K, kc);
+    return true;
+  }
+#endif
+  (void)cpu, (void)b, (void)sj, (void)cols, (void)nv, (void)K, (void)kc;
+  return false;
+}
 
 bool mq_tile_divmax_f32(int cpu, const double *acc, float c, bool mul, int64_t n, float *srow,
                         float *mx) {

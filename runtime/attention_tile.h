@@ -34,4 +34,11 @@ MQ_INTERNAL void mq_tile_sums(int cpu, const double *x, int64_t xs, const int64_
 MQ_INTERNAL bool mq_tile_divmax_f32(int cpu, const double *acc, float c, bool mul, int64_t n,
                                     float *srow, float *mx);
 
+/* kc[k * nv + jj] = b[cols[jj] * sj + k] (float32 widened, exact) for
+ * k < K, jj < nv: the key columns of b = transpose(keys) (b's k stride
+ * 1) laid out for mq_tile_sums, 8 x 8 blocks transposed in AVX-512
+ * registers (cpu MQ_CPU_AVX512 only: false otherwise, nothing done). */
+MQ_INTERNAL bool mq_tile_gather_t(int cpu, const float *b, int64_t sj, const int64_t *cols,
+                                  int64_t nv, int64_t K, double *kc);
+
 #endif
