@@ -1,5 +1,5 @@
-/* attention_tile.c - fused attention's float64 sums by register tiles
- * (attention_tile.h).
+/* attention_tile.c - fused attention's vector kernels (attention_tile.h):
+ * float64 sums by register tiles, and two AVX-512 helpers at the end.
  *
  * A tile is R rows by C vectors of columns (the last vector masked to
  * the columns left), R * C accumulators in registers: per key t, the C

@@ -1,5 +1,7 @@
-/* attention_tile.h - the float64 sums of fused attention (attention.c),
- * several rows at a time.
+/* attention_tile.h - the vector kernels of fused attention (attention.c):
+ * its float64 sums several rows at a time, and on the AVX-512 path the
+ * scaling-and-max of a row and the gather of transposed keys. Each gives
+ * the bits of attention.c's plain loops.
  *
  * out[i * os + j] = sum over t < n of x[i * xs + t] * rows[r(t) * w + j]
  * for i < nr, j < w, with r(t) = ks[t] (ks NULL: r(t) = t). Each sum is
