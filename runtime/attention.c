@@ -21,7 +21,9 @@
  *
  * b's union columns and v's rows are widened to float64 once per chunk,
  * so the inner loops are multiply-adds of float64 rows (fma where the CPU
- * has it, for float32 operands: bitwise the same, see dot).
+ * has it, for float32 operands: bitwise the same, see dot), in register
+ * tiles of several rows (attention_tile.c) on the AVX2 and AVX-512 paths
+ * (S->cpu: set_cpu_path picks one, so a test compares them).
  *
  * A row with no valid key is NaN op by op after softmax and its product
  * row is 0, masked out: here it is written as that 0, masked out. Rows are
@@ -30,9 +32,17 @@
 #include "attention.h"
 
 #include "../core/checked.h"
+#include "attention_tile.h"
 #include "kernels.h"
 #include "parallel.h"
+#include "reduce.h"
 #include "shape.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__PIC__)
+/* One call per valid score: through the GOT, not a PLT stub (a jump less). */
+extern float expf(float) __attribute__((noplt));
+extern double exp(double) __attribute__((noplt));
+#endif
 
 typedef struct at_job {
   mq_dtype dt;
@@ -48,14 +58,17 @@ typedef struct at_job {
   char *o;             /* [.., n, dv] */
   uint8_t *om;
   double c;            /* the divisor, already rounded to T */
-  bool fma;            /* the CPU has FMA (used for float32 only: see dot) */
-  bool avx512;         /* and AVX-512F: 64 sums at a time (fma64) */
+  double rc;           /* 1 / c when that is exact in T (cmul): see exact_recip */
+  bool cmul;
+  int tile;            /* the CPU path of mq_tile_sums (float32 only: see dot), or -1:
+                          dot */
+  int cpu;             /* S->cpu: the path of the float32 row sums */
   char *scr;           /* per thread: scr_bytes */
   size_t scr_bytes;
 } at_job;
 
 /* Rows whose scores are computed together: b's union columns are read in
- * blocks that stay in L1 across them (scores_fma). A matrix of fewer rows
+ * blocks that stay in L1 across them (mq_tile_sums). A matrix of fewer rows
  * takes that many (J->rb), so the blocks stay proportional to the
  * scores op by op would store. */
 #define AT_RB 64
@@ -98,20 +111,16 @@ static const uint8_t *mask_row(const uint8_t *mr, int64_t sj, int64_t m, uint8_t
   return buf;
 }
 
-/* t + x * y, rounded once: for float32 operands widened to float64 the
- * product is exact (24 + 24 bits), so fma gives the bits of a multiply
- * then an add, as matmul.c computes them; float64 has no such luck and
- * always takes the two operations. */
 /* out[j] = sum over t < n of x[t] * row(t)[j], j < w, where row(t) is
  * rows + r * w with r = ks[t] (ks NULL: r = t): a row of a against b's
  * union columns (kc, rows in k order), or p against v's rows (vd, the
  * row's valid keys in order). float64 sums of exact products (float32
  * operands) or of rounded ones (float64), term after term in t order, as
- * matmul.c adds them. The plain version takes four terms per load of the
- * accumulator; the FMA one keeps 32 sums in registers across all the
- * terms. For float32 operands widened to float64 the product is exact
- * (24 + 24 bits), so fma rounds once where a multiply then an add rounds
- * twice, the first time not at all: the same bits. */
+ * matmul.c adds them, four terms per load of the accumulator: the
+ * portable path, and float64's (its products are rounded, so no fma). For
+ * float32 operands widened to float64 the product is exact (24 + 24
+ * bits), so the fma of mq_tile_sums rounds once where a multiply then an
+ * add rounds twice, the first time not at all: the same bits. */
 #define ROW(t) (rows + (ks ? ks[t] : (t)) * w)
 MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const double *rows,
                         int64_t w, double *out) {
@@ -135,113 +144,6 @@ MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const dou
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-#include <immintrin.h>
-#define AT_FMA 1
-
-/* The same sums by fma (dot_fma): blocks of 32 in eight registers (enough
- * independent chains to keep both FMA units busy), the last block
- * overlapping the one before (its sums computed twice, the same way);
- * narrower rows four sums at a time, then one. */
-#define FMA_FN __attribute__((target("avx2,fma")))
-#define FMA512_FN __attribute__((target("avx512f")))
-
-/* out[j .. j + 8 L) of dot_fma in eight registers of L doubles (VT, the
- * intrinsics' prefix P): fma32 with AVX2, fma64 with AVX-512 where the
- * CPU has it (the same fma on each lane: the same bits). */
-#define AT_CAT_(a, b) a##b
-#define AT_CAT(a, b) AT_CAT_(a, b)
-#define V(f) AT_CAT(P, f) /* P expanded first: _mm256_fmadd_pd, _mm512_fmadd_pd */
-#define FMA8(u, x, r, i) u##i = V(_fmadd_pd)(x, V(_loadu_pd)((r) + L * i), u##i)
-#define DEF_FMA_BLOCK(NAME, ATTR)                                              \
-  ATTR static inline void NAME(const double *x, const int64_t *ks, int64_t n, \
-                               const double *rows, int64_t w, int64_t j, double *out) { \
-    VT u0 = V(_setzero_pd)(), u1 = u0, u2 = u0, u3 = u0, u4 = u0, u5 = u0, u6 = u0, u7 = u0; \
-    for (int64_t t = 0; t < n; t++) {                                          \
-      VT xv = V(_set1_pd)(x[t]);                                               \
-      const double *r = ROW(t) + j;                                            \
-      FMA8(u, xv, r, 0), FMA8(u, xv, r, 1), FMA8(u, xv, r, 2), FMA8(u, xv, r, 3); \
-      FMA8(u, xv, r, 4), FMA8(u, xv, r, 5), FMA8(u, xv, r, 6), FMA8(u, xv, r, 7); \
-    }                                                                          \
-    out += j;                                                                  \
-    V(_storeu_pd)(out, u0), V(_storeu_pd)(out + L, u1);                        \
-    V(_storeu_pd)(out + 2 * L, u2), V(_storeu_pd)(out + 3 * L, u3);            \
-    V(_storeu_pd)(out + 4 * L, u4), V(_storeu_pd)(out + 5 * L, u5);            \
-    V(_storeu_pd)(out + 6 * L, u6), V(_storeu_pd)(out + 7 * L, u7);            \
-  }
-#define VT __m256d
-#define P _mm256
-#define L 4
-DEF_FMA_BLOCK(fma32, FMA_FN)
-#undef VT
-#undef P
-#undef L
-#define VT __m512d
-#define P _mm512
-#define L 8
-DEF_FMA_BLOCK(fma64, FMA512_FN)
-#undef VT
-#undef P
-#undef L
-#undef V
-
-/* Rows of x [nr, n] (row i: keys ks[i] or, ks NULL, all n; nk[i] of
- * them, none skipped when nk is NULL) against rows [.., w] into out
- * [nr, w], for w >= 64: blocks of 64 columns outer (the last overlapping
- * the one before), so a block of rows stays in L1 while every row reads it. */
-FMA512_FN static void blocks512(const double *x, int64_t xs, const int64_t *const *ks,
-                                const int64_t *nk, int64_t n, int64_t nr, const double *rows,
-                                int64_t w, double *out) {
-  for (int64_t j = 0;; j += 64) {
-    if (j + 64 > w) j = w - 64;
-    for (int64_t i = 0; i < nr; i++) {
-      int64_t ni = nk ? nk[i] : n;
-      if (ni) fma64(x + i * xs, ks ? ks[i] : NULL, ni, rows, w, j, out + i * w);
-    }
-    if (j + 64 == w) return;
-  }
-}
-
-FMA_FN static void dot_fma(const double *x, const int64_t *ks, int64_t n, const double *rows,
-                           int64_t w, double *out) {
-  int64_t j = 0;
-  for (; w >= 32; j += 32) {
-    if (j + 32 > w) j = w - 32;
-    fma32(x, ks, n, rows, w, j, out);
-    if (j + 32 == w) return;
-  }
-  for (; j + 4 <= w; j += 4) {
-    __m256d u0 = _mm256_setzero_pd();
-    for (int64_t t = 0; t < n; t++) u0 = _mm256_fmadd_pd(_mm256_set1_pd(x[t]), _mm256_loadu_pd(ROW(t) + j), u0);
-    _mm256_storeu_pd(out + j, u0);
-  }
-  for (; j < w; j++) {
-    double u = 0;
-    for (int64_t t = 0; t < n; t++) u = __builtin_fma(x[t], ROW(t)[j], u);
-    out[j] = u;
-  }
-}
-
-/* dot_fma for nr rows of x [nr, K] against the same rows kc [K, w]: blocks
- * of 32 columns outer, so that a block of kc (K * 32 doubles) stays in L1
- * while every row reads it; each sum is the one dot_fma makes. */
-FMA_FN static void scores_fma(const double *x, int64_t nr, int64_t K, const double *kc, int64_t w,
-                              double *out, bool z) {
-  if (z && w >= 64) {
-    blocks512(x, K, NULL, NULL, K, nr, kc, w, out);
-    return;
-  }
-  if (w < 32) {
-    for (int64_t i = 0; i < nr; i++) dot_fma(x + i * K, NULL, K, kc, w, out + i * w);
-    return;
-  }
-  for (int64_t j = 0;; j += 32) {
-    if (j + 32 > w) j = w - 32;
-    for (int64_t i = 0; i < nr; i++) fma32(x + i * K, NULL, K, kc, w, j, out + i * w);
-    if (j + 32 == w) return;
-  }
-}
-#endif
 #undef ROW
 
 /* The valid keys of mask row mr [m] as indices into the union columns
@@ -255,93 +157,157 @@ static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, in
   return nk;
 }
 
+/* The scores acc [n] divided by c into srow (or multiplied by rc, when
+ * that is the same: exact_recip), and their max (n > 0), as softmax.c's
+ * row max gives it: the max of the values whatever the grouping,
+ * canonical NaN if any is NaN (its kernel's NaN); only the sign of a zero
+ * max could differ, and no difference srow[j] - mx shows it. Sixteen
+ * lanes, so the compare-and-select vectorizes. */
+#define ROWMAX_LOOP(T, OP, c)                                                  \
+  do {                                                                         \
+    for (; j + 16 <= n; j += 16)                                               \
+      for (int l = 0; l < 16; l++) {                                           \
+        T v = (T)acc[j + l] OP c;                                              \
+        srow[j + l] = v;                                                       \
+        r[l] = v > r[l] ? v : r[l];                                            \
+        nan |= v != v;                                                         \
+      }                                                                        \
+    for (int l = 0; j < n; j++, l++) {                                         \
+      T v = (T)acc[j] OP c;                                                    \
+      srow[j] = v;                                                             \
+      r[l] = v > r[l] ? v : r[l];                                              \
+      nan |= v != v;                                                           \
+    }                                                                          \
+  } while (0)
+#define DEF_ROWMAX(E, T)                                                       \
+  MQ_WIDE static T rowmax_##E(const at_job *J, const double *acc, int64_t n, T *srow) { \
+    T r[16];                                                                   \
+    int nan = 0;                                                               \
+    for (int l = 0; l < 16; l++) r[l] = (T)-INFINITY;                          \
+    int64_t j = 0;                                                             \
+    if (J->cmul) ROWMAX_LOOP(T, *, (T)J->rc);                                  \
+    else ROWMAX_LOOP(T, /, (T)J->c);                                           \
+    T mx = r[0];                                                               \
+    for (int l = 1; l < 16; l++) mx = r[l] > mx ? r[l] : mx;                   \
+    return nan ? (T)NAN : mx;                                                  \
+  }
+DEF_ROWMAX(F32, float)
+DEF_ROWMAX(F64, double)
+/* float32 on the AVX-512 path: the same in its registers (attention_tile.c) */
+static float rowmax_wide_F32(const at_job *J, const double *acc, int64_t n, float *srow) {
+  float mx;
+  if (mq_tile_divmax_f32(J->cpu, acc, (float)(J->cmul ? J->rc : J->c), J->cmul, n, srow, &mx))
+    return mx;
+  return rowmax_F32(J, acc, n, srow);
+}
+#define rowmax_wide_F64 rowmax_F64
+
 /* The softmax of one row from its scores acc [nv] (before the division)
  * over the union columns cols, its mask mr [m] and its nk valid keys ks
- * (union indices; nk > 0): their probabilities, in float64, in p. */
-#define DEF_ATTN_ROW(NAME, T, EXP, ROWMAX, ROWSUM)                             \
-  static void NAME(const at_job *J, const at_scr *s, const double *acc, const uint8_t *mr, \
-                   int64_t nv, const int64_t *ks, int64_t nk, double *p) {     \
+ * (union indices; NULL: all nv; nk > 0): their probabilities, in float64,
+ * in p. The row is laid out over [0, m) as op by op has it (zeros where
+ * masked out) but read only up to just after its last valid key, hi: the
+ * max is the max of the valid entries however they are grouped (any NaN
+ * gives NaN; grouping could only pick the sign of a zero max, which no
+ * difference srow[j] - mx shows), and the sum's lanes (entry i into lane
+ * i % 16, in one piece when m <= MQ_RED_PIECE) would only add exact zeros
+ * beyond hi. [dense]: the row's valid keys are the union's and the union
+ * is columns [0, nv) (a key mask of a padded batch), so the row is
+ * contiguous: nothing scattered, nothing masked in [0, nv); prow beyond nv
+ * stays 0 from the chunk's start. */
+#define DEF_ATTN_ROW(NAME, T, EXP, ROWMAX, MAXM, ROWSUM)                             \
+  MQ_WIDE static void NAME(const at_job *J, const at_scr *s, const double *acc, \
+                           const uint8_t *mr, int64_t nv, const int64_t *ks, int64_t nk, \
+                           bool dense, double *p) {                            \
     int64_t m = J->m;                                                          \
     const int64_t *cols = s->cols;                                             \
-    T *srow = s->srow, *prow = s->prow, *tmp = s->prow, c = (T)J->c;           \
-    for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] / c; /* vectorizes */ \
-    if (nv == m) { /* every column: cols is the identity */                    \
-      memcpy(srow, tmp, (size_t)m * sizeof(T));                                \
-    } else {                                                                   \
-      memset(srow, 0, (size_t)m * sizeof(T)); /* masked-out: never read */    \
-      for (int64_t jj = 0; jj < nv; jj++) srow[cols[jj]] = tmp[jj];            \
+    T *srow = s->srow, *prow = s->prow;                                        \
+    if (dense) { /* the max as the scores are divided: see rowmax */         \
+      T mx = ROWMAX(J, acc, nv, srow);                                         \
+      for (int64_t j = 0; j < nv; j++) prow[j] = EXP(srow[j] - mx);            \
+      T inv = (T)(1.0 / ROWSUM(J, prow, m <= MQ_RED_PIECE ? nv : m));          \
+      for (int64_t j = 0; j < nv; j++) p[j] = (double)(prow[j] * inv);         \
+      return;                                                                  \
     }                                                                          \
-    T mx = ROWMAX(srow, mr, m);                                                \
+    T *tmp = prow;                                                             \
+    if (J->cmul)                                                               \
+      for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] * (T)J->rc;     \
+    else                                                                       \
+      for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] / (T)J->c;      \
+    memset(srow, 0, (size_t)m * sizeof(T)); /* masked out: never used */       \
+    for (int64_t jj = 0; jj < nv; jj++) srow[cols[jj]] = tmp[jj];              \
+    int64_t hi = cols[ks ? ks[nk - 1] : nk - 1] + 1;                           \
+    T mx = MAXM(srow, mr, hi);                                                 \
     memset(prow, 0, (size_t)m * sizeof(T));                                    \
     for (int64_t q = 0; q < nk; q++) {                                         \
-      int64_t j = cols[ks[q]];                                                 \
+      int64_t j = cols[ks ? ks[q] : q];                                        \
       prow[j] = EXP(srow[j] - mx);                                             \
     }                                                                          \
-    T inv = (T)(1.0 / ROWSUM(prow, NULL, m));                                  \
-    for (int64_t q = 0; q < nk; q++) p[q] = (double)(prow[cols[ks[q]]] * inv); \
+    T inv = (T)(1.0 / ROWSUM(J, prow, m <= MQ_RED_PIECE ? hi : m));            \
+    for (int64_t q = 0; q < nk; q++) p[q] = (double)(prow[cols[ks ? ks[q] : q]] * inv); \
   }
-DEF_ATTN_ROW(softmax_F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
-DEF_ATTN_ROW(softmax_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
+#define SUM_F32(J, x, n) mq_kernel_rowsum_cnt_f32((J)->cpu, x, NULL, n, NULL)
+#define SUM_F64(J, x, n) mq_kernel_rowsum_f64(x, NULL, n)
+DEF_ATTN_ROW(softmax_F32, float, expf, rowmax_wide_F32, mq_kernel_rowmax_f32, SUM_F32)
+DEF_ATTN_ROW(softmax_F64, double, exp, rowmax_wide_F64, mq_kernel_rowmax_f64, SUM_F64)
 
 /* The products p @ v of nr rows (row i: nk[i] keys ks[i], weights
  * p + i * m) against v's union rows vd [nv, dv] into cv [nr, dv]; a row
- * with no key gets 0. With fma (float32), blocks of 32 columns outer, so a
- * block of vd stays in L1 while every row reads it. */
+ * with no key gets 0. Consecutive rows with the same keys (all of them,
+ * under a key mask) go to mq_tile_sums together; ks NULL is every union
+ * row in order. */
 static void products(const at_job *J, const at_scr *s, int64_t nr, const int64_t *nk,
                      const int64_t *const *ks) {
   int64_t m = J->m, dv = J->dv;
-#ifdef AT_FMA
-  if (J->avx512 && J->dt == MQ_DT_F32 && dv >= 64) {
-    blocks512(s->p, m, ks, nk, 0, nr, s->vd, dv, s->cv);
-    return;
-  }
-  if (J->fma && J->dt == MQ_DT_F32 && dv >= 32) {
-    for (int64_t j = 0;; j += 32) {
-      if (j + 32 > dv) j = dv - 32;
-      for (int64_t i = 0; i < nr; i++)
-        if (nk[i]) fma32(s->p + i * m, ks[i], nk[i], s->vd, dv, j, s->cv + i * dv);
-      if (j + 32 == dv) break;
-    }
-    return;
-  }
-#endif
-  for (int64_t i = 0; i < nr; i++) {
+  for (int64_t i = 0, e; i < nr; i = e) {
+    for (e = i + 1; e < nr && ks[e] == ks[i] && nk[e] == nk[i];) e++;
     if (!nk[i]) continue;
-#ifdef AT_FMA
-    if (J->fma && J->dt == MQ_DT_F32) {
-      dot_fma(s->p + i * m, ks[i], nk[i], s->vd, dv, s->cv + i * dv);
+    if (J->tile >= 0) {
+      mq_tile_sums(J->tile, s->p + i * m, m, ks[i], nk[i], e - i, s->vd, dv, s->cv + i * dv, dv);
       continue;
     }
-#endif
-    dot(s->p + i * m, ks[i], nk[i], s->vd, dv, s->cv + i * dv);
+    for (int64_t r = i; r < e; r++) dot(s->p + r * m, ks[r], nk[r], s->vd, dv, s->cv + r * dv);
   }
+}
+
+/* float32 rows to float64 (exact) and back (one rounding each), in
+ * vectors where the CPU has them. */
+MQ_WIDE static void widen(const float *x, int64_t n, double *y) {
+  for (int64_t i = 0; i < n; i++) y[i] = (double)x[i];
+}
+MQ_WIDE static void narrow(const double *x, int64_t n, float *y) {
+  for (int64_t i = 0; i < n; i++) y[i] = (float)x[i];
 }
 
 /* b's columns [cols] (nv of them) of the batch matrix at [b] into kc
  * [K, nv], and v's rows [cols] of the matrix at [v] into vd [nv, dv], as
- * float64 (exact): done once per chunk, read by every row of it. */
-#define DEF_GATHER(E, T)                                                       \
+ * float64 (exact): done once per chunk, read by every row of it. When b
+ * is a transpose of the keys (k stride 1), float32 keys are transposed 8
+ * x 8 in AVX-512 registers where that is the path (mq_tile_gather_t). */
+#define DEF_GATHER(E, T, GATHER_T, WIDEN)                                      \
   static void gather_##E(const at_job *J, const T *b, const T *v, const int64_t *cols, \
                          int64_t nv, double *kc, double *vd) {                 \
     int64_t K = J->K, dv = J->dv, sk = J->bst[J->nb], sj = J->bst[J->nb + 1]; \
-    for (int64_t k = 0; k < K; k++)                                            \
-      for (int64_t jj = 0; jj < nv; jj++) kc[k * nv + jj] = (double)b[k * sk + cols[jj] * sj]; \
-    for (int64_t jj = 0; jj < nv; jj++)                                        \
-      for (int64_t d = 0; d < dv; d++) vd[jj * dv + d] = (double)v[cols[jj] * dv + d]; \
+    if (!(sk == 1 && GATHER_T(J, b, sj, cols, nv, K, kc)))                     \
+      for (int64_t k = 0; k < K; k++)                                          \
+        for (int64_t jj = 0; jj < nv; jj++) kc[k * nv + jj] = (double)b[k * sk + cols[jj] * sj]; \
+    for (int64_t jj = 0; jj < nv; jj++) WIDEN(v + cols[jj] * dv, dv, vd + jj * dv); \
   }
-DEF_GATHER(F32, float)
-DEF_GATHER(F64, double)
+#define GATHER_T_F32(J, b, sj, cols, nv, K, kc) mq_tile_gather_t((J)->cpu, b, sj, cols, nv, K, kc)
+#define GATHER_T_F64(J, b, sj, cols, nv, K, kc) false
+#define WIDEN_F32 widen
+#define WIDEN_F64(x, n, y) memcpy(y, x, (size_t)(n) * sizeof(double))
+DEF_GATHER(F32, float, GATHER_T_F32, WIDEN_F32)
+DEF_GATHER(F64, double, GATHER_T_F64, WIDEN_F64)
 
 /* The scores of nr rows of a (xa, float64) against b's nv union columns
  * (kc) into acc [nr, nv]. */
 static void scores(const at_job *J, const at_scr *s, int64_t nr, int64_t nv) {
   int64_t K = J->K;
-#ifdef AT_FMA
-  if (J->fma && J->dt == MQ_DT_F32) { /* float32 only: see dot */
-    scores_fma(s->xa, nr, K, s->kc, nv, s->acc, J->avx512);
+  if (J->tile >= 0) {
+    mq_tile_sums(J->tile, s->xa, K, NULL, K, nr, s->kc, nv, s->acc, nv);
     return;
   }
-#endif
   for (int64_t i = 0; i < nr; i++) dot(s->xa + i * K, NULL, K, s->kc, nv, s->acc + i * nv);
 }
 
@@ -371,6 +337,10 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
       s.cols[nv] = j;
       nv += s.ubuf[j] != 0;
     }
+    /* the union is columns [0, nv) (a padded key mask): rows whose keys
+     * are all of it take the dense softmax, whose prow stays 0 beyond nv */
+    bool ident = nv == 0 || s.cols[nv - 1] == nv - 1;
+    memset(s.prow, 0, (size_t)(m * es));
     const char *b = J->b + boff * es, *v = J->v + bi * m * dv * es;
     if (J->dt == MQ_DT_F32) gather_F32(J, (const float *)b, (const float *)v, s.cols, nv, s.kc, s.vd);
     else gather_F64(J, (const double *)b, (const double *)v, s.cols, nv, s.kc, s.vd);
@@ -378,41 +348,57 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
       int64_t nr = i1 - r0 < J->rb ? i1 - r0 : J->rb;
       const char *a = J->a + (bi * n + r0) * K * es;
       if (J->dt == MQ_DT_F32)
-        for (int64_t e = 0; e < nr * K; e++) s.xa[e] = (double)((const float *)a)[e];
+        widen((const float *)a, nr * K, s.xa);
       else
         memcpy(s.xa, a, (size_t)(nr * K) * sizeof(double));
       scores(J, &s, nr, nv);
       int64_t nk[AT_RB];
-      const int64_t *ks[AT_RB];
+      const int64_t *ks[AT_RB]; /* NULL: every union column */
       for (int64_t i = 0; i < nr; i++) {
         const uint8_t *mr = mask_row(J->mk + moff + (r0 + i) * si, sj, m, s.mbuf);
         if (si == 0 && i > 0) { /* the same mask row as the row before */
           nk[i] = nk[0], ks[i] = ks[0];
         } else {
-          ks[i] = s.ks + i * m;
-          nk[i] = valid_keys(mr, s.cols, nv, s.ks + i * m);
+          int64_t *l = s.ks + i * m;
+          nk[i] = valid_keys(mr, s.cols, nv, l);
+          ks[i] = nk[i] == nv ? NULL : l;
+          /* the same keys as the row before: products takes them together */
+          if (i > 0 && ks[i] && ks[i - 1] && nk[i] == nk[i - 1] &&
+              memcmp(l, ks[i - 1], (size_t)nk[i] * sizeof *l) == 0)
+            ks[i] = ks[i - 1];
         }
         if (!nk[i]) continue; /* op by op: a NaN row of p, whose product is 0 */
         const double *acc = s.acc + i * nv;
-        if (J->dt == MQ_DT_F64) softmax_F64(J, &s, acc, mr, nv, ks[i], nk[i], s.p + i * m);
-        else softmax_F32(J, &s, acc, mr, nv, ks[i], nk[i], s.p + i * m);
+        bool dense = ident && !ks[i];
+        if (J->dt == MQ_DT_F64) softmax_F64(J, &s, acc, mr, nv, ks[i], nk[i], dense, s.p + i * m);
+        else softmax_F32(J, &s, acc, mr, nv, ks[i], nk[i], dense, s.p + i * m);
       }
       products(J, &s, nr, nk, ks);
       for (int64_t i = 0; i < nr; i++) {
         int64_t r = bi * n + r0 + i;
-        const double *cv = s.cv + i * dv;
         memset(J->om + r * dv, nk[i] != 0, (size_t)dv);
-        if (J->dt == MQ_DT_F64) {
-          double *o = (double *)J->o + r * dv;
-          for (int64_t d = 0; d < dv; d++) o[d] = nk[i] ? cv[d] : 0;
-        } else {
-          float *o = (float *)J->o + r * dv;
-          for (int64_t d = 0; d < dv; d++) o[d] = nk[i] ? (float)cv[d] : 0;
-        }
+        if (!nk[i]) memset(J->o + r * dv * es, 0, (size_t)(dv * es));
+        else if (J->dt == MQ_DT_F64) memcpy((double *)J->o + r * dv, s.cv + i * dv, (size_t)dv * 8);
+        else narrow(s.cv + i * dv, dv, (float *)J->o + r * dv);
       }
     }
     q += i1 - i0;
   }
+}
+
+/* Whether x / c is x * r for every x of dtype dt, with r = 1 / c: when
+ * r is exact in dt (c a power of two whose reciprocal dt holds), both are
+ * the one rounding of the same number (NaN, infinities and zeros alike).
+ * A multiply is several times cheaper than a divide; the scale 1 / sqrt(d)
+ * of attention is such a c for d = 4, 16, 64, 256. */
+static bool exact_recip(double c, mq_dtype dt, double *r) {
+  int e;
+  if (!isfinite(c) || c == 0 || fabs(frexp(c, &e)) != 0.5) return false;
+  double q = 1 / c;
+  if (dt == MQ_DT_F32) q = (double)(float)q;
+  if (!isfinite(q) || q == 0 || q * c != 1) return false; /* powers of two: exact */
+  *r = q;
+  return true;
 }
 
 /* A plain float tensor of at least 2 dims, outside autograd. */
@@ -475,10 +461,9 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
                 .o = mq_tensor_data(out), .om = mq_tensor_data(om), .c = cd,
                 .scr = mq_scratch(S, mq_ck_zmul(S, per, (size_t)nt, "attention scratch")),
                 .scr_bytes = per};
-#ifdef AT_FMA
-    J.fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    J.avx512 = J.fma && __builtin_cpu_supports("avx512f");
-#endif
+    J.tile = dt == MQ_DT_F32 && mq_tile_ok(S->cpu) ? S->cpu : -1;
+    J.cpu = S->cpu;
+    J.cmul = exact_recip(cd, dt, &J.rc);
     /* chunks of a matrix's rows (at least 32, at least 4 chunks per
      * thread): a chunk gathers its matrix's valid columns once */
     int64_t grain = rows / (4 * nt) < n ? rows / (4 * nt) : n;
