@@ -28,6 +28,22 @@ static mq_tensor *strided(mq_value v) {
   return t->layout == 0 ? t : NULL;
 }
 
+/* The divisor as a number: a number, or a 0-d tensor of plain data (no
+ * mask, no gradient), which is what `for d in [8, 3]` or `tensor(8)`
+ * gives; op by op divides by either alike (a 0-d operand does not promote
+ * the scores' dtype), so the number gives the same bits. */
+static bool divisor(mq_state *S, mq_value v, mq_value *c) {
+  if (v.type == MQ_INT || v.type == MQ_FLOAT) {
+    *c = v;
+    return true;
+  }
+  mq_tensor *t = strided(v);
+  if (!t || t->ndim != 0 || t->mask || t->requires_grad || t->node || t->dtype == MQ_DT_BOOL)
+    return false;
+  *c = mq_tensor_item_value(S, t);
+  return true;
+}
+
 mq_tensor *mq_fuse_attention(mq_state *S, const uint8_t *code, size_t len, const mq_value *leaves) {
   if (len != MQ_FUSE_ATTN_LEN || (code[0] & ~MQ_FUSE_ATTN) != MQ_FUSE_ATTN_LEAVES) return NULL;
   const uint8_t *p = code + 1 + 3 * MQ_FUSE_ATTN_LEAVES;
@@ -36,8 +52,8 @@ mq_tensor *mq_fuse_attention(mq_state *S, const uint8_t *code, size_t len, const
     return NULL;
   mq_tensor *a = strided(leaves[0]), *b = strided(leaves[1]), *m = strided(leaves[2]);
   mq_tensor *v = strided(leaves[3]);
-  mq_value c = leaves[4];
-  if (!a || !b || !m || !v || (c.type != MQ_INT && c.type != MQ_FLOAT)) return NULL;
+  mq_value c;
+  if (!a || !b || !m || !v || !divisor(S, leaves[4], &c)) return NULL;
   int d0 = (int8_t)p[13], d1 = (int8_t)p[14], dim = (int8_t)p[15];
   if (dim != -1 && dim != a->ndim - 1) return NULL; /* softmax along the last dim */
   if (tr) { /* transpose(b, d0, d1), a view, when its dims are valid */

@@ -36,6 +36,11 @@ int main(void) {
   expect(set, attn, true);
   expect(set, "r = softmax(masked(q @ kt / 8.0, rm), -1) @ v", true);
   expect(set, "c = 8\nr = softmax(masked(q @ kt / c, m), -1) @ v", true);
+  /* a 0-d tensor divisor, as `for c in [8, 3]` gives: its number */
+  expect(set, "for c in [8] { r = softmax(masked(q @ kt / c, m), -1) @ v }", true);
+  expect(set, "c = double(tensor(8))\nr = softmax(masked(q @ kt / c, m), -1) @ v", true);
+  expect(set, "c = requires_grad(tensor(8.0))\nr = softmax(as_masked(q @ kt / c, m), -1) @ v",
+         false); /* a recording divisor: op by op */
   expect(set, "f = fn(a, b, w) = softmax(masked(a @ transpose(b, 1, 2) / 8, m), -1) @ w\n"
               "r = f(q, k, v)", true);
   expect(set, "r = softmax(masked(double(q) @ kt / 8, m), -1) @ v", false); /* a call: not a variable */
