@@ -1,12 +1,16 @@
 /* fuse_attn.c - the attention program of fuse.h: softmax(masked(a @ b / c,
  * m), -1) @ v, with b possibly transpose(x, d0, d1), run by
- * runtime/attention.c over the valid keys only.
+ * runtime/attention.c over the valid keys only; as_masked in place of
+ * masked the same, and with operands requiring grad one autograd node
+ * (runtime/attention_bwd.h). masked under grad is left to the op-by-op
+ * code (it drops the graph, and says so).
  *
  * The compiler checked that the names softmax, masked and transpose held
  * those builtins; they must still hold them (a script may rebind them),
  * and the operands must be what the fast path takes, else nothing is done
  * and the op-by-op code runs, with its own errors. */
 #include "../runtime/attention.h"
+#include "../runtime/attention_bwd.h"
 #include "../runtime/shape.h"
 #include "builtin.h"
 #include "fuse.h"
@@ -44,5 +48,7 @@ mq_tensor *mq_fuse_attention(mq_state *S, const uint8_t *code, size_t len, const
     if (d0 < -b->ndim || d0 >= b->ndim || d1 < -b->ndim || d1 >= b->ndim) return NULL;
     b = mq_transpose(S, b, d0, d1);
   }
-  return mq_attention(S, a, b, c, m, v);
+  if (!(a->requires_grad | b->requires_grad | v->requires_grad)) return mq_attention(S, a, b, c, m, v);
+  if (strcmp(S->builtins[u16(p + 6)].name, "as_masked") != 0) return NULL;
+  return mq_attention_grad(S, a, b, c, m, v);
 }
