@@ -160,22 +160,24 @@ static void sums_on(int cpu, const double *x, const int64_t *ks, int64_t n, cons
 }
 
 #if MQ_CPU_X86
-/* out + r os [j .. j + 32) of sums for the four rows x + r xs (r < 4) in
- * sixteen registers: each row of [rows] is loaded once for the four. */
+/* out + r os [j .. j + 32) of sums for four rows of terms, x[r xs + t xt]
+ * (r < 4), in sixteen registers: each row of [rows] is loaded once for
+ * the four. */
 #define MA4(u, xv, l) u = _mm512_add_pd(u, _mm512_mul_pd(xv, l))
 #define ST4(o, u0, u1, u2, u3) \
   _mm512_storeu_pd(o, u0), _mm512_storeu_pd(o + 8, u1), _mm512_storeu_pd(o + 16, u2), \
       _mm512_storeu_pd(o + 24, u3)
-MQ_TGT_AVX512 static void block4(const double *x, int64_t xs, const int64_t *ks, int64_t n,
-                                 const double *rows, int64_t w, int64_t j, double *out, int64_t os) {
+MQ_TGT_AVX512 static void block4(const double *x, int64_t xs, int64_t xt, const int64_t *ks,
+                                 int64_t n, const double *rows, int64_t w, int64_t j, double *out,
+                                 int64_t os) {
   __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
   __m512d c0 = a0, c1 = a0, c2 = a0, c3 = a0, d0 = a0, d1 = a0, d2 = a0, d3 = a0;
   for (int64_t t = 0; t < n; t++) {
-    const double *r = rows + (ks ? ks[t] : t) * w + j;
+    const double *r = rows + (ks ? ks[t] : t) * w + j, *xr = x + t * xt;
     __m512d l0 = _mm512_loadu_pd(r), l1 = _mm512_loadu_pd(r + 8);
     __m512d l2 = _mm512_loadu_pd(r + 16), l3 = _mm512_loadu_pd(r + 24);
-    __m512d x0 = _mm512_set1_pd(x[t]), x1 = _mm512_set1_pd(x[xs + t]);
-    __m512d x2 = _mm512_set1_pd(x[2 * xs + t]), x3 = _mm512_set1_pd(x[3 * xs + t]);
+    __m512d x0 = _mm512_set1_pd(xr[0]), x1 = _mm512_set1_pd(xr[xs]);
+    __m512d x2 = _mm512_set1_pd(xr[2 * xs]), x3 = _mm512_set1_pd(xr[3 * xs]);
     MA4(a0, x0, l0), MA4(a1, x0, l1), MA4(a2, x0, l2), MA4(a3, x0, l3);
     MA4(b0, x1, l0), MA4(b1, x1, l1), MA4(b2, x1, l2), MA4(b3, x1, l3);
     MA4(c0, x2, l0), MA4(c1, x2, l1), MA4(c2, x2, l2), MA4(c3, x2, l3);
@@ -189,20 +191,27 @@ MQ_TGT_AVX512 static void block4(const double *x, int64_t xs, const int64_t *ks,
 #undef ST4
 #endif
 
-/* sums for the four rows x + r xs (the same terms ks, n) into out + r os:
- * each sum the one sums_on makes. */
-static void sums4(int cpu, const double *x, int64_t xs, const int64_t *ks, int64_t n,
-                  const double *rows, int64_t w, double *out, int64_t os) {
+/* sums for nr <= 4 rows of terms x[r xs + t xt] (the same ks, n) into
+ * out + r os, each the sum sums_on makes; tmp [n] is scratch. */
+static void sums4(int cpu, int nr, const double *x, int64_t xs, int64_t xt, const int64_t *ks,
+                  int64_t n, const double *rows, int64_t w, double *out, int64_t os, double *tmp) {
 #if MQ_CPU_X86
-  if (cpu == MQ_CPU_AVX512 && w >= 32) {
+  if (cpu == MQ_CPU_AVX512 && nr == 4 && w >= 32) {
     for (int64_t j = 0;; j += 32) { /* the last block overlapping the one before */
       if (j + 32 > w) j = w - 32;
-      block4(x, xs, ks, n, rows, w, j, out, os);
+      block4(x, xs, xt, ks, n, rows, w, j, out, os);
       if (j + 32 == w) return;
     }
   }
 #endif
-  for (int r = 0; r < 4; r++) sums_on(cpu, x + r * xs, ks, n, rows, w, out + r * os);
+  for (int r = 0; r < nr; r++) {
+    const double *xr = x + r * xs;
+    if (xt != 1) {
+      for (int64_t t = 0; t < n; t++) tmp[t] = xr[t * xt];
+      xr = tmp;
+    }
+    sums_on(cpu, xr, ks, n, rows, w, out + r * os);
+  }
 }
 
 /* --- one batch matrix ------------------------------------------------------- */
@@ -237,7 +246,7 @@ typedef struct ab_scr {
                                      0 where masked out */
   double *acc, *p, *dp, *ds, *gx, *o; /* 4 m, m, 4 m, 4 m, dv, 4 max(K, dv, m) */
   double *kx, *px;               /* n * m: ds / c and p of each row, 0 where nothing flowed */
-  double *xt;                    /* max(K, dv) * n: a or g transposed (dense_keys) */
+  double *xt;                    /* 2 max(n, m): a column of terms (sums4), a key's (list_keys) */
   char *srow, *prow;             /* m T each */
   uint8_t *mbuf, *ubuf, *gfull, *reached; /* m, m, n: whether row i has all of g valid,
                                              n: whether anything flowed through it */
@@ -256,7 +265,7 @@ static size_t carve(const ab_job *J, int t, ab_scr *s) {
   TAKE(vt, double, dv * m), TAKE(gz, double, n * dv);
   TAKE(acc, double, 4 * m), TAKE(p, double, m), TAKE(dp, double, 4 * m), TAKE(ds, double, 4 * m);
   TAKE(gx, double, dv), TAKE(o, double, 4 * w);
-  TAKE(kx, double, m * n), TAKE(px, double, m * n), TAKE(xt, double, kd * n);
+  TAKE(kx, double, m * n), TAKE(px, double, m * n), TAKE(xt, double, 2 * (n > m ? n : m));
   TAKE(srow, char, m * es), TAKE(prow, char, m * es);
   TAKE(mbuf, uint8_t, m), TAKE(ubuf, uint8_t, m), TAKE(gfull, uint8_t, n), TAKE(reached, uint8_t, n);
 #undef TAKE
@@ -328,39 +337,28 @@ static bool key_of(const ab_job *J, int64_t moff, int64_t i, int64_t j) {
   return J->mk[moff + i * J->mst[J->nb] + j * J->mst[J->nb + 1]] != 0;
 }
 
+/* out[o so + cols[jj] sc] = sum over the rows i of x[i w + o] src[i, jj]
+ * for o < w and the keys jj something reached (db^T = a^T (ds / c): x a,
+ * src ds / c; dv^T = g^T p). */
+static void dense_key_sums(const ab_job *J, const ab_scr *s, const double *x, int64_t w,
+                           const double *src, int64_t nv, double *out, int64_t so, int64_t sc) {
+  for (int64_t o = 0; o < w; o += 4) {
+    int nr = w - o < 4 ? (int)(w - o) : 4;
+    sums4(J->cpu, nr, x + o, 1, w, NULL, J->n, src, nv, s->o, nv, s->xt);
+    for (int r = 0; r < nr; r++)
+      for (int64_t jj = 0; jj < nv; jj++)
+        if (s->cnt[jj]) out[(o + r) * so + s->cols[jj] * sc] = s->o[r * nv + jj];
+  }
+}
+
 /* The keys' gradients (b's columns, v's rows) with every operand finite
  * that a term not formed op by op meets here: db^T = a^T (ds / c) and
  * dv^T = g^T p as sums over all the rows of the matrix in order, the rows
  * and keys nothing reached adding exact zeros (a finite number times +0:
  * the sum stays as it was). */
 static void dense_keys(const ab_job *J, const ab_scr *s, int64_t nv, double *gb, double *gv) {
-  int64_t n = J->n, K = J->K, m = J->m, dv = J->dv;
-  if (gb) {
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t k = 0; k < K; k++) s->xt[k * n + i] = s->xa[i * K + k];
-    for (int64_t k = 0; k < K; k += 4) {
-      int64_t nr = K - k < 4 ? K - k : 4;
-      if (nr == 4) sums4(J->cpu, s->xt + k * n, n, NULL, n, s->kx, nv, s->o, nv);
-      else
-        for (int64_t r = 0; r < nr; r++) sums_on(J->cpu, s->xt + (k + r) * n, NULL, n, s->kx, nv, s->o + r * nv);
-      for (int64_t r = 0; r < nr; r++)
-        for (int64_t jj = 0; jj < nv; jj++)
-          if (s->cnt[jj]) gb[(k + r) * m + s->cols[jj]] = s->o[r * nv + jj];
-    }
-  }
-  if (gv) {
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t d = 0; d < dv; d++) s->xt[d * n + i] = s->gz[i * dv + d];
-    for (int64_t d = 0; d < dv; d += 4) {
-      int64_t nr = dv - d < 4 ? dv - d : 4;
-      if (nr == 4) sums4(J->cpu, s->xt + d * n, n, NULL, n, s->px, nv, s->o, nv);
-      else
-        for (int64_t r = 0; r < nr; r++) sums_on(J->cpu, s->xt + (d + r) * n, NULL, n, s->px, nv, s->o + r * nv);
-      for (int64_t r = 0; r < nr; r++)
-        for (int64_t jj = 0; jj < nv; jj++)
-          if (s->cnt[jj]) gv[s->cols[jj] * dv + d + r] = s->o[r * nv + jj];
-    }
-  }
+  if (gb) dense_key_sums(J, s, s->xa, J->K, s->kx, nv, gb, J->m, 1);
+  if (gv) dense_key_sums(J, s, s->gz, J->dv, s->px, nv, gv, 1, J->dv);
 }
 
 /* The same sums over the rows that reached each key only (a NaN or inf
@@ -441,13 +439,11 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi) {
   if (shared) nk = valid_keys(mask_row(J->mk + moff, sj, m, s->mbuf), s->cols, nv, s->ks);
   for (int64_t i0 = 0; i0 < n; i0 += 4) { /* four rows at a time where they allow */
     int64_t nr = n - i0 < 4 ? n - i0 : 4;
-    if (nr == 4) sums4(J->cpu, s->xa + i0 * K, K, NULL, K, s->kc, nv, s->acc, m);
-    else
-      for (int64_t r = 0; r < nr; r++) sums_on(J->cpu, s->xa + (i0 + r) * K, NULL, K, s->kc, nv, s->acc + r * m);
+    sums4(J->cpu, (int)nr, s->xa + i0 * K, K, 1, NULL, K, s->kc, nv, s->acc, m, s->xt);
     bool full = nr == 4;
     for (int64_t r = 0; r < nr; r++) full &= s->gfull[i0 + r] != 0;
     if (full) /* dp of every union column: g's rows against v's union rows */
-      sums4(J->cpu, g + i0 * dv, dv, NULL, dv, s->vt, nv, s->dp, m);
+      sums4(J->cpu, 4, g + i0 * dv, dv, 1, NULL, dv, s->vt, nv, s->dp, m, s->xt);
     bool all = shared && nr == 4;
     for (int64_t r = 0; r < nr; r++) {
       int64_t i = i0 + r, nd = 0, *ks = shared ? s->ks : s->ks + m;
@@ -484,7 +480,7 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi) {
     }
     if (ga && shared && nr == 4) {
       if (all) {
-        sums4(J->cpu, s->ds, m, s->ks, nk, s->kr, K, ga + i0 * K, K);
+        sums4(J->cpu, 4, s->ds, m, 1, s->ks, nk, s->kr, K, ga + i0 * K, K, s->xt);
       } else {
         for (int64_t r = 0; r < nr; r++)
           if (s->reached[i0 + r]) sums_on(J->cpu, s->ds + r * m, s->ks, nk, s->kr, K, ga + (i0 + r) * K);
