@@ -52,13 +52,19 @@ static mq_tensor *detached(mq_state *S, mq_tensor *t) {
   return mq_tensor_view(S, t, t->ndim, t->shape, t->strides, t->offset);
 }
 
-mq_tensor *mq_attention_grad(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_tensor *m,
-                             mq_tensor *v) {
+/* b as the product reads it: bt's last two dims swapped, a view. */
+static mq_tensor *b_view(mq_state *S, mq_tensor *b, bool bt) {
+  b = detached(S, b);
+  return bt ? mq_transpose(S, b, -2, -1) : b;
+}
+
+mq_tensor *mq_attention_grad(mq_state *S, mq_tensor *a, mq_tensor *b, bool bt, mq_value c,
+                             mq_tensor *m, mq_tensor *v) {
   if (!grad_operand(a) || !grad_operand(b) || !grad_operand(v)) return NULL;
-  mq_tensor *out = mq_attention(S, detached(S, a), detached(S, b), c, m, detached(S, v));
+  mq_tensor *out = mq_attention(S, detached(S, a), b_view(S, b, bt), c, m, detached(S, v));
   if (!out || !(a->requires_grad | b->requires_grad | v->requires_grad)) return out;
   mq_tensor *in[4] = {a, b, v, m};
-  mq_gradnode *n = mq_ag_rec_sparse(S, out, MQ_AG_ATTENTION, 0, 3, 1, in);
+  mq_gradnode *n = mq_ag_rec_sparse(S, out, MQ_AG_ATTENTION, bt, 3, 1, in);
   if (n) n->prm[0] = c.type == MQ_INT ? (double)c.as.i : c.as.f; /* mq_attention took it */
   return out;
 }
@@ -231,6 +237,7 @@ typedef struct ab_job {
   double c;            /* the divisor, rounded to T */
   double inv;          /* 1 / c when c is a power of two (exact), else 0 */
   double *ga, *gb, *gv; /* the gradients (NULL: not wanted), 0 where masked out */
+  int64_t bk, bj;       /* b[k, j]'s place in its gradient: k bk + j bj (b or bt's layout) */
   uint8_t *ma, *mb, *mv;
   char *scr;           /* per thread: scr_bytes */
   size_t scr_bytes;
@@ -357,7 +364,7 @@ static void dense_key_sums(const ab_job *J, const ab_scr *s, const double *x, in
  * and keys nothing reached adding exact zeros (a finite number times +0:
  * the sum stays as it was). */
 static void dense_keys(const ab_job *J, const ab_scr *s, int64_t nv, double *gb, double *gv) {
-  if (gb) dense_key_sums(J, s, s->xa, J->K, s->kx, nv, gb, J->m, 1);
+  if (gb) dense_key_sums(J, s, s->xa, J->K, s->kx, nv, gb, J->bk, J->bj);
   if (gv) dense_key_sums(J, s, s->gz, J->dv, s->px, nv, gv, 1, J->dv);
 }
 
@@ -365,7 +372,7 @@ static void dense_keys(const ab_job *J, const ab_scr *s, int64_t nv, double *gb,
  * somewhere: op by op then forms no term with a masked-out partner). */
 static void list_keys(const ab_job *J, const ab_scr *s, int64_t nv, int64_t moff, double *gb,
                       double *gv) {
-  int64_t n = J->n, K = J->K, m = J->m, dv = J->dv;
+  int64_t n = J->n, K = J->K, dv = J->dv;
   for (int64_t jj = 0; jj < nv; jj++) {
     int64_t cn = 0, j = s->cols[jj];
     for (int64_t i = 0; i < n; i++) {
@@ -376,7 +383,7 @@ static void list_keys(const ab_job *J, const ab_scr *s, int64_t nv, int64_t moff
     if (!cn) continue;
     if (gb) {
       sums_on(J->cpu, s->xt, s->krow, cn, s->xa, K, s->o);
-      for (int64_t k = 0; k < K; k++) gb[k * m + j] = s->o[k];
+      for (int64_t k = 0; k < K; k++) gb[k * J->bk + j * J->bj] = s->o[k];
     }
     if (gv) sums_on(J->cpu, s->xt + n, s->krow, cn, s->gz, dv, gv + j * dv);
   }
@@ -493,7 +500,7 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi) {
     int64_t j = s->cols[jj];
     if (!s->cnt[jj]) continue;
     if (gb)
-      for (int64_t k = 0; k < K; k++) mb[k * m + j] = 1;
+      for (int64_t k = 0; k < K; k++) mb[k * J->bk + j * J->bj] = 1;
     if (!gv) continue;
     int64_t i = 0; /* v's row j: valid where a row that reached it has g valid */
     while (i < n && !(s->reached[i] && s->gfull[i] && key_of(J, moff, i, j))) i++;
@@ -527,7 +534,8 @@ static mq_tensor *grad_for(mq_state *S, mq_tensor *t, double **d, uint8_t **mk) 
 
 void mq_bw_attention(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *node = t->node;
-  mq_tensor *a = node->in[0], *b = node->in[1], *v = node->in[2], *m = node->in[3];
+  mq_tensor *a = node->in[0], *bt = node->in[1], *v = node->in[2], *m = node->in[3];
+  mq_tensor *b = b_view(S, bt, node->op); /* bt itself, or (op) bt transposed */
   int nd = a->ndim, nb = nd - 2;
   int64_t sshape[MQ_MAX_DIMS], nbatch = 1;
   memcpy(sshape, a->shape, sizeof sshape[0] * (size_t)nd);
@@ -539,7 +547,8 @@ void mq_bw_attention(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
               .c = dt == MQ_DT_F32 ? (double)(float)node->prm[0] : node->prm[0]};
   int ex;
   if (isfinite(J.c) && fabs(frexp(J.c, &ex)) == 0.5 && isnormal(1 / J.c)) J.inv = 1 / J.c;
-  mq_tensor *ga = grad_for(S, a, &J.ga, &J.ma), *gb = grad_for(S, b, &J.gb, &J.mb);
+  J.bk = node->op ? 1 : J.m, J.bj = node->op ? J.K : 1;
+  mq_tensor *ga = grad_for(S, a, &J.ga, &J.ma), *gb = grad_for(S, bt, &J.gb, &J.mb);
   mq_tensor *gv = grad_for(S, v, &J.gv, &J.mv);
   mq_tensor *mx = mq_expand(S, m, nd, sshape);
   a = mq_contiguous(S, a), v = mq_contiguous(S, v);

@@ -14,9 +14,11 @@
 /* The result, recording the node when gradients are recorded, or NULL when
  * the fast path does not take these operands (nothing was done): the same
  * operands as mq_attention (attention.h), except that a, b and v may
- * require grad (b may be a recorded view, such as a transpose). */
-MQ_INTERNAL mq_tensor *mq_attention_grad(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c,
-                                         mq_tensor *m, mq_tensor *v);
+ * require grad, and that with [bt] the product reads b with its last two
+ * dims swapped (transpose(k, -2, -1): k itself gets its gradient, no
+ * transpose node is recorded). */
+MQ_INTERNAL mq_tensor *mq_attention_grad(mq_state *S, mq_tensor *a, mq_tensor *b, bool bt,
+                                         mq_value c, mq_tensor *m, mq_tensor *v);
 
 /* The derivative of the node (backward.c's switch): g is the float64
  * gradient of the result; gin[0..3) those of a, b and v (NULL when not

@@ -46,9 +46,14 @@ mq_tensor *mq_fuse_attention(mq_state *S, const uint8_t *code, size_t len, const
   if (dim != -1 && dim != a->ndim - 1) return NULL; /* softmax along the last dim */
   if (tr) { /* transpose(b, d0, d1), a view, when its dims are valid */
     if (d0 < -b->ndim || d0 >= b->ndim || d1 < -b->ndim || d1 >= b->ndim) return NULL;
-    b = mq_transpose(S, b, d0, d1);
+    d0 += d0 < 0 ? b->ndim : 0, d1 += d1 < 0 ? b->ndim : 0;
   }
-  if (!(a->requires_grad | b->requires_grad | v->requires_grad)) return mq_attention(S, a, b, c, m, v);
-  if (strcmp(S->builtins[u16(p + 6)].name, "as_masked") != 0) return NULL;
-  return mq_attention_grad(S, a, b, c, m, v);
+  bool grad = a->requires_grad | b->requires_grad | v->requires_grad;
+  if (grad && strcmp(S->builtins[u16(p + 6)].name, "as_masked") != 0) return NULL;
+  /* under grad, the last two dims swapped are the node's to read (b gets
+   * its gradient with no transpose node); other swaps are a view first */
+  bool last2 = tr && d0 != d1 && d0 + d1 == 2 * b->ndim - 3 && (d0 == b->ndim - 1 || d1 == b->ndim - 1);
+  if (tr && !(grad && last2)) b = mq_transpose(S, b, d0, d1);
+  if (!grad) return mq_attention(S, a, b, c, m, v);
+  return mq_attention_grad(S, a, b, tr && last2, c, m, v);
 }
