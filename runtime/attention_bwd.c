@@ -316,11 +316,10 @@ DEF_PROBS(probs_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
   static void gather_##E(const ab_job *J, const ab_scr *s, const T *a, const T *b, const T *v, \
                          int64_t nv) {                                         \
     int64_t K = J->K, dv = J->dv, sk = J->bst[J->nb], sj = J->bst[J->nb + 1]; \
+    for (int64_t jj = 0; jj < nv; jj++) /* b's columns: k's rows, read in order */ \
+      for (int64_t k = 0; k < K; k++) s->kr[jj * K + k] = (double)b[k * sk + s->cols[jj] * sj]; \
     for (int64_t k = 0; k < K; k++)                                            \
-      for (int64_t jj = 0; jj < nv; jj++) {                                    \
-        double x = (double)b[k * sk + s->cols[jj] * sj];                       \
-        s->kc[k * nv + jj] = x, s->kr[jj * K + k] = x;                         \
-      }                                                                        \
+      for (int64_t jj = 0; jj < nv; jj++) s->kc[k * nv + jj] = s->kr[jj * K + k]; \
     for (int64_t jj = 0; jj < nv; jj++)                                        \
       for (int64_t d = 0; d < dv; d++) s->vt[d * nv + jj] = (double)v[s->cols[jj] * dv + d]; \
     for (int64_t e = 0; e < J->n * K; e++) s->xa[e] = (double)a[e];            \
@@ -337,6 +336,17 @@ static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, in
     nk += mr[cols[jj]] != 0;
   }
   return nk;
+}
+
+/* Whether x[0, n) holds no inf or NaN: on the bits, so that it vectorizes. */
+static bool all_finite(const double *x, int64_t n) {
+  uint64_t bad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t b;
+    memcpy(&b, x + i, sizeof b);
+    bad |= (b & UINT64_C(0x7ff0000000000000)) == UINT64_C(0x7ff0000000000000);
+  }
+  return !bad;
 }
 
 /* Whether key j is valid in row i of the matrix at mask offset [moff]. */
@@ -427,13 +437,7 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi) {
     gather_F64(J, s, (const double *)a, (const double *)b, (const double *)v, nv);
   const double *g = J->g + bi * n * dv;
   const uint8_t *gm = J->gm ? J->gm + bi * n * dv : NULL;
-  bool fin = true; /* a and g's valid entries finite: see the key phase */
-  for (int64_t e = 0; e < n * K; e++) fin &= isfinite(s->xa[e]) != 0;
-  for (int64_t e = 0; e < n * dv; e++) {
-    bool ok = !gm || gm[e];
-    s->gz[e] = ok ? g[e] : 0;
-    fin &= !ok || isfinite(g[e]);
-  }
+  for (int64_t e = 0; e < n * dv; e++) s->gz[e] = !gm || gm[e] ? g[e] : 0;
   memset(s->cnt, 0, (size_t)nv * sizeof *s->cnt);
   for (int64_t i = 0; i < n; i++) { /* the rows with every g entry valid */
     int64_t nd = 0;
@@ -480,7 +484,6 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi) {
       for (int64_t q = 0; q < nk; q++) {
         int64_t jj = ks[q];
         dsr[jj] = ds[q], pr[jj] = s->p[q], s->cnt[jj]++;
-        fin &= isfinite(s->p[q]) != 0;
       }
       if (ga && !(shared && nr == 4)) sums_on(J->cpu, ds, ks, nk, s->kr, K, ga + i * K);
       if (ga) memset(ma + i * K, 1, (size_t)K);
@@ -494,7 +497,10 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi) {
       }
     }
   }
-  if (fin) dense_keys(J, s, nv, gb, gv);
+  /* a, g's valid entries and p finite: the partners of every term the
+   * dense sums add as an exact 0 */
+  if (all_finite(s->xa, n * K) && all_finite(s->gz, n * dv) && all_finite(s->px, n * nv))
+    dense_keys(J, s, nv, gb, gv);
   else list_keys(J, s, nv, moff, gb, gv);
   for (int64_t jj = 0; jj < nv; jj++) { /* the masks: where a valid term reached */
     int64_t j = s->cols[jj];
