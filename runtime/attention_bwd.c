@@ -17,15 +17,18 @@
  *   - da[i, :] = sum_j (ds[j] / c) k[j, :] over its valid keys in order;
  *
  * and then, for each key, db[:, j] = sum_i (ds[i, j] / c) a[i, :] and
- * dv[j, :] = sum_i p[i, j] g[i, :] over the rows that reached it, in row
- * order. Every sum is the float64 sum op by op makes, of the same
- * products (a multiply, then an add: no fma, these products are not
- * exact), in the same order; a term op by op adds as an exact 0 (a masked
- * partner) is skipped here, which leaves the sum as it was. The masks are
- * the ones op by op builds: an entry is valid where some valid term
+ * dv[j, :] = sum_i p[i, j] g[i, :] in row order: over every row, the rows
+ * that did not reach the key adding exact zeros (dense_keys), or, when an
+ * operand is inf or NaN, over the rows that reached it only (list_keys),
+ * as op by op then forms no term with a masked-out partner. Every sum is
+ * the float64 sum op by op makes, of the same products (a multiply, then
+ * an add: no fma, these products are not exact), in the same order; an
+ * exact 0 added to a sum that starts at +0 leaves it as it was. The masks
+ * are the ones op by op builds: an entry is valid where some valid term
  * reached it. So the gradients are bitwise the op-by-op ones, at any
  * thread count and on every CPU path (runtime/cpu.h): the wider paths only
- * keep more sums in registers. */
+ * keep more sums in registers (four rows of terms at a time with
+ * AVX-512). */
 #include "attention_bwd.h"
 
 #include <math.h>
@@ -63,7 +66,7 @@ mq_tensor *mq_attention_grad(mq_state *S, mq_tensor *a, mq_tensor *b, bool bt, m
   if (!grad_operand(a) || !grad_operand(b) || !grad_operand(v)) return NULL;
   mq_tensor *out = mq_attention(S, detached(S, a), b_view(S, b, bt), c, m, detached(S, v));
   if (!out || !(a->requires_grad | b->requires_grad | v->requires_grad)) return out;
-  mq_tensor *in[4] = {a, b, v, m};
+  mq_tensor *in[4] = {a, b, v, m}; /* the recorder of any node kind (autograd.h) */
   mq_gradnode *n = mq_ag_rec_sparse(S, out, MQ_AG_ATTENTION, bt, 3, 1, in);
   if (n) n->prm[0] = c.type == MQ_INT ? (double)c.as.i : c.as.f; /* mq_attention took it */
   return out;
@@ -128,8 +131,9 @@ DEF_BLOCK(block64, MQ_TGT_AVX512)
 #undef V
 
 /* sums by blocks of [bw] columns (the last overlapping the one before: its
- * sums computed twice, the same way), then four at a time, then one. */
-MQ_TGT_AVX512 static void sums_wide(int cpu, const double *x, const int64_t *ks, int64_t n,
+ * sums computed twice, the same way), then four at a time, then one. AVX2
+ * code: block64 alone is AVX-512, called only on that path. */
+MQ_TGT_AVX2 static void sums_wide(int cpu, const double *x, const int64_t *ks, int64_t n,
                                     const double *rows, int64_t w, double *out) {
   int64_t j = 0, bw = cpu == MQ_CPU_AVX512 ? 64 : 32;
   for (; w >= bw; j += bw) {
