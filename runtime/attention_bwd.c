@@ -9,7 +9,7 @@
  * result, for each query row i with a valid key and a valid g entry,
  *
  *   - the scores and p of its valid keys again, as the forward computes
- *     them (the same sums, division, softmax.c row max and row sum);
+ *     them (the same sums and division, softmax.c's row softmax);
  *   - dp[j] = sum_d g[i, d] v[j, d] over g's valid d in order (matmul's
  *     gradient of its left operand), s = sum_j dp[j] p[j] over the valid
  *     keys in order, ds[j] = p[j] (dp[j] - s) (softmax's), ds[j] / c (the
@@ -291,28 +291,22 @@ static const uint8_t *mask_row(const uint8_t *mr, int64_t sj, int64_t m, uint8_t
 }
 
 /* The probabilities of a row's nk valid keys ks (union indices) from its
- * scores acc over the nv union columns, as attention.c's softmax rows (and
- * so softmax.c) compute them: the score rounded to T and divided by c, the
- * row max and the row sum of softmax.c's kernels over the row laid out as
- * op by op (0 outside the union), p rounded to T. */
-#define DEF_PROBS(NAME, T, EXP, ROWMAX, ROWSUM)                                \
+ * scores acc over the nv union columns: the score rounded to T and divided
+ * by c (binary.c's division), the row laid out as op by op (0 outside the
+ * union) and softmax.c's own row softmax, so p is op by op's to the bit
+ * (and the fused forward's, which is too). */
+#define DEF_PROBS(NAME, T, ROW)                                                \
   static void NAME(const ab_job *J, const ab_scr *s, const double *acc, const int64_t *ks, \
                    const uint8_t *mr, int64_t nv, int64_t nk) {                \
     int64_t m = J->m;                                                          \
     T *srow = (T *)(void *)s->srow, *prow = (T *)(void *)s->prow, c = (T)J->c; \
     memset(srow, 0, (size_t)m * sizeof(T));                                    \
     for (int64_t jj = 0; jj < nv; jj++) srow[s->cols[jj]] = (T)acc[jj] / c;    \
-    T mx = ROWMAX(srow, mr, m);                                                \
-    memset(prow, 0, (size_t)m * sizeof(T));                                    \
-    for (int64_t q = 0; q < nk; q++) {                                         \
-      int64_t j = s->cols[ks[q]];                                              \
-      prow[j] = EXP(srow[j] - mx);                                             \
-    }                                                                          \
-    T inv = (T)(1.0 / ROWSUM(prow, NULL, m));                                  \
-    for (int64_t q = 0; q < nk; q++) s->p[q] = (double)(prow[s->cols[ks[q]]] * inv); \
+    ROW(prow, srow, mr, m);                                                    \
+    for (int64_t q = 0; q < nk; q++) s->p[q] = (double)prow[s->cols[ks[q]]];   \
   }
-DEF_PROBS(probs_F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
-DEF_PROBS(probs_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
+DEF_PROBS(probs_F32, float, mq_softmax_row_f32)
+DEF_PROBS(probs_F64, double, mq_softmax_row_f64)
 
 /* b's union columns (kc [K, nv], kr [nv, K]), v's union rows transposed
  * (vt [dv, nv]) and the rows of a (xa [n, K]), as float64 (exact). */
