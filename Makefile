@@ -34,8 +34,9 @@ LDCONFIG    ?= ldconfig
 WARN     = -Wall -Wextra -Wformat=2 -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter \
            -Wno-missing-field-initializers
 # -fno-math-errno lets expf/logf/sqrtf vectorize; it changes no IEEE result.
-# Never -ffast-math.
-BASEFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fno-math-errno -fvisibility=hidden -pthread $(WARN)
+# Never -ffast-math. -ffp-contract=off: a * b + c is two roundings with
+# clang too (gcc's default in ISO C mode), as the SIMD paths compute it.
+BASEFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fno-math-errno -ffp-contract=off -fvisibility=hidden -pthread $(WARN)
 OPT     ?= -O2 -g
 INC      = -Iinclude -I$(GEN) -Ilexer -Iparser
 LIBS     = -lm -lz -pthread

@@ -794,7 +794,8 @@ static void unstack(compiler *C, const fuse_prog *P, int nstacked, mq_span sp) {
   for (int i = 1; i < nstacked; i++) emit_op(C, MQ_OP_POP, -1, sp);
 }
 
-/* --- attention: softmax(masked(a @ b / c, m), -1) @ v (MQ_FUSE_ATTN) ----- */
+/* --- attention: softmax(masked(a @ b / c, m), -1) @ v (MQ_FUSE_ATTN);
+ * as_masked in place of masked alike ------------------------------------- */
 
 /* [n], a variable, as a leaf of three bytes; false for anything else. */
 static bool attn_var(compiler *C, const mq_node *n, uint8_t *leaf) {
@@ -864,7 +865,9 @@ static bool attention(compiler *C, const mq_node *n) {
   } else if (!attn_var(C, cn, leaf + 12)) {
     return false;
   }
-  if (!attn_call(C, sm, "softmax", 2, p) || !attn_call(C, mk, "masked", 2, p + 4)) return false;
+  if (!attn_call(C, sm, "softmax", 2, p) ||
+      (!attn_call(C, mk, "masked", 2, p + 4) && !attn_call(C, mk, "as_masked", 2, p + 4)))
+    return false;
   int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, (const char *)prog, sizeof prog)));
   emit_op(C, MQ_OP_FUSED, 0, n->span);
   emit_u16(C, (unsigned)k, n->span);

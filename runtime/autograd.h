@@ -66,6 +66,8 @@ typedef enum mq_agkind {
                         value's entry (int64) */
   MQ_AG_SP_PICK,     /* intersect / union: entry j of the result is entry aux
                         in[1][j] of sparse in[0], or (-1) a new one */
+  MQ_AG_ATTENTION,   /* softmax(as_masked(in[0] @ in[1] / prm[0], aux in[3]), -1) @ in[2]
+                        (attention_bwd.h) */
   MQ_AG__COUNT
 } mq_agkind;
 

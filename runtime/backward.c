@@ -7,6 +7,7 @@
  * zero by construction (floor, a where branch not taken) is a selected 0,
  * never a product with 0 that would turn an inf gradient into NaN. */
 #include "backward.h"
+#include "attention_bwd.h"
 
 #include <math.h>
 
@@ -575,6 +576,7 @@ void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gi
   case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
     mq_bw_sparse(S, t, g, gin);
     return;
+  case MQ_AG_ATTENTION: mq_bw_attention(S, t, g, gin); return;
   case MQ_AG__COUNT: break;
   }
   mq_error(S, "backward: unknown node kind %d", t->node->kind);
@@ -617,6 +619,7 @@ const char *mq_ag_node_name(const mq_gradnode *n) {
   case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
   case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
     return mq_bw_sparse_name(n);
+  case MQ_AG_ATTENTION: return "attention";
   case MQ_AG__COUNT: break;
   }
   return "op";

@@ -74,6 +74,11 @@ MQ_INTERNAL double mq_kernel_rowsum_f32(const float *x, const uint8_t *m, int64_
 MQ_INTERNAL double mq_kernel_rowsum_f64(const double *x, const uint8_t *m, int64_t n);
 MQ_INTERNAL float mq_kernel_rowmax_f32(const float *x, const uint8_t *m, int64_t n);
 MQ_INTERNAL double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64_t n);
+/* softmax of one contiguous row x [n] with its mask m into o, as softmax()
+ * computes it (softmax.c): the fused attention's backward recomputes p
+ * with it, bit for bit. */
+MQ_INTERNAL void mq_softmax_row_f32(float *o, const float *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL void mq_softmax_row_f64(double *o, const double *x, const uint8_t *m, int64_t n);
 /* The row sum again, on CPU path [cpu] (runtime/cpu.h: the same bits on
  * every path), adding the valid entries to *cnt when cnt and m are not
  * NULL. */

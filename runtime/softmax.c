@@ -107,6 +107,13 @@
 DEF_SOFTMAX(F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
 DEF_SOFTMAX(F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
 
+void mq_softmax_row_f32(float *o, const float *x, const uint8_t *m, int64_t n) {
+  sm_row_F32(o, x, m, n, false);
+}
+void mq_softmax_row_f64(double *o, const double *x, const uint8_t *m, int64_t n) {
+  sm_row_F64(o, x, m, n, false);
+}
+
 /* Slices [b0, b1) of the (outer, n, inner) view on thread t, with that
  * thread's scratch rows. */
 typedef struct sm_job {

@@ -1,12 +1,16 @@
 /* fuse_attn.c - the attention program of fuse.h: softmax(masked(a @ b / c,
  * m), -1) @ v, with b possibly transpose(x, d0, d1), run by
- * runtime/attention.c over the valid keys only.
+ * runtime/attention.c over the valid keys only; as_masked in place of
+ * masked the same, and with operands requiring grad one autograd node
+ * (runtime/attention_bwd.h). masked under grad is left to the op-by-op
+ * code (it drops the graph, and says so).
  *
  * The compiler checked that the names softmax, masked and transpose held
  * those builtins; they must still hold them (a script may rebind them),
  * and the operands must be what the fast path takes, else nothing is done
  * and the op-by-op code runs, with its own errors. */
 #include "../runtime/attention.h"
+#include "../runtime/attention_bwd.h"
 #include "../runtime/shape.h"
 #include "builtin.h"
 #include "fuse.h"
@@ -58,7 +62,14 @@ mq_tensor *mq_fuse_attention(mq_state *S, const uint8_t *code, size_t len, const
   if (dim != -1 && dim != a->ndim - 1) return NULL; /* softmax along the last dim */
   if (tr) { /* transpose(b, d0, d1), a view, when its dims are valid */
     if (d0 < -b->ndim || d0 >= b->ndim || d1 < -b->ndim || d1 >= b->ndim) return NULL;
-    b = mq_transpose(S, b, d0, d1);
+    d0 += d0 < 0 ? b->ndim : 0, d1 += d1 < 0 ? b->ndim : 0;
   }
-  return mq_attention(S, a, b, c, m, v);
+  bool grad = a->requires_grad | b->requires_grad | v->requires_grad;
+  if (grad && strcmp(S->builtins[u16(p + 6)].name, "as_masked") != 0) return NULL;
+  /* under grad, the last two dims swapped are the node's to read (b gets
+   * its gradient with no transpose node); other swaps are a view first */
+  bool last2 = tr && d0 != d1 && d0 + d1 == 2 * b->ndim - 3 && (d0 == b->ndim - 1 || d1 == b->ndim - 1);
+  if (tr && !(grad && last2)) b = mq_transpose(S, b, d0, d1);
+  if (!grad) return mq_attention(S, a, b, c, m, v);
+  return mq_attention_grad(S, a, b, tr && last2, c, m, v);
 }

@@ -3,7 +3,8 @@
  * op by op where it must not: the bytes an evaluation allocates say which
  * (op by op makes the scores, a full-size temporary, several times; the
  * fused pass makes none), so each case can fail both ways. That the values
- * are bitwise the op-by-op ones is tests/lang/attention_fused. */
+ * are bitwise the op-by-op ones is tests/lang/attention_fused, and the
+ * gradients tests/lang/attention_grad. */
 #include <stdbool.h>
 
 #include "alloc_count.h"
@@ -15,16 +16,29 @@ static int passed, failed;
 /* [code] allocates under half the scores (fused: the result, its mask and
  * per-thread blocks) or at least the scores (op by op, which reuses freed
  * buffers of the same size for its other temporaries). */
-static void expect(const char *setup, const char *code, bool fused) {
+static void expect_within(const char *setup, const char *code, bool fused, double below,
+                          double from) {
   size_t got = allocated(setup, code);
-  bool ok = got > 0 && (fused ? got < SCORES / 2 : got >= SCORES);
+  double x = (double)got / (double)SCORES;
+  bool ok = got > 0 && (fused ? x < below : x >= from);
   if (ok) {
     passed++;
   } else {
     failed++;
-    printf("FAIL attention_reach: %s | %s: %zu bytes (%.2f x), expected %s\n", setup, code, got,
-           (double)got / (double)SCORES, fused ? "< 0.5 x" : ">= 1 x");
+    printf("FAIL attention_reach: %s | %s: %zu bytes (%.2f x), expected %s %.1f x\n", setup, code,
+           got, x, fused ? "<" : ">=", fused ? below : from);
   }
+}
+
+static void expect(const char *setup, const char *code, bool fused) {
+  expect_within(setup, code, fused, 0.5, 1);
+}
+
+/* With a backward: the fused node's per-thread blocks hold a few
+ * scores-sized float64 rows per batch matrix, under 4 x in all; op by op
+ * the float64 gradients of the scores, p and more make over 8 x. */
+static void expect_grad(const char *setup, const char *code, bool fused) {
+  expect_within(setup, code, fused, 4, 8);
 }
 
 int main(void) {
@@ -49,7 +63,15 @@ int main(void) {
   expect(set, "p = softmax(masked(q @ kt / 8, m), -1)\nr = p @ v", false);
   expect(set, "v = masked(v, rand(8, 512, 32) < 0.9)\nr = softmax(masked(q @ kt / 8, m), -1) @ v",
          false);
-  expect(set, "q = requires_grad(q)\nr = softmax(as_masked(q @ kt / 8, m), -1) @ v", false);
+  /* recording: as_masked runs fused and records one node
+   * (runtime/attention_bwd.h); masked drops the graph, op by op, saying so */
+  expect(set, "q = requires_grad(q)\nr = softmax(as_masked(q @ kt / 8, m), -1) @ v", true);
+  expect(set, "r = softmax(as_masked(q @ kt / 8, m), -1) @ v", true);
+  expect_grad(set, "q = requires_grad(q)\nr = grad(sum(softmax(as_masked(q @ kt / 8, m), -1) @ v), q)",
+              true);
+  expect_grad(set, "q = requires_grad(q)\np = softmax(as_masked(q @ kt / 8, m), -1)\nr = grad(sum(p @ v), q)",
+              false);
+  expect(set, "q = requires_grad(q)\nr = softmax(masked(q @ kt / 8, m), -1) @ v", false);
   expect(set, "masked = as_masked\nr = softmax(masked(q @ kt / 8, m), -1) @ v", false);
   expect(set, "r = softmax(masked(q @ kt / 8, m), 1) @ v", false);
   printf("test_attention_reach: %d passed, %d failed\n", passed, failed);
