@@ -32,6 +32,7 @@
 #include "attention_bwd.h"
 
 #include <math.h>
+#include <stdatomic.h>
 
 #include "../core/checked.h"
 #include "attention.h"
@@ -245,6 +246,11 @@ typedef struct ab_job {
   uint8_t *ma, *mb, *mv;
   char *scr;           /* per thread: scr_bytes */
   size_t scr_bytes;
+  /* One matrix may take seconds (2-d attention of thousands of rows):
+   * the calling thread polls for interrupts between row blocks and, when
+   * one is due, tells every thread to stop (the gradients are dropped). */
+  mq_state *S;
+  atomic_bool *stop;
 } ab_job;
 
 /* Per-thread scratch, carved in this order (8-byte items first). */
@@ -399,7 +405,7 @@ static void list_keys(const ab_job *J, const ab_scr *s, int64_t nv, int64_t moff
 
 /* Batch matrix [bi]'s gradients into J's outputs (zeroed, masked out
  * where nothing reached). */
-static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi) {
+static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
   int64_t n = J->n, K = J->K, m = J->m, dv = J->dv, es = (int64_t)mq_dtype_size(J->dt);
   int64_t si = J->mst[J->nb], sj = J->mst[J->nb + 1];
   int64_t boff = 0, moff = 0, rest = bi; /* element offsets of batch bi */
@@ -447,6 +453,10 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi) {
   int64_t nk = 0;
   if (shared) nk = valid_keys(mask_row(J->mk + moff, sj, m, s->mbuf), s->cols, nv, s->ks);
   for (int64_t i0 = 0; i0 < n; i0 += 4) { /* four rows at a time where they allow */
+    if (i0 % 256 == 0) {
+      if (t == 0 && mq_interrupt_pending(J->S)) atomic_store(J->stop, true);
+      if (atomic_load_explicit(J->stop, memory_order_relaxed)) return;
+    }
     int64_t nr = n - i0 < 4 ? n - i0 : 4;
     sums4(J->cpu, (int)nr, s->xa + i0 * K, K, 1, NULL, K, s->kc, nv, s->acc, m, s->xt);
     bool full = nr == 4;
@@ -522,7 +532,7 @@ static void ab_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const ab_job *J = ctx;
   ab_scr s;
   carve(J, t, &s);
-  for (int64_t bi = lo; bi < hi; bi++) ab_matrix(J, &s, bi);
+  for (int64_t bi = lo; bi < hi; bi++) ab_matrix(J, &s, bi, t);
 }
 
 /* A new float64 gradient of [t]'s shape with a mask, or NULL when t does
@@ -546,7 +556,9 @@ void mq_bw_attention(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   sshape[nb + 1] = b->shape[nb + 1];
   for (int d = 0; d < nb; d++) nbatch *= a->shape[d];
   mq_dtype dt = (mq_dtype)a->dtype;
-  ab_job J = {.dt = dt, .n = a->shape[nb], .K = a->shape[nb + 1], .m = b->shape[nb + 1],
+  atomic_bool stop;
+  atomic_init(&stop, false);
+  ab_job J = {.S = S, .stop = &stop, .dt = dt, .n = a->shape[nb], .K = a->shape[nb + 1], .m = b->shape[nb + 1],
               .dv = v->shape[nb + 1], .nb = nb, .cpu = S->cpu, .bshape = sshape,
               .c = dt == MQ_DT_F32 ? (double)(float)node->prm[0] : node->prm[0]};
   int ex;

@@ -127,6 +127,12 @@ static void run_chunk(mq_range_fn fn, void *ctx, int64_t count, int64_t grain, i
 static void work(struct mq_workers *W, int t, mq_state *S) {
   uint64_t v = atomic_load_explicit(&W->claim, memory_order_acquire);
   for (;;) {
+    /* the caller polls even when the workers took every chunk first */
+    if (S && mq_interrupt_pending(S)) {
+      v = atomic_exchange(&W->claim, v & ~MAX_CHUNKS);
+      atomic_store(&W->target, atomic_load(&W->nchunks) - (int64_t)(v & MAX_CHUNKS));
+      return;
+    }
     int64_t left = (int64_t)(v & MAX_CHUNKS);
     if (left == 0) return;
     /* v's round, if the claim below succeeds (see the top of the file) */
@@ -136,11 +142,6 @@ static void work(struct mq_workers *W, int t, mq_state *S) {
     int64_t grain = atomic_load_explicit(&W->grain, memory_order_relaxed);
     int64_t nchunks = atomic_load_explicit(&W->nchunks, memory_order_relaxed);
     if (t >= atomic_load_explicit(&W->n, memory_order_relaxed)) return;
-    if (S && mq_interrupt_pending(S)) {
-      v = atomic_exchange(&W->claim, v & ~MAX_CHUNKS);
-      atomic_store(&W->target, nchunks - (int64_t)(v & MAX_CHUNKS));
-      return;
-    }
     if (!atomic_compare_exchange_weak_explicit(&W->claim, &v, v - 1, memory_order_acq_rel,
                                                memory_order_acquire))
       continue; /* v now holds the word as it is */

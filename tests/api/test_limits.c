@@ -149,6 +149,43 @@ static void test_interrupt_threaded_kernels(void) {
   masq_close(M);
 }
 
+/* The hook counts its calls and says stop on the [left]-th (0: never). */
+typedef struct counted {
+  int calls, left;
+} counted;
+static int interrupt_counted(void *ud) {
+  counted *c = ud;
+  c->calls++;
+  return c->left > 0 && --c->left == 0;
+}
+
+/* The fused attention's backward works a whole matrix on one thread, and
+ * one 2-d matrix may take seconds: its calling thread polls between row
+ * blocks (runtime/attention_bwd.c). An interrupt at every poll of a
+ * forward and backward, wherever it falls, ends in the error and leaves a
+ * state that computes the same gradient afterwards. */
+static void test_interrupt_attention_backward(void) {
+  counted c = {0, 0};
+  masq_state *M = open_with_hook(interrupt_counted, &c);
+  /* one thread: the number of polls is then the same every time */
+  CHECK_OK(M, eval(M, "set_num_threads(1)\nseed(3)\nq = requires_grad(rand(1024, 16))\nk = rand(1024, 16)\n"
+                      "v = rand(1024, 16)\nm = reshape(arange(1024), 1, 1024) < 900\n"
+                      "f = fn() = grad(sum(softmax(as_masked(q @ transpose(k, 0, 1) / 4, m), -1) @ v), q)\n"
+                      "g0 = f()"));
+  c.calls = 0;
+  CHECK_OK(M, eval(M, "g1 = f()"));
+  int polls = c.calls;
+  CHECK(polls >= 4); /* 1024 rows: four row blocks of 256 in the backward alone */
+  for (int k = 1; k <= polls; k++) {
+    c.left = k;
+    CHECK_ERR(M, eval(M, "g1 = f()"), MASQ_ERR_INTERRUPTED, "interrupted");
+  }
+  c.left = 0;
+  CHECK_OK(M, eval(M, "g1 = f()\nsame = bool((get_data(g0) == get_data(g1)).all())"));
+  CHECK(number(M, "same") == 1);
+  masq_close(M);
+}
+
 static void test_null_state(void) {
   masq_tensor *t = (masq_tensor *)&t;
   masq_tensor_desc d = {0};
@@ -253,6 +290,7 @@ int main(void) {
   test_memory_limit();
   test_interrupts();
   test_interrupt_threaded_kernels();
+  test_interrupt_attention_backward();
   test_null_state();
   test_sandbox();
   test_allocator_balance();
