@@ -104,13 +104,6 @@ static at_scr carve(const at_job *J, int t) {
   return s;
 }
 
-/* The bytes of a row's mask at [mr] (stride [sj]) as a contiguous row. */
-static const uint8_t *mask_row(const uint8_t *mr, int64_t sj, int64_t m, uint8_t *buf) {
-  if (sj == 1) return mr;
-  for (int64_t j = 0; j < m; j++) buf[j] = mr[j * sj];
-  return buf;
-}
-
 /* out[j] = sum over t < n of x[t] * row(t)[j], j < w, where row(t) is
  * rows + r * w with r = ks[t] (ks NULL: r = t): a row of a against b's
  * union columns (kc, rows in k order), or p against v's rows (vd, the
@@ -145,17 +138,6 @@ MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const dou
 }
 
 #undef ROW
-
-/* The valid keys of mask row mr [m] as indices into the union columns
- * cols [nv], in ks; returns how many. */
-static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, int64_t *ks) {
-  int64_t nk = 0;
-  for (int64_t jj = 0; jj < nv; jj++) {
-    ks[nk] = jj;
-    nk += mr[cols[jj]] != 0;
-  }
-  return nk;
-}
 
 /* The scores acc [n] divided by c into srow (or multiplied by rc, when
  * that is the same: exact_recip), and their max (n > 0), as softmax.c's
@@ -329,7 +311,7 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
      * is the same for every row, as a key mask is) */
     memset(s.ubuf, 0, (size_t)m);
     for (int64_t i = i0; i < (si == 0 ? i0 + 1 : i1); i++) {
-      const uint8_t *mr = mask_row(J->mk + moff + i * si, sj, m, s.mbuf);
+      const uint8_t *mr = mq_attn_mask_row(J->mk + moff + i * si, sj, m, s.mbuf);
       for (int64_t j = 0; j < m; j++) s.ubuf[j] |= mr[j];
     }
     int64_t nv = 0;
@@ -355,12 +337,12 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
       int64_t nk[AT_RB];
       const int64_t *ks[AT_RB]; /* NULL: every union column */
       for (int64_t i = 0; i < nr; i++) {
-        const uint8_t *mr = mask_row(J->mk + moff + (r0 + i) * si, sj, m, s.mbuf);
+        const uint8_t *mr = mq_attn_mask_row(J->mk + moff + (r0 + i) * si, sj, m, s.mbuf);
         if (si == 0 && i > 0) { /* the same mask row as the row before */
           nk[i] = nk[0], ks[i] = ks[0];
         } else {
           int64_t *l = s.ks + i * m;
-          nk[i] = valid_keys(mr, s.cols, nv, l);
+          nk[i] = mq_attn_valid_keys(mr, s.cols, nv, l);
           ks[i] = nk[i] == nv ? NULL : l;
           /* the same keys as the row before: products takes them together */
           if (i > 0 && ks[i] && ks[i - 1] && nk[i] == nk[i - 1] &&

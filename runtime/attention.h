@@ -22,4 +22,27 @@
 MQ_INTERNAL mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c,
                                     mq_tensor *m, mq_tensor *v);
 
+/* Helpers the forward and its backward (attention_bwd.c) share. */
+
+/* The bytes of a row's mask at [mr] (stride [sj]) as a contiguous row,
+ * copied into buf [m] unless they already are one. */
+static inline const uint8_t *mq_attn_mask_row(const uint8_t *mr, int64_t sj, int64_t m,
+                                              uint8_t *buf) {
+  if (sj == 1) return mr;
+  for (int64_t j = 0; j < m; j++) buf[j] = mr[j * sj];
+  return buf;
+}
+
+/* The valid keys of mask row mr as indices into the union columns
+ * cols [nv], in ks; returns how many. */
+static inline int64_t mq_attn_valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv,
+                                         int64_t *ks) {
+  int64_t nk = 0;
+  for (int64_t jj = 0; jj < nv; jj++) {
+    ks[nk] = jj;
+    nk += mr[cols[jj]] != 0;
+  }
+  return nk;
+}
+
 #endif

@@ -289,13 +289,6 @@ static size_t carve(const ab_job *J, int t, ab_scr *s) {
   return (at + 63) & ~(size_t)63;
 }
 
-/* The bytes of a row's mask at [mr] (stride [sj]) as a contiguous row. */
-static const uint8_t *mask_row(const uint8_t *mr, int64_t sj, int64_t m, uint8_t *buf) {
-  if (sj == 1) return mr;
-  for (int64_t j = 0; j < m; j++) buf[j] = mr[j * sj];
-  return buf;
-}
-
 /* The probabilities of a row's nk valid keys ks (union indices) from its
  * scores acc over the nv union columns: the score rounded to T and divided
  * by c (binary.c's division), the row laid out as op by op (0 outside the
@@ -330,17 +323,6 @@ DEF_PROBS(probs_F64, double, mq_softmax_row_f64)
   }
 DEF_GATHER(F32, float)
 DEF_GATHER(F64, double)
-
-/* The valid keys of mask row mr [m] as indices into the union columns
- * cols [nv], in ks; returns how many. */
-static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, int64_t *ks) {
-  int64_t nk = 0;
-  for (int64_t jj = 0; jj < nv; jj++) {
-    ks[nk] = jj;
-    nk += mr[cols[jj]] != 0;
-  }
-  return nk;
-}
 
 /* Whether x[0, n) holds no inf or NaN: on the bits, so that it vectorizes. */
 static bool all_finite(const double *x, int64_t n) {
@@ -425,7 +407,7 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
   /* the union of the rows' valid keys, as the forward takes it */
   memset(s->ubuf, 0, (size_t)m);
   for (int64_t i = 0; i < (si == 0 ? (n > 0) : n); i++) {
-    const uint8_t *mr = mask_row(J->mk + moff + i * si, sj, m, s->mbuf);
+    const uint8_t *mr = mq_attn_mask_row(J->mk + moff + i * si, sj, m, s->mbuf);
     for (int64_t j = 0; j < m; j++) s->ubuf[j] |= mr[j];
   }
   int64_t nv = 0;
@@ -451,7 +433,8 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
   /* a key mask (the same row for every query): one list of valid keys */
   bool shared = si == 0;
   int64_t nk = 0;
-  if (shared) nk = valid_keys(mask_row(J->mk + moff, sj, m, s->mbuf), s->cols, nv, s->ks);
+  if (shared)
+    nk = mq_attn_valid_keys(mq_attn_mask_row(J->mk + moff, sj, m, s->mbuf), s->cols, nv, s->ks);
   for (int64_t i0 = 0; i0 < n; i0 += 4) { /* four rows at a time where they allow */
     if (i0 % 256 == 0) {
       if (t == 0 && mq_interrupt_pending(J->S)) atomic_store(J->stop, true);
@@ -466,12 +449,12 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
     bool all = shared && nr == 4;
     for (int64_t r = 0; r < nr; r++) {
       int64_t i = i0 + r, nd = 0, *ks = shared ? s->ks : s->ks + m;
-      const uint8_t *mr = mask_row(J->mk + moff + i * si, sj, m, s->mbuf);
+      const uint8_t *mr = mq_attn_mask_row(J->mk + moff + i * si, sj, m, s->mbuf);
       double *dsr = s->kx + i * nv, *pr = s->px + i * nv; /* row i of ds / c and p, 0 elsewhere */
       double *dp = s->dp + r * m, *ds = s->ds + r * m;
       memset(dsr, 0, (size_t)nv * sizeof *dsr);
       memset(pr, 0, (size_t)nv * sizeof *pr);
-      if (!shared) nk = valid_keys(mr, s->cols, nv, ks);
+      if (!shared) nk = mq_attn_valid_keys(mr, s->cols, nv, ks);
       for (int64_t d = 0; d < dv; d++) {
         s->gd[nd] = d, s->gx[nd] = g[i * dv + d];
         nd += !gm || gm[i * dv + d];
