@@ -300,13 +300,8 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
   int64_t si = J->mst[J->nb], sj = J->mst[J->nb + 1];
   for (int64_t q = lo; q < hi;) {
     int64_t bi = q / n, i0 = q % n, i1 = n - i0 < hi - q ? n : i0 + (hi - q);
-    int64_t boff = 0, moff = 0, rest = bi; /* element offsets of batch bi */
-    for (int d = J->nb - 1; d >= 0; d--) {
-      int64_t k = rest % J->bshape[d];
-      rest /= J->bshape[d];
-      boff += k * J->bst[d];
-      moff += k * J->mst[d];
-    }
+    int64_t boff, moff; /* element offsets of batch bi */
+    mq_batch_offsets(J->nb, J->bshape, bi, J->bst, &boff, J->mst, &moff);
     /* the columns some row of the chunk has valid (one row when the mask
      * is the same for every row, as a key mask is) */
     memset(s.ubuf, 0, (size_t)m);

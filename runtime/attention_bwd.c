@@ -390,13 +390,8 @@ static void list_keys(const ab_job *J, const ab_scr *s, int64_t nv, int64_t moff
 static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
   int64_t n = J->n, K = J->K, m = J->m, dv = J->dv, es = (int64_t)mq_dtype_size(J->dt);
   int64_t si = J->mst[J->nb], sj = J->mst[J->nb + 1];
-  int64_t boff = 0, moff = 0, rest = bi; /* element offsets of batch bi */
-  for (int d = J->nb - 1; d >= 0; d--) {
-    int64_t k = rest % J->bshape[d];
-    rest /= J->bshape[d];
-    boff += k * J->bst[d];
-    moff += k * J->mst[d];
-  }
+  int64_t boff, moff; /* element offsets of batch bi */
+  mq_batch_offsets(J->nb, J->bshape, bi, J->bst, &boff, J->mst, &moff);
   double *ga = J->ga ? J->ga + bi * n * K : NULL, *gb = J->gb ? J->gb + bi * K * m : NULL;
   double *gv = J->gv ? J->gv + bi * m * dv : NULL;
   uint8_t *ma = J->ma ? J->ma + bi * n * K : NULL, *mb = J->mb ? J->mb + bi * K * m : NULL;

@@ -172,13 +172,8 @@ static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
   int64_t n = J->n, K = J->K, m = J->m, es = J->es;
   for (int64_t q = lo; q < hi;) {
     int64_t bi = q / n, i0 = q % n, i1 = n - i0 < hi - q ? n : i0 + (hi - q);
-    int64_t aoff = 0, boff = 0, rest = bi; /* element offsets of batch bi */
-    for (int d = J->nb - 1; d >= 0; d--) {
-      int64_t k = rest % J->shape[d];
-      rest /= J->shape[d];
-      aoff += k * J->ast[d];
-      boff += k * J->bst[d];
-    }
+    int64_t aoff, boff; /* element offsets of batch bi */
+    mq_batch_offsets(J->nb, J->shape, bi, J->ast, &aoff, J->bst, &boff);
     const void *x = J->pa + aoff * es, *y = J->pb + boff * es;
     const uint8_t *mx = J->pma ? J->pma + aoff : NULL, *my = J->pmb ? J->pmb + boff : NULL;
     char *o = J->po + bi * n * m * es;

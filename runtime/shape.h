@@ -63,4 +63,20 @@ MQ_INTERNAL mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b);
  * is < the length. max_len < 0: the largest length (0 if none). */
 MQ_INTERNAL mq_tensor *mq_length_mask(mq_state *S, mq_tensor *lengths, int64_t max_len);
 
+/* The element offsets of batch matrix [bi] in two tensors: bi counts the
+ * batch dims shape[0, nb) in row-major order, and the tensors step by
+ * strides sa and sb along them (*oa, *ob). For kernels that take a batch
+ * of matrices one at a time (matmul, attention). */
+static inline void mq_batch_offsets(int nb, const int64_t *shape, int64_t bi, const int64_t *sa,
+                                    int64_t *oa, const int64_t *sb, int64_t *ob) {
+  int64_t a = 0, b = 0;
+  for (int d = nb - 1; d >= 0; d--) {
+    int64_t k = bi % shape[d];
+    bi /= shape[d];
+    a += k * sa[d];
+    b += k * sb[d];
+  }
+  *oa = a, *ob = b;
+}
+
 #endif
