@@ -33,6 +33,7 @@
 #include "kernels.h"
 #include "parallel.h"
 #include "shape.h"
+#include "vexp.h"
 
 typedef struct at_job {
   mq_dtype dt;
@@ -280,7 +281,7 @@ static int64_t valid_keys(const uint8_t *mr, const int64_t *cols, int64_t nv, in
     T inv = (T)(1.0 / ROWSUM(prow, NULL, m));                                  \
     for (int64_t q = 0; q < nk; q++) p[q] = (double)(prow[cols[ks[q]]] * inv); \
   }
-DEF_ATTN_ROW(softmax_F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
+DEF_ATTN_ROW(softmax_F32, float, mq_vexpf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
 DEF_ATTN_ROW(softmax_F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
 
 /* The products p @ v of nr rows (row i: nk[i] keys ks[i], weights

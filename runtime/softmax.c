@@ -14,6 +14,15 @@
 
 #include "kernels.h"
 #include "parallel.h"
+#include "vexp.h"
+
+/* o[i] = e^(x[i] - c) over a contiguous stretch, on CPU path [cpu]: float32
+ * by mq_vexpf (vexp.h; every path the same bits), float64 by glibc. */
+static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n) {
+  (void)cpu;
+  for (int64_t i = 0; i < n; i++) o[i] = exp(x[i] - c);
+}
+#define sm_exp_F32 mq_vexpf_rows
 
 /* Scaling multiplies by the float reciprocal of the sum, as torch does. */
 #define DEF_SOFTMAX(E, T, EXP, ROWMAX, ROWSUM)                                 \
@@ -25,7 +34,7 @@
     }                                                                          \
   }                                                                            \
   /* one contiguous slice of n */                                              \
-  static void sm_row_##E(T *o, const T *x, const uint8_t *m, int64_t n, bool lg) { \
+  static void sm_row_##E(int cpu, T *o, const T *x, const uint8_t *m, int64_t n, bool lg) { \
     int64_t f, l; /* the span from the first valid entry to the last */      \
     if (!mq_valid_span(m, n, &f, &l)) {                                        \
       for (int64_t i = 0; i < n; i++) o[i] = NAN;                              \
@@ -36,7 +45,7 @@
      * both vectorize, where one loop with a select around a call does not; \
      * outside the span (a padded row's tail) nothing is computed */          \
     for (int64_t i = 0; i < f; i++) o[i] = 0;                                  \
-    for (int64_t i = f; i < l; i++) o[i] = EXP(x[i] - mx);                     \
+    sm_exp_##E(cpu, o + f, x + f, mx, l - f);                                  \
     for (int64_t i = l; i < n; i++) o[i] = 0;                                  \
     if (m) sm_fill_##E(o + f, m + f, l - f, (T)0);                             \
     if (lg) { /* (x - max) - log(sum), as torch: max + log(sum) would lose \
@@ -104,13 +113,14 @@
     }                                                                          \
   }
 
-DEF_SOFTMAX(F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
+DEF_SOFTMAX(F32, float, mq_vexpf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
 DEF_SOFTMAX(F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
 
 /* Slices [b0, b1) of the (outer, n, inner) view on thread t, with that
  * thread's scratch rows. */
 typedef struct sm_job {
   mq_dtype dt;
+  int cpu; /* the state's CPU path (cpu.h) */
   size_t es;
   char *o;
   const char *x;
@@ -134,12 +144,12 @@ static void sm_range(void *ctx, int64_t b0, int64_t b1, int t) {
     if (J->dt == MQ_DT_F32) {
       float *o = (float *)J->o + off;
       const float *x = (const float *)J->x + off;
-      if (inner == 1) sm_row_F32(o, x, mb, n, J->lg);
+      if (inner == 1) sm_row_F32(J->cpu, o, x, mb, n, J->lg);
       else sm_cols_F32(o, x, mb, n, inner, mx, sum, any, J->lg);
     } else {
       double *o = (double *)J->o + off;
       const double *x = (const double *)J->x + off;
-      if (inner == 1) sm_row_F64(o, x, mb, n, J->lg);
+      if (inner == 1) sm_row_F64(J->cpu, o, x, mb, n, J->lg);
       else sm_cols_F64(o, x, mb, n, inner, mx, sum, any, J->lg);
     }
   }
@@ -157,7 +167,7 @@ static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
   if (out->numel) {
     /* slices are independent: the threads share them out (parallel.h) */
     int nt = mq_parallel_threads_for(S, out->numel);
-    sm_job J = {.dt = dt, .es = mq_dtype_size(dt), .o = mq_tensor_data(out), .x = mq_tensor_data(x),
+    sm_job J = {.dt = dt, .cpu = S->cpu, .es = mq_dtype_size(dt), .o = mq_tensor_data(out), .x = mq_tensor_data(x),
                 .m = m, .n = n, .inner = inner, .lg = lg};
     if (inner > 1) {
       J.mx = mq_scratch(S, (size_t)(nt * inner) * J.es);
