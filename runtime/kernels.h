@@ -71,6 +71,8 @@ MQ_INTERNAL double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64
 MQ_INTERNAL double mq_kernel_rowsum_cnt_f32(int cpu, const float *x, const uint8_t *m, int64_t n,
                                             int64_t *cnt);
 MQ_INTERNAL double mq_kernel_rowsum_cnt_f64(const double *x, const uint8_t *m, int64_t n, int64_t *cnt);
+/* The row max again, on CPU path [cpu] (the same bits on every path). */
+MQ_INTERNAL float mq_kernel_rowmax_on_f32(int cpu, const float *x, const uint8_t *m, int64_t n);
 /* The sum of (x - mean)^2 over the valid entries of a row, in double, as
  * var and std compute it (runtime/stats.c), on CPU path [cpu]. */
 MQ_INTERNAL double mq_kernel_sqdev_f32(int cpu, const float *x, const uint8_t *m, int64_t n, double mean);

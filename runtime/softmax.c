@@ -24,8 +24,15 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
 }
 #define sm_exp_F32 mq_vexpf_rows
 
+/* A contiguous row's max and sum on CPU path [cpu] (float32: the same
+ * bits on every path, kernels.h) */
+#define sm_max_F32 mq_kernel_rowmax_on_f32
+#define sm_sum_F32(cpu, x, n) mq_kernel_rowsum_cnt_f32(cpu, x, NULL, n, NULL)
+#define sm_max_F64(cpu, x, m, n) mq_kernel_rowmax_f64(x, m, n)
+#define sm_sum_F64(cpu, x, n) mq_kernel_rowsum_f64(x, NULL, n)
+
 /* Scaling multiplies by the float reciprocal of the sum, as torch does. */
-#define DEF_SOFTMAX(E, T, EXP, ROWMAX, ROWSUM)                                 \
+#define DEF_SOFTMAX(E, T, EXP)                                                 \
   /* o[i] = fill where m[i] is 0: a select of its own, which vectorizes */     \
   static inline void sm_fill_##E(T *o, const uint8_t *m, int64_t n, T fill) {  \
     for (int64_t i = 0; i < n; i++) {                                          \
@@ -40,7 +47,7 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
       for (int64_t i = 0; i < n; i++) o[i] = NAN;                              \
       return;                                                                  \
     }                                                                          \
-    T mx = ROWMAX(x, m, n); /* whole row: its lanes, hence its NaN, as ever */ \
+    T mx = sm_max_##E(cpu, x, m, n); /* whole row: its lanes, hence its NaN */ \
     /* exp over the span, then zero the masked-out slots: two loops that \
      * both vectorize, where one loop with a select around a call does not; \
      * outside the span (a padded row's tail) nothing is computed */          \
@@ -50,12 +57,12 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
     if (m) sm_fill_##E(o + f, m + f, l - f, (T)0);                             \
     if (lg) { /* (x - max) - log(sum), as torch: max + log(sum) would lose \
                * log(sum) beside a large max; masked-out entries: log(0) */ \
-      T lsum = (T)log(ROWSUM(o, NULL, n));                                     \
+      T lsum = (T)log(sm_sum_##E(cpu, o, n));                                  \
       for (int64_t i = 0; i < n; i++) o[i] = (x[i] - mx) - lsum;               \
       if (m) sm_fill_##E(o, m, n, (T)-INFINITY);                               \
       return;                                                                  \
     }                                                                          \
-    T inv = (T)(1.0 / ROWSUM(o, NULL, n));                                     \
+    T inv = (T)(1.0 / sm_sum_##E(cpu, o, n));                                  \
     for (int64_t i = 0; i < n; i++) o[i] *= inv;                               \
   }                                                                            \
   /* n rows of [inner] columns; mx, sum and any are scratch rows */           \
@@ -113,8 +120,8 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
     }                                                                          \
   }
 
-DEF_SOFTMAX(F32, float, mq_vexpf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
-DEF_SOFTMAX(F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
+DEF_SOFTMAX(F32, float, mq_vexpf)
+DEF_SOFTMAX(F64, double, exp)
 
 /* Slices [b0, b1) of the (outer, n, inner) view on thread t, with that
  * thread's scratch rows. */
