@@ -11,7 +11,7 @@
 
 #include <math.h>
 
-#include "dot_simd.h"
+#include "softmax_simd.h"
 #include "masksum.h"
 #include "parallel.h"
 
@@ -356,8 +356,12 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
 #define SM_DOT(cpu, a, b, m1, m2, n, d)                                        \
   ((cpu) == MQ_CPU_AVX512 ? mq_simd_fdot_f32_avx512(a, b, m1, m2, n, d)        \
                           : mq_simd_fdot_f32_avx2(a, b, m1, m2, n, d))
+#define SM_GRAD(cpu, g, y, xm, gm, n, s, o)                                    \
+  ((cpu) == MQ_CPU_AVX512 ? mq_simd_smgrad_f32_avx512(g, y, xm, gm, n, s, o)   \
+                          : mq_simd_smgrad_f32_avx2(g, y, xm, gm, n, s, o))
 #else
 #define SM_DOT(cpu, a, b, m1, m2, n, d) false
+#define SM_GRAD(cpu, g, y, xm, gm, n, s, o) ((void)0)
 #endif
 typedef struct sm_bw32_job {
   const float *yv, *gv;
@@ -365,7 +369,7 @@ typedef struct sm_bw32_job {
   float *o;
   uint8_t *m, *bad; /* m: the mask to write (x plain, g masked); else bad */
   int64_t len;
-  int cpu; /* the state's CPU path: the sum's loop (dot_simd.h) */
+  int cpu; /* the state's CPU path: the sum's loop (softmax_simd.h) */
   bool lg;
 } sm_bw32_job;
 
@@ -431,7 +435,13 @@ MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
         o[j] = sel32((float)(gi - exp(y) * s), (uint8_t)(ok & any));
       }
     } else {
-      for (j = f; j < l; j++) {
+      j = f;
+      if (B->cpu != MQ_CPU_PORTABLE && any) { /* the same operations per entry */
+        int64_t nb = (l - j) / SM_LANES * SM_LANES;
+        SM_GRAD(B->cpu, gr + j, yr + j, xr + j, gmr + j, nb, s, o + j);
+        j += nb;
+      }
+      for (; j < l; j++) {
         uint8_t ok = xr[j];
         double gi = sel32(gr[j], (uint8_t)(ok & gmr[j])), y = sel32(yr[j], ok);
         o[j] = sel32((float)(y * (gi - s)), (uint8_t)(ok & any));
