@@ -174,8 +174,8 @@ static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
   if (out->numel) {
     /* slices are independent: the threads share them out (parallel.h) */
     int nt = mq_parallel_threads_for(S, out->numel);
-    sm_job J = {.dt = dt, .cpu = S->cpu, .es = mq_dtype_size(dt), .o = mq_tensor_data(out), .x = mq_tensor_data(x),
-                .m = m, .n = n, .inner = inner, .lg = lg};
+    sm_job J = {.dt = dt, .cpu = S->cpu, .es = mq_dtype_size(dt), .o = mq_tensor_data(out),
+                .x = mq_tensor_data(x), .m = m, .n = n, .inner = inner, .lg = lg};
     if (inner > 1) {
       J.mx = mq_scratch(S, (size_t)(nt * inner) * J.es);
       J.sum = mq_scratch(S, (size_t)(nt * inner) * sizeof *J.sum);

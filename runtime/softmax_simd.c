@@ -88,8 +88,9 @@ MQ_TGT_AVX512 void mq_simd_smgrad_f32_avx512(const float *g, const float *y, con
     __m128i bx = _mm_loadu_si128((const __m128i *)(xm + i));
     __m128i bg = _mm_and_si128(bx, _mm_loadu_si128((const __m128i *)(gm + i)));
     __m512 vg = _mm512_maskz_loadu_ps(_mm_test_epi8_mask(bg, bg), g + i), vy = _mm512_loadu_ps(y + i);
-    __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(vy)),
-                                              _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(vg)), sv)));
+    __m512d ylo = _mm512_cvtps_pd(_mm512_castps512_ps256(vy));
+    __m512d glo = _mm512_cvtps_pd(_mm512_castps512_ps256(vg));
+    __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(ylo, _mm512_sub_pd(glo, sv)));
     __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(HIGH8(vy)),
                                               _mm512_sub_pd(_mm512_cvtps_pd(HIGH8(vg)), sv)));
     __m512 r = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)),

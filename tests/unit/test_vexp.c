@@ -106,7 +106,8 @@ static void users(void) {
   float inv = (float)(1.0 / sum), lsum = (float)log(sum);
   int ok = 0;
   for (int i = 0; i < M; i++)
-    ok += mq_f32_bits(e[i]) == mq_f32_bits(mq_vexpf(v[i])) && mq_f32_bits(sm[i]) == mq_f32_bits(ex[i] * inv) &&
+    ok += mq_f32_bits(e[i]) == mq_f32_bits(mq_vexpf(v[i])) &&
+          mq_f32_bits(sm[i]) == mq_f32_bits(ex[i] * inv) &&
           mq_f32_bits(lsm[i]) == mq_f32_bits((v[i] - mx) - lsum);
   CHECK(ok == M);
 }
