@@ -9,6 +9,10 @@
  *   cc -std=c11 -O2 -Iinclude -o build/vexp_check tools/vexp_check.c \
  *      build/libmasq.a -lm -lz -pthread && build/vexp_check
  *
+ * `build/vexp_check --hard` prints instead the inputs whose e^x lies
+ * within 2^-44 of a midpoint (by expl), the table of
+ * tests/unit/vexp_hard.h.
+ *
  * The correctly rounded float32 is tests/unit/exp_ref.h's. Exits 1 if
  * the paths disagree or expl leaves a case unsettled; the misrounded
  * counts are printed, not judged. */
@@ -18,7 +22,22 @@
 #include "../runtime/vexp.h"
 #include "../tests/unit/exp_ref.h"
 
-int main(void) {
+/* The bit patterns of the inputs whose e^x lies within 2^-44 (relative)
+ * of a midpoint between two float32s, eight a line. */
+static int print_hard(void) {
+  int n = 0;
+  for (uint64_t b = 0; b < (1ull << 32); b++) {
+    float x = mq_bits_f32((uint32_t)b), f;
+    double d = isnan(x) ? 0 : exp((double)x);
+    if (d == 0 || isinf(d) || ref_midpoint_gap(d, &f) > 0x1p-40) continue;
+    if (ref_midpoint_gap(expl((long double)x), &f) < 0x1p-44) printf("0x%08xu,%s", (unsigned)b, ++n % 8 ? " " : "\n");
+  }
+  printf("\n%d inputs\n", n);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--hard") == 0) return print_hard();
   enum { BLOCK = 1 << 16 };
   static float x[BLOCK], y[MQ_CPU__COUNT + 1][BLOCK]; /* by path, then mq_vexpf_best */
   int best = mq_cpu_best();
