@@ -37,10 +37,11 @@
 #include "parallel.h"
 #include "reduce.h"
 #include "shape.h"
+#include "vexp.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__PIC__)
-/* One call per valid score: through the GOT, not a PLT stub (a jump less). */
-extern float expf(float) __attribute__((noplt));
+/* float64: one call per valid score, through the GOT, not a PLT stub (a
+ * jump less); float32 has its own exp (vexp.h). */
 extern double exp(double) __attribute__((noplt));
 #endif
 
@@ -197,7 +198,7 @@ static float rowmax_wide_F32(const at_job *J, const double *acc, int64_t n, floa
  * is columns [0, nv) (a key mask of a padded batch), so the row is
  * contiguous: nothing scattered, nothing masked in [0, nv); prow beyond nv
  * stays 0 from the chunk's start. */
-#define DEF_ATTN_ROW(NAME, T, EXP, ROWMAX, MAXM, ROWSUM)                             \
+#define DEF_ATTN_ROW(NAME, T, EXP, EXPROW, ROWMAX, MAXM, ROWSUM)                     \
   MQ_WIDE static void NAME(const at_job *J, const at_scr *s, const double *acc, \
                            const uint8_t *mr, int64_t nv, const int64_t *ks, int64_t nk, \
                            bool dense, double *p) {                            \
@@ -206,7 +207,7 @@ static float rowmax_wide_F32(const at_job *J, const double *acc, int64_t n, floa
     T *srow = s->srow, *prow = s->prow;                                        \
     if (dense) { /* the max as the scores are divided: see rowmax */         \
       T mx = ROWMAX(J, acc, nv, srow);                                         \
-      for (int64_t j = 0; j < nv; j++) prow[j] = EXP(srow[j] - mx);            \
+      EXPROW(J, prow, srow, mx, nv);                                           \
       T inv = (T)(1.0 / ROWSUM(J, prow, m <= MQ_RED_PIECE ? nv : m));          \
       for (int64_t j = 0; j < nv; j++) p[j] = (double)(prow[j] * inv);         \
       return;                                                                  \
@@ -230,8 +231,11 @@ static float rowmax_wide_F32(const at_job *J, const double *acc, int64_t n, floa
   }
 #define SUM_F32(J, x, n) mq_kernel_rowsum_cnt_f32((J)->cpu, x, NULL, n, NULL)
 #define SUM_F64(J, x, n) mq_kernel_rowsum_f64(x, NULL, n)
-DEF_ATTN_ROW(softmax_F32, float, expf, rowmax_wide_F32, mq_kernel_rowmax_f32, SUM_F32)
-DEF_ATTN_ROW(softmax_F64, double, exp, rowmax_wide_F64, mq_kernel_rowmax_f64, SUM_F64)
+#define EXPROW_F32(J, o, x, c, n) mq_vexpf_rows((J)->cpu, o, x, c, n)
+#define EXPROW_F64(J, o, x, c, n)                                              \
+  for (int64_t j_ = 0; j_ < (n); j_++) (o)[j_] = exp((x)[j_] - (c))
+DEF_ATTN_ROW(softmax_F32, float, mq_vexpf, EXPROW_F32, rowmax_wide_F32, mq_kernel_rowmax_f32, SUM_F32)
+DEF_ATTN_ROW(softmax_F64, double, exp, EXPROW_F64, rowmax_wide_F64, mq_kernel_rowmax_f64, SUM_F64)
 
 /* The products p @ v of nr rows (row i: nk[i] keys ks[i], weights
  * p + i * m) against v's union rows vd [nv, dv] into cv [nr, dv]; a row

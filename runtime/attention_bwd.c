@@ -301,7 +301,7 @@ static size_t carve(const ab_job *J, int t, ab_scr *s) {
     T *srow = (T *)(void *)s->srow, *prow = (T *)(void *)s->prow, c = (T)J->c; \
     memset(srow, 0, (size_t)m * sizeof(T));                                    \
     for (int64_t jj = 0; jj < nv; jj++) srow[s->cols[jj]] = (T)acc[jj] / c;    \
-    ROW(prow, srow, mr, m);                                                    \
+    ROW(J->cpu, prow, srow, mr, m);                                            \
     for (int64_t q = 0; q < nk; q++) s->p[q] = (double)prow[s->cols[ks[q]]];   \
   }
 DEF_PROBS(probs_F32, float, mq_softmax_row_f32)

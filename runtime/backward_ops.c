@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include "softmax_simd.h"
 #include "masksum.h"
 #include "parallel.h"
 
@@ -351,12 +352,24 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
  * mask is x's wherever a slice got a gradient: [bad] flags the slices with
  * valid entries that got none, and the mask is only built if one has. */
 #define SM_LANES 16
+#if MQ_CPU_X86
+#define SM_DOT(cpu, a, b, m1, m2, n, d)                                        \
+  ((cpu) == MQ_CPU_AVX512 ? mq_simd_fdot_f32_avx512(a, b, m1, m2, n, d)        \
+                          : mq_simd_fdot_f32_avx2(a, b, m1, m2, n, d))
+#define SM_GRAD(cpu, g, y, xm, gm, n, s, o)                                    \
+  ((cpu) == MQ_CPU_AVX512 ? mq_simd_smgrad_f32_avx512(g, y, xm, gm, n, s, o)   \
+                          : mq_simd_smgrad_f32_avx2(g, y, xm, gm, n, s, o))
+#else
+#define SM_DOT(cpu, a, b, m1, m2, n, d) false
+#define SM_GRAD(cpu, g, y, xm, gm, n, s, o) ((void)0)
+#endif
 typedef struct sm_bw32_job {
   const float *yv, *gv;
   const uint8_t *xm, *gm, *ones;
   float *o;
   uint8_t *m, *bad; /* m: the mask to write (x plain, g masked); else bad */
   int64_t len;
+  int cpu; /* the state's CPU path: the sum's loop (softmax_simd.h) */
   bool lg;
 } sm_bw32_job;
 
@@ -396,6 +409,10 @@ MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
           d[k] += (double)sel32(gr[j + k], ok);
           any |= ok;
         }
+    } else if (B->cpu != MQ_CPU_PORTABLE && l - j >= SM_LANES) { /* the same lanes */
+      int64_t nb = (l - j) / SM_LANES * SM_LANES;
+      any = SM_DOT(B->cpu, gr + j, yr + j, xr + j, gmr + j, nb, d);
+      j += nb;
     } else {
       for (; j + SM_LANES <= l; j += SM_LANES)
         for (int k = 0; k < SM_LANES; k++) {
@@ -418,7 +435,13 @@ MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
         o[j] = sel32((float)(gi - exp(y) * s), (uint8_t)(ok & any));
       }
     } else {
-      for (j = f; j < l; j++) {
+      j = f;
+      if (B->cpu != MQ_CPU_PORTABLE && any) { /* the same operations per entry */
+        int64_t nb = (l - j) / SM_LANES * SM_LANES;
+        SM_GRAD(B->cpu, gr + j, yr + j, xr + j, gmr + j, nb, s, o + j);
+        j += nb;
+      }
+      for (; j < l; j++) {
         uint8_t ok = xr[j];
         double gi = sel32(gr[j], (uint8_t)(ok & gmr[j])), y = sel32(yr[j], ok);
         o[j] = sel32((float)(y * (gi - s)), (uint8_t)(ok & any));
@@ -441,7 +464,7 @@ static bool bw_softmax32(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gi
   if (!mq_bw_gstride(g)) g = mq_contiguous(S, g); /* a sum's single value, spread */
   sm_bw32_job B = {.yv = mq_bw_f32_at(S, t, t->ndim, t->shape), .gv = mq_bw_f(g),
                    .xm = mq_ag_maskp(S, x), .gm = mq_ag_maskp(S, g), .len = A.len,
-                   .lg = t->node->op};
+                   .cpu = S->cpu, .lg = t->node->op};
   if (B.gm == B.xm) B.gm = NULL; /* the same bytes (sum(softmax(x) * w)'s): x's alone */
   if (!B.xm || !B.gm) {
     uint8_t *ones = mq_scratch(S, (size_t)A.len);

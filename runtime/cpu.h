@@ -8,7 +8,9 @@
  * sequence of IEEE operations (float -> double conversions, adds,
  * multiplies: no FMA, no reassociation), and the lanes combine in a fixed
  * order afterwards in plain C; the wider paths only do more lanes per
- * instruction. exp and log stay on the portable path (kernels.h).
+ * instruction. float32 softmax takes the path too: its exp (masq's own,
+ * vexp.h), row max and row sum, and its backward's sum (softmax_simd.h).
+ * glibc's exp and log stay scalar (kernels.h).
  *
  * A state takes the fastest path its CPU runs (S->cpu, set at open), or
  * the one MASQ_CPU names (portable, avx2, avx512) if the CPU runs it;

@@ -23,7 +23,8 @@
  *   pre     statements run once per kernel call (parameters): NOPRE if none
  *   fexpr   the float element expression in x, instantiated for float32 and
  *           float64: R is the element type, FN(exp) names expf or exp,
- *           P0..P2 are the op's parameters (see kernels.h on libmvec)
+ *           FN(vexp) masq's float32 exp (vexp.h) or exp, P0..P2 are the
+ *           op's parameters (see kernels.h on libmvec)
  *   iexpr   the int64 element expression (SAME, SAMEB, BITS, PRED), else NONE
  *   bexpr   the bool element expression (BITS, PRED), else NONE
  *   deriv   the gradient of one element in double: g times f'(x), from x,
@@ -42,7 +43,7 @@
 #define MQ_UNARY_OPS(X)                                                        \
   X(NEG, "neg", "", B0, SAME, NOPRE, -x, WSUB(0, x), NONE, D(-g), ANY, 1, 1,   \
     "-x elementwise")                                                          \
-  X(EXP, "exp", "", B0, FLOAT, NOPRE, FN(exp)(x), NONE, NONE, D(g * y), ANY, 1, 1, \
+  X(EXP, "exp", "", B0, FLOAT, NOPRE, FN(vexp)(x), NONE, NONE, D(g * y), ANY, 1, 1, \
     "e**x elementwise")                                                        \
   X(LOG, "log", "", B0, FLOAT, NOPRE, FN(log)(x), NONE, NONE, D(g / x), POS, 1, 1, \
     "natural logarithm elementwise")                                           \

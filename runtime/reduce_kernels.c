@@ -568,6 +568,13 @@ double mq_kernel_rowsum_f64(const double *x, const uint8_t *m, int64_t n) { retu
 float mq_kernel_rowmax_f32(const float *x, const uint8_t *m, int64_t n) {
   return amax_fold_F32(-INFINITY, NULL, x, m, n);
 }
+float mq_kernel_rowmax_on_f32(int cpu, const float *x, const uint8_t *m, int64_t n) {
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512) return amax_fold_F32_avx512(-INFINITY, NULL, x, m, n);
+  if (cpu == MQ_CPU_AVX2) return amax_fold_F32_avx2(-INFINITY, NULL, x, m, n);
+#endif
+  return mq_kernel_rowmax_f32(x, m, n);
+}
 double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64_t n) {
   return amax_fold_F64(-INFINITY, NULL, x, m, n);
 }

@@ -14,9 +14,25 @@
 
 #include "kernels.h"
 #include "parallel.h"
+#include "vexp.h"
+
+/* o[i] = e^(x[i] - c) over a contiguous stretch, on CPU path [cpu]: float32
+ * by mq_vexpf (vexp.h; every path the same bits), float64 by glibc. */
+static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n) {
+  (void)cpu;
+  for (int64_t i = 0; i < n; i++) o[i] = exp(x[i] - c);
+}
+#define sm_exp_F32 mq_vexpf_rows
+
+/* A contiguous row's max and sum on CPU path [cpu] (float32: the same
+ * bits on every path, kernels.h) */
+#define sm_max_F32 mq_kernel_rowmax_on_f32
+#define sm_sum_F32(cpu, x, n) mq_kernel_rowsum_cnt_f32(cpu, x, NULL, n, NULL)
+#define sm_max_F64(cpu, x, m, n) mq_kernel_rowmax_f64(x, m, n)
+#define sm_sum_F64(cpu, x, n) mq_kernel_rowsum_f64(x, NULL, n)
 
 /* Scaling multiplies by the float reciprocal of the sum, as torch does. */
-#define DEF_SOFTMAX(E, T, EXP, ROWMAX, ROWSUM)                                 \
+#define DEF_SOFTMAX(E, T, EXP)                                                 \
   /* o[i] = fill where m[i] is 0: a select of its own, which vectorizes */     \
   static inline void sm_fill_##E(T *o, const uint8_t *m, int64_t n, T fill) {  \
     for (int64_t i = 0; i < n; i++) {                                          \
@@ -25,28 +41,28 @@
     }                                                                          \
   }                                                                            \
   /* one contiguous slice of n */                                              \
-  static void sm_row_##E(T *o, const T *x, const uint8_t *m, int64_t n, bool lg) { \
+  static void sm_row_##E(int cpu, T *o, const T *x, const uint8_t *m, int64_t n, bool lg) { \
     int64_t f, l; /* the span from the first valid entry to the last */      \
     if (!mq_valid_span(m, n, &f, &l)) {                                        \
       for (int64_t i = 0; i < n; i++) o[i] = NAN;                              \
       return;                                                                  \
     }                                                                          \
-    T mx = ROWMAX(x, m, n); /* whole row: its lanes, hence its NaN, as ever */ \
+    T mx = sm_max_##E(cpu, x, m, n); /* whole row: its lanes, hence its NaN */ \
     /* exp over the span, then zero the masked-out slots: two loops that \
      * both vectorize, where one loop with a select around a call does not; \
      * outside the span (a padded row's tail) nothing is computed */          \
     for (int64_t i = 0; i < f; i++) o[i] = 0;                                  \
-    for (int64_t i = f; i < l; i++) o[i] = EXP(x[i] - mx);                     \
+    sm_exp_##E(cpu, o + f, x + f, mx, l - f);                                  \
     for (int64_t i = l; i < n; i++) o[i] = 0;                                  \
     if (m) sm_fill_##E(o + f, m + f, l - f, (T)0);                             \
     if (lg) { /* (x - max) - log(sum), as torch: max + log(sum) would lose \
                * log(sum) beside a large max; masked-out entries: log(0) */ \
-      T lsum = (T)log(ROWSUM(o, NULL, n));                                     \
+      T lsum = (T)log(sm_sum_##E(cpu, o, n));                                  \
       for (int64_t i = 0; i < n; i++) o[i] = (x[i] - mx) - lsum;               \
       if (m) sm_fill_##E(o, m, n, (T)-INFINITY);                               \
       return;                                                                  \
     }                                                                          \
-    T inv = (T)(1.0 / ROWSUM(o, NULL, n));                                     \
+    T inv = (T)(1.0 / sm_sum_##E(cpu, o, n));                                  \
     for (int64_t i = 0; i < n; i++) o[i] *= inv;                               \
   }                                                                            \
   /* n rows of [inner] columns; mx, sum and any are scratch rows */           \
@@ -104,20 +120,21 @@
     }                                                                          \
   }
 
-DEF_SOFTMAX(F32, float, expf, mq_kernel_rowmax_f32, mq_kernel_rowsum_f32)
-DEF_SOFTMAX(F64, double, exp, mq_kernel_rowmax_f64, mq_kernel_rowsum_f64)
+DEF_SOFTMAX(F32, float, mq_vexpf)
+DEF_SOFTMAX(F64, double, exp)
 
-void mq_softmax_row_f32(float *o, const float *x, const uint8_t *m, int64_t n) {
-  sm_row_F32(o, x, m, n, false);
+void mq_softmax_row_f32(int cpu, float *o, const float *x, const uint8_t *m, int64_t n) {
+  sm_row_F32(cpu, o, x, m, n, false);
 }
-void mq_softmax_row_f64(double *o, const double *x, const uint8_t *m, int64_t n) {
-  sm_row_F64(o, x, m, n, false);
+void mq_softmax_row_f64(int cpu, double *o, const double *x, const uint8_t *m, int64_t n) {
+  sm_row_F64(cpu, o, x, m, n, false);
 }
 
 /* Slices [b0, b1) of the (outer, n, inner) view on thread t, with that
  * thread's scratch rows. */
 typedef struct sm_job {
   mq_dtype dt;
+  int cpu; /* the state's CPU path (cpu.h) */
   size_t es;
   char *o;
   const char *x;
@@ -141,12 +158,12 @@ static void sm_range(void *ctx, int64_t b0, int64_t b1, int t) {
     if (J->dt == MQ_DT_F32) {
       float *o = (float *)J->o + off;
       const float *x = (const float *)J->x + off;
-      if (inner == 1) sm_row_F32(o, x, mb, n, J->lg);
+      if (inner == 1) sm_row_F32(J->cpu, o, x, mb, n, J->lg);
       else sm_cols_F32(o, x, mb, n, inner, mx, sum, any, J->lg);
     } else {
       double *o = (double *)J->o + off;
       const double *x = (const double *)J->x + off;
-      if (inner == 1) sm_row_F64(o, x, mb, n, J->lg);
+      if (inner == 1) sm_row_F64(J->cpu, o, x, mb, n, J->lg);
       else sm_cols_F64(o, x, mb, n, inner, mx, sum, any, J->lg);
     }
   }
@@ -164,8 +181,8 @@ static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
   if (out->numel) {
     /* slices are independent: the threads share them out (parallel.h) */
     int nt = mq_parallel_threads_for(S, out->numel);
-    sm_job J = {.dt = dt, .es = mq_dtype_size(dt), .o = mq_tensor_data(out), .x = mq_tensor_data(x),
-                .m = m, .n = n, .inner = inner, .lg = lg};
+    sm_job J = {.dt = dt, .cpu = S->cpu, .es = mq_dtype_size(dt), .o = mq_tensor_data(out),
+                .x = mq_tensor_data(x), .m = m, .n = n, .inner = inner, .lg = lg};
     if (inner > 1) {
       J.mx = mq_scratch(S, (size_t)(nt * inner) * J.es);
       J.sum = mq_scratch(S, (size_t)(nt * inner) * sizeof *J.sum);

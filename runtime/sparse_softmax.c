@@ -17,6 +17,7 @@
 #include "kernels.h"
 #include "parallel.h"
 #include "sparse.h"
+#include "vexp.h"
 
 static inline void poll_at(mq_state *S, int64_t k) {
   if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
@@ -166,7 +167,7 @@ typedef struct sm_job {
     T inv = (T)(1.0 / s);                                                                   \
     for (int64_t i = 0; i < n; i++) o[i] *= inv;                                            \
   }
-DEF_SM(F32, float, expf)
+DEF_SM(F32, float, mq_vexpf) /* as dense softmax's (vexp.h) */
 DEF_SM(F64, double, exp)
 
 static void sm_groups(void *ctx, int64_t lo, int64_t hi, int t) {

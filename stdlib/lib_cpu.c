@@ -36,7 +36,8 @@ static mq_value lib_cpu_paths(mq_state *S, mq_value *args) {
 
 const mq_libfn mq_lib_cpu[] = {
     {"set_cpu_path(path)", lib_set_cpu_path,
-     "the CPU path of the streaming float32 reductions and var/std: \"portable\", \"avx2\" or "
+     "the CPU path of the streaming float32 reductions, var/std and float32 softmax: "
+     "\"portable\", \"avx2\" or "
      "\"avx512\" (one this CPU runs; results are the same bits on every path); starts at $MASQ_CPU "
      "or the fastest", MQ_BK_NONE, 0},
     {"get_cpu_path()", lib_get_cpu_path, "the CPU path kernels take (set_cpu_path)", MQ_BK_NONE, 0},
