@@ -27,8 +27,28 @@ typedef struct ew_job {
   int64_t gs;
 } ew_job;
 
-static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, ew_job *J) {
+static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, void *J) {
   mq_parallel_for(S, mq_parallel_threads_for(S, n), n, MQ_PAR_GRAIN, fn, J);
+}
+
+/* Mask bytes (0 or 1) out[i] = a[i] & b[i] (b NULL: all ones), on the
+ * state's threads for large masks. */
+typedef struct and_job {
+  uint8_t *out;
+  const uint8_t *a, *b;
+} and_job;
+
+static void and_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const and_job *J = ctx;
+  if (J->b) /* without branches */
+    for (int64_t i = lo; i < hi; i++) J->out[i] = J->a[i] & J->b[i];
+  else
+    memcpy(J->out + lo, J->a + lo, (size_t)(hi - lo));
+}
+
+static void mask_and(mq_state *S, uint8_t *out, const uint8_t *a, const uint8_t *b, int64_t n) {
+  and_job J = {out, a, b};
+  ew_run(S, n, and_range, &J);
 }
 
 static const double PI = 3.14159265358979323846, LN2 = 0.69314718055994530942,
@@ -121,11 +141,7 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
   }
   /* within x's mask */
   mq_tensor *mask = mq_tensor_new(S, MQ_DT_BOOL, x->ndim, x->shape);
-  uint8_t *mv = mq_tensor_data(mask);
-  if (vm) /* mask bytes are 0 or 1: & without branches */
-    for (int64_t i = 0; i < x->numel; i++) mv[i] = xm[i] & vm[i];
-  else
-    memcpy(mv, xm, (size_t)x->numel);
+  mask_and(S, mq_tensor_data(mask), xm, vm, x->numel);
   if (r->mask) mq_obj_release(S, &r->mask->hdr);
   r->mask = NULL;
   mq_tensor_set_mask(S, r, mask);
@@ -475,19 +491,30 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
 /* The part of [g] where [sel] (bytes of g's shape) is set, [want] it: the
  * rest gets no gradient when [masked] (torch.masked's where: g's data under
  * a false mask), else 0. */
+typedef struct sel_job {
+  const double *gv;
+  const uint8_t *gm, *sel;
+  double *o;
+  uint8_t *m;
+  bool want;
+} sel_job;
+
+static void select_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const sel_job *J = ctx;
+  for (int64_t i = lo; i < hi; i++) {
+    bool take = (J->sel[i] != 0) == J->want;
+    double v = J->gv[i];
+    J->o[i] = take || J->m ? v : 0.0;
+    if (J->m) J->m[i] = take && (!J->gm || J->gm[i]);
+  }
+}
+
 static mq_tensor *select_part(mq_state *S, mq_tensor *g, const uint8_t *sel, bool want,
                               bool masked) {
-  const double *gv = mq_bw_d(g);
-  const uint8_t *gm = mq_ag_maskp(S, g);
   mq_tensor *r = mq_ag_gnew(S, g->ndim, g->shape);
-  double *o = mq_bw_d(r);
-  uint8_t *m = masked ? mq_ag_new_mask(S, r) : NULL;
-  for (int64_t i = 0; i < r->numel; i++) {
-    bool take = (sel[i] != 0) == want;
-    double v = gv[i];
-    o[i] = take || m ? v : 0.0;
-    if (m) m[i] = take && (!gm || gm[i]);
-  }
+  sel_job J = {mq_bw_d(g), mq_ag_maskp(S, g), sel, mq_bw_d(r), masked ? mq_ag_new_mask(S, r) : NULL,
+               want};
+  ew_run(S, r->numel, select_range, &J);
   return r;
 }
 
@@ -524,8 +551,7 @@ static void bw_get_data(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin
   }
   mq_tensor *r = mq_tensor_view(S, g, g->ndim, g->shape, g->strides, g->offset);
   mq_tensor *mask = mq_tensor_new(S, MQ_DT_BOOL, g->ndim, g->shape);
-  uint8_t *mv = mq_tensor_data(mask);
-  for (int64_t i = 0; i < g->numel; i++) mv[i] = xm[i] && (!gm || gm[i]);
+  mask_and(S, mq_tensor_data(mask), xm, gm, g->numel);
   mq_tensor_set_mask(S, r, mask);
   gin[0] = r;
 }

@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include "../core/checked.h"
 #include "masksum.h"
 #include "parallel.h"
 
@@ -66,6 +67,29 @@ static double dreduce(const mq_gradnode *n, double x, double y, int64_t i, int64
   case MQ_RED__COUNT: break;
   }
   return NAN; /* bool and int results are never recorded (mq_ag_rec_reduce) */
+}
+
+/* Entries [lo, hi) of a reduction's gradient, from the slots' statistics:
+ * each entry on its own, so the threads share them out. */
+typedef struct red_job {
+  const mq_gradnode *n;
+  const int64_t *at;
+  const double *xv, *yv, *gv;
+  const uint8_t *xm, *gm;
+  const slot_stats *st;
+  double *o;
+  uint8_t *m;
+} red_job;
+
+static void red_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const red_job *J = ctx;
+  for (int64_t i = lo; i < hi; i++) {
+    int64_t k = J->at[i];
+    /* under the mask the data is whatever the formula gives, as in torch
+     * (1 for a sum); it is never read */
+    J->o[i] = J->gv[k] * dreduce(J->n, J->xv[i], J->yv[k], i, k, J->st);
+    if (J->m) J->m[i] = valid(J->xm, i) && valid(J->gm, k);
+  }
 }
 
 /* Moves to the next row (the last dim) of [x], keeping k0, the output
@@ -230,14 +254,8 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
 
   uint8_t *m;
   mq_tensor *r = grad_new(S, x->ndim, x->shape, xm || gm, &m);
-  double *o = mq_bw_d(r);
-  for (int64_t i = 0; i < N; i++) {
-    int64_t k = at[i];
-    /* under the mask the data is whatever the formula gives, as in torch
-     * (1 for a sum); it is never read */
-    o[i] = gv[k] * dreduce(n, xv[i], yv[k], i, k, &st);
-    if (m) m[i] = valid(xm, i) && valid(gm, k);
-  }
+  red_job J = {n, at, xv, yv, gv, xm, gm, &st, mq_bw_d(r), m};
+  mq_parallel_for(S, mq_parallel_threads_for(S, N), N, MQ_PAR_GRAIN, red_range, &J);
   gin[0] = r;
 }
 
@@ -686,12 +704,15 @@ static void mm_bw_pairs(const mm_bw *W, int64_t oa, int64_t ob, const double *gb
     }
 }
 
-/* Scratch of mm_bw_rows: b transposed [N, K] (0 where masked out) and its
- * mask, four rows of the gradient [4, N] (0 where masked out), and a row's
- * valid gradient columns [N]. */
+/* What mm_bw_ga and mm_bw_gb read besides the operands. ga: b's batch
+ * transposed [N, K] (0 where masked out) and its mask, and the thread's
+ * scratch for a row's valid gradient columns [N]. gb: the batch's gradient
+ * [M, N] with 0 where masked out, the span of each row's valid entries
+ * [M, 2], and a row of N zeros. */
 typedef struct mm_bw_scratch {
-  double *bt, *gz;
-  uint8_t *btm;
+  const double *bt, *gz, *zero;
+  const uint8_t *btm;
+  const int64_t *span;
   int64_t *js;
 } mm_bw_scratch;
 
@@ -700,10 +721,10 @@ typedef struct mm_bw_scratch {
  * the same order), over the span of a's valid entries in row i only (the
  * others end masked out and 0). */
 MQ_WIDE static void mm_bw_ga(const mm_bw *W, int64_t oa, const double *gb_, const uint8_t *gmb,
-                             const uint8_t *bm, const mm_bw_scratch *X) {
-  int64_t M = W->M, K = W->K, N = W->N;
+                             const uint8_t *bm, const mm_bw_scratch *X, int64_t i0, int64_t i1) {
+  int64_t K = W->K, N = W->N;
   const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
-  for (int64_t i = 0; i < M; i++) {
+  for (int64_t i = i0; i < i1; i++) {
     const double *gr = gb_ + i * N;
     const uint8_t *gmr = gmb ? gmb + i * N : NULL;
     int64_t l0, l1, nj = 0;
@@ -752,8 +773,8 @@ MQ_WIDE static void mm_bw_ga(const mm_bw *W, int64_t oa, const double *gb_, cons
  * a time, over the union of their spans of valid entries (a padded row's
  * tail is skipped); a masked-out a[i, l] or g[i, j] takes part as an exact
  * 0, which leaves the sum as it was. */
-MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_,
-                             const uint8_t *gmb, const mm_bw_scratch *X) {
+MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const uint8_t *gmb,
+                             const mm_bw_scratch *X, int64_t l0, int64_t l1) {
   int64_t M = W->M, K = W->K, N = W->N;
   const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
   const double *ax = W->A.x + oa;
@@ -761,20 +782,15 @@ MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const doubl
     int64_t nr = M - i0 < 4 ? M - i0 : 4, u0 = N, u1 = 0;
     int64_t s0[4], s1[4];
     for (int64_t r = 0; r < nr; r++) {
-      const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
-      if (!mq_valid_span(gmr, N, &s0[r], &s1[r])) continue;
+      s0[r] = X->span[2 * (i0 + r)], s1[r] = X->span[2 * (i0 + r) + 1];
+      if (s0[r] >= s1[r]) continue;
       u0 = s0[r] < u0 ? s0[r] : u0;
       u1 = s1[r] > u1 ? s1[r] : u1;
     }
     if (u0 >= u1) continue;
-    double *gz[4];
-    for (int64_t r = 0; r < 4; r++) {
-      gz[r] = X->gz + r * N;
-      const double *gr = gb_ + (i0 + r) * N;
-      const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
-      for (int64_t j = u0; j < u1; j++) gz[r][j] = r < nr && valid(gmr, j) ? gr[j] : 0;
-    }
-    for (int64_t l = 0; l < K; l++) {
+    const double *gz[4];
+    for (int64_t r = 0; r < 4; r++) gz[r] = r < nr ? X->gz + (i0 + r) * N : X->zero;
+    for (int64_t l = l0; l < l1; l++) {
       double a[4];
       uint8_t any = 0;
       for (int64_t r = 0; r < 4; r++) {
@@ -806,27 +822,124 @@ MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const doubl
   }
 }
 
-/* One batch as rows of axpys, each gradient entry summed in the same order
- * as mm_bw_pairs (batches, then j for ga; batches, then i for gb), so the
- * result is the same to the bit: with finite inputs, a term whose partner
- * is masked out is an exact +-0 here, and adding it leaves a sum that
- * starts at +0 unchanged (it can never be -0). What makes the work
- * smaller: masked-out gradient entries and a's masked-out spans are
- * skipped, not multiplied by 0. */
-static void mm_bw_rows(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_, const uint8_t *gmb,
-                       const mm_bw_scratch *X) {
-  int64_t K = W->K, N = W->N;
-  const uint8_t *bm = W->B.m ? W->B.m + ob : NULL;
-  const double *bx = W->B.x + ob;
-  if (W->pa) {
-    for (int64_t l = 0; l < K; l++)
-      for (int64_t j = 0; j < N; j++) X->bt[j * K + l] = valid(bm, l * N + j) ? bx[l * N + j] : 0;
-    if (bm && W->ma)
-      for (int64_t l = 0; l < K; l++)
-        for (int64_t j = 0; j < N; j++) X->btm[j * K + l] = bm[l * N + j];
-    mm_bw_ga(W, oa, gb_, gmb, bm, X);
+/* The rows path: every batch as rows of axpys, each gradient entry summed
+ * in the same order as mm_bw_pairs (batches, then j for ga; batches, then
+ * i for gb), so the result is the same to the bit: with finite inputs, a
+ * term whose partner is masked out is an exact +-0 here, and adding it
+ * leaves a sum that starts at +0 unchanged (it can never be -0). What
+ * makes the work smaller: masked-out gradient entries and a's masked-out
+ * spans are skipped, not multiplied by 0. The threads share out the rows
+ * of ga (items: a's rows, or (batch, row) pairs when no two batches write
+ * the same rows of ga) and the rows l of gb likewise: an entry is written
+ * by one thread only, its terms in the order above. */
+typedef struct mm_bw_job {
+  const mm_bw *W;
+  const int64_t *oa, *ob; /* each batch's offsets in a and b */
+  int64_t nbatch;
+  bool own_a, own_b;      /* every batch writes rows of its own */
+  double *bt;              /* b's batches transposed */
+  const double *gz, *zero; /* g with 0 where masked out */
+  uint8_t *btm;
+  int64_t *js, *span;     /* N per thread; each row of g's valid span */
+} mm_bw_job;
+
+/* The (batch, rows [r0, r1)) pieces of items [lo, hi) in order: with
+ * [own], item = batch * per + row; else rows [lo, hi) of every batch.
+ * Start with bti = -1. */
+typedef struct mm_seg {
+  int64_t bti, r0, r1;
+} mm_seg;
+
+static bool mm_bw_next(const mm_bw_job *J, bool own, int64_t per, int64_t lo, int64_t hi, mm_seg *g) {
+  if (!own) {
+    g->r0 = lo, g->r1 = hi;
+    return ++g->bti < J->nbatch;
   }
-  if (W->pb) mm_bw_gb(W, oa, ob, gb_, gmb, X);
+  int64_t it = g->bti < 0 ? lo : g->bti * per + g->r1;
+  if (it >= hi) return false;
+  g->bti = it / per;
+  g->r0 = it - g->bti * per;
+  g->r1 = hi - g->bti * per < per ? hi - g->bti * per : per;
+  return true;
+}
+
+static void mm_bw_ga_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_bw_job *J = ctx;
+  const mm_bw *W = J->W;
+  int64_t M = W->M, N = W->N;
+  mm_bw_scratch X = {.js = J->js + t * (N > 0 ? N : 1)};
+  for (mm_seg g = {-1, 0, 0}; mm_bw_next(J, J->own_a, M, lo, hi, &g);) {
+    int64_t ob = J->ob[g.bti];
+    X.bt = J->bt + ob, X.btm = J->btm ? J->btm + ob : NULL;
+    mm_bw_ga(W, J->oa[g.bti], W->gv + g.bti * M * N, W->gm ? W->gm + g.bti * M * N : NULL,
+             W->B.m ? W->B.m + ob : NULL, &X, g.r0, g.r1);
+  }
+}
+
+static void mm_bw_gb_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_bw_job *J = ctx;
+  const mm_bw *W = J->W;
+  int64_t M = W->M, N = W->N;
+  mm_bw_scratch X = {.zero = J->zero};
+  for (mm_seg g = {-1, 0, 0}; mm_bw_next(J, J->own_b, W->K, lo, hi, &g);) {
+    X.gz = J->gz + g.bti * M * N, X.span = J->span + g.bti * M * 2;
+    mm_bw_gb(W, J->oa[g.bti], J->ob[g.bti], W->gm ? W->gm + g.bti * M * N : NULL, &X, g.r0, g.r1);
+  }
+}
+
+/* b's [nb] batches transposed, [N, K] each at its batch's offset (0 where
+ * masked out), and their masks when ga needs them. */
+static void mm_bw_transpose(const mm_bw *W, int64_t nb, double *bt, uint8_t *btm) {
+  int64_t K = W->K, N = W->N;
+  for (int64_t ob = 0; ob < nb * K * N; ob += K * N) {
+    const uint8_t *bm = W->B.m ? W->B.m + ob : NULL;
+    const double *bx = W->B.x + ob;
+    for (int64_t l = 0; l < K; l++)
+      for (int64_t j = 0; j < N; j++) bt[ob + j * K + l] = valid(bm, l * N + j) ? bx[l * N + j] : 0;
+    if (btm)
+      for (int64_t l = 0; l < K; l++)
+        for (int64_t j = 0; j < N; j++) btm[ob + j * K + l] = bm[l * N + j];
+  }
+}
+
+/* A chunk of about MQ_PAR_GRAIN multiply-adds, in items of [per]. */
+static int64_t mm_bw_grain(int64_t per) { return per >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / (per ? per : 1); }
+
+/* [na], [nb]: the number of a's and b's matrices. */
+static void mm_bw_rows(mq_state *S, const mm_bw *W, mm_bw_job *J, int64_t na, int64_t nb) {
+  int64_t M = W->M, K = W->K, N = W->N, n1 = N > 0 ? N : 1, nkn = nb * K * N > 0 ? nb * K * N : 1;
+  /* either side: nbatch * M * K * N multiply-adds (saturated: it only
+   * picks the thread count) */
+  int64_t work, mk, kn;
+  if (!mq_mul_ok(J->nbatch, M, &mk) || !mq_mul_ok(K, N, &kn) || !mq_mul_ok(mk, kn, &work))
+    work = INT64_MAX;
+  int nt = mq_parallel_threads_for(S, work);
+  J->own_a = na == J->nbatch, J->own_b = nb == J->nbatch;
+  if (W->pa) {
+    J->bt = mq_scratch(S, (size_t)nkn * sizeof *J->bt); /* b's size */
+    J->btm = W->B.m && W->ma ? mq_scratch(S, (size_t)nkn) : NULL;
+    mm_bw_transpose(W, nb, J->bt, J->btm);
+    J->js = mq_scratch(S, (size_t)nt * (size_t)n1 * sizeof *J->js);
+    int64_t items = J->own_a ? J->nbatch * M : M;
+    mq_parallel_for(S, nt, items, mm_bw_grain(K * N * (J->own_a ? 1 : J->nbatch)), mm_bw_ga_range, J);
+  }
+  if (W->pb) { /* g's rows once for all: zeros where masked out, spans */
+    int64_t rows = J->nbatch * M;
+    double *gz = W->gm ? mq_scratch(S, (size_t)(rows * N > 0 ? rows * N : 1) * sizeof *gz) : NULL;
+    J->gz = gz ? gz : W->gv; /* a plain g is read as it is */
+    J->span = mq_scratch(S, (size_t)(rows > 0 ? rows : 1) * 2 * sizeof *J->span);
+    J->zero = zeroed(S, n1);
+    for (int64_t i = 0; i < rows; i++) {
+      const uint8_t *gmr = W->gm ? W->gm + i * N : NULL;
+      mq_valid_span(gmr, N, &J->span[2 * i], &J->span[2 * i + 1]);
+      for (int64_t j = 0; gz && j < N; j++) gz[i * N + j] = gmr[j] ? W->gv[i * N + j] : 0;
+    }
+    int64_t items = J->own_b ? J->nbatch * K : K;
+    /* at least 32 rows of gb a chunk: a chunk copies four rows of g per
+     * four rows of a, once for all its rows of gb */
+    int64_t grain = mm_bw_grain(M * N * (J->own_b ? 1 : J->nbatch));
+    mq_parallel_for(S, nt, items, grain > 32 ? grain : 32, mm_bw_gb_range, J);
+  }
 }
 
 /* With c = a @ b over valid pairs only: dc[i,j]/da[i,l] = b[l,j] where b[l,j]
@@ -857,25 +970,23 @@ void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   if (W.mb) memset(W.mb, 0, (size_t)b->numel);
   bool rows = valid_finite(W.A.x, W.A.m, a->numel) && valid_finite(W.B.x, W.B.m, b->numel) &&
               valid_finite(W.gv, W.gm, g->numel);
-  mm_bw_scratch X = {0};
-  if (rows) { /* sizes: N * K is at most the size of b */
-    size_t nk = (size_t)(N * K > 0 ? N * K : 1), n1 = (size_t)(N > 0 ? N : 1);
-    X.bt = mq_scratch(S, nk * sizeof *X.bt);
-    X.btm = W.B.m && W.ma ? mq_scratch(S, nk) : NULL;
-    X.gz = mq_scratch(S, 4 * n1 * sizeof *X.gz);
-    X.js = mq_scratch(S, n1 * sizeof *X.js);
-  }
+  /* each batch's offsets in a and b */
+  int64_t *oa = mq_scratch(S, (size_t)(nbatch ? nbatch : 1) * sizeof *oa);
+  int64_t *ob = mq_scratch(S, (size_t)(nbatch ? nbatch : 1) * sizeof *ob);
   int64_t idx[MQ_MAX_DIMS] = {0};
   for (int64_t bti = 0; bti < nbatch; bti++) {
-    int64_t oa = mat_batch(&W.A, nbd, idx) * M * K, ob = mat_batch(&W.B, nbd, idx) * K * N;
-    const double *gb_ = W.gv + bti * M * N;
-    const uint8_t *gmb = W.gm ? W.gm + bti * M * N : NULL;
-    if (rows) mm_bw_rows(&W, oa, ob, gb_, gmb, &X);
-    else mm_bw_pairs(&W, oa, ob, gb_, gmb);
+    oa[bti] = mat_batch(&W.A, nbd, idx) * M * K, ob[bti] = mat_batch(&W.B, nbd, idx) * K * N;
     for (int d = nbd - 1; d >= 0; d--) {
       if (++idx[d] < bshape[d]) break;
       idx[d] = 0;
     }
+  }
+  if (rows) {
+    mm_bw_job J = {.W = &W, .oa = oa, .ob = ob, .nbatch = nbatch};
+    mm_bw_rows(S, &W, &J, M * K > 0 ? a->numel / (M * K) : 0, K * N > 0 ? b->numel / (K * N) : 0);
+  } else {
+    for (int64_t bti = 0; bti < nbatch; bti++)
+      mm_bw_pairs(&W, oa[bti], ob[bti], W.gv + bti * M * N, W.gm ? W.gm + bti * M * N : NULL);
   }
   /* the rows path summed terms whose own operand is masked out: those
    * entries get no gradient (the data under the mask stays 0) */
