@@ -38,12 +38,16 @@ typedef struct and_job {
   const uint8_t *a, *b;
 } and_job;
 
+/* (the job's fields are read into locals first: a store through a byte
+ * pointer may change anything, the job too, as far as the compiler knows) */
 static void and_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const and_job *J = ctx;
-  if (J->b) /* without branches */
-    for (int64_t i = lo; i < hi; i++) J->out[i] = J->a[i] & J->b[i];
+  uint8_t *out = J->out;
+  const uint8_t *a = J->a, *b = J->b;
+  if (b) /* without branches */
+    for (int64_t i = lo; i < hi; i++) out[i] = a[i] & b[i];
   else
-    memcpy(J->out + lo, J->a + lo, (size_t)(hi - lo));
+    memcpy(out + lo, a + lo, (size_t)(hi - lo));
 }
 
 static void mask_and(mq_state *S, uint8_t *out, const uint8_t *a, const uint8_t *b, int64_t n) {
@@ -501,11 +505,16 @@ typedef struct sel_job {
 
 static void select_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const sel_job *J = ctx;
+  const double *gv = J->gv;
+  const uint8_t *gm = J->gm, *sel = J->sel;
+  double *o = J->o;
+  uint8_t *m = J->m;
+  bool want = J->want;
   for (int64_t i = lo; i < hi; i++) {
-    bool take = (J->sel[i] != 0) == J->want;
-    double v = J->gv[i];
-    J->o[i] = take || J->m ? v : 0.0;
-    if (J->m) J->m[i] = take && (!J->gm || J->gm[i]);
+    bool take = (sel[i] != 0) == want;
+    double v = gv[i];
+    o[i] = take || m ? v : 0.0;
+    if (m) m[i] = take && (!gm || gm[i]);
   }
 }
 

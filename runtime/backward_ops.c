@@ -69,6 +69,43 @@ static double dreduce(const mq_gradnode *n, double x, double y, int64_t i, int64
   return NAN; /* bool and int results are never recorded (mq_ag_rec_reduce) */
 }
 
+/* Valid entry [i] of value [v] into the statistics of slot [k], of value [y]. */
+static inline void stat_add(slot_stats *st, int64_t k, int64_t i, double v, double y, bool norm_inf) {
+  st->count[k] += 1;
+  st->sum[k] += v;
+  if (norm_inf ? fabs(v) == y : v == y) st->ties[k] += 1; /* ties split evenly */
+  if (st->first[k] < 0 && (v == y || (v != v && y != y))) st->first[k] = i;
+  if (v == 0) st->zeros[k] += 1;
+  else st->prod_nz[k] *= v;
+}
+
+/* The statistics of slots [lo, hi) when the reduced dims are one block: x
+ * as (outer, len, inner), slot o * inner + c gets entries (o, r, c) in
+ * order of r, as the plain loop over x gives them; a slot is one thread's. */
+typedef struct stats_job {
+  const double *xv, *yv;
+  const uint8_t *xm;
+  slot_stats *st;
+  int64_t len, inner;
+  bool norm_inf;
+} stats_job;
+
+static void stats_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const stats_job *J = ctx;
+  const double *xv = J->xv, *yv = J->yv;
+  const uint8_t *xm = J->xm;
+  int64_t len = J->len, inner = J->inner;
+  for (int64_t k0 = lo; k0 < hi;) {
+    int64_t o = k0 / inner, c0 = k0 - o * inner, c1 = inner - c0 < hi - k0 ? inner : c0 + (hi - k0);
+    for (int64_t r = 0; r < len; r++) {
+      int64_t base = (o * len + r) * inner;
+      for (int64_t c = c0; c < c1; c++)
+        if (valid(xm, base + c)) stat_add(J->st, o * inner + c, base + c, xv[base + c], yv[o * inner + c], J->norm_inf);
+    }
+    k0 += c1 - c0;
+  }
+}
+
 /* Entries [lo, hi) of a reduction's gradient, from the slots' statistics:
  * each entry on its own, so the threads share them out. */
 typedef struct red_job {
@@ -82,13 +119,18 @@ typedef struct red_job {
 } red_job;
 
 static void red_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const red_job *J = ctx;
+  const red_job *J = ctx; /* its fields in locals: m's stores may alias anything */
+  const int64_t *at = J->at;
+  const double *xv = J->xv, *yv = J->yv, *gv = J->gv;
+  const uint8_t *xm = J->xm, *gm = J->gm;
+  double *o = J->o;
+  uint8_t *m = J->m;
   for (int64_t i = lo; i < hi; i++) {
-    int64_t k = J->at[i];
+    int64_t k = at[i];
     /* under the mask the data is whatever the formula gives, as in torch
      * (1 for a sum); it is never read */
-    J->o[i] = J->gv[k] * dreduce(J->n, J->xv[i], J->yv[k], i, k, J->st);
-    if (J->m) J->m[i] = valid(J->xm, i) && valid(J->gm, k);
+    o[i] = gv[k] * dreduce(J->n, xv[i], yv[k], i, k, J->st);
+    if (m) m[i] = valid(xm, i) && valid(gm, k);
   }
 }
 
@@ -240,16 +282,23 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
                    zeroed(S, nout), mq_scratch(S, (size_t)(nout ? nout : 1) * sizeof *st.first)};
   bool norm_inf = n->kind == MQ_AG_NORM && isinf(n->prm[0]);
   for (int64_t k = 0; k < nout; k++) st.prod_nz[k] = 1, st.first[k] = -1;
-  for (int64_t i = 0; i < N; i++) {
-    if (!valid(xm, i)) continue;
-    int64_t k = at[i];
-    double v = xv[i];
-    st.count[k] += 1;
-    st.sum[k] += v;
-    if (norm_inf ? fabs(v) == yv[k] : v == yv[k]) st.ties[k] += 1; /* ties split evenly */
-    if (st.first[k] < 0 && (v == yv[k] || (v != v && yv[k] != yv[k]))) st.first[k] = i;
-    if (v == 0) st.zeros[k] += 1;
-    else st.prod_nz[k] *= v;
+  /* the reduced dims one block d0..d1: x as (outer, len, inner), and the
+   * threads share out the slots */
+  int d0 = 0, d1 = -1;
+  while (d0 < x->ndim && !((n->dims >> d0) & 1)) d0++;
+  for (int d = d0; d < x->ndim && ((n->dims >> d) & 1); d++) d1 = d;
+  bool block = d1 >= d0 && x->ndim > 0;
+  for (int d = d1 + 1; block && d < x->ndim; d++) block = !((n->dims >> d) & 1);
+  if (block) {
+    stats_job K = {xv, yv, xm, &st, 1, 1, norm_inf};
+    for (int d = d0; d <= d1; d++) K.len *= x->shape[d];
+    for (int d = d1 + 1; d < x->ndim; d++) K.inner *= x->shape[d];
+    int64_t len = K.len > 0 ? K.len : 1;
+    mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
+                    stats_range, &K);
+  } else {
+    for (int64_t i = 0; i < N; i++)
+      if (valid(xm, i)) stat_add(&st, at[i], i, xv[i], yv[at[i]], norm_inf);
   }
 
   uint8_t *m;
