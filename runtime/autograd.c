@@ -222,6 +222,7 @@ void mq_ag_rec_moved(mq_state *S, mq_tensor *out, mq_tensor *t, mq_ag_move_fn f,
   mq_tensor *src = mq_contiguous(S, f(S, element_ids(S, t), arg));
   mq_gradnode *n = record(S, out, MQ_AG_GATHER, 1, 1);
   if (!n) return;
+  n->op = 1; /* a rearrangement */
   set_in(n, 0, t);
   set_in(n, 1, src);
 }

@@ -622,6 +622,31 @@ void mq_bw_cumulative(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
 
 /* --- data movement ------------------------------------------------------------ */
 
+/* A rearrangement's gradient, entries [lo, hi) of g: each lands on its own
+ * input element, as 0 + g (the sum the general path forms: +0 for -0). */
+typedef struct move_job {
+  const int64_t *from;
+  const double *gv;
+  const uint8_t *gm, *um;
+  double *o;
+  uint8_t *m;
+} move_job;
+
+static void move_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const move_job *J = ctx;
+  const int64_t *from = J->from;
+  const double *gv = J->gv;
+  const uint8_t *gm = J->gm, *um = J->um;
+  double *o = J->o;
+  uint8_t *m = J->m;
+  for (int64_t k = lo; k < hi; k++) {
+    int64_t d = from[k];
+    bool got = valid(gm, k);
+    o[d] = got ? 0.0 + gv[k] : 0.0;
+    if (m) m[d] = got && valid(um, d);
+  }
+}
+
 /* The op is replayed on tensors holding the element numbers of its inputs
  * (numbered across all inputs, for cat and stack); the result says, for
  * each output element, which input element it came from, and the gradient
@@ -654,6 +679,17 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   const int64_t *from = mq_tensor_data(src);
   const double *gv = mq_bw_d(g);
   const uint8_t *gm = mq_ag_maskp(S, g);
+  if (n->op == 1 && n->nin == 1) { /* a rearrangement: on threads */
+    mq_tensor *u = n->in[0];
+    if (!u->requires_grad) return;
+    const uint8_t *um = mq_ag_maskp(S, u);
+    move_job J = {from, gv, gm, um, NULL, NULL};
+    mq_tensor *r = grad_new(S, u->ndim, u->shape, gm || um, &J.m);
+    J.o = mq_bw_d(r);
+    mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
+    gin[0] = r;
+    return;
+  }
   double *acc = zeroed(S, total);
   uint8_t *got = mq_scratch(S, (size_t)(total ? total : 1));
   memset(got, 0, (size_t)total);
