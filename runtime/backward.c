@@ -111,6 +111,34 @@ int64_t *mq_bw_offsets(mq_state *S, int nd, const int64_t *shape, const int64_t 
   return o;
 }
 
+/* Entries [k, k + n) of v added to x's [j, j + n), only where a gradient
+ * flowed (vm), marking them (m); in order of k, whatever the threads. */
+typedef struct sumto_job {
+  const double *a;
+  const uint8_t *vm;
+  double *o;
+  uint8_t *m;
+  int64_t len, inner;
+} sumto_job;
+
+static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n) {
+  const sumto_job *J = ctx; /* in locals: m's stores may alias anything */
+  const double *a = J->a + k;
+  const uint8_t *vm = J->vm ? J->vm + k : NULL;
+  double *o = J->o + j;
+  uint8_t *m = J->m ? J->m + j : NULL;
+  for (int64_t c = 0; c < n; c++) {
+    if (vm && !vm[c]) continue; /* no gradient flowed here: never read it */
+    o[c] += a[c];
+    if (m) m[c] = 1;
+  }
+}
+
+static void sumto_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const sumto_job *J = ctx;
+  mq_bw_block_walk(lo, hi, J->len, J->inner, sumto_run, ctx);
+}
+
 mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
   const uint8_t *vm = mq_ag_maskp(S, v), *xm = mq_ag_maskp(S, x);
   mq_tensor *r;
@@ -128,17 +156,23 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
     uint8_t *m = vm ? mq_ag_new_mask(S, r) : NULL;
     if (m) memset(m, 0, (size_t)r->numel);
     /* x's contiguous strides, 0 along the dims it was broadcast over */
-    int64_t str[MQ_MAX_DIMS], s = 1;
+    int64_t str[MQ_MAX_DIMS], s = 1, outer;
+    uint32_t summed = 0;
     for (int d = v->ndim - 1; d >= 0; d--) {
       int xd = d - (v->ndim - x->ndim);
       str[d] = xd >= 0 && x->shape[xd] == v->shape[d] ? s : 0;
       if (xd >= 0) s *= x->shape[xd];
+      if (!str[d]) summed |= (uint32_t)1 << d;
     }
-    const int64_t *at = mq_bw_offsets(S, v->ndim, v->shape, str);
-    for (int64_t k = 0; k < v->numel; k++) {
-      if (vm && !vm[k]) continue; /* no gradient flowed here: never read it */
-      o[at[k]] += a[k];
-      if (m) m[at[k]] = 1;
+    sumto_job J = {a, vm, o, m, 1, 1};
+    if (v->numel > 0 && mq_bw_block(v->ndim, v->shape, summed, &outer, &J.len, &J.inner)) {
+      /* one block of dims: the threads share out x's entries */
+      int64_t len = J.len > 0 ? J.len : 1;
+      mq_parallel_for(S, mq_parallel_threads_for(S, v->numel), r->numel,
+                      len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sumto_range, &J);
+    } else {
+      const int64_t *at = mq_bw_offsets(S, v->ndim, v->shape, str);
+      for (int64_t k = 0; k < v->numel; k++) sumto_run(&J, at[k], k, 1);
     }
     if (!xm) return r;
     vm = mq_ag_maskp(S, r);

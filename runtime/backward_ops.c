@@ -79,9 +79,8 @@ static inline void stat_add(slot_stats *st, int64_t k, int64_t i, double v, doub
   else st->prod_nz[k] *= v;
 }
 
-/* The statistics of slots [lo, hi) when the reduced dims are one block: x
- * as (outer, len, inner), slot o * inner + c gets entries (o, r, c) in
- * order of r, as the plain loop over x gives them; a slot is one thread's. */
+/* The statistics of slots [lo, hi) when the reduced dims are one block
+ * (mq_bw_block_walk). */
 typedef struct stats_job {
   const double *xv, *yv;
   const uint8_t *xm;
@@ -90,20 +89,17 @@ typedef struct stats_job {
   bool norm_inf;
 } stats_job;
 
-static void stats_range(void *ctx, int64_t lo, int64_t hi, int t) {
+static void stats_run(void *ctx, int64_t k, int64_t i, int64_t n) {
   const stats_job *J = ctx;
   const double *xv = J->xv, *yv = J->yv;
   const uint8_t *xm = J->xm;
-  int64_t len = J->len, inner = J->inner;
-  for (int64_t k0 = lo; k0 < hi;) {
-    int64_t o = k0 / inner, c0 = k0 - o * inner, c1 = inner - c0 < hi - k0 ? inner : c0 + (hi - k0);
-    for (int64_t r = 0; r < len; r++) {
-      int64_t base = (o * len + r) * inner;
-      for (int64_t c = c0; c < c1; c++)
-        if (valid(xm, base + c)) stat_add(J->st, o * inner + c, base + c, xv[base + c], yv[o * inner + c], J->norm_inf);
-    }
-    k0 += c1 - c0;
-  }
+  for (int64_t c = 0; c < n; c++)
+    if (valid(xm, i + c)) stat_add(J->st, k + c, i + c, xv[i + c], yv[k + c], J->norm_inf);
+}
+
+static void stats_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const stats_job *J = ctx;
+  mq_bw_block_walk(lo, hi, J->len, J->inner, stats_run, ctx);
 }
 
 /* Entries [lo, hi) of a reduction's gradient, from the slots' statistics:
@@ -282,17 +278,10 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
                    zeroed(S, nout), mq_scratch(S, (size_t)(nout ? nout : 1) * sizeof *st.first)};
   bool norm_inf = n->kind == MQ_AG_NORM && isinf(n->prm[0]);
   for (int64_t k = 0; k < nout; k++) st.prod_nz[k] = 1, st.first[k] = -1;
-  /* the reduced dims one block d0..d1: x as (outer, len, inner), and the
-   * threads share out the slots */
-  int d0 = 0, d1 = -1;
-  while (d0 < x->ndim && !((n->dims >> d0) & 1)) d0++;
-  for (int d = d0; d < x->ndim && ((n->dims >> d) & 1); d++) d1 = d;
-  bool block = d1 >= d0 && x->ndim > 0;
-  for (int d = d1 + 1; block && d < x->ndim; d++) block = !((n->dims >> d) & 1);
-  if (block) {
-    stats_job K = {xv, yv, xm, &st, 1, 1, norm_inf};
-    for (int d = d0; d <= d1; d++) K.len *= x->shape[d];
-    for (int d = d1 + 1; d < x->ndim; d++) K.inner *= x->shape[d];
+  /* the reduced dims one block: the threads share out the slots */
+  stats_job K = {xv, yv, xm, &st, 1, 1, norm_inf};
+  int64_t outer;
+  if (N > 0 && mq_bw_block(x->ndim, x->shape, n->dims, &outer, &K.len, &K.inner)) {
     int64_t len = K.len > 0 ? K.len : 1;
     mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
                     stats_range, &K);
