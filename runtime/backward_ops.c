@@ -396,6 +396,37 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
   }
 }
 
+/* Slices [s0, s1) (slice a * inner + c: entries base + j * inner) of
+ * softmax's derivative along a dim that is not the last. */
+static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
+  const sm_bw_job *B = ctx;
+  const along *J = B->J;
+  const double *yv = B->yv, *gv = J->gv;
+  const uint8_t *xm = J->xm, *gm = J->gm;
+  double *out = J->o;
+  uint8_t *mo = J->m;
+  int64_t len = J->A.len, inner = J->A.inner;
+  bool lg = B->lg;
+  for (int64_t sl = s0; sl < s1; sl++) {
+    int64_t a = sl / inner, c = sl - a * inner, base = a * len * inner + c;
+    double s = 0;
+    bool any = false;
+    for (int64_t j = 0; j < len; j++) {
+      int64_t i = base + j * inner;
+      if (!valid(xm, i) || !valid(gm, i)) continue;
+      any = true;
+      s += lg ? gv[i] : gv[i] * yv[i];
+    }
+    for (int64_t j = 0; j < len; j++) {
+      int64_t i = base + j * inner;
+      bool ok = valid(xm, i), got = ok && valid(gm, i);
+      double gi = got ? gv[i] : 0, y = ok ? yv[i] : 0;
+      out[i] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;
+      if (mo) mo[i] = ok && any;
+    }
+  }
+}
+
 /* The float32 form of sm_bw_range, for contiguous slices of a float32
  * softmax with a float32 gradient: the same formula, the slice's sum in
  * double in sixteen fixed lanes (entry f + i in lane i % 16, added
@@ -545,25 +576,11 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     gin[0] = J.r;
     return;
   }
-  for (int64_t a = 0; a < J.A.outer; a++)
-    for (int64_t c = 0; c < J.A.inner; c++) {
-      int64_t base = a * J.A.len * J.A.inner + c;
-      double s = 0;
-      bool any = false;
-      for (int64_t j = 0; j < J.A.len; j++) {
-        int64_t i = base + j * J.A.inner;
-        if (!valid(J.xm, i) || !valid(J.gm, i)) continue;
-        any = true;
-        s += lg ? J.gv[i] : J.gv[i] * yv[i];
-      }
-      for (int64_t j = 0; j < J.A.len; j++) {
-        int64_t i = base + j * J.A.inner;
-        bool ok = valid(J.xm, i), got = ok && valid(J.gm, i);
-        double gi = got ? J.gv[i] : 0, y = ok ? yv[i] : 0;
-        J.o[i] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;
-        if (J.m) J.m[i] = ok && any;
-      }
-    }
+  /* strided slices, each on its own: the threads share them out */
+  sm_bw_job B = {&J, yv, lg};
+  int64_t len = J.A.len > 0 ? J.A.len : 1;
+  mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer * J.A.inner,
+                  len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sm_bw_strided, &B);
   gin[0] = J.r;
 }
 
