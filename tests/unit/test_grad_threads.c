@@ -225,6 +225,7 @@ static const struct {
     {"dropout", "sum(dropout(X, 0.3, 7) * W)", "ANY", NULL, 0},
     {"einsum", "sum(einsum(\"ij,ij->i\", X, Y) * W1)", "ANY", "ANY", 'E'},
     {"sum of a product", "sum(X * Y)", "ANY", "ANY", 'E'},
+    {"accumulation", "sum(exp(X) * W) + sum(X * Y) + sum(double(Y) * W)", "ANY", "ANY", 'E'},
 };
 
 /* --- running and comparing ------------------------------------------------- */
