@@ -112,6 +112,7 @@ typedef struct red_job {
   const slot_stats *st;
   double *o;
   uint8_t *m;
+  int64_t len, inner; /* without at: the block of reduced dims */
 } red_job;
 
 static void red_range(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -128,6 +129,25 @@ static void red_range(void *ctx, int64_t lo, int64_t hi, int t) {
     o[i] = gv[k] * dreduce(J->n, xv[i], yv[k], i, k, J->st);
     if (m) m[i] = valid(xm, i) && valid(gm, k);
   }
+}
+
+/* Entries [i, i + n) of slots [k, k + n) (mq_bw_block_walk). */
+static void red_run(void *ctx, int64_t k, int64_t i, int64_t n) {
+  const red_job *J = ctx;
+  const double *xv = J->xv + i, *yv = J->yv + k, *gv = J->gv + k;
+  const uint8_t *xm = J->xm ? J->xm + i : NULL, *gm = J->gm ? J->gm + k : NULL;
+  double *o = J->o + i;
+  uint8_t *m = J->m ? J->m + i : NULL;
+  for (int64_t c = 0; c < n; c++) {
+    o[c] = gv[c] * dreduce(J->n, xv[c], yv[c], i + c, k + c, J->st);
+    if (m) m[c] = valid(xm, c) && valid(gm, c);
+  }
+}
+
+/* The entries of slots [lo, hi), when the reduced dims are one block. */
+static void red_slots(void *ctx, int64_t lo, int64_t hi, int t) {
+  const red_job *J = ctx;
+  mq_bw_block_walk(lo, hi, J->len, J->inner, red_run, ctx);
 }
 
 /* Moves to the next row (the last dim) of [x], keeping k0, the output
@@ -267,7 +287,6 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     return;
   }
   g = mq_bw_g64(S, g);
-  const int64_t *at = mq_bw_offsets(S, x->ndim, x->shape, ostr);
   const double *xv = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
   const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
   const double *gv = mq_bw_d(g);
@@ -280,20 +299,23 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   for (int64_t k = 0; k < nout; k++) st.prod_nz[k] = 1, st.first[k] = -1;
   /* the reduced dims one block: the threads share out the slots */
   stats_job K = {xv, yv, xm, &st, 1, 1, norm_inf};
-  int64_t outer;
+  int64_t outer, grain = 1;
+  const int64_t *at = NULL; /* input position -> slot, unless one block */
   if (N > 0 && mq_bw_block(x->ndim, x->shape, n->dims, &outer, &K.len, &K.inner)) {
     int64_t len = K.len > 0 ? K.len : 1;
-    mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
-                    stats_range, &K);
+    grain = len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len;
+    mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, grain, stats_range, &K);
   } else {
+    at = mq_bw_offsets(S, x->ndim, x->shape, ostr);
     for (int64_t i = 0; i < N; i++)
       if (valid(xm, i)) stat_add(&st, at[i], i, xv[i], yv[at[i]], norm_inf);
   }
 
   uint8_t *m;
   mq_tensor *r = grad_new(S, x->ndim, x->shape, xm || gm, &m);
-  red_job J = {n, at, xv, yv, gv, xm, gm, &st, mq_bw_d(r), m};
-  mq_parallel_for(S, mq_parallel_threads_for(S, N), N, MQ_PAR_GRAIN, red_range, &J);
+  red_job J = {n, at, xv, yv, gv, xm, gm, &st, mq_bw_d(r), m, K.len, K.inner};
+  if (at) mq_parallel_for(S, mq_parallel_threads_for(S, N), N, MQ_PAR_GRAIN, red_range, &J);
+  else mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, grain, red_slots, &J);
   gin[0] = r;
 }
 
