@@ -121,7 +121,7 @@ typedef struct sumto_job {
   int64_t len, inner;
 } sumto_job;
 
-static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n) {
+static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
   const sumto_job *J = ctx; /* in locals: m's stores may alias anything */
   const double *a = J->a + k;
   const uint8_t *vm = J->vm ? J->vm + k : NULL;
@@ -129,8 +129,8 @@ static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n) {
   uint8_t *m = J->m ? J->m + j : NULL;
   for (int64_t c = 0; c < n; c++) {
     if (vm && !vm[c]) continue; /* no gradient flowed here: never read it */
-    o[c] += a[c];
-    if (m) m[c] = 1;
+    o[c * ds] += a[c];
+    if (m) m[c * ds] = 1;
   }
 }
 
@@ -172,7 +172,7 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
                       len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sumto_range, &J);
     } else {
       const int64_t *at = mq_bw_offsets(S, v->ndim, v->shape, str);
-      for (int64_t k = 0; k < v->numel; k++) sumto_run(&J, at[k], k, 1);
+      for (int64_t k = 0; k < v->numel; k++) sumto_run(&J, at[k], k, 1, 1);
     }
     if (!xm) return r;
     vm = mq_ag_maskp(S, r);

@@ -63,14 +63,19 @@ static inline bool mq_bw_block(int nd, const int64_t *shape, uint32_t summed, in
 }
 /* Walks slots [lo, hi) of such a sum (slot o * inner + c) in the order a
  * plain loop over the tensor meets their entries (o, r, c): fn(ctx, slot,
- * entry, n) for each run of n consecutive entries, which feed n
- * consecutive slots. A slot is then one thread's, its terms in order. */
-typedef void (*mq_bw_run_fn)(void *ctx, int64_t slot, int64_t entry, int64_t n);
+ * entry, n, ds) for each run of n consecutive entries, entry + j feeding
+ * slot + j * ds (ds 1: n consecutive slots; 0, when inner is 1: one slot,
+ * its whole row). A slot is then one thread's, its terms in order. */
+typedef void (*mq_bw_run_fn)(void *ctx, int64_t slot, int64_t entry, int64_t n, int64_t ds);
 static inline void mq_bw_block_walk(int64_t lo, int64_t hi, int64_t len, int64_t inner,
                                     mq_bw_run_fn fn, void *ctx) {
+  if (inner == 1) {
+    for (int64_t k = lo; k < hi; k++) fn(ctx, k, k * len, len, 0);
+    return;
+  }
   for (int64_t k0 = lo; k0 < hi;) {
     int64_t o = k0 / inner, c0 = k0 - o * inner, c1 = inner - c0 < hi - k0 ? inner : c0 + (hi - k0);
-    for (int64_t r = 0; r < len; r++) fn(ctx, o * inner + c0, (o * len + r) * inner + c0, c1 - c0);
+    for (int64_t r = 0; r < len; r++) fn(ctx, o * inner + c0, (o * len + r) * inner + c0, c1 - c0, 1);
     k0 += c1 - c0;
   }
 }

@@ -89,12 +89,12 @@ typedef struct stats_job {
   bool norm_inf;
 } stats_job;
 
-static void stats_run(void *ctx, int64_t k, int64_t i, int64_t n) {
+static void stats_run(void *ctx, int64_t k, int64_t i, int64_t n, int64_t ds) {
   const stats_job *J = ctx;
   const double *xv = J->xv, *yv = J->yv;
   const uint8_t *xm = J->xm;
   for (int64_t c = 0; c < n; c++)
-    if (valid(xm, i + c)) stat_add(J->st, k + c, i + c, xv[i + c], yv[k + c], J->norm_inf);
+    if (valid(xm, i + c)) stat_add(J->st, k + c * ds, i + c, xv[i + c], yv[k + c * ds], J->norm_inf);
 }
 
 static void stats_range(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -102,8 +102,8 @@ static void stats_range(void *ctx, int64_t lo, int64_t hi, int t) {
   mq_bw_block_walk(lo, hi, J->len, J->inner, stats_run, ctx);
 }
 
-/* Entries [lo, hi) of a reduction's gradient, from the slots' statistics:
- * each entry on its own, so the threads share them out. */
+/* A reduction's gradient, from the slots' statistics: each entry on its
+ * own, so the threads share them out. */
 typedef struct red_job {
   const mq_gradnode *n;
   const int64_t *at;
@@ -115,33 +115,26 @@ typedef struct red_job {
   int64_t len, inner; /* without at: the block of reduced dims */
 } red_job;
 
-static void red_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const red_job *J = ctx; /* its fields in locals: m's stores may alias anything */
-  const int64_t *at = J->at;
-  const double *xv = J->xv, *yv = J->yv, *gv = J->gv;
-  const uint8_t *xm = J->xm, *gm = J->gm;
-  double *o = J->o;
-  uint8_t *m = J->m;
-  for (int64_t i = lo; i < hi; i++) {
-    int64_t k = at[i];
-    /* under the mask the data is whatever the formula gives, as in torch
-     * (1 for a sum); it is never read */
-    o[i] = gv[k] * dreduce(J->n, xv[i], yv[k], i, k, J->st);
-    if (m) m[i] = valid(xm, i) && valid(gm, k);
-  }
-}
-
-/* Entries [i, i + n) of slots [k, k + n) (mq_bw_block_walk). */
-static void red_run(void *ctx, int64_t k, int64_t i, int64_t n) {
+/* Entries [i, i + n) of slots k + c * ds (mq_bw_block_walk). */
+static void red_run(void *ctx, int64_t k, int64_t i, int64_t n, int64_t ds) {
   const red_job *J = ctx;
   const double *xv = J->xv + i, *yv = J->yv + k, *gv = J->gv + k;
   const uint8_t *xm = J->xm ? J->xm + i : NULL, *gm = J->gm ? J->gm + k : NULL;
   double *o = J->o + i;
   uint8_t *m = J->m ? J->m + i : NULL;
   for (int64_t c = 0; c < n; c++) {
-    o[c] = gv[c] * dreduce(J->n, xv[c], yv[c], i + c, k + c, J->st);
-    if (m) m[c] = valid(xm, c) && valid(gm, c);
+    /* under the mask the data is whatever the formula gives, as in torch
+     * (1 for a sum); it is never read */
+    o[c] = gv[c * ds] * dreduce(J->n, xv[c], yv[c * ds], i + c, k + c * ds, J->st);
+    if (m) m[c] = valid(xm, c) && valid(gm, c * ds);
   }
+}
+
+/* Entries [lo, hi), their slots from the offset table (one call site of
+ * dreduce, red_run's, which the compiler then inlines). */
+static void red_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const red_job *J = ctx;
+  for (int64_t i = lo; i < hi; i++) red_run(ctx, J->at[i], i, 1, 0);
 }
 
 /* The entries of slots [lo, hi), when the reduced dims are one block. */
