@@ -711,14 +711,21 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     gin[0] = r;
     return;
   }
-  double *acc = zeroed(S, total);
+  double *acc;
   uint8_t *got = mq_scratch(S, (size_t)(total ? total : 1));
-  memset(got, 0, (size_t)total);
-  for (int64_t k = 0; k < t->numel; k++) {
-    /* no gradient flowed here, or (-1: a masked-out index) nothing was read */
-    if (!valid(gm, k) || from[k] < 0) continue;
-    acc[from[k]] += gv[k];
-    got[from[k]] = 1;
+  if (n->op == 1) { /* cat: every element of the inputs written once, on threads */
+    acc = mq_scratch(S, (size_t)(total ? total : 1) * sizeof *acc);
+    move_job J = {from, gv, gm, NULL, acc, got};
+    mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
+  } else {
+    acc = zeroed(S, total);
+    memset(got, 0, (size_t)total);
+    for (int64_t k = 0; k < t->numel; k++) {
+      /* no gradient flowed here, or (-1: a masked-out index) nothing was read */
+      if (!valid(gm, k) || from[k] < 0) continue;
+      acc[from[k]] += gv[k];
+      got[from[k]] = 1;
+    }
   }
   for (int i = 0; i < n->nin; i++) {
     mq_tensor *u = n->in[i];
