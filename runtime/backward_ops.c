@@ -778,10 +778,49 @@ static int64_t mat_batch(const mat *M, int nbd, const int64_t *idx) {
 }
 
 /* Every valid entry of [n] values finite (NULL mask: every entry). */
-static bool valid_finite(const double *x, const uint8_t *m, int64_t n) {
-  bool ok = true;
-  for (int64_t i = 0; i < n; i++) ok &= (m && !m[i]) || isfinite(x[i]);
-  return ok;
+/* The elementwise passes of matmul's backward, on threads: (x) whether
+ * the valid entries are finite, a flag per thread (and-ed afterwards: the
+ * same answer whoever looks where); (p, pm) the data under m's masked-out
+ * entries zeroed and the gradient's mask and-ed with m. */
+typedef struct mm_pass {
+  const double *x;
+  const uint8_t *m;
+  bool *ok;
+  double *p;
+  uint8_t *pm;
+} mm_pass;
+
+static void mm_pass_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_pass *P = ctx;
+  const uint8_t *m = P->m;
+  if (P->x) {
+    const double *x = P->x;
+    bool ok = true;
+    for (int64_t i = lo; i < hi; i++) ok &= (m && !m[i]) || isfinite(x[i]);
+    if (!ok) P->ok[t] = false;
+    return;
+  }
+  double *p = P->p;
+  uint8_t *pm = P->pm;
+  if (p)
+    for (int64_t i = lo; i < hi; i++) p[i] = m[i] ? p[i] : 0;
+  if (pm)
+    for (int64_t i = lo; i < hi; i++) pm[i] &= m[i];
+}
+
+static bool mm_pass_run(mq_state *S, mm_pass *P, int64_t n) {
+  int nt = mq_parallel_threads_for(S, n);
+  bool *ok = mq_scratch(S, (size_t)nt * sizeof *ok), all = true;
+  for (int t = 0; t < nt; t++) ok[t] = true;
+  P->ok = ok;
+  mq_parallel_for(S, nt, n, MQ_PAR_GRAIN, mm_pass_range, P);
+  for (int t = 0; t < nt; t++) all &= ok[t];
+  return all;
+}
+
+static bool valid_finite(mq_state *S, const double *x, const uint8_t *m, int64_t n) {
+  mm_pass P = {.x = x, .m = m};
+  return mm_pass_run(S, &P, n);
 }
 
 /* What one backward matmul reads and writes; ga/gb NULL when not wanted. */
@@ -1081,8 +1120,8 @@ void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   if (W.pb) memset(W.pb, 0, (size_t)b->numel * sizeof *W.pb);
   if (W.ma) memset(W.ma, 0, (size_t)a->numel);
   if (W.mb) memset(W.mb, 0, (size_t)b->numel);
-  bool rows = valid_finite(W.A.x, W.A.m, a->numel) && valid_finite(W.B.x, W.B.m, b->numel) &&
-              valid_finite(W.gv, W.gm, g->numel);
+  bool rows = valid_finite(S, W.A.x, W.A.m, a->numel) && valid_finite(S, W.B.x, W.B.m, b->numel) &&
+              valid_finite(S, W.gv, W.gm, g->numel);
   /* each batch's offsets in a and b */
   int64_t *oa = mq_scratch(S, (size_t)(nbatch ? nbatch : 1) * sizeof *oa);
   int64_t *ob = mq_scratch(S, (size_t)(nbatch ? nbatch : 1) * sizeof *ob);
@@ -1103,14 +1142,10 @@ void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   }
   /* the rows path summed terms whose own operand is masked out: those
    * entries get no gradient (the data under the mask stays 0) */
-  if (rows && W.pa && W.A.m)
-    for (int64_t i = 0; i < a->numel; i++) W.pa[i] = W.A.m[i] ? W.pa[i] : 0;
-  if (rows && W.pb && W.B.m)
-    for (int64_t i = 0; i < b->numel; i++) W.pb[i] = W.B.m[i] ? W.pb[i] : 0;
-  if (W.ma && W.A.m)
-    for (int64_t i = 0; i < a->numel; i++) W.ma[i] &= W.A.m[i];
-  if (W.mb && W.B.m)
-    for (int64_t i = 0; i < b->numel; i++) W.mb[i] &= W.B.m[i];
+  mm_pass PA = {.m = W.A.m, .p = rows ? W.pa : NULL, .pm = W.ma};
+  if (W.A.m && (PA.p || PA.pm)) mm_pass_run(S, &PA, a->numel);
+  mm_pass PB = {.m = W.B.m, .p = rows ? W.pb : NULL, .pm = W.mb};
+  if (W.B.m && (PB.p || PB.pm)) mm_pass_run(S, &PB, b->numel);
   gin[0] = ga;
   gin[1] = gb;
 }

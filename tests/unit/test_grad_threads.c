@@ -190,6 +190,9 @@ static const struct {
     {"matmul", "sum((transpose(X, 0, 1) @ Y[:, 0:6]) * transpose(W, 0, 1)[:, 0:6])", "ANY", "ANY", 'E'},
     {"matmul", "sum((reshape(X, 64, 16, n1) @ reshape(Y, 64, n1, 16)) * W[0:16, 0:16])",
      "ANY", "ANY", 'E'},
+    /* an infinity: the term-by-term path */
+    {"matmul", "sum((where(arange(n0 * n1).reshape(n0, n1) % 100003 == 777, inf, X) @ transpose(Y, 0, 1)[:, 0:5]) * W[:, 0:5])",
+     "ANY", "ANY", 'E'},
     /* one operand broadcast over the other's batches */
     {"matmul", "sum((reshape(X, 64, 16, n1) @ transpose(Y, 0, 1)[:, 0:16]) * W[0:16, 0:16])", "ANY", "ANY", 'E'},
     {"matmul", "sum((X[0:16] @ reshape(Y, 64, n1, 16)) * W[0:16, 0:16])", "ANY", "ANY", 'E'},
