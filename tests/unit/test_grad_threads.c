@@ -85,14 +85,15 @@ static const char *const setup =
     "}\n"
     "IDX = long(rand(n0, 7) * n1)\n"
     "TGT = long(rand(n0) * n1)\n"
-    "C = rand(n0, n1) < 0.5\n";
+    "C = rand(n0, n1) < 0.5\n"
+    "KM = reshape(arange(64), 1, 1, 64) < reshape(long(rand(128) * 64) + 1, 128, 1, 1)\n";
 
 /* --- the cases -------------------------------------------------------------- */
 
 /* A loss in X (and Y, if it names it) and the weights; its inputs' domains. */
 typedef struct gcase {
   char name[64];
-  char loss[256];
+  char loss[512];
   const char *dom, *domb; /* domb NULL: one input, X */
   char yset;              /* 'E': Y another full operand, 'B': a row to broadcast */
 } gcase;
@@ -228,6 +229,11 @@ static const struct {
     {"dropout", "sum(dropout(X, 0.3, 7) * W)", "ANY", NULL, 0},
     {"einsum", "sum(einsum(\"ij,ij->i\", X, Y) * W1)", "ANY", "ANY", 'E'},
     {"sum of a product", "sum(X * Y)", "ANY", "ANY", 'E'},
+    /* masked attention (fused where the compiler fuses it) */
+    {"attention",
+     "sum((softmax(as_masked(reshape(get_data(X)[0:512], 128, 64, n1 // 16) @ transpose(reshape(get_data(Y)[0:512], 128, "
+     "64, n1 // 16), -2, -1) / 8, KM), -1) @ reshape(get_data(Y)[512:], 128, 64, n1 // 16)) * reshape(W[0:512], 128, 64, n1 // 16))",
+     "ANY", "ANY", 'E'},
     {"accumulation", "sum(exp(X) * W) + sum(X * Y) + sum(double(Y) * W)", "ANY", "ANY", 'E'},
 };
 
@@ -324,7 +330,7 @@ static int runs(run *r) {
 }
 
 static void check_case(const gcase *c, int bits) {
-  char src[1024], what[400];
+  char src[2048], what[700];
   snprintf(what, sizeof what, "%s: %s, float%d", c->name, c->loss, bits);
   int nin = c->domb ? 2 : 1;
   char yline[96] = "Y = none\n";
