@@ -15,8 +15,8 @@
  * portable path on one thread, then on the other paths on 2 and 3 threads
  * (runs()), the forward pass included, and must be the same bits: a
  * difference prints the op, the dtype, the path and thread count, and the
- * first entry that differs. Under AddressSanitizer: 1024 x 1040 entries
- * (two threads), and one run besides the reference.
+ * first entry that differs. Under AddressSanitizer or ThreadSanitizer:
+ * 1024 x 1040 entries (two threads), and one run besides the reference.
  *
  * While working: GRAD_THREADS_ONLY=NAME checks the cases of one op,
  * GRAD_THREADS_TIME=1 prints each case's time. */
@@ -33,10 +33,10 @@
 
 #include "unit.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SLOW 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define SLOW 1
 #endif
 #endif
@@ -47,11 +47,12 @@
  * 1024 x 1040 (just over MQ_PAR_MIN_ELEMS) over two */
 #define N1 (SLOW ? 1040 : 1536)
 
-/* The inputs, per dtype (suffix 32 or 64): D_<dom> the first operand in
- * the row's domain, E_<dom> a second one (other values, the same mask:
- * masked operands of a binary op must agree),
- * B_<dom> a row vector to broadcast, W a plain weight of the input's
- * shape, W0 / W1 of the result of a reduction along dim 0 / 1. */
+/* The inputs, per dtype (suffix 32 or 64), in the dict G: D_<dom> the
+ * first operand in the row's domain, E_<dom> a second one (other values,
+ * the same mask: masked operands of a binary op must agree), B_<dom> a
+ * row to broadcast, W a plain weight of the input's shape, W0 / W1 of the
+ * result of a reduction along dim 0 / 1; IDX, TGT indices, C a
+ * condition, KM a key mask. */
 static const char *const setup =
     "seed(16)\n"
     "n0 = 1024\n"
