@@ -10,6 +10,7 @@
 #ifndef MQ_BACKWARD_H
 #define MQ_BACKWARD_H
 
+#include "../core/checked.h"
 #include "autograd.h"
 #include "kernels.h"
 

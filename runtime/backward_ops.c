@@ -11,7 +11,6 @@
 
 #include <math.h>
 
-#include "../core/checked.h"
 #include "masksum.h"
 #include "parallel.h"
 
