@@ -224,12 +224,12 @@ void mq_ag_rec_dim(mq_state *S, mq_tensor *out, int kind, int op, mq_tensor *t, 
   set_in(n, 0, t);
 }
 
-/* [moved]: each input element lands once (MQ_AG_GATHER's op 1). */
+/* [how]: MQ_AG_GATHER's op (autograd.h). */
 static void rec_gather(mq_state *S, mq_tensor *out, int nin, mq_tensor *const *in,
-                       mq_ag_replay_fn replay, const void *args, size_t size, bool moved) {
+                       mq_ag_replay_fn replay, const void *args, size_t size, int how) {
   mq_gradnode *n = record(S, out, MQ_AG_GATHER, nin, 0);
   if (!n) return;
-  n->op = moved;
+  n->op = how;
   for (int i = 0; i < nin; i++) set_in(n, i, in[i]);
   n->replay = replay;
   set_args(S, n, args, size);
@@ -264,7 +264,7 @@ static mq_tensor *replay_cat(mq_state *S, mq_tensor *const *in, const void *args
 
 void mq_ag_rec_cat(mq_state *S, mq_tensor *out, int n, mq_tensor *const *ts, int dim) {
   int a[2] = {n, dim};
-  rec_gather(S, out, n, ts, replay_cat, a, sizeof a, true);
+  rec_gather(S, out, n, ts, replay_cat, a, sizeof a, 1);
 }
 
 void mq_ag_rec_replay(mq_state *S, mq_tensor *out, int nin, mq_tensor *const *in, int naux,
@@ -335,7 +335,7 @@ void mq_ag_rec_expand(mq_state *S, mq_tensor *out, mq_tensor *t) {
   int64_t a[MQ_MAX_DIMS + 1];
   a[0] = out->ndim;
   memcpy(a + 1, out->shape, (size_t)out->ndim * sizeof *a);
-  rec_gather(S, out, 1, &t, replay_expand, a, (size_t)(out->ndim + 1) * sizeof *a, false);
+  rec_gather(S, out, 1, &t, replay_expand, a, (size_t)(out->ndim + 1) * sizeof *a, 2);
 }
 
 void mq_ag_rec_masked_fill(mq_state *S, mq_tensor *out, mq_tensor *x, mq_tensor *m,

@@ -39,7 +39,8 @@ typedef enum mq_agkind {
   MQ_AG_SOFTMAX,     /* op: 1 for log_softmax; dim */
   MQ_AG_GATHER,      /* pure data movement: replay(args) on element numbers, or
                         (replay NULL) in[nin]: the source of each output element;
-                        op 1: each input element lands once (mq_ag_moved, cat) */
+                        op 1: each input element lands once (mq_ag_moved, cat);
+                        op 2: a broadcast (expand), summed back as sum_to does */
   MQ_AG_AS_MASKED,   /* as_masked(data, mask): the gradient passes to data */
   MQ_AG_GET_DATA,    /* get_data / to_tensor: gradient re-wrapped with the mask */
   MQ_AG_CAST,        /* astype / contiguous: the gradient passes as it is */

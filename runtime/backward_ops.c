@@ -673,6 +673,10 @@ static void move_range(void *ctx, int64_t lo, int64_t hi, int t) {
  * is added back there. One rule for every view, index, cat and stack. */
 void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
+  if (n->op == 2) { /* expand: the sums of a broadcast operand, on threads */
+    if (n->in[0]->requires_grad) gin[0] = mq_bw_sum_to(S, g, n->in[0]);
+    return;
+  }
   int64_t *base = mq_scratch(S, (size_t)n->nin * sizeof *base), total = 0;
   for (int i = 0; i < n->nin; i++) {
     base[i] = total;
