@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "parallel.h"
 #include "shape.h"
 
 /* --- gradient tensors ------------------------------------------------------ */
@@ -60,6 +61,38 @@ static mq_tensor *grad_as(mq_state *S, mq_tensor *g, mq_dtype dt) {
 DEF_ADD_GRADS(add_grads_f32, float)
 DEF_ADD_GRADS(add_grads_f64, double)
 
+/* Entries [lo, hi) of an accumulation (each on its own: the threads share
+ * them out), or of a mask and (x NULL: m = ma & mb, or the one there is). */
+typedef struct add_job {
+  void *o;
+  uint8_t *m;
+  const void *x, *y;
+  const uint8_t *ma, *mb;
+  bool f32;
+} add_job;
+
+static void add_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const add_job *J = ctx;
+  uint8_t *m = J->m ? J->m + lo : NULL;
+  const uint8_t *ma = J->ma ? J->ma + lo : NULL, *mb = J->mb ? J->mb + lo : NULL;
+  if (!J->x) { /* mask bytes are 0 or 1: & without branches */
+    if (ma && mb)
+      for (int64_t i = 0; i < hi - lo; i++) m[i] = ma[i] & mb[i];
+    else
+      memcpy(m, ma ? ma : mb, (size_t)(hi - lo));
+  } else if (J->f32) {
+    add_grads_f32((float *)J->o + lo, m, (const float *)J->x + lo, (const float *)J->y + lo, ma, mb,
+                  hi - lo);
+  } else {
+    add_grads_f64((double *)J->o + lo, m, (const double *)J->x + lo, (const double *)J->y + lo, ma,
+                  mb, hi - lo);
+  }
+}
+
+static void add_run(mq_state *S, int64_t n, add_job *J) {
+  mq_parallel_for(S, mq_parallel_threads_for(S, n), n, MQ_PAR_GRAIN, add_range, J);
+}
+
 /* Two float32 gradients add in float32 (each sum rounded once, as float32
  * addition is); any other pair in float64. */
 mq_tensor *mq_ag_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b) {
@@ -69,10 +102,8 @@ mq_tensor *mq_ag_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b) {
   mq_tensor *out = mq_tensor_new(S, dt, a->ndim, a->shape);
   const uint8_t *ma = mq_ag_maskp(S, a), *mb = mq_ag_maskp(S, b);
   uint8_t *m = ma || mb ? mq_ag_new_mask(S, out) : NULL;
-  if (dt == MQ_DT_F32)
-    add_grads_f32(mq_tensor_data(out), m, mq_tensor_data(a), mq_tensor_data(b), ma, mb, out->numel);
-  else
-    add_grads_f64(mq_tensor_data(out), m, mq_tensor_data(a), mq_tensor_data(b), ma, mb, out->numel);
+  add_job J = {mq_tensor_data(out), m, mq_tensor_data(a), mq_tensor_data(b), ma, mb, dt == MQ_DT_F32};
+  add_run(S, out->numel, &J);
   return out;
 }
 
@@ -101,12 +132,9 @@ static mq_tensor *finalize(mq_state *S, mq_tensor *g, mq_tensor *t) {
     out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
     mq_kernel_convert(S, out, g);
   }
-  if (gm || tm) { /* mask bytes are 0 or 1: & without branches */
-    uint8_t *m = mq_ag_new_mask(S, out);
-    if (gm && tm)
-      for (int64_t i = 0; i < out->numel; i++) m[i] = gm[i] & tm[i];
-    else
-      memcpy(m, gm ? gm : tm, (size_t)out->numel);
+  if (gm || tm) {
+    add_job J = {NULL, mq_ag_new_mask(S, out), NULL, NULL, gm, tm, false};
+    add_run(S, out->numel, &J);
   }
   return out;
 }
@@ -196,10 +224,12 @@ void mq_ag_rec_dim(mq_state *S, mq_tensor *out, int kind, int op, mq_tensor *t, 
   set_in(n, 0, t);
 }
 
+/* [how]: MQ_AG_GATHER's op (autograd.h). */
 static void rec_gather(mq_state *S, mq_tensor *out, int nin, mq_tensor *const *in,
-                       mq_ag_replay_fn replay, const void *args, size_t size) {
+                       mq_ag_replay_fn replay, const void *args, size_t size, int how) {
   mq_gradnode *n = record(S, out, MQ_AG_GATHER, nin, 0);
   if (!n) return;
+  n->op = how;
   for (int i = 0; i < nin; i++) set_in(n, i, in[i]);
   n->replay = replay;
   set_args(S, n, args, size);
@@ -222,6 +252,7 @@ void mq_ag_rec_moved(mq_state *S, mq_tensor *out, mq_tensor *t, mq_ag_move_fn f,
   mq_tensor *src = mq_contiguous(S, f(S, element_ids(S, t), arg));
   mq_gradnode *n = record(S, out, MQ_AG_GATHER, 1, 1);
   if (!n) return;
+  n->op = 1; /* a rearrangement */
   set_in(n, 0, t);
   set_in(n, 1, src);
 }
@@ -233,7 +264,7 @@ static mq_tensor *replay_cat(mq_state *S, mq_tensor *const *in, const void *args
 
 void mq_ag_rec_cat(mq_state *S, mq_tensor *out, int n, mq_tensor *const *ts, int dim) {
   int a[2] = {n, dim};
-  rec_gather(S, out, n, ts, replay_cat, a, sizeof a);
+  rec_gather(S, out, n, ts, replay_cat, a, sizeof a, 1);
 }
 
 void mq_ag_rec_replay(mq_state *S, mq_tensor *out, int nin, mq_tensor *const *in, int naux,
@@ -304,7 +335,7 @@ void mq_ag_rec_expand(mq_state *S, mq_tensor *out, mq_tensor *t) {
   int64_t a[MQ_MAX_DIMS + 1];
   a[0] = out->ndim;
   memcpy(a + 1, out->shape, (size_t)out->ndim * sizeof *a);
-  rec_gather(S, out, 1, &t, replay_expand, a, (size_t)(out->ndim + 1) * sizeof *a);
+  rec_gather(S, out, 1, &t, replay_expand, a, (size_t)(out->ndim + 1) * sizeof *a, 2);
 }
 
 void mq_ag_rec_masked_fill(mq_state *S, mq_tensor *out, mq_tensor *x, mq_tensor *m,

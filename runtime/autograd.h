@@ -38,7 +38,9 @@ typedef enum mq_agkind {
   MQ_AG_REDUCE,      /* op: mq_redop; dims: bit set of reduced dims (0: all) */
   MQ_AG_SOFTMAX,     /* op: 1 for log_softmax; dim */
   MQ_AG_GATHER,      /* pure data movement: replay(args) on element numbers, or
-                        (replay NULL) in[nin]: the source of each output element */
+                        (replay NULL) in[nin]: the source of each output element;
+                        op 1: each input element lands once (mq_ag_moved, cat);
+                        op 2: a broadcast (expand), summed back as sum_to does */
   MQ_AG_AS_MASKED,   /* as_masked(data, mask): the gradient passes to data */
   MQ_AG_GET_DATA,    /* get_data / to_tensor: gradient re-wrapped with the mask */
   MQ_AG_CAST,        /* astype / contiguous: the gradient passes as it is */
@@ -219,9 +221,10 @@ static inline mq_tensor *mq_ag_matmul(mq_state *S, mq_tensor *out, mq_tensor *a,
   if (MQ_UNLIKELY(a->requires_grad | b->requires_grad)) mq_ag_rec_matmul(S, out, a, b);
   return out;
 }
-/* A rearrangement [f](S, t, arg) of t's elements (reshape, permute, flip):
- * f is run once more, right away, on t's element numbers, to learn where
- * each output element came from. */
+/* A rearrangement [f](S, t, arg) of t's elements (reshape, permute, flip:
+ * every element once, so that the backward may spread the gradient on
+ * threads): f is run once more, right away, on t's element numbers, to
+ * learn where each output element came from. */
 static inline mq_tensor *mq_ag_moved(mq_state *S, mq_tensor *out, mq_tensor *t, mq_ag_move_fn f,
                                      const void *arg) {
   if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_moved(S, out, t, f, arg);

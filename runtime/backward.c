@@ -28,8 +28,32 @@ typedef struct ew_job {
   int64_t gs;
 } ew_job;
 
-static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, ew_job *J) {
+static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, void *J) {
   mq_parallel_for(S, mq_parallel_threads_for(S, n), n, MQ_PAR_GRAIN, fn, J);
+}
+
+/* Mask bytes (0 or 1) out[i] = a[i] & b[i] (b NULL: all ones), on the
+ * state's threads for large masks. */
+typedef struct and_job {
+  uint8_t *out;
+  const uint8_t *a, *b;
+} and_job;
+
+/* (the job's fields are read into locals first: a store through a byte
+ * pointer may change anything, the job too, as far as the compiler knows) */
+static void and_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const and_job *J = ctx;
+  uint8_t *out = J->out;
+  const uint8_t *a = J->a, *b = J->b;
+  if (b) /* without branches */
+    for (int64_t i = lo; i < hi; i++) out[i] = a[i] & b[i];
+  else
+    memcpy(out + lo, a + lo, (size_t)(hi - lo));
+}
+
+static void mask_and(mq_state *S, uint8_t *out, const uint8_t *a, const uint8_t *b, int64_t n) {
+  and_job J = {out, a, b};
+  ew_run(S, n, and_range, &J);
 }
 
 static const double PI = 3.14159265358979323846, LN2 = 0.69314718055994530942,
@@ -88,6 +112,34 @@ int64_t *mq_bw_offsets(mq_state *S, int nd, const int64_t *shape, const int64_t 
   return o;
 }
 
+/* Entries [k, k + n) of v added to x's [j, j + n), only where a gradient
+ * flowed (vm), marking them (m); in order of k, whatever the threads. */
+typedef struct sumto_job {
+  const double *a;
+  const uint8_t *vm;
+  double *o;
+  uint8_t *m;
+  int64_t len, inner;
+} sumto_job;
+
+static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
+  const sumto_job *J = ctx; /* in locals: m's stores may alias anything */
+  const double *a = J->a + k;
+  const uint8_t *vm = J->vm ? J->vm + k : NULL;
+  double *o = J->o + j;
+  uint8_t *m = J->m ? J->m + j : NULL;
+  for (int64_t c = 0; c < n; c++) {
+    if (vm && !vm[c]) continue; /* no gradient flowed here: never read it */
+    o[c * ds] += a[c];
+    if (m) m[c * ds] = 1;
+  }
+}
+
+static void sumto_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const sumto_job *J = ctx;
+  mq_bw_block_walk(lo, hi, J->len, J->inner, sumto_run, ctx);
+}
+
 mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
   const uint8_t *vm = mq_ag_maskp(S, v), *xm = mq_ag_maskp(S, x);
   mq_tensor *r;
@@ -105,28 +157,30 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
     uint8_t *m = vm ? mq_ag_new_mask(S, r) : NULL;
     if (m) memset(m, 0, (size_t)r->numel);
     /* x's contiguous strides, 0 along the dims it was broadcast over */
-    int64_t str[MQ_MAX_DIMS], s = 1;
+    int64_t str[MQ_MAX_DIMS], s = 1, outer;
+    uint32_t summed = 0;
     for (int d = v->ndim - 1; d >= 0; d--) {
       int xd = d - (v->ndim - x->ndim);
       str[d] = xd >= 0 && x->shape[xd] == v->shape[d] ? s : 0;
       if (xd >= 0) s *= x->shape[xd];
+      if (!str[d]) summed |= (uint32_t)1 << d;
     }
-    const int64_t *at = mq_bw_offsets(S, v->ndim, v->shape, str);
-    for (int64_t k = 0; k < v->numel; k++) {
-      if (vm && !vm[k]) continue; /* no gradient flowed here: never read it */
-      o[at[k]] += a[k];
-      if (m) m[at[k]] = 1;
+    sumto_job J = {a, vm, o, m, 1, 1};
+    if (v->numel > 0 && mq_bw_block(v->ndim, v->shape, summed, &outer, &J.len, &J.inner)) {
+      /* one block of dims: the threads share out x's entries */
+      int64_t len = J.len > 0 ? J.len : 1;
+      mq_parallel_for(S, mq_parallel_threads_for(S, v->numel), r->numel,
+                      len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sumto_range, &J);
+    } else {
+      const int64_t *at = mq_bw_offsets(S, v->ndim, v->shape, str);
+      for (int64_t k = 0; k < v->numel; k++) sumto_run(&J, at[k], k, 1, 1);
     }
     if (!xm) return r;
     vm = mq_ag_maskp(S, r);
   }
   /* within x's mask */
   mq_tensor *mask = mq_tensor_new(S, MQ_DT_BOOL, x->ndim, x->shape);
-  uint8_t *mv = mq_tensor_data(mask);
-  if (vm) /* mask bytes are 0 or 1: & without branches */
-    for (int64_t i = 0; i < x->numel; i++) mv[i] = xm[i] & vm[i];
-  else
-    memcpy(mv, xm, (size_t)x->numel);
+  mask_and(S, mq_tensor_data(mask), xm, vm, x->numel);
   if (r->mask) mq_obj_release(S, &r->mask->hdr);
   r->mask = NULL;
   mq_tensor_set_mask(S, r, mask);
@@ -476,19 +530,35 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
 /* The part of [g] where [sel] (bytes of g's shape) is set, [want] it: the
  * rest gets no gradient when [masked] (torch.masked's where: g's data under
  * a false mask), else 0. */
-static mq_tensor *select_part(mq_state *S, mq_tensor *g, const uint8_t *sel, bool want,
-                              bool masked) {
-  const double *gv = mq_bw_d(g);
-  const uint8_t *gm = mq_ag_maskp(S, g);
-  mq_tensor *r = mq_ag_gnew(S, g->ndim, g->shape);
-  double *o = mq_bw_d(r);
-  uint8_t *m = masked ? mq_ag_new_mask(S, r) : NULL;
-  for (int64_t i = 0; i < r->numel; i++) {
+typedef struct sel_job {
+  const double *gv;
+  const uint8_t *gm, *sel;
+  double *o;
+  uint8_t *m;
+  bool want;
+} sel_job;
+
+static void select_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const sel_job *J = ctx;
+  const double *gv = J->gv;
+  const uint8_t *gm = J->gm, *sel = J->sel;
+  double *o = J->o;
+  uint8_t *m = J->m;
+  bool want = J->want;
+  for (int64_t i = lo; i < hi; i++) {
     bool take = (sel[i] != 0) == want;
     double v = gv[i];
     o[i] = take || m ? v : 0.0;
     if (m) m[i] = take && (!gm || gm[i]);
   }
+}
+
+static mq_tensor *select_part(mq_state *S, mq_tensor *g, const uint8_t *sel, bool want,
+                              bool masked) {
+  mq_tensor *r = mq_ag_gnew(S, g->ndim, g->shape);
+  sel_job J = {mq_bw_d(g), mq_ag_maskp(S, g), sel, mq_bw_d(r), masked ? mq_ag_new_mask(S, r) : NULL,
+               want};
+  ew_run(S, r->numel, select_range, &J);
   return r;
 }
 
@@ -525,8 +595,7 @@ static void bw_get_data(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin
   }
   mq_tensor *r = mq_tensor_view(S, g, g->ndim, g->shape, g->strides, g->offset);
   mq_tensor *mask = mq_tensor_new(S, MQ_DT_BOOL, g->ndim, g->shape);
-  uint8_t *mv = mq_tensor_data(mask);
-  for (int64_t i = 0; i < g->numel; i++) mv[i] = xm[i] && (!gm || gm[i]);
+  mask_and(S, mq_tensor_data(mask), xm, gm, g->numel);
   mq_tensor_set_mask(S, r, mask);
   gin[0] = r;
 }

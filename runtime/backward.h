@@ -10,6 +10,7 @@
 #ifndef MQ_BACKWARD_H
 #define MQ_BACKWARD_H
 
+#include "../core/checked.h"
 #include "autograd.h"
 #include "kernels.h"
 
@@ -42,6 +43,43 @@ MQ_INTERNAL int64_t *mq_bw_offsets(mq_state *S, int nd, const int64_t *shape,
  * shape: summed over the dims x was broadcast along, valid entries only.
  * Masked when v or x is (within x's mask). */
 MQ_INTERNAL mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x);
+
+/* Sums over one block of dims, on threads: a tensor of [shape] seen as
+ * (outer, len, inner), the dims [summed] (bits; size-1 dims count as
+ * either) being those of len. False when they are not one block. */
+static inline bool mq_bw_block(int nd, const int64_t *shape, uint32_t summed, int64_t *outer,
+                               int64_t *len, int64_t *inner) {
+  int d0 = 0, d1 = -1;
+  while (d0 < nd && !((summed >> d0) & 1 && shape[d0] != 1)) d0++;
+  for (int d = d0; d < nd; d++)
+    if ((summed >> d) & 1 && shape[d] != 1) d1 = d;
+  if (d1 < d0) return false;
+  *outer = *len = *inner = 1;
+  for (int d = 0; d < nd; d++) {
+    bool in = (summed >> d) & 1 && shape[d] != 1;
+    if (d > d0 && d < d1 && !in && shape[d] != 1) return false;
+    *(d < d0 ? outer : d <= d1 ? len : inner) *= shape[d];
+  }
+  return true;
+}
+/* Walks slots [lo, hi) of such a sum (slot o * inner + c) in the order a
+ * plain loop over the tensor meets their entries (o, r, c): fn(ctx, slot,
+ * entry, n, ds) for each run of n consecutive entries, entry + j feeding
+ * slot + j * ds (ds 1: n consecutive slots; 0, when inner is 1: one slot,
+ * its whole row). A slot is then one thread's, its terms in order. */
+typedef void (*mq_bw_run_fn)(void *ctx, int64_t slot, int64_t entry, int64_t n, int64_t ds);
+static inline void mq_bw_block_walk(int64_t lo, int64_t hi, int64_t len, int64_t inner,
+                                    mq_bw_run_fn fn, void *ctx) {
+  if (inner == 1) {
+    for (int64_t k = lo; k < hi; k++) fn(ctx, k, k * len, len, 0);
+    return;
+  }
+  for (int64_t k0 = lo; k0 < hi;) {
+    int64_t o = k0 / inner, c0 = k0 - o * inner, c1 = inner - c0 < hi - k0 ? inner : c0 + (hi - k0);
+    for (int64_t r = 0; r < len; r++) fn(ctx, o * inner + c0, (o * len + r) * inner + c0, c1 - c0, 1);
+    k0 += c1 - c0;
+  }
+}
 
 /* The derivatives that are not elementwise (backward_ops.c). */
 MQ_INTERNAL void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);

@@ -69,6 +69,80 @@ static double dreduce(const mq_gradnode *n, double x, double y, int64_t i, int64
   return NAN; /* bool and int results are never recorded (mq_ag_rec_reduce) */
 }
 
+/* Valid entry [i] of value [v] into the statistics of slot [k], of value [y]. */
+static inline void stat_add(slot_stats *st, int64_t k, int64_t i, double v, double y, bool norm_inf) {
+  st->count[k] += 1;
+  st->sum[k] += v;
+  if (norm_inf ? fabs(v) == y : v == y) st->ties[k] += 1; /* ties split evenly */
+  if (st->first[k] < 0 && (v == y || (v != v && y != y))) st->first[k] = i;
+  if (v == 0) st->zeros[k] += 1;
+  else st->prod_nz[k] *= v;
+}
+
+/* The statistics of slots [lo, hi) when the reduced dims are one block
+ * (mq_bw_block_walk). */
+typedef struct stats_job {
+  const double *xv, *yv;
+  const uint8_t *xm;
+  slot_stats *st;
+  int64_t len, inner;
+  bool norm_inf;
+} stats_job;
+
+static void stats_run(void *ctx, int64_t k, int64_t i, int64_t n, int64_t ds) {
+  const stats_job *J = ctx;
+  const double *xv = J->xv, *yv = J->yv;
+  const uint8_t *xm = J->xm;
+  for (int64_t c = 0; c < n; c++)
+    if (valid(xm, i + c)) stat_add(J->st, k + c * ds, i + c, xv[i + c], yv[k + c * ds], J->norm_inf);
+}
+
+static void stats_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const stats_job *J = ctx;
+  mq_bw_block_walk(lo, hi, J->len, J->inner, stats_run, ctx);
+}
+
+/* A reduction's gradient, from the slots' statistics: each entry on its
+ * own, so the threads share them out. */
+typedef struct red_job {
+  const mq_gradnode *n;
+  const int64_t *at;
+  const double *xv, *yv, *gv;
+  const uint8_t *xm, *gm;
+  const slot_stats *st;
+  double *o;
+  uint8_t *m;
+  int64_t len, inner; /* without at: the block of reduced dims */
+} red_job;
+
+/* Entries [i, i + n) of slots k + c * ds (mq_bw_block_walk). */
+static void red_run(void *ctx, int64_t k, int64_t i, int64_t n, int64_t ds) {
+  const red_job *J = ctx;
+  const double *xv = J->xv + i, *yv = J->yv + k, *gv = J->gv + k;
+  const uint8_t *xm = J->xm ? J->xm + i : NULL, *gm = J->gm ? J->gm + k : NULL;
+  double *o = J->o + i;
+  uint8_t *m = J->m ? J->m + i : NULL;
+  for (int64_t c = 0; c < n; c++) {
+    /* under the mask the data is whatever the formula gives, as in torch
+     * (1 for a sum); it is never read */
+    o[c] = gv[c * ds] * dreduce(J->n, xv[c], yv[c * ds], i + c, k + c * ds, J->st);
+    if (m) m[c] = valid(xm, c) && valid(gm, c * ds);
+  }
+}
+
+/* Entries [lo, hi), their slots from the offset table (one call site of
+ * dreduce, red_run's, which the compiler then inlines). */
+static void red_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const red_job *J = ctx;
+  for (int64_t i = lo; i < hi; i++) red_run(ctx, J->at[i], i, 1, 0);
+}
+
+/* The entries of slots [lo, hi), when the reduced dims are one block. */
+static void red_slots(void *ctx, int64_t lo, int64_t hi, int t) {
+  const red_job *J = ctx;
+  mq_bw_block_walk(lo, hi, J->len, J->inner, red_run, ctx);
+}
+
 /* Moves to the next row (the last dim) of [x], keeping k0, the output
  * slot of the row's first entry, up to date ([ostr]: slot strides). */
 static inline void next_row(const mq_tensor *x, const int64_t *ostr, int64_t *idx, int64_t *k0) {
@@ -206,7 +280,6 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     return;
   }
   g = mq_bw_g64(S, g);
-  const int64_t *at = mq_bw_offsets(S, x->ndim, x->shape, ostr);
   const double *xv = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
   const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
   const double *gv = mq_bw_d(g);
@@ -217,28 +290,25 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
                    zeroed(S, nout), mq_scratch(S, (size_t)(nout ? nout : 1) * sizeof *st.first)};
   bool norm_inf = n->kind == MQ_AG_NORM && isinf(n->prm[0]);
   for (int64_t k = 0; k < nout; k++) st.prod_nz[k] = 1, st.first[k] = -1;
-  for (int64_t i = 0; i < N; i++) {
-    if (!valid(xm, i)) continue;
-    int64_t k = at[i];
-    double v = xv[i];
-    st.count[k] += 1;
-    st.sum[k] += v;
-    if (norm_inf ? fabs(v) == yv[k] : v == yv[k]) st.ties[k] += 1; /* ties split evenly */
-    if (st.first[k] < 0 && (v == yv[k] || (v != v && yv[k] != yv[k]))) st.first[k] = i;
-    if (v == 0) st.zeros[k] += 1;
-    else st.prod_nz[k] *= v;
+  /* the reduced dims one block: the threads share out the slots */
+  stats_job K = {xv, yv, xm, &st, 1, 1, norm_inf};
+  int64_t outer, grain = 1;
+  const int64_t *at = NULL; /* input position -> slot, unless one block */
+  if (N > 0 && mq_bw_block(x->ndim, x->shape, n->dims, &outer, &K.len, &K.inner)) {
+    int64_t len = K.len > 0 ? K.len : 1;
+    grain = len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len;
+    mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, grain, stats_range, &K);
+  } else {
+    at = mq_bw_offsets(S, x->ndim, x->shape, ostr);
+    for (int64_t i = 0; i < N; i++)
+      if (valid(xm, i)) stat_add(&st, at[i], i, xv[i], yv[at[i]], norm_inf);
   }
 
   uint8_t *m;
   mq_tensor *r = grad_new(S, x->ndim, x->shape, xm || gm, &m);
-  double *o = mq_bw_d(r);
-  for (int64_t i = 0; i < N; i++) {
-    int64_t k = at[i];
-    /* under the mask the data is whatever the formula gives, as in torch
-     * (1 for a sum); it is never read */
-    o[i] = gv[k] * dreduce(n, xv[i], yv[k], i, k, &st);
-    if (m) m[i] = valid(xm, i) && valid(gm, k);
-  }
+  red_job J = {n, at, xv, yv, gv, xm, gm, &st, mq_bw_d(r), m, K.len, K.inner};
+  if (at) mq_parallel_for(S, mq_parallel_threads_for(S, N), N, MQ_PAR_GRAIN, red_range, &J);
+  else mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, grain, red_slots, &J);
   gin[0] = r;
 }
 
@@ -337,6 +407,37 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
       double gi = pick(gr[j], got, 0), y = pick(yr[j], ok, 0);
       o[j] = pick(lg ? gi - exp(y) * s : y * (gi - s), (uint8_t)(ok & any), 0);
       if (m) m[j] = (uint8_t)(ok & any);
+    }
+  }
+}
+
+/* Slices [s0, s1) (slice a * inner + c: entries base + j * inner) of
+ * softmax's derivative along a dim that is not the last. */
+static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
+  const sm_bw_job *B = ctx;
+  const along *J = B->J;
+  const double *yv = B->yv, *gv = J->gv;
+  const uint8_t *xm = J->xm, *gm = J->gm;
+  double *out = J->o;
+  uint8_t *mo = J->m;
+  int64_t len = J->A.len, inner = J->A.inner;
+  bool lg = B->lg;
+  for (int64_t sl = s0; sl < s1; sl++) {
+    int64_t a = sl / inner, c = sl - a * inner, base = a * len * inner + c;
+    double s = 0;
+    bool any = false;
+    for (int64_t j = 0; j < len; j++) {
+      int64_t i = base + j * inner;
+      if (!valid(xm, i) || !valid(gm, i)) continue;
+      any = true;
+      s += lg ? gv[i] : gv[i] * yv[i];
+    }
+    for (int64_t j = 0; j < len; j++) {
+      int64_t i = base + j * inner;
+      bool ok = valid(xm, i), got = ok && valid(gm, i);
+      double gi = got ? gv[i] : 0, y = ok ? yv[i] : 0;
+      out[i] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;
+      if (mo) mo[i] = ok && any;
     }
   }
 }
@@ -512,25 +613,11 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     gin[0] = J.r;
     return;
   }
-  for (int64_t a = 0; a < J.A.outer; a++)
-    for (int64_t c = 0; c < J.A.inner; c++) {
-      int64_t base = a * J.A.len * J.A.inner + c;
-      double s = 0;
-      bool any = false;
-      for (int64_t j = 0; j < J.A.len; j++) {
-        int64_t i = base + j * J.A.inner;
-        if (!valid(J.xm, i) || !valid(J.gm, i)) continue;
-        any = true;
-        s += lg ? J.gv[i] : J.gv[i] * yv[i];
-      }
-      for (int64_t j = 0; j < J.A.len; j++) {
-        int64_t i = base + j * J.A.inner;
-        bool ok = valid(J.xm, i), got = ok && valid(J.gm, i);
-        double gi = got ? J.gv[i] : 0, y = ok ? yv[i] : 0;
-        J.o[i] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;
-        if (J.m) J.m[i] = ok && any;
-      }
-    }
+  /* strided slices, each on its own: the threads share them out */
+  sm_bw_job B = {&J, yv, lg};
+  int64_t len = J.A.len > 0 ? J.A.len : 1;
+  mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer * J.A.inner,
+                  len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sm_bw_strided, &B);
   gin[0] = J.r;
 }
 
@@ -578,12 +665,41 @@ void mq_bw_cumulative(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
 
 /* --- data movement ------------------------------------------------------------ */
 
+/* A rearrangement's gradient, entries [lo, hi) of g: each lands on its own
+ * input element, as 0 + g (the sum the general path forms: +0 for -0). */
+typedef struct move_job {
+  const int64_t *from;
+  const double *gv;
+  const uint8_t *gm, *um;
+  double *o;
+  uint8_t *m;
+} move_job;
+
+static void move_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const move_job *J = ctx;
+  const int64_t *from = J->from;
+  const double *gv = J->gv;
+  const uint8_t *gm = J->gm, *um = J->um;
+  double *o = J->o;
+  uint8_t *m = J->m;
+  for (int64_t k = lo; k < hi; k++) {
+    int64_t d = from[k];
+    bool got = valid(gm, k);
+    o[d] = got ? 0.0 + gv[k] : 0.0;
+    if (m) m[d] = got && valid(um, d);
+  }
+}
+
 /* The op is replayed on tensors holding the element numbers of its inputs
  * (numbered across all inputs, for cat and stack); the result says, for
  * each output element, which input element it came from, and the gradient
  * is added back there. One rule for every view, index, cat and stack. */
 void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
+  if (n->op == 2) { /* expand: the sums of a broadcast operand, on threads */
+    if (n->in[0]->requires_grad) gin[0] = mq_bw_sum_to(S, g, n->in[0]);
+    return;
+  }
   int64_t *base = mq_scratch(S, (size_t)n->nin * sizeof *base), total = 0;
   for (int i = 0; i < n->nin; i++) {
     base[i] = total;
@@ -610,14 +726,32 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   const int64_t *from = mq_tensor_data(src);
   const double *gv = mq_bw_d(g);
   const uint8_t *gm = mq_ag_maskp(S, g);
-  double *acc = zeroed(S, total);
+  if (n->op == 1 && n->nin == 1) { /* a rearrangement: on threads */
+    mq_tensor *u = n->in[0];
+    if (!u->requires_grad) return;
+    const uint8_t *um = mq_ag_maskp(S, u);
+    move_job J = {from, gv, gm, um, NULL, NULL};
+    mq_tensor *r = grad_new(S, u->ndim, u->shape, gm || um, &J.m);
+    J.o = mq_bw_d(r);
+    mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
+    gin[0] = r;
+    return;
+  }
+  double *acc;
   uint8_t *got = mq_scratch(S, (size_t)(total ? total : 1));
-  memset(got, 0, (size_t)total);
-  for (int64_t k = 0; k < t->numel; k++) {
-    /* no gradient flowed here, or (-1: a masked-out index) nothing was read */
-    if (!valid(gm, k) || from[k] < 0) continue;
-    acc[from[k]] += gv[k];
-    got[from[k]] = 1;
+  if (n->op == 1) { /* cat: every element of the inputs written once, on threads */
+    acc = mq_scratch(S, (size_t)(total ? total : 1) * sizeof *acc);
+    move_job J = {from, gv, gm, NULL, acc, got};
+    mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
+  } else {
+    acc = zeroed(S, total);
+    memset(got, 0, (size_t)total);
+    for (int64_t k = 0; k < t->numel; k++) {
+      /* no gradient flowed here, or (-1: a masked-out index) nothing was read */
+      if (!valid(gm, k) || from[k] < 0) continue;
+      acc[from[k]] += gv[k];
+      got[from[k]] = 1;
+    }
   }
   for (int i = 0; i < n->nin; i++) {
     mq_tensor *u = n->in[i];
@@ -670,10 +804,49 @@ static int64_t mat_batch(const mat *M, int nbd, const int64_t *idx) {
 }
 
 /* Every valid entry of [n] values finite (NULL mask: every entry). */
-static bool valid_finite(const double *x, const uint8_t *m, int64_t n) {
-  bool ok = true;
-  for (int64_t i = 0; i < n; i++) ok &= (m && !m[i]) || isfinite(x[i]);
-  return ok;
+/* The elementwise passes of matmul's backward, on threads: (x) whether
+ * the valid entries are finite, a flag per thread (and-ed afterwards: the
+ * same answer whoever looks where); (p, pm) the data under m's masked-out
+ * entries zeroed and the gradient's mask and-ed with m. */
+typedef struct mm_pass {
+  const double *x;
+  const uint8_t *m;
+  bool *ok;
+  double *p;
+  uint8_t *pm;
+} mm_pass;
+
+static void mm_pass_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_pass *P = ctx;
+  const uint8_t *m = P->m;
+  if (P->x) {
+    const double *x = P->x;
+    bool ok = true;
+    for (int64_t i = lo; i < hi; i++) ok &= (m && !m[i]) || isfinite(x[i]);
+    if (!ok) P->ok[t] = false;
+    return;
+  }
+  double *p = P->p;
+  uint8_t *pm = P->pm;
+  if (p)
+    for (int64_t i = lo; i < hi; i++) p[i] = m[i] ? p[i] : 0;
+  if (pm)
+    for (int64_t i = lo; i < hi; i++) pm[i] &= m[i];
+}
+
+static bool mm_pass_run(mq_state *S, mm_pass *P, int64_t n) {
+  int nt = mq_parallel_threads_for(S, n);
+  bool *ok = mq_scratch(S, (size_t)nt * sizeof *ok), all = true;
+  for (int t = 0; t < nt; t++) ok[t] = true;
+  P->ok = ok;
+  mq_parallel_for(S, nt, n, MQ_PAR_GRAIN, mm_pass_range, P);
+  for (int t = 0; t < nt; t++) all &= ok[t];
+  return all;
+}
+
+static bool valid_finite(mq_state *S, const double *x, const uint8_t *m, int64_t n) {
+  mm_pass P = {.x = x, .m = m};
+  return mm_pass_run(S, &P, n);
 }
 
 /* What one backward matmul reads and writes; ga/gb NULL when not wanted. */
@@ -709,12 +882,15 @@ static void mm_bw_pairs(const mm_bw *W, int64_t oa, int64_t ob, const double *gb
     }
 }
 
-/* Scratch of mm_bw_rows: b transposed [N, K] (0 where masked out) and its
- * mask, four rows of the gradient [4, N] (0 where masked out), and a row's
- * valid gradient columns [N]. */
+/* What mm_bw_ga and mm_bw_gb read besides the operands. ga: b's batch
+ * transposed [N, K] (0 where masked out) and its mask, and the thread's
+ * scratch for a row's valid gradient columns [N]. gb: the batch's gradient
+ * [M, N] with 0 where masked out, the span of each row's valid entries
+ * [M, 2], and a row of N zeros. */
 typedef struct mm_bw_scratch {
-  double *bt, *gz;
-  uint8_t *btm;
+  const double *bt, *gz, *zero;
+  const uint8_t *btm;
+  const int64_t *span;
   int64_t *js;
 } mm_bw_scratch;
 
@@ -723,10 +899,10 @@ typedef struct mm_bw_scratch {
  * the same order), over the span of a's valid entries in row i only (the
  * others end masked out and 0). */
 MQ_WIDE static void mm_bw_ga(const mm_bw *W, int64_t oa, const double *gb_, const uint8_t *gmb,
-                             const uint8_t *bm, const mm_bw_scratch *X) {
-  int64_t M = W->M, K = W->K, N = W->N;
+                             const uint8_t *bm, const mm_bw_scratch *X, int64_t i0, int64_t i1) {
+  int64_t K = W->K, N = W->N;
   const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
-  for (int64_t i = 0; i < M; i++) {
+  for (int64_t i = i0; i < i1; i++) {
     const double *gr = gb_ + i * N;
     const uint8_t *gmr = gmb ? gmb + i * N : NULL;
     int64_t l0, l1, nj = 0;
@@ -775,8 +951,8 @@ MQ_WIDE static void mm_bw_ga(const mm_bw *W, int64_t oa, const double *gb_, cons
  * a time, over the union of their spans of valid entries (a padded row's
  * tail is skipped); a masked-out a[i, l] or g[i, j] takes part as an exact
  * 0, which leaves the sum as it was. */
-MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_,
-                             const uint8_t *gmb, const mm_bw_scratch *X) {
+MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const uint8_t *gmb,
+                             const mm_bw_scratch *X, int64_t l0, int64_t l1) {
   int64_t M = W->M, K = W->K, N = W->N;
   const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
   const double *ax = W->A.x + oa;
@@ -784,20 +960,15 @@ MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const doubl
     int64_t nr = M - i0 < 4 ? M - i0 : 4, u0 = N, u1 = 0;
     int64_t s0[4], s1[4];
     for (int64_t r = 0; r < nr; r++) {
-      const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
-      if (!mq_valid_span(gmr, N, &s0[r], &s1[r])) continue;
+      s0[r] = X->span[2 * (i0 + r)], s1[r] = X->span[2 * (i0 + r) + 1];
+      if (s0[r] >= s1[r]) continue;
       u0 = s0[r] < u0 ? s0[r] : u0;
       u1 = s1[r] > u1 ? s1[r] : u1;
     }
     if (u0 >= u1) continue;
-    double *gz[4];
-    for (int64_t r = 0; r < 4; r++) {
-      gz[r] = X->gz + r * N;
-      const double *gr = gb_ + (i0 + r) * N;
-      const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
-      for (int64_t j = u0; j < u1; j++) gz[r][j] = r < nr && valid(gmr, j) ? gr[j] : 0;
-    }
-    for (int64_t l = 0; l < K; l++) {
+    const double *gz[4];
+    for (int64_t r = 0; r < 4; r++) gz[r] = r < nr ? X->gz + (i0 + r) * N : X->zero;
+    for (int64_t l = l0; l < l1; l++) {
       double a[4];
       uint8_t any = 0;
       for (int64_t r = 0; r < 4; r++) {
@@ -829,27 +1000,124 @@ MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const doubl
   }
 }
 
-/* One batch as rows of axpys, each gradient entry summed in the same order
- * as mm_bw_pairs (batches, then j for ga; batches, then i for gb), so the
- * result is the same to the bit: with finite inputs, a term whose partner
- * is masked out is an exact +-0 here, and adding it leaves a sum that
- * starts at +0 unchanged (it can never be -0). What makes the work
- * smaller: masked-out gradient entries and a's masked-out spans are
- * skipped, not multiplied by 0. */
-static void mm_bw_rows(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_, const uint8_t *gmb,
-                       const mm_bw_scratch *X) {
-  int64_t K = W->K, N = W->N;
-  const uint8_t *bm = W->B.m ? W->B.m + ob : NULL;
-  const double *bx = W->B.x + ob;
-  if (W->pa) {
-    for (int64_t l = 0; l < K; l++)
-      for (int64_t j = 0; j < N; j++) X->bt[j * K + l] = valid(bm, l * N + j) ? bx[l * N + j] : 0;
-    if (bm && W->ma)
-      for (int64_t l = 0; l < K; l++)
-        for (int64_t j = 0; j < N; j++) X->btm[j * K + l] = bm[l * N + j];
-    mm_bw_ga(W, oa, gb_, gmb, bm, X);
+/* The rows path: every batch as rows of axpys, each gradient entry summed
+ * in the same order as mm_bw_pairs (batches, then j for ga; batches, then
+ * i for gb), so the result is the same to the bit: with finite inputs, a
+ * term whose partner is masked out is an exact +-0 here, and adding it
+ * leaves a sum that starts at +0 unchanged (it can never be -0). What
+ * makes the work smaller: masked-out gradient entries and a's masked-out
+ * spans are skipped, not multiplied by 0. The threads share out the rows
+ * of ga (items: a's rows, or (batch, row) pairs when no two batches write
+ * the same rows of ga) and the rows l of gb likewise: an entry is written
+ * by one thread only, its terms in the order above. */
+typedef struct mm_bw_job {
+  const mm_bw *W;
+  const int64_t *oa, *ob; /* each batch's offsets in a and b */
+  int64_t nbatch;
+  bool own_a, own_b;      /* every batch writes rows of its own */
+  double *bt;              /* b's batches transposed */
+  const double *gz, *zero; /* g with 0 where masked out */
+  uint8_t *btm;
+  int64_t *js, *span;     /* N per thread; each row of g's valid span */
+} mm_bw_job;
+
+/* The (batch, rows [r0, r1)) pieces of items [lo, hi) in order: with
+ * [own], item = batch * per + row; else rows [lo, hi) of every batch.
+ * Start with bti = -1. */
+typedef struct mm_seg {
+  int64_t bti, r0, r1;
+} mm_seg;
+
+static bool mm_bw_next(const mm_bw_job *J, bool own, int64_t per, int64_t lo, int64_t hi, mm_seg *g) {
+  if (!own) {
+    g->r0 = lo, g->r1 = hi;
+    return ++g->bti < J->nbatch;
   }
-  if (W->pb) mm_bw_gb(W, oa, ob, gb_, gmb, X);
+  int64_t it = g->bti < 0 ? lo : g->bti * per + g->r1;
+  if (it >= hi) return false;
+  g->bti = it / per;
+  g->r0 = it - g->bti * per;
+  g->r1 = hi - g->bti * per < per ? hi - g->bti * per : per;
+  return true;
+}
+
+static void mm_bw_ga_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_bw_job *J = ctx;
+  const mm_bw *W = J->W;
+  int64_t M = W->M, N = W->N;
+  mm_bw_scratch X = {.js = J->js + t * (N > 0 ? N : 1)};
+  for (mm_seg g = {-1, 0, 0}; mm_bw_next(J, J->own_a, M, lo, hi, &g);) {
+    int64_t ob = J->ob[g.bti];
+    X.bt = J->bt + ob, X.btm = J->btm ? J->btm + ob : NULL;
+    mm_bw_ga(W, J->oa[g.bti], W->gv + g.bti * M * N, W->gm ? W->gm + g.bti * M * N : NULL,
+             W->B.m ? W->B.m + ob : NULL, &X, g.r0, g.r1);
+  }
+}
+
+static void mm_bw_gb_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_bw_job *J = ctx;
+  const mm_bw *W = J->W;
+  int64_t M = W->M, N = W->N;
+  mm_bw_scratch X = {.zero = J->zero};
+  for (mm_seg g = {-1, 0, 0}; mm_bw_next(J, J->own_b, W->K, lo, hi, &g);) {
+    X.gz = J->gz + g.bti * M * N, X.span = J->span + g.bti * M * 2;
+    mm_bw_gb(W, J->oa[g.bti], J->ob[g.bti], W->gm ? W->gm + g.bti * M * N : NULL, &X, g.r0, g.r1);
+  }
+}
+
+/* b's [nb] batches transposed, [N, K] each at its batch's offset (0 where
+ * masked out), and their masks when ga needs them. */
+static void mm_bw_transpose(const mm_bw *W, int64_t nb, double *bt, uint8_t *btm) {
+  int64_t K = W->K, N = W->N;
+  for (int64_t ob = 0; ob < nb * K * N; ob += K * N) {
+    const uint8_t *bm = W->B.m ? W->B.m + ob : NULL;
+    const double *bx = W->B.x + ob;
+    for (int64_t l = 0; l < K; l++)
+      for (int64_t j = 0; j < N; j++) bt[ob + j * K + l] = valid(bm, l * N + j) ? bx[l * N + j] : 0;
+    if (btm)
+      for (int64_t l = 0; l < K; l++)
+        for (int64_t j = 0; j < N; j++) btm[ob + j * K + l] = bm[l * N + j];
+  }
+}
+
+/* A chunk of about MQ_PAR_GRAIN multiply-adds, in items of [per]. */
+static int64_t mm_bw_grain(int64_t per) { return per >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / (per ? per : 1); }
+
+/* [na], [nb]: the number of a's and b's matrices. */
+static void mm_bw_rows(mq_state *S, const mm_bw *W, mm_bw_job *J, int64_t na, int64_t nb) {
+  int64_t M = W->M, K = W->K, N = W->N, n1 = N > 0 ? N : 1, nkn = nb * K * N > 0 ? nb * K * N : 1;
+  /* either side: nbatch * M * K * N multiply-adds (saturated: it only
+   * picks the thread count) */
+  int64_t work, mk, kn;
+  if (!mq_mul_ok(J->nbatch, M, &mk) || !mq_mul_ok(K, N, &kn) || !mq_mul_ok(mk, kn, &work))
+    work = INT64_MAX;
+  int nt = mq_parallel_threads_for(S, work);
+  J->own_a = na == J->nbatch, J->own_b = nb == J->nbatch;
+  if (W->pa) {
+    J->bt = mq_scratch(S, (size_t)nkn * sizeof *J->bt); /* b's size */
+    J->btm = W->B.m && W->ma ? mq_scratch(S, (size_t)nkn) : NULL;
+    mm_bw_transpose(W, nb, J->bt, J->btm);
+    J->js = mq_scratch(S, (size_t)nt * (size_t)n1 * sizeof *J->js);
+    int64_t items = J->own_a ? J->nbatch * M : M;
+    mq_parallel_for(S, nt, items, mm_bw_grain(K * N * (J->own_a ? 1 : J->nbatch)), mm_bw_ga_range, J);
+  }
+  if (W->pb) { /* g's rows once for all: zeros where masked out, spans */
+    int64_t rows = J->nbatch * M;
+    double *gz = W->gm ? mq_scratch(S, (size_t)(rows * N > 0 ? rows * N : 1) * sizeof *gz) : NULL;
+    J->gz = gz ? gz : W->gv; /* a plain g is read as it is */
+    J->span = mq_scratch(S, (size_t)(rows > 0 ? rows : 1) * 2 * sizeof *J->span);
+    J->zero = zeroed(S, n1);
+    for (int64_t i = 0; i < rows; i++) {
+      const uint8_t *gmr = W->gm ? W->gm + i * N : NULL;
+      mq_valid_span(gmr, N, &J->span[2 * i], &J->span[2 * i + 1]);
+      for (int64_t j = 0; gz && j < N; j++) gz[i * N + j] = gmr[j] ? W->gv[i * N + j] : 0;
+    }
+    int64_t items = J->own_b ? J->nbatch * K : K;
+    /* at least 32 rows of gb a chunk: a chunk copies four rows of g per
+     * four rows of a, once for all its rows of gb */
+    int64_t grain = mm_bw_grain(M * N * (J->own_b ? 1 : J->nbatch));
+    mq_parallel_for(S, nt, items, grain > 32 ? grain : 32, mm_bw_gb_range, J);
+  }
 }
 
 /* With c = a @ b over valid pairs only: dc[i,j]/da[i,l] = b[l,j] where b[l,j]
@@ -878,38 +1146,32 @@ void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   if (W.pb) memset(W.pb, 0, (size_t)b->numel * sizeof *W.pb);
   if (W.ma) memset(W.ma, 0, (size_t)a->numel);
   if (W.mb) memset(W.mb, 0, (size_t)b->numel);
-  bool rows = valid_finite(W.A.x, W.A.m, a->numel) && valid_finite(W.B.x, W.B.m, b->numel) &&
-              valid_finite(W.gv, W.gm, g->numel);
-  mm_bw_scratch X = {0};
-  if (rows) { /* sizes: N * K is at most the size of b */
-    size_t nk = (size_t)(N * K > 0 ? N * K : 1), n1 = (size_t)(N > 0 ? N : 1);
-    X.bt = mq_scratch(S, nk * sizeof *X.bt);
-    X.btm = W.B.m && W.ma ? mq_scratch(S, nk) : NULL;
-    X.gz = mq_scratch(S, 4 * n1 * sizeof *X.gz);
-    X.js = mq_scratch(S, n1 * sizeof *X.js);
-  }
+  bool rows = valid_finite(S, W.A.x, W.A.m, a->numel) && valid_finite(S, W.B.x, W.B.m, b->numel) &&
+              valid_finite(S, W.gv, W.gm, g->numel);
+  /* each batch's offsets in a and b */
+  int64_t *oa = mq_scratch(S, (size_t)(nbatch ? nbatch : 1) * sizeof *oa);
+  int64_t *ob = mq_scratch(S, (size_t)(nbatch ? nbatch : 1) * sizeof *ob);
   int64_t idx[MQ_MAX_DIMS] = {0};
   for (int64_t bti = 0; bti < nbatch; bti++) {
-    int64_t oa = mat_batch(&W.A, nbd, idx) * M * K, ob = mat_batch(&W.B, nbd, idx) * K * N;
-    const double *gb_ = W.gv + bti * M * N;
-    const uint8_t *gmb = W.gm ? W.gm + bti * M * N : NULL;
-    if (rows) mm_bw_rows(&W, oa, ob, gb_, gmb, &X);
-    else mm_bw_pairs(&W, oa, ob, gb_, gmb);
+    oa[bti] = mat_batch(&W.A, nbd, idx) * M * K, ob[bti] = mat_batch(&W.B, nbd, idx) * K * N;
     for (int d = nbd - 1; d >= 0; d--) {
       if (++idx[d] < bshape[d]) break;
       idx[d] = 0;
     }
   }
+  if (rows) {
+    mm_bw_job J = {.W = &W, .oa = oa, .ob = ob, .nbatch = nbatch};
+    mm_bw_rows(S, &W, &J, M * K > 0 ? a->numel / (M * K) : 0, K * N > 0 ? b->numel / (K * N) : 0);
+  } else {
+    for (int64_t bti = 0; bti < nbatch; bti++)
+      mm_bw_pairs(&W, oa[bti], ob[bti], W.gv + bti * M * N, W.gm ? W.gm + bti * M * N : NULL);
+  }
   /* the rows path summed terms whose own operand is masked out: those
    * entries get no gradient (the data under the mask stays 0) */
-  if (rows && W.pa && W.A.m)
-    for (int64_t i = 0; i < a->numel; i++) W.pa[i] = W.A.m[i] ? W.pa[i] : 0;
-  if (rows && W.pb && W.B.m)
-    for (int64_t i = 0; i < b->numel; i++) W.pb[i] = W.B.m[i] ? W.pb[i] : 0;
-  if (W.ma && W.A.m)
-    for (int64_t i = 0; i < a->numel; i++) W.ma[i] &= W.A.m[i];
-  if (W.mb && W.B.m)
-    for (int64_t i = 0; i < b->numel; i++) W.mb[i] &= W.B.m[i];
+  mm_pass PA = {.m = W.A.m, .p = rows ? W.pa : NULL, .pm = W.ma};
+  if (W.A.m && (PA.p || PA.pm)) mm_pass_run(S, &PA, a->numel);
+  mm_pass PB = {.m = W.B.m, .p = rows ? W.pb : NULL, .pm = W.mb};
+  if (W.B.m && (PB.p || PB.pm)) mm_pass_run(S, &PB, b->numel);
   gin[0] = ga;
   gin[1] = gb;
 }
