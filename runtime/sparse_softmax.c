@@ -120,6 +120,7 @@ typedef struct sm_job {
   const void *x;
   const uint8_t *m;
   bool lg;
+  int cpu; /* the state's CPU path, for the float32 exp (vexp.h) */
 } sm_job;
 
 /* One group of [n] entries: max over the valid ones (NaN wins), exponentials
@@ -167,16 +168,62 @@ typedef struct sm_job {
     T inv = (T)(1.0 / s);                                                                   \
     for (int64_t i = 0; i < n; i++) o[i] *= inv;                                            \
   }
-DEF_SM(F32, float, mq_vexpf) /* as dense softmax's (vexp.h) */
+/* float32 takes runs of groups with one vector exp: sm_run_F32 below */
 DEF_SM(F64, double, exp)
+
+/* float32 groups [lo, hi), a run of up to RUN_GROUPS at a time: every
+ * entry's x - max first (-inf where masked out, which exp takes to +0),
+ * then one vector exp over the run's entries (a call per entry, as sm_F32
+ * makes, costs about four times as much: mq_vexpf is long for a scalar),
+ * then each group's sum in order, as sm_F32 adds them, and the scaling:
+ * sm_F32's bits. */
+#define RUN_GROUPS 256
+static void sm_run_F32(const sm_job *J, int64_t lo, int64_t hi) {
+  float *o = J->o, mxs[RUN_GROUPS];
+  const float *x = J->x;
+  const uint8_t *m = J->m;
+  const int64_t *st = J->start;
+  for (int64_t r0 = lo; r0 < hi; r0 += RUN_GROUPS) {
+    int64_t r1 = hi - r0 < RUN_GROUPS ? hi : r0 + RUN_GROUPS;
+    for (int64_t r = r0; r < r1; r++) {
+      float mx = -INFINITY;
+      bool nan = false;
+      for (int64_t i = st[r]; i < st[r + 1]; i++) {
+        float xi = m[i] ? x[i] : -INFINITY;
+        nan |= xi != xi;
+        mx = xi > mx ? xi : mx;
+      }
+      mxs[r - r0] = mx = nan ? NAN : mx;
+      for (int64_t i = st[r]; i < st[r + 1]; i++) o[i] = m[i] ? x[i] - mx : -INFINITY;
+    }
+    mq_vexpf_rows(J->cpu, o + st[r0], o + st[r0], 0.0f, st[r1] - st[r0]);
+    for (int64_t r = r0; r < r1; r++) {
+      int64_t a = st[r], b = st[r + 1], valid = 0;
+      double sum = 0;
+      for (int64_t i = a; i < b; i++) valid += m[i] != 0, sum += (double)o[i];
+      if (!valid) {
+        for (int64_t i = a; i < b; i++) o[i] = NAN;
+      } else if (J->lg) {
+        float lse = mxs[r - r0] + (float)log(sum);
+        for (int64_t i = a; i < b; i++) o[i] = m[i] ? x[i] - lse : -INFINITY;
+      } else {
+        float inv = (float)(1.0 / sum);
+        for (int64_t i = a; i < b; i++) o[i] *= inv;
+      }
+    }
+  }
+}
 
 static void sm_groups(void *ctx, int64_t lo, int64_t hi, int t) {
   (void)t;
   const sm_job *J = ctx;
+  if (J->dt == MQ_DT_F32) {
+    sm_run_F32(J, lo, hi);
+    return;
+  }
   for (int64_t r = lo; r < hi; r++) {
     int64_t a = J->start[r], n = J->start[r + 1] - a;
-    if (J->dt == MQ_DT_F32) sm_F32((float *)J->o + a, (const float *)J->x + a, J->m + a, n, J->lg);
-    else sm_F64((double *)J->o + a, (const double *)J->x + a, J->m + a, n, J->lg);
+    sm_F64((double *)J->o + a, (const double *)J->x + a, J->m + a, n, J->lg);
   }
 }
 
@@ -211,7 +258,7 @@ mq_tensor *mq_sparse_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt
   mq_sparse_group(S, t, d, &g);
   size_t es = odt == MQ_DT_F32 ? sizeof(float) : sizeof(double);
   sm_job J = {.dt = odt, .start = g.start, .o = mq_tensor_data(o), .x = mq_tensor_data(x),
-              .m = mq_tensor_data(t->mask->sparse->values), .lg = lg};
+              .m = mq_tensor_data(t->mask->sparse->values), .lg = lg, .cpu = S->cpu};
   if (g.order) { /* the groups' entries side by side, then back */
     size_t bytes = mq_ck_zmul(S, (size_t)(nnz ? nnz : 1), es, "nnz");
     void *xs = mq_scratch(S, bytes);
