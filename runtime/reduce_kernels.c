@@ -261,7 +261,8 @@ DEF_FSUM_BLOCKS(F64, double, sel_f64)
                             int64_t n) {                                       \
     ((double *)acc)[o] += fsum_##E(x, m, n, cnt && m ? cnt + o : NULL);        \
   }                                                                            \
-  static void fsum_accc_##E(void *accv, uint32_t *cnt, const void *xv, const uint8_t *m, int64_t n) { \
+  MQ_WIDE static void fsum_accc_##E(void *accv, uint32_t *cnt, const void *xv, const uint8_t *m, \
+                                    int64_t n) {                               \
     double *acc = accv;                                                        \
     const T *x = xv;                                                           \
     if (m) {                                                                   \
