@@ -340,42 +340,53 @@ static mq_value plain_item(mq_state *S, mq_value v) {
  * recurses without a bound; the C stack has one). */
 #define LESS_MAX_DEPTH 64
 
-static bool less_at(mq_state *S, mq_value a, mq_value b, const char *fn, int depth);
+static int cmp_at(mq_state *S, mq_value a, mq_value b, const char *fn, int depth);
 
-/* a < b for two lists: the first items that differ decide, else the
- * shorter one is less, as Python compares lists. */
-static bool list_less(mq_state *S, const mq_list *a, const mq_list *b, const char *fn, int depth) {
+/* -1, 0 or 1 as list a is less than, neither, or greater than list b:
+ * the first items that differ decide, else the shorter one is less, as
+ * Python compares lists. Each pair of items is compared once (three-way),
+ * so nested lists cost their size, not 2^depth. */
+static int list_cmp(mq_state *S, const mq_list *a, const mq_list *b, const char *fn, int depth) {
   if (depth >= LESS_MAX_DEPTH) mq_error(S, "%s(): lists nested more than %d deep", fn, LESS_MAX_DEPTH);
   for (int k = 0; k < a->len && k < b->len; k++) {
-    if (less_at(S, a->items[k], b->items[k], fn, depth + 1)) return true;
-    if (less_at(S, b->items[k], a->items[k], fn, depth + 1)) return false;
+    int c = cmp_at(S, a->items[k], b->items[k], fn, depth + 1);
+    if (c) return c;
   }
-  return a->len < b->len;
+  return (a->len > b->len) - (a->len < b->len);
 }
 
 /* a < b for two numbers (exactly, ints against floats too), two strings
- * (bytewise) or two lists (list_less); [fn] names the caller in the error
+ * (bytewise) or two lists (list_cmp); [fn] names the caller in the error
  * for anything else. */
 static bool less(mq_state *S, mq_value a, mq_value b, const char *fn) {
-  return less_at(S, a, b, fn, 0);
+  return cmp_at(S, a, b, fn, 0) < 0;
 }
 
-static bool less_at(mq_state *S, mq_value a, mq_value b, const char *fn, int depth) {
+/* -1 if a < b, 1 if b < a, else 0 (equal, or a NaN: neither is less). */
+static int cmp_at(mq_state *S, mq_value a, mq_value b, const char *fn, int depth) {
   a = plain_item(S, a);
   b = plain_item(S, b);
   if (mq_is_number(a) && mq_is_number(b)) {
-    if (a.type != MQ_FLOAT && b.type != MQ_FLOAT) return int_of(a) < int_of(b);
-    if (a.type == MQ_FLOAT && b.type == MQ_FLOAT) return a.as.f < b.as.f;
-    if (b.type == MQ_FLOAT) return cmp_int_float(int_of(a), b.as.f) == -1;
-    return cmp_int_float(int_of(b), a.as.f) == 1;
+    if (a.type != MQ_FLOAT && b.type != MQ_FLOAT) {
+      int64_t x = int_of(a), y = int_of(b);
+      return (x > y) - (x < y);
+    }
+    if (a.type == MQ_FLOAT && b.type == MQ_FLOAT) return (a.as.f > b.as.f) - (a.as.f < b.as.f);
+    if (b.type == MQ_FLOAT) { /* cmp_int_float: -1, 0, 1, or something else for NaN */
+      int c = cmp_int_float(int_of(a), b.as.f);
+      return c == -1 || c == 1 ? c : 0;
+    }
+    int c = cmp_int_float(int_of(b), a.as.f);
+    return c == -1 || c == 1 ? -c : 0;
   }
   if (mq_is_obj(a, MQ_O_STRING) && mq_is_obj(b, MQ_O_STRING)) {
     const mq_string *x = mq_as_string(a), *y = mq_as_string(b);
     int c = memcmp(x->chars, y->chars, x->len < y->len ? x->len : y->len);
-    return c < 0 || (c == 0 && x->len < y->len);
+    if (c) return c < 0 ? -1 : 1;
+    return (x->len > y->len) - (x->len < y->len);
   }
   if (mq_is_obj(a, MQ_O_LIST) && mq_is_obj(b, MQ_O_LIST))
-    return list_less(S, mq_as_list(a), mq_as_list(b), fn, depth);
+    return list_cmp(S, mq_as_list(a), mq_as_list(b), fn, depth);
   mq_error(S, "%s(): cannot compare %s with %s (numbers with numbers, strings with strings, lists "
               "with lists)",
            fn, mq_value_type_name(a), mq_value_type_name(b));
