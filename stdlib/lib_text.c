@@ -351,6 +351,7 @@ static int list_cmp(mq_state *S, const mq_list *a, const mq_list *b, const char 
   for (int k = 0; k < a->len && k < b->len; k++) {
     int c = cmp_at(S, a->items[k], b->items[k], fn, depth + 1);
     if (c) return c;
+    if (k % 1024 == 1023) mq_poll(S); /* long equal lists: as == polls (seqops.c) */
   }
   return (a->len > b->len) - (a->len < b->len);
 }
