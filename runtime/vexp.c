@@ -18,7 +18,8 @@
  * and tools/vexp_check.c found that none of them goes wrong: it compares
  * every one of the 2^32 inputs with the correctly rounded result (glibc's
  * double exp rounded once, expl deciding near midpoints) and with glibc's
- * expf; see docs/PERFORMANCE.md, "A vectorized float32 exp (issue 16)". */
+ * expf; see docs/DIFFERENCES.md, "exp, log, pow and sigmoid give one
+ * answer per value". */
 #include "kernels.h" /* first: gcc's vectorizer cost model, before mq_vexpf */
 #include "cpu.h"
 #include "vexp.h"
