@@ -189,7 +189,6 @@ static const workload WORKLOADS[] = {
     {"mk_amax_valid", "mk", "r = amax(kv)"},
     {"mk_amax_pad", "mk", "r = amax(kp)"},
     {"mk_amax_masked", "mk", "r = amax(km)"},
-    /* 1000 iterations per sample; run.sh reports the time per iteration */
     {"attn_fwd", "at", "r = softmax(masked(q @ transpose(k, -2, -1) / 8, kmask), -1) @ v"},
     {"attn_fwd_valid", "at", "r = softmax(masked(q @ transpose(k, -2, -1) / 8, kall), -1) @ v"},
     /* as_masked: gradients flow back through the mask to the scores */
@@ -197,6 +196,7 @@ static const workload WORKLOADS[] = {
      "r = grad(sum((softmax(as_masked(qg @ transpose(kg, -2, -1) / 8, kmask), -1) @ vg) * aw), "
      "[qg, kg, vg])"},
     {"pool_mean", "pl", "r = mean(masked(px, pm), 1)"},
+    /* 1000 iterations per sample; run.sh reports the time per iteration */
     {"small_loop", "t", "for i in range(1000) { r = (st * 2 + 1).sum() }"},
     {"norm_chain", "nc", "r = (nx - mean(nx, 1, keepdim=true)) / std(nx, 1, keepdim=true)"},
     /* the scaling row: each sample sums 2^(13-k) times 10^4 * 2^k entries

@@ -2,12 +2,14 @@
  *
  * Why the paths agree: mq_vexpf is a fixed sequence of IEEE double
  * operations (conversions, adds, multiplies, table reads, integer shifts
- * and adds on the bits; no FMA: gcc's -std=c11 turns contraction off,
+ * and adds on the bits; no contraction: gcc's -std=c11 turns it off,
  * clang is told), each rounded the same whether it runs alone or four or
  * eight to a register. The portable (SSE2) and AVX2 loops are the same C
- * built for two targets; the AVX-512 loop writes the same operations in
- * the same order with intrinsics. tests/unit/test_vexp.c compares them on
- * a million inputs, tools/vexp_check.c on all 2^32.
+ * built for two targets; the AVX-512 loop writes the same steps in the
+ * same order with intrinsics, its multiply-adds fused (they round less,
+ * and the float32 result is still the correctly rounded one, below).
+ * tests/unit/test_vexp.c compares them on a million inputs,
+ * tools/vexp_check.c on all 2^32.
  *
  * Why it is correctly rounded: the double result carries a relative error
  * of at most about 2^-53 (r is exact but for one rounding, the series'
@@ -18,7 +20,8 @@
  * and tools/vexp_check.c found that none of them goes wrong: it compares
  * every one of the 2^32 inputs with the correctly rounded result (glibc's
  * double exp rounded once, expl deciding near midpoints) and with glibc's
- * expf; see docs/PERFORMANCE.md, "A vectorized float32 exp (issue 16)". */
+ * expf; see docs/DIFFERENCES.md, "exp, log, pow and sigmoid give one
+ * answer per value". */
 #include "kernels.h" /* first: gcc's vectorizer cost model, before mq_vexpf */
 #include "cpu.h"
 #include "vexp.h"
