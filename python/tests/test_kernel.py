@@ -126,7 +126,12 @@ def test_interrupt_during_a_long_conversion(kernel):
     reply, _ = run(kc, "big = [str(i) for i in range(2000000)]", timeout=120)
     assert reply["status"] == "ok"
     msg_id = kc.execute("big", stop_on_error=False)
-    time.sleep(1.0)
+    while True:  # the kernel has begun the cell (an interrupt before it would be lost)
+        m = kc.get_iopub_msg(timeout=60)
+        if (m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "status"
+                and m["content"]["execution_state"] == "busy"):
+            break
+    time.sleep(0.5)
     km.interrupt_kernel()
     t0 = time.monotonic()
     while True:
