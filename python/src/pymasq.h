@@ -55,7 +55,8 @@ typedef struct pm_state {
   int depth;             /* calls into masq running (> 1: a host function calls back) */
   unsigned long owner;   /* the thread running them */
   int in_host;           /* Python host functions running on the owner thread */
-  int compute;           /* 1 while the GIL is released for masq */
+  int compute;           /* 1 while a run (module.c) has the GIL released: the interrupt
+                            hook may take it (0 in the module's own short statements, lists.c) */
   int on_main;           /* the owner is the main thread (signals are checked) */
   int stop;              /* a callback raised (pending): the interrupt hook stops masq */
   long long last_poll_ms;
