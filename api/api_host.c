@@ -86,6 +86,7 @@ typedef struct global_job {
   masq_tensor **out; /* get */
   double *number;    /* get_number */
   int64_t *integer;  /* get_int */
+  uint64_t *identity; /* get_identity */
   char *sbuf;        /* get_string: the host's buffer, its size, the length */
   size_t ssize;
   size_t *slen;
@@ -235,6 +236,19 @@ masq_status masq_get_string(masq_state *M, const char *name, char *buf, size_t s
 masq_status masq_get_number(masq_state *M, const char *name, double *out) {
   global_job job = {.fn = "masq_get_number", .name = name, .number = out};
   return mq_api_entry(M, get_number_protected, &job, NULL);
+}
+
+static void get_identity_protected(mq_state *S, void *ud) {
+  global_job *job = ud;
+  mq_api_need(S, job->identity, job->fn, "id");
+  mq_value v = global_value(S, job);
+  *job->identity = v.type == MQ_OBJ ? (uint64_t)(uintptr_t)v.as.o : 0; /* the GC never moves objects */
+}
+
+masq_status masq_get_identity(masq_state *M, const char *name, uint64_t *id) {
+  global_job job = {.fn = "masq_get_identity", .name = name, .identity = id};
+  if (id) *id = 0;
+  return mq_api_entry(M, get_identity_protected, &job, NULL);
 }
 
 /* --- calling masq from C ------------------------------------------------------------------ */

@@ -406,6 +406,15 @@ MASQ_API masq_status masq_get_number(masq_state *M, const char *name, double *ou
  * or bool tensor with one valid element. A float is MASQ_ERR_USAGE. */
 MASQ_API masq_status masq_get_int(masq_state *M, const char *name, int64_t *out);
 
+/* An identity for the value of global [name]: *id is the same for two
+ * globals bound to the same object (a list, dict, string, function or
+ * tensor) and different for two different objects while both live; 0 for
+ * none, a number or a bool, which have no identity. For hosts that convert
+ * nested lists (which may share sublists, or hold themselves) to their own
+ * values: each list converted once, as many times as it occurs. An
+ * undefined global is MASQ_ERR_USAGE. */
+MASQ_API masq_status masq_get_identity(masq_state *M, const char *name, uint64_t *id);
+
 /* --- calling masq from C ---------------------------------------------------------- */
 
 /* Calls the function bound to global [fname] (defined by a script, a

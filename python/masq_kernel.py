@@ -17,6 +17,7 @@ import re
 import shutil
 import sys
 import tempfile
+import traceback
 
 import numpy as np
 
@@ -28,15 +29,49 @@ except ImportError:  # the install command and the renderers work without it
     Kernel = object
 
 MAX_CELLS = 2000  # an HTML table shows at most this many entries
+MAX_TEXT = 20000  # the plain text of a list shows about this many characters
 NAME_TAIL = re.compile(r"[A-Za-z_][A-Za-z_0-9]*$")
 NAME_AT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
 def to_text(value):
-    """The plain-text form of a value (masked entries as --)."""
+    """The plain-text form of a value (masked entries as --). Lists are cut
+    at about MAX_TEXT characters: one that shares sublists (l = [l, l],
+    sixty times over) would print 2^60 items."""
     if isinstance(value, np.ndarray):
-        return str(value)
+        return str(value)  # numpy summarises big arrays itself
+    if isinstance(value, list):
+        return _list_text(value)
     return repr(value)
+
+
+def _list_text(value):
+    out, left, open_lists = [], [MAX_TEXT], set()
+
+    def put(text):
+        out.append(text)
+        left[0] -= len(text)
+
+    def walk(v):
+        if not isinstance(v, list):
+            put(repr(v))
+        elif id(v) in open_lists:  # a list inside itself, as Python shows it
+            put("[...]")
+        else:
+            open_lists.add(id(v))
+            put("[")
+            for i, item in enumerate(v):
+                if i:
+                    put(", ")
+                if left[0] <= 0:
+                    put("...")
+                    break
+                walk(item)
+            put("]")
+            open_lists.discard(id(v))
+
+    walk(value)
+    return "".join(out)
 
 
 def _cell(v, masked):
@@ -102,6 +137,22 @@ class MasqKernel(Kernel):
 
     def do_execute(self, code, silent, store_history=True, user_expressions=None,
                    allow_stdin=False, *, cell_id=None):
+        """Every cell gets a reply, whatever it raised and whenever Ctrl-C came
+        (running, converting or showing the value): ipykernel sends none for
+        an exception that leaves here, and the frontend would wait forever."""
+        try:
+            return self._execute(code, silent)
+        except KeyboardInterrupt:
+            return self._error("KeyboardInterrupt", "interrupted", ["KeyboardInterrupt"], silent)
+        except MemoryError as e:
+            return self._error("MemoryError", str(e), str(e).splitlines(), silent)
+        except masq.Error as e:
+            return self._error("masq.Error", getattr(e, "message", str(e)), str(e).splitlines(), silent)
+        except BaseException as e:  # noqa: BLE001 - a picture that could not be sent, ...
+            return self._error(type(e).__name__, str(e),
+                               traceback.format_exception(type(e), e, e.__traceback__), silent)
+
+    def _execute(self, code, silent):
         ok = {"status": "ok", "execution_count": self.execution_count,
               "payload": [], "user_expressions": {}}
         stripped = code.strip()
@@ -115,12 +166,6 @@ class MasqKernel(Kernel):
             finally:  # print() output before the result and the reply
                 sys.stdout.flush()
                 sys.stderr.flush()
-        except KeyboardInterrupt:
-            return self._error("KeyboardInterrupt", "interrupted", ["KeyboardInterrupt"], silent)
-        except MemoryError as e:
-            return self._error("MemoryError", str(e), str(e).splitlines(), silent)
-        except masq.Error as e:
-            return self._error("masq.Error", getattr(e, "message", str(e)), str(e).splitlines(), silent)
         except TypeError as e:  # a value without a Python form: the cell ran
             value = "<%s>" % e
         if value is not None and not silent:
@@ -132,10 +177,13 @@ class MasqKernel(Kernel):
                                {"execution_count": self.execution_count, "data": data, "metadata": {}})
         return ok
 
-    def _error(self, ename, evalue, traceback, silent):
-        content = {"ename": ename, "evalue": evalue, "traceback": traceback}
+    def _error(self, ename, evalue, traceback_lines, silent):
+        content = {"ename": ename, "evalue": evalue, "traceback": traceback_lines}
         if not silent:
-            self.send_response(self.iopub_socket, "error", content)
+            try:
+                self.send_response(self.iopub_socket, "error", content)
+            except Exception:  # noqa: BLE001 - iopub is gone (the error was sending): the reply says it
+                pass
         return dict(content, status="error", execution_count=self.execution_count)
 
     def do_complete(self, code, cursor_pos):

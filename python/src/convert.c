@@ -1,13 +1,15 @@
-/* convert.c - values across the boundary: numpy arrays (plain and
- * numpy.ma), Python numbers, strings and lists in; numpy arrays and Python
- * scalars out.
+/* convert.c - tensors across the boundary: numpy arrays (plain and
+ * numpy.ma) and Python numbers in; numpy arrays and Python scalars out.
+ * (Strings, lists and globals by name: lists.c.)
  *
- * In: a buffer whose dtype and layout masq can read (bool, int64, float32,
- * float64; aligned, non-negative strides) is wrapped in place with
- * masq_tensor_wrap, holding the Py_buffer until masq lets go of it; other
- * dtypes and layouts are converted by numpy first. numpy.ma's mask is True
- * where an entry is INVALID, masq's where it is valid: the mask is turned
- * into a new bool array (the one copy a masked array costs).
+ * In: a buffer whose dtype and layout masq can read (masq's dtypes, native
+ * byte order; aligned, non-negative strides; bools whose bytes are 0 or 1)
+ * is wrapped in place with masq_tensor_wrap, holding the Py_buffer until
+ * masq lets go of it; anything else is copied by numpy first (misaligned
+ * buffers, byte-swapped or negative strides, odd bool bytes, other dtypes).
+ * numpy.ma's mask is True where an entry is INVALID, masq's where it is
+ * valid: the mask is turned into a new bool array (the one copy a masked
+ * array costs).
  * Out: a pm_tensor holds the handle and exports the data through the buffer
  * protocol, read-only (masq tensors are immutable and may be shared), and
  * numpy.asarray views it without a copy; the mask comes out turned again. */
@@ -229,15 +231,55 @@ static int layout(const Py_buffer *v, int64_t *shape, int64_t *strides) {
 }
 
 static void wrap_release(void *ud) {
-  pm_wrap *w = ud; /* maybe without the GIL: only link it */
-  w->next = w->st->released;
-  w->st->released = w;
+  pm_wrap *w = ud; /* maybe without the GIL, on the thread running masq: only move it */
+  pm_state *st = w->st;
+  if (w->prev) w->prev->next = w->next;
+  else st->live = w->next;
+  if (w->next) w->next->prev = w->prev;
+  w->prev = NULL;
+  w->next = st->released;
+  st->released = w;
+}
+
+/* 1 if every byte of a bool buffer is 0 or 1, 0 if not (numpy reads any
+ * nonzero byte as True: np.frombuffer, arr.view(bool)), -1 if Ctrl-C
+ * stopped the scan. Each distinct byte is read once: a dimension of stride
+ * 0 (a broadcast) counts as one. [strides] in bytes, non-negative. */
+static int bools_clean(const uint8_t *p, int ndim, const int64_t *shape, const int64_t *strides) {
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] == 0) return 1;
+  int64_t n = 1, step = 0, idx[MASQ_MAX_DIMS] = {0}, off = 0;
+  if (ndim > 0 && strides[ndim - 1] != 0) {
+    n = shape[ndim - 1];
+    step = strides[ndim - 1];
+  }
+  for (Py_ssize_t rows = 1;; rows++) {
+    uint8_t any = 0;
+    const uint8_t *q = p + off;
+    if (step == 1)
+      for (int64_t j = 0; j < n; j++) any |= q[j];
+    else
+      for (int64_t j = 0; j < n; j++) any |= q[j * step];
+    if (any & 0xFE) return 0;
+    int d = ndim - 2; /* the next row: an odometer over the outer dimensions */
+    for (; d >= 0; d--) {
+      if (strides[d] == 0) continue;
+      off += strides[d];
+      if (++idx[d] < shape[d]) break;
+      off -= idx[d] * strides[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return 1;
+    if (pm_poll_signals(rows) < 0) return -1;
+  }
 }
 
 /* Wraps [data] (and [valid], a bool array of the same shape, or NULL) in
- * place. The objects must already have masq's dtypes and layout (checked);
- * returns 1 if they do not, so the caller converts and tries again. */
-static int wrap(pm_state *st, PyObject *data, PyObject *valid, masq_tensor **out) {
+ * place. The objects must already have masq's dtypes and layout and, for
+ * bools, bytes 0 and 1 (checked, but for a [valid] the module made:
+ * [valid_clean]); returns 1 if they do not, so the caller converts and
+ * tries again. */
+static int wrap(pm_state *st, PyObject *data, PyObject *valid, int valid_clean, masq_tensor **out) {
   pm_wrap *w = PyMem_RawCalloc(1, sizeof *w);
   if (!w) {
     PyErr_NoMemory();
@@ -247,12 +289,21 @@ static int wrap(pm_state *st, PyObject *data, PyObject *valid, masq_tensor **out
   int64_t shape[MASQ_MAX_DIMS], strides[MASQ_MAX_DIMS], vstrides[MASQ_MAX_DIMS];
   const char *conv;
   masq_tensor_desc d = {0};
-  int rc = 1;
+  int rc = 1, clean;
   if (PyObject_GetBuffer(data, &w->views[0], PyBUF_RECORDS_RO) < 0) goto fail;
   w->nviews = 1;
   Py_buffer *v = &w->views[0];
+  if (v->ndim > MASQ_MAX_DIMS) {
+    PyErr_Format(PyExc_TypeError, "masq: an array of %d dimensions (masq tensors have at most %d)",
+                 v->ndim, MASQ_MAX_DIMS);
+    goto fail;
+  }
   int dt = format_dtype(v->format, v->itemsize, &conv);
   if (dt < 0 || layout(v, shape, strides)) goto done;
+  if (dt == MASQ_BOOL && (clean = bools_clean(v->buf, v->ndim, shape, strides)) <= 0) {
+    if (clean < 0) goto fail;
+    goto done;
+  }
   d.dtype = (masq_dtype)dt;
   d.ndim = v->ndim;
   d.shape = shape;
@@ -271,6 +322,10 @@ static int wrap(pm_state *st, PyObject *data, PyObject *valid, masq_tensor **out
       PyErr_SetString(PyExc_ValueError, "masq: the validity mask must have the data's shape");
       goto fail;
     }
+    if (!valid_clean && (clean = bools_clean(m->buf, m->ndim, mshape, vstrides)) <= 0) {
+      if (clean < 0) goto fail;
+      goto done;
+    }
     d.valid = m->buf;
     d.valid_strides = vstrides;
   }
@@ -280,7 +335,10 @@ static int wrap(pm_state *st, PyObject *data, PyObject *valid, masq_tensor **out
     pm_raise(st, masq_last_error(st->M)->status);
     goto fail;
   }
-  return 0; /* w is masq's now */
+  w->next = st->live; /* masq's now, until wrap_release; listed for the collector */
+  if (w->next) w->next->prev = w;
+  st->live = w;
+  return 0;
 fail:
   rc = -1;
 done:
@@ -289,9 +347,29 @@ done:
   return rc;
 }
 
-/* [o] as an array of a dtype and layout masq reads in place, or NULL. */
+/* numpy.asarray(o), nested lists checked first (lists.c). */
+static PyObject *pm_asarray(PyObject *o) {
+  if ((PyList_Check(o) || PyTuple_Check(o)) && pm_check_nesting(o) < 0) return NULL;
+  return PyObject_CallOneArg(pm_np.asarray, o);
+}
+
+/* A new bool array of 0s and 1s from the bool array [a], whatever its bytes
+ * (its bytes != 0, read as uint8 so that numpy cannot pass an odd byte on). */
+static PyObject *clean_bools(PyObject *a) {
+  PyObject *u8 = PyObject_CallMethod(a, "view", "s", "uint8"), *r = NULL;
+  if (!u8) return NULL;
+  PyObject *zero = PyLong_FromLong(0);
+  if (zero) r = PyObject_CallFunctionObjArgs(pm_np.not_equal, u8, zero, NULL);
+  Py_XDECREF(zero);
+  Py_DECREF(u8);
+  return r;
+}
+
+/* [o] as an array masq reads in place: its dtype (or the one that holds it
+ * exactly), native byte order, aligned, C order, bools 0 and 1. A copy
+ * unless [o] already is one. NULL with TypeError for a dtype masq lacks. */
 static PyObject *as_masq_array(PyObject *o) {
-  PyObject *a = PyObject_CallOneArg(pm_np.asarray, o);
+  PyObject *a = pm_asarray(o);
   if (!a) return NULL;
   Py_buffer v;
   const char *conv = NULL;
@@ -302,42 +380,44 @@ static PyObject *as_masq_array(PyObject *o) {
   } else {
     PyErr_Clear();
   }
+  PyObject *r = NULL;
   if (dt < 0 && !conv) {
     PyObject *dtype = PyObject_GetAttrString(a, "dtype");
     PyErr_Format(PyExc_TypeError, "masq has no dtype for numpy dtype %R (it stores bool, int8, int16, "
                  "int32, int64, uint8, float16, float32 and float64)",
                  dtype ? dtype : Py_None);
     Py_XDECREF(dtype);
-    Py_DECREF(a);
-    return NULL;
+  } else if (dt == MASQ_BOOL) {
+    r = clean_bools(a);
+  } else { /* numpy.require copies only what is not so already */
+    PyObject *args = PyTuple_Pack(1, a), *kw = Py_BuildValue(
+        "{s:s,s:s}", "dtype", conv ? conv : dtype_name((masq_dtype)dt), "requirements", "CA");
+    if (args && kw) r = PyObject_Call(pm_np.require, args, kw);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
   }
-  PyObject *kw = Py_BuildValue("{s:s}", "dtype", conv ? conv : dtype_name((masq_dtype)dt));
-  PyObject *args = PyTuple_Pack(1, a), *r = NULL;
-  if (kw && args) r = PyObject_Call(pm_np.ascontiguousarray, args, kw);
-  Py_XDECREF(kw);
-  Py_XDECREF(args);
   Py_DECREF(a);
   return r;
 }
 
-/* Wraps [data] with [valid]; converts them first if masq cannot read them
- * as they are. */
-static int wrap_or_convert(pm_state *st, PyObject *data, PyObject *valid, masq_tensor **out) {
-  int rc = wrap(st, data, valid, out);
+/* Wraps [data] with [valid]; copies them first (as_masq_array) if masq
+ * cannot read them as they are. */
+static int wrap_or_convert(pm_state *st, PyObject *data, PyObject *valid, int valid_clean,
+                           masq_tensor **out) {
+  int rc = wrap(st, data, valid, valid_clean, out);
   if (rc <= 0) return rc;
   PyObject *d2 = as_masq_array(data), *v2 = NULL;
   if (!d2) return -1;
   if (valid) {
-    PyObject *kw = Py_BuildValue("{s:s}", "dtype", "bool"), *args = PyTuple_Pack(1, valid);
-    if (kw && args) v2 = PyObject_Call(pm_np.ascontiguousarray, args, kw);
-    Py_XDECREF(kw);
-    Py_XDECREF(args);
+    PyObject *m = PyObject_CallOneArg(pm_np.asarray, valid);
+    v2 = m ? clean_bools(m) : NULL;
+    Py_XDECREF(m);
     if (!v2) {
       Py_DECREF(d2);
       return -1;
     }
   }
-  rc = wrap(st, d2, v2, out);
+  rc = wrap(st, d2, v2, 1, out);
   Py_DECREF(d2);
   Py_XDECREF(v2);
   if (rc > 0) PyErr_SetString(PyExc_TypeError, "masq cannot read this array's layout");
@@ -347,9 +427,9 @@ static int wrap_or_convert(pm_state *st, PyObject *data, PyObject *valid, masq_t
 /* (data, valid): valid is True where the entry is valid, masq's polarity,
  * and broadcast to the data's shape. */
 static int from_pair(pm_state *st, PyObject *data, PyObject *valid, masq_tensor **out) {
-  int rc = -1;
-  PyObject *a = PyObject_CallOneArg(pm_np.asarray, data), *m = NULL, *b = NULL, *shape = NULL;
-  if (a) m = PyObject_CallOneArg(pm_np.asarray, valid);
+  int rc = -1, clean = 0;
+  PyObject *a = pm_asarray(data), *m = NULL, *b = NULL, *shape = NULL;
+  if (a) m = pm_asarray(valid);
   if (m) {
     PyObject *dt = PyObject_GetAttrString(m, "dtype");
     PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
@@ -358,13 +438,16 @@ static int from_pair(pm_state *st, PyObject *data, PyObject *valid, masq_tensor 
       PyObject *t = z ? PyObject_CallFunctionObjArgs(pm_np.not_equal, m, z, NULL) : NULL;
       Py_XDECREF(z);
       Py_SETREF(m, t);
+      clean = 1;
+    } else if (!kind) {
+      Py_CLEAR(m);
     }
     Py_XDECREF(kind);
     Py_XDECREF(dt);
   }
   if (m) shape = PyObject_GetAttrString(a, "shape");
   if (shape) b = PyObject_CallFunctionObjArgs(pm_np.broadcast_to, m, shape, NULL);
-  if (b) rc = wrap_or_convert(st, a, b, out);
+  if (b) rc = wrap_or_convert(st, a, b, clean, out);
   Py_XDECREF(a);
   Py_XDECREF(m);
   Py_XDECREF(b);
@@ -376,8 +459,9 @@ static int from_masked(pm_state *st, PyObject *o, masq_tensor **out) {
   int rc = -1;
   PyObject *data = PyObject_CallOneArg(pm_np.getdata, o), *mask = NULL, *valid = NULL;
   if (data) mask = PyObject_CallOneArg(pm_np.getmask, o);
-  if (mask && mask != pm_np.nomask) valid = PyObject_CallOneArg(pm_np.logical_not, mask); /* the polarity turn */
-  if (mask && (mask == pm_np.nomask || valid)) rc = wrap_or_convert(st, data, valid, out);
+  /* the polarity turn; logical_not makes 0s and 1s whatever the mask's bytes */
+  if (mask && mask != pm_np.nomask) valid = PyObject_CallOneArg(pm_np.logical_not, mask);
+  if (mask && (mask == pm_np.nomask || valid)) rc = wrap_or_convert(st, data, valid, 1, out);
   Py_XDECREF(data);
   Py_XDECREF(mask);
   Py_XDECREF(valid);
@@ -427,171 +511,20 @@ int pm_to_tensor(pm_state *st, PyObject *o, masq_tensor **out) {
     PyErr_SetString(PyExc_TypeError, "masq: a string cannot be passed as a tensor (set it as a global instead)");
     return -1;
   }
-  if (PyObject_CheckBuffer(o)) return wrap_or_convert(st, o, NULL, out);
+  if (PyObject_CheckBuffer(o)) return wrap_or_convert(st, o, NULL, 0, out);
   PyObject *a = as_masq_array(o); /* lists and other sequences of numbers */
   if (!a) return -1;
-  int rc = wrap_or_convert(st, a, NULL, out);
+  int rc = wrap_or_convert(st, a, NULL, 0, out);
   Py_DECREF(a);
   return rc;
 }
 
-/* A list or tuple whose items are all str, as UTF-8 pointers and lengths. */
-static int string_list(pm_state *st, const char *name, PyObject *o) {
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-  if (n > INT_MAX) return PyErr_SetString(PyExc_OverflowError, "masq: too many strings"), -1;
-  const char **s = PyMem_Calloc((size_t)n + 1, sizeof *s);
-  size_t *lens = PyMem_Calloc((size_t)n + 1, sizeof *lens);
-  int rc = -1;
-  if (!s || !lens) {
-    PyErr_NoMemory();
-    goto out;
-  }
-  for (Py_ssize_t i = 0; i < n; i++) {
-    Py_ssize_t len;
-    s[i] = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(o, i), &len);
-    if (!s[i]) goto out;
-    lens[i] = (size_t)len;
-  }
-  if (masq_set_lstrings(st->M, name, (int)n, s, lens) != MASQ_OK)
-    pm_raise(st, masq_last_error(st->M)->status);
-  else
-    rc = 0;
-out:
-  PyMem_Free(s);
-  PyMem_Free(lens);
-  return rc;
-}
-
-static int all_strings(PyObject *o) {
-  if (!PyList_Check(o) && !PyTuple_Check(o)) return 0;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-  for (Py_ssize_t i = 0; i < n; i++)
-    if (!PyUnicode_Check(PySequence_Fast_GET_ITEM(o, i))) return 0;
-  return n > 0;
-}
-
-int pm_set_global(pm_state *st, const char *name, PyObject *o) {
-  masq_status s;
-  if (PyUnicode_Check(o)) {
-    Py_ssize_t len;
-    const char *u = PyUnicode_AsUTF8AndSize(o, &len);
-    if (!u) return -1;
-    s = masq_set_lstring(st->M, name, u, (size_t)len);
-  } else if (all_strings(o)) {
-    return string_list(st, name, o);
-  } else if (PyLong_Check(o) && !PyBool_Check(o)) {
-    int64_t i = PyLong_AsLongLong(o);
-    if (i == -1 && PyErr_Occurred()) return -1;
-    s = masq_set_int(st->M, name, i);
-  } else if (PyFloat_Check(o)) {
-    s = masq_set_number(st->M, name, PyFloat_AS_DOUBLE(o));
-  } else {
-    masq_tensor *t;
-    if (pm_to_tensor(st, o, &t) < 0) return -1;
-    s = masq_set_global(st->M, name, t);
-    masq_tensor_release(st->M, t);
-  }
-  if (s != MASQ_OK) {
-    pm_raise(st, s);
-    return -1;
-  }
-  return 0;
-}
-
-/* Lists deeper than this are not converted (no unbounded recursion). */
-#define PM_LIST_DEPTH 32
-
-static PyObject *get_value(pm_state *st, const char *name, int missing_is_keyerror, int depth);
-
-/* Runs one statement of the module's own on the State (an assignment to a
- * __py_ global, so `_` is left alone). */
-static int run_stmt(pm_state *st, const char *src) {
-  masq_status s = masq_eval(st->M, src, strlen(src), "<masq module>", 0);
-  if (s != MASQ_OK) {
-    pm_raise(st, s);
-    return -1;
-  }
-  return 0;
-}
-
-/* A list that is not a tensor (strings, tensors of different shapes, nested
- * lists): a Python list of its items, read one by one through masq's own
- * len() and indexing into the globals __py_n<depth> and __py_item<depth>,
- * which are set to none afterwards. */
-static PyObject *list_value(pm_state *st, const char *name, int depth) {
-  if (depth >= PM_LIST_DEPTH) {
-    PyErr_Format(PyExc_TypeError, "masq: lists nested deeper than %d have no Python form", PM_LIST_DEPTH);
-    return NULL;
-  }
-  char src[160], item[32], count[32];
-  snprintf(item, sizeof item, "__py_item%d", depth);
-  snprintf(count, sizeof count, "__py_n%d", depth);
-  snprintf(src, sizeof src, "%s = len(%s)", count, name);
-  int64_t n = 0;
-  if (run_stmt(st, src) < 0) return NULL;
-  if (masq_get_int(st->M, count, &n) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
-  PyObject *list = PyList_New((Py_ssize_t)n);
-  for (int64_t i = 0; list && i < n; i++) {
-    snprintf(src, sizeof src, "%s = %s[%lld]", item, name, (long long)i);
-    PyObject *v = run_stmt(st, src) < 0 ? NULL : get_value(st, item, 0, depth + 1);
-    if (!v) Py_CLEAR(list);
-    else PyList_SET_ITEM(list, (Py_ssize_t)i, v);
-  }
-  masq_set_global(st->M, item, NULL);
-  masq_set_global(st->M, count, NULL);
-  return list;
-}
-
-static PyObject *get_value(pm_state *st, const char *name, int missing_is_keyerror, int depth) {
-  masq_tensor *t = NULL;
-  masq_status s = masq_get_global(st->M, name, &t);
-  if (s == MASQ_OK) {
-    PyObject *r = pm_from_tensor(st, t);
-    masq_tensor_release(st->M, t);
-    return r;
-  }
-  const masq_error *e = masq_last_error(st->M);
-  if (s == MASQ_ERR_USAGE && strstr(e->message, "there is no global named")) {
-    if (missing_is_keyerror) return PyErr_SetString(PyExc_KeyError, name), NULL;
-    return pm_raise(st, s);
-  }
-  if (s == MASQ_ERR_USAGE && strstr(e->message, "is a list")) return list_value(st, name, depth);
-  size_t len = 0;
-  if (s == MASQ_ERR_USAGE && masq_get_string(st->M, name, NULL, 0, &len) == MASQ_OK) {
-    char *buf = PyMem_Malloc(len + 1);
-    if (!buf) return PyErr_NoMemory();
-    PyObject *r = NULL;
-    if (masq_get_string(st->M, name, buf, len + 1, &len) == MASQ_OK)
-      r = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "surrogateescape");
-    else
-      pm_raise(st, masq_last_error(st->M)->status);
-    PyMem_Free(buf);
-    return r;
-  }
-  masq_get_global(st->M, name, &t); /* the first error again, for the message */
-  if (depth > 0)
-    PyErr_Format(PyExc_TypeError, "masq: a list item has no Python form (%s)", masq_last_error(st->M)->message);
-  else
-    PyErr_Format(PyExc_TypeError, "masq: global '%s' has no Python form (%s)", name,
-                 masq_last_error(st->M)->message);
-  return NULL;
-}
-
-PyObject *pm_get_global(pm_state *st, const char *name, int missing_is_keyerror) {
-  return get_value(st, name, missing_is_keyerror, 0);
-}
-
 /* --- errors ----------------------------------------------------------------------- */
 
-PyObject *pm_raise(pm_state *st, masq_status s) {
+PyObject *pm_raise(pm_state *st, masq_status s) { return pm_raise_cause(st, s, NULL); }
+
+PyObject *pm_raise_cause(pm_state *st, masq_status s, PyObject *cause) {
   const masq_error *e = masq_last_error(st->M);
-  PyObject *cause = st->exc;
-  st->exc = NULL;
-  if (s == MASQ_ERR_INTERRUPTED && cause) { /* KeyboardInterrupt from the signal check */
-    PyObject *type = PyObject_Type(cause);
-    PyErr_Restore(type, cause, Py_XNewRef(PyException_GetTraceback(cause)));
-    return NULL;
-  }
   const char *text = e->rendered && e->rendered[0] ? e->rendered : e->message ? e->message : "masq error";
   size_t n = strlen(text);
   while (n && text[n - 1] == '\n') n--;
@@ -627,7 +560,7 @@ PyObject *pm_raise(pm_state *st, masq_status s) {
     Py_XDECREF(col);
   }
   if (cause) PyException_SetCause(exc, cause); /* steals cause */
-  PyErr_SetObject(type, exc);
+  if (!PyErr_Occurred()) PyErr_SetObject(type, exc); /* else setting an attribute failed: that one */
   Py_DECREF(exc);
   return NULL;
 }

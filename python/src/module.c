@@ -5,11 +5,12 @@
  * the GIL, runs masq with the GIL released, and leaves (pm_leave), which
  * gives back what Python and masq dropped meanwhile. The hooks masq calls
  * while it runs (print, the interrupt poll, host functions) take the GIL
- * only for as long as they need Python. */
+ * only for as long as they need Python (callbacks.c); what they raise is
+ * raised when the run ends (run). */
 #include "pymasq.h"
 
+#include <stddef.h>
 #include <string.h>
-#include <time.h>
 
 pm_numpy pm_np;
 PyObject *pm_error;
@@ -33,7 +34,6 @@ int pm_enter(pm_state *st) {
     return -1;
   }
   if (st->depth++ == 0) {
-    Py_CLEAR(st->exc); /* from a host function whose error a try caught */
     st->owner = me;
     st->on_main = me == pm_main_thread;
   }
@@ -70,83 +70,6 @@ void pm_drain(pm_state *st) {
   }
 }
 
-/* Keeps the exception being raised (GIL held) for pm_raise to raise or
- * chain once masq has returned. */
-void pm_keep_exception(pm_state *st) {
-#if PY_VERSION_HEX >= 0x030C0000
-  Py_XSETREF(st->exc, PyErr_GetRaisedException());
-#else
-  PyObject *t, *v, *tb;
-  PyErr_Fetch(&t, &v, &tb);
-  PyErr_NormalizeException(&t, &v, &tb);
-  if (v && tb) PyException_SetTraceback(v, tb);
-  Py_XDECREF(t);
-  Py_XDECREF(tb);
-  Py_XSETREF(st->exc, v);
-#endif
-}
-
-/* --- hooks masq calls while it runs (without the GIL) ------------------------------ */
-
-static void write_to(const char *stream, const char *s, size_t n) {
-  PyGILState_STATE g = PyGILState_Ensure();
-  if (!PyErr_Occurred()) { /* masq runs without a Python exception pending; never clobber one */
-    PyObject *f = PySys_GetObject(stream); /* borrowed */
-    PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
-    if (f && f != Py_None && text) {
-      PyObject *r = PyObject_CallMethod(f, "write", "O", text);
-      Py_XDECREF(r);
-    }
-    Py_XDECREF(text);
-    PyErr_Clear(); /* a failing sys.stdout loses the text, as print() to a closed pipe */
-  }
-  PyGILState_Release(g);
-}
-
-static void hook_write(void *ud, const char *s, size_t n) { write_to("stdout", s, n); }
-
-/* A picture for State(picture=fn): fn(text, svg), svg "" when there is
- * nothing to draw. If fn raises, the script stops and the exception is
- * raised once masq has returned, as for a registered function. */
-static void hook_picture(void *ud, const char *text, size_t tn, const char *svg, size_t sn) {
-  pm_state *st = ud;
-  PyGILState_STATE g = PyGILState_Ensure();
-  if (!st->stop && st->on_picture) {
-    PyObject *r = PyObject_CallFunction(st->on_picture, "s#s#", text, (Py_ssize_t)tn, svg ? svg : "",
-                                        (Py_ssize_t)sn);
-    if (!r) {
-      pm_keep_exception(st);
-      st->stop = 1;
-    }
-    Py_XDECREF(r);
-  }
-  PyGILState_Release(g);
-}
-static void hook_write_err(void *ud, const char *s, size_t n) { write_to("stderr", s, n); }
-
-/* Polled by masq in loops and long kernels. Signals only reach Python on the
- * main thread, and checking them needs the GIL, so the hook looks at most
- * every 20 ms (by a coarse clock, a few ns a poll) and only there. A Python
- * signal handler that raises (SIGINT's raises KeyboardInterrupt) stops the
- * script; the exception is raised once masq has returned. */
-static int hook_interrupt(void *ud) {
-  pm_state *st = ud;
-  if (st->stop) return 1;
-  if (!st->on_main || !st->compute) return 0;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-  long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-  if (ms - st->last_poll_ms < 20) return 0;
-  st->last_poll_ms = ms;
-  PyGILState_STATE g = PyGILState_Ensure();
-  if (PyErr_CheckSignals() < 0) {
-    pm_keep_exception(st);
-    st->stop = 1;
-  }
-  PyGILState_Release(g);
-  return st->stop;
-}
-
 /* --- running masq ------------------------------------------------------------------ */
 
 /* Runs masq_eval or masq_call without the GIL. */
@@ -157,26 +80,19 @@ typedef struct run_args {
   masq_tensor **argv, *result;
 } run_args;
 
-static masq_status run(pm_state *st, run_args *a) {
-  int was = st->compute, stop = st->stop;
-  masq_status s;
-  st->compute = 1;
-  st->stop = 0;
-  Py_BEGIN_ALLOW_THREADS
-  if (a->fname)
-    s = masq_call(st->M, a->fname, a->argc, a->argv, &a->result);
-  else
-    s = masq_eval(st->M, a->src, a->len, a->name, MASQ_EVAL_RESULT);
-  Py_END_ALLOW_THREADS
-  st->compute = was;
-  st->stop = stop;
-  return s;
-}
-
-/* The exception for a failed run: the script's exit(code) is masq.Exit. */
-static PyObject *run_failed(pm_state *st, masq_status s) {
-  if (s == MASQ_EXIT) {
-    Py_CLEAR(st->exc);
+/* How a run ended, for the caller: 0, or -1 with the exception set. A
+ * pending exception comes first, whatever the status: it stopped the script,
+ * or the script ended before masq polled again (then its result is dropped).
+ * The script's exit(code) is masq.Exit. [st]'s exceptions are consumed. */
+static int outcome(pm_state *st, masq_status s) {
+  PyObject *pending = st->pending, *cause = st->cause, *msg = st->cause_msg;
+  st->pending = st->cause = st->cause_msg = NULL;
+  int rc = -1;
+  if (pending) {
+    pm_restore(pending);
+  } else if (s == MASQ_OK) {
+    rc = 0;
+  } else if (s == MASQ_EXIT) {
     PyObject *e = PyObject_CallFunction(pm_exit_error, "s", "the script called exit()");
     if (e) {
       PyObject *code = PyLong_FromLong(masq_last_error(st->M)->exit_code);
@@ -185,67 +101,42 @@ static PyObject *run_failed(pm_state *st, masq_status s) {
       PyErr_SetObject(pm_exit_error, e);
       Py_DECREF(e);
     }
-    return NULL;
+  } else {
+    /* a host function's exception is the cause of the error only if it is
+     * that error (not one a try caught earlier in the run) */
+    const char *m = masq_last_error(st->M)->message;
+    if (cause && !(s == MASQ_ERR_RUNTIME && m && strcmp(m, PyBytes_AS_STRING(msg)) == 0)) Py_CLEAR(cause);
+    pm_raise_cause(st, s, cause);
+    cause = NULL;
   }
-  return pm_raise(st, s);
+  Py_XDECREF(cause);
+  Py_XDECREF(msg);
+  return rc;
 }
 
-/* --- host functions: Python callables as masq builtins ------------------------------ */
-
-typedef struct pm_func {
-  pm_state *st; /* borrowed: the State owns the capsule that owns this */
-  PyObject *fn;
-} pm_func;
-
-static masq_status host_call(masq_state *M, void *ud, int argc, masq_tensor *const *argv,
-                             masq_tensor **result) {
-  pm_func *f = ud;
-  pm_state *st = f->st;
-  masq_status s = MASQ_OK;
-  PyGILState_STATE g = PyGILState_Ensure();
-  int was = st->compute;
-  st->compute = 0;
-  st->in_host++;
-  PyObject *args = PyTuple_New(argc), *r = NULL;
-  for (int i = 0; args && i < argc; i++) {
-    PyObject *a = pm_from_tensor(st, argv[i]);
-    if (!a) {
-      Py_CLEAR(args);
-      break;
-    }
-    PyTuple_SET_ITEM(args, i, a);
-  }
-  if (args) r = PyObject_Call(f->fn, args, NULL);
-  Py_XDECREF(args);
-  if (r && pm_to_tensor(st, r, result) < 0) *result = NULL;
-  if (PyErr_Occurred()) {
-    if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
-      pm_keep_exception(st);
-      s = MASQ_ERR_INTERRUPTED;
-    } else if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
-      PyErr_Clear();
-      s = MASQ_ERR_MEMORY;
-    } else {
-      pm_keep_exception(st); /* becomes the masq.Error's __cause__ */
-      PyObject *text = st->exc ? PyObject_Str(st->exc) : NULL;
-      const char *u = text ? PyUnicode_AsUTF8(text) : NULL;
-      PyErr_Clear();
-      s = masq_errorf(M, "%s: %s", st->exc ? Py_TYPE(st->exc)->tp_name : "error", u ? u : "?");
-      Py_XDECREF(text);
-    }
-  }
-  Py_XDECREF(r);
-  st->in_host--;
+/* Runs masq_eval or masq_call without the GIL; 0, or -1 with the exception
+ * set (outcome). A host function may run the State again: the inner run
+ * keeps its own exceptions, and the outer run's are put back after it. */
+static int run(pm_state *st, run_args *a) {
+  int was = st->compute, stop = st->stop;
+  PyObject *pending = st->pending, *cause = st->cause, *msg = st->cause_msg;
+  st->pending = st->cause = st->cause_msg = NULL;
+  st->compute = 1;
+  st->stop = 0;
+  masq_status s;
+  Py_BEGIN_ALLOW_THREADS
+  if (a->fname)
+    s = masq_call(st->M, a->fname, a->argc, a->argv, &a->result);
+  else
+    s = masq_eval(st->M, a->src, a->len, a->name, MASQ_EVAL_RESULT);
+  Py_END_ALLOW_THREADS
   st->compute = was;
-  PyGILState_Release(g);
-  return s;
-}
-
-static void func_free(PyObject *cap) {
-  pm_func *f = PyCapsule_GetPointer(cap, "masq.func");
-  if (!f) return;
-  Py_DECREF(f->fn);
-  PyMem_Free(f);
+  st->stop = stop;
+  int rc = outcome(st, s);
+  st->pending = pending;
+  st->cause = cause;
+  st->cause_msg = msg;
+  return rc;
 }
 
 /* --- masq.State ---------------------------------------------------------------------- */
@@ -255,13 +146,13 @@ static int state_init(pm_state *self, PyObject *args, PyObject *kw) {
   PyObject *limit = Py_None, *picture = Py_None;
   int io = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$pO:State", kwlist, &limit, &io, &picture)) return -1;
+  if (self->M) {
+    PyErr_SetString(PyExc_RuntimeError, "masq.State: already initialised");
+    return -1;
+  }
   if (picture != Py_None && !PyCallable_Check(picture)) {
     PyErr_SetString(PyExc_TypeError,
                     "masq.State: picture must be callable (it gets each picture's text and SVG)");
-    return -1;
-  }
-  if (self->M) {
-    PyErr_SetString(PyExc_RuntimeError, "masq.State: already initialised");
     return -1;
   }
   masq_config cfg;
@@ -276,18 +167,9 @@ static int state_init(pm_state *self, PyObject *args, PyObject *kw) {
     cfg.memory_limit = (size_t)n;
   }
   cfg.libs = io ? MASQ_LIB_ALL : MASQ_LIB_DEFAULT;
-  cfg.interrupt = hook_interrupt;
-  cfg.interrupt_ud = self;
-  cfg.write = hook_write;
-  cfg.write_err = hook_write_err;
-  if (picture != Py_None) {
-    cfg.picture = hook_picture;
-    cfg.picture_ud = self;
-    Py_INCREF(picture);
-    Py_XSETREF(self->on_picture, picture);
-  }
-  self->funcs = PyList_New(0);
-  if (!self->funcs) return -1;
+  Py_CLEAR(self->on_picture);
+  if (picture != Py_None) self->on_picture = Py_NewRef(picture);
+  pm_hooks(self, &cfg);
   self->M = masq_open(&cfg);
   if (!self->M) {
     PyErr_NoMemory();
@@ -296,32 +178,55 @@ static int state_init(pm_state *self, PyObject *args, PyObject *kw) {
   return 0;
 }
 
-static int state_traverse(pm_state *self, visitproc visit, void *arg) {
-  Py_VISIT(self->funcs);
-  Py_VISIT(self->exc);
-  Py_VISIT(self->on_picture);
+/* Every Python object the State holds. The buffers masq wraps are walked
+ * only while no call runs: masq may let go of one meanwhile, on the thread
+ * running it, without the GIL (leaving them out only makes the collector
+ * think them held from outside, which is safe). */
+static int visit_wraps(pm_wrap *w, visitproc visit, void *arg) {
+  for (; w; w = w->next)
+    for (int i = 0; i < w->nviews; i++) Py_VISIT(w->views[i].obj);
   return 0;
 }
 
-/* Closes masq (so the host functions it holds go unused) before dropping
- * them; the GC calls this to break State -> function -> State cycles. */
+static int state_traverse(pm_state *self, visitproc visit, void *arg) {
+  for (pm_func *f = self->funcs; f; f = f->next) Py_VISIT(f->fn);
+  Py_VISIT(self->on_picture);
+  Py_VISIT(self->pending);
+  Py_VISIT(self->cause);
+  Py_VISIT(self->cause_msg);
+  if (self->depth > 0) return 0;
+  int rc = visit_wraps(self->live, visit, arg);
+  return rc ? rc : visit_wraps(self->released, visit, arg);
+}
+
+/* Closes masq first (it gives back the buffers it wraps, and no host
+ * function runs after), then drops the rest; the collector calls this to
+ * break State -> function (or buffer) -> State cycles. A State that is
+ * running is held by its caller, so the collector never clears one. */
 static int state_clear(pm_state *self) {
-  if (self->M && self->depth == 0) {
+  if (self->depth > 0) return 0;
+  if (self->M) {
     masq_close(self->M);
     self->M = NULL;
-    pm_drain(self);
-    Py_CLEAR(self->funcs);
-    Py_CLEAR(self->on_picture);
   }
-  Py_CLEAR(self->exc);
+  pm_drain(self);
+  while (self->funcs) {
+    pm_func *f = self->funcs;
+    self->funcs = f->next;
+    Py_DECREF(f->fn);
+    PyMem_Free(f);
+  }
+  Py_CLEAR(self->on_picture);
+  Py_CLEAR(self->pending);
+  Py_CLEAR(self->cause);
+  Py_CLEAR(self->cause_msg);
   return 0;
 }
 
 static void state_dealloc(pm_state *self) {
   PyObject_GC_UnTrack(self);
+  if (self->weaklist) PyObject_ClearWeakRefs((PyObject *)self);
   state_clear(self);
-  Py_XDECREF(self->funcs);
-  Py_XDECREF(self->on_picture);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -336,10 +241,9 @@ static PyObject *state_eval(pm_state *self, PyObject *args, PyObject *kw) {
    * none first, so a script that ends otherwise returns None. */
   masq_status s = masq_set_global(self->M, "_", NULL);
   run_args a = {.src = src, .len = (size_t)len, .name = name};
-  if (s == MASQ_OK) s = run(self, &a);
   if (s != MASQ_OK)
-    run_failed(self, s);
-  else
+    pm_raise(self, s);
+  else if (run(self, &a) == 0)
     r = pm_get_global(self, "_", 0);
   pm_leave(self);
   return r;
@@ -363,13 +267,8 @@ static PyObject *state_call(pm_state *self, PyObject *args) {
   for (; argc < n - 1; argc++)
     if (pm_to_tensor(self, PyTuple_GET_ITEM(args, argc + 1), &argv[argc]) < 0) goto out;
   run_args a = {.fname = fname, .argc = argc, .argv = argv};
-  masq_status s = run(self, &a);
-  if (s != MASQ_OK) {
-    run_failed(self, s);
-  } else {
-    r = pm_from_tensor(self, a.result);
-    masq_tensor_release(self->M, a.result);
-  }
+  if (run(self, &a) == 0) r = pm_from_tensor(self, a.result);
+  masq_tensor_release(self->M, a.result);
 out:
   for (int i = 0; i < argc; i++) masq_tensor_release(self->M, argv[i]);
   pm_leave(self);
@@ -386,27 +285,22 @@ static PyObject *state_register(pm_state *self, PyObject *args, PyObject *kw) {
     return NULL;
   }
   if (pm_enter(self) < 0) return NULL;
-  PyObject *cap = NULL;
   pm_func *f = PyMem_Malloc(sizeof *f);
   if (!f) {
     PyErr_NoMemory();
-    goto out;
+  } else {
+    f->st = self;
+    f->fn = Py_NewRef(fn);
+    masq_status s = masq_register(self->M, sig, pm_host_function(), f, doc);
+    if (s == MASQ_OK) { /* kept for the State's life: a script may hold the old binding */
+      f->next = self->funcs;
+      self->funcs = f;
+    } else {
+      Py_DECREF(f->fn);
+      PyMem_Free(f);
+      pm_raise(self, s);
+    }
   }
-  f->st = self;
-  f->fn = Py_NewRef(fn);
-  cap = PyCapsule_New(f, "masq.func", func_free);
-  if (!cap) {
-    Py_DECREF(fn);
-    PyMem_Free(f);
-    goto out;
-  }
-  /* Kept for the State's life: a script may hold the old binding after a
-   * name is registered again. */
-  if (PyList_Append(self->funcs, cap) < 0) goto out;
-  masq_status s = masq_register(self->M, sig, host_call, f, doc);
-  if (s != MASQ_OK) pm_raise(self, s);
-out:
-  Py_XDECREF(cap);
   pm_leave(self);
   if (PyErr_Occurred()) return NULL;
   Py_RETURN_NONE;
@@ -492,6 +386,7 @@ static PyTypeObject pm_state_type = {
               "io=True opens load, save and import (the file system); memory_limit caps its bytes.",
     .tp_traverse = (traverseproc)state_traverse,
     .tp_clear = (inquiry)state_clear,
+    .tp_weaklistoffset = offsetof(pm_state, weaklist),
     .tp_methods = state_methods,
     .tp_init = (initproc)state_init,
     .tp_new = PyType_GenericNew,
@@ -535,7 +430,7 @@ PyMODINIT_FUNC PyInit_masq(void) {
   ma = PyImport_ImportModule("numpy.ma");
   thr = PyImport_ImportModule("threading");
   if (!ma || !thr) goto fail;
-  if (lookup(np, "asarray", &pm_np.asarray) || lookup(np, "ascontiguousarray", &pm_np.ascontiguousarray) ||
+  if (lookup(np, "asarray", &pm_np.asarray) || lookup(np, "require", &pm_np.require) ||
       lookup(np, "logical_not", &pm_np.logical_not) || lookup(np, "broadcast_to", &pm_np.broadcast_to) ||
       lookup(np, "not_equal", &pm_np.not_equal) || lookup(np, "float32", &pm_np.float32) ||
       lookup(np, "float16", &pm_np.float16) ||

@@ -1,12 +1,15 @@
 """The Jupyter kernel (python/masq_kernel.py), headless through
 jupyter_client: cells in one State, results as text and HTML tables with
 masked cells greyed, print, errors with carets, :help, completion,
-inspection and interrupts."""
+inspection and interrupts; and in this process, that every cell gets a
+reply, whatever it raised."""
+import importlib.util
 import os
 import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 jupyter_client = pytest.importorskip("jupyter_client")
@@ -114,3 +117,88 @@ def test_interrupt(kernel):
     reply, out = run(kc, "1 + 1")
     assert out, reply
     assert out[0][1]["data"]["text/plain"] == "2"
+
+
+def test_interrupt_during_a_long_conversion(kernel):
+    """Ctrl-C while the value of a cell converts to Python (two million
+    strings, seconds of work): the cell ends at once, and the kernel goes on."""
+    km, kc = kernel
+    reply, _ = run(kc, "big = [str(i) for i in range(2000000)]", timeout=120)
+    assert reply["status"] == "ok"
+    msg_id = kc.execute("big", stop_on_error=False)
+    while True:  # the kernel has begun the cell (an interrupt before it would be lost)
+        m = kc.get_iopub_msg(timeout=60)
+        if (m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "status"
+                and m["content"]["execution_state"] == "busy"):
+            break
+    time.sleep(0.5)
+    km.interrupt_kernel()
+    t0 = time.monotonic()
+    while True:
+        m = kc.get_shell_msg(timeout=60)
+        if m["parent_header"].get("msg_id") == msg_id:
+            break
+    assert time.monotonic() - t0 < 1.5
+    assert m["content"]["status"] == "error" and m["content"]["ename"] == "KeyboardInterrupt"
+    reply, out = run(kc, "big = none\n1 + 1")
+    assert out[0][1]["data"]["text/plain"] == "2"
+
+
+def test_a_list_that_shares_sublists_shows_quickly(kernel):
+    _, kc = kernel
+    reply, out = run(kc, "l = [1]\nfor i in range(60) { l = [l, l] }\n[l, \"end\"]", timeout=60)
+    assert reply["status"] == "ok"
+    text = out[0][1]["data"]["text/plain"]
+    assert text.startswith("[[[[") and "..." in text and len(text) < 30000
+
+
+# --- the kernel in this process, its messages captured: every cell gets a reply
+
+@pytest.fixture
+def cells():
+    spec = importlib.util.spec_from_file_location("masq_kernel", os.path.join(PYDIR, "masq_kernel.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    k = mod.MasqKernel()
+    k.sent = []
+    k.send_response = lambda socket, kind, content: k.sent.append((kind, content))
+    return mod, k
+
+
+def test_a_picture_that_cannot_be_sent_is_the_cells_error(cells):
+    _, k = cells
+
+    def closed(socket, kind, content):
+        raise OSError("the iopub socket is closed")
+
+    k.send_response = closed
+    reply = k.do_execute("hist(tensor([1.0, 2.0]))", False)  # the cell ends right after
+    assert reply["status"] == "error" and reply["ename"] == "OSError"
+    assert "socket is closed" in reply["evalue"]
+    reply = k.do_execute("1 + 1", True)
+    assert reply["status"] == "ok"
+
+
+def test_ctrl_c_while_showing_the_value(cells, monkeypatch):
+    mod, k = cells
+
+    def interrupted(value):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mod, "to_text", interrupted)
+    reply = k.do_execute("[1, 2]", False)
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    assert k.sent[-1][0] == "error"
+
+
+def test_list_text_is_bounded(cells):
+    mod, _ = cells
+    shared = [1]
+    for _ in range(60):
+        shared = [shared, shared]
+    text = mod.to_text(shared)
+    assert len(text) < mod.MAX_TEXT + 1000 and text.endswith("]")
+    loop = ["a"]
+    loop.append(loop)
+    assert mod.to_text(loop) == "['a', [...]]"
+    assert mod.to_text(["x", [1, 2.5], np.arange(3)]) == repr(["x", [1, 2.5], np.arange(3)])

@@ -104,6 +104,36 @@ static void test_globals(void) {
   masq_close(M);
 }
 
+/* Identities: the same object through two globals, sharing inside a list,
+ * and none for values that have none. */
+static void test_identity(void) {
+  capture c;
+  masq_state *M = open_capturing(&c);
+  uint64_t a = 1, b = 2;
+  CHECK_OK(M, eval(M, "l = [\"x\"]\nm = l\nn = [\"x\"]\npair = [l, l]\np0 = pair[0]\np1 = pair[1]\n"
+                      "d = {}\nf = print\nk = 3\nz = none"));
+  CHECK_OK(M, masq_get_identity(M, "l", &a));
+  CHECK_OK(M, masq_get_identity(M, "m", &b));
+  CHECK(a != 0 && a == b);
+  CHECK_OK(M, masq_get_identity(M, "n", &b));
+  CHECK(b != 0 && a != b); /* equal, but another list */
+  CHECK_OK(M, masq_get_identity(M, "p0", &a));
+  CHECK_OK(M, masq_get_identity(M, "p1", &b));
+  CHECK(a == b);
+  CHECK_OK(M, masq_get_identity(M, "d", &a));
+  CHECK_OK(M, masq_get_identity(M, "f", &b));
+  CHECK(a != 0 && b != 0 && a != b);
+  CHECK_OK(M, masq_get_identity(M, "k", &a));
+  CHECK_OK(M, masq_get_identity(M, "z", &b));
+  CHECK(a == 0 && b == 0);
+  a = 7;
+  CHECK_ERR(M, masq_get_identity(M, "nope", &a), MASQ_ERR_USAGE, "no global named 'nope'");
+  CHECK(a == 0);
+  CHECK_ERR(M, masq_get_identity(M, "l", NULL), MASQ_ERR_USAGE, "id is NULL");
+  CHECK(masq_get_identity(NULL, "l", &a) == MASQ_ERR_USAGE);
+  masq_close(M);
+}
+
 /* --- masq_call ----------------------------------------------------------------- */
 
 static void test_call(void) {
@@ -493,6 +523,7 @@ static void test_register(void) {
 
 int main(void) {
   test_globals();
+  test_identity();
   test_call();
   test_host_arguments();
   test_host_errors();

@@ -594,7 +594,15 @@ static void op_globals(fuzz_ctx *c, unsigned what) {
     check(c, masq_set_int(c->M, gname, (int64_t)bits), "masq_set_int");
     return;
   }
-  case 4: check(c, masq_get_number(c->M, name(c), &v), "masq_get_number"); return;
+  case 4: { /* a number, and which object the global holds (the same name: no input used) */
+    const char *gname = name(c);
+    uint64_t id = 1;
+    check(c, masq_get_number(c->M, gname, &v), "masq_get_number");
+    masq_status st = masq_get_identity(c->M, gname, &id);
+    check(c, st, "masq_get_identity");
+    if (st != MASQ_OK && id != 0) fuzz_fail("masq_get_identity failed with an identity", c->M);
+    return;
+  }
   case 5: op_strings(c); return;
   default: op_get_string(c); return;
   }

@@ -1,0 +1,322 @@
+/* lists.c - globals by name (strings, lists of strings, numbers, tensors)
+ * and nested lists both ways.
+ *
+ * Out: a masq list that is not one tensor becomes a Python list of its
+ * items, read through masq's own len() and indexing (the C API passes
+ * tensors only). Lists may share sublists (l = [l, l], sixty times over, is
+ * 61 lists and 2^60 occurrences) or hold themselves: each list is converted
+ * once, found again by its identity (masq_get_identity), so Python gets the
+ * same sharing, and the loop polls Python's signal handlers (Ctrl-C).
+ * In: numpy converts nested Python lists, but walks every occurrence of a
+ * shared sublist to find the shape; pm_check_nesting walks each once first
+ * and refuses what no tensor can be. */
+#include "pymasq.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* --- Python lists in ----------------------------------------------------------- */
+
+/* Numbers past this many a nested list would hold are refused: no machine
+ * holds them, and numpy would take years to find out. */
+#define PM_MAX_LEAVES ((int64_t)1 << 40)
+#define PM_IN_PROGRESS (-1)
+
+typedef struct nesting {
+  PyObject *memo; /* id of a list or tuple that holds sequences -> depth + 16 * leaves */
+  Py_ssize_t steps;
+} nesting;
+
+static int is_seq(PyObject *o) { return PyList_Check(o) || PyTuple_Check(o); }
+
+static int64_t add_leaves(int64_t a, int64_t b) {
+  return a > PM_MAX_LEAVES - b ? PM_MAX_LEAVES : a + b;
+}
+
+/* The depth of [o] (a list or tuple; the numbers in it are depth 0) in
+ * *depth, the numbers it holds counting repeats in *leaves. Stops going
+ * down past MASQ_MAX_DIMS, so the recursion is bounded. -1 with an
+ * exception for a list that holds itself or Ctrl-C. */
+static int walk(nesting *n, PyObject *o, int level, int *depth, int64_t *leaves) {
+  PyObject *key = NULL;
+  *depth = 1;
+  *leaves = 0;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++) { /* a signal handler may change o */
+    if (pm_poll_signals(++n->steps) < 0) goto fail;
+    PyObject *item = PySequence_Fast_GET_ITEM(o, i);
+    if (!is_seq(item)) {
+      *leaves = add_leaves(*leaves, 1);
+      continue;
+    }
+    if (!key) { /* o holds sequences: remember it, and find it again if it holds itself */
+      if (!n->memo && !(n->memo = PyDict_New())) goto fail;
+      if (!(key = PyLong_FromVoidPtr(o))) goto fail;
+      PyObject *mark = PyLong_FromLong(PM_IN_PROGRESS);
+      if (!mark || PyDict_SetItem(n->memo, key, mark) < 0) {
+        Py_XDECREF(mark);
+        goto fail;
+      }
+      Py_DECREF(mark);
+    }
+    int d = 0;
+    int64_t m = 0;
+    Py_INCREF(item);
+    PyObject *ikey = PyLong_FromVoidPtr(item);
+    PyObject *seen = ikey ? PyDict_GetItemWithError(n->memo, ikey) : NULL; /* borrowed */
+    Py_XDECREF(ikey);
+    int rc = 0;
+    if (seen) {
+      long long v = PyLong_AsLongLong(seen);
+      if (v == PM_IN_PROGRESS) {
+        PyErr_SetString(PyExc_TypeError, "masq: a list that holds itself has no tensor form");
+        rc = -1;
+      }
+      d = (int)(v & 15);
+      m = (int64_t)(v >> 4);
+    } else if (PyErr_Occurred() || level >= MASQ_MAX_DIMS) {
+      rc = PyErr_Occurred() ? -1 : 0;
+      d = MASQ_MAX_DIMS + 1; /* deep enough: not walked further */
+    } else {
+      rc = walk(n, item, level + 1, &d, &m);
+    }
+    Py_DECREF(item);
+    if (rc < 0) goto fail;
+    if (d + 1 > *depth) *depth = d + 1;
+    *leaves = add_leaves(*leaves, m);
+  }
+  if (key) {
+    PyObject *v = PyLong_FromLongLong((long long)*depth + 16 * (long long)*leaves);
+    int rc = v ? PyDict_SetItem(n->memo, key, v) : -1;
+    Py_XDECREF(v);
+    Py_DECREF(key);
+    return rc;
+  }
+  return 0;
+fail:
+  Py_XDECREF(key);
+  return -1;
+}
+
+int pm_check_nesting(PyObject *o) {
+  nesting n = {NULL, 0};
+  int depth;
+  int64_t leaves;
+  int rc = walk(&n, o, 1, &depth, &leaves);
+  Py_XDECREF(n.memo);
+  if (rc < 0) return -1;
+  if (depth > MASQ_MAX_DIMS) {
+    PyErr_Format(PyExc_TypeError, "masq: a list nested deeper than %d levels has no tensor form "
+                 "(masq tensors have at most %d dimensions)", MASQ_MAX_DIMS, MASQ_MAX_DIMS);
+    return -1;
+  }
+  if (leaves >= PM_MAX_LEAVES) {
+    PyErr_SetString(PyExc_MemoryError, "masq: a nested list of more than 2^40 numbers (counting each "
+                    "occurrence of a shared sublist) has no tensor form");
+    return -1;
+  }
+  return 0;
+}
+
+/* --- globals in ------------------------------------------------------------------- */
+
+/* A list or tuple whose items are all str, as UTF-8 pointers and lengths. */
+static int string_list(pm_state *st, const char *name, PyObject *o) {
+  PyObject *items = PySequence_Tuple(o); /* holds the strings while signal handlers may run */
+  if (!items) return -1;
+  Py_ssize_t n = PyTuple_GET_SIZE(items);
+  int rc = -1;
+  const char **s = NULL;
+  size_t *lens = NULL;
+  if (n > INT_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "masq: too many strings");
+    goto out;
+  }
+  s = PyMem_Calloc((size_t)n + 1, sizeof *s);
+  lens = PyMem_Calloc((size_t)n + 1, sizeof *lens);
+  if (!s || !lens) {
+    PyErr_NoMemory();
+    goto out;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    Py_ssize_t len;
+    PyObject *item = PyTuple_GET_ITEM(items, i);
+    if (!PyUnicode_Check(item)) {
+      PyErr_SetString(PyExc_TypeError, "masq: a list of strings changed while it was read");
+      goto out;
+    }
+    if (pm_poll_signals(i + 1) < 0 || !(s[i] = PyUnicode_AsUTF8AndSize(item, &len))) goto out;
+    lens[i] = (size_t)len;
+  }
+  if (masq_set_lstrings(st->M, name, (int)n, s, lens) != MASQ_OK)
+    pm_raise(st, masq_last_error(st->M)->status);
+  else
+    rc = 0;
+out:
+  PyMem_Free(s);
+  PyMem_Free(lens);
+  Py_DECREF(items);
+  return rc;
+}
+
+static int all_strings(PyObject *o) {
+  if (!PyList_Check(o) && !PyTuple_Check(o)) return 0;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!PyUnicode_Check(PySequence_Fast_GET_ITEM(o, i))) return 0;
+  return n > 0;
+}
+
+int pm_set_global(pm_state *st, const char *name, PyObject *o) {
+  masq_status s;
+  if (PyUnicode_Check(o)) {
+    Py_ssize_t len;
+    const char *u = PyUnicode_AsUTF8AndSize(o, &len);
+    if (!u) return -1;
+    s = masq_set_lstring(st->M, name, u, (size_t)len);
+  } else if (all_strings(o)) {
+    return string_list(st, name, o);
+  } else if (PyLong_Check(o) && !PyBool_Check(o)) {
+    int64_t i = PyLong_AsLongLong(o);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    s = masq_set_int(st->M, name, i);
+  } else if (PyFloat_Check(o)) {
+    s = masq_set_number(st->M, name, PyFloat_AS_DOUBLE(o));
+  } else {
+    masq_tensor *t;
+    if (pm_to_tensor(st, o, &t) < 0) return -1;
+    s = masq_set_global(st->M, name, t);
+    masq_tensor_release(st->M, t);
+  }
+  if (s != MASQ_OK) {
+    pm_raise(st, s);
+    return -1;
+  }
+  return 0;
+}
+
+/* --- globals and masq lists out -------------------------------------------------------- */
+
+/* Distinct lists nested deeper than this are not converted (the recursion
+ * is bounded; a list found again by its identity does not count). */
+#define PM_LIST_DEPTH 100
+
+/* One conversion out: the Python list made for each masq list, by identity
+ * (created with the first list). */
+typedef struct reading {
+  PyObject *memo;
+} reading;
+
+static PyObject *get_value(pm_state *st, reading *rd, const char *name, int missing_is_keyerror,
+                           int depth);
+
+/* Runs one statement of the module's own on the State (an assignment to a
+ * __py_ global, so `_` is left alone), without the GIL: a long conversion
+ * lets other threads run (the State is busy, so none of them uses it). */
+static int run_stmt(pm_state *st, const char *src) {
+  masq_status s;
+  Py_BEGIN_ALLOW_THREADS
+  s = masq_eval(st->M, src, strlen(src), "<masq module>", 0);
+  Py_END_ALLOW_THREADS
+  if (s != MASQ_OK) {
+    pm_raise(st, s);
+    return -1;
+  }
+  return 0;
+}
+
+/* The items of a list that is not a tensor (strings, tensors of different
+ * shapes, nested lists) into [list], read one by one through masq's own
+ * len() and indexing into the globals __py_n<depth> and __py_item<depth>. */
+static int fill_list(pm_state *st, reading *rd, const char *name, int depth, PyObject *list,
+                     int64_t n) {
+  char src[160], item[32];
+  snprintf(item, sizeof item, "__py_item%d", depth);
+  for (int64_t i = 0; i < n; i++) {
+    if (pm_poll_signals((Py_ssize_t)i + 1) < 0) return -1;
+    snprintf(src, sizeof src, "%s = %s[%lld]", item, name, (long long)i);
+    PyObject *v = run_stmt(st, src) < 0 ? NULL : get_value(st, rd, item, 0, depth + 1);
+    if (!v) return -1;
+    PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+  }
+  return 0;
+}
+
+/* The Python list for the masq list global [name]: the one made before for
+ * the same list, or a new one, remembered before its items are read (so a
+ * list inside itself finds it). */
+static PyObject *list_value(pm_state *st, reading *rd, const char *name, int depth) {
+  uint64_t id;
+  if (masq_get_identity(st->M, name, &id) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
+  if (!rd->memo && !(rd->memo = PyDict_New())) return NULL;
+  PyObject *key = PyLong_FromUnsignedLongLong(id);
+  if (!key) return NULL;
+  PyObject *list = PyDict_GetItemWithError(rd->memo, key); /* borrowed */
+  if (list || PyErr_Occurred()) {
+    Py_DECREF(key);
+    return Py_XNewRef(list);
+  }
+  if (depth >= PM_LIST_DEPTH) {
+    Py_DECREF(key);
+    return PyErr_Format(PyExc_TypeError, "masq: lists nested deeper than %d have no Python form",
+                        PM_LIST_DEPTH);
+  }
+  char src[160], count[32];
+  snprintf(count, sizeof count, "__py_n%d", depth);
+  snprintf(src, sizeof src, "%s = len(%s)", count, name);
+  int64_t n = 0;
+  if (run_stmt(st, src) == 0 && masq_get_int(st->M, count, &n) != MASQ_OK)
+    pm_raise(st, masq_last_error(st->M)->status);
+  masq_set_global(st->M, count, NULL);
+  if (!PyErr_Occurred()) list = PyList_New((Py_ssize_t)n);
+  if (list && (PyDict_SetItem(rd->memo, key, list) < 0 || fill_list(st, rd, name, depth, list, n) < 0))
+    Py_CLEAR(list);
+  Py_DECREF(key);
+  snprintf(count, sizeof count, "__py_item%d", depth);
+  masq_set_global(st->M, count, NULL);
+  return list;
+}
+
+static PyObject *get_value(pm_state *st, reading *rd, const char *name, int missing_is_keyerror,
+                           int depth) {
+  masq_tensor *t = NULL;
+  masq_status s = masq_get_global(st->M, name, &t);
+  if (s == MASQ_OK) {
+    PyObject *r = pm_from_tensor(st, t);
+    masq_tensor_release(st->M, t);
+    return r;
+  }
+  const masq_error *e = masq_last_error(st->M);
+  if (s == MASQ_ERR_USAGE && strstr(e->message, "there is no global named")) {
+    if (missing_is_keyerror) return PyErr_SetString(PyExc_KeyError, name), NULL;
+    return pm_raise(st, s);
+  }
+  if (s == MASQ_ERR_USAGE && strstr(e->message, "is a list")) return list_value(st, rd, name, depth);
+  size_t len = 0;
+  if (s == MASQ_ERR_USAGE && masq_get_string(st->M, name, NULL, 0, &len) == MASQ_OK) {
+    char *buf = PyMem_Malloc(len + 1);
+    if (!buf) return PyErr_NoMemory();
+    PyObject *r = NULL;
+    if (masq_get_string(st->M, name, buf, len + 1, &len) == MASQ_OK)
+      r = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "surrogateescape");
+    else
+      pm_raise(st, masq_last_error(st->M)->status);
+    PyMem_Free(buf);
+    return r;
+  }
+  masq_get_global(st->M, name, &t); /* the first error again, for the message */
+  if (depth > 0)
+    PyErr_Format(PyExc_TypeError, "masq: a list item has no Python form (%s)", masq_last_error(st->M)->message);
+  else
+    PyErr_Format(PyExc_TypeError, "masq: global '%s' has no Python form (%s)", name,
+                 masq_last_error(st->M)->message);
+  return NULL;
+}
+
+PyObject *pm_get_global(pm_state *st, const char *name, int missing_is_keyerror) {
+  reading rd = {NULL};
+  PyObject *r = get_value(st, &rd, name, missing_is_keyerror, 0);
+  Py_XDECREF(rd.memo);
+  return r;
+}
