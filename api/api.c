@@ -5,6 +5,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/random.h>
+#endif
 
 #include "../core/diag.h"
 #include "../core/gc.h"
@@ -42,6 +47,31 @@ void masq_config_init(masq_config *cfg) {
   cfg->libs = MASQ_LIB_DEFAULT;
 }
 
+/* splitmix64's finalizer: spreads the bits of a weak seed over the word. */
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* The dicts' hash key (core/dict.c): the system's random bytes, or, where
+ * there are none to be had, the clocks, the process and the state's
+ * address mixed (unguessable enough for a script, which sees none of
+ * them). Per state: there is no global state to seed. */
+static void seed_hash(mq_state *S) {
+#ifdef __linux__
+  if (getrandom(S->hash_key, sizeof S->hash_key, GRND_NONBLOCK) == (ssize_t)sizeof S->hash_key)
+    return;
+#endif
+  struct timespec a, b;
+  clock_gettime(CLOCK_REALTIME, &a);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  uint64_t z = mix64((uint64_t)a.tv_sec * 1000000007u + (uint64_t)a.tv_nsec);
+  z = mix64(z ^ ((uint64_t)b.tv_sec << 32) ^ (uint64_t)b.tv_nsec ^ (uint64_t)getpid());
+  S->hash_key[0] = z;
+  S->hash_key[1] = mix64(z ^ (uint64_t)(uintptr_t)S);
+}
+
 static void open_library(mq_state *S, void *ud) {
   (void)ud;
   mq_stdlib_open(S);
@@ -59,6 +89,7 @@ masq_state *masq_open(const masq_config *cfg) {
   memset(S, 0, sizeof *S);
   S->cfg = c;
   S->mem_used = sizeof *S;
+  seed_hash(S);
   mq_gc_init(S);
   /* The kinds of object and the calls up that the layers below need
    * (core/state.h): this is the one layer that sees them all. */

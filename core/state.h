@@ -142,6 +142,9 @@ struct mq_state {
 
   /* Random generator (xoshiro256**), seeded by seed(n). */
   uint64_t rng[4];
+  /* The secret key of the dicts' hash (core/dict.c), drawn at open from the
+   * system's random source; not the generator above, which a script seeds. */
+  uint64_t hash_key[2];
 
   int exit_code; /* exit(code) of the script, with MASQ_EXIT */
   /* set by masq_interrupt(), maybe from another thread or a signal handler:
