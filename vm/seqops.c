@@ -114,8 +114,10 @@ static int64_t slice_span(mq_state *S, int64_t len, const bool has[3], const mq_
     b[i] = v < lo ? lo : v > hi ? hi : v;
   }
   *start = b[0];
-  if (back) return b[0] > b[1] ? (b[0] - b[1] - 1) / -*step + 1 : 0;
-  return b[1] > b[0] ? (b[1] - b[0] - 1) / *step + 1 : 0;
+  /* the step's size in uint64: -step overflows for a step of -2^63 */
+  uint64_t mag = back ? 0 - (uint64_t)*step : (uint64_t)*step;
+  int64_t dist = back ? b[0] - b[1] : b[1] - b[0]; /* bounds within [-1, len] */
+  return dist > 0 ? (int64_t)((uint64_t)(dist - 1) / mag) + 1 : 0;
 }
 
 mq_value mq_slice_seq(mq_state *S, mq_value seq, const bool has[3], const mq_value bound[3]) {
