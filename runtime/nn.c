@@ -303,7 +303,7 @@ mq_tensor *mq_nn_dropout(mq_state *S, mq_tensor *x, double p, int64_t seed) {
   const double scale = p == 1 ? 0 : 1 / (1 - p);
   const uint64_t base = mix((uint64_t)seed);
   for (int64_t i = 0; i < noise->numel; i++) {
-    if ((i & 0xffff) == 0) mq_poll(S);
+    if ((i & 0xffff) == 0xffff) mq_check_interrupt(S);
     double u = (double)(mix(base + (uint64_t)i) >> 11) * 0x1.0p-53; /* [0, 1) */
     double v = u >= p ? scale : 0;
     if (noise->dtype == MQ_DT_F32) ((float *)mq_tensor_data(noise))[i] = (float)v;

@@ -414,6 +414,7 @@ static void merge_sort(mq_state *S, mq_value *v, mq_value *tmp, int n, bool rev)
     for (int lo = 0; lo < n - width; lo += 2 * width) {
       int mid = lo + width, hi = mid + width < n ? mid + width : n, i = lo, j = mid, k = lo;
       while (i < mid && j < hi) {
+        mq_poll(S); /* a step: numbers compare without polling */
         bool right_first = rev ? less(S, v[i], v[j], "sorted") : less(S, v[j], v[i], "sorted");
         tmp[k++] = right_first ? v[j++] : v[i++];
       }
@@ -430,11 +431,15 @@ static mq_value lib_sorted(mq_state *S, mq_value *args) {
   bool rev = mq_arg_bool(S, args[1], "reverse");
   mq_list *l = items_of(S, args[0], "sorted");
   for (int i = 0; i < l->len; i++) {
+    mq_poll(S);
     mq_value old = l->items[i];
     l->items[i] = plain_item(S, old);
     if (l->items[i].type != MQ_OBJ) mq_release(S, old); /* the list's reference to the row */
   }
-  for (int i = 1; i < l->len; i++) (void)less(S, l->items[0], l->items[i], "sorted"); /* types */
+  for (int i = 1; i < l->len; i++) { /* types */
+    mq_poll(S);
+    (void)less(S, l->items[0], l->items[i], "sorted");
+  }
   if (l->len > 1) {
     mq_value *tmp = mq_scratch(S, mq_ck_zmul(S, (size_t)l->len, sizeof *tmp, "sorted()"));
     merge_sort(S, l->items, tmp, l->len, rev);

@@ -190,13 +190,161 @@ static void test_colliding_keys(void) {
   masq_close(M);
 }
 
+/* --- the kernels of builtins on big tensors ------------------------------------------- */
+
+static long hook_calls;
+static int count_calls(void *ud) {
+  (void)ud;
+  hook_calls++;
+  return past_deadline(NULL);
+}
+static void discard(void *ud, const char *s, size_t n) { (void)ud, (void)s, (void)n; }
+
+#define N_BIG (1 << 21) /* entries of the inputs below: 2M */
+
+/* Each builtin runs over [n] entries (in its main loop) and must call the
+ * hook at least once per 2^19 of them: a poll every 64K entries gives 8;
+ * before, most gave 0 or 1 (a kernel polled between rows, and a
+ * contiguous tensor is one row; others used mq_poll, whose hook call comes
+ * once in 1024 calls). On one thread the number does not depend on the
+ * machine's load. */
+static const struct {
+  const char *code;
+  long n;
+} kernels[] = {
+    {"y = cumsum(x, 0)", N_BIG},
+    {"y = cumprod(x, 0)", N_BIG},
+    {"y = cumsum(xm, 0)", N_BIG},
+    {"y = cumsum(X, 1)", N_BIG},
+    {"y = median(x)", N_BIG},
+    {"y = median(xm)", N_BIG},
+    {"y = median(X, 0)", N_BIG},
+    {"y = argmax(x)", N_BIG},
+    {"y = argmin(xm)", N_BIG},
+    {"y = max(X, 0)", N_BIG},
+    {"y = sort(x)", N_BIG},
+    {"y = argsort(xm)", N_BIG},
+    {"y = topk(x, 5)", N_BIG},
+    {"y = topk(x, 500000)", N_BIG},
+    {"hist(x)", N_BIG},
+    {"hist(xm, 50)", N_BIG},
+    {"plot(x)", N_BIG},
+    {"y = x[m]", N_BIG},
+    {"y = xm[m]", N_BIG},
+    {"y = X[M2]", N_BIG},
+    {"y = x[idx]", N_BIG},
+    {"y = gather(x, 0, idx)", N_BIG},
+    {"y = index_select(x, 0, idx)", N_BIG},
+    {"y = scatter(x, 0, idx, x)", N_BIG},
+    {"y = scatter_add(x, 0, idx, x)", N_BIG},
+    {"y = one_hot(xi)", N_BIG},
+    {"y = length_mask(xi)", N_BIG},
+    {"y = to(x, float16)", N_BIG},
+    {"y = fmod(x, 0.3)", N_BIG},
+    {"y = x ** 2.5", N_BIG},
+    {"y = sum(xm)", N_BIG},
+    {"y = allclose(x, x)", N_BIG},
+    {"y = rand(2097152)", N_BIG},
+    {"y = randn(2097152)", N_BIG},
+    {"y = randint(0, 5, 2097152)", N_BIG},
+    {"y = adam_step(x, x)", N_BIG},
+    {"y = dropout(x, 0.5, 1)", N_BIG},
+    {"y = tril(X)", N_BIG},
+    {"y = describe(reshape(x, 4, 524288), 1)", N_BIG},
+    {"y = list(x[0:1048576])", 1 << 20},
+    {"y = sorted(L)", 1 << 20},
+    {"y = str(L)", 1 << 20},
+    {"y = L == L2", 1 << 20},
+};
+
+static const char *big_inputs =
+    "x = rand(2097152)\n"
+    "m = x > 0.5\n"
+    "xm = masked(x, m)\n"
+    "X = reshape(x, 1024, 2048)\n"
+    "M2 = X > 0.5\n"
+    "xi = randint(0, 10, 2097152)\n"
+    "idx = randint(0, 2097152, 2097152)\n"
+    "L = list(range(1048576, 0, -1))\n"
+    "L2 = list(range(1048576, 0, -1))\n";
+
+static void test_kernel_polls(void) {
+  masq_config cfg;
+  masq_config_init(&cfg);
+  cfg.interrupt = count_calls;
+  cfg.write = discard;
+  masq_state *M = masq_open(&cfg);
+  /* one thread: with workers, the calling thread polls between the chunks
+   * it runs itself, and how many it gets is the scheduler's business */
+  setup(M, "set_num_threads(1)");
+  setup(M, big_inputs);
+  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+    hook_calls = 0;
+    masq_status st = eval(M, kernels[i].code);
+    long want = kernels[i].n >> 19;
+    if (st == MASQ_OK && hook_calls >= want) passed++;
+    else {
+      failed++;
+      fprintf(stderr, "FAIL %s: status %d, %ld hook calls for %ld entries (want %ld or more): %s\n",
+              kernels[i].code, (int)st, hook_calls, kernels[i].n, want,
+              st ? masq_last_error(M)->message : "");
+    }
+  }
+  masq_close(M);
+}
+
+/* The same builtins under a deadline that passes while they run: each
+ * stops with MASQ_ERR_INTERRUPTED (or is done first), well within the
+ * slack, located at its line. */
+static void test_kernel_deadlines(void) {
+  masq_state *M = open_deadlined();
+  setup(M, big_inputs);
+  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+    char code[160];
+    snprintf(code, sizeof code, "z = 1\n%s", kernels[i].code);
+    double t0 = now();
+    deadline = t0 + 0.002;
+    masq_status st = eval(M, code);
+    double took = now() - t0;
+    deadline = 0;
+    int line = masq_last_error(M)->line;
+    if ((st == MASQ_OK || (st == MASQ_ERR_INTERRUPTED && line == 2)) && took < SLACK) passed++;
+    else {
+      failed++;
+      fprintf(stderr, "FAIL %s: status %d at line %d after %.2f s\n", kernels[i].code, (int)st,
+              line, took);
+    }
+  }
+  masq_close(M);
+}
+
+/* median's quickselect took the middle entry as its pivot: this input
+ * (built with McIlroy's adversary against that very loop) made it
+ * quadratic, 3.75 * 10^9 comparisons at 10^5 entries. A selection that
+ * does not converge now finishes with a heap sort. */
+static void test_median_adversary(void) {
+  masq_state *M = open_deadlined();
+  setup(M, "n = 100000\n"
+           "h = n // 2\n"
+           "q = n // 4\n"
+           "p = arange(n)\n"
+           "v = where(p >= h + q, p, where(p >= h, 2 * (p - h) + 1, where(p % 2 == 0, h + p // 2, p + 1)))\n"
+           "v = where(p == h - 1, 0, v)\n");
+  timed(M, "y = int(item(median(v)) + item(median(to(v, float64))) + item(median(stack([v, v]), 1)[1]))",
+        1, MASQ_OK, 0);
+  CHECK(get_int(M, "y") == 3 * 49999);
+  masq_close(M);
+}
+
 /* Runs the tests named on the command line, or all of them. */
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
     void (*fn)(void);
   } tests[] = {{"strings", test_strings}, {"shared_lists", test_shared_lists},
-               {"colliding_keys", test_colliding_keys}};
+               {"colliding_keys", test_colliding_keys}, {"kernel_polls", test_kernel_polls},
+               {"kernel_deadlines", test_kernel_deadlines},
+               {"median_adversary", test_median_adversary}};
   for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {
     bool wanted = argc < 2;
     for (int a = 1; a < argc; a++) wanted |= strcmp(argv[a], tests[i].name) == 0;
