@@ -5,6 +5,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/random.h>
+#endif
 
 #include "../core/diag.h"
 #include "../core/gc.h"
@@ -42,6 +47,31 @@ void masq_config_init(masq_config *cfg) {
   cfg->libs = MASQ_LIB_DEFAULT;
 }
 
+/* splitmix64's finalizer: spreads the bits of a weak seed over the word. */
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* The dicts' hash key (core/dict.c): the system's random bytes, or, where
+ * there are none to be had, the clocks, the process and the state's
+ * address mixed (unguessable enough for a script, which sees none of
+ * them). Per state: there is no global state to seed. */
+static void seed_hash(mq_state *S) {
+#ifdef __linux__
+  if (getrandom(S->hash_key, sizeof S->hash_key, GRND_NONBLOCK) == (ssize_t)sizeof S->hash_key)
+    return;
+#endif
+  struct timespec a, b;
+  clock_gettime(CLOCK_REALTIME, &a);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  uint64_t z = mix64((uint64_t)a.tv_sec * 1000000007u + (uint64_t)a.tv_nsec);
+  z = mix64(z ^ ((uint64_t)b.tv_sec << 32) ^ (uint64_t)b.tv_nsec ^ (uint64_t)getpid());
+  S->hash_key[0] = z;
+  S->hash_key[1] = mix64(z ^ (uint64_t)(uintptr_t)S);
+}
+
 static void open_library(mq_state *S, void *ud) {
   (void)ud;
   mq_stdlib_open(S);
@@ -59,6 +89,7 @@ masq_state *masq_open(const masq_config *cfg) {
   memset(S, 0, sizeof *S);
   S->cfg = c;
   S->mem_used = sizeof *S;
+  seed_hash(S);
   mq_gc_init(S);
   /* The kinds of object and the calls up that the layers below need
    * (core/state.h): this is the one layer that sees them all. */
@@ -83,8 +114,18 @@ masq_state *masq_open(const masq_config *cfg) {
   return S;
 }
 
+static const char close_refused[] =
+    "masq_close: called while masq is running (from a host function or a hook); the state "
+    "stays open: close it once the outermost call has returned";
+
 void masq_close(masq_state *S) {
   if (!S) return;
+  if (S->host_depth > 0 || S->in_hook > 0) {
+    /* Freeing the state under the code that is running would be a
+     * use-after-free: the call that is running fails instead. */
+    S->close_refused = true; /* reported by the call that is running */
+    return;
+  }
   mq_parallel_close(S);
   mq_vm_unwind(S, 0, 0);
   mq_pool_drain(S, 0);
@@ -114,6 +155,25 @@ void mq_api_clear_error(mq_state *S) {
   S->err.line = S->err.column = S->err.end_column = 0;
   S->err.exit_code = 0;
   S->err_has_span = false;
+}
+
+/* The error hook, for an error that ends a top-level call. */
+static void report(mq_state *S) {
+  if (!S->cfg.error || S->nframes > 0) return;
+  mq_hook_enter(S);
+  S->cfg.error(S->cfg.error_ud, S->err.rendered);
+  mq_hook_leave(S);
+}
+
+bool mq_api_refused(mq_state *S) {
+  if (S->in_hook == 0) return false;
+  if (S->err.status == MASQ_OK) /* not over the error the error hook is reporting */
+    S->err = (masq_error){.status = MASQ_ERR_USAGE,
+                        .message = "called from inside a hook (write, write_err, picture, "
+                                   "columns, interrupt, error or a buffer's release), which may "
+                                   "not call back into masq",
+                        .rendered = "error: a hook called back into masq\n"};
+  return true;
 }
 
 typedef struct error_job {
@@ -155,12 +215,18 @@ static masq_status fail_with(mq_state *S, masq_status st, const mq_source *src,
   }
   /* Only errors that end a top-level call are reported as they happen; a
    * host function calling back into masq may handle a failure itself. */
-  if (S->cfg.error && S->nframes == 0) S->cfg.error(S->cfg.error_ud, S->err.rendered);
+  report(S);
   return st;
 }
 
 static masq_status fail(mq_state *S, masq_status st, const mq_source *src, const mq_span *span) {
   return fail_with(S, st, src, span, NULL, NULL);
+}
+
+masq_status mq_api_finish(mq_state *S, masq_status st) {
+  if (!S->close_refused || S->host_depth > 0 || S->in_hook > 0) return st;
+  S->close_refused = false;
+  return st == MASQ_OK ? fail_with(S, MASQ_ERR_USAGE, NULL, NULL, close_refused, NULL) : st;
 }
 
 const masq_error *masq_last_error(const masq_state *S) {
@@ -178,7 +244,7 @@ masq_status mq_api_run(mq_state *S, mq_pfunc fn, void *ud) {
   size_t mark = mq_pool_mark(S);
   masq_status st = mq_protect(S, fn, ud);
   mq_pool_drain(S, mark);
-  return st == MASQ_OK ? st : fail(S, st, NULL, NULL);
+  return mq_api_finish(S, st == MASQ_OK ? st : fail(S, st, NULL, NULL));
 }
 
 void masq_interrupt(masq_state *S) {
@@ -308,6 +374,7 @@ masq_status mq_api_fail_run(mq_state *S, masq_status st, const mq_source *src, i
 
 static masq_status run_eval(mq_state *S, eval_job *job) {
   if (!S) return MASQ_ERR_USAGE;
+  if (mq_api_refused(S)) return MASQ_ERR_USAGE;
   mq_api_clear_error(S);
   if (!job->text) {
     if (job->len)
@@ -343,7 +410,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
     S->err.line = job->errs.first_span.line;
     S->err.column = job->errs.first_span.col;
     S->err.end_column = job->errs.first_span.end_col;
-    if (S->cfg.error && S->nframes == 0) S->cfg.error(S->cfg.error_ud, S->err.rendered);
+    report(S);
   } else if (job->parse_status == MASQ_INCOMPLETE) {
     result = MASQ_INCOMPLETE;
   }
@@ -354,7 +421,7 @@ static masq_status run_eval(mq_state *S, eval_job *job) {
   mq_pool_drain(S, mark);
   mq_globals_end(S, txn, st == MASQ_OK || st == MASQ_EXIT);
   mq_gc_step(S);
-  return result;
+  return mq_api_finish(S, result);
 }
 
 masq_status masq_eval(masq_state *S, const char *source, size_t len, const char *chunkname,
@@ -404,6 +471,7 @@ static void read_file(mq_state *S, void *ud) {
 
 masq_status masq_eval_file(masq_state *S, const char *path) {
   if (!S) return MASQ_ERR_USAGE;
+  if (mq_api_refused(S)) return MASQ_ERR_USAGE;
   mq_api_clear_error(S);
   if (!path) return fail_with(S, MASQ_ERR_USAGE, NULL, NULL, "masq_eval_file: path is NULL", NULL);
   bool irregular;
@@ -498,7 +566,7 @@ static void summarize(mq_state *S, void *ud) {
 
 void masq_globals(masq_state *S, void (*fn)(void *ud, const char *name, const char *summary),
                   void *ud) {
-  if (!S || !fn) return;
+  if (!S || !fn || mq_api_refused(S)) return;
   globals_job job = {0, {0}};
   for (int i = 0; i < S->nglobals; i++) {
     const mq_global *g = &S->globals[i];

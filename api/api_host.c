@@ -316,6 +316,7 @@ masq_status masq_call(masq_state *M, const char *fname, int argc, masq_tensor *c
                       masq_tensor **result) {
   if (result) *result = NULL;
   if (!M) return MASQ_ERR_USAGE;
+  if (mq_api_refused(M)) return MASQ_ERR_USAGE;
   mq_api_clear_error(M);
   mq_api_reset_interrupt(M);
   call_job job = {fname, argc, argv, result, NULL};
@@ -328,7 +329,7 @@ masq_status masq_call(masq_state *M, const char *fname, int argc, masq_tensor *c
   mq_globals_end(M, txn, st == MASQ_OK || st == MASQ_EXIT);
   if (job.fn) mq_obj_release(M, &job.fn->hdr);
   mq_gc_step(M);
-  return st;
+  return mq_api_finish(M, st);
 }
 
 /* --- host functions ----------------------------------------------------------------------- */
@@ -537,9 +538,23 @@ mq_value mq_host_call(mq_state *S, const mq_builtin *b, mq_value *args) {
   H->error_set = false;
   mq_api_clear_error(S);
   masq_tensor *result = NULL;
+  S->host_depth++; /* runs nested in it keep an outer run's interrupt (core/state.c) */
   masq_status st = h->fn(S, h->ud, argc, argv, &result);
+  S->host_depth--;
   for (int k = 0; k < argc; k++)
     if (argv[k]) mq_handle_drop(S, argv[k], true);
+  if (S->close_refused) { /* masq_close from inside: the script stops here */
+    S->close_refused = false;
+    if (result && mq_handle_held(S, result)) mq_handle_drop(S, result, true);
+    mq_throw(S, MASQ_ERR_USAGE,
+             "%s() called masq_close() on the state that is running it; the state stays open "
+             "(close it once the outermost call has returned)",
+             name);
+  }
+  /* An interrupt the host function passes on stops this run: it is
+   * consumed here, as a poll would (core/state.c), once no host function
+   * is left outside. */
+  if (st == MASQ_ERR_INTERRUPTED && S->host_depth == 0) S->interrupted = 0;
 
   if (st != MASQ_OK) {
     if (result && mq_handle_held(S, result)) mq_handle_drop(S, result, true);

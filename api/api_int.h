@@ -34,6 +34,17 @@ typedef struct mq_host {
 
 /* --- the boundary (api.c) ---------------------------------------------------- */
 
+/* Re-entry. A config hook (core/state.h, in_hook) is handed masq's own
+ * buffers and runs in the middle of an operation, so it may not call back
+ * into masq: such a call is refused with MASQ_ERR_USAGE (true here), its
+ * message a static text, so that not even the error buffers the hook may
+ * be reading change. Host functions may call back (anything but
+ * masq_close). */
+MQ_INTERNAL bool mq_api_refused(mq_state *S);
+/* What the outermost call returns once done: [st], or MASQ_ERR_USAGE if a
+ * hook tried masq_close meanwhile (the state stays open). */
+MQ_INTERNAL masq_status mq_api_finish(mq_state *S, masq_status st);
+
 /* Runs fn(S, ud) the way every public function does: clears the last error,
  * catches what fn raises (recorded, without a source location, for
  * masq_last_error) and frees fn's temporaries. Validation inside fn raises
@@ -45,6 +56,7 @@ MQ_INTERNAL void mq_api_clear_error(mq_state *S);
 static inline masq_status mq_api_entry(mq_state *S, mq_pfunc fn, void *ud, masq_tensor **out) {
   if (out) *out = NULL;
   if (!S) return MASQ_ERR_USAGE;
+  if (mq_api_refused(S)) return MASQ_ERR_USAGE;
   return mq_api_run(S, fn, ud);
 }
 /* Raises MASQ_ERR_USAGE "[fn]: [what] is NULL" when [p] is NULL. */

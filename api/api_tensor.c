@@ -26,6 +26,7 @@ _Static_assert(MASQ_MAX_DIMS == MQ_MAX_DIMS, "the public limit is the runtime's"
  * allocator that frees it; it comes straight from the host allocator and is
  * not counted against memory_limit (a few dozen bytes per wrapped buffer). */
 typedef struct host_buffer {
+  mq_state *S; /* whose in_hook the release counts in (no call back into masq) */
   masq_alloc_fn alloc;
   void *alloc_ud;
   void (*release)(void *ud);
@@ -37,7 +38,11 @@ typedef struct host_buffer {
 static void release_buffer(void *ud) {
   host_buffer *hb = ud;
   if (--hb->refs > 0) return;
-  if (hb->release) hb->release(hb->release_ud);
+  if (hb->release) {
+    mq_hook_enter(hb->S);
+    hb->release(hb->release_ud);
+    mq_hook_leave(hb->S);
+  }
   hb->alloc(hb->alloc_ud, hb, sizeof *hb, 0);
 }
 
@@ -164,7 +169,7 @@ static void wrap_protected(mq_state *S, void *ud) {
   host_buffer *hb = S->cfg.alloc(S->cfg.alloc_ud, NULL, 0, sizeof *hb);
   if (!hb) mq_throw(S, MASQ_ERR_MEMORY, "out of memory (allocating %zu bytes)", sizeof *hb);
   /* Nothing below can fail: from here on the host's release is ours to call. */
-  *hb = (host_buffer){S->cfg.alloc, S->cfg.alloc_ud, d->release, d->release_ud,
+  *hb = (host_buffer){S, S->cfg.alloc, S->cfg.alloc_ud, d->release, d->release_ud,
                       d->flags & MASQ_TENSOR_READONLY, 0};
   adopt(t->storage, hb);
   if (t->mask) adopt(t->mask->storage, hb);
@@ -298,7 +303,7 @@ masq_status masq_tensor_retain(masq_state *M, masq_tensor *t) {
 }
 
 masq_status masq_tensor_release(masq_state *M, masq_tensor *t) {
-  if (M && !t) {
+  if (M && !t && !M->in_hook) {
     mq_api_clear_error(M);
     return MASQ_OK; /* like free(NULL) */
   }

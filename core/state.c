@@ -240,13 +240,22 @@ masq_status mq_protect(mq_state *S, mq_pfunc fn, void *ud) {
 }
 
 bool mq_interrupt_pending(mq_state *S) {
-  if (!S->interrupted && S->cfg.interrupt && S->cfg.interrupt(S->cfg.interrupt_ud)) S->interrupted = 1;
+  if (!S->interrupted && S->cfg.interrupt) {
+    mq_hook_enter(S);
+    int stop = S->cfg.interrupt(S->cfg.interrupt_ud);
+    mq_hook_leave(S);
+    if (stop) S->interrupted = 1;
+  }
   return S->interrupted != 0 && S->defer_interrupts == 0;
 }
 
 void mq_check_interrupt(mq_state *S) {
   if (mq_interrupt_pending(S)) {
-    S->interrupted = 0;
+    /* Consumed by the outermost run only: one nested in a host function
+     * leaves it set, so that the run outside stops too even if the host
+     * function swallows the nested failure (a masq_interrupt() is asked
+     * once, and is meant for all the program that is running). */
+    if (S->host_depth == 0) S->interrupted = 0;
     mq_throw(S, MASQ_ERR_INTERRUPTED, "interrupted");
   }
 }
@@ -289,13 +298,20 @@ void mq_buf_free(mq_state *S, mq_buf *b) {
 }
 
 void mq_write(mq_state *S, const char *s, size_t n) {
-  if (S->cfg.write) S->cfg.write(S->cfg.write_ud, s, n);
-  else fwrite(s, 1, n, stdout);
+  if (S->cfg.write) {
+    mq_hook_enter(S); /* s is often S->out, which a call back into masq would reuse */
+    S->cfg.write(S->cfg.write_ud, s, n);
+    mq_hook_leave(S);
+  } else {
+    fwrite(s, 1, n, stdout);
+  }
 }
 
 void mq_write_err(mq_state *S, const char *s, size_t n) {
   if (S->cfg.write_err) {
+    mq_hook_enter(S);
     S->cfg.write_err(S->cfg.write_err_ud, s, n);
+    mq_hook_leave(S);
   } else {
     fflush(stdout); /* what print() wrote comes first */
     fwrite(s, 1, n, stderr);

@@ -142,6 +142,9 @@ struct mq_state {
 
   /* Random generator (xoshiro256**), seeded by seed(n). */
   uint64_t rng[4];
+  /* The secret key of the dicts' hash (core/dict.c), drawn at open from the
+   * system's random source; not the generator above, which a script seeds. */
+  uint64_t hash_key[2];
 
   int exit_code; /* exit(code) of the script, with MASQ_EXIT */
   /* set by masq_interrupt(), maybe from another thread or a signal handler:
@@ -154,6 +157,15 @@ struct mq_state {
    * variable that still holds the operand would see half a result.
    * mq_protect puts it back when an error crosses it. */
   int defer_interrupts;
+  /* Host code running inside a call on this state: host functions (which
+   * may call back into masq) and the config's hooks (which may not: a hook
+   * is handed masq's own buffers, which a nested call would reuse). An
+   * interrupt raised in a run nested in a host function stays pending for
+   * the runs outside it (the host function may swallow the nested
+   * failure); api/ refuses calls from hooks and masq_close from either,
+   * which it records in close_refused. */
+  int host_depth, in_hook;
+  bool close_refused;
   /* The dying first argument the VM hands to the builtin it calls
    * (vm/vm.c, dying_operand): set by mq_builtin_call before every call,
    * taken (read and cleared) only by the builtins that opt in, first
@@ -301,6 +313,11 @@ static inline bool mq_poll_due(mq_state *S) {
 static inline void mq_poll(mq_state *S) {
   if (mq_poll_due(S)) mq_check_interrupt(S);
 }
+
+/* Around every call of a config hook (interrupt, write, write_err,
+ * picture, columns, error, a wrapped buffer's release). */
+static inline void mq_hook_enter(mq_state *S) { S->in_hook++; }
+static inline void mq_hook_leave(mq_state *S) { S->in_hook--; }
 
 /* --- text buffers ------------------------------------------------------- */
 

@@ -187,14 +187,16 @@ static void format_item(mq_state *S, mq_buf *b, mq_value item) {
 typedef struct print_level {
   const mq_obj *o; /* a list or a dict */
   int next;        /* the item (entry) to print next */
+  bool shown;      /* one is printed already: the next takes a ", " */
 } print_level;
 
 static bool is_seq_container(mq_value v) {
   return mq_is_obj(v, MQ_O_LIST) || mq_is_obj(v, MQ_O_DICT);
 }
 
+/* The items of a list, or the entries of a dict, holes included. */
 static int container_len(const mq_obj *o) {
-  return o->type == MQ_O_LIST ? ((const mq_list *)o)->len : ((const mq_dict *)o)->len;
+  return o->type == MQ_O_LIST ? ((const mq_list *)o)->len : ((const mq_dict *)o)->used;
 }
 
 /* Prints nested lists and dicts without recursion: the levels being
@@ -205,8 +207,9 @@ static void format_container(mq_state *S, mq_buf *b, const mq_obj *root) {
   print_level small[32], *stack = small;
   int depth = 0, cap = (int)(sizeof small / sizeof small[0]);
   mq_buf_putc(S, b, root->type == MQ_O_LIST ? '[' : '{');
-  stack[depth++] = (print_level){root, 0};
+  stack[depth++] = (print_level){root, 0, false};
   while (depth > 0) {
+    mq_poll(S); /* a list holding one sublist 1000 times, 1000 deep, prints for ever */
     print_level *top = &stack[depth - 1];
     bool dict = top->o->type == MQ_O_DICT;
     if (top->next >= container_len(top->o)) {
@@ -214,7 +217,12 @@ static void format_container(mq_state *S, mq_buf *b, const mq_obj *root) {
       depth--;
       continue;
     }
-    if (top->next > 0) mq_buf_puts(S, b, ", ");
+    if (dict && !mq_dentry_live(&((const mq_dict *)top->o)->entries[top->next])) {
+      top->next++; /* a removed key's hole */
+      continue;
+    }
+    if (top->shown) mq_buf_puts(S, b, ", ");
+    top->shown = true;
     mq_value item;
     if (dict) {
       const mq_dentry *e = &((const mq_dict *)top->o)->entries[top->next++];
@@ -242,7 +250,7 @@ static void format_container(mq_state *S, mq_buf *b, const mq_obj *root) {
       cap = MQ_PRINT_DEPTH;
     }
     mq_buf_putc(S, b, inner->type == MQ_O_LIST ? '[' : '{');
-    stack[depth++] = (print_level){inner, 0};
+    stack[depth++] = (print_level){inner, 0, false};
   }
 }
 

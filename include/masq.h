@@ -77,7 +77,15 @@ typedef enum masq_status {
 typedef void *(*masq_alloc_fn)(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* Everything a host can choose when opening an interpreter. Fill it with
- * masq_config_init() and then change the fields you care about. */
+ * masq_config_init() and then change the fields you care about.
+ *
+ * The hooks below (and a wrapped buffer's release) run in the middle of an
+ * operation on the state and are handed masq's own buffers: they must not
+ * call back into masq, except masq_interrupt() and masq_last_error(). A
+ * call from one returns MASQ_ERR_USAGE and does nothing; masq_close() from
+ * one is refused and the call that is running fails with MASQ_ERR_USAGE.
+ * The allocator must not call masq at all. (Host functions may call back:
+ * see masq_cfunction.) */
 typedef struct masq_config {
   masq_alloc_fn alloc;  /* NULL: the C library's realloc and free            */
   void *alloc_ud;       /* passed to [alloc]                                 */
@@ -137,7 +145,9 @@ MASQ_API masq_state *masq_open(const masq_config *cfg);
 
 /* Frees [M] and everything it owns, including the tensor handles the host
  * still holds (so wrapped buffers' release callbacks run now); every handle
- * of [M] is invalid afterwards. [M] may be NULL. Not from a host function. */
+ * of [M] is invalid afterwards. [M] may be NULL. From inside a call on [M]
+ * (a host function or a hook) it is refused: the state stays open and the
+ * call that is running fails with MASQ_ERR_USAGE. */
 MASQ_API void masq_close(masq_state *M);
 
 /* Flags for masq_eval. */
@@ -441,8 +451,11 @@ MASQ_API masq_status masq_call(masq_state *M, const char *fname, int argc,
  * that message, located at the call with carets like any masq error.
  * MASQ_ERR_MEMORY and MASQ_ERR_INTERRUPTED keep their meaning; other
  * statuses become runtime errors. The function may call any masq_ function
- * on [M] (masq_eval, masq_call, ...) except masq_close(); it must return
- * normally (no longjmp or C++ exception through masq). */
+ * on [M] (masq_eval, masq_call, ...) except masq_close() (refused: the
+ * script stops with MASQ_ERR_USAGE at the call); it must return normally
+ * (no longjmp or C++ exception through masq). An interrupt that stops a
+ * call back into masq stops the script around it too, even if the
+ * function returns success. */
 typedef masq_status (*masq_cfunction)(masq_state *M, void *ud, int argc,
                                       masq_tensor *const *argv, masq_tensor **result);
 

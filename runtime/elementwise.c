@@ -31,11 +31,18 @@ static void ewise_range(void *ctx, int64_t lo, int64_t hi, int t) {
 
 void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm) {
   int nt = mq_parallel_threads_for(S, it->rows * it->n);
+  ewise_job J = {k, it, prm};
+  if (nt <= 1 && it->rows == 1 && it->n > MQ_POLL_ELEMS) {
+    /* one long row (a contiguous tensor is one): the kernel polls between
+     * rows only, so cut it, polling between the pieces (mq_parallel_for
+     * runs them all here) */
+    mq_parallel_for(S, 1, it->n, MQ_POLL_ELEMS, ewise_range, &J);
+    return;
+  }
   if (nt <= 1) {
     k(S, it, prm);
     return;
   }
-  ewise_job J = {k, it, prm};
   if (it->rows == 1)
     mq_parallel_for(S, nt, it->n, MQ_PAR_GRAIN, ewise_range, &J);
   else

@@ -70,7 +70,7 @@ static void index_walk(mq_state *S, const char *who, mq_tensor *x, int dim, mq_t
   const uint8_t *im = index->mask ? mq_tensor_data(mq_contiguous(S, index->mask)) : NULL;
   int64_t pos[MQ_MAX_DIMS] = {0}, size = X.shape[dim];
   for (int64_t k = 0; k < index->numel; k++) {
-    if ((k & 4095) == 0) mq_poll(S);
+    mq_poll_at(S, k);
     int64_t off = 0, o = 0;
     if (im && !im[k]) {
       off = -1;
@@ -99,18 +99,21 @@ static int64_t *scratch_i64(mq_state *S, int64_t n) {
 }
 
 /* o[k] = x[from[k]] for elements of [es] bytes; 0 where from[k] < 0. */
-static void take(char *o, const char *x, size_t es, const int64_t *from, int64_t n) {
+static void take(mq_state *S, char *o, const char *x, size_t es, const int64_t *from, int64_t n) {
   for (int64_t k = 0; k < n; k++) {
+    mq_poll_at(S, k); /* random reads: 10^8 of them take seconds */
     if (from[k] < 0) memset(o + (size_t)k * es, 0, es);
     else memcpy(o + (size_t)k * es, x + (size_t)from[k] * es, es);
   }
 }
 
 /* o[to[k]] = x[from[k]] for every k with to[k] >= 0, in order. */
-static void put(char *o, const char *x, size_t es, const int64_t *to, const int64_t *from,
-                int64_t n) {
-  for (int64_t k = 0; k < n; k++)
+static void put(mq_state *S, char *o, const char *x, size_t es, const int64_t *to,
+                const int64_t *from, int64_t n) {
+  for (int64_t k = 0; k < n; k++) {
+    mq_poll_at(S, k);
     if (to[k] >= 0) memcpy(o + (size_t)to[k] * es, x + (size_t)from[k] * es, es);
+  }
 }
 
 static const char *bytes_of(mq_state *S, mq_tensor *t) {
@@ -126,7 +129,10 @@ static mq_tensor *replay_gather(mq_state *S, mq_tensor *const *in, const void *a
   int64_t *from = scratch_i64(S, in[1]->numel), *o = mq_tensor_data(out);
   index_walk(S, "gather", in[0], dim, in[1], from, NULL, NULL);
   const int64_t *ids = mq_tensor_data(mq_contiguous(S, in[0]));
-  for (int64_t k = 0; k < out->numel; k++) o[k] = from[k] < 0 ? -1 : ids[from[k]];
+  for (int64_t k = 0; k < out->numel; k++) {
+    mq_poll_at(S, k);
+    o[k] = from[k] < 0 ? -1 : ids[from[k]];
+  }
   return out;
 }
 
@@ -139,12 +145,15 @@ static mq_tensor *gather_as(mq_state *S, const char *who, mq_tensor *x, int dim,
   index_walk(S, who, x, dim, index, from, NULL, NULL);
   size_t es = mq_dtype_size((mq_dtype)x->dtype);
   mq_tensor *out = mq_tensor_new(S, (mq_dtype)x->dtype, index->ndim, index->shape);
-  take(mq_tensor_data(out), bytes_of(S, x), es, from, n);
+  take(S, mq_tensor_data(out), bytes_of(S, x), es, from, n);
   if (x->mask || index->mask) {
     mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, index->ndim, index->shape);
     uint8_t *mp = mq_tensor_data(m);
     const uint8_t *xm = x->mask ? (const uint8_t *)bytes_of(S, x->mask) : NULL;
-    for (int64_t k = 0; k < n; k++) mp[k] = from[k] >= 0 && (!xm || xm[from[k]]);
+    for (int64_t k = 0; k < n; k++) {
+      mq_poll_at(S, k);
+      mp[k] = from[k] >= 0 && (!xm || xm[from[k]]);
+    }
     mq_tensor_set_mask(S, out, m);
   }
   if (MQ_UNLIKELY(x->requires_grad))
@@ -169,7 +178,7 @@ static mq_tensor *replay_scatter(mq_state *S, mq_tensor *const *in, const void *
   index_walk(S, "scatter", x, dim, index, to, G.st, from);
   mq_tensor *out = mq_tensor_new(S, MQ_DT_I64, x->ndim, x->shape);
   memcpy(mq_tensor_data(out), bytes_of(S, x), (size_t)x->numel * sizeof(int64_t));
-  put(mq_tensor_data(out), bytes_of(S, src), sizeof(int64_t), to, from, index->numel);
+  put(S, mq_tensor_data(out), bytes_of(S, src), sizeof(int64_t), to, from, index->numel);
   return out;
 }
 
@@ -177,9 +186,10 @@ static mq_tensor *replay_scatter(mq_state *S, mq_tensor *const *in, const void *
  * (int64 wraps, as torch's); a masked-out output entry that gets its first
  * valid addend starts from 0 and becomes valid. */
 #define DEF_ADD(NAME, T, ADD)                                                  \
-  static void NAME(T *o, uint8_t *om, const T *s, const uint8_t *sm, const int64_t *to, \
-                   const int64_t *from, int64_t n) {                          \
+  static void NAME(mq_state *S, T *o, uint8_t *om, const T *s, const uint8_t *sm, \
+                   const int64_t *to, const int64_t *from, int64_t n) {        \
     for (int64_t k = 0; k < n; k++) {                                          \
+      mq_poll_at(S, k);                                                        \
       if (to[k] < 0 || (sm && !sm[from[k]])) continue;                         \
       if (om && !om[to[k]]) o[to[k]] = 0, om[to[k]] = 1;                        \
       o[to[k]] = ADD(o[to[k]], s[from[k]]);                                    \
@@ -220,12 +230,14 @@ mq_tensor *mq_scatter(mq_state *S, mq_tensor *x, int dim, mq_tensor *index, mq_t
     mq_tensor_set_mask(S, out, m);
   }
   if (!add) {
-    put(o, s, es, to, from, n);
+    put(S, o, s, es, to, from, n);
     if (om) {
-      if (sm) put((char *)om, (const char *)sm, 1, to, from, n);
+      if (sm) put(S, (char *)om, (const char *)sm, 1, to, from, n);
       else
-        for (int64_t k = 0; k < n; k++)
+        for (int64_t k = 0; k < n; k++) {
+          mq_poll_at(S, k);
           if (to[k] >= 0) om[to[k]] = 1;
+        }
     }
     if (MQ_UNLIKELY(x->requires_grad | src->requires_grad)) {
       mq_tensor *in[2] = {x, src};
@@ -233,15 +245,17 @@ mq_tensor *mq_scatter(mq_state *S, mq_tensor *x, int dim, mq_tensor *index, mq_t
     }
     return out;
   }
-  if (x->dtype == MQ_DT_I64) add_i64(o, om, (const int64_t *)s, sm, to, from, n);
-  else if (x->dtype == MQ_DT_F32) add_f32(o, om, (const float *)s, sm, to, from, n);
-  else add_f64(o, om, (const double *)s, sm, to, from, n);
+  if (x->dtype == MQ_DT_I64) add_i64(S, o, om, (const int64_t *)s, sm, to, from, n);
+  else if (x->dtype == MQ_DT_F32) add_f32(S, o, om, (const float *)s, sm, to, from, n);
+  else add_f64(S, o, om, (const double *)s, sm, to, from, n);
   if (MQ_UNLIKELY(x->requires_grad | src->requires_grad)) {
     /* each src element's output element, -1 where nothing was added */
     mq_tensor *pos = mq_tensor_full_i64(S, src->ndim, src->shape, -1);
     int64_t *p = mq_tensor_data(pos);
-    for (int64_t k = 0; k < n; k++)
+    for (int64_t k = 0; k < n; k++) {
+      mq_poll_at(S, k);
       if (to[k] >= 0 && (!sm || sm[from[k]])) p[from[k]] = to[k];
+    }
     mq_ag_rec_scatter_add(S, out, x, src, pos);
   }
   return out;
@@ -258,7 +272,10 @@ void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin)
     memcpy(mq_bw_d(r), gv, (size_t)x->numel * sizeof(double));
     if (gm || xm) {
       uint8_t *m = mq_ag_new_mask(S, r);
-      for (int64_t k = 0; k < x->numel; k++) m[k] = (!gm || gm[k]) && (!xm || xm[k]);
+      for (int64_t k = 0; k < x->numel; k++) {
+        mq_poll_at(S, k);
+        m[k] = (!gm || gm[k]) && (!xm || xm[k]);
+      }
     }
     gin[0] = r;
   }
@@ -269,6 +286,7 @@ void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin)
     double *rv = mq_bw_d(r);
     uint8_t *m = gm || sm ? mq_ag_new_mask(S, r) : NULL;
     for (int64_t j = 0; j < src->numel; j++) {
+      mq_poll_at(S, j);
       bool got = p[j] >= 0 && (!gm || gm[p[j]]);
       rv[j] = got ? gv[p[j]] : 0.0;
       if (m) m[j] = got;
@@ -290,11 +308,13 @@ mq_tensor *mq_index_select(mq_state *S, mq_tensor *x, int dim, mq_tensor *index)
   const int64_t *id = mq_tensor_data(mq_contiguous(S, mq_get_data(S, index)));
   const uint8_t *im = index->mask ? (const uint8_t *)bytes_of(S, index->mask) : NULL;
   int64_t size = x->ndim ? x->shape[dim] : 1;
-  for (int64_t k = 0; k < index->numel; k++)
+  for (int64_t k = 0; k < index->numel; k++) {
+    mq_poll_at(S, k);
     if ((!im || im[k]) && (id[k] < 0 || id[k] >= size))
       mq_error(S, "index_select: index %lld is out of range for dim %d of size %lld (at index "
                   "position %lld)",
                (long long)id[k], dim, (long long)size, (long long)k);
+  }
   if (x->ndim == 0) return gather_as(S, "index_select", x, 0, mq_reshape(S, index, 0, NULL));
   /* a gather by the index laid along dim and broadcast over the other dims */
   int64_t line[MQ_MAX_DIMS], shape[MQ_MAX_DIMS];
@@ -317,6 +337,7 @@ mq_tensor *mq_one_hot(mq_state *S, mq_tensor *index, int64_t classes) {
   const uint8_t *im = index->mask ? (const uint8_t *)bytes_of(S, index->mask) : NULL;
   int64_t n = index->numel, top = -1;
   for (int64_t k = 0; k < n; k++) {
+    mq_poll_at(S, k);
     if (im && !im[k]) continue;
     if (id[k] < 0)
       mq_error(S, "one_hot: class %lld is negative (at index position %lld)", (long long)id[k],
@@ -339,12 +360,17 @@ mq_tensor *mq_one_hot(mq_state *S, mq_tensor *index, int64_t classes) {
   if (!mq_mul_ok(n, classes, &total)) mq_error(S, "size overflow in one_hot");
   mq_tensor *out = mq_tensor_full_i64(S, index->ndim + 1, shape, 0);
   int64_t *o = mq_tensor_data(out);
-  for (int64_t k = 0; k < n; k++)
+  for (int64_t k = 0; k < n; k++) {
+    mq_poll_at(S, k);
     if (!im || im[k]) o[k * classes + id[k]] = 1;
+  }
   if (im) {
     mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, index->ndim + 1, shape);
     uint8_t *mp = mq_tensor_data(m);
-    for (int64_t k = 0; k < n; k++) memset(mp + k * classes, im[k], (size_t)classes);
+    for (int64_t k = 0; k < n; k++) {
+      mq_poll_at(S, k * classes); /* approximately: classes bytes a step */
+      memset(mp + k * classes, im[k], (size_t)classes);
+    }
     mq_tensor_set_mask(S, out, m);
   }
   return out;

@@ -133,6 +133,7 @@ static int item_columns(mq_state *S, const mq_tensor *v, const mq_tensor *ix, in
     const int64_t *src = mq_tensor_data(c);
     int64_t *dst = mq_tensor_data(w), size = v->shape[pos];
     for (int64_t j = 0; j < c->numel; j++) {
+      mq_poll_at(S, j);
       int64_t x = src[j];
       if (x < -size || x >= size)
         mq_error(S, "index %lld is out of range for dimension %d of size %lld", (long long)x,
@@ -155,7 +156,11 @@ static int item_columns(mq_state *S, const mq_tensor *v, const mq_tensor *ix, in
   mq_tensor *c = mq_contiguous(S, (mq_tensor *)ix);
   const uint8_t *b = mq_tensor_data(c);
   int64_t count = 0;
-  for (int64_t j = 0; j < c->numel; j++) count += b[j] != 0;
+  for (int64_t j0 = 0; j0 < c->numel; j0 += MQ_POLL_ELEMS) {
+    int64_t j1 = c->numel - j0 > MQ_POLL_ELEMS ? j0 + MQ_POLL_ELEMS : c->numel;
+    for (int64_t j = j0; j < j1; j++) count += b[j] != 0;
+    mq_check_interrupt(S);
+  }
   int64_t *dst[MQ_MAX_DIMS];
   for (int d = 0; d < k; d++) {
     cols[d] = mq_tensor_new(S, MQ_DT_I64, 1, &count);
@@ -164,6 +169,7 @@ static int item_columns(mq_state *S, const mq_tensor *v, const mq_tensor *ix, in
   }
   int64_t coord[MQ_MAX_DIMS] = {0}, w = 0;
   for (int64_t j = 0; j < c->numel; j++) {
+    mq_poll_at(S, j);
     if (b[j]) {
       for (int d = 0; d < k; d++) dst[d][w] = coord[d];
       w++;
@@ -325,7 +331,10 @@ static void gather(mq_state *S, mq_tensor *out, const mq_tensor *v, const gather
   for (int64_t j = 0; j < g->nidx; j++) ao[j] = 0;
   for (int c = 0; c < g->ncols; c++) {
     int64_t st = v->strides[g->cols[c].dim];
-    for (int64_t j = 0; j < g->nidx; j++) ao[j] += g->cols[c].at[j] * st;
+    for (int64_t j = 0; j < g->nidx; j++) {
+      mq_poll_at(S, j);
+      ao[j] += g->cols[c].at[j] * st;
+    }
   }
   void *dst = mq_tensor_data(out);
   const void *src = mq_tensor_data(v);

@@ -103,4 +103,11 @@ MQ_INTERNAL bool mq_tensor_same_view(const mq_tensor *a, const mq_tensor *b);
 /* How often long kernels poll for interrupts (elements). */
 #define MQ_POLL_ELEMS (1 << 16)
 
+/* For a plain loop over elements, k = 0, 1, ...: polls for an interrupt
+ * at every MQ_POLL_ELEMS-th step (mq_poll's hook call comes only every
+ * 1024 calls, too seldom for a loop step that is one element). */
+static inline void mq_poll_at(mq_state *S, int64_t k) {
+  if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
+}
+
 #endif

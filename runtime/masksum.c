@@ -40,7 +40,7 @@ const mq_masksum *mq_masksum_get(mq_state *S, const mq_tensor *mask) {
     int64_t len = n - b * MQ_MS_BLOCK < MQ_MS_BLOCK ? n - b * MQ_MS_BLOCK : MQ_MS_BLOCK;
     cnt[b] = (uint16_t)count_nonzero(p + b * MQ_MS_BLOCK, len);
     nvalid += cnt[b];
-    if ((b & 15) == 15) mq_poll(S);
+    if ((b & 15) == 15) mq_check_interrupt(S); /* every 64K entries */
   }
   mq_masksum *ms = mq_alloc(S, msum_size(nb));
   ms->n = n;

@@ -72,6 +72,7 @@ static void check_probabilities(mq_state *S, const char *who, mq_tensor *x) {
   const uint8_t *m = mq_bw_mask_to(S, x, x->ndim, x->shape);
   const void *d = mq_tensor_data(x);
   for (int64_t i = 0; i < x->numel; i++) {
+    mq_poll_at(S, i);
     if (m && !m[i]) continue;
     double v = x->dtype == MQ_DT_F32 ? ((const float *)d)[off[i]] : ((const double *)d)[off[i]];
     if (v < 0 || v > 1) /* NaN passes: it propagates, as any NaN */
@@ -157,6 +158,7 @@ static mq_tensor *class_targets(mq_state *S, const char *who, mq_tensor *t, int6
   const uint8_t *vm = mq_tensor_data(mq_contiguous(S, valid));
   const int64_t *v = mq_tensor_data(d);
   for (int64_t i = 0; i < d->numel; i++) {
+    mq_poll_at(S, i);
     if (vm[i] && (v[off[i]] < 0 || v[off[i]] >= C))
       mq_error(S, "%s: target %lld is not a class of [0, %lld) (nor ignore_index %lld)", who,
                (long long)v[off[i]], (long long)C, (long long)ignore);
@@ -303,7 +305,7 @@ mq_tensor *mq_nn_dropout(mq_state *S, mq_tensor *x, double p, int64_t seed) {
   const double scale = p == 1 ? 0 : 1 / (1 - p);
   const uint64_t base = mix((uint64_t)seed);
   for (int64_t i = 0; i < noise->numel; i++) {
-    if ((i & 0xffff) == 0) mq_poll(S);
+    if ((i & 0xffff) == 0xffff) mq_check_interrupt(S);
     double u = (double)(mix(base + (uint64_t)i) >> 11) * 0x1.0p-53; /* [0, 1) */
     double v = u >= p ? scale : 0;
     if (noise->dtype == MQ_DT_F32) ((float *)mq_tensor_data(noise))[i] = (float)v;

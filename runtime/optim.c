@@ -45,7 +45,7 @@ static step_io step_begin(mq_state *S, mq_tensor *w, mq_tensor *g) {
 }
 
 #define VALID(io, i) (!(io).ok || (io).ok[i])
-#define POLL(i) if (((i) & 0xffff) == 0) mq_poll(S)
+#define POLL(i) if (((i) & 0xffff) == 0xffff) mq_check_interrupt(S)
 
 /* One loop per dtype: R is the element type. */
 #define BY_DTYPE(dt, ...)                                                      \

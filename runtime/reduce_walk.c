@@ -359,9 +359,12 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
     else W.mv.ms = mq_masksum_get(S, mk);
   }
   int nt = mq_parallel_threads_for(S, W.rows * W.s);
-  if (nt > 1 && W.last_red && k->piece && W.rows < 2 * nt && W.s >= 2 * MQ_RED_PIECE) {
+  bool few_long = nt > 1 ? W.rows < 2 * nt : W.s >= 4 * MQ_POLL_ELEMS;
+  if (few_long && W.last_red && k->piece && W.s >= 2 * MQ_RED_PIECE) {
     /* a few long rows: each split into pieces, computed in parallel and
-     * merged in order, exactly as row_cnt would */
+     * merged in order, exactly as row_cnt would; on one thread too when
+     * the rows are long, so that the pieces poll in between (a kernel
+     * polls between rows only) */
     W.np = mq_red_piece_count(W.s);
     W.parts = mq_scratch(S, (size_t)W.np * k->acc_size);
     W.pcnt = mq_scratch(S, (size_t)W.np * sizeof *W.pcnt);
@@ -445,7 +448,7 @@ int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P) {
     int64_t s = P->bsize[nb - 1], rows = P->t->numel / s;
     for (int64_t r = 0; r < rows; r++) {
       count[r] = P->mrow_uniform ? (P->m[P->m_rows ? r : r * s] ? s : 0) : mq_mask_view_count(&P->mv, r * s, s);
-      if ((r & 1023) == 1023) mq_poll(S);
+      if ((r & 1023) == 1023) mq_check_interrupt(S);
     }
     return count;
   }

@@ -16,10 +16,22 @@ typedef struct layout {
   int64_t oshape[MQ_MAX_DIMS]; /* the reduced output's shape */
   const char *x;               /* contiguous data */
   const uint8_t *m;            /* contiguous mask, or NULL */
+  mq_state *S;                 /* polled by the kernels ... */
+  int64_t polled;              /* ... every MQ_POLL_ELEMS entries they go through */
 } layout;
+
+/* Counts [done] entries of work; polls for an interrupt every
+ * MQ_POLL_ELEMS of them (a row may be 10^8 long, or rows 1 long). */
+static inline void lay_poll(layout *L, int64_t done) {
+  if ((L->polled += done) >= MQ_POLL_ELEMS) {
+    L->polled = 0;
+    mq_check_interrupt(L->S);
+  }
+}
 
 /* dim < 0: the flattened tensor. */
 static void layout_init(mq_state *S, layout *L, mq_tensor *t, int dim, bool keepdim) {
+  L->S = S, L->polled = 0;
   L->outer = 1, L->inner = 1, L->ond = 0;
   if (dim < 0) {
     L->n = t->numel;
@@ -53,7 +65,7 @@ static void set_valid_mask(mq_state *S, const layout *L, mq_tensor *out, mq_tens
 #define BETTER_MIN(v, b) ((v) < (b) || ((v) != (v) && (b) == (b)))
 
 #define DEF_ARG(NAME, T, BETTER)                                               \
-  static void NAME(const layout *L, int64_t *out, uint8_t *valid, T *bv, int64_t *bi) { \
+  static void NAME(layout *L, int64_t *out, uint8_t *valid, T *bv, int64_t *bi) { \
     const T *x = (const T *)L->x;                                              \
     const uint8_t *m = L->m;                                                   \
     int64_t n = L->n, inner = L->inner;                                        \
@@ -63,10 +75,15 @@ static void set_valid_mask(mq_state *S, const layout *L, mq_tensor *out, mq_tens
       if (inner == 1) {                                                        \
         int64_t best = -1;                                                     \
         T v0 = 0;                                                              \
-        for (int64_t i = 0; i < n; i++) {                                      \
-          if (mb && !mb[i]) continue;                                          \
-          if (best < 0 || BETTER(xb[i], v0)) best = i, v0 = xb[i];             \
+        for (int64_t i0 = 0; i0 < n; i0 += MQ_POLL_ELEMS) {                    \
+          int64_t i1 = n - i0 > MQ_POLL_ELEMS ? i0 + MQ_POLL_ELEMS : n;        \
+          for (int64_t i = i0; i < i1; i++) {                                  \
+            if (mb && !mb[i]) continue;                                        \
+            if (best < 0 || BETTER(xb[i], v0)) best = i, v0 = xb[i];           \
+          }                                                                    \
+          lay_poll(L, i1 - i0);                                                \
         }                                                                      \
+        lay_poll(L, 1);                                                        \
         out[b] = best < 0 ? 0 : best;                                          \
         valid[b] = best >= 0;                                                  \
         continue;                                                              \
@@ -81,6 +98,7 @@ static void set_valid_mask(mq_state *S, const layout *L, mq_tensor *out, mq_tens
           bv[c] = take ? v : bv[c];                                            \
           bi[c] = take ? j : bi[c];                                            \
         }                                                                      \
+        lay_poll(L, inner);                                                    \
       }                                                                        \
       for (int64_t c = 0; c < inner; c++) {                                    \
         out[b * inner + c] = bi[c] < 0 ? 0 : bi[c];                            \
@@ -123,14 +141,43 @@ mq_tensor *mq_argext(mq_state *S, mq_tensor *t, int dim, bool keepdim, bool max)
 
 /* The lower median of the valid entries of each slice (torch's choice for
  * an even count): gathered into a buffer, then Hoare's quickselect. A NaN
- * among them makes the median NaN, as in torch. */
+ * among them makes the median NaN, as in torch. A quickselect that has
+ * not converged after 2 log2(n) + 8 rounds (a pivot chosen badly again and
+ * again: inputs exist that make the middle pivot quadratic) heap-sorts what
+ * is left instead, so a slice costs O(n log n) at worst; both poll. */
 #define DEF_MEDIAN(E, T, IS_NAN)                                               \
-  static T select_##E(T *a, int64_t n, int64_t k) {                            \
-    int64_t lo = 0, hi = n - 1;                                                \
+  static void sift_##E(T *a, int64_t n, int64_t i) { /* max-heap of a[0..n) */ \
+    for (;;) {                                                                 \
+      int64_t l = 2 * i + 1, r = l + 1, w = i;                                 \
+      if (l < n && a[w] < a[l]) w = l;                                         \
+      if (r < n && a[w] < a[r]) w = r;                                         \
+      if (w == i) return;                                                      \
+      T tmp = a[i];                                                            \
+      a[i] = a[w], a[w] = tmp, i = w;                                          \
+    }                                                                          \
+  }                                                                            \
+  static void heapsort_##E(layout *L, T *a, int64_t n) {                       \
+    for (int64_t i = n / 2; i-- > 0;) sift_##E(a, n, i);                      \
+    for (int64_t end = n - 1; end > 0; end--) {                                \
+      T tmp = a[0];                                                            \
+      a[0] = a[end], a[end] = tmp;                                             \
+      sift_##E(a, end, 0);                                                     \
+      if ((end & 4095) == 0) lay_poll(L, 4096 * 16); /* ~ log n steps each */ \
+    }                                                                          \
+  }                                                                            \
+  static T select_##E(layout *L, T *a, int64_t n, int64_t k) {                 \
+    int64_t lo = 0, hi = n - 1, rounds = 8;                                    \
+    for (int64_t m = n; m > 1; m /= 2) rounds += 2;                            \
     while (lo < hi) {                                                          \
+      if (rounds-- == 0) {                                                     \
+        heapsort_##E(L, a + lo, hi - lo + 1);                                  \
+        break;                                                                 \
+      }                                                                        \
+      lay_poll(L, hi - lo + 1);                                                \
       T pivot = a[lo + (hi - lo) / 2];                                         \
-      int64_t i = lo, j = hi;                                                  \
+      int64_t i = lo, j = hi, swaps = 0;                                       \
       while (i <= j) {                                                         \
+        if ((++swaps & (MQ_POLL_ELEMS - 1)) == 0) lay_poll(L, MQ_POLL_ELEMS);  \
         while (a[i] < pivot) i++;                                              \
         while (a[j] > pivot) j--;                                              \
         if (i <= j) {                                                          \
@@ -145,22 +192,24 @@ mq_tensor *mq_argext(mq_state *S, mq_tensor *t, int dim, bool keepdim, bool max)
     }                                                                          \
     return a[k];                                                               \
   }                                                                            \
-  static void median_##E(const layout *L, T *out, uint8_t *valid, T *buf) {    \
+  static void median_##E(layout *L, T *out, uint8_t *valid, T *buf) {          \
     const T *x = (const T *)L->x;                                              \
     int64_t n = L->n, inner = L->inner;                                        \
     for (int64_t b = 0; b < L->outer; b++)                                     \
       for (int64_t c = 0; c < inner; c++) {                                    \
-        int64_t base = b * n * inner + c, cnt = 0;                             \
+        int64_t base = b * n * inner + c, cnt = 0;                            \
         bool nan = false;                                                      \
         for (int64_t j = 0; j < n; j++) {                                      \
+          if ((j & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) lay_poll(L, MQ_POLL_ELEMS); \
           if (L->m && !L->m[base + j * inner]) continue;                       \
           T v = x[base + j * inner];                                           \
           nan |= IS_NAN(v);                                                    \
           buf[cnt++] = v;                                                      \
         }                                                                      \
+        lay_poll(L, n % MQ_POLL_ELEMS + 1);                                    \
         int64_t o = b * inner + c;                                             \
         valid[o] = cnt > 0;                                                    \
-        out[o] = cnt == 0 || nan ? (T)NAN_OR_ZERO(T) : select_##E(buf, cnt, (cnt - 1) / 2); \
+        out[o] = cnt == 0 || nan ? (T)NAN_OR_ZERO(T) : select_##E(L, buf, cnt, (cnt - 1) / 2); \
       }                                                                        \
   }
 
@@ -194,7 +243,7 @@ mq_tensor *mq_median(mq_state *S, mq_tensor *t, int dim, bool keepdim) {
  * int64 for ints); masked-out entries contribute the identity, and hold
  * the running value (under their mask). */
 #define DEF_CUM(NAME, T, A, TO, ID, OP)                                        \
-  static void NAME(const layout *L, TO *o, A *acc) {                           \
+  static void NAME(layout *L, TO *o, A *acc) {                                 \
     const T *x = (const T *)L->x;                                              \
     const uint8_t *m = L->m;                                                   \
     int64_t n = L->n, inner = L->inner;                                        \
@@ -217,6 +266,7 @@ mq_tensor *mq_median(mq_state *S, mq_tensor *t, int dim, bool keepdim) {
             orow[c] = (TO)acc[c];                                              \
           }                                                                    \
         }                                                                      \
+        lay_poll(L, inner);                                                    \
       }                                                                        \
     }                                                                          \
   }

@@ -390,6 +390,7 @@ mq_tensor *mq_length_mask(mq_state *S, mq_tensor *lengths, int64_t max_len) {
   const int64_t *len = mq_tensor_data(c);
   int64_t longest = 0;
   for (int64_t i = 0; i < c->numel; i++) {
+    mq_poll_at(S, i);
     if (len[i] < 0)
       mq_error(S, "length_mask: lengths must not be negative, got %lld at position %lld",
                (long long)len[i], (long long)i);
@@ -401,7 +402,11 @@ mq_tensor *mq_length_mask(mq_state *S, mq_tensor *lengths, int64_t max_len) {
   shape[c->ndim] = max_len;
   mq_tensor *out = mq_tensor_new(S, MQ_DT_BOOL, c->ndim + 1, shape);
   uint8_t *o = mq_tensor_data(out);
-  for (int64_t i = 0; i < c->numel; i++, o += max_len) {
+  for (int64_t i = 0, done = 0; i < c->numel; i++, o += max_len) {
+    if ((done += max_len + 1) >= MQ_POLL_ELEMS) { /* rows of max_len bytes */
+      done = 0;
+      mq_check_interrupt(S);
+    }
     int64_t k = len[i] < max_len ? len[i] : max_len; /* longer than max_len: all valid */
     memset(o, 1, (size_t)k);
     memset(o + k, 0, (size_t)(max_len - k));

@@ -5,6 +5,7 @@
 
 #include "../core/checked.h"
 #include "autograd.h"
+#include "kernels.h"
 #include "shape.h"
 
 mq_tensor *mq_tri(mq_state *S, mq_tensor *t, int64_t diagonal, bool upper) {
@@ -15,8 +16,12 @@ mq_tensor *mq_tri(mq_state *S, mq_tensor *t, int64_t diagonal, bool upper) {
   int64_t rc[2] = {t->shape[t->ndim - 2], t->shape[t->ndim - 1]};
   mq_tensor *keep = mq_tensor_new(S, MQ_DT_BOOL, 2, rc);
   uint8_t *k = mq_tensor_data(keep);
+  int64_t done = 0; /* entries since the last poll: rows may be 10^8 long, or 1 */
   for (int64_t i = 0; i < rc[0]; i++) {
-    mq_poll(S);
+    if ((done += rc[1]) >= MQ_POLL_ELEMS) {
+      done = 0;
+      mq_check_interrupt(S);
+    }
     for (int64_t j = 0; j < rc[1]; j++) {
       /* j - i never overflows (both are sizes); the diagonal may be huge */
       int64_t off = j - i;

@@ -8,6 +8,7 @@
 #include "../core/checked.h"
 #include "gather.h"
 #include "kernels.h"
+#include "msort.h"
 #include "shape.h"
 
 /* Each valid entry of a slice becomes an item: its key (double for the
@@ -28,25 +29,9 @@
     if (LT(b->k, a->k)) return desc;                                           \
     return a->p < b->p;                                                        \
   }                                                                            \
-  /* Bottom-up merge sort of a[0..n) with buffer t (iterative: no           \
-   * recursion); returns the array holding the result. */                    \
-  static item_##SUF *msort_##SUF(mq_state *S, item_##SUF *a, item_##SUF *t, int64_t n, \
-                                 bool desc) {                                  \
-    for (int64_t w = 1; w < n; w = w > n / 2 ? n : 2 * w) {                    \
-      mq_poll(S);                                                              \
-      for (int64_t lo = 0; lo < n; lo += 2 * w) {                              \
-        int64_t mid = lo + w < n ? lo + w : n, hi = n - lo > 2 * w ? lo + 2 * w : n; \
-        int64_t i = lo, j = mid, o = lo;                                       \
-        while (i < mid && j < hi) t[o++] = before_##SUF(&a[j], &a[i], desc) ? a[j++] : a[i++]; \
-        while (i < mid) t[o++] = a[i++];                                       \
-        while (j < hi) t[o++] = a[j++];                                        \
-      }                                                                        \
-      item_##SUF *u = a;                                                       \
-      a = t;                                                                   \
-      t = u;                                                                   \
-    }                                                                          \
-    return a;                                                                  \
-  }                                                                            \
+  /* Stable merge sort of a[0..n) with buffer t (msort.h); returns the     \
+   * array holding the result. */                                            \
+  MQ_DEF_MSORT(msort_##SUF, item_##SUF, bool, before_##SUF)                    \
   /* A heap of k items whose root comes last in the order. */                 \
   static void down_##SUF(item_##SUF *h, int64_t k, int64_t i, bool desc) {     \
     for (;;) {                                                                 \
@@ -63,7 +48,7 @@
   static void select_##SUF(mq_state *S, item_##SUF *a, int64_t n, int64_t k, bool desc) { \
     for (int64_t i = k / 2; i-- > 0;) down_##SUF(a, k, i, desc);               \
     for (int64_t j = k; j < n; j++) {                                          \
-      if ((j & 4095) == 0) mq_poll(S);                                         \
+      if ((j & (MQ_MSORT_POLL - 1)) == 0) mq_check_interrupt(S);               \
       if (k && before_##SUF(&a[j], &a[0], desc)) {                             \
         a[0] = a[j];                                                           \
         down_##SUF(a, k, 0, desc);                                             \
@@ -115,11 +100,16 @@ static mq_tensor *sort_order(mq_state *S, mq_tensor *x, int dim, bool desc, int6
   size_t isz = flt ? sizeof(item_f) : sizeof(item_i);
   void *a = mq_scratch(S, mq_ck_zmul(S, len, isz, "sort")), *t = mq_scratch(S, len * isz);
   int64_t *rest = mq_scratch(S, len * sizeof(int64_t));
+  int64_t read = 0; /* entries gathered since the last poll */
   for (int64_t b = 0; b < outer; b++)
     for (int64_t c = 0; c < inner; c++) {
-      mq_poll(S);
+      if ((read += n) >= MQ_MSORT_POLL) { /* many short slices, or a long one */
+        read = 0;
+        mq_check_interrupt(S);
+      }
       int64_t base = b * n * inner + c, nv = 0, nm = 0;
       for (int64_t j = 0; j < n; j++) {
+        mq_poll_at(S, j); /* one slice may hold every entry */
         int64_t e = base + j * inner;
         if (xm && !xm[e]) rest[nm++] = j;
         else if (flt) ((item_f *)a)[nv++] = (item_f){key_f(xd, dt, e), j};
@@ -200,6 +190,7 @@ bool mq_allclose(mq_state *S, mq_tensor *a, mq_tensor *b, double rtol, double at
   const double *y = mq_tensor_data(
       mq_contiguous(S, mq_expand(S, mq_astype(S, mq_get_data(S, b), MQ_DT_F64), nd, shape)));
   for (int64_t k = 0; k < n; k++) {
+    mq_poll_at(S, k);
     if (!pa[k]) continue;
     double u = x[k], v = y[k];
     if (u == v) continue; /* equal infinities too */

@@ -2,11 +2,10 @@
  * conversions between layouts, masks, and unary ops on values. */
 #include "sparse.h"
 
-#include <stdlib.h>
-
 #include "../core/checked.h"
 #include "autograd.h"
 #include "kernels.h"
+#include "msort.h"
 
 /* Polls for an interrupt once every MQ_POLL_ELEMS steps of a loop over
  * entries or elements. */
@@ -137,11 +136,10 @@ typedef struct keyed {
   int64_t key, pos;
 } keyed;
 
-static int keyed_cmp(const void *a, const void *b) {
-  const keyed *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
+/* By key; entries of one key keep their order (the sort is stable), so
+ * duplicates are summed in the order they were given. */
+#define KEY_BEFORE(x, y, ctx) ((x)->key < (y)->key)
+MQ_DEF_MSORT(sort_keyed, keyed, int, KEY_BEFORE)
 
 /* dst[j] (+)= src[i] for the dtype; bools sum as or, as torch's coalesce. */
 static void put_value(mq_tensor *dst, int64_t j, const mq_tensor *src, int64_t i, bool add) {
@@ -174,9 +172,10 @@ static mq_tensor *coalesce(mq_state *S, mq_tensor *t, int64_t *dst) {
     for (int64_t k = 0; dst && k < nnz; k++) dst[k] = k;
     return t;
   }
-  keyed *ord = mq_scratch(S, mq_ck_zmul(S, (size_t)nnz, sizeof *ord, "nnz"));
+  size_t bytes = mq_ck_zmul(S, (size_t)nnz, sizeof(keyed), "nnz");
+  keyed *ord = mq_scratch(S, bytes), *tmp = mq_scratch(S, bytes);
   for (int64_t k = 0; k < nnz; k++) ord[k] = (keyed){keys[k], k};
-  qsort(ord, (size_t)nnz, sizeof *ord, keyed_cmp);
+  ord = sort_keyed(S, ord, tmp, nnz, 0);
   int64_t n = 0;
   for (int64_t k = 0; k < nnz; k++)
     if (k == 0 || ord[k].key != ord[k - 1].key) keys[n++] = ord[k].key;

@@ -15,7 +15,8 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
+
+#include "msort.h"
 
 /* [t]'s entries in order, read in place when [t] is contiguous (printing a
  * large tensor must not need a copy of it), and their validity (m NULL: a
@@ -139,10 +140,10 @@ double mq_quantile_sorted(const double *v, int64_t n, double q) {
   return t >= 0.5 ? bb - diff * (1 - t) : a + diff * t;
 }
 
-static int cmp_double(const void *pa, const void *pb) {
-  double a = *(const double *)pa, b = *(const double *)pb;
-  return (a > b) - (a < b);
-}
+/* Ascending (no NaN reaches the sort); stable, so which of -0.0 and 0.0
+ * shows as the minimum does not depend on the C library. */
+#define NUM_BEFORE(x, y, ctx) (*(x) < *(y))
+MQ_DEF_MSORT(sort_doubles, double, int, NUM_BEFORE)
 
 enum { N_STATS = 8 };
 static const char *const stat_names[N_STATS] = {"count", "mean", "std", "min",
@@ -175,7 +176,7 @@ static void describe_column(mq_state *S, const flat *f, int64_t start, int64_t n
   if (nan) {
     for (int s = 3; s < N_STATS; s++) st[s] = NAN;
   } else {
-    qsort(vals, (size_t)cnt, sizeof *vals, cmp_double);
+    vals = sort_doubles(S, vals, mq_scratch(S, (size_t)cnt * sizeof *vals), cnt, 0);
     st[3] = vals[0];
     st[7] = vals[cnt - 1];
     for (int q = 1; q <= 3; q++) st[3 + q] = mq_quantile_sorted(vals, cnt, q * 0.25);

@@ -145,13 +145,19 @@ mq_tensor *mq_tensor_full(mq_state *S, mq_dtype dt, int ndim, const int64_t *sha
   if (mq_dtype_is_narrow(dt)) /* fill the compute dtype, store narrowed */
     return mq_astype(S, mq_tensor_full(S, mq_dtype_compute(dt), ndim, shape, value), dt);
   mq_tensor *t = mq_tensor_new(S, dt, ndim, shape);
-  switch (dt) {
-  case MQ_DT_BOOL: { uint8_t v = value != 0; uint8_t *p = mq_tensor_data(t); memset(p, v, (size_t)t->numel); break; }
-  case MQ_DT_I64: { int64_t v = mq_f2i(value); int64_t *p = mq_tensor_data(t); for (int64_t i = 0; i < t->numel; i++) p[i] = v; break; }
-  case MQ_DT_F32: { float v = (float)value; float *p = mq_tensor_data(t); for (int64_t i = 0; i < t->numel; i++) p[i] = v; break; }
-  case MQ_DT_F64: { double v = value; double *p = mq_tensor_data(t); for (int64_t i = 0; i < t->numel; i++) p[i] = v; break; }
-  default: mq_error(S, "bad dtype");
+  /* in pieces, polling between them: zeros(10**9) is seconds of writing */
+  for (int64_t i0 = 0; i0 < t->numel; i0 += MQ_POLL_ELEMS) {
+    int64_t i1 = t->numel - i0 > MQ_POLL_ELEMS ? i0 + MQ_POLL_ELEMS : t->numel;
+    switch (dt) {
+    case MQ_DT_BOOL: { uint8_t *p = mq_tensor_data(t); memset(p + i0, value != 0, (size_t)(i1 - i0)); break; }
+    case MQ_DT_I64: { int64_t v = mq_f2i(value), *p = mq_tensor_data(t); for (int64_t i = i0; i < i1; i++) p[i] = v; break; }
+    case MQ_DT_F32: { float v = (float)value, *p = mq_tensor_data(t); for (int64_t i = i0; i < i1; i++) p[i] = v; break; }
+    case MQ_DT_F64: { double v = value, *p = mq_tensor_data(t); for (int64_t i = i0; i < i1; i++) p[i] = v; break; }
+    default: mq_error(S, "bad dtype");
+    }
+    if (i1 < t->numel) mq_check_interrupt(S);
   }
+  if (t->numel == 0 && (unsigned)dt >= MQ_DT__COUNT) mq_error(S, "bad dtype");
   return t;
 }
 
@@ -162,7 +168,11 @@ mq_tensor *mq_tensor_scalar(mq_state *S, mq_dtype dt, double value) {
 mq_tensor *mq_tensor_full_i64(mq_state *S, int ndim, const int64_t *shape, int64_t value) {
   mq_tensor *t = mq_tensor_new(S, MQ_DT_I64, ndim, shape);
   int64_t *p = mq_tensor_data(t);
-  for (int64_t i = 0; i < t->numel; i++) p[i] = value;
+  for (int64_t i0 = 0; i0 < t->numel; i0 += MQ_POLL_ELEMS) { /* one_hot's can be 10^9 */
+    int64_t i1 = t->numel - i0 > MQ_POLL_ELEMS ? i0 + MQ_POLL_ELEMS : t->numel;
+    for (int64_t i = i0; i < i1; i++) p[i] = value;
+    if (i1 < t->numel) mq_check_interrupt(S);
+  }
   return t;
 }
 
@@ -237,14 +247,19 @@ static mq_tensor *random_tensor(mq_state *S, int ndim, const int64_t *shape, mq_
   mq_tensor *t = mq_tensor_new(S, dt, ndim, shape);
   if (dt == MQ_DT_F32) {
     float *p = mq_tensor_data(t);
-    for (int64_t i = 0; i < t->numel; i++)
+    for (int64_t i = 0; i < t->numel; i++) {
+      mq_poll_at(S, i); /* 10^8 normals take seconds */
       p[i] = (float)(normal ? mq_rng_normal(S) : mq_rng_uniform(S));
+    }
     /* rounding can turn a uniform just below 1 into 1.0f; keep [0, 1) */
     if (!normal)
       for (int64_t i = 0; i < t->numel; i++) if (p[i] >= 1.0f) p[i] = 0x1.fffffep-1f;
   } else {
     double *p = mq_tensor_data(t);
-    for (int64_t i = 0; i < t->numel; i++) p[i] = normal ? mq_rng_normal(S) : mq_rng_uniform(S);
+    for (int64_t i = 0; i < t->numel; i++) {
+      mq_poll_at(S, i);
+      p[i] = normal ? mq_rng_normal(S) : mq_rng_uniform(S);
+    }
   }
   return t;
 }

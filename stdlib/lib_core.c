@@ -145,6 +145,7 @@ static void print_text(mq_state *S, mq_value *args) {
   mq_list *l = mq_as_list(args[0]);
   S->out.len = 0;
   for (int i = 0; i < l->len; i++) {
+    mq_poll(S);
     if (i && mq_is_obj(args[1], MQ_O_STRING)) mq_value_format(S, &S->out, args[1]);
     else if (i) mq_buf_putc(S, &S->out, ' ');
     mq_value_format(S, &S->out, l->items[i]);

@@ -68,6 +68,7 @@ static mq_value lib_randint(mq_state *S, mq_value *args) {
   int64_t *d = mq_tensor_data(t);
   uint64_t span = (uint64_t)high - (uint64_t)low;
   for (int64_t i = 0; i < t->numel; i++) {
+    if ((i & 0xFFFF) == 0xFFFF) mq_check_interrupt(S);
     /* Rejection sampling: every value in [low, high) equally likely. */
     uint64_t limit = UINT64_MAX - UINT64_MAX % span, r;
     do r = mq_rng_next(S); while (r >= limit);

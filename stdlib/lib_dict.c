@@ -49,7 +49,8 @@ static mq_value lib_dict(mq_state *S, mq_value *args) {
   if (src.type == MQ_NONE) return mq_objv(d);
   if (mq_is_obj(src, MQ_O_DICT)) {
     const mq_dict *from = mq_as_dict(src);
-    for (int i = 0; i < from->len; i++) mq_dict_set(S, d, from->entries[i].key, from->entries[i].val);
+    for (int i = 0; i < from->used; i++)
+      if (mq_dentry_live(&from->entries[i])) mq_dict_set(S, d, from->entries[i].key, from->entries[i].val);
     return mq_objv(d);
   }
   if (!mq_is_obj(src, MQ_O_LIST))
@@ -57,6 +58,7 @@ static mq_value lib_dict(mq_state *S, mq_value *args) {
              mq_value_type_name(src));
   const mq_list *l = mq_as_list(src);
   for (int i = 0; i < l->len; i++) {
+    mq_poll(S);
     mq_value kv = l->items[i];
     if (!mq_is_obj(kv, MQ_O_LIST) || mq_as_list(kv)->len != 2)
       mq_error(S, "dict(): item %d is not a [key, value] pair", i);

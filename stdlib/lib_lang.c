@@ -42,7 +42,10 @@ static mq_value lib_list(mq_state *S, mq_value *args) {
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_objv(mq_range_list(S, mq_as_range(v)));
   if (mq_is_obj(v, MQ_O_LIST)) {
     mq_list *src = mq_as_list(v), *l = mq_list_new(S, src->len);
-    for (int i = 0; i < src->len; i++) mq_list_push(S, l, src->items[i]);
+    for (int i = 0; i < src->len; i++) {
+      mq_poll(S);
+      mq_list_push(S, l, src->items[i]);
+    }
     return mq_objv(l);
   }
   if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) { /* its rows, as `for` gives them */
@@ -51,7 +54,10 @@ static mq_value lib_list(mq_state *S, mq_value *args) {
       mq_error(S, "a tensor of %lld rows is more than a list holds (%d)", (long long)t->shape[0],
                MQ_LIST_MAX);
     mq_list *l = mq_list_new(S, (int)t->shape[0]);
-    for (int64_t i = 0; i < t->shape[0]; i++) mq_list_push(S, l, mq_objv(mq_select(S, t, 0, i)));
+    for (int64_t i = 0; i < t->shape[0]; i++) {
+      mq_poll(S); /* a view each: 10^7 rows take seconds */
+      mq_list_push(S, l, mq_objv(mq_select(S, t, 0, i)));
+    }
     return mq_objv(l);
   }
   /* a string's characters, a dict's keys, enumerate, zip */

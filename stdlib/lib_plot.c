@@ -30,7 +30,12 @@ void mq_pic_init(mq_state *S, mq_pic *p, const char *who, mq_value width, mq_val
                  int dflt_height, mq_value file) {
   p->who = who;
   if (width.type == MQ_NONE) {
-    int w = S->cfg.columns ? S->cfg.columns(S->cfg.columns_ud) : 0;
+    int w = 0;
+    if (S->cfg.columns) {
+      mq_hook_enter(S);
+      w = S->cfg.columns(S->cfg.columns_ud);
+      mq_hook_leave(S);
+    }
     p->width = w <= 0 ? DEFAULT_WIDTH : w < 20 ? 20 : w > MQ_PIC_MAX_WIDTH ? MQ_PIC_MAX_WIDTH : w;
   } else {
     p->width = (int)mq_pic_bounded(S, width, who, "width", 20, MQ_PIC_MAX_WIDTH);
@@ -73,8 +78,10 @@ mq_value mq_pic_finish(mq_state *S, mq_pic *p) {
 bool mq_pic_wants_svg(mq_state *S, const mq_pic *p) { return !p->file && S->cfg.picture; }
 
 mq_value mq_pic_give_svg(mq_state *S, const mq_pic *p) {
+  mq_hook_enter(S); /* the svg is S->out, which a call back into masq would reuse */
   S->cfg.picture(S->cfg.picture_ud, p->text, p->text_len, S->out.len ? S->out.data : "",
                  S->out.len);
+  mq_hook_leave(S);
   return mq_none();
 }
 

@@ -60,14 +60,20 @@ static mq_tensor **stored_list(mq_state *S, mq_value v, int *n, const char *fn) 
       mq_error(S, "%s: expected a list of tensors, got a 0-d tensor", fn);
     *n = (int)(t->shape[0] > INT32_MAX ? INT32_MAX : t->shape[0]);
     mq_tensor **ts = mq_scratch(S, (size_t)(*n ? *n : 1) * sizeof *ts);
-    for (int i = 0; i < *n; i++) ts[i] = mq_select(S, t, 0, i);
+    for (int i = 0; i < *n; i++) {
+      mq_poll(S); /* a view a row: 10^7 rows take a while */
+      ts[i] = mq_select(S, t, 0, i);
+    }
     return ts;
   }
   if (!mq_is_obj(v, MQ_O_LIST))
     mq_error(S, "%s: expected a list of tensors, got a %s", fn, mq_value_type_name(v));
   mq_list *l = mq_as_list(v);
   mq_tensor **ts = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *ts);
-  for (int i = 0; i < l->len; i++) ts[i] = mq_arg_tensor_stored(S, l->items[i], "tensors");
+  for (int i = 0; i < l->len; i++) {
+    mq_poll(S);
+    ts[i] = mq_arg_tensor_stored(S, l->items[i], "tensors");
+  }
   *n = l->len;
   return ts;
 }

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "../core/checked.h"
+#include "../core/strfind.h"
 #include "../vm/seqops.h"
 #include "../vm/walk.h"
 #include "stdlib.h"
@@ -29,12 +30,12 @@ static mq_value new_str(mq_state *S, const char *s, size_t n) {
   return mq_objv(mq_string_new(S, s, n));
 }
 
-/* The first place of [sub] in [s] at or after [from], or -1. */
-static int64_t find_at(const mq_string *s, const mq_string *sub, size_t from) {
-  if (sub->len > s->len) return -1;
-  for (size_t i = from; i + sub->len <= s->len; i++)
-    if (memcmp(s->chars + i, sub->chars, sub->len) == 0) return (int64_t)i;
-  return -1;
+/* A search for [sub] (core/strfind.h: linear whatever the strings, and it
+ * polls); [back] for rfind. */
+static mq_finder finder(const mq_string *sub, bool back) {
+  mq_finder f;
+  mq_finder_init(&f, sub->chars, sub->len, back);
+  return f;
 }
 
 /* --- split, join ----------------------------------------------------------------- */
@@ -59,8 +60,9 @@ static mq_value lib_split(mq_state *S, mq_value *args) {
   }
   const mq_string *sep = str_arg(S, args[1], "split", "sep");
   if (sep->len == 0) mq_error(S, "split(): empty separator");
+  mq_finder f = finder(sep, false);
   for (size_t at = 0;;) {
-    int64_t hit = max >= 0 && l->len >= max ? -1 : find_at(s, sep, at);
+    int64_t hit = max >= 0 && l->len >= max ? -1 : mq_find(S, &f, s->chars, s->len, at);
     size_t stop = hit < 0 ? s->len : (size_t)hit;
     mq_list_push(S, l, new_str(S, s->chars + at, stop - at));
     if (hit < 0) break;
@@ -96,17 +98,22 @@ static mq_value lib_join(mq_state *S, mq_value *args) {
 
 /* --- strip, case, replace ------------------------------------------------------- */
 
-/* Whether [c] is to be stripped: one of [chars], or whitespace if none. */
-static bool strips(const mq_string *chars, char c) {
-  return chars ? memchr(chars->chars, c, chars->len) != NULL : is_space(c);
+/* Which bytes strip takes off: those of [chars], or whitespace if none. A
+ * table, so that stripping costs the length of s, not that times the
+ * length of chars. */
+static void strip_set(const mq_string *chars, bool set[256]) {
+  for (int c = 0; c < 256; c++) set[c] = !chars && is_space((char)c);
+  for (size_t i = 0; chars && i < chars->len; i++) set[(unsigned char)chars->chars[i]] = true;
 }
 
 static mq_value strip_sides(mq_state *S, mq_value *args, const char *fn, bool left, bool right) {
   const mq_string *s = str_arg(S, args[0], fn, "s");
   const mq_string *chars = args[1].type == MQ_NONE ? NULL : str_arg(S, args[1], fn, "chars");
+  bool set[256];
+  strip_set(chars, set);
   size_t a = 0, b = s->len;
-  while (left && a < b && strips(chars, s->chars[a])) a++;
-  while (right && b > a && strips(chars, s->chars[b - 1])) b--;
+  while (left && a < b && set[(unsigned char)s->chars[a]]) a++;
+  while (right && b > a && set[(unsigned char)s->chars[b - 1]]) b--;
   return new_str(S, s->chars + a, b - a);
 }
 
@@ -138,8 +145,9 @@ static mq_value lib_replace(mq_state *S, mq_value *args) {
   mq_buf *b = &S->out;
   b->len = 0;
   size_t at = 0;
+  mq_finder f = finder(old, false); /* an empty one matches at every place up to the end */
   for (int64_t n = 0; count < 0 || n < count; n++) {
-    int64_t hit = old->len ? find_at(s, old, at) : (at <= s->len ? (int64_t)at : -1);
+    int64_t hit = mq_find(S, &f, s->chars, s->len, at);
     if (hit < 0) break;
     mq_buf_putn(S, b, s->chars + at, (size_t)hit - at);
     mq_buf_putn(S, b, new->chars, new->len);
@@ -179,15 +187,19 @@ static mq_value lib_find(mq_state *S, mq_value *args) {
   int64_t start = mq_arg_int(S, args[2], "start");
   if (start < 0) start = start + (int64_t)s->len < 0 ? 0 : start + (int64_t)s->len;
   if ((uint64_t)start > s->len) return mq_int(-1);
-  return mq_int(find_at(s, sub, (size_t)start));
+  mq_finder f = finder(sub, false);
+  return mq_int(mq_find(S, &f, s->chars, s->len, (size_t)start));
 }
 
 static mq_value lib_count(mq_state *S, mq_value *args) {
   const mq_string *s = str_arg(S, args[0], "count", "s");
   const mq_string *sub = str_arg(S, args[1], "count", "sub");
   if (!sub->len) return mq_int((int64_t)s->len + 1);
+  mq_finder f = finder(sub, false);
   int64_t n = 0;
-  for (int64_t at = find_at(s, sub, 0); at >= 0; at = find_at(s, sub, (size_t)at + sub->len)) n++;
+  for (int64_t at = mq_find(S, &f, s->chars, s->len, 0); at >= 0;
+       at = mq_find(S, &f, s->chars, s->len, (size_t)at + sub->len))
+    n++;
   return mq_int(n);
 }
 
@@ -196,15 +208,14 @@ static mq_value lib_count(mq_state *S, mq_value *args) {
 static mq_value lib_rfind(mq_state *S, mq_value *args) {
   const mq_string *s = str_arg(S, args[0], "rfind", "s");
   const mq_string *sub = str_arg(S, args[1], "rfind", "sub");
-  if (sub->len > s->len) return mq_int(-1);
-  for (size_t i = s->len - sub->len + 1; i-- > 0;)
-    if (memcmp(s->chars + i, sub->chars, sub->len) == 0) return mq_int((int64_t)i);
-  return mq_int(-1);
+  mq_finder f = finder(sub, true);
+  return mq_int(mq_rfind(S, &f, s->chars, s->len));
 }
 
 static mq_value lib_index(mq_state *S, mq_value *args) {
   const mq_string *s = str_arg(S, args[0], "index", "s");
-  int64_t at = find_at(s, str_arg(S, args[1], "index", "sub"), 0);
+  mq_finder f = finder(str_arg(S, args[1], "index", "sub"), false);
+  int64_t at = mq_find(S, &f, s->chars, s->len, 0);
   if (at < 0) mq_error(S, "index(): substring not found");
   return mq_int(at);
 }
@@ -303,7 +314,8 @@ static mq_value lib_partition(mq_state *S, mq_value *args) {
   const mq_string *s = str_arg(S, args[0], "partition", "s");
   const mq_string *sep = str_arg(S, args[1], "partition", "sep");
   if (sep->len == 0) mq_error(S, "partition(): empty separator");
-  int64_t at = find_at(s, sep, 0);
+  mq_finder f = finder(sep, false);
+  int64_t at = mq_find(S, &f, s->chars, s->len, 0);
   size_t a = at < 0 ? s->len : (size_t)at, b = at < 0 ? s->len : a + sep->len;
   mq_list *l = mq_list_new(S, 3);
   mq_list_push(S, l, new_str(S, s->chars, a));
@@ -347,11 +359,12 @@ static int cmp_at(mq_state *S, mq_value a, mq_value b, const char *fn, int depth
  * Python compares lists. Each pair of items is compared once (three-way),
  * so nested lists cost their size, not 2^depth. */
 static int list_cmp(mq_state *S, const mq_list *a, const mq_list *b, const char *fn, int depth) {
+  if (a == b) return 0; /* as ==: a list is equal to itself (seqops.c) */
   if (depth >= LESS_MAX_DEPTH) mq_error(S, "%s(): lists nested more than %d deep", fn, LESS_MAX_DEPTH);
   for (int k = 0; k < a->len && k < b->len; k++) {
+    mq_poll(S); /* every step, however the lists nest: as == polls (seqops.c) */
     int c = cmp_at(S, a->items[k], b->items[k], fn, depth + 1);
     if (c) return c;
-    if (k % 1024 == 1023) mq_poll(S); /* long equal lists: as == polls (seqops.c) */
   }
   return (a->len > b->len) - (a->len < b->len);
 }
@@ -401,6 +414,7 @@ static void merge_sort(mq_state *S, mq_value *v, mq_value *tmp, int n, bool rev)
     for (int lo = 0; lo < n - width; lo += 2 * width) {
       int mid = lo + width, hi = mid + width < n ? mid + width : n, i = lo, j = mid, k = lo;
       while (i < mid && j < hi) {
+        mq_poll(S); /* a step: numbers compare without polling */
         bool right_first = rev ? less(S, v[i], v[j], "sorted") : less(S, v[j], v[i], "sorted");
         tmp[k++] = right_first ? v[j++] : v[i++];
       }
@@ -417,11 +431,15 @@ static mq_value lib_sorted(mq_state *S, mq_value *args) {
   bool rev = mq_arg_bool(S, args[1], "reverse");
   mq_list *l = items_of(S, args[0], "sorted");
   for (int i = 0; i < l->len; i++) {
+    mq_poll(S);
     mq_value old = l->items[i];
     l->items[i] = plain_item(S, old);
     if (l->items[i].type != MQ_OBJ) mq_release(S, old); /* the list's reference to the row */
   }
-  for (int i = 1; i < l->len; i++) (void)less(S, l->items[0], l->items[i], "sorted"); /* types */
+  for (int i = 1; i < l->len; i++) { /* types */
+    mq_poll(S);
+    (void)less(S, l->items[0], l->items[i], "sorted");
+  }
   if (l->len > 1) {
     mq_value *tmp = mq_scratch(S, mq_ck_zmul(S, (size_t)l->len, sizeof *tmp, "sorted()"));
     merge_sort(S, l->items, tmp, l->len, rev);

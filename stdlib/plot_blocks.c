@@ -41,7 +41,7 @@ static void blocks_fill(mq_state *S, blocks *b, mq_tensor *t, int max_r, int max
     size_t base = (size_t)(r / b->br) * (size_t)b->nc;
     int64_t i = r * b->cols;
     for (int j = 0; j < b->nc; j++) {
-      mq_poll(S); /* a block may be long: one row of 10^8 columns */
+      mq_check_interrupt(S); /* a block may be long: one row of 10^8 columns */
       int64_t c1 = (int64_t)(j + 1) * b->bc;
       if (c1 > b->cols) c1 = b->cols;
       for (int64_t c = (int64_t)j * b->bc; c < c1; c++, i++) {

@@ -21,7 +21,7 @@ static void hist_count(mq_state *S, hist *h, mq_tensor *x) {
   double lo = INFINITY, hi = -INFINITY;
   h->masked = h->nan = h->pinf = h->ninf = h->counted = h->max = 0;
   for (int64_t i = 0; i < v.n; i++) {
-    if ((i & 0xFFFF) == 0) mq_poll(S);
+    if ((i & 0xFFFF) == 0xFFFF) mq_check_interrupt(S);
     if (!mq_pic_valid(&v, i)) {
       h->masked++;
       continue;
@@ -50,7 +50,7 @@ static void hist_count(mq_state *S, hist *h, mq_tensor *x) {
   for (int k = 0; k < h->bins; k++) h->edges[k] = halves ? lo + 2 * (k * step) : lo + k * step;
   h->edges[h->bins] = hi;
   for (int64_t i = 0; i < v.n; i++) {
-    if ((i & 0xFFFF) == 0) mq_poll(S);
+    if ((i & 0xFFFF) == 0xFFFF) mq_check_interrupt(S);
     if (!mq_pic_valid(&v, i)) continue;
     double a = mq_pic_val(&v, i);
     if (!isfinite(a)) continue;
@@ -198,7 +198,7 @@ static void series_range(mq_state *S, series *s) {
   s->drawn = 0;
   for (int64_t i = 0; i < s->n; i++) {
     double x, y;
-    if ((i & 0xFFFF) == 0) mq_poll(S);
+    if ((i & 0xFFFF) == 0xFFFF) mq_check_interrupt(S);
     if (!point_ok(s, i, &x, &y)) continue;
     s->drawn++;
     if (x < s->xlo) s->xlo = x;
@@ -220,7 +220,7 @@ static void series_walk(mq_state *S, const series *s, int dw, int dh, pen *p) {
     double x, y;
     bool ok = i < s->n && point_ok(s, i, &x, &y);
     int px = 0, py = 0;
-    if ((i & 0xFFFF) == 0) mq_poll(S);
+    if ((i & 0xFFFF) == 0xFFFF) mq_check_interrupt(S);
     if (ok) {
       px = mq_pic_scale(x, s->xlo, s->xhi, dw);
       py = dh - 1 - mq_pic_scale(y, s->ylo, s->yhi, dh);

@@ -5,6 +5,7 @@
 #include "../core/checked.h"
 #include "../core/dict.h"
 #include "../core/range.h"
+#include "../core/strfind.h"
 #include "../runtime/sparse.h"
 #include "builtin.h"
 #include "suggest.h"
@@ -33,8 +34,10 @@ static bool equal_at(mq_state *S, mq_value a, mq_value b, int depth) {
     if (depth >= MQ_EQ_MAX_DEPTH)
       mq_error(S, "cannot compare lists nested more than %d deep (a list holding itself?)", MQ_EQ_MAX_DEPTH);
     for (int i = 0; i < x->len; i++) {
+      /* a step of the whole comparison, however its lists nest: sublists
+       * shared 1000 wide at each of several levels make 1000^levels steps */
+      mq_poll(S);
       if (!equal_at(S, x->items[i], y->items[i], depth + 1)) return false;
-      if (i % 1024 == 1023) mq_poll(S);
     }
     return true;
   }
@@ -44,10 +47,11 @@ static bool equal_at(mq_state *S, mq_value a, mq_value b, int depth) {
     if (x->len != y->len) return false;
     if (depth >= MQ_EQ_MAX_DEPTH)
       mq_error(S, "cannot compare dicts nested more than %d deep (a dict holding itself?)", MQ_EQ_MAX_DEPTH);
-    for (int i = 0; i < x->len; i++) {
+    for (int i = 0; i < x->used; i++) {
+      if (!mq_dentry_live(&x->entries[i])) continue;
+      mq_poll(S); /* as for lists */
       int j = mq_dict_find(S, y, x->entries[i].key);
       if (j < 0 || !equal_at(S, x->entries[i].val, y->entries[j].val, depth + 1)) return false;
-      if (i % 1024 == 1023) mq_poll(S);
     }
     return true;
   }
@@ -59,20 +63,17 @@ bool mq_values_equal(mq_state *S, mq_value a, mq_value b) { return equal_at(S, a
 bool mq_contains(mq_state *S, mq_value seq, mq_value item) {
   if (mq_is_obj(seq, MQ_O_LIST)) {
     const mq_list *l = mq_as_list(seq);
-    for (int i = 0; i < l->len; i++) {
+    for (int i = 0; i < l->len; i++)
       if (mq_values_equal(S, l->items[i], item)) return true;
-      if (i % 1024 == 1023) mq_poll(S);
-    }
     return false;
   }
   if (mq_is_obj(seq, MQ_O_STRING)) {
     if (!mq_is_obj(item, MQ_O_STRING))
       mq_error(S, "'in <string>' needs a string on the left, not %s", mq_value_type_name(item));
     const mq_string *h = mq_as_string(seq), *n = mq_as_string(item);
-    if (n->len == 0) return true;
-    for (size_t i = 0; i + n->len <= h->len; i++)
-      if (memcmp(h->chars + i, n->chars, n->len) == 0) return true;
-    return false;
+    mq_finder f;
+    mq_finder_init(&f, n->chars, n->len, false);
+    return mq_find(S, &f, h->chars, h->len, 0) >= 0;
   }
   if (mq_is_obj(seq, MQ_O_RANGE)) {
     const mq_range *r = mq_as_range(seq);
@@ -113,8 +114,10 @@ static int64_t slice_span(mq_state *S, int64_t len, const bool has[3], const mq_
     b[i] = v < lo ? lo : v > hi ? hi : v;
   }
   *start = b[0];
-  if (back) return b[0] > b[1] ? (b[0] - b[1] - 1) / -*step + 1 : 0;
-  return b[1] > b[0] ? (b[1] - b[0] - 1) / *step + 1 : 0;
+  /* the step's size in uint64: -step overflows for a step of -2^63 */
+  uint64_t mag = back ? 0 - (uint64_t)*step : (uint64_t)*step;
+  int64_t dist = back ? b[0] - b[1] : b[1] - b[0]; /* bounds within [-1, len] */
+  return dist > 0 ? (int64_t)((uint64_t)(dist - 1) / mag) + 1 : 0;
 }
 
 mq_value mq_slice_seq(mq_state *S, mq_value seq, const bool has[3], const mq_value bound[3]) {
@@ -136,10 +139,10 @@ mq_value mq_slice_seq(mq_state *S, mq_value seq, const bool has[3], const mq_val
 
 /* The string keys of [d] closest to [key], for a did-you-mean. */
 static const char *close_key(mq_state *S, const mq_dict *d, const mq_string *key) {
-  const char **names = mq_scratch(S, (size_t)(d->len ? d->len : 1) * sizeof *names);
-  for (int i = 0; i < d->len; i++)
+  const char **names = mq_scratch(S, (size_t)(d->used ? d->used : 1) * sizeof *names);
+  for (int i = 0; i < d->used; i++) /* a hole's none is no string: skipped */
     names[i] = mq_is_obj(d->entries[i].key, MQ_O_STRING) ? mq_as_string(d->entries[i].key)->chars : NULL;
-  return mq_suggest_word(key->chars, names, d->len);
+  return mq_suggest_word(key->chars, names, d->used);
 }
 
 /* The error for a [key] that [d] does not have, with a did-you-mean. */
@@ -192,7 +195,9 @@ mq_value mq_string_repeat(mq_state *S, const mq_string *s, int64_t n) {
     mq_error(S, "string repetition: %zu bytes are more than a string holds (%zu)", len, MQ_STRING_MAX);
   char *tmp = mq_scratch(S, len);
   memcpy(tmp, s->chars, s->len);
-  for (size_t done = s->len; done < len; done *= 2) /* doubling: log n copies */
+  for (size_t done = s->len; done < len; done *= 2) { /* doubling: log n copies */
     memcpy(tmp + done, tmp, done < len - done ? done : len - done);
+    mq_check_interrupt(S); /* a copy of up to a gigabyte each */
+  }
   return mq_objv(mq_string_new(S, tmp, len));
 }

@@ -317,17 +317,19 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
  * [depth] lists deep. A list nested deeper than a tensor has dims cannot
  * be one and stays a list, like one holding strings (so this looks no
  * deeper, and a list holding itself ends here too). */
-static bool numeric_nest_at(mq_value v, int depth) {
+static bool numeric_nest_at(mq_state *S, mq_value v, int depth) {
   if (is_scalar(v)) return true;
   if (!mq_is_obj(v, MQ_O_LIST) || depth >= MQ_MAX_DIMS) return false;
   mq_list *l = mq_as_list(v);
   if (l->len == 0) return false;
-  for (int i = 0; i < l->len; i++)
-    if (!numeric_nest_at(l->items[i], depth + 1)) return false;
+  for (int i = 0; i < l->len; i++) {
+    mq_poll(S); /* one sublist shared 1000 wide at each level: 1000^depth leaves */
+    if (!numeric_nest_at(S, l->items[i], depth + 1)) return false;
+  }
   return true;
 }
 
-static bool numeric_nest(mq_value v) { return numeric_nest_at(v, 0); }
+static bool numeric_nest(mq_state *S, mq_value v) { return numeric_nest_at(S, v, 0); }
 
 static void echo_value(mq_state *S, mq_value v, int echo) {
   if (v.type == MQ_NONE) return;
@@ -674,8 +676,8 @@ static void run_loop(mq_state *S, run_ctx *c) {
         vmbreak;
       }
       vmcase(TENSORIZE) {
-        if (numeric_nest(TOP())) {
-          SAVE();
+        SAVE(); /* numeric_nest polls */
+        if (numeric_nest(S, TOP())) {
           REPLACE_TOP(1, mq_objv(mq_tensor_from_value(S, TOP(), "list")));
         }
         vmbreak;

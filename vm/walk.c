@@ -72,11 +72,12 @@ mq_value mq_walk_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
     return mq_objv(mq_string_new(S, s->chars + i, 1));
   }
   if (mq_is_obj(seq, MQ_O_DICT)) { /* its keys, in insertion order */
-    const mq_dict *d = mq_as_dict(seq);
+    mq_dict *d = mq_as_dict(seq);
     if (i >= d->len) {
       *done = true;
       return mq_none();
     }
+    mq_dict_compact(d); /* so the i-th live entry is entries[i] */
     return d->entries[i].key;
   }
   if (is_zip(seq)) return zip_item(S, (const mq_zip *)seq.as.o, i, done);
