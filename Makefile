@@ -175,7 +175,8 @@ $(ASAN_DIR)/examples/embed: examples/embed/embed.c include/masq.h $(ASAN_DIR)/li
 TSAN_DIR  = $(B)/tsan
 TSAN_CC  ?= $(CC)
 TSANFLAGS = -O1 -g -fsanitize=thread
-TSAN_APIS = $(TSAN_DIR)/api/test_threads $(TSAN_DIR)/api/test_limits $(TSAN_DIR)/api/test_sparse_threads
+TSAN_APIS = $(TSAN_DIR)/api/test_threads $(TSAN_DIR)/api/test_limits $(TSAN_DIR)/api/test_sparse_threads \
+            $(TSAN_DIR)/api/test_host_race
 
 $(TSAN_DIR)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
