@@ -14,16 +14,10 @@
  * and are used as they are, so the copy costs only where memory is shared. */
 #include "ewise.h"
 
-/* Bytes of a contiguous bool buffer made 0 or 1. */
-static void to_01(uint8_t *p, int64_t n) {
-  for (int64_t i = 0; i < n; i++) p[i] = p[i] != 0;
-}
-
 mq_tensor *mq_tensor_copy_owned(mq_state *S, mq_tensor *t) {
   mq_tensor *plain = mq_tensor_view(S, t, t->ndim, t->shape, t->strides, t->offset);
   mq_tensor *c = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
-  mq_kernel_convert(S, c, plain); /* reads each element once */
-  if (c->dtype == MQ_DT_BOOL) to_01(mq_tensor_data(c), c->numel);
+  mq_kernel_convert(S, c, plain); /* reads each element once; a bool as 0 or 1 */
   return c;
 }
 

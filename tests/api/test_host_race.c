@@ -217,7 +217,7 @@ static void *run_state(void *arg) {
   wrap(M, "bm", MASQ_FLOAT32, 1, big, host_shared_buffers.big, host_shared_buffers.bigvalid, &w->ok);
   wrap(M, "big", MASQ_FLOAT32, 1, big, host_shared_buffers.big, NULL, &w->ok);
   wrap(M, "bigvalid", MASQ_BOOL, 1, big, host_shared_buffers.bigvalid, NULL, &w->ok);
-  if (w->ok && eval(M, "z = zeros(2, 3, 4)\nq = reshape(arange(4096.0) / 4096, [64, 64])") != MASQ_OK)
+  if (w->ok && eval(M, "set_num_threads(3)\nz = zeros(2, 3, 4)\nq = reshape(arange(4096.0) / 4096, [64, 64])") != MASQ_OK)
     w->ok = 0;
   /* before the writer starts, every script works */
   for (int i = 0; w->ok && i < NSCRIPTS; i++)

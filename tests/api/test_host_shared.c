@@ -10,6 +10,8 @@
  * 1). The same changes made by another thread during a call are
  * test_host_race.c's. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -247,6 +249,38 @@ static void test_mask_summaries_current(void) {
   masq_close(M);
 }
 
+/* A file mapped by load(path, mmap=true) is shared memory too: another
+ * program may rewrite it in place (same size) between two calls. */
+static void test_mapped_file_changes(void) {
+  char dir[] = "/tmp/masq_shared_XXXXXX", path[64], src[256];
+  if (!mkdtemp(dir)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/ix.npy", dir);
+  masq_config cfg;
+  masq_config_init(&cfg);
+  cfg.libs = MASQ_LIB_ALL;
+  masq_state *M = masq_open(&cfg);
+  snprintf(src, sizeof src, "save(\"%s\", [[0, 1, 2], [0, 1, 2]])\nix = load(\"%s\", mmap=true)",
+           path, path);
+  CHECK_OK(M, eval(M, src));
+  CHECK_OK(M, eval(M, "s = sparse_coo(ix, [1.0, 2.0, 3.0], size=[3, 3])\nm = ix[0] == 1"));
+  /* the last index, in place: the data of a .npy ends the file */
+  FILE *f = fopen(path, "r+b");
+  int64_t far = 1000000;
+  CHECK(f && fseek(f, -(long)sizeof far, SEEK_END) == 0 && fwrite(&far, sizeof far, 1, f) == 1);
+  if (f) fclose(f);
+  CHECK(number(M, "r = item(ix[1, 2])") == 1000000); /* the mapping shows the new bytes */
+  CHECK(number(M, "r = item(sum(to_dense(s)))") == 6);
+  CHECK(number(M, "r = item(to_dense(s)[2, 2])") == 3);
+  CHECK_ERR(M, eval(M, "sparse_coo(ix, [1.0, 2.0, 3.0], size=[3, 3])"), MASQ_ERR_RUNTIME,
+            "out of range");
+  masq_close(M);
+  unlink(path);
+  rmdir(dir);
+}
+
 /* Every test, or those named on the command line (to see each fail on its
  * own under ASan). */
 int main(int argc, char **argv) {
@@ -258,6 +292,7 @@ int main(int argc, char **argv) {
       T(sparse_coo_indices), T(sparse_csr_parts),      T(sparse_bool_values),
       T(index_mask_backward), T(gather_index_backward), T(attention_mask_backward),
       T(bool_bytes),         T(bool_bytes_release),    T(mask_summaries_current),
+      T(mapped_file_changes),
 #undef T
   };
   for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {
