@@ -345,7 +345,7 @@ $(PY_MOD): $(PY_SRC) python/src/pymasq.h include/masq.h $(B)/libmasq.a
 # tests/crashes/<harness>/ with the plain replay builds (tests/fuzz/replay.c,
 # ASan+UBSan, no libFuzzer).
 .PHONY: fuzz fuzz-test fuzzers
-FUZZERS      = fuzz_eval fuzz_dis fuzz_npy fuzz_api
+FUZZERS      = fuzz_eval fuzz_dis fuzz_npy fuzz_api fuzz_host
 FUZZ_DIR     = $(B)/fuzz
 FUZZ_OBJ     = $(call objs,$(FUZZ_DIR))
 FUZZ_BINS    = $(patsubst %,$(FUZZ_DIR)/bin/%,$(FUZZERS))
