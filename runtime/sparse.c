@@ -214,7 +214,8 @@ static mq_tensor *index_arg(mq_state *S, mq_tensor *t, int ndim, const char *who
   if (t->ndim != ndim && !(t->numel == 0 && ndim == 2 && t->ndim == 1))
     mq_error(S, "%s: %s must have %d dimension%s, got shape %s", who, what, ndim,
              ndim == 1 ? "" : "s", mq_shape_str(S, t->ndim, t->shape));
-  return mq_tensor_owned(S, t->dtype == MQ_DT_I64 ? mq_contiguous(S, t) : mq_astype(S, t, MQ_DT_I64));
+  t = t->dtype == MQ_DT_I64 ? mq_contiguous(S, t) : mq_astype(S, t, MQ_DT_I64);
+  return mq_tensor_owned(S, t);
 }
 
 static mq_tensor *values_arg(mq_state *S, mq_tensor *v, int64_t nnz, int dt, const char *who) {
