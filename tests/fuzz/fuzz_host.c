@@ -27,16 +27,6 @@
 
 #include "fuzz.h"
 
-typedef struct input {
-  const uint8_t *p;
-  size_t n;
-} input;
-
-static unsigned byte(input *in) {
-  if (!in->n) return 0;
-  in->n--;
-  return *in->p++;
-}
 
 /* The host's memory (one set, reset for each input). */
 enum { N = 8 };
@@ -79,7 +69,7 @@ static const buffer buffers[] = {
 
 typedef struct ctx {
   masq_state *M;
-  input in;
+  fuzz_input in;
   fuzz_budget budget;
   host *h;
 } ctx;
@@ -127,10 +117,10 @@ static void write_element(ctx *c, const buffer *b, size_t at, unsigned kind) {
 
 /* One write the input chooses: a buffer, an element, a value. */
 static void mutate(ctx *c) {
-  const buffer *b = &buffers[byte(&c->in) % NBUFFERS];
+  const buffer *b = &buffers[fuzz_byte(&c->in) % NBUFFERS];
   size_t size = b->dtype == MASQ_BOOL ? 1 : b->dtype == MASQ_INT64 ? 8 : 4;
-  size_t at = byte(&c->in) % (b->bytes / size);
-  write_element(c, b, at, byte(&c->in));
+  size_t at = fuzz_byte(&c->in) % (b->bytes / size);
+  write_element(c, b, at, fuzz_byte(&c->in));
 }
 
 /* hmut(n=1): the host writes n times in the middle of a call. */
@@ -248,22 +238,22 @@ static void read_back(ctx *c, const char *name) {
 static void run_ops(ctx *c) {
   static const char *const results[] = {"d", "y", "g", "s", "c", "k", "z2", "cp"};
   while (c->in.n) {
-    unsigned op = byte(&c->in);
+    unsigned op = fuzz_byte(&c->in);
     switch (op % 8) {
     case 0: case 1: {
-      const char *src = snippets[byte(&c->in) % NSNIPPETS];
+      const char *src = snippets[fuzz_byte(&c->in) % NSNIPPETS];
       eval_src(c, src, strlen(src));
       break;
     }
     case 2: mutate(c); break;
     case 3:
-      for (unsigned k = byte(&c->in) % 16; k > 0; k--) mutate(c);
+      for (unsigned k = fuzz_byte(&c->in) % 16; k > 0; k--) mutate(c);
       break;
-    case 4: bind(c, &buffers[byte(&c->in) % NBUFFERS], 0); break;
-    case 5: bind(c, &buffers[byte(&c->in) % NBUFFERS], 1); break;
-    case 6: read_back(c, results[byte(&c->in) % 8]); break;
+    case 4: bind(c, &buffers[fuzz_byte(&c->in) % NBUFFERS], 0); break;
+    case 5: bind(c, &buffers[fuzz_byte(&c->in) % NBUFFERS], 1); break;
+    case 6: read_back(c, results[fuzz_byte(&c->in) % 8]); break;
     default: { /* source from the input itself */
-      size_t len = byte(&c->in) % 64;
+      size_t len = fuzz_byte(&c->in) % 64;
       if (len > c->in.n) len = c->in.n;
       const char *src = (const char *)c->in.p;
       c->in.p += len;
@@ -294,7 +284,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   ctx c;
   memset(&c, 0, sizeof c);
-  c.in = (input){data, size};
+  c.in = (fuzz_input){data, size};
   c.h = &h;
   reset_host(&h);
   c.M = fuzz_open(&c.budget, MASQ_LIB_DEFAULT);
