@@ -175,7 +175,8 @@ $(ASAN_DIR)/examples/embed: examples/embed/embed.c include/masq.h $(ASAN_DIR)/li
 TSAN_DIR  = $(B)/tsan
 TSAN_CC  ?= $(CC)
 TSANFLAGS = -O1 -g -fsanitize=thread
-TSAN_APIS = $(TSAN_DIR)/api/test_threads $(TSAN_DIR)/api/test_limits $(TSAN_DIR)/api/test_sparse_threads
+TSAN_APIS = $(TSAN_DIR)/api/test_threads $(TSAN_DIR)/api/test_limits $(TSAN_DIR)/api/test_sparse_threads \
+            $(TSAN_DIR)/api/test_host_race
 
 $(TSAN_DIR)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -344,7 +345,7 @@ $(PY_MOD): $(PY_SRC) python/src/pymasq.h include/masq.h $(B)/libmasq.a
 # tests/crashes/<harness>/ with the plain replay builds (tests/fuzz/replay.c,
 # ASan+UBSan, no libFuzzer).
 .PHONY: fuzz fuzz-test fuzzers
-FUZZERS      = fuzz_eval fuzz_dis fuzz_npy fuzz_api
+FUZZERS      = fuzz_eval fuzz_dis fuzz_npy fuzz_api fuzz_host
 FUZZ_DIR     = $(B)/fuzz
 FUZZ_OBJ     = $(call objs,$(FUZZ_DIR))
 FUZZ_BINS    = $(patsubst %,$(FUZZ_DIR)/bin/%,$(FUZZERS))

@@ -157,22 +157,33 @@ static void adopt(mq_storage *st, host_buffer *hb) {
   hb->refs++;
 }
 
+/* Whether [t] still reads the buffer the host wrapped (not masq's copy). */
+static bool borrowed(const mq_tensor *t) { return t->storage->release == release_nothing; }
+
 static void wrap_protected(mq_state *S, void *ud) {
   tensor_job *job = ud;
   const masq_tensor_desc *d = job->desc;
   mq_api_need(S, job->out, job->fn, "out");
   check_desc(S, job->fn, d, false);
   mq_tensor *t = borrow(S, (mq_dtype)d->dtype, d->ndim, d->shape, d->strides, d->data);
-  if (d->valid)
-    mq_tensor_set_mask(S, t, borrow(S, MQ_DT_BOOL, d->ndim, d->shape, d->valid_strides, d->valid));
+  mq_tensor *m = d->valid ? borrow(S, MQ_DT_BOOL, d->ndim, d->shape, d->valid_strides, d->valid)
+                          : NULL;
+  /* Bool bytes other than 0 and 1 mean true (masq.h), but kernels add and
+   * AND mask bytes: such a buffer is used through masq's 0/1 copy. */
+  if (t->dtype == MQ_DT_BOOL) t = mq_bool_normalized(S, t);
+  if (m) mq_tensor_set_mask(S, t, mq_bool_normalized(S, m));
   mq_handle_reserve(S, 1);
   host_buffer *hb = S->cfg.alloc(S->cfg.alloc_ud, NULL, 0, sizeof *hb);
   if (!hb) mq_throw(S, MASQ_ERR_MEMORY, "out of memory (allocating %zu bytes)", sizeof *hb);
   /* Nothing below can fail: from here on the host's release is ours to call. */
   *hb = (host_buffer){S, S->cfg.alloc, S->cfg.alloc_ud, d->release, d->release_ud,
                       d->flags & MASQ_TENSOR_READONLY, 0};
-  adopt(t->storage, hb);
-  if (t->mask) adopt(t->mask->storage, hb);
+  if (borrowed(t)) adopt(t->storage, hb);
+  if (t->mask && borrowed(t->mask)) adopt(t->mask->storage, hb);
+  if (!hb->refs) { /* everything copied: masq is done with the buffer */
+    hb->refs = 1;
+    release_buffer(hb);
+  }
   mq_handle_give(S, job->out, t);
 }
 
@@ -182,14 +193,17 @@ static void new_protected(mq_state *S, void *ud) {
   mq_api_need(S, job->out, job->fn, "out");
   check_desc(S, job->fn, d, true);
   mq_dtype dt = (mq_dtype)d->dtype;
-  mq_tensor *t = mq_tensor_new(S, dt, d->ndim, d->shape);
-  if (d->data) mq_kernel_convert(S, t, borrow(S, dt, d->ndim, d->shape, d->strides, d->data));
-  else memset(t->storage->data, 0, t->storage->nbytes);
-  if (d->valid) {
-    mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, d->ndim, d->shape);
-    mq_kernel_convert(S, m, borrow(S, MQ_DT_BOOL, d->ndim, d->shape, d->valid_strides, d->valid));
-    mq_tensor_set_mask(S, t, m);
+  mq_tensor *t;
+  /* copies bool bytes as 0 and 1 (masq.h: MASQ_BOOL) */
+  if (d->data) {
+    t = mq_tensor_copy_owned(S, borrow(S, dt, d->ndim, d->shape, d->strides, d->data));
+  } else {
+    t = mq_tensor_new(S, dt, d->ndim, d->shape);
+    memset(t->storage->data, 0, t->storage->nbytes);
   }
+  if (d->valid)
+    mq_tensor_set_mask(S, t, mq_tensor_copy_owned(S, borrow(S, MQ_DT_BOOL, d->ndim, d->shape,
+                                                            d->valid_strides, d->valid)));
   mq_handle_give(S, job->out, t);
 }
 

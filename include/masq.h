@@ -244,7 +244,8 @@ typedef struct mq_tensor masq_tensor;
 
 /* Element types. The values are fixed (they are part of the ABI). */
 typedef enum masq_dtype {
-  MASQ_BOOL = 0,    /* uint8_t holding 0 or 1 (other values are undefined) */
+  MASQ_BOOL = 0,    /* uint8_t: 0 is false, any other byte true (see
+                       masq_tensor_wrap for bytes other than 0 and 1) */
   MASQ_INT64 = 1,   /* int64_t */
   MASQ_FLOAT32 = 2, /* float */
   MASQ_FLOAT64 = 3, /* double */
@@ -286,9 +287,9 @@ typedef struct masq_tensor_desc {
   const void *data;             /* element 0; aligned for the dtype. May be NULL
                                    only when the tensor has no elements (and for
                                    masq_tensor_new, which then fills zeros) */
-  const uint8_t *valid;         /* validity mask of the same shape, 1 = valid
-                                   (NOT numpy.ma's polarity); NULL: all valid,
-                                   a plain tensor */
+  const uint8_t *valid;         /* validity mask of the same shape, nonzero =
+                                   valid (NOT numpy.ma's polarity); NULL: all
+                                   valid, a plain tensor */
   const int64_t *valid_strides; /* strides of [valid] in elements (bytes);
                                    NULL: C-contiguous */
   unsigned flags;               /* MASQ_TENSOR_* */
@@ -303,8 +304,20 @@ typedef struct masq_tensor_desc {
 /* Makes a tensor that uses the host's memory in place, without copying: the
  * data at [desc]->data (and the mask at [desc]->valid, if any) with the given
  * shape and strides. Scripts see the memory as it is when they run, so the
- * host may change the buffer between two calls into masq (never during one);
- * tensors computed earlier are not affected unless they are views of it.
+ * host may change the buffer between two calls into masq; tensors computed
+ * earlier (a sparse tensor built from it, a result, an autograd graph) keep
+ * what they read and are not affected unless they are views of it.
+ * Another host thread may even write the buffer during a call: masq reads
+ * positions, lengths and counts from one copy it makes first, so no index
+ * or mask the host changes can make masq read or write outside its memory
+ * or fail otherwise than with an error; but the values computed from memory
+ * that changed during the call are unspecified (any mix of old and new).
+ * Bool bytes (MASQ_BOOL data, and [valid]) other than 0 and 1 mean true:
+ * when the buffer has any at the wrap, masq uses its own 0/1 copy of it
+ * instead (so it does not see the host's later changes, masq_tensor_info
+ * shows masq's memory there, and [release] runs at once if nothing of the
+ * host's is still used). Bytes other than 0 and 1 written after the wrap
+ * are never unsafe, but what they count as is unspecified: write 0 and 1.
  * The memory is not counted against memory_limit. On success *out is a new
  * reference and masq owns the obligation to call [release]; on failure *out
  * is NULL and [release] is never called: the buffer is still the host's.
@@ -314,9 +327,9 @@ MASQ_API masq_status masq_tensor_wrap(masq_state *M, const masq_tensor_desc *des
                                       masq_tensor **out);
 
 /* Makes a tensor that owns a contiguous copy of what [desc] describes (data
- * NULL: zeros). [release] is ignored: the host's buffer is only read during
- * the call. *out is a new reference. Errors as masq_tensor_wrap(), plus
- * MASQ_ERR_MEMORY past the memory limit. */
+ * NULL: zeros; bool bytes other than 0 as 1). [release] is ignored: the
+ * host's buffer is only read during the call. *out is a new reference.
+ * Errors as masq_tensor_wrap(), plus MASQ_ERR_MEMORY past the memory limit. */
 MASQ_API masq_status masq_tensor_new(masq_state *M, const masq_tensor_desc *desc,
                                      masq_tensor **out);
 

@@ -415,6 +415,9 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
 
   a = mq_contiguous(S, a);
   v = mq_contiguous(S, v);
+  /* a row's valid keys come from its mask row twice (their union, then
+   * each row's): from one copy of a host's mask (tensor.h: mq_tensor_owned) */
+  m = mq_tensor_owned(S, m);
   mq_tensor *mx = mq_expand(S, m, nd, sshape);
   int64_t oshape[MQ_MAX_DIMS];
   memcpy(oshape, sshape, sizeof oshape[0] * (size_t)nd);

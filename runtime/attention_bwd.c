@@ -65,6 +65,8 @@ static mq_tensor *b_view(mq_state *S, mq_tensor *b, bool bt) {
 mq_tensor *mq_attention_grad(mq_state *S, mq_tensor *a, mq_tensor *b, bool bt, mq_value c,
                              mq_tensor *m, mq_tensor *v) {
   if (!grad_operand(a) || !grad_operand(b) || !grad_operand(v)) return NULL;
+  /* the backward, maybe in a later call, reads the mask the forward read */
+  m = mq_tensor_owned(S, m);
   mq_tensor *out = mq_attention(S, detached(S, a), b_view(S, b, bt), c, m, detached(S, v));
   if (!out || !(a->requires_grad | b->requires_grad | v->requires_grad)) return out;
   mq_tensor *in[4] = {a, b, v, m}; /* the recorder of any node kind (autograd.h) */

@@ -107,10 +107,11 @@ mq_dtype mq_result_type(int n, mq_tensor *const *ts) {
 #define TO_I64(x) _Generic((x), float: mq_f2i(x), double: mq_f2i(x), default: (int64_t)(x))
 
 /* Every conversion loads the source element as its compute value (a half
- * type as float32) and stores it: a narrower int wraps around as torch's
- * casts do; a half type rounds from float32 (wider values through float32
- * first, as torch). */
-#define LOAD_BOOL(v) (v)
+ * type as float32; a bool byte as 0 or 1, also one a host wrote after
+ * masq_tensor_wrap checked its buffer) and stores it: a narrower int wraps
+ * around as torch's casts do; a half type rounds from float32 (wider
+ * values through float32 first, as torch). */
+#define LOAD_BOOL(v) ((uint8_t)((v) != 0))
 #define LOAD_I64(v) (v)
 #define LOAD_F32(v) (v)
 #define LOAD_F64(v) (v)

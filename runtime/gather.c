@@ -28,11 +28,15 @@ static void geom_of(geom *G, const mq_tensor *t) {
   for (int d = G->nd - 1; d >= 0; d--) G->st[d] = s, s *= G->shape[d];
 }
 
-static void need_index(mq_state *S, const char *who, mq_tensor *index) {
+/* The index as the op reads it: int64, strided, and in memory masq owns,
+ * so that the positions checked are those used, also by autograd's replay
+ * in a later call (tensor.h: mq_tensor_owned). */
+static mq_tensor *need_index(mq_state *S, const char *who, mq_tensor *index) {
   if (index->dtype != MQ_DT_I64)
     mq_error(S, "%s: index must be an int64 tensor, got %s", who,
              mq_dtype_name((mq_dtype)index->dtype));
   if (index->sparse) mq_error(S, "%s: index must be a strided tensor, not sparse", who);
+  return mq_tensor_owned(S, index);
 }
 
 /* The shape rules of torch's gather and scatter: index has x's number of
@@ -138,7 +142,7 @@ static mq_tensor *replay_gather(mq_state *S, mq_tensor *const *in, const void *a
 
 static mq_tensor *gather_as(mq_state *S, const char *who, mq_tensor *x, int dim,
                             mq_tensor *index) {
-  need_index(S, who, index);
+  index = need_index(S, who, index);
   if (x->sparse) mq_error(S, "%s: x is sparse; to_dense(x) first", who);
   check_shapes(S, who, x, dim, index, NULL);
   int64_t n = index->numel, *from = scratch_i64(S, n);
@@ -204,7 +208,7 @@ DEF_ADD(add_f64, double, PLAIN_ADD)
 mq_tensor *mq_scatter(mq_state *S, mq_tensor *x, int dim, mq_tensor *index, mq_tensor *src,
                       bool add) {
   const char *who = add ? "scatter_add" : "scatter";
-  need_index(S, who, index);
+  index = need_index(S, who, index);
   if (x->sparse || src->sparse) mq_error(S, "%s: x and src must be strided; to_dense first", who);
   if (src->dtype != x->dtype)
     mq_error(S, "%s: src is %s but x is %s; convert one (to(src, dtype(x)))", who,
@@ -298,7 +302,7 @@ void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin)
 /* --- index_select ------------------------------------------------------------------ */
 
 mq_tensor *mq_index_select(mq_state *S, mq_tensor *x, int dim, mq_tensor *index) {
-  need_index(S, "index_select", index);
+  index = need_index(S, "index_select", index);
   if (index->ndim > 1)
     mq_error(S, "index_select: index must be 1-d (or 0-d), got %d dims", index->ndim);
   if (x->ndim == 0 && index->numel != 1) /* torch: a 0-d x takes one index, 0 */
@@ -329,7 +333,7 @@ mq_tensor *mq_index_select(mq_state *S, mq_tensor *x, int dim, mq_tensor *index)
 /* --- one_hot ----------------------------------------------------------------------- */
 
 mq_tensor *mq_one_hot(mq_state *S, mq_tensor *index, int64_t classes) {
-  need_index(S, "one_hot", index);
+  index = need_index(S, "one_hot", index);
   if (index->ndim >= MQ_MAX_DIMS)
     mq_error(S, "one_hot: index has %d dims; the result would have more than %d", index->ndim,
              MQ_MAX_DIMS);

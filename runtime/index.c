@@ -170,7 +170,7 @@ static int item_columns(mq_state *S, const mq_tensor *v, const mq_tensor *ix, in
   int64_t coord[MQ_MAX_DIMS] = {0}, w = 0;
   for (int64_t j = 0; j < c->numel; j++) {
     mq_poll_at(S, j);
-    if (b[j]) {
+    if (b[j] && w < count) { /* b is masq's (mq_index): the bound never binds */
       for (int d = 0; d < k; d++) dst[d][w] = coord[d];
       w++;
     }
@@ -370,7 +370,16 @@ mq_tensor *mq_index(mq_state *S, mq_tensor *t, const mq_index_item *items, int n
       check_index_tensor(S, items[i].tensor);
       advanced = true;
     }
-  if (advanced) return mq_ag_index(S, index_advanced(S, t, items, n), t, items, n);
+  if (advanced) {
+    /* Positions are counted, checked and gathered from one copy of each
+     * index a host shares, which autograd's replay reads again (tensor.h:
+     * mq_tensor_owned). */
+    mq_index_item *own = mq_scratch(S, (size_t)n * sizeof *own);
+    memcpy(own, items, (size_t)n * sizeof *own);
+    for (int i = 0; i < n; i++)
+      if (own[i].kind == MQ_IX_TENSOR) own[i].tensor = mq_tensor_owned(S, own[i].tensor);
+    return mq_ag_index(S, index_advanced(S, t, own, n), t, own, n);
+  }
   mq_tensor *v = index_view(S, t, items, n, NULL, NULL);
   if (t->mask) mq_tensor_set_mask(S, v, index_view(S, t->mask, items, n, NULL, NULL));
   mq_ag_index(S, v, t, items, n);

@@ -59,7 +59,8 @@ static inline int64_t mq_f2i(double x) {
   return (int64_t)x;
 }
 
-/* Writes src converted to dst's dtype into dst (same shape, any strides). */
+/* Writes src converted to dst's dtype into dst (same shape, any strides),
+ * reading each element once; a bool byte other than 0 reads as 1. */
 MQ_INTERNAL void mq_kernel_convert(mq_state *S, mq_tensor *dst, mq_tensor *src);
 /* out = cond ? a : b for one dtype; all four of the same shape; cond bool,
  * a and b of out's dtype. */

@@ -196,6 +196,7 @@ static mq_tensor *nll_classes(mq_state *S, const char *who, mq_tensor *lsm, mq_t
   if (t->ndim != nd - 1 || memcmp(t->shape, want, (size_t)(nd - 1) * sizeof *want))
     mq_error(S, "%s: class targets must have shape %s (the input's without dim %d), got %s", who,
              mq_shape_str(S, nd - 1, want), dim, mq_shape_str(S, t->ndim, t->shape));
+  t = mq_tensor_owned(S, t); /* the classes checked are the classes picked */
   mq_tensor *valid = class_targets(S, who, t, lsm->shape[dim], ignore);
   mq_tensor *classes = mq_reshape(S, mq_arange_i64(S, 0, lsm->shape[dim], 1), nd, cls);
   mq_tensor *hot = bin(S, MQ_BIN_EQ, mq_unsqueeze(S, mq_get_data(S, t), dim), classes);

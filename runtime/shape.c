@@ -386,7 +386,8 @@ mq_tensor *mq_length_mask(mq_state *S, mq_tensor *lengths, int64_t max_len) {
              mq_dtype_name((mq_dtype)lengths->dtype));
   if (lengths->ndim + 1 > MQ_MAX_DIMS)
     mq_error(S, "length_mask: the result would have more than %d dimensions", MQ_MAX_DIMS);
-  mq_tensor *c = mq_contiguous(S, mq_astype(S, lengths, MQ_DT_I64));
+  /* checked, then used to size and fill: one copy of a host's lengths */
+  mq_tensor *c = mq_contiguous(S, mq_tensor_owned(S, mq_astype(S, lengths, MQ_DT_I64)));
   const int64_t *len = mq_tensor_data(c);
   int64_t longest = 0;
   for (int64_t i = 0; i < c->numel; i++) {

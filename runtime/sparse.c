@@ -60,10 +60,16 @@ static void keep(mq_tensor **slot, mq_tensor *t) {
  * values are plain data: callers record the history (built, mq_sparse_like),
  * so the conversion reads a plain view. */
 static mq_tensor *stored_values(mq_state *S, mq_tensor *values) {
-  if (!mq_dtype_is_narrow((mq_dtype)values->dtype)) return values;
-  if (values->requires_grad || values->node)
-    values = mq_tensor_view(S, values, values->ndim, values->shape, values->strides, values->offset);
-  return mq_tensor_computable(S, values);
+  if (mq_dtype_is_narrow((mq_dtype)values->dtype)) {
+    if (values->requires_grad || values->node)
+      values = mq_tensor_view(S, values, values->ndim, values->shape, values->strides,
+                              values->offset);
+    values = mq_tensor_computable(S, values);
+  }
+  /* A host's buffer (sparse_coo(ix, v), or a 0-d host operand's mask that
+   * an op on values passed on) is copied: stored values never change, and a
+   * mask's are counted and then used (tensor.h: mq_tensor_owned). */
+  return mq_tensor_owned(S, values);
 }
 
 /* A sparse tensor from parts already known to be valid (the caller checked
@@ -194,7 +200,9 @@ static mq_tensor *coalesce(mq_state *S, mq_tensor *t, int64_t *dst) {
 
 /* An index argument as a contiguous int64 tensor of [ndim] dims (an empty
  * list of any dtype counts as ints; int8/16/32 and uint8 widen, as scipy
- * writes int32 indices). */
+ * writes int32 indices), in memory masq owns: a sparse tensor keeps its
+ * index tensors as they were checked, whatever a host writes into the
+ * buffer it built them from (tensor.h: mq_tensor_owned). */
 static mq_tensor *index_arg(mq_state *S, mq_tensor *t, int ndim, const char *who,
                             const char *what) {
   if (t->mask) mq_error(S, "%s: %s must be a plain tensor, not a masked one", who, what);
@@ -205,7 +213,8 @@ static mq_tensor *index_arg(mq_state *S, mq_tensor *t, int ndim, const char *who
   if (t->ndim != ndim && !(t->numel == 0 && ndim == 2 && t->ndim == 1))
     mq_error(S, "%s: %s must have %d dimension%s, got shape %s", who, what, ndim,
              ndim == 1 ? "" : "s", mq_shape_str(S, t->ndim, t->shape));
-  return t->dtype == MQ_DT_I64 ? mq_contiguous(S, t) : mq_astype(S, t, MQ_DT_I64);
+  t = t->dtype == MQ_DT_I64 ? mq_contiguous(S, t) : mq_astype(S, t, MQ_DT_I64);
+  return mq_tensor_owned(S, t);
 }
 
 static mq_tensor *values_arg(mq_state *S, mq_tensor *v, int64_t nnz, int dt, const char *who) {
@@ -390,6 +399,7 @@ static bool nonzero_at(const mq_tensor *t, int64_t i) {
 }
 
 static mq_tensor *coo_of_dense(mq_state *S, mq_tensor *x) {
+  x = mq_tensor_owned(S, x); /* counted, then stored: one copy of a host's */
   mq_tensor *d = mq_contiguous(S, mq_get_data(S, x));
   mq_tensor *m = x->mask ? mq_contiguous(S, mq_expand(S, mq_get_mask(S, x), x->ndim, x->shape))
                          : NULL;
@@ -400,7 +410,7 @@ static mq_tensor *coo_of_dense(mq_state *S, mq_tensor *x) {
   }
   int64_t *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(n ? n : 1), sizeof *keys, "nnz"));
   mq_tensor *v = mq_tensor_new(S, (mq_dtype)d->dtype, 1, &n);
-  for (int64_t i = 0, k = 0; i < d->numel; i++) {
+  for (int64_t i = 0, k = 0; i < d->numel && k < n; i++) { /* k < n: belt and braces */
     poll_at(S, i);
     if (!(m ? nonzero_at(m, i) : nonzero_at(d, i))) continue;
     put_value(v, k, d, i, false);

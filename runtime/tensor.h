@@ -125,6 +125,22 @@ struct mq_tensor {
  * mapped file. Such memory is never written, summarized or reused. */
 static inline bool mq_storage_foreign(const mq_storage *st) { return st->release || st->map; }
 
+/* Foreign memory may change between two calls and, from another host
+ * thread, during one (runtime/foreign.c). An op that takes positions,
+ * lengths or counts from a tensor's data or mask reads them from
+ * mq_tensor_owned(S, t): [t] itself when masq owns its data and mask, else
+ * a plain view whose foreign parts are copied (contiguous, each element
+ * read once, bool bytes made 0 or 1), so that what it checks is what it
+ * uses, now and in autograd's replay. Read the data and mask only: the
+ * copy has no autograd history (record it on [t]). */
+MQ_INTERNAL mq_tensor *mq_tensor_owned(mq_state *S, mq_tensor *t);
+/* [t]'s data (its mask ignored) as a new contiguous tensor: each element
+ * read once, bool bytes made 0 or 1. */
+MQ_INTERNAL mq_tensor *mq_tensor_copy_owned(mq_state *S, mq_tensor *t);
+/* A bool tensor with every byte 0 or 1: [t] itself when it is, else such a
+ * copy (a byte other than 0 is true: masq.h, MASQ_BOOL). */
+MQ_INTERNAL mq_tensor *mq_bool_normalized(mq_state *S, mq_tensor *t);
+
 /* Address of element 0 of the view. */
 static inline void *mq_tensor_data(const mq_tensor *t) {
   return (char *)t->storage->data + (size_t)t->offset * mq_dtype_size((mq_dtype)t->dtype);

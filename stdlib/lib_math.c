@@ -160,7 +160,8 @@ static int reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
       mq_error(S, "dim must be an int or a list of ints, not a list of %s", mq_dtype_name((mq_dtype)list->dtype));
     if (list->numel > MQ_MAX_DIMS)
       mq_error(S, "dim lists %lld dims; a tensor has at most %d", (long long)list->numel, MQ_MAX_DIMS);
-    const int64_t *d = mq_tensor_data(mq_contiguous(S, mq_astype(S, list, MQ_DT_I64)));
+    mq_tensor *c = mq_contiguous(S, mq_tensor_owned(S, mq_astype(S, list, MQ_DT_I64)));
+    const int64_t *d = mq_tensor_data(c);
     for (int64_t i = 0; i < list->numel; i++) dims[n++] = mq_shape_norm_dim(S, d[i], t->ndim);
   } else {
     dims[n++] = mq_shape_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);

@@ -27,7 +27,9 @@ int64_t *mq_int_list(mq_state *S, mq_value v, int *n, const char *what) {
     if (t->ndim != 1 || t->dtype != MQ_DT_I64 || t->mask)
       mq_error(S, "%s must be ints or a list of ints, got a %s %s tensor", what,
                mq_dtype_name((mq_dtype)mq_as_tensor(v)->dtype), mq_shape_str(S, t->ndim, t->shape));
-    mq_tensor *c = mq_contiguous(S, t);
+    /* a copy masq owns: callers check the ints, then use them (tensor.h:
+     * mq_tensor_owned) */
+    mq_tensor *c = mq_contiguous(S, mq_tensor_owned(S, t));
     *n = (int)(t->numel > INT32_MAX ? INT32_MAX : t->numel);
     return mq_tensor_data(c);
   }

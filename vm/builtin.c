@@ -515,7 +515,8 @@ int mq_arg_shape(mq_state *S, mq_value v, int64_t *shape, const char *what) {
       if (t->numel > MQ_MAX_DIMS)
         mq_error(S, "%s has %lld dimensions; at most %d are supported", what,
                  (long long)t->numel, MQ_MAX_DIMS);
-      mq_tensor *c = mq_contiguous(S, mq_astype(S, t, MQ_DT_I64));
+      /* checked, then kept: from one copy of a host's ints (mq_tensor_owned) */
+      mq_tensor *c = mq_contiguous(S, mq_tensor_owned(S, mq_astype(S, t, MQ_DT_I64)));
       const int64_t *d = mq_tensor_data(c);
       for (int64_t i = 0; i < t->numel; i++) {
         if (d[i] < 0) mq_error(S, "%s cannot have a negative size (%lld)", what, (long long)d[i]);

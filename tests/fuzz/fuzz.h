@@ -20,6 +20,19 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The input of a harness that reads it a byte at a time (the API call
+ * sequences): fuzz_byte gives 0 once it runs out. */
+typedef struct fuzz_input {
+  const uint8_t *p;
+  size_t n;
+} fuzz_input;
+
+static inline unsigned fuzz_byte(fuzz_input *in) {
+  if (!in->n) return 0;
+  in->n--;
+  return *in->p++;
+}
+
 /* Bytes a fuzzed state may hold: far more than any short script needs,
  * small enough that many states fit in libFuzzer's RSS limit. */
 #define FUZZ_MEMORY_LIMIT ((size_t)64 << 20)

@@ -25,16 +25,6 @@
 #define NDEAD 8
 #define MAX_DEPTH 3 /* host functions calling masq calling host functions */
 
-typedef struct input {
-  const uint8_t *p;
-  size_t n;
-} input;
-
-static unsigned byte(input *in) {
-  if (!in->n) return 0;
-  in->n--;
-  return *in->p++;
-}
 
 /* The host allocator: a header before each block records its size, so a
  * wrong osize is caught; one allocation (the fail_at-th) can be refused. */
@@ -79,7 +69,7 @@ typedef struct hostfn {
 
 struct fuzz_ctx {
   masq_state *M;
-  input in;
+  fuzz_input in;
   fuzz_budget budget;
   alloc_stats alloc;
   masq_tensor *live[NHANDLES]; /* references the harness holds */
@@ -149,12 +139,12 @@ static void release_slot(fuzz_ctx *c, int i) {
 static void keep(fuzz_ctx *c, masq_tensor *t) {
   if (!t) return;
   forget_dead(c, t);
-  if (c->nlive == NHANDLES) release_slot(c, (int)(byte(&c->in) % NHANDLES));
+  if (c->nlive == NHANDLES) release_slot(c, (int)(fuzz_byte(&c->in) % NHANDLES));
   c->live[c->nlive++] = t;
 }
 
 static masq_tensor *pick(fuzz_ctx *c) {
-  return c->nlive ? c->live[byte(&c->in) % (unsigned)c->nlive] : NULL;
+  return c->nlive ? c->live[fuzz_byte(&c->in) % (unsigned)c->nlive] : NULL;
 }
 
 static size_t item_size(masq_dtype d) {
@@ -222,8 +212,8 @@ static size_t extent(int ndim, const int64_t *shape, const int64_t *strides) {
 
 /* A stride from the input: small, negative (invalid), or huge (valid only
  * where a size is 0, since the harness can't allocate what it reaches). */
-static int64_t draw_stride(input *in, int *bad) {
-  unsigned s = byte(in);
+static int64_t draw_stride(fuzz_input *in, int *bad) {
+  unsigned s = fuzz_byte(in);
   if (s == 255) *bad = 1;
   return s == 255 ? -1 : s == 254 ? INT64_MAX / 2 : (int64_t)(s % 4);
 }
@@ -251,14 +241,14 @@ static int too_far_for_nothing(const layout *l, const int64_t *st) {
 }
 
 static void draw_layout(fuzz_ctx *c, layout *l) {
-  input *in = &c->in;
+  fuzz_input *in = &c->in;
   memset(l, 0, sizeof *l);
-  unsigned kind = byte(in);
+  unsigned kind = fuzz_byte(in);
   l->d.dtype = (masq_dtype)(kind % 11); /* 10 is no dtype */
-  l->d.ndim = (int)(byte(in) % 10);    /* 9 is too many */
+  l->d.ndim = (int)(fuzz_byte(in) % 10);    /* 9 is too many */
   l->valid_desc = (unsigned)l->d.dtype <= MASQ_BFLOAT16 && l->d.ndim <= MASQ_MAX_DIMS;
   for (int i = 0; i < l->d.ndim; i++) {
-    unsigned s = byte(in);
+    unsigned s = fuzz_byte(in);
     l->shape[i] = s == 255 ? -1 : (int64_t)(s % 5);
     if (l->shape[i] < 0) l->valid_desc = 0;
   }
@@ -297,7 +287,7 @@ static host_buffer *fill_buffers(fuzz_ctx *c, layout *l, int misalign) {
   b->data = malloc(nbytes);
   if (!b->data) abort();
   for (size_t i = 0; i < nbytes; i++) {
-    unsigned v = byte(&c->in);
+    unsigned v = fuzz_byte(&c->in);
     ((uint8_t *)b->data)[i] = (uint8_t)(l->d.dtype == MASQ_BOOL ? v & 1 : v);
   }
   l->d.data = (const uint8_t *)b->data + (misalign ? 1 : 0);
@@ -305,7 +295,7 @@ static host_buffer *fill_buffers(fuzz_ctx *c, layout *l, int misalign) {
     size_t vbytes = l->valid_extent + 1;
     b->valid = malloc(vbytes);
     if (!b->valid) abort();
-    for (size_t i = 0; i < vbytes; i++) ((uint8_t *)b->valid)[i] = (uint8_t)(byte(&c->in) & 1);
+    for (size_t i = 0; i < vbytes; i++) ((uint8_t *)b->valid)[i] = (uint8_t)(fuzz_byte(&c->in) & 1);
     l->d.valid = b->valid;
   }
   return b;
@@ -331,7 +321,7 @@ static void print_layout(const layout *l) {
 static void op_wrap(fuzz_ctx *c, int copy) {
   layout l;
   draw_layout(c, &l);
-  unsigned pointer = byte(&c->in);
+  unsigned pointer = fuzz_byte(&c->in);
   int misalign = pointer == 0 && item_size(l.d.dtype) > 1, null_data = pointer == 1;
   host_buffer *b = fill_buffers(c, &l, misalign);
   if (null_data) l.d.data = NULL;
@@ -392,7 +382,7 @@ static const char *const snippets[] = {
 
 static void eval_text(fuzz_ctx *c, const char *src, size_t len) {
   c->budget.polls = 0;
-  masq_status st = masq_eval(c->M, src, len, "api.masq", byte(&c->in) & 1 ? MASQ_EVAL_ECHO : 0);
+  masq_status st = masq_eval(c->M, src, len, "api.masq", fuzz_byte(&c->in) & 1 ? MASQ_EVAL_ECHO : 0);
   fuzz_check_status(c->M, st, "masq_eval", 1);
 }
 
@@ -426,7 +416,7 @@ static masq_status host_function(masq_state *M, void *ud, int argc, masq_tensor 
   default:
     if (c->depth < MAX_DEPTH) { /* call back into masq */
       c->depth++;
-      const char *src = snippets[byte(&c->in) % NSNIPPETS];
+      const char *src = snippets[fuzz_byte(&c->in) % NSNIPPETS];
       check(c, masq_eval(M, src, strlen(src), "nested.masq", 0), "nested masq_eval");
       c->depth--;
     }
@@ -445,9 +435,9 @@ static const char *const signatures[] = {
 #define NVALID_SIGNATURES 6
 
 static void op_register(fuzz_ctx *c) {
-  int k = (int)(byte(&c->in) % NSIGNATURES);
+  int k = (int)(fuzz_byte(&c->in) % NSIGNATURES);
   hostfn *h = &c->fns[k % 6];
-  h->behaviour = byte(&c->in) % 8;
+  h->behaviour = fuzz_byte(&c->in) % 8;
   masq_status st = masq_register(c->M, signatures[k], host_function, h, k & 1 ? "doc" : NULL);
   unsigned allowed = k < NVALID_SIGNATURES || k >= NSIGNATURES - 2 ? 0 : ALLOW(MASQ_ERR_USAGE);
   expect(c, st, allowed, "masq_register");
@@ -461,17 +451,17 @@ static const char *const names[] = {"g0", "g1", "g2", "f", "hf1", "sum", "none_s
 #define NNAMES (int)(sizeof names / sizeof *names)
 #define NVALID_NAMES 7 /* the rest are not identifiers or are keywords, or builtins */
 
-static const char *name(fuzz_ctx *c) { return names[byte(&c->in) % NNAMES]; }
+static const char *name(fuzz_ctx *c) { return names[fuzz_byte(&c->in) % NNAMES]; }
 
 static void op_call(fuzz_ctx *c) {
   static const char *const fns[] = {"f", "hf0", "hf1", "hf2", "hf3", "hf4", "hf5",
                                     "sum", "softmax", "matmul", "g0", "nosuch", "print"};
-  const char *fname = fns[byte(&c->in) % (sizeof fns / sizeof *fns)];
-  int argc = (int)(byte(&c->in) % 4);
+  const char *fname = fns[fuzz_byte(&c->in) % (sizeof fns / sizeof *fns)];
+  int argc = (int)(fuzz_byte(&c->in) % 4);
   masq_tensor *argv[3];
   for (int i = 0; i < argc; i++)
     if (!(argv[i] = pick(c))) argc = i;
-  masq_tensor *result = NULL, **out = byte(&c->in) & 1 ? &result : NULL;
+  masq_tensor *result = NULL, **out = fuzz_byte(&c->in) & 1 ? &result : NULL;
   c->budget.polls = 0;
   masq_status st = masq_call(c->M, fname, argc, argv, out);
   check(c, st, "masq_call");
@@ -483,13 +473,13 @@ static void op_call(fuzz_ctx *c) {
 static void op_strings(fuzz_ctx *c) {
   static const char *const strs[] = {"", "a", "text with \"quotes\"", "%s%n%d", "\xff\xfe"};
   const char *list[3];
-  int n = (int)(byte(&c->in) % 4);
-  for (int i = 0; i < n; i++) list[i] = strs[byte(&c->in) % 5];
+  int n = (int)(fuzz_byte(&c->in) % 4);
+  for (int i = 0; i < n; i++) list[i] = strs[fuzz_byte(&c->in) % 5];
   /* A length one past strlen takes the terminating NUL in: a string that
    * holds a NUL byte. */
   size_t lens[3];
-  for (int i = 0; i < n; i++) lens[i] = strlen(list[i]) + (byte(&c->in) & 1);
-  switch (byte(&c->in) % 4) {
+  for (int i = 0; i < n; i++) lens[i] = strlen(list[i]) + (fuzz_byte(&c->in) & 1);
+  switch (fuzz_byte(&c->in) % 4) {
   case 0: check(c, masq_set_strings(c->M, name(c), n, list), "masq_set_strings"); break;
   case 1: check(c, masq_set_string(c->M, name(c), n ? list[0] : NULL), "masq_set_string"); break;
   case 2: check(c, masq_set_lstrings(c->M, name(c), n, list, lens), "masq_set_lstrings"); break;
@@ -501,7 +491,7 @@ static void op_strings(fuzz_ctx *c) {
 
 static void op_get_string(fuzz_ctx *c) {
   char buf[8];
-  size_t size = byte(&c->in) % 9, len = 12345;
+  size_t size = fuzz_byte(&c->in) % 9, len = 12345;
   masq_status st = masq_get_string(c->M, name(c), size ? buf : NULL, size, &len);
   check(c, st, "masq_get_string");
   if (st == MASQ_OK && size) {
@@ -534,18 +524,18 @@ static void op_tensor(fuzz_ctx *c, unsigned what) {
     keep(c, t);
     return;
   case 4:
-    if (c->nlive) release_slot(c, (int)(byte(&c->in) % (unsigned)c->nlive));
+    if (c->nlive) release_slot(c, (int)(fuzz_byte(&c->in) % (unsigned)c->nlive));
     return;
   case 5: /* a pointer the harness holds no reference to any more */
     if (!c->ndead) return;
-    t = c->dead[byte(&c->in) % (unsigned)c->ndead];
+    t = c->dead[fuzz_byte(&c->in) % (unsigned)c->ndead];
     if (held(c, t)) return;
     st = masq_tensor_release(c->M, t);
     check(c, st, "masq_tensor_release of a released handle");
     if (st != MASQ_ERR_USAGE) fuzz_fail("releasing a released handle was not a usage error", c->M);
     return;
   case 6:
-    expect(c, masq_tensor_scalar(c->M, (double)(int8_t)byte(&c->in) / 4, &out), 0,
+    expect(c, masq_tensor_scalar(c->M, (double)(int8_t)fuzz_byte(&c->in) / 4, &out), 0,
            "masq_tensor_scalar");
     keep(c, out);
     return;
@@ -574,7 +564,7 @@ static void op_globals(fuzz_ctx *c, unsigned what) {
   switch (what) {
   case 0: {
     const char *gname = name(c);
-    check(c, masq_set_global(c->M, gname, byte(&c->in) & 1 ? pick(c) : NULL), "masq_set_global");
+    check(c, masq_set_global(c->M, gname, fuzz_byte(&c->in) & 1 ? pick(c) : NULL), "masq_set_global");
     return;
   }
   case 1:
@@ -584,13 +574,13 @@ static void op_globals(fuzz_ctx *c, unsigned what) {
     return;
   case 2: {
     const char *gname = name(c);
-    check(c, masq_set_number(c->M, gname, (double)(int8_t)byte(&c->in) / 3), "masq_set_number");
+    check(c, masq_set_number(c->M, gname, (double)(int8_t)fuzz_byte(&c->in) / 3), "masq_set_number");
     return;
   }
   case 3: { /* small, huge and extreme ints */
     const char *gname = name(c);
-    uint64_t bits = (uint64_t)(int64_t)(int8_t)byte(&c->in);
-    bits <<= byte(&c->in) % 64;
+    uint64_t bits = (uint64_t)(int64_t)(int8_t)fuzz_byte(&c->in);
+    bits <<= fuzz_byte(&c->in) % 64;
     check(c, masq_set_int(c->M, gname, (int64_t)bits), "masq_set_int");
     return;
   }
@@ -622,7 +612,7 @@ static void op_misc(fuzz_ctx *c, unsigned what) {
   int n = 0;
   switch (what) {
   case 0: { /* source from the input itself */
-    size_t len = byte(&c->in) % 64;
+    size_t len = fuzz_byte(&c->in) % 64;
     if (len > c->in.n) len = c->in.n;
     const char *src = (const char *)c->in.p;
     c->in.p += len;
@@ -631,22 +621,22 @@ static void op_misc(fuzz_ctx *c, unsigned what) {
     return;
   }
   case 1: {
-    const char *src = snippets[byte(&c->in) % NSNIPPETS];
+    const char *src = snippets[fuzz_byte(&c->in) % NSNIPPETS];
     eval_text(c, src, strlen(src));
     return;
   }
   case 2: {
     masq_interrupt(c->M);
-    const char *src = snippets[byte(&c->in) % NSNIPPETS];
+    const char *src = snippets[fuzz_byte(&c->in) % NSNIPPETS];
     eval_text(c, src, strlen(src));
     return;
   }
   case 3: {
-    const char *src = snippets[byte(&c->in) % NSNIPPETS];
+    const char *src = snippets[fuzz_byte(&c->in) % NSNIPPETS];
     check(c, masq_disassemble(c->M, src, strlen(src), NULL), "masq_disassemble");
     return;
   }
-  case 4: masq_complete(c->M, byte(&c->in) & 1 ? "" : "s", count_name, &n); return;
+  case 4: masq_complete(c->M, fuzz_byte(&c->in) & 1 ? "" : "s", count_name, &n); return;
   case 5: masq_globals(c->M, count_global, &n); return;
   default: (void)masq_doc(c->M, name(c)); return;
   }
@@ -654,7 +644,7 @@ static void op_misc(fuzz_ctx *c, unsigned what) {
 
 static void run_ops(fuzz_ctx *c) {
   while (c->in.n) {
-    unsigned op = byte(&c->in);
+    unsigned op = fuzz_byte(&c->in);
     c->budget.polls = 0;
     switch (op % 6) {
     case 0: op_wrap(c, op & 8); break;
@@ -670,17 +660,17 @@ static void run_ops(fuzz_ctx *c) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_ctx c;
   memset(&c, 0, sizeof c);
-  c.in = (input){data, size};
+  c.in = (fuzz_input){data, size};
   for (int i = 0; i < 6; i++) c.fns[i].c = &c;
   static int alloc_failures = -1;
   if (alloc_failures < 0) {
     const char *e = getenv("FUZZ_ALLOC_FAILURES");
     alloc_failures = !(e && strcmp(e, "0") == 0);
   }
-  unsigned first = byte(&c.in);
+  unsigned first = fuzz_byte(&c.in);
   if (first & 128) {
-    unsigned k = byte(&c.in);
-    k |= byte(&c.in) << 8;
+    unsigned k = fuzz_byte(&c.in);
+    k |= fuzz_byte(&c.in) << 8;
     if (alloc_failures) c.alloc.fail_at = k;
   }
 

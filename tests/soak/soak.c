@@ -3,8 +3,12 @@
  *
  * Each thread owns one state with a memory cap and an interrupt hook with a
  * per-eval deadline, and evaluates a random mix of good scripts, failing
- * ones (runtime and syntax errors), memory-hungry ones (until the cap) and
- * endless ones (a busy loop, exponential recursion). Built against the
+ * ones (runtime and syntax errors), memory-hungry ones (until the cap),
+ * endless ones (a busy loop, exponential recursion) and ones on the host's
+ * shared buffers: every state wraps the same host memory (indices, bool
+ * masks, lengths, floats; masq_tensor_wrap), which a host thread keeps
+ * rewriting all along (docs/RELIABILITY.md, "Memory a host shares";
+ * SOAK_NO_HOST_WRITER=1 leaves the buffers still). Built against the
  * sanitized library. It fails if
  *  - an eval returns a status masq.h does not document, or one its kind of
  *    script must not return;
@@ -29,10 +33,10 @@
 
 enum { MEMORY_CAP = 32 << 20, DEADLINE_MS = 1000, MAX_THREADS = 64, NSTATUS = 8 };
 
-typedef enum kind { GOOD, RUNTIME_ERROR, SYNTAX_ERROR, HUNGRY, ENDLESS, NKINDS } kind;
+typedef enum kind { GOOD, RUNTIME_ERROR, SYNTAX_ERROR, HUNGRY, ENDLESS, HOST, NKINDS } kind;
 
 static const char *const kind_names[NKINDS] = {"good", "runtime error", "syntax error",
-                                               "memory-hungry", "endless"};
+                                               "memory-hungry", "endless", "host memory"};
 
 typedef struct script {
   kind kind;
@@ -78,6 +82,15 @@ static const script scripts[] = {
     {ENDLESS, "busy loop", "while true {}\n", BIT(MASQ_ERR_INTERRUPTED)},
     {ENDLESS, "exponential", "fn f(n) { if n == 0 { return 1 }\n return f(n - 1) + f(n - 1) }\n"
                              "f(60)\n", BIT(MASQ_ERR_INTERRUPTED)},
+    /* The host rewrites these buffers while they run: an index it made
+     * out of range is a runtime error; anything else must work. */
+    {HOST, "host indices", "y = [x[ix], gather(x, 0, ix), index_select(x, 0, ix), one_hot(ix, 4096)]\n"
+                           "s = sparse_coo(ix2, x, size=[4096, 4096])\ny = s @ ones(4096, 2)\n",
+     BIT(MASQ_OK) | BIT(MASQ_ERR_RUNTIME)},
+    {HOST, "host masks", "for i in range(20) { y = [x[m], xm[m], to_sparse_coo(xm), length_mask(lens)] }\n"
+                         "y = [count(xm), sum(m), x[ix % 4096]]\n"
+                         "w = requires_grad(x)\nbackward(sum(w[m]) + sum(scatter_add(w, 0, ix % 4096, x)))\n",
+     BIT(MASQ_OK) | BIT(MASQ_ERR_RUNTIME)},
 };
 enum { NSCRIPTS = sizeof scripts / sizeof *scripts };
 
@@ -95,6 +108,75 @@ typedef struct worker {
 } worker;
 
 static atomic_int stop;
+
+/* --- the host's shared buffers ------------------------------------------------ */
+
+enum { HN = 4096 };
+static struct {
+  int64_t ix[HN], ix2[2][HN], lens[8];
+  uint8_t m[HN];
+  float x[HN];
+} host_shared_buffers; /* every state wraps these; the writer rewrites them */
+
+static void init_host_buffers(void) {
+  for (int i = 0; i < HN; i++) {
+    host_shared_buffers.ix[i] = host_shared_buffers.ix2[0][i] = host_shared_buffers.ix2[1][i] = i;
+    host_shared_buffers.m[i] = (uint8_t)(i & 1);
+    host_shared_buffers.x[i] = (float)i;
+  }
+  for (int i = 0; i < 8; i++) host_shared_buffers.lens[i] = i;
+}
+
+/* A host thread's plain stores, until the run ends. Indices are out of
+ * range one write in 256, so that the scripts on them often work too;
+ * mask bytes are any. */
+static void *host_writer_main(void *arg) {
+  (void)arg;
+  unsigned s = 0x2545f491u;
+  while (!atomic_load(&stop)) {
+    s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+    unsigned k = (s >> 8) % HN;
+    int64_t at = (s & 255) == 0 ? ((s >> 16 & 1) ? INT64_MIN : HN) : (int64_t)((s >> 20) % HN);
+    switch (s >> 28 & 7) {
+    case 0: host_shared_buffers.ix[k] = at; break;
+    case 1: host_shared_buffers.ix2[s >> 27 & 1][k] = at; break;
+    case 2: host_shared_buffers.lens[k % 8] = at; break;
+    case 3: case 4: host_shared_buffers.m[k] = (uint8_t)(s >> 16); break;
+    default: host_shared_buffers.x[k] = (float)(s >> 12 & 1023) / 8;
+    }
+  }
+  return NULL;
+}
+
+/* Binds the shared buffers as globals of [M]: MASQ_OK, or the first
+ * failure (the memory limit, when a memory-hungry script left it full). */
+static masq_status wrap_host_buffers(masq_state *M) {
+  int64_t n[1] = {HN}, two[2] = {2, HN}, eight[1] = {8};
+  struct {
+    const char *name;
+    masq_dtype dt;
+    int ndim;
+    const int64_t *shape;
+    const void *data;
+    const uint8_t *valid;
+  } b[] = {{"ix", MASQ_INT64, 1, n, host_shared_buffers.ix, NULL},
+           {"ix2", MASQ_INT64, 2, two, host_shared_buffers.ix2, NULL},
+           {"lens", MASQ_INT64, 1, eight, host_shared_buffers.lens, NULL},
+           {"m", MASQ_BOOL, 1, n, host_shared_buffers.m, NULL},
+           {"x", MASQ_FLOAT32, 1, n, host_shared_buffers.x, NULL},
+           {"xm", MASQ_FLOAT32, 1, n, host_shared_buffers.x, host_shared_buffers.m}};
+  for (size_t i = 0; i < sizeof b / sizeof *b; i++) {
+    masq_tensor_desc d = {.dtype = b[i].dt, .ndim = b[i].ndim, .shape = b[i].shape,
+                          .data = b[i].data, .valid = b[i].valid};
+    masq_tensor *t;
+    masq_status st = masq_tensor_wrap(M, &d, &t);
+    if (st != MASQ_OK) return st;
+    st = masq_set_global(M, b[i].name, t);
+    masq_tensor_release(M, t);
+    if (st != MASQ_OK) return st;
+  }
+  return MASQ_OK;
+}
 
 static double now_s(void) {
   struct timespec t;
@@ -123,10 +205,11 @@ static unsigned next_random(unsigned *s) {
   return *s;
 }
 
-/* Keeps the first problem of a thread, its first line. */
-static void note(worker *w, const char *fmt, const char *a, const char *b) {
+/* Keeps the first problem of a thread: [what], then [detail]'s first line
+ * (not a format: clang's -Wformat-nonliteral refused the one this took). */
+static void note(worker *w, const char *what, const char *detail) {
   if (w->first_problem[0]) return;
-  snprintf(w->first_problem, sizeof w->first_problem, fmt, a, b);
+  snprintf(w->first_problem, sizeof w->first_problem, "%s%s", what, detail);
   char *nl = strchr(w->first_problem, '\n');
   if (nl) *nl = '\0';
 }
@@ -140,9 +223,10 @@ static void *work(void *arg) {
   cfg.interrupt_ud = w;
   cfg.write = discard;
   masq_state *M = masq_open(&cfg);
-  if (!M) {
-    note(w, "%s%s", "masq_open failed", "");
+  if (!M || wrap_host_buffers(M) != MASQ_OK) {
+    note(w, M ? "wrapping the host's buffers failed: " : "masq_open failed", M ? masq_last_error(M)->rendered : "");
     w->undocumented++;
+    if (M) masq_close(M);
     return NULL;
   }
   int previous_failed = 0, hungry_failed = 0;
@@ -151,6 +235,14 @@ static void *work(void *arg) {
   while (!atomic_load(&stop)) {
     const script *s = &scripts[next_random(&w->seed) % NSCRIPTS];
     if (no_hoard && strcmp(s->name, "global list") == 0) continue;
+    /* the globals a script may have replaced: the host's views again */
+    masq_status wst = s->kind == HOST ? wrap_host_buffers(M) : MASQ_OK;
+    if (wst == MASQ_ERR_MEMORY) continue; /* a hungry script's leftovers: its own check */
+    if (wst != MASQ_OK) {
+      w->undocumented++;
+      note(w, "wrapping the host's buffers failed: ", masq_last_error(M)->rendered);
+      continue;
+    }
     clock_gettime(CLOCK_MONOTONIC, &w->deadline);
     w->deadline.tv_nsec += DEADLINE_MS * 1000000L;
     if (w->deadline.tv_nsec >= 1000000000L) {
@@ -158,9 +250,11 @@ static void *work(void *arg) {
       w->deadline.tv_nsec -= 1000000000L;
     }
     masq_status st = masq_eval(M, s->text, strlen(s->text), s->name, 0);
+    char what[128];
     if ((unsigned)st >= NSTATUS || st == MASQ_ERR_USAGE || st == MASQ_INCOMPLETE) {
       w->undocumented++;
-      note(w, "%s: undocumented status: %s", s->name, masq_last_error(M)->rendered);
+      snprintf(what, sizeof what, "%s: undocumented status: ", s->name);
+      note(w, what, masq_last_error(M)->rendered);
       continue;
     }
     w->by_kind[s->kind][st]++;
@@ -171,7 +265,8 @@ static void *work(void *arg) {
         w->stuck_after[previous]++;
       } else {
         w->wrong_status++;
-        note(w, "%s: unexpected %s", s->name, masq_last_error(M)->rendered);
+        snprintf(what, sizeof what, "%s: unexpected ", s->name);
+        note(w, what, masq_last_error(M)->rendered);
       }
     }
     previous_failed = st != MASQ_OK;
@@ -210,6 +305,9 @@ int main(void) {
     return 2;
   }
   static worker workers[MAX_THREADS];
+  init_host_buffers();
+  pthread_t writer;
+  int writing = !getenv("SOAK_NO_HOST_WRITER") && pthread_create(&writer, NULL, host_writer_main, NULL) == 0;
   long rss_start = rss_kb();
   double t0 = now_s();
   for (long i = 0; i < nthreads; i++) {
@@ -229,6 +327,7 @@ int main(void) {
   long rss_end = rss_kb();
   atomic_store(&stop, 1);
   for (long i = 0; i < nthreads; i++) pthread_join(workers[i].thread, NULL);
+  if (writing) pthread_join(writer, NULL);
   long rss_closed = rss_kb();
   double elapsed = now_s() - t0;
 
