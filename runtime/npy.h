@@ -104,24 +104,25 @@ MQ_INTERNAL FILE *mq_file_open_regular(const char *path, bool *irregular);
 /* Reads the file at [path] whole into scratch memory (NUL-terminated past
  * *len). [who] prefixes messages ("load"). */
 MQ_INTERNAL uint8_t *mq_file_read(mq_state *S, const char *path, const char *who, size_t *len);
-/* Creates or truncates [path] and writes [n] bytes to it. Refuses a file
- * that a live tensor maps (mq_npy_map): truncating it would take the pages
- * from under that tensor. */
+/* Replaces the file at [path] (or the file its symbolic links lead to)
+ * with [n] bytes: written to a new file beside it, which is renamed over
+ * it once complete (file_write.c). On any failure the old file is left
+ * byte for byte, the new one removed, and the error names [path]. */
 MQ_INTERNAL void mq_file_write(mq_state *S, const char *path, const char *who, const void *p,
                                size_t n);
 
-/* A live read-only mapping of a whole file (mq_file_map), on S->maps. */
+/* A live read-only mapping of a whole file (mq_file_map). masq never
+ * rewrites a file in place (mq_file_write renames a new one over it), so
+ * the pages stay what they were while the mapping lives. */
 typedef struct mq_mapping {
-  struct mq_mapping *prev, *next;
   void *base;
   size_t len;
-  uint64_t dev, ino; /* the file's identity, for mq_file_write's check */
 } mq_mapping;
 
 /* Maps the regular file at [path] read-only; [who] prefixes messages. An
  * empty file is an error (there is nothing to map). */
 MQ_INTERNAL mq_mapping *mq_file_map(mq_state *S, const char *path, const char *who);
-/* Unmaps [m] and takes it off S->maps. */
+/* Unmaps [m] and frees its record. */
 MQ_INTERNAL void mq_file_unmap(mq_state *S, mq_mapping *m);
 
 #endif
