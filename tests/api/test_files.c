@@ -167,6 +167,34 @@ static void test_mmap(void) {
   masq_close(M);
 }
 
+/* A mapped file far larger than the memory limit reduces within it: 512
+ * MiB of float32 zeros (a sparse file) under a limit of 320 KB, which
+ * holds the state itself and little more. Whole-tensor sums, means and
+ * extrema, a fused sum(x * 2 + 1) and sums along rows keep at most
+ * MQ_RED_BATCH partials of 4096 entries each at a time; they used to hold
+ * one (and a count) per 4096 entries: 512 KB here, and the limit was hit
+ * (runtime/reduce_tree.c). */
+static void test_mmap_scratch(void) {
+  char path[128], src[1024];
+  static const char dict[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (134217728,), }";
+  write_npy(path, sizeof path, "huge.npy", dict, 0, "", 0);
+  CHECK(truncate(path, 128 + ((off_t)134217728 << 2)) == 0);
+  masq_config cfg;
+  masq_config_init(&cfg);
+  cfg.libs = MASQ_LIB_ALL;
+  cfg.memory_limit = 320 << 10;
+  masq_state *M = masq_open(&cfg);
+  snprintf(src, sizeof src,
+           "x = load(\"%s\", mmap=true)\n"
+           "if sum(x) != 0 or mean(x) != 0 or amax(x) != 0 or amin(x) != 0 { error(\"wrong\") }\n"
+           "if sum(x * 2 + 1) != 134217728 { error(\"wrong fused sum\") }\n"
+           "if amax(sum(reshape(x, [4, -1]), 1)) != 0 { error(\"wrong rows\") }",
+           path);
+  CHECK_OK(M, eval(M, src));
+  masq_close(M);
+  unlink(path);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/masq_files_XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -185,6 +213,7 @@ int main(void) {
   CHECK_OK(M, eval(M, "x = sum(ones(10))"));
   masq_close(M);
   test_mmap();
+  test_mmap_scratch();
 
   unlink(fifo);
   rmdir(subdir);
