@@ -15,7 +15,8 @@
  *   - no temporary file is left in the directory;
  *   - the state still works, and a clean run then writes the file.
  * The .npy case writes 2.4 MB (float32), so its bytes go out in three pieces of
- * 1 MiB and the failures land before, between and after them. */
+ * 1 MiB and the failures land before, between and after them. Last, an
+ * interrupt between two pieces stops a write the same way. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "../../core/state.h"
+#include "../../runtime/npy.h"
 
 static int passed, failed;
 
@@ -148,6 +150,38 @@ static void each_failure(mq_state *S, const writer *w, bool old, int err) {
   unlink(path);
 }
 
+/* Ctrl-C during a long write (an interrupt asked for before it starts is
+ * seen after the first piece): MASQ_ERR_INTERRUPTED, the old file intact,
+ * no temporary. */
+typedef struct write_job {
+  const char *path;
+  const char *data;
+  size_t n;
+} write_job;
+
+static void write_it(mq_state *S, void *ud) {
+  const write_job *j = ud;
+  mq_file_write(S, j->path, "save", j->data, j->n);
+}
+
+static void interrupted_write(mq_state *S) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/int.npy", dir);
+  put_old(path);
+  size_t n = (size_t)3 << 20;
+  char *data = calloc(1, n);
+  write_job j = {path, data, n};
+  S->interrupted = 1;
+  masq_status st = mq_protect(S, write_it, &j);
+  CHECK(st == MASQ_ERR_INTERRUPTED, "an interrupted write: status %d", (int)st);
+  bool only;
+  CHECK(entries("int.npy", &only) == 1 && only && holds(path, old_bytes, sizeof old_bytes - 1),
+        "an interrupted write changed the directory");
+  CHECK(mq_protect(S, write_it, &j) == MASQ_OK, "then a write");
+  free(data);
+  unlink(path);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/masq_faults_XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -162,6 +196,7 @@ int main(void) {
   }
   each_failure(S, &writers[0], true, EFBIG);
   each_failure(S, &writers[0], true, EDQUOT);
+  interrupted_write(S);
   masq_close(S);
   CHECK(rmdir(dir) == 0, "the directory is not empty");
   printf("test_write_faults: %d passed, %d failed\n", passed, failed);
