@@ -39,6 +39,18 @@ static masq_state *open_capped(size_t limit) {
   return masq_open(&cfg);
 }
 
+/* load_csv(path + args) in [M]: the table's dim [dim] must be [extent]
+ * long and its cells sum to [total]. */
+static masq_status load_check(masq_state *M, const char *path, const char *args, int dim,
+                              long extent, long total) {
+  char src[512];
+  snprintf(src, sizeof src,
+           "t = load_csv(\"%s\"%s)\n"
+           "if shape(t[0])[%d] != %ld or sum(t[0]) != %ld { error(\"wrong table\") }",
+           path, args, dim, extent, total);
+  return eval(M, src);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/masq_csvmem_XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -46,25 +58,13 @@ int main(void) {
 
   write_csv(wide, sizeof wide, "wide.csv", 1, 1000000, 0);
   masq_state *M = open_capped(24u << 20);
-  snprintf(src, sizeof src,
-           "t = load_csv(\"%s\", header=false)\n"
-           "if shape(t[0])[1] != 1000000 or sum(t[0]) != 1000000 { error(\"wrong table\") }",
-           wide);
-  CHECK_OK(M, eval(M, src));
-  snprintf(src, sizeof src,
-           "t = load_csv(\"%s\", header=false, columns=[0, -1])\n"
-           "if shape(t[0])[1] != 2 or sum(t[0]) != 2 { error(\"wrong columns\") }",
-           wide);
-  CHECK_OK(M, eval(M, src));
+  CHECK_OK(M, load_check(M, wide, ", header=false", 1, 1000000, 1000000));
+  CHECK_OK(M, load_check(M, wide, ", header=false, columns=[0, -1]", 1, 2, 2));
   masq_close(M);
 
   write_csv(tall, sizeof tall, "tall.csv", 1000000, 1, 0);
   M = open_capped(12u << 20);
-  snprintf(src, sizeof src,
-           "t = load_csv(\"%s\", header=false)\n"
-           "if shape(t[0])[0] != 1000000 or sum(t[0]) != 1000000 { error(\"wrong table\") }",
-           tall);
-  CHECK_OK(M, eval(M, src));
+  CHECK_OK(M, load_check(M, tall, ", header=false", 0, 1000000, 1000000));
   masq_close(M);
 
   write_csv(named, sizeof named, "named.csv", 1, 1000000, 1);
