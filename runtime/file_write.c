@@ -15,6 +15,8 @@
  * closed and the new file unlinked, and only then is the error raised. */
 #include "npy.h"
 
+#include "../core/checked.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -97,6 +99,7 @@ static char *temp_name(mq_state *S, const char *dir, const char *target) {
  * file is closed. */
 static int write_all(mq_state *S, int fd, const char *p, size_t n) {
   for (size_t done = 0; done < n;) {
+    if (done > 0 && mq_interrupt_pending(S)) return EINTR;
     size_t len = n - done < WRITE_CHUNK ? n - done : WRITE_CHUNK;
     if (fault(S)) { /* what a full disk does: part of the piece, then the error */
       int err = errno;
@@ -109,17 +112,16 @@ static int write_all(mq_state *S, int fd, const char *p, size_t n) {
     if (w < 0) return errno;
     if (w == 0) return EIO; /* a regular file that takes nothing: never loop on it */
     done += (size_t)w;
-    if (done < n && mq_interrupt_pending(S)) return EINTR;
   }
   return 0;
 }
 
 /* The new file at [tmp], opened on [*fd], made to look like the old one
- * ([old], if [had_old]) and given [n] bytes of [p], flushed and closed;
- * then renamed over [target]. 0, or the errno of the step that failed;
- * *fd is -1 once closed. */
+ * ([old], if [had_old]) and given the [n] parts, flushed and closed; then
+ * renamed over [target]. 0, or the errno of the step that failed; *fd is
+ * -1 once closed. */
 static int replace(mq_state *S, int *fd, const char *tmp, const char *target, bool had_old,
-                   const struct stat *old, const void *p, size_t n) {
+                   const struct stat *old, const mq_bytes *parts, int n) {
   if (had_old) {
     /* the old owner (only root may give a file away; anyone else's new
      * file is theirs, as with any editor that saves by renaming), then
@@ -132,7 +134,8 @@ static int replace(mq_state *S, int *fd, const char *tmp, const char *target, bo
     }
     if (fault(S) || fchmod(*fd, old->st_mode & 07777) != 0) return errno;
   }
-  int err = write_all(S, *fd, p, n);
+  int err = 0;
+  for (int i = 0; i < n && !err; i++) err = write_all(S, *fd, parts[i].p, parts[i].n);
   if (err) return err;
   /* fsync before the rename: some filesystems (NFS, quotas, thin
    * provisioning) report a failed write only here, and that must stop the
@@ -150,6 +153,14 @@ static int replace(mq_state *S, int *fd, const char *tmp, const char *target, bo
 }
 
 void mq_file_write(mq_state *S, const char *path, const char *who, const void *p, size_t n) {
+  mq_bytes all = {p, n};
+  mq_file_write_parts(S, path, who, &all, 1);
+}
+
+void mq_file_write_parts(mq_state *S, const char *path, const char *who, const mq_bytes *parts,
+                         int nparts) {
+  size_t n = 0;
+  for (int i = 0; i < nparts; i++) n = mq_ck_zadd(S, n, parts[i].n, "a file");
   const char *target = resolve_links(S, path, who);
   struct stat old;
   bool had_old = stat(target, &old) == 0;
@@ -186,7 +197,7 @@ void mq_file_write(mq_state *S, const char *path, const char *who, const void *p
                who, path, dir, strerror(err));
     mq_error(S, "%s: cannot open '%s' for writing: %s", who, path, strerror(err));
   }
-  err = replace(S, &fd, tmp, target, had_old, &old, p, n);
+  err = replace(S, &fd, tmp, target, had_old, &old, parts, nparts);
   if (!err) return;
   if (fd >= 0) close(fd);
   unlink(tmp);

@@ -121,7 +121,8 @@ static void test_bad_npy(masq_state *M) {
 /* load(path, mmap=true) maps the file instead of reading it: a 16 MiB
  * array sums under a 4 MiB memory limit that a plain load exceeds; the
  * mapping is read-only to the host too, a save over the mapped file leaves
- * the tensor its values (tests/api/test_replace.c has more), and what can't
+ * the tensor its values (tests/api/test_replace.c has more), saving the
+ * mapped tensor needs no copy of it, and what can't
  * be used as it is on disk
  * (misaligned data, a dtype masq converts) is an error that says so. */
 static void test_mmap(void) {
@@ -154,7 +155,16 @@ static void test_mmap(void) {
   snprintf(src, sizeof src, "save(\"%s\", ones(2))\n"
            "if sum(x) != 2097152 or shape(x) != [4194304] { error(\"x changed\") }", path);
   CHECK_OK(M, eval(M, src));
-  CHECK_OK(M, eval(M, "x = none"));
+  /* and saving the 16 MiB it maps takes no copy of them: the data goes
+   * from the mapping to the new file (it used to be encoded in memory) */
+  char copy[128];
+  snprintf(copy, sizeof copy, "%s/copy.npy", dir);
+  snprintf(src, sizeof src, "save(\"%s\", x)\nc = load(\"%s\", mmap=true)\n"
+           "if sum(c) != 2097152 or amin(c) != 0.5 or shape(c) != [4194304] { error(\"bad copy\") }",
+           copy, copy);
+  CHECK_OK(M, eval(M, src));
+  CHECK_OK(M, eval(M, "x = none\nc = none"));
+  unlink(copy);
   unlink(path);
 
   static const double f8[2] = {1.5, 2.5};
