@@ -18,6 +18,9 @@ static const char *const red_names[] = {
 /* Fills the accumulator with the op's identity. */
 static void acc_init(mq_redop op, mq_dtype dt, void *acc, int64_t n) {
   switch (op) {
+  case MQ_RED_ALL: case MQ_RED_ANY: /* a bool slot whatever the input */
+    memset(acc, op == MQ_RED_ALL, (size_t)n);
+    return;
   case MQ_RED_SUM: case MQ_RED_MEAN:
     memset(acc, 0, (size_t)n * mq_red_kernels[op][dt]->acc_size); /* 0.0 and 0 are all-zero bits */
     return;
@@ -43,7 +46,6 @@ static void acc_init(mq_redop op, mq_dtype dt, void *acc, int64_t n) {
 
 /* The dtype an op reads its input as, and the one it answers in. */
 static mq_dtype read_dtype(mq_redop op, mq_dtype dt) {
-  if (op == MQ_RED_ALL || op == MQ_RED_ANY) return MQ_DT_BOOL;
   if (op == MQ_RED_LOGSUMEXP && !mq_dtype_is_float(dt)) return MQ_DT_F32;
   return dt;
 }

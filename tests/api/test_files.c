@@ -183,7 +183,8 @@ static void test_mmap(void) {
  * extrema, a fused sum(x * 2 + 1) and sums along rows keep at most
  * MQ_RED_BATCH partials of 4096 entries each at a time; they used to hold
  * one (and a count) per 4096 entries: 512 KB here, and the limit was hit
- * (runtime/reduce_tree.c). */
+ * (runtime/reduce_tree.c). any and all read the numbers as they are (they
+ * used to make a bool copy: 128 MB). */
 static void test_mmap_scratch(void) {
   char path[128], src[1024];
   static const char dict[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (134217728,), }";
@@ -198,6 +199,7 @@ static void test_mmap_scratch(void) {
            "x = load(\"%s\", mmap=true)\n"
            "if sum(x) != 0 or mean(x) != 0 or amax(x) != 0 or amin(x) != 0 { error(\"wrong\") }\n"
            "if sum(x * 2 + 1) != 134217728 { error(\"wrong fused sum\") }\n"
+           "if any(x) or all(x) { error(\"wrong any/all\") }\n"
            "if amax(sum(reshape(x, [4, -1]), 1)) != 0 { error(\"wrong rows\") }",
            path);
   CHECK_OK(M, eval(M, src));
