@@ -4,16 +4,15 @@
  * newline inside an entry written as "\n". GNU readline's own history files
  * store an entry's newlines raw, so a multi-line entry would come back as
  * several entries; escaping keeps each entry whole, lets Up recall a
- * multi-line block as one unit, and keeps "one line = one entry" so readline's
- * history_truncate_file() still trims by entries. */
+ * multi-line block as one unit, and keeps "one line = one entry" so trimming
+ * the file by lines (histfile.c) trims it by entries. */
 #ifndef _DEFAULT_SOURCE
-#define _DEFAULT_SOURCE /* getline, O_CLOEXEC */
+#define _DEFAULT_SOURCE /* getline */
 #endif
 
 #include "lineedit.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
+#include "histfile.h"
 #include "signals.h"
 
 /* The shim's state. Readline is a process-wide singleton, so this is too. */
@@ -67,16 +67,15 @@ static void load_history(const char *path) {
   }
   free(line);
   fclose(f);
-  if (count > LE_HISTORY_MAX) history_truncate_file(path, LE_HISTORY_MAX);
+  if (count > LE_HISTORY_MAX) hist_trim(path, LE_HISTORY_MAX);
 }
 
 /* Appends [entry] as one escaped line with a single write(), so sessions
- * running side by side never interleave inside an entry. The file is private
- * (0600): history can hold anything that was typed. */
+ * running side by side never interleave inside an entry (histfile.c). The
+ * file is private (0600): history can hold anything that was typed. */
 static void save_entry(const char *path, const char *entry) {
   size_t n = strlen(entry), len = 0;
   char *buf = malloc(2 * n + 2);
-  int fd;
   if (!buf) return;
   for (const char *s = entry; *s; s++) {
     if (*s == '\n' || *s == '\\') {
@@ -87,12 +86,7 @@ static void save_entry(const char *path, const char *entry) {
     }
   }
   buf[len++] = '\n';
-  fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    ssize_t ignored = write(fd, buf, len); /* history is best effort */
-    (void)ignored;
-    close(fd);
-  }
+  hist_append(path, buf, len); /* history is best effort */
   free(buf);
 }
 
@@ -308,7 +302,7 @@ void le_open(const le_config *cfg) {
 
 void le_close(void) {
   if (!g.editing) return;
-  if (g.history_path) history_truncate_file(g.history_path, LE_HISTORY_MAX);
+  if (g.history_path) hist_trim(g.history_path, LE_HISTORY_MAX);
   free(g.history_path);
   clear_history();
   free(g_matches.v);

@@ -69,6 +69,10 @@ void sig_install(masq_state *M) {
    * prompt still notices, because poll() is never restarted. */
   catch(SIGWINCH, on_sigwinch, SA_RESTART);
   g_may_stop = sigaction(SIGTSTP, NULL, &old) == 0 && old.sa_handler == SIG_DFL;
+  /* A write past the file size limit (ulimit -f) then fails with EFBIG,
+   * which the history file handles (histfile.c), instead of ending the
+   * process. (The library checks the limit before it writes.) */
+  catch(SIGXFSZ, SIG_IGN, 0);
 }
 
 void sig_catch_stop(int on) {

@@ -11,7 +11,8 @@
 
 #include "masq.h"
 
-/* Catches SIGINT and SIGWINCH; [M] is the interpreter Ctrl-C interrupts. */
+/* Catches SIGINT and SIGWINCH, ignores SIGXFSZ; [M] is the interpreter
+ * Ctrl-C interrupts. */
 void sig_install(masq_state *M);
 
 /* Bracket every call that runs masq code. Ctrl-C in between interrupts [M];

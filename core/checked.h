@@ -21,6 +21,11 @@ static inline int64_t mq_ck_add(mq_state *S, int64_t a, int64_t b, const char *w
   if (!mq_add_ok(a, b, &r)) mq_error(S, "size overflow in %s", what);
   return r;
 }
+static inline size_t mq_ck_zadd(mq_state *S, size_t a, size_t b, const char *what) {
+  size_t r;
+  if (__builtin_add_overflow(a, b, &r)) mq_error(S, "size overflow in %s", what);
+  return r;
+}
 static inline size_t mq_ck_zmul(mq_state *S, size_t a, size_t b, const char *what) {
   size_t r;
   if (!mq_zmul_ok(a, b, &r)) mq_error(S, "size overflow in %s", what);

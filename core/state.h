@@ -180,8 +180,14 @@ struct mq_state {
   int cpu;       /* the CPU path of the kernels that have several (runtime/cpu.h) */
   mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */
   struct mq_workers *workers; /* their pool, NULL until a kernel first splits */
-  struct mq_mapping *maps;    /* files mapped by load(mmap=true) and still in use
-                                 (runtime/npy.h), which save must not rewrite */
+  /* The file writer (runtime/file_write.c): a count that names its new
+   * files apart, and fault injection for its tests only: when at > 0, its
+   * at-th system call (counted in count) fails with err (ENOSPC if 0). */
+  unsigned long io_seq;
+  struct {
+    long at, count;
+    int err;
+  } io_fault;
 
   /* Large tensor buffers freed lately, kept for the next tensor of the
    * same byte size (mq_alloc_big): a fresh block of tens of MB costs a page

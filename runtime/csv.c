@@ -5,10 +5,13 @@
  * one byte per call and tracking every field's start beside it, and its
  * allocator hook (realloc_func) takes no context pointer, so its buffers
  * could neither count against the state's memory limit nor go with the
- * pool on an error without global state. The whole job here is one loop
+ * pool on an error without global state. The whole job here is two loops
  * over bytes already in memory (RFC 4180: fields split by the delimiter,
  * double quotes around a field that holds the delimiter, quotes or line
- * breaks, a quote inside written twice), unescaping quoted fields in place.
+ * breaks, a quote inside written twice): the first counts the records, so
+ * the table is made once at its size (memory in proportion to the file:
+ * its bytes, the table, and a few bytes a column), the second unescapes
+ * quoted fields in place and reads the cells into the table.
  *
  * Decisions (docs/IO.md): blank lines are skipped, as pandas and libcsv
  * do; a lone CR ends a line as CRLF and LF do; spaces and tabs around a
@@ -32,6 +35,7 @@ typedef struct scan {
   uint8_t *p;
   size_t n, i, line_start;
   int64_t line;
+  bool dry; /* only counting: quoted fields are not unescaped */
 } scan;
 
 /* One field: its text (unescaped) and where it starts. */
@@ -84,14 +88,16 @@ static bool read_field(scan *sc, field *f) {
       uint8_t c = p[sc->i];
       if (c == '"') {
         if (sc->i + 1 < sc->n && p[sc->i + 1] == '"') {
-          p[w++] = '"';
+          if (!sc->dry) p[w] = '"';
+          w++;
           sc->i += 2;
           continue;
         }
         sc->i++;
         break;
       }
-      p[w++] = c;
+      if (!sc->dry) p[w] = c;
+      w++;
       if (c == '\n' || (c == '\r' && !(sc->i + 1 < sc->n && p[sc->i + 1] == '\n'))) {
         sc->i++;
         sc->line++;
@@ -206,15 +212,22 @@ static const char *cell_text(mq_state *S, const uint8_t *s, size_t len) {
 
 /* --- the table --------------------------------------------------------------------- */
 
-/* The source column of each selected column, from columns= and the header. */
-static int *resolve_columns(scan *sc, mq_string **names, int width, int *nsel) {
+/* A header name: its text, unescaped in place in the file's bytes (later
+ * fields never write before their own start). Strings are made only for
+ * the columns selected. */
+typedef struct slice {
+  const uint8_t *s;
+  size_t len;
+} slice;
+
+/* The source column of each selected column, from columns= and the header;
+ * NULL without columns= (column k is then the source's k). */
+static int *resolve_columns(scan *sc, const slice *names, int width, int *nsel) {
   const mq_csv_opts *o = sc->o;
   mq_state *S = sc->S;
   if (!o->cols) {
-    int *src = mq_scratch(S, (size_t)width * sizeof *src);
-    for (int c = 0; c < width; c++) src[c] = c;
     *nsel = width;
-    return src;
+    return NULL;
   }
   int *src = mq_scratch(S, (size_t)(o->ncols ? o->ncols : 1) * sizeof *src);
   for (int k = 0; k < o->ncols; k++) {
@@ -232,14 +245,14 @@ static int *resolve_columns(scan *sc, mq_string **names, int width, int *nsel) {
                   "index)", o->who, o->file);
     src[k] = -1;
     for (int j = 0; j < width && src[k] < 0; j++)
-      if (names[j]->len == c->name_len && memcmp(names[j]->chars, c->name, c->name_len) == 0)
+      if (names[j].len == c->name_len && memcmp(names[j].s, c->name, c->name_len) == 0)
         src[k] = j;
     if (src[k] < 0) {
       mq_buf *b = &S->out; /* the message lists what is there */
       b->len = 0;
       for (int j = 0; j < width && j < 20; j++) {
         if (j) mq_buf_puts(S, b, ", ");
-        mq_buf_puts(S, b, cell_text(S, (const uint8_t *)names[j]->chars, names[j]->len));
+        mq_buf_puts(S, b, cell_text(S, names[j].s, names[j].len));
       }
       if (width > 20) mq_buf_printf(S, b, " and %d more", width - 20);
       mq_error(S, "%s: %s has no column %s (it has %s)", o->who, o->file,
@@ -250,86 +263,84 @@ static int *resolve_columns(scan *sc, mq_string **names, int width, int *nsel) {
   return src;
 }
 
-/* The growing body of the table: values and validity, row after row. */
-typedef struct body {
-  double *v;
-  uint8_t *m;
-  size_t rows, cap; /* in rows */
-  int width;
-} body;
-
-static void body_grow(mq_state *S, body *b) {
-  size_t cap = b->cap ? mq_ck_zmul(S, b->cap, 2, "a CSV table") : 64;
-  size_t cells = mq_ck_zmul(S, cap, (size_t)(b->width ? b->width : 1), "a CSV table");
-  double *v = mq_scratch(S, mq_ck_zmul(S, cells, sizeof *v, "a CSV table"));
-  uint8_t *m = mq_scratch(S, cells);
-  if (b->rows) { /* the old blocks go with the pool */
-    memcpy(v, b->v, b->rows * (size_t)b->width * sizeof *v);
-    memcpy(m, b->m, b->rows * (size_t)b->width);
-  }
-  b->v = v;
-  b->m = m;
-  b->cap = cap;
-}
-
-static mq_tensor *body_tensor(mq_state *S, const body *b, mq_dtype dt) {
-  int64_t shape[2] = {(int64_t)b->rows, b->width};
-  mq_tensor *x = mq_tensor_new(S, dt, 2, shape);
-  mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, 2, shape);
-  size_t cells = b->rows * (size_t)b->width;
-  if (cells) memcpy(mq_tensor_data(m), b->m, cells);
-  if (dt == MQ_DT_F32) {
-    float *xv = mq_tensor_data(x);
-    for (size_t k = 0; k < cells; k++) xv[k] = (float)b->v[k];
-  } else if (cells) {
-    memcpy(mq_tensor_data(x), b->v, cells * sizeof *b->v);
-  }
-  return mq_masked(S, x, m);
-}
-
 static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
 
+/* The first pass: how many records there are and how many fields the
+ * first has, read as the parse reads them (without unescaping), so the
+ * table is made once at its size. An error stops it where the parse will
+ * stop (there or earlier), so it is left to the parse to report. */
+typedef struct count_job {
+  scan sc;
+  int64_t records, fields; /* fields: of the first record, so far */
+} count_job;
+
+static void count_records(mq_state *S, void *ud) {
+  count_job *j = ud;
+  while (next_record(&j->sc)) {
+    mq_poll(S);
+    field f;
+    for (bool last = false; !last;) {
+      last = read_field(&j->sc, &f);
+      if (j->records == 0) j->fields++;
+    }
+    j->records++;
+  }
+}
+
 void mq_csv_parse(mq_state *S, uint8_t *p, size_t n, const mq_csv_opts *o, mq_csv_table *out) {
-  scan sc = {S, o, p, n, 0, 0, 1};
+  scan sc = {S, o, p, n, 0, 0, 1, false};
   if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) sc.i = sc.line_start = 3;
   if (!next_record(&sc)) mq_error(S, "%s: %s is empty (no header and no rows)", o->who, o->file);
-  /* the first record: the header, or the first row (which sets the width) */
-  size_t cap = 16, width = 0;
-  field *first = mq_scratch(S, cap * sizeof *first);
-  for (bool last = false; !last;) {
-    if (width == cap) {
-      field *bigger = mq_scratch(S, mq_ck_zmul(S, cap, 2 * sizeof *first, "a CSV header"));
-      memcpy(bigger, first, cap * sizeof *first);
-      first = bigger;
-      cap *= 2;
-    }
-    last = read_field(&sc, &first[width++]);
-    if (width >= INT32_MAX) fail_at(&sc, first[0].line, first[0].col, "too many columns", NULL);
+  count_job cj = {sc, 0, 0};
+  cj.sc.dry = true;
+  masq_status st = mq_protect(S, count_records, &cj);
+  if (st != MASQ_OK && st != MASQ_ERR_RUNTIME) mq_rethrow(S, st); /* an interrupt */
+  if (st != MASQ_OK && cj.records == 0) { /* the first record is bad: its error first */
+    field f;
+    while (!read_field(&sc, &f)) continue;
+    mq_error(S, "%s: %s: a record the first pass could not read was read (a bug in masq)", o->who, o->file);
   }
-  mq_string **names = NULL;
+  if (st != MASQ_OK) cj.records++; /* the record it failed in, read again below */
+  if (cj.fields >= INT32_MAX) fail_at(&sc, sc.line, col_at(&sc, sc.i), "too many columns", NULL);
+  size_t width = (size_t)cj.fields;
+  int64_t rows = cj.records - o->header;
+  /* the first record: the header, or the first row (which sets the width) */
+  slice *names = NULL;
   if (o->header) {
     names = mq_scratch(S, width * sizeof *names);
-    for (size_t c = 0; c < width; c++)
-      names[c] = mq_string_new(S, (const char *)first[c].s, first[c].len);
+    for (size_t c = 0; c < width; c++) {
+      field f;
+      read_field(&sc, &f);
+      names[c] = (slice){f.s, f.len};
+    }
   }
   int nsel;
   int *src = resolve_columns(&sc, names, (int)width, &nsel);
-  /* which source columns are read, and their values in the current row */
-  uint8_t *need = mq_scratch(S, width);
-  memset(need, 0, width);
-  for (int k = 0; k < nsel; k++) need[src[k]] = 1;
-  double *rv = mq_scratch(S, width * sizeof *rv);
-  uint8_t *rm = mq_scratch(S, width);
-  body b = {NULL, NULL, 0, 0, nsel};
-  bool pending = !o->header; /* the first record is a row */
-  while (pending || next_record(&sc)) {
+  /* where each source column goes, with columns=: to[k] is the first
+   * selected column that reads source column k, more[j] the next after j
+   * (a column may be selected twice), -1 none */
+  int32_t *to = NULL, *more = NULL;
+  if (src) {
+    to = mq_scratch(S, width * sizeof *to);
+    memset(to, 0xff, width * sizeof *to);
+    more = mq_scratch(S, (size_t)(nsel ? nsel : 1) * sizeof *more);
+    for (int j = nsel - 1; j >= 0; j--) {
+      more[j] = to[src[j]];
+      to[src[j]] = j;
+    }
+  }
+  int64_t shape[2] = {rows, nsel}, r = 0;
+  mq_tensor *x = mq_tensor_new(S, o->dtype, 2, shape), *valid = mq_tensor_new(S, MQ_DT_BOOL, 2, shape);
+  float *xf = mq_tensor_data(x);
+  double *xd = mq_tensor_data(x);
+  uint8_t *xm = mq_tensor_data(valid);
+  while (next_record(&sc)) {
     mq_poll(S);
     size_t k = 0;
     field lastf = {0};
     for (bool last = false; !last; k++) {
       field f;
-      if (pending) f = first[k], last = k + 1 == width;
-      else last = read_field(&sc, &f);
+      last = read_field(&sc, &f);
       lastf = f;
       if (k >= width) {
         char what[96];
@@ -337,20 +348,28 @@ void mq_csv_parse(mq_state *S, uint8_t *p, size_t n, const mq_csv_opts *o, mq_cs
                  o->header ? "the header" : "the first row", width);
         fail_at(&sc, f.line, f.col, what, NULL);
       }
-      if (!need[k]) continue;
+      int32_t j = to ? to[k] : (int32_t)k;
+      if (j < 0) continue;
       const uint8_t *s = f.s;
       size_t len = f.len;
       trim(&s, &len);
-      rm[k] = !is_na(o, s, len);
-      rv[k] = 0;
-      if (rm[k] && !parse_number(s, len, o->dtype, &rv[k])) {
+      bool ok = !is_na(o, s, len);
+      double v = 0;
+      if (ok && !parse_number(s, len, o->dtype, &v)) {
         const char *col =
-            names ? cell_text(S, (const uint8_t *)names[k]->chars, names[k]->len) : NULL;
+            names ? cell_text(S, names[k].s, names[k].len) : NULL;
         mq_buf *m = &S->out;
         m->len = 0;
         mq_buf_printf(S, m, "%s is not a number nor one of the na strings", cell_text(S, f.s, f.len));
         if (col) mq_buf_printf(S, m, " (column %s)", col);
         fail_at(&sc, f.line, f.col, m->data, NULL);
+      }
+      if (r == rows) continue; /* cannot be: the count read the same records (checked below) */
+      for (; j >= 0; j = to ? more[j] : -1) {
+        size_t at = (size_t)r * (size_t)nsel + (size_t)j;
+        if (o->dtype == MQ_DT_F32) xf[at] = (float)v;
+        else xd[at] = v;
+        xm[at] = ok;
       }
     }
     if (k < width) {
@@ -359,20 +378,21 @@ void mq_csv_parse(mq_state *S, uint8_t *p, size_t n, const mq_csv_opts *o, mq_cs
                o->header ? "the header" : "the first row", width);
       fail_at(&sc, lastf.end_line, lastf.end_col, what, NULL);
     }
-    pending = false;
-    if (b.rows == b.cap) body_grow(S, &b);
-    for (int j = 0; j < nsel; j++) {
-      b.v[b.rows * (size_t)nsel + (size_t)j] = rv[src[j]];
-      b.m[b.rows * (size_t)nsel + (size_t)j] = rm[src[j]];
-    }
-    b.rows++;
+    if (r == rows) break;
+    r++;
   }
-  out->x = body_tensor(S, &b, o->dtype);
+  if (r != rows || next_record(&sc))
+    mq_error(S, "%s: %s: the rows are not the %lld the first pass counted (a bug in masq)", o->who,
+             o->file, (long long)rows);
+  out->x = mq_masked(S, x, valid);
   out->ncols = nsel;
   out->names = NULL;
   if (names) {
     out->names = mq_scratch(S, (size_t)(nsel ? nsel : 1) * sizeof *out->names);
-    for (int j = 0; j < nsel; j++) out->names[j] = names[src[j]];
+    for (int j = 0; j < nsel; j++) {
+      const slice *nm = &names[src ? src[j] : j];
+      out->names[j] = mq_string_new(S, (const char *)nm->s, nm->len);
+    }
   }
 }
 

@@ -2,8 +2,8 @@
  *
  * The one rule: no mq_error may unwind past an open FILE*. Reading runs
  * under its own error boundary (the scratch allocations can hit the memory
- * limit), closes the file, and only then passes an error on; writing takes
- * a finished buffer and raises only after fclose. */
+ * limit), closes the file, and only then passes an error on. Writing is
+ * file_write.c's. */
 #include "npy.h"
 
 #include <errno.h>
@@ -109,43 +109,10 @@ mq_mapping *mq_file_map(mq_state *S, const char *path, const char *who) {
   }
   m->base = base;
   m->len = (size_t)st.st_size;
-  m->dev = (uint64_t)st.st_dev;
-  m->ino = (uint64_t)st.st_ino;
-  m->next = S->maps;
-  if (S->maps) S->maps->prev = m;
-  S->maps = m;
   return m;
 }
 
 void mq_file_unmap(mq_state *S, mq_mapping *m) {
   munmap(m->base, m->len);
-  if (m->prev) m->prev->next = m->next;
-  else S->maps = m->next;
-  if (m->next) m->next->prev = m->prev;
   mq_free(S, m, sizeof *m);
-}
-
-void mq_file_write(mq_state *S, const char *path, const char *who, const void *p, size_t n) {
-  /* Writing into a FIFO would block, into a device would not be a file. */
-  struct stat st;
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-    mq_error(S, "%s: '%s' is not a regular file", who, path);
-  if (stat(path, &st) == 0)
-    for (const mq_mapping *m = S->maps; m; m = m->next)
-      if (m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino)
-        mq_error(S,
-                 "%s: '%s' is mapped by a tensor loaded with mmap=true; rewriting it would pull "
-                 "the data from under that tensor (save to another path, or drop the tensor first)",
-                 who, path);
-  FILE *fp = fopen(path, "wb");
-  if (!fp) mq_error(S, "%s: cannot open '%s' for writing: %s", who, path, strerror(errno));
-  errno = 0;
-  bool ok = fwrite(p, 1, n, fp) == n;
-  int err = errno;
-  if (fclose(fp) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok)
-    mq_error(S, "%s: cannot write '%s': %s", who, path, err ? strerror(err) : "write failed");
 }

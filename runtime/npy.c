@@ -360,7 +360,7 @@ static const char *descr_of(mq_dtype dt) {
   return NULL;
 }
 
-uint8_t *mq_npy_encode(mq_state *S, mq_tensor *t, size_t *len) {
+void mq_npy_parts(mq_state *S, mq_tensor *t, mq_bytes parts[2]) {
   if (!descr_of((mq_dtype)t->dtype))
     mq_error(S, "save: numpy has no %s dtype, so .npy cannot hold it; save to(x, float32) "
                 "(exact: every %s is a float32)",
@@ -383,16 +383,21 @@ uint8_t *mq_npy_encode(mq_state *S, mq_tensor *t, size_t *len) {
    * header would already end on a boundary; then the '\n'. */
   size_t hlen = (size_t)k + 1, pad = 64 - (10 + hlen) % 64;
   hlen += pad;
-  size_t es = mq_dtype_size((mq_dtype)t->dtype), nbytes = (size_t)t->numel * es;
-  uint8_t *out = mq_scratch(S, 10 + hlen + nbytes), *q = out;
-  memcpy(q, MQ_NPY_MAGIC "\x01\x00", 8);
-  mq_st16(q + 8, (uint16_t)hlen); /* at most a few hundred bytes: version 1 */
-  memcpy(q + 10, dict, (size_t)k);
-  memset(q + 10 + k, ' ', pad);
-  q[10 + hlen - 1] = '\n';
-  q += 10 + hlen;
+  uint8_t *head = mq_scratch(S, 10 + hlen);
+  memcpy(head, MQ_NPY_MAGIC "\x01\x00", 8);
+  mq_st16(head + 8, (uint16_t)hlen); /* at most a few hundred bytes: version 1 */
+  memcpy(head + 10, dict, (size_t)k);
+  memset(head + 10 + k, ' ', pad);
+  head[10 + hlen - 1] = '\n';
+  parts[0] = (mq_bytes){head, 10 + hlen};
 
+  size_t es = mq_dtype_size((mq_dtype)t->dtype), nbytes = (size_t)t->numel * es;
   const uint8_t *src = mq_tensor_data(t);
+  if (host_is_le() && t->dtype != MQ_DT_BOOL) { /* as numpy stores it already */
+    parts[1] = (mq_bytes){src, nbytes};
+    return;
+  }
+  uint8_t *q = mq_scratch(S, nbytes ? nbytes : 1);
   if (host_is_le()) {
     memcpy(q, src, nbytes);
   } else {
@@ -401,6 +406,15 @@ uint8_t *mq_npy_encode(mq_state *S, mq_tensor *t, size_t *len) {
   }
   if (t->dtype == MQ_DT_BOOL)
     for (size_t i = 0; i < nbytes; i++) q[i] = q[i] != 0;
-  *len = 10 + hlen + nbytes;
+  parts[1] = (mq_bytes){q, nbytes};
+}
+
+uint8_t *mq_npy_encode(mq_state *S, mq_tensor *t, size_t *len) {
+  mq_bytes parts[2];
+  mq_npy_parts(S, t, parts);
+  *len = parts[0].n + parts[1].n;
+  uint8_t *out = mq_scratch(S, *len);
+  memcpy(out, parts[0].p, parts[0].n);
+  if (parts[1].n) memcpy(out + parts[0].n, parts[1].p, parts[1].n);
   return out;
 }

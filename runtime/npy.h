@@ -58,13 +58,24 @@ MQ_INTERNAL mq_tensor *mq_npy_parse(mq_state *S, const uint8_t *p, size_t n, con
  * bool included (its bytes must be 0 or 1, which a file that can change
  * under the mapping cannot promise), are an error that says to load
  * without mmap. [file] names it in messages. The file must not shrink while
- * mapped: save refuses to rewrite it, but another process truncating it
- * makes later reads fault, as with numpy. */
+ * mapped: masq never rewrites a file in place (mq_file_write), but another
+ * process truncating it makes later reads fault (SIGBUS), as with numpy. */
 MQ_INTERNAL mq_tensor *mq_npy_map(mq_state *S, const char *path, const char *file);
 
-/* Encodes plain tensor [t] (any strides) as a .npy image byte-identical to
- * what numpy's np.save writes for the same array; returns scratch memory
- * and its length in *len. */
+/* Bytes to write: [n] at [p]. */
+typedef struct mq_bytes {
+  const void *p;
+  size_t n;
+} mq_bytes;
+
+/* Plain tensor [t] (any strides) as a .npy image byte-identical to what
+ * numpy's np.save writes for the same array, in two parts: the header
+ * (scratch) and the data, which is [t]'s own memory when [t] is contiguous
+ * and stored as numpy stores it (not bool, a little-endian host), else a
+ * copy in scratch. save writes the parts as they are, so a large or mapped
+ * tensor is saved without a copy of its data. */
+MQ_INTERNAL void mq_npy_parts(mq_state *S, mq_tensor *t, mq_bytes parts[2]);
+/* The same image in one block of scratch memory, its length in *len. */
 MQ_INTERNAL uint8_t *mq_npy_encode(mq_state *S, mq_tensor *t, size_t *len);
 
 /* --- .npz: the zip container ------------------------------------------------- */
@@ -104,24 +115,28 @@ MQ_INTERNAL FILE *mq_file_open_regular(const char *path, bool *irregular);
 /* Reads the file at [path] whole into scratch memory (NUL-terminated past
  * *len). [who] prefixes messages ("load"). */
 MQ_INTERNAL uint8_t *mq_file_read(mq_state *S, const char *path, const char *who, size_t *len);
-/* Creates or truncates [path] and writes [n] bytes to it. Refuses a file
- * that a live tensor maps (mq_npy_map): truncating it would take the pages
- * from under that tensor. */
+/* Replaces the file at [path] (or the file its symbolic links lead to)
+ * with [n] bytes: written to a new file beside it, which is renamed over
+ * it once complete (file_write.c). On any failure the old file is left
+ * byte for byte, the new one removed, and the error names [path]. */
 MQ_INTERNAL void mq_file_write(mq_state *S, const char *path, const char *who, const void *p,
                                size_t n);
+/* The same with the file's bytes in [n] parts, written one after the other. */
+MQ_INTERNAL void mq_file_write_parts(mq_state *S, const char *path, const char *who,
+                                     const mq_bytes *parts, int n);
 
-/* A live read-only mapping of a whole file (mq_file_map), on S->maps. */
+/* A live read-only mapping of a whole file (mq_file_map). masq never
+ * rewrites a file in place (mq_file_write renames a new one over it), so
+ * the pages stay what they were while the mapping lives. */
 typedef struct mq_mapping {
-  struct mq_mapping *prev, *next;
   void *base;
   size_t len;
-  uint64_t dev, ino; /* the file's identity, for mq_file_write's check */
 } mq_mapping;
 
 /* Maps the regular file at [path] read-only; [who] prefixes messages. An
  * empty file is an error (there is nothing to map). */
 MQ_INTERNAL mq_mapping *mq_file_map(mq_state *S, const char *path, const char *who);
-/* Unmaps [m] and takes it off S->maps. */
+/* Unmaps [m] and frees its record. */
 MQ_INTERNAL void mq_file_unmap(mq_state *S, mq_mapping *m);
 
 #endif

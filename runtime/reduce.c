@@ -18,6 +18,9 @@ static const char *const red_names[] = {
 /* Fills the accumulator with the op's identity. */
 static void acc_init(mq_redop op, mq_dtype dt, void *acc, int64_t n) {
   switch (op) {
+  case MQ_RED_ALL: case MQ_RED_ANY: /* a bool slot whatever the input */
+    memset(acc, op == MQ_RED_ALL, (size_t)n);
+    return;
   case MQ_RED_SUM: case MQ_RED_MEAN:
     memset(acc, 0, (size_t)n * mq_red_kernels[op][dt]->acc_size); /* 0.0 and 0 are all-zero bits */
     return;
@@ -43,7 +46,6 @@ static void acc_init(mq_redop op, mq_dtype dt, void *acc, int64_t n) {
 
 /* The dtype an op reads its input as, and the one it answers in. */
 static mq_dtype read_dtype(mq_redop op, mq_dtype dt) {
-  if (op == MQ_RED_ALL || op == MQ_RED_ANY) return MQ_DT_BOOL;
   if (op == MQ_RED_LOGSUMEXP && !mq_dtype_is_float(dt)) return MQ_DT_F32;
   return dt;
 }
@@ -124,25 +126,30 @@ mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const in
 const mq_red_kernel *mq_red_piece_kernel(mq_state *S, mq_redop op, mq_dtype dt) {
   if ((unsigned)op >= MQ_RED__COUNT || (unsigned)dt >= MQ_DT__COUNT || op == MQ_RED_COUNT) return NULL;
   const mq_red_kernel *k = mq_red_kernels[op][dt];
-  return k && k->piece && k->merge && read_dtype(op, dt) == dt ? mq_red_kernel_on(k, S->cpu) : NULL;
+  return k && k->piece && k->merge && k->combine && read_dtype(op, dt) == dt ? mq_red_kernel_on(k, S->cpu)
+                                                                              : NULL;
 }
 
-mq_tensor *mq_red_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
-                            const int64_t *pcnt, int64_t rows, int64_t ppr, int64_t rlen, int ond,
-                            const int64_t *oshape) {
-  const mq_red_kernel *k = mq_red_kernels[op][dt];
-  mq_red_plan P = {.ond = ond, .on = rows, .R = rlen};
-  memcpy(P.oshape, oshape, (size_t)ond * sizeof *oshape);
-  mq_tensor *out = mq_tensor_new(S, out_dtype(op, dt), ond, P.oshape);
-  void *acc = acc_for(S, op, dt, &P, out);
-  int64_t *count = pcnt ? mq_red_acc(S, &P, sizeof *count) : NULL;
-  for (int64_t r = 0; r < rows; r++) {
-    k->merge(acc, r, (const char *)parts + (size_t)(r * ppr) * k->acc_size, ppr);
-    if (count) {
-      count[r] = 0;
-      for (int64_t p = 0; p < ppr; p++) count[r] += pcnt[r * ppr + p];
-    }
+void mq_red_rows_begin(mq_state *S, mq_red_rows *R, mq_redop op, mq_dtype dt, int64_t rows,
+                       int64_t rlen, int ond, const int64_t *oshape, bool masked) {
+  R->op = op;
+  R->k = mq_red_kernels[op][dt];
+  R->P = (mq_red_plan){.ond = ond, .on = rows, .R = rlen};
+  memcpy(R->P.oshape, oshape, (size_t)ond * sizeof *oshape);
+  R->out = mq_tensor_new(S, out_dtype(op, dt), ond, R->P.oshape);
+  R->acc = acc_for(S, op, dt, &R->P, R->out);
+  R->count = masked ? mq_red_acc(S, &R->P, sizeof *R->count) : NULL;
+}
+
+void mq_red_rows_merge(mq_red_rows *R, int64_t r, const void *parts, const int64_t *pcnt, int64_t np) {
+  R->k->merge(R->acc, r, parts, np);
+  if (R->count) {
+    R->count[r] = 0;
+    for (int64_t p = 0; p < np; p++) R->count[r] += pcnt[p];
   }
-  finish(S, op, &P, out, acc, count);
-  return out;
+}
+
+mq_tensor *mq_red_rows_end(mq_state *S, mq_red_rows *R) {
+  finish(S, R->op, &R->P, R->out, R->acc, R->count);
+  return R->out;
 }

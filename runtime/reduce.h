@@ -30,6 +30,11 @@ static inline int64_t mq_red_piece_len(int64_t n, int64_t p) {
   return n - off < MQ_RED_PIECE ? n - off : MQ_RED_PIECE;
 }
 
+/* A long row's pieces are folded holding at most this many partials at a
+ * time (mq_red_fold_pieces): the scratch of a reduction is bounded
+ * whatever the length of its rows. */
+#define MQ_RED_BATCH 1024
+
 /* One (op, input dtype) pair. acc points at the slots (acc_size bytes
  * each); [m] is the row's mask, NULL for plain input (tested once per
  * row, not per element). Kernels run on several threads for large inputs
@@ -92,6 +97,16 @@ MQ_INTERNAL void mq_red_fold(mq_state *S, const mq_red_plan *P, const mq_red_ker
  * NULL for a plain input: counted in the same pass when the kernel can. */
 MQ_INTERNAL int64_t *mq_red_fold_count(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k,
                                        void *acc);
+/* Computes into parts[0 .. b - a) the partials of pieces [a, b) of a row
+ * (b - a <= MQ_RED_BATCH) and into pcnt[0 .. b - a) their valid counts. */
+typedef void (*mq_red_pieces_fn)(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt);
+/* Folds the [np] pieces of one row into acc[o]: exactly what [k]'s merge
+ * of all np partials gives, with at most MQ_RED_BATCH of them at a time in
+ * [parts] and [pcnt] (room for that many, or np if fewer), computed by
+ * [fn] (reduce_tree.c). [k] must have piece, merge and combine, with
+ * partials of at most 16 bytes. Returns the row's valid count. */
+MQ_INTERNAL int64_t mq_red_fold_pieces(const mq_red_kernel *k, void *acc, int64_t o, int64_t np,
+                                       char *parts, int64_t *pcnt, mq_red_pieces_fn fn, void *ctx);
 /* Valid entries per output slot (scratch), or NULL for a plain input. */
 MQ_INTERNAL int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P);
 /* Gives [out] the mask "count > 0" when the input was masked. */
@@ -127,13 +142,28 @@ MQ_INTERNAL const mq_red_kernel *mq_red_sumabs(mq_dtype dt);
 MQ_INTERNAL const mq_red_kernel *mq_red_piece_kernel(mq_state *S, mq_redop op, mq_dtype dt);
 /* The reduction [op] of a contiguous input of [dt] made of [rows] rows of
  * [rlen] entries, each row into one output entry (a whole-tensor
- * reduction is one row), from the partial results of each row's [ppr]
- * pieces of MQ_RED_PIECE entries (mq_red_piece_kernel's piece(); row r's
- * at parts[r * ppr ...]) and their valid counts [pcnt] (NULL: no mask);
- * the output has shape [oshape] of [ond] dims. Bitwise what mq_reduce
- * gives (fuse.c folds fused expressions this way without storing them). */
-MQ_INTERNAL mq_tensor *mq_red_pieces(mq_state *S, mq_redop op, mq_dtype dt, const void *parts,
-                                        const int64_t *pcnt, int64_t rows, int64_t ppr,
-                                        int64_t rlen, int ond, const int64_t *oshape);
+ * reduction is one row), from the partial results of each row's pieces of
+ * MQ_RED_PIECE entries (mq_red_piece_kernel's piece()) and their valid
+ * counts: bitwise what mq_reduce gives (fuse.c folds fused expressions
+ * this way without storing them). _begin makes the output of shape
+ * [oshape] ([ond] dims) and its accumulator, counting valid entries if
+ * [masked]; row r then goes in either as all its [np] partials at once
+ * (_merge: at most MQ_RED_BATCH) or, for a longer row, batch by batch
+ * (mq_red_fold_pieces on R->k and R->acc, its count into R->count[r]);
+ * _end gives the result. */
+typedef struct mq_red_rows {
+  mq_redop op;
+  const mq_red_kernel *k;
+  mq_red_plan P;
+  mq_tensor *out;
+  void *acc;
+  int64_t *count; /* valid entries per row, or NULL (not masked) */
+} mq_red_rows;
+MQ_INTERNAL void mq_red_rows_begin(mq_state *S, mq_red_rows *R, mq_redop op, mq_dtype dt,
+                                   int64_t rows, int64_t rlen, int ond, const int64_t *oshape,
+                                   bool masked);
+MQ_INTERNAL void mq_red_rows_merge(mq_red_rows *R, int64_t r, const void *parts,
+                                   const int64_t *pcnt, int64_t np);
+MQ_INTERNAL mq_tensor *mq_red_rows_end(mq_state *S, mq_red_rows *R);
 
 #endif

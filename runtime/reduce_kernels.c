@@ -623,6 +623,35 @@ static inline void lse_merge(mq_red_lse *a, double m, double s) {
 DEF_LSE(F32, float, mq_kernel_rowmax_f32)
 DEF_LSE(F64, double, mq_kernel_rowmax_f64)
 
+/* --- all and any of numbers ------------------------------------------------- */
+
+/* Each entry read as x != 0 (NaN is true, -0.0 false, as in torch), folded
+ * into a bool slot: no bool copy of the input is made first, so all(x) of
+ * a mapped file needs no memory in proportion to it. */
+#define DEF_TRUTH(NAME, E, T, PICK)                                            \
+  static void NAME##_row_##E(void *acc, int64_t o, const void *xv, const uint8_t *m, int64_t n) { \
+    const T *x = xv;                                                           \
+    uint8_t a = ((uint8_t *)acc)[o];                                           \
+    for (int64_t i = 0; i < n; i++)                                            \
+      if (!m || m[i]) a = PICK(a, (uint8_t)(x[i] != 0));                       \
+    ((uint8_t *)acc)[o] = a;                                                   \
+  }                                                                            \
+  static void NAME##_acc_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
+    uint8_t *acc = accv;                                                       \
+    const T *x = xv;                                                           \
+    for (int64_t i = 0; i < n; i++)                                            \
+      if (!m || m[i]) acc[i] = PICK(acc[i], (uint8_t)(x[i] != 0));             \
+  }                                                                            \
+  static const mq_red_kernel NAME##_##E = {.acc_size = 1, .row = NAME##_row_##E,     \
+                                          .acc_row = NAME##_acc_##E};
+
+DEF_TRUTH(all, I64, int64_t, PICK_MINI)
+DEF_TRUTH(all, F32, float, PICK_MINI)
+DEF_TRUTH(all, F64, double, PICK_MINI)
+DEF_TRUTH(any, I64, int64_t, PICK_MAXI)
+DEF_TRUTH(any, F32, float, PICK_MAXI)
+DEF_TRUTH(any, F64, double, PICK_MAXI)
+
 /* --- the table ------------------------------------------------------------- */
 
 const mq_red_kernel *const mq_red_kernels[MQ_RED__COUNT][MQ_DT__COUNT] = {
@@ -631,7 +660,7 @@ const mq_red_kernel *const mq_red_kernels[MQ_RED__COUNT][MQ_DT__COUNT] = {
     [MQ_RED_AMAX] = {&amax_BOOL, &amax_I64, &amax_F32, &amax_F64},
     [MQ_RED_AMIN] = {&amin_BOOL, &amin_I64, &amin_F32, &amin_F64},
     [MQ_RED_PROD] = {&iprod_BOOL, &iprod_I64, &dprod_F32, &dprod_F64},
-    [MQ_RED_ALL] = {&amin_BOOL},
-    [MQ_RED_ANY] = {&amax_BOOL},
+    [MQ_RED_ALL] = {&amin_BOOL, &all_I64, &all_F32, &all_F64},
+    [MQ_RED_ANY] = {&amax_BOOL, &any_I64, &any_F32, &any_F64},
     [MQ_RED_LOGSUMEXP] = {NULL, NULL, &lse_F32, &lse_F64},
 };

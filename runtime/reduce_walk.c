@@ -117,14 +117,16 @@ typedef struct walk_ctx {
   int64_t rb, slots, ngroups;
   char *gacc, *ident;
   int64_t *gcnt;
-  /* one long row split into pieces: its start, partials and counts */
-  int64_t np;
-  int64_t row_i;
+  /* one long row split into pieces: its start, and the batch of pieces
+   * being computed: [pa, pa + ...) into parts and pcnt */
+  int64_t row_i, pa;
   char *parts;
   int64_t *pcnt;
-  /* rows folded piece by piece (summarized masks): each thread's np
-   * partials at tparts + t * np * acc_size */
+  /* rows folded piece by piece (summarized masks): each thread's batch of
+   * partials at tparts + t * batch * acc_size, counts at tpcnt + t * batch */
+  int64_t batch;
   char *tparts;
+  int64_t *tpcnt;
 } walk_ctx;
 
 /* One piece of a row for the kernels that compute pieces (the fast ones):
@@ -162,17 +164,35 @@ static void piece_at(const walk_ctx *W, void *part, int64_t *cnt, int64_t i, int
   }
 }
 
-/* Row r (its entries from i0) into slot o as pieces merged in order:
- * exactly what row_cnt gives (mq_red_kernel), with the summary's help. */
-static void row_pieces(const walk_ctx *W, char *parts, int64_t o, int64_t i0) {
+/* Pieces [a, b) of the row from entry row_i, one after the other on the
+ * calling thread (mq_red_pieces_fn; ctx: a row_job). */
+typedef struct row_job {
+  const walk_ctx *W;
+  mq_state *S; /* polled between batches, or NULL on a worker thread */
+  int64_t row_i;
+} row_job;
+
+static void row_batch(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt) {
+  const row_job *J = ctx;
+  const walk_ctx *W = J->W;
+  if (J->S) mq_poll(J->S);
+  for (int64_t p = a; p < b; p++) {
+    pcnt[p - a] = 0;
+    piece_at(W, parts + (size_t)(p - a) * W->k->acc_size, &pcnt[p - a], J->row_i + p * MQ_RED_PIECE,
+             mq_red_piece_len(W->s, p));
+  }
+}
+
+/* Row r (its entries from i0) into slot o as pieces merged in order,
+ * [parts] and [pcnt] holding a batch of them: exactly what row_cnt gives
+ * (mq_red_kernel), with the summary's help. */
+static void row_pieces(mq_state *S, const walk_ctx *W, char *parts, int64_t *pcnt, int64_t o,
+                       int64_t i0) {
   /* a row all masked out leaves its slot as it is: its pieces would all be
    * the identity, and merging identities changes no slot (see walk_rows) */
   if (run_state(W, i0, W->s) == MQ_MS_MASKED) return;
-  int64_t np = mq_red_piece_count(W->s), c = 0;
-  for (int64_t p = 0; p < np; p++)
-    piece_at(W, parts + (size_t)p * W->k->acc_size, &c, i0 + p * MQ_RED_PIECE,
-             mq_red_piece_len(W->s, p));
-  W->k->merge(W->acc, o, parts, np);
+  row_job J = {W, S, i0};
+  int64_t c = mq_red_fold_pieces(W->k, W->acc, o, mq_red_piece_count(W->s), parts, pcnt, row_batch, &J);
   if (W->cnt && W->m) W->cnt[o] += c;
 }
 
@@ -201,7 +221,9 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
     const char *xr = W->x + (size_t)(r * s + c0) * W->es;
     const uint8_t *mr = W->m && !W->m_rows ? W->m + r * s + c0 : NULL;
     if (W->last_red) {
-      if (W->tparts) row_pieces(W, W->tparts + (size_t)(tid * mq_red_piece_count(s)) * k->acc_size, o, r * s);
+      if (W->tparts)
+        row_pieces(S, W, W->tparts + (size_t)tid * (size_t)W->batch * k->acc_size,
+                   W->tpcnt + (size_t)tid * (size_t)W->batch, o, r * s);
       else if (W->cnt) k->row_cnt(W->acc, W->cnt, o, xr, mr, s);
       else k->row(W->acc, o, xr, mr, s);
     } else {
@@ -290,9 +312,26 @@ static void range_pieces(void *ctx, int64_t lo, int64_t hi, int t) {
   const mq_red_kernel *k = W->k;
   for (int64_t p = lo; p < hi; p++) {
     W->pcnt[p] = 0;
-    piece_at(W, W->parts + (size_t)p * k->acc_size, &W->pcnt[p], W->row_i + p * MQ_RED_PIECE,
-             mq_red_piece_len(W->s, p));
+    piece_at(W, W->parts + (size_t)p * k->acc_size, &W->pcnt[p], W->row_i + (W->pa + p) * MQ_RED_PIECE,
+             mq_red_piece_len(W->s, W->pa + p));
   }
+}
+
+/* Pieces [a, b) of the long row at W->row_i on the threads
+ * (mq_red_pieces_fn; ctx: a pieces_job). */
+typedef struct pieces_job {
+  mq_state *S;
+  walk_ctx *W;
+} pieces_job;
+
+static void pieces_batch(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt) {
+  pieces_job *J = ctx;
+  walk_ctx *W = J->W;
+  W->pa = a;
+  W->parts = parts;
+  W->pcnt = pcnt;
+  mq_parallel_for(J->S, mq_parallel_threads_for(J->S, (b - a) * MQ_RED_PIECE), b - a,
+                  MQ_PAR_GRAIN / MQ_RED_PIECE, range_pieces, W);
 }
 
 /* Rows of slots, large enough to split, fold in groups of whole rows:
@@ -365,9 +404,10 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
      * merged in order, exactly as row_cnt would; on one thread too when
      * the rows are long, so that the pieces poll in between (a kernel
      * polls between rows only) */
-    W.np = mq_red_piece_count(W.s);
-    W.parts = mq_scratch(S, (size_t)W.np * k->acc_size);
-    W.pcnt = mq_scratch(S, (size_t)W.np * sizeof *W.pcnt);
+    int64_t np = mq_red_piece_count(W.s), batch = np < MQ_RED_BATCH ? np : MQ_RED_BATCH;
+    char *parts = mq_scratch(S, (size_t)batch * k->acc_size);
+    int64_t *pcnt = mq_scratch(S, (size_t)batch * sizeof *pcnt);
+    pieces_job J = {S, &W};
     for (int64_t r = 0; r < W.rows; r++) {
       int64_t rest = r, o = 0;
       for (int b = nb - 2; b >= 0; b--) {
@@ -376,19 +416,17 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
       }
       W.row_i = r * W.s;
       if ((W.mv.ms || W.uniform) && run_state(&W, W.row_i, W.s) == MQ_MS_MASKED) continue;
-      mq_parallel_for(S, mq_parallel_threads_for(S, W.s), W.np, MQ_PAR_GRAIN / MQ_RED_PIECE, range_pieces, &W);
-      k->merge(acc, o, W.parts, W.np);
-      if (cnt && m) {
-        int64_t c = 0;
-        for (int64_t p = 0; p < W.np; p++) c += W.pcnt[p];
-        cnt[o] += c;
-      }
+      int64_t c = mq_red_fold_pieces(k, acc, o, np, parts, pcnt, pieces_batch, &J);
+      if (cnt && m) cnt[o] += c;
     }
     goto done;
   }
-  if (W.last_red && (W.mv.ms || W.uniform || W.bcnt) && k->piece) /* rows piece by piece, skipping what the mask allows */
-    W.tparts = mq_scratch(S, mq_ck_zmul(S, (size_t)nt * (size_t)mq_red_piece_count(W.s), k->acc_size,
-                                        "reduction scratch"));
+  if (W.last_red && (W.mv.ms || W.uniform || W.bcnt) && k->piece) { /* rows piece by piece, skipping what the mask allows */
+    int64_t np = mq_red_piece_count(W.s);
+    W.batch = np < MQ_RED_BATCH ? np : MQ_RED_BATCH;
+    W.tparts = mq_scratch(S, (size_t)nt * (size_t)W.batch * k->acc_size);
+    W.tpcnt = mq_scratch(S, (size_t)nt * (size_t)W.batch * sizeof *W.tpcnt);
+  }
   if (nt > 1 && W.last_red && nb <= 2 && W.rows >= nt) { /* row r folds into slot r */
     mq_parallel_for(S, nt, W.rows, W.s >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / W.s, range_rows, &W);
     goto done;

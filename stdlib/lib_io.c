@@ -244,9 +244,9 @@ static mq_value lib_save(mq_state *S, mq_value *args) {
                file);
     if (mq_arg_bool(S, args[2], "compress"))
       mq_error(S, "save: %s: compress applies to .npz archives, not .npy files", file);
-    size_t len;
-    uint8_t *bytes = mq_npy_encode(S, t, &len);
-    mq_file_write(S, path, "save", bytes, len);
+    mq_bytes parts[2]; /* the data as it is in memory: no copy of a large or mapped tensor */
+    mq_npy_parts(S, t, parts);
+    mq_file_write_parts(S, path, "save", parts, 2);
   } else {
     mq_error(S, "save: cannot tell the format of %s: the path must end in .npy or .npz", file);
   }

@@ -80,8 +80,9 @@ typedef struct fuse_ctx {
    * mask's data, and per piece the partial result and valid count */
   const mq_red_kernel *red;
   const uint8_t *m;
-  char *parts;
+  char *parts;  /* of blocks pbase, pbase + 1, ...: a batch (fold_rows) */
   int64_t *pcnt;
+  int64_t pbase;
   int64_t rlen, ppr; /* entries a row, pieces a row */
 } fuse_ctx;
 
@@ -259,18 +260,70 @@ static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
       }
     }
     if (F->red) { /* the block is one piece of the reduction */
-      F->pcnt[blk] = 0;
-      F->red->piece(F->parts + (size_t)blk * F->red->acc_size, &F->pcnt[blk], res,
-                    F->m ? F->m + i0 : NULL, len);
+      int64_t q = blk - F->pbase;
+      F->pcnt[q] = 0;
+      F->red->piece(F->parts + (size_t)q * F->red->acc_size, &F->pcnt[q], res, F->m ? F->m + i0 : NULL,
+                    len);
     }
   }
 }
 
-/* Blocks [b0, b1) on thread t, with that thread's block buffers. */
+/* Blocks pbase + [b0, b1) on thread t, with that thread's block buffers. */
 static void run_range(void *ctx, int64_t b0, int64_t b1, int t) {
   const fuse_ctx *F = ctx;
   char *bufs = F->bufs + (size_t)t * (size_t)F->nbufs * F->bbytes;
-  run_blocks(F, bufs, b0, b1);
+  run_blocks(F, bufs, F->pbase + b0, F->pbase + b1);
+}
+
+/* Blocks [a, b) of row [row] on the threads (mq_red_pieces_fn; ctx: a
+ * rows_job; parts and pcnt are F's). */
+typedef struct rows_job {
+  mq_state *S;
+  fuse_ctx *F;
+  int nt;
+  int64_t row;
+} rows_job;
+
+static void run_batch(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt) {
+  rows_job *J = ctx;
+  J->F->pbase = J->row * J->F->ppr + a;
+  mq_parallel_for(J->S, J->nt, b - a, MQ_PAR_GRAIN / MQ_FUSE_BLOCK, run_range, J->F);
+}
+
+/* The reduction [op] of the result's rows, holding the partials of at
+ * most MQ_RED_BATCH blocks at a time, whatever the size: whole rows of up
+ * to that many blocks run on the threads together and merge, a longer row
+ * goes batch by batch (mq_red_fold_pieces). The output has [ond] dims of
+ * the result's shape; [masked]: count the valid entries. */
+static mq_tensor *fold_rows(mq_state *S, fuse_ctx *F, int nt, mq_redop op, mq_dtype dt,
+                            bool masked, int ond) {
+  int64_t rows = F->n / F->rlen, ppr = F->ppr;
+  int64_t hold = ppr <= MQ_RED_BATCH ? MQ_RED_BATCH / ppr * ppr : MQ_RED_BATCH;
+  if (hold > rows * ppr) hold = rows * ppr;
+  F->parts = mq_scratch(S, (size_t)hold * F->red->acc_size);
+  F->pcnt = mq_scratch(S, (size_t)hold * sizeof *F->pcnt);
+  mq_red_rows R;
+  mq_red_rows_begin(S, &R, op, dt, rows, F->rlen, ond, F->shape, masked);
+  if (ppr <= MQ_RED_BATCH) {
+    /* chunks of about 64K elements (16 whole blocks) claimed by the
+     * threads in turn, polling for interrupts in between */
+    int64_t wr = hold / ppr, blen = F->rlen < MQ_FUSE_BLOCK ? F->rlen : MQ_FUSE_BLOCK;
+    for (int64_t r0 = 0; r0 < rows; r0 += wr) {
+      int64_t r1 = rows - r0 < wr ? rows : r0 + wr;
+      F->pbase = r0 * ppr;
+      mq_parallel_for(S, nt, (r1 - r0) * ppr, MQ_PAR_GRAIN / blen, run_range, F);
+      for (int64_t r = r0; r < r1; r++)
+        mq_red_rows_merge(&R, r, F->parts + (size_t)((r - r0) * ppr) * F->red->acc_size,
+                          F->pcnt + (r - r0) * ppr, ppr);
+    }
+  } else {
+    rows_job J = {S, F, nt, 0};
+    for (; J.row < rows; J.row++) {
+      int64_t c = mq_red_fold_pieces(R.k, R.acc, J.row, ppr, F->parts, F->pcnt, run_batch, &J);
+      if (R.count) R.count[J.row] = c;
+    }
+  }
+  return mq_red_rows_end(S, &R);
 }
 
 static inline unsigned u16(const uint8_t *p) { return (unsigned)p[0] | ((unsigned)p[1] << 8); }
@@ -539,12 +592,11 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
   F.S = S;
   F.es = mq_dtype_size(dt);
   F.out = out ? mq_tensor_data(out) : NULL;
-  int64_t nblocks = (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
+  F.pbase = 0;
   int nt = mq_parallel_threads_for(S, F.n);
   if (red >= 0) { /* rows of rlen entries, cut into pieces as mq_reduce cuts them */
     F.rlen = red_dim == MQ_FUSE_ALL_DIMS || nd == 0 ? F.n : F.shape[nd - 1];
     F.ppr = (F.rlen + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK;
-    nblocks = F.n / F.rlen * F.ppr;
   }
   F.gbase = (depth > 1 ? depth - 1 : 1) + (red >= 0);
   F.nbufs = F.gbase + F.ngather;
@@ -552,16 +604,13 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
   F.bufs = mq_scratch(S, (size_t)nt * (size_t)F.nbufs * F.bbytes);
   if (red >= 0) {
     F.m = mask ? mq_tensor_data((mq_tensor *)mask) : NULL;
-    F.parts = mq_scratch(S, (size_t)nblocks * F.red->acc_size);
-    F.pcnt = mq_scratch(S, (size_t)nblocks * sizeof *F.pcnt);
+    return fold_rows(S, &F, nt, (mq_redop)red, dt, mask != NULL,
+                     red_dim == MQ_FUSE_ALL_DIMS ? 0 : nd - 1);
   }
   /* chunks of about 64K elements (16 whole blocks) claimed by the threads
    * in turn, polling for interrupts in between */
-  int64_t blen = red >= 0 && F.rlen < MQ_FUSE_BLOCK ? F.rlen : MQ_FUSE_BLOCK;
-  mq_parallel_for(S, nt, nblocks, MQ_PAR_GRAIN / blen, run_range, &F);
-  if (red >= 0)
-    return mq_red_pieces(S, (mq_redop)red, dt, F.parts, mask ? F.pcnt : NULL, F.n / F.rlen, F.ppr,
-                            F.rlen, red_dim == MQ_FUSE_ALL_DIMS ? 0 : nd - 1, F.shape);
+  mq_parallel_for(S, nt, (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK, MQ_PAR_GRAIN / MQ_FUSE_BLOCK,
+                  run_range, &F);
   if (xmask) mask = mq_expand(S, (mq_tensor *)xmask, F.nd, F.shape);
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;

@@ -526,8 +526,10 @@ int main(void) {
   unlink(path);
   snprintf(path, sizeof path, "%s/all.npz", dir);
   unlink(path);
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  unlink(path);
   snprintf(path, sizeof path, "%s/helper.masq", dir);
   unlink(path);
-  rmdir(dir);
+  CHECK(rmdir(dir) == 0); /* nothing else left: no writer's temporary either */
   return report("oom");
 }

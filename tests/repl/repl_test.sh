@@ -76,6 +76,32 @@ key Up Up
 check "history is read back, multi-line entries whole" wait_last '2\]'
 check "... with the rest of the entry above" has_line 'masq> \[1,'
 
+# A history file longer than the 1000 entries kept is trimmed at start and
+# at exit, by writing a new file and renaming it over the old one. Under a
+# file size limit smaller than the file (ulimit -f: a full disk's EFBIG)
+# every write fails: the trims, and the append of the new entry, which is
+# taken back. The REPL works on and the file stays byte for byte. (A file
+# of its own: the sessions above may still be trimming theirs as they end.)
+long=$tmp/long_history
+awk 'BEGIN { for (i = 1; i <= 1200; i++) print "x = " i }' >"$long"
+cp "$long" "$tmp/long.before"
+start "ulimit -f 4; MASQ_HISTORY='$long' '$MASQ'"
+check "a history file that cannot be rewritten still loads" wait_prompt
+enter '1 + 2'
+wait_line '3'
+key C-d
+check "... and the REPL exits normally" wait_text '[exit 0]'
+check "... leaving the history file as it was" cmp -s "$long" "$tmp/long.before"
+check "... and no temporary file" test -z "$(ls -a "$tmp" | grep 'masq-')"
+start "MASQ_HISTORY='$long' '$MASQ'"
+wait_prompt
+key C-d
+wait_text '[exit 0]'
+check "with room, the file is trimmed to its last 1000 entries" \
+  test "$(wc -l <"$long")" -eq 1000 -a "$(head -n 1 "$long")" = 'x = 201' \
+  -a "$(tail -n 1 "$long")" = 'x = 1200'
+rm -f "$long" "$tmp/long.before"
+
 # --- 4. Ctrl-C -------------------------------------------------------------
 
 start

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../../runtime/masksum.h"
+#include "../../runtime/reduce.h"
 #include "../../runtime/tensor.h"
 
 #include "unit.h"
@@ -250,6 +251,43 @@ static void test_reductions(void) {
       }
 }
 
+/* Rows longer than MQ_RED_BATCH pieces fold their pieces batch by batch
+ * along the merge tree (runtime/reduce_tree.c): on two threads (the
+ * pieces split over threads, and rows piece by piece under a summarized
+ * mask) every op gives the bits one thread gives folding the whole row at
+ * once, plain and masked, with NaNs and signed zeros; one long row, and
+ * three (fewer than two a thread: each split into pieces). */
+static void test_long_rows(void) {
+  char what[128];
+  const mq_dtype dts[] = {MQ_DT_F32, MQ_DT_F64};
+  for (int d = 0; d < 2; d++)
+    for (int fl = 0; fl < 3 - 2 * d; fl += 2) { /* float64: no NaN case */
+      size_t mark = mq_pool_mark(S);
+      int64_t n = (int64_t)(2 - d) * MQ_RED_BATCH * 4096 + 3 * 4096 + 77;
+      mq_tensor *x = data(dts[d], 1, &n, fl), *m, *sm;
+      for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+        if (ops[o] == MQ_RED_COUNT) continue;
+        S->nthreads = 1;
+        mq_tensor *want = mq_reduce(S, ops[o], x, 0, NULL, false);
+        S->nthreads = 2;
+        mq_tensor *got = mq_reduce(S, ops[o], x, 0, NULL, false);
+        CHECK(same_tensor(got, want));
+      }
+      S->nthreads = 0;
+      make_masks(K_BLOCKY, 1, &n, &m, &sm);
+      snprintf(what, sizeof what, "%s flavour %d one row of %lld", mq_dtype_name(dts[d]), fl, (long long)n);
+      compare(what, x, m, sm, 0, NULL);
+      int64_t sh[2] = {3, n / 3};
+      mq_tensor *x2 = mq_tensor_view(S, x, 2, sh, (int64_t[]){sh[1], 1}, 0);
+      mq_tensor *m2, *sm2;
+      make_masks(K_BLOCKY, 2, sh, &m2, &sm2);
+      const int d1[1] = {1};
+      snprintf(what, sizeof what, "%s flavour %d three rows", mq_dtype_name(dts[d]), fl);
+      compare(what, x2, m2, sm2, 1, d1);
+      mq_pool_drain(S, mark);
+    }
+}
+
 /* A mask broadcast along a dim is not contiguous: no summary, same results. */
 static void test_broadcast(void) {
   int64_t sh[2] = {16, 8192}, row = 8192;
@@ -388,6 +426,7 @@ static void all_tests(mq_state *S_, void *ud) {
   test_host_memory();
   test_drop();
   test_reductions();
+  test_long_rows();
   test_broadcast();
   test_where();
   test_broadcast_rows();
