@@ -116,7 +116,7 @@ $(B)/$(SONAME) $(B)/libmasq.so: $(B)/$(SHLIB)
 $(B)/masq: $(CLI_SRC) $(wildcard cli/*.h) $(B)/libmasq.a
 	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $(CLI_SRC) $(B)/libmasq.a $(CLI_LIBS) $(LIBS)
 
-$(B)/unit/%: tests/unit/%.c $(B)/libmasq.a $(HDRS) tests/unit/unit.h
+$(B)/unit/%: tests/unit/%.c $(B)/libmasq.a $(HDRS) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(OPT) $(INC) -fvisibility=default -o $@ $< $(B)/libmasq.a $(LIBS)
 
@@ -136,7 +136,7 @@ $(ASAN_DIR)/libmasq.a: $(ASAN_OBJ)
 $(ASAN_DIR)/masq: $(CLI_SRC) $(wildcard cli/*.h) $(ASAN_DIR)/libmasq.a
 	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $(CLI_SRC) $(ASAN_DIR)/libmasq.a $(CLI_LIBS) $(LIBS)
 
-$(ASAN_DIR)/unit/%: tests/unit/%.c $(ASAN_DIR)/libmasq.a $(HDRS) tests/unit/unit.h
+$(ASAN_DIR)/unit/%: tests/unit/%.c $(ASAN_DIR)/libmasq.a $(HDRS) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) $(INC) -fvisibility=default -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
 
@@ -452,7 +452,7 @@ $(COV_DIR)/libmasq.a: $(COV_OBJ)
 $(COV_DIR)/masq: $(CLI_SRC) $(wildcard cli/*.h) $(COV_DIR)/libmasq.a
 	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $(CLI_SRC) $(COV_DIR)/libmasq.a $(CLI_LIBS) $(LIBS)
 
-$(COV_DIR)/unit/%: tests/unit/%.c $(COV_DIR)/libmasq.a $(HDRS) tests/unit/unit.h
+$(COV_DIR)/unit/%: tests/unit/%.c $(COV_DIR)/libmasq.a $(HDRS) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) $(INC) -fvisibility=default -o $@ $< $(COV_DIR)/libmasq.a $(LIBS)
 
