@@ -471,10 +471,15 @@ coverage: $(COV_DIR)/masq $(COV_UNITS) $(COV_APIS) $(COV_DIR)/examples/embed
 	-@sh tests/api/example_test.sh $(COV_DIR)
 	-@sh tests/run.sh $(COV_DIR)/masq
 	-@sh tests/repl/repl_test.sh $(COV_DIR)/masq
+	-@sh tests/repl/newcomer_test.sh $(COV_DIR)/masq
 	-@sh tests/repl/cli_test.sh $(COV_DIR)/masq
 	-@sh tests/repl/transcript.sh $(COV_DIR)/masq
 	-@sh tests/check_docs.sh $(COV_DIR)/masq
 	-@sh tests/io/check_numpy.sh $(COV_DIR)/masq
+	-@sh tests/io/check_half.sh $(COV_DIR)/masq
+	-@sh tests/io/check_csv.sh $(COV_DIR)/masq
+	-@sh tests/io/check_scipy.sh $(COV_DIR)/masq
+	-@sh tests/pictures/check_svg.sh $(COV_DIR)/masq
 	-@sh tools/conformance/run.sh $(COV_DIR)/masq
 	-@sh tests/crashes/run.sh $(COV_DIR)/masq
 	@python3 tools/coverage/summary.py $(COV_DIR)/obj --min-branches $(COVERAGE_MIN)
