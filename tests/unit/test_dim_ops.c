@@ -27,14 +27,9 @@
 #include "../../runtime/cpu.h"
 #include "../../runtime/tensor.h"
 
+#include "rand_fill.h"
 #include "unit.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15u;
-static uint64_t next(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return rng;
-}
-static int64_t below(int64_t n) { return (int64_t)(next() % (uint64_t)n); }
 
 #define MAXN 8400
 
@@ -86,12 +81,7 @@ static void make_case(dcase *c, mq_dtype dt, int nd, const int64_t *shape, bool 
     if (dt == MQ_DT_I64 && v != trunc(v)) v = v > 0 ? 3 : -3;
     if (nans && below(60) == 0) v = NAN;
     c->val[p] = v;
-    switch (dt) {
-    case MQ_DT_BOOL: ((uint8_t *)mq_tensor_data(data))[p] = (uint8_t)v; break;
-    case MQ_DT_I64: ((int64_t *)mq_tensor_data(data))[p] = (int64_t)v; break;
-    case MQ_DT_F32: ((float *)mq_tensor_data(data))[p] = (float)v; break;
-    default: ((double *)mq_tensor_data(data))[p] = v; break;
-    }
+    put_value(data, p, v);
     c->valid[p] = !masked || below(10) < 7;
     if (mask) ((uint8_t *)mq_tensor_data(mask))[p] = c->valid[p];
   }
@@ -314,6 +304,7 @@ static void check_scans(const dcase *c, int cpu) {
 }
 
 static void tests(mq_state *S_, void *ud) {
+  rng = 0x9e3779b97f4a7c15u;
   static const int64_t shapes[][4] = {
       /* nd, sizes */
       {1, 1}, {1, 7}, {1, 33}, {2, 3, 5}, {2, 2, 33}, {2, 5, 1}, {2, 2, 4100}, {2, 4100, 2},

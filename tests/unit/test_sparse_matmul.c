@@ -21,14 +21,9 @@
 
 #include "../../runtime/sparse.h"
 
+#include "rand_fill.h"
 #include "unit.h"
 
-static uint64_t rng = 0xda942042e4dd58b5u;
-static uint64_t next(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return rng;
-}
-static int64_t below(int64_t n) { return (int64_t)(next() % (uint64_t)n); }
 
 #define MAXE 2048
 
@@ -50,15 +45,6 @@ static void expect(bool ok, const char *what, int round) {
   if (reported++ < 20) printf("FAIL sparse_matmul round %d: %s\n", round, what);
 }
 
-static void put(mq_dtype dt, mq_tensor *t, int64_t i, double v) {
-  switch (dt) {
-  case MQ_DT_BOOL: ((uint8_t *)mq_tensor_data(t))[i] = v != 0; break;
-  case MQ_DT_I64: ((int64_t *)mq_tensor_data(t))[i] = (int64_t)v; break;
-  case MQ_DT_F32: ((float *)mq_tensor_data(t))[i] = (float)v; break;
-  default: ((double *)mq_tensor_data(t))[i] = v; break;
-  }
-}
-
 /* A dense matrix (or vector, c == 0 meaning 1-D of r), masked or not. */
 static void dense(mat *x, mq_dtype dt, int64_t r, int64_t c, bool masked) {
   x->r = r, x->c = c ? c : 1;
@@ -69,7 +55,7 @@ static void dense(mat *x, mq_dtype dt, int64_t r, int64_t c, bool masked) {
     x->v[i] = (double)(below(7) - 3);
     x->stored[i] = true;
     x->valid[i] = !masked || below(4) != 0;
-    put(dt, d, i, x->v[i]);
+    put_value(d, i, x->v[i]);
     if (m) ((uint8_t *)mq_tensor_data(m))[i] = x->valid[i];
   }
   x->t = masked ? mq_masked(S, d, m) : d;
@@ -83,7 +69,7 @@ static void sparse(mat *x, mq_dtype dt, int64_t r, int64_t c, bool csr, int mk) 
   for (int64_t i = 0; i < r * c; i++) {
     x->v[i] = below(3) ? 0 : (double)(below(5) - 2);
     if (x->v[i] == 0 && below(5) == 0) x->v[i] = 3;
-    put(dt, d, i, x->v[i]);
+    put_value(d, i, x->v[i]);
     x->stored[i] = x->v[i] != 0;
     x->valid[i] = mk == 0 || x->stored[i];
   }
@@ -225,6 +211,7 @@ static void run_bool(mq_state *S_, void *ud) {
 }
 
 static void tests(mq_state *S_, void *ud) {
+  rng = 0xda942042e4dd58b5u;
   for (int round = 0; round < 216; round++) one_round(round);
   /* bool operands have no product */
   static mat a, b;

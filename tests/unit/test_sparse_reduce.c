@@ -19,15 +19,9 @@
 
 #include "../../runtime/sparse.h"
 
+#include "rand_fill.h"
 #include "unit.h"
 
-static uint64_t rng = 0x853c49e6748fea9bu;
-
-static uint64_t next(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return rng;
-}
-static int64_t below(int64_t n) { return (int64_t)(next() % (uint64_t)n); }
 
 static int reported;
 
@@ -165,12 +159,7 @@ static void make_case(scase *c, mq_dtype dt, bool csr, int mk) {
     if (dt == MQ_DT_BOOL) v = v > 0;
     if ((dt == MQ_DT_F32 || dt == MQ_DT_F64) && below(40) == 0) v = NAN;
     c->val[p] = v;
-    switch (dt) {
-    case MQ_DT_BOOL: ((uint8_t *)mq_tensor_data(dense))[p] = (uint8_t)v; break;
-    case MQ_DT_I64: ((int64_t *)mq_tensor_data(dense))[p] = (int64_t)v; break;
-    case MQ_DT_F32: ((float *)mq_tensor_data(dense))[p] = (float)v; break;
-    default: ((double *)mq_tensor_data(dense))[p] = v; break;
-    }
+    put_value(dense, p, v);
   }
   mq_tensor *t = mq_to_sparse_coo(S, dense); /* stores the nonzeros */
   for (int64_t p = 0; p < c->numel; p++) c->valid[p] = mk == 0 || c->val[p] != 0;
@@ -193,6 +182,7 @@ static void make_case(scase *c, mq_dtype dt, bool csr, int mk) {
 }
 
 static void tests(mq_state *S_, void *ud) {
+  rng = 0x853c49e6748fea9bu;
   static const mq_dtype dts[] = {MQ_DT_BOOL, MQ_DT_I64, MQ_DT_F32, MQ_DT_F64};
   for (int round = 0; round < 96; round++) {
     scase c;
