@@ -161,8 +161,10 @@ static void check_reduce(const dcase *c, int cpu, mq_redop op, unsigned dims, bo
     slot *o = &slots[s];
     double v = c->val[p];
     o->sum += v, o->prod *= v, o->n++;
-    o->isum = (int64_t)((uint64_t)o->isum + (uint64_t)(int64_t)v);
-    o->iprod = (int64_t)((uint64_t)o->iprod * (uint64_t)(int64_t)v);
+    if (v == v) { /* the int sums (for int dtypes, which have no NaN) */
+      o->isum = (int64_t)((uint64_t)o->isum + (uint64_t)(int64_t)v);
+      o->iprod = (int64_t)((uint64_t)o->iprod * (uint64_t)(int64_t)v);
+    }
     o->mx = o->mx != o->mx ? o->mx : v != v || v > o->mx ? v : o->mx; /* NaN wins */
     o->mn = o->mn != o->mn ? o->mn : v != v || v < o->mn ? v : o->mn;
     o->any |= v != 0, o->all &= v != 0;

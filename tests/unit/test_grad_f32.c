@@ -93,7 +93,8 @@ static void check_call(const char *name, const char *call, const char *xdata, co
   }
   for (int side = 0; side < (ydata ? 2 : 1); side++) {
     gbytes a, b, c;
-    bool ok = grab(side ? "A1" : "A0", &a) & grab(side ? "B1" : "B0", &b) & grab(side ? "C1" : "C0", &c);
+    bool ga = grab(side ? "A1" : "A0", &a), gb = grab(side ? "B1" : "B0", &b);
+    bool gc = grab(side ? "C1" : "C0", &c), ok = ga && gb && gc;
     int64_t at = ok ? differ(&a, &b) : -3;
     if (at != -1)
       printf("FAIL %s: the gradient of %s with one g differs from that with an array of them "
