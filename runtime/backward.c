@@ -296,7 +296,15 @@ static const bool un_diff[MQ_UN__COUNT] = {
     o[i] = (e);                                                                \
   }                                                                            \
   break;
-#define UN_LOOP_NODIFF break;
+/* A case for each row with a derivative (its class can give a float
+ * result); the others never record a node, and share the default. */
+#define UN_CASE_FLOAT(E, LOOP, d) case MQ_UN_##E: LOOP##d
+#define UN_CASE_SAME UN_CASE_FLOAT
+#define UN_CASE_SAMEB UN_CASE_FLOAT
+#define UN_CASE_FONLY UN_CASE_FLOAT
+#define UN_CASE_CLAMP UN_CASE_FLOAT
+#define UN_CASE_PRED(E, LOOP, d)
+#define UN_CASE_BITS(E, LOOP, d)
 
 static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const ew_job *J = ctx;
@@ -305,10 +313,10 @@ static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
   (void)p;
   switch ((mq_unop)J->op) { /* one loop per op, its derivative inlined into it */
 #define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
-  case MQ_UN_##E: UN_LOOP_##deriv
+  UN_CASE_##cls(E, UN_LOOP_, deriv)
     MQ_UNARY_OPS(X)
 #undef X
-  case MQ_UN__COUNT: break;
+  default: break;
   }
 }
 
@@ -333,7 +341,6 @@ static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
       OUT[i] = (float)(e);                                                     \
     }
 #define UN_LOOP32_D(e) LOOP32(o, UN_ELEM32, e) break;
-#define UN_LOOP32_NODIFF break;
 
 MQ_WIDE static void unary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
   const ew_job *J = ctx;
@@ -343,10 +350,10 @@ MQ_WIDE static void unary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
   (void)p, (void)g0;
   switch ((mq_unop)J->op) {
 #define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
-  case MQ_UN_##E: UN_LOOP32_##deriv
+  UN_CASE_##cls(E, UN_LOOP32_, deriv)
     MQ_UNARY_OPS(X)
 #undef X
-  case MQ_UN__COUNT: break;
+  default: break;
   }
 }
 
@@ -414,7 +421,19 @@ static const bool bin_diff[MQ_BIN__COUNT] = {
       r[i] = (gb);                                                             \
     }                                                                          \
   break;
-#define BIN_LOOP_NODIFF break;
+/* A case for each row with a derivative; the comparisons and bitwise
+ * ops never record a node, and share the default, and so do the F64 rows
+ * in the float32 loops (their result is float64). */
+#define BIN_CASE_ARITH(E, LOOP, d) case MQ_BIN_##E: LOOP##d
+#define BIN_CASE_FLOAT BIN_CASE_ARITH
+#define BIN_CASE_F64 BIN_CASE_ARITH
+#define BIN_CASE_CMP(E, LOOP, d)
+#define BIN_CASE_INT(E, LOOP, d)
+#define BIN32_CASE_ARITH BIN_CASE_ARITH
+#define BIN32_CASE_FLOAT BIN_CASE_ARITH
+#define BIN32_CASE_F64(E, LOOP, d)
+#define BIN32_CASE_CMP(E, LOOP, d)
+#define BIN32_CASE_INT(E, LOOP, d)
 
 /* One operand's gradient (J->which: 0 the left's, 1 the right's), one loop
  * per op and side. An array the derivative does not read may be any
@@ -425,10 +444,10 @@ static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
   double *r = J->ra;
   switch ((mq_binop)J->op) {
 #define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
-  case MQ_BIN_##E: BIN_LOOP_##deriv
+  BIN_CASE_##cls(E, BIN_LOOP_, deriv)
     MQ_BINARY_OPS(X)
 #undef X
-  case MQ_BIN__COUNT: break;
+  default: break;
   }
 }
 
@@ -443,7 +462,6 @@ static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
     BIN_SIDE32(gb)                                                             \
   }                                                                            \
   break;
-#define BIN_LOOP32_NODIFF break;
 
 MQ_WIDE static void binary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
   const ew_job *J = ctx;
@@ -453,10 +471,10 @@ MQ_WIDE static void binary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
   (void)g0;
   switch ((mq_binop)J->op) {
 #define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
-  case MQ_BIN_##E: BIN_LOOP32_##deriv
+  BIN32_CASE_##cls(E, BIN_LOOP32_, deriv)
     MQ_BINARY_OPS(X)
 #undef X
-  case MQ_BIN__COUNT: break;
+  default: break;
   }
 }
 

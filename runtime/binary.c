@@ -109,16 +109,25 @@ static inline float fdiv_floor_float(float x, float y) {
   return (float)floor((double)x / (double)y);
 }
 
-/* NaN-propagating extrema (torch.maximum); fmax/fmin ignore NaN. */
+/* NaN-propagating extrema (torch.maximum); fmax/fmin ignore NaN. On a
+ * tie (0 and -0) each gives y. fmax/fmin are written out, not libm's:
+ * the C functions may return either zero on a tie, and gcc vectorizes a
+ * loop with a number operand with the operands of MAXPS swapped, so
+ * fmax(-0.0, 0.0) gave 0 on two tensors and -0 on a tensor and a number. */
 #define MAXP(x, y) ((x) > (y) || (x) != (x) ? (x) : (y))
 #define MINP(x, y) ((x) < (y) || (x) != (x) ? (x) : (y))
+#define MAXN(x, y) ((x) > (y) || (y) != (y) ? (x) : (y))
+#define MINN(x, y) ((x) < (y) || (y) != (y) ? (x) : (y))
 
 /* --- kernels, from the rows of ops_binary.h ------------------------------------ */
 
 /* Float kernels k_E_F32 and k_E_F64 (bool results for comparisons). */
 #define DEF_BF_ARITH(E, SFX, T, EXPR) DEF_BIN(k_##E##_##SFX, T, T, EXPR)
 #define DEF_BF_FLOAT DEF_BF_ARITH
-#define DEF_BF_F64 DEF_BF_ARITH
+/* F64 ops always compute in float64: no float32 kernel */
+#define DEF_BF_F64(E, SFX, T, EXPR) DEF_BF_F64_##SFX(E, T, EXPR)
+#define DEF_BF_F64_F32(E, T, EXPR)
+#define DEF_BF_F64_F64(E, T, EXPR) DEF_BIN(k_##E##_F64, T, T, EXPR)
 #define DEF_BF_CMP(E, SFX, T, EXPR) DEF_BIN(k_##E##_##SFX, T, uint8_t, EXPR)
 #define DEF_BF_INT(E, SFX, T, EXPR)
 #define DEF_FB32(E, name, params, bind, cls, div0, fexpr, ...) DEF_BF_##cls(E, F32, float, fexpr)
@@ -174,7 +183,7 @@ typedef struct binary_def {
 #define FK(E) k_##E##_F32, k_##E##_F64
 #define TAB_ARITH(E, bk) CL_ARITH, {BK_##bk, k_##E##_I64, FK(E)}
 #define TAB_FLOAT(E, bk) CL_FLOAT, {NULL, NULL, FK(E)}
-#define TAB_F64(E, bk) CL_F64, {NULL, NULL, FK(E)}
+#define TAB_F64(E, bk) CL_F64, {NULL, NULL, NULL, k_##E##_F64}
 #define TAB_CMP(E, bk) CL_CMP, {k_##E##_BOOL, k_##E##_I64, FK(E)}
 #define TAB_INT(E, bk) CL_INT, {BK_##bk, k_##E##_I64, NULL, NULL}
 

@@ -9,7 +9,8 @@
  * multiplies: no FMA, no reassociation), and the lanes combine in a fixed
  * order afterwards in plain C; the wider paths only do more lanes per
  * instruction. float32 softmax takes the path too: its exp (masq's own,
- * vexp.h), row max and row sum, and its backward's sum (softmax_simd.h).
+ * vexp.h), row max and row sum, and its backward's sum (softmax_simd.h);
+ * and float32 matmul, by fma beyond the portable path (matmul.c).
  * glibc's exp and log stay scalar (kernels.h).
  *
  * A state takes the fastest path its CPU runs (S->cpu, set at open), or

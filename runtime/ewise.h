@@ -8,16 +8,25 @@
 #include "iter.h"
 #include "kernels.h"
 
-/* Walks the rows of an iterator, polling S for interrupts now and then
- * (never when S is NULL: a worker thread, see mq_ewise_run). */
+/* Counts a row of [n] elements toward the next poll of S for interrupts,
+ * every MQ_POLL_ELEMS elements (never when S is NULL: a worker thread, see
+ * mq_ewise_run). A function rather than part of ROWS_BEGIN: one check,
+ * not one per kernel that the macros instantiate (hundreds), which would
+ * each need a test on threads and past MQ_POLL_ELEMS to be seen taking
+ * both ways. Inlined, it costs what the macro's own test did. */
+static inline void mq_rows_poll(mq_state *S, int64_t *polled, int64_t n) {
+  if (S && (*polled += n) >= MQ_POLL_ELEMS) {
+    *polled = 0;
+    mq_check_interrupt(S);
+  }
+}
+
+/* Walks the rows of an iterator, polling S for interrupts now and then. */
 #define ROWS_BEGIN(S, it)                                                      \
   {                                                                            \
     int64_t polled_ = 0;                                                       \
     for (int64_t r_ = 0; r_ < (it)->rows; r_++, mq_iter_next(it)) {            \
-      if ((S) && (polled_ += (it)->n) >= MQ_POLL_ELEMS) {                      \
-        polled_ = 0;                                                           \
-        mq_check_interrupt(S);                                                 \
-      }
+      mq_rows_poll(S, &polled_, (it)->n);
 #define ROWS_END                                                               \
   }                                                                            \
   }

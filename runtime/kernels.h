@@ -25,7 +25,9 @@
  * not FMA: the same IEEE multiplies and adds, two or four at a time
  * instead of one or two, so every CPU gets the same bits. Not under
  * ThreadSanitizer, whose runtime is not up yet when the loader runs the
- * clones' resolvers. */
+ * clones' resolvers, nor in the coverage build (MQ_NO_WIDE, `make
+ * coverage`), which counts the branches of the source once, not once per
+ * clone when this CPU runs only one of them. */
 #if defined(__SANITIZE_THREAD__) /* gcc */
 #define MQ_TSAN 1
 #elif defined(__has_feature)
@@ -33,7 +35,8 @@
 #define MQ_TSAN 1
 #endif
 #endif
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && !defined(MQ_TSAN)
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && !defined(MQ_TSAN) && \
+    !defined(MQ_NO_WIDE)
 #define MQ_WIDE __attribute__((target_clones("avx2", "default")))
 #else
 #define MQ_WIDE

@@ -15,6 +15,7 @@
  * so such (rare) steps take a slower loop that selects on B's mask. The
  * output mask is "some valid pair exists", an OR over k of B's mask rows. */
 #include "autograd.h"
+#include "cpu.h"
 #include "kernels.h"
 #include "parallel.h"
 #include "shape.h"
@@ -86,10 +87,12 @@ DEF_MM(mm_i64, MQ_WIDE, int64_t, uint64_t, ALWAYS_FINITE, MADD)
 DEF_MM(mm_f32, MQ_WIDE, float, double, isfinite, MADD)
 DEF_MM(mm_f64, MQ_WIDE, double, double, isfinite, MADD)
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-/* float32 by fma where the CPU has it: a float32 product widened to
- * float64 is exact (24 + 24 bits), so rounding product and sum once gives
- * the bits of the multiply (not rounded) then the add: the same results,
- * faster. Not for float64, whose products are rounded. */
+/* float32 by fma on the AVX2 and AVX-512 paths (cpu.h) of a CPU that has
+ * it: a float32 product widened to float64 is exact (24 + 24 bits), so
+ * rounding product and sum once gives the bits of the multiply (not
+ * rounded) then the add: the same results as the portable path's mm_f32,
+ * faster (tests/unit/test_cpu_paths.c compares them). Not for float64,
+ * whose products are rounded. */
 #define MM_FMA 1
 #define MADD_FMA(t, x, y) __builtin_fma((x), (y), (t))
 DEF_MM(mm_f32_fma, __attribute__((target("avx2,fma"))), float, double, isfinite, MADD_FMA)
@@ -164,7 +167,7 @@ typedef struct mm_job {
   int64_t *ks; /* per thread: K indices */
   const int64_t *bspan; /* per matrix of b: its span of columns with a valid entry, or NULL */
   const uint8_t *bcols; /* per matrix of b: which columns have one (m bytes) */
-  bool fma;             /* the CPU has FMA: float32 takes mm_f32_fma */
+  bool fma;             /* an AVX2 path on a CPU with FMA: float32 takes mm_f32_fma */
 } mm_job;
 
 static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -268,7 +271,7 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
     J.bspan = span, J.bcols = cols;
   }
 #ifdef MM_FMA
-  J.fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  J.fma = S->cpu >= MQ_CPU_AVX2 && __builtin_cpu_supports("fma");
 #endif
   J.ks = mq_scratch(S, (size_t)nt * (size_t)(K > 0 ? K : 1) * sizeof *J.ks); /* K: a dim of a */
   mq_parallel_for(S, nt, rows,

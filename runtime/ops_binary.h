@@ -79,10 +79,10 @@
     D(x == y ? g / 2 : x < y ? g : 0, x == y ? g / 2 : x < y ? 0 : g), ANY, ANY, 1, 1, \
     "the smaller of x and y elementwise (NaN wins)")                           \
   /* the non-NaN operand wins */                                               \
-  X(FMAX, "fmax", ", y", B0, ARITH, 0, FN(fmax)(x, y), x > y ? x : y, OR,      \
+  X(FMAX, "fmax", ", y", B0, ARITH, 0, MAXN(x, y), x > y ? x : y, OR,          \
     D(x >= y || y != y ? g : 0, x >= y || y != y ? 0 : g), ANY, ANY, 1, 1,     \
     "the larger of x and y elementwise, ignoring NaN")                         \
-  X(FMIN, "fmin", ", y", B0, ARITH, 0, FN(fmin)(x, y), x < y ? x : y, AND,     \
+  X(FMIN, "fmin", ", y", B0, ARITH, 0, MINN(x, y), x < y ? x : y, AND,         \
     D(x <= y || y != y ? g : 0, x <= y || y != y ? 0 : g), ANY, ANY, 1, 1,     \
     "the smaller of x and y elementwise, ignoring NaN")                        \
   X(SHL, "bitwise_left_shift", ", y", B0, INT, 0, NONE, ishl(x, y), NONE, NODIFF, ANY, ANY, \

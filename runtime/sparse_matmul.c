@@ -41,6 +41,8 @@ typedef struct spmm_job {
   void *acc; /* per thread: n accumulators */
 } spmm_job;
 
+/* b masked (spmm_plain_E below takes a plain b), so the result is masked
+ * too: om is never NULL. */
 #define DEF_SPMM(E, T, A)                                                                  \
   static void spmm_##E(const spmm_job *J, int64_t lo, int64_t hi, int t) {                 \
     int64_t n = J->n;                                                                      \
@@ -49,25 +51,18 @@ typedef struct spmm_job {
     T *out = J->out;                                                                       \
     for (int64_t r = lo; r < hi; r++) {                                                    \
       for (int64_t j = 0; j < n; j++) acc[j] = 0;                                          \
-      uint8_t *om = J->om ? J->om + r * n : NULL;                                          \
-      if (om)                                                                              \
-        for (int64_t j = 0; j < n; j++) om[j] = 0;                                         \
+      uint8_t *om = J->om + r * n;                                                         \
+      for (int64_t j = 0; j < n; j++) om[j] = 0;                                           \
       for (int64_t k = J->crow[r]; k < J->crow[r + 1]; k++) {                              \
         if (J->am && !J->am[k]) continue;                                                  \
         A x = (A)av[k];                                                                    \
         const T *brow = bv + J->col[k] * n;                                                \
-        if (J->bm) {                                                                       \
-          const uint8_t *bm = J->bm + J->col[k] * n;                                       \
-          for (int64_t j = 0; j < n; j++)                                                  \
-            if (bm[j]) {                                                                   \
-              acc[j] += x * (A)brow[j];                                                    \
-              om[j] = 1;                                                                   \
-            }                                                                              \
-        } else {                                                                           \
-          for (int64_t j = 0; j < n; j++) acc[j] += x * (A)brow[j];                        \
-          if (om)                                                                          \
-            for (int64_t j = 0; j < n; j++) om[j] = 1;                                     \
-        }                                                                                  \
+        const uint8_t *bm = J->bm + J->col[k] * n;                                         \
+        for (int64_t j = 0; j < n; j++)                                                    \
+          if (bm[j]) {                                                                     \
+            acc[j] += x * (A)brow[j];                                                      \
+            om[j] = 1;                                                                     \
+          }                                                                                \
       }                                                                                    \
       for (int64_t j = 0; j < n; j++) out[r * n + j] = (T)acc[j];                          \
       /* a plain a's unstored zeros are valid: they pair with every valid b */             \

@@ -74,6 +74,23 @@ int main(void) {
   expect(set, "q = requires_grad(q)\nr = softmax(masked(q @ kt / 8, m), -1) @ v", false);
   expect(set, "masked = as_masked\nr = softmax(masked(q @ kt / 8, m), -1) @ v", false);
   expect(set, "r = softmax(masked(q @ kt / 8, m), 1) @ v", false);
+  /* near misses of the pattern, each op by op: a dim that is not a literal,
+   * keyword arguments, another call where transpose or softmax or masked
+   * go, expressions where variables go, a rebound softmax */
+  expect(set, "d = -1\nr = softmax(masked(q @ transpose(k, -2, d) / 8, m), -1) @ v", false);
+  expect(set, "r = softmax(masked(q @ transpose(k, dim0=-2, dim1=-1) / 8, m), -1) @ v", false);
+  expect(set, "r = softmax(masked(q @ flip(kt, 1) / 8, m), -1) @ v", false);
+  expect(set, "r = softmax(masked(q @ kt / 8, m), dim=-1) @ v", false);
+  expect(set, "r = log_softmax(masked(q @ kt / 8, m), -1) @ v", false);
+  expect(set, "r = softmax(to_tensor(q @ kt / 8, 0.0), -1) @ v", false);
+  expect(set, "r = softmax(masked(q @ kt / (4 * 2), m), -1) @ v", false);
+  expect(set, "r = softmax(masked((q * 1) @ kt / 8, m), -1) @ v", false);
+  expect(set, "r = softmax(masked(q @ kt / 8, m), -1) @ (v * 1)", false);
+  expect(set, "r = softmax(masked(q @ kt * 8, m), -1) @ v", false);
+  expect(set, "softmax = log_softmax\nr = softmax(masked(q @ kt / 8, m), -1) @ v", false);
+  /* a captured variable is a leaf too */
+  expect(set, "fn f(a) { g = fn() = softmax(masked(a @ kt / 8, m), -1) @ v\n return g() }\nr = f(q)",
+         true);
   printf("test_attention_reach: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

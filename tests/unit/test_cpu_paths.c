@@ -7,13 +7,15 @@
  * all valid and all masked out, and data of mixed magnitudes with NaN,
  * infinities and zeros of both signs. The portable path is checked against
  * the lanes written out here (entry i into lane i % 16, or i % 4), so every
- * path is checked against the definition. Also: MASQ_CPU picks a new
- * state's path, unless the CPU lacks it. */
+ * path is checked against the definition. float32 matmul too: its fma
+ * beyond the portable path against the portable multiply-then-add. Also:
+ * MASQ_CPU picks a new state's path, unless the CPU lacks it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../runtime/cpu.h"
+#include "../../runtime/shape.h"
 #include "../../runtime/reduce.h"
 
 #include "unit.h"
@@ -138,6 +140,39 @@ static void rows(void) {
 #endif
 }
 
+/* float32 matmul: the portable path's multiply-then-add and the fma of
+ * the others (runtime/matmul.c) give the same bits, NaN aside, for
+ * products with infinities and NaN (the term-by-term loop) and a masked
+ * right operand. */
+static void matmul_paths(void) {
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {4, 37, 20}, {2, 130, 33}};
+  int best = mq_cpu_best(), saved = S->cpu;
+  for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
+    for (int d = 0; d < 2; d++)
+      for (int mk = 0; mk < 2; mk++) {
+        int64_t sa[2] = {dims[c][0], dims[c][1]}, sb[2] = {dims[c][1], dims[c][2]};
+        mq_tensor *a = mq_tensor_new(S, MQ_DT_F32, 2, sa), *b = mq_tensor_new(S, MQ_DT_F32, 2, sb);
+        mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, 2, sb);
+        for (int64_t i = 0; i < a->numel; i++) ((float *)mq_tensor_data(a))[i] = value(d, i);
+        for (int64_t i = 0; i < b->numel; i++) {
+          ((float *)mq_tensor_data(b))[i] = value(d, i + 7);
+          ((uint8_t *)mq_tensor_data(m))[i] = (uint8_t)(next() % 4 != 0);
+        }
+        if (mk) b = mq_masked(S, b, m);
+        S->cpu = MQ_CPU_PORTABLE;
+        mq_tensor *r0 = mq_get_data(S, mq_matmul(S, a, b));
+        for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
+          S->cpu = cpu;
+          mq_tensor *r = mq_get_data(S, mq_matmul(S, a, b));
+          bool ok = true;
+          for (int64_t i = 0; i < r->numel && ok; i++)
+            ok = same_bits((float *)mq_tensor_data(r) + i, (float *)mq_tensor_data(r0) + i, sizeof(float));
+          CHECK(ok);
+        }
+      }
+  S->cpu = saved;
+}
+
 static void default_path(void) {
   int best = mq_cpu_best();
   setenv("MASQ_CPU", "portable", 1);
@@ -161,6 +196,7 @@ static void default_path(void) {
 
 static void all_tests(mq_state *S_, void *ud) {
   rows();
+  matmul_paths();
   default_path();
 }
 

@@ -32,6 +32,7 @@
 #include "../../runtime/ops_unary.h"
 
 #include "unit.h"
+#include "grad_rows.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SLOW 1
@@ -115,24 +116,6 @@ static void add(const char *name, const char *dom, const char *domb, char yset, 
   snprintf(c->loss, sizeof c->loss, "%s%s%s", pre, mid, post);
   c->dom = dom, c->domb = domb, c->yset = yset;
 }
-
-/* A unary row's call on X, for the rows its plain call does not reach. */
-static const char *unary_call(const char *E, const char *name, char *buf, size_t n) {
-  if (!strcmp(E, "ROUND_DEC")) return "round(X, decimals=1)";
-  if (!strcmp(E, "GELU_TANH")) return "gelu(X, approximate=\"tanh\")";
-  if (!strcmp(E, "CLAMP")) return "clamp(X, -0.5, 0.5)";
-  snprintf(buf, n, "%s(X)", name);
-  return buf;
-}
-
-static const char *binary_call(const char *E, const char *name, char *buf, size_t n) {
-  if (!strcmp(E, "DIVTRUNC")) return "div(X, Y, rounding_mode=\"trunc\")";
-  snprintf(buf, n, "%s(X, Y)", name);
-  return buf;
-}
-
-#define HAS_D(...) 1
-#define HAS_NODIFF 0
 
 static void row_cases(void) {
   char buf[128], loss[256];
@@ -240,73 +223,6 @@ static const struct {
 
 /* --- running and comparing ------------------------------------------------- */
 
-static bool eval(const char *src, const char *what) {
-  if (masq_eval(S, src, strlen(src), what, 0) == MASQ_OK) return true;
-  printf("FAIL %s: %s\n", what, masq_last_error(S)->rendered);
-  return false;
-}
-
-/* A gradient's bytes: data (elsize each) and mask (NULL: plain). */
-typedef struct gbytes {
-  masq_dtype dt;
-  int64_t n;
-  size_t elsize;
-  void *data;
-  uint8_t *mask;
-} gbytes;
-
-static void gfree(gbytes *b) {
-  free(b->data), free(b->mask);
-  memset(b, 0, sizeof *b);
-}
-
-static bool grab(const char *name, gbytes *out) {
-  masq_tensor *t = NULL, *c = NULL;
-  masq_tensor_desc d;
-  memset(out, 0, sizeof *out);
-  if (masq_get_global(S, name, &t) != MASQ_OK) return false;
-  bool ok = masq_tensor_contiguous(S, t, &c) == MASQ_OK && masq_tensor_info(S, c, &d) == MASQ_OK;
-  if (ok) {
-    out->dt = d.dtype;
-    out->n = 1;
-    for (int i = 0; i < d.ndim; i++) out->n *= d.shape[i];
-    out->elsize = d.dtype == MASQ_FLOAT64 || d.dtype == MASQ_INT64 ? 8 : d.dtype == MASQ_FLOAT32 ? 4 : 1;
-    out->data = malloc((size_t)out->n * out->elsize + 1);
-    memcpy(out->data, d.data, (size_t)out->n * out->elsize);
-    if (d.valid) {
-      out->mask = malloc((size_t)out->n + 1);
-      memcpy(out->mask, d.valid, (size_t)out->n);
-    }
-  }
-  if (c) masq_tensor_release(S, c);
-  masq_tensor_release(S, t);
-  return ok;
-}
-
-/* The index of the first entry where [a] and [b] differ (data bits, NaN
- * matching any NaN, or mask), -1 if none; -2 if dtype or size differ. */
-static int64_t differ(const gbytes *a, const gbytes *b) {
-  if (a->dt != b->dt || a->n != b->n || !a->mask != !b->mask) return -2;
-  if (!memcmp(a->data, b->data, (size_t)a->n * a->elsize) &&
-      (!a->mask || !memcmp(a->mask, b->mask, (size_t)a->n)))
-    return -1;
-  for (int64_t i = 0; i < a->n; i++) {
-    if (a->mask && a->mask[i] != b->mask[i]) return i;
-    const char *p = (const char *)a->data + i * a->elsize, *q = (const char *)b->data + i * a->elsize;
-    if (!memcmp(p, q, a->elsize)) continue;
-    if (a->elsize == 8) {
-      double x, y;
-      memcpy(&x, p, 8), memcpy(&y, q, 8);
-      if (isnan(x) && isnan(y)) continue;
-    } else if (a->elsize == 4) {
-      float x, y;
-      memcpy(&x, p, 4), memcpy(&y, q, 4);
-      if (isnan(x) && isnan(y)) continue;
-    }
-    return i;
-  }
-  return -1;
-}
 
 /* The runs: the reference (portable, 1 thread), then 2 and 3 threads on
  * the next paths (the fastest once there are no more), so every path and
