@@ -22,7 +22,6 @@
  *
  * A shape with a 0 in it (lists of empty lists) has no elements to pay
  * for its lists; there the polls are what stops a long walk. */
-#include "../core/checked.h"
 #include "kernels.h"
 
 typedef struct list_walk {
@@ -174,9 +173,8 @@ mq_tensor *mq_tensor_from_list(mq_state *S, const mq_list *l, const char *what, 
     mq_error(S, "%s: nested lists of shape %s are more numbers than a tensor holds", what,
              mq_shape_str(S, w.ndim, w.shape));
   int64_t numel = 1;
-  bool cheap = true; /* so few elements that the walks cost little whatever the list */
-  for (int d = 0; d < w.ndim; d++)
-    cheap = cheap && mq_mul_ok(numel, w.shape[d], &numel) && numel <= MQ_POLL_ELEMS;
+  for (int d = 0; d < w.ndim; d++) numel *= w.shape[d]; /* no overflow: it fits */
+  bool cheap = numel <= MQ_POLL_ELEMS; /* the walks cost little, whatever the list */
   /* The size check before the walk: the tensor in the smallest dtype the
    * first number allows (a bool: bool; an int: float32, as a float among
    * the ints would make it). */
