@@ -41,7 +41,12 @@ static mq_tensor *host_tensor(mq_state *S, mq_value v, const char *what, masq_st
     if (mq_is_tensor(v)) return mq_as_tensor(v);
     if (mq_is_obj(v, MQ_O_LIST)) {
       list_job job = {v, NULL};
-      if (mq_protect(S, list_to_tensor, &job) != MASQ_OK)
+      masq_status why = mq_protect(S, list_to_tensor, &job);
+      /* an interrupt stays one: the host's deadline or Ctrl-C ends the
+       * conversion, and a host that falls back on reading the list item by
+       * item (the Python module does) must not start on it */
+      if (why == MASQ_ERR_INTERRUPTED) mq_throw(S, why, "%s", S->err_message.data);
+      if (why != MASQ_OK)
         mq_throw(S, st, "%s is a list that does not make a tensor: %s", what,
                  S->err_message.data);
       return job.t;
@@ -131,6 +136,7 @@ static mq_value global_value(mq_state *S, const global_job *job) {
 static void get_protected(mq_state *S, void *ud) {
   global_job *job = ud;
   mq_api_need(S, job->out, job->fn, "out");
+  mq_api_reset_interrupt(S); /* a list's conversion polls, as a run does */
   char what[160];
   snprintf(what, sizeof what, "%s: global '%.64s'", job->fn, job->name ? job->name : "");
   mq_value v = global_value(S, job);

@@ -202,13 +202,15 @@ static int container_len(const mq_obj *o) {
 /* Prints nested lists and dicts without recursion: the levels being
  * printed are an explicit stack. A container that contains itself,
  * directly or not, prints as [...] or {...} where it recurs, as in Python:
- * l = [1]; append(l, l) is [1, [...]]. A dict prints as {"a": 1, 2: [3]}. */
-static void format_container(mq_state *S, mq_buf *b, const mq_obj *root) {
+ * l = [1]; append(l, l) is [1, [...]]. A dict prints as {"a": 1, 2: [3]}.
+ * Stops, unclosed, once more than [max] bytes are printed. */
+static void format_container(mq_state *S, mq_buf *b, const mq_obj *root, size_t max) {
   print_level small[32], *stack = small;
   int depth = 0, cap = (int)(sizeof small / sizeof small[0]);
+  size_t start = b->len;
   mq_buf_putc(S, b, root->type == MQ_O_LIST ? '[' : '{');
   stack[depth++] = (print_level){root, 0, false};
-  while (depth > 0) {
+  while (depth > 0 && b->len - start <= max) {
     mq_poll(S); /* a list holding one sublist 1000 times, 1000 deep, prints for ever */
     print_level *top = &stack[depth - 1];
     bool dict = top->o->type == MQ_O_DICT;
@@ -254,6 +256,11 @@ static void format_container(mq_state *S, mq_buf *b, const mq_obj *root) {
   }
 }
 
+void mq_value_format_head(mq_state *S, mq_buf *b, mq_value v, size_t max) {
+  if (is_seq_container(v)) format_container(S, b, v.as.o, max);
+  else mq_value_format(S, b, v);
+}
+
 void mq_value_format(mq_state *S, mq_buf *b, mq_value v) {
   switch ((mq_vtype)v.type) {
   case MQ_NONE: mq_buf_puts(S, b, "none"); return;
@@ -288,7 +295,7 @@ static void string_format(mq_state *S, mq_buf *b, mq_obj *o) {
 static bool string_truthy(mq_state *S, mq_obj *o) { return ((mq_string *)o)->len > 0; }
 
 static void list_free(mq_state *S, mq_obj *o) { mq_list_free(S, (mq_list *)o); }
-static void container_format(mq_state *S, mq_buf *b, mq_obj *o) { format_container(S, b, o); }
+static void container_format(mq_state *S, mq_buf *b, mq_obj *o) { format_container(S, b, o, SIZE_MAX); }
 static bool list_truthy(mq_state *S, mq_obj *o) { return ((mq_list *)o)->len > 0; }
 static void list_traverse(mq_state *S, mq_obj *o, mq_visit fn) {
   mq_list *l = (mq_list *)o;

@@ -153,6 +153,10 @@ MQ_INTERNAL const char *mq_value_type_name(mq_value v);
 /* Appends the printed form of [v] as print() shows it. */
 struct mq_buf;
 MQ_INTERNAL void mq_value_format(mq_state *S, struct mq_buf *b, mq_value v);
+/* The same, except that a list or dict stops, unclosed, once more than
+ * [max] bytes of it are printed: a summary costs what it shows, not what
+ * the value holds (a list that shares its sublists may hold 2^60 items). */
+MQ_INTERNAL void mq_value_format_head(mq_state *S, struct mq_buf *b, mq_value v, size_t max);
 
 /* Truthiness for `if`/`while`/`assert`: false, none, 0 and 0.0 are false; a
  * tensor must have one element, valid, and is true when non-zero (an error

@@ -385,7 +385,10 @@ MASQ_API masq_status masq_set_global(masq_state *M, const char *name, masq_tenso
  * number or bool becomes a 0-d tensor (int64, float64 or bool) and a list of
  * numbers a tensor; `none` gives *out = NULL and MASQ_OK. An undefined
  * global, or one holding a function, string or other list, is
- * MASQ_ERR_USAGE. */
+ * MASQ_ERR_USAGE, and so is a list of more numbers than memory holds (one
+ * that shares its sublists may stand for 10^12 of them): that is known
+ * before the list is walked. The conversion polls the interrupt hook; an
+ * interruption is MASQ_ERR_INTERRUPTED. */
 MASQ_API masq_status masq_get_global(masq_state *M, const char *name, masq_tensor **out);
 
 /* Binds global [name] to a float number (as if the script said `name = 2.5`). */

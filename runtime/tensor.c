@@ -51,21 +51,27 @@ bool mq_tensor_same_view(const mq_tensor *a, const mq_tensor *b) {
   return true;
 }
 
-/* Validates a shape and returns its element count. Both the count and the
- * product of the sizes with zeros counted as ones (which bounds every
- * contiguous stride) stay below INT64_MAX / 16, so byte offsets and sizes
- * computed from any of a tensor's dims cannot overflow. */
+/* Both the element count and the product of the sizes with zeros counted
+ * as ones (which bounds every contiguous stride) stay below INT64_MAX / 16,
+ * so byte offsets and sizes computed from any of a tensor's dims cannot
+ * overflow. */
+bool mq_shape_fits(int ndim, const int64_t *shape) {
+  int64_t span = 1;
+  for (int d = 0; d < ndim; d++)
+    if (!mq_mul_ok(span, shape[d] ? shape[d] : 1, &span) || span > INT64_MAX / 16) return false;
+  return true;
+}
+
+/* Validates a shape and returns its element count. */
 static int64_t check_shape(mq_state *S, int ndim, const int64_t *shape) {
   if (ndim < 0 || ndim > MQ_MAX_DIMS)
     mq_error(S, "tensors have at most %d dimensions, got %d", MQ_MAX_DIMS, ndim);
-  int64_t n = 1, span = 1;
-  for (int d = 0; d < ndim; d++) {
+  for (int d = 0; d < ndim; d++)
     if (shape[d] < 0) mq_error(S, "negative dimension %lld in shape %s", (long long)shape[d],
                                mq_shape_str(S, ndim, shape));
-    if (!mq_mul_ok(span, shape[d] ? shape[d] : 1, &span) || span > INT64_MAX / 16)
-      mq_error(S, "shape %s is too large", mq_shape_str(S, ndim, shape));
-    n *= shape[d];
-  }
+  if (!mq_shape_fits(ndim, shape)) mq_error(S, "shape %s is too large", mq_shape_str(S, ndim, shape));
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
   return n;
 }
 
@@ -271,64 +277,7 @@ mq_tensor *mq_randn(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt) {
   return random_tensor(S, ndim, shape, dt, true);
 }
 
-/* --- lists to tensors ---------------------------------------------------- */
-
-typedef struct list_scan {
-  int ndim;
-  int64_t shape[MQ_MAX_DIMS];
-  bool any_float, any_int, any_bool, any_number;
-  const char *what;
-} list_scan;
-
-static bool item_is_scalar(mq_state *S, mq_value v, list_scan *sc) {
-  switch ((mq_vtype)v.type) {
-  case MQ_BOOL: sc->any_bool = true; return true;
-  case MQ_INT: sc->any_int = true; return true;
-  case MQ_FLOAT: sc->any_float = true; return true;
-  default: break;
-  }
-  if (mq_is_tensor(v)) {
-    mq_tensor *t = mq_as_tensor(v);
-    if (t->ndim != 0)
-      mq_error(S, "%s: a list may hold numbers and lists, not a %d-d tensor (use stack())",
-               sc->what, t->ndim);
-    if (t->mask) mq_error(S, "%s: a list may not hold a masked tensor", sc->what);
-    /* by category: an int8 element counts as an int (it made the list a
-     * float32 tensor, an audit finding) */
-    if (t->dtype == MQ_DT_BOOL) sc->any_bool = true;
-    else if (mq_dtype_is_float((mq_dtype)t->dtype)) sc->any_float = true;
-    else sc->any_int = true;
-    return true;
-  }
-  if (mq_is_obj(v, MQ_O_LIST)) return false;
-  mq_error(S, "%s: a list may hold numbers and lists, not a %s", sc->what, mq_value_type_name(v));
-}
-
-/* Fixes the shape from the first element at each depth, then checks that
- * every element agrees with it. */
-static void scan_list(mq_state *S, mq_list *l, int depth, list_scan *sc) {
-  if (depth >= MQ_MAX_DIMS)
-    mq_error(S, "%s: list nested deeper than %d levels", sc->what, MQ_MAX_DIMS);
-  if (depth == sc->ndim) {
-    sc->ndim++;
-    sc->shape[depth] = l->len;
-    if (l->len > 0 && !item_is_scalar(S, l->items[0], sc)) {
-      scan_list(S, mq_as_list(l->items[0]), depth + 1, sc);
-    }
-  } else if (sc->shape[depth] != l->len) {
-    mq_error(S, "ragged nested list: expected %lld elements at depth %d, got %d",
-             (long long)sc->shape[depth], depth, l->len);
-  }
-  bool leaf = depth + 1 == sc->ndim;
-  for (int i = 0; i < l->len; i++) {
-    if ((i & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S); /* a long list */
-    bool scalar = item_is_scalar(S, l->items[i], sc);
-    if (scalar != leaf)
-      mq_error(S, "ragged nested list: expected %s at depth %d, got %s", leaf ? "a number" : "a list",
-               depth + 1, scalar ? "a number" : "a list");
-    if (!scalar) scan_list(S, mq_as_list(l->items[i]), depth + 1, sc);
-  }
-}
+/* --- values to tensors (lists: fromlist.c) ------------------------------ */
 
 double mq_elem_f64(mq_dtype dt, const void *p) {
   switch (dt) {
@@ -350,41 +299,6 @@ double mq_elem_f64(mq_dtype dt, const void *p) {
 /* Element 0 of [t] as a double, whatever its dtype. */
 static double first_element(const mq_tensor *t) {
   return mq_elem_f64((mq_dtype)t->dtype, mq_tensor_data(t));
-}
-
-static double scalar_value(mq_value v) {
-  switch ((mq_vtype)v.type) {
-  case MQ_BOOL: return v.as.b;
-  case MQ_INT: return (double)v.as.i;
-  case MQ_FLOAT: return v.as.f;
-  default: break;
-  }
-  return first_element(mq_as_tensor(v));
-}
-
-static int64_t scalar_i64(mq_value v) {
-  if (v.type == MQ_INT) return v.as.i;
-  if (v.type == MQ_OBJ && mq_as_tensor(v)->dtype == MQ_DT_I64)
-    return *(const int64_t *)mq_tensor_data(mq_as_tensor(v));
-  return (int64_t)scalar_value(v); /* bools and the narrow ints: exact in a double */
-}
-
-static void fill_list(mq_list *l, int depth, int ndim, mq_tensor *t, int64_t *pos) {
-  for (int i = 0; i < l->len; i++) {
-    mq_value v = l->items[i];
-    if (depth + 1 < ndim) {
-      fill_list(mq_as_list(v), depth + 1, ndim, t, pos);
-      continue;
-    }
-    void *data = mq_tensor_data(t);
-    switch ((mq_dtype)t->dtype) {
-    case MQ_DT_BOOL: ((uint8_t *)data)[*pos] = scalar_value(v) != 0; break;
-    case MQ_DT_I64: ((int64_t *)data)[*pos] = scalar_i64(v); break;
-    case MQ_DT_F32: ((float *)data)[*pos] = (float)scalar_value(v); break;
-    default: ((double *)data)[*pos] = scalar_value(v); break;
-    }
-    (*pos)++;
-  }
 }
 
 mq_tensor *mq_tensor_from_value(mq_state *S, mq_value v, const char *what) {
@@ -422,31 +336,14 @@ mq_tensor *mq_tensor_from_value_stored(mq_state *S, mq_value v, const char *what
   }
   if (!mq_is_obj(v, MQ_O_LIST))
     mq_error(S, "%s: expected a tensor, got %s", what, mq_value_type_name(v));
-  list_scan sc;
-  memset(&sc, 0, sizeof sc);
-  sc.what = what;
-  scan_list(S, mq_as_list(v), 0, &sc);
-  /* torch.tensor's rule: any float -> float32; else any int -> int64 (bools
-   * count as ints then); all bools -> bool; no numbers at all -> float32. */
-  mq_dtype dt = sc.any_float ? MQ_DT_F32 : sc.any_int ? MQ_DT_I64 : sc.any_bool ? MQ_DT_BOOL
-                                                                               : MQ_DT_F32;
-  mq_tensor *t = mq_tensor_new(S, dt, sc.ndim, sc.shape);
-  int64_t pos = 0;
-  if (t->numel) fill_list(mq_as_list(v), 0, sc.ndim, t, &pos);
-  return t;
+  return mq_tensor_from_list(S, mq_as_list(v), what, false);
 }
 
 mq_tensor *mq_tensor_from_value_f64(mq_state *S, mq_value v, const char *what) {
-  if (mq_is_number(v)) return mq_tensor_scalar(S, MQ_DT_F64, scalar_value(v));
+  if (mq_is_number(v))
+    return mq_tensor_scalar(S, MQ_DT_F64, v.type == MQ_FLOAT ? v.as.f : v.type == MQ_INT ? (double)v.as.i : v.as.b);
   if (!mq_is_obj(v, MQ_O_LIST)) return mq_astype(S, mq_tensor_from_value(S, v, what), MQ_DT_F64);
-  list_scan sc;
-  memset(&sc, 0, sizeof sc);
-  sc.what = what;
-  scan_list(S, mq_as_list(v), 0, &sc);
-  mq_tensor *t = mq_tensor_new(S, MQ_DT_F64, sc.ndim, sc.shape);
-  int64_t pos = 0;
-  if (t->numel) fill_list(mq_as_list(v), 0, sc.ndim, t, &pos);
-  return t;
+  return mq_tensor_from_list(S, mq_as_list(v), what, true);
 }
 
 /* --- geometry ------------------------------------------------------------ */

@@ -187,6 +187,14 @@ MQ_INTERNAL mq_tensor *mq_tensor_computable(mq_state *S, mq_tensor *t);
 /* A number or nested list as a float64 tensor made from the numbers
  * themselves, not from their float32 rounding. */
 MQ_INTERNAL mq_tensor *mq_tensor_from_value_f64(mq_state *S, mq_value v, const char *what);
+/* A nested list of numbers as a tensor (fromlist.c), by torch.tensor's
+ * dtype rule or, [f64], in float64. Its cost is bounded by the tensor's
+ * size, which is allocated before the list is walked, however the list
+ * shares its sublists; the walk polls. */
+MQ_INTERNAL mq_tensor *mq_tensor_from_list(mq_state *S, const mq_list *l, const char *what, bool f64);
+/* Whether a shape of sizes >= 0 is one a tensor may have: its element count
+ * (and its strides) far from overflowing an int64. */
+MQ_INTERNAL bool mq_shape_fits(int ndim, const int64_t *shape);
 
 MQ_INTERNAL mq_tensor *mq_arange(mq_state *S, double start, double stop, double step,
                                  mq_dtype dt);

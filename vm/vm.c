@@ -323,8 +323,13 @@ static bool numeric_nest_at(mq_state *S, mq_value v, int depth) {
   mq_list *l = mq_as_list(v);
   if (l->len == 0) return false;
   for (int i = 0; i < l->len; i++) {
-    mq_poll(S); /* one sublist shared 1000 wide at each level: 1000^depth leaves */
-    if (!numeric_nest_at(S, l->items[i], depth + 1)) return false;
+    mq_value item = l->items[i];
+    /* the list the item before was: its answer is known (a list appended
+     * 1000 times at each of four levels is 10^12 leaves, 4000 lists) */
+    mq_value before = i > 0 ? l->items[i - 1] : mq_none();
+    if (item.type == MQ_OBJ && before.type == MQ_OBJ && item.as.o == before.as.o) continue;
+    mq_poll(S); /* sublists shared in turns still make 1000^depth leaves */
+    if (!numeric_nest_at(S, item, depth + 1)) return false;
   }
   return true;
 }

@@ -23,6 +23,9 @@ static mq_value zip_item(mq_state *S, const mq_zip *z, int64_t i, bool *done) {
   mq_list *row = mq_list_new(S, srcs->len + counted);
   if (counted) mq_list_push(S, row, mq_int(z->start + i));
   for (int j = 0; j < srcs->len; j++) {
+    /* a step of the whole item: a zip of zips that share sources, 32
+     * deep, makes 2^32 lists for one item */
+    mq_poll(S);
     mq_value v = mq_walk_item(S, srcs->items[j], i, done);
     if (*done) return mq_none();
     mq_list_push(S, row, v);
@@ -95,7 +98,10 @@ int64_t mq_walk_length(mq_state *S, mq_value v) {
   const mq_list *srcs = mq_as_list(((const mq_zip *)v.as.o)->srcs);
   int64_t n = srcs->len ? INT64_MAX : 0;
   for (int j = 0; j < srcs->len; j++) { /* the shortest; the depth bounds this recursion */
-    int64_t len = mq_walk_length(S, srcs->items[j]);
+    mq_value src = srcs->items[j], before = j > 0 ? srcs->items[j - 1] : mq_none();
+    if (src.type == MQ_OBJ && before.type == MQ_OBJ && src.as.o == before.as.o) continue; /* zip(z, z) */
+    mq_poll(S); /* sources shared in turns, 32 deep, are still 2^32 of them */
+    int64_t len = mq_walk_length(S, src);
     if (len < n) n = len;
   }
   return n;
@@ -127,7 +133,7 @@ mq_value mq_zip_new(mq_state *S, const mq_list *seqs, bool counted, int64_t star
   int depth = 1;
   for (int j = 0; j < seqs->len; j++) {
     mq_value v = seqs->items[j];
-    if (mq_walk_length(S, v) < 0) not_iterable(S, v, fn);
+    if (!is_zip(v) && mq_walk_length(S, v) < 0) not_iterable(S, v, fn); /* a zip's length is a walk */
     if (mq_is_obj(v, MQ_O_DICT)) /* the keys it has now, as `for k in d` walks them */
       v = mq_objv(mq_dict_list(S, mq_as_dict(v), MQ_DICT_KEYS));
     if (is_zip(v) && ((const mq_zip *)v.as.o)->depth + 1 > depth)

@@ -278,15 +278,42 @@ static PyObject *list_value(pm_state *st, reading *rd, const char *name, int dep
   return list;
 }
 
+/* masq_get_global without the GIL, the interrupt hook looking at Python's
+ * signals as during a run (module.c): a list becomes a tensor by a walk
+ * that may be long. Ctrl-C there is MASQ_ERR_INTERRUPTED with the
+ * KeyboardInterrupt set. */
+static masq_status get_tensor(pm_state *st, const char *name, masq_tensor **t) {
+  int was = st->compute, stop = st->stop;
+  PyObject *pending = st->pending;
+  st->pending = NULL;
+  st->compute = 1;
+  st->stop = 0;
+  masq_status s;
+  Py_BEGIN_ALLOW_THREADS
+  s = masq_get_global(st->M, name, t);
+  Py_END_ALLOW_THREADS
+  st->compute = was;
+  st->stop = stop;
+  PyObject *raised = st->pending;
+  st->pending = pending;
+  if (!raised) return s;
+  if (*t) masq_tensor_release(st->M, *t); /* done just before the handler raised */
+  *t = NULL;
+  pm_restore(raised);
+  return MASQ_ERR_INTERRUPTED;
+}
+
 static PyObject *get_value(pm_state *st, reading *rd, const char *name, int missing_is_keyerror,
                            int depth) {
   masq_tensor *t = NULL;
-  masq_status s = masq_get_global(st->M, name, &t);
+  masq_status s = get_tensor(st, name, &t);
   if (s == MASQ_OK) {
     PyObject *r = pm_from_tensor(st, t);
     masq_tensor_release(st->M, t);
     return r;
   }
+  /* Ctrl-C during the conversion: not a reason to read the list item by item */
+  if (s == MASQ_ERR_INTERRUPTED) return PyErr_Occurred() ? NULL : pm_raise(st, s);
   const masq_error *e = masq_last_error(st->M);
   if (s == MASQ_ERR_USAGE && strstr(e->message, "there is no global named")) {
     if (missing_is_keyerror) return PyErr_SetString(PyExc_KeyError, name), NULL;

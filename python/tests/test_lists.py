@@ -106,3 +106,27 @@ def test_shared_python_lists_in_are_refused_at_once():
     row = [1.0, 2.0, 3.0]
     assert masq.eval("sum(x)", x=[row] * 1000) == 6000.0
     assert masq.eval("shape(x)", x=[[row] * 2] * 3).tolist() == [3, 2, 3]
+
+
+@on_main
+def test_ctrl_c_stops_a_long_tensor_conversion_out():
+    """z: 1000 wide at each of four levels down to empty lists, two lists
+    in turns at each level, so 10^12 empty lists to check before the
+    (empty) tensor it makes (the check never polled). Ctrl-C stops it
+    (masq_get_global runs as a run does: without the GIL, the hook looking
+    at Python's signals), and is not taken for a list to read item by
+    item."""
+    s = masq.State()
+    s.eval("fn turns(x, y) {\n  r = []\n  for i in range(500) {\n    append(r, x)\n    append(r, y)\n  }\n"
+           "  return r\n}\n"
+           "fn up(p) {\n  q = []\n  append(q, turns(p[0], p[1]))\n  append(q, turns(p[1], p[0]))\n"
+           "  return q\n}\n"
+           "z = up(up(up(up([[], []]))))[0]\n")
+    t = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.monotonic()
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        s["z"]
+    assert time.monotonic() - t0 < 1.5
+    t.cancel()
+    assert s.eval("len(z)") == 1000

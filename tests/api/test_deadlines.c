@@ -125,12 +125,151 @@ static void test_shared_lists(void) {
   timed(M, "y = da == db", 0.2, MASQ_ERR_INTERRUPTED, 1);
   timed(M, "y = b in pair", 0.2, MASQ_ERR_INTERRUPTED, 1);
   timed(M, "y = sorted(pair)", 0.2, MASQ_ERR_INTERRUPTED, 1);
-  timed(M, "y = [a]", 0.2, MASQ_ERR_INTERRUPTED, 1); /* a tensor literal? looks at every leaf */
+  timed(M, "y = [a]", 1, MASQ_ERR_MEMORY, 0); /* a tensor literal: a's 1000 items are one list */
   timed(M, "y = str(a)", 0.2, MASQ_ERR_INTERRUPTED, 1);
   /* a list is equal to itself without looking inside, as in Python */
   timed(M, "p = []\nappend(p, a)\nappend(p, a)\ny = a == a and da == da and sorted(p) == p", 5,
         MASQ_OK, 0);
   CHECK(get_int(M, "y") == 1);
+  masq_close(M);
+}
+
+/* --- lists that share sublists, as tensors --------------------------------------------- */
+
+/* z: 1000 wide at each of four levels down to empty lists, each level two
+ * lists taken in turns (so no item is the list the item before was):
+ * 10^12 empty lists to check, no number at all; n: the same down to one
+ * int, 10^12 of them. A list that becomes a tensor was walked path by path,
+ * with a poll only inside a list of 1024 items or more: tensor(a) (a from
+ * shared_lists) and the rest below never ended. */
+static const char *alternating =
+    "fn turns(x, y) {\n"
+    "  w = []\n"
+    "  for i in range(500) {\n"
+    "    append(w, x)\n"
+    "    append(w, y)\n"
+    "  }\n"
+    "  return w\n"
+    "}\n"
+    "fn up(p) {\n"
+    "  q = []\n"
+    "  append(q, turns(p[0], p[1]))\n"
+    "  append(q, turns(p[1], p[0]))\n"
+    "  return q\n"
+    "}\n"
+    "z = up(up(up(up([[], []]))))[0]\n"
+    "p = []\n" /* not [list(range(1)), ...]: a literal of lists of ints is a tensor */
+    "append(p, list(range(1)))\n"
+    "append(p, list(range(1, 2)))\n"
+    "n = up(up(up(up(p))))[0]\n"
+    "fn get_z() = z\n";
+
+static masq_status echo_arg(masq_state *M, void *ud, int argc, masq_tensor *const *argv,
+                            masq_tensor **result) {
+  (void)ud, (void)argc;
+  *result = argv[0];
+  return masq_tensor_retain(M, argv[0]);
+}
+
+/* Runs masq_get_global(M, name) under a deadline [secs] from now; it must
+ * end with [want] (and a message containing [text]) within secs + SLACK. */
+static void timed_get(masq_state *M, const char *name, double secs, masq_status want, const char *text) {
+  double t0 = now();
+  deadline = t0 + secs;
+  masq_tensor *t = NULL;
+  masq_status st = masq_get_global(M, name, &t);
+  double took = now() - t0;
+  deadline = 0;
+  const char *m = masq_last_error(M)->message;
+  if (st == want && took < secs + SLACK && (!text || (m && strstr(m, text)))) passed++;
+  else {
+    failed++;
+    fprintf(stderr, "FAIL masq_get_global(%s): status %d (want %d) after %.2f s: %s\n", name, (int)st,
+            (int)want, took, m ? m : "");
+  }
+  if (t) masq_tensor_release(M, t);
+}
+
+static void test_shared_tensors(void) {
+  masq_state *M = open_deadlined();
+  setup(M, shared_lists);
+  setup(M, alternating);
+  CHECK_OK(M, masq_register(M, "echo(x)", echo_arg, NULL, "x back"));
+  /* a stands for 10^12 numbers: too many for the 2 GB limit, as its
+   * shape shows before any walk */
+  timed(M, "y = tensor(a)", 1, MASQ_ERR_MEMORY, 0);
+  timed(M, "y = a + zeros(1)", 1, MASQ_ERR_MEMORY, 0);
+  timed(M, "y = tensor(a, dtype=float64)", 1, MASQ_ERR_MEMORY, 0);
+  timed(M, "y = echo(a)", 1, MASQ_ERR_RUNTIME, 0);
+  timed_get(M, "a", 1, MASQ_ERR_USAGE, "is a list that does not make a tensor: memory limit");
+  /* z makes an empty tensor, after a check of 10^12 lists: the walk polls */
+  timed(M, "x = 1\ny = tensor(z)", 0.2, MASQ_ERR_INTERRUPTED, 2);
+  timed(M, "y = z * ones(1)", 0.2, MASQ_ERR_INTERRUPTED, 1);
+  timed(M, "y = tensor(z, dtype=float64)", 0.2, MASQ_ERR_INTERRUPTED, 1);
+  timed(M, "x = 1\ny = echo(z)", 0.2, MASQ_ERR_INTERRUPTED, 2); /* a host function's argument */
+  timed(M, "y = [n]", 0.2, MASQ_ERR_INTERRUPTED, 1); /* is it a tensor literal? 10^12 leaves */
+  timed_get(M, "z", 0.2, MASQ_ERR_INTERRUPTED, "interrupted");
+  double t0 = now();
+  deadline = t0 + 0.2;
+  masq_tensor *r = NULL;
+  masq_status st = masq_call(M, "get_z", 0, NULL, &r); /* a result the host takes */
+  deadline = 0;
+  CHECK(st == MASQ_ERR_INTERRUPTED && now() - t0 < 0.2 + SLACK && !r);
+  /* the state still works, and a list that shares its rows converts */
+  setup(M, "w = []\nfor i in range(300) { append(w, list(arange(300))) }\n"
+           "v = []\nfor i in range(300) { append(v, w) }\n");
+  timed(M, "s = int(item(sum(tensor(v))))", 2, MASQ_OK, 0);
+  CHECK(get_int(M, "s") == 300LL * 300 * (299 * 300 / 2));
+  masq_tensor *t = NULL;
+  CHECK_OK(M, masq_get_global(M, "w", &t));
+  masq_tensor_release(M, t);
+  masq_close(M);
+}
+
+/* masq_globals (the REPL's :vars, and its hint for `exit`) summarizes each
+ * global in 60 characters; it printed the whole list first, 10^12 numbers
+ * for a. */
+static const char *summary_of_a;
+static void keep_summary(void *ud, const char *name, const char *summary) {
+  (void)ud;
+  if (strcmp(name, "a") == 0) summary_of_a = strdup(summary);
+}
+
+static void test_shared_summaries(void) {
+  masq_state *M = open_deadlined();
+  setup(M, shared_lists);
+  double t0 = now();
+  deadline = t0 + 1;
+  masq_globals(M, keep_summary, NULL);
+  deadline = 0;
+  CHECK(now() - t0 < 1);
+  CHECK(summary_of_a &&
+        strcmp(summary_of_a, "list [[[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,...") == 0);
+  free((void *)summary_of_a);
+  masq_close(M);
+}
+
+/* --- zips of zips ------------------------------------------------------------------------ */
+
+/* zip and enumerate are lazy: item i of zip(a, b) is made from item i of
+ * a and of b when a loop reaches it. z is 32 levels of zips, each of the
+ * two made at a level zipping the two of the level below in turns: 64
+ * objects, but one item of z is 2^32 lists, and its length a walk of 2^32
+ * sources. Before, making each zip computed the length of its sources
+ * (the loop below never ended), and nothing in these walks polled. */
+static void test_shared_zips(void) {
+  masq_state *M = open_deadlined();
+  timed(M, "z = zip([1], [2])\nw = enumerate([3])\n"
+           "for k in range(31) {\n  t = zip(z, w)\n  w = zip(w, z)\n  z = t\n}\n",
+        1, MASQ_OK, 0);
+  timed(M, "x = 1\nfor p in z { }", 0.2, MASQ_ERR_INTERRUPTED, 2);
+  timed(M, "y = list(z)", 0.2, MASQ_ERR_INTERRUPTED, 1);
+  timed(M, "a, b = z", 0.2, MASQ_ERR_INTERRUPTED, 1);
+  timed(M, "y = sorted(z)", 0.2, MASQ_ERR_INTERRUPTED, 1);
+  /* a zip of one zip twice: its length is looked up once, not 2^31 times */
+  setup(M, "y = zip([5, 6], [7])\nfor k in range(31) { y = zip(y, y) }");
+  timed(M, "a, b = y", 1, MASQ_ERR_RUNTIME, 0);
+  CHECK(strstr(masq_last_error(M)->message, "cannot unpack 1 values into 2 names") != NULL);
   masq_close(M);
 }
 
@@ -342,6 +481,8 @@ int main(int argc, char **argv) {
     const char *name;
     void (*fn)(void);
   } tests[] = {{"strings", test_strings}, {"shared_lists", test_shared_lists},
+               {"shared_tensors", test_shared_tensors}, {"shared_summaries", test_shared_summaries},
+               {"shared_zips", test_shared_zips},
                {"colliding_keys", test_colliding_keys}, {"kernel_polls", test_kernel_polls},
                {"kernel_deadlines", test_kernel_deadlines},
                {"median_adversary", test_median_adversary}};
