@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -187,9 +188,8 @@ def test_shared_objects_inside_lists_are_one_python_object():
 
 def test_host_function_arguments_share():
     """f(b, b, ...): masq makes the list one tensor once (200 copies took
-    200 MB, past the limit: a MemoryError), and the function gets one array
-    each time; a masked tensor passed twice is one masked array; so are the
-    arguments of State.call given one object twice."""
+    200 MB, past the limit: an error at the 63rd), and the function gets one array
+    each time; a masked tensor passed twice is one masked array."""
     s = masq.State(memory_limit=64 << 20)
     s.eval(SHARED_ROWS + "m = masked(tensor([1.0, 2.0]), tensor([true, false]))\n")
     got = []
@@ -199,9 +199,54 @@ def test_host_function_arguments_share():
     assert type(got[-1][0]) is np.ndarray and all(x is got[-1][0] for x in got[-1])
     s.eval("f(m, b, m)")
     assert got[-1][0] is got[-1][2] and got[-1][0].mask.tolist() == [False, True]
+
+
+def test_state_call_converts_an_object_given_twice_once():
+    """s.call("f", rows, rows): one tensor for masq, so the registered
+    function gets one array twice (before, two conversions, two arrays)."""
+    s = masq.State()
+    got = []
+    s.register("f", lambda *a: got.append(a) or len(a))
     rows = [[1.0, 2.0]] * 3
-    s.call("f", rows, rows, np.arange(2.0))
+    assert s.call("f", rows, rows, np.arange(2.0)) == 3
     assert got[-1][0] is got[-1][1] and got[-1][0].shape == (3, 2)
+    assert got[-1][2] is not got[-1][0] and got[-1][2].tolist() == [0.0, 1.0]
+
+
+def traced_peak(read):
+    """read()'s result and the most memory Python allocated during it (numpy
+    reports its arrays' data to tracemalloc; masq's own memory is not in
+    it)."""
+    tracemalloc.start()
+    try:
+        r = read()
+        return r, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+# one masked tensor of 10^6 floats (its mask 1 MB in numpy.ma's polarity) and
+# one string of 10^6 characters, each 200 times in a list; alias is m again
+ONE_OBJECT_MANY_TIMES = ('n = 1000000\nm = masked(zeros(n), arange(n) % 2 == 0)\nalias = m\n'
+                         'long = "x" * n\na = [m for i in range(200)]\nw = [long for i in range(200)]\n')
+
+
+def test_one_object_many_times_costs_one_conversion():
+    """Before, each occurrence was converted anew: a mask turned per masked
+    array, a str per string, 190 MB of Python memory for either list (and
+    200 objects that were not one). Now one object, about 1 MB, whether read
+    as a global or an eval result, and one object bound to two names is one
+    object too."""
+    s = masq.State()
+    s.eval(ONE_OBJECT_MANY_TIMES)
+    for read in (lambda: s["a"], lambda: s.eval("a"), lambda: s["w"], lambda: s.eval("w")):
+        r, peak = traced_peak(read)
+        assert peak < 8 << 20, "%d MB" % (peak >> 20)
+        assert len(r) == 200 and all(x is r[0] for x in r)
+    assert isinstance(r[0], str) and len(r[0]) == 1000000
+    r, peak = traced_peak(lambda: s.eval("[m, alias, long, alias, long]"))
+    assert r[0] is r[1] is r[3] and r[2] is r[4] and peak < 8 << 20
+    assert isinstance(r[0], np.ma.MaskedArray) and r[0].mask[:3].tolist() == [False, True, False]
 
 
 def test_the_memory_limit_stops_a_list_of_numbers_too_big_for_an_array():
