@@ -18,7 +18,21 @@
  *
  * The matcher sees the compiler through mq_fusion_env alone: the function
  * being compiled (for the constants a program names), the stack depth, and
- * how a name resolves where the expression is. */
+ * how a name resolves where the expression is.
+ *
+ * Attention is both this shape and a builtin, attention(q, k, v, mask,
+ * div), with one implementation: mq_attention_try (runtime/attention.h),
+ * which the builtin calls (running the expression's operations itself when
+ * it declines) and which the shape's program reaches (vm/fuse_attn.c, once
+ * it has checked the names still hold those builtins). The matcher lowers
+ * the shape to that entry and not to a call of the builtin: when the entry
+ * declines, the expression must still do what it says, op by op, with its
+ * errors and warnings at its own subexpressions, softmax, masked and
+ * transpose looked up as the script bound them, and masked's graph (a new
+ * one under autograd, with a warning) kept apart from as_masked's. The
+ * shape stays recognised because users write the torch form and expect it
+ * fast; the builtin is the form to find, document and test on its own.
+ * (docs/HACKING.md, "Fused expressions: who decides what".) */
 #ifndef MQ_FUSION_H
 #define MQ_FUSION_H
 
