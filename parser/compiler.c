@@ -9,7 +9,6 @@
 #include <math.h>
 
 #include "../runtime/tensor.h"
-#include "../vm/builtin.h"
 #include "../vm/errval.h"
 #include "../vm/globals.h"
 #include "fusion.h"
