@@ -1,12 +1,15 @@
 # masq - build, test and install.
 #
 #   make            build/masq, build/libmasq.a and build/libmasq.so
-#   make test       unit + API + golden + REPL + install tests and the layer
-#                   check, then again under ASan+UBSan
+#   make test       install what the tests need and the machine lacks
+#                   (tools/install-deps.sh), then unit + API + golden + REPL +
+#                   install tests and the layer check, then again under
+#                   ASan+UBSan
 #   make unit, make golden [T=NAME]   the C unit tests, the golden scripts
 #   make layers     check that the source folders call and include only the
 #                   layers below them (tools/layercheck; part of make test)
-#   make demo       build and run the tours (examples/tour.masq, explore.masq)
+#   make demo       install what the build lacks, build, and run the tours
+#                   (examples/tour.masq, explore.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
 #                   libraries, masq.pc, the man page masq(1) and the editor
 #                   syntax files (Vim, TextMate)
@@ -211,9 +214,18 @@ tsan: $(TSAN_APIS)
 	@TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" MASQ_NUM_THREADS=3 sh tests/run_units.sh $(TSAN_DIR) api
 
 # --- tests --------------------------------------------------------------------
-# Each suite appends "N passed, N failed" to build/results; tests/summary.sh
-# adds them up into the closing line and fails if anything failed.
-test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS) $(TSAN_APIS)
+# make test first installs what the tests need and the machine lacks (only
+# that: it is silent and quick when nothing is missing), then builds and runs
+# the suites (test-run). Each suite appends "N passed, N failed" to
+# build/results; tests/summary.sh adds them up into the closing line and
+# fails if anything failed. The builds run in parallel, the suites one after
+# the other, in the order of the recipe.
+.PHONY: test-run
+test:
+	@sh tools/install-deps.sh
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS) $(TSAN_APIS)
 	@rm -f $(B)/results
 	@sh tests/run_units.sh $(B) | tee -a $(B)/results
 	@sh tests/run_units.sh $(B) api | tee -a $(B)/results
@@ -262,6 +274,7 @@ layers: $(B)/libmasq.a
 
 # The new user's first command: install what the build lacks (only that), build,
 # take the tour, then explore a table with missing cells (examples/explore.masq).
+# The second is make test.
 demo:
 	@sh tools/install-deps.sh build
 	@$(MAKE) --no-print-directory all
