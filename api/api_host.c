@@ -505,9 +505,18 @@ masq_status masq_errorf(masq_state *M, const char *fmt, ...) {
   return MASQ_ERR_RUNTIME;
 }
 
-/* The argument [v] of parameter [i] (item [item] of a *rest parameter,
- * else -1) of [b], for the host. */
-static mq_tensor *host_arg(mq_state *S, const mq_builtin *b, int i, int item, mq_value v) {
+/* The argument [vals[k]] of parameter [i] (item [item] of a *rest
+ * parameter, else -1) of [b], for the host; argv[0..k) are the arguments
+ * before it. A list passed again (f(b, b)) is the tensor made of it the
+ * first time: converted once, however big, and the host sees one tensor
+ * twice, as for f(t, t). A call has at most 255 positional arguments and
+ * MQ_MAX_PARAMS parameters, so the scan is cheap. */
+static mq_tensor *host_arg(mq_state *S, const mq_builtin *b, int i, int item, const mq_value *vals,
+                           mq_tensor *const *argv, int k) {
+  mq_value v = vals[k];
+  if (mq_is_obj(v, MQ_O_LIST))
+    for (int j = 0; j < k; j++)
+      if (vals[j].type == MQ_OBJ && vals[j].as.o == v.as.o) return argv[j];
   char what[160];
   if (item >= 0)
     snprintf(what, sizeof what, "%s(): argument %d", b->name, i + item + 1);
@@ -524,13 +533,19 @@ mq_value mq_host_call(mq_state *S, const mq_builtin *b, mq_value *args) {
   int argc = 0;
   for (int i = 0; i < b->nparams; i++) argc += i == b->rest ? mq_as_list(args[i])->len : 1;
   mq_tensor **argv = mq_scratch(S, (size_t)(argc ? argc : 1) * sizeof *argv);
+  mq_value *vals = mq_scratch(S, (size_t)(argc ? argc : 1) * sizeof *vals);
   for (int i = 0, k = 0; i < b->nparams; i++) {
     if (i != b->rest) {
-      argv[k++] = host_arg(S, b, i, -1, args[i]);
+      vals[k] = args[i];
+      argv[k] = host_arg(S, b, i, -1, vals, argv, k);
+      k++;
       continue;
     }
     const mq_list *rest = mq_as_list(args[i]);
-    for (int j = 0; j < rest->len; j++) argv[k++] = host_arg(S, b, i, j, rest->items[j]);
+    for (int j = 0; j < rest->len; j++, k++) {
+      vals[k] = rest->items[j];
+      argv[k] = host_arg(S, b, i, j, vals, argv, k);
+    }
   }
 
   /* The host holds the arguments during the call (so it may retain them,

@@ -214,7 +214,12 @@ static masq_status host_call(masq_state *M, void *ud, int argc, masq_tensor *con
   st->in_host++;
   PyObject *args = PyTuple_New(argc), *r = NULL;
   for (int i = 0; args && i < argc; i++) {
-    PyObject *a = pm_from_tensor(st, argv[i]);
+    /* One tensor passed again (f(t, t), or a list masq made one tensor of,
+     * api_host.c) is one array: converted once, a masked one's mask turned
+     * once. At most 255 arguments and a few parameters: the scan is cheap. */
+    int j = 0;
+    while (j < i && !(argv[i] && argv[j] == argv[i])) j++;
+    PyObject *a = j < i ? Py_NewRef(PyTuple_GET_ITEM(args, j)) : pm_from_tensor(st, argv[i]);
     if (!a) {
       Py_CLEAR(args);
       break;

@@ -4,9 +4,12 @@
  * Out: a masq list that is not one tensor becomes a Python list of its
  * items, read through masq's own len() and indexing (the C API passes
  * tensors only). Lists may share sublists (l = [l, l], sixty times over, is
- * 61 lists and 2^60 occurrences) or hold themselves: each list is converted
- * once, found again by its identity (masq_get_identity), so Python gets the
- * same sharing, and the loop polls Python's signal handlers (Ctrl-C).
+ * 61 lists and 2^60 occurrences) or hold themselves, and any object may
+ * occur many times (a numeric row, a masked tensor, a long string appended
+ * 1000 times): within one conversion each masq object is converted once,
+ * found again by its identity (masq_get_identity), so Python gets the same
+ * sharing and the work and memory go by distinct objects; the loop polls
+ * Python's signal handlers (Ctrl-C).
  * In: numpy converts nested Python lists, but walks every occurrence of a
  * shared sublist to find the shape; pm_check_nesting walks each once first
  * and refuses what no tensor can be. */
@@ -202,11 +205,32 @@ int pm_set_global(pm_state *st, const char *name, PyObject *o) {
  * is bounded; a list found again by its identity does not count). */
 #define PM_LIST_DEPTH 100
 
-/* One conversion out: the Python list made for each masq list, by identity
- * (created with the first list). */
+/* One conversion out: the Python object made for each masq object met so
+ * far inside a list (a list, a tensor, a list of numbers made an array, a
+ * long string), keyed by its identity as a Python int; created with the
+ * first list. Each of those objects stays alive in the value being
+ * converted (nothing else runs on the State meanwhile), so no identity is
+ * reused during the conversion. */
 typedef struct reading {
   PyObject *memo;
 } reading;
+
+/* Strings shorter than this are made again at each occurrence: one costs
+ * less than the memo's entry for it (a dict slot and an int, about 100
+ * bytes), and Python never promises that equal strings are one object. */
+#define PM_MEMO_MIN_CHARS 64
+
+/* Whether to remember [o], made for a masq object: not a number (a 0-d
+ * tensor's), nor a short string. */
+static int worth_remembering(PyObject *o) {
+  if (PyLong_Check(o) || PyFloat_Check(o)) return 0;
+  return !PyUnicode_Check(o) || PyUnicode_GET_LENGTH(o) >= PM_MEMO_MIN_CHARS;
+}
+
+static int remember(reading *rd, PyObject *key, PyObject *o) {
+  if (!rd->memo && !(rd->memo = PyDict_New())) return -1;
+  return PyDict_SetItem(rd->memo, key, o);
+}
 
 static PyObject *get_value(pm_state *st, reading *rd, const char *name, int missing_is_keyerror,
                            int depth);
@@ -228,40 +252,45 @@ static int run_stmt(pm_state *st, const char *src) {
 
 /* The items of a list that is not a tensor (strings, tensors of different
  * shapes, nested lists) into [list], read one by one through masq's own
- * len() and indexing into the globals __py_n<depth> and __py_item<depth>. */
+ * len() and indexing into the globals __py_n<depth> and __py_item<depth>.
+ * [too_big] (or NULL) is why the list was too big to be one tensor for
+ * memory: its items are read only if they are lists, which may each fit;
+ * numbers one by one would take Python several times the memory refused
+ * (a float32 becomes a 32-byte float and its pointer), outside the limit. */
 static int fill_list(pm_state *st, reading *rd, const char *name, int depth, PyObject *list,
-                     int64_t n) {
+                     int64_t n, PyObject *too_big) {
   char src[160], item[32];
   snprintf(item, sizeof item, "__py_item%d", depth);
   for (int64_t i = 0; i < n; i++) {
     if (pm_poll_signals((Py_ssize_t)i + 1) < 0) return -1;
     snprintf(src, sizeof src, "%s = %s[%lld]", item, name, (long long)i);
-    PyObject *v = run_stmt(st, src) < 0 ? NULL : get_value(st, rd, item, 0, depth + 1);
+    if (run_stmt(st, src) < 0) return -1;
+    uint64_t id = 1;
+    if (i == 0 && too_big && masq_get_identity(st->M, item, &id) == MASQ_OK && id == 0) {
+      /* the first item is a number (what made the list look numeric) */
+      if (depth == 0)
+        PyErr_Format(PyExc_MemoryError, "masq: global '%s' is a list of numbers too large for an "
+                     "array (%U)", name, too_big);
+      else
+        PyErr_Format(PyExc_MemoryError, "masq: a list item is a list of numbers too large for an "
+                     "array (%U)", too_big);
+      return -1;
+    }
+    PyObject *v = get_value(st, rd, item, 0, depth + 1);
     if (!v) return -1;
     PyList_SET_ITEM(list, (Py_ssize_t)i, v);
   }
   return 0;
 }
 
-/* The Python list for the masq list global [name]: the one made before for
- * the same list, or a new one, remembered before its items are read (so a
- * list inside itself finds it). */
-static PyObject *list_value(pm_state *st, reading *rd, const char *name, int depth) {
-  uint64_t id;
-  if (masq_get_identity(st->M, name, &id) != MASQ_OK) return pm_raise(st, masq_last_error(st->M)->status);
-  if (!rd->memo && !(rd->memo = PyDict_New())) return NULL;
-  PyObject *key = PyLong_FromUnsignedLongLong(id);
-  if (!key) return NULL;
-  PyObject *list = PyDict_GetItemWithError(rd->memo, key); /* borrowed */
-  if (list || PyErr_Occurred()) {
-    Py_DECREF(key);
-    return Py_XNewRef(list);
-  }
-  if (depth >= PM_LIST_DEPTH) {
-    Py_DECREF(key);
+/* A new Python list for the masq list global [name] ([key]: its identity),
+ * remembered before its items are read (so a list inside itself finds
+ * it). [too_big]: fill_list's. */
+static PyObject *list_value(pm_state *st, reading *rd, const char *name, PyObject *key, int depth,
+                            PyObject *too_big) {
+  if (depth >= PM_LIST_DEPTH)
     return PyErr_Format(PyExc_TypeError, "masq: lists nested deeper than %d have no Python form",
                         PM_LIST_DEPTH);
-  }
   char src[160], count[32];
   snprintf(count, sizeof count, "__py_n%d", depth);
   snprintf(src, sizeof src, "%s = len(%s)", count, name);
@@ -269,10 +298,11 @@ static PyObject *list_value(pm_state *st, reading *rd, const char *name, int dep
   if (run_stmt(st, src) == 0 && masq_get_int(st->M, count, &n) != MASQ_OK)
     pm_raise(st, masq_last_error(st->M)->status);
   masq_set_global(st->M, count, NULL);
-  if (!PyErr_Occurred()) list = PyList_New((Py_ssize_t)n);
-  if (list && (PyDict_SetItem(rd->memo, key, list) < 0 || fill_list(st, rd, name, depth, list, n) < 0))
+  PyObject *list = PyErr_Occurred() ? NULL : PyList_New((Py_ssize_t)n);
+  /* (a list has an identity: no key only if asking for it failed) */
+  if (list && ((key && remember(rd, key, list) < 0) ||
+               fill_list(st, rd, name, depth, list, n, too_big) < 0))
     Py_CLEAR(list);
-  Py_DECREF(key);
   snprintf(count, sizeof count, "__py_item%d", depth);
   masq_set_global(st->M, count, NULL);
   return list;
@@ -303,8 +333,21 @@ static masq_status get_tensor(pm_state *st, const char *name, masq_tensor **t) {
   return MASQ_ERR_INTERRUPTED;
 }
 
-static PyObject *get_value(pm_state *st, reading *rd, const char *name, int missing_is_keyerror,
-                           int depth) {
+/* Why a list is not one tensor, if the reason is memory (masq's limit or
+ * the allocator, which refuse the tensor before its list is walked): the
+ * reason's text, else NULL. masq_get_global reports both as MASQ_ERR_USAGE
+ * (include/masq.h), so the message tells them apart. */
+static PyObject *memory_reason(const char *message) {
+  const char *why = strstr(message, "memory limit of");
+  if (!why) why = strstr(message, "out of memory");
+  return why ? PyUnicode_DecodeUTF8(why, (Py_ssize_t)strlen(why), "replace") : NULL;
+}
+
+/* The value of global [name] made anew ([key]: its identity, NULL for a
+ * number or none): a tensor as an array or a Python number, a string, or a
+ * list that is not one tensor as a Python list. */
+static PyObject *convert(pm_state *st, reading *rd, const char *name, PyObject *key,
+                         int missing_is_keyerror, int depth) {
   masq_tensor *t = NULL;
   masq_status s = get_tensor(st, name, &t);
   if (s == MASQ_OK) {
@@ -314,14 +357,21 @@ static PyObject *get_value(pm_state *st, reading *rd, const char *name, int miss
   }
   /* Ctrl-C during the conversion: not a reason to read the list item by item */
   if (s == MASQ_ERR_INTERRUPTED) return PyErr_Occurred() ? NULL : pm_raise(st, s);
+  if (s != MASQ_ERR_USAGE) return pm_raise(st, s); /* MASQ_ERR_MEMORY: a number's 0-d tensor */
   const masq_error *e = masq_last_error(st->M);
-  if (s == MASQ_ERR_USAGE && strstr(e->message, "there is no global named")) {
+  if (strstr(e->message, "there is no global named")) {
     if (missing_is_keyerror) return PyErr_SetString(PyExc_KeyError, name), NULL;
     return pm_raise(st, s);
   }
-  if (s == MASQ_ERR_USAGE && strstr(e->message, "is a list")) return list_value(st, rd, name, depth);
+  if (strstr(e->message, "is a list")) {
+    PyObject *too_big = memory_reason(e->message);
+    if (!too_big && PyErr_Occurred()) return NULL;
+    PyObject *r = list_value(st, rd, name, key, depth, too_big);
+    Py_XDECREF(too_big);
+    return r;
+  }
   size_t len = 0;
-  if (s == MASQ_ERR_USAGE && masq_get_string(st->M, name, NULL, 0, &len) == MASQ_OK) {
+  if (masq_get_string(st->M, name, NULL, 0, &len) == MASQ_OK) {
     char *buf = PyMem_Malloc(len + 1);
     if (!buf) return PyErr_NoMemory();
     PyObject *r = NULL;
@@ -339,6 +389,24 @@ static PyObject *get_value(pm_state *st, reading *rd, const char *name, int miss
     PyErr_Format(PyExc_TypeError, "masq: global '%s' has no Python form (%s)", name,
                  masq_last_error(st->M)->message);
   return NULL;
+}
+
+/* The Python value of global [name]: the one made before in this
+ * conversion for the same masq object, or a new one (remembered when it is
+ * inside a list: a value met once needs no memo). */
+static PyObject *get_value(pm_state *st, reading *rd, const char *name, int missing_is_keyerror,
+                           int depth) {
+  uint64_t id = 0;
+  if (masq_get_identity(st->M, name, &id) != MASQ_OK) id = 0; /* no such global: convert says so */
+  PyObject *key = id ? PyLong_FromUnsignedLongLong(id) : NULL, *r = NULL; /* 0: none or a number */
+  if (id && !key) return NULL;
+  if (key && rd->memo) r = Py_XNewRef(PyDict_GetItemWithError(rd->memo, key));
+  if (!r && !PyErr_Occurred()) {
+    r = convert(st, rd, name, key, missing_is_keyerror, depth);
+    if (r && key && rd->memo && worth_remembering(r) && remember(rd, key, r) < 0) Py_CLEAR(r);
+  }
+  Py_XDECREF(key);
+  return r;
 }
 
 PyObject *pm_get_global(pm_state *st, const char *name, int missing_is_keyerror) {

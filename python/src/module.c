@@ -264,8 +264,23 @@ static PyObject *state_call(pm_state *self, PyObject *args) {
   masq_tensor *argv[256];
   int argc = 0;
   PyObject *r = NULL;
-  for (; argc < n - 1; argc++)
-    if (pm_to_tensor(self, PyTuple_GET_ITEM(args, argc + 1), &argv[argc]) < 0) goto out;
+  for (; argc < n - 1; argc++) {
+    /* an object passed again (s.call("f", rows, rows)) is converted once:
+     * masq gets one tensor twice, as callbacks.c's host functions get one
+     * array twice */
+    PyObject *o = PyTuple_GET_ITEM(args, argc + 1);
+    int j = 0;
+    while (j < argc && !(argv[j] && PyTuple_GET_ITEM(args, j + 1) == o)) j++;
+    if (j < argc) {
+      argv[argc] = argv[j];
+      if (masq_tensor_retain(self->M, argv[j]) != MASQ_OK) {
+        pm_raise(self, masq_last_error(self->M)->status);
+        goto out;
+      }
+    } else if (pm_to_tensor(self, o, &argv[argc]) < 0) {
+      goto out;
+    }
+  }
   run_args a = {.fname = fname, .argc = argc, .argv = argv};
   if (run(self, &a) == 0) r = pm_from_tensor(self, a.result);
   masq_tensor_release(self->M, a.result);
