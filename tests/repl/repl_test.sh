@@ -106,6 +106,10 @@ rm -f "$long" "$tmp/long.before"
 
 start
 enter 'while true { x = 1 }'
+# The line must be on the screen before anything else is read from it: a
+# loaded machine may not have echoed it yet, and a Ctrl-C that reaches
+# readline before the Enter only clears the line.
+wait_last 'masq> while true \{ x = 1 \}'
 # A build without while loops answers at once with an error.
 if briefly last_is 'masq>' && has_text 'error'; then
   skip "Ctrl-C stops a long computation (no while loop in this build)"
