@@ -46,9 +46,10 @@ B        = build
 GEN      = $(B)/gen
 
 # The library's folders, one layer each (docs/HACKING.md; tools/layercheck
-# checks that calls and includes only go down).
+# checks that calls and includes only go down). runtime/ and stdlib/ keep
+# their sources in rooms, one sub-folder each, layered the same way.
 LAYERS   = core runtime vm parser stdlib api
-LIB_SRC  = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
+LIB_SRC  = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c $(d)/*/*.c))
 GEN_SRC  = $(GEN)/lexer.c $(GEN)/parser.c
 CLI_SRC  = $(wildcard cli/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
@@ -87,7 +88,7 @@ $(GEN)/lexer.c: lexer/lexer.re $(GEN)/parser.h
 	@mkdir -p $(GEN)
 	$(RE2C) -W -Werror --no-generation-date --no-version -i -o $@ $<
 
-HDRS = $(wildcard include/*.h lexer/*.h $(foreach d,$(LAYERS),$(d)/*.h)) $(GEN)/parser.h
+HDRS = $(wildcard include/*.h lexer/*.h $(foreach d,$(LAYERS),$(d)/*.h $(d)/*/*.h)) $(GEN)/parser.h
 
 # --- normal build -------------------------------------------------------------
 # One set of objects serves both libraries, so they are position independent.
