@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "parallel.h"
+#include "special.h"
 
 /* An elementwise derivative loop over [0, n): the arrays it reads and
  * writes, split among the state's threads for large gradients (each
@@ -55,9 +56,6 @@ static void mask_and(mq_state *S, uint8_t *out, const uint8_t *a, const uint8_t 
   and_job J = {out, a, b};
   ew_run(S, n, and_range, &J);
 }
-
-static const double PI = 3.14159265358979323846, LN2 = 0.69314718055994530942,
-                    LN10 = 2.30258509299404568402, TWO_SQRTPI = 1.12837916709551257390;
 
 /* --- helpers ---------------------------------------------------------------- */
 
@@ -194,61 +192,12 @@ static mq_tensor *like(mq_state *S, mq_tensor *g) {
   return r;
 }
 
-/* --- special functions for derivatives ------------------------------------ */
-
-static double digamma(double x) {
-  if (x == 0) return copysign(INFINITY, -x);
-  if (x < 0) {
-    if (x == floor(x)) return NAN;
-    return digamma(1 - x) - PI / tan(PI * x); /* reflection */
-  }
-  double r = 0;
-  for (; x < 10; x += 1) r -= 1 / x;
-  double f = 1 / (x * x);
-  return r + log(x) - 0.5 / x -
-         f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))));
-}
-
-static double trigamma(double x) {
-  if (x <= 0 && x == floor(x)) return INFINITY;
-  if (x < 0) {
-    double s = PI / sin(PI * x);
-    return s * s - trigamma(1 - x); /* reflection */
-  }
-  double r = 0;
-  for (; x < 10; x += 1) r += 1 / (x * x);
-  double f = 1 / (x * x);
-  return r + 1 / x + f / 2 + f / x * (1.0 / 6 - f * (1.0 / 30 - f * (1.0 / 42 - f / 30)));
-}
-
-/* Modified Bessel function I1: d/dx I0. */
-static double bessel_i1(double x) {
-  double ax = fabs(x);
-  if (ax < 30) {
-    double term = x / 2, sum = term, q = x * x / 4;
-    for (int k = 1; k < 200 && fabs(term) > 1e-17 * fabs(sum); k++) {
-      term *= q / ((double)k * (double)(k + 1));
-      sum += term;
-    }
-    return sum;
-  }
-  /* the asymptotic series; for |x| >= 30 its terms shrink at least up to
-   * the 60th, and a dozen or so give full double precision */
-  double t = 1, s = 1;
-  for (int k = 1; k < 60 && fabs(t) > 1e-17 * fabs(s); k++) {
-    t *= -(4 - (2.0 * k - 1) * (2.0 * k - 1)) / (8.0 * k * ax);
-    s += t;
-  }
-  double r = exp(ax) / sqrt(2 * PI * ax) * s;
-  return x < 0 ? -r : r;
-}
-
 /* --- unary ------------------------------------------------------------------ */
 
 /* d/dx sinc(x): 0 at 0 */
 static double dsinc(double x, double g) {
   if (x == 0) return 0;
-  double px = PI * x;
+  double px = MQ_PI * x;
   return g * (cos(px) * px - sin(px)) / (px * x);
 }
 

@@ -76,13 +76,13 @@
     "round toward zero")                                                       \
   X(FRAC, "frac", "", B0, FONLY, NOPRE, x - FN(trunc)(x), NONE, NONE, D(g), ANY, 1, 1, \
     "the fractional part, x - trunc(x)")                                       \
-  X(EXP2, "exp2", "", B0, FLOAT, NOPRE, FN(exp2)(x), NONE, NONE, D(g * y * LN2), ANY, 1, 1, \
+  X(EXP2, "exp2", "", B0, FLOAT, NOPRE, FN(exp2)(x), NONE, NONE, D(g * y * MQ_LN2), ANY, 1, 1, \
     "2**x elementwise")                                                        \
   X(EXPM1, "expm1", "", B0, FLOAT, NOPRE, FN(expm1)(x), NONE, NONE, D(g * (y + 1)), ANY, 1, 1, \
     "e**x - 1, accurate near 0")                                               \
-  X(LOG2, "log2", "", B0, FLOAT, NOPRE, FN(log2)(x), NONE, NONE, D(g / (x * LN2)), POS, 1, 1, \
+  X(LOG2, "log2", "", B0, FLOAT, NOPRE, FN(log2)(x), NONE, NONE, D(g / (x * MQ_LN2)), POS, 1, 1, \
     "base-2 logarithm elementwise")                                            \
-  X(LOG10, "log10", "", B0, FLOAT, NOPRE, FN(log10)(x), NONE, NONE, D(g / (x * LN10)), POS, 1, 1, \
+  X(LOG10, "log10", "", B0, FLOAT, NOPRE, FN(log10)(x), NONE, NONE, D(g / (x * MQ_LN10)), POS, 1, 1, \
     "base-10 logarithm elementwise")                                           \
   X(LOG1P, "log1p", "", B0, FLOAT, NOPRE, FN(log1p)(x), NONE, NONE, D(g / (1 + x)), POS, 1, 1, \
     "log(1 + x), accurate near 0")                                             \
@@ -123,25 +123,25 @@
     D(p[0] == p[0] && (x < p[0] || x > 1 - p[0]) ? 0 : g / (x * (1 - x))), PROB, 0, 1, \
     "log(x / (1 - x)), x first clamped to [eps, 1 - eps] if given")            \
   X(ERF, "erf", "", B0, FLOAT, NOPRE, FN(erf)(x), NONE, NONE,                  \
-    D(g * TWO_SQRTPI * exp(-x * x)), ANY, 1, 1, "the error function")          \
+    D(g * MQ_TWO_SQRTPI * exp(-x * x)), ANY, 1, 1, "the error function")          \
   X(ERFC, "erfc", "", B0, FLOAT, NOPRE, FN(erfc)(x), NONE, NONE,               \
-    D(-g * TWO_SQRTPI * exp(-x * x)), ANY, 1, 1,                               \
+    D(-g * MQ_TWO_SQRTPI * exp(-x * x)), ANY, 1, 1,                               \
     "the complementary error function, 1 - erf(x)")                            \
-  X(ERFINV, "erfinv", "", B0, FLOAT, NOPRE, (R)erfinv_d(x), NONE, NONE,        \
-    D(g * (sqrt(PI) / 2) * exp(y * y)), UNIT, 1, 1, "the inverse error function") \
-  X(LGAMMA, "lgamma", "", B0, FLOAT, NOPRE, FN(lgamma)(x), NONE, NONE, D(g * digamma(x)), POS, \
+  X(ERFINV, "erfinv", "", B0, FLOAT, NOPRE, (R)mq_erfinv(x), NONE, NONE,        \
+    D(g * (sqrt(MQ_PI) / 2) * exp(y * y)), UNIT, 1, 1, "the inverse error function") \
+  X(LGAMMA, "lgamma", "", B0, FLOAT, NOPRE, FN(lgamma)(x), NONE, NONE, D(g * mq_digamma(x)), POS, \
     1, 1, "the log of the absolute value of the gamma function")               \
-  X(DIGAMMA, "digamma", "", B0, FLOAT, NOPRE, (R)digamma_d(x), NONE, NONE,     \
-    D(g * trigamma(x)), POS, 1, 1, "the logarithmic derivative of the gamma function") \
-  X(I0, "i0", "", B0, FLOAT, NOPRE, (R)i0_d(x), NONE, NONE, D(g * bessel_i1(x)), ANY, 1, 1, \
+  X(DIGAMMA, "digamma", "", B0, FLOAT, NOPRE, (R)mq_digamma(x), NONE, NONE,     \
+    D(g * mq_trigamma(x)), POS, 1, 1, "the logarithmic derivative of the gamma function") \
+  X(I0, "i0", "", B0, FLOAT, NOPRE, (R)mq_i0(x), NONE, NONE, D(g * mq_i1(x)), ANY, 1, 1, \
     "the modified Bessel function of the first kind, order 0")                 \
-  X(SINC, "sinc", "", B0, FLOAT, NOPRE, x == 0 ? (R)1 : FN(sin)((R)PI * x) / ((R)PI * x), \
+  X(SINC, "sinc", "", B0, FLOAT, NOPRE, x == 0 ? (R)1 : FN(sin)((R)MQ_PI * x) / ((R)MQ_PI * x), \
     NONE, NONE, D(dsinc(x, g)), ANY, 1, 1, "sin(pi x) / (pi x), 1 at 0")       \
-  X(DEG2RAD, "deg2rad", "", B0, FLOAT, NOPRE, x * (R)(PI / 180), NONE, NONE,   \
-    D(g * (PI / 180)), ANY, 1, 1, "degrees to radians")                        \
-  X(RAD2DEG, "rad2deg", "", B0, FLOAT, NOPRE, x * (R)(180 / PI), NONE, NONE,   \
-    D(g * (180 / PI)), ANY, 1, 1, "radians to degrees")                        \
-  X(ANGLE, "angle", "", B0, FLOAT, NOPRE, x != x ? x : x < 0 ? (R)PI : (R)0, NONE, NONE, \
+  X(DEG2RAD, "deg2rad", "", B0, FLOAT, NOPRE, x * (R)(MQ_PI / 180), NONE, NONE,   \
+    D(g * (MQ_PI / 180)), ANY, 1, 1, "degrees to radians")                        \
+  X(RAD2DEG, "rad2deg", "", B0, FLOAT, NOPRE, x * (R)(180 / MQ_PI), NONE, NONE,   \
+    D(g * (180 / MQ_PI)), ANY, 1, 1, "radians to degrees")                        \
+  X(ANGLE, "angle", "", B0, FLOAT, NOPRE, x != x ? x : x < 0 ? (R)MQ_PI : (R)0, NONE, NONE, \
     D(0), ANY, 1, 1, "the argument: 0 for x >= 0, pi for x < 0")               \
   X(ISNAN, "isnan", "", B0, PRED, NOPRE, x != x, x != x, x != x, NODIFF, ANY, 0, 1, \
     "true where x is NaN")                                                     \
