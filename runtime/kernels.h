@@ -5,7 +5,7 @@
 #include <math.h>
 
 #include "tensor.h"
-#include "autograd.h" /* the recording hooks every forward op calls */
+#include "tape.h" /* the recording hooks every forward op calls */
 
 #if defined(__GNUC__) && !defined(__clang__)
 /* gcc's -O2 vectorizes only loops whose trip count is a known multiple of

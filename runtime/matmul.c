@@ -14,7 +14,7 @@
  * every finite a[i,k]; only an inf or NaN a[i,k] would turn that 0 into NaN,
  * so such (rare) steps take a slower loop that selects on B's mask. The
  * output mask is "some valid pair exists", an OR over k of B's mask rows. */
-#include "autograd.h"
+#include "tape.h"
 #include "cpu.h"
 #include "kernels.h"
 #include "parallel.h"

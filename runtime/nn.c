@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "autograd.h"
+#include "tape.h"
 #include "backward.h"
 #include "shape.h"
 

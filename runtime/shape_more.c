@@ -4,7 +4,7 @@
 #include "shape_more.h"
 
 #include "../core/checked.h"
-#include "autograd.h"
+#include "tape.h"
 #include "kernels.h"
 #include "shape.h"
 

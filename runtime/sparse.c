@@ -3,7 +3,7 @@
 #include "sparse.h"
 
 #include "../core/checked.h"
-#include "autograd.h"
+#include "tape.h"
 #include "kernels.h"
 #include "msort.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../core/checked.h"
-#include "autograd.h"
+#include "tape.h"
 #include "kernels.h"
 #include "parallel.h"
 #include "shape.h"

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "../core/checked.h"
-#include "autograd.h"
+#include "tape.h"
 #include "kernels.h"
 
 static inline void poll_at(mq_state *S, int64_t k) {

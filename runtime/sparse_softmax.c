@@ -13,7 +13,7 @@
 #include <math.h>
 
 #include "../core/checked.h"
-#include "autograd.h"
+#include "tape.h"
 #include "kernels.h"
 #include "parallel.h"
 #include "sparse.h"

@@ -186,7 +186,7 @@ mq_tensor *mq_norm(mq_state *S, mq_tensor *t, double p, int ndims, const int *di
    * detached x; one norm node then gives torch's derivative: 0 for p = 0
    * (a count), 0 where the norm is 0 (the composed pow(|x|, p) would give
    * 0 * inf = NaN there for p < 1). */
-  mq_tensor *x = mq_astype(S, t->requires_grad ? mq_ag_leaf(S, t, false, "norm") : t, dt), *out;
+  mq_tensor *x = mq_astype(S, t->requires_grad ? mq_ag_detached(S, t) : t, dt), *out;
   if (p == 0) { /* the number of nonzero entries */
     out = mq_astype(S, mq_reduce(S, MQ_RED_SUM, mq_binary(S, MQ_BIN_NE, x, mq_tensor_scalar(S, dt, 0)),
                                  ndims, dims, keepdim), dt);
