@@ -12,7 +12,7 @@
  * the sizes, the writes and autograd's replay in a later call, reads that
  * copy. Tensors in masq's own memory are values that never change (tensor.h)
  * and are used as they are, so the copy costs only where memory is shared. */
-#include "ewise.h"
+#include "iter.h"
 
 mq_tensor *mq_tensor_copy_owned(mq_state *S, mq_tensor *t) {
   mq_tensor *plain = mq_tensor_view(S, t, t->ndim, t->shape, t->strides, t->offset);

@@ -1,5 +1,8 @@
-/* iter.c - setting up row walks over same-shaped tensors (see iter.h). */
+/* iter.c - setting up row walks over same-shaped tensors, and running a
+ * kernel over one on threads (see iter.h). */
 #include "iter.h"
+
+#include "parallel.h"
 
 void mq_iter_init(mq_iter *it, int nops, mq_tensor *const *ts) {
   const mq_tensor *t0 = ts[0];
@@ -59,4 +62,39 @@ void mq_iter_part(const mq_iter *it, int64_t lo, int64_t hi, mq_iter *part) {
     rest /= it->shape[d];
     for (int k = 0; k < it->nops; k++) part->p[k] += part->idx[d] * it->bst[k][d];
   }
+}
+
+/* --- running a kernel ------------------------------------------------------- */
+
+typedef struct ewise_job {
+  mq_ewise_fn k;
+  const mq_iter *it;
+  const double *prm;
+} ewise_job;
+
+static void ewise_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ewise_job *J = ctx;
+  mq_iter part;
+  mq_iter_part(J->it, lo, hi, &part);
+  J->k(NULL, &part, J->prm);
+}
+
+void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm) {
+  int nt = mq_parallel_threads_for(S, it->rows * it->n);
+  ewise_job J = {k, it, prm};
+  if (nt <= 1 && it->rows == 1 && it->n > MQ_POLL_ELEMS) {
+    /* one long row (a contiguous tensor is one): the kernel polls between
+     * rows only, so cut it, polling between the pieces (mq_parallel_for
+     * runs them all here) */
+    mq_parallel_for(S, 1, it->n, MQ_POLL_ELEMS, ewise_range, &J);
+    return;
+  }
+  if (nt <= 1) {
+    k(S, it, prm);
+    return;
+  }
+  if (it->rows == 1)
+    mq_parallel_for(S, nt, it->n, MQ_PAR_GRAIN, ewise_range, &J);
+  else
+    mq_parallel_for(S, nt, it->rows, it->n >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / it->n, ewise_range, &J);
 }

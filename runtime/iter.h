@@ -1,4 +1,5 @@
-/* iter.h - walking several same-shaped tensors row by row.
+/* iter.h - walking several same-shaped tensors row by row, and running a
+ * typed kernel over such a walk, on threads when it is long.
  *
  * Kernels are written as "for every row: a typed inner loop". The iterator
  * merges dims that are contiguous for every operand at once and drops size-1
@@ -10,7 +11,7 @@
 #ifndef MQ_ITER_H
 #define MQ_ITER_H
 
-#include "tensor.h"
+#include "kernels.h"
 
 #define MQ_ITER_MAXOPS 4
 
@@ -46,5 +47,39 @@ static inline void mq_iter_next(mq_iter *it) {
     for (int k = 0; k < it->nops; k++) it->p[k] -= it->bst[k][d] * (it->shape[d] - 1);
   }
 }
+
+/* Counts a row of [n] elements toward the next poll of S for interrupts,
+ * every MQ_POLL_ELEMS elements (never when S is NULL: a worker thread, see
+ * mq_ewise_run). A function rather than part of ROWS_BEGIN: one check,
+ * not one per kernel that the macros instantiate (hundreds), which would
+ * each need a test on threads and past MQ_POLL_ELEMS to be seen taking
+ * both ways. Inlined, it costs what the macro's own test did. */
+static inline void mq_rows_poll(mq_state *S, int64_t *polled, int64_t n) {
+  if (S && (*polled += n) >= MQ_POLL_ELEMS) {
+    *polled = 0;
+    mq_check_interrupt(S);
+  }
+}
+
+/* Walks the rows of an iterator, polling S for interrupts now and then. */
+#define ROWS_BEGIN(S, it)                                                      \
+  {                                                                            \
+    int64_t polled_ = 0;                                                       \
+    for (int64_t r_ = 0; r_ < (it)->rows; r_++, mq_iter_next(it)) {            \
+      mq_rows_poll(S, &polled_, (it)->n);
+#define ROWS_END                                                               \
+  }                                                                            \
+  }
+
+/* A typed elementwise kernel. [prm] holds the op's scalar parameters
+ * (clamp bounds, rounding digits, ...); kernels without any ignore it.
+ * S is NULL on a worker thread: a kernel uses it only to poll. */
+typedef void (*mq_ewise_fn)(mq_state *S, mq_iter *it, const double *prm);
+
+/* Runs kernel [k] over the walk [it] (fresh from mq_iter_init): on the
+ * calling thread, or for a million elements or more split by elements
+ * (one row) or rows among the state's threads (runtime/parallel.h). Each
+ * element's result is the same either way. */
+MQ_INTERNAL void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm);
 
 #endif

@@ -63,14 +63,13 @@ static inline int64_t mq_f2i(double x) {
 }
 
 /* Writes src converted to dst's dtype into dst (same shape, any strides),
- * reading each element once; a bool byte other than 0 reads as 1. */
+ * reading each element once; a bool byte other than 0 reads as 1
+ * (convert.c). */
 MQ_INTERNAL void mq_kernel_convert(mq_state *S, mq_tensor *dst, mq_tensor *src);
 /* out = cond ? a : b for one dtype; all four of the same shape; cond bool,
  * a and b of out's dtype. */
 MQ_INTERNAL void mq_kernel_where(mq_state *S, mq_tensor *out, mq_tensor *cond, mq_tensor *a,
                                  mq_tensor *b);
-/* Counts the positions where two same-shaped bool tensors differ. */
-MQ_INTERNAL int64_t mq_kernel_count_ne(mq_state *S, mq_tensor *a, mq_tensor *b);
 
 /* Sum (in double, as reduce_kernels.c's sum) and NaN-propagating max of a contiguous row,
  * over the entries where m is nonzero (m NULL: all); max of none is -inf. */
