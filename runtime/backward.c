@@ -86,30 +86,6 @@ const float *mq_bw_f32_at(mq_state *S, mq_tensor *t, int nd, const int64_t *shap
   return mq_bw_f(out);
 }
 
-const uint8_t *mq_bw_mask_to(mq_state *S, mq_tensor *t, int nd, const int64_t *shape) {
-  if (!t->mask) return NULL;
-  return mq_tensor_data(mq_contiguous(S, mq_expand(S, t->mask, nd, shape)));
-}
-
-int64_t *mq_bw_offsets(mq_state *S, int nd, const int64_t *shape, const int64_t *strides) {
-  int64_t n = 1;
-  for (int d = 0; d < nd; d++) n *= shape[d];
-  int64_t *o = mq_scratch(S, (size_t)(n ? n : 1) * sizeof *o);
-  int64_t idx[MQ_MAX_DIMS] = {0}, off = 0;
-  for (int64_t k = 0; k < n; k++) {
-    o[k] = off;
-    for (int d = nd - 1; d >= 0; d--) {
-      if (++idx[d] < shape[d]) {
-        off += strides[d];
-        break;
-      }
-      off -= strides[d] * (shape[d] - 1);
-      idx[d] = 0;
-    }
-  }
-  return o;
-}
-
 /* Entries [k, k + n) of v added to x's [j, j + n), only where a gradient
  * flowed (vm), marking them (m); in order of k, whatever the threads. */
 typedef struct sumto_job {
@@ -170,7 +146,7 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
       mq_parallel_for(S, mq_parallel_threads_for(S, v->numel), r->numel,
                       len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sumto_range, &J);
     } else {
-      const int64_t *at = mq_bw_offsets(S, v->ndim, v->shape, str);
+      const int64_t *at = mq_iter_offsets(S, v->ndim, v->shape, str);
       for (int64_t k = 0; k < v->numel; k++) sumto_run(&J, at[k], k, 1, 1);
     }
     if (!xm) return r;

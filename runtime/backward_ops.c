@@ -299,7 +299,7 @@ void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     grain = len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len;
     mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, grain, stats_range, &K);
   } else {
-    at = mq_bw_offsets(S, x->ndim, x->shape, ostr);
+    at = mq_iter_offsets(S, x->ndim, x->shape, ostr);
     for (int64_t i = 0; i < N; i++)
       if (valid(xm, i)) stat_add(&st, at[i], i, xv[i], yv[at[i]], norm_inf);
   }
@@ -763,6 +763,42 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     if (m)
       for (int64_t k = 0; k < u->numel; k++) m[k] = got[base[i] + k] && valid(um, k);
     gin[i] = r;
+  }
+}
+
+/* scatter_add (gather.c): x gets g, src the gradient at the output element
+ * it was added to (aux in[2]; -1: none). */
+void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *node = t->node;
+  mq_tensor *x = node->in[0], *src = node->in[1], *pos = node->in[2];
+  const double *gv = mq_bw_d(g);
+  const uint8_t *gm = mq_ag_maskp(S, g);
+  if (x->requires_grad) { /* d out / d x is 1 at every valid entry of x */
+    const uint8_t *xm = mq_ag_maskp(S, x);
+    mq_tensor *r = mq_ag_gnew(S, x->ndim, x->shape);
+    memcpy(mq_bw_d(r), gv, (size_t)x->numel * sizeof(double));
+    if (gm || xm) {
+      uint8_t *m = mq_ag_new_mask(S, r);
+      for (int64_t k = 0; k < x->numel; k++) {
+        mq_poll_at(S, k);
+        m[k] = (!gm || gm[k]) && (!xm || xm[k]);
+      }
+    }
+    gin[0] = r;
+  }
+  if (src->requires_grad) { /* each added src entry: the gradient where it went */
+    const int64_t *p = mq_tensor_data(pos);
+    const uint8_t *sm = mq_ag_maskp(S, src);
+    mq_tensor *r = mq_ag_gnew(S, src->ndim, src->shape);
+    double *rv = mq_bw_d(r);
+    uint8_t *m = gm || sm ? mq_ag_new_mask(S, r) : NULL;
+    for (int64_t j = 0; j < src->numel; j++) {
+      mq_poll_at(S, j);
+      bool got = p[j] >= 0 && (!gm || gm[p[j]]);
+      rv[j] = got ? gv[p[j]] : 0.0;
+      if (m) m[j] = got;
+    }
+    gin[1] = r;
   }
 }
 

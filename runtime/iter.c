@@ -64,6 +64,32 @@ void mq_iter_part(const mq_iter *it, int64_t lo, int64_t hi, mq_iter *part) {
   }
 }
 
+/* --- positions ---------------------------------------------------------------- */
+
+const uint8_t *mq_mask_bytes_to(mq_state *S, mq_tensor *t, int nd, const int64_t *shape) {
+  if (!t->mask) return NULL;
+  return mq_tensor_data(mq_contiguous(S, mq_expand(S, t->mask, nd, shape)));
+}
+
+int64_t *mq_iter_offsets(mq_state *S, int nd, const int64_t *shape, const int64_t *strides) {
+  int64_t n = 1;
+  for (int d = 0; d < nd; d++) n *= shape[d];
+  int64_t *o = mq_scratch(S, (size_t)(n ? n : 1) * sizeof *o);
+  int64_t idx[MQ_MAX_DIMS] = {0}, off = 0;
+  for (int64_t k = 0; k < n; k++) {
+    o[k] = off;
+    for (int d = nd - 1; d >= 0; d--) {
+      if (++idx[d] < shape[d]) {
+        off += strides[d];
+        break;
+      }
+      off -= strides[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return o;
+}
+
 /* --- running a kernel ------------------------------------------------------- */
 
 typedef struct ewise_job {

@@ -48,6 +48,13 @@ static inline void mq_iter_next(mq_iter *it) {
   }
 }
 
+/* [t]'s mask broadcast to [shape] (contiguous bytes), or NULL if plain. */
+MQ_INTERNAL const uint8_t *mq_mask_bytes_to(mq_state *S, mq_tensor *t, int nd, const int64_t *shape);
+/* For every position of [shape] in row-major order, the offset
+ * sum(index[d] * strides[d]), in scratch memory. */
+MQ_INTERNAL int64_t *mq_iter_offsets(mq_state *S, int nd, const int64_t *shape,
+                                     const int64_t *strides);
+
 /* Counts a row of [n] elements toward the next poll of S for interrupts,
  * every MQ_POLL_ELEMS elements (never when S is NULL: a worker thread, see
  * mq_ewise_run). A function rather than part of ROWS_BEGIN: one check,

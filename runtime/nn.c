@@ -11,8 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "tape.h"
-#include "backward.h"
+#include "iter.h"
 #include "shape.h"
 
 /* A number combined with a tensor: weak, so x's dtype is kept. */
@@ -68,8 +67,8 @@ mq_tensor *mq_nn_l1_loss(mq_state *S, mq_tensor *x, mq_tensor *t, mq_nn_reductio
 
 /* Every valid entry of float [x] in [0, 1], as torch requires of BCE's input. */
 static void check_probabilities(mq_state *S, const char *who, mq_tensor *x) {
-  int64_t *off = mq_bw_offsets(S, x->ndim, x->shape, x->strides);
-  const uint8_t *m = mq_bw_mask_to(S, x, x->ndim, x->shape);
+  int64_t *off = mq_iter_offsets(S, x->ndim, x->shape, x->strides);
+  const uint8_t *m = mq_mask_bytes_to(S, x, x->ndim, x->shape);
   const void *d = mq_tensor_data(x);
   for (int64_t i = 0; i < x->numel; i++) {
     mq_poll_at(S, i);
@@ -154,7 +153,7 @@ static mq_tensor *class_weight(mq_state *S, const char *who, mq_tensor *w, const
 static mq_tensor *class_targets(mq_state *S, const char *who, mq_tensor *t, int64_t C, int64_t ignore) {
   mq_tensor *d = mq_get_data(S, t);
   mq_tensor *valid = bin(S, MQ_BIN_BAND, mq_get_mask(S, t), bin(S, MQ_BIN_NE, d, mq_tensor_scalar_i64(S, ignore)));
-  int64_t *off = mq_bw_offsets(S, d->ndim, d->shape, d->strides);
+  int64_t *off = mq_iter_offsets(S, d->ndim, d->shape, d->strides);
   const uint8_t *vm = mq_tensor_data(mq_contiguous(S, valid));
   const int64_t *v = mq_tensor_data(d);
   for (int64_t i = 0; i < d->numel; i++) {
