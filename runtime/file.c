@@ -111,8 +111,3 @@ mq_mapping *mq_file_map(mq_state *S, const char *path, const char *who) {
   m->len = (size_t)st.st_size;
   return m;
 }
-
-void mq_file_unmap(mq_state *S, mq_mapping *m) {
-  munmap(m->base, m->len);
-  mq_free(S, m, sizeof *m);
-}

@@ -125,18 +125,9 @@ MQ_INTERNAL void mq_file_write(mq_state *S, const char *path, const char *who, c
 MQ_INTERNAL void mq_file_write_parts(mq_state *S, const char *path, const char *who,
                                      const mq_bytes *parts, int n);
 
-/* A live read-only mapping of a whole file (mq_file_map). masq never
- * rewrites a file in place (mq_file_write renames a new one over it), so
- * the pages stay what they were while the mapping lives. */
-typedef struct mq_mapping {
-  void *base;
-  size_t len;
-} mq_mapping;
-
-/* Maps the regular file at [path] read-only; [who] prefixes messages. An
- * empty file is an error (there is nothing to map). */
+/* Maps the regular file at [path] read-only (mq_mapping, tensor.h: the
+ * storage it becomes unmaps it when its last view goes); [who] prefixes
+ * messages. An empty file is an error (there is nothing to map). */
 MQ_INTERNAL mq_mapping *mq_file_map(mq_state *S, const char *path, const char *who);
-/* Unmaps [m] and frees its record. */
-MQ_INTERNAL void mq_file_unmap(mq_state *S, mq_mapping *m);
 
 #endif

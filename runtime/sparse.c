@@ -13,22 +13,6 @@ static inline void poll_at(mq_state *S, int64_t k) {
   if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
 }
 
-static const char *const layout_names[] = {"strided", "sparse_coo", "sparse_csr"};
-
-const char *mq_layout_name(mq_layout l) { return l <= MQ_LAYOUT_CSR ? layout_names[l] : "?"; }
-
-void mq_sparse_free(mq_state *S, mq_sparse *sp) {
-  if (sp->indices) mq_obj_release(S, &sp->indices->hdr);
-  if (sp->crow) mq_obj_release(S, &sp->crow->hdr);
-  if (sp->values) mq_obj_release(S, &sp->values->hdr);
-  mq_free(S, sp, sizeof *sp);
-}
-
-void mq_sparse_refuse(mq_state *S, const mq_tensor *t, const char *what) {
-  mq_error(S, "%s: got a %s tensor, which this operation does not take; to_dense() makes a "
-              "strided copy", what, mq_layout_name((mq_layout)t->layout));
-}
-
 /* The kind row: freed as any tensor (mq_tensor_free releases the stored
  * entries), printed as torch prints sparse tensors, and never a condition. */
 static void sparse_kind_free(mq_state *S, mq_obj *o) { mq_tensor_free(S, (mq_tensor *)o); }

@@ -4,7 +4,7 @@
  *
  * A sparse tensor is an ordinary struct mq_tensor (tensor.h) whose [layout]
  * is MQ_LAYOUT_COO or MQ_LAYOUT_CSR and whose [sparse] points at the stored
- * entries. dtype, ndim, shape and numel describe the logical (dense) tensor,
+ * entries (layout.h: a tensor frees them with itself). dtype, ndim, shape and numel describe the logical (dense) tensor,
  * exactly as for a strided one, so metadata code reads them unchanged;
  * storage is NULL, strides and offset are zero: there is no dense buffer
  * and nothing may index one.
@@ -63,32 +63,10 @@
 #ifndef MQ_SPARSE_H
 #define MQ_SPARSE_H
 
-#include "tensor.h"
-
-typedef enum mq_layout { MQ_LAYOUT_STRIDED, MQ_LAYOUT_COO, MQ_LAYOUT_CSR } mq_layout;
-
-typedef struct mq_sparse {
-  mq_tensor *indices; /* COO: int64 (ndim, nnz); CSR: col_indices int64 (nnz) */
-  mq_tensor *crow;    /* CSR: int64 (rows + 1); NULL for COO */
-  mq_tensor *values;  /* (nnz), the tensor's dtype, plain, contiguous */
-  int64_t nnz;
-} mq_sparse;
-
-/* "strided", "sparse_coo", "sparse_csr". */
-MQ_INTERNAL const char *mq_layout_name(mq_layout l);
-
-static inline bool mq_is_sparse(mq_value v) { return mq_is_obj(v, MQ_O_SPARSE); }
-/* A strided or sparse tensor value as the struct both use (NULL otherwise). */
-static inline mq_tensor *mq_as_tensor_any(mq_value v) {
-  return mq_is_tensor(v) || mq_is_sparse(v) ? (mq_tensor *)v.as.o : NULL;
-}
+#include "layout.h"
 
 /* Sets the hooks of the sparse object kind, MQ_O_SPARSE (core/value.h). */
 MQ_INTERNAL void mq_sparse_init_kind(mq_state *S);
-/* Frees the stored entries of a sparse tensor (from mq_tensor_free). */
-MQ_INTERNAL void mq_sparse_free(mq_state *S, mq_sparse *sp);
-/* The error strided-only code raises for a sparse operand [what]. */
-MQ_INTERNAL MQ_NORETURN void mq_sparse_refuse(mq_state *S, const mq_tensor *t, const char *what);
 
 /* --- construction (validating every input; errors prefixed by [who]) ----- */
 

@@ -1,15 +1,15 @@
 /* tensor.c - the dtype table, storage, creation, views and geometry. */
 #include <math.h>
 #include <stdio.h>
+#include <sys/mman.h>
 
 #include "../core/checked.h"
 #include "../core/range.h"
 #include "iter.h"
 #include "masksum.h"
 #include "half.h"
-#include "npy.h"
 #include "kernels.h"
-#include "sparse.h"
+#include "layout.h"
 #include "summary.h"
 
 static const char *const dtype_names[] = {
@@ -104,15 +104,29 @@ mq_tensor *mq_tensor_new(mq_state *S, mq_dtype dt, int ndim, const int64_t *shap
   return t;
 }
 
+/* The stored entries of a sparse tensor (layout.h). */
+static void sparse_free(mq_state *S, mq_sparse *sp) {
+  if (sp->indices) mq_obj_release(S, &sp->indices->hdr);
+  if (sp->crow) mq_obj_release(S, &sp->crow->hdr);
+  if (sp->values) mq_obj_release(S, &sp->values->hdr);
+  mq_free(S, sp, sizeof *sp);
+}
+
+/* A file mapping (npy.h, mq_file_map) and its record. */
+static void unmap(mq_state *S, mq_mapping *m) {
+  munmap(m->base, m->len);
+  mq_free(S, m, sizeof *m);
+}
+
 void mq_tensor_free(mq_state *S, mq_tensor *t) {
   if (t->mask) mq_obj_release(S, &t->mask->hdr);
   if (t->grad) mq_obj_release(S, &t->grad->hdr);
   if (t->node) mq_ag_node_free(S, t->node); /* the recorded op that made t */
-  if (t->sparse) mq_sparse_free(S, t->sparse);
+  if (t->sparse) sparse_free(S, t->sparse);
   mq_storage *st = t->storage;
   if (st && --st->rc == 0) {
     if (st->release) st->release(st->release_ud);
-    else if (st->map) mq_file_unmap(S, st->map);
+    else if (st->map) unmap(S, st->map);
     else mq_free_big(S, st->data, st->nbytes);
     mq_masksum_free(S, st);
     mq_free(S, st, sizeof *st);
@@ -275,6 +289,17 @@ mq_tensor *mq_rand(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt) {
 }
 mq_tensor *mq_randn(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt) {
   return random_tensor(S, ndim, shape, dt, true);
+}
+
+/* --- layouts --------------------------------------------------------------- */
+
+static const char *const layout_names[] = {"strided", "sparse_coo", "sparse_csr"};
+
+const char *mq_layout_name(mq_layout l) { return l <= MQ_LAYOUT_CSR ? layout_names[l] : "?"; }
+
+void mq_sparse_refuse(mq_state *S, const mq_tensor *t, const char *what) {
+  mq_error(S, "%s: got a %s tensor, which this operation does not take; to_dense() makes a "
+              "strided copy", what, mq_layout_name((mq_layout)t->layout));
 }
 
 /* --- values to tensors (lists: fromlist.c) ------------------------------ */

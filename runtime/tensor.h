@@ -79,6 +79,14 @@ static inline mq_dtype mq_dtype_compute(mq_dtype dt) {
   return !mq_dtype_is_narrow(dt) ? dt : mq_dtype_is_float(dt) ? MQ_DT_F32 : MQ_DT_I64;
 }
 
+/* A live read-only mapping of a whole file (mq_file_map, npy.h). masq never
+ * rewrites a file in place (mq_file_write renames a new one over it), so
+ * the pages stay what they were while the mapping lives. */
+typedef struct mq_mapping {
+  void *base;
+  size_t len;
+} mq_mapping;
+
 /* Refcounted memory shared by views. If [release] is set the memory belongs
  * to a host (masq.h wrap); release(release_ud) is called when the last view
  * goes away instead of freeing it. Memory masq did not allocate (a host's,
@@ -92,7 +100,7 @@ typedef struct mq_storage {
   /* set when the memory is a read-only file mapping (load(mmap=true),
    * runtime/npy.h): unmapped instead of freed, never written, not counted
    * against the memory limit */
-  struct mq_mapping *map;
+  mq_mapping *map;
   /* the validity summary of a mask's storage (runtime/masksum.h), built on
    * first use; NULL until then, and always for host memory */
   struct mq_masksum *msum;
@@ -107,7 +115,7 @@ struct mq_tensor {
   bool weak;     /* a 0-d tensor made from a number literal: promotes like a
                     Python scalar (does not widen a tensor's dtype) */
   bool requires_grad;
-  uint8_t layout; /* mq_layout (runtime/sparse.h): 0 strided, else sparse */
+  uint8_t layout; /* mq_layout (layout.h): 0 strided, else sparse */
   int64_t numel;
   int64_t shape[MQ_MAX_DIMS];
   int64_t strides[MQ_MAX_DIMS]; /* in elements; 0 for broadcast dims */
@@ -118,7 +126,7 @@ struct mq_tensor {
    * non-leaf (both NULL outside autograd) */
   mq_tensor *grad;
   struct mq_gradnode *node;
-  struct mq_sparse *sparse; /* a sparse layout's stored entries, else NULL */
+  struct mq_sparse *sparse; /* a sparse layout's stored entries (layout.h), else NULL */
 };
 
 /* Whether [st] is memory masq did not allocate: a host's buffer or a
