@@ -19,6 +19,7 @@
 #include "../runtime/cpu.h"
 #include "../runtime/npy.h"
 #include "../runtime/parallel.h"
+#include "../runtime/print.h"
 #include "../runtime/sparse.h"
 #include "../runtime/tensor.h"
 #include "../stdlib/stdlib.h"

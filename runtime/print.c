@@ -17,6 +17,8 @@
  * (set_printoptions; defaults as torch's: precision 4, linewidth 80,
  * threshold 1000, edgeitems 3); masked floats print "%8.4f" by default
  * and, with another precision p, in fields of p + 4. */
+#include "print.h"
+
 #include <math.h>
 #include <stdio.h>
 

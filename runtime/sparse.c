@@ -13,21 +13,6 @@ static inline void poll_at(mq_state *S, int64_t k) {
   if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
 }
 
-/* The kind row: freed as any tensor (mq_tensor_free releases the stored
- * entries), printed as torch prints sparse tensors, and never a condition. */
-static void sparse_kind_free(mq_state *S, mq_obj *o) { mq_tensor_free(S, (mq_tensor *)o); }
-static void sparse_kind_format(mq_state *S, mq_buf *b, mq_obj *o) {
-  mq_sparse_format(S, b, (const mq_tensor *)o, S->cfg.color);
-}
-static bool sparse_kind_truthy(mq_state *S, mq_obj *o) {
-  mq_sparse_refuse(S, (const mq_tensor *)o, "condition");
-}
-
-void mq_sparse_init_kind(mq_state *S) {
-  S->kinds[MQ_O_SPARSE] =
-      (mq_kind){sparse_kind_free, sparse_kind_format, sparse_kind_truthy, NULL, NULL};
-}
-
 /* --- building ------------------------------------------------------------------- */
 
 static void keep(mq_tensor **slot, mq_tensor *t) {

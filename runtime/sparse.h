@@ -65,8 +65,6 @@
 
 #include "layout.h"
 
-/* Sets the hooks of the sparse object kind, MQ_O_SPARSE (core/value.h). */
-MQ_INTERNAL void mq_sparse_init_kind(mq_state *S);
 
 /* --- construction (validating every input; errors prefixed by [who]) ----- */
 
@@ -211,11 +209,5 @@ MQ_INTERNAL mq_tensor *mq_sparse_masked_matmul(mq_state *S, mq_tensor *a, mq_ten
                                                mq_tensor *mask);
 
 /* --- printing ---------------------------------------------------------------------- */
-
-/* torch's repr: "tensor(indices=..., values=..., size=..., nnz=..., layout=...)"
- * for a plain one; a masked one prints densified as MaskedTensor(...) when
- * it has at most MQ_SPARSE_PRINT_DENSE elements, else as its data and mask. */
-#define MQ_SPARSE_PRINT_DENSE ((int64_t)1 << 22)
-MQ_INTERNAL void mq_sparse_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color);
 
 #endif

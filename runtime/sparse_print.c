@@ -1,7 +1,7 @@
 /* sparse_print.c - the printed forms of sparse tensors, as torch's repr. */
-#include <stdio.h>
+#include "print.h"
 
-#include "sparse.h"
+#include <stdio.h>
 
 /* "name=tensor(<body>)" with the body's continuation lines under its first
  * element, and torch's ", size=..." after an empty body. */

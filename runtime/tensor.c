@@ -10,7 +10,6 @@
 #include "half.h"
 #include "kernels.h"
 #include "layout.h"
-#include "summary.h"
 
 static const char *const dtype_names[] = {
 #define X(E, n, T, s) s,
@@ -132,30 +131,6 @@ void mq_tensor_free(mq_state *S, mq_tensor *t) {
     mq_free(S, st, sizeof *st);
   }
   mq_free(S, t, sizeof *t);
-}
-
-static void tensor_free(mq_state *S, mq_obj *o) { mq_tensor_free(S, (mq_tensor *)o); }
-/* How print() and the REPL show a tensor: torch's repr (mq_tensor_format),
- * and above the print threshold, when it starts a line (not print(a, b)'s
- * b), the summary line first (summary.h). */
-static void tensor_format(mq_state *S, mq_buf *b, mq_obj *o) {
-  mq_tensor *t = (mq_tensor *)o;
-  if (t->numel > S->print.threshold && (b->len == 0 || b->data[b->len - 1] == '\n')) {
-    mq_summary_line(S, b, t);
-    mq_buf_putc(S, b, '\n');
-  }
-  mq_tensor_format(S, b, t, S->cfg.color);
-}
-static bool tensor_truthy(mq_state *S, mq_obj *o) {
-  mq_tensor *t = (mq_tensor *)o;
-  if (t->numel != 1)
-    mq_error(S, "the truth value of a tensor with %lld elements is ambiguous (use all() or any())",
-             (long long)t->numel);
-  return mq_tensor_item(S, t) != 0.0;
-}
-
-void mq_tensor_init_kind(mq_state *S) {
-  S->kinds[MQ_O_TENSOR] = (mq_kind){tensor_free, tensor_format, tensor_truthy, NULL, NULL};
 }
 
 /* --- creation ------------------------------------------------------------ */

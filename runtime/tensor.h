@@ -382,7 +382,7 @@ MQ_INTERNAL mq_tensor *mq_median(mq_state *S, mq_tensor *t, int dim, bool keepdi
  * identity and stay masked out. Ints and bools accumulate as int64. */
 MQ_INTERNAL mq_tensor *mq_cumulative(mq_state *S, mq_tensor *t, int dim, bool prod);
 
-/* --- scalars and printing -------------------------------------------------- */
+/* --- scalars -------------------------------------------------- */
 
 /* The single element of a one-element tensor as a double; errors if it has
  * more than one element or is masked out. */
@@ -393,24 +393,7 @@ MQ_INTERNAL mq_value mq_tensor_item_value(mq_state *S, mq_tensor *t);
 /* [v] as an exact int64 when it is an int, a bool, or a one-element int64 or
  * bool tensor (an error if that element is masked out); false otherwise. */
 MQ_INTERNAL bool mq_value_as_int(mq_state *S, mq_value v, int64_t *out);
-/* Appends the printed form: "MaskedTensor(...)" for masked tensors, torch's
- * "tensor(...)" for plain ones. [color]: masked-out entries dim (ANSI). */
-MQ_INTERNAL void mq_tensor_format(mq_state *S, mq_buf *b, const mq_tensor *t, bool color);
-/* torch's _tensor_str: the bracketed elements of plain [t] alone ("[]" if
- * it is empty), continuation lines indented by [indent]. */
-MQ_INTERNAL void mq_tensor_format_body(mq_state *S, mq_buf *b, const mq_tensor *t, int indent);
-/* torch's _add_suffixes: appends ", suffix" for each of [suffixes] to the
- * text written since [start], wrapping at the line width (always before
- * the first when [force_newline]) to [indent], then the closing ')'. */
-MQ_INTERNAL void mq_format_suffixes(mq_state *S, mq_buf *b, size_t start, int indent,
-                                    bool force_newline, int nsuf, const char *const *suffixes);
-/* "float32 tensor (2, 3), masked" for :vars. */
-MQ_INTERNAL void mq_tensor_summary(mq_state *S, mq_buf *b, const mq_tensor *t);
-
-/* Frees a tensor whose refcount reached zero (its kind's free). */
+/* Frees a tensor whose refcount reached zero (its kind's free: print.h). */
 MQ_INTERNAL void mq_tensor_free(mq_state *S, mq_tensor *t);
-/* Sets the hooks of the tensor object kind (core/value.h): freeing,
- * printing, and truthiness (one valid element, non-zero). */
-MQ_INTERNAL void mq_tensor_init_kind(mq_state *S);
 
 #endif
