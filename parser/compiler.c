@@ -8,6 +8,7 @@
 
 #include <math.h>
 
+#include "../runtime/ops.h"
 #include "../runtime/tensor.h"
 #include "../vm/builtin.h"
 #include "../vm/errval.h"

@@ -34,6 +34,7 @@
 #include "../core/checked.h"
 #include "attention_tile.h"
 #include "kernels.h"
+#include "ops.h"
 #include "parallel.h"
 #include "reduce.h"
 #include "shape.h"

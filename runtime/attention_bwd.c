@@ -41,6 +41,7 @@
 #include "cpu.h"
 #include "kernels.h"
 #include "parallel.h"
+#include "reduce.h"
 #include "shape.h"
 
 /* --- the forward ------------------------------------------------------------ */

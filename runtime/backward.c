@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include "ops.h"
 #include "parallel.h"
 #include "special.h"
 

@@ -11,9 +11,10 @@
 
 #include <math.h>
 
-#include "softmax_simd.h"
 #include "masksum.h"
+#include "ops.h"
 #include "parallel.h"
+#include "softmax_simd.h"
 
 /* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */
 static mq_tensor *grad_new(mq_state *S, int nd, const int64_t *shape, bool masked, uint8_t **m) {

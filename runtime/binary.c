@@ -11,6 +11,7 @@
 
 #include "ewise.h"
 #include "masksum.h"
+#include "ops.h"
 
 #define DEF_BIN(NAME, TI, TO, EXPR)                                            \
   static void NAME(mq_state *S, mq_iter *it, const double *prm) {              \

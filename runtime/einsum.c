@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops.h"
 #include "shape.h"
 #include "shape_more.h"
 

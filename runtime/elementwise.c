@@ -8,6 +8,7 @@
  * tensor-op-scalar path for stride-0 operands) written as plain indexed loops
  * so the compiler vectorizes them, and a strided fallback. */
 #include "ewise.h"
+#include "ops.h"
 
 /* --- operands ------------------------------------------------------------- */
 

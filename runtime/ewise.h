@@ -8,6 +8,7 @@
 #include "intmath.h"
 #include "iter.h"
 #include "kernels.h"
+#include "ops.h"
 
 /* The kernel an op runs on float tensors of dtype [dt] when its result
  * has that dtype too (unary: no parameters, not a predicate; binary:

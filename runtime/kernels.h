@@ -71,30 +71,6 @@ MQ_INTERNAL void mq_kernel_convert(mq_state *S, mq_tensor *dst, mq_tensor *src);
 MQ_INTERNAL void mq_kernel_where(mq_state *S, mq_tensor *out, mq_tensor *cond, mq_tensor *a,
                                  mq_tensor *b);
 
-/* Sum (in double, as reduce_kernels.c's sum) and NaN-propagating max of a contiguous row,
- * over the entries where m is nonzero (m NULL: all); max of none is -inf. */
-MQ_INTERNAL double mq_kernel_rowsum_f32(const float *x, const uint8_t *m, int64_t n);
-MQ_INTERNAL double mq_kernel_rowsum_f64(const double *x, const uint8_t *m, int64_t n);
-MQ_INTERNAL float mq_kernel_rowmax_f32(const float *x, const uint8_t *m, int64_t n);
-MQ_INTERNAL double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64_t n);
-/* softmax of one contiguous row x [n] with its mask m into o, as softmax()
- * computes it (softmax.c) on CPU path [cpu] (the same bits on each): the
- * fused attention's backward recomputes p with it, bit for bit. */
-MQ_INTERNAL void mq_softmax_row_f32(int cpu, float *o, const float *x, const uint8_t *m, int64_t n);
-MQ_INTERNAL void mq_softmax_row_f64(int cpu, double *o, const double *x, const uint8_t *m,
-                                    int64_t n);
-/* The row sum again, on CPU path [cpu] (runtime/cpu.h: the same bits on
- * every path), adding the valid entries to *cnt when cnt and m are not
- * NULL. */
-MQ_INTERNAL double mq_kernel_rowsum_cnt_f32(int cpu, const float *x, const uint8_t *m, int64_t n,
-                                            int64_t *cnt);
-MQ_INTERNAL double mq_kernel_rowsum_cnt_f64(const double *x, const uint8_t *m, int64_t n, int64_t *cnt);
-/* The row max again, on CPU path [cpu] (the same bits on every path). */
-MQ_INTERNAL float mq_kernel_rowmax_on_f32(int cpu, const float *x, const uint8_t *m, int64_t n);
-/* The sum of (x - mean)^2 over the valid entries of a row, in double, as
- * var and std compute it (runtime/stats.c), on CPU path [cpu]. */
-MQ_INTERNAL double mq_kernel_sqdev_f32(int cpu, const float *x, const uint8_t *m, int64_t n, double mean);
-
 /* A tensor object with no storage yet, owned by the pool. */
 MQ_INTERNAL mq_tensor *mq_tensor_alloc(mq_state *S, mq_dtype dt, int ndim, const int64_t *shape);
 /* Sets contiguous row-major strides from t->shape. */

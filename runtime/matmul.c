@@ -14,11 +14,12 @@
  * every finite a[i,k]; only an inf or NaN a[i,k] would turn that 0 into NaN,
  * so such (rare) steps take a slower loop that selects on B's mask. The
  * output mask is "some valid pair exists", an OR over k of B's mask rows. */
-#include "tape.h"
 #include "cpu.h"
 #include "kernels.h"
+#include "ops.h"
 #include "parallel.h"
 #include "shape.h"
+#include "tape.h"
 
 #define JB 512
 

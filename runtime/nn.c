@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "iter.h"
+#include "ops.h"
 #include "shape.h"
 
 /* A number combined with a tensor: weak, so x's dtype is kept. */

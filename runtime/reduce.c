@@ -9,6 +9,8 @@
 
 #include "reduce.h"
 
+#include "ops.h"
+
 static const char *const red_names[] = {
 #define X(E, s, ...) s,
     MQ_REDUCE_OPS(X)

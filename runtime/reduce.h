@@ -14,6 +14,7 @@
 
 #include "kernels.h"
 #include "masksum.h"
+#include "ops.h"
 
 /* Long rows of the fast kernels are cut into pieces of this many entries
  * (the last one shorter), whose partial results combine in a fixed order:
@@ -165,5 +166,31 @@ MQ_INTERNAL void mq_red_rows_begin(mq_state *S, mq_red_rows *R, mq_redop op, mq_
 MQ_INTERNAL void mq_red_rows_merge(mq_red_rows *R, int64_t r, const void *parts,
                                    const int64_t *pcnt, int64_t np);
 MQ_INTERNAL mq_tensor *mq_red_rows_end(mq_state *S, mq_red_rows *R);
+
+/* --- row kernels that softmax, statistics and attention reuse ------------- */
+
+/* Sum (in double, as reduce_kernels.c's sum) and NaN-propagating max of a contiguous row,
+ * over the entries where m is nonzero (m NULL: all); max of none is -inf. */
+MQ_INTERNAL double mq_kernel_rowsum_f32(const float *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL double mq_kernel_rowsum_f64(const double *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL float mq_kernel_rowmax_f32(const float *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64_t n);
+/* softmax of one contiguous row x [n] with its mask m into o, as softmax()
+ * computes it (softmax.c) on CPU path [cpu] (the same bits on each): the
+ * fused attention's backward recomputes p with it, bit for bit. */
+MQ_INTERNAL void mq_softmax_row_f32(int cpu, float *o, const float *x, const uint8_t *m, int64_t n);
+MQ_INTERNAL void mq_softmax_row_f64(int cpu, double *o, const double *x, const uint8_t *m,
+                                    int64_t n);
+/* The row sum again, on CPU path [cpu] (runtime/cpu.h: the same bits on
+ * every path), adding the valid entries to *cnt when cnt and m are not
+ * NULL. */
+MQ_INTERNAL double mq_kernel_rowsum_cnt_f32(int cpu, const float *x, const uint8_t *m, int64_t n,
+                                            int64_t *cnt);
+MQ_INTERNAL double mq_kernel_rowsum_cnt_f64(const double *x, const uint8_t *m, int64_t n, int64_t *cnt);
+/* The row max again, on CPU path [cpu] (the same bits on every path). */
+MQ_INTERNAL float mq_kernel_rowmax_on_f32(int cpu, const float *x, const uint8_t *m, int64_t n);
+/* The sum of (x - mean)^2 over the valid entries of a row, in double, as
+ * var and std compute it (runtime/stats.c), on CPU path [cpu]. */
+MQ_INTERNAL double mq_kernel_sqdev_f32(int cpu, const float *x, const uint8_t *m, int64_t n, double mean);
 
 #endif

@@ -18,6 +18,7 @@
  * it across threads; a result never depends on the thread count. */
 #include <math.h>
 
+#include "ops.h"
 #include "reduce.h"
 #include "reduce_simd.h"
 

@@ -7,6 +7,7 @@
  * whatever its kernel, splits its work the same way, and a result depends
  * on the sizes only, never on the thread count. */
 #include "../core/checked.h"
+#include "ops.h"
 #include "parallel.h"
 #include "reduce.h"
 

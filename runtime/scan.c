@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "ops.h"
 
 typedef struct layout {
   int64_t outer, n, inner;

@@ -52,13 +52,6 @@ MQ_INTERNAL mq_tensor *mq_stack(mq_state *S, int n, mq_tensor *const *ts, int64_
 MQ_INTERNAL int mq_broadcast_try(int na, const int64_t *a, int nb, const int64_t *b,
                                  int64_t *out);
 
-/* matmul with torch.matmul's shape rules (1-d operands, batch broadcast).
- * Masked: an output entry sums the products of the valid pairs only (a
- * masked-out entry contributes nothing, even if it holds inf or NaN); an
- * entry with no valid pair is masked out (data 0). Float32 accumulates in
- * float64. */
-MQ_INTERNAL mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b);
-
 /* A bool tensor of shape lengths.shape + (max_len,): True where the position
  * is < the length. max_len < 0: the largest length (0 if none). */
 MQ_INTERNAL mq_tensor *mq_length_mask(mq_state *S, mq_tensor *lengths, int64_t max_len);

@@ -4,9 +4,10 @@
 #include "shape_more.h"
 
 #include "../core/checked.h"
-#include "tape.h"
 #include "kernels.h"
+#include "ops.h"
 #include "shape.h"
+#include "tape.h"
 
 mq_tensor *mq_tri(mq_state *S, mq_tensor *t, int64_t diagonal, bool upper) {
   const char *fn = upper ? "triu" : "tril";

@@ -13,7 +13,9 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "ops.h"
 #include "parallel.h"
+#include "reduce.h"
 #include "vexp.h"
 
 /* o[i] = e^(x[i] - c) over a contiguous stretch, on CPU path [cpu]: float32

@@ -9,6 +9,7 @@
 #include "gather.h"
 #include "kernels.h"
 #include "msort.h"
+#include "ops.h"
 #include "shape.h"
 
 /* Each valid entry of a slice becomes an item: its key (double for the

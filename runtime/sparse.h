@@ -64,6 +64,7 @@
 #define MQ_SPARSE_H
 
 #include "layout.h"
+#include "ops.h"
 
 
 /* --- construction (validating every input; errors prefixed by [who]) ----- */

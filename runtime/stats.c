@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops.h"
 #include "reduce.h"
 #include "reduce_simd.h"
 

@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "ewise.h"
+#include "ops.h"
 #include "special.h"
 #include "vexp.h"
 

@@ -3,6 +3,7 @@
  * contiguous). */
 #include <math.h>
 
+#include "../runtime/ops.h"
 #include "convert.h"
 #include "stdlib.h"
 

@@ -4,6 +4,7 @@
  * A pair of results (values and indices) is a list [values, indices], which
  * unpacks: `v, i = sort(x)`. */
 #include "../runtime/gather.h"
+#include "../runtime/ops.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

@@ -1,6 +1,7 @@
 /* lib_shape.c - builtins for shapes and views, joining and splitting,
  * matmul and length masks: thin bindings of runtime/shape.h. */
 #include "../core/checked.h"
+#include "../runtime/ops.h"
 #include "../runtime/shape.h"
 #include "stdlib.h"
 

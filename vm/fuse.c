@@ -13,6 +13,7 @@
 #include "../core/checked.h"
 #include "../runtime/ewise.h"
 #include "../runtime/masksum.h"
+#include "../runtime/ops.h"
 #include "../runtime/parallel.h"
 #include "../runtime/reduce.h"
 #include "builtin.h"

@@ -57,6 +57,7 @@
 #ifndef MQ_FUSE_H
 #define MQ_FUSE_H
 
+#include "../runtime/ops.h"
 #include "../runtime/tensor.h"
 
 #define MQ_FUSE_BLOCK 4096

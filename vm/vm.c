@@ -14,6 +14,7 @@
 #include "../core/dict.h"
 #include "../core/range.h"
 #include "../runtime/intmath.h"
+#include "../runtime/ops.h"
 #include "../runtime/shape.h"
 #include "../runtime/sparse.h"
 #include "../runtime/tensor.h"

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../../runtime/cpu.h"
+#include "../../runtime/ops.h"
 #include "../../runtime/shape.h"
 #include "../../runtime/reduce.h"
 

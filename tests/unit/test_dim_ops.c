@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../../runtime/cpu.h"
+#include "../../runtime/ops.h"
 #include "../../runtime/tensor.h"
 
 #include "rand_fill.h"

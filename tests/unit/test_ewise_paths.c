@@ -28,6 +28,7 @@
 
 #include "../../runtime/half.h"
 #include "../../runtime/kernels.h"
+#include "../../runtime/ops.h"
 #include "../../runtime/tensor.h"
 
 #include "unit.h"

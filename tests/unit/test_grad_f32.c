@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../../include/masq.h"
+#include "../../runtime/ops.h"
 #include "../../runtime/ops_binary.h"
 #include "../../runtime/ops_unary.h"
 

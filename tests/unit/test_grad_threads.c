@@ -27,6 +27,7 @@
 
 #include "../../include/masq.h"
 #include "../../runtime/cpu.h"
+#include "../../runtime/ops.h"
 #include "../../runtime/ops_binary.h"
 #include "../../runtime/ops_reduce.h"
 #include "../../runtime/ops_unary.h"

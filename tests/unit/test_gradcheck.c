@@ -19,6 +19,7 @@
 #include "../../runtime/autograd.h"
 #include "../../runtime/gather.h"
 #include "../../runtime/nn.h"
+#include "../../runtime/ops.h"
 #include "../../runtime/shape.h"
 #include "../../runtime/shape_more.h"
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../../runtime/masksum.h"
+#include "../../runtime/ops.h"
 #include "../../runtime/reduce.h"
 #include "../../runtime/tensor.h"
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../runtime/ops.h"
 #include "../../runtime/tensor.h"
 
 static int passed, failed;

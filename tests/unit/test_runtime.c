@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../../runtime/ops.h"
 #include "../../runtime/print.h"
 #include "../../runtime/shape.h"
 #include "../../runtime/tensor.h"

@@ -16,6 +16,8 @@
 
 #include "../../runtime/cpu.h"
 #include "../../runtime/kernels.h"
+#include "../../runtime/ops.h"
+#include "../../runtime/reduce.h"
 #include "../../runtime/vexp.h"
 #include "exp_ref.h"
 #include "unit.h"
