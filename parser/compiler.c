@@ -9,7 +9,7 @@
 #include <math.h>
 
 #include "../runtime/ops.h"
-#include "../runtime/tensor.h"
+#include "../runtime/tensor/tensor.h"
 #include "../vm/builtin.h"
 #include "../vm/errval.h"
 #include "../vm/fuse.h"

@@ -33,11 +33,11 @@
 
 #include "../core/checked.h"
 #include "attention_tile.h"
-#include "kernels.h"
+#include "tensor/internal.h"
 #include "ops.h"
-#include "parallel.h"
+#include "tensor/parallel.h"
 #include "reduce.h"
-#include "shape.h"
+#include "tensor/shape.h"
 #include "vexp.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__PIC__)

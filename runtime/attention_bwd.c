@@ -38,11 +38,11 @@
 #include "attention.h"
 #include "autograd.h"
 #include "backward.h"
-#include "cpu.h"
-#include "kernels.h"
-#include "parallel.h"
+#include "tensor/cpu.h"
+#include "tensor/internal.h"
+#include "tensor/parallel.h"
 #include "reduce.h"
-#include "shape.h"
+#include "tensor/shape.h"
 
 /* --- the forward ------------------------------------------------------------ */
 

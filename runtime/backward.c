@@ -12,7 +12,7 @@
 #include <math.h>
 
 #include "ops.h"
-#include "parallel.h"
+#include "tensor/parallel.h"
 #include "special.h"
 
 /* An elementwise derivative loop over [0, n): the arrays it reads and

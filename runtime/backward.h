@@ -12,7 +12,7 @@
 
 #include "../core/checked.h"
 #include "autograd.h"
-#include "iter.h"
+#include "tensor/iter.h"
 
 /* The float64 data of a gradient-form tensor. */
 static inline double *mq_bw_d(mq_tensor *t) { return (double *)mq_tensor_data(t); }

@@ -11,9 +11,9 @@
 
 #include <math.h>
 
-#include "masksum.h"
+#include "tensor/masksum.h"
 #include "ops.h"
-#include "parallel.h"
+#include "tensor/parallel.h"
 #include "softmax_simd.h"
 
 /* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */

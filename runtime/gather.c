@@ -10,8 +10,8 @@
 #include "gather.h"
 
 #include "../core/checked.h"
-#include "kernels.h"
-#include "shape.h"
+#include "tensor/internal.h"
+#include "tensor/shape.h"
 
 /* A tensor's geometry with a 0-d tensor seen as shape (1,), as torch does
  * for dim 0 of a scalar. */

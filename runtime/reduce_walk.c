@@ -8,7 +8,7 @@
  * on the sizes only, never on the thread count. */
 #include "../core/checked.h"
 #include "ops.h"
-#include "parallel.h"
+#include "tensor/parallel.h"
 #include "reduce.h"
 
 /* The first entry of each row of [mask]'s last [s] entries, in row order:

@@ -4,10 +4,10 @@
 #include "shape_more.h"
 
 #include "../core/checked.h"
-#include "kernels.h"
+#include "tensor/internal.h"
 #include "ops.h"
-#include "shape.h"
-#include "tape.h"
+#include "tensor/shape.h"
+#include "tensor/tape.h"
 
 mq_tensor *mq_tri(mq_state *S, mq_tensor *t, int64_t diagonal, bool upper) {
   const char *fn = upper ? "triu" : "tril";

@@ -7,10 +7,10 @@
 
 #include "../core/checked.h"
 #include "gather.h"
-#include "kernels.h"
-#include "msort.h"
+#include "tensor/internal.h"
+#include "tensor/msort.h"
 #include "ops.h"
-#include "shape.h"
+#include "tensor/shape.h"
 
 /* Each valid entry of a slice becomes an item: its key (double for the
  * float dtypes, which float32 widens to exactly; int64 for int64 and bool)

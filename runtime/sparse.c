@@ -3,10 +3,10 @@
 #include "sparse.h"
 
 #include "../core/checked.h"
-#include "kernels.h"
-#include "msort.h"
+#include "tensor/internal.h"
+#include "tensor/msort.h"
 #include "ops.h"
-#include "tape.h"
+#include "tensor/tape.h"
 
 /* Polls for an interrupt once every MQ_POLL_ELEMS steps of a loop over
  * entries or elements. */

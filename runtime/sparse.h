@@ -63,7 +63,7 @@
 #ifndef MQ_SPARSE_H
 #define MQ_SPARSE_H
 
-#include "layout.h"
+#include "tensor/layout.h"
 #include "ops.h"
 
 

@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "../core/checked.h"
-#include "tape.h"
-#include "kernels.h"
-#include "parallel.h"
-#include "shape.h"
+#include "tensor/tape.h"
+#include "tensor/internal.h"
+#include "tensor/parallel.h"
+#include "tensor/shape.h"
 #include "sparse.h"
 
 static const char *lname(const mq_tensor *t) { return mq_layout_name((mq_layout)t->layout); }

@@ -13,9 +13,9 @@
 #include <math.h>
 
 #include "../core/checked.h"
-#include "tape.h"
-#include "kernels.h"
-#include "parallel.h"
+#include "tensor/tape.h"
+#include "tensor/internal.h"
+#include "tensor/parallel.h"
 #include "sparse.h"
 #include "vexp.h"
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "../core/state.h"
-#include "half.h"
+#include "tensor/half.h"
 
 #if defined(__clang__)
 /* x * y + z stays two roundings (gcc: -std=c11 implies -ffp-contract=off) */

@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "../runtime/autograd.h"
-#include "../runtime/parallel.h"
+#include "../runtime/tensor/parallel.h"
 #include "../runtime/sparse.h"
 #include "../vm/globals.h"
 #include "stdlib.h"

@@ -5,7 +5,7 @@
 #include "../core/checked.h"
 #include "../core/dict.h"
 #include "../core/range.h"
-#include "../runtime/shape.h"
+#include "../runtime/tensor/shape.h"
 #include "../vm/errval.h"
 #include "../vm/walk.h"
 #include "convert.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../runtime/nn.h"
-#include "../runtime/shape.h"
+#include "../runtime/tensor/shape.h"
 #include "../runtime/sparse.h"
 #include "stdlib.h"
 

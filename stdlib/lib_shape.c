@@ -2,7 +2,7 @@
  * matmul and length masks: thin bindings of runtime/shape.h. */
 #include "../core/checked.h"
 #include "../runtime/ops.h"
-#include "../runtime/shape.h"
+#include "../runtime/tensor/shape.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

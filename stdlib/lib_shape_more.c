@@ -1,6 +1,6 @@
 /* lib_shape_more.c - builtins for triangles, tiling, rolling, differences,
  * bmm and einsum, .T and size(): thin bindings of runtime/shape_more.h. */
-#include "../runtime/shape.h"
+#include "../runtime/tensor/shape.h"
 #include "../runtime/shape_more.h"
 #include "stdlib.h"
 

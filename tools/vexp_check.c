@@ -18,7 +18,7 @@
  * counts are printed, not judged. */
 #include <stdio.h>
 
-#include "../runtime/cpu.h"
+#include "../runtime/tensor/cpu.h"
 #include "../runtime/vexp.h"
 #include "../tests/unit/exp_ref.h"
 

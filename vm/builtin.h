@@ -19,7 +19,7 @@
 
 #include "../core/state.h"
 #include "../runtime/ops.h"
-#include "../runtime/tensor.h"
+#include "../runtime/tensor/tensor.h"
 
 /* Returns a borrowed or pool-owned value (the VM retains what it keeps). */
 typedef mq_value (*mq_cfn)(mq_state *S, mq_value *args);

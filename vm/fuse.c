@@ -12,9 +12,9 @@
 
 #include "../core/checked.h"
 #include "../runtime/ewise.h"
-#include "../runtime/masksum.h"
+#include "../runtime/tensor/masksum.h"
 #include "../runtime/ops.h"
-#include "../runtime/parallel.h"
+#include "../runtime/tensor/parallel.h"
 #include "../runtime/reduce.h"
 #include "builtin.h"
 #include "chunk.h"

@@ -58,7 +58,7 @@
 #define MQ_FUSE_H
 
 #include "../runtime/ops.h"
-#include "../runtime/tensor.h"
+#include "../runtime/tensor/tensor.h"
 
 #define MQ_FUSE_BLOCK 4096
 #define MQ_FUSE_MAX_LEAVES 16

@@ -11,7 +11,7 @@
  * and the op-by-op code runs, with its own errors. */
 #include "../runtime/attention.h"
 #include "../runtime/attention_bwd.h"
-#include "../runtime/shape.h"
+#include "../runtime/tensor/shape.h"
 #include "builtin.h"
 #include "fuse.h"
 

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/cpu.h"
+#include "../../runtime/tensor/cpu.h"
 #include "../../runtime/ops.h"
-#include "../../runtime/shape.h"
+#include "../../runtime/tensor/shape.h"
 #include "../../runtime/reduce.h"
 
 #include "unit.h"

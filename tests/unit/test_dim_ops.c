@@ -24,9 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/cpu.h"
+#include "../../runtime/tensor/cpu.h"
 #include "../../runtime/ops.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "rand_fill.h"
 #include "unit.h"

@@ -26,10 +26,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../runtime/half.h"
-#include "../../runtime/kernels.h"
+#include "../../runtime/tensor/half.h"
+#include "../../runtime/tensor/internal.h"
 #include "../../runtime/ops.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"
 

@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "../../include/masq.h"
-#include "../../runtime/cpu.h"
+#include "../../runtime/tensor/cpu.h"
 #include "../../runtime/ops.h"
 #include "../../runtime/ops_binary.h"
 #include "../../runtime/ops_reduce.h"

@@ -20,7 +20,7 @@
 #include "../../runtime/gather.h"
 #include "../../runtime/nn.h"
 #include "../../runtime/ops.h"
-#include "../../runtime/shape.h"
+#include "../../runtime/tensor/shape.h"
 #include "../../runtime/shape_more.h"
 
 #include "unit.h"

@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/masksum.h"
+#include "../../runtime/tensor/masksum.h"
 #include "../../runtime/ops.h"
 #include "../../runtime/reduce.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../../runtime/npy.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"
 

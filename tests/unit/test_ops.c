@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../../runtime/ops.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/tensor.h"
 
 static int passed, failed;
 

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "../../runtime/parallel.h"
+#include "../../runtime/tensor/parallel.h"
 #include "unit.h"
 
 enum { MAXN = 5000 };

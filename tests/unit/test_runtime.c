@@ -9,8 +9,8 @@
 
 #include "../../runtime/ops.h"
 #include "../../runtime/print.h"
-#include "../../runtime/shape.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/shape.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"
 

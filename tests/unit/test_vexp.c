@@ -14,8 +14,8 @@
 #include <float.h>
 #include <stdlib.h>
 
-#include "../../runtime/cpu.h"
-#include "../../runtime/kernels.h"
+#include "../../runtime/tensor/cpu.h"
+#include "../../runtime/tensor/internal.h"
 #include "../../runtime/ops.h"
 #include "../../runtime/reduce.h"
 #include "../../runtime/vexp.h"

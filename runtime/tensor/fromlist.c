@@ -22,7 +22,7 @@
  *
  * A shape with a 0 in it (lists of empty lists) has no elements to pay
  * for its lists; there the polls are what stops a long walk. */
-#include "kernels.h"
+#include "internal.h"
 
 typedef struct list_walk {
   const char *what; /* names the list in errors */

@@ -18,7 +18,7 @@
 #ifndef MQ_TENSOR_H
 #define MQ_TENSOR_H
 
-#include "../core/state.h"
+#include "../../core/state.h"
 
 /* The compute dtypes: every kernel computes in one of these. Promotion order
  * is the enum order: bool < int64 < float32 < float64. */

@@ -1,6 +1,8 @@
-/* kernels.h - helpers shared by the runtime's files (not for the VM). */
-#ifndef MQ_KERNELS_H
-#define MQ_KERNELS_H
+/* internal.h - helpers shared by the runtime's files (not for the layers
+ * above): the kernels' compiler settings (MQ_WIDE), conversion and where
+ * kernels, making tensor objects, and polling in long loops. */
+#ifndef MQ_INTERNAL_H
+#define MQ_INTERNAL_H
 
 #include <math.h>
 

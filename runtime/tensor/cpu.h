@@ -20,7 +20,7 @@
 #ifndef MQ_CPU_H
 #define MQ_CPU_H
 
-#include "../core/state.h"
+#include "../../core/state.h"
 
 typedef enum mq_cpu { MQ_CPU_PORTABLE, MQ_CPU_AVX2, MQ_CPU_AVX512, MQ_CPU__COUNT } mq_cpu;
 

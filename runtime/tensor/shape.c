@@ -9,8 +9,8 @@
  * and the other a copy, but always with the same logical order. */
 #include "shape.h"
 
-#include "../core/checked.h"
-#include "kernels.h"
+#include "../../core/checked.h"
+#include "internal.h"
 
 /* --- helpers ------------------------------------------------------------- */
 

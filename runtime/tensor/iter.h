@@ -11,7 +11,7 @@
 #ifndef MQ_ITER_H
 #define MQ_ITER_H
 
-#include "kernels.h"
+#include "internal.h"
 
 #define MQ_ITER_MAXOPS 4
 

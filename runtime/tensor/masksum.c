@@ -1,7 +1,7 @@
 /* masksum.c - building, caching and reading validity summaries
  * (masksum.h). */
-#include "../core/checked.h"
-#include "kernels.h"
+#include "../../core/checked.h"
+#include "internal.h"
 #include "masksum.h"
 
 static size_t msum_size(int64_t nblocks) {

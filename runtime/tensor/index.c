@@ -10,7 +10,7 @@
  * a copy, and the mask is gathered with the same coordinates. As in torch
  * (and unlike numpy), plain ints are applied first as selections, so
  * x[0, :, idx] keeps the slice's dim in front of the index's dims. */
-#include "kernels.h"
+#include "internal.h"
 #include "shape.h"
 
 /* How many dims of the indexed tensor [it] consumes. */

@@ -15,7 +15,7 @@
 #ifndef MQ_PARALLEL_H
 #define MQ_PARALLEL_H
 
-#include "../core/state.h"
+#include "../../core/state.h"
 
 /* Work below this many elements stays on one thread: waking a sleeping
  * worker takes about 100 us on this machine class (a KVM guest; a spinning

@@ -9,7 +9,7 @@
 
 #include "half.h"
 #include "iter.h"
-#include "kernels.h"
+#include "internal.h"
 #include "masksum.h"
 #include "parallel.h"
 

@@ -19,7 +19,7 @@
 #ifndef MQ_MSORT_H
 #define MQ_MSORT_H
 
-#include "../core/state.h"
+#include "../../core/state.h"
 
 /* Items moved between two polls of the interrupt hook. */
 #define MQ_MSORT_POLL ((int64_t)1 << 16)

@@ -3,12 +3,12 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
-#include "../core/checked.h"
-#include "../core/range.h"
+#include "../../core/checked.h"
+#include "../../core/range.h"
 #include "iter.h"
 #include "masksum.h"
 #include "half.h"
-#include "kernels.h"
+#include "internal.h"
 #include "layout.h"
 
 static const char *const dtype_names[] = {
