@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/tensor.h"
 #include "../vm/builtin.h"
 #include "../vm/errval.h"

@@ -34,11 +34,11 @@
 #include "../core/checked.h"
 #include "attention_tile.h"
 #include "tensor/internal.h"
-#include "ops.h"
+#include "kernels/ops.h"
 #include "tensor/parallel.h"
-#include "reduce.h"
+#include "kernels/reduce.h"
 #include "tensor/shape.h"
-#include "vexp.h"
+#include "kernels/vexp.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__PIC__)
 /* float64: one call per valid score, through the GOT, not a PLT stub (a

@@ -41,7 +41,7 @@
 #include "tensor/cpu.h"
 #include "tensor/internal.h"
 #include "tensor/parallel.h"
-#include "reduce.h"
+#include "kernels/reduce.h"
 #include "tensor/shape.h"
 
 /* --- the forward ------------------------------------------------------------ */

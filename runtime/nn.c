@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "tensor/iter.h"
-#include "ops.h"
+#include "kernels/ops.h"
 #include "tensor/shape.h"
 
 /* A number combined with a tensor: weak, so x's dtype is kept. */

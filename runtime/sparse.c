@@ -5,7 +5,7 @@
 #include "../core/checked.h"
 #include "tensor/internal.h"
 #include "tensor/msort.h"
-#include "ops.h"
+#include "kernels/ops.h"
 #include "tensor/tape.h"
 
 /* Polls for an interrupt once every MQ_POLL_ELEMS steps of a loop over

@@ -64,7 +64,7 @@
 #define MQ_SPARSE_H
 
 #include "tensor/layout.h"
-#include "ops.h"
+#include "kernels/ops.h"
 
 
 /* --- construction (validating every input; errors prefixed by [who]) ----- */

@@ -13,7 +13,7 @@
 
 #include "../core/checked.h"
 #include "tensor/internal.h"
-#include "ops.h"
+#include "kernels/ops.h"
 #include "tensor/tape.h"
 
 static inline void poll_at(mq_state *S, int64_t k) {

@@ -3,7 +3,7 @@
  * contiguous). */
 #include <math.h>
 
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "convert.h"
 #include "stdlib.h"
 

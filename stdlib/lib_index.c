@@ -3,8 +3,8 @@
  * index_select, one_hot, and allclose. Thin bindings of runtime/gather.h.
  * A pair of results (values and indices) is a list [values, indices], which
  * unpacks: `v, i = sort(x)`. */
-#include "../runtime/gather.h"
-#include "../runtime/ops.h"
+#include "../runtime/kernels/gather.h"
+#include "../runtime/kernels/ops.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

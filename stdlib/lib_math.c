@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../runtime/autograd.h"
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

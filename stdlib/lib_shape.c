@@ -1,7 +1,7 @@
 /* lib_shape.c - builtins for shapes and views, joining and splitting,
  * matmul and length masks: thin bindings of runtime/shape.h. */
 #include "../core/checked.h"
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/shape.h"
 #include "stdlib.h"
 

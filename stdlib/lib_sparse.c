@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "../core/dict.h"
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "../runtime/sparse.h"
 #include "stdlib.h"
 

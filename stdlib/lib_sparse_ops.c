@@ -2,7 +2,7 @@
  * matmul, intersect) on sparse input, and the builtins only sparse tensors
  * have: union and masked_matmul. mq_sparse_builtin (lib_sparse.c) sends
  * every call with a sparse first or second argument here first. */
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "../runtime/sparse.h"
 #include "stdlib.h"
 

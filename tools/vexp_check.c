@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #include "../runtime/tensor/cpu.h"
-#include "../runtime/vexp.h"
+#include "../runtime/kernels/vexp.h"
 #include "../tests/unit/exp_ref.h"
 
 /* The bit patterns of the inputs whose e^x lies within 2^-44 (relative)

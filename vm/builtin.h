@@ -18,7 +18,7 @@
 #define MQ_BUILTIN_H
 
 #include "../core/state.h"
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/tensor.h"
 
 /* Returns a borrowed or pool-owned value (the VM retains what it keeps). */

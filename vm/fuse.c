@@ -11,11 +11,11 @@
 #include "fuse.h"
 
 #include "../core/checked.h"
-#include "../runtime/ewise.h"
+#include "../runtime/kernels/ewise.h"
 #include "../runtime/tensor/masksum.h"
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/parallel.h"
-#include "../runtime/reduce.h"
+#include "../runtime/kernels/reduce.h"
 #include "builtin.h"
 #include "chunk.h"
 

@@ -57,7 +57,7 @@
 #ifndef MQ_FUSE_H
 #define MQ_FUSE_H
 
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/tensor.h"
 
 #define MQ_FUSE_BLOCK 4096

@@ -14,7 +14,7 @@
 #include "../core/dict.h"
 #include "../core/range.h"
 #include "../runtime/tensor/intmath.h"
-#include "../runtime/ops.h"
+#include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/shape.h"
 #include "../runtime/sparse.h"
 #include "../runtime/tensor/tensor.h"

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "../../runtime/tensor/cpu.h"
-#include "../../runtime/ops.h"
+#include "../../runtime/kernels/ops.h"
 #include "../../runtime/tensor/shape.h"
-#include "../../runtime/reduce.h"
+#include "../../runtime/kernels/reduce.h"
 
 #include "unit.h"
 

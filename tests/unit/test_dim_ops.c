@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "../../runtime/tensor/cpu.h"
-#include "../../runtime/ops.h"
+#include "../../runtime/kernels/ops.h"
 #include "../../runtime/tensor/tensor.h"
 
 #include "rand_fill.h"

@@ -28,7 +28,7 @@
 
 #include "../../runtime/tensor/half.h"
 #include "../../runtime/tensor/internal.h"
-#include "../../runtime/ops.h"
+#include "../../runtime/kernels/ops.h"
 #include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"

@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "../../include/masq.h"
-#include "../../runtime/ops.h"
-#include "../../runtime/ops_binary.h"
-#include "../../runtime/ops_unary.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/kernels/ops_binary.h"
+#include "../../runtime/kernels/ops_unary.h"
 
 #include "unit.h"
 #include "grad_rows.h"

@@ -27,10 +27,10 @@
 
 #include "../../include/masq.h"
 #include "../../runtime/tensor/cpu.h"
-#include "../../runtime/ops.h"
-#include "../../runtime/ops_binary.h"
-#include "../../runtime/ops_reduce.h"
-#include "../../runtime/ops_unary.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/kernels/ops_binary.h"
+#include "../../runtime/kernels/ops_reduce.h"
+#include "../../runtime/kernels/ops_unary.h"
 
 #include "unit.h"
 #include "grad_rows.h"

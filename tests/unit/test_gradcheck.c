@@ -17,11 +17,11 @@
 #include <string.h>
 
 #include "../../runtime/autograd.h"
-#include "../../runtime/gather.h"
+#include "../../runtime/kernels/gather.h"
 #include "../../runtime/nn.h"
-#include "../../runtime/ops.h"
+#include "../../runtime/kernels/ops.h"
 #include "../../runtime/tensor/shape.h"
-#include "../../runtime/shape_more.h"
+#include "../../runtime/kernels/shape_more.h"
 
 #include "unit.h"
 

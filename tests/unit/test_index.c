@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../runtime/gather.h"
+#include "../../runtime/kernels/gather.h"
 
 #include "unit.h"
 

@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "../../runtime/tensor/masksum.h"
-#include "../../runtime/ops.h"
-#include "../../runtime/reduce.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/kernels/reduce.h"
 #include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"

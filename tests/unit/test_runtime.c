@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../runtime/ops.h"
+#include "../../runtime/kernels/ops.h"
 #include "../../runtime/print.h"
 #include "../../runtime/tensor/shape.h"
 #include "../../runtime/tensor/tensor.h"

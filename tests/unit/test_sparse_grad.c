@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../../runtime/autograd.h"
-#include "../../runtime/ops.h"
+#include "../../runtime/kernels/ops.h"
 #include "../../runtime/sparse.h"
 
 #include "unit.h"

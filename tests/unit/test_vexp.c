@@ -16,9 +16,9 @@
 
 #include "../../runtime/tensor/cpu.h"
 #include "../../runtime/tensor/internal.h"
-#include "../../runtime/ops.h"
-#include "../../runtime/reduce.h"
-#include "../../runtime/vexp.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/kernels/reduce.h"
+#include "../../runtime/kernels/vexp.h"
 #include "exp_ref.h"
 #include "unit.h"
 #include "vexp_hard.h"

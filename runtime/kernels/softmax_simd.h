@@ -6,7 +6,7 @@
 #ifndef MQ_SOFTMAX_SIMD_H
 #define MQ_SOFTMAX_SIMD_H
 
-#include "tensor/cpu.h"
+#include "../tensor/cpu.h"
 
 #if MQ_CPU_X86
 /* d[i % 16] += (double)a[i] * (double)b[i] for i in [0, n) (n a multiple

@@ -6,9 +6,9 @@
  * element sizes: kept apart from the kernels so that every reduction,
  * whatever its kernel, splits its work the same way, and a result depends
  * on the sizes only, never on the thread count. */
-#include "../core/checked.h"
+#include "../../core/checked.h"
 #include "ops.h"
-#include "tensor/parallel.h"
+#include "../tensor/parallel.h"
 #include "reduce.h"
 
 /* The first entry of each row of [mask]'s last [s] entries, in row order:

@@ -8,7 +8,7 @@
  * gathered (except by median, which must reorder each slice anyway). */
 #include <math.h>
 
-#include "tensor/internal.h"
+#include "../tensor/internal.h"
 #include "ops.h"
 
 typedef struct layout {

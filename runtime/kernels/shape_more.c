@@ -3,11 +3,11 @@
  * records its own gradient, so these need no derivative of their own. */
 #include "shape_more.h"
 
-#include "../core/checked.h"
-#include "tensor/internal.h"
+#include "../../core/checked.h"
+#include "../tensor/internal.h"
 #include "ops.h"
-#include "tensor/shape.h"
-#include "tensor/tape.h"
+#include "../tensor/shape.h"
+#include "../tensor/tape.h"
 
 mq_tensor *mq_tri(mq_state *S, mq_tensor *t, int64_t diagonal, bool upper) {
   const char *fn = upper ? "triu" : "tril";

@@ -10,7 +10,7 @@
 #include <math.h>
 
 #include "ewise.h"
-#include "tensor/masksum.h"
+#include "../tensor/masksum.h"
 #include "ops.h"
 
 #define DEF_BIN(NAME, TI, TO, EXPR)                                            \

@@ -12,9 +12,9 @@
  * out. */
 #include <math.h>
 
-#include "tensor/internal.h"
+#include "../tensor/internal.h"
 #include "ops.h"
-#include "tensor/parallel.h"
+#include "../tensor/parallel.h"
 #include "reduce.h"
 #include "vexp.h"
 

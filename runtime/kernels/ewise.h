@@ -5,9 +5,9 @@
 #ifndef MQ_EWISE_H
 #define MQ_EWISE_H
 
-#include "tensor/intmath.h"
-#include "tensor/iter.h"
-#include "tensor/internal.h"
+#include "../tensor/intmath.h"
+#include "../tensor/iter.h"
+#include "../tensor/internal.h"
 #include "ops.h"
 
 /* The kernel an op runs on float tensors of dtype [dt] when its result

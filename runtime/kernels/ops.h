@@ -11,7 +11,7 @@
 #include "ops_binary.h"
 #include "ops_reduce.h"
 #include "ops_unary.h"
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 /* --- elementwise ---------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 #ifndef MQ_GATHER_H
 #define MQ_GATHER_H
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 /* out[p] = x[p with p[dim] replaced by index[p]]: index (int64) has x's
  * number of dims and is no longer than x along every other dim; the

@@ -5,12 +5,12 @@
  * gather's: each value's gradient goes to the entry it came from. */
 #include <math.h>
 
-#include "../core/checked.h"
+#include "../../core/checked.h"
 #include "gather.h"
-#include "tensor/internal.h"
-#include "tensor/msort.h"
+#include "../tensor/internal.h"
+#include "../tensor/msort.h"
 #include "ops.h"
-#include "tensor/shape.h"
+#include "../tensor/shape.h"
 
 /* Each valid entry of a slice becomes an item: its key (double for the
  * float dtypes, which float32 widens to exactly; int64 for int64 and bool)

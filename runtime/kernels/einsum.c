@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "ops.h"
-#include "tensor/shape.h"
+#include "../tensor/shape.h"
 #include "shape_more.h"
 
 #define NLET 52

@@ -14,12 +14,12 @@
  * every finite a[i,k]; only an inf or NaN a[i,k] would turn that 0 into NaN,
  * so such (rare) steps take a slower loop that selects on B's mask. The
  * output mask is "some valid pair exists", an OR over k of B's mask rows. */
-#include "tensor/cpu.h"
-#include "tensor/internal.h"
+#include "../tensor/cpu.h"
+#include "../tensor/internal.h"
 #include "ops.h"
-#include "tensor/parallel.h"
-#include "tensor/shape.h"
-#include "tensor/tape.h"
+#include "../tensor/parallel.h"
+#include "../tensor/shape.h"
+#include "../tensor/tape.h"
 
 #define JB 512
 

@@ -22,8 +22,8 @@
  * double exp rounded once, expl deciding near midpoints) and with glibc's
  * expf; see docs/DIFFERENCES.md, "exp, log, pow and sigmoid give one
  * answer per value". */
-#include "tensor/internal.h" /* first: gcc's vectorizer cost model, before mq_vexpf */
-#include "tensor/cpu.h"
+#include "../tensor/internal.h" /* first: gcc's vectorizer cost model, before mq_vexpf */
+#include "../tensor/cpu.h"
 #include "vexp.h"
 
 /* 2^(j/16) = hi + lo: hi rounded to nearest, lo the rest rounded (both

@@ -9,7 +9,7 @@
 #ifndef MQ_SPECIAL_H
 #define MQ_SPECIAL_H
 
-#include "../core/common.h"
+#include "../../core/common.h"
 
 #define MQ_PI 3.14159265358979323846
 #define MQ_LN2 0.69314718055994530942

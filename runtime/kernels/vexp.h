@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../core/state.h"
-#include "tensor/half.h"
+#include "../../core/state.h"
+#include "../tensor/half.h"
 
 #if defined(__clang__)
 /* x * y + z stays two roundings (gcc: -std=c11 implies -ffp-contract=off) */

@@ -7,7 +7,7 @@
 #ifndef MQ_REDUCE_SIMD_H
 #define MQ_REDUCE_SIMD_H
 
-#include "tensor/cpu.h"
+#include "../tensor/cpu.h"
 
 #if MQ_CPU_X86
 /* d[j] += x[i] for every i with i % 16 == j, in order of i, a masked-out

@@ -10,7 +10,7 @@
 #ifndef MQ_SHAPE_MORE_H
 #define MQ_SHAPE_MORE_H
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 /* tril (upper false) / triu (upper true) over the last two dims: entries
  * below (above) [diagonal] are kept, the others set to 0. Zeroing is not

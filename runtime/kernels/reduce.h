@@ -12,8 +12,8 @@
 #ifndef MQ_REDUCE_H
 #define MQ_REDUCE_H
 
-#include "tensor/internal.h"
-#include "tensor/masksum.h"
+#include "../tensor/internal.h"
+#include "../tensor/masksum.h"
 #include "ops.h"
 
 /* Long rows of the fast kernels are cut into pieces of this many entries

@@ -9,9 +9,9 @@
  * numbers, so they cannot disagree. */
 #include "gather.h"
 
-#include "../core/checked.h"
-#include "tensor/internal.h"
-#include "tensor/shape.h"
+#include "../../core/checked.h"
+#include "../tensor/internal.h"
+#include "../tensor/shape.h"
 
 /* A tensor's geometry with a 0-d tensor seen as shape (1,), as torch does
  * for dim 0 of a scalar. */
