@@ -20,7 +20,7 @@
 #include "../runtime/npy.h"
 #include "../runtime/tensor/parallel.h"
 #include "../runtime/print.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "../runtime/tensor/tensor.h"
 #include "../stdlib/stdlib.h"
 #include "../vm/chunk.h"

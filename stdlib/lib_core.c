@@ -5,7 +5,7 @@
 
 #include "../runtime/autograd.h"
 #include "../runtime/tensor/parallel.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "../vm/globals.h"
 #include "stdlib.h"
 

@@ -14,7 +14,7 @@
 
 #include "../runtime/nn.h"
 #include "../runtime/tensor/shape.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

@@ -4,7 +4,7 @@
 
 #include "../core/dict.h"
 #include "../runtime/kernels/ops.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 #define RET(t) return mq_objv(t)

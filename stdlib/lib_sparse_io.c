@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "../runtime/npy.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 /* [needle] (3 bytes) occurs in [h, h+n). */

@@ -3,7 +3,7 @@
  * have: union and masked_matmul. mq_sparse_builtin (lib_sparse.c) sends
  * every call with a sparse first or second argument here first. */
 #include "../runtime/kernels/ops.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 #define RET(t) return mq_objv(t)

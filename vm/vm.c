@@ -16,7 +16,7 @@
 #include "../runtime/tensor/intmath.h"
 #include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/shape.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "../runtime/tensor/tensor.h"
 #include "builtin.h"
 #include "errval.h"

@@ -14,7 +14,7 @@
 
 #include "../../runtime/autograd.h"
 #include "../../runtime/kernels/ops.h"
-#include "../../runtime/sparse.h"
+#include "../../runtime/sparse/sparse.h"
 
 #include "unit.h"
 

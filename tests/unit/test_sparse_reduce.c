@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/sparse.h"
+#include "../../runtime/sparse/sparse.h"
 
 #include "rand_fill.h"
 #include "unit.h"

@@ -11,10 +11,10 @@
 
 #include <stdio.h>
 
-#include "../core/checked.h"
-#include "tensor/internal.h"
-#include "kernels/ops.h"
-#include "tensor/tape.h"
+#include "../../core/checked.h"
+#include "../tensor/internal.h"
+#include "../kernels/ops.h"
+#include "../tensor/tape.h"
 
 static inline void poll_at(mq_state *S, int64_t k) {
   if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);

@@ -2,11 +2,11 @@
  * conversions between layouts, masks, and unary ops on values. */
 #include "sparse.h"
 
-#include "../core/checked.h"
-#include "tensor/internal.h"
-#include "tensor/msort.h"
-#include "kernels/ops.h"
-#include "tensor/tape.h"
+#include "../../core/checked.h"
+#include "../tensor/internal.h"
+#include "../tensor/msort.h"
+#include "../kernels/ops.h"
+#include "../tensor/tape.h"
 
 /* Polls for an interrupt once every MQ_POLL_ELEMS steps of a loop over
  * entries or elements. */

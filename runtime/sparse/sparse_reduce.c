@@ -11,10 +11,10 @@
  * entries are a run, see fold_runs); anything else runs on one thread. */
 #include <math.h>
 
-#include "../core/checked.h"
-#include "tensor/tape.h"
-#include "tensor/internal.h"
-#include "tensor/parallel.h"
+#include "../../core/checked.h"
+#include "../tensor/tape.h"
+#include "../tensor/internal.h"
+#include "../tensor/parallel.h"
 #include "sparse.h"
 
 typedef struct red_job {

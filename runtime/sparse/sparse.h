@@ -63,8 +63,8 @@
 #ifndef MQ_SPARSE_H
 #define MQ_SPARSE_H
 
-#include "tensor/layout.h"
-#include "kernels/ops.h"
+#include "../tensor/layout.h"
+#include "../kernels/ops.h"
 
 
 /* --- construction (validating every input; errors prefixed by [who]) ----- */

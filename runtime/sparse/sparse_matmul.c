@@ -9,11 +9,11 @@
  * the result does not depend on how many there are. */
 #include <string.h>
 
-#include "../core/checked.h"
-#include "tensor/tape.h"
-#include "tensor/internal.h"
-#include "tensor/parallel.h"
-#include "tensor/shape.h"
+#include "../../core/checked.h"
+#include "../tensor/tape.h"
+#include "../tensor/internal.h"
+#include "../tensor/parallel.h"
+#include "../tensor/shape.h"
 #include "sparse.h"
 
 static const char *lname(const mq_tensor *t) { return mq_layout_name((mq_layout)t->layout); }

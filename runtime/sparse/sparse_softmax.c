@@ -12,12 +12,12 @@
  * a natural merge sort. */
 #include <math.h>
 
-#include "../core/checked.h"
-#include "tensor/tape.h"
-#include "tensor/internal.h"
-#include "tensor/parallel.h"
+#include "../../core/checked.h"
+#include "../tensor/tape.h"
+#include "../tensor/internal.h"
+#include "../tensor/parallel.h"
 #include "sparse.h"
-#include "kernels/vexp.h"
+#include "../kernels/vexp.h"
 
 static inline void poll_at(mq_state *S, int64_t k) {
   if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
