@@ -35,7 +35,7 @@
 #include <stdatomic.h>
 
 #include "../core/checked.h"
-#include "attention.h"
+#include "nn/attention.h"
 #include "autograd.h"
 #include "backward.h"
 #include "tensor/cpu.h"

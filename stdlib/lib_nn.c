@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/nn.h"
+#include "../runtime/nn/nn.h"
 #include "../runtime/tensor/shape.h"
 #include "../runtime/sparse/sparse.h"
 #include "stdlib.h"

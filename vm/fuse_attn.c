@@ -9,7 +9,7 @@
  * those builtins; they must still hold them (a script may rebind them),
  * and the operands must be what the fast path takes, else nothing is done
  * and the op-by-op code runs, with its own errors. */
-#include "../runtime/attention.h"
+#include "../runtime/nn/attention.h"
 #include "../runtime/attention_bwd.h"
 #include "../runtime/tensor/shape.h"
 #include "builtin.h"

@@ -18,7 +18,7 @@
 
 #include "../../runtime/autograd.h"
 #include "../../runtime/kernels/gather.h"
-#include "../../runtime/nn.h"
+#include "../../runtime/nn/nn.h"
 #include "../../runtime/kernels/ops.h"
 #include "../../runtime/tensor/shape.h"
 #include "../../runtime/kernels/shape_more.h"

@@ -13,7 +13,7 @@
  * the loops over them unrolled, so the accumulators are registers. */
 #include "attention_tile.h"
 
-#include "tensor/cpu.h"
+#include "../tensor/cpu.h"
 
 #include <math.h>
 

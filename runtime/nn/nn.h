@@ -10,7 +10,7 @@
 #ifndef MQ_NN_H
 #define MQ_NN_H
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 typedef enum mq_nn_reduction { MQ_NN_NONE, MQ_NN_MEAN, MQ_NN_SUM } mq_nn_reduction;
 

@@ -16,7 +16,7 @@
 #ifndef MQ_ATTENTION_TILE_H
 #define MQ_ATTENTION_TILE_H
 
-#include "../core/common.h"
+#include "../../core/common.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -31,14 +31,14 @@
  * threads share them out and every result is bitwise the op-by-op one. */
 #include "attention.h"
 
-#include "../core/checked.h"
+#include "../../core/checked.h"
 #include "attention_tile.h"
-#include "tensor/internal.h"
-#include "kernels/ops.h"
-#include "tensor/parallel.h"
-#include "kernels/reduce.h"
-#include "tensor/shape.h"
-#include "kernels/vexp.h"
+#include "../tensor/internal.h"
+#include "../kernels/ops.h"
+#include "../tensor/parallel.h"
+#include "../kernels/reduce.h"
+#include "../tensor/shape.h"
+#include "../kernels/vexp.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__PIC__)
 /* float64: one call per valid score, through the GOT, not a PLT stub (a

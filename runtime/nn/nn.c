@@ -11,9 +11,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "tensor/iter.h"
-#include "kernels/ops.h"
-#include "tensor/shape.h"
+#include "../tensor/iter.h"
+#include "../kernels/ops.h"
+#include "../tensor/shape.h"
 
 /* A number combined with a tensor: weak, so x's dtype is kept. */
 static mq_tensor *num(mq_state *S, double v) { return mq_tensor_from_value(S, mq_float(v), "number"); }

@@ -9,7 +9,7 @@
 #ifndef MQ_ATTENTION_H
 #define MQ_ATTENTION_H
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 /* The result, or NULL when the fast path does not take these operands
  * (nothing was done; the op-by-op code then runs with its own errors). It
