@@ -3,7 +3,7 @@
  * signature string is the binding spec and the help text. */
 #include <math.h>
 
-#include "../runtime/autograd.h"
+#include "../runtime/autograd/autograd.h"
 #include "../runtime/tensor/parallel.h"
 #include "../runtime/sparse/sparse.h"
 #include "../vm/globals.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../runtime/autograd.h"
+#include "../runtime/autograd/autograd.h"
 #include "../runtime/kernels/ops.h"
 #include "stdlib.h"
 

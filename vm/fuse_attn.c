@@ -10,7 +10,7 @@
  * and the operands must be what the fast path takes, else nothing is done
  * and the op-by-op code runs, with its own errors. */
 #include "../runtime/nn/attention.h"
-#include "../runtime/attention_bwd.h"
+#include "../runtime/autograd/attention_bwd.h"
 #include "../runtime/tensor/shape.h"
 #include "builtin.h"
 #include "fuse.h"

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/autograd.h"
+#include "../../runtime/autograd/autograd.h"
 #include "../../runtime/kernels/gather.h"
 #include "../../runtime/nn/nn.h"
 #include "../../runtime/kernels/ops.h"

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/autograd.h"
+#include "../../runtime/autograd/autograd.h"
 #include "../../runtime/kernels/ops.h"
 #include "../../runtime/sparse/sparse.h"
 

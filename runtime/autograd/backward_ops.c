@@ -11,10 +11,10 @@
 
 #include <math.h>
 
-#include "tensor/masksum.h"
-#include "kernels/ops.h"
-#include "tensor/parallel.h"
-#include "kernels/softmax_simd.h"
+#include "../tensor/masksum.h"
+#include "../kernels/ops.h"
+#include "../tensor/parallel.h"
+#include "../kernels/softmax_simd.h"
 
 /* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */
 static mq_tensor *grad_new(mq_state *S, int nd, const int64_t *shape, bool masked, uint8_t **m) {

@@ -34,15 +34,15 @@
 #include <math.h>
 #include <stdatomic.h>
 
-#include "../core/checked.h"
-#include "nn/attention.h"
+#include "../../core/checked.h"
+#include "../nn/attention.h"
 #include "autograd.h"
 #include "backward.h"
-#include "tensor/cpu.h"
-#include "tensor/internal.h"
-#include "tensor/parallel.h"
-#include "kernels/reduce.h"
-#include "tensor/shape.h"
+#include "../tensor/cpu.h"
+#include "../tensor/internal.h"
+#include "../tensor/parallel.h"
+#include "../kernels/reduce.h"
+#include "../tensor/shape.h"
 
 /* --- the forward ------------------------------------------------------------ */
 

@@ -5,9 +5,9 @@
 
 #include <math.h>
 
-#include "tensor/internal.h"
-#include "tensor/parallel.h"
-#include "tensor/shape.h"
+#include "../tensor/internal.h"
+#include "../tensor/parallel.h"
+#include "../tensor/shape.h"
 
 /* --- gradient tensors ------------------------------------------------------ */
 

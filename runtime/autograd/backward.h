@@ -10,9 +10,9 @@
 #ifndef MQ_BACKWARD_H
 #define MQ_BACKWARD_H
 
-#include "../core/checked.h"
+#include "../../core/checked.h"
 #include "autograd.h"
-#include "tensor/iter.h"
+#include "../tensor/iter.h"
 
 /* The float64 data of a gradient-form tensor. */
 static inline double *mq_bw_d(mq_tensor *t) { return (double *)mq_tensor_data(t); }

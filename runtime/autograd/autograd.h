@@ -21,7 +21,7 @@
 #ifndef MQ_AUTOGRAD_H
 #define MQ_AUTOGRAD_H
 
-#include "tensor/tape.h"
+#include "../tensor/tape.h"
 
 /* --- leaves, graphs, backward -------------------------------------------- */
 

@@ -9,7 +9,7 @@
 #ifndef MQ_ATTENTION_BWD_H
 #define MQ_ATTENTION_BWD_H
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 /* The result, recording the node when gradients are recorded, or NULL when
  * the fast path does not take these operands (nothing was done): the same

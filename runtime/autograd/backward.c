@@ -11,9 +11,9 @@
 
 #include <math.h>
 
-#include "kernels/ops.h"
-#include "tensor/parallel.h"
-#include "kernels/special.h"
+#include "../kernels/ops.h"
+#include "../tensor/parallel.h"
+#include "../kernels/special.h"
 
 /* An elementwise derivative loop over [0, n): the arrays it reads and
  * writes, split among the state's threads for large gradients (each

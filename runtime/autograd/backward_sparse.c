@@ -19,7 +19,7 @@
 #include <math.h>
 
 #include "backward.h"
-#include "sparse/sparse.h"
+#include "../sparse/sparse.h"
 
 static inline void poll_at(mq_state *S, int64_t k) {
   if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
