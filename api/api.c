@@ -17,7 +17,7 @@
 #include "../parser/ast.h"
 #include "../parser/compiler.h"
 #include "../runtime/tensor/cpu.h"
-#include "../runtime/npy.h"
+#include "../runtime/io/npy.h"
 #include "../runtime/tensor/parallel.h"
 #include "../runtime/print.h"
 #include "../runtime/sparse/sparse.h"

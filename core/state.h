@@ -180,7 +180,7 @@ struct mq_state {
   int cpu;       /* the CPU path of the kernels that have several (runtime/cpu.h) */
   mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */
   struct mq_workers *workers; /* their pool, NULL until a kernel first splits */
-  /* The file writer (runtime/file_write.c): a count that names its new
+  /* The file writer (runtime/io/file_write.c): a count that names its new
    * files apart, and fault injection for its tests only: when at > 0, its
    * at-th system call (counted in count) fails with err (ENOSPC if 0). */
   unsigned long io_seq;

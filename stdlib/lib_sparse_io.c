@@ -5,7 +5,7 @@
  * hostile constructor arguments. */
 #include <stdio.h>
 
-#include "../runtime/npy.h"
+#include "../runtime/io/npy.h"
 #include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 

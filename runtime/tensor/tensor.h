@@ -95,7 +95,7 @@ typedef struct mq_storage {
   void (*release)(void *ud);
   void *release_ud;
   /* set when the memory is a read-only file mapping (load(mmap=true),
-   * runtime/npy.h): unmapped instead of freed, never written, not counted
+   * runtime/io/npy.h): unmapped instead of freed, never written, not counted
    * against the memory limit */
   mq_mapping *map;
   /* the validity summary of a mask's storage (runtime/masksum.h), built on

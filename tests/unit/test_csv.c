@@ -1,4 +1,4 @@
-/* test_csv.c - the CSV reader and writer (runtime/csv.h) and the quantile
+/* test_csv.c - the CSV reader and writer (runtime/io/csv.h) and the quantile
  * of describe (runtime/summary.h).
  *
  * - tables whose values and masks are known by hand: line ends (LF, CRLF,
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/csv.h"
+#include "../../runtime/io/csv.h"
 #include "../../runtime/summary.h"
 #include "unit.h"
 

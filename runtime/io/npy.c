@@ -7,7 +7,7 @@
  * padded with spaces and a final '\n' so the data starts at a multiple of
  * 64 bytes; then the raw data in C order. */
 #include "npy.h"
-#include "tensor/internal.h"
+#include "../tensor/internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../core/checked.h"
+#include "../../core/checked.h"
 
 /* --- the scanner ----------------------------------------------------------------- */
 

@@ -15,7 +15,7 @@
  * closed and the new file unlinked, and only then is the error raised. */
 #include "npy.h"
 
-#include "../core/checked.h"
+#include "../../core/checked.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 /* Both formats are little-endian whatever the host is; these read and write
  * their integers byte by byte (also safe at any alignment). */

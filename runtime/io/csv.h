@@ -7,7 +7,7 @@
 #ifndef MQ_CSV_H
 #define MQ_CSV_H
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 /* One column asked for by columns=: by name (name != NULL) or by index
  * (negative counts from the end). */
