@@ -19,7 +19,7 @@
 #include "../runtime/tensor/cpu.h"
 #include "../runtime/io/npy.h"
 #include "../runtime/tensor/parallel.h"
-#include "../runtime/print.h"
+#include "../runtime/print/print.h"
 #include "../runtime/sparse/sparse.h"
 #include "../runtime/tensor/tensor.h"
 #include "../stdlib/stdlib.h"

@@ -296,7 +296,7 @@ MQ_INTERNAL mq_value mq_tensor_item_value(mq_state *S, mq_tensor *t);
 /* [v] as an exact int64 when it is an int, a bool, or a one-element int64 or
  * bool tensor (an error if that element is masked out); false otherwise. */
 MQ_INTERNAL bool mq_value_as_int(mq_state *S, mq_value v, int64_t *out);
-/* Frees a tensor whose refcount reached zero (its kind's free: print.h). */
+/* Frees a tensor whose refcount reached zero (its kind's free: print/kinds.c). */
 MQ_INTERNAL void mq_tensor_free(mq_state *S, mq_tensor *t);
 
 #endif

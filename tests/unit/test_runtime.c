@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "../../runtime/kernels/ops.h"
-#include "../../runtime/print.h"
+#include "../../runtime/print/print.h"
 #include "../../runtime/tensor/shape.h"
 #include "../../runtime/tensor/tensor.h"
 

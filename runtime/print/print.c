@@ -22,7 +22,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "tensor/internal.h"
+#include "../tensor/internal.h"
 
 
 /* A row of a tensor printed in full (set_printoptions(threshold=...)) may

@@ -4,7 +4,7 @@
 #ifndef MQ_SUMMARY_H
 #define MQ_SUMMARY_H
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 /* Appends "MaskedTensor[1000, 1000] float32 · 62.3% valid · min -3.1 max
  * 4.2 mean 0.010 std 1.0 · 3 NaN, 1 inf" (plain tensors: "Tensor[...]",

@@ -16,7 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "tensor/msort.h"
+#include "../tensor/msort.h"
 
 /* [t]'s entries in order, read in place when [t] is contiguous (printing a
  * large tensor must not need a copy of it), and their validity (m NULL: a

@@ -6,7 +6,7 @@
 #ifndef MQ_PRINT_H
 #define MQ_PRINT_H
 
-#include "sparse/sparse.h"
+#include "../sparse/sparse.h"
 
 /* Appends the printed form: "MaskedTensor(...)" for masked tensors, torch's
  * "tensor(...)" for plain ones. [color]: masked-out entries dim (ANSI). */
