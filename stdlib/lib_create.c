@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "../runtime/kernels/ops.h"
-#include "convert.h"
+#include "text/convert.h"
 #include "stdlib.h"
 
 #define RET(t) return mq_objv(t)

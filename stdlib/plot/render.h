@@ -10,7 +10,7 @@
 #ifndef MQ_RENDER_H
 #define MQ_RENDER_H
 
-#include "../core/state.h"
+#include "../../core/state.h"
 
 /* The largest picture in character cells (width=, height=). */
 #define MQ_PIC_MAX_WIDTH 1000

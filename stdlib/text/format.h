@@ -12,7 +12,7 @@
 #ifndef MQ_FORMAT_H
 #define MQ_FORMAT_H
 
-#include "../core/state.h"
+#include "../../core/state.h"
 
 #define MQ_FORMAT_MAX_WIDTH 10000
 

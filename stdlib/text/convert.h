@@ -3,7 +3,7 @@
 #ifndef MQ_CONVERT_H
 #define MQ_CONVERT_H
 
-#include "../core/state.h"
+#include "../../core/state.h"
 
 /* [v] (a string or a plain number) converted to [kind]: 'i' int, 'f' float,
  * 'b' bool, in *out; false (nothing done) for any other value. A string

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "stdlib.h"
+#include "../../vm/builtin.h"
 
 /* --- the field being formatted, for error messages ---------------------------- */
 

@@ -2,7 +2,7 @@
  * (where the valid entries are) and heatmap (a shade per entry). A big
  * tensor is summed over blocks of rows and columns, as many blocks as the
  * picture has cells (plot.h). */
-#include "../core/checked.h"
+#include "../../core/checked.h"
 #include "plot.h"
 
 /* --- blocks: a tensor as rows x columns, summed over blocks of entries -------------------- */

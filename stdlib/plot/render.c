@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../core/checked.h"
+#include "../../core/checked.h"
 
 mq_grid *mq_grid_new(mq_state *S, int w, int h) {
   if (w < 1 || h < 1 || w > MQ_PIC_MAX_WIDTH || h > MQ_PIC_MAX_LINES)

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "render.h"
-#include "stdlib.h"
+#include "../../vm/builtin.h"
 
 /* the SVGs' plotting area and its place */
 #define MQ_SVG_W 600

@@ -10,7 +10,7 @@
  * Big tensors are drawn by blocks: a picture never has more cells than
  * MQ_PIC_MAX_WIDTH x MQ_PIC_MAX_HEIGHT (or the SVG's own caps), whatever
  * the data's size, and the data is read once, in order. */
-#include "../runtime/io/npy.h"
+#include "../../runtime/io/npy.h"
 #include "plot.h"
 
 #define DEFAULT_WIDTH 80
