@@ -4,8 +4,9 @@
 #   make test       unit + API + golden + REPL + install tests and the layer
 #                   check, then again under ASan+UBSan
 #   make unit, make golden [T=NAME]   the C unit tests, the golden scripts
-#   make layers     check that the source folders call and include only the
-#                   layers below them (tools/layercheck; part of make test)
+#   make layers     check that the source folders, and the rooms of runtime/
+#                   and stdlib/, call and include only the layers below them
+#                   (tools/layercheck; part of make test)
 #   make demo       build and run the tours (examples/tour.masq, explore.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
 #                   libraries, masq.pc, the man page masq(1) and the editor
@@ -243,8 +244,9 @@ unit: $(UNITS)
 golden: $(B)/masq
 	@sh tests/run.sh $(B)/masq $(T)
 
-# The folders are one-way layers (docs/HACKING.md): tools/layercheck reads
-# the objects' symbols and the sources' includes and fails on an upward edge.
+# The folders, and the rooms inside runtime/ and stdlib/, are one-way layers
+# (docs/HACKING.md): tools/layercheck reads the objects' symbols and the
+# sources' includes and fails on an upward edge.
 layers: $(B)/libmasq.a
 	@python3 tools/layercheck $(B)/obj
 
