@@ -1,4 +1,4 @@
-/* matmul.c - matrix products, plain and masked, batched (see shape.h).
+/* matmul.c - matrix products, plain and masked, batched (ops.h: mq_matmul).
  *
  * Each batch matrix is an i-k-j loop over contiguous copies: an output row
  * is built in a block of JB accumulators (in L1) as the sum over k of

@@ -1,4 +1,4 @@
-/* shape.h - shape and view operations, joining and splitting, matmul, and
+/* shape.h - shape and view operations, joining and splitting, and
  * length masks.
  *
  * The mask follows the data: every op here moves a masked tensor's mask
