@@ -1,13 +1,16 @@
 # masq - build, test and install.
 #
 #   make            build/masq, build/libmasq.a and build/libmasq.so
-#   make test       unit + API + golden + REPL + install tests and the layer
-#                   check, then again under ASan+UBSan
+#   make test       install what the tests need and the machine lacks
+#                   (tools/install-deps.sh), then unit + API + golden + REPL +
+#                   install tests and the layer check, then again under
+#                   ASan+UBSan
 #   make unit, make golden [T=NAME]   the C unit tests, the golden scripts
 #   make layers     check that the source folders, and the rooms of runtime/
 #                   and stdlib/, call and include only the layers below them
 #                   (tools/layercheck; part of make test)
-#   make demo       build and run the tours (examples/tour.masq, explore.masq)
+#   make demo       install what the build lacks, build, and run the tours
+#                   (examples/tour.masq, explore.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
 #                   libraries, masq.pc, the man page masq(1) and the editor
 #                   syntax files (Vim, TextMate)
@@ -15,6 +18,21 @@
 #   make clean
 #
 # Generated sources (re2c, Bison) and all objects live in build/.
+# make runs as many jobs as there are cores unless given -j (make -j1: one);
+# it prints one short line per step ("CC runtime/nn.c"); make V=1 prints the
+# commands.
+
+# Only the top make sets -j: a sub-make shares its parent's job slots, and
+# a -j given on the command line wins over this one.
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
+# $(call say,WHAT,FILE) before a command prints "WHAT FILE" instead of it
+# (and nothing with V=1, where make prints the command); the compilers'
+# warnings and errors show either way.
+ifneq ($(V),1)
+say = @printf '  %-6s %s\n' '$(1)' '$(2)';
+endif
 
 CC      ?= cc
 RE2C    ?= re2c
@@ -78,69 +96,76 @@ all: $(B)/masq $(B)/libmasq.a $(B)/libmasq.so $(B)/$(SONAME) $(EDITORS)
 # Editor syntax files (Vim, TextMate), generated from the keyword list and
 # the builtin table so they cannot drift (tools/editors/gen.py).
 $(EDITORS) &: tools/editors/gen.py lexer/keywords.h $(B)/masq
-	python3 tools/editors/gen.py lexer/keywords.h $(B)/masq $(B)/editors
+	$(call say,GEN,$(B)/editors)python3 tools/editors/gen.py lexer/keywords.h $(B)/masq $(B)/editors
 
 # --- generated front end ----------------------------------------------------
 $(GEN)/parser.c $(GEN)/parser.h &: parser/parser.y
 	@mkdir -p $(GEN)
-	$(BISON) -Wall -Werror -d -o $(GEN)/parser.c parser/parser.y
+	$(call say,BISON,parser/parser.y)$(BISON) -Wall -Werror -d -o $(GEN)/parser.c parser/parser.y
 
 $(GEN)/lexer.c: lexer/lexer.re $(GEN)/parser.h
 	@mkdir -p $(GEN)
-	$(RE2C) -W -Werror --no-generation-date --no-version -i -o $@ $<
+	$(call say,RE2C,$<)$(RE2C) -W -Werror --no-generation-date --no-version -i -o $@ $<
 
-HDRS = $(wildcard include/*.h lexer/*.h $(foreach d,$(LAYERS),$(d)/*.h $(d)/*/*.h)) $(GEN)/parser.h
+# --- object trees -------------------------------------------------------------
+# Each compile also writes NAME.d beside its output: the headers it includes
+# (-MMD -MP), read back below, so touching a header rebuilds only what
+# includes it. An output whose .d is missing (built before there were .d
+# files) is rebuilt; clang writes the .d after the object, so the object is
+# touched to stay the newer of the two.
+DEPFLAGS = -MMD -MP
+compile  = $(call say,CC,$<)$($(1)) $(BASEFLAGS) $($(2)) $(INC) $(DEPFLAGS)
+DEPS     = $(patsubst %.o,%.d,$(LIB_OBJ) $(ASAN_OBJ) $(TSAN_OBJ) $(FUZZ_OBJ) $(COV_OBJ)) \
+           $(addsuffix .d,$(UNITS) $(ASAN_UNITS) $(COV_UNITS))
+
+# $(call tree,DIR,COMPILER,FLAGS) (variable names): the objects of one tree,
+# and its libmasq.a. Each object waits for the generated parser.h (order
+# only: before a first build no .d says which objects include it).
+define tree
+$(1)/obj/%.o: %.c $(1)/obj/%.d | $(GEN)/parser.h
+	@mkdir -p $$(@D)
+	$$(call compile,$(2),$(3)) -c -o $$@ $$< && touch $$@
+
+$(1)/obj/gen/%.o: $(GEN)/%.c $(1)/obj/gen/%.d | $(GEN)/parser.h
+	@mkdir -p $$(@D)
+	$$(call compile,$(2),$(3)) -c -o $$@ $$< && touch $$@
+
+$(1)/libmasq.a: $$(call objs,$(1))
+	@rm -f $$@
+	$$(call say,AR,$$@)ar rcs $$@ $$^
+endef
 
 # --- normal build -------------------------------------------------------------
 # One set of objects serves both libraries, so they are position independent.
-$(B)/obj/%.o: %.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(OPT) -fPIC $(INC) -c -o $@ $<
-
-$(B)/obj/gen/%.o: $(GEN)/%.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(OPT) -fPIC $(INC) -c -o $@ $<
-
-$(B)/libmasq.a: $(LIB_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
+LIBFLAGS = $(OPT) -fPIC
+$(eval $(call tree,$(B),CC,LIBFLAGS))
 
 # Only MASQ_API symbols are exported: everything is compiled with
 # -fvisibility=hidden (tests/api/install_test.sh checks with nm -D).
 # -z defs: every library the code needs must be named here.
 $(B)/$(SHLIB): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,defs -o $@ $^ $(LIBS)
+	$(call say,LD,$@)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,defs -o $@ $^ $(LIBS)
 
 $(B)/$(SONAME) $(B)/libmasq.so: $(B)/$(SHLIB)
-	ln -sf $(SHLIB) $@
+	@ln -sf $(SHLIB) $@
 
 # The CLI links the static library, so it runs uninstalled.
 $(B)/masq: $(CLI_SRC) $(wildcard cli/*.h) $(B)/libmasq.a
-	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $(CLI_SRC) $(B)/libmasq.a $(CLI_LIBS) $(LIBS)
+	$(call say,CC,$@)$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $(CLI_SRC) $(B)/libmasq.a $(CLI_LIBS) $(LIBS)
 
-$(B)/unit/%: tests/unit/%.c $(B)/libmasq.a $(HDRS) $(wildcard tests/unit/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(OPT) $(INC) -fvisibility=default -o $@ $< $(B)/libmasq.a $(LIBS)
+$(B)/unit/%: tests/unit/%.c $(B)/unit/%.d $(B)/libmasq.a
+	@mkdir -p $(@D)
+	$(call compile,CC,OPT) -fvisibility=default -o $@ $< $(B)/libmasq.a $(LIBS) && touch $@
 
 # --- sanitized build ----------------------------------------------------------
-$(ASAN_DIR)/obj/%.o: %.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) $(INC) -c -o $@ $<
-
-$(ASAN_DIR)/obj/gen/%.o: $(GEN)/%.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) $(INC) -c -o $@ $<
-
-$(ASAN_DIR)/libmasq.a: $(ASAN_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
+$(eval $(call tree,$(ASAN_DIR),SAN_CC,SANFLAGS))
 
 $(ASAN_DIR)/masq: $(CLI_SRC) $(wildcard cli/*.h) $(ASAN_DIR)/libmasq.a
-	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $(CLI_SRC) $(ASAN_DIR)/libmasq.a $(CLI_LIBS) $(LIBS)
+	$(call say,CC,$@)$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $(CLI_SRC) $(ASAN_DIR)/libmasq.a $(CLI_LIBS) $(LIBS)
 
-$(ASAN_DIR)/unit/%: tests/unit/%.c $(ASAN_DIR)/libmasq.a $(HDRS) $(wildcard tests/unit/*.h)
-	@mkdir -p $(dir $@)
-	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) $(INC) -fvisibility=default -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
+$(ASAN_DIR)/unit/%: tests/unit/%.c $(ASAN_DIR)/unit/%.d $(ASAN_DIR)/libmasq.a
+	@mkdir -p $(@D)
+	$(call compile,SAN_CC,SANFLAGS) -fvisibility=default -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS) && touch $@
 
 UNITS      = $(patsubst tests/unit/%.c,$(B)/unit/%,$(UNIT_SRC))
 ASAN_UNITS = $(patsubst tests/unit/%.c,$(ASAN_DIR)/unit/%,$(UNIT_SRC))
@@ -157,19 +182,19 @@ SHARED    = -L$(B) -lmasq -Wl,-rpath,$(abspath $(B))
 
 $(B)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(B)/libmasq.so $(B)/$(SONAME)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -pthread -o $@ $< $(SHARED)
+	$(call say,CC,$@)$(CC) $(BASEFLAGS) $(OPT) -Iinclude -pthread -o $@ $< $(SHARED)
 
 $(ASAN_DIR)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(ASAN_DIR)/libmasq.a
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -pthread -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -pthread -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
 
 $(B)/examples/embed: examples/embed/embed.c include/masq.h $(B)/libmasq.so
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $< $(SHARED)
+	$(call say,CC,$@)$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $< $(SHARED)
 
 $(ASAN_DIR)/examples/embed: examples/embed/embed.c include/masq.h $(ASAN_DIR)/libmasq.a
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
 
 # --- ThreadSanitizer: the worker pool and the kernels on it ------------------
 # gcc's runtime (libtsan2, which gcc depends on); the API tests that run
@@ -180,29 +205,29 @@ TSANFLAGS = -O1 -g -fsanitize=thread
 TSAN_APIS = $(TSAN_DIR)/api/test_threads $(TSAN_DIR)/api/test_limits $(TSAN_DIR)/api/test_sparse_threads \
             $(TSAN_DIR)/api/test_host_race
 
-$(TSAN_DIR)/obj/%.o: %.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(TSAN_CC) $(BASEFLAGS) $(TSANFLAGS) $(INC) -c -o $@ $<
-
-$(TSAN_DIR)/obj/gen/%.o: $(GEN)/%.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(TSAN_CC) $(BASEFLAGS) $(TSANFLAGS) $(INC) -c -o $@ $<
-
-$(TSAN_DIR)/libmasq.a: $(call objs,$(TSAN_DIR))
-	@rm -f $@
-	ar rcs $@ $^
+TSAN_OBJ  = $(call objs,$(TSAN_DIR))
+$(eval $(call tree,$(TSAN_DIR),TSAN_CC,TSANFLAGS))
 
 $(TSAN_DIR)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(TSAN_DIR)/libmasq.a
 	@mkdir -p $(dir $@)
-	$(TSAN_CC) $(BASEFLAGS) $(TSANFLAGS) -Iinclude -pthread -o $@ $< $(TSAN_DIR)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(TSAN_CC) $(BASEFLAGS) $(TSANFLAGS) -Iinclude -pthread -o $@ $< $(TSAN_DIR)/libmasq.a $(LIBS)
 
 tsan: $(TSAN_APIS)
 	@TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" MASQ_NUM_THREADS=3 sh tests/run_units.sh $(TSAN_DIR) api
 
 # --- tests --------------------------------------------------------------------
-# Each suite appends "N passed, N failed" to build/results; tests/summary.sh
-# adds them up into the closing line and fails if anything failed.
-test: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS) $(TSAN_APIS)
+# make test first installs what the tests need and the machine lacks (only
+# that: it is silent and quick when nothing is missing), then builds and runs
+# the suites (test-run). Each suite appends "N passed, N failed" to
+# build/results; tests/summary.sh adds them up into the closing line and
+# fails if anything failed. The builds run in parallel, the suites one after
+# the other, in the order of the recipe.
+.PHONY: test-run
+test:
+	@sh tools/install-deps.sh
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_APIS) $(TSAN_APIS)
 	@rm -f $(B)/results
 	@sh tests/run_units.sh $(B) | tee -a $(B)/results
 	@sh tests/run_units.sh $(B) api | tee -a $(B)/results
@@ -252,6 +277,7 @@ layers: $(B)/libmasq.a
 
 # The new user's first command: install what the build lacks (only that), build,
 # take the tour, then explore a table with missing cells (examples/explore.masq).
+# The second is make test.
 demo:
 	@sh tools/install-deps.sh build
 	@$(MAKE) --no-print-directory all
@@ -317,11 +343,11 @@ bench: $(B)/masq $(B)/bench/masq_bench $(B)/bench/baseline
 
 $(B)/bench/masq_bench: bench/masq_bench.c bench/bench_util.h include/masq.h $(B)/libmasq.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $< $(B)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $< $(B)/libmasq.a $(LIBS)
 
 $(B)/bench/baseline: bench/baseline.c bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(OPT) -fopenmp-simd -o $@ $< $(MVEC) -lm
+	$(call say,CC,$@)$(CC) $(BASEFLAGS) $(OPT) -fopenmp-simd -o $@ $< $(MVEC) -lm
 
 # --- the Python module: make python (python/, docs/PYTHON.md) -----------------
 # build/python/masq.<abi>.so, on include/masq.h and libmasq.a; needs
@@ -337,7 +363,7 @@ python: $(PY_MOD)
 $(PY_MOD): $(PY_SRC) python/src/pymasq.h include/masq.h $(B)/libmasq.a
 	@test -f "$(PY_INC)/Python.h" || { echo "make python: no Python.h for $(PYTHON) (apt-get install python3-dev)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -fPIC -shared -fvisibility=hidden $(WARN) $(OPT) -Iinclude -I$(PY_INC) -o $@ $(PY_SRC) $(B)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(CC) -std=c11 -fPIC -shared -fvisibility=hidden $(WARN) $(OPT) -Iinclude -I$(PY_INC) -o $@ $(PY_SRC) $(B)/libmasq.a $(LIBS)
 
 # --- fuzzing: make fuzz (tests/fuzz/run.sh) -----------------------------------
 # Four libFuzzer harnesses (tests/fuzz/fuzz_*.c) over a third object tree
@@ -358,32 +384,22 @@ FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZFLAGS    = $(SANFLAGS) -fsanitize=fuzzer-no-link
 
-$(FUZZ_DIR)/obj/%.o: %.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(SAN_CC) $(BASEFLAGS) $(FUZZFLAGS) $(INC) -c -o $@ $<
-
-$(FUZZ_DIR)/obj/gen/%.o: $(GEN)/%.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(SAN_CC) $(BASEFLAGS) $(FUZZFLAGS) $(INC) -c -o $@ $<
-
-$(FUZZ_DIR)/libmasq.a: $(FUZZ_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
+$(eval $(call tree,$(FUZZ_DIR),SAN_CC,FUZZFLAGS))
 
 $(FUZZ_DIR)/bin/%: tests/fuzz/%.c tests/fuzz/fuzz.h include/masq.h $(FUZZ_DIR)/libmasq.a
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -fsanitize=fuzzer -Iinclude -o $@ $< $(FUZZ_DIR)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -fsanitize=fuzzer -Iinclude -o $@ $< $(FUZZ_DIR)/libmasq.a $(LIBS)
 
 $(FUZZ_DIR)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c tests/fuzz/fuzz.h include/masq.h $(ASAN_DIR)/libmasq.a
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< tests/fuzz/replay.c $(ASAN_DIR)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< tests/fuzz/replay.c $(ASAN_DIR)/libmasq.a $(LIBS)
 
 # The language's dictionary: its syntax (committed), every keyword from
 # lexer/keywords.h and every builtin name from `masq --builtins`, so it
 # follows the language without anyone editing it.
 $(FUZZ_DIR)/masq.dict: tests/fuzz/masq.dict lexer/keywords.h $(B)/masq
 	@mkdir -p $(dir $@)
-	{ cat tests/fuzz/masq.dict; \
+	$(call say,GEN,$@){ cat tests/fuzz/masq.dict; \
 	  sed -n 's/^ *X("\([a-z_]*\)".*/"\1"/p' lexer/keywords.h; \
 	  $(B)/masq --builtins | sed -n 's/^- `\([A-Za-z_0-9]*\).*/"\1"/p'; \
 	  $(B)/masq --builtins | sed -n 's/^Constants://p' | tr ',' '\n' | sed -n 's/.*`\(.*\)`.*/"\1"/p'; \
@@ -408,7 +424,7 @@ clean:
 SOAK_SECONDS ?= 60
 SOAK_THREADS ?= 8
 $(ASAN_DIR)/soak: tests/soak/soak.c include/masq.h $(ASAN_DIR)/libmasq.a
-	$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(SAN_CC) $(BASEFLAGS) $(SANFLAGS) -Iinclude -o $@ $< $(ASAN_DIR)/libmasq.a $(LIBS)
 
 # A small quarantine, so that the resident set measures masq, not ASan.
 soak: $(ASAN_DIR)/soak
@@ -433,40 +449,30 @@ COVERAGE_MIN ?= 85
 COV_UNITS = $(patsubst tests/unit/%.c,$(COV_DIR)/unit/%,$(UNIT_SRC))
 COV_APIS  = $(patsubst tests/api/%.c,$(COV_DIR)/api/%,$(API_SRC))
 
-$(COV_DIR)/obj/%.o: %.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) $(INC) -c -o $@ $<
-
-$(COV_DIR)/obj/gen/%.o: $(GEN)/%.c $(HDRS)
-	@mkdir -p $(dir $@)
-	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) $(INC) -c -o $@ $<
+$(eval $(call tree,$(COV_DIR),COV_CC,COVFLAGS))
 
 $(COV_DIR)/gen/lexer.c: lexer/lexer.re $(GEN)/parser.h
 	@mkdir -p $(dir $@)
-	$(RE2C) -W -Werror --no-generation-date --no-version -o $@ $<
+	$(call say,RE2C,$<)$(RE2C) -W -Werror --no-generation-date --no-version -o $@ $<
 
-$(COV_DIR)/obj/gen/lexer.o: $(COV_DIR)/gen/lexer.c $(HDRS)
+$(COV_DIR)/obj/gen/lexer.o: $(COV_DIR)/gen/lexer.c $(COV_DIR)/obj/gen/lexer.d | $(GEN)/parser.h
 	@mkdir -p $(dir $@)
-	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) $(INC) -c -o $@ $<
-
-$(COV_DIR)/libmasq.a: $(COV_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
+	$(call compile,COV_CC,COVFLAGS) -c -o $@ $< && touch $@
 
 $(COV_DIR)/masq: $(CLI_SRC) $(wildcard cli/*.h) $(COV_DIR)/libmasq.a
-	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $(CLI_SRC) $(COV_DIR)/libmasq.a $(CLI_LIBS) $(LIBS)
+	$(call say,CC,$@)$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $(CLI_SRC) $(COV_DIR)/libmasq.a $(CLI_LIBS) $(LIBS)
 
-$(COV_DIR)/unit/%: tests/unit/%.c $(COV_DIR)/libmasq.a $(HDRS) $(wildcard tests/unit/*.h)
-	@mkdir -p $(dir $@)
-	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) $(INC) -fvisibility=default -o $@ $< $(COV_DIR)/libmasq.a $(LIBS)
+$(COV_DIR)/unit/%: tests/unit/%.c $(COV_DIR)/unit/%.d $(COV_DIR)/libmasq.a
+	@mkdir -p $(@D)
+	$(call compile,COV_CC,COVFLAGS) -fvisibility=default -o $@ $< $(COV_DIR)/libmasq.a $(LIBS) && touch $@
 
 $(COV_DIR)/api/%: tests/api/%.c tests/api/check.h include/masq.h $(COV_DIR)/libmasq.a
 	@mkdir -p $(dir $@)
-	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $< $(COV_DIR)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $< $(COV_DIR)/libmasq.a $(LIBS)
 
 $(COV_DIR)/examples/embed: examples/embed/embed.c include/masq.h $(COV_DIR)/libmasq.a
 	@mkdir -p $(dir $@)
-	$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $< $(COV_DIR)/libmasq.a $(LIBS)
+	$(call say,CC,$@)$(COV_CC) $(BASEFLAGS) $(COVFLAGS) -Iinclude -o $@ $< $(COV_DIR)/libmasq.a $(LIBS)
 
 coverage: $(COV_DIR)/masq $(COV_UNITS) $(COV_APIS) $(COV_DIR)/examples/embed
 	@find $(COV_DIR) -name '*.gcda' -delete
@@ -487,3 +493,8 @@ coverage: $(COV_DIR)/masq $(COV_UNITS) $(COV_APIS) $(COV_DIR)/examples/embed
 	-@sh tools/conformance/run.sh $(COV_DIR)/masq
 	-@sh tests/crashes/run.sh $(COV_DIR)/masq
 	@python3 tools/coverage/summary.py $(COV_DIR)/obj --min-branches $(COVERAGE_MIN)
+
+# --- header dependencies (DEPFLAGS) ---------------------------------------------
+# A .d file not made yet is made by this empty rule, which rebuilds its output.
+$(DEPS): ;
+include $(wildcard $(DEPS))

@@ -21,6 +21,12 @@
 #   BENCH_PYTHON=...  the interpreter for torch/numpy (default /usr/bin/python3)
 #   BENCH_ROUNDS=N    rounds over all implementations (default 3)
 #   BENCH_ONLY="sum_all exp_2_1 ..."   only these workloads
+#   BENCH_AGAINST=REV also build masq_bench at git revision REV (in
+#                     BUILD_DIR/bench/against-REV) and time it alternately with
+#                     this tree's; the table then compares the two row by row
+#                     and names the rows slower than REV. Unless BENCH_IMPLS is
+#                     set, only the two masq builds run.
+#   BENCH_IMPLS="c masq torch numpy pymod base"  the implementations to run
 # Raw results (RESULT lines, see bench/bench_util.h) go to
 # BUILD_DIR/bench/results.tsv, the table to BUILD_DIR/bench/table.md.
 set -u
@@ -84,6 +90,24 @@ if [ "$TABLE_ONLY" = 0 ]; then
   # them rather than one. A figure is the median of its per-round medians (or
   # the minimum of the per-round minimums with BENCH_STAT=min).
   ROUNDS=${BENCH_ROUNDS:-3}
+  IMPLS=${BENCH_IMPLS:-c masq torch numpy pymod}
+  AGAINST=${BENCH_AGAINST:-}
+  if [ -n "$AGAINST" ]; then
+    # masq_bench at another revision, built from a pristine export of it
+    rev_id=$(git -C "$HERE/.." rev-parse --short "$AGAINST^{commit}" 2>/dev/null) ||
+      { echo "bench/run.sh: BENCH_AGAINST=$AGAINST is not a revision" >&2; exit 2; }
+    src="$OUT/against-$rev_id"
+    BASE_BENCH="$src/build/bench/masq_bench"
+    if [ ! -x "$BASE_BENCH" ]; then
+      note "building masq_bench at $rev_id in $src ..."
+      rm -rf "$src" && mkdir -p "$src" &&
+        git -C "$HERE/.." archive "$rev_id" | tar -x -C "$src" &&
+        make -C "$src" -s build/bench/masq_bench > "$src.log" 2>&1 ||
+        { echo "bench/run.sh: building $rev_id failed (see $src.log)" >&2; exit 2; }
+    fi
+    IMPLS=${BENCH_IMPLS:-masq base}
+    echo "against: masq_bench at $rev_id, alternately with this tree's" | tee -a "$OUT/conditions.txt"
+  fi
   # A driver that dies (a crash in masq, say) loses only its remaining
   # workloads, which show as n/a; the table is still printed.
   collect() { # name command...: run, keep the RESULT lines, report a failure
@@ -91,13 +115,21 @@ if [ "$TABLE_ONLY" = 0 ]; then
     shift
     "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
     rc=$?
-    grep '^RESULT' "$OUT/$name.out" >> "$RES"
+    if [ -n "${RENAME:-}" ]; then
+      sed -n "s/^RESULT\tmasq/RESULT\t$RENAME/p" "$OUT/$name.out" >> "$RES"
+    else
+      grep '^RESULT' "$OUT/$name.out" >> "$RES"
+    fi
     [ "$rc" = 0 ] || note "$name exited with status $rc (see $OUT/$name.err)"
   }
   run_impl() {
     case $1 in
     c) collect baseline "$OUT/baseline" $ONLY ;;
     masq) collect masq_bench "$OUT/masq_bench" $ONLY ;;
+    base) # masq_bench of BENCH_AGAINST; its rows are named base and base-2t
+      RENAME=base
+      collect masq_bench_base "$BASE_BENCH" $ONLY
+      RENAME= ;;
     torch | numpy)
       v=$TORCH_V; [ "$1" = numpy ] && v=$NUMPY_V
       if [ -n "$v" ]; then
@@ -117,7 +149,8 @@ if [ "$TABLE_ONLY" = 0 ]; then
   {
     round=1
     while [ "$round" -le "$ROUNDS" ]; do
-      if [ $((round % 2)) = 1 ]; then order="c masq torch numpy pymod"; else order="pymod numpy torch masq c"; fi
+      order=$IMPLS
+      [ $((round % 2)) = 1 ] || order=$(echo "$IMPLS" | awk '{ for (i = NF; i > 0; i--) printf "%s%s", $i, (i > 1 ? " " : "") }')
       note "round $round of $ROUNDS: $order"
       for impl in $order; do run_impl "$impl"; done
       round=$((round + 1))
@@ -134,7 +167,7 @@ if [ "$TABLE_ONLY" = 0 ]; then
 fi
 
 # --- the table --------------------------------------------------------------------
-awk -F '\t' -v stat="$STAT" '
+awk -F '\t' -v stat="$STAT" -v against="${BENCH_AGAINST:-}" '
 function fmt(t) {
   if (t == "") return "n/a"
   if (t >= 1) return sprintf("%.2f s", t)
@@ -497,6 +530,25 @@ END {
     what = "masq.eval(\"sum(x)\", x=a) <= masq sum in C + the polarity turn"
     if (ps == "" || m == "" || pt == "") printf "  %-72s %-9s %s\n", what, "n/a", "n/a"
     else printf "  %-72s %-9s %s\n", what, sprintf("%.2fx", ps / (m + pt)), (ps <= m + pt ? "MET" : "NOT MET")
+  }
+  # --- this tree against BENCH_AGAINST (the base rows), timed alternately
+  nb = 0
+  for (k in T) { split(k, kk, SUBSEP); if (kk[1] == "base") { BW2[++nb] = kk[2] } }
+  if (nb > 0) {
+    for (i = 2; i <= nb; i++) { x = BW2[i]; for (j = i - 1; j >= 1 && BW2[j] > x; j--) BW2[j + 1] = BW2[j]; BW2[j + 1] = x }
+    print ""
+    print "this tree against " against " (masq_bench of both, alternately; > 1.05x: slower, named below):"
+    fa = "| %-40s | %-10s | %-10s | %-10s |\n"
+    printf fa, "workload", "this tree", against, "this/base"
+    print "|------------------------------------------|------------|------------|------------|"
+    slow = ""
+    for (i = 1; i <= nb; i++) {
+      w = BW2[i]; m = get("masq", w); b = get("base", w)
+      if (m == "") continue
+      printf fa, (w in L) ? L[w] : w, fmt(m), fmt(b), ratio(m, b, 3)
+      if (b + 0 > 0 && m / b > 1.05) slow = slow " " w
+    }
+    print (slow == "" ? "no row slower than " against " by more than 5%" : "slower than " against ":" slow)
   }
 }
 function tgt(w, other, want, what) { tgt_of("masq", "", w, other, want, what) }

@@ -29,6 +29,12 @@ void mq_node_add(mq_arena *A, mq_node *n, mq_node *kid) {
   n->kids[n->nkids++] = kid;
 }
 
+const char *mq_attr_callee(const mq_node *n) {
+  if (n->kind == MQ_N_ATTR && strcmp(n->str, "requires_grad") == 0) return "requires_grad_of";
+  if (n->kind == MQ_N_ATTR && strcmp(n->str, "grad") == 0) return "grad_of";
+  return n->str;
+}
+
 const char *mq_node_kind_name(mq_node_kind k) {
   static const char *const names[] = {
 #define X(k) #k,

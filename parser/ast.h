@@ -81,6 +81,13 @@ MQ_INTERNAL void mq_node_add(mq_arena *A, mq_node *n, mq_node *kid);
 MQ_INTERNAL const char *mq_node_kind_name(mq_node_kind k);
 /* Debug dump as an S-expression, one node per line with indentation. */
 MQ_INTERNAL void mq_node_dump(mq_state *S, mq_buf *b, const mq_node *n, int depth);
+/* The function that x.name ([n] a METHOD or ATTR node) calls: name, except
+ * for torch's attributes whose masq function of the same name does
+ * something else. x.requires_grad is a bool, as in torch; the call
+ * requires_grad(x), or x.requires_grad(), sets it (torch's
+ * requires_grad_()). x.grad is the gradient even where a script has its
+ * own global named grad. */
+MQ_INTERNAL const char *mq_attr_callee(const mq_node *n);
 
 /* --- parsing ------------------------------------------------------------ */
 

@@ -8,12 +8,10 @@
 
 #include <math.h>
 
-#include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/tensor.h"
-#include "../vm/builtin.h"
 #include "../vm/errval.h"
-#include "../vm/fuse.h"
 #include "../vm/globals.h"
+#include "fusion.h"
 
 /* Bookkeeping below lives in scratch memory (the pool), so an error that
  * unwinds through the compiler leaks nothing. */
@@ -547,389 +545,82 @@ static MQ_NOINLINE void index_rest(compiler *C, const mq_node *n) {
   for (int i = 0; i < nitems; i++) emit(C, kinds[i], n->span);
 }
 
-/* --- fused elementwise expressions (vm/fuse.h) ---------------------------- */
+/* --- fused expressions (fusion.h finds them, vm/fuse.h runs them) -------- */
 
-/* A checkpoint of a stacked tree: before stacking leaf [nstack], with ops
- * before it in the op-by-op order, the program so far ([nleaves] leaves,
- * [len] bytes of code). */
-typedef struct fuse_ck {
-  int nstack, nleaves, len;
-} fuse_ck;
-
-typedef struct fuse_prog {
-  int nleaves, nops;
-  bool any_var;
-  /* stack mode (a tree with a call that is not elementwise): every leaf but
-   * a number literal is evaluated in order onto the stack first, then read
-   * from its slot (stack_base + i) by FUSED and by the op-by-op code */
-  bool stack_mode, has_call;
-  int stack_base, nstack;
-  const mq_node *stack[MQ_FUSE_MAX_LEAVES];
-  fuse_ck ck[MQ_FUSE_MAX_LEAVES];
-  int nck;
-  uint8_t red[7]; /* MQ_FI_RED ..., when the tree is reduced */
-  uint8_t leaf[MQ_FUSE_MAX_LEAVES][3];
-  uint8_t code[256];
-  int len;
-  int visits; /* nodes looked at: a program has one instruction per node */
-} fuse_prog;
-
-/* The most nodes a fusable tree can have (one per instruction the runtime
- * takes). The analysis stops there, so trying an expression costs at most
- * this much however big it is, and compiling stays linear in the source. */
-#define FUSE_MAX_NODES (2 * MQ_FUSE_MAX_OPS + 1)
-
-static bool fuse_emit(fuse_prog *P, const uint8_t *b, int n) {
-  if (P->len + n > (int)sizeof P->code) return false;
-  memcpy(P->code + P->len, b, (size_t)n);
-  P->len += n;
-  return true;
-}
-
-static bool fuse_leaf(fuse_prog *P, uint8_t kind, unsigned index) {
-  int i = 0;
-  while (i < P->nleaves &&
-         !(P->leaf[i][0] == kind && (unsigned)(P->leaf[i][1] | P->leaf[i][2] << 8) == index))
-    i++;
-  if (i == P->nleaves) {
-    if (P->nleaves == MQ_FUSE_MAX_LEAVES || index > 0xffff) return false;
-    P->leaf[i][0] = kind;
-    P->leaf[i][1] = (uint8_t)(index & 0xff);
-    P->leaf[i][2] = (uint8_t)(index >> 8);
-    P->nleaves++;
+/* How a name resolves where the expression being matched is (fusion.h). */
+static int fusion_where(void *ctx, const char *name, mq_span sp, int *index) {
+  switch (resolve(ctx, name, index, sp)) {
+  case NAME_LOCAL: return MQ_FL_LOCAL;
+  case NAME_CAPTURE: return MQ_FL_UPVAL;
+  case NAME_GLOBAL: return MQ_FL_GLOBAL;
+  case NAME_SELF: break;
   }
-  uint8_t b[2] = {MQ_FI_LEAF, (uint8_t)i};
-  return fuse_emit(P, b, 2);
+  return -1;
 }
 
-/* [n], a variable or a call, as a leaf: in stack mode the next stack slot. */
-static bool fuse_stacked(fuse_prog *P, const mq_node *n) {
-  if (P->nstack == MQ_FUSE_MAX_LEAVES || P->stack_base + P->nstack > 255) return false;
-  if (P->nops > 0) P->ck[P->nck++] = (fuse_ck){P->nstack, P->nleaves, P->len};
-  P->stack[P->nstack] = n;
-  return fuse_leaf(P, MQ_FL_LOCAL, (unsigned)(P->stack_base + P->nstack++));
+/* FUSED with the program in constant [k], jumping [dist] bytes when it
+ * succeeds (0xffff: patched later); returns that operand's offset. */
+static int emit_fused(compiler *C, int k, unsigned dist, mq_span sp) {
+  emit_op(C, MQ_OP_FUSED, 0, sp);
+  emit_u16(C, (unsigned)k, sp);
+  emit_u16(C, dist, sp);
+  return C->f->code_len - 2;
 }
 
-/* A call that is not an elementwise op (mean(x, 1, keepdim=true)): a leaf
- * computed before the fused pass, which takes it if it is a tensor whose
- * shape broadcasts to the result's. The tree still needs a variable. */
-static bool fuse_call_leaf(fuse_prog *P, const mq_node *n) {
-  P->has_call = true; /* not a variable: a tree of calls and numbers (f(n - 1) + f(n - 2) + 1,
-                         mostly numbers) is not worth the stacking */
-  return P->stack_mode && fuse_stacked(P, n);
-}
-
-static bool fuse_const(compiler *C, fuse_prog *P, mq_value v) {
-  return fuse_leaf(P, MQ_FL_CONST, (unsigned)mq_chunk_const(C->S, C->f, v));
-}
-
-/* The function x.name calls: name, except for torch's attributes whose
- * masq function of the same name does something else. x.requires_grad is a
- * bool, as in torch; the call requires_grad(x), or x.requires_grad(), sets
- * it (torch's requires_grad_()). x.grad is the gradient even where a
- * script has its own global named grad. */
-static const char *attr_fn(const mq_node *n) {
-  if (n->kind == MQ_N_ATTR && strcmp(n->str, "requires_grad") == 0) return "requires_grad_of";
-  if (n->kind == MQ_N_ATTR && strcmp(n->str, "grad") == 0) return "grad_of";
-  return n->str;
-}
-
-static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n);
-
-/* The builtin that global [name] holds right now (it is checked again
- * when the code runs), called with the one argument [arg]: its index, and
- * its global slot in *slot; -1 if [name] is not such a global. */
-static int called_builtin(compiler *C, const char *name, const mq_node *arg, mq_span sp, int *slot) {
-  int index = 0;
-  if (!arg || arg->kind == MQ_N_KWARG || resolve(C, name, &index, sp) != NAME_GLOBAL) return -1;
-  *slot = mq_global_find(C->S, name);
-  if (*slot < 0 || *slot > 0xffff) return -1;
-  const mq_global *g = &C->S->globals[*slot];
-  if (!g->defined || !mq_is_obj(g->value, MQ_O_BUILTIN)) return -1;
-  int b = ((const mq_builtin_obj *)g->value.as.o)->index;
-  return b > 0xffff ? -1 : b;
-}
-
-/* An instruction naming a builtin through its global: kind, op, slot, builtin. */
-static void builtin_code(uint8_t code[6], uint8_t kind, int op, int slot, int b) {
-  code[0] = kind, code[1] = (uint8_t)op;
-  code[2] = (uint8_t)(slot & 0xff), code[3] = (uint8_t)(slot >> 8);
-  code[4] = (uint8_t)(b & 0xff), code[5] = (uint8_t)(b >> 8);
-}
-
-/* Whether f(arg) calls a unary math builtin (fuse_call takes it). */
-static bool unary_builtin(compiler *C, const char *name, const mq_node *arg, mq_span sp) {
-  int slot = 0, b = called_builtin(C, name, arg, sp, &slot);
-  return b >= 0 && mq_builtin_unop(&C->S->builtins[b]) >= 0;
-}
-
-/* f(x) or x.f(): f a global holding a unary math builtin. */
-static bool fuse_call(compiler *C, fuse_prog *P, const char *name, const mq_node *arg, mq_span sp) {
-  int slot = 0, b = called_builtin(C, name, arg, sp, &slot);
-  int op = b < 0 ? -1 : mq_builtin_unop(&C->S->builtins[b]);
-  if (op < 0 || !fuse_node(C, P, arg)) return false;
-  P->nops++;
-  uint8_t code[6];
-  builtin_code(code, MQ_FI_CALL, op, slot, b);
-  return fuse_emit(P, code, 6);
-}
-
-/* An int literal (-1 is a unary minus of 1), small enough for a dim. */
-static bool dim_literal(const mq_node *n, int *dim) {
-  bool neg = n && n->kind == MQ_N_UNARY && n->op == '-' && n->nkids == 1;
-  const mq_node *k = neg ? n->kids[0] : n;
-  if (!k || k->kind != MQ_N_INT || k->ival >= MQ_MAX_DIMS) return false;
-  *dim = neg ? -(int)k->ival : (int)k->ival;
-  return true;
-}
-
-/* sum(e), e.sum(), sum(e, d) or e.sum(d) with d an int literal (mean,
- * amax, amin too), e an elementwise tree: true with e in *body and the
- * MQ_FI_RED instruction to end the program with in P->red. */
-static bool fuse_reduction(compiler *C, fuse_prog *P, const mq_node *n, const mq_node **body) {
-  const char *name;
-  const mq_node *arg, *dim_arg = NULL;
-  if (n->kind == MQ_N_CALL && (n->nkids == 2 || n->nkids == 3) && n->kids[0] &&
-      n->kids[0]->kind == MQ_N_NAME)
-    name = n->kids[0]->str, arg = n->kids[1], dim_arg = n->nkids == 3 ? n->kids[2] : NULL;
-  else if (n->kind == MQ_N_METHOD && (n->nkids == 1 || n->nkids == 2))
-    name = n->str, arg = n->kids[0], dim_arg = n->nkids == 2 ? n->kids[1] : NULL;
-  else
-    return false;
-  int dim = MQ_FUSE_ALL_DIMS;
-  if (dim_arg && !dim_literal(dim_arg, &dim)) return false;
-  int slot = 0, b = called_builtin(C, name, arg, n->span, &slot);
-  int op = b < 0 ? -1 : mq_builtin_redop(&C->S->builtins[b]);
-  if (op < 0) return false;
-  builtin_code(P->red, MQ_FI_RED, op, slot, b);
-  P->red[6] = (uint8_t)(int8_t)dim;
-  *body = arg;
-  return true;
-}
-
-/* Appends [n] to the program; false if it is not an elementwise tree of
- * variables and number literals. */
-static bool fuse_node(compiler *C, fuse_prog *P, const mq_node *n) {
-  if (!n || P->nops >= MQ_FUSE_MAX_OPS || ++P->visits > FUSE_MAX_NODES) return false;
-  mq_poll(C->S); /* the analysis is where compile time goes */
-  switch ((mq_node_kind)n->kind) {
-  case MQ_N_INT: return fuse_const(C, P, mq_int(n->ival));
-  case MQ_N_FLOAT: return fuse_const(C, P, mq_float(n->fval));
-  case MQ_N_NAME: {
-    int index = 0;
-    P->any_var = true;
-    if (P->stack_mode) return fuse_stacked(P, n);
-    switch (resolve(C, n->str, &index, n->span)) {
-    case NAME_LOCAL: return fuse_leaf(P, MQ_FL_LOCAL, (unsigned)index);
-    case NAME_CAPTURE: return fuse_leaf(P, MQ_FL_UPVAL, (unsigned)index);
-    case NAME_SELF: return false;
-    case NAME_GLOBAL: break;
-    }
-    return fuse_leaf(P, MQ_FL_GLOBAL, (unsigned)mq_global_slot(C->S, n->str));
-  }
-  case MQ_N_UNARY: {
-    if (n->op != '-' || n->nkids != 1) return false;
-    const mq_node *k = n->kids[0];
-    if (k && k->kind == MQ_N_INT) /* -3: the number the op-by-op code makes */
-      return fuse_const(C, P, mq_int((int64_t)(0 - (uint64_t)k->ival)));
-    if (k && k->kind == MQ_N_FLOAT) return fuse_const(C, P, mq_float(-k->fval));
-    if (!fuse_node(C, P, k)) return false;
-    uint8_t code[2] = {MQ_FI_UN, MQ_UN_NEG};
-    P->nops++;
-    return fuse_emit(P, code, 2);
-  }
-  case MQ_N_BINARY: {
-    static const int8_t ops[MQ_TOK__COUNT] = {
-        [MQ_TOK_ADD] = MQ_BIN_ADD + 1, [MQ_TOK_SUB] = MQ_BIN_SUB + 1, [MQ_TOK_MUL] = MQ_BIN_MUL + 1,
-        [MQ_TOK_DIV] = MQ_BIN_DIV + 1, [MQ_TOK_POW] = MQ_BIN_POW + 1};
-    if (n->op >= MQ_TOK__COUNT || !ops[n->op] || n->nkids != 2) return false;
-    if (!fuse_node(C, P, n->kids[0]) || !fuse_node(C, P, n->kids[1])) return false;
-    uint8_t code[2] = {MQ_FI_BIN, (uint8_t)(ops[n->op] - 1)};
-    P->nops++;
-    return fuse_emit(P, code, 2);
-  }
-  case MQ_N_CALL:
-    if (n->nkids == 2 && n->kids[0] && n->kids[0]->kind == MQ_N_NAME &&
-        unary_builtin(C, n->kids[0]->str, n->kids[1], n->span))
-      return fuse_call(C, P, n->kids[0]->str, n->kids[1], n->span);
-    return fuse_call_leaf(P, n);
-  case MQ_N_METHOD:
-    if (n->nkids == 1 && unary_builtin(C, attr_fn(n), n->kids[0], n->span))
-      return fuse_call(C, P, attr_fn(n), n->kids[0], n->span);
-    return fuse_call_leaf(P, n);
-  case MQ_N_ATTR:
-    if (n->nkids != 1) return false;
-    return fuse_call(C, P, attr_fn(n), n->kids[0], n->span);
-  default: return false;
-  }
-}
-
-/* The program of [P] cut to its first [nleaves] leaves and [len] bytes of
- * code, with [flags] on its leaf count, as a string constant. */
-static int fuse_const_prog(compiler *C, const fuse_prog *P, int nleaves, int len, int flags) {
-  uint8_t bytes[1 + 3 * MQ_FUSE_MAX_LEAVES + sizeof P->code];
-  int nb = 0;
-  bytes[nb++] = (uint8_t)(nleaves | flags);
-  for (int i = 0; i < nleaves; i++)
-    for (int j = 0; j < 3; j++) bytes[nb++] = P->leaf[i][j];
-  memcpy(bytes + nb, P->code, (size_t)len);
-  nb += len;
-  return mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, (const char *)bytes, (size_t)nb)));
-}
-
-/* The op-by-op code of [n], its first [nstacked] stacked leaves read from
- * their slots (the others are evaluated where they are). */
-static void op_by_op(compiler *C, const mq_node *n, const fuse_prog *P, int nstacked) {
+/* The op-by-op code of [n], the first [nstacked] of its stacked leaves
+ * [stack] read from their slots from [base] on (the others are evaluated
+ * where they are). */
+static void op_by_op(compiler *C, const mq_node *n, const mq_node *const *stack, int base,
+                     int nstacked) {
   C->no_fuse = true;
-  C->stacked = P->stack, C->nstacked = nstacked, C->stacked_base = P->stack_base;
+  C->stacked = stack, C->nstacked = nstacked, C->stacked_base = base;
   expr(C, n);
   C->no_fuse = false;
   C->nstacked = 0;
 }
 
-/* The value on top in place of the [nstacked] stacked leaves below it. */
-static void unstack(compiler *C, const fuse_prog *P, int nstacked, mq_span sp) {
+/* The value on top in place of the [nstacked] stacked leaves below it,
+ * from slot [base] on. */
+static void unstack(compiler *C, int base, int nstacked, mq_span sp) {
   if (!nstacked) return;
   emit_op(C, MQ_OP_SET_LOCAL, -1, sp);
-  emit(C, (uint8_t)P->stack_base, sp);
+  emit(C, (uint8_t)base, sp);
   for (int i = 1; i < nstacked; i++) emit_op(C, MQ_OP_POP, -1, sp);
 }
 
-/* --- attention: softmax(masked(a @ b / c, m), -1) @ v (MQ_FUSE_ATTN);
- * as_masked in place of masked alike ------------------------------------- */
-
-/* [n], a variable, as a leaf of three bytes; false for anything else. */
-static bool attn_var(compiler *C, const mq_node *n, uint8_t *leaf) {
-  int index = 0;
-  if (!n || n->kind != MQ_N_NAME) return false;
-  switch (resolve(C, n->str, &index, n->span)) {
-  case NAME_LOCAL: leaf[0] = MQ_FL_LOCAL; break;
-  case NAME_CAPTURE: leaf[0] = MQ_FL_UPVAL; break;
-  case NAME_GLOBAL: leaf[0] = MQ_FL_GLOBAL, index = mq_global_slot(C->S, n->str); break;
-  default: return false;
-  }
-  if (index < 0 || index > 0xffff) return false;
-  leaf[1] = (uint8_t)(index & 0xff), leaf[2] = (uint8_t)(index >> 8);
-  return true;
-}
-
-/* call [n] = name(first, ...) with [nargs] arguments, name a global holding
- * the library's builtin [name]: its slot and index in ref[4]. */
-static bool attn_call(compiler *C, const mq_node *n, const char *name, int nargs, uint8_t *ref) {
-  if (!n || n->kind != MQ_N_CALL || n->nkids != nargs + 1 || !n->kids[0] ||
-      n->kids[0]->kind != MQ_N_NAME || strcmp(n->kids[0]->str, name) != 0)
-    return false;
-  for (int i = 1; i <= nargs; i++)
-    if (!n->kids[i] || n->kids[i]->kind == MQ_N_KWARG) return false;
-  int slot = 0, b = called_builtin(C, name, n->kids[1], n->span, &slot);
-  if (b < 0 || strcmp(C->S->builtins[b].name, name) != 0 || C->S->builtins[b].host) return false;
-  uint8_t code[6];
-  builtin_code(code, 0, 0, slot, b);
-  memcpy(ref, code + 2, 4);
-  return true;
-}
-
-static bool is_binary(const mq_node *n, int tok) {
-  return n && n->kind == MQ_N_BINARY && n->op == tok && n->nkids == 2;
-}
-
-/* Compiles [n] as an attention program followed by its op-by-op code when
- * it is softmax(masked(a @ b / c, m), -1) @ v with a, m, v variables, b a
- * variable or transpose(variable, d0, d1) with int literals, c a number
- * literal or a variable; false (nothing emitted) otherwise. */
-static bool attention(compiler *C, const mq_node *n) {
-  uint8_t prog[MQ_FUSE_ATTN_LEN] = {MQ_FUSE_ATTN_LEAVES | MQ_FUSE_ATTN};
-  uint8_t *leaf = prog + 1, *p = prog + 1 + 3 * MQ_FUSE_ATTN_LEAVES;
-  if (!is_binary(n, MQ_TOK_MATMUL)) return false;
-  const mq_node *sm = n->kids[0], *mk = sm && sm->nkids == 3 ? sm->kids[1] : NULL;
-  const mq_node *dv = mk && mk->nkids == 3 ? mk->kids[1] : NULL;
-  int dim = 0, d0 = 0, d1 = 0;
-  if (!is_binary(dv, MQ_TOK_DIV) || !is_binary(dv->kids[0], MQ_TOK_MATMUL) ||
-      !dim_literal(sm->kids[2], &dim))
-    return false;
-  const mq_node *bn = dv->kids[0]->kids[1], *cn = dv->kids[1];
-  if (bn && bn->kind == MQ_N_CALL) {
-    if (bn->nkids != 4 || !dim_literal(bn->kids[2], &d0) || !dim_literal(bn->kids[3], &d1) ||
-        !attn_call(C, bn, "transpose", 3, p + 9))
-      return false;
-    p[8] = 1, p[13] = (uint8_t)(int8_t)d0, p[14] = (uint8_t)(int8_t)d1;
-    bn = bn->kids[1];
-  }
-  p[15] = (uint8_t)(int8_t)dim;
-  if (!attn_var(C, dv->kids[0]->kids[0], leaf) || !attn_var(C, bn, leaf + 3) ||
-      !attn_var(C, mk->kids[2], leaf + 6) || !attn_var(C, n->kids[1], leaf + 9))
-    return false;
-  if (cn && (cn->kind == MQ_N_INT || cn->kind == MQ_N_FLOAT)) {
-    int k = mq_chunk_const(C->S, C->f, cn->kind == MQ_N_INT ? mq_int(cn->ival) : mq_float(cn->fval));
-    if (k > 0xffff) return false;
-    leaf[12] = MQ_FL_CONST, leaf[13] = (uint8_t)(k & 0xff), leaf[14] = (uint8_t)(k >> 8);
-  } else if (!attn_var(C, cn, leaf + 12)) {
-    return false;
-  }
-  if (!attn_call(C, sm, "softmax", 2, p) ||
-      (!attn_call(C, mk, "masked", 2, p + 4) && !attn_call(C, mk, "as_masked", 2, p + 4)))
-    return false;
-  int k = mq_chunk_const(C->S, C->f, mq_objv(mq_string_new(C->S, (const char *)prog, sizeof prog)));
-  emit_op(C, MQ_OP_FUSED, 0, n->span);
-  emit_u16(C, (unsigned)k, n->span);
-  int j = C->f->code_len;
-  emit_u16(C, 0xffff, n->span);
-  fuse_prog P;
-  memset(&P, 0, sizeof P);
-  op_by_op(C, n, &P, 0);
-  patch_jump(C, j, n->span); /* either way one value is pushed */
-  return true;
-}
-
 /* Compiles [n] as FUSED followed by its op-by-op code, which FUSED jumps
- * over when it succeeds; false (nothing emitted) if [n] is not worth it. */
+ * over when it succeeds; false (nothing emitted) if the matcher finds [n]
+ * not worth it. */
 static MQ_NOINLINE bool fused(compiler *C, const mq_node *n) {
   if (C->no_fuse) return false;
-  if (attention(C, n)) return true;
-  fuse_prog P;
-  memset(&P, 0, sizeof P);
-  const mq_node *body = n;
-  /* a reduction of one elementwise op already saves a full-size temporary */
-  bool red = fuse_reduction(C, &P, n, &body);
-  if (!fuse_node(C, &P, body) && !(P.has_call && !red)) return false;
-  if (P.has_call) { /* again, in stack mode (not under a reduction) */
-    if (red) return false;
-    memset(&P, 0, sizeof P);
-    P.stack_mode = true;
-    P.stack_base = C->depth;
-    if (!fuse_node(C, &P, body)) return false;
-  }
-  if (P.nops < (red ? 1 : 2) || !P.any_var) return false;
-  if (red && !fuse_emit(&P, P.red, 7)) return false;
-  int k = fuse_const_prog(C, &P, P.nleaves, P.len, 0);
+  int base = C->depth; /* stacked leaves go from here */
+  mq_fusion_env E = {C->S, C->f, base, fusion_where, C};
+  mq_fusion_plan P;
+  if (!mq_fusion_plan_of(&E, n, &P)) return false;
+  int k = mq_chunk_const(C->S, C->f, mq_objv(P.prog));
   /* the leaves in the op-by-op order; before one that has ops before it,
    * a check that those ops cannot fail, else the op-by-op code from there
    * (copy c below), so that they fail before it is evaluated */
   int to_copy[MQ_FUSE_MAX_LEAVES], c = 0;
   for (int i = 0; i < P.nstack; i++) {
     if (c < P.nck && P.ck[c].nstack == i) {
-      int kc = fuse_const_prog(C, &P, P.ck[c].nleaves, P.ck[c].len, MQ_FUSE_CHECK);
-      emit_op(C, MQ_OP_FUSED, 0, n->span);
-      emit_u16(C, (unsigned)kc, n->span);
-      emit_u16(C, 3, n->span); /* over the jump */
+      int kc = mq_chunk_const(C->S, C->f, mq_objv(P.ck[c].prog));
+      emit_fused(C, kc, 3, n->span); /* over the jump */
       to_copy[c++] = emit_jump(C, MQ_OP_JUMP, 0, n->span);
     }
     expr(C, P.stack[i]);
   }
-  emit_op(C, MQ_OP_FUSED, 0, n->span);
-  emit_u16(C, (unsigned)k, n->span);
-  int j = C->f->code_len;
-  emit_u16(C, 0xffff, n->span);
-  op_by_op(C, n, &P, P.nstack);
+  int j = emit_fused(C, k, 0xffff, n->span);
+  op_by_op(C, n, P.stack, base, P.nstack);
   patch_jump(C, j, n->span); /* either way one value is pushed */
-  unstack(C, &P, P.nstack, n->span);
+  unstack(C, base, P.nstack, n->span);
   int to_end[MQ_FUSE_MAX_LEAVES];
   for (int i = 0; i < P.nck; i++) { /* copy i: leaves before ck[i] stacked */
     to_end[i] = emit_jump(C, MQ_OP_JUMP, 0, n->span);
     patch_jump(C, to_copy[i], n->span);
-    C->depth = P.stack_base + P.ck[i].nstack;
-    op_by_op(C, n, &P, P.ck[i].nstack);
-    unstack(C, &P, P.ck[i].nstack, n->span);
+    C->depth = base + P.ck[i].nstack;
+    op_by_op(C, n, P.stack, base, P.ck[i].nstack);
+    unstack(C, base, P.ck[i].nstack, n->span);
   }
   for (int i = 0; i < P.nck; i++) patch_jump(C, to_end[i], n->span);
   return true;
@@ -945,11 +636,6 @@ static bool stacked_leaf(compiler *C, const mq_node *n) {
       return true;
     }
   return false;
-}
-
-static bool fusable_kind(const mq_node *n) {
-  return n->kind == MQ_N_BINARY || n->kind == MQ_N_UNARY || n->kind == MQ_N_CALL ||
-         n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR;
 }
 
 /* The operand a node compiles first, when it is one of the forms that chain
@@ -980,24 +666,24 @@ static bool field_attr(const mq_node *n) {
  * so that an undefined one can be reported with x's type (GET_METHOD). */
 static bool global_method(compiler *C, const mq_node *n) {
   int index = 0;
-  return resolve(C, attr_fn(n), &index, n->span) == NAME_GLOBAL;
+  return resolve(C, mq_attr_callee(n), &index, n->span) == NAME_GLOBAL;
 }
 
 /* What a chain node emits before its head: a method's function, unless it
  * comes after the receiver (field_attr, global_method). */
 static void chain_open(compiler *C, const mq_node *n) {
   if ((n->kind == MQ_N_METHOD || n->kind == MQ_N_ATTR) && !field_attr(n) && !global_method(C, n))
-    name_get(C, attr_fn(n), n->span);
+    name_get(C, mq_attr_callee(n), n->span);
 }
 
 /* The function of x.f pushed after x, then swapped under it. */
 static void method_after(compiler *C, const mq_node *n) {
   if (global_method(C, n)) {
     emit_op(C, MQ_OP_GET_METHOD, +1, n->span);
-    emit_u16(C, (unsigned)mq_global_slot(C->S, attr_fn(n)), n->span);
+    emit_u16(C, (unsigned)mq_global_slot(C->S, mq_attr_callee(n)), n->span);
     emit(C, n->kind == MQ_N_METHOD, n->span);
   } else {
-    name_get(C, attr_fn(n), n->span);
+    name_get(C, mq_attr_callee(n), n->span);
   }
   emit_op(C, MQ_OP_SWAP, 0, n->span);
 }
@@ -1086,7 +772,7 @@ static void expr(compiler *C, const mq_node *n) {
   const mq_node *m = n;
   bool done = false;
   while (chain_head(m)) {
-    if (stacked_leaf(C, m) || (fusable_kind(m) && fused(C, m))) {
+    if (stacked_leaf(C, m) || fused(C, m)) {
       done = true;
       break;
     }

@@ -35,13 +35,13 @@ void mq_habits_open(mq_state *S) {
   }
 }
 
-/* x.requires_grad (parser/compiler.c, attr_fn): the flag, not the call
+/* x.requires_grad (parser/ast.c, mq_attr_callee): the flag, not the call
  * requires_grad(x) that sets it. */
 static mq_value lib_requires_grad_of(mq_state *S, mq_value *args) {
   return mq_bool(mq_arg_tensor_any(S, args[0], "x")->requires_grad);
 }
 
-/* x.grad (parser/compiler.c, attr_fn): x's accumulated gradient or none,
+/* x.grad (parser/ast.c, mq_attr_callee): x's accumulated gradient or none,
  * whatever a global named grad holds (x.grad was the call grad(x)). */
 static mq_value lib_grad_of(mq_state *S, mq_value *args) {
   if (!mq_is_tensor(args[0]) && !mq_is_sparse(args[0]))

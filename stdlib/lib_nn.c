@@ -1,7 +1,8 @@
 /* lib_nn.c - the training builtins: losses (mse_loss, binary_cross_entropy
- * with and without logits, cross_entropy), layer_norm, dropout, and the
- * optimizer steps sgd_step, adagrad_step and adam_step. Thin bindings of
- * runtime/nn.h; the signature is the help text.
+ * with and without logits, cross_entropy), layer_norm, dropout, masked
+ * attention, and the optimizer steps sgd_step, adagrad_step and adam_step.
+ * Thin bindings of runtime/nn.h and runtime/attention.h; the signature is
+ * the help text.
  *
  * An optimizer's state is a plain list, so that a script keeps it in one
  * variable and unpacks the step's result: `w, st = adam_step(w, w.grad, st)`.
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/autograd/attention_bwd.h"
+#include "../runtime/autograd/autograd.h"
 #include "../runtime/nn/nn.h"
 #include "../runtime/tensor/shape.h"
 #include "../runtime/sparse/sparse.h"
@@ -228,6 +231,89 @@ static mq_value lib_adam_step(mq_state *S, mq_value *args) {
   return pair(S, args, nw, mq_objv(st));
 }
 
+/* --- attention -------------------------------------------------------------- */
+
+/* q, k or v: a float32 or float64 tensor of at least 2 dims (a storage
+ * dtype is refused rather than answered in another dtype than the
+ * expression's). */
+static mq_tensor *attention_operand(mq_state *S, mq_value v, const char *what) {
+  mq_tensor *t = mq_arg_tensor_stored(S, v, what);
+  if (t->dtype != MQ_DT_F32 && t->dtype != MQ_DT_F64)
+    mq_error(S, "attention: %s must be a float32 or float64 tensor, got %s", what,
+             mq_dtype_name((mq_dtype)t->dtype));
+  if (t->ndim < 2)
+    mq_error(S, "attention: %s must have at least 2 dims, got shape %s", what,
+             mq_shape_str(S, t->ndim, t->shape));
+  return t;
+}
+
+/* Whether the batch dims (all but the last two) of q, k and v broadcast
+ * together, as the two products need. */
+static bool batches_broadcast(const mq_tensor *const t[3]) {
+  for (int back = 3;; back++) {
+    int64_t size = 1;
+    bool any = false;
+    for (int i = 0; i < 3; i++) {
+      if (t[i]->ndim < back) continue;
+      int64_t n = t[i]->shape[t[i]->ndim - back];
+      any = true;
+      if (n != 1 && size != 1 && n != size) return false;
+      if (n != 1) size = n;
+    }
+    if (!any) return true;
+  }
+}
+
+/* Whether [m]'s shape broadcasts to [s]'s without growing it. */
+static bool broadcasts_to(const mq_tensor *m, const mq_tensor *s) {
+  if (m->ndim > s->ndim) return false;
+  for (int d = 0; d < m->ndim; d++) {
+    int64_t ms = m->shape[d], ss = s->shape[s->ndim - m->ndim + d];
+    if (ms != ss && ms != 1) return false;
+  }
+  return true;
+}
+
+/* attention(q, k, v, mask, div) is softmax(as_masked(q @ transpose(k, -2,
+ * -1) / div, mask), -1) @ v, the expression's own operations: over the
+ * valid keys only through mq_attention_try, the entry the compiler's fused
+ * form of the expression runs too (the same bits, one node under
+ * autograd), else op by op, as the expression runs when that declines. */
+static mq_value lib_attention(mq_state *S, mq_value *args) {
+  mq_tensor *q = attention_operand(S, args[0], "q"), *k = attention_operand(S, args[1], "k");
+  mq_tensor *v = attention_operand(S, args[2], "v"), *m = mq_arg_tensor_stored(S, args[3], "mask");
+  if (q->mask || k->mask)
+    mq_error(S, "attention: %s must not be masked: the mask argument says which keys each query sees",
+             q->mask ? "q" : "k");
+  if (m->mask) mq_error(S, "attention: the mask must be a plain bool tensor, not a masked one");
+  if (m->dtype != MQ_DT_BOOL)
+    mq_error(S, "attention: the mask must be a plain bool tensor, not one of dtype %s",
+             mq_dtype_name((mq_dtype)m->dtype));
+  int64_t e = q->shape[q->ndim - 1], keys = k->shape[k->ndim - 2];
+  if (k->shape[k->ndim - 1] != e)
+    mq_error(S, "attention: q and k must have the same last dim (the features), got %lld and %lld",
+             (long long)e, (long long)k->shape[k->ndim - 1]);
+  if (v->shape[v->ndim - 2] != keys)
+    mq_error(S, "attention: v must have one row per key: k has %lld keys, v %lld rows",
+             (long long)keys, (long long)v->shape[v->ndim - 2]);
+  const mq_tensor *qkv[3] = {q, k, v};
+  if (!batches_broadcast(qkv))
+    mq_error(S, "attention: the batch dims of q %s, k %s and v %s do not broadcast",
+             mq_shape_str(S, q->ndim, q->shape), mq_shape_str(S, k->ndim, k->shape),
+             mq_shape_str(S, v->ndim, v->shape));
+  mq_value c = args[4].type == MQ_NONE ? mq_float(sqrt((double)e)) : args[4];
+  if (c.type != MQ_INT && c.type != MQ_FLOAT && !mq_is_tensor(c))
+    mq_error(S, "attention: div must be a number or a tensor, not a %s", mq_value_type_name(c));
+  mq_tensor *r = mq_attention_try(S, q, k, true, -2, -1, c, m, v, true);
+  if (r) return mq_objv(r);
+  mq_tensor *s = mq_matmul(S, q, mq_transpose(S, k, -2, -1));
+  s = mq_binary(S, MQ_BIN_DIV, s, mq_tensor_from_value_stored(S, c, "div"));
+  if (!broadcasts_to(m, s))
+    mq_error(S, "attention: a mask of shape %s does not broadcast to the scores' shape %s",
+             mq_shape_str(S, m->ndim, m->shape), mq_shape_str(S, s->ndim, s->shape));
+  return mq_objv(mq_matmul(S, mq_softmax(S, mq_as_masked(S, s, m), s->ndim - 1), v));
+}
+
 const mq_libfn mq_lib_nn[] = {
     /* losses: a masked-out entry of input or target is ignored (out of the
      * sum and of the mean's count); nothing valid: a masked-out result */
@@ -263,6 +349,10 @@ const mq_libfn mq_lib_nn[] = {
     {"dropout(x, p, seed, training=true)", lib_dropout,
      "x with entries zeroed with probability p, the rest scaled by 1 / (1 - p); from seed alone",
      MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
+    {"attention(q, k, v, mask, div=none)", lib_attention,
+     "softmax(as_masked(q @ transpose(k, -2, -1) / div, mask), -1) @ v, computed over the "
+     "valid keys only; div defaults to sqrt of q's last dim; a query with no valid key is "
+     "masked out", MQ_BK_NONE, 0},
     /* optimizer steps: [new w, new state]; only valid gradient entries update */
     {"sgd_step(w, g, lr, momentum=0, state=none, weight_decay=0)", lib_sgd_step,
      "torch.optim.SGD's step: [w, state], state the momentum buffer (none without momentum)",

@@ -1,9 +1,16 @@
 #!/bin/sh
 # Installs the Debian packages masq needs to build and test, only those that
-# are missing. Uses sudo when not run as root.
-#   sh tools/install-deps.sh         what make test needs (CI)
+# are missing: when none is, it prints nothing and takes a fraction of a
+# second (make test and make demo run it first every time). Uses apt-get,
+# non-interactively, through sudo when not run as root.
+#   sh tools/install-deps.sh         what make test needs (make test, CI)
 #   sh tools/install-deps.sh build   only what make needs (make demo)
+# The optional packages (the Python module and its tests, which make test
+# skips without them) that could not be installed are written to
+# build/install-deps.skipped and not tried again until make clean.
 set -e
+root=$(cd "$(dirname "$0")/.." && pwd)
+skipped="$root/build/install-deps.skipped"
 need=""
 have() { command -v "$1" >/dev/null 2>&1; }
 have re2c  || need="$need re2c"
@@ -25,30 +32,62 @@ if [ "$1" != build ]; then
       clang -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1
   }
   have clang && fuzzer_links || need="$need libclang-rt-dev"
-  # numpy, for the test that numpy reads what masq writes and vice versa
-  /usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
   # rsvg-convert, for the test that the pictures' SVG files render (tests/pictures/)
   have rsvg-convert || need="$need librsvg2-bin"
-  # Optional: the Python module (make python; python/tests in make test, which
-  # skips them without python3-dev), pip install ./python's test venv, and
-  # what its kernel, notebook and dask tests run on (each skipped if absent).
-  [ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] ||
-    want="$want python3-dev"
-  /usr/bin/python3 -c 'import pytest' 2>/dev/null || want="$want python3-pytest"
-  /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || want="$want python3-venv"
-  /usr/bin/python3 -c 'import ipykernel, jupyter_client' 2>/dev/null ||
-    want="$want python3-ipykernel python3-jupyter-client"
-  /usr/bin/python3 -c 'import nbformat, nbclient' 2>/dev/null || want="$want python3-nbformat python3-nbclient"
-  /usr/bin/python3 -c 'import dask.array' 2>/dev/null || want="$want python3-dask"
+  # The Python modules, in one python3 that looks for them without importing
+  # them (importing dask alone takes half a second). Needed: numpy, for the
+  # test that numpy reads what masq writes and vice versa. Optional: the
+  # Python module (make python; python/tests, skipped without python3-dev),
+  # pip install ./python's test venv, and what its kernel, notebook and dask
+  # tests run on (each skipped if absent). Line 1: needed; line 2: optional.
+  py=$(/usr/bin/python3 - 2>/dev/null <<'EOF'
+import importlib.util, os, sysconfig
+def has(*modules):
+    return all(importlib.util.find_spec(m) for m in modules)
+print("" if has("numpy") else "python3-numpy")
+want = []
+if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+    want.append("python3-dev")
+for modules, packages in [(["pytest"], "python3-pytest"), (["ensurepip"], "python3-venv"),
+                          (["ipykernel", "jupyter_client"], "python3-ipykernel python3-jupyter-client"),
+                          (["nbformat", "nbclient"], "python3-nbformat python3-nbclient"),
+                          (["dask"], "python3-dask")]:
+    if not has(*modules):
+        want.append(packages)
+print(" ".join(want))
+EOF
+  ) || py="python3-numpy
+python3-dev python3-pytest python3-venv python3-ipykernel python3-jupyter-client python3-nbformat python3-nbclient python3-dask"
+  need="$need$(echo "$py" | sed -n '1s/^./ &/p')"
+  for p in $(echo "$py" | sed -n 2p); do
+    grep -qx "$p" "$skipped" 2>/dev/null || want="$want $p"
+  done
 fi
 [ -z "$need$want" ] && exit 0
-echo "installing:$need$want"
+
+# skip WHY: the optional packages are not installed; remember them.
+skip() {
+  echo "optional:$want not installed ($1): the Python module's tests are skipped;" \
+    "not tried again until make clean" >&2
+  mkdir -p "$(dirname "$skipped")"
+  for p in $want; do echo "$p"; done >>"$skipped"
+}
 sudo=""
-[ "$(id -u)" = 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
+if [ "$(id -u)" != 0 ]; then
+  if have sudo; then sudo="sudo"; else
+    [ -z "$need" ] || { echo "missing:$need; as root: apt-get install$need" >&2; exit 1; }
+    skip "not root, and no sudo"; exit 0
+  fi
+fi
+if ! have apt-get; then
+  [ -z "$need" ] || { echo "missing:$need (Debian's names); install them, then run this again" >&2; exit 1; }
+  skip "no apt-get"; exit 0
+fi
+echo "installing:$need$want"
+# (through env: sudo drops the caller's environment)
+apt() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
+apt update -qq
 # shellcheck disable=SC2086
-[ -z "$need" ] || $sudo apt-get install -y -qq $need >/dev/null
+[ -z "$need" ] || apt install -y -qq $need >/dev/null
 # shellcheck disable=SC2086
-[ -z "$want" ] || $sudo apt-get install -y -qq $want >/dev/null ||
-  echo "optional:$want not installed (the Python module and its tests are skipped)"
+[ -z "$want" ] || apt install -y -qq $want >/dev/null || skip "apt-get failed"

@@ -286,6 +286,12 @@ static void operands(mq_state *S, mq_buf *b, const mq_function *f, int pc, int l
     unsigned arg = operand(f, at, w);
     at += w;
     last = arg;
+    /* A global by its name alone: its slot number depends on how many
+     * builtins come before it, so listings would change with every new one. */
+    if (*k == 'G' && (int)arg < S->nglobals) {
+      mq_buf_printf(S, b, " %s", S->globals[arg].name);
+      continue;
+    }
     mq_buf_printf(S, b, " %u", arg);
     switch (*k) {
     case 'K':
@@ -296,9 +302,7 @@ static void operands(mq_state *S, mq_buf *b, const mq_function *f, int pc, int l
         mq_value_format(S, b, f->consts[arg]);
       }
       break;
-    case 'G':
-      if ((int)arg < S->nglobals) mq_buf_printf(S, b, "\t; %s", S->globals[arg].name);
-      break;
+    case 'G': mq_buf_puts(S, b, "\t; no such global"); break;
     case 'B':
       if (arg < MQ_TOK__COUNT) mq_buf_printf(S, b, "\t; %s", binop_names[arg]);
       break;

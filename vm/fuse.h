@@ -1,6 +1,6 @@
 /* fuse.h - elementwise expressions evaluated in one blocked pass.
  *
- * The compiler (parser/compiler.c) spots an expression tree of at least
+ * The compiler (parser/fusion.h) spots an expression tree of at least
  * two elementwise operations (+ - * / **, unary minus, calls of unary math
  * builtins such as exp) whose leaves are variables, number literals and
  * calls that are not elementwise (mean(x, 1, keepdim=true), std, a user

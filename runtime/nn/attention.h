@@ -1,7 +1,9 @@
 /* attention.h - masked attention in one pass over the valid keys.
  *
  * softmax(masked(a @ b / c, m), -1) @ v, which the compiler hands over as
- * one fused program (vm/fuse.h): each output row is computed from the
+ * one fused program (vm/fuse.h) and the attention builtin asks for
+ * (both through mq_attention_try, autograd/attention_bwd.h, which also
+ * records the node under grad): each output row is computed from the
  * scores of its valid keys only, never stored, with the very operations
  * (and order of operations) of matmul.c, the division and softmax.c, so
  * the result is bitwise the op-by-op one, data and mask, at any thread

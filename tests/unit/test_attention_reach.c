@@ -4,7 +4,8 @@
  * (op by op makes the scores, a full-size temporary, several times; the
  * fused pass makes none), so each case can fail both ways. That the values
  * are bitwise the op-by-op ones is tests/lang/attention_fused, and the
- * gradients tests/lang/attention_grad. */
+ * gradients tests/lang/attention_grad; for the attention builtin, which
+ * takes the same pass, tests/lang/attention_builtin. */
 #include <stdbool.h>
 
 #include "alloc_count.h"
@@ -91,6 +92,16 @@ int main(void) {
   /* a captured variable is a leaf too */
   expect(set, "fn f(a) { g = fn() = softmax(masked(a @ kt / 8, m), -1) @ v\n return g() }\nr = f(q)",
          true);
+  /* the attention builtin takes the same pass (runtime/attention.h:
+   * mq_attention_try), and the same node under grad; op by op for what
+   * that does not take */
+  expect(set, "r = attention(q, k, v, m, 8)", true);
+  expect(set, "r = attention(q, k, v, rm)", true);
+  expect(set, "r = attention(q, k, masked(v, rand(8, 512, 32) < 0.9), m, 8)", false);
+  expect_grad(set, "q = requires_grad(q)\nr = grad(sum(attention(q, k, v, m, 8)), q)", true);
+  expect_grad(set, "c = requires_grad(tensor(8.0))\nq = requires_grad(q)\n"
+                   "r = grad(sum(attention(q, k, v, m, c)), q)",
+              false);
   printf("test_attention_reach: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

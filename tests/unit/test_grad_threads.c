@@ -219,6 +219,10 @@ static const struct {
      "sum((softmax(as_masked(reshape(get_data(X)[0:512], 128, 64, n1 // 16) @ transpose(reshape(get_data(Y)[0:512], 128, "
      "64, n1 // 16), -2, -1) / 8, KM), -1) @ reshape(get_data(Y)[512:], 128, 64, n1 // 16)) * reshape(W[0:512], 128, 64, n1 // 16))",
      "ANY", "ANY", 'E'},
+    {"attention builtin",
+     "sum(attention(reshape(get_data(X)[0:512], 128, 64, n1 // 16), reshape(get_data(Y)[0:512], 128, 64, "
+     "n1 // 16), reshape(get_data(Y)[512:], 128, 64, n1 // 16), KM, 8) * reshape(W[0:512], 128, 64, n1 // 16))",
+     "ANY", "ANY", 'E'},
     {"accumulation", "sum(exp(X) * W) + sum(X * Y) + sum(double(Y) * W)", "ANY", "ANY", 'E'},
 };
 
