@@ -19,7 +19,7 @@
 #
 # Generated sources (re2c, Bison) and all objects live in build/.
 # make runs as many jobs as there are cores unless given -j (make -j1: one);
-# it prints one short line per step ("CC runtime/nn.c"); make V=1 prints the
+# it prints one short line per step ("CC runtime/nn/nn.c"); make V=1 prints the
 # commands.
 
 # Only the top make sets -j: a sub-make shares its parent's job slots, and

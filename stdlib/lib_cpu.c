@@ -1,5 +1,5 @@
 /* lib_cpu.c - which CPU path the kernels that have several take
- * (runtime/cpu.h): the same bits on every path, so these only matter for
+ * (runtime/tensor/cpu.h): the same bits on every path, so these only matter for
  * speed, and for tests that compare the paths. */
 #include "../runtime/tensor/cpu.h"
 #include "stdlib.h"

@@ -1,7 +1,7 @@
 /* lib_nn.c - the training builtins: losses (mse_loss, binary_cross_entropy
  * with and without logits, cross_entropy), layer_norm, dropout, masked
  * attention, and the optimizer steps sgd_step, adagrad_step and adam_step.
- * Thin bindings of runtime/nn.h and runtime/attention.h; the signature is
+ * Thin bindings of runtime/nn/nn.h and runtime/nn/attention.h; the signature is
  * the help text.
  *
  * An optimizer's state is a plain list, so that a script keeps it in one

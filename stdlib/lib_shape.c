@@ -1,5 +1,5 @@
 /* lib_shape.c - builtins for shapes and views, joining and splitting,
- * matmul and length masks: thin bindings of runtime/shape.h. */
+ * matmul and length masks: thin bindings of runtime/tensor/shape.h. */
 #include "../core/checked.h"
 #include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/shape.h"

@@ -1,5 +1,5 @@
 /* lib_shape_more.c - builtins for triangles, tiling, rolling, differences,
- * bmm and einsum, .T and size(): thin bindings of runtime/shape_more.h. */
+ * bmm and einsum, .T and size(): thin bindings of runtime/kernels/shape_more.h. */
 #include "../runtime/tensor/shape.h"
 #include "../runtime/kernels/shape_more.h"
 #include "stdlib.h"

@@ -1,6 +1,6 @@
 /* lib_summary.c - summary and describe: a tensor's statistics at a glance
  * (runtime/print/summary.h computes them; large tensors print the same summary
- * line above their body, runtime/print.c). */
+ * line above their body, runtime/print/print.c). */
 #include "../runtime/print/summary.h"
 #include "stdlib.h"
 

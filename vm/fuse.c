@@ -7,7 +7,7 @@
  * the block, reading leaves straight from their tensors (or a number with
  * stride 0) and the operands below it from the buffers, the last one
  * writing into the result. Blocks are independent, so large inputs are
- * split across threads by whole blocks (runtime/parallel.h). */
+ * split across threads by whole blocks (runtime/tensor/parallel.h). */
 #include "fuse.h"
 
 #include "../core/checked.h"

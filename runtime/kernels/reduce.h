@@ -39,7 +39,7 @@ static inline int64_t mq_red_piece_len(int64_t n, int64_t p) {
 /* One (op, input dtype) pair. acc points at the slots (acc_size bytes
  * each); [m] is the row's mask, NULL for plain input (tested once per
  * row, not per element). Kernels run on several threads for large inputs
- * (runtime/parallel.h): they only write the slots they are given.
+ * (runtime/tensor/parallel.h): they only write the slots they are given.
  *
  * The fast kernels (float sums and extrema) also fill the optional fields:
  * row_cnt and acc_row_cnt do what row and acc_row do and, when [cnt] is
@@ -181,7 +181,7 @@ MQ_INTERNAL double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64
 MQ_INTERNAL void mq_softmax_row_f32(int cpu, float *o, const float *x, const uint8_t *m, int64_t n);
 MQ_INTERNAL void mq_softmax_row_f64(int cpu, double *o, const double *x, const uint8_t *m,
                                     int64_t n);
-/* The row sum again, on CPU path [cpu] (runtime/cpu.h: the same bits on
+/* The row sum again, on CPU path [cpu] (runtime/tensor/cpu.h: the same bits on
  * every path), adding the valid entries to *cnt when cnt and m are not
  * NULL. */
 MQ_INTERNAL double mq_kernel_rowsum_cnt_f32(int cpu, const float *x, const uint8_t *m, int64_t n,
@@ -190,7 +190,7 @@ MQ_INTERNAL double mq_kernel_rowsum_cnt_f64(const double *x, const uint8_t *m, i
 /* The row max again, on CPU path [cpu] (the same bits on every path). */
 MQ_INTERNAL float mq_kernel_rowmax_on_f32(int cpu, const float *x, const uint8_t *m, int64_t n);
 /* The sum of (x - mean)^2 over the valid entries of a row, in double, as
- * var and std compute it (runtime/stats.c), on CPU path [cpu]. */
+ * var and std compute it (runtime/kernels/stats.c), on CPU path [cpu]. */
 MQ_INTERNAL double mq_kernel_sqdev_f32(int cpu, const float *x, const uint8_t *m, int64_t n, double mean);
 
 #endif

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Whether mq_tile_sums runs on CPU path [cpu] (runtime/cpu.h: AVX2 with
+/* Whether mq_tile_sums runs on CPU path [cpu] (runtime/tensor/cpu.h: AVX2 with
  * FMA, or AVX-512); the caller's plain loops are the portable path. */
 MQ_INTERNAL bool mq_tile_ok(int cpu);
 

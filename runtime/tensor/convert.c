@@ -168,7 +168,7 @@ static const mq_ewise_fn where_kernels[MQ_DT__COUNT] = {
 #undef X
 };
 
-/* Where the condition has a validity summary (runtime/masksum.h; a mask,
+/* Where the condition has a validity summary (runtime/tensor/masksum.h; a mask,
  * or any bool tensor masq made) and everything lies in one row: block by
  * block of the summary, a block whose condition is all true is a copy of
  * a (or a fill with a's one value), all false one of b, and only mixed

@@ -85,7 +85,7 @@ typedef void (*mq_ewise_fn)(mq_state *S, mq_iter *it, const double *prm);
 
 /* Runs kernel [k] over the walk [it] (fresh from mq_iter_init): on the
  * calling thread, or for a million elements or more split by elements
- * (one row) or rows among the state's threads (runtime/parallel.h). Each
+ * (one row) or rows among the state's threads (runtime/tensor/parallel.h). Each
  * element's result is the same either way. */
 MQ_INTERNAL void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm);
 

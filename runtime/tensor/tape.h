@@ -42,7 +42,7 @@ typedef enum mq_agkind {
   MQ_AG_MEDIAN,      /* dims: the one dim, or all (flattened) */
   MQ_AG_SCATTER_ADD, /* in: x, src; aux: the output element each src element
                         was added to (int64, src's shape; -1: none) */
-  /* sparse layouts (runtime/sparse.h; derivatives in backward_sparse.c): a
+  /* sparse layouts (runtime/sparse/sparse.h; derivatives in backward_sparse.c): a
    * sparse tensor's gradient is a sparse tensor of its structure */
   MQ_AG_SP_VALUES,   /* the stored values of sparse in[0], a 1-D tensor */
   MQ_AG_SP_WRAP,     /* a sparse result (its own structure) from the 1-D in[0] */

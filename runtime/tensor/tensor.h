@@ -31,7 +31,7 @@
 /* The storage dtypes: stored at their size, converted to their compute
  * dtype (ints -> int64, half types -> float32) at the entry of the ops that
  * accept them, results converted back to torch's promoted dtype (see
- * runtime/narrow.h). float16 and bfloat16 are stored as their bits. */
+ * mq_narrow_back below). float16 and bfloat16 are stored as their bits. */
 #define MQ_NARROW_DTYPES(X)                                                    \
   X(I8, int8, int8_t, "int8")                                                  \
   X(I16, int16, int16_t, "int16")                                              \
@@ -98,12 +98,12 @@ typedef struct mq_storage {
    * runtime/io/npy.h): unmapped instead of freed, never written, not counted
    * against the memory limit */
   mq_mapping *map;
-  /* the validity summary of a mask's storage (runtime/masksum.h), built on
+  /* the validity summary of a mask's storage (runtime/tensor/masksum.h), built on
    * first use; NULL until then, and always for host memory */
   struct mq_masksum *msum;
 } mq_storage;
 
-struct mq_gradnode; /* autograd's record of an op (runtime/autograd.h) */
+struct mq_gradnode; /* autograd's record of an op (runtime/autograd/autograd.h) */
 
 struct mq_tensor {
   mq_obj hdr;
@@ -131,7 +131,7 @@ struct mq_tensor {
 static inline bool mq_storage_foreign(const mq_storage *st) { return st->release || st->map; }
 
 /* Foreign memory may change between two calls and, from another host
- * thread, during one (runtime/foreign.c). An op that takes positions,
+ * thread, during one (runtime/tensor/foreign.c). An op that takes positions,
  * lengths or counts from a tensor's data or mask reads them from
  * mq_tensor_owned(S, t): [t] itself when masq owns its data and mask, else
  * a plain view whose foreign parts are copied (contiguous, each element
@@ -265,7 +265,7 @@ MQ_INTERNAL mq_tensor *mq_to_tensor(mq_state *S, mq_tensor *t, double fill);
  * autograd (not requiring grad, no grad, no node: a graph may read its
  * values later). Bool storages are left alone: they are what masks are
  * made of, and validity summaries cached on a mask storage (wt-summary,
- * runtime/masksum.h) would go stale; admitting them needs
+ * runtime/tensor/masksum.h) would go stale; admitting them needs
  * mq_masksum_drop(storage) before the write. A mask is never written in
  * place: a reused result shares or copies its mask as a fresh one would. */
 MQ_INTERNAL bool mq_reusable(const mq_tensor *t, mq_dtype dt, int nd, const int64_t *shape);

@@ -1,5 +1,5 @@
 /* test_ewise_paths.c - every elementwise kernel on each of its stride
- * paths (runtime/elementwise.c, unary.c, binary.c).
+ * paths (runtime/kernels/elementwise.c, unary.c, binary.c).
  *
  * A kernel is instantiated per op and dtype from one element expression,
  * and each instantiation has a loop per stride pattern of its operands:

@@ -1,5 +1,5 @@
 /* test_grad_f32.c - the float32 derivative loops of every op row
- * (runtime/backward.c).
+ * (runtime/autograd/backward.c).
  *
  * A float32 gradient of a unary or binary row is computed by one loop per
  * op and per side, in two forms: for an array of incoming gradients, and

@@ -2,7 +2,7 @@
  * bits whatever the thread count and whichever CPU path runs (issue 16).
  *
  * The cases come from the op lists themselves: every row of
- * runtime/ops_unary.h, ops_binary.h and ops_reduce.h (reductions over
+ * runtime/kernels/ops_unary.h, ops_binary.h and ops_reduce.h (reductions over
  * every dim and along each) whose derivative is a D(...), and every scan
  * row, so a new row is checked without anyone writing its case; the ops
  * that are not rows (softmax and its kin, var/std/norm/median, matmul,
