@@ -434,10 +434,10 @@ soak: $(ASAN_DIR)/soak
 # --- coverage: make coverage (gcc --coverage -O0, objects in build/cov) -------
 # Builds the library, the CLI and the C tests with coverage counters, runs
 # every suite against them (failures are shown, not fatal: this measures),
-# and prints line and branch coverage of the library per folder and file
+# and prints line and branch coverage of the library per folder, room and file
 # (tools/coverage/summary.py over gcov's JSON, which says what it counts).
 # Fails when the library's branch coverage is below COVERAGE_MIN percent.
-# -DMQ_NO_WIDE: one copy of each MQ_WIDE kernel (kernels.h), not an AVX2
+# -DMQ_NO_WIDE: one copy of each MQ_WIDE kernel (runtime/tensor/internal.h), not an AVX2
 # clone and a default one of which this CPU runs only one. re2c without
 # -i: its #line directives attribute the lexer's actions to lexer.re.
 .PHONY: coverage
