@@ -6,8 +6,9 @@
 #                   install tests and the layer check, then again under
 #                   ASan+UBSan
 #   make unit, make golden [T=NAME]   the C unit tests, the golden scripts
-#   make layers     check that the source folders call and include only the
-#                   layers below them (tools/layercheck; part of make test)
+#   make layers     check that the source folders, and the rooms of runtime/
+#                   and stdlib/, call and include only the layers below them
+#                   (tools/layercheck; part of make test)
 #   make demo       install what the build lacks, build, and run the tours
 #                   (examples/tour.masq, explore.masq)
 #   make install    PREFIX=/usr/local DESTDIR= : the CLI, the header, both
@@ -18,7 +19,7 @@
 #
 # Generated sources (re2c, Bison) and all objects live in build/.
 # make runs as many jobs as there are cores unless given -j (make -j1: one);
-# it prints one short line per step ("CC runtime/nn.c"); make V=1 prints the
+# it prints one short line per step ("CC runtime/nn/nn.c"); make V=1 prints the
 # commands.
 
 # Only the top make sets -j: a sub-make shares its parent's job slots, and
@@ -64,9 +65,10 @@ B        = build
 GEN      = $(B)/gen
 
 # The library's folders, one layer each (docs/HACKING.md; tools/layercheck
-# checks that calls and includes only go down).
+# checks that calls and includes only go down). runtime/ and stdlib/ keep
+# their sources in rooms, one sub-folder each, layered the same way.
 LAYERS   = core runtime vm parser stdlib api
-LIB_SRC  = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
+LIB_SRC  = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c $(d)/*/*.c))
 GEN_SRC  = $(GEN)/lexer.c $(GEN)/parser.c
 CLI_SRC  = $(wildcard cli/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
@@ -267,8 +269,9 @@ unit: $(UNITS)
 golden: $(B)/masq
 	@sh tests/run.sh $(B)/masq $(T)
 
-# The folders are one-way layers (docs/HACKING.md): tools/layercheck reads
-# the objects' symbols and the sources' includes and fails on an upward edge.
+# The folders, and the rooms inside runtime/ and stdlib/, are one-way layers
+# (docs/HACKING.md): tools/layercheck reads the objects' symbols and the
+# sources' includes and fails on an upward edge.
 layers: $(B)/libmasq.a
 	@python3 tools/layercheck $(B)/obj
 
@@ -431,10 +434,10 @@ soak: $(ASAN_DIR)/soak
 # --- coverage: make coverage (gcc --coverage -O0, objects in build/cov) -------
 # Builds the library, the CLI and the C tests with coverage counters, runs
 # every suite against them (failures are shown, not fatal: this measures),
-# and prints line and branch coverage of the library per folder and file
+# and prints line and branch coverage of the library per folder, room and file
 # (tools/coverage/summary.py over gcov's JSON, which says what it counts).
 # Fails when the library's branch coverage is below COVERAGE_MIN percent.
-# -DMQ_NO_WIDE: one copy of each MQ_WIDE kernel (kernels.h), not an AVX2
+# -DMQ_NO_WIDE: one copy of each MQ_WIDE kernel (runtime/tensor/internal.h), not an AVX2
 # clone and a default one of which this CPU runs only one. re2c without
 # -i: its #line directives attribute the lexer's actions to lexer.re.
 .PHONY: coverage

@@ -1,8 +1,8 @@
-/* api_grad.c - autograd from C (include/masq.h), on runtime/autograd.h
+/* api_grad.c - autograd from C (include/masq.h), on runtime/autograd/autograd.h
  * directly rather than through the requires_grad/backward/grad builtins,
  * so a host function registered under one of those names cannot change
  * what these do. */
-#include "../runtime/autograd.h"
+#include "../runtime/autograd/autograd.h"
 #include "api_int.h"
 
 typedef struct grad_job {

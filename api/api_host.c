@@ -8,7 +8,7 @@
 
 #include "../core/gc.h"
 #include "../lexer/keywords.h"
-#include "../runtime/tensor.h"
+#include "../runtime/tensor/tensor.h"
 #include "../vm/builtin.h"
 #include "../vm/globals.h"
 #include "../vm/vm.h"

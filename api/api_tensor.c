@@ -7,7 +7,7 @@
  * C hosts get these wrong, and a masq_status is cheaper to debug than a
  * crash inside a kernel. */
 #include "../core/checked.h"
-#include "../runtime/kernels.h"
+#include "../runtime/tensor/internal.h"
 #include "api_int.h"
 
 _Static_assert(MASQ_BOOL == (int)MQ_DT_BOOL && MASQ_INT64 == (int)MQ_DT_I64 &&

@@ -4,7 +4,7 @@
  * however many handles come and go). */
 #include "api_int.h"
 
-#include "../runtime/tensor.h"
+#include "../runtime/tensor/tensor.h"
 
 mq_host *mq_host_get(mq_state *S) {
   if (!S->host) S->host = mq_calloc(S, sizeof *S->host);

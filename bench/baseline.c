@@ -6,7 +6,7 @@
  * no library, no temporaries beyond the result, a `#pragma omp simd`
  * where a reduction must be allowed to reassociate (compiled with
  * -fopenmp-simd, which honours the pragmas and links no OpenMP runtime).
- * The semantics follow masq's (runtime/reduce.c, softmax.c, matmul.c):
+ * The semantics follow masq's (runtime/kernels/reduce.c, softmax.c, matmul.c):
  * float32 sums accumulate in double, a reduction over nothing valid is
  * masked out, masked-out entries never contribute (selected away with sel(),
  * NaN-safe, not multiplied by the mask). Results are written to buffers
@@ -223,7 +223,7 @@ static void softmax_rows(const float *x, const uint8_t *m, int64_t rows, int64_t
   }
 }
 
-/* Masked matmul with masq's semantics (runtime/matmul.c): C[i,j] sums
+/* Masked matmul with masq's semantics (runtime/kernels/matmul.c): C[i,j] sums
  * A[i,k]*B[k,j] over the k where both are valid, in double; C[i,j] masked
  * out when no k is. B is copied once with its masked-out entries zeroed
  * (exact for finite A), then an i-k-j loop with the accumulator row in

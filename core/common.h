@@ -49,6 +49,6 @@
 #define MQ_MAX_DIMS 8
 
 typedef struct mq_state mq_state;   /* the interpreter; masq_state in masq.h */
-typedef struct mq_tensor mq_tensor; /* runtime/tensor.h */
+typedef struct mq_tensor mq_tensor; /* runtime/tensor/tensor.h */
 
 #endif

@@ -153,7 +153,7 @@ struct mq_state {
   unsigned poll_counter;
   /* While > 0, polls report no interrupt (the flag stays set for the next
    * poll after): an op writing its result into a dying operand's storage
-   * (runtime/tensor.h, mq_reusable) must not stop half-way, or the
+   * (runtime/tensor/tensor.h, mq_reusable) must not stop half-way, or the
    * variable that still holds the operand would see half a result.
    * mq_protect puts it back when an error crosses it. */
   int defer_interrupts;
@@ -171,16 +171,16 @@ struct mq_state {
    * taken (read and cleared) only by the builtins that opt in, first
    * thing (mq_take_spare). */
   mq_tensor *spare;
-  /* How many results went into a dying operand's storage (runtime/tensor.h,
+  /* How many results went into a dying operand's storage (runtime/tensor/tensor.h,
    * mq_reuse): what the tests read to see that reuse happens. */
   long reused;
-  bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd.h) */
+  bool no_grad; /* autograd recording off (set_grad_enabled, runtime/autograd/autograd.h) */
   unsigned warned; /* the warnings a state gives once, by bit (stdlib.h, mq_warn_once) */
-  int nthreads;  /* threads a large kernel may use, 0: not counted yet (runtime/parallel.h) */
-  int cpu;       /* the CPU path of the kernels that have several (runtime/cpu.h) */
-  mq_printopts print; /* how tensors print (set_printoptions, runtime/print.c) */
+  int nthreads;  /* threads a large kernel may use, 0: not counted yet (runtime/tensor/parallel.h) */
+  int cpu;       /* the CPU path of the kernels that have several (runtime/tensor/cpu.h) */
+  mq_printopts print; /* how tensors print (set_printoptions, runtime/print/print.c) */
   struct mq_workers *workers; /* their pool, NULL until a kernel first splits */
-  /* The file writer (runtime/file_write.c): a count that names its new
+  /* The file writer (runtime/io/file_write.c): a count that names its new
    * files apart, and fault injection for its tests only: when at > 0, its
    * at-th system call (counted in count) fails with err (ENOSPC if 0). */
   unsigned long io_seq;

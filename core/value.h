@@ -27,7 +27,7 @@ typedef enum mq_otype {
   MQ_O_CLOSURE,  /* a callable masq function: code + captured values */
   MQ_O_BUILTIN,  /* a C function from the state's table (vm/builtin.h) */
   MQ_O_RANGE,    /* range(start, stop, step), lazy (core/range.h); holds no references */
-  MQ_O_SPARSE,   /* a sparse-layout tensor (runtime/sparse.h): an mq_tensor kept apart
+  MQ_O_SPARSE,   /* a sparse-layout tensor (runtime/sparse/sparse.h): an mq_tensor kept apart
                     from the strided-only code that mq_is_tensor() admits */
   MQ_O_ERROR,    /* a caught error: message and location (vm/errval.h) */
   MQ_O_DICT,     /* keys to values, insertion-ordered (core/dict.h) */

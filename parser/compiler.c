@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-#include "../runtime/tensor.h"
+#include "../runtime/tensor/tensor.h"
 #include "../vm/errval.h"
 #include "../vm/globals.h"
 #include "fusion.h"

@@ -21,7 +21,7 @@
  * how a name resolves where the expression is.
  *
  * Attention is both this shape and a builtin, attention(q, k, v, mask,
- * div), with one implementation: mq_attention_try (runtime/attention.h),
+ * div), with one implementation: mq_attention_try (runtime/nn/attention.h),
  * which the builtin calls (running the expression's operations itself when
  * it declines) and which the shape's program reaches (vm/fuse_attn.c, once
  * it has checked the names still hold those builtins). The matcher lowers

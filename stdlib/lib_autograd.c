@@ -6,8 +6,8 @@
  * gradients backward() computes accumulate into that leaf's .grad. Recording
  * is switched off and on with set_grad_enabled(false/true), torch's
  * function of the same name (the `with torch.no_grad():` of masq). */
-#include "../runtime/autograd.h"
-#include "../runtime/sparse.h"
+#include "../runtime/autograd/autograd.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

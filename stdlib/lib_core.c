@@ -3,9 +3,9 @@
  * signature string is the binding spec and the help text. */
 #include <math.h>
 
-#include "../runtime/autograd.h"
-#include "../runtime/parallel.h"
-#include "../runtime/sparse.h"
+#include "../runtime/autograd/autograd.h"
+#include "../runtime/tensor/parallel.h"
+#include "../runtime/sparse/sparse.h"
 #include "../vm/globals.h"
 #include "stdlib.h"
 

@@ -1,7 +1,7 @@
 /* lib_cpu.c - which CPU path the kernels that have several take
- * (runtime/cpu.h): the same bits on every path, so these only matter for
+ * (runtime/tensor/cpu.h): the same bits on every path, so these only matter for
  * speed, and for tests that compare the paths. */
-#include "../runtime/cpu.h"
+#include "../runtime/tensor/cpu.h"
 #include "stdlib.h"
 
 static mq_value lib_set_cpu_path(mq_state *S, mq_value *args) {

@@ -3,7 +3,8 @@
  * contiguous). */
 #include <math.h>
 
-#include "convert.h"
+#include "../runtime/kernels/ops.h"
+#include "text/convert.h"
 #include "stdlib.h"
 
 #define RET(t) return mq_objv(t)

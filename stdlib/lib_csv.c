@@ -1,8 +1,8 @@
 /* lib_csv.c - load_csv and save_csv: tables of numbers with missing cells
- * as masked float tensors (runtime/csv.h parses and writes; docs/IO.md is
+ * as masked float tensors (runtime/io/csv.h parses and writes; docs/IO.md is
  * the user's account). Bound with the file builtins, under MASQ_LIB_IO. */
-#include "../runtime/csv.h"
-#include "../runtime/npy.h"
+#include "../runtime/io/csv.h"
+#include "../runtime/io/npy.h"
 #include "stdlib.h"
 
 static const char *arg_path(mq_state *S, mq_value v, const char *fn) {

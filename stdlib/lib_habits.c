@@ -2,7 +2,7 @@
  * constants (dtype=float64), x.requires_grad as a bool, and the warnings
  * torch gives where masq would otherwise stay silent. */
 #include "../core/diag.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "../vm/globals.h"
 #include "../vm/vm.h"
 #include "stdlib.h"

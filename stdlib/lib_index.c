@@ -1,9 +1,10 @@
 /* lib_index.c - the builtins that order and move entries by index: max and
  * min with indices, sort, argsort, topk, gather, scatter, scatter_add,
- * index_select, one_hot, and allclose. Thin bindings of runtime/gather.h.
+ * index_select, one_hot, and allclose. Thin bindings of runtime/kernels/gather.h.
  * A pair of results (values and indices) is a list [values, indices], which
  * unpacks: `v, i = sort(x)`. */
-#include "../runtime/gather.h"
+#include "../runtime/kernels/gather.h"
+#include "../runtime/kernels/ops.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

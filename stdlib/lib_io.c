@@ -1,7 +1,7 @@
 /* lib_io.c - load, save and savez: NumPy .npy and .npz files. The group
  * MASQ_LIB_IO: bound only when the host enables file access.
  *
- * The formats live in runtime/npy.h; this file decides how masq values map
+ * The formats live in runtime/io/npy.h; this file decides how masq values map
  * onto them (docs/IO.md is the user's account of the same rules):
  *   - a plain tensor is one .npy array;
  *   - a masked tensor X is two arrays in an .npz: its data under X's name
@@ -12,7 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "../runtime/npy.h"
+#include "../runtime/io/npy.h"
 #include "stdlib.h"
 
 /* printf into scratch memory: names for messages. */

@@ -5,11 +5,11 @@
 #include "../core/checked.h"
 #include "../core/dict.h"
 #include "../core/range.h"
-#include "../runtime/shape.h"
+#include "../runtime/tensor/shape.h"
 #include "../vm/errval.h"
 #include "../vm/walk.h"
-#include "convert.h"
-#include "format.h"
+#include "text/convert.h"
+#include "text/format.h"
 #include "stdlib.h"
 
 static mq_value lib_len(mq_state *S, mq_value *args) {

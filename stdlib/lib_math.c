@@ -1,12 +1,13 @@
 /* lib_math.c - the math builtins: unary and binary elementwise functions
  * (torch.masked's lists and their aliases), reductions, normalizations,
  * where and masked_fill, intersect, and the constants nan, inf and pi.
- * Thin bindings of runtime/tensor.h; the signature is the help text. */
+ * Thin bindings of runtime/tensor/tensor.h; the signature is the help text. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../runtime/autograd.h"
+#include "../runtime/autograd/autograd.h"
+#include "../runtime/kernels/ops.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
@@ -16,7 +17,7 @@
 #define TW(i, what) mq_tensor_from_value(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
-/* --- unary: from the rows of runtime/ops_unary.h ------------------------- */
+/* --- unary: from the rows of runtime/kernels/ops_unary.h ------------------------- */
 
 /* The [n] number parameters after x (none: NaN, which the op reads as
  * absent), named in errors as in the signature [sig]. */

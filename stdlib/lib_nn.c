@@ -1,7 +1,7 @@
 /* lib_nn.c - the training builtins: losses (mse_loss, binary_cross_entropy
  * with and without logits, cross_entropy), layer_norm, dropout, masked
  * attention, and the optimizer steps sgd_step, adagrad_step and adam_step.
- * Thin bindings of runtime/nn.h and runtime/attention.h; the signature is
+ * Thin bindings of runtime/nn/nn.h and runtime/nn/attention.h; the signature is
  * the help text.
  *
  * An optimizer's state is a plain list, so that a script keeps it in one
@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/attention.h"
-#include "../runtime/autograd.h"
-#include "../runtime/nn.h"
-#include "../runtime/shape.h"
-#include "../runtime/sparse.h"
+#include "../runtime/autograd/attention_bwd.h"
+#include "../runtime/autograd/autograd.h"
+#include "../runtime/nn/nn.h"
+#include "../runtime/tensor/shape.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

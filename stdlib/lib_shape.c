@@ -1,7 +1,8 @@
 /* lib_shape.c - builtins for shapes and views, joining and splitting,
- * matmul and length masks: thin bindings of runtime/shape.h. */
+ * matmul and length masks: thin bindings of runtime/tensor/shape.h. */
 #include "../core/checked.h"
-#include "../runtime/shape.h"
+#include "../runtime/kernels/ops.h"
+#include "../runtime/tensor/shape.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

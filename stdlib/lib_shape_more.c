@@ -1,7 +1,7 @@
 /* lib_shape_more.c - builtins for triangles, tiling, rolling, differences,
- * bmm and einsum, .T and size(): thin bindings of runtime/shape_more.h. */
-#include "../runtime/shape.h"
-#include "../runtime/shape_more.h"
+ * bmm and einsum, .T and size(): thin bindings of runtime/kernels/shape_more.h. */
+#include "../runtime/tensor/shape.h"
+#include "../runtime/kernels/shape_more.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)

@@ -3,7 +3,8 @@
 #include <stdio.h>
 
 #include "../core/dict.h"
-#include "../runtime/sparse.h"
+#include "../runtime/kernels/ops.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 #define RET(t) return mq_objv(t)

@@ -5,8 +5,8 @@
  * hostile constructor arguments. */
 #include <stdio.h>
 
-#include "../runtime/npy.h"
-#include "../runtime/sparse.h"
+#include "../runtime/io/npy.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 /* [needle] (3 bytes) occurs in [h, h+n). */

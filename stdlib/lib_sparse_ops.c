@@ -2,7 +2,8 @@
  * matmul, intersect) on sparse input, and the builtins only sparse tensors
  * have: union and masked_matmul. mq_sparse_builtin (lib_sparse.c) sends
  * every call with a sparse first or second argument here first. */
-#include "../runtime/sparse.h"
+#include "../runtime/kernels/ops.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 #define RET(t) return mq_objv(t)

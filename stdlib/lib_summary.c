@@ -1,7 +1,7 @@
 /* lib_summary.c - summary and describe: a tensor's statistics at a glance
- * (runtime/summary.h computes them; large tensors print the same summary
- * line above their body, runtime/print.c). */
-#include "../runtime/summary.h"
+ * (runtime/print/summary.h computes them; large tensors print the same summary
+ * line above their body, runtime/print/print.c). */
+#include "../runtime/print/summary.h"
 #include "stdlib.h"
 
 const mq_string **mq_arg_string_list(mq_state *S, mq_value v, const char *fn, const char *what,

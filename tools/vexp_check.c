@@ -1,4 +1,4 @@
-/* vexp_check.c - mq_vexpf (runtime/vexp.h) on all 2^32 float32 inputs:
+/* vexp_check.c - mq_vexpf (runtime/kernels/vexp.h) on all 2^32 float32 inputs:
  * every CPU path this machine runs gives the bits of the portable one
  * (NaNs included), and each result is compared with the correctly rounded
  * e^x and with glibc's expf. A run takes minutes (about 2^32 calls of
@@ -18,8 +18,8 @@
  * counts are printed, not judged. */
 #include <stdio.h>
 
-#include "../runtime/cpu.h"
-#include "../runtime/vexp.h"
+#include "../runtime/tensor/cpu.h"
+#include "../runtime/kernels/vexp.h"
 #include "../tests/unit/exp_ref.h"
 
 /* The bit patterns of the inputs whose e^x lies within 2^-44 (relative)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "../core/checked.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "globals.h"
 #include "suggest.h"
 

@@ -18,7 +18,8 @@
 #define MQ_BUILTIN_H
 
 #include "../core/state.h"
-#include "../runtime/tensor.h"
+#include "../runtime/kernels/ops.h"
+#include "../runtime/tensor/tensor.h"
 
 /* Returns a borrowed or pool-owned value (the VM retains what it keeps). */
 typedef mq_value (*mq_cfn)(mq_state *S, mq_value *args);
@@ -146,11 +147,11 @@ MQ_INTERNAL int mq_builtin_redop(const mq_builtin *b);
 /* --- argument helpers for builtins ---------------------------------------- */
 
 MQ_INTERNAL mq_tensor *mq_arg_tensor(mq_state *S, mq_value v, const char *what);
-/* The same, also admitting a sparse tensor (runtime/sparse.h): for the
+/* The same, also admitting a sparse tensor (runtime/sparse/sparse.h): for the
  * builtins that handle every layout. */
 MQ_INTERNAL mq_tensor *mq_arg_tensor_any(mq_state *S, mq_value v, const char *what);
 /* The same two as stored: a tensor of a storage dtype (int8 ... bfloat16,
- * runtime/tensor.h) is not converted to its compute dtype. Only for
+ * runtime/tensor/tensor.h) is not converted to its compute dtype. Only for
  * builtins that handle every dtype (views, conversions, printing, save). */
 MQ_INTERNAL mq_tensor *mq_arg_tensor_stored(mq_state *S, mq_value v, const char *what);
 MQ_INTERNAL mq_tensor *mq_arg_tensor_any_stored(mq_state *S, mq_value v, const char *what);

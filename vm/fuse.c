@@ -7,14 +7,15 @@
  * the block, reading leaves straight from their tensors (or a number with
  * stride 0) and the operands below it from the buffers, the last one
  * writing into the result. Blocks are independent, so large inputs are
- * split across threads by whole blocks (runtime/parallel.h). */
+ * split across threads by whole blocks (runtime/tensor/parallel.h). */
 #include "fuse.h"
 
 #include "../core/checked.h"
-#include "../runtime/ewise.h"
-#include "../runtime/masksum.h"
-#include "../runtime/parallel.h"
-#include "../runtime/reduce.h"
+#include "../runtime/kernels/ewise.h"
+#include "../runtime/tensor/masksum.h"
+#include "../runtime/kernels/ops.h"
+#include "../runtime/tensor/parallel.h"
+#include "../runtime/kernels/reduce.h"
 #include "builtin.h"
 #include "chunk.h"
 

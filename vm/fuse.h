@@ -57,7 +57,8 @@
 #ifndef MQ_FUSE_H
 #define MQ_FUSE_H
 
-#include "../runtime/tensor.h"
+#include "../runtime/kernels/ops.h"
+#include "../runtime/tensor/tensor.h"
 
 #define MQ_FUSE_BLOCK 4096
 #define MQ_FUSE_MAX_LEAVES 16
@@ -82,7 +83,7 @@ MQ_INTERNAL mq_tensor *mq_fuse_run(mq_state *S, const uint8_t *code, size_t len,
  *   then the builtins softmax and masked (slot u16, builtin u16 each), 1
  *   if B is transposed, transpose's builtin (slot, builtin), d0, d1 and
  *   softmax's dim (i8 each). mq_fuse_run runs it through
- *   mq_fuse_attention (vm/fuse_attn.c, runtime/attention.h). */
+ *   mq_fuse_attention (vm/fuse_attn.c, runtime/nn/attention.h). */
 #define MQ_FUSE_ATTN_LEAVES 5
 #define MQ_FUSE_ATTN_LEN (1 + 3 * MQ_FUSE_ATTN_LEAVES + 8 + 1 + 4 + 3)
 MQ_INTERNAL mq_tensor *mq_fuse_attention(mq_state *S, const uint8_t *code, size_t len,

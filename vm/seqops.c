@@ -6,7 +6,7 @@
 #include "../core/dict.h"
 #include "../core/range.h"
 #include "../core/strfind.h"
-#include "../runtime/sparse.h"
+#include "../runtime/sparse/sparse.h"
 #include "builtin.h"
 #include "suggest.h"
 

@@ -13,10 +13,11 @@
 
 #include "../core/dict.h"
 #include "../core/range.h"
-#include "../runtime/intmath.h"
-#include "../runtime/shape.h"
-#include "../runtime/sparse.h"
-#include "../runtime/tensor.h"
+#include "../runtime/tensor/intmath.h"
+#include "../runtime/kernels/ops.h"
+#include "../runtime/tensor/shape.h"
+#include "../runtime/sparse/sparse.h"
+#include "../runtime/tensor/tensor.h"
 #include "builtin.h"
 #include "errval.h"
 #include "fuse.h"
@@ -161,7 +162,7 @@ static const int8_t token_to_binop[MQ_TOK__COUNT] = {
  * mq_tensor_from_value refuses it, rather than comparing by identity. */
 static bool tensor_like(mq_value v) { return mq_is_tensor(v) || mq_is_obj(v, MQ_O_SPARSE); }
 
-/* An operator with a sparse operand (runtime/sparse.h): the ops on stored
+/* An operator with a sparse operand (runtime/sparse/sparse.h): the ops on stored
  * values, or SpMM for @. */
 static mq_value sparse_binary(mq_state *S, int op, mq_value a, mq_value b, mq_tensor *spare) {
   mq_tensor *x = mq_is_sparse(a) ? mq_as_tensor_any(a) : mq_tensor_from_value(S, a, "left operand");

@@ -6,8 +6,8 @@
 #include "../core/dict.h"
 #include "../core/gc.h"
 #include "../core/range.h"
-#include "../runtime/shape.h"
-#include "../runtime/tensor.h"
+#include "../runtime/tensor/shape.h"
+#include "../runtime/tensor/tensor.h"
 
 /* Item [i] of a zip: the list [start + i, a_i, b_i, ...], or done when
  * one source is (the shortest ends it). */

@@ -183,7 +183,7 @@ static void test_mmap(void) {
  * extrema, a fused sum(x * 2 + 1) and sums along rows keep at most
  * MQ_RED_BATCH partials of 4096 entries each at a time; they used to hold
  * one (and a count) per 4096 entries: 512 KB here, and the limit was hit
- * (runtime/reduce_tree.c). any and all read the numbers as they are (they
+ * (runtime/kernels/reduce_tree.c). any and all read the numbers as they are (they
  * used to make a bool copy: 128 MB). */
 static void test_mmap_scratch(void) {
   char path[128], src[1024];

@@ -228,7 +228,7 @@ static void test_bool_bytes_release(void) {
   CHECK(released == 1);
 }
 
-/* Host memory is never summarized (runtime/masksum.h), so what an earlier
+/* Host memory is never summarized (runtime/tensor/masksum.h), so what an earlier
  * call learned about a mask does not decide what the next one skips; see
  * also test_masksum.c. Here through where, to_tensor and a masked softmax,
  * after calls that would have built a summary of a mask masq owns. */

@@ -123,7 +123,7 @@ static int interrupt_after(void *ud) {
   return *left > 0 && --*left == 0;
 }
 
-/* An interrupt while a kernel runs on worker threads (runtime/parallel.c):
+/* An interrupt while a kernel runs on worker threads (runtime/tensor/parallel.c):
  * the calling thread polls between chunks, nobody claims more, the error
  * comes out as usual, and the state and its workers go on working. */
 static void test_interrupt_threaded_kernels(void) {
@@ -161,7 +161,7 @@ static int interrupt_counted(void *ud) {
 
 /* The fused attention's backward works a whole matrix on one thread, and
  * one 2-d matrix may take seconds: its calling thread polls between row
- * blocks (runtime/attention_bwd.c). An interrupt at every poll of a
+ * blocks (runtime/autograd/attention_bwd.c). An interrupt at every poll of a
  * forward and backward, wherever it falls, ends in the error and leaves a
  * state that computes the same gradient afterwards. */
 static void test_interrupt_attention_backward(void) {

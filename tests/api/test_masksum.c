@@ -1,4 +1,4 @@
-/* test_masksum.c - validity summaries never go stale (runtime/masksum.h).
+/* test_masksum.c - validity summaries never go stale (runtime/tensor/masksum.h).
  * The one memory that changes under masq is a buffer the host wrapped (it
  * may write it between two calls): reductions of a wrapped mask must see
  * its bytes as they are at each call, whatever summaries earlier calls

@@ -1,5 +1,5 @@
 /* test_replace.c - what a host sees of masq's file writes: a new file
- * renamed over the old one (runtime/file_write.c).
+ * renamed over the old one (runtime/io/file_write.c).
  *
  * - Two states in one process: A maps f.npy (load(mmap=true)), B saves
  *   over it, and A still reads its old values (the old code truncated the

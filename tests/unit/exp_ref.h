@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../runtime/half.h"
+#include "../../runtime/tensor/half.h"
 
 /* How far v (> 0) lies from the nearest midpoint between the float32s
  * around it, relative to v (1 when it rounds to 0 or inf); v rounded to

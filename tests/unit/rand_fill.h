@@ -5,7 +5,7 @@
 #ifndef MQ_TEST_RAND_FILL_H
 #define MQ_TEST_RAND_FILL_H
 
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/tensor.h"
 
 static uint64_t rng; /* the including file seeds it */
 

@@ -1,5 +1,5 @@
 /* test_attention_reach.c - softmax(masked(a @ b / c, m), -1) @ v runs as
- * one pass over the valid keys (runtime/attention.c) where it should, and
+ * one pass over the valid keys (runtime/nn/attention.c) where it should, and
  * op by op where it must not: the bytes an evaluation allocates say which
  * (op by op makes the scores, a full-size temporary, several times; the
  * fused pass makes none), so each case can fail both ways. That the values
@@ -65,7 +65,7 @@ int main(void) {
   expect(set, "v = masked(v, rand(8, 512, 32) < 0.9)\nr = softmax(masked(q @ kt / 8, m), -1) @ v",
          false);
   /* recording: as_masked runs fused and records one node
-   * (runtime/attention_bwd.h); masked drops the graph, op by op, saying so */
+   * (runtime/autograd/attention_bwd.h); masked drops the graph, op by op, saying so */
   expect(set, "q = requires_grad(q)\nr = softmax(as_masked(q @ kt / 8, m), -1) @ v", true);
   expect(set, "r = softmax(as_masked(q @ kt / 8, m), -1) @ v", true);
   expect_grad(set, "q = requires_grad(q)\nr = grad(sum(softmax(as_masked(q @ kt / 8, m), -1) @ v), q)",
@@ -92,7 +92,7 @@ int main(void) {
   /* a captured variable is a leaf too */
   expect(set, "fn f(a) { g = fn() = softmax(masked(a @ kt / 8, m), -1) @ v\n return g() }\nr = f(q)",
          true);
-  /* the attention builtin takes the same pass (runtime/attention.h:
+  /* the attention builtin takes the same pass (runtime/nn/attention.h:
    * mq_attention_try), and the same node under grad; op by op for what
    * that does not take */
   expect(set, "r = attention(q, k, v, m, 8)", true);

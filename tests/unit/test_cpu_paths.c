@@ -1,4 +1,4 @@
-/* test_cpu_paths.c - the CPU paths of the float32 reductions (runtime/cpu.h)
+/* test_cpu_paths.c - the CPU paths of the float32 reductions (runtime/tensor/cpu.h)
  * give the same bits: for every path this CPU runs, the row sums (in double,
  * before any rounding to float32 could hide a difference), the squared
  * deviations of var and std (in double), and the pieces of sum, amax and
@@ -14,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/cpu.h"
-#include "../../runtime/shape.h"
-#include "../../runtime/reduce.h"
+#include "../../runtime/tensor/cpu.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/tensor/shape.h"
+#include "../../runtime/kernels/reduce.h"
 
 #include "unit.h"
 
@@ -141,7 +142,7 @@ static void rows(void) {
 }
 
 /* float32 matmul: the portable path's multiply-then-add and the fma of
- * the others (runtime/matmul.c) give the same bits, NaN aside, for
+ * the others (runtime/kernels/matmul.c) give the same bits, NaN aside, for
  * products with infinities and NaN (the term-by-term loop) and a masked
  * right operand. */
 static void matmul_paths(void) {

@@ -1,5 +1,5 @@
-/* test_csv.c - the CSV reader and writer (runtime/csv.h) and the quantile
- * of describe (runtime/summary.h).
+/* test_csv.c - the CSV reader and writer (runtime/io/csv.h) and the quantile
+ * of describe (runtime/print/summary.h).
  *
  * - tables whose values and masks are known by hand: line ends (LF, CRLF,
  *   a lone CR, none at the end), quoting, a trailing delimiter, spaces;
@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/csv.h"
-#include "../../runtime/summary.h"
+#include "../../runtime/io/csv.h"
+#include "../../runtime/print/summary.h"
 #include "unit.h"
 
 static const mq_string *na_list[4];

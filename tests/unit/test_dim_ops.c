@@ -1,5 +1,5 @@
 /* test_dim_ops.c - the dense reductions (runtime/reduce*.c) and the ops
- * along one dim (runtime/scan.c) against their definitions, written out
+ * along one dim (runtime/kernels/scan.c) against their definitions, written out
  * here position by position.
  *
  * Random tensors of 1 to 3 dims (rows of 1 to 4100 entries: past the
@@ -24,8 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/cpu.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/cpu.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "rand_fill.h"
 #include "unit.h"

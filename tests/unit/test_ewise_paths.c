@@ -1,5 +1,5 @@
 /* test_ewise_paths.c - every elementwise kernel on each of its stride
- * paths (runtime/elementwise.c, unary.c, binary.c).
+ * paths (runtime/kernels/elementwise.c, unary.c, binary.c).
  *
  * A kernel is instantiated per op and dtype from one element expression,
  * and each instantiation has a loop per stride pattern of its operands:
@@ -26,9 +26,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../runtime/half.h"
-#include "../../runtime/kernels.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/half.h"
+#include "../../runtime/tensor/internal.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"
 

@@ -1,5 +1,5 @@
 /* test_grad_f32.c - the float32 derivative loops of every op row
- * (runtime/backward.c).
+ * (runtime/autograd/backward.c).
  *
  * A float32 gradient of a unary or binary row is computed by one loop per
  * op and per side, in two forms: for an array of incoming gradients, and
@@ -17,8 +17,9 @@
 #include <string.h>
 
 #include "../../include/masq.h"
-#include "../../runtime/ops_binary.h"
-#include "../../runtime/ops_unary.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/kernels/ops_binary.h"
+#include "../../runtime/kernels/ops_unary.h"
 
 #include "unit.h"
 #include "grad_rows.h"

@@ -2,7 +2,7 @@
  * bits whatever the thread count and whichever CPU path runs (issue 16).
  *
  * The cases come from the op lists themselves: every row of
- * runtime/ops_unary.h, ops_binary.h and ops_reduce.h (reductions over
+ * runtime/kernels/ops_unary.h, ops_binary.h and ops_reduce.h (reductions over
  * every dim and along each) whose derivative is a D(...), and every scan
  * row, so a new row is checked without anyone writing its case; the ops
  * that are not rows (softmax and its kin, var/std/norm/median, matmul,
@@ -26,10 +26,11 @@
 #include <time.h>
 
 #include "../../include/masq.h"
-#include "../../runtime/cpu.h"
-#include "../../runtime/ops_binary.h"
-#include "../../runtime/ops_reduce.h"
-#include "../../runtime/ops_unary.h"
+#include "../../runtime/tensor/cpu.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/kernels/ops_binary.h"
+#include "../../runtime/kernels/ops_reduce.h"
+#include "../../runtime/kernels/ops_unary.h"
 
 #include "unit.h"
 #include "grad_rows.h"

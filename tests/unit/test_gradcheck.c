@@ -16,11 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/autograd.h"
-#include "../../runtime/gather.h"
-#include "../../runtime/nn.h"
-#include "../../runtime/shape.h"
-#include "../../runtime/shape_more.h"
+#include "../../runtime/autograd/autograd.h"
+#include "../../runtime/kernels/gather.h"
+#include "../../runtime/nn/nn.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/tensor/shape.h"
+#include "../../runtime/kernels/shape_more.h"
 
 #include "unit.h"
 
@@ -38,7 +39,7 @@ static double nrand(void) {
 
 /* --- op cases ------------------------------------------------------------- */
 
-/* as the rows' dom column (runtime/ops_unary.h); CONV: a derivative by
+/* as the rows' dom column (runtime/kernels/ops_unary.h); CONV: a derivative by
  * convention that finite differences do not see (not checked) */
 typedef enum domain { ANY, POS, UNIT, GT1, PROB, CONV } domain;
 
@@ -263,7 +264,7 @@ static mq_tensor *f_astype(mq_tensor **in, int v) {
   return t->ndim > 1 ? mq_contiguous(S, mq_transpose(S, t, 0, 1)) : t;
 }
 
-/* moving by index (runtime/gather.h): an index along [dim] of [len]
+/* moving by index (runtime/kernels/gather.h): an index along [dim] of [len]
  * entries laid over x's other dims, with repeats when [dup] (else a
  * reversal, len = size), masked out at some entries when [masked] */
 static mq_tensor *index_for(const mq_tensor *x, int dim, int64_t len, bool dup, bool masked, int v) {
@@ -318,7 +319,7 @@ static mq_tensor *f_scatter_add(mq_tensor **in, int v) {
   mq_tensor *ix = index_for(in[0], dim, in[0]->shape[dim], true, v % 4 == 3, v);
   return mq_scatter(S, in[0], dim, ix, mq_binary(S, MQ_BIN_MUL, in[0], in[0]), true);
 }
-/* the losses of runtime/nn.h against a fixed target in [lo, hi], masked in
+/* the losses of runtime/nn/nn.h against a fixed target in [lo, hi], masked in
  * one variant of four; the reduction by variant. *_t: the target's gradient
  * (in[0] is the target, the input fixed). */
 static mq_tensor *fixed_target(const mq_tensor *like, int v, double lo, double hi) {

@@ -1,4 +1,4 @@
-/* test_index.c - the index ops of runtime/gather.h called directly: they
+/* test_index.c - the index ops of runtime/kernels/gather.h called directly: they
  * never write their operands (tensors are values), long loops stop on an
  * interrupt, sorts are stable under every key type, and allclose's rules.
  * Their values against torch are tests/lang/index_*.masq and
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../runtime/gather.h"
+#include "../../runtime/kernels/gather.h"
 
 #include "unit.h"
 

@@ -1,4 +1,4 @@
-/* test_masksum.c - validity summaries (runtime/masksum.h) and the kernels
+/* test_masksum.c - validity summaries (runtime/tensor/masksum.h) and the kernels
  * that use them.
  *
  * The summary itself: block counts and the whole count for masks of every
@@ -17,9 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/masksum.h"
-#include "../../runtime/reduce.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/tensor/masksum.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/kernels/reduce.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"
 
@@ -252,7 +253,7 @@ static void test_reductions(void) {
 }
 
 /* Rows longer than MQ_RED_BATCH pieces fold their pieces batch by batch
- * along the merge tree (runtime/reduce_tree.c): on two threads (the
+ * along the merge tree (runtime/kernels/reduce_tree.c): on two threads (the
  * pieces split over threads, and rows piece by piece under a summarized
  * mask) every op gives the bits one thread gives folding the whole row at
  * once, plain and masked, with NaNs and signed zeros; one long row, and

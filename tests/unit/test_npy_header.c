@@ -1,4 +1,4 @@
-/* test_npy_header.c - the .npy reader (runtime/npy.c) on headers written
+/* test_npy_header.c - the .npy reader (runtime/io/npy.c) on headers written
  * out here: the forms numpy writes or reads (keys in any order, a trailing
  * comma or none, tabs and newlines, Python 2's "3L", format versions 1 to
  * 3, '=' and '|' byte orders, every dtype masq reads) give the shape,
@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/npy.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/io/npy.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"
 

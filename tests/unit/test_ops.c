@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/tensor.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/tensor/tensor.h"
 
 static int passed, failed;
 

@@ -1,11 +1,11 @@
-/* test_parallel_weighted.c - mq_parallel_for_weighted (runtime/parallel.h)
+/* test_parallel_weighted.c - mq_parallel_for_weighted (runtime/tensor/parallel.h)
  * hands every item to exactly one call, in contiguous runs whose weight
  * (entries + one per item) is about the grain: empty items, one item
  * heavier than many grains, and no items at all; on 1, 2 and 3 threads. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "../../runtime/parallel.h"
+#include "../../runtime/tensor/parallel.h"
 #include "unit.h"
 
 enum { MAXN = 5000 };

@@ -1,5 +1,5 @@
 /* test_reuse.c - updates of a uniquely held tensor write into its storage
- * (vm/vm.c, dying_operand; runtime/tensor.h, mq_reusable): the count
+ * (vm/vm.c, dying_operand; runtime/tensor/tensor.h, mq_reusable): the count
  * S->reused says whether they did, so that each case can fail both ways.
  * What a script sees is the same either way (tests/lang/reuse_aliasing). */
 #include <stdio.h>

@@ -1,14 +1,16 @@
 /* test_runtime.c - unit tests of the masked-tensor runtime (runtime/).
  *
  * Expected texts are torch 1.13's, verbatim, except where masq deliberately
- * differs: masked int rows are aligned (see runtime/print.c) and empty /
+ * differs: masked int rows are aligned (see runtime/print/print.c) and empty /
  * large masked tensors print instead of failing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../runtime/shape.h"
-#include "../../runtime/tensor.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/print/print.h"
+#include "../../runtime/tensor/shape.h"
+#include "../../runtime/tensor/tensor.h"
 
 #include "unit.h"
 
@@ -727,7 +729,7 @@ static void test_creation(void) {
   CHECK_STR(fmt(mq_astype(S, F32(1, SHAPE(3), VALS(0, 0.5, NAN)), MQ_DT_BOOL)), "tensor([False,  True,  True])");
 }
 
-/* runtime/shape.c and index.c: which ops are views sharing storage (data
+/* runtime/tensor/shape.c and index.c: which ops are views sharing storage (data
  * and mask alike) and which copy, and the element order of copies made from
  * strided inputs (the golden tests see values only). */
 static bool shares(const mq_tensor *v, const mq_tensor *t) {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/sparse.h"
+#include "../../runtime/sparse/sparse.h"
 
 #include "unit.h"
 

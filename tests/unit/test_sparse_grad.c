@@ -12,8 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/autograd.h"
-#include "../../runtime/sparse.h"
+#include "../../runtime/autograd/autograd.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/sparse/sparse.h"
 
 #include "unit.h"
 

@@ -1,5 +1,5 @@
 /* test_sparse_matmul.c - products with a sparse operand
- * (runtime/sparse_matmul.c) against their definitions, written out here.
+ * (runtime/sparse/sparse_matmul.c) against their definitions, written out here.
  *
  * Random operands of small integer values (every sum exact, in any dtype
  * and order) in int64, float32 and float64; the sparse one COO or CSR,
@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/sparse.h"
+#include "../../runtime/sparse/sparse.h"
 
 #include "rand_fill.h"
 #include "unit.h"

@@ -1,5 +1,5 @@
 /* test_sparse_reduce.c - the reductions of sparse tensors
- * (runtime/sparse_reduce.c) against the definition, written out here over
+ * (runtime/sparse/sparse_reduce.c) against the definition, written out here over
  * the dense positions.
  *
  * Random COO tensors of 1 to 3 dims and CSR matrices, in bool, int64,
@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/sparse.h"
+#include "../../runtime/sparse/sparse.h"
 
 #include "rand_fill.h"
 #include "unit.h"

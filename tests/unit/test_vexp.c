@@ -1,4 +1,4 @@
-/* test_vexp.c - masq's float32 exp (runtime/vexp.h) on a million inputs:
+/* test_vexp.c - masq's float32 exp (runtime/kernels/vexp.h) on a million inputs:
  * the edges (zeros, infinities, NaNs of several payloads, subnormals, the
  * largest floats, the stretches around the overflow and underflow
  * thresholds and around the selects at 100 and -150, tiny |x| where e^x
@@ -14,9 +14,11 @@
 #include <float.h>
 #include <stdlib.h>
 
-#include "../../runtime/cpu.h"
-#include "../../runtime/kernels.h"
-#include "../../runtime/vexp.h"
+#include "../../runtime/tensor/cpu.h"
+#include "../../runtime/tensor/internal.h"
+#include "../../runtime/kernels/ops.h"
+#include "../../runtime/kernels/reduce.h"
+#include "../../runtime/kernels/vexp.h"
 #include "exp_ref.h"
 #include "unit.h"
 #include "vexp_hard.h"

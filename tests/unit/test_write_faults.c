@@ -2,7 +2,7 @@
  *
  * Every builtin that writes a file (save to .npy and .npz, savez,
  * save_npz, save_csv, and show_mask, hist, plot and heatmap with file=)
- * goes through mq_file_write (runtime/file_write.c), whose system calls
+ * goes through mq_file_write (runtime/io/file_write.c), whose system calls
  * (creating the new file, setting its mode, each piece written, fsync,
  * close, rename) the state's fault injection (core/state.h, io_fault)
  * can fail one at a time. For each writer, over an old file and over no
@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "../../core/state.h"
-#include "../../runtime/npy.h"
+#include "../../runtime/io/npy.h"
 
 static int passed, failed;
 

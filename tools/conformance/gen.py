@@ -1591,7 +1591,7 @@ op("flip", "view", "torch.flip applied to data and mask alike (torch.masked pass
     mk_view("flip", a_flip, lambda t, d: t.flip(d)))
 
 
-# --- tril, triu, repeat, roll, diff, bmm, einsum (runtime/shape_more.h): torch.masked has
+# --- tril, triu, repeat, roll, diff, bmm, einsum (runtime/kernels/shape_more.h): torch.masked has
 # none of them; the references apply masq's rules to torch's plain ops
 
 

@@ -4,8 +4,9 @@
 usage: summary.py OBJDIR [--min-branches PCT]     (from the top of the tree)
 
 Runs `gcov -b -j -t` on every object of `make coverage` (OBJDIR: its
-build/cov/obj) and prints coverage per folder and per file, the files with
-the most branches never taken first, then the totals. With --min-branches
+build/cov/obj) and prints coverage per folder, per room (the
+sub-folders of runtime/ and stdlib/) and per file, the files with the most
+branches never taken first, then the totals. With --min-branches
 it exits 1 when the library's branch coverage is below PCT.
 
 What counts, and how:
@@ -118,6 +119,20 @@ def add(a, b):
     return [x + y for x, y in zip(a, b)]
 
 
+def rooms(lib):
+    """The totals per room of the folders that have rooms: "runtime/tensor/"
+    for a file in a sub-folder, "stdlib/ (top)" for one at its folder's top."""
+    split = {n.split(os.sep)[0] for n in lib if n.count(os.sep) > 1}
+    out = {}
+    for n, t in lib.items():
+        parts = n.split(os.sep)
+        if parts[0] not in split:
+            continue
+        key = parts[0] + "/" + (parts[1] + "/" if len(parts) > 2 else " (top)")
+        out[key] = add(out.get(key, [0] * 4), t)
+    return out
+
+
 def main():
     args = sys.argv[1:]
     minimum = None
@@ -136,6 +151,9 @@ def main():
     for n, t in lib.items():
         folders[n.split(os.sep)[0] + "/"] = add(folders.get(n.split(os.sep)[0] + "/", [0] * 4), t)
     for name, t in sorted(folders.items(), key=lambda kv: pct(kv[1][3], kv[1][2])):
+        print(row(name, t))
+    print("per room (the sub-folders of runtime/ and stdlib/, docs/HACKING.md):")
+    for name, t in sorted(rooms(lib).items(), key=lambda kv: pct(kv[1][3], kv[1][2])):
         print(row(name, t))
     print("per file, most branches never taken first:")
     for name, t in sorted(lib.items(), key=lambda kv: (kv[1][3] - kv[1][2], kv[0])):

@@ -1,0 +1,639 @@
+/* backward.c - the one backward switch over op kinds, the elementwise
+ * derivatives (unary, binary, where, masked_fill, the mask accessors), and
+ * the helpers every derivative shares.
+ *
+ * Elementwise derivatives are computed per element in double from the
+ * op's inputs and output: no temporaries per term, and a derivative that is
+ * zero by construction (floor, a where branch not taken) is a selected 0,
+ * never a product with 0 that would turn an inf gradient into NaN. */
+#include "backward.h"
+#include "attention_bwd.h"
+
+#include <math.h>
+
+#include "../kernels/ops.h"
+#include "../tensor/parallel.h"
+#include "../kernels/special.h"
+
+/* An elementwise derivative loop over [0, n): the arrays it reads and
+ * writes, split among the state's threads for large gradients (each
+ * element's value is the same whoever computes it). */
+typedef struct ew_job {
+  int op;
+  int which; /* binary: 0 the left operand's gradient, 1 the right's */
+  const double *x, *y, *o, *g, *p;
+  double *ra;
+  /* the float32 kernels': the same arrays as float32, g read with stride gs
+   * (0: one value for every element, the gradient of a full sum) */
+  const float *fx, *fy, *fo, *fg;
+  float *fr;
+  int64_t gs;
+} ew_job;
+
+static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, void *J) {
+  mq_parallel_for(S, mq_parallel_threads_for(S, n), n, MQ_PAR_GRAIN, fn, J);
+}
+
+/* Mask bytes (0 or 1) out[i] = a[i] & b[i] (b NULL: all ones), on the
+ * state's threads for large masks. */
+typedef struct and_job {
+  uint8_t *out;
+  const uint8_t *a, *b;
+} and_job;
+
+/* (the job's fields are read into locals first: a store through a byte
+ * pointer may change anything, the job too, as far as the compiler knows) */
+static void and_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const and_job *J = ctx;
+  uint8_t *out = J->out;
+  const uint8_t *a = J->a, *b = J->b;
+  if (b) /* without branches */
+    for (int64_t i = lo; i < hi; i++) out[i] = a[i] & b[i];
+  else
+    memcpy(out + lo, a + lo, (size_t)(hi - lo));
+}
+
+static void mask_and(mq_state *S, uint8_t *out, const uint8_t *a, const uint8_t *b, int64_t n) {
+  and_job J = {out, a, b};
+  ew_run(S, n, and_range, &J);
+}
+
+/* --- helpers ---------------------------------------------------------------- */
+
+mq_tensor *mq_bw_f64_to(mq_state *S, mq_tensor *t, int nd, const int64_t *shape) {
+  mq_tensor *d = t->mask ? mq_get_data(S, t) : t;
+  mq_tensor *out = mq_ag_gnew(S, nd, shape);
+  mq_kernel_convert(S, out, mq_expand(S, d, nd, shape));
+  return out;
+}
+
+mq_tensor *mq_bw_g64(mq_state *S, mq_tensor *g) {
+  if (g->dtype == MQ_DT_F64 && mq_tensor_is_contiguous(g)) return g;
+  mq_tensor *out = mq_ag_gnew(S, g->ndim, g->shape);
+  mq_kernel_convert(S, out, g);
+  if (g->mask) mq_tensor_set_mask(S, out, mq_contiguous(S, g->mask));
+  return out;
+}
+
+mq_tensor *mq_bw_gnew32(mq_state *S, int nd, const int64_t *shape) {
+  return mq_tensor_new(S, MQ_DT_F32, nd, shape);
+}
+
+const float *mq_bw_f32_at(mq_state *S, mq_tensor *t, int nd, const int64_t *shape) {
+  mq_tensor *d = mq_expand(S, t->mask ? mq_get_data(S, t) : t, nd, shape);
+  if (d->dtype == MQ_DT_F32 && mq_tensor_is_contiguous(d)) return mq_bw_f(d);
+  mq_tensor *out = mq_bw_gnew32(S, nd, shape);
+  mq_kernel_convert(S, out, d);
+  return mq_bw_f(out);
+}
+
+/* Entries [k, k + n) of v added to x's [j, j + n), only where a gradient
+ * flowed (vm), marking them (m); in order of k, whatever the threads. */
+typedef struct sumto_job {
+  const double *a;
+  const uint8_t *vm;
+  double *o;
+  uint8_t *m;
+  int64_t len, inner;
+} sumto_job;
+
+static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
+  const sumto_job *J = ctx; /* in locals: m's stores may alias anything */
+  const double *a = J->a + k;
+  const uint8_t *vm = J->vm ? J->vm + k : NULL;
+  double *o = J->o + j;
+  uint8_t *m = J->m ? J->m + j : NULL;
+  for (int64_t c = 0; c < n; c++) {
+    if (vm && !vm[c]) continue; /* no gradient flowed here: never read it */
+    o[c * ds] += a[c];
+    if (m) m[c * ds] = 1;
+  }
+}
+
+static void sumto_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const sumto_job *J = ctx;
+  mq_bw_block_walk(lo, hi, J->len, J->inner, sumto_run, ctx);
+}
+
+mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
+  const uint8_t *vm = mq_ag_maskp(S, v), *xm = mq_ag_maskp(S, x);
+  mq_tensor *r;
+  if (v->ndim == x->ndim && memcmp(v->shape, x->shape, (size_t)x->ndim * sizeof *x->shape) == 0) {
+    /* within x's mask: nothing to do when v has those very bytes (the
+     * mask passed down the chain, e.g. sum(x * w)'s) */
+    if (!xm || vm == xm) return v;
+    r = mq_tensor_view(S, v, v->ndim, v->shape, v->strides, v->offset);
+  } else {
+    v = mq_bw_g64(S, v); /* summed in double */
+    vm = mq_ag_maskp(S, v);
+    r = mq_tensor_full(S, MQ_DT_F64, x->ndim, x->shape, 0.0);
+    double *o = mq_bw_d(r);
+    const double *a = mq_bw_d(v);
+    uint8_t *m = vm ? mq_ag_new_mask(S, r) : NULL;
+    if (m) memset(m, 0, (size_t)r->numel);
+    /* x's contiguous strides, 0 along the dims it was broadcast over */
+    int64_t str[MQ_MAX_DIMS], s = 1, outer;
+    uint32_t summed = 0;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+      int xd = d - (v->ndim - x->ndim);
+      str[d] = xd >= 0 && x->shape[xd] == v->shape[d] ? s : 0;
+      if (xd >= 0) s *= x->shape[xd];
+      if (!str[d]) summed |= (uint32_t)1 << d;
+    }
+    sumto_job J = {a, vm, o, m, 1, 1};
+    if (v->numel > 0 && mq_bw_block(v->ndim, v->shape, summed, &outer, &J.len, &J.inner)) {
+      /* one block of dims: the threads share out x's entries */
+      int64_t len = J.len > 0 ? J.len : 1;
+      mq_parallel_for(S, mq_parallel_threads_for(S, v->numel), r->numel,
+                      len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sumto_range, &J);
+    } else {
+      const int64_t *at = mq_iter_offsets(S, v->ndim, v->shape, str);
+      for (int64_t k = 0; k < v->numel; k++) sumto_run(&J, at[k], k, 1, 1);
+    }
+    if (!xm) return r;
+    vm = mq_ag_maskp(S, r);
+  }
+  /* within x's mask */
+  mq_tensor *mask = mq_tensor_new(S, MQ_DT_BOOL, x->ndim, x->shape);
+  mask_and(S, mq_tensor_data(mask), xm, vm, x->numel);
+  if (r->mask) mq_obj_release(S, &r->mask->hdr);
+  r->mask = NULL;
+  mq_tensor_set_mask(S, r, mask);
+  return r;
+}
+
+/* A new gradient with [g]'s shape and mask (shared: masks are values). */
+static mq_tensor *like(mq_state *S, mq_tensor *g) {
+  mq_tensor *r = mq_ag_gnew(S, g->ndim, g->shape);
+  if (g->mask) mq_tensor_set_mask(S, r, g->mask);
+  return r;
+}
+
+/* --- unary ------------------------------------------------------------------ */
+
+/* d/dx sinc(x): 0 at 0 */
+static double dsinc(double x, double g) {
+  if (x == 0) return 0;
+  double px = MQ_PI * x;
+  return g * (cos(px) * px - sin(px)) / (px * x);
+}
+
+/* d/dx of gelu's tanh form 0.5 x (1 + tanh(u)), u = b (x + k x^3) */
+static double dgelu_tanh(double x, double g) {
+  double t = tanh(GELU_BETA * (x + GELU_KAPPA * x * x * x));
+  return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_BETA * (1 + 3 * GELU_KAPPA * x * x));
+}
+
+/* d/dx x tanh(softplus(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2) */
+static double dmish(double x, double g) {
+  double t = tanh(log1p(exp(x)));
+  return g * (t + x / (1 + exp(-x)) * (1 - t * t));
+}
+
+/* A row's derivative is D(expr), or NODIFF: exactly the rows whose result
+ * can be float have one, or the build stops here. */
+#define HAS_D(...) 1
+#define HAS_NODIFF 0
+#define FLOATRES_FLOAT 1
+#define FLOATRES_SAME 1
+#define FLOATRES_SAMEB 1
+#define FLOATRES_FONLY 1
+#define FLOATRES_CLAMP 1
+#define FLOATRES_PRED 0
+#define FLOATRES_BITS 0
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
+  _Static_assert(HAS_##deriv == FLOATRES_##cls, "unary op " name ": a float result needs a D(derivative)");
+MQ_UNARY_OPS(X)
+#undef X
+
+static const bool un_diff[MQ_UN__COUNT] = {
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...) [MQ_UN_##E] = HAS_##deriv,
+    MQ_UNARY_OPS(X)
+#undef X
+};
+
+/* The elements' names in the rows' derivative expressions. */
+#define UN_ELEM                                                                \
+  const double x = xv[i], y = yv[i], g = gv[i];                               \
+  (void)x, (void)y, (void)g
+#define UN_LOOP_D(e)                                                           \
+  for (int64_t i = lo; i < hi; i++) {                                          \
+    UN_ELEM;                                                                   \
+    o[i] = (e);                                                                \
+  }                                                                            \
+  break;
+/* A case for each row with a derivative (its class can give a float
+ * result); the others never record a node, and share the default. */
+#define UN_CASE_FLOAT(E, LOOP, d) case MQ_UN_##E: LOOP##d
+#define UN_CASE_SAME UN_CASE_FLOAT
+#define UN_CASE_SAMEB UN_CASE_FLOAT
+#define UN_CASE_FONLY UN_CASE_FLOAT
+#define UN_CASE_CLAMP UN_CASE_FLOAT
+#define UN_CASE_PRED(E, LOOP, d)
+#define UN_CASE_BITS(E, LOOP, d)
+
+static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ew_job *J = ctx;
+  const double *xv = J->x, *yv = J->y, *gv = J->g, *p = J->p;
+  double *o = J->ra;
+  (void)p;
+  switch ((mq_unop)J->op) { /* one loop per op, its derivative inlined into it */
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
+  UN_CASE_##cls(E, UN_LOOP_, deriv)
+    MQ_UNARY_OPS(X)
+#undef X
+  default: break;
+  }
+}
+
+/* The float32 kernels: the same derivative per element, computed in
+ * double from the float32 operands and rounded once to float32 (for one
+ * operation, such as g * y, exactly float32's own result). One loop per op
+ * for an array g, one for a single g (stride 0). */
+#define UN_ELEM32(G)                                                           \
+  const double x = xv[i], y = yv[i], g = (G);                                 \
+  (void)x, (void)y, (void)g
+/* OUT[i] = e over [lo, hi), the names of ELEM bound per element, g from
+ * the array gv or the single g0 */
+#define LOOP32(OUT, ELEM, e)                                                   \
+  if (J->gs)                                                                   \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      ELEM(gv[i]);                                                             \
+      OUT[i] = (float)(e);                                                     \
+    }                                                                          \
+  else                                                                         \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      ELEM(g0);                                                                \
+      OUT[i] = (float)(e);                                                     \
+    }
+#define UN_LOOP32_D(e) LOOP32(o, UN_ELEM32, e) break;
+
+MQ_WIDE static void unary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ew_job *J = ctx;
+  const float *xv = J->fx, *yv = J->fy, *gv = J->fg;
+  const double *p = J->p, g0 = J->gs ? 0 : gv[0];
+  float *o = J->fr;
+  (void)p, (void)g0;
+  switch ((mq_unop)J->op) {
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
+  UN_CASE_##cls(E, UN_LOOP32_, deriv)
+    MQ_UNARY_OPS(X)
+#undef X
+  default: break;
+  }
+}
+
+/* A new gradient of [g]'s shape and mask in [dt]. */
+static mq_tensor *like_dt(mq_state *S, mq_tensor *g, mq_dtype dt) {
+  mq_tensor *r = dt == MQ_DT_F32 ? mq_bw_gnew32(S, g->ndim, g->shape) : mq_ag_gnew(S, g->ndim, g->shape);
+  if (g->mask) mq_tensor_set_mask(S, r, mq_contiguous(S, g->mask));
+  return r;
+}
+
+static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *x = n->in[0];
+  if (!x->requires_grad) return;
+  if (!un_diff[n->op]) mq_error(S, "backward: %s has no derivative", mq_ag_node_name(n));
+  if (g->dtype == MQ_DT_F32 && x->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) {
+    mq_tensor *r = like_dt(S, g, MQ_DT_F32);
+    ew_job J = {.op = n->op, .p = n->prm, .fx = mq_bw_f32_at(S, x, x->ndim, x->shape),
+                .fy = mq_bw_f32_at(S, t, t->ndim, t->shape), .fg = mq_bw_f(g),
+                .gs = mq_bw_gstride(g), .fr = mq_bw_f(r)};
+    ew_run(S, r->numel, unary_range32, &J);
+    gin[0] = r;
+    return;
+  }
+  g = mq_bw_g64(S, g);
+  mq_tensor *r = like(S, g);
+  ew_job J = {.op = n->op, .x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape)),
+              .y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape)), .g = mq_bw_d(g), .p = n->prm,
+              .ra = mq_bw_d(r)};
+  ew_run(S, r->numel, unary_range, &J);
+  gin[0] = r;
+}
+
+/* --- binary ----------------------------------------------------------------- */
+
+#define FLOATRES_B_ARITH 1
+#define FLOATRES_B_FLOAT 1
+#define FLOATRES_B_F64 1
+#define FLOATRES_B_CMP 0
+#define FLOATRES_B_INT 0
+#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
+  _Static_assert(HAS_##deriv == FLOATRES_B_##cls, "binary op " name ": a float result needs a D(derivative)");
+MQ_BINARY_OPS(X)
+#undef X
+
+static const bool bin_diff[MQ_BIN__COUNT] = {
+#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...) [MQ_BIN_##E] = HAS_##deriv,
+    MQ_BINARY_OPS(X)
+#undef X
+};
+
+/* x, y: the operands; o: the result */
+#define BIN_ELEM                                                               \
+  const double x = xv[i], y = yv[i], o = ov[i], g = gv[i];                    \
+  (void)x, (void)y, (void)o, (void)g
+#define BIN_LOOP_D(ga, gb)                                                     \
+  if (J->which == 0)                                                           \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      BIN_ELEM;                                                                \
+      r[i] = (ga);                                                             \
+    }                                                                          \
+  else                                                                         \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      BIN_ELEM;                                                                \
+      r[i] = (gb);                                                             \
+    }                                                                          \
+  break;
+/* A case for each row with a derivative; the comparisons and bitwise
+ * ops never record a node, and share the default, and so do the F64 rows
+ * in the float32 loops (their result is float64). */
+#define BIN_CASE_ARITH(E, LOOP, d) case MQ_BIN_##E: LOOP##d
+#define BIN_CASE_FLOAT BIN_CASE_ARITH
+#define BIN_CASE_F64 BIN_CASE_ARITH
+#define BIN_CASE_CMP(E, LOOP, d)
+#define BIN_CASE_INT(E, LOOP, d)
+#define BIN32_CASE_ARITH BIN_CASE_ARITH
+#define BIN32_CASE_FLOAT BIN_CASE_ARITH
+#define BIN32_CASE_F64(E, LOOP, d)
+#define BIN32_CASE_CMP(E, LOOP, d)
+#define BIN32_CASE_INT(E, LOOP, d)
+
+/* One operand's gradient (J->which: 0 the left's, 1 the right's), one loop
+ * per op and side. An array the derivative does not read may be any
+ * array of the length (bw_binary passes g's). */
+static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ew_job *J = ctx;
+  const double *xv = J->x, *yv = J->y, *ov = J->o, *gv = J->g;
+  double *r = J->ra;
+  switch ((mq_binop)J->op) {
+#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
+  BIN_CASE_##cls(E, BIN_LOOP_, deriv)
+    MQ_BINARY_OPS(X)
+#undef X
+  default: break;
+  }
+}
+
+#define BIN_ELEM32(G)                                                          \
+  const double x = xv[i], y = yv[i], o = ov[i], g = (G);                      \
+  (void)x, (void)y, (void)o, (void)g
+#define BIN_SIDE32(e) LOOP32(r, BIN_ELEM32, e)
+#define BIN_LOOP32_D(ga, gb)                                                   \
+  if (J->which == 0) {                                                         \
+    BIN_SIDE32(ga)                                                             \
+  } else {                                                                     \
+    BIN_SIDE32(gb)                                                             \
+  }                                                                            \
+  break;
+
+MQ_WIDE static void binary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
+  const ew_job *J = ctx;
+  const float *xv = J->fx, *yv = J->fy, *ov = J->fo, *gv = J->fg;
+  const double g0 = J->gs ? 0 : gv[0];
+  float *r = J->fr;
+  (void)g0;
+  switch ((mq_binop)J->op) {
+#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
+  BIN32_CASE_##cls(E, BIN_LOOP32_, deriv)
+    MQ_BINARY_OPS(X)
+#undef X
+  default: break;
+  }
+}
+
+/* + - * / read at most x and y, and only some of them: the others are not
+ * converted. A float32 result with a float32 gradient runs the float32
+ * kernels (the operands read as the forward read them: float32). */
+/* a * b with a gradient of 1 everywhere (sum(a * b)'s): a's gradient is b
+ * itself, exactly (1 * v is v), so b's float32 data is shared, not copied,
+ * when it is stored as the gradient's (contiguous, of t's shape, not host
+ * memory, which the host may rewrite). NULL otherwise. */
+static mq_tensor *times_one(mq_state *S, const ew_job *J, mq_tensor *v, mq_tensor *t,
+                            mq_tensor *g) {
+  if (J->op != MQ_BIN_MUL || J->gs || J->fg[0] != 1.0f) return NULL;
+  mq_tensor *d = v->mask ? mq_get_data(S, v) : v;
+  if (d->dtype != MQ_DT_F32 || d->ndim != t->ndim || !mq_tensor_is_contiguous(d) ||
+      memcmp(d->shape, t->shape, (size_t)t->ndim * sizeof *t->shape) != 0 ||
+      mq_storage_foreign(d->storage))
+    return NULL;
+  mq_tensor *r = mq_tensor_view(S, d, d->ndim, d->shape, d->strides, d->offset);
+  if (g->mask) mq_tensor_set_mask(S, r, mq_contiguous(S, g->mask));
+  return r;
+}
+
+static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *a = n->in[0], *b = n->in[1];
+  int op = n->op, nd = t->ndim;
+  const int64_t *shape = t->shape;
+  if (!bin_diff[op]) mq_error(S, "backward: %s has no derivative", mq_ag_node_name(n));
+  bool ga = a->requires_grad, gb = b->requires_grad;
+  bool arith = op == MQ_BIN_ADD || op == MQ_BIN_SUB || op == MQ_BIN_MUL || op == MQ_BIN_DIV;
+  bool md = op == MQ_BIN_MUL || op == MQ_BIN_DIV;
+  bool need_x = !arith || (gb && md), need_y = !arith || (ga && md) || (gb && op == MQ_BIN_DIV);
+  if (g->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) {
+    ew_job J = {.op = op, .fg = mq_bw_f(g), .gs = mq_bw_gstride(g)};
+    /* an array a derivative does not read: any of the length */
+    const float *any = need_x && need_y && !arith ? NULL : mq_bw_f32_at(S, t, nd, shape);
+    J.fx = need_x ? mq_bw_f32_at(S, a, nd, shape) : any;
+    J.fy = need_y ? mq_bw_f32_at(S, b, nd, shape) : any;
+    J.fo = !arith ? mq_bw_f32_at(S, t, nd, shape) : any;
+    for (int side = 0; side < 2; side++) {
+      if (!(side ? gb : ga)) continue;
+      mq_tensor *r = times_one(S, &J, side ? a : b, t, g);
+      if (!r) {
+        r = like_dt(S, g, MQ_DT_F32);
+        J.which = side;
+        J.fr = mq_bw_f(r);
+        ew_run(S, t->numel, binary_range32, &J);
+      }
+      gin[side] = mq_bw_sum_to(S, r, side ? b : a);
+    }
+    return;
+  }
+  g = mq_bw_g64(S, g);
+  ew_job J = {.op = op, .g = mq_bw_d(g)};
+  J.x = need_x ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : J.g;
+  J.y = need_y ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : J.g;
+  J.o = !arith ? mq_bw_d(mq_bw_f64_to(S, t, nd, shape)) : J.g;
+  for (int side = 0; side < 2; side++) {
+    if (!(side ? gb : ga)) continue;
+    mq_tensor *r = like(S, g);
+    J.which = side;
+    J.ra = mq_bw_d(r);
+    ew_run(S, t->numel, binary_range, &J);
+    gin[side] = mq_bw_sum_to(S, r, side ? b : a);
+  }
+}
+
+/* --- selections --------------------------------------------------------------- */
+
+/* The part of [g] where [sel] (bytes of g's shape) is set, [want] it: the
+ * rest gets no gradient when [masked] (torch.masked's where: g's data under
+ * a false mask), else 0. */
+typedef struct sel_job {
+  const double *gv;
+  const uint8_t *gm, *sel;
+  double *o;
+  uint8_t *m;
+  bool want;
+} sel_job;
+
+static void select_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const sel_job *J = ctx;
+  const double *gv = J->gv;
+  const uint8_t *gm = J->gm, *sel = J->sel;
+  double *o = J->o;
+  uint8_t *m = J->m;
+  bool want = J->want;
+  for (int64_t i = lo; i < hi; i++) {
+    bool take = (sel[i] != 0) == want;
+    double v = gv[i];
+    o[i] = take || m ? v : 0.0;
+    if (m) m[i] = take && (!gm || gm[i]);
+  }
+}
+
+static mq_tensor *select_part(mq_state *S, mq_tensor *g, const uint8_t *sel, bool want,
+                              bool masked) {
+  mq_tensor *r = mq_ag_gnew(S, g->ndim, g->shape);
+  sel_job J = {mq_bw_d(g), mq_ag_maskp(S, g), sel, mq_bw_d(r), masked ? mq_ag_new_mask(S, r) : NULL,
+               want};
+  ew_run(S, r->numel, select_range, &J);
+  return r;
+}
+
+/* where(cond, a, b): the branch not taken gets no gradient when the
+ * result is masked (torch_masked.md §2.6), a zero one for plain tensors. */
+static void bw_where(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *a = n->in[0], *b = n->in[1], *cond = n->in[2];
+  const uint8_t *c = mq_tensor_data(mq_contiguous(S, mq_expand(S, cond, t->ndim, t->shape)));
+  bool masked = g->mask || t->mask;
+  if (a->requires_grad) gin[0] = mq_bw_sum_to(S, select_part(S, g, c, true, masked), a);
+  if (b->requires_grad) gin[1] = mq_bw_sum_to(S, select_part(S, g, c, false, masked), b);
+}
+
+/* masked_fill(x, m, v): filled positions owe nothing to x; v gets their sum. */
+static void bw_masked_fill(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *x = n->in[0], *v = n->in[1], *m = n->in[2];
+  const uint8_t *c = mq_tensor_data(mq_contiguous(S, mq_expand(S, m, t->ndim, t->shape)));
+  bool masked = g->mask || x->mask;
+  if (x->requires_grad) gin[0] = select_part(S, g, c, false, masked);
+  if (v && v->requires_grad) gin[1] = mq_bw_sum_to(S, select_part(S, g, c, true, masked), v);
+}
+
+/* get_data / to_tensor: the plain result's gradient re-wrapped with the
+ * input's mask (torch_masked.md §2.4). */
+static void bw_get_data(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_tensor *x = t->node->in[0];
+  if (!x->requires_grad) return;
+  const uint8_t *xm = mq_ag_maskp(S, x), *gm = mq_ag_maskp(S, g);
+  if (!xm) {
+    gin[0] = g;
+    return;
+  }
+  mq_tensor *r = mq_tensor_view(S, g, g->ndim, g->shape, g->strides, g->offset);
+  mq_tensor *mask = mq_tensor_new(S, MQ_DT_BOOL, g->ndim, g->shape);
+  mask_and(S, mq_tensor_data(mask), xm, gm, g->numel);
+  mq_tensor_set_mask(S, r, mask);
+  gin[0] = r;
+}
+
+/* as_masked, astype, contiguous: the gradient passes through as it is (an
+ * as_masked result is masked, so g already carries its mask). */
+static void bw_pass(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  (void)S;
+  if (t->node->in[0]->requires_grad) gin[0] = g;
+}
+
+/* --- the switch ---------------------------------------------------------------- */
+
+/* The kinds whose derivatives take a gradient in any form (backward.h):
+ * float32 kernels, or the gradient passed on as it is. */
+static bool any_form(const mq_gradnode *n) {
+  switch ((mq_agkind)n->kind) {
+  case MQ_AG_UNARY: case MQ_AG_BINARY: case MQ_AG_REDUCE: case MQ_AG_SOFTMAX:
+  case MQ_AG_GET_DATA: case MQ_AG_AS_MASKED: case MQ_AG_CAST:
+    break;
+  default: return false;
+  }
+  for (int i = 0; i < n->nin; i++) /* sparse gradients are float64 (backward_sparse.c) */
+    if (n->in[i] && n->in[i]->sparse) return false;
+  return true;
+}
+
+void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  if (!g->sparse && !any_form(t->node)) g = mq_bw_g64(S, g);
+  switch ((mq_agkind)t->node->kind) {
+  case MQ_AG_UNARY: bw_unary(S, t, g, gin); return;
+  case MQ_AG_BINARY: bw_binary(S, t, g, gin); return;
+  case MQ_AG_WHERE: bw_where(S, t, g, gin); return;
+  case MQ_AG_MASKED_FILL: bw_masked_fill(S, t, g, gin); return;
+  case MQ_AG_GET_DATA: bw_get_data(S, t, g, gin); return;
+  case MQ_AG_AS_MASKED: case MQ_AG_CAST: bw_pass(S, t, g, gin); return;
+  case MQ_AG_REDUCE: case MQ_AG_VAR: case MQ_AG_NORM: case MQ_AG_MEDIAN:
+    mq_bw_reduce(S, t, g, gin);
+    return;
+  case MQ_AG_SOFTMAX: mq_bw_softmax(S, t, g, gin); return;
+  case MQ_AG_CUMULATIVE: mq_bw_cumulative(S, t, g, gin); return;
+  case MQ_AG_GATHER: mq_bw_gather(S, t, g, gin); return;
+  case MQ_AG_SCATTER_ADD: mq_bw_scatter_add(S, t, g, gin); return;
+  case MQ_AG_MATMUL: mq_bw_matmul(S, t, g, gin); return;
+  case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
+  case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
+  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
+    mq_bw_sparse(S, t, g, gin);
+    return;
+  case MQ_AG_ATTENTION: mq_bw_attention(S, t, g, gin); return;
+  case MQ_AG__COUNT: break;
+  }
+  mq_error(S, "backward: unknown node kind %d", t->node->kind);
+}
+
+const char *mq_ag_node_name(const mq_gradnode *n) {
+  static const char *const un[] = {
+#define X(E, name, ...) name,
+      MQ_UNARY_OPS(X)
+#undef X
+  };
+  static const char *const bin[] = {
+#define X(E, name, ...) name,
+      MQ_BINARY_OPS(X)
+#undef X
+  };
+  static const char *const red[] = {
+#define X(E, name, ...) name,
+      MQ_REDUCE_OPS(X)
+#undef X
+  };
+  switch ((mq_agkind)n->kind) {
+  case MQ_AG_UNARY: return n->op >= 0 && n->op < MQ_UN__COUNT ? un[n->op] : "unary op";
+  case MQ_AG_BINARY: return n->op >= 0 && n->op < MQ_BIN__COUNT ? bin[n->op] : "binary op";
+  case MQ_AG_REDUCE: return n->op >= 0 && n->op < MQ_RED__COUNT ? red[n->op] : "reduction";
+  case MQ_AG_WHERE: return "where";
+  case MQ_AG_SOFTMAX: return n->op ? "log_softmax" : "softmax";
+  case MQ_AG_GATHER: return "indexing or view";
+  case MQ_AG_AS_MASKED: return "as_masked";
+  case MQ_AG_GET_DATA: return "get_data";
+  case MQ_AG_CAST: return "conversion";
+  case MQ_AG_MASKED_FILL: return "masked_fill";
+  case MQ_AG_MATMUL: return "matmul";
+  case MQ_AG_VAR: return n->op ? "std" : "var";
+  case MQ_AG_NORM: return "norm";
+  case MQ_AG_CUMULATIVE: return n->op ? "cumprod" : "cumsum";
+  case MQ_AG_MEDIAN: return "median";
+  case MQ_AG_SCATTER_ADD: return "scatter_add";
+  case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
+  case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
+  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
+    return mq_bw_sparse_name(n);
+  case MQ_AG_ATTENTION: return "attention";
+  case MQ_AG__COUNT: break;
+  }
+  return "op";
+}

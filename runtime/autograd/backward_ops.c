@@ -1,0 +1,1214 @@
+/* backward_ops.c - the derivatives that are not elementwise: reductions
+ * (sum, mean, amax, amin, prod, logsumexp, var, std, norm), the softmax
+ * family, running sums and products, data movement (indexing, views, cat,
+ * stack), and matmul.
+ *
+ * Masks: an input position gets a gradient only if it is valid and some
+ * valid output it feeds received one; a plain computation (no mask on the
+ * input, the output or the incoming gradient) gives a plain gradient, with
+ * 0 where nothing flowed, as torch does for plain tensors. */
+#include "backward.h"
+
+#include <math.h>
+
+#include "../tensor/masksum.h"
+#include "../kernels/ops.h"
+#include "../tensor/parallel.h"
+#include "../kernels/softmax_simd.h"
+
+/* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */
+static mq_tensor *grad_new(mq_state *S, int nd, const int64_t *shape, bool masked, uint8_t **m) {
+  mq_tensor *r = mq_ag_gnew(S, nd, shape);
+  *m = masked ? mq_ag_new_mask(S, r) : NULL;
+  return r;
+}
+
+static inline bool valid(const uint8_t *m, int64_t i) { return !m || m[i]; }
+
+/* --- reductions --------------------------------------------------------------- */
+
+/* Per-output-slot statistics of the valid inputs. */
+typedef struct slot_stats {
+  double *count, *sum, *ties, *zeros, *prod_nz;
+  int64_t *first; /* the first valid input equal to the output (median) */
+} slot_stats;
+
+static double *zeroed(mq_state *S, int64_t n) {
+  double *p = mq_scratch(S, (size_t)(n ? n : 1) * sizeof *p);
+  for (int64_t i = 0; i < n; i++) p[i] = 0;
+  return p;
+}
+
+/* The derivative of one output slot's value y w.r.t. one valid input x. */
+static double dreduce(const mq_gradnode *n, double x, double y, int64_t i, int64_t k,
+                      const slot_stats *st) {
+  if (n->kind == MQ_AG_MEDIAN) return i == st->first[k]; /* the selected entry only */
+  if (n->kind == MQ_AG_VAR) {
+    double mean = st->sum[k] / st->count[k], den = st->count[k] - n->prm[0];
+    double d = 2 * (x - mean) / (den > 0 ? den : 0);
+    return n->op ? d / (2 * y) : d;
+  }
+  if (n->kind == MQ_AG_NORM) {
+    double p = n->prm[0], sg = (double)((x > 0) - (x < 0));
+    if (p == 0) return 0;
+    if (p == 1) return sg;
+    if (isinf(p)) return fabs(x) == y ? sg / st->ties[k] : 0;
+    if (y == 0) return 0; /* torch: a zero norm has a zero subgradient */
+    if (p == 2) return x / y;
+    if (x == 0) return 0; /* torch: for p < 1, not 0 * inf = NaN */
+    return sg * pow(fabs(x), p - 1) / pow(y, p - 1);
+  }
+  switch ((mq_redop)n->op) { /* the rows' D(...) of ops_reduce.h */
+#define RED_D(e) return (e);
+#define RED_NODIFF break;
+#define X(E, name, bind, deriv, ...)                                           \
+  case MQ_RED_##E: RED_##deriv
+    MQ_REDUCE_OPS(X)
+#undef X
+  case MQ_RED__COUNT: break;
+  }
+  return NAN; /* bool and int results are never recorded (mq_ag_rec_reduce) */
+}
+
+/* Valid entry [i] of value [v] into the statistics of slot [k], of value [y]. */
+static inline void stat_add(slot_stats *st, int64_t k, int64_t i, double v, double y, bool norm_inf) {
+  st->count[k] += 1;
+  st->sum[k] += v;
+  if (norm_inf ? fabs(v) == y : v == y) st->ties[k] += 1; /* ties split evenly */
+  if (st->first[k] < 0 && (v == y || (v != v && y != y))) st->first[k] = i;
+  if (v == 0) st->zeros[k] += 1;
+  else st->prod_nz[k] *= v;
+}
+
+/* The statistics of slots [lo, hi) when the reduced dims are one block
+ * (mq_bw_block_walk). */
+typedef struct stats_job {
+  const double *xv, *yv;
+  const uint8_t *xm;
+  slot_stats *st;
+  int64_t len, inner;
+  bool norm_inf;
+} stats_job;
+
+static void stats_run(void *ctx, int64_t k, int64_t i, int64_t n, int64_t ds) {
+  const stats_job *J = ctx;
+  const double *xv = J->xv, *yv = J->yv;
+  const uint8_t *xm = J->xm;
+  for (int64_t c = 0; c < n; c++)
+    if (valid(xm, i + c)) stat_add(J->st, k + c * ds, i + c, xv[i + c], yv[k + c * ds], J->norm_inf);
+}
+
+static void stats_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const stats_job *J = ctx;
+  mq_bw_block_walk(lo, hi, J->len, J->inner, stats_run, ctx);
+}
+
+/* A reduction's gradient, from the slots' statistics: each entry on its
+ * own, so the threads share them out. */
+typedef struct red_job {
+  const mq_gradnode *n;
+  const int64_t *at;
+  const double *xv, *yv, *gv;
+  const uint8_t *xm, *gm;
+  const slot_stats *st;
+  double *o;
+  uint8_t *m;
+  int64_t len, inner; /* without at: the block of reduced dims */
+} red_job;
+
+/* Entries [i, i + n) of slots k + c * ds (mq_bw_block_walk). */
+static void red_run(void *ctx, int64_t k, int64_t i, int64_t n, int64_t ds) {
+  const red_job *J = ctx;
+  const double *xv = J->xv + i, *yv = J->yv + k, *gv = J->gv + k;
+  const uint8_t *xm = J->xm ? J->xm + i : NULL, *gm = J->gm ? J->gm + k : NULL;
+  double *o = J->o + i;
+  uint8_t *m = J->m ? J->m + i : NULL;
+  for (int64_t c = 0; c < n; c++) {
+    /* under the mask the data is whatever the formula gives, as in torch
+     * (1 for a sum); it is never read */
+    o[c] = gv[c * ds] * dreduce(J->n, xv[c], yv[c * ds], i + c, k + c * ds, J->st);
+    if (m) m[c] = valid(xm, c) && valid(gm, c * ds);
+  }
+}
+
+/* Entries [lo, hi), their slots from the offset table (one call site of
+ * dreduce, red_run's, which the compiler then inlines). */
+static void red_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const red_job *J = ctx;
+  for (int64_t i = lo; i < hi; i++) red_run(ctx, J->at[i], i, 1, 0);
+}
+
+/* The entries of slots [lo, hi), when the reduced dims are one block. */
+static void red_slots(void *ctx, int64_t lo, int64_t hi, int t) {
+  const red_job *J = ctx;
+  mq_bw_block_walk(lo, hi, J->len, J->inner, red_run, ctx);
+}
+
+/* Moves to the next row (the last dim) of [x], keeping k0, the output
+ * slot of the row's first entry, up to date ([ostr]: slot strides). */
+static inline void next_row(const mq_tensor *x, const int64_t *ostr, int64_t *idx, int64_t *k0) {
+  for (int d = x->ndim - 2; d >= 0; d--) {
+    if (++idx[d] < x->shape[d]) {
+      *k0 += ostr[d];
+      return;
+    }
+    *k0 -= ostr[d] * (x->shape[d] - 1);
+    idx[d] = 0;
+  }
+}
+
+/* Rows [r0, r1) of the gradient of sum or mean (bw_sum_mean). */
+typedef struct fill_job {
+  const mq_tensor *x;
+  const int64_t *ostr;
+  const double *gv, *scale; /* scale: NULL for sum */
+  const uint8_t *xm, *gm;
+  double *o;
+  uint8_t *m;
+  int64_t inner, is;
+  float *o32; /* the float32 gradient instead of o */
+} fill_job;
+
+static void fill_range(void *ctx, int64_t r0, int64_t r1, int t) {
+  const fill_job *J = ctx;
+  const double *gv = J->gv, *scale = J->scale;
+  const uint8_t *xm = J->xm, *gm = J->gm;
+  float *o32 = J->o32;
+  int64_t inner = J->inner, is = J->is, idx[MQ_MAX_DIMS] = {0}, k0 = 0, rest = r0;
+  for (int d = J->x->ndim - 2; d >= 0; d--) { /* the slot of row r0's first entry */
+    idx[d] = rest % J->x->shape[d];
+    rest /= J->x->shape[d];
+    k0 += idx[d] * J->ostr[d];
+  }
+  for (int64_t row = r0; row < r1; row++, next_row(J->x, J->ostr, idx, &k0)) {
+    if (o32) { /* a float32 gradient: the same values, rounded once */
+      float *orow = o32 + row * inner;
+      if (scale)
+        for (int64_t j = 0; j < inner; j++) orow[j] = (float)(gv[k0 + j * is] * scale[k0 + j * is]);
+      else
+        for (int64_t j = 0; j < inner; j++) orow[j] = (float)gv[k0 + j * is];
+    } else {
+      double *orow = J->o + row * inner;
+      if (scale)
+        for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * scale[k0 + j * is];
+      else
+        for (int64_t j = 0; j < inner; j++) orow[j] = gv[k0 + j * is] * 1.0;
+    }
+    if (!J->m) continue;
+    uint8_t *mrow = J->m + row * inner;
+    const uint8_t *xr = xm ? xm + row * inner : NULL;
+    for (int64_t j = 0; j < inner; j++)
+      mrow[j] = (uint8_t)((xr ? xr[j] : 1) & (gm ? gm[k0 + j * is] : 1));
+  }
+}
+
+/* The gradient of a float32 sum or mean over every dim: one value (g,
+ * or g over the valid count) broadcast with stride 0, within x's mask
+ * (shared, not copied). NULL when that is not the gradient's form. */
+static mq_tensor *sum_all32(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean) {
+  /* a masked g with a plain x makes an all-valid mask: the general path too */
+  if (g->mask && (!x->mask || !*(const uint8_t *)mq_tensor_data(mq_contiguous(S, g->mask))))
+    return NULL;
+  double v = mq_tensor_item(S, mq_get_data(S, g));
+  if (mean) {
+    int64_t c = x->numel;
+    if (x->mask) c = mq_mask_count(S, x->mask);
+    v *= 1 / (double)c;
+  }
+  mq_tensor *one = mq_tensor_scalar(S, MQ_DT_F32, (double)(float)v);
+  mq_tensor *r = mq_expand(S, one, x->ndim, x->shape);
+  if (x->mask) mq_tensor_set_mask(S, r, mq_contiguous(S, x->mask));
+  return r;
+}
+
+/* sum and mean, the common case: every input of slot k gets g[k] (times 1
+ * over the slot's valid count for mean), exactly what the general path
+ * below computes, without its statistics, offset table and float64 copies
+ * of x and y, and without a branch per entry. */
+static void bw_sum_mean(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean, const int64_t *ostr,
+                        int64_t nout, mq_tensor **gin) {
+  bool f32 = g->dtype == MQ_DT_F32 && x->dtype == MQ_DT_F32;
+  if (f32 && nout == 1 && x->numel > 1 && (gin[0] = sum_all32(S, x, g, mean))) return;
+  g = mq_bw_g64(S, g); /* nout values: read in double */
+  const double *gv = mq_bw_d(g);
+  const uint8_t *xm = mq_ag_maskp(S, x), *gm = mq_ag_maskp(S, g);
+  int nd = x->ndim;
+  int64_t N = x->numel, inner = nd ? x->shape[nd - 1] : 1, is = nd ? ostr[nd - 1] : 0;
+  int64_t rows = inner ? N / inner : 0, idx[MQ_MAX_DIMS] = {0}, k0 = 0;
+  double *scale = NULL; /* mean: 1 / the valid count of each slot */
+  if (mean) {
+    scale = zeroed(S, nout);
+    for (int64_t r = 0; r < rows; r++, next_row(x, ostr, idx, &k0)) {
+      const uint8_t *mr = xm ? xm + r * inner : NULL;
+      if (is == 0) {
+        int64_t c = inner;
+        if (mr) {
+          c = 0;
+          for (int64_t j = 0; j < inner; j++) c += mr[j];
+        }
+        scale[k0] += (double)c;
+      } else {
+        for (int64_t j = 0; j < inner; j++) scale[k0 + j * is] += mr ? (double)mr[j] : 1.0;
+      }
+    }
+    for (int64_t k = 0; k < nout; k++) scale[k] = 1 / scale[k];
+  }
+  uint8_t *m;
+  mq_tensor *r = f32 ? mq_bw_gnew32(S, nd, x->shape) : mq_ag_gnew(S, nd, x->shape);
+  m = xm || gm ? mq_ag_new_mask(S, r) : NULL;
+  /* rows are independent: the threads share them out */
+  fill_job J = {x, ostr, gv, scale, xm, gm, f32 ? NULL : mq_bw_d(r), m, inner, is,
+                f32 ? mq_bw_f(r) : NULL};
+  mq_parallel_for(S, mq_parallel_threads_for(S, N), rows, inner >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / (inner ? inner : 1),
+                  fill_range, &J);
+  gin[0] = r;
+}
+
+void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *x = n->in[0];
+  if (!x->requires_grad) return;
+  /* input position -> output slot: the output keeps the unreduced dims in
+   * order, so its contiguous layout is the same with or without keepdim */
+  int64_t ostr[MQ_MAX_DIMS], nout = 1;
+  for (int d = x->ndim - 1; d >= 0; d--) {
+    bool red = (n->dims >> d) & 1;
+    ostr[d] = red ? 0 : nout;
+    if (!red) nout *= x->shape[d];
+  }
+  if (n->kind == MQ_AG_REDUCE && (n->op == MQ_RED_SUM || n->op == MQ_RED_MEAN)) {
+    bw_sum_mean(S, x, g, n->op == MQ_RED_MEAN, ostr, nout, gin);
+    return;
+  }
+  g = mq_bw_g64(S, g);
+  const double *xv = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
+  const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
+  const double *gv = mq_bw_d(g);
+  const uint8_t *xm = mq_ag_maskp(S, x), *gm = mq_ag_maskp(S, g);
+  int64_t N = x->numel;
+
+  slot_stats st = {zeroed(S, nout), zeroed(S, nout), zeroed(S, nout), zeroed(S, nout),
+                   zeroed(S, nout), mq_scratch(S, (size_t)(nout ? nout : 1) * sizeof *st.first)};
+  bool norm_inf = n->kind == MQ_AG_NORM && isinf(n->prm[0]);
+  for (int64_t k = 0; k < nout; k++) st.prod_nz[k] = 1, st.first[k] = -1;
+  /* the reduced dims one block: the threads share out the slots */
+  stats_job K = {xv, yv, xm, &st, 1, 1, norm_inf};
+  int64_t outer, grain = 1;
+  const int64_t *at = NULL; /* input position -> slot, unless one block */
+  if (N > 0 && mq_bw_block(x->ndim, x->shape, n->dims, &outer, &K.len, &K.inner)) {
+    int64_t len = K.len > 0 ? K.len : 1;
+    grain = len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len;
+    mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, grain, stats_range, &K);
+  } else {
+    at = mq_iter_offsets(S, x->ndim, x->shape, ostr);
+    for (int64_t i = 0; i < N; i++)
+      if (valid(xm, i)) stat_add(&st, at[i], i, xv[i], yv[at[i]], norm_inf);
+  }
+
+  uint8_t *m;
+  mq_tensor *r = grad_new(S, x->ndim, x->shape, xm || gm, &m);
+  red_job J = {n, at, xv, yv, gv, xm, gm, &st, mq_bw_d(r), m, K.len, K.inner};
+  if (at) mq_parallel_for(S, mq_parallel_threads_for(S, N), N, MQ_PAR_GRAIN, red_range, &J);
+  else mq_parallel_for(S, mq_parallel_threads_for(S, N), nout, grain, red_slots, &J);
+  gin[0] = r;
+}
+
+/* --- dims: softmax, log_softmax, cumsum, cumprod ---------------------------- */
+
+/* [t] viewed as (outer, len, inner) around dim [dim]. */
+typedef struct around {
+  int64_t outer, len, inner;
+} around;
+
+static around split(const mq_tensor *t, int dim) {
+  around a = {1, 1, 1};
+  if (t->ndim == 0) return a;
+  int d = dim < 0 ? dim + t->ndim : dim;
+  for (int i = 0; i < d; i++) a.outer *= t->shape[i];
+  a.len = t->shape[d];
+  for (int i = d + 1; i < t->ndim; i++) a.inner *= t->shape[i];
+  return a;
+}
+
+/* What the derivatives along one dim share: the input, its slices, the
+ * masks, and the new gradient (o, with mask m or none). */
+typedef struct along {
+  mq_tensor *x, *r;
+  around A;
+  const double *gv;
+  const uint8_t *xm, *gm;
+  double *o;
+  uint8_t *m;
+} along;
+
+static bool along_init(mq_state *S, along *J, mq_tensor *t, mq_tensor *g) {
+  J->x = t->node->in[0];
+  if (!J->x->requires_grad) return false;
+  J->A = split(J->x, t->node->dim);
+  J->gv = mq_bw_d(g);
+  J->xm = mq_ag_maskp(S, J->x), J->gm = mq_ag_maskp(S, g);
+  J->r = grad_new(S, J->x->ndim, J->x->shape, J->xm || J->gm, &J->m);
+  J->o = mq_bw_d(J->r);
+  return true;
+}
+
+
+/* softmax: g_x = y (g - sum(g y)); log_softmax: g_x = g - exp(y) sum(g),
+ * sums over the slice's valid entries that received a gradient. A slice
+ * where none did gets none (masked out, or 0 when plain). */
+/* v where [keep] (0 or 1), else [fill]: a select on the bits, without a
+ * branch (random masks mispredict half of them) and without letting a NaN
+ * through, as a multiply by the mask would. */
+static inline double pick(double v, uint8_t keep, uint64_t fill) {
+  uint64_t b, k = (uint64_t)0 - keep;
+  memcpy(&b, &v, sizeof b);
+  b = (b & k) | (fill & ~k);
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+#define NEG_ZERO UINT64_C(0x8000000000000000) /* s + -0.0 is s, whatever s */
+
+/* Contiguous slices [a0, a1) of softmax's derivative, branch-free. */
+typedef struct sm_bw_job {
+  const along *J;
+  const double *yv;
+  bool lg;
+} sm_bw_job;
+
+static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
+  const sm_bw_job *B = ctx;
+  const along *J = B->J;
+  const double *yv = B->yv;
+  bool lg = B->lg;
+  for (int64_t a = a0; a < a1; a++) {
+    int64_t base = a * J->A.len, len = J->A.len;
+    const double *gr = J->gv + base, *yr = yv + base;
+    const uint8_t *xr = J->xm ? J->xm + base : NULL, *gmr = J->gm ? J->gm + base : NULL;
+    double s = 0;
+    uint8_t any = 0;
+    double *o = J->o + base;
+    uint8_t *m = J->m ? J->m + base : NULL;
+    /* only the span of the input's valid entries: outside it every term
+     * is -0 (no change to s) and every result masked out (0) */
+    int64_t f, l;
+    mq_valid_span(xr, len, &f, &l);
+    for (int64_t j = 0; j < f; j++) o[j] = 0;
+    for (int64_t j = l; j < len; j++) o[j] = 0;
+    if (m) {
+      memset(m, 0, (size_t)f);
+      memset(m + l, 0, (size_t)(len - l));
+    }
+    for (int64_t j = f; j < l; j++) {
+      uint8_t ok = (uint8_t)((xr ? xr[j] : 1) & (gmr ? gmr[j] : 1));
+      s += pick(lg ? gr[j] : gr[j] * yr[j], ok, NEG_ZERO);
+      any |= ok;
+    }
+    for (int64_t j = f; j < l; j++) {
+      uint8_t ok = xr ? xr[j] : 1, got = (uint8_t)(ok & (gmr ? gmr[j] : 1));
+      double gi = pick(gr[j], got, 0), y = pick(yr[j], ok, 0);
+      o[j] = pick(lg ? gi - exp(y) * s : y * (gi - s), (uint8_t)(ok & any), 0);
+      if (m) m[j] = (uint8_t)(ok & any);
+    }
+  }
+}
+
+/* Slices [s0, s1) (slice a * inner + c: entries base + j * inner) of
+ * softmax's derivative along a dim that is not the last. */
+static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
+  const sm_bw_job *B = ctx;
+  const along *J = B->J;
+  const double *yv = B->yv, *gv = J->gv;
+  const uint8_t *xm = J->xm, *gm = J->gm;
+  double *out = J->o;
+  uint8_t *mo = J->m;
+  int64_t len = J->A.len, inner = J->A.inner;
+  bool lg = B->lg;
+  for (int64_t sl = s0; sl < s1; sl++) {
+    int64_t a = sl / inner, c = sl - a * inner, base = a * len * inner + c;
+    double s = 0;
+    bool any = false;
+    for (int64_t j = 0; j < len; j++) {
+      int64_t i = base + j * inner;
+      if (!valid(xm, i) || !valid(gm, i)) continue;
+      any = true;
+      s += lg ? gv[i] : gv[i] * yv[i];
+    }
+    for (int64_t j = 0; j < len; j++) {
+      int64_t i = base + j * inner;
+      bool ok = valid(xm, i), got = ok && valid(gm, i);
+      double gi = got ? gv[i] : 0, y = ok ? yv[i] : 0;
+      out[i] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;
+      if (mo) mo[i] = ok && any;
+    }
+  }
+}
+
+/* The float32 form of sm_bw_range, for contiguous slices of a float32
+ * softmax with a float32 gradient: the same formula, the slice's sum in
+ * double in sixteen fixed lanes (entry f + i in lane i % 16, added
+ * pairwise), so that it vectorizes and depends on the slice alone, never on
+ * the thread count; each result computed in double and rounded once.
+ * Masked-out operands are selected to +0 in float32 before the product (a
+ * lane starts at +0, so adding +0 changes nothing, as sm_bw_range's -0
+ * does not). No mask is the all-ones row [ones]. With x masked, the result's
+ * mask is x's wherever a slice got a gradient: [bad] flags the slices with
+ * valid entries that got none, and the mask is only built if one has. */
+#define SM_LANES 16
+#if MQ_CPU_X86
+#define SM_DOT(cpu, a, b, m1, m2, n, d)                                        \
+  ((cpu) == MQ_CPU_AVX512 ? mq_simd_fdot_f32_avx512(a, b, m1, m2, n, d)        \
+                          : mq_simd_fdot_f32_avx2(a, b, m1, m2, n, d))
+#define SM_GRAD(cpu, g, y, xm, gm, n, s, o)                                    \
+  ((cpu) == MQ_CPU_AVX512 ? mq_simd_smgrad_f32_avx512(g, y, xm, gm, n, s, o)   \
+                          : mq_simd_smgrad_f32_avx2(g, y, xm, gm, n, s, o))
+#else
+#define SM_DOT(cpu, a, b, m1, m2, n, d) false
+#define SM_GRAD(cpu, g, y, xm, gm, n, s, o) ((void)0)
+#endif
+typedef struct sm_bw32_job {
+  const float *yv, *gv;
+  const uint8_t *xm, *gm, *ones;
+  float *o;
+  uint8_t *m, *bad; /* m: the mask to write (x plain, g masked); else bad */
+  int64_t len;
+  int cpu; /* the state's CPU path: the sum's loop (softmax_simd.h) */
+  bool lg;
+} sm_bw32_job;
+
+static inline float sel32(float v, uint8_t keep) {
+  uint32_t b, k = (uint32_t)0 - keep;
+  memcpy(&b, &v, sizeof b);
+  b &= k;
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+static inline double lanes16(const double *d) {
+  return (((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]))) +
+         (((d[8] + d[9]) + (d[10] + d[11])) + ((d[12] + d[13]) + (d[14] + d[15])));
+}
+
+MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
+  const sm_bw32_job *B = ctx;
+  int64_t len = B->len;
+  bool lg = B->lg;
+  for (int64_t a = a0; a < a1; a++) {
+    int64_t base = a * len;
+    const float *gr = B->gv + base, *yr = B->yv + base;
+    const uint8_t *xr = B->xm ? B->xm + base : B->ones, *gmr = B->gm ? B->gm + base : B->ones;
+    float *o = B->o + base;
+    int64_t f, l;
+    mq_valid_span(B->xm ? xr : NULL, len, &f, &l);
+    for (int64_t j = 0; j < f; j++) o[j] = 0;
+    for (int64_t j = l; j < len; j++) o[j] = 0;
+    double d[SM_LANES] = {0};
+    uint8_t any = 0;
+    int64_t j = f;
+    if (lg) {
+      for (; j + SM_LANES <= l; j += SM_LANES)
+        for (int k = 0; k < SM_LANES; k++) {
+          uint8_t ok = (uint8_t)(xr[j + k] & gmr[j + k]);
+          d[k] += (double)sel32(gr[j + k], ok);
+          any |= ok;
+        }
+    } else if (B->cpu != MQ_CPU_PORTABLE && l - j >= SM_LANES) { /* the same lanes */
+      int64_t nb = (l - j) / SM_LANES * SM_LANES;
+      any = SM_DOT(B->cpu, gr + j, yr + j, xr + j, gmr + j, nb, d);
+      j += nb;
+    } else {
+      for (; j + SM_LANES <= l; j += SM_LANES)
+        for (int k = 0; k < SM_LANES; k++) {
+          uint8_t ok = (uint8_t)(xr[j + k] & gmr[j + k]);
+          d[k] += (double)sel32(gr[j + k], ok) * (double)sel32(yr[j + k], ok);
+          any |= ok;
+        }
+    }
+    for (int k = 0; j < l; j++, k++) {
+      uint8_t ok = (uint8_t)(xr[j] & gmr[j]);
+      double gs = sel32(gr[j], ok);
+      d[k] += lg ? gs : gs * (double)sel32(yr[j], ok);
+      any |= ok;
+    }
+    double s = lanes16(d);
+    if (lg) {
+      for (j = f; j < l; j++) {
+        uint8_t ok = xr[j];
+        double gi = sel32(gr[j], (uint8_t)(ok & gmr[j])), y = sel32(yr[j], ok);
+        o[j] = sel32((float)(gi - exp(y) * s), (uint8_t)(ok & any));
+      }
+    } else {
+      j = f;
+      if (B->cpu != MQ_CPU_PORTABLE && any) { /* the same operations per entry */
+        int64_t nb = (l - j) / SM_LANES * SM_LANES;
+        SM_GRAD(B->cpu, gr + j, yr + j, xr + j, gmr + j, nb, s, o + j);
+        j += nb;
+      }
+      for (; j < l; j++) {
+        uint8_t ok = xr[j];
+        double gi = sel32(gr[j], (uint8_t)(ok & gmr[j])), y = sel32(yr[j], ok);
+        o[j] = sel32((float)(y * (gi - s)), (uint8_t)(ok & any));
+      }
+    }
+    if (B->m) { /* x plain: valid where the slice got a gradient */
+      memset(B->m + base, any, (size_t)len);
+    } else if (B->bad) {
+      B->bad[a] = f < l && !any;
+    }
+  }
+}
+
+/* The float32 path of mq_bw_softmax (contiguous slices); false when it
+ * does not apply. */
+static bool bw_softmax32(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_tensor *x = t->node->in[0];
+  around A = split(x, t->node->dim);
+  if (g->dtype != MQ_DT_F32 || t->dtype != MQ_DT_F32 || A.inner != 1 || A.len == 0) return false;
+  if (!mq_bw_gstride(g)) g = mq_contiguous(S, g); /* a sum's single value, spread */
+  sm_bw32_job B = {.yv = mq_bw_f32_at(S, t, t->ndim, t->shape), .gv = mq_bw_f(g),
+                   .xm = mq_ag_maskp(S, x), .gm = mq_ag_maskp(S, g), .len = A.len,
+                   .cpu = S->cpu, .lg = t->node->op};
+  if (B.gm == B.xm) B.gm = NULL; /* the same bytes (sum(softmax(x) * w)'s): x's alone */
+  if (!B.xm || !B.gm) {
+    uint8_t *ones = mq_scratch(S, (size_t)A.len);
+    memset(ones, 1, (size_t)A.len);
+    B.ones = ones;
+  }
+  mq_tensor *r = mq_bw_gnew32(S, x->ndim, x->shape);
+  if (B.xm) {
+    B.bad = mq_scratch(S, (size_t)(A.outer ? A.outer : 1));
+  } else if (B.gm) {
+    B.m = mq_ag_new_mask(S, r);
+  }
+  B.o = mq_bw_f(r);
+  mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), A.outer,
+                  A.len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / A.len, sm_bw_range32, &B);
+  if (B.xm) {
+    int64_t nbad = 0;
+    for (int64_t a = 0; a < A.outer; a++) nbad += B.bad[a];
+    if (!nbad) { /* x's own mask, shared */
+      mq_tensor_set_mask(S, r, mq_contiguous(S, x->mask));
+    } else {
+      uint8_t *m = mq_ag_new_mask(S, r);
+      for (int64_t a = 0; a < A.outer; a++) {
+        if (B.bad[a]) memset(m + a * A.len, 0, (size_t)A.len);
+        else memcpy(m + a * A.len, B.xm + a * A.len, (size_t)A.len);
+      }
+    }
+  }
+  gin[0] = r;
+  return true;
+}
+
+void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  if (!t->node->in[0]->requires_grad || bw_softmax32(S, t, g, gin)) return;
+  g = mq_bw_g64(S, g);
+  along J;
+  if (!along_init(S, &J, t, g)) return;
+  bool lg = t->node->op;
+  const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
+  if (J.A.inner == 1) { /* contiguous slices, shared out among the threads */
+    sm_bw_job B = {&J, yv, lg};
+    int64_t len = J.A.len > 0 ? J.A.len : 1;
+    mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
+                    sm_bw_range, &B);
+    gin[0] = J.r;
+    return;
+  }
+  /* strided slices, each on its own: the threads share them out */
+  sm_bw_job B = {&J, yv, lg};
+  int64_t len = J.A.len > 0 ? J.A.len : 1;
+  mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer * J.A.inner,
+                  len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sm_bw_strided, &B);
+  gin[0] = J.r;
+}
+
+/* Running sums and products skip masked-out entries (they count as the
+ * identity), so those get no gradient; entry j feeds every valid i >= j. */
+void mq_bw_cumulative(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  along J;
+  if (!along_init(S, &J, t, g)) return;
+  bool prod = t->node->op;
+  const double *xv = mq_bw_d(mq_bw_f64_to(S, J.x, J.x->ndim, J.x->shape));
+  for (int64_t a = 0; a < J.A.outer; a++)
+    for (int64_t c = 0; c < J.A.inner; c++) {
+      int64_t base = a * J.A.len * J.A.inner + c;
+#define AT(j) (base + (j) * J.A.inner)
+#define GOT(j) (valid(J.xm, AT(j)) && valid(J.gm, AT(j)))
+      if (!prod) { /* cumsum: a suffix sum of the gradients */
+        double s = 0;
+        bool any = false;
+        for (int64_t j = J.A.len - 1; j >= 0; j--) {
+          int64_t i = AT(j);
+          if (GOT(j)) s += J.gv[i], any = true;
+          J.o[i] = valid(J.xm, i) && any ? s : 0;
+          if (J.m) J.m[i] = valid(J.xm, i) && any;
+        }
+        continue;
+      }
+      double prefix = 1; /* product of the valid entries before j */
+      for (int64_t j = 0; j < J.A.len; j++) {
+        int64_t i = AT(j);
+        bool ok = valid(J.xm, i), any = false;
+        double s = 0, p = prefix;
+        for (int64_t k = j; ok && k < J.A.len; k++) {
+          if (k > j && valid(J.xm, AT(k))) p *= xv[AT(k)];
+          if (GOT(k)) s += J.gv[AT(k)] * p, any = true;
+        }
+        J.o[i] = ok && any ? s : 0;
+        if (J.m) J.m[i] = ok && any;
+        if (ok) prefix *= xv[i];
+      }
+#undef GOT
+#undef AT
+    }
+  gin[0] = J.r;
+}
+
+/* --- data movement ------------------------------------------------------------ */
+
+/* A rearrangement's gradient, entries [lo, hi) of g: each lands on its own
+ * input element, as 0 + g (the sum the general path forms: +0 for -0). */
+typedef struct move_job {
+  const int64_t *from;
+  const double *gv;
+  const uint8_t *gm, *um;
+  double *o;
+  uint8_t *m;
+} move_job;
+
+static void move_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const move_job *J = ctx;
+  const int64_t *from = J->from;
+  const double *gv = J->gv;
+  const uint8_t *gm = J->gm, *um = J->um;
+  double *o = J->o;
+  uint8_t *m = J->m;
+  for (int64_t k = lo; k < hi; k++) {
+    int64_t d = from[k];
+    bool got = valid(gm, k);
+    o[d] = got ? 0.0 + gv[k] : 0.0;
+    if (m) m[d] = got && valid(um, d);
+  }
+}
+
+/* The op is replayed on tensors holding the element numbers of its inputs
+ * (numbered across all inputs, for cat and stack); the result says, for
+ * each output element, which input element it came from, and the gradient
+ * is added back there. One rule for every view, index, cat and stack. */
+void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  if (n->op == 2) { /* expand: the sums of a broadcast operand, on threads */
+    if (n->in[0]->requires_grad) gin[0] = mq_bw_sum_to(S, g, n->in[0]);
+    return;
+  }
+  int64_t *base = mq_scratch(S, (size_t)n->nin * sizeof *base), total = 0;
+  for (int i = 0; i < n->nin; i++) {
+    base[i] = total;
+    total += n->in[i]->numel;
+  }
+  mq_tensor *src;
+  if (n->replay) {
+    mq_tensor **ids = mq_scratch(S, (size_t)n->ntot * sizeof *ids);
+    for (int i = 0; i < n->ntot; i++) ids[i] = n->in[i];
+    for (int i = 0; i < n->nin; i++) {
+      mq_tensor *u = n->in[i], *e = mq_tensor_new(S, MQ_DT_I64, u->ndim, u->shape);
+      int64_t *p = mq_tensor_data(e);
+      for (int64_t k = 0; k < u->numel; k++) p[k] = base[i] + k;
+      ids[i] = e;
+    }
+    src = mq_contiguous(S, n->replay(S, ids, n->args));
+  } else {
+    src = n->in[n->nin]; /* worked out when the op ran */
+  }
+  if (src->numel != t->numel || src->dtype != MQ_DT_I64)
+    mq_error(S, "backward of %s: replaying the op gave shape %s of %s, expected %lld elements",
+             mq_ag_node_name(n), mq_shape_str(S, src->ndim, src->shape),
+             mq_dtype_name((mq_dtype)src->dtype), (long long)t->numel);
+  const int64_t *from = mq_tensor_data(src);
+  const double *gv = mq_bw_d(g);
+  const uint8_t *gm = mq_ag_maskp(S, g);
+  if (n->op == 1 && n->nin == 1) { /* a rearrangement: on threads */
+    mq_tensor *u = n->in[0];
+    if (!u->requires_grad) return;
+    const uint8_t *um = mq_ag_maskp(S, u);
+    move_job J = {from, gv, gm, um, NULL, NULL};
+    mq_tensor *r = grad_new(S, u->ndim, u->shape, gm || um, &J.m);
+    J.o = mq_bw_d(r);
+    mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
+    gin[0] = r;
+    return;
+  }
+  double *acc;
+  uint8_t *got = mq_scratch(S, (size_t)(total ? total : 1));
+  if (n->op == 1) { /* cat: every element of the inputs written once, on threads */
+    acc = mq_scratch(S, (size_t)(total ? total : 1) * sizeof *acc);
+    move_job J = {from, gv, gm, NULL, acc, got};
+    mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
+  } else {
+    acc = zeroed(S, total);
+    memset(got, 0, (size_t)total);
+    for (int64_t k = 0; k < t->numel; k++) {
+      /* no gradient flowed here, or (-1: a masked-out index) nothing was read */
+      if (!valid(gm, k) || from[k] < 0) continue;
+      acc[from[k]] += gv[k];
+      got[from[k]] = 1;
+    }
+  }
+  for (int i = 0; i < n->nin; i++) {
+    mq_tensor *u = n->in[i];
+    if (!u->requires_grad) continue;
+    const uint8_t *um = mq_ag_maskp(S, u);
+    uint8_t *m;
+    mq_tensor *r = grad_new(S, u->ndim, u->shape, gm || um, &m);
+    memcpy(mq_bw_d(r), acc + base[i], (size_t)u->numel * sizeof(double));
+    if (m)
+      for (int64_t k = 0; k < u->numel; k++) m[k] = got[base[i] + k] && valid(um, k);
+    gin[i] = r;
+  }
+}
+
+/* scatter_add (gather.c): x gets g, src the gradient at the output element
+ * it was added to (aux in[2]; -1: none). */
+void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *node = t->node;
+  mq_tensor *x = node->in[0], *src = node->in[1], *pos = node->in[2];
+  const double *gv = mq_bw_d(g);
+  const uint8_t *gm = mq_ag_maskp(S, g);
+  if (x->requires_grad) { /* d out / d x is 1 at every valid entry of x */
+    const uint8_t *xm = mq_ag_maskp(S, x);
+    mq_tensor *r = mq_ag_gnew(S, x->ndim, x->shape);
+    memcpy(mq_bw_d(r), gv, (size_t)x->numel * sizeof(double));
+    if (gm || xm) {
+      uint8_t *m = mq_ag_new_mask(S, r);
+      for (int64_t k = 0; k < x->numel; k++) {
+        mq_poll_at(S, k);
+        m[k] = (!gm || gm[k]) && (!xm || xm[k]);
+      }
+    }
+    gin[0] = r;
+  }
+  if (src->requires_grad) { /* each added src entry: the gradient where it went */
+    const int64_t *p = mq_tensor_data(pos);
+    const uint8_t *sm = mq_ag_maskp(S, src);
+    mq_tensor *r = mq_ag_gnew(S, src->ndim, src->shape);
+    double *rv = mq_bw_d(r);
+    uint8_t *m = gm || sm ? mq_ag_new_mask(S, r) : NULL;
+    for (int64_t j = 0; j < src->numel; j++) {
+      mq_poll_at(S, j);
+      bool got = p[j] >= 0 && (!gm || gm[p[j]]);
+      rv[j] = got ? gv[p[j]] : 0.0;
+      if (m) m[j] = got;
+    }
+    gin[1] = r;
+  }
+}
+
+/* --- matmul ------------------------------------------------------------------- */
+
+/* One operand of a matmul as a stack of (rows, cols) matrices over its own
+ * batch dims; a 1-d a is one row, a 1-d b one column. */
+typedef struct mat {
+  int nbd;
+  int64_t bshape[MQ_MAX_DIMS];
+  int64_t rows, cols;
+  const double *x;
+  const uint8_t *m;
+} mat;
+
+static void mat_init(mq_state *S, mat *M, mq_tensor *t, bool left) {
+  M->nbd = t->ndim > 2 ? t->ndim - 2 : 0;
+  for (int d = 0; d < M->nbd; d++) M->bshape[d] = t->shape[d];
+  if (t->ndim == 1) {
+    M->rows = left ? 1 : t->shape[0];
+    M->cols = left ? t->shape[0] : 1;
+  } else {
+    M->rows = t->shape[t->ndim - 2];
+    M->cols = t->shape[t->ndim - 1];
+  }
+  M->x = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
+  M->m = mq_ag_maskp(S, t);
+}
+
+/* The matrix of [M] that batch index [idx] (over nbd output batch dims)
+ * reads, broadcasting size-1 and missing dims. */
+static int64_t mat_batch(const mat *M, int nbd, const int64_t *idx) {
+  int64_t off = 0;
+  for (int d = 0; d < M->nbd; d++) {
+    int od = nbd - M->nbd + d;
+    off = off * M->bshape[d] + (M->bshape[d] == 1 ? 0 : idx[od]);
+  }
+  return off;
+}
+
+/* Every valid entry of [n] values finite (NULL mask: every entry). */
+/* The elementwise passes of matmul's backward, on threads: (x) whether
+ * the valid entries are finite, a flag per thread (and-ed afterwards: the
+ * same answer whoever looks where); (p, pm) the data under m's masked-out
+ * entries zeroed and the gradient's mask and-ed with m. */
+typedef struct mm_pass {
+  const double *x;
+  const uint8_t *m;
+  bool *ok;
+  double *p;
+  uint8_t *pm;
+} mm_pass;
+
+static void mm_pass_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_pass *P = ctx;
+  const uint8_t *m = P->m;
+  if (P->x) {
+    const double *x = P->x;
+    bool ok = true;
+    for (int64_t i = lo; i < hi; i++) ok &= (m && !m[i]) || isfinite(x[i]);
+    if (!ok) P->ok[t] = false;
+    return;
+  }
+  double *p = P->p;
+  uint8_t *pm = P->pm;
+  if (p)
+    for (int64_t i = lo; i < hi; i++) p[i] = m[i] ? p[i] : 0;
+  if (pm)
+    for (int64_t i = lo; i < hi; i++) pm[i] &= m[i];
+}
+
+static bool mm_pass_run(mq_state *S, mm_pass *P, int64_t n) {
+  int nt = mq_parallel_threads_for(S, n);
+  bool *ok = mq_scratch(S, (size_t)nt * sizeof *ok), all = true;
+  for (int t = 0; t < nt; t++) ok[t] = true;
+  P->ok = ok;
+  mq_parallel_for(S, nt, n, MQ_PAR_GRAIN, mm_pass_range, P);
+  for (int t = 0; t < nt; t++) all &= ok[t];
+  return all;
+}
+
+static bool valid_finite(mq_state *S, const double *x, const uint8_t *m, int64_t n) {
+  mm_pass P = {.x = x, .m = m};
+  return mm_pass_run(S, &P, n);
+}
+
+/* What one backward matmul reads and writes; ga/gb NULL when not wanted. */
+typedef struct mm_bw {
+  mat A, B;
+  int64_t M, K, N;
+  const double *gv;
+  const uint8_t *gm;
+  double *pa, *pb;
+  uint8_t *ma, *mb;
+} mm_bw;
+
+/* One batch, term by term: the definition, for inputs with an inf or NaN
+ * (a product with a masked-out partner must not be formed at all). */
+static void mm_bw_pairs(const mm_bw *W, int64_t oa, int64_t ob, const double *gb_, const uint8_t *gmb) {
+  int64_t M = W->M, K = W->K, N = W->N;
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      if (!valid(gmb, i * N + j)) continue;
+      double gij = gb_[i * N + j];
+      for (int64_t l = 0; l < K; l++) {
+        int64_t ia = oa + i * K + l, ib = ob + l * N + j;
+        if (!valid(W->A.m, ia) || !valid(W->B.m, ib)) continue; /* not a pair of c[i,j] */
+        if (W->pa) {
+          W->pa[ia] += gij * W->B.x[ib];
+          if (W->ma) W->ma[ia] = 1;
+        }
+        if (W->pb) {
+          W->pb[ib] += gij * W->A.x[ia];
+          if (W->mb) W->mb[ib] = 1;
+        }
+      }
+    }
+}
+
+/* What mm_bw_ga and mm_bw_gb read besides the operands. ga: b's batch
+ * transposed [N, K] (0 where masked out) and its mask, and the thread's
+ * scratch for a row's valid gradient columns [N]. gb: the batch's gradient
+ * [M, N] with 0 where masked out, the span of each row's valid entries
+ * [M, 2], and a row of N zeros. */
+typedef struct mm_bw_scratch {
+  const double *bt, *gz, *zero;
+  const uint8_t *btm;
+  const int64_t *span;
+  int64_t *js;
+} mm_bw_scratch;
+
+/* ga rows: ga[i, l] += g[i, j] * b[l, j] over row i's valid j in order,
+ * four j at a time per load of the accumulator (added one after the other:
+ * the same order), over the span of a's valid entries in row i only (the
+ * others end masked out and 0). */
+MQ_WIDE static void mm_bw_ga(const mm_bw *W, int64_t oa, const double *gb_, const uint8_t *gmb,
+                             const uint8_t *bm, const mm_bw_scratch *X, int64_t i0, int64_t i1) {
+  int64_t K = W->K, N = W->N;
+  const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
+  for (int64_t i = i0; i < i1; i++) {
+    const double *gr = gb_ + i * N;
+    const uint8_t *gmr = gmb ? gmb + i * N : NULL;
+    int64_t l0, l1, nj = 0;
+    if (!mq_valid_span(am ? am + i * K : NULL, K, &l0, &l1)) continue;
+    for (int64_t j = 0; j < N; j++) {
+      X->js[nj] = j;
+      nj += !gmr || gmr[j];
+    }
+    if (!nj) continue;
+    double *o = W->pa + oa + i * K;
+    int64_t q = 0;
+    for (; q + 4 <= nj; q += 4) {
+      const int64_t *jq = X->js + q;
+      double g0 = gr[jq[0]], g1 = gr[jq[1]], g2 = gr[jq[2]], g3 = gr[jq[3]];
+      const double *b0 = X->bt + jq[0] * K, *b1 = X->bt + jq[1] * K;
+      const double *b2 = X->bt + jq[2] * K, *b3 = X->bt + jq[3] * K;
+      for (int64_t l = l0; l < l1; l++) {
+        double t = o[l];
+        t += g0 * b0[l];
+        t += g1 * b1[l];
+        t += g2 * b2[l];
+        t += g3 * b3[l];
+        o[l] = t;
+      }
+    }
+    for (; q < nj; q++) {
+      double g = gr[X->js[q]];
+      const double *br = X->bt + X->js[q] * K;
+      for (int64_t l = l0; l < l1; l++) o[l] += g * br[l];
+    }
+    if (W->ma) {
+      uint8_t *mr = W->ma + oa + i * K;
+      if (!bm) {
+        memset(mr + l0, 1, (size_t)(l1 - l0));
+        continue;
+      }
+      for (q = 0; q < nj; q++) {
+        const uint8_t *br = X->btm + X->js[q] * K;
+        for (int64_t l = l0; l < l1; l++) mr[l] |= br[l];
+      }
+    }
+  }
+}
+
+/* gb rows: gb[l, j] += a[i, l] * g[i, j] in order of i, four rows of g at
+ * a time, over the union of their spans of valid entries (a padded row's
+ * tail is skipped); a masked-out a[i, l] or g[i, j] takes part as an exact
+ * 0, which leaves the sum as it was. */
+MQ_WIDE static void mm_bw_gb(const mm_bw *W, int64_t oa, int64_t ob, const uint8_t *gmb,
+                             const mm_bw_scratch *X, int64_t l0, int64_t l1) {
+  int64_t M = W->M, K = W->K, N = W->N;
+  const uint8_t *am = W->A.m ? W->A.m + oa : NULL;
+  const double *ax = W->A.x + oa;
+  for (int64_t i0 = 0; i0 < M; i0 += 4) {
+    int64_t nr = M - i0 < 4 ? M - i0 : 4, u0 = N, u1 = 0;
+    int64_t s0[4], s1[4];
+    for (int64_t r = 0; r < nr; r++) {
+      s0[r] = X->span[2 * (i0 + r)], s1[r] = X->span[2 * (i0 + r) + 1];
+      if (s0[r] >= s1[r]) continue;
+      u0 = s0[r] < u0 ? s0[r] : u0;
+      u1 = s1[r] > u1 ? s1[r] : u1;
+    }
+    if (u0 >= u1) continue;
+    const double *gz[4];
+    for (int64_t r = 0; r < 4; r++) gz[r] = r < nr ? X->gz + (i0 + r) * N : X->zero;
+    for (int64_t l = l0; l < l1; l++) {
+      double a[4];
+      uint8_t any = 0;
+      for (int64_t r = 0; r < 4; r++) {
+        uint8_t ok = r < nr && valid(am, (i0 + r) * K + l);
+        a[r] = ok ? ax[(i0 + r) * K + l] : 0;
+        any |= ok;
+      }
+      if (!any) continue; /* a key masked out in all four rows adds nothing */
+      double *o = W->pb + ob + l * N;
+      for (int64_t j = u0; j < u1; j++) {
+        double t = o[j];
+        t += a[0] * gz[0][j];
+        t += a[1] * gz[1][j];
+        t += a[2] * gz[2][j];
+        t += a[3] * gz[3][j];
+        o[j] = t;
+      }
+      if (W->mb) {
+        uint8_t *mr = W->mb + ob + l * N;
+        for (int64_t r = 0; r < nr; r++) {
+          if (!valid(am, (i0 + r) * K + l) || s0[r] >= s1[r]) continue;
+          const uint8_t *gmr = gmb ? gmb + (i0 + r) * N : NULL;
+          if (!gmr) memset(mr + s0[r], 1, (size_t)(s1[r] - s0[r]));
+          else
+            for (int64_t j = s0[r]; j < s1[r]; j++) mr[j] |= gmr[j];
+        }
+      }
+    }
+  }
+}
+
+/* The rows path: every batch as rows of axpys, each gradient entry summed
+ * in the same order as mm_bw_pairs (batches, then j for ga; batches, then
+ * i for gb), so the result is the same to the bit: with finite inputs, a
+ * term whose partner is masked out is an exact +-0 here, and adding it
+ * leaves a sum that starts at +0 unchanged (it can never be -0). What
+ * makes the work smaller: masked-out gradient entries and a's masked-out
+ * spans are skipped, not multiplied by 0. The threads share out the rows
+ * of ga (items: a's rows, or (batch, row) pairs when no two batches write
+ * the same rows of ga) and the rows l of gb likewise: an entry is written
+ * by one thread only, its terms in the order above. */
+typedef struct mm_bw_job {
+  const mm_bw *W;
+  const int64_t *oa, *ob; /* each batch's offsets in a and b */
+  int64_t nbatch;
+  bool own_a, own_b;      /* every batch writes rows of its own */
+  double *bt;              /* b's batches transposed */
+  const double *gz, *zero; /* g with 0 where masked out */
+  uint8_t *btm;
+  int64_t *js, *span;     /* N per thread; each row of g's valid span */
+} mm_bw_job;
+
+/* The (batch, rows [r0, r1)) pieces of items [lo, hi) in order: with
+ * [own], item = batch * per + row; else rows [lo, hi) of every batch.
+ * Start with bti = -1. */
+typedef struct mm_seg {
+  int64_t bti, r0, r1;
+} mm_seg;
+
+static bool mm_bw_next(const mm_bw_job *J, bool own, int64_t per, int64_t lo, int64_t hi, mm_seg *g) {
+  if (!own) {
+    g->r0 = lo, g->r1 = hi;
+    return ++g->bti < J->nbatch;
+  }
+  int64_t it = g->bti < 0 ? lo : g->bti * per + g->r1;
+  if (it >= hi) return false;
+  g->bti = it / per;
+  g->r0 = it - g->bti * per;
+  g->r1 = hi - g->bti * per < per ? hi - g->bti * per : per;
+  return true;
+}
+
+static void mm_bw_ga_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_bw_job *J = ctx;
+  const mm_bw *W = J->W;
+  int64_t M = W->M, N = W->N;
+  mm_bw_scratch X = {.js = J->js + t * (N > 0 ? N : 1)};
+  for (mm_seg g = {-1, 0, 0}; mm_bw_next(J, J->own_a, M, lo, hi, &g);) {
+    int64_t ob = J->ob[g.bti];
+    X.bt = J->bt + ob, X.btm = J->btm ? J->btm + ob : NULL;
+    mm_bw_ga(W, J->oa[g.bti], W->gv + g.bti * M * N, W->gm ? W->gm + g.bti * M * N : NULL,
+             W->B.m ? W->B.m + ob : NULL, &X, g.r0, g.r1);
+  }
+}
+
+static void mm_bw_gb_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const mm_bw_job *J = ctx;
+  const mm_bw *W = J->W;
+  int64_t M = W->M, N = W->N;
+  mm_bw_scratch X = {.zero = J->zero};
+  for (mm_seg g = {-1, 0, 0}; mm_bw_next(J, J->own_b, W->K, lo, hi, &g);) {
+    X.gz = J->gz + g.bti * M * N, X.span = J->span + g.bti * M * 2;
+    mm_bw_gb(W, J->oa[g.bti], J->ob[g.bti], W->gm ? W->gm + g.bti * M * N : NULL, &X, g.r0, g.r1);
+  }
+}
+
+/* b's [nb] batches transposed, [N, K] each at its batch's offset (0 where
+ * masked out), and their masks when ga needs them. */
+static void mm_bw_transpose(const mm_bw *W, int64_t nb, double *bt, uint8_t *btm) {
+  int64_t K = W->K, N = W->N;
+  for (int64_t ob = 0; ob < nb * K * N; ob += K * N) {
+    const uint8_t *bm = W->B.m ? W->B.m + ob : NULL;
+    const double *bx = W->B.x + ob;
+    for (int64_t l = 0; l < K; l++)
+      for (int64_t j = 0; j < N; j++) bt[ob + j * K + l] = valid(bm, l * N + j) ? bx[l * N + j] : 0;
+    if (btm)
+      for (int64_t l = 0; l < K; l++)
+        for (int64_t j = 0; j < N; j++) btm[ob + j * K + l] = bm[l * N + j];
+  }
+}
+
+/* A chunk of about MQ_PAR_GRAIN multiply-adds, in items of [per]. */
+static int64_t mm_bw_grain(int64_t per) { return per >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / (per ? per : 1); }
+
+/* [na], [nb]: the number of a's and b's matrices. */
+static void mm_bw_rows(mq_state *S, const mm_bw *W, mm_bw_job *J, int64_t na, int64_t nb) {
+  int64_t M = W->M, K = W->K, N = W->N, n1 = N > 0 ? N : 1, nkn = nb * K * N > 0 ? nb * K * N : 1;
+  /* either side: nbatch * M * K * N multiply-adds (saturated: it only
+   * picks the thread count) */
+  int64_t work, mk, kn;
+  if (!mq_mul_ok(J->nbatch, M, &mk) || !mq_mul_ok(K, N, &kn) || !mq_mul_ok(mk, kn, &work))
+    work = INT64_MAX;
+  int nt = mq_parallel_threads_for(S, work);
+  J->own_a = na == J->nbatch, J->own_b = nb == J->nbatch;
+  if (W->pa) {
+    J->bt = mq_scratch(S, (size_t)nkn * sizeof *J->bt); /* b's size */
+    J->btm = W->B.m && W->ma ? mq_scratch(S, (size_t)nkn) : NULL;
+    mm_bw_transpose(W, nb, J->bt, J->btm);
+    J->js = mq_scratch(S, (size_t)nt * (size_t)n1 * sizeof *J->js);
+    int64_t items = J->own_a ? J->nbatch * M : M;
+    mq_parallel_for(S, nt, items, mm_bw_grain(K * N * (J->own_a ? 1 : J->nbatch)), mm_bw_ga_range, J);
+  }
+  if (W->pb) { /* g's rows once for all: zeros where masked out, spans */
+    int64_t rows = J->nbatch * M;
+    double *gz = W->gm ? mq_scratch(S, (size_t)(rows * N > 0 ? rows * N : 1) * sizeof *gz) : NULL;
+    J->gz = gz ? gz : W->gv; /* a plain g is read as it is */
+    J->span = mq_scratch(S, (size_t)(rows > 0 ? rows : 1) * 2 * sizeof *J->span);
+    J->zero = zeroed(S, n1);
+    for (int64_t i = 0; i < rows; i++) {
+      const uint8_t *gmr = W->gm ? W->gm + i * N : NULL;
+      mq_valid_span(gmr, N, &J->span[2 * i], &J->span[2 * i + 1]);
+      for (int64_t j = 0; gz && j < N; j++) gz[i * N + j] = gmr[j] ? W->gv[i * N + j] : 0;
+    }
+    int64_t items = J->own_b ? J->nbatch * K : K;
+    /* at least 32 rows of gb a chunk: a chunk copies four rows of g per
+     * four rows of a, once for all its rows of gb */
+    int64_t grain = mm_bw_grain(M * N * (J->own_b ? 1 : J->nbatch));
+    mq_parallel_for(S, nt, items, grain > 32 ? grain : 32, mm_bw_gb_range, J);
+  }
+}
+
+/* With c = a @ b over valid pairs only: dc[i,j]/da[i,l] = b[l,j] where b[l,j]
+ * is valid, and dc[i,j]/db[l,j] = a[i,l] where a[i,l] is valid. Each
+ * operand's gradient is summed over the batch dims it was broadcast along.
+ * Finite inputs take mm_bw_rows, others mm_bw_pairs (the same sums). */
+void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *a = n->in[0], *b = n->in[1];
+  mm_bw W;
+  mat_init(S, &W.A, a, true);
+  mat_init(S, &W.B, b, false);
+  int64_t bshape[MQ_MAX_DIMS], nbatch = 1;
+  int nbd = mq_broadcast_shapes(S, W.A.nbd, W.A.bshape, W.B.nbd, W.B.bshape, bshape);
+  for (int d = 0; d < nbd; d++) nbatch *= bshape[d];
+  int64_t M = W.M = W.A.rows, K = W.K = W.A.cols, N = W.N = W.B.cols;
+  W.gv = mq_bw_d(g);
+  W.gm = mq_ag_maskp(S, g);
+  bool masked = W.gm || W.A.m || W.B.m;
+  mq_tensor *ga = a->requires_grad ? grad_new(S, a->ndim, a->shape, masked, &W.ma) : NULL;
+  mq_tensor *gb = b->requires_grad ? grad_new(S, b->ndim, b->shape, masked, &W.mb) : NULL;
+  if (!ga) W.ma = NULL;
+  if (!gb) W.mb = NULL;
+  W.pa = ga ? mq_bw_d(ga) : NULL, W.pb = gb ? mq_bw_d(gb) : NULL;
+  if (W.pa) memset(W.pa, 0, (size_t)a->numel * sizeof *W.pa);
+  if (W.pb) memset(W.pb, 0, (size_t)b->numel * sizeof *W.pb);
+  if (W.ma) memset(W.ma, 0, (size_t)a->numel);
+  if (W.mb) memset(W.mb, 0, (size_t)b->numel);
+  bool rows = valid_finite(S, W.A.x, W.A.m, a->numel) && valid_finite(S, W.B.x, W.B.m, b->numel) &&
+              valid_finite(S, W.gv, W.gm, g->numel);
+  /* each batch's offsets in a and b */
+  int64_t *oa = mq_scratch(S, (size_t)(nbatch ? nbatch : 1) * sizeof *oa);
+  int64_t *ob = mq_scratch(S, (size_t)(nbatch ? nbatch : 1) * sizeof *ob);
+  int64_t idx[MQ_MAX_DIMS] = {0};
+  for (int64_t bti = 0; bti < nbatch; bti++) {
+    oa[bti] = mat_batch(&W.A, nbd, idx) * M * K, ob[bti] = mat_batch(&W.B, nbd, idx) * K * N;
+    for (int d = nbd - 1; d >= 0; d--) {
+      if (++idx[d] < bshape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  if (rows) {
+    mm_bw_job J = {.W = &W, .oa = oa, .ob = ob, .nbatch = nbatch};
+    mm_bw_rows(S, &W, &J, M * K > 0 ? a->numel / (M * K) : 0, K * N > 0 ? b->numel / (K * N) : 0);
+  } else {
+    for (int64_t bti = 0; bti < nbatch; bti++)
+      mm_bw_pairs(&W, oa[bti], ob[bti], W.gv + bti * M * N, W.gm ? W.gm + bti * M * N : NULL);
+  }
+  /* the rows path summed terms whose own operand is masked out: those
+   * entries get no gradient (the data under the mask stays 0) */
+  mm_pass PA = {.m = W.A.m, .p = rows ? W.pa : NULL, .pm = W.ma};
+  if (W.A.m && (PA.p || PA.pm)) mm_pass_run(S, &PA, a->numel);
+  mm_pass PB = {.m = W.B.m, .p = rows ? W.pb : NULL, .pm = W.mb};
+  if (W.B.m && (PB.p || PB.pm)) mm_pass_run(S, &PB, b->numel);
+  gin[0] = ga;
+  gin[1] = gb;
+}

@@ -1,0 +1,157 @@
+/* reduce.c - the reductions sum, mean, prod, amax, amin, all, any, count
+ * and logsumexp over any set of dims, masked or plain: checking the
+ * arguments, choosing the dtypes and the kernel (reduce_kernels.c), the
+ * identity the accumulator starts from, the walk (reduce_walk.c), turning
+ * the accumulator into the result, and recording for autograd. An output
+ * with no valid input is masked out; its hidden data is the identity (NaN
+ * for mean), as in torch.masked. */
+#include <math.h>
+
+#include "reduce.h"
+
+#include "ops.h"
+
+static const char *const red_names[] = {
+#define X(E, s, ...) s,
+    MQ_REDUCE_OPS(X)
+#undef X
+};
+
+/* Fills the accumulator with the op's identity. */
+static void acc_init(mq_redop op, mq_dtype dt, void *acc, int64_t n) {
+  switch (op) {
+  case MQ_RED_ALL: case MQ_RED_ANY: /* a bool slot whatever the input */
+    memset(acc, op == MQ_RED_ALL, (size_t)n);
+    return;
+  case MQ_RED_SUM: case MQ_RED_MEAN:
+    memset(acc, 0, (size_t)n * mq_red_kernels[op][dt]->acc_size); /* 0.0 and 0 are all-zero bits */
+    return;
+  case MQ_RED_PROD:
+    for (int64_t i = 0; i < n; i++) {
+      if (mq_dtype_is_float(dt)) ((double *)acc)[i] = 1;
+      else ((int64_t *)acc)[i] = 1;
+    }
+    return;
+  case MQ_RED_LOGSUMEXP:
+    for (int64_t i = 0; i < n; i++) ((mq_red_lse *)acc)[i] = (mq_red_lse){-INFINITY, 0};
+    return;
+  default: break;
+  }
+  bool mx = op == MQ_RED_AMAX || op == MQ_RED_ANY;
+  switch (dt) {
+  case MQ_DT_BOOL: memset(acc, mx ? 0 : 1, (size_t)n); break;
+  case MQ_DT_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)acc)[i] = mx ? INT64_MIN : INT64_MAX; break;
+  case MQ_DT_F32: for (int64_t i = 0; i < n; i++) ((float *)acc)[i] = mx ? -INFINITY : INFINITY; break;
+  default: for (int64_t i = 0; i < n; i++) ((double *)acc)[i] = mx ? -INFINITY : INFINITY; break;
+  }
+}
+
+/* The dtype an op reads its input as, and the one it answers in. */
+static mq_dtype read_dtype(mq_redop op, mq_dtype dt) {
+  if (op == MQ_RED_LOGSUMEXP && !mq_dtype_is_float(dt)) return MQ_DT_F32;
+  return dt;
+}
+static mq_dtype out_dtype(mq_redop op, mq_dtype dt) {
+  switch (op) {
+  case MQ_RED_SUM: case MQ_RED_PROD: return mq_dtype_is_float(dt) ? dt : MQ_DT_I64;
+  case MQ_RED_MEAN: case MQ_RED_LOGSUMEXP: return mq_dtype_is_float(dt) ? dt : MQ_DT_F32;
+  case MQ_RED_ALL: case MQ_RED_ANY: return MQ_DT_BOOL;
+  case MQ_RED_COUNT: return MQ_DT_I64;
+  default: return dt;
+  }
+}
+
+/* Turns the folded accumulator [acc] into the result [out] of [op] (means
+ * divide by [count], or by P->R when it is NULL) and sets out's mask from
+ * [count] (NULL: all valid). */
+static void finish(mq_state *S, mq_redop op, const mq_red_plan *P, mq_tensor *out, const void *acc,
+                   const int64_t *count) {
+  void *o = mq_tensor_data(out);
+  mq_dtype out_dt = (mq_dtype)out->dtype;
+  int64_t on = P->on;
+  if (op == MQ_RED_MEAN) {
+    const double *a = acc;
+    if (out_dt == MQ_DT_F64)
+      for (int64_t i = 0; i < on; i++) ((double *)o)[i] = a[i] / (double)(count ? count[i] : P->R);
+    else
+      for (int64_t i = 0; i < on; i++) ((float *)o)[i] = (float)(a[i] / (double)(count ? count[i] : P->R));
+  } else if (op == MQ_RED_LOGSUMEXP) {
+    const mq_red_lse *a = acc;
+    for (int64_t i = 0; i < on; i++) {
+      double v = a[i].S != a[i].S ? NAN : a[i].M == -INFINITY ? -INFINITY : log(a[i].S) + a[i].M;
+      if (out_dt == MQ_DT_F64) ((double *)o)[i] = v;
+      else ((float *)o)[i] = (float)v;
+    }
+  } else if (acc != o) {
+    if (out_dt == MQ_DT_F32) /* float sums and products accumulated in double */
+      for (int64_t i = 0; i < on; i++) ((float *)o)[i] = (float)((const double *)acc)[i];
+    else
+      memcpy(o, acc, (size_t)on * mq_dtype_size(out_dt));
+  }
+  mq_red_set_mask(S, P, out, count);
+}
+
+/* The accumulator of [out]: the output itself when it has the
+ * accumulator's type, else scratch; holding the identity. */
+static void *acc_for(mq_state *S, mq_redop op, mq_dtype dt, const mq_red_plan *P, mq_tensor *out) {
+  const mq_red_kernel *k = mq_red_kernels[op][dt];
+  void *acc = out->dtype == dt && k->acc_size == mq_dtype_size(dt) && op != MQ_RED_MEAN
+                  ? mq_tensor_data(out) : mq_red_acc(S, P, k->acc_size);
+  acc_init(op, dt, acc, P->on);
+  return acc;
+}
+
+mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const int *dims,
+                     bool keepdim) {
+  if ((unsigned)op >= MQ_RED__COUNT) mq_error(S, "bad reduction");
+  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) /* torch's dtype: sum(int8) int64, mean(float16) float16 */
+    return mq_narrow_back(S, mq_reduce(S, op, mq_tensor_computable(S, t), ndims, dims, keepdim),
+                          out_dtype(op, (mq_dtype)t->dtype));
+  mq_dtype dt = read_dtype(op, (mq_dtype)t->dtype), out_dt = out_dtype(op, (mq_dtype)t->dtype);
+  mq_red_plan P;
+  mq_red_plan_init(S, &P, red_names[op], t, dt, ndims, dims, keepdim);
+  if (P.R == 0 && !t->mask && (op == MQ_RED_AMAX || op == MQ_RED_AMIN))
+    mq_error(S, "%s of an empty tensor has no value (reduce a non-empty tensor, or mask it)",
+             red_names[op]);
+  mq_tensor *out = mq_tensor_new(S, out_dt, P.ond, P.oshape);
+  if (op == MQ_RED_COUNT) { /* always defined, so never masked */
+    int64_t *count = mq_red_counts(S, &P);
+    for (int64_t i = 0; i < P.on; i++) ((int64_t *)mq_tensor_data(out))[i] = count ? count[i] : P.R;
+    return out;
+  }
+  void *acc = acc_for(S, op, dt, &P, out);
+  finish(S, op, &P, out, acc, mq_red_fold_count(S, &P, mq_red_kernels[op][dt], acc));
+  mq_ag_reduce(S, out, op, t, ndims, dims, keepdim);
+  return out;
+}
+
+const mq_red_kernel *mq_red_piece_kernel(mq_state *S, mq_redop op, mq_dtype dt) {
+  if ((unsigned)op >= MQ_RED__COUNT || (unsigned)dt >= MQ_DT__COUNT || op == MQ_RED_COUNT) return NULL;
+  const mq_red_kernel *k = mq_red_kernels[op][dt];
+  return k && k->piece && k->merge && k->combine && read_dtype(op, dt) == dt ? mq_red_kernel_on(k, S->cpu)
+                                                                              : NULL;
+}
+
+void mq_red_rows_begin(mq_state *S, mq_red_rows *R, mq_redop op, mq_dtype dt, int64_t rows,
+                       int64_t rlen, int ond, const int64_t *oshape, bool masked) {
+  R->op = op;
+  R->k = mq_red_kernels[op][dt];
+  R->P = (mq_red_plan){.ond = ond, .on = rows, .R = rlen};
+  memcpy(R->P.oshape, oshape, (size_t)ond * sizeof *oshape);
+  R->out = mq_tensor_new(S, out_dtype(op, dt), ond, R->P.oshape);
+  R->acc = acc_for(S, op, dt, &R->P, R->out);
+  R->count = masked ? mq_red_acc(S, &R->P, sizeof *R->count) : NULL;
+}
+
+void mq_red_rows_merge(mq_red_rows *R, int64_t r, const void *parts, const int64_t *pcnt, int64_t np) {
+  R->k->merge(R->acc, r, parts, np);
+  if (R->count) {
+    R->count[r] = 0;
+    for (int64_t p = 0; p < np; p++) R->count[r] += pcnt[p];
+  }
+}
+
+mq_tensor *mq_red_rows_end(mq_state *S, mq_red_rows *R) {
+  finish(S, R->op, &R->P, R->out, R->acc, R->count);
+  return R->out;
+}

@@ -1,0 +1,207 @@
+/* unary.c - elementwise functions of one tensor: torch.masked's unary list
+ * for real dtypes (abs ... trunc), plus relu, isinf, isfinite, logical_not.
+ *
+ * Like every elementwise op they compute on all data, masked-out entries
+ * included, and keep the mask: a masked-out slot may end up holding NaN,
+ * but it is never unmasked, so no valid result changes.
+ *
+ * Kernels are generated from one element expression per op: the float ones
+ * are instantiated twice, with FN(f) naming the float32 (f##f) and then the
+ * float64 (f) libm function, so `FN(exp)(x)` becomes expf or exp. R is the
+ * element type inside an expression; P0..P2 are the op's parameters. */
+#include <float.h>
+#include <math.h>
+
+#include "ewise.h"
+#include "ops.h"
+#include "special.h"
+#include "vexp.h"
+
+/* FN(vexp) in an element expression (ops_unary.h): masq's float32 exp,
+ * glibc's float64 one */
+#define vexpf mq_vexpf
+#define vexp exp
+
+#define DEF_UNP(NAME, TI, TO, PRE, EXPR)                                       \
+  static void NAME(mq_state *S, mq_iter *it, const double *prm) {              \
+    typedef TI R; (void)sizeof(R);                                             \
+    const double P0 = prm[0], P1 = prm[1], P2 = prm[2];                        \
+    (void)P0, (void)P1, (void)P2;                                              \
+    PRE;                                                                       \
+    ROWS_BEGIN(S, it)                                                          \
+    TO *o = (TO *)it->p[0];                                                    \
+    const TI *a = (const TI *)it->p[1];                                        \
+    int64_t n = it->n, sa = it->is[1];                                         \
+    if (sa == 1)                                                               \
+      for (int64_t i = 0; i < n; i++) { TI x = a[i]; o[i] = (TO)(EXPR); }      \
+    else                                                                       \
+      for (int64_t i = 0; i < n; i++) { TI x = a[i * sa]; o[i] = (TO)(EXPR); } \
+    ROWS_END                                                                   \
+  }
+#define DEF_UN(NAME, TI, TO, EXPR) DEF_UNP(NAME, TI, TO, (void)0, EXPR)
+
+/* --- kernels, from the rows of ops_unary.h ------------------------------------ */
+
+/* Float kernels k_E_F32 and k_E_F64, by the row's class: the same type out,
+ * or bool for predicates; none for the bools-and-ints-only ops. */
+#define DEF_F_FLOAT(E, SFX, T, PRE, EXPR) DEF_UNP(k_##E##_##SFX, T, T, PRE, EXPR)
+#define DEF_F_SAME DEF_F_FLOAT
+#define DEF_F_SAMEB DEF_F_FLOAT
+#define DEF_F_FONLY DEF_F_FLOAT
+#define DEF_F_CLAMP DEF_F_FLOAT
+#define DEF_F_PRED(E, SFX, T, PRE, EXPR) DEF_UNP(k_##E##_##SFX, T, uint8_t, PRE, EXPR)
+#define DEF_F_BITS(E, SFX, T, PRE, EXPR)
+#define NOPRE (void)0
+
+#define DEF_F32(E, name, params, bind, cls, pre, fexpr, ...) DEF_F_##cls(E, F32, float, pre, fexpr)
+#define DEF_F64(E, name, params, bind, cls, pre, fexpr, ...) DEF_F_##cls(E, F64, double, pre, fexpr)
+#define FN(name) name##f
+#define R_MAX FLT_MAX
+MQ_UNARY_OPS(DEF_F32)
+#undef R_MAX
+#undef FN
+#define FN(name) name
+#define R_MAX DBL_MAX
+MQ_UNARY_OPS(DEF_F64)
+#undef R_MAX
+#undef FN
+
+/* Int64 and bool kernels k_E_I64 and k_E_BOOL. */
+#define DEF_IB_FLOAT(E, IEXPR, BEXPR)
+#define DEF_IB_FONLY DEF_IB_FLOAT
+#define DEF_IB_SAME(E, IEXPR, BEXPR) DEF_UN(k_##E##_I64, int64_t, int64_t, IEXPR)
+#define DEF_IB_SAMEB DEF_IB_SAME
+#define DEF_IB_BITS(E, IEXPR, BEXPR)                                           \
+  DEF_UN(k_##E##_I64, int64_t, int64_t, IEXPR)                                 \
+  DEF_UN(k_##E##_BOOL, uint8_t, uint8_t, BEXPR)
+#define DEF_IB_PRED(E, IEXPR, BEXPR)                                           \
+  DEF_UN(k_##E##_I64, int64_t, uint8_t, IEXPR)                                 \
+  DEF_UN(k_##E##_BOOL, uint8_t, uint8_t, BEXPR)
+/* clamp's int64 bounds: NaN means none; a float bound rounds toward the inside */
+#define DEF_IB_CLAMP(E, IEXPR, BEXPR)                                          \
+  DEF_UNP(k_##E##_I64, int64_t, int64_t,                                       \
+          const int64_t lo = P0 == P0 ? mq_f2i(ceil(P0)) : INT64_MIN;          \
+          const int64_t hi = P1 == P1 ? (P1 >= 9.2233720368547758e18 ? INT64_MAX : mq_f2i(floor(P1))) \
+                                      : INT64_MAX,                             \
+          CLAMP_X > hi ? hi : CLAMP_X)
+#define DEF_IB(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, ...) DEF_IB_##cls(E, iexpr, bexpr)
+MQ_UNARY_OPS(DEF_IB)
+DEF_UN(copy_BOOL, uint8_t, uint8_t, x)
+
+/* --- the table ----------------------------------------------------------- */
+
+/* How the result dtype follows the input's: FLOAT ops compute ints and
+ * bools in float32; SAME ops keep the dtype; BOOL ops answer bool. */
+enum { CL_FLOAT, CL_SAME, CL_BOOL };
+
+typedef struct unary_def {
+  uint8_t cls;
+  mq_ewise_fn k[MQ_DT__COUNT]; /* by input dtype, after the FLOAT cast */
+  bool fuse;
+} unary_def;
+
+#define FK(E) k_##E##_F32, k_##E##_F64
+#define TAB_FLOAT(E) CL_FLOAT, {NULL, NULL, FK(E)}
+#define TAB_SAME(E) CL_SAME, {NULL, k_##E##_I64, FK(E)}
+#define TAB_SAMEB(E) CL_SAME, {copy_BOOL, k_##E##_I64, FK(E)}
+#define TAB_FONLY(E) CL_SAME, {NULL, NULL, FK(E)}
+#define TAB_CLAMP TAB_SAME
+#define TAB_BITS(E) CL_SAME, {k_##E##_BOOL, k_##E##_I64, NULL, NULL}
+#define TAB_PRED(E) CL_BOOL, {k_##E##_BOOL, k_##E##_I64, FK(E)}
+
+static const unary_def defs[MQ_UN__COUNT] = {
+#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, dom, fuse, ...) \
+  [MQ_UN_##E] = {TAB_##cls(E), fuse},
+    MQ_UNARY_OPS(X)
+#undef X
+};
+
+/* float32 exp over contiguous rows on the CPU's widest path (vexp.h):
+ * the bits of the table's kernel, faster */
+static void k_exp_f32_rows(mq_state *S, mq_iter *it, const double *prm) {
+  (void)prm;
+  ROWS_BEGIN(S, it)
+  float *o = (float *)it->p[0];
+  const float *a = (const float *)it->p[1];
+  int64_t n = it->n, sa = it->is[1];
+  if (sa == 1) mq_vexpf_best(o, a, 0.0f, n); /* x - 0 is x, -0 and NaN too */
+  else
+    for (int64_t i = 0; i < n; i++) o[i] = mq_vexpf(a[i * sa]);
+  ROWS_END
+}
+
+/* The kernel of op on dtype dt (NULL: none). */
+static mq_ewise_fn kernel_of(mq_unop op, mq_dtype dt) {
+  return op == MQ_UN_EXP && dt == MQ_DT_F32 ? k_exp_f32_rows : defs[op].k[dt];
+}
+
+static const char *const un_names[] = {
+#define X(E, name, ...) name,
+    MQ_UNARY_OPS(X)
+#undef X
+};
+
+mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) {
+  if ((unsigned)op >= MQ_UN__COUNT) mq_error(S, "bad unary op");
+  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) /* computed in the compute dtype, stored back */
+    return mq_narrow_back(S, mq_unary_p(S, op, mq_tensor_computable(S, t), prm), (mq_dtype)t->dtype);
+  static const double none[3] = {NAN, NAN, NAN};
+  const unary_def *def = &defs[op];
+  mq_dtype in = (mq_dtype)t->dtype, out_dt;
+  if (t->weak && t->ndim == 0 && in == MQ_DT_F64) in = MQ_DT_F32; /* a float number */
+  if (def->cls == CL_FLOAT && !mq_dtype_is_float(in)) in = MQ_DT_F32;
+  if (op == MQ_UN_SQUARE && in == MQ_DT_BOOL) in = MQ_DT_I64; /* as torch: True**2 is 1 */
+  out_dt = def->cls == CL_BOOL ? MQ_DT_BOOL : in;
+  mq_ewise_fn k = kernel_of(op, in);
+  if (!k) {
+    if (op == MQ_UN_NEG)
+      mq_error(S, "negation, the `-` operator, on a bool tensor is not supported "
+                  "(use `~` to invert a mask)");
+    if (op == MQ_UN_BITNOT)
+      mq_error(S, "bitwise_not, the `~` operator, is only defined for bool and int64 tensors, got %s",
+               mq_dtype_name(in));
+    mq_error(S, "%s is not defined for %s tensors%s", un_names[op], mq_dtype_name(in),
+             in == MQ_DT_BOOL ? " (convert with long(x) or float(x) first)" : "");
+  }
+  mq_tensor *x = mq_operand(S, t, in, t->ndim, t->shape);
+  mq_tensor *out = mq_tensor_new(S, out_dt, t->ndim, t->shape);
+  mq_tensor *ts[2] = {out, x};
+  mq_iter it;
+  mq_iter_init(&it, 2, ts);
+  mq_ewise_run(S, k, &it, prm ? prm : none);
+  if (t->mask) mq_tensor_set_mask(S, out, t->mask);
+  out->weak = t->weak;
+  mq_ag_unary(S, out, op, t, prm);
+  return out;
+}
+
+mq_tensor *mq_unary(mq_state *S, mq_unop op, mq_tensor *t) { return mq_unary_p(S, op, t, NULL); }
+
+mq_ewise_fn mq_unary_float_kernel(mq_unop op, mq_dtype dt) {
+  if ((unsigned)op >= MQ_UN__COUNT || mq_dtype_float_compute(dt) != dt || !defs[op].fuse) /* float32, float64 */
+    return NULL;
+  return kernel_of(op, dt);
+}
+
+/* --- clamp ------------------------------------------------------------------- */
+
+static bool scalar_bound(const mq_tensor *b) { return !b || (b->ndim == 0 && !b->mask); }
+
+mq_tensor *mq_clamp(mq_state *S, mq_tensor *t, mq_tensor *lo, mq_tensor *hi) {
+  if (!lo && !hi) mq_error(S, "clamp: give at least one of min and max");
+  if (t->dtype == MQ_DT_BOOL) mq_error(S, "clamp is not defined for bool tensors");
+  if (!scalar_bound(lo) || !scalar_bound(hi)) {
+    /* tensor bounds: elementwise maximum and minimum (masks must agree) */
+    if (lo) t = mq_binary(S, MQ_BIN_MAXIMUM, t, lo);
+    if (hi) t = mq_binary(S, MQ_BIN_MINIMUM, t, hi);
+    return t;
+  }
+  mq_tensor *in[3] = {t, lo, hi};
+  int n = 1;
+  if (lo) in[n++] = lo;
+  if (hi) in[n++] = hi;
+  mq_dtype dt = mq_result_type(n, in);
+  if (dt == MQ_DT_BOOL) dt = (mq_dtype)t->dtype;
+  double prm[3] = {lo ? mq_tensor_item(S, lo) : NAN, hi ? mq_tensor_item(S, hi) : NAN, NAN};
+  return mq_unary_p(S, MQ_UN_CLAMP, mq_astype(S, t, dt), prm);
+}
