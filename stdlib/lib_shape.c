@@ -149,6 +149,11 @@ static mq_value lib_flip(mq_state *S, mq_value *args) {
   RET(mq_flip(S, TS(0, "x"), n, dims));
 }
 
+static mq_value lib_diagonal(mq_state *S, mq_value *args) {
+  RET(mq_diagonal(S, TS(0, "x"), mq_arg_int(S, args[1], "offset"), mq_arg_int(S, args[2], "dim1"),
+                  mq_arg_int(S, args[3], "dim2")));
+}
+
 /* --- joining and splitting ---------------------------------------------------- */
 
 static mq_value lib_cat(mq_state *S, mq_value *args) {
@@ -251,6 +256,8 @@ const mq_libfn mq_lib_shape[] = {
     {"narrow(x, dim, start, length)", lib_narrow, "length entries of dim from start", MQ_BK_NONE, 0},
     {"select(x, dim, index)", lib_select, "entry index of dim, which is removed", MQ_BK_NONE, 0},
     {"flip(x, *dims)", lib_flip, "reverse the order along dims", MQ_BK_NONE, 0},
+    {"diagonal(x, offset=0, dim1=0, dim2=1)", lib_diagonal,
+     "the entries (i, i + offset) of dims dim1 and dim2 as a last dim (a view; mask alike)", MQ_BK_NONE, 0},
     {"cat(tensors, dim=0)", lib_cat,
      "join tensors along an existing dim; plain ones count as all valid next to masked ones", MQ_BK_NONE, 0},
     {"stack(tensors, dim=0)", lib_stack, "join same-shaped tensors along a new dim", MQ_BK_NONE, 0},

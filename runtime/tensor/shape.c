@@ -302,6 +302,48 @@ mq_tensor *mq_flip(mq_state *S, mq_tensor *t, int ndims, const int64_t *dims) {
   return with_mask(S, t, flip_plain, flip);
 }
 
+/* --- diagonal ---------------------------------------------------------------- */
+
+typedef struct diag_args {
+  int64_t offset;
+  int d1, d2;
+} diag_args;
+
+/* The entries (i, i + offset) of dims d1, d2 as a last dim: a view whose
+ * stride is the two dims' strides added. */
+static mq_tensor *diagonal_plain(mq_state *S, mq_tensor *t, const void *arg) {
+  const diag_args *a = arg;
+  int64_t shape[MQ_MAX_DIMS], st[MQ_MAX_DIMS], off = t->offset;
+  int k = 0;
+  for (int d = 0; d < t->ndim; d++)
+    if (d != a->d1 && d != a->d2) shape[k] = t->shape[d], st[k++] = t->strides[d];
+  int64_t n1 = t->shape[a->d1], n2 = t->shape[a->d2];
+  /* no overflow: offset is checked against the sizes before it is used */
+  int64_t len = a->offset >= 0 ? (n1 < n2 - a->offset ? n1 : n2 - a->offset)
+                               : (n1 + a->offset < n2 ? n1 + a->offset : n2);
+  if (len <= 0) len = 0;
+  else off += a->offset >= 0 ? a->offset * t->strides[a->d2] : -a->offset * t->strides[a->d1];
+  shape[k] = len;
+  st[k++] = t->strides[a->d1] + t->strides[a->d2];
+  return mq_tensor_view(S, t, k, shape, st, off);
+}
+
+static mq_tensor *replay_diagonal(mq_state *S, mq_tensor *const *in, const void *args) {
+  return diagonal_plain(S, in[0], args);
+}
+
+mq_tensor *mq_diagonal(mq_state *S, mq_tensor *t, int64_t offset, int64_t dim1, int64_t dim2) {
+  if (t->ndim < 2)
+    mq_error(S, "diagonal: needs at least 2 dims, got shape %s", mq_shape_str(S, t->ndim, t->shape));
+  diag_args a = {offset, mq_shape_norm_dim(S, dim1, t->ndim), mq_shape_norm_dim(S, dim2, t->ndim)};
+  if (a.d1 == a.d2) mq_error(S, "diagonal: dim1 and dim2 are both dimension %d", a.d1);
+  /* not every entry lands once: not with_mask (HACKING.md, Gradients (c)) */
+  mq_tensor *out = diagonal_plain(S, mq_get_data(S, t), &a);
+  if (t->mask) mq_tensor_set_mask(S, out, diagonal_plain(S, t->mask, &a));
+  mq_ag_rec_replay(S, out, 1, &t, 0, NULL, replay_diagonal, &a, sizeof a);
+  return out;
+}
+
 /* --- cat and stack ------------------------------------------------------------ */
 
 /* The slab [pos, pos + len) of [t] along dim [d], as a view. */

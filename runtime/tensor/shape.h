@@ -41,6 +41,11 @@ MQ_INTERNAL mq_tensor *mq_select(mq_state *S, mq_tensor *t, int64_t dim, int64_t
 /* Reverses the order along each of [dims] (a copy, as torch). */
 MQ_INTERNAL mq_tensor *mq_flip(mq_state *S, mq_tensor *t, int ndims, const int64_t *dims);
 
+/* torch's diagonal: the entries (i, i + offset) of dims [dim1] and [dim2],
+ * which are removed, as a new last dim (a view, data and mask alike). */
+MQ_INTERNAL mq_tensor *mq_diagonal(mq_state *S, mq_tensor *t, int64_t offset, int64_t dim1,
+                                   int64_t dim2);
+
 /* Joins [n] tensors along an existing dim (cat) or a new one (stack). The
  * result dtype is mq_result_type of the inputs; it is masked if any input
  * is, plain inputs counting as all valid. */

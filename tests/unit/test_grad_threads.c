@@ -192,6 +192,7 @@ static const struct {
     {"expand", "sum(expand(Y, n0, n1) * W) + sum(X)", "ANY", "ANY", 'B'},
     {"tril", "sum(tril(X) * W)", "ANY", NULL, 0},
     {"diff", "sum(diff(X) * W[:, 1:])", "ANY", NULL, 0},
+    {"diagonal", "sum(diagonal(X, 3) * W1)", "ANY", NULL, 0},
     {"gather", "sum(gather(X, 1, IDX) * W[:, 0:7])", "ANY", NULL, 0},
     {"index_select", "sum(index_select(X, 1, TGT[0:300]) * W[:, 0:300])", "ANY", NULL, 0},
     {"scatter_add", "sum(scatter_add(X, 1, IDX, Y[:, 0:7]) * W)", "ANY", "ANY", 'E'},

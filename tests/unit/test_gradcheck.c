@@ -462,6 +462,11 @@ static mq_tensor *f_roll(mq_tensor **in, int v) {
   int64_t shift = v - 5, dim = v % in[0]->ndim;
   return mq_roll(S, in[0], 1, &shift, v % 2 ? &dim : NULL);
 }
+/* a part of the entries: the others get 0, or none when masked */
+static mq_tensor *f_diagonal(mq_tensor **in, int v) {
+  mq_tensor *x = as_matrix(in[0]);
+  return mq_diagonal(S, x, v % 3 - 1, v % 2 ? -1 : 0, v % 2 ? 0 : 1);
+}
 static mq_tensor *f_diff(mq_tensor **in, int v) { return mq_diff(S, in[0], 1 + v % 2, v % in[0]->ndim); }
 static mq_tensor *f_bmm(mq_tensor **in, int v) {
   (void)v;
@@ -523,7 +528,7 @@ static const gcase cases[] = {
     C1ND(scatter_add, ANY),
     {"topk", 1, {ANY, ANY}, ONE_ND, f_topk, true, 0, 0, NULL, true},
     {"max_dim", 1, {ANY, ANY}, ONE_ND, f_max_dim, true, 0, 0, NULL, true},
-    C1ND(tril, ANY), C1ND(triu, ANY), C1ND(repeat, ANY), C1ND(roll, ANY), C1ND(diff, ANY),
+    C1ND(tril, ANY), C1ND(triu, ANY), C1ND(repeat, ANY), C1ND(roll, ANY), C1ND(diff, ANY), C1ND(diagonal, ANY),
     C1ND(bmm, ANY), C1ND(einsum_one, ANY), C1(center, ANY),
     {"einsum_mm", 2, {ANY, ANY}, MATS, f_einsum_mm, false, 0, 0, NULL, true},
     C1(mse_loss, ANY), C1(mse_loss_t, ANY), C1(l1_loss, ANY), C1ND(nll_loss, ANY), C1(bce, PROB), C1(bce_t, ANY), C1(bce_logits, ANY),
