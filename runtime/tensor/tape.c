@@ -76,7 +76,8 @@ void mq_ag_rec_reduce(mq_state *S, mq_tensor *out, int kind, int op, mq_tensor *
   n->prm[0] = prm;
   uint32_t bits = 0;
   for (int i = 0; i < ndims; i++) {
-    MQ_ASSERT(dims[i] >= 0 && dims[i] < t->ndim); /* normalized by the forward */
+    /* normalized by the forward (a 0-d tensor's one dim is 0, as torch's) */
+    MQ_ASSERT(dims[i] >= 0 && dims[i] < (t->ndim ? t->ndim : 1));
     bits |= 1u << dims[i];
   }
   n->dims = ndims == 0 || t->ndim == 0 ? (1u << t->ndim) - 1 : bits;
