@@ -80,7 +80,11 @@ LIB_OBJ  = $(call objs,$(B))
 ASAN_DIR = $(B)/asan
 ASAN_OBJ = $(call objs,$(ASAN_DIR))
 SAN_CC  ?= $(shell command -v clang >/dev/null 2>&1 && echo clang || echo $(CC))
-SANFLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+# -DMQ_CHECKS: the contracts (MQ_ASSERT, core/assert.h) run in the checked
+# trees: ASan (and the fuzzers and replays built on it) and TSan; release
+# and coverage builds compile them away.
+CHECKS   = -DMQ_CHECKS
+SANFLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all $(CHECKS)
 
 # The shared library's version comes from the header; the soname carries
 # the major number only.
@@ -201,7 +205,7 @@ $(ASAN_DIR)/examples/embed: examples/embed/embed.c include/masq.h $(ASAN_DIR)/li
 # kernels on several threads, interrupt them, and states on threads.
 TSAN_DIR  = $(B)/tsan
 TSAN_CC  ?= $(CC)
-TSANFLAGS = -O1 -g -fsanitize=thread
+TSANFLAGS = -O1 -g -fsanitize=thread $(CHECKS)
 TSAN_APIS = $(TSAN_DIR)/api/test_threads $(TSAN_DIR)/api/test_limits $(TSAN_DIR)/api/test_sparse_threads \
             $(TSAN_DIR)/api/test_host_race
 

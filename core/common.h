@@ -51,4 +51,6 @@
 typedef struct mq_state mq_state;   /* the interpreter; masq_state in masq.h */
 typedef struct mq_tensor mq_tensor; /* runtime/tensor/tensor.h */
 
+#include "assert.h" /* MQ_ASSERT, everywhere */
+
 #endif

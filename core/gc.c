@@ -140,6 +140,9 @@ static bool is_container(mq_value v) {
 static void subtract_ref(mq_state *S, mq_value v) {
   if (!is_container(v)) return;
   mq_gchead *child = head_of(v.as.o);
+  /* a kind's traverse visits only references its count holds: one more
+   * would make a live container look unreachable */
+  MQ_ASSERT(child->refs != 0);
   if (child->refs > 0) child->refs--;
 }
 

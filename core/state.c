@@ -32,6 +32,7 @@ void *mq_realloc(mq_state *S, void *p, size_t osize, size_t nsize) {
     q = S->cfg.alloc(S->cfg.alloc_ud, p, osize, nsize);
   }
   if (nsize == 0) {
+    MQ_ASSERT(S->mem_used >= osize); /* freed with the size it was allocated with */
     S->mem_used -= osize;
     return NULL;
   }
@@ -143,6 +144,9 @@ void mq_pool_own(mq_state *S, mq_obj *o) {
 }
 
 void mq_pool_drain(mq_state *S, size_t mark) {
+  /* marks are drained innermost first: one above the length belongs to
+   * a boundary already left */
+  MQ_ASSERT(mark <= S->pool_len);
   while (S->pool_len > mark) {
     mq_pool_item it = S->pool[--S->pool_len];
     if (it.size) mq_free(S, it.ptr, it.size);

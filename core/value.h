@@ -112,6 +112,7 @@ MQ_INTERNAL void mq_value_init_kinds(mq_state *S);
 static inline void mq_retain(mq_value v) { if (v.type == MQ_OBJ) v.as.o->rc++; }
 MQ_INTERNAL void mq_obj_free(mq_state *S, mq_obj *o);
 static inline void mq_obj_release(mq_state *S, mq_obj *o) {
+  MQ_ASSERT(!o || o->rc > 0); /* released more often than retained */
   if (o && --o->rc == 0) mq_obj_free(S, o);
 }
 static inline void mq_release(mq_state *S, mq_value v) {

@@ -359,7 +359,7 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 
 #define RED_KIND_1 MQ_BK_REDUCE
 #define RED_KIND_0 MQ_BK_NONE
-#define RED_ROW(E, name, bind, deriv, fuse, conf, doc)                         \
+#define RED_ROW(E, name, bind, deriv, fuse, conf, in, res, ident, doc)         \
   {RED_SIG_##bind(name), lib_red_##E, doc, RED_KIND_##fuse, MQ_RED_##E},
 #define SCAN_ROW(E, name, prod, conf, doc) \
   {name "(x, dim, dtype=none)", lib_scan_##E, doc, MQ_BK_NONE, 0, MQ_KEEP_FLOAT},

@@ -451,8 +451,11 @@ static mq_tensor *dying_operand(mq_state *S, const uint8_t *next, const mq_value
 
 #define READ_U8() (*ip++)
 #define READ_U16() (ip += 2, (unsigned)(ip[-2] | (ip[-1] << 8)))
-#define PUSH(v) (*sp++ = (v))
-#define POP() (*--sp)
+/* The compiler counted each frame's slots (nslots: locals and the deepest
+ * temporaries), and the stack was grown to hold them: a push past them is
+ * a miscounted instruction effect (opcodes.h). */
+#define PUSH(v) (MQ_ASSERT(sp - slots < fr->f->nslots + 1), *sp++ = (v))
+#define POP() (MQ_ASSERT(sp > slots), *--sp)
 #define TOP() (sp[-1])
 #define SAVE() (fr->ip = ip, S->stack_len = (int)(sp - S->stack))
 /* Caches the innermost frame's state in locals (after calls and returns,
@@ -475,6 +478,7 @@ static mq_tensor *dying_operand(mq_state *S, const uint8_t *next, const mq_value
 /* Ends the innermost handler; a no_grad block's puts back the autograd
  * flag it saved. */
 static void pop_handler(mq_state *S) {
+  MQ_ASSERT(S->nhandlers > 0);
   const mq_handler *h = &S->handlers[--S->nhandlers];
   if (h->grad_block) S->no_grad = h->no_grad;
 }
@@ -828,7 +832,8 @@ static void run_loop(mq_state *S, run_ctx *c) {
           sp = S->stack + callee_base + argc;
           bind_args(S, cl, S->stack + callee_base, argc, nkw, kwnames);
           sp = S->stack + callee_base + fn->nparams;
-          for (int i = fn->nparams; i < fn->nlocals; i++) PUSH(mq_none());
+          /* the callee's locals (fr is still the caller's: no PUSH) */
+          for (int i = fn->nparams; i < fn->nlocals; i++) *sp++ = mq_none();
           S->stack_len = (int)(sp - S->stack);
           push_frame(S, cl, fn, callee_base);
           LOAD_FRAME();
@@ -1011,6 +1016,7 @@ static bool catch_error(mq_state *S, run_ctx *c, masq_status st) {
   e->hdr.rc++;
   mq_vm_unwind(S, h.stack_len, h.nframes);
   mq_pool_drain(S, c->mark);
+  MQ_ASSERT(S->stack_len < S->stack_cap);
   S->stack[S->stack_len++] = mq_objv(e); /* the compiler counted this slot */
   S->frames[h.nframes - 1].ip = S->frames[h.nframes - 1].f->code + h.catch_pc;
   S->no_grad = h.no_grad;

@@ -26,7 +26,7 @@
  * exact 0 added to a sum that starts at +0 leaves it as it was. The masks
  * are the ones op by op builds: an entry is valid where some valid term
  * reached it. So the gradients are bitwise the op-by-op ones, at any
- * thread count and on every CPU path (runtime/cpu.h): the wider paths only
+ * thread count and on every CPU path (runtime/tensor/cpu.h): the wider paths only
  * keep more sums in registers (four rows of terms at a time with
  * AVX-512). */
 #include "attention_bwd.h"

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "../tensor/internal.h"
+#include "../tensor/layout.h"
 #include "../tensor/parallel.h"
 #include "../tensor/shape.h"
 
@@ -97,6 +98,7 @@ static void add_run(mq_state *S, int64_t n, add_job *J) {
 /* Two float32 gradients add in float32 (each sum rounded once, as float32
  * addition is); any other pair in float64. */
 mq_tensor *mq_ag_accumulate(mq_state *S, mq_tensor *a, mq_tensor *b) {
+  MQ_ASSERT(mq_tensor_same_shape(a, b) && a->layout == b->layout); /* two gradients of one tensor */
   if (a->sparse) return mq_ag_sparse_accumulate(S, a, b);
   mq_dtype dt = a->dtype == MQ_DT_F32 && b->dtype == MQ_DT_F32 ? MQ_DT_F32 : MQ_DT_F64;
   a = grad_as(S, a, dt), b = grad_as(S, b, dt);
@@ -262,9 +264,20 @@ static void collect(mq_state *S, graph *G, mq_tensor *y) {
     order[G->norder++] = find(G, f->t);
     top--;
   }
+  MQ_ASSERT(G->norder == G->n); /* each tensor of the graph ordered once */
   G->order = order;
   G->grads = mq_scratch(S, (size_t)G->n * sizeof *G->grads);
   memset(G->grads, 0, (size_t)G->n * sizeof *G->grads);
+}
+
+/* Whether [g] has the form of a gradient of [u] (autograd.h, backward.h):
+ * u's shape and layout, float64 or float32 (sparse: float64 values), a
+ * contiguous mask or none. What every derivative promises its inputs. */
+MQ_CHECK_ONLY static bool is_gradient_of(const mq_tensor *g, const mq_tensor *u) {
+  if (!mq_tensor_same_shape(g, u) || g->layout != u->layout) return false;
+  if (u->sparse) return g->dtype == MQ_DT_F64 && g->sparse->nnz == u->sparse->nnz;
+  return (g->dtype == MQ_DT_F64 || g->dtype == MQ_DT_F32) &&
+         (!g->mask || mq_tensor_is_contiguous(g->mask));
 }
 
 /* Gradients flow from [y] down to every tensor of the graph. */
@@ -293,7 +306,9 @@ static void propagate(mq_state *S, graph *G, mq_tensor *y) {
     for (int i = 0; i < n->nin; i++) {
       mq_tensor *u = n->in[i];
       if (!gi[i] || !u || !u->requires_grad) continue;
+      MQ_ASSERT(is_gradient_of(gi[i], u));
       int su = find(G, u);
+      MQ_ASSERT(su >= 0); /* collect() added every input requiring grad */
       G->grads[su] = G->grads[su] ? mq_ag_accumulate(S, G->grads[su], gi[i]) : gi[i];
     }
   }

@@ -2,8 +2,9 @@
  * the backward pass and the derivatives.
  *
  * The forward ops record their nodes through tape.h. Backward walks the
- * nodes from a 0-d result in topological order and runs one switch over
- * op kinds (backward.c), accumulating a gradient per tensor.
+ * nodes from a 0-d result in topological order and runs each node's
+ * derivative, found by its kind in a table made from tape.h's rows
+ * (MQ_AG_KINDS; backward.c), accumulating a gradient per tensor.
  *
  * A sparse tensor's gradient is sparse, of its structure (backward_sparse.c).
  *

@@ -1,6 +1,7 @@
-/* backward.c - the one backward switch over op kinds, the elementwise
- * derivatives (unary, binary, where, masked_fill, the mask accessors), and
- * the helpers every derivative shares.
+/* backward.c - the backward dispatch over node kinds (a table from
+ * tape.h's MQ_AG_KINDS rows), the elementwise derivatives (unary, binary,
+ * where, masked_fill, the mask accessors), and the helpers every
+ * derivative shares.
  *
  * Elementwise derivatives are computed per element in double from the
  * op's inputs and output: no temporaries per term, and a derivative that is
@@ -14,6 +15,7 @@
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
 #include "../kernels/special.h"
+#include "../sparse/sparse.h" /* mq_sparse_red_name */
 
 /* An elementwise derivative loop over [0, n): the arrays it reads and
  * writes, split among the state's threads for large gradients (each
@@ -551,88 +553,60 @@ static void bw_pass(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   if (t->node->in[0]->requires_grad) gin[0] = g;
 }
 
-/* --- the switch ---------------------------------------------------------------- */
+/* --- the kinds' table (tape.h, MQ_AG_KINDS) ------------------------------------ */
 
-/* The kinds whose derivatives take a gradient in any form (backward.h):
- * float32 kernels, or the gradient passed on as it is. */
-static bool any_form(const mq_gradnode *n) {
-  switch ((mq_agkind)n->kind) {
-  case MQ_AG_UNARY: case MQ_AG_BINARY: case MQ_AG_REDUCE: case MQ_AG_SOFTMAX:
-  case MQ_AG_GET_DATA: case MQ_AG_AS_MASKED: case MQ_AG_CAST:
-    break;
-  default: return false;
-  }
-  for (int i = 0; i < n->nin; i++) /* sparse gradients are float64 (backward_sparse.c) */
-    if (n->in[i] && n->in[i]->sparse) return false;
-  return true;
+/* an op of a node's kind stands for its name here: the rows' name column */
+static const char *const un_names[] = {
+#define X(E, name, ...) name,
+    MQ_UNARY_OPS(X)
+#undef X
+};
+static const char *const bin_names[] = {
+#define X(E, name, ...) name,
+    MQ_BINARY_OPS(X)
+#undef X
+};
+static const char *const red_names[] = {
+#define X(E, name, ...) name,
+    MQ_REDUCE_OPS(X)
+#undef X
+};
+#define OPNAME(table, n)                                                       \
+  ((n)->op >= 0 && (size_t)(n)->op < sizeof table / sizeof *table ? table[(n)->op] : "op")
+
+/* SP_NODIFF's: its op has no derivative (the node says which op). */
+void mq_bw_nodiff(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  (void)g, (void)gin;
+  mq_error(S, "backward: no gradient for %s", mq_ag_node_name(t->node));
 }
 
+typedef void (*bw_fn)(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+#define FORM_ANY true
+#define FORM_F64 false
+static const struct {
+  bw_fn backward;
+  bool any_form; /* takes the gradient in any form (backward.h) */
+} kinds[MQ_AG__COUNT] = {
+#define X(E, name, backward, form) [MQ_AG_##E] = {backward, FORM_##form},
+    MQ_AG_KINDS(X)
+#undef X
+};
+
 void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
-  if (!g->sparse && !any_form(t->node)) g = mq_bw_g64(S, g);
-  switch ((mq_agkind)t->node->kind) {
-  case MQ_AG_UNARY: bw_unary(S, t, g, gin); return;
-  case MQ_AG_BINARY: bw_binary(S, t, g, gin); return;
-  case MQ_AG_WHERE: bw_where(S, t, g, gin); return;
-  case MQ_AG_MASKED_FILL: bw_masked_fill(S, t, g, gin); return;
-  case MQ_AG_GET_DATA: bw_get_data(S, t, g, gin); return;
-  case MQ_AG_AS_MASKED: case MQ_AG_CAST: bw_pass(S, t, g, gin); return;
-  case MQ_AG_REDUCE: case MQ_AG_VAR: case MQ_AG_NORM: case MQ_AG_MEDIAN:
-    mq_bw_reduce(S, t, g, gin);
-    return;
-  case MQ_AG_SOFTMAX: mq_bw_softmax(S, t, g, gin); return;
-  case MQ_AG_CUMULATIVE: mq_bw_cumulative(S, t, g, gin); return;
-  case MQ_AG_GATHER: mq_bw_gather(S, t, g, gin); return;
-  case MQ_AG_SCATTER_ADD: mq_bw_scatter_add(S, t, g, gin); return;
-  case MQ_AG_MATMUL: mq_bw_matmul(S, t, g, gin); return;
-  case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
-  case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
-  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
-    mq_bw_sparse(S, t, g, gin);
-    return;
-  case MQ_AG_ATTENTION: mq_bw_attention(S, t, g, gin); return;
-  case MQ_AG__COUNT: break;
-  }
-  mq_error(S, "backward: unknown node kind %d", t->node->kind);
+  const mq_gradnode *n = t->node;
+  MQ_ASSERT(n->kind < MQ_AG__COUNT); /* record() takes only the kinds of the list */
+  bool any_form = kinds[n->kind].any_form;
+  for (int i = 0; i < n->nin && any_form; i++) /* sparse gradients are float64 (backward_sparse.c) */
+    if (n->in[i] && n->in[i]->sparse) any_form = false;
+  if (!g->sparse && !any_form) g = mq_bw_g64(S, g);
+  kinds[n->kind].backward(S, t, g, gin);
 }
 
 const char *mq_ag_node_name(const mq_gradnode *n) {
-  static const char *const un[] = {
-#define X(E, name, ...) name,
-      MQ_UNARY_OPS(X)
-#undef X
-  };
-  static const char *const bin[] = {
-#define X(E, name, ...) name,
-      MQ_BINARY_OPS(X)
-#undef X
-  };
-  static const char *const red[] = {
-#define X(E, name, ...) name,
-      MQ_REDUCE_OPS(X)
-#undef X
-  };
   switch ((mq_agkind)n->kind) {
-  case MQ_AG_UNARY: return n->op >= 0 && n->op < MQ_UN__COUNT ? un[n->op] : "unary op";
-  case MQ_AG_BINARY: return n->op >= 0 && n->op < MQ_BIN__COUNT ? bin[n->op] : "binary op";
-  case MQ_AG_REDUCE: return n->op >= 0 && n->op < MQ_RED__COUNT ? red[n->op] : "reduction";
-  case MQ_AG_WHERE: return "where";
-  case MQ_AG_SOFTMAX: return n->op ? "log_softmax" : "softmax";
-  case MQ_AG_GATHER: return "indexing or view";
-  case MQ_AG_AS_MASKED: return "as_masked";
-  case MQ_AG_GET_DATA: return "get_data";
-  case MQ_AG_CAST: return "conversion";
-  case MQ_AG_MASKED_FILL: return "masked_fill";
-  case MQ_AG_MATMUL: return "matmul";
-  case MQ_AG_VAR: return n->op ? "std" : "var";
-  case MQ_AG_NORM: return "norm";
-  case MQ_AG_CUMULATIVE: return n->op ? "cumprod" : "cumsum";
-  case MQ_AG_MEDIAN: return "median";
-  case MQ_AG_SCATTER_ADD: return "scatter_add";
-  case MQ_AG_SP_VALUES: case MQ_AG_SP_WRAP: case MQ_AG_SP_GATHER: case MQ_AG_SP_DENSE:
-  case MQ_AG_SP_LAYOUT: case MQ_AG_SP_REDUCE: case MQ_AG_SP_SOFTMAX: case MQ_AG_SP_MATMUL:
-  case MQ_AG_SP_SDDMM: case MQ_AG_SP_NODIFF: case MQ_AG_SP_BUILD: case MQ_AG_SP_PICK:
-    return mq_bw_sparse_name(n);
-  case MQ_AG_ATTENTION: return "attention";
+#define X(E, name, ...) case MQ_AG_##E: return name;
+    MQ_AG_KINDS(X)
+#undef X
   case MQ_AG__COUNT: break;
   }
   return "op";

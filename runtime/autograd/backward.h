@@ -75,7 +75,8 @@ static inline void mq_bw_block_walk(int64_t lo, int64_t hi, int64_t len, int64_t
   }
 }
 
-/* The derivatives that are not elementwise (backward_ops.c). */
+/* The derivatives that are not elementwise (backward_ops.c), each the
+ * backward of rows of MQ_AG_KINDS (tape.h). */
 MQ_INTERNAL void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_cumulative(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
@@ -83,8 +84,19 @@ MQ_INTERNAL void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor
 /* scatter_add's: x gets g, src the gradient at its position */
 MQ_INTERNAL void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
-/* The derivatives of the MQ_AG_SP_* kinds, and their names (backward_sparse.c). */
-MQ_INTERNAL void mq_bw_sparse(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
-MQ_INTERNAL const char *mq_bw_sparse_name(const mq_gradnode *n);
+/* The derivatives of the MQ_AG_SP_* kinds (backward_sparse.c). */
+MQ_INTERNAL void mq_bw_sp_values(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_wrap(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_dense(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_layout(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_sddmm(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_build(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_sp_pick(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+/* SP_NODIFF's: an error naming the op (backward.c). */
+MQ_INTERNAL void mq_bw_nodiff(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 
 #endif

@@ -25,6 +25,13 @@ static mq_tensor *grad_new(mq_state *S, int nd, const int64_t *shape, bool maske
 
 static inline bool valid(const uint8_t *m, int64_t i) { return !m || m[i]; }
 
+/* Whether each of p[0 .. n) lies in [lo, hi). */
+MQ_CHECK_ONLY static bool all_in(const int64_t *p, int64_t n, int64_t lo, int64_t hi) {
+  for (int64_t k = 0; k < n; k++)
+    if (p[k] < lo || p[k] >= hi) return false;
+  return true;
+}
+
 /* --- reductions --------------------------------------------------------------- */
 
 /* Per-output-slot statistics of the valid inputs. */
@@ -747,6 +754,7 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   } else {
     acc = zeroed(S, total);
     memset(got, 0, (size_t)total);
+    MQ_ASSERT(all_in(from, t->numel, -1, total)); /* an element number of the inputs, or -1 */
     for (int64_t k = 0; k < t->numel; k++) {
       /* no gradient flowed here, or (-1: a masked-out index) nothing was read */
       if (!valid(gm, k) || from[k] < 0) continue;
@@ -789,6 +797,7 @@ void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin)
   }
   if (src->requires_grad) { /* each added src entry: the gradient where it went */
     const int64_t *p = mq_tensor_data(pos);
+    MQ_ASSERT(all_in(p, src->numel, -1, t->numel)); /* an output element, or -1 */
     const uint8_t *sm = mq_ag_maskp(S, src);
     mq_tensor *r = mq_ag_gnew(S, src->ndim, src->shape);
     double *rv = mq_bw_d(r);

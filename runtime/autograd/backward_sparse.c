@@ -1,4 +1,4 @@
-/* backward_sparse.c - gradients of sparse tensors (runtime/sparse.h).
+/* backward_sparse.c - gradients of sparse tensors (runtime/sparse/sparse.h).
  *
  * The gradient of a sparse tensor is a sparse tensor of its structure: the
  * same layout, shape and index tensors (shared), float64 values (one per
@@ -165,29 +165,29 @@ static mq_tensor *scatter_grad(mq_state *S, mq_tensor *x, mq_tensor *g, const in
   return r;
 }
 
-static void bw_values(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_values(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *x = t->node->in[0];
   if (x->requires_grad) gin[0] = sp_grad(S, x, data_view(S, g), mq_ag_maskp(S, g));
 }
 
-static void bw_wrap(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_wrap(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   if (t->node->in[0]->requires_grad) gin[0] = entries_of(S, g);
 }
 
-static void bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *e = t->node->in[0], *s = t->node->in[1];
   if (!e->requires_grad) return;
   gin[0] = scatter_grad(S, e, g, mq_sparse_keys(S, s), s->sparse->nnz, s->mask != NULL);
 }
 
-static void bw_dense(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_dense(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *x = t->node->in[0];
   if (x->requires_grad) gin[0] = gather_grad(S, x, g, mq_sparse_keys(S, x));
 }
 
 /* to_sparse* and get_data: a sparse input's entries are the result's, in
  * the same (dense) order; a strided input's are at the result's keys. */
-static void bw_layout(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_layout(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *x = t->node->in[0];
   if (!x->requires_grad) return;
   if (x->sparse) {
@@ -199,7 +199,7 @@ static void bw_layout(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
 
 /* sparse_coo / sparse_csr from values: value i went to entry map[i]
  * (duplicates summed into one entry each get its gradient). */
-static void bw_build(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_build(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *v = t->node->in[0];
   if (!v->requires_grad) return;
   const int64_t *map = mq_tensor_data(t->node->in[1]);
@@ -219,7 +219,7 @@ static void bw_build(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
 
 /* intersect / union: each entry of x the result kept gets that entry's
  * gradient; the others none (or 0 when nothing is masked). */
-static void bw_pick(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_pick(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *x = t->node->in[0];
   if (!x->requires_grad) return;
   const int64_t *src = mq_tensor_data(t->node->in[1]);
@@ -247,7 +247,7 @@ static void bw_pick(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
  * prod the product of the slot's other entries (as the strided prod's
  * derivative: from the product of the nonzero ones and the zeros count;
  * a plain x's unstored zeros are zeros of the slot). */
-static void bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *x = n->in[0];
   if (!x->requires_grad) return;
@@ -318,7 +318,7 @@ static void bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
  * exp(y) sum(g), the sums over a group's valid entries that got a
  * gradient (the groups of mq_sparse_group along the node's dim); a group
  * where none did gets none. */
-static void bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *c = t->node->in[0];
   if (!c->requires_grad) return;
   bool lg = t->node->op;
@@ -386,7 +386,7 @@ static mq_tensor *dense_grad(mq_state *S, mq_tensor *x, mq_tensor *r, const uint
  * pairs (a's valid entry (r, l), b[l, j] valid) of each valid c[r, j],
  * dc/da[r, l] = b[l, j] (so a's gradient is the SDDMM of g and b^T at a's
  * entries) and dc/db[l, j] = a[r, l] (b's is a^T @ g). */
-static void bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *a = t->node->in[0], *b = t->node->in[1];
   int64_t nnz = a->sparse->nnz, n = b->ndim == 2 ? b->shape[1] : 1;
   const int64_t *rows, *cols;
@@ -424,7 +424,7 @@ static void bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
  * g b[:, c] to a's row r and g a[r, :] to b's column c. The result is
  * masked (unstored entries are out), so a row or column that fed no entry
  * gets no gradient. */
-static void bw_sddmm(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+void mq_bw_sp_sddmm(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *a = t->node->in[0], *b = t->node->in[1];
   int64_t nnz = t->sparse->nnz, K = a->shape[1], N = b->shape[1];
   const int64_t *rows, *cols;
@@ -449,45 +449,4 @@ static void bw_sddmm(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   }
   if (ga) gin[0] = dense_grad(S, a, ga, ma, true);
   if (gb) gin[1] = dense_grad(S, b, gb, mb, true);
-}
-
-/* --- the switch ---------------------------------------------------------------------- */
-
-void mq_bw_sparse(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
-  switch ((mq_agkind)t->node->kind) {
-  case MQ_AG_SP_VALUES: bw_values(S, t, g, gin); return;
-  case MQ_AG_SP_WRAP: bw_wrap(S, t, g, gin); return;
-  case MQ_AG_SP_GATHER: bw_gather(S, t, g, gin); return;
-  case MQ_AG_SP_DENSE: bw_dense(S, t, g, gin); return;
-  case MQ_AG_SP_LAYOUT: bw_layout(S, t, g, gin); return;
-  case MQ_AG_SP_REDUCE: bw_reduce(S, t, g, gin); return;
-  case MQ_AG_SP_SOFTMAX: bw_softmax(S, t, g, gin); return;
-  case MQ_AG_SP_MATMUL: bw_matmul(S, t, g, gin); return;
-  case MQ_AG_SP_SDDMM: bw_sddmm(S, t, g, gin); return;
-  case MQ_AG_SP_BUILD: bw_build(S, t, g, gin); return;
-  case MQ_AG_SP_PICK: bw_pick(S, t, g, gin); return;
-  case MQ_AG_SP_NODIFF:
-    mq_error(S, "backward: no gradient for %s", (const char *)t->node->args);
-  default: break;
-  }
-  mq_error(S, "backward: unknown node kind %d", t->node->kind);
-}
-
-const char *mq_bw_sparse_name(const mq_gradnode *n) {
-  static const char *const red[] = {"sum", "mean", "amax", "amin", "prod", "count"};
-  switch ((mq_agkind)n->kind) {
-  case MQ_AG_SP_VALUES: return "values";
-  case MQ_AG_SP_WRAP: return "op on sparse values";
-  case MQ_AG_SP_GATHER: return "sparse op with a dense operand";
-  case MQ_AG_SP_DENSE: return "to_dense";
-  case MQ_AG_SP_LAYOUT: return "to_sparse";
-  case MQ_AG_SP_REDUCE: return n->op >= 0 && n->op <= MQ_SRED_COUNT ? red[n->op] : "reduction";
-  case MQ_AG_SP_SOFTMAX: return n->op ? "log_softmax" : "softmax";
-  case MQ_AG_SP_MATMUL: return "matmul";
-  case MQ_AG_SP_SDDMM: return "masked_matmul";
-  case MQ_AG_SP_BUILD: return "sparse_coo or sparse_csr";
-  case MQ_AG_SP_PICK: return "intersect or union";
-  case MQ_AG_SP_NODIFF: return n->args ? (const char *)n->args : "op";
-  default: return "op";
-  }
 }

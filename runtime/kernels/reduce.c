@@ -11,52 +11,61 @@
 
 #include "ops.h"
 
-static const char *const red_names[] = {
-#define X(E, s, ...) s,
+/* The rows' name, in, res and ident columns (ops_reduce.h). */
+enum { IN_ASIS, IN_FLOAT };
+enum { RES_KEEP, RES_WIDEN, RES_FLOAT, RES_BOOL, RES_INT64 };
+enum { ID_NONE, ID_ZERO, ID_ONE, ID_LOWEST, ID_HIGHEST, ID_TRUE, ID_FALSE, ID_LSE };
+static const struct {
+  const char *name;
+  uint8_t in, res, ident;
+} red_rows[MQ_RED__COUNT] = {
+#define X(E, name, bind, deriv, fuse, conf, in, res, ident, doc)               \
+  [MQ_RED_##E] = {name, IN_##in, RES_##res, ID_##ident},
     MQ_REDUCE_OPS(X)
 #undef X
 };
 
 /* Fills the accumulator with the op's identity. */
 static void acc_init(mq_redop op, mq_dtype dt, void *acc, int64_t n) {
-  switch (op) {
-  case MQ_RED_ALL: case MQ_RED_ANY: /* a bool slot whatever the input */
-    memset(acc, op == MQ_RED_ALL, (size_t)n);
+  int id = red_rows[op].ident;
+  switch (id) {
+  case ID_TRUE: case ID_FALSE: /* a bool slot whatever the input */
+    memset(acc, id == ID_TRUE, (size_t)n);
     return;
-  case MQ_RED_SUM: case MQ_RED_MEAN:
+  case ID_ZERO:
     memset(acc, 0, (size_t)n * mq_red_kernels[op][dt]->acc_size); /* 0.0 and 0 are all-zero bits */
     return;
-  case MQ_RED_PROD:
+  case ID_ONE:
     for (int64_t i = 0; i < n; i++) {
       if (mq_dtype_is_float(dt)) ((double *)acc)[i] = 1;
       else ((int64_t *)acc)[i] = 1;
     }
     return;
-  case MQ_RED_LOGSUMEXP:
+  case ID_LSE:
     for (int64_t i = 0; i < n; i++) ((mq_red_lse *)acc)[i] = (mq_red_lse){-INFINITY, 0};
     return;
-  default: break;
+  case ID_LOWEST: case ID_HIGHEST: break;
+  default: return; /* never folded */
   }
-  bool mx = op == MQ_RED_AMAX || op == MQ_RED_ANY;
+  bool low = id == ID_LOWEST;
   switch (dt) {
-  case MQ_DT_BOOL: memset(acc, mx ? 0 : 1, (size_t)n); break;
-  case MQ_DT_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)acc)[i] = mx ? INT64_MIN : INT64_MAX; break;
-  case MQ_DT_F32: for (int64_t i = 0; i < n; i++) ((float *)acc)[i] = mx ? -INFINITY : INFINITY; break;
-  default: for (int64_t i = 0; i < n; i++) ((double *)acc)[i] = mx ? -INFINITY : INFINITY; break;
+  case MQ_DT_BOOL: memset(acc, low ? 0 : 1, (size_t)n); break;
+  case MQ_DT_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)acc)[i] = low ? INT64_MIN : INT64_MAX; break;
+  case MQ_DT_F32: for (int64_t i = 0; i < n; i++) ((float *)acc)[i] = low ? -INFINITY : INFINITY; break;
+  default: for (int64_t i = 0; i < n; i++) ((double *)acc)[i] = low ? -INFINITY : INFINITY; break;
   }
 }
 
 /* The dtype an op reads its input as, and the one it answers in. */
 static mq_dtype read_dtype(mq_redop op, mq_dtype dt) {
-  if (op == MQ_RED_LOGSUMEXP && !mq_dtype_is_float(dt)) return MQ_DT_F32;
-  return dt;
+  return red_rows[op].in == IN_FLOAT && !mq_dtype_is_float(dt) ? MQ_DT_F32 : dt;
 }
 static mq_dtype out_dtype(mq_redop op, mq_dtype dt) {
-  switch (op) {
-  case MQ_RED_SUM: case MQ_RED_PROD: return mq_dtype_is_float(dt) ? dt : MQ_DT_I64;
-  case MQ_RED_MEAN: case MQ_RED_LOGSUMEXP: return mq_dtype_is_float(dt) ? dt : MQ_DT_F32;
-  case MQ_RED_ALL: case MQ_RED_ANY: return MQ_DT_BOOL;
-  case MQ_RED_COUNT: return MQ_DT_I64;
+  switch (red_rows[op].res) {
+  case RES_WIDEN: return mq_dtype_is_float(dt) ? dt : MQ_DT_I64;
+  case RES_FLOAT: return mq_dtype_is_float(dt) ? dt : MQ_DT_F32;
+  case RES_BOOL: return MQ_DT_BOOL;
+  case RES_INT64: return MQ_DT_I64;
   default: return dt;
   }
 }
@@ -109,10 +118,12 @@ mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const in
                           out_dtype(op, (mq_dtype)t->dtype));
   mq_dtype dt = read_dtype(op, (mq_dtype)t->dtype), out_dt = out_dtype(op, (mq_dtype)t->dtype);
   mq_red_plan P;
-  mq_red_plan_init(S, &P, red_names[op], t, dt, ndims, dims, keepdim);
-  if (P.R == 0 && !t->mask && (op == MQ_RED_AMAX || op == MQ_RED_AMIN))
+  mq_red_plan_init(S, &P, red_rows[op].name, t, dt, ndims, dims, keepdim);
+  /* an extremum's identity (+-inf) is no value: an empty slice has none */
+  int id = red_rows[op].ident;
+  if (P.R == 0 && !t->mask && (id == ID_LOWEST || id == ID_HIGHEST))
     mq_error(S, "%s of an empty tensor has no value (reduce a non-empty tensor, or mask it)",
-             red_names[op]);
+             red_rows[op].name);
   mq_tensor *out = mq_tensor_new(S, out_dt, P.ond, P.oshape);
   if (op == MQ_RED_COUNT) { /* always defined, so never masked */
     int64_t *count = mq_red_counts(S, &P);

@@ -2,7 +2,7 @@
  * stats.c; fuse.c cuts rows into the same pieces): planning a reduction
  * over any set of dims, then feeding the contiguous runs of its input to a
  * kernel's row, acc_row or piece functions, on several threads for large
- * inputs (runtime/parallel.h). It knows nothing of ops or dtypes beyond
+ * inputs (runtime/tensor/parallel.h). It knows nothing of ops or dtypes beyond
  * element sizes: kept apart from the kernels so that every reduction,
  * whatever its kernel, splits its work the same way, and a result depends
  * on the sizes only, never on the thread count. */

@@ -47,6 +47,13 @@ static mq_tensor *stored_values(mq_state *S, mq_tensor *values) {
 static mq_tensor *assemble(mq_state *S, mq_layout layout, int ndim, const int64_t *shape,
                            mq_tensor *indices, mq_tensor *crow, mq_tensor *values) {
   values = stored_values(S, values);
+  /* the parts' forms (sparse.h): values 1-D and contiguous; COO indices
+   * int64 (ndim, nnz); CSR crow (rows + 1) and col (nnz) */
+  MQ_ASSERT(values->ndim == 1 && mq_tensor_is_contiguous(values) && !values->mask);
+  MQ_ASSERT(indices->dtype == MQ_DT_I64 && mq_tensor_is_contiguous(indices));
+  MQ_ASSERT(layout == MQ_LAYOUT_COO
+                ? indices->ndim == 2 && indices->shape[0] == ndim && indices->shape[1] == values->numel
+                : ndim == 2 && crow && crow->numel == shape[0] + 1 && indices->numel == values->numel);
   mq_tensor *t = mq_tensor_alloc(S, (mq_dtype)values->dtype, ndim, shape);
   t->hdr.type = MQ_O_SPARSE;
   t->layout = (uint8_t)layout;
@@ -64,6 +71,9 @@ mq_tensor *mq_sparse_with_values(mq_state *S, const mq_tensor *t, mq_tensor *val
   const mq_sparse *sp = t->sparse;
   mq_tensor *r = assemble(S, (mq_layout)t->layout, t->ndim, t->shape, sp->indices, sp->crow,
                           mq_contiguous(S, values));
+  /* a sparse mask: bool values, one per stored entry of the same layout */
+  MQ_ASSERT(!mask || (mask->sparse && mask->layout == t->layout && mask->dtype == MQ_DT_BOOL &&
+                      mask->sparse->nnz == sp->nnz));
   if (mask) keep(&r->mask, mask);
   return r;
 }
@@ -435,6 +445,13 @@ mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t) {
   return converted(S, convert_both(S, coo, csr_of_coo), coo, MQ_AG_SP_LAYOUT);
 }
 
+/* Whether [keys] ascend strictly within [0, numel). */
+MQ_CHECK_ONLY static bool dense_order(const int64_t *keys, int64_t n, int64_t numel) {
+  for (int64_t k = 0; k < n; k++)
+    if (keys[k] < 0 || keys[k] >= numel || (k > 0 && keys[k] <= keys[k - 1])) return false;
+  return true;
+}
+
 /* The dense positions of [t]'s entries in [keys] (nnz of them). */
 static int64_t *entry_keys(mq_state *S, const mq_tensor *t) {
   int64_t nnz = t->sparse->nnz;
@@ -448,6 +465,9 @@ static int64_t *entry_keys(mq_state *S, const mq_tensor *t) {
       for (int64_t k = c[r]; k < c[r + 1]; k++) keys[k] = r * t->shape[1] + col[k];
     }
   }
+  /* what every op on the layout relies on: entries in the dense order,
+   * each position once, inside the shape (sparse.h) */
+  MQ_ASSERT(dense_order(keys, nnz, t->numel));
   return keys;
 }
 

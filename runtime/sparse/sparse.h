@@ -171,6 +171,8 @@ MQ_INTERNAL mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bo
 typedef enum mq_sparse_red {
   MQ_SRED_SUM, MQ_SRED_MEAN, MQ_SRED_AMAX, MQ_SRED_AMIN, MQ_SRED_PROD, MQ_SRED_COUNT
 } mq_sparse_red;
+/* "sum", "mean", ... for messages ("reduction" for no such op). */
+MQ_INTERNAL const char *mq_sparse_red_name(int op);
 /* The reduction over the dims set in [dims] (bit d: dim d), as a strided
  * tensor of the remaining dims (kept as 1 with [keepdim]); a masked [t]
  * gives a masked result, out where a slice has no valid entry. A plain

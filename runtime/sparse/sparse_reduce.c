@@ -154,6 +154,10 @@ static bool trailing_dims(uint32_t dims, int ndim) {
 
 static const char *const red_names[] = {"sum", "mean", "amax", "amin", "prod", "count"};
 
+const char *mq_sparse_red_name(int op) {
+  return op >= 0 && op <= MQ_SRED_COUNT ? red_names[op] : "reduction";
+}
+
 static mq_dtype out_dtype(mq_state *S, mq_sparse_red op, mq_dtype dt) {
   switch (op) {
   case MQ_SRED_SUM:

@@ -8,6 +8,9 @@ void mq_iter_init(mq_iter *it, int nops, mq_tensor *const *ts) {
   const mq_tensor *t0 = ts[0];
   int64_t shape[MQ_MAX_DIMS], st[MQ_ITER_MAXOPS][MQ_MAX_DIMS];
   int nd = 0;
+  MQ_ASSERT(nops >= 1 && nops <= MQ_ITER_MAXOPS);
+  for (int k = 0; k < nops; k++) /* strided, and broadcast to one shape first */
+    MQ_ASSERT(!ts[k]->sparse && mq_tensor_same_shape(ts[k], t0));
   it->nops = nops;
   /* Drop size-1 dims (their strides are irrelevant), then merge dim d into
    * the previous one when that is exactly one step of d for every operand. */
@@ -49,6 +52,7 @@ void mq_iter_init(mq_iter *it, int nops, mq_tensor *const *ts) {
 }
 
 void mq_iter_part(const mq_iter *it, int64_t lo, int64_t hi, mq_iter *part) {
+  MQ_ASSERT(0 <= lo && lo <= hi && hi <= (it->rows == 1 ? it->n : it->rows));
   *part = *it;
   if (it->rows == 1) {
     part->n = hi - lo;

@@ -303,6 +303,9 @@ void mq_parallel_for(mq_state *S, int n, int64_t count, int64_t grain, mq_range_
     while (atomic_load(&W->finished) < atomic_load(&W->target)) pthread_cond_wait(&W->done, &W->mu);
     pthread_mutex_unlock(&W->mu);
   }
+  /* every claimed chunk ran once (an interrupt lowers the target to the
+   * chunks claimed): a count past it is a chunk run twice */
+  MQ_ASSERT(atomic_load(&W->finished) == atomic_load(&W->target));
   mq_check_interrupt(S);
 }
 
@@ -336,6 +339,13 @@ static void weighted_chunks(void *p, int64_t lo, int64_t hi, int t) {
   if (a < b) W->fn(W->ctx, a, b, t);
 }
 
+/* Whether off[0 .. count] never decreases (weighted_first searches it). */
+MQ_CHECK_ONLY static bool nondecreasing(const int64_t *off, int64_t count) {
+  for (int64_t i = 0; i < count; i++)
+    if (off[i + 1] < off[i]) return false;
+  return true;
+}
+
 void mq_parallel_for_weighted(mq_state *S, int n, int64_t count, const int64_t *off,
                               int64_t grain, mq_range_fn fn, void *ctx) {
   if (grain < 1) grain = 1;
@@ -343,6 +353,7 @@ void mq_parallel_for_weighted(mq_state *S, int n, int64_t count, const int64_t *
     mq_check_interrupt(S);
     return;
   }
+  MQ_ASSERT(nondecreasing(off, count)); /* row offsets: a CSR's crow, a sorted run's starts */
   /* total weight: entries plus one per item (an empty row costs a little) */
   int64_t total = off[count] - off[0] + count;
   weighted_job W = {.off = off, .count = count, .grain = grain, .fn = fn, .ctx = ctx};

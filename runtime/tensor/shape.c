@@ -34,6 +34,10 @@ static mq_tensor *index_at(mq_state *S, mq_tensor *t, int dim, mq_index_item ite
 typedef mq_tensor *(*plain_op)(mq_state *S, mq_tensor *plain, const void *arg);
 static mq_tensor *with_mask(mq_state *S, mq_tensor *t, plain_op op, const void *arg) {
   mq_tensor *v = op(S, mq_get_data(S, t), arg);
+  /* a rearrangement: the mask moves as the data does, and each element
+   * lands once, which mq_ag_moved relies on (a view that drops or repeats
+   * elements, such as a diagonal, must not come through here) */
+  MQ_ASSERT(v->numel == t->numel);
   if (t->mask) mq_tensor_set_mask(S, v, op(S, t->mask, arg));
   mq_ag_moved(S, v, t, op, arg);
   return v;

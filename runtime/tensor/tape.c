@@ -17,6 +17,7 @@
 static mq_gradnode *record(mq_state *S, mq_tensor *out, int kind, int nin, int naux) {
   if (S->no_grad || !mq_dtype_is_float((mq_dtype)out->dtype) || out->node || out->requires_grad)
     return NULL;
+  MQ_ASSERT(kind >= 0 && kind < MQ_AG__COUNT && nin >= 1 && naux >= 0);
   mq_gradnode *n = mq_calloc(S, sizeof *n);
   n->kind = (uint8_t)kind;
   out->node = n;
@@ -28,6 +29,7 @@ static mq_gradnode *record(mq_state *S, mq_tensor *out, int kind, int nin, int n
 }
 
 static void set_in(mq_gradnode *n, int i, mq_tensor *t) {
+  MQ_ASSERT(i >= 0 && i < n->ntot);
   if (!t) return;
   t->hdr.rc++;
   n->in[i] = t;
@@ -57,6 +59,7 @@ void mq_ag_rec_binary(mq_state *S, mq_tensor *out, int op, mq_tensor *a, mq_tens
 }
 
 void mq_ag_rec_where(mq_state *S, mq_tensor *out, mq_tensor *cond, mq_tensor *a, mq_tensor *b) {
+  MQ_ASSERT(cond->dtype == MQ_DT_BOOL); /* the forward checked it */
   mq_gradnode *n = record(S, out, MQ_AG_WHERE, 2, 1);
   if (!n) return;
   set_in(n, 0, a);
@@ -72,7 +75,11 @@ void mq_ag_rec_reduce(mq_state *S, mq_tensor *out, int kind, int op, mq_tensor *
   n->keepdim = keepdim;
   n->prm[0] = prm;
   uint32_t bits = 0;
-  for (int i = 0; i < ndims; i++) bits |= 1u << dims[i];
+  for (int i = 0; i < ndims; i++) {
+    /* normalized by the forward (a 0-d tensor's one dim is 0, as torch's) */
+    MQ_ASSERT(dims[i] >= 0 && dims[i] < (t->ndim ? t->ndim : 1));
+    bits |= 1u << dims[i];
+  }
   n->dims = ndims == 0 || t->ndim == 0 ? (1u << t->ndim) - 1 : bits;
   set_in(n, 0, t);
 }
@@ -104,13 +111,32 @@ static mq_tensor *element_ids(mq_state *S, mq_tensor *t) {
   return e;
 }
 
+/* Whether [src] (int64, contiguous) holds each of 0 .. n-1 exactly once. */
+MQ_CHECK_ONLY static bool each_once(mq_state *S, const mq_tensor *src, int64_t n) {
+  if (src->numel != n) return false;
+  const int64_t *p = mq_tensor_data(src);
+  uint8_t *seen = mq_scratch(S, (size_t)n);
+  memset(seen, 0, (size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    if (p[i] < 0 || p[i] >= n || seen[p[i]]) return false;
+    seen[p[i]] = 1;
+  }
+  return true;
+}
+
 void mq_ag_rec_moved(mq_state *S, mq_tensor *out, mq_tensor *t, mq_ag_move_fn f,
                      const void *arg) {
+  /* a rearrangement: each of t's elements lands once in out (the backward
+   * spreads the gradient by this, on threads). A view that drops or
+   * repeats elements (a diagonal, an expand) needs a gather replay
+   * (mq_ag_rec_replay) instead. */
+  MQ_ASSERT(out->numel == t->numel);
   /* record()'s test, before the work below */
   if (S->no_grad || out->node || out->requires_grad || !mq_dtype_is_float((mq_dtype)out->dtype))
     return;
   /* f's argument lives only as long as this call: run it now */
   mq_tensor *src = mq_contiguous(S, f(S, element_ids(S, t), arg));
+  MQ_ASSERT(each_once(S, src, t->numel));
   mq_gradnode *n = record(S, out, MQ_AG_GATHER, 1, 1);
   if (!n) return;
   n->op = 1; /* a rearrangement */
@@ -145,6 +171,8 @@ void mq_ag_rec_replay(mq_state *S, mq_tensor *out, int nin, mq_tensor *const *in
 void mq_ag_rec_scatter_add(mq_state *S, mq_tensor *out, mq_tensor *x, mq_tensor *src,
                            mq_tensor *pos) {
   if (!x->requires_grad && !src->requires_grad) return;
+  /* one output element (or -1) per src element: the backward reads pos by src's numbers */
+  MQ_ASSERT(pos->dtype == MQ_DT_I64 && pos->numel == src->numel);
   mq_gradnode *n = record(S, out, MQ_AG_SCATTER_ADD, 2, 1);
   if (!n) return;
   set_in(n, 0, x);
@@ -201,6 +229,7 @@ void mq_ag_rec_expand(mq_state *S, mq_tensor *out, mq_tensor *t) {
 
 void mq_ag_rec_masked_fill(mq_state *S, mq_tensor *out, mq_tensor *x, mq_tensor *m,
                            mq_tensor *v) {
+  MQ_ASSERT(m->dtype == MQ_DT_BOOL);
   mq_gradnode *n = record(S, out, MQ_AG_MASKED_FILL, 2, 1);
   if (!n) return;
   set_in(n, 0, x);

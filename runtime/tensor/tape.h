@@ -21,45 +21,95 @@
 
 #include "tensor.h"
 
+/* The node kinds, one row each: the enum below, the backward dispatch and
+ * the names in messages (runtime/autograd/backward.c) expand from it.
+ *
+ * X(E, name, backward, form)
+ *
+ *   E         the enum suffix: MQ_AG_E
+ *   name      what messages call the op: an expression of the node n
+ *             (OPNAME(table, n) looks n->op up in one of backward.c's
+ *             name tables)
+ *   backward  its derivative, fn(S, t, g, gin) (autograd.h,
+ *             mq_ag_node_backward): the gradients of t->node's inputs from
+ *             t's gradient g
+ *   form      the gradient form it takes (backward.h): ANY, float32
+ *             kernels or g passed on as it is (as float64 whenever an input
+ *             is sparse); F64, the contiguous float64 form
+ *
+ * What each kind keeps on its node (op, dim, dims, prm, in[], aux) is said
+ * beside its row. The sparse kinds' derivatives are in backward_sparse.c:
+ * a sparse tensor's gradient is a sparse tensor of its structure. */
+#define MQ_AG_KINDS(X)                                                         \
+  /* op: mq_unop; prm: the op's scalar parameters */                           \
+  X(UNARY, OPNAME(un_names, n), bw_unary, ANY)                                 \
+  /* op: mq_binop */                                                           \
+  X(BINARY, OPNAME(bin_names, n), bw_binary, ANY)                              \
+  /* in: a, b; aux: cond */                                                    \
+  X(WHERE, "where", bw_where, F64)                                             \
+  /* op: mq_redop; dims: bit set of reduced dims (0: all) */                   \
+  X(REDUCE, OPNAME(red_names, n), mq_bw_reduce, ANY)                           \
+  /* op: 1 for log_softmax; dim */                                             \
+  X(SOFTMAX, n->op ? "log_softmax" : "softmax", mq_bw_softmax, ANY)            \
+  /* pure data movement: replay(args) on element numbers, or (replay NULL)     \
+     in[nin]: the source of each output element; op 1: each input element     \
+     lands once (mq_ag_moved, cat); op 2: a broadcast (expand), summed back    \
+     as sum_to does */                                                         \
+  X(GATHER, "indexing or view", mq_bw_gather, F64)                             \
+  /* as_masked(data, mask): the gradient passes to data */                     \
+  X(AS_MASKED, "as_masked", bw_pass, ANY)                                      \
+  /* get_data / to_tensor: the gradient re-wrapped with the mask */            \
+  X(GET_DATA, "get_data", bw_get_data, ANY)                                    \
+  /* astype / contiguous: the gradient passes as it is */                      \
+  X(CAST, "conversion", bw_pass, ANY)                                          \
+  /* in: x, v; aux: the fill mask */                                           \
+  X(MASKED_FILL, "masked_fill", bw_masked_fill, F64)                           \
+  X(MATMUL, "matmul", mq_bw_matmul, F64)                                       \
+  /* op: 1 for std; prm[0]: correction; dims */                                \
+  X(VAR, n->op ? "std" : "var", mq_bw_reduce, F64)                             \
+  /* prm[0]: p; dims */                                                        \
+  X(NORM, "norm", mq_bw_reduce, F64)                                           \
+  /* op: 1 for cumprod; dim */                                                 \
+  X(CUMULATIVE, n->op ? "cumprod" : "cumsum", mq_bw_cumulative, F64)           \
+  /* dims: the one dim, or all (flattened) */                                  \
+  X(MEDIAN, "median", mq_bw_reduce, F64)                                       \
+  /* in: x, src; aux: the output element each src element was added to        \
+     (int64, src's shape; -1: none) */                                         \
+  X(SCATTER_ADD, "scatter_add", mq_bw_scatter_add, F64)                        \
+  /* the stored values of sparse in[0], a 1-D tensor */                        \
+  X(SP_VALUES, "values", mq_bw_sp_values, F64)                                 \
+  /* a sparse result (its own structure) from the 1-D in[0] */                 \
+  X(SP_WRAP, "op on sparse values", mq_bw_sp_wrap, F64)                        \
+  /* in[0] (strided, of aux in[1]'s shape) at in[1]'s stored positions */      \
+  X(SP_GATHER, "sparse op with a dense operand", mq_bw_sp_gather, F64)         \
+  /* to_dense of sparse in[0] */                                               \
+  X(SP_DENSE, "to_dense", mq_bw_sp_dense, F64)                                 \
+  /* to_sparse_coo / _csr of in[0] (strided, or the other layout) */           \
+  X(SP_LAYOUT, "to_sparse", mq_bw_sp_layout, F64)                              \
+  /* op: mq_sparse_red; dims; keepdim */                                       \
+  X(SP_REDUCE, mq_sparse_red_name(n->op), mq_bw_sp_reduce, F64)                \
+  /* of sparse in[0] along dim [dims]; op: 1 for log_softmax */                \
+  X(SP_SOFTMAX, n->op ? "log_softmax" : "softmax", mq_bw_sp_softmax, F64)      \
+  /* sparse in[0] @ strided in[1] (SpMM) */                                    \
+  X(SP_MATMUL, "matmul", mq_bw_sp_matmul, F64)                                 \
+  /* masked_matmul(in[0], in[1], aux in[2]) */                                 \
+  X(SP_SDDMM, "masked_matmul", mq_bw_sp_sddmm, F64)                            \
+  /* an op on sparse input with no derivative; args: its name */               \
+  X(SP_NODIFF, n->args ? (const char *)n->args : "op", mq_bw_nodiff, F64)      \
+  /* sparse_coo / sparse_csr from values in[0]; aux in[1]: each value's       \
+     entry (int64) */                                                          \
+  X(SP_BUILD, "sparse_coo or sparse_csr", mq_bw_sp_build, F64)                 \
+  /* intersect / union: entry j of the result is entry aux in[1][j] of        \
+     sparse in[0], or (-1) a new one */                                        \
+  X(SP_PICK, "intersect or union", mq_bw_sp_pick, F64)                         \
+  /* softmax(as_masked(in[0] @ in[1] / prm[0], aux in[3]), -1) @ in[2]         \
+     (attention_bwd.h) */                                                      \
+  X(ATTENTION, "attention", mq_bw_attention, F64)
+
 typedef enum mq_agkind {
-  MQ_AG_UNARY,       /* op: mq_unop; prm: the op's scalar parameters */
-  MQ_AG_BINARY,      /* op: mq_binop */
-  MQ_AG_WHERE,       /* in: a, b; aux: cond */
-  MQ_AG_REDUCE,      /* op: mq_redop; dims: bit set of reduced dims (0: all) */
-  MQ_AG_SOFTMAX,     /* op: 1 for log_softmax; dim */
-  MQ_AG_GATHER,      /* pure data movement: replay(args) on element numbers, or
-                        (replay NULL) in[nin]: the source of each output element;
-                        op 1: each input element lands once (mq_ag_moved, cat);
-                        op 2: a broadcast (expand), summed back as sum_to does */
-  MQ_AG_AS_MASKED,   /* as_masked(data, mask): the gradient passes to data */
-  MQ_AG_GET_DATA,    /* get_data / to_tensor: gradient re-wrapped with the mask */
-  MQ_AG_CAST,        /* astype / contiguous: the gradient passes as it is */
-  MQ_AG_MASKED_FILL, /* in: x, v; aux: the fill mask */
-  MQ_AG_MATMUL,
-  MQ_AG_VAR,         /* op: 1 for std; prm[0]: correction; dims */
-  MQ_AG_NORM,        /* prm[0]: p; dims */
-  MQ_AG_CUMULATIVE,  /* op: 1 for cumprod; dim */
-  MQ_AG_MEDIAN,      /* dims: the one dim, or all (flattened) */
-  MQ_AG_SCATTER_ADD, /* in: x, src; aux: the output element each src element
-                        was added to (int64, src's shape; -1: none) */
-  /* sparse layouts (runtime/sparse/sparse.h; derivatives in backward_sparse.c): a
-   * sparse tensor's gradient is a sparse tensor of its structure */
-  MQ_AG_SP_VALUES,   /* the stored values of sparse in[0], a 1-D tensor */
-  MQ_AG_SP_WRAP,     /* a sparse result (its own structure) from the 1-D in[0] */
-  MQ_AG_SP_GATHER,   /* in[0] (strided, of aux in[1]'s shape) at in[1]'s stored positions */
-  MQ_AG_SP_DENSE,    /* to_dense of sparse in[0] */
-  MQ_AG_SP_LAYOUT,   /* to_sparse_coo / _csr of in[0] (strided, or the other layout) */
-  MQ_AG_SP_REDUCE,   /* op: mq_sparse_red; dims; keepdim */
-  MQ_AG_SP_SOFTMAX,  /* of sparse in[0] along dim [dims]; op: 1 for log_softmax */
-  MQ_AG_SP_MATMUL,   /* sparse in[0] @ strided in[1] (SpMM) */
-  MQ_AG_SP_SDDMM,    /* masked_matmul(in[0], in[1], aux in[2]) */
-  MQ_AG_SP_NODIFF,   /* an op on sparse input with no derivative; args: its name */
-  MQ_AG_SP_BUILD,    /* sparse_coo / sparse_csr from values in[0]; aux in[1]: each
-                        value's entry (int64) */
-  MQ_AG_SP_PICK,     /* intersect / union: entry j of the result is entry aux
-                        in[1][j] of sparse in[0], or (-1) a new one */
-  MQ_AG_ATTENTION,   /* softmax(as_masked(in[0] @ in[1] / prm[0], aux in[3]), -1) @ in[2]
-                        (attention_bwd.h) */
+#define X(E, ...) MQ_AG_##E,
+  MQ_AG_KINDS(X)
+#undef X
   MQ_AG__COUNT
 } mq_agkind;
 

@@ -175,6 +175,18 @@ mq_tensor *mq_tensor_scalar_i64(mq_state *S, int64_t value) {
   return mq_tensor_full_i64(S, 0, NULL, value);
 }
 
+/* Whether every element of strided [t] lies inside its storage. */
+MQ_CHECK_ONLY static bool within_storage(const mq_tensor *t) {
+  if (t->numel == 0) return true;
+  int64_t lo = t->offset, hi = t->offset;
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t span = (t->shape[d] - 1) * t->strides[d];
+    if (span < 0) lo += span;
+    else hi += span;
+  }
+  return lo >= 0 && (uint64_t)(hi + 1) * mq_dtype_size((mq_dtype)t->dtype) <= t->storage->nbytes;
+}
+
 mq_tensor *mq_tensor_view(mq_state *S, const mq_tensor *base, int ndim, const int64_t *shape,
                           const int64_t *strides, int64_t offset) {
   mq_tensor *t = mq_tensor_alloc(S, (mq_dtype)base->dtype, ndim, shape);
@@ -182,11 +194,15 @@ mq_tensor *mq_tensor_view(mq_state *S, const mq_tensor *base, int ndim, const in
   t->offset = offset;
   t->storage = base->storage;
   t->storage->rc++;
+  MQ_ASSERT(within_storage(t)); /* the op worked out shape, strides and offset */
   return t;
 }
 
 void mq_tensor_set_mask(mq_state *S, mq_tensor *t, mq_tensor *mask) {
   (void)S;
+  /* a mask is a plain bool tensor of the data's very shape (mq_masked
+   * expands it), set once: a second one would leak the first */
+  MQ_ASSERT(!t->mask && mask->dtype == MQ_DT_BOOL && !mask->mask && mq_tensor_same_shape(t, mask));
   mask->hdr.rc++;
   t->mask = mask;
 }
