@@ -24,16 +24,8 @@
 
 #include "check.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
+#include "../sanitized.h"
+#define SANITIZED TEST_ASAN
 
 /* --- a tracking allocator that fails on request --------------------------------- */
 

@@ -21,16 +21,8 @@
 
 #include "unit.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
+#include "../sanitized.h"
+#define SANITIZED (TEST_ASAN || TEST_TSAN)
 
 /* The diagonal of a square matrix: n of its n * n elements. */
 static mq_tensor *diagonal(mq_state *St, mq_tensor *t, const void *arg) {
