@@ -3,14 +3,17 @@
  * broadcasting pairs) and random masks, fully masked slices included.
  *
  * For an op f with inputs x1..xn, the check uses the loss
- *   L = sum(f(x1..xn) * w)        (w random, plain; a masked sum)
+ *   L = sum(f(x1..xn) * w)        (w random, plain; in a quarter of the
+ *                                  trials with a plain result, masked: an
+ *                                  incoming gradient masked where the result
+ *                                  is valid)
  * and compares grad(L, xi) with (L(xi + h e_j) - L(xi - h e_j)) / 2h at
  * every valid entry j. Masks are compared exactly against what the
  * gradient's mask must be: entry j has a gradient iff it is valid and L
  * depends on it, which is tested by setting x_j to NaN and seeing whether
  * L becomes NaN (NaN propagates through every op below, and masked-out
- * entries never reach L). And a gradient is masked exactly when f's result
- * is. */
+ * entries never reach L). And a gradient is masked exactly when f's result,
+ * the input or w is. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -522,10 +525,11 @@ static const gcase cases[] = {
     {"astype", 1, {ANY, ANY}, ONE, f_astype, false, 1e-2, 0, NULL, true}, /* linear, through float32 */
     {"cat", 2, {ANY, ANY}, JOIN, f_cat, false, 0, 0, NULL, true},
     {"matmul", 2, {ANY, ANY}, MATS, f_matmul, false, 0, 0, NULL, true},
-    /* a NaN becomes the largest entry and moves into max's and topk's
-     * results: no mask check by NaN there */
-    C1ND(gather, ANY), C1ND(index_select, ANY), C1ND(sort, ANY), C1ND(scatter, ANY),
-    C1ND(scatter_add, ANY),
+    C1ND(gather, ANY), C1ND(index_select, ANY), C1ND(scatter, ANY), C1ND(scatter_add, ANY),
+    /* a NaN becomes the largest entry and moves in sort's, max's and topk's
+     * results (to a place a masked weight may not count): no mask check by
+     * NaN there */
+    {"sort", 1, {ANY, ANY}, ONE_ND, f_sort, true, 0, 0, NULL, true},
     {"topk", 1, {ANY, ANY}, ONE_ND, f_topk, true, 0, 0, NULL, true},
     {"max_dim", 1, {ANY, ANY}, ONE_ND, f_max_dim, true, 0, 0, NULL, true},
     C1ND(tril, ANY), C1ND(triu, ANY), C1ND(repeat, ANY), C1ND(roll, ANY), C1ND(diff, ANY), C1ND(diagonal, ANY),
@@ -649,6 +653,13 @@ static void check_case(const gcase *c, mq_tensor **in, int variant) {
   }
   mq_tensor *w = mq_tensor_new(S, MQ_DT_F64, out->ndim, out->shape);
   for (int64_t i = 0; i < w->numel; i++) ((double *)mq_tensor_data(w))[i] = nrand();
+  if (variant % 4 == 3 && !out->mask) { /* a masked weight: an incoming gradient masked where the
+                                          * result is valid (a masked result's mask would have to
+                                          * match w's: masks do not combine in a product) */
+    mq_tensor *wm = mq_tensor_new(S, MQ_DT_BOOL, out->ndim, out->shape);
+    for (int64_t i = 0; i < wm->numel; i++) ((uint8_t *)mq_tensor_data(wm))[i] = urand() < 0.7;
+    w = mq_as_masked(S, w, wm);
+  }
   mq_tensor *L = loss_of(out, w), *g[2];
   bool L_masked = L->mask && !*(const uint8_t *)mq_tensor_data(L->mask);
   if (!L_masked && isnan(value_of(L))) return; /* a degenerate draw (var of one entry) */
@@ -657,7 +668,7 @@ static void check_case(const gcase *c, mq_tensor **in, int variant) {
   for (int i = 0; i < c->nin; i++) {
     mq_tensor *x = in[i], *gi = g[i];
     /* masked exactly when the input or the result is */
-    if ((gi->mask != NULL) != (out->mask != NULL || x->mask != NULL)) {
+    if ((gi->mask != NULL) != (out->mask != NULL || x->mask != NULL || w->mask != NULL)) {
       fail(c, in, i, gi->mask ? "a masked gradient in a plain computation" : "a plain gradient in a masked one");
       continue;
     }
