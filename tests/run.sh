@@ -17,7 +17,7 @@
 #    so it moves no line of the script.
 #  - beside it: stdout in NAME.out, stderr NAME.err (empty if absent), the
 #    status NAME.status (0 if absent) (tests/lang, whose long outputs read
-#    better as files of their own; also older error tests).
+#    better as files of their own; an error test with side files fails).
 #
 # A first line "# ARGS: ..." runs `masq ...` instead (for -e and option
 # tests); "# STDIN" feeds the script on standard input to `masq -`.
@@ -125,6 +125,8 @@ for t in "$root"/lang/*.masq "$root"/errors/*.masq; do
 
   if [ -n "$UPDATE" ]; then
     case "$side$block$dir" in
+      1*/errors) # an error test keeps its expectations inside it
+        inline "$t" "$tmp/out" "$tmp/err" "$tmp/status" && rm -f "$base.out" "$base.err" "$base.status" ;;
       1*|00*/lang)
         cp "$tmp/out" "$base.out"
         if [ -s "$tmp/err" ]; then cp "$tmp/err" "$base.err"; else rm -f "$base.err"; fi
@@ -142,6 +144,9 @@ for t in "$root"/lang/*.masq "$root"/errors/*.masq; do
   if [ $side = 1 ] && [ $block = 1 ]; then
     ok=0
     echo "expectations both in the script and in ${name}.out/.err/.status: keep one (INLINE=1 moves the files in)" > "$tmp/diff"
+  elif [ $side = 1 ] && [ "${dir##*/}" = errors ]; then
+    ok=0
+    echo "an error test keeps its expectations inside its script, not in ${name}.out/.err/.status (INLINE=1 moves them in)" > "$tmp/diff"
   elif [ $side = 1 ]; then
     exp_out="$tmp/none"; [ -f "$base.out" ] && exp_out="$base.out"
     exp_err="$tmp/none"; [ -f "$base.err" ] && exp_err="$base.err"
