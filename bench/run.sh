@@ -190,7 +190,7 @@ $1 == "RESULT" {
     # small_loop samples are 1000 iterations: report one iteration
     if ($3 == "small_loop") v = v / 1000
     # the masq Adagrad samples are 50 steps (py_bench.py times one): report one step
-    if ($2 == "masq" && ($3 == "ada_sparse" || $3 == "ada_dense")) v = v / 50
+    if (($2 == "masq" || $2 == "base") && ($3 == "ada_sparse" || $3 == "ada_dense")) v = v / 50
     k = $2 SUBSEP $3
     NV[k]++
     V[k, NV[k]] = v + 0
