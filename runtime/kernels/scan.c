@@ -1,5 +1,5 @@
-/* scan.c - operations along one dim: argmax/argmin, median, cumsum and
- * cumprod.
+/* scan.c - operations along one dim: argmax/argmin, median, cumsum,
+ * cumprod and logcumsumexp.
  *
  * The input is made contiguous and viewed as (outer, n, inner), n being the
  * dim (the flattened tensor is (1, numel, 1)). With inner == 1 each slice is
