@@ -284,6 +284,11 @@ static mq_value lib_median(mq_state *S, mq_value *args) {
 MQ_SCAN_OPS(X)
 #undef X
 
+static mq_value lib_logcumsumexp(mq_state *S, mq_value *args) {
+  mq_tensor *t = T(0, "x");
+  RET(mq_logcumsumexp(S, t, mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim)));
+}
+
 /* --- normalizations ------------------------------------------------------------------ */
 
 static mq_value softmaxes(mq_state *S, mq_value *args, int kind) {
@@ -392,6 +397,9 @@ const mq_libfn mq_lib_math[] = {
 
     /* scans along one dim */
     MQ_SCAN_OPS(SCAN_ROW)
+    {"logcumsumexp(x, dim)", lib_logcumsumexp,
+     "log of the running sum of exp along dim, without overflow; masked-out entries add nothing "
+     "and stay masked", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
 
     /* normalizations along a dim; a fully masked slice stays masked out */
     {"softmax(x, dim, dtype=none)", lib_softmax,

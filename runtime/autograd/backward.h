@@ -80,6 +80,7 @@ static inline void mq_bw_block_walk(int64_t lo, int64_t hi, int64_t len, int64_t
 MQ_INTERNAL void mq_bw_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_cumulative(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_logcumsumexp(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 /* scatter_add's: x gets g, src the gradient at its position */
 MQ_INTERNAL void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);

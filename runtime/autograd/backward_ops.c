@@ -671,6 +671,63 @@ void mq_bw_cumulative(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   gin[0] = J.r;
 }
 
+/* exp(a - b) for a <= b, and 1 when they are equal (both inf or both -inf
+ * included, where the difference is NaN): the weight of a running
+ * log-sum's term. */
+static inline double lse_w(double a, double b) { return a == b ? 1 : exp(a - b); }
+
+/* logcumsumexp: y_i = log sum_{k <= i} exp(x_k) over a slice's valid
+ * entries, so g_x[j] = sum_{i >= j} g_i exp(x_j - y_i) = exp(x_j - y_j) R_j
+ * with R_j = sum_{i >= j} g_i exp(y_j - y_i), the suffix sum
+ * R_j = g_j + exp(y_j - y_j') R_j' (j' the next valid entry). y grows
+ * along the slice, so every factor is at most 1 and nothing overflows. y is
+ * the result as computed (float64 from float32 for a float32 one). An
+ * entry no valid gradient follows gets none, as cumsum's. Slices
+ * [lo, hi), each one thread's, in a fixed order. */
+typedef struct lcse_bw_job {
+  const along *J;
+  const double *xv, *yv;
+} lcse_bw_job;
+
+static void lcse_bw_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  (void)t;
+  const lcse_bw_job *B = ctx;
+  const along *J = B->J;
+  int64_t len = J->A.len, inner = J->A.inner;
+  for (int64_t k = lo; k < hi; k++) {
+    int64_t base = (k / inner) * len * inner + k % inner;
+    double r = 0, ynext = 0;
+    bool have = false, any = false;
+    for (int64_t j = len - 1; j >= 0; j--) {
+      int64_t i = base + j * inner;
+      if (!valid(J->xm, i)) {
+        J->o[i] = 0;
+        if (J->m) J->m[i] = 0;
+        continue;
+      }
+      double y = B->yv[i];
+      bool got = valid(J->gm, i);
+      if (have) r *= lse_w(y, ynext);
+      if (got) r = have ? J->gv[i] + r : J->gv[i];
+      else if (!have) r = 0;
+      have = true, ynext = y, any |= got;
+      J->o[i] = any ? lse_w(B->xv[i], y) * r : 0;
+      if (J->m) J->m[i] = any;
+    }
+  }
+}
+
+void mq_bw_logcumsumexp(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  along J;
+  if (!along_init(S, &J, t, g)) return;
+  lcse_bw_job B = {&J, mq_bw_d(mq_bw_f64_to(S, J.x, J.x->ndim, J.x->shape)),
+                   mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape))};
+  int64_t slices = J.A.outer * J.A.inner, len = J.A.len ? J.A.len : 1;
+  int n = mq_parallel_threads_for(S, J.x->numel);
+  mq_parallel_for(S, n, slices, MQ_PAR_GRAIN / len + 1, lcse_bw_range, &B);
+  gin[0] = J.r;
+}
+
 /* --- data movement ------------------------------------------------------------ */
 
 /* A rearrangement's gradient, entries [lo, hi) of g: each lands on its own

@@ -108,6 +108,10 @@ MQ_INTERNAL mq_tensor *mq_median(mq_state *S, mq_tensor *t, int dim, bool keepdi
 /* Running sum or product along [dim]; masked-out entries count as the
  * identity and stay masked out. Ints and bools accumulate as int64. */
 MQ_INTERNAL mq_tensor *mq_cumulative(mq_state *S, mq_tensor *t, int dim, bool prod);
+/* log(cumsum(exp(x))) along [dim], computed without overflow: masked-out
+ * entries add nothing and stay masked out. Floats keep their dtype, ints
+ * and bools answer in float32 (torch refuses them). */
+MQ_INTERNAL mq_tensor *mq_logcumsumexp(mq_state *S, mq_tensor *t, int dim);
 
 /* matmul with torch.matmul's shape rules (1-d operands, batch broadcast).
  * Masked: an output entry sums the products of the valid pairs only (a

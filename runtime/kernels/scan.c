@@ -1,5 +1,5 @@
-/* scan.c - operations along one dim: argmax/argmin, median, cumsum and
- * cumprod.
+/* scan.c - operations along one dim: argmax/argmin, median, cumsum,
+ * cumprod and logcumsumexp.
  *
  * The input is made contiguous and viewed as (outer, n, inner), n being the
  * dim (the flattened tensor is (1, numel, 1)). With inner == 1 each slice is
@@ -8,6 +8,7 @@
  * gathered (except by median, which must reorder each slice anyway). */
 #include <math.h>
 
+#include "../../core/checked.h"
 #include "../tensor/internal.h"
 #include "ops.h"
 
@@ -303,5 +304,55 @@ mq_tensor *mq_cumulative(mq_state *S, mq_tensor *t, int dim, bool prod) {
   }
   if (t->mask) mq_tensor_set_mask(S, out, mq_contiguous(S, t->mask));
   mq_ag_cumulative(S, out, t, dim, prod);
+  return out;
+}
+
+/* --- logcumsumexp ----------------------------------------------------------------- */
+
+/* The running log(sum(exp)) of a slice kept as a max m and a sum s of
+ * exp(v - m), so that nothing overflows. An entry equal to m adds 1
+ * rather than exp(m - m), which is NaN when m is infinite (torch's inf for
+ * a run of infs); -inf adds nothing. */
+static inline void lse_add(double *m, double *s, double v) {
+  if (v > *m) *s = *s * exp(*m - v) + 1, *m = v;
+  else if (v == *m) *s += 1;
+  else if (v == v) *s += exp(v - *m);
+  else *m = v, *s = 1; /* NaN: stays NaN from here on */
+}
+
+#define DEF_LCSE(E, T)                                                         \
+  static void lcse_##E(layout *L, T *o, double *acc) {                         \
+    const T *x = (const T *)L->x;                                              \
+    const uint8_t *m = L->m;                                                   \
+    int64_t n = L->n, inner = L->inner;                                        \
+    double *mx = acc, *sm = acc + inner;                                       \
+    for (int64_t b = 0; b < L->outer; b++) {                                   \
+      int64_t base = b * n * inner;                                            \
+      for (int64_t c = 0; c < inner; c++) mx[c] = -INFINITY, sm[c] = 0;        \
+      for (int64_t j = 0; j < n; j++) {                                        \
+        int64_t r = base + j * inner;                                          \
+        for (int64_t c = 0; c < inner; c++) {                                  \
+          if (!m || m[r + c]) lse_add(&mx[c], &sm[c], (double)x[r + c]);       \
+          o[r + c] = (T)(mx[c] + log(sm[c]));                                  \
+        }                                                                      \
+        lay_poll(L, inner);                                                    \
+      }                                                                        \
+    }                                                                          \
+  }
+DEF_LCSE(F32, float)
+DEF_LCSE(F64, double)
+
+mq_tensor *mq_logcumsumexp(mq_state *S, mq_tensor *t, int dim) {
+  mq_dtype dt = mq_dtype_float_compute((mq_dtype)t->dtype);
+  if (t->dtype != dt) t = mq_astype(S, t, dt); /* ints and bools as float32 */
+  layout L;
+  layout_init(S, &L, t, t->ndim ? dim : -1, false);
+  mq_tensor *out = mq_tensor_new(S, (mq_dtype)t->dtype, t->ndim, t->shape);
+  double *acc = mq_scratch(S, mq_ck_zmul(S, (size_t)(L.inner ? L.inner : 1), 2 * sizeof(double),
+                                         "logcumsumexp"));
+  if (t->dtype == MQ_DT_F32) lcse_F32(&L, mq_tensor_data(out), acc);
+  else lcse_F64(&L, mq_tensor_data(out), acc);
+  if (t->mask) mq_tensor_set_mask(S, out, mq_contiguous(S, t->mask));
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_dim(S, out, MQ_AG_LOGCUMSUMEXP, 0, t, dim);
   return out;
 }

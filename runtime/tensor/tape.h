@@ -71,6 +71,8 @@
   X(NORM, "norm", mq_bw_reduce, F64)                                           \
   /* op: 1 for cumprod; dim */                                                 \
   X(CUMULATIVE, n->op ? "cumprod" : "cumsum", mq_bw_cumulative, F64)           \
+  /* dim; in: x (the derivative reads the result's own data as y) */         \
+  X(LOGCUMSUMEXP, "logcumsumexp", mq_bw_logcumsumexp, F64)                     \
   /* dims: the one dim, or all (flattened) */                                  \
   X(MEDIAN, "median", mq_bw_reduce, F64)                                       \
   /* in: x, src; aux: the output element each src element was added to        \

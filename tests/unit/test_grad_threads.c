@@ -171,6 +171,8 @@ static const struct {
     {"norm", "sum(norm(X, 1, dim=0) * W0)", "ANY", NULL, 0},
     {"norm", "norm(X, inf) * 3", "ANY", NULL, 0},
     {"median", "sum(median(X, 1) * W1)", "ANY", NULL, 0},
+    {"logcumsumexp", "sum(logcumsumexp(X, 1) * W)", "ANY", NULL, 0},
+    {"logcumsumexp", "sum(logcumsumexp(X, 0) * W)", "ANY", NULL, 0},
     {"max", "sum(max(X, 1)[0] * W1)", "ANY", NULL, 0},
     {"matmul", "sum((X @ transpose(Y, 0, 1)[:, 0:5]) * W[:, 0:5])", "ANY", "ANY", 'E'},
     {"matmul", "sum((transpose(X, 0, 1) @ Y[:, 0:6]) * transpose(W, 0, 1)[:, 0:6])", "ANY", "ANY", 'E'},

@@ -167,6 +167,9 @@ static mq_tensor *f_softmax(mq_tensor **in, int v) {
 static mq_tensor *f_log_softmax(mq_tensor **in, int v) {
   return mq_log_softmax(S, in[0], in[0]->ndim ? v % in[0]->ndim : 0);
 }
+static mq_tensor *f_logcumsumexp(mq_tensor **in, int v) {
+  return mq_logcumsumexp(S, in[0], in[0]->ndim ? v % in[0]->ndim : 0);
+}
 static mq_tensor *f_normalize(mq_tensor **in, int v) {
   return mq_normalize(S, in[0], v % 2 ? 1 : 2, in[0]->ndim ? v % in[0]->ndim : 0, 1e-12);
 }
@@ -517,7 +520,7 @@ static const gcase cases[] = {
     C2(where, ANY, ANY),
     {"masked_fill", 2, {ANY, ANY}, WITH0D, f_masked_fill, false, 0, 0, NULL, true},
     C1(var, ANY), C1(std, ANY), C1(norm, ANY), C1(median, ANY), C1(softmax, ANY),
-    C1(log_softmax, ANY), C1(normalize, ANY),
+    C1(log_softmax, ANY), C1(normalize, ANY), C1(logcumsumexp, ANY),
     C1ND(index, ANY), C1ND(bool_index, ANY), C1(expand, ANY), C1(reshape, ANY),
     C1ND(transpose_reshape, ANY), C1ND(permute, ANY), C1ND(flip, ANY), C1(squeeze, ANY),
     C1ND(narrow, ANY), C1ND(select, ANY), C1ND(stack, ANY), C1(get_data, ANY),
