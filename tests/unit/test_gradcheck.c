@@ -514,9 +514,11 @@ static mq_tensor *f_center(mq_tensor **in, int v) {
 
 /* the ops that are not rows of runtime/ops_*.h, and rows with parameters */
 static const double round_prm[3] = {1, NAN, NAN}, softplus_prm[3] = {2, 1, NAN};
+static const double hardtanh_prm[3] = {-0.5, 0.25, NAN};
 static const gcase cases[] = {
     C1(clamp, ANY), C1(logit_eps, PROB), C1(pow2, ANY),
     {"softplus(x, 2, 1)", 1, {ANY, ANY}, ONE, f_unary_row, false, 0, MQ_UN_SOFTPLUS, softplus_prm, true},
+    {"hardtanh(x, -0.5, 0.25)", 1, {ANY, ANY}, ONE, f_unary_row, false, 0, MQ_UN_HARDTANH, hardtanh_prm, true},
     C2(where, ANY, ANY),
     {"masked_fill", 2, {ANY, ANY}, WITH0D, f_masked_fill, false, 0, 0, NULL, true},
     C1(var, ANY), C1(std, ANY), C1(norm, ANY), C1(median, ANY), C1(softmax, ANY),

@@ -362,6 +362,9 @@ UNARY = {
     "leaky_relu": ("real", ("f64",), True, False), "elu": ("real", ("f64",), True, False),
     "relu": ("real", ("int", "f64"), True, True), "selu": ("real", ("f64",), True, False),
     "mish": ("real", ("f64",), True, False), "logsigmoid": ("real", ("f64",), True, False),
+    "hardtanh": ("real", ("int", "f64"), True, True), "relu6": ("real", ("int", "f64"), True, True),
+    "hardsigmoid": ("real", ("f64",), True, False), "hardswish": ("real", ("f64",), True, False),
+    "softsign": ("real", ("int", "f64"), True, False), "tanhshrink": ("real", ("int", "f64"), True, False),
 }
 
 
@@ -400,6 +403,9 @@ def unary_params(name, rng, dtype):
         return [], {"approximate": "tanh"}
     if name == "leaky_relu" and rng.random() < 0.6:
         return [], {"negative_slope": float(rng.choice([0.2, 0.0, 1.5]))}
+    if name == "hardtanh" and rng.random() < 0.6:
+        a, b = sorted([num(), num()])
+        return [], {"min_val": a, "max_val": b}
     if name == "elu" and rng.random() < 0.6:
         return [], {"alpha": float(rng.choice([0.5, 2.0]))}
     if name == "pow":
