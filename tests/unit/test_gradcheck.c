@@ -473,7 +473,15 @@ static mq_tensor *f_diagonal(mq_tensor **in, int v) {
   mq_tensor *x = as_matrix(in[0]);
   return mq_diagonal(S, x, v % 3 - 1, v % 2 ? -1 : 0, v % 2 ? 0 : 1);
 }
-static mq_tensor *f_diff(mq_tensor **in, int v) { return mq_diff(S, in[0], 1 + v % 2, v % in[0]->ndim); }
+static mq_tensor *f_diff(mq_tensor **in, int v) {
+  mq_tensor *x = in[0];
+  int d = v % x->ndim;
+  /* v 2, 3: a prepend and an append cut from x itself, so that their
+   * gradients add into x's */
+  mq_tensor *pre = v % 4 >= 2 && x->shape[d] ? mq_narrow(S, x, d, 0, 1) : NULL;
+  mq_tensor *app = v % 4 == 3 ? x : NULL;
+  return mq_diff(S, x, 1 + v % 2, d, pre, app);
+}
 static mq_tensor *f_bmm(mq_tensor **in, int v) {
   (void)v;
   mq_tensor *x = in[0];
