@@ -93,7 +93,10 @@ static mq_value quantile(mq_state *S, mq_value *args, bool skip_nan) {
                qt->mask ? "masked " : "", qt->ndim);
     qvec = qt->ndim == 1;
     nq = qt->numel;
-    q = mq_tensor_data(mq_contiguous(S, mq_astype(S, qt, MQ_DT_F64)));
+    double *qd = mq_tensor_data(mq_contiguous(S, mq_astype(S, qt, MQ_DT_F64)));
+    if (qt->dtype == MQ_DT_F32 && x->dtype == MQ_DT_F64) /* a literal list: its numbers */
+      for (int64_t k = 0; k < nq; k++) qd[k] = mq_literal_of_f32(qd[k]);
+    q = qd;
   }
   static const char *const modes[] = {"linear", "lower", "higher", "midpoint", "nearest"};
   const char *how = mq_is_obj(args[4], MQ_O_STRING) ? mq_as_string(args[4])->chars : "";

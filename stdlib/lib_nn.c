@@ -187,7 +187,7 @@ static mq_value lib_adagrad_step(mq_state *S, mq_value *args) {
  * is torch's 0.9 and 0.999 and not their float32 roundings (which move the
  * moments by about 1e-7 relative, as torch's float32 roundoff allows only
  * 1e-8 or so). */
-static double literal_of_f32(double v) {
+double mq_literal_of_f32(double v) {
   char t[32];
   for (int p = 1; p <= 9; p++) {
     snprintf(t, sizeof t, "%.*g", p, v);
@@ -223,7 +223,7 @@ static mq_value adam_like(mq_state *S, mq_value *args, const char *who, bool dec
     for (int i = 0; i < 2; i++) {
       if (b) beta[i] = mq_arg_number(S, b->items[i], "betas");
       else beta[i] = mq_tensor_item(S, mq_select(S, bt, 0, i));
-      if (!b && bt->dtype == MQ_DT_F32) beta[i] = literal_of_f32(beta[i]);
+      if (!b && bt->dtype == MQ_DT_F32) beta[i] = mq_literal_of_f32(beta[i]);
     }
   }
   for (int i = 0; i < 2; i++)

@@ -1677,16 +1677,33 @@ def mk_diff(rng, k):
     x, shape = view_case(rng, k, nd=1 + k % 3)
     n = int(rng.integers(0, 4)) if k % 5 else 1
     dim = int(rng.integers(-len(shape), len(shape)))
+    # prepend=/append=, plain or masked, joined along dim first (torch.diff;
+    # n = 0 is x itself, without them)
+    ins, sides = [x], []
+    for side in ("prepend", "append") if k % 3 == 2 else ():
+        if rng.random() < 0.7:
+            s = list(shape)
+            s[dim] = int(rng.integers(1, 3))
+            ins.append((draw_masked if rng.random() < 0.5 else draw_plain)(rng, k, tuple(s), x.d.dtype))
+            sides.append(side)
+
+    def joined(t):
+        if n == 0:
+            return t[0]
+        parts = ([t[1]] if "prepend" in sides else []) + [t[0]] + ([t[-1]] if "append" in sides else [])
+        return torch.cat(parts, dim)
 
     def ref(v):
-        d = v[0].d
+        d = joined([w.d for w in v])
         out = diff_steps(d, n, dim, (lambda a, b: a ^ b) if d.dtype == torch.bool else (lambda a, b: a - b))
-        m = diff_steps(v[0].m, n, dim, lambda a, b: a & b) if v[0].masked else None
+        masked = any(w.masked for w in (v if n else v[:1]))
+        m = diff_steps(joined([w.vmask() for w in v]), n, dim, lambda a, b: a & b) if masked else None
         return [V(out, m)]
     # dependencies: + instead of -, so that no coefficient cancels
-    return Case([x], f"diff({{0}}, {n}, {dim})", ref,
-                proxy=lambda t: diff_steps(t[0], n, dim, lambda a, b: a + b), exact=True,
-                notes=["masq rule: a difference is valid where both its entries are"])
+    args = "".join(f", {side}={{{i + 1}}}" for i, side in enumerate(sides))
+    return Case(ins, f"diff({{0}}, {n}, {dim}{args})", ref,
+                proxy=lambda t: diff_steps(joined(t), n, dim, lambda a, b: a + b), exact=True,
+                diff=None if n else [0], notes=["masq rule: a difference is valid where both its entries are"])
 
 
 def einsum_terms(spec, vs):
