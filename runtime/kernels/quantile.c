@@ -76,6 +76,7 @@ static picks pick_all(mq_state *S, mq_tensor *x, int d, const double *q, int64_t
        * torch; nanquantile ranks among the numbers only */
       int64_t last = skip_nan ? nn - 1 : nv - 1;
       for (int64_t k = 0; k < nq; k++) {
+        mq_poll_at(S, k); /* q may be long too */
         mq_qpick p = mq_quantile_pick(q[k], last, how, f32, !skip_nan && nn < nv);
         int64_t o = b * nq * inner + k * inner + c;
         ib[o] = ord[base + p.below * inner];
