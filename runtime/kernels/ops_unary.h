@@ -206,7 +206,7 @@
    * -3 and 3 (and 1/6 as the float32 constant, even in float64, as torch),  \
    * hardswish's (x/3 + 1/2) from -3 on and 1 from 3 on; NaN takes the       \
    * branch torch's comparisons give it */                                    \
-  X(HARDTANH, "hardtanh", ", min_val=-1.0, max_val=1.0", B2, CLAMP,           \
+  X(HARDTANH, "hardtanh", ", min_val=-1.0, max_val=1.0", BH, CLAMP,           \
     const R lo = (R)P0; const R hi = (R)P1, CLAMP_X > hi ? hi : CLAMP_X, NONE, NONE, \
     D(x <= p[0] || x >= p[1] ? 0 : g), ANY, 0, 1,                             \
     "x limited to [min_val, max_val]; gradient 0 at the bounds, as torch")    \

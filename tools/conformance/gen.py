@@ -405,6 +405,8 @@ def unary_params(name, rng, dtype):
         return [], {"negative_slope": float(rng.choice([0.2, 0.0, 1.5]))}
     if name == "hardtanh" and rng.random() < 0.6:
         a, b = sorted([num(), num()])
+        if isint and rng.random() < 0.5:   # float bounds: torch truncates them for ints
+            a, b = a - 0.5, b + 0.5
         return [], {"min_val": a, "max_val": b}
     if name == "elu" and rng.random() < 0.6:
         return [], {"alpha": float(rng.choice([0.5, 2.0]))}
