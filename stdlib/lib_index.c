@@ -1,8 +1,10 @@
 /* lib_index.c - the builtins that order and move entries by index: max and
- * min with indices, sort, argsort, topk, gather, scatter, scatter_add,
+ * min with indices, sort, argsort, topk, kthvalue, quantile, nanquantile, gather, scatter, scatter_add,
  * index_select, one_hot, and allclose. Thin bindings of runtime/kernels/gather.h.
  * A pair of results (values and indices) is a list [values, indices], which
  * unpacks: `v, i = sort(x)`. */
+#include <string.h>
+
 #include "../runtime/kernels/gather.h"
 #include "../runtime/kernels/ops.h"
 #include "stdlib.h"
@@ -67,6 +69,50 @@ static mq_value lib_topk(mq_state *S, mq_value *args) {
   return pair(S, v, i);
 }
 
+static mq_value lib_kthvalue(mq_state *S, mq_value *args) {
+  mq_tensor *x = T(0, "x"), *v, *i;
+  mq_kthvalue(S, x, mq_arg_int(S, args[1], "k"), dim_of(S, args[2], x),
+              mq_arg_bool(S, args[3], "keepdim"), &v, &i);
+  return pair(S, v, i);
+}
+
+/* quantile(x, q, dim, keepdim, interpolation): q a number, a list or a
+ * 0-d or 1-d tensor (a 1-d one's dim comes first in the result, as torch) */
+static mq_value quantile(mq_state *S, mq_value *args, bool skip_nan) {
+  const char *who = skip_nan ? "nanquantile" : "quantile";
+  mq_tensor *x = T(0, "x");
+  double one;
+  const double *q = &one;
+  int64_t nq = 1;
+  bool qvec = false;
+  if (mq_is_number(args[1])) one = mq_arg_number(S, args[1], "q");
+  else {
+    mq_tensor *qt = T(1, "q");
+    if (qt->mask || qt->ndim > 1)
+      mq_error(S, "%s: q must be a number or a plain 0-d or 1-d tensor, got a %s%d-d tensor", who,
+               qt->mask ? "masked " : "", qt->ndim);
+    qvec = qt->ndim == 1;
+    nq = qt->numel;
+    double *qd = mq_tensor_data(mq_contiguous(S, mq_astype(S, qt, MQ_DT_F64)));
+    if (qt->dtype == MQ_DT_F32 && x->dtype == MQ_DT_F64) /* a literal list: its numbers */
+      for (int64_t k = 0; k < nq; k++) qd[k] = mq_literal_of_f32(qd[k]);
+    q = qd;
+  }
+  static const char *const modes[] = {"linear", "lower", "higher", "midpoint", "nearest"};
+  const char *how = mq_is_obj(args[4], MQ_O_STRING) ? mq_as_string(args[4])->chars : "";
+  int mode = 0;
+  while (mode < 5 && strcmp(how, modes[mode])) mode++;
+  if (mode == 5)
+    mq_error(S, "%s: interpolation must be \"linear\", \"lower\", \"higher\", \"midpoint\" or "
+                "\"nearest\"", who);
+  bool has_dim = args[2].type != MQ_NONE;
+  int64_t dim = has_dim ? mq_arg_int(S, args[2], "dim") : 0;
+  return mq_objv(mq_quantile(S, x, q, nq, qvec, has_dim, dim, mq_arg_bool(S, args[3], "keepdim"),
+                             (mq_qinterp)mode, skip_nan));
+}
+static mq_value lib_quantile(mq_state *S, mq_value *args) { return quantile(S, args, false); }
+static mq_value lib_nanquantile(mq_state *S, mq_value *args) { return quantile(S, args, true); }
+
 static mq_value lib_gather(mq_state *S, mq_value *args) {
   mq_tensor *x = T(0, "x");
   return mq_objv(mq_gather(S, x, dim_of(S, args[1], x), T(2, "index")));
@@ -130,6 +176,17 @@ const mq_libfn mq_lib_index[] = {
      "[values, indices] of the k largest (or smallest) valid entries along dim; missing ones "
      "masked out",
      MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
+    {"kthvalue(x, k, dim=-1, keepdim=false)", lib_kthvalue,
+     "[values, indices] of the k-th smallest valid entry along dim (k from 1); a slice with "
+     "fewer than k valid entries masked out",
+     MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
+    {"quantile(x, q, dim=none, keepdim=false, interpolation=\"linear\")", lib_quantile,
+     "the q-quantiles of the valid entries along dim (of all without dim), as torch.quantile: "
+     "q a number or a 1-d tensor (its dim first); a valid NaN gives NaN",
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
+    {"nanquantile(x, q, dim=none, keepdim=false, interpolation=\"linear\")", lib_nanquantile,
+     "quantile of the valid entries that are not NaN, as torch.nanquantile",
+     MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"gather(x, dim, index)", lib_gather,
      "x at int64 index along dim (result: index's shape); masks travel with the values",
      MQ_BK_NONE, 0, MQ_KEEP_DTYPE},

@@ -65,6 +65,16 @@ static mq_value lib_un_CLAMP(mq_state *S, mq_value *args) {
   RET(mq_clamp(S, T(0, "x"), lo, hi));
 }
 
+/* hardtanh(x, min_val, max_val): for an int x torch truncates the bounds
+ * toward zero (clamp's int kernel would round them toward the inside) */
+static mq_value lib_un_HARDTANH(mq_state *S, mq_value *args) {
+  double prm[3];
+  number_params(S, args, 2, "hardtanh(x, min_val, max_val)", prm);
+  mq_tensor *x = TS(0, "x");
+  if (!mq_dtype_is_float((mq_dtype)x->dtype)) prm[0] = trunc(prm[0]), prm[1] = trunc(prm[1]);
+  RET(mq_unary_p(S, MQ_UN_HARDTANH, x, prm));
+}
+
 /* gelu(x, approximate): none or "none" the erf form, "tanh" torch's tanh form */
 static mq_value lib_un_GELU(mq_state *S, mq_value *args) {
   const char *a = mq_is_obj(args[1], MQ_O_STRING) ? mq_as_string(args[1])->chars : NULL;

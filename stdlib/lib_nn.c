@@ -1,6 +1,6 @@
 /* lib_nn.c - the training builtins: losses (mse_loss, binary_cross_entropy
  * with and without logits, cross_entropy), layer_norm, dropout, masked
- * attention, and the optimizer steps sgd_step, adagrad_step and adam_step.
+ * attention, and the optimizer steps sgd_step, adagrad_step, adam_step and adamw_step.
  * Thin bindings of runtime/nn/nn.h and runtime/nn/attention.h; the signature is
  * the help text.
  *
@@ -163,11 +163,14 @@ static mq_value pair(mq_state *S, mq_value *args, mq_tensor *w, mq_value state) 
 
 static mq_value lib_sgd_step(mq_state *S, mq_value *args) {
   mq_tensor *g, *w = param_arg(S, "sgd_step", args, &g);
-  double momentum = mq_arg_number(S, args[3], "momentum");
+  mq_sgd_opts o = {mq_arg_number(S, args[2], "lr"), mq_arg_number(S, args[3], "momentum"),
+                   mq_arg_number(S, args[6], "dampening"), mq_arg_number(S, args[5], "weight_decay"),
+                   mq_arg_bool(S, args[7], "nesterov")};
+  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+    mq_error(S, "sgd_step: nesterov needs a momentum and zero dampening (as torch.optim.SGD)");
   mq_tensor *buf = NULL, *nw, *nb;
   if (args[4].type != MQ_NONE) buf = state_tensor(S, "sgd_step", args[4], w);
-  mq_optim_sgd(S, w, g, buf, mq_arg_number(S, args[2], "lr"), momentum,
-               mq_arg_number(S, args[5], "weight_decay"), &nw, &nb);
+  mq_optim_sgd(S, w, g, buf, &o, &nw, &nb);
   return pair(S, args, nw, nb ? mq_objv(nb) : mq_none());
 }
 
@@ -184,7 +187,7 @@ static mq_value lib_adagrad_step(mq_state *S, mq_value *args) {
  * is torch's 0.9 and 0.999 and not their float32 roundings (which move the
  * moments by about 1e-7 relative, as torch's float32 roundoff allows only
  * 1e-8 or so). */
-static double literal_of_f32(double v) {
+double mq_literal_of_f32(double v) {
   char t[32];
   for (int p = 1; p <= 9; p++) {
     snprintf(t, sizeof t, "%.*g", p, v);
@@ -193,43 +196,51 @@ static double literal_of_f32(double v) {
   return v;
 }
 
-static mq_value lib_adam_step(mq_state *S, mq_value *args) {
-  static const char who[] = "adam_step";
-  mq_tensor *g, *w = param_arg(S, who, args, &g), *m = NULL, *v = NULL;
+/* adam_step and adamw_step: the state [m, v, step], with amsgrad
+ * [m, v, step, vmax] */
+static mq_value adam_like(mq_state *S, mq_value *args, const char *who, bool decoupled) {
+  mq_tensor *g, *w = param_arg(S, who, args, &g), *m = NULL, *v = NULL, *vmax = NULL;
+  bool amsgrad = mq_arg_bool(S, args[8], "amsgrad");
   int64_t step = 0;
   if (args[2].type != MQ_NONE) {
     mq_list *st = mq_is_obj(args[2], MQ_O_LIST) ? mq_as_list(args[2]) : NULL;
-    if (!st || st->len != 3 || st->items[2].type != MQ_INT)
-      mq_error(S, "adam_step: the state must be none or [m, v, step], as adam_step returned it");
+    if (!st || st->len != 3 + amsgrad || st->items[2].type != MQ_INT)
+      mq_error(S, "%s: the state must be none or %s, as %s returned it", who,
+               amsgrad ? "[m, v, step, vmax] (amsgrad)" : "[m, v, step]", who);
     m = state_tensor(S, who, st->items[0], w);
     v = state_tensor(S, who, st->items[1], w);
     step = st->items[2].as.i;
+    if (amsgrad) vmax = state_tensor(S, who, st->items[3], w);
   }
   step = args[6].type == MQ_NONE ? step + 1 : mq_arg_int(S, args[6], "step");
-  if (step < 1) mq_error(S, "adam_step: step must be at least 1, got %lld", (long long)step);
+  if (step < 1) mq_error(S, "%s: step must be at least 1, got %lld", who, (long long)step);
   double beta[2] = {0.9, 0.999};
   if (args[4].type != MQ_NONE) { /* a literal [0.9, 0.99] is a tensor, a computed one a list */
     mq_list *b = mq_is_obj(args[4], MQ_O_LIST) ? mq_as_list(args[4]) : NULL;
     mq_tensor *bt = mq_is_tensor(args[4]) ? mq_as_tensor(args[4]) : NULL;
     if (!(b && b->len == 2) && !(bt && bt->ndim == 1 && bt->numel == 2 && !bt->mask))
-      mq_error(S, "adam_step: betas must be a list of two numbers");
+      mq_error(S, "%s: betas must be a list of two numbers", who);
     for (int i = 0; i < 2; i++) {
       if (b) beta[i] = mq_arg_number(S, b->items[i], "betas");
       else beta[i] = mq_tensor_item(S, mq_select(S, bt, 0, i));
-      if (!b && bt->dtype == MQ_DT_F32) beta[i] = literal_of_f32(beta[i]);
+      if (!b && bt->dtype == MQ_DT_F32) beta[i] = mq_literal_of_f32(beta[i]);
     }
   }
   for (int i = 0; i < 2; i++)
-    if (!(beta[i] >= 0 && beta[i] < 1)) mq_error(S, "adam_step: betas must be in [0, 1), got %g", beta[i]);
-  mq_tensor *nw, *nm, *nv;
-  mq_optim_adam(S, w, g, m, v, step, mq_arg_number(S, args[3], "lr"), beta[0], beta[1],
-                mq_arg_number(S, args[5], "eps"), mq_arg_number(S, args[7], "weight_decay"), &nw, &nm, &nv);
-  mq_list *st = mq_list_new(S, 3);
+    if (!(beta[i] >= 0 && beta[i] < 1)) mq_error(S, "%s: betas must be in [0, 1), got %g", who, beta[i]);
+  mq_adam_opts o = {mq_arg_number(S, args[3], "lr"), beta[0], beta[1], mq_arg_number(S, args[5], "eps"),
+                    mq_arg_number(S, args[7], "weight_decay"), amsgrad, decoupled};
+  mq_tensor *nw, *nm, *nv, *nx;
+  mq_optim_adam(S, w, g, m, v, vmax, step, &o, &nw, &nm, &nv, &nx);
+  mq_list *st = mq_list_new(S, 3 + amsgrad);
   mq_list_push(S, st, mq_objv(as_given(S, nm, given_dtype(args))));
   mq_list_push(S, st, mq_objv(as_given(S, nv, given_dtype(args))));
   mq_list_push(S, st, mq_int(step));
+  if (nx) mq_list_push(S, st, mq_objv(as_given(S, nx, given_dtype(args))));
   return pair(S, args, nw, mq_objv(st));
 }
+static mq_value lib_adam_step(mq_state *S, mq_value *args) { return adam_like(S, args, "adam_step", false); }
+static mq_value lib_adamw_step(mq_state *S, mq_value *args) { return adam_like(S, args, "adamw_step", true); }
 
 /* --- attention -------------------------------------------------------------- */
 
@@ -354,13 +365,21 @@ const mq_libfn mq_lib_nn[] = {
      "valid keys only; div defaults to sqrt of q's last dim; a query with no valid key is "
      "masked out", MQ_BK_NONE, 0},
     /* optimizer steps: [new w, new state]; only valid gradient entries update */
-    {"sgd_step(w, g, lr, momentum=0, state=none, weight_decay=0)", lib_sgd_step,
+    {"sgd_step(w, g, lr, momentum=0, state=none, weight_decay=0, dampening=0, nesterov=false)",
+     lib_sgd_step,
      "torch.optim.SGD's step: [w, state], state the momentum buffer (none without momentum)",
      MQ_BK_NONE, 0},
     {"adagrad_step(w, g, state=none, lr=0.01, eps=1e-10, weight_decay=0)", lib_adagrad_step,
      "torch.optim.Adagrad's step: [w, state], state the sum of squared gradients", MQ_BK_NONE, 0},
-    {"adam_step(w, g, state=none, lr=0.001, betas=none, eps=1e-8, step=none, weight_decay=0)",
-     lib_adam_step, "torch.optim.Adam's step: [w, [m, v, step]]; betas default [0.9, 0.999]",
+    {"adam_step(w, g, state=none, lr=0.001, betas=none, eps=1e-8, step=none, weight_decay=0, "
+     "amsgrad=false)",
+     lib_adam_step, "torch.optim.Adam's step: [w, [m, v, step]] ([m, v, step, vmax] with "
+     "amsgrad); betas default [0.9, 0.999]",
+     MQ_BK_NONE, 0},
+    {"adamw_step(w, g, state=none, lr=0.001, betas=none, eps=1e-8, step=none, weight_decay=0.01, "
+     "amsgrad=false)",
+     lib_adamw_step, "torch.optim.AdamW's step (decoupled weight decay): [w, [m, v, step]] "
+     "([m, v, step, vmax] with amsgrad)",
      MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

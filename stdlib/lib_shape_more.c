@@ -34,7 +34,9 @@ static mq_value lib_roll(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_diff(mq_state *S, mq_value *args) {
-  RET(mq_diff(S, T(0, "x"), mq_arg_int(S, args[1], "n"), mq_arg_int(S, args[2], "dim")));
+  mq_tensor *pre = args[3].type == MQ_NONE ? NULL : T(3, "prepend");
+  mq_tensor *app = args[4].type == MQ_NONE ? NULL : T(4, "append");
+  RET(mq_diff(S, T(0, "x"), mq_arg_int(S, args[1], "n"), mq_arg_int(S, args[2], "dim"), pre, app));
 }
 
 static mq_value lib_bmm(mq_state *S, mq_value *args) { RET(mq_bmm(S, T(0, "a"), T(1, "b"))); }
@@ -75,8 +77,8 @@ const mq_libfn mq_lib_shape_more[] = {
     {"roll(x, shifts, dims=none)", lib_roll,
      "entries moved shifts places along dims, wrapping around (no dims: the flattened x)",
      MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
-    {"diff(x, n=1, dim=-1)", lib_diff,
-     "the n-th forward difference along dim; valid where both entries are", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
+    {"diff(x, n=1, dim=-1, prepend=none, append=none)", lib_diff,
+     "the n-th forward difference along dim, prepend and append joined first; valid where both entries are", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
     {"bmm(a, b)", lib_bmm, "batched matrix product of two 3-d tensors (matmul's masks)", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
     {"einsum(spec, *operands)", lib_einsum,
      "Einstein summation, e.g. einsum(\"bij,bjk->bik\", a, b); masked: sums the valid terms",

@@ -41,6 +41,11 @@ MQ_INTERNAL const mq_string **mq_arg_string_list(mq_state *S, mq_value v, const 
  * how many. Scratch memory (lib_shape.c). */
 MQ_INTERNAL int64_t *mq_int_list(mq_state *S, mq_value v, int *n, const char *what);
 
+/* The number a literal list's float32 entry was written as: the shortest
+ * decimal that reads back as [v], read as a double (lib_nn.c), so that
+ * [0.9, 0.999] or [0.1, 1 / 3] given for numbers mean what they say. */
+MQ_INTERNAL double mq_literal_of_f32(double v);
+
 /* Warnings a state gives once (bits of S->warned). */
 enum { MQ_WARN_MASKED_GRAD = 1 };
 /* Writes "warning: [message]" at the running call's location to the host's

@@ -37,6 +37,15 @@ MQ_INTERNAL void mq_sort(mq_state *S, mq_tensor *x, int dim, bool descending, mq
  * with fewer than k valid entries has its last results masked out. */
 MQ_INTERNAL void mq_topk(mq_state *S, mq_tensor *x, int64_t k, int dim, bool largest,
                          mq_tensor **values, mq_tensor **indices);
+/* torch.kthvalue: the k-th smallest (k from 1) valid entry along [dim] and
+ * its index, ties in the stable order (NaN largest); a slice with fewer
+ * than k valid entries gives a masked-out value and index. */
+MQ_INTERNAL void mq_kthvalue(mq_state *S, mq_tensor *x, int64_t k, int dim, bool keepdim,
+                             mq_tensor **values, mq_tensor **indices);
+/* The order of sort and topk: an int64 tensor of x's shape with k along
+ * [dim], each slice's first k positions: its valid entries sorted (NaN
+ * last), then its masked-out ones in place order. */
+MQ_INTERNAL mq_tensor *mq_sort_order(mq_state *S, mq_tensor *x, int dim, bool desc, int64_t k);
 /* max(x, dim) / min(x, dim): the extreme valid entry of each slice and its
  * int64 index (the first of equals; NaN wins); a slice with no valid entry
  * gives a masked-out value and index. */

@@ -105,6 +105,23 @@ MQ_INTERNAL mq_tensor *mq_norm(mq_state *S, mq_tensor *t, double p, int ndims, c
  * median gives the lower median of the valid entries (NaN if one is). */
 MQ_INTERNAL mq_tensor *mq_argext(mq_state *S, mq_tensor *t, int dim, bool keepdim, bool max);
 MQ_INTERNAL mq_tensor *mq_median(mq_state *S, mq_tensor *t, int dim, bool keepdim);
+/* torch.quantile (nanquantile with [skip_nan]) of the valid entries along
+ * [dim] (over all of x without [has_dim]), for each of the nq values of q
+ * (a tensor q, [qvec], puts their dim first, as torch); a slice with no
+ * valid entry is masked out. x float32 or float64. */
+typedef enum mq_qinterp { MQ_QI_LINEAR, MQ_QI_LOWER, MQ_QI_HIGHER, MQ_QI_MIDPOINT, MQ_QI_NEAREST } mq_qinterp;
+MQ_INTERNAL mq_tensor *mq_quantile(mq_state *S, mq_tensor *x, const double *q, int64_t nq, bool qvec,
+                                   bool has_dim, int64_t dim, bool keepdim, mq_qinterp how,
+                                   bool skip_nan);
+/* The one rule of the interpolations: in values sorted ascending whose
+ * last place is [last], the q-quantile is lerp(v[below], v[above], w)
+ * (torch's lerp; numpy's _lerp), the rank computed in float32 when [f32];
+ * [at_last]: the rank is the last place (quantile of a slice holding NaN). */
+typedef struct mq_qpick {
+  int64_t below, above;
+  double w;
+} mq_qpick;
+MQ_INTERNAL mq_qpick mq_quantile_pick(double q, int64_t last, mq_qinterp how, bool f32, bool at_last);
 /* Running sum or product along [dim]; masked-out entries count as the
  * identity and stay masked out. Ints and bools accumulate as int64. */
 MQ_INTERNAL mq_tensor *mq_cumulative(mq_state *S, mq_tensor *t, int dim, bool prod);

@@ -201,6 +201,29 @@
   X(LOGSIGMOID, "logsigmoid", "", B0, FLOAT, NOPRE,                            \
     (x < 0 ? x : (R)0) - FN(log1p)(FN(exp)(-FN(fabs)(x))), NONE, NONE,         \
     D(g / (1 + exp(x))), ANY, 1, 1, "log(sigmoid(x)), computed stably")        \
+  /* the hard activations of torch.nn.functional, with torch's derivative at \
+   * the kinks: hardtanh's and relu6's is 0 at the bounds, hardsigmoid's 0 at \
+   * -3 and 3 (and 1/6 as the float32 constant, even in float64, as torch),  \
+   * hardswish's (x/3 + 1/2) from -3 on and 1 from 3 on; NaN takes the       \
+   * branch torch's comparisons give it */                                    \
+  X(HARDTANH, "hardtanh", ", min_val=-1.0, max_val=1.0", BH, CLAMP,           \
+    const R lo = (R)P0; const R hi = (R)P1, CLAMP_X > hi ? hi : CLAMP_X, NONE, NONE, \
+    D(x <= p[0] || x >= p[1] ? 0 : g), ANY, 0, 1,                             \
+    "x limited to [min_val, max_val]; gradient 0 at the bounds, as torch")    \
+  X(RELU6, "relu6", "", B0, SAME, NOPRE, RELU6_X > (R)6 ? (R)6 : RELU6_X,      \
+    RELU6_X > 6 ? 6 : RELU6_X, NONE, D(x <= 0 || x >= 6 ? 0 : g), ANY, 1, 1,   \
+    "min(max(x, 0), 6) elementwise (hardtanh(x, 0, 6))")                      \
+  X(HARDSIGMOID, "hardsigmoid", "", B0, FONLY, NOPRE, HSIG_T / (R)6, NONE, NONE, \
+    D(x > -3 && x < 3 ? g * (double)(1.0f / 6.0f) : 0), ANY, 1, 1,            \
+    "min(max(x + 3, 0), 6) / 6 elementwise")                                  \
+  X(HARDSWISH, "hardswish", "", B0, FONLY, NOPRE, x * HSIG_T / (R)6, NONE, NONE, \
+    D(x < -3 ? 0 : x < 3 ? g * (x / 3 + 0.5) : g), ANY, 1, 1,                 \
+    "x * hardsigmoid(x) elementwise")                                         \
+  X(SOFTSIGN, "softsign", "", B0, FLOAT, NOPRE, x / ((R)1 + FN(fabs)(x)), NONE, NONE, \
+    D(g / (1 + fabs(x)) - g * fabs(x) / ((1 + fabs(x)) * (1 + fabs(x)))), ANY, 1, 1, \
+    "x / (1 + |x|) elementwise (its gradient NaN at +-inf, as torch's)")      \
+  X(TANHSHRINK, "tanhshrink", "", B0, FLOAT, NOPRE, x - FN(tanh)(x), NONE, NONE, \
+    D(g * tanh(x) * tanh(x)), ANY, 1, 1, "x - tanh(x) elementwise")            \
 
 /* X(alias, E, params, doc): more builtin names for MQ_UN_E, bound by its
  * builtin's function (params: that builtin's). */
@@ -225,6 +248,10 @@
 #define SP_THR (p[1] == p[1] ? p[1] : 20)
 #define LR_SLOPE (p[0] == p[0] ? p[0] : 0.01)
 #define ELU_ALPHA (p[0] == p[0] ? p[0] : 1)
+/* relu6's max(x, 0) and hardsigmoid's min(max(x + 3, 0), 6), NaN kept */
+#define RELU6_X (x < 0 ? 0 : x)
+#define HSIG_U (x + (R)3 < 0 ? (R)0 : x + (R)3)
+#define HSIG_T (HSIG_U > (R)6 ? (R)6 : HSIG_U)
 /* gelu's constants, torch's: 1/sqrt(2), 1/sqrt(2 pi), and the tanh form's
  * sqrt(2/pi) and 0.044715 */
 #define SQRT1_2 0.70710678118654752440

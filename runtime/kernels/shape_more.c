@@ -95,10 +95,33 @@ mq_tensor *mq_roll(mq_state *S, mq_tensor *t, int n, const int64_t *shifts, cons
   return t;
 }
 
-mq_tensor *mq_diff(mq_state *S, mq_tensor *t, int64_t n, int64_t dim) {
+/* torch.diff's prepend/append: x's number of dims, x's shape but along d */
+static void check_side(mq_state *S, const mq_tensor *t, const mq_tensor *side, int d, const char *what) {
+  bool ok = side->ndim == t->ndim;
+  for (int k = 0; ok && k < t->ndim; k++) ok = k == d || side->shape[k] == t->shape[k];
+  if (!ok)
+    mq_error(S, "diff: %s must have x's number of dims and x's shape except along dim %d: x is %s, "
+                "%s is %s", what, d, mq_shape_str(S, t->ndim, t->shape), what,
+             mq_shape_str(S, side->ndim, side->shape));
+}
+
+mq_tensor *mq_diff(mq_state *S, mq_tensor *t, int64_t n, int64_t dim, mq_tensor *prepend,
+                   mq_tensor *append) {
   if (t->ndim == 0) mq_error(S, "diff: x must have at least 1 dimension, got a 0-d tensor");
   if (n < 0) mq_error(S, "diff: n must not be negative, got %lld", (long long)n);
   int d = mq_shape_norm_dim(S, dim, t->ndim);
+  if (prepend) check_side(S, t, prepend, d, "prepend");
+  if (append) check_side(S, t, append, d, "append");
+  /* joined first, as torch (which returns x itself, without them, for n = 0);
+   * cat promotes the dtypes and makes a plain side all valid */
+  if (n > 0 && (prepend || append)) {
+    mq_tensor *parts[3];
+    int np = 0;
+    if (prepend) parts[np++] = prepend;
+    parts[np++] = t;
+    if (append) parts[np++] = append;
+    t = mq_cat(S, np, parts, d);
+  }
   /* each round is one shorter: at most size rounds do anything */
   for (int64_t k = 0; k < n && t->shape[d] > 0; k++) {
     int64_t len = t->shape[d] - 1;

@@ -26,7 +26,8 @@ MQ_INTERNAL mq_tensor *mq_roll(mq_state *S, mq_tensor *t, int n, const int64_t *
                                const int64_t *dims);
 /* torch's diff: the [n]-th forward difference along [dim] (bool: xor). A
  * difference is valid when both its entries are. */
-MQ_INTERNAL mq_tensor *mq_diff(mq_state *S, mq_tensor *t, int64_t n, int64_t dim);
+MQ_INTERNAL mq_tensor *mq_diff(mq_state *S, mq_tensor *t, int64_t n, int64_t dim, mq_tensor *prepend,
+                                 mq_tensor *append);
 /* bmm: matmul of two 3-d tensors with the same batch size (no
  * broadcasting, as torch). */
 MQ_INTERNAL mq_tensor *mq_bmm(mq_state *S, mq_tensor *a, mq_tensor *b);

@@ -1,4 +1,5 @@
-/* sort.c - sort, topk and max/min along a dim (gather.h), and allclose.
+/* sort.c - sort, topk, kthvalue and max/min along a dim (gather.h), the
+ * order quantile reads (quantile.c), and allclose.
  *
  * The orders are worked out as int64 indices first; the values are then a
  * gather of x by them (gather.c), so their masks and gradients are the
@@ -84,7 +85,7 @@ static int64_t key_i(const void *x, mq_dtype dt, int64_t j) {
 /* The first k positions of each slice along [dim] in the order, as a plain
  * int64 tensor of x's shape with k along dim: its valid entries sorted,
  * then its masked-out ones as they were. */
-static mq_tensor *sort_order(mq_state *S, mq_tensor *x, int dim, bool desc, int64_t k) {
+mq_tensor *mq_sort_order(mq_state *S, mq_tensor *x, int dim, bool desc, int64_t k) {
   mq_dtype dt = (mq_dtype)x->dtype;
   const void *xd = mq_tensor_data(mq_contiguous(S, mq_get_data(S, x)));
   const uint8_t *xm = x->mask ? mq_tensor_data(mq_contiguous(S, x->mask)) : NULL;
@@ -137,7 +138,7 @@ static void by_order(mq_state *S, mq_tensor *x, int dim, mq_tensor *order, mq_te
 void mq_sort(mq_state *S, mq_tensor *x, int dim, bool descending, mq_tensor **values,
              mq_tensor **indices) {
   if (x->sparse) mq_error(S, "sort: x is sparse; to_dense(x) first");
-  by_order(S, x, dim, sort_order(S, x, dim, descending, x->ndim ? x->shape[dim] : 1), values,
+  by_order(S, x, dim, mq_sort_order(S, x, dim, descending, x->ndim ? x->shape[dim] : 1), values,
            indices);
 }
 
@@ -149,7 +150,30 @@ void mq_topk(mq_state *S, mq_tensor *x, int64_t k, int dim, bool largest, mq_ten
     mq_error(S, "topk: k=%lld is out of range for dim %d of size %lld", (long long)k, dim,
              (long long)n);
   /* a 0-d x gives its one entry whatever k (0 or 1), as torch */
-  by_order(S, x, dim, sort_order(S, x, dim, largest, x->ndim ? k : 1), values, indices);
+  by_order(S, x, dim, mq_sort_order(S, x, dim, largest, x->ndim ? k : 1), values, indices);
+}
+
+void mq_kthvalue(mq_state *S, mq_tensor *x, int64_t k, int dim, bool keepdim, mq_tensor **values,
+                 mq_tensor **indices) {
+  if (x->sparse) mq_error(S, "kthvalue: x is sparse; to_dense(x) first");
+  if (x->dtype == MQ_DT_BOOL) mq_error(S, "kthvalue: x is a bool tensor, which has no k-th value (as torch)");
+  int64_t n = x->ndim ? x->shape[dim] : 1;
+  if (n == 0)
+    mq_error(S, "kthvalue: dim %d of x has size 0; there is no k-th value", dim);
+  if (k < 1 || k > n)
+    mq_error(S, "kthvalue: k=%lld is out of range for dim %d of size %lld (k counts from 1)",
+             (long long)k, dim, (long long)n);
+  /* the first k of the order, valid ones sorted then masked-out ones: its
+   * last is the k-th smallest valid entry, or a masked-out one where the
+   * slice has fewer than k valid entries, which the gather masks out */
+  mq_tensor *order = mq_sort_order(S, x, dim, false, x->ndim ? k : 1);
+  if (x->ndim) order = mq_narrow(S, order, dim, k - 1, 1);
+  by_order(S, x, dim, order, values, indices);
+  if (!keepdim && x->ndim) {
+    int64_t d = dim;
+    *values = mq_squeeze(S, *values, 1, &d);
+    *indices = mq_squeeze(S, *indices, 1, &d);
+  }
 }
 
 void mq_extreme_dim(mq_state *S, mq_tensor *x, int dim, bool keepdim, bool max,

@@ -66,20 +66,31 @@ MQ_INTERNAL mq_tensor *mq_nn_dropout(mq_state *S, mq_tensor *x, double p, int64_
  * the valid entries of the gradient g (masked or plain, w's shape) change
  * the parameters and the state; elsewhere both are copied. */
 
-/* SGD with momentum (0: none, [buf] unused, may be NULL) and weight decay;
- * [buf] NULL starts the momentum buffer at g, as torch's first step. */
-MQ_INTERNAL void mq_optim_sgd(mq_state *S, mq_tensor *w, mq_tensor *g, mq_tensor *buf, double lr,
-                              double momentum, double weight_decay, mq_tensor **w_out,
-                              mq_tensor **buf_out);
+/* SGD with momentum (0: none, [buf] unused, may be NULL), dampening,
+ * Nesterov momentum and weight decay, torch.optim.SGD's; [buf] NULL starts
+ * the momentum buffer at g, as torch's first step. */
+typedef struct mq_sgd_opts {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov;
+} mq_sgd_opts;
+MQ_INTERNAL void mq_optim_sgd(mq_state *S, mq_tensor *w, mq_tensor *g, mq_tensor *buf,
+                              const mq_sgd_opts *o, mq_tensor **w_out, mq_tensor **buf_out);
 /* Adagrad: sum += g*g; w -= lr * g / (sqrt(sum) + eps); [sum] NULL: zeros. */
 MQ_INTERNAL void mq_optim_adagrad(mq_state *S, mq_tensor *w, mq_tensor *g, mq_tensor *sum,
                                   double lr, double eps, double weight_decay, mq_tensor **w_out,
                                   mq_tensor **sum_out);
 /* Adam step number [step] (1 for the first) from the moments m and v (NULL:
- * zeros). */
+ * zeros); with amsgrad, also from the largest second moment so far [vmax]
+ * (NULL: zeros; *vmax_out NULL without amsgrad). [decoupled]: AdamW, whose
+ * weight decay scales the parameter by 1 - lr * weight_decay instead of
+ * adding to the gradient. */
+typedef struct mq_adam_opts {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool amsgrad, decoupled;
+} mq_adam_opts;
 MQ_INTERNAL void mq_optim_adam(mq_state *S, mq_tensor *w, mq_tensor *g, mq_tensor *m,
-                               mq_tensor *v, int64_t step, double lr, double beta1, double beta2,
-                               double eps, double weight_decay, mq_tensor **w_out,
-                               mq_tensor **m_out, mq_tensor **v_out);
+                               mq_tensor *v, mq_tensor *vmax, int64_t step, const mq_adam_opts *o,
+                               mq_tensor **w_out, mq_tensor **m_out, mq_tensor **v_out,
+                               mq_tensor **vmax_out);
 
 #endif

@@ -1,5 +1,5 @@
-/* optim.c - the optimizer steps of nn.h: torch.optim's SGD, Adagrad and Adam
- * updates, one entry at a time in the parameters' dtype with torch's order
+/* optim.c - the optimizer steps of nn.h: torch.optim's SGD (with dampening
+ * and Nesterov momentum), Adagrad, Adam (with amsgrad) and AdamW updates, one entry at a time in the parameters' dtype with torch's order
  * of operations, where the gradient is valid. A masked-out gradient entry
  * is no gradient (not a zero one): its parameter and state are copied, as
  * the masked Adagrad of torch's MaskedTensor tutorial (seed 003) does. */
@@ -59,9 +59,10 @@ static step_io step_begin(mq_state *S, mq_tensor *w, mq_tensor *g) {
     }                                                                          \
   } while (0)
 
-void mq_optim_sgd(mq_state *S, mq_tensor *w, mq_tensor *g, mq_tensor *buf, double lr,
-                  double momentum, double weight_decay, mq_tensor **w_out, mq_tensor **buf_out) {
+void mq_optim_sgd(mq_state *S, mq_tensor *w, mq_tensor *g, mq_tensor *buf, const mq_sgd_opts *o,
+                  mq_tensor **w_out, mq_tensor **buf_out) {
   step_io io = step_begin(S, w, g);
+  const double momentum = o->momentum, weight_decay = o->weight_decay;
   mq_tensor *nb = momentum != 0 ? copy_of(S, w, buf) : NULL;
   BY_DTYPE(w->dtype, {
     R *pw = mq_tensor_data(io.w), *pb = nb ? mq_tensor_data(nb) : NULL;
@@ -71,11 +72,11 @@ void mq_optim_sgd(mq_state *S, mq_tensor *w, mq_tensor *g, mq_tensor *buf, doubl
       if (!VALID(io, i)) continue;
       R d = pg[i];
       if (weight_decay != 0) d = d + (R)weight_decay * pw[i];
-      if (pb) { /* torch's first step takes the buffer to be d itself */
-        pb[i] = buf ? pb[i] * (R)momentum + d : d;
-        d = pb[i];
+      if (pb) { /* torch's first step takes the buffer to be d itself, undampened */
+        pb[i] = buf ? pb[i] * (R)momentum + (R)(1 - o->dampening) * d : d;
+        d = o->nesterov ? d + (R)momentum * pb[i] : pb[i];
       }
-      pw[i] = pw[i] + (R)-lr * d;
+      pw[i] = pw[i] + (R)-o->lr * d;
     }
   });
   *w_out = io.w;
@@ -104,28 +105,39 @@ void mq_optim_adagrad(mq_state *S, mq_tensor *w, mq_tensor *g, mq_tensor *sum, d
 }
 
 void mq_optim_adam(mq_state *S, mq_tensor *w, mq_tensor *g, mq_tensor *m, mq_tensor *v,
-                   int64_t step, double lr, double beta1, double beta2, double eps,
-                   double weight_decay, mq_tensor **w_out, mq_tensor **m_out, mq_tensor **v_out) {
+                   mq_tensor *vmax, int64_t step, const mq_adam_opts *o, mq_tensor **w_out,
+                   mq_tensor **m_out, mq_tensor **v_out, mq_tensor **vmax_out) {
   step_io io = step_begin(S, w, g);
   mq_tensor *nm = copy_of(S, w, m), *nv = copy_of(S, w, v);
-  /* torch's bias corrections, in double */
-  const double step_size = lr / (1 - pow(beta1, (double)step));
+  mq_tensor *nx = o->amsgrad ? copy_of(S, w, vmax) : NULL;
+  const double beta1 = o->beta1, beta2 = o->beta2, eps = o->eps, wd = o->weight_decay;
+  /* torch's bias corrections, in double; AdamW's decay factor likewise */
+  const double step_size = o->lr / (1 - pow(beta1, (double)step));
   const double bc2_sqrt = sqrt(1 - pow(beta2, (double)step));
+  const double decay = 1 - o->lr * wd;
   BY_DTYPE(w->dtype, {
     R *pw = mq_tensor_data(io.w), *pm = mq_tensor_data(nm), *pv = mq_tensor_data(nv);
+    R *px = nx ? mq_tensor_data(nx) : NULL;
     const R *pg = io.g;
     for (int64_t i = 0; i < io.n; i++) {
       POLL(i);
       if (!VALID(io, i)) continue;
       R d = pg[i];
-      if (weight_decay != 0) d = d + (R)weight_decay * pw[i];
+      if (o->decoupled) pw[i] = pw[i] * (R)decay; /* AdamW: the parameter decays */
+      else if (wd != 0) d = d + (R)wd * pw[i];    /* Adam: the gradient takes it */
       pm[i] = pm[i] * (R)beta1 + (R)(1 - beta1) * d;
       pv[i] = pv[i] * (R)beta2 + (R)(1 - beta2) * d * d;
-      R denom = (R)sqrt(pv[i]) / (R)bc2_sqrt + (R)eps;
+      R second = pv[i];
+      if (px) { /* amsgrad: the largest second moment so far (torch.maximum: NaN wins) */
+        if (pv[i] != pv[i] || pv[i] > px[i]) px[i] = pv[i];
+        second = px[i];
+      }
+      R denom = (R)sqrt(second) / (R)bc2_sqrt + (R)eps;
       pw[i] = pw[i] + (R)-step_size * (pm[i] / denom);
     }
   });
   *w_out = io.w;
   *m_out = nm;
   *v_out = nv;
+  *vmax_out = nx;
 }

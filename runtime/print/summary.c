@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "../kernels/ops.h"
 #include "../tensor/msort.h"
 
 /* [t]'s entries in order, read in place when [t] is contiguous (printing a
@@ -131,12 +132,10 @@ void mq_summary_line(mq_state *S, mq_buf *b, const mq_tensor *t) {
 /* --- quantiles and describe -------------------------------------------------------- */
 
 double mq_quantile_sorted(const double *v, int64_t n, double q) {
-  /* numpy's _quantile, method "linear": virtual index (n - 1) * q, then
-   * _lerp, which goes from the upper end when the weight is 0.5 or more */
-  double idx = (double)(n - 1) * q;
-  double lo = floor(idx);
-  int64_t i = (int64_t)lo, j = i + 1 < n ? i + 1 : n - 1;
-  double t = idx - lo, a = v[i], bb = v[j], diff = bb - a;
+  /* quantile's rule (kernels/quantile.c), method "linear", then the lerp,
+   * which goes from the upper end when the weight is 0.5 or more */
+  mq_qpick p = mq_quantile_pick(q, n - 1, MQ_QI_LINEAR, false, false);
+  double t = p.w, a = v[p.below], bb = v[p.above], diff = bb - a;
   return t >= 0.5 ? bb - diff * (1 - t) : a + diff * t;
 }
 

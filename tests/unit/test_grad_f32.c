@@ -140,6 +140,7 @@ static void tests(mq_state *S_, void *ud) {
       {"softplus", "softplus(X, 2, 5)", "D[\"ANY\"]", NULL},
       {"leaky_relu", "leaky_relu(X, 0.2)", "D[\"ANY\"]", NULL},
       {"elu", "elu(X, 0.5)", "D[\"ANY\"]", NULL},
+      {"hardtanh", "hardtanh(X, -0.5, 0.25)", "D[\"ANY\"]", NULL},
       {"pow", "pow(X, Y)", "where(Z, 0.0, D[\"POS\"])", "where(TIE, 0.0, E[\"ANY\"])"},
       {"fmax", "fmax(X, Y)", "D[\"ANY\"]", "where(Z, nan, E[\"ANY\"])"},
       {"fmin", "fmin(X, Y)", "D[\"ANY\"]", "where(Z, nan, E[\"ANY\"])"},

@@ -309,6 +309,24 @@ static mq_tensor *f_topk(mq_tensor **in, int v) {
   mq_topk(S, in[0], in[0]->shape[dim] < 2 ? in[0]->shape[dim] : 2, dim, v % 2, &values, &indices);
   return values;
 }
+static mq_tensor *f_kthvalue(mq_tensor **in, int v) {
+  mq_tensor *values, *indices;
+  int dim = v % in[0]->ndim;
+  int64_t n = in[0]->shape[dim];
+  if (n == 0) return in[0];
+  mq_kthvalue(S, in[0], 1 + v % n, dim, v % 2, &values, &indices);
+  return values;
+}
+/* quantile and nanquantile: each interpolation, along a dim or over all,
+ * one q or two */
+static mq_tensor *f_quantile(mq_tensor **in, int v) {
+  static const double qs[2] = {0.3, 0.85};
+  if (in[0]->numel == 0) return in[0];
+  bool has_dim = in[0]->ndim && v % 3;
+  int64_t nq = 1 + v / 2 % 2;
+  return mq_quantile(S, in[0], nq == 2 ? qs : qs + v % 2, nq, nq == 2, has_dim,
+                     has_dim ? v % in[0]->ndim : 0, v / 3 % 2, (mq_qinterp)(v % 5), v / 6 % 2);
+}
 static mq_tensor *f_max_dim(mq_tensor **in, int v) {
   mq_tensor *values, *indices;
   mq_extreme_dim(S, in[0], v % in[0]->ndim, v % 2, v / 2 % 2, &values, &indices);
@@ -473,7 +491,15 @@ static mq_tensor *f_diagonal(mq_tensor **in, int v) {
   mq_tensor *x = as_matrix(in[0]);
   return mq_diagonal(S, x, v % 3 - 1, v % 2 ? -1 : 0, v % 2 ? 0 : 1);
 }
-static mq_tensor *f_diff(mq_tensor **in, int v) { return mq_diff(S, in[0], 1 + v % 2, v % in[0]->ndim); }
+static mq_tensor *f_diff(mq_tensor **in, int v) {
+  mq_tensor *x = in[0];
+  int d = v % x->ndim;
+  /* v 2, 3: a prepend and an append cut from x itself, so that their
+   * gradients add into x's */
+  mq_tensor *pre = v % 4 >= 2 && x->shape[d] ? mq_narrow(S, x, d, 0, 1) : NULL;
+  mq_tensor *app = v % 4 == 3 ? x : NULL;
+  return mq_diff(S, x, 1 + v % 2, d, pre, app);
+}
 static mq_tensor *f_bmm(mq_tensor **in, int v) {
   (void)v;
   mq_tensor *x = in[0];
@@ -514,9 +540,11 @@ static mq_tensor *f_center(mq_tensor **in, int v) {
 
 /* the ops that are not rows of runtime/ops_*.h, and rows with parameters */
 static const double round_prm[3] = {1, NAN, NAN}, softplus_prm[3] = {2, 1, NAN};
+static const double hardtanh_prm[3] = {-0.5, 0.25, NAN};
 static const gcase cases[] = {
     C1(clamp, ANY), C1(logit_eps, PROB), C1(pow2, ANY),
     {"softplus(x, 2, 1)", 1, {ANY, ANY}, ONE, f_unary_row, false, 0, MQ_UN_SOFTPLUS, softplus_prm, true},
+    {"hardtanh(x, -0.5, 0.25)", 1, {ANY, ANY}, ONE, f_unary_row, false, 0, MQ_UN_HARDTANH, hardtanh_prm, true},
     C2(where, ANY, ANY),
     {"masked_fill", 2, {ANY, ANY}, WITH0D, f_masked_fill, false, 0, 0, NULL, true},
     C1(var, ANY), C1(std, ANY), C1(norm, ANY), C1(median, ANY), C1(softmax, ANY),
@@ -535,6 +563,8 @@ static const gcase cases[] = {
     {"sort", 1, {ANY, ANY}, ONE_ND, f_sort, true, 0, 0, NULL, true},
     {"topk", 1, {ANY, ANY}, ONE_ND, f_topk, true, 0, 0, NULL, true},
     {"max_dim", 1, {ANY, ANY}, ONE_ND, f_max_dim, true, 0, 0, NULL, true},
+    {"kthvalue", 1, {ANY, ANY}, ONE_ND, f_kthvalue, true, 0, 0, NULL, true},
+    {"quantile", 1, {ANY, ANY}, ONE, f_quantile, true, 0, 0, NULL, true},
     C1ND(tril, ANY), C1ND(triu, ANY), C1ND(repeat, ANY), C1ND(roll, ANY), C1ND(diff, ANY), C1ND(diagonal, ANY),
     C1ND(bmm, ANY), C1ND(einsum_one, ANY), C1(center, ANY),
     {"einsum_mm", 2, {ANY, ANY}, MATS, f_einsum_mm, false, 0, 0, NULL, true},

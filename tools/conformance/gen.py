@@ -362,6 +362,9 @@ UNARY = {
     "leaky_relu": ("real", ("f64",), True, False), "elu": ("real", ("f64",), True, False),
     "relu": ("real", ("int", "f64"), True, True), "selu": ("real", ("f64",), True, False),
     "mish": ("real", ("f64",), True, False), "logsigmoid": ("real", ("f64",), True, False),
+    "hardtanh": ("real", ("int", "f64"), True, True), "relu6": ("real", ("int", "f64"), True, True),
+    "hardsigmoid": ("real", ("f64",), True, False), "hardswish": ("real", ("f64",), True, False),
+    "softsign": ("real", ("int", "f64"), True, False), "tanhshrink": ("real", ("int", "f64"), True, False),
 }
 
 
@@ -400,6 +403,11 @@ def unary_params(name, rng, dtype):
         return [], {"approximate": "tanh"}
     if name == "leaky_relu" and rng.random() < 0.6:
         return [], {"negative_slope": float(rng.choice([0.2, 0.0, 1.5]))}
+    if name == "hardtanh" and rng.random() < 0.6:
+        a, b = sorted([num(), num()])
+        if isint and rng.random() < 0.5:   # float bounds: torch truncates them for ints
+            a, b = a - 0.5, b + 0.5
+        return [], {"min_val": a, "max_val": b}
     if name == "elu" and rng.random() < 0.6:
         return [], {"alpha": float(rng.choice([0.5, 2.0]))}
     if name == "pow":
@@ -1232,7 +1240,8 @@ def optim_ref(kind, hp, has_state):
         p = w.d.clone().requires_grad_(True)
         p.grad = torch.where(ok, g.d, torch.zeros((), dtype=g.d.dtype))
         if kind == "sgd":
-            opt = torch.optim.SGD([p], lr=hp["lr"], momentum=hp["momentum"], weight_decay=hp["wd"], foreach=False)
+            opt = torch.optim.SGD([p], lr=hp["lr"], momentum=hp["momentum"], weight_decay=hp["wd"], foreach=False,
+                                  dampening=hp.get("dampening", 0.0), nesterov=hp.get("nesterov", False))
             if has_state:
                 opt.state[p]["momentum_buffer"] = v[2].d.clone()
             olds = [v[2].d] if has_state else [torch.zeros_like(w.d)]
@@ -1242,21 +1251,27 @@ def optim_ref(kind, hp, has_state):
                 opt.state[p]["sum"].copy_(v[2].d)
             olds = [v[2].d if has_state else torch.zeros_like(w.d)]
         else:
-            opt = torch.optim.Adam([p], lr=hp["lr"], betas=hp["betas"], eps=hp["eps"], weight_decay=hp["wd"],
-                                   foreach=False)
+            ams = hp.get("amsgrad", False)
+            opt = (torch.optim.AdamW if kind == "adamw" else torch.optim.Adam)(
+                [p], lr=hp["lr"], betas=hp["betas"], eps=hp["eps"], weight_decay=hp["wd"], foreach=False, amsgrad=ams)
             if has_state:
                 opt.state[p] = {"step": torch.tensor(float(hp["step"])), "exp_avg": v[2].d.clone(),
                                 "exp_avg_sq": v[3].d.clone()}
+                if ams:
+                    opt.state[p]["max_exp_avg_sq"] = v[4].d.clone()
             olds = [v[2].d, v[3].d] if has_state else [torch.zeros_like(w.d)] * 2
         with torch.no_grad():
             opt.step()
         st = opt.state[p]
-        news = {"sgd": ["momentum_buffer"], "adagrad": ["sum"], "adam": ["exp_avg", "exp_avg_sq"]}[kind]
+        news = {"sgd": ["momentum_buffer"], "adagrad": ["sum"], "adam": ["exp_avg", "exp_avg_sq"],
+                "adamw": ["exp_avg", "exp_avg_sq"]}[kind]
         out = [V(torch.where(ok, p.detach(), w.d))]
         if kind != "sgd" or hp["momentum"] != 0:
             out += [V(torch.where(ok, st[key], old)) for key, old in zip(news, olds)]
-        if kind == "adam":
+        if kind in ("adam", "adamw"):
             out.append(V(torch.tensor(hp["step"] + 1, dtype=torch.int64)))
+            if hp.get("amsgrad", False):
+                out.append(V(torch.where(ok, st["max_exp_avg_sq"], v[4].d if has_state else torch.zeros_like(w.d))))
         return out
     return ref
 
@@ -1276,8 +1291,15 @@ def mk_optim(kind):
             has_state = has_state and hp["momentum"] != 0
             if has_state:
                 ins.append(draw_plain(rng, k, shape, dtype, "real", specials=False))
-            call = "flat(sgd_step({0}, {1}, %s, momentum=%s, state=%s, weight_decay=%s))" % (
+            call = "flat(sgd_step({0}, {1}, %s, momentum=%s, state=%s, weight_decay=%s" % (
                 lit(hp["lr"]), lit(hp["momentum"]), "{2}" if has_state else "none", lit(hp["wd"]))
+            if hp["momentum"] != 0 and k % 3 == 1:   # torch's dampening, or Nesterov momentum (undampened)
+                hp["dampening"] = float(rng.choice([0.1, 0.5]))
+                call += ", dampening=%s" % lit(hp["dampening"])
+            elif hp["momentum"] != 0 and k % 3 == 2:
+                hp["nesterov"] = True
+                call += ", nesterov=true"
+            call += "))"
         elif kind == "adagrad":
             hp["eps"] = float(rng.choice([1e-10, 1e-3, 0.1]))
             if has_state:
@@ -1288,19 +1310,23 @@ def mk_optim(kind):
             hp["eps"] = float(rng.choice([1e-8, 1e-3]))
             hp["betas"] = [(0.9, 0.999), (0.8, 0.99), (0.5, 0.5), (0.0, 0.9)][k % 4]
             hp["step"] = int(rng.integers(1, 30)) if has_state else 0
+            hp["amsgrad"] = k % 5 in (1, 3)
             if has_state:
                 ins += [draw_plain(rng, k, shape, dtype, "small", specials=False),
                         draw_plain(rng, k, shape, dtype, "nonneg", specials=False)]
-            state = "[{2}, {3}, %d]" % hp["step"] if has_state else "none"
-            call = "flat(adam_step({0}, {1}, %s, lr=%s, betas=%s, eps=%s, weight_decay=%s))" % (
-                state, lit(hp["lr"]), lit(list(hp["betas"])), lit(hp["eps"]), lit(hp["wd"]))
+                if hp["amsgrad"]:
+                    ins.append(draw_plain(rng, k, shape, dtype, "nonneg", specials=False))
+            state = ("[{2}, {3}, %d, {4}]" if hp["amsgrad"] else "[{2}, {3}, %d]") % hp["step"] if has_state else "none"
+            call = "flat(%s_step({0}, {1}, %s, lr=%s, betas=%s, eps=%s, weight_decay=%s%s))" % (
+                kind, state, lit(hp["lr"]), lit(list(hp["betas"])), lit(hp["eps"]), lit(hp["wd"]),
+                ", amsgrad=true" if hp["amsgrad"] else "")
         return Case(ins, call, optim_ref(kind, hp, has_state), grad=False, multi=True,
                     notes=["masq rule: a masked-out gradient entry leaves w and state as they were"]
                     if g.masked else [])
     return make
 
 
-for _n, _t in (("sgd", "SGD"), ("adagrad", "Adagrad"), ("adam", "Adam")):
+for _n, _t in (("sgd", "SGD"), ("adagrad", "Adagrad"), ("adam", "Adam"), ("adamw", "AdamW")):
     op(_n + "_step", "optim", OPTIM_SOURCE % _t)(mk_optim(_n))
 
 
@@ -1653,16 +1679,33 @@ def mk_diff(rng, k):
     x, shape = view_case(rng, k, nd=1 + k % 3)
     n = int(rng.integers(0, 4)) if k % 5 else 1
     dim = int(rng.integers(-len(shape), len(shape)))
+    # prepend=/append=, plain or masked, joined along dim first (torch.diff;
+    # n = 0 is x itself, without them)
+    ins, sides = [x], []
+    for side in ("prepend", "append") if k % 3 == 2 else ():
+        if rng.random() < 0.7:
+            s = list(shape)
+            s[dim] = int(rng.integers(1, 3))
+            ins.append((draw_masked if rng.random() < 0.5 else draw_plain)(rng, k, tuple(s), x.d.dtype))
+            sides.append(side)
+
+    def joined(t):
+        if n == 0:
+            return t[0]
+        parts = ([t[1]] if "prepend" in sides else []) + [t[0]] + ([t[-1]] if "append" in sides else [])
+        return torch.cat(parts, dim)
 
     def ref(v):
-        d = v[0].d
+        d = joined([w.d for w in v])
         out = diff_steps(d, n, dim, (lambda a, b: a ^ b) if d.dtype == torch.bool else (lambda a, b: a - b))
-        m = diff_steps(v[0].m, n, dim, lambda a, b: a & b) if v[0].masked else None
+        masked = any(w.masked for w in (v if n else v[:1]))
+        m = diff_steps(joined([w.vmask() for w in v]), n, dim, lambda a, b: a & b) if masked else None
         return [V(out, m)]
     # dependencies: + instead of -, so that no coefficient cancels
-    return Case([x], f"diff({{0}}, {n}, {dim})", ref,
-                proxy=lambda t: diff_steps(t[0], n, dim, lambda a, b: a + b), exact=True,
-                notes=["masq rule: a difference is valid where both its entries are"])
+    args = "".join(f", {side}={{{i + 1}}}" for i, side in enumerate(sides))
+    return Case(ins, f"diff({{0}}, {n}, {dim}{args})", ref,
+                proxy=lambda t: diff_steps(joined(t), n, dim, lambda a, b: a + b), exact=True,
+                diff=None if n else [0], notes=["masq rule: a difference is valid where both its entries are"])
 
 
 def einsum_terms(spec, vs):
