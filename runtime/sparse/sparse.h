@@ -81,6 +81,17 @@ MQ_INTERNAL mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor 
 MQ_INTERNAL mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col,
                                      mq_tensor *values, const int64_t *shape, int dt,
                                      const char *who);
+/* CSC from ccol (columns + 1), row (nnz), values (nnz) and a 2-D shape
+ * (NULL: columns from ccol, rows the largest row + 1): the same checks and
+ * repairs as CSR's, in the transpose's terms. */
+MQ_INTERNAL mq_tensor *mq_sparse_csc(mq_state *S, mq_tensor *ccol, mq_tensor *row,
+                                     mq_tensor *values, const int64_t *shape, int dt,
+                                     const char *who);
+/* A sparse tensor from parts already known to be valid (the caller checked
+ * or built them); the pool owns it. */
+MQ_INTERNAL mq_tensor *mq_sparse_assemble(mq_state *S, mq_layout layout, int ndim,
+                                          const int64_t *shape, mq_tensor *indices,
+                                          mq_tensor *crow, mq_tensor *values);
 /* A tensor with [t]'s layout and index tensors (shared) and new [values]
  * (plain, nnz entries, any dtype); [mask]: NULL or a sparse bool tensor of
  * the same structure. */
@@ -95,6 +106,8 @@ MQ_INTERNAL mq_tensor *mq_sparse_with_values(mq_state *S, const mq_tensor *t, mq
 MQ_INTERNAL mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t);
 /* The same to CSR, 2-D only. */
 MQ_INTERNAL mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t);
+/* The same to CSC (sparse_csc.c). */
+MQ_INTERNAL mq_tensor *mq_to_sparse_csc(mq_state *S, mq_tensor *t);
 /* To strided: unstored entries are 0 (and masked out); a strided tensor is
  * returned as is. The caller asked for it, so any size goes up to
  * MQ_SPARSE_DENSE_MAX bytes (data and mask), a located error beyond. */
@@ -210,6 +223,24 @@ MQ_INTERNAL mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b)
  * every stored entry). */
 MQ_INTERNAL mq_tensor *mq_sparse_masked_matmul(mq_state *S, mq_tensor *a, mq_tensor *b,
                                                mq_tensor *mask);
+
+/* --- CSC (sparse_csc.c): the CSR of the transpose ------------------------------- */
+
+/* A CSR tensor in CSC or a CSC one in CSR, same logical tensor: entries
+ * regrouped by their other index (stable counting sort, O(nnz + m + n)),
+ * with its mask; the gradient follows each entry. */
+MQ_INTERNAL mq_tensor *mq_sparse_regroup(mq_state *S, mq_tensor *t);
+/* A CSC (m, n) tensor as the CSR (n, m) tensor of its transpose, or back:
+ * the same index tensors, values and mask, O(1); torch's t() of either. */
+MQ_INTERNAL mq_tensor *mq_sparse_flip(mq_state *S, mq_tensor *t);
+/* mq_sparse_reduce, mq_sparse_softmax and mq_sparse_merge of CSC input,
+ * on its flip or its regrouping. */
+MQ_INTERNAL mq_tensor *mq_sparse_csc_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t,
+                                            uint32_t dims, bool keepdim, const char *name);
+MQ_INTERNAL mq_tensor *mq_sparse_csc_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt,
+                                             const char *name);
+MQ_INTERNAL mq_list *mq_sparse_csc_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both,
+                                         const char *name);
 
 /* --- printing ---------------------------------------------------------------------- */
 
