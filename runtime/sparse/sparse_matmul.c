@@ -227,7 +227,8 @@ static mq_tensor *dense_sparse(mq_state *S, mq_tensor *a, mq_tensor *b) {
   int64_t work;
   if (!mq_mul_ok(per, m, &work)) work = INT64_MAX; /* only picks the thread count */
   int nt = mq_parallel_threads_for(S, work);
-  mq_parallel_for(S, nt, m, MQ_PAR_GRAIN / per + 1, dsmm_range, &J);
+  /* per is 0 for (m, 0) @ (0, 0): a grain of 1 then, not a division by 0 */
+  mq_parallel_for(S, nt, m, per ? MQ_PAR_GRAIN / per + 1 : 1, dsmm_range, &J);
   return om ? mq_masked(S, out, om) : out;
 }
 
