@@ -1,4 +1,4 @@
-/* sparse.h - sparse layouts: COO (any ndim) and CSR (2-D) tensors.
+/* sparse.h - sparse layouts: COO (any ndim), CSR and CSC (2-D) tensors.
  *
  * Design.
  *
@@ -27,6 +27,10 @@
  *   CSR: crow int64 (rows + 1), indices = col_indices int64 (nnz), values
  *        (nnz). Columns ascend within each row and are distinct (scipy's
  *        canonical format), which again makes the order the dense order.
+ *   CSC: the CSR of the transpose: crow = ccol_indices (columns + 1),
+ *        indices = row_indices, values in column order (not the dense
+ *        order: mq_sparse_keys gives a CSC tensor's positions in its stored
+ *        order; what needs the dense order regroups it, sparse_csc.c).
  * The index tensors and [values] are plain, contiguous and strided; index
  * tensors are never modified once built, so tensors with the same sparsity
  * structure share them (a masked sparse tensor and its mask do, and so does
@@ -144,7 +148,8 @@ MQ_INTERNAL mq_tensor *mq_sparse_astype(mq_state *S, mq_tensor *t, mq_dtype dt);
 
 /* --- structure (for the ops of sparse_ops.c, sparse_reduce.c, sparse_matmul.c) ------ */
 
-/* The dense (row-major) position of each stored entry, ascending; scratch. */
+/* The dense (row-major) position of each stored entry, ascending (CSC: in
+ * its stored, column order); scratch. */
 MQ_INTERNAL int64_t *mq_sparse_keys(mq_state *S, const mq_tensor *t);
 /* Same layout, shape and stored positions (shared or equal index tensors). */
 MQ_INTERNAL bool mq_sparse_same_structure(const mq_tensor *a, const mq_tensor *b);
