@@ -462,7 +462,7 @@ static mq_tensor *converted(mq_state *S, mq_tensor *out, mq_tensor *t, int kind)
 
 mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_COO) return t;
-  if (t->layout == MQ_LAYOUT_CSC) return mq_to_sparse_coo(S, mq_sparse_regroup(S, t));
+  if (t->layout == MQ_LAYOUT_CSC) return mq_sparse_csc_coo(S, t);
   if (t->layout == MQ_LAYOUT_CSR)
     return converted(S, convert_both(S, t, coo_of_csr), t, MQ_AG_SP_LAYOUT);
   return converted(S, coo_of_dense(S, t), t, MQ_AG_SP_LAYOUT);

@@ -238,6 +238,11 @@ MQ_INTERNAL mq_tensor *mq_sparse_regroup(mq_state *S, mq_tensor *t);
 /* A CSC (m, n) tensor as the CSR (n, m) tensor of its transpose, or back:
  * the same index tensors, values and mask, O(1); torch's t() of either. */
 MQ_INTERNAL mq_tensor *mq_sparse_flip(mq_state *S, mq_tensor *t);
+/* A CSC tensor in COO, without its CSR form (a tall matrix's rows + 1
+ * pointers): its (row, column) pairs put in the dense order by sparse_coo's
+ * sort, O(nnz log nnz + columns); each entry's value, mask and gradient
+ * follow it. */
+MQ_INTERNAL mq_tensor *mq_sparse_csc_coo(mq_state *S, mq_tensor *t);
 /* mq_sparse_reduce, mq_sparse_softmax and mq_sparse_merge of CSC input,
  * on its flip or its regrouping. */
 MQ_INTERNAL mq_tensor *mq_sparse_csc_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t,

@@ -86,6 +86,28 @@ mq_tensor *mq_to_sparse_csc(mq_state *S, mq_tensor *t) {
   return mq_sparse_regroup(S, mq_to_sparse_csr(S, t));
 }
 
+mq_tensor *mq_sparse_csc_coo(mq_state *S, mq_tensor *t) {
+  MQ_ASSERT(t->layout == MQ_LAYOUT_CSC);
+  int64_t nnz = t->sparse->nnz, ishape[2] = {2, nnz};
+  mq_tensor *ix = mq_tensor_new(S, MQ_DT_I64, 2, ishape);
+  int64_t *p = mq_tensor_data(ix);
+  const int64_t *ptr = mq_tensor_data(t->sparse->crow), *row = mq_tensor_data(t->sparse->indices);
+  for (int64_t j = 0; j < t->shape[1]; j++) {
+    poll_at(S, j);
+    for (int64_t k = ptr[j]; k < ptr[j + 1]; k++) {
+      p[k] = row[k];
+      p[nnz + k] = j;
+    }
+  }
+  /* the values as sparse_coo's argument carry the gradient (its build
+   * node); the mask, sorted the same way, masks the result */
+  mq_tensor *vals = mq_sparse_values(S, mq_sparse_get_data(S, t));
+  mq_tensor *coo = mq_sparse_coo(S, ix, vals, 2, t->shape, -1, "to_sparse_coo");
+  if (!t->mask) return coo;
+  mq_tensor *m = mq_sparse_coo(S, ix, t->mask->sparse->values, 2, t->shape, -1, "to_sparse_coo");
+  return mq_sparse_as_masked(S, coo, m);
+}
+
 /* --- ops that run on the flip or the regrouping -------------------------------------- */
 
 mq_tensor *mq_sparse_csc_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t dims,
