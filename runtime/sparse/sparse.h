@@ -244,7 +244,7 @@ MQ_INTERNAL mq_tensor *mq_sparse_flip(mq_state *S, mq_tensor *t);
  * follow it. */
 MQ_INTERNAL mq_tensor *mq_sparse_csc_coo(mq_state *S, mq_tensor *t);
 /* mq_sparse_reduce, mq_sparse_softmax and mq_sparse_merge of CSC input,
- * on its flip or its regrouping. */
+ * on its flip. */
 MQ_INTERNAL mq_tensor *mq_sparse_csc_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t,
                                             uint32_t dims, bool keepdim, const char *name);
 MQ_INTERNAL mq_tensor *mq_sparse_csc_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt,

@@ -125,9 +125,14 @@ mq_tensor *mq_sparse_csc_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, in
 
 mq_list *mq_sparse_csc_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both,
                              const char *name) {
-  mq_list *l = mq_sparse_merge(S, mq_sparse_regroup(S, a), mq_sparse_regroup(S, b), both, name);
+  /* on the flips, whose entries are in their dense order; the sizes are
+   * checked first, so that a message names them untransposed */
+  if (!mq_tensor_same_shape(a, b))
+    mq_error(S, "%s: a and b must have the same size, got %s and %s", name,
+             mq_shape_str(S, a->ndim, a->shape), mq_shape_str(S, b->ndim, b->shape));
+  mq_list *l = mq_sparse_merge(S, mq_sparse_flip(S, a), mq_sparse_flip(S, b), both, name);
   mq_list *r = mq_list_new(S, l->len);
   for (int k = 0; k < l->len; k++)
-    mq_list_push(S, r, mq_objv(mq_sparse_regroup(S, mq_as_tensor_any(l->items[k]))));
+    mq_list_push(S, r, mq_objv(mq_sparse_flip(S, mq_as_tensor_any(l->items[k]))));
   return r;
 }
