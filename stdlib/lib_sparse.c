@@ -63,12 +63,15 @@ static mq_value lib_sparse_csr(mq_state *S, mq_value *args) {
                     size, dtype_arg(S, args[4]), "sparse_csr"));
 }
 
+/* sparse_csc(ccol_indices, row_indices, values, size, dtype): sparse_csr's
+ * arguments by columns */
 static mq_value lib_sparse_csc(mq_state *S, mq_value *args) {
   int64_t buf[MQ_MAX_DIMS];
   const int64_t *size = size2_arg(S, args[3], buf, "sparse_csc", "CSC");
-  RET(mq_sparse_csc(S, mq_arg_tensor(S, args[0], "ccol_indices"),
-                    mq_arg_tensor(S, args[1], "row_indices"), mq_arg_tensor(S, args[2], "values"),
-                    size, dtype_arg(S, args[4]), "sparse_csc"));
+  mq_tensor *ccol = mq_arg_tensor(S, args[0], "ccol_indices");
+  mq_tensor *row = mq_arg_tensor(S, args[1], "row_indices");
+  RET(mq_sparse_csc(S, ccol, row, mq_arg_tensor(S, args[2], "values"), size,
+                    dtype_arg(S, args[4]), "sparse_csc"));
 }
 
 static mq_value lib_to_sparse_coo(mq_state *S, mq_value *args) {

@@ -468,16 +468,21 @@ mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t) {
   return converted(S, coo_of_dense(S, t), t, MQ_AG_SP_LAYOUT);
 }
 
+void mq_sparse_need_2d(mq_state *S, const mq_tensor *t, mq_layout to) {
+  if (t->ndim == 2) return;
+  const char *name = mq_layout_name(to), *abbr = to == MQ_LAYOUT_CSC ? "CSC" : "CSR";
+  mq_error(S, "to_%s: only 2-D tensors can be converted to the %s layout, got shape %s%s%s%s",
+           name, name, mq_shape_str(S, t->ndim, t->shape),
+           t->ndim > 2 ? " (no batched " : "", t->ndim > 2 ? abbr : "",
+           t->ndim > 2 ? "); a batch of sparse matrices goes in the sparse_coo layout: "
+                         "to_sparse_coo(x), whose sums and softmax take any dim"
+                       : "");
+}
+
 mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_CSR) return t;
   if (t->layout == MQ_LAYOUT_CSC) return mq_sparse_regroup(S, t);
-  if (t->ndim != 2)
-    mq_error(S, "to_sparse_csr: only 2-D tensors can be converted to the sparse_csr layout, "
-                "got shape %s%s", mq_shape_str(S, t->ndim, t->shape),
-             t->ndim > 2 ? " (no batched CSR); a batch of sparse matrices goes in the "
-                           "sparse_coo layout: to_sparse_coo(x), whose sums and softmax take "
-                           "any dim"
-                         : "");
+  mq_sparse_need_2d(S, t, MQ_LAYOUT_CSR);
   mq_tensor *coo = mq_to_sparse_coo(S, t);
   return converted(S, convert_both(S, coo, csr_of_coo), coo, MQ_AG_SP_LAYOUT);
 }

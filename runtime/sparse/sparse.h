@@ -110,6 +110,8 @@ MQ_INTERNAL mq_tensor *mq_sparse_with_values(mq_state *S, const mq_tensor *t, mq
 MQ_INTERNAL mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t);
 /* The same to CSR, 2-D only. */
 MQ_INTERNAL mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t);
+/* The error of to_sparse_csr/to_sparse_csc ([to]) for a [t] that is not 2-D. */
+MQ_INTERNAL void mq_sparse_need_2d(mq_state *S, const mq_tensor *t, mq_layout to);
 /* The same to CSC (sparse_csc.c). */
 MQ_INTERNAL mq_tensor *mq_to_sparse_csc(mq_state *S, mq_tensor *t);
 /* To strided: unstored entries are 0 (and masked out); a strided tensor is

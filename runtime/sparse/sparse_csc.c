@@ -76,13 +76,7 @@ mq_tensor *mq_sparse_regroup(mq_state *S, mq_tensor *t) {
 
 mq_tensor *mq_to_sparse_csc(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_CSC) return t;
-  if (t->ndim != 2)
-    mq_error(S, "to_sparse_csc: only 2-D tensors can be converted to the sparse_csc layout, "
-                "got shape %s%s", mq_shape_str(S, t->ndim, t->shape),
-             t->ndim > 2 ? " (no batched CSC); a batch of sparse matrices goes in the "
-                           "sparse_coo layout: to_sparse_coo(x), whose sums and softmax take "
-                           "any dim"
-                         : "");
+  mq_sparse_need_2d(S, t, MQ_LAYOUT_CSC);
   return mq_sparse_regroup(S, mq_to_sparse_csr(S, t));
 }
 
