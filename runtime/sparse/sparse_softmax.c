@@ -75,6 +75,7 @@ static int64_t *count_sort(mq_state *S, const int64_t *gk, int64_t n, int64_t ra
 }
 
 void mq_sparse_group(mq_state *S, const mq_tensor *t, int dim, mq_sparse_groups *g) {
+  MQ_ASSERT(t->layout != MQ_LAYOUT_CSC); /* groups need the dense order: CSC runs on its flip */
   int64_t nnz = t->sparse->nnz;
   g->order = NULL;
   if (t->layout == MQ_LAYOUT_CSR && dim == 1) {
