@@ -1,6 +1,7 @@
 /* lib_sparse_io.c - sparse tensors in scipy.sparse's .npz format
  * (scipy.sparse.save_npz / load_npz): members data, format, shape, and
- * indices + indptr (csr) or row + col (coo). Everything read is validated
+ * indices + indptr (csr, csc: the same arrays as masq stores) or row + col
+ * (coo). Everything read is validated
  * by the constructors, so a hostile file gets the same located errors as
  * hostile constructor arguments. */
 #include <stdio.h>
@@ -72,8 +73,8 @@ static mq_value lib_save_npz(mq_state *S, mq_value *args) {
              mq_shape_str(S, t->ndim, t->shape));
   const mq_sparse *sp = t->sparse;
   mq_zip_member m[5];
-  bool csr = t->layout == MQ_LAYOUT_CSR;
-  if (csr) {
+  bool csr = t->layout == MQ_LAYOUT_CSR, csc = t->layout == MQ_LAYOUT_CSC;
+  if (csr || csc) {
     member(S, &m[0], "indices.npy", sp->indices);
     member(S, &m[1], "indptr.npy", sp->crow);
   } else {
@@ -84,7 +85,7 @@ static mq_value lib_save_npz(mq_state *S, mq_value *args) {
   }
   m[2].name = "format.npy";
   m[2].name_len = 10;
-  m[2].data = format_npy(S, csr ? "csr" : "coo", &m[2].size);
+  m[2].data = format_npy(S, csr ? "csr" : csc ? "csc" : "coo", &m[2].size);
   int64_t two = 2;
   mq_tensor *shape = mq_tensor_new(S, MQ_DT_I64, 1, &two);
   memcpy(mq_tensor_data(shape), t->shape, 2 * sizeof(int64_t));
@@ -155,8 +156,11 @@ static mq_value lib_load_npz(mq_state *S, mq_value *args) {
   if (strcmp(fmt, "csr") == 0)
     return mq_objv(mq_sparse_csr(S, array(S, m, n, "indptr.npy", file),
                                  array(S, m, n, "indices.npy", file), data, size, -1, "load_npz"));
+  if (strcmp(fmt, "csc") == 0)
+    return mq_objv(mq_sparse_csc(S, array(S, m, n, "indptr.npy", file),
+                                 array(S, m, n, "indices.npy", file), data, size, -1, "load_npz"));
   if (strcmp(fmt, "coo") != 0)
-    mq_error(S, "load_npz: %s holds a '%s' matrix; csr and coo are supported", file, fmt);
+    mq_error(S, "load_npz: %s holds a '%s' matrix; csr, csc and coo are supported", file, fmt);
   mq_tensor *row = array(S, m, n, "row.npy", file), *col = array(S, m, n, "col.npy", file);
   if (row->ndim != 1 || col->ndim != 1 || row->numel != col->numel || row->dtype != MQ_DT_I64 ||
       col->dtype != MQ_DT_I64)
@@ -173,9 +177,9 @@ static mq_value lib_load_npz(mq_state *S, mq_value *args) {
 
 const mq_libfn mq_lib_sparse_io[] = {
     {"save_npz(path, x, compressed=true)", lib_save_npz,
-     "write a 2-D sparse tensor as scipy.sparse.save_npz does (csr or coo)"},
+     "write a 2-D sparse tensor as scipy.sparse.save_npz does (csr, csc or coo)"},
     {"load_npz(path)", lib_load_npz,
-     "a sparse tensor from a scipy.sparse .npz file (csr, coo); checked like "
-     "sparse_csr/sparse_coo"},
+     "a sparse tensor from a scipy.sparse .npz file (csr, csc, coo); checked like "
+     "sparse_csr/sparse_csc/sparse_coo"},
     {NULL, NULL, NULL},
 };

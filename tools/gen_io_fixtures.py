@@ -39,6 +39,26 @@ def raw(name, data):
         f.write(data)
 
 
+def scipy_csc():
+    """scipy.sparse csc_matrix files for load_npz (tests/lang/io_npz_csc.masq,
+    tests/errors/io_npz_csc_*.masq) and the fuzz_npy seeds; needs python3-scipy."""
+    import scipy.sparse as sp
+
+    m = sp.csc_matrix(np.array([[0, 2.5, 0, 0], [1, 0, 0, -3], [0, 4, 0, 0.5]]))
+    sp.save_npz(path("csc.npz"), m)  # deflated, int32 indices, float64 data
+    sp.save_npz(path("csc_f32_stored.npz"), m.astype(np.float32), compressed=False)
+    # a row index past the shape (what the indices say beats nothing)
+    np.savez(path("csc_lying_row.npz"), indices=np.array([0, 9, 2], np.int32),
+             indptr=np.array([0, 1, 3, 3], np.int32), format=b"csc",
+             shape=np.array([3, 3]), data=np.ones(3))
+    # indptr says 4 entries, indices hold 3
+    np.savez(path("csc_lying_nnz.npz"), indices=np.array([0, 1, 2], np.int32),
+             indptr=np.array([0, 1, 3, 4], np.int32), format=b"csc",
+             shape=np.array([3, 3]), data=np.ones(3))
+    good = open(path("csc_f32_stored.npz"), "rb").read()
+    raw("csc_truncated.npz", good[: len(good) * 2 // 3])
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
 
@@ -115,6 +135,8 @@ def main():
     raw("badcrc.npz", bytes(bad))
     with open(path("bad_mask.npz"), "wb") as f:
         np.savez(f, data=np.zeros(3, dtype="<f4"), mask=np.zeros(2, dtype=bool))
+
+    scipy_csc()
 
     print("wrote", len(os.listdir(OUT)), "files to", os.path.normpath(OUT), file=sys.stderr)
 

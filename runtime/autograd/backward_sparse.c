@@ -356,6 +356,7 @@ void mq_bw_sp_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
 
 /* The row and column of each stored entry of a 2-D sparse [t]. */
 static void entry_rc(mq_state *S, const mq_tensor *t, const int64_t **rows, const int64_t **cols) {
+  MQ_ASSERT(t->layout != MQ_LAYOUT_CSC); /* products record CSC operands converted to CSR */
   int64_t nnz = t->sparse->nnz;
   const int64_t *ix = mq_tensor_data(t->sparse->indices);
   if (t->layout == MQ_LAYOUT_COO) {

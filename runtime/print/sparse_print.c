@@ -18,10 +18,11 @@ static void format_plain_sparse(mq_state *S, mq_buf *b, const mq_tensor *t) {
   const mq_sparse *sp = t->sparse;
   size_t start = b->len;
   mq_buf_puts(S, b, prefix);
-  if (t->layout == MQ_LAYOUT_CSR) {
-    part(S, b, "crow_indices", sp->crow, indent);
+  if (t->layout != MQ_LAYOUT_COO) {
+    bool csc = t->layout == MQ_LAYOUT_CSC;
+    part(S, b, csc ? "ccol_indices" : "crow_indices", sp->crow, indent);
     mq_buf_printf(S, b, ",\n%*s", indent, "");
-    part(S, b, "col_indices", sp->indices, indent);
+    part(S, b, csc ? "row_indices" : "col_indices", sp->indices, indent);
   } else {
     part(S, b, "indices", sp->indices, indent);
   }

@@ -53,7 +53,9 @@ static mq_tensor *assemble(mq_state *S, mq_layout layout, int ndim, const int64_
   MQ_ASSERT(indices->dtype == MQ_DT_I64 && mq_tensor_is_contiguous(indices));
   MQ_ASSERT(layout == MQ_LAYOUT_COO
                 ? indices->ndim == 2 && indices->shape[0] == ndim && indices->shape[1] == values->numel
-                : ndim == 2 && crow && crow->numel == shape[0] + 1 && indices->numel == values->numel);
+                : ndim == 2 && crow &&
+                      crow->numel == shape[layout == MQ_LAYOUT_CSC] + 1 &&
+                      indices->numel == values->numel);
   mq_tensor *t = mq_tensor_alloc(S, (mq_dtype)values->dtype, ndim, shape);
   t->hdr.type = MQ_O_SPARSE;
   t->layout = (uint8_t)layout;
@@ -64,6 +66,11 @@ static mq_tensor *assemble(mq_state *S, mq_layout layout, int ndim, const int64_
   if (crow) keep(&sp->crow, crow);
   keep(&sp->values, values);
   return t;
+}
+
+mq_tensor *mq_sparse_assemble(mq_state *S, mq_layout layout, int ndim, const int64_t *shape,
+                              mq_tensor *indices, mq_tensor *crow, mq_tensor *values) {
+  return assemble(S, layout, ndim, shape, indices, crow, values);
 }
 
 mq_tensor *mq_sparse_with_values(mq_state *S, const mq_tensor *t, mq_tensor *values,
@@ -309,57 +316,85 @@ static mq_tensor *coo_indices_of_csr(mq_state *S, const mq_tensor *t) {
   return ix;
 }
 
-mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col, mq_tensor *values,
-                         const int64_t *shape, int dt, const char *who) {
-  if (crow->ndim == 2) /* torch's batched form, crow_indices (B, R + 1) */
-    mq_error(S, "%s: crow_indices must have 1 dimension, got shape %s: CSR is 2-D in masq (no "
-                "batched CSR); a batch of sparse matrices is a 3-D sparse_coo tensor "
+/* The words of a compressed layout's messages: CSR groups entries by row,
+ * CSC by column (the CSR of the transpose). */
+typedef struct compressed_words {
+  const char *ptr, *minor, *major_pl, *minor_one, *name;
+} compressed_words;
+static const compressed_words csr_words = {"crow_indices", "col_indices", "rows", "column", "CSR"};
+static const compressed_words csc_words = {"ccol_indices", "row_indices", "columns", "row", "CSC"};
+
+/* CSR (or CSC: the CSR of the transpose, [shape] still the logical one)
+ * from ptr, the minor indices and values. */
+static mq_tensor *compressed(mq_state *S, mq_layout layout, mq_tensor *ptr, mq_tensor *minor,
+                             mq_tensor *values, const int64_t *shape, int dt, const char *who) {
+  const compressed_words *w = layout == MQ_LAYOUT_CSC ? &csc_words : &csr_words;
+  int ma = layout == MQ_LAYOUT_CSC, mi = 1 - ma; /* the major and minor dims of [shape] */
+  if (ptr->ndim == 2) /* torch's batched form, (B, R + 1) */
+    mq_error(S, "%s: %s must have 1 dimension, got shape %s: %s is 2-D in masq (no "
+                "batched %s); a batch of sparse matrices is a 3-D sparse_coo tensor "
                 "(sparse_coo, or to_sparse_coo(x)), whose sums and softmax take any dim", who,
-             mq_shape_str(S, crow->ndim, crow->shape));
-  mq_tensor *cr = index_arg(S, crow, 1, who, "crow_indices");
-  mq_tensor *ci = index_arg(S, col, 1, who, "col_indices");
-  int64_t rows = cr->numel - 1, nnz = ci->numel;
-  if (rows < 0) mq_error(S, "%s: crow_indices must hold rows + 1 entries, got none", who);
+             w->ptr, mq_shape_str(S, ptr->ndim, ptr->shape), w->name, w->name);
+  mq_tensor *cr = index_arg(S, ptr, 1, who, w->ptr);
+  mq_tensor *ci = index_arg(S, minor, 1, who, w->minor);
+  int64_t rows = cr->numel - 1, nnz = ci->numel; /* rows: the major count */
+  if (rows < 0) mq_error(S, "%s: %s must hold %s + 1 entries, got none", who, w->ptr, w->major_pl);
   const int64_t *c = mq_tensor_data(cr), *cc = mq_tensor_data(ci);
   if (shape) {
     check_sizes(S, 2, shape, who);
-    if (shape[0] != rows)
-      mq_error(S, "%s: crow_indices has %lld entries, so %lld rows, but size is %s", who,
-               (long long)cr->numel, (long long)rows, mq_shape_str(S, 2, shape));
+    if (shape[ma] != rows)
+      mq_error(S, "%s: %s has %lld entries, so %lld %s, but size is %s", who, w->ptr,
+               (long long)cr->numel, (long long)rows, w->major_pl, mq_shape_str(S, 2, shape));
   }
-  if (c[0] != 0) mq_error(S, "%s: crow_indices must start at 0, got %lld", who, (long long)c[0]);
+  if (c[0] != 0) mq_error(S, "%s: %s must start at 0, got %lld", who, w->ptr, (long long)c[0]);
   for (int64_t r = 0; r < rows; r++) {
     poll_at(S, r);
     if (c[r + 1] < c[r])
-      mq_error(S, "%s: crow_indices must not decrease, but entry %lld is %lld after %lld", who,
+      mq_error(S, "%s: %s must not decrease, but entry %lld is %lld after %lld", who, w->ptr,
                (long long)(r + 1), (long long)c[r + 1], (long long)c[r]);
   }
   if (c[rows] != nnz)
-    mq_error(S, "%s: crow_indices ends at %lld but there are %lld col_indices", who,
-             (long long)c[rows], (long long)nnz);
+    mq_error(S, "%s: %s ends at %lld but there are %lld %s", who, w->ptr, (long long)c[rows],
+             (long long)nnz, w->minor);
   int64_t mx = -1;
   bool canonical = true;
   for (int64_t r = 0; r < rows; r++) {
     poll_at(S, r);
     for (int64_t k = c[r]; k < c[r + 1]; k++) {
-      if (cc[k] < 0 || (shape && cc[k] >= shape[1]))
-        mq_error(S, "%s: column index %lld of entry %lld is out of range%s%s", who,
+      if (cc[k] < 0 || (shape && cc[k] >= shape[mi]))
+        mq_error(S, "%s: %s index %lld of entry %lld is out of range%s%s", who, w->minor_one,
                  (long long)cc[k], (long long)k, shape ? " for size " : "",
                  shape ? mq_shape_str(S, 2, shape) : "");
       if (cc[k] > mx) mx = cc[k];
       if (k > c[r] && cc[k] <= cc[k - 1]) canonical = false;
     }
   }
-  int64_t size[2] = {rows, shape ? shape[1] : mx < INT64_MAX ? mx + 1 : mx};
+  /* tsize: the shape of the CSR this is (the transpose's for CSC) */
+  int64_t tsize[2] = {rows, shape ? shape[mi] : mx < INT64_MAX ? mx + 1 : mx};
+  int64_t size[2] = {tsize[ma], tsize[mi]};
   mq_tensor *v = values_arg(S, values, nnz, dt, who), *map;
   int64_t *dst = entry_map(S, values, &map);
-  mq_tensor *t = assemble(S, MQ_LAYOUT_CSR, 2, size, ci, cr, v);
+  mq_tensor *t = assemble(S, MQ_LAYOUT_CSR, 2, tsize, ci, cr, v);
   if (canonical) {
     for (int64_t k = 0; dst && k < nnz; k++) dst[k] = k;
-    return built(S, t, values, map);
+  } else {
+    mq_tensor *coo = assemble(S, MQ_LAYOUT_COO, 2, tsize, coo_indices_of_csr(S, t), NULL, v);
+    t = csr_of_coo(S, coalesce(S, coo, dst));
   }
-  mq_tensor *coo = assemble(S, MQ_LAYOUT_COO, 2, size, coo_indices_of_csr(S, t), NULL, v);
-  return built(S, csr_of_coo(S, coalesce(S, coo, dst)), values, map);
+  if (layout == MQ_LAYOUT_CSC)
+    t = assemble(S, MQ_LAYOUT_CSC, 2, size, t->sparse->indices, t->sparse->crow,
+                 t->sparse->values);
+  return built(S, t, values, map);
+}
+
+mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col, mq_tensor *values,
+                         const int64_t *shape, int dt, const char *who) {
+  return compressed(S, MQ_LAYOUT_CSR, crow, col, values, shape, dt, who);
+}
+
+mq_tensor *mq_sparse_csc(mq_state *S, mq_tensor *ccol, mq_tensor *row, mq_tensor *values,
+                         const int64_t *shape, int dt, const char *who) {
+  return compressed(S, MQ_LAYOUT_CSC, ccol, row, values, shape, dt, who);
 }
 
 /* --- conversions ------------------------------------------------------------------ */
@@ -427,20 +462,27 @@ static mq_tensor *converted(mq_state *S, mq_tensor *out, mq_tensor *t, int kind)
 
 mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_COO) return t;
+  if (t->layout == MQ_LAYOUT_CSC) return mq_sparse_csc_coo(S, t);
   if (t->layout == MQ_LAYOUT_CSR)
     return converted(S, convert_both(S, t, coo_of_csr), t, MQ_AG_SP_LAYOUT);
   return converted(S, coo_of_dense(S, t), t, MQ_AG_SP_LAYOUT);
 }
 
+void mq_sparse_need_2d(mq_state *S, const mq_tensor *t, mq_layout to) {
+  if (t->ndim == 2) return;
+  const char *name = mq_layout_name(to), *abbr = to == MQ_LAYOUT_CSC ? "CSC" : "CSR";
+  mq_error(S, "to_%s: only 2-D tensors can be converted to the %s layout, got shape %s%s%s%s",
+           name, name, mq_shape_str(S, t->ndim, t->shape),
+           t->ndim > 2 ? " (no batched " : "", t->ndim > 2 ? abbr : "",
+           t->ndim > 2 ? "); a batch of sparse matrices goes in the sparse_coo layout: "
+                         "to_sparse_coo(x), whose sums and softmax take any dim"
+                       : "");
+}
+
 mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t) {
   if (t->layout == MQ_LAYOUT_CSR) return t;
-  if (t->ndim != 2)
-    mq_error(S, "to_sparse_csr: only 2-D tensors can be converted to the sparse_csr layout, "
-                "got shape %s%s", mq_shape_str(S, t->ndim, t->shape),
-             t->ndim > 2 ? " (no batched CSR); a batch of sparse matrices goes in the "
-                           "sparse_coo layout: to_sparse_coo(x), whose sums and softmax take "
-                           "any dim"
-                         : "");
+  if (t->layout == MQ_LAYOUT_CSC) return mq_sparse_regroup(S, t);
+  mq_sparse_need_2d(S, t, MQ_LAYOUT_CSR);
   mq_tensor *coo = mq_to_sparse_coo(S, t);
   return converted(S, convert_both(S, coo, csr_of_coo), coo, MQ_AG_SP_LAYOUT);
 }
@@ -452,12 +494,33 @@ MQ_CHECK_ONLY static bool dense_order(const int64_t *keys, int64_t n, int64_t nu
   return true;
 }
 
+/* Whether the row-major [keys] of an (m, n) tensor ascend strictly in the
+ * column-major order, inside the shape: a CSC tensor's entries. */
+MQ_CHECK_ONLY static bool column_order(const int64_t *keys, int64_t nnz, int64_t m, int64_t n) {
+  for (int64_t k = 0; k < nnz; k++) {
+    if (keys[k] < 0 || keys[k] >= m * n) return false;
+    if (k > 0 && keys[k] % n * m + keys[k] / n <= keys[k - 1] % n * m + keys[k - 1] / n)
+      return false;
+  }
+  return true;
+}
+
 /* The dense positions of [t]'s entries in [keys] (nnz of them). */
 static int64_t *entry_keys(mq_state *S, const mq_tensor *t) {
   int64_t nnz = t->sparse->nnz;
   int64_t *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(nnz ? nnz : 1), sizeof *keys, "nnz"));
   if (t->layout == MQ_LAYOUT_COO) {
     coo_keys(S, t, keys);
+  } else if (t->layout == MQ_LAYOUT_CSC) {
+    /* in the stored (column) order: the callers that need the dense
+     * order regroup a CSC tensor first (sparse_csc.c) */
+    const int64_t *c = mq_tensor_data(t->sparse->crow), *row = mq_tensor_data(t->sparse->indices);
+    for (int64_t j = 0; j < t->shape[1]; j++) {
+      poll_at(S, j);
+      for (int64_t k = c[j]; k < c[j + 1]; k++) keys[k] = row[k] * t->shape[1] + j;
+    }
+    MQ_ASSERT(column_order(keys, nnz, t->shape[0], t->shape[1]));
+    return keys;
   } else {
     const int64_t *c = mq_tensor_data(t->sparse->crow), *col = mq_tensor_data(t->sparse->indices);
     for (int64_t r = 0; r < t->shape[0]; r++) {
@@ -547,8 +610,10 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
                           : "");
   } else if (!same_ints(data->sparse->crow, mask->sparse->crow) ||
              !same_ints(data->sparse->indices, mask->sparse->indices)) {
-    mq_error(S, "masked: data and mask are sparse_csr tensors that do not share crow_indices "
-                "and col_indices");
+    bool csc = data->layout == MQ_LAYOUT_CSC;
+    mq_error(S, "masked: data and mask are %s tensors that do not share %s and %s",
+             mq_layout_name((mq_layout)data->layout), csc ? "ccol_indices" : "crow_indices",
+             csc ? "row_indices" : "col_indices");
   }
   return mq_sparse_with_values(S, data, data->sparse->values,
                                mq_sparse_with_values(S, data, mask->sparse->values, NULL));
@@ -620,5 +685,6 @@ mq_tensor *mq_sparse_of_keys(mq_state *S, const mq_tensor *like, const int64_t *
                              mq_tensor *values) {
   mq_tensor *t = assemble(S, MQ_LAYOUT_COO, like->ndim, like->shape,
                           indices_of_keys(S, like->ndim, like->shape, keys, n), NULL, values);
+  if (like->layout == MQ_LAYOUT_CSC) return mq_sparse_regroup(S, csr_of_coo(S, t));
   return like->layout == MQ_LAYOUT_CSR ? csr_of_coo(S, t) : t;
 }

@@ -1,4 +1,4 @@
-/* sparse.h - sparse layouts: COO (any ndim) and CSR (2-D) tensors.
+/* sparse.h - sparse layouts: COO (any ndim), CSR and CSC (2-D) tensors.
  *
  * Design.
  *
@@ -27,6 +27,10 @@
  *   CSR: crow int64 (rows + 1), indices = col_indices int64 (nnz), values
  *        (nnz). Columns ascend within each row and are distinct (scipy's
  *        canonical format), which again makes the order the dense order.
+ *   CSC: the CSR of the transpose: crow = ccol_indices (columns + 1),
+ *        indices = row_indices, values in column order (not the dense
+ *        order: mq_sparse_keys gives a CSC tensor's positions in its stored
+ *        order; what needs the dense order regroups it, sparse_csc.c).
  * The index tensors and [values] are plain, contiguous and strided; index
  * tensors are never modified once built, so tensors with the same sparsity
  * structure share them (a masked sparse tensor and its mask do, and so does
@@ -81,6 +85,17 @@ MQ_INTERNAL mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor 
 MQ_INTERNAL mq_tensor *mq_sparse_csr(mq_state *S, mq_tensor *crow, mq_tensor *col,
                                      mq_tensor *values, const int64_t *shape, int dt,
                                      const char *who);
+/* CSC from ccol (columns + 1), row (nnz), values (nnz) and a 2-D shape
+ * (NULL: columns from ccol, rows the largest row + 1): the same checks and
+ * repairs as CSR's, in the transpose's terms. */
+MQ_INTERNAL mq_tensor *mq_sparse_csc(mq_state *S, mq_tensor *ccol, mq_tensor *row,
+                                     mq_tensor *values, const int64_t *shape, int dt,
+                                     const char *who);
+/* A sparse tensor from parts already known to be valid (the caller checked
+ * or built them); the pool owns it. */
+MQ_INTERNAL mq_tensor *mq_sparse_assemble(mq_state *S, mq_layout layout, int ndim,
+                                          const int64_t *shape, mq_tensor *indices,
+                                          mq_tensor *crow, mq_tensor *values);
 /* A tensor with [t]'s layout and index tensors (shared) and new [values]
  * (plain, nnz entries, any dtype); [mask]: NULL or a sparse bool tensor of
  * the same structure. */
@@ -95,6 +110,10 @@ MQ_INTERNAL mq_tensor *mq_sparse_with_values(mq_state *S, const mq_tensor *t, mq
 MQ_INTERNAL mq_tensor *mq_to_sparse_coo(mq_state *S, mq_tensor *t);
 /* The same to CSR, 2-D only. */
 MQ_INTERNAL mq_tensor *mq_to_sparse_csr(mq_state *S, mq_tensor *t);
+/* The error of to_sparse_csr/to_sparse_csc ([to]) for a [t] that is not 2-D. */
+MQ_INTERNAL void mq_sparse_need_2d(mq_state *S, const mq_tensor *t, mq_layout to);
+/* The same to CSC (sparse_csc.c). */
+MQ_INTERNAL mq_tensor *mq_to_sparse_csc(mq_state *S, mq_tensor *t);
 /* To strided: unstored entries are 0 (and masked out); a strided tensor is
  * returned as is. The caller asked for it, so any size goes up to
  * MQ_SPARSE_DENSE_MAX bytes (data and mask), a located error beyond. */
@@ -131,7 +150,8 @@ MQ_INTERNAL mq_tensor *mq_sparse_astype(mq_state *S, mq_tensor *t, mq_dtype dt);
 
 /* --- structure (for the ops of sparse_ops.c, sparse_reduce.c, sparse_matmul.c) ------ */
 
-/* The dense (row-major) position of each stored entry, ascending; scratch. */
+/* The dense (row-major) position of each stored entry, ascending (CSC: in
+ * its stored, column order); scratch. */
 MQ_INTERNAL int64_t *mq_sparse_keys(mq_state *S, const mq_tensor *t);
 /* Same layout, shape and stored positions (shared or equal index tensors). */
 MQ_INTERNAL bool mq_sparse_same_structure(const mq_tensor *a, const mq_tensor *b);
@@ -210,6 +230,29 @@ MQ_INTERNAL mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b)
  * every stored entry). */
 MQ_INTERNAL mq_tensor *mq_sparse_masked_matmul(mq_state *S, mq_tensor *a, mq_tensor *b,
                                                mq_tensor *mask);
+
+/* --- CSC (sparse_csc.c): the CSR of the transpose ------------------------------- */
+
+/* A CSR tensor in CSC or a CSC one in CSR, same logical tensor: entries
+ * regrouped by their other index (stable counting sort, O(nnz + m + n)),
+ * with its mask; the gradient follows each entry. */
+MQ_INTERNAL mq_tensor *mq_sparse_regroup(mq_state *S, mq_tensor *t);
+/* A CSC (m, n) tensor as the CSR (n, m) tensor of its transpose, or back:
+ * the same index tensors, values and mask, O(1); torch's t() of either. */
+MQ_INTERNAL mq_tensor *mq_sparse_flip(mq_state *S, mq_tensor *t);
+/* A CSC tensor in COO, without its CSR form (a tall matrix's rows + 1
+ * pointers): its (row, column) pairs put in the dense order by sparse_coo's
+ * sort, O(nnz log nnz + columns); each entry's value, mask and gradient
+ * follow it. */
+MQ_INTERNAL mq_tensor *mq_sparse_csc_coo(mq_state *S, mq_tensor *t);
+/* mq_sparse_reduce, mq_sparse_softmax and mq_sparse_merge of CSC input,
+ * on its flip. */
+MQ_INTERNAL mq_tensor *mq_sparse_csc_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t,
+                                            uint32_t dims, bool keepdim, const char *name);
+MQ_INTERNAL mq_tensor *mq_sparse_csc_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt,
+                                             const char *name);
+MQ_INTERNAL mq_list *mq_sparse_csc_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both,
+                                         const char *name);
 
 /* --- printing ---------------------------------------------------------------------- */
 

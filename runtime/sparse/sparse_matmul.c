@@ -196,6 +196,7 @@ static void dsmm_range(void *ctx, int64_t lo, int64_t hi, int t) {
 
 /* a strided 1-D or 2-D, b sparse 2-D. */
 static mq_tensor *dense_sparse(mq_state *S, mq_tensor *a, mq_tensor *b) {
+  if (b->layout == MQ_LAYOUT_CSC) b = mq_to_sparse_csr(S, b); /* rows to walk */
   if (b->ndim != 2 || a->ndim < 1 || a->ndim > 2)
     mq_error(S, "matmul: a product with a sparse right operand is (m, k) @ (k, n) or "
                 "(k,) @ (k, n), got %s @ %s", mq_shape_str(S, a->ndim, a->shape),
@@ -226,7 +227,8 @@ static mq_tensor *dense_sparse(mq_state *S, mq_tensor *a, mq_tensor *b) {
   int64_t work;
   if (!mq_mul_ok(per, m, &work)) work = INT64_MAX; /* only picks the thread count */
   int nt = mq_parallel_threads_for(S, work);
-  mq_parallel_for(S, nt, m, MQ_PAR_GRAIN / per + 1, dsmm_range, &J);
+  /* per is 0 for (m, 0) @ (0, 0): a grain of 1 then, not a division by 0 */
+  mq_parallel_for(S, nt, m, per ? MQ_PAR_GRAIN / per + 1 : 1, dsmm_range, &J);
   return om ? mq_masked(S, out, om) : out;
 }
 
@@ -242,6 +244,7 @@ mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
     mq_error(S, "matmul: size mismatch, %s @ %s", mq_shape_str(S, a->ndim, a->shape),
              mq_shape_str(S, b->ndim, b->shape));
   mq_dtype ct = product_dtype(S, a, b, "matmul");
+  if (a->layout == MQ_LAYOUT_CSC) a = mq_to_sparse_csr(S, a); /* rows to walk; the node's input */
   mq_tensor *c = mq_to_sparse_csr(S, a);
   int64_t m = a->shape[0], n = b->ndim == 2 ? b->shape[1] : 1;
   mq_tensor *bd = mq_contiguous(S, mq_astype(S, mq_get_data(S, b), ct));
@@ -334,6 +337,8 @@ static void sddmm_range(void *ctx, int64_t lo, int64_t hi, int t) {
 }
 
 mq_tensor *mq_sparse_masked_matmul(mq_state *S, mq_tensor *a, mq_tensor *b, mq_tensor *mask) {
+  if (mask->layout == MQ_LAYOUT_CSC) /* on the CSR form, given back in CSC */
+    return mq_sparse_regroup(S, mq_sparse_masked_matmul(S, a, b, mq_sparse_regroup(S, mask)));
   if (a->sparse || b->sparse)
     mq_error(S, "masked_matmul: a and b must be strided, got %s and %s", lname(a), lname(b));
   if (a->mask || b->mask)

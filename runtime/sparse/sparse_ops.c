@@ -49,13 +49,14 @@ mq_tensor *mq_sparse_like(mq_state *S, const mq_tensor *like, mq_tensor *r) {
 #define FOR_ENTRY_OFFSETS(t, st, base, BODY)                                              \
   do {                                                                                    \
     int64_t nnz_ = (t)->sparse->nnz;                                                       \
-    if ((t)->layout == MQ_LAYOUT_CSR) {                                                    \
+    if ((t)->layout != MQ_LAYOUT_COO) { /* CSR by rows, CSC by columns */                 \
+      int csc_ = (t)->layout == MQ_LAYOUT_CSC;                                            \
       const int64_t *c_ = mq_tensor_data((t)->sparse->crow);                              \
       const int64_t *col_ = mq_tensor_data((t)->sparse->indices);                         \
-      for (int64_t r_ = 0; r_ < (t)->shape[0]; r_++) {                                    \
+      for (int64_t r_ = 0; r_ < (t)->shape[csc_]; r_++) {                                 \
         poll_at(S, r_);                                                                   \
         for (int64_t k = c_[r_]; k < c_[r_ + 1]; k++) {                                   \
-          int64_t off = (base) + r_ * (st)[0] + col_[k] * (st)[1];                         \
+          int64_t off = (base) + r_ * (st)[csc_] + col_[k] * (st)[!csc_];                  \
           BODY;                                                                           \
         }                                                                                 \
       }                                                                                   \
@@ -296,6 +297,8 @@ static mq_tensor *values_at(mq_state *S, const mq_tensor *t, const int64_t *tk,
 }
 
 mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both, const char *name) {
+  if (a->layout == MQ_LAYOUT_CSC && b->layout == MQ_LAYOUT_CSC) /* merged in the dense order */
+    return mq_sparse_csc_merge(S, a, b, both, name);
   if (!a->sparse || !b->sparse || a->layout != b->layout)
     mq_error(S, "%s: a and b must both be sparse tensors of one layout, got %s and %s", name,
              lname(a), lname(b));

@@ -329,6 +329,7 @@ static mq_tensor *reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t d
 
 mq_tensor *mq_sparse_reduce(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t dims,
                             bool keepdim, const char *name) {
+  if (t->layout == MQ_LAYOUT_CSC) return mq_sparse_csc_reduce(S, op, t, dims, keepdim, name);
   (void)name;
   mq_tensor *out = reduce(S, op, t, dims, keepdim);
   if (MQ_LIKELY(!t->requires_grad)) return out;

@@ -75,6 +75,7 @@ static int64_t *count_sort(mq_state *S, const int64_t *gk, int64_t n, int64_t ra
 }
 
 void mq_sparse_group(mq_state *S, const mq_tensor *t, int dim, mq_sparse_groups *g) {
+  MQ_ASSERT(t->layout != MQ_LAYOUT_CSC); /* groups need the dense order: CSC runs on its flip */
   int64_t nnz = t->sparse->nnz;
   g->order = NULL;
   if (t->layout == MQ_LAYOUT_CSR && dim == 1) {
@@ -246,6 +247,7 @@ mq_tensor *mq_sparse_softmax(mq_state *S, mq_tensor *t, int dim, bool lg, int dt
     mq_error(S, "%s of a plain %s tensor would give every unstored zero a share; masked(x) "
                 "leaves unstored entries out (torch.sparse.softmax's rule), to_dense(x) counts "
                 "them", name, mq_layout_name((mq_layout)t->layout));
+  if (t->layout == MQ_LAYOUT_CSC) return mq_sparse_csc_softmax(S, t, dim, lg, dt, name);
   int d = mq_shape_norm_dim(S, dim, t->ndim);
   if (dt >= 0 && !mq_dtype_is_float((mq_dtype)dt))
     mq_error(S, "%s: dtype must be a float dtype, got %s", name, mq_dtype_name((mq_dtype)dt));

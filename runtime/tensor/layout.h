@@ -8,16 +8,18 @@
 
 #include "tensor.h"
 
-typedef enum mq_layout { MQ_LAYOUT_STRIDED, MQ_LAYOUT_COO, MQ_LAYOUT_CSR } mq_layout;
+/* CSC is stored as the CSR of the transpose: crow holds ccol_indices
+ * (columns + 1), indices the row_indices, values in column order. */
+typedef enum mq_layout { MQ_LAYOUT_STRIDED, MQ_LAYOUT_COO, MQ_LAYOUT_CSR, MQ_LAYOUT_CSC } mq_layout;
 
 typedef struct mq_sparse {
-  mq_tensor *indices; /* COO: int64 (ndim, nnz); CSR: col_indices int64 (nnz) */
-  mq_tensor *crow;    /* CSR: int64 (rows + 1); NULL for COO */
+  mq_tensor *indices; /* COO: int64 (ndim, nnz); CSR: col_indices, CSC: row_indices (nnz) */
+  mq_tensor *crow;    /* CSR: int64 (rows + 1); CSC: ccol (columns + 1); NULL for COO */
   mq_tensor *values;  /* (nnz), the tensor's dtype, plain, contiguous */
   int64_t nnz;
 } mq_sparse;
 
-/* "strided", "sparse_coo", "sparse_csr". */
+/* "strided", "sparse_coo", "sparse_csr", "sparse_csc". */
 MQ_INTERNAL const char *mq_layout_name(mq_layout l);
 
 static inline bool mq_is_sparse(mq_value v) { return mq_is_obj(v, MQ_O_SPARSE); }

@@ -284,9 +284,10 @@ mq_tensor *mq_randn(mq_state *S, int ndim, const int64_t *shape, mq_dtype dt) {
 
 /* --- layouts --------------------------------------------------------------- */
 
-static const char *const layout_names[] = {"strided", "sparse_coo", "sparse_csr"};
+static const char *const layout_names[] = {"strided", "sparse_coo", "sparse_csr",
+                                                "sparse_csc"};
 
-const char *mq_layout_name(mq_layout l) { return l <= MQ_LAYOUT_CSR ? layout_names[l] : "?"; }
+const char *mq_layout_name(mq_layout l) { return l <= MQ_LAYOUT_CSC ? layout_names[l] : "?"; }
 
 void mq_sparse_refuse(mq_state *S, const mq_tensor *t, const char *what) {
   mq_error(S, "%s: got a %s tensor, which this operation does not take; to_dense() makes a "

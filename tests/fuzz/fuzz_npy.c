@@ -1,6 +1,8 @@
 /* fuzz_npy - bytes -> load() as a .npy or .npz file (the contents decide,
  * as in np.load; the dictionary holds both magics), then print what came
- * back, save it again and load that; then the same bytes as a CSV table
+ * back, save it again and load that; a zip also as scipy.sparse's .npz
+ * (load_npz: csr, csc, coo, the constructors' checks; to_dense, save_npz
+ * and load_npz again); then the same bytes as a CSV table
  * (load_csv, its summary, save_csv and load_csv again; tests/csv seeds).
  * The bytes go to an in-memory file (memfd) that the script names as /proc/self/fd/N, so load() runs exactly
  * as for a file on disk. The state has the io library, a memory limit and
@@ -73,7 +75,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       run(M, &budget, "y = load(q)\nprint(y)");
     run(M, &budget, "x = none\ny = none");
   }
-  if (size >= 2 && data[0] == 'P' && data[1] == 'K') run(M, &budget, "print(load(p, \"data\"))");
+  if (size >= 2 && data[0] == 'P' && data[1] == 'K') {
+    run(M, &budget, "print(load(p, \"data\"))");
+    if (run(M, &budget, "s = load_npz(p)") == MASQ_OK) {
+      run(M, &budget, "print(s)\nprint(sum(s, 0))\nprint(to_dense(s))");
+      if (run(M, &budget, "save_npz(q, s)") == MASQ_OK) run(M, &budget, "print(load_npz(q))");
+      run(M, &budget, "s = none");
+    }
+  }
   if (run(M, &budget, "t = load_csv(p)") == MASQ_OK) {
     run(M, &budget, "print(t[0])\nprint(summary(t[0]))");
     if (run(M, &budget, "save_csv(q, t[0], header=t[1])") == MASQ_OK)
