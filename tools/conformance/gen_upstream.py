@@ -2,7 +2,7 @@
 """PyTorch's own tests for torch.masked, ported case by case to masq.
 
     /usr/bin/python3 tools/conformance/gen_upstream.py [--out DIR] [--ops a,b]
-    /usr/bin/python3 tools/conformance/gen_upstream.py --classify build/masq
+    /usr/bin/python3 tools/conformance/gen_upstream.py --classify build/masq [--write FILE]
 
 (needs torch 1.13 and numpy). Writes tests/conformance/upstream/<group>.masq
 and .npz, one case per input that the upstream tests feed torch:
@@ -25,6 +25,8 @@ op the gradient of sum(y * W(y)) the way gen.py records it. A case that masq
 refuses today is written like any other: known_failures.txt lists it (run
 --classify to rewrite that list from a masq build), and the scripts print
 "xfail" for a listed case that still fails and FAIL for one that passes.
+--classify runs every case with the given masq ignoring the list and counts
+the failures by cause; --write FILE writes them as a new list.
 Left out entirely: complex dtypes, hybrid sparse tensors (dense dims),
 private helpers (torch.masked._where ...); the counts go to manifest.txt.
 """
@@ -381,10 +383,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--ops", default="", help="comma-separated groups (default: all)")
-    ap.add_argument("--classify", metavar="MASQ", help="run the cases with MASQ and rewrite known_failures.txt")
+    ap.add_argument("--classify", metavar="MASQ", help="run the cases with MASQ and count what fails, by cause")
+    ap.add_argument("--write", metavar="FILE", help="with --classify: write the list of known failures to FILE "
+                    "(the committed one is tests/conformance/upstream/known_failures.txt)")
     a = ap.parse_args()
     if a.classify:
-        return classify(a.classify, a.out)
+        return classify(a.classify, a.out, a.write)
     torch.set_num_threads(1)
     os.makedirs(a.out, exist_ok=True)
     want = set(a.ops.split(",")) if a.ops else None
@@ -432,20 +436,17 @@ CAUSES = [
 ]
 
 
-def classify(masq, outdir):
-    """run every group with masq and rewrite known_failures.txt: each case
-    that fails now, under its cause"""
+def classify(masq, outdir, kf):
+    """run every group with masq, ignoring the list, and write the list of
+    what fails (kf: a file, or None to print the counts only)"""
     masq = os.path.abspath(masq)
-    kf = os.path.join(outdir, "known_failures.txt")
-    with open(kf, "w") as f:   # run against an empty list
-        f.write("KNOWN = {}\n")
     fails = {}
     order = []
     ok = total = 0
     for name in sorted(os.listdir(outdir)):
         if not name.endswith(".masq") or name == "check.masq":
             continue
-        out = subprocess.run([masq, name], cwd=outdir, capture_output=True, text=True,
+        out = subprocess.run([masq, name, "raw"], cwd=outdir, capture_output=True, text=True,
                              env=dict(os.environ, LC_ALL="C", NO_COLOR="1")).stdout
         for line in out.split("\n"):
             mm = re.match(r"(ok|FAIL) ([A-Za-z0-9_.]+#[0-9]+)(?:: (.*))?$", line)
@@ -474,8 +475,9 @@ def classify(masq, outdir):
         for cid, _ in fails[c]:
             lines.append('"%s": "%s",' % (cid, c.replace('"', "'").replace("\\", "/")))
     lines.append("}")
-    with open(kf, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    if kf:
+        with open(kf, "w") as f:
+            f.write("\n".join(lines) + "\n")
     print("%d cases: %d pass, %d known failures" % (total, ok, total - ok))
     for c in order:
         groups_ = {}
