@@ -39,6 +39,7 @@ import sys
 import types
 import unittest
 import warnings
+from functools import partial
 
 warnings.filterwarnings("ignore")
 
@@ -68,9 +69,14 @@ NARROW = {torch.int32: "int32", torch.int16: "int16", torch.int8: "int8", torch.
 
 
 def pooled(pools, t):
+    return pooled_masked(pools, t, None)
+
+
+def pooled_masked(pools, t, mask):
+    """a strided tensor (masked when mask is given) from the pools"""
     if t.dtype in NARROW:
-        return 'to(%s, "%s")' % (pools.add(V(t.detach().to(torch.int64))), NARROW[t.dtype])
-    return pools.add(V(t.detach().clone()))
+        return 'to(%s, "%s")' % (pools.add(V(t.detach().to(torch.int64), mask)), NARROW[t.dtype])
+    return pools.add(V(t.detach().clone(), mask))
 EXACT = {"amax", "amin", "argmax", "argmin", "median"}
 REFERENCE_TESTED = {"norm", "var", "std", "softmax", "log_softmax", "softmin", "normalize"}
 
@@ -92,8 +98,8 @@ class Case:
     """one upstream input: bindings (masq variable = expression), the call,
     torch's answer, gradients"""
 
-    def __init__(self, cid, origin):
-        self.cid = cid
+    def __init__(self, origin):
+        self.cid = None               # "<group>#<n>", given by write_group
         self.origin = origin          # the upstream test it comes from
         self.binds = []               # (name, expression)
         self.pre = []                 # statements before y = ... (in-place forms)
@@ -266,11 +272,11 @@ def to_strided(v):
     return v
 
 
-def opinfo_case(op, short, dtype, origin, s, cid, pools):
+def opinfo_case(pools, op, short, dtype, origin, s):
     inp, args, kw = s.input, tuple(s.args), dict(s.kwargs)
     if inp.is_complex() or any(isinstance(a, torch.Tensor) and a.is_complex() for a in args):
         raise Refused("complex")
-    case = Case(cid, origin)
+    case = Case(origin)
     case.binds.append(("x0", tensor_expr(pools, inp)))
     parts = ["x0"]
     names = {}
@@ -385,18 +391,9 @@ def opinfo_groups(want):
                           sum(1 for _ in mask_layout_samples(op, d)))
 
         def cases(pools, op=op, short=short, dts=dts):
-            n = 0
             for dtype in dts:
                 for origin, s in mask_layout_samples(op, dtype):
-                    try:
-                        yield opinfo_case(op, short, dtype, origin, s, f"{short}#{n}", pools)
-                        n += 1
-                    except Refused as e:
-                        leave_out(str(e))
-                        if os.environ.get("CONF_DEBUG"):
-                            print(f"  {short}: {e} [{e.__cause__}] {s.input.layout} {s.args} "
-                                  f"{ {k: describe_t(v) if isinstance(v, torch.Tensor) else v for k, v in s.kwargs.items()} }",
-                                  file=sys.stderr)
+                    yield partial(opinfo_case, pools, op, short, dtype, origin, s)
         yield short, "1.13 op_db OpInfo %s: op.op(input, *args, **kwargs); mask: torch.masked._output_mask" % op.name, cases
 
 
@@ -441,11 +438,20 @@ def emit(case):
 
 
 def write_group(outdir, group, source, cases):
+    """cases(pools) yields Cases, or thunks that make one or raise Refused"""
     pools = G.Pools()
     body = []
     man = []
     n = 0
-    for case in cases(pools):
+    for make in cases(pools):
+        try:
+            case = make() if callable(make) else make
+        except Refused as e:
+            leave_out(str(e))
+            if os.environ.get("CONF_DEBUG"):
+                print(f"  {group}: {e} [{e.__cause__}]", file=sys.stderr)
+            continue
+        case.cid = f"{group}#{n}"
         body += emit(case)
         man.append("\t".join([case.cid, case.call, case.origin, case.desc, "grad" if case.grads else "-"]))
         n += 1
@@ -506,6 +512,24 @@ MT = "test_maskedtensor.py "
 MT_FLOATS = [torch.float32, torch.float64]   # and float16 (not drawn: counted in the manifest)
 
 
+LAYOUTS = (torch.strided, torch.sparse_coo, torch.sparse_csr)
+
+
+def each_op(ops, keep, layouts):
+    """(op, dtype, layout) for the OpInfos TestOperators runs, the global
+    seed set as the test's (per op, dtype and layout)"""
+    for op in ops:
+        if not keep(op):
+            continue
+        count_float16(op, len(layouts))
+        for dtype in MT_FLOATS:
+            if dtype not in op.supported_dtypes("cpu"):
+                continue
+            for layout in layouts:
+                torch.manual_seed(0)
+                yield op, dtype, layout
+
+
 def count_float16(op, layouts=1):
     """TestOperators also runs float16 (MASKEDTENSOR_FLOAT_TYPES): not drawn"""
     if torch.float16 in op.supported_dtypes("cpu"):
@@ -553,6 +577,9 @@ def plain_want(case, pools, t_result, mask, layout=torch.strided, exact=False):
     """the upstream comparison _compare_mt_t: torch's plain result at the
     result's mask (the input mask for unary and binary ops)"""
     d = t_result.detach()
+    if d.dtype in NARROW:   # compared in int64 after a check of the dtype
+        case.want_dtype = NARROW[d.dtype]
+        d = d.to(torch.int64)
     if d.dtype not in G.DT:
         raise Refused("result dtype %s" % d.dtype)
     case.tol = G.tolerance(d, None, dense(mask), d.dtype, exact)
@@ -565,31 +592,21 @@ def operators_unary(pools):
     layout on)"""
     from torch.testing._internal.common_methods_invocations import unary_ufuncs
     from torch.masked.maskedtensor.unary import UNARY_NAMES
-    n = 0
-    for op in unary_ufuncs:
-        if op.name not in UNARY_NAMES or (op.name == "round" and op.variant_test_name):
-            continue
-        count_float16(op)
-        for dtype in MT_FLOATS:
-            if dtype not in op.supported_dtypes("cpu"):
-                continue
-            torch.manual_seed(0)
-            for s in op.sample_inputs("cpu", dtype, requires_grad=True):
-                kw = dict(s.kwargs)
-                mask = random_mask(s.input.shape) if "mask" not in kw else kw.pop("mask")
-                case = Case(f"mt_unary#{n}", MT + "TestOperators.test_unary_core[%s]" % op.name)
-                try:
-                    case.binds.append(("x0", mt_expr(pools, s.input, mask)))
-                    case.call = f"{op.name}(x0{args_text(pools, s.args, kw)})"
-                    with torch.no_grad():
-                        t = op.op(s.input, *s.args, **kw)
-                    plain_want(case, pools, t, mask)
-                except Refused as e:
-                    leave_out(str(e))
-                    continue
-                case.desc = "%s %s, args %s, kwargs %s" % (str(dtype)[6:], list(s.input.shape), list(s.args), kw)
-                n += 1
-                yield case
+
+    def make(op, dtype, s):
+        kw = dict(s.kwargs)
+        mask = random_mask(s.input.shape) if "mask" not in kw else kw.pop("mask")
+        case = Case(MT + "TestOperators.test_unary_core[%s]" % op.name)
+        case.binds.append(("x0", mt_expr(pools, s.input, mask)))
+        case.call = f"{op.name}(x0{args_text(pools, s.args, kw)})"
+        with torch.no_grad():
+            plain_want(case, pools, op.op(s.input, *s.args, **kw), mask)
+        case.desc = "%s %s, args %s, kwargs %s" % (str(dtype)[6:], list(s.input.shape), list(s.args), kw)
+        return case
+    for op, dtype, _ in each_op(unary_ufuncs, lambda op: op.name in UNARY_NAMES and not (
+            op.name == "round" and op.variant_test_name), (torch.strided,)):
+        for s in op.sample_inputs("cpu", dtype, requires_grad=True):
+            yield partial(make, op, dtype, s)
 
 
 def operators_binary(pools):
@@ -597,44 +614,30 @@ def operators_binary(pools):
     MaskedTensor) in each layout and (MaskedTensor, Tensor) strided"""
     from torch.testing._internal.common_methods_invocations import binary_ufuncs
     from torch.masked.maskedtensor.binary import BINARY_NAMES
-    n = 0
-    for op in binary_ufuncs:
-        if op.name not in BINARY_NAMES:
-            continue
-        count_float16(op, 3)
-        for dtype in MT_FLOATS:
-            if dtype not in op.supported_dtypes("cpu"):
+
+    def make(op, dtype, layout, s, mask, data, m, other):
+        case = Case(MT + "TestOperators.test_binary_core[%s, %s]%s" % (
+            op.name + ("." + op.variant_test_name if op.variant_test_name else ""), LAYOUT[layout],
+            "" if other is not None else " (masked, plain)"))
+        case.binds.append(("x0", mt_expr(pools, data, m)))
+        case.binds.append(("x1", mt_expr(pools, other, m) if other is not None else tensor_expr(pools, s.args[0])))
+        case.call = f"{op.name}(x0, x1)"
+        with torch.no_grad():
+            plain_want(case, pools, op.op(s.input, *s.args), mask, layout)   # the test drops the kwargs
+        case.desc = "%s %s" % (str(dtype)[6:], list(s.input.shape))
+        return case
+    for op, dtype, layout in each_op(binary_ufuncs, lambda op: op.name in BINARY_NAMES, LAYOUTS):
+        for s in op.sample_inputs("cpu", dtype, requires_grad=True):
+            mask = random_mask(s.input.shape) if "mask" not in s.kwargs else s.kwargs["mask"]
+            if not s.args or not isinstance(s.args[0], torch.Tensor) or s.input.shape != s.args[0].shape:
                 continue
-            for layout in (torch.strided, torch.sparse_coo, torch.sparse_csr):
-                torch.manual_seed(0)
-                for s in op.sample_inputs("cpu", dtype, requires_grad=True):
-                    kw = dict(s.kwargs)
-                    mask = random_mask(s.input.shape) if "mask" not in kw else kw.pop("mask")
-                    if not s.args or not isinstance(s.args[0], torch.Tensor) or s.input.shape != s.args[0].shape:
-                        continue
-                    if layout == torch.sparse_csr and s.input.ndim != 2:
-                        continue
-                    data, m = to_layout(s.input, mask, layout)
-                    other, _ = to_layout(s.args[0], mask, layout)
-                    with torch.no_grad():
-                        t = op.op(s.input, *s.args)   # the test drops the kwargs
-                    forms = [("x1", mt_expr(pools, other, m))]
-                    if layout == torch.strided:
-                        forms.append(("x1", tensor_expr(pools, s.args[0])))
-                    for nm, ex in forms:
-                        case = Case(f"mt_binary#{n}", MT + "TestOperators.test_binary_core[%s, %s]%s" % (
-                            op.name + ("." + op.variant_test_name if op.variant_test_name else ""), LAYOUT[layout],
-                            "" if ex.startswith("masked(") or ex.startswith("T(") else " (masked, plain)"))
-                        try:
-                            case.binds += [("x0", mt_expr(pools, data, m)), (nm, ex)]
-                            case.call = f"{op.name}(x0, x1)"
-                            plain_want(case, pools, t, mask, layout)
-                        except Refused as e:
-                            leave_out(str(e))
-                            continue
-                        case.desc = "%s %s" % (str(dtype)[6:], list(s.input.shape))
-                        n += 1
-                        yield case
+            if layout == torch.sparse_csr and s.input.ndim != 2:
+                continue
+            data, m = to_layout(s.input, mask, layout)
+            other, _ = to_layout(s.args[0], mask, layout)
+            yield partial(make, op, dtype, layout, s, mask, data, m, other)
+            if layout == torch.strided:
+                yield partial(make, op, dtype, layout, s, mask, data, m, None)
 
 
 def operators_reduction(pools):
@@ -643,45 +646,31 @@ def operators_reduction(pools):
     filled with its identity"""
     from torch.testing._internal.common_methods_invocations import reduction_ops
     from torch.masked.maskedtensor.reductions import REDUCE_NAMES
-    n = 0
-    for op in reduction_ops:
-        if op.name not in REDUCE_NAMES or op.name in {"all", "mean", "std", "var"}:
-            continue
-        count_float16(op, 3)
-        for dtype in MT_FLOATS:
-            if dtype not in op.supported_dtypes("cpu"):
+
+    def make(op, dtype, layout, inp, mask):
+        filled = MO._combine_input_and_mask(getattr(MO, op.name), inp.detach(), mask)
+        with torch.no_grad():
+            t = op.op(filled)
+        if op.name in ("argmax", "argmin"):
+            t = t.to(torch.int64)   # masq rule: int64 indices
+        data, m = to_layout(inp, mask, layout)
+        case = Case(MT + "TestOperators.test_reduction_all[%s, %s]" % (op.name, LAYOUT[layout]))
+        case.binds.append(("x0", mt_expr(pools, data, m)))
+        case.call = f"{op.name}(x0)"
+        plain_want(case, pools, t, torch.tensor(True), exact=op.name in EXACT)
+        case.desc = "%s %s" % (str(dtype)[6:], list(inp.shape))
+        return case
+    keep = (lambda op: op.name in REDUCE_NAMES and op.name not in {"all", "mean", "std", "var"})
+    for op, dtype, layout in each_op(reduction_ops, keep, LAYOUTS):
+        if op.name in {"argmin", "argmax"} and layout == torch.sparse_csr:
+            continue   # "not currently supported for torch.sparse_csr"
+        for s in op.sample_inputs("cpu", dtype, requires_grad=True):
+            if s.input.dim() == 0 or s.input.numel() == 0:
                 continue
-            for layout in (torch.strided, torch.sparse_coo, torch.sparse_csr):
-                if op.name in {"argmin", "argmax"} and layout == torch.sparse_csr:
-                    continue
-                torch.manual_seed(0)
-                for s in op.sample_inputs("cpu", dtype, requires_grad=True):
-                    inp = s.input
-                    if inp.dim() == 0 or inp.numel() == 0:
-                        continue
-                    mask = random_mask(inp.shape)
-                    if torch.count_nonzero(mask) == 0:
-                        continue
-                    if layout == torch.sparse_csr and inp.ndim != 2:
-                        continue
-                    filled = MO._combine_input_and_mask(getattr(MO, op.name), inp.detach(), mask)
-                    with torch.no_grad():
-                        t = op.op(filled)
-                    if op.name in ("argmax", "argmin"):
-                        t = t.to(torch.int64)   # masq rule: int64 indices
-                    data, m = to_layout(inp, mask, layout)
-                    case = Case(f"mt_reduction#{n}", MT + "TestOperators.test_reduction_all[%s, %s]" % (
-                        op.name, LAYOUT[layout]))
-                    try:
-                        case.binds.append(("x0", mt_expr(pools, data, m)))
-                        case.call = f"{op.name}(x0)"
-                        plain_want(case, pools, t, torch.tensor(True), exact=op.name in EXACT)
-                    except Refused as e:
-                        leave_out(str(e))
-                        continue
-                    case.desc = "%s %s" % (str(dtype)[6:], list(inp.shape))
-                    n += 1
-                    yield case
+            mask = random_mask(s.input.shape)
+            if torch.count_nonzero(mask) == 0 or (layout == torch.sparse_csr and s.input.ndim != 2):
+                continue
+            yield partial(make, op, dtype, layout, s.input, mask)
 
 
 def unary_data(fn_name):
@@ -703,54 +692,6 @@ def unary_data(fn_name):
     return data, mask
 
 
-def as_pool(pools, t, mask=None):
-    """a tensor whose dtype has no pool (int8) as an expression: pooled in
-    int64, then converted"""
-    if t.dtype == torch.int8:
-        return "to(%s, \"int8\")" % pools.add(V(t.to(torch.int64), mask))
-    return pools.add(V(t.clone(), mask))
-
-
-def unary_fns(pools):
-    """TestUnary.test_unary and test_inplace_unary: each native unary
-    function (and its in-place form, x.fn_()) on a 10x10 masked tensor"""
-    from torch.masked.maskedtensor.unary import NATIVE_INPLACE_UNARY_FNS, NATIVE_UNARY_FNS
-    n = 0
-    fns = [(f.__name__, False) for f in NATIVE_UNARY_FNS]
-    fns += sorted((f.__name__, True) for f in NATIVE_INPLACE_UNARY_FNS)
-    for name, inplace in fns:
-        base = name[:-1] if name.endswith("_") else name
-        torch.random.manual_seed(0)
-        data, mask = unary_data(base)
-        kw = {"min": -0.5, "max": 0.5} if base in ("clamp", "clip") else {}
-        extra = [2.0] if base == "pow" else []
-        with torch.no_grad():
-            # an in-place form's answer is torch's in place on a copy (its
-            # result keeps x's dtype)
-            t = getattr(torch.Tensor if inplace else torch, name)(data.clone(), *extra, **kw)
-        case = Case(f"mt_unary_fn#{n}", MT + "TestUnary.%s[%s]" % ("test_inplace_unary" if inplace else "test_unary",
-                                                                   name))
-        case.binds.append(("x0", as_pool(pools, data, mask)))
-        a = args_text(pools, extra, kw)
-        if inplace:
-            case.pre.append(f"x0.{name}({a[2:]})")
-            case.call = "x0"
-        else:
-            case.call = f"{name}(x0{a})"
-        if t.dtype == torch.int8:
-            case.pre.append(f'if dtype({case.call}) != "int8" {{ error("dtype " + dtype({case.call}) + ", want int8") }}')
-            case.call = f"long({case.call})"
-            t = t.to(torch.int64)
-        try:
-            plain_want(case, pools, t, mask)
-        except Refused as e:
-            leave_out(str(e))
-            continue
-        case.desc = "%s[10, 10]" % str(data.dtype)[6:]
-        n += 1
-        yield case
-
-
 def binary_data(fn_name):
     """TestBinary._get_test_data (after torch.random.manual_seed(0))"""
     data0 = torch.randn(10, 10)
@@ -765,43 +706,46 @@ def binary_data(fn_name):
     return data0, data1, mask
 
 
-def binary_fns(pools):
-    """TestBinary.test_binary and test_inplace_binary: each native binary
-    function (and x.fn_(y)) on (masked, masked) and (masked, plain) 10x10"""
-    from torch.masked.maskedtensor.binary import NATIVE_BINARY_FNS, NATIVE_INPLACE_BINARY_FNS
-    n = 0
-    fns = [(f.__name__, False) for f in NATIVE_BINARY_FNS]
-    fns += sorted((f.__name__, True) for f in NATIVE_INPLACE_BINARY_FNS)
-    for name, inplace in fns:
+def native_fns(pools, kind):
+    """TestUnary (kind "unary") and TestBinary ("binary"): each native
+    function and its in-place form x.fn_() / x.fn_(y) (y is then x), on a
+    10x10 masked tensor (the second operand masked alike, or plain); the
+    answer of an in-place form is torch's in place on a copy (it keeps x's
+    dtype)"""
+    from torch.masked.maskedtensor import binary, unary
+    mod = unary if kind == "unary" else binary
+    fns = [(f.__name__, False) for f in getattr(mod, "NATIVE_%s_FNS" % kind.upper())]
+    fns += sorted((f.__name__, True) for f in getattr(mod, "NATIVE_INPLACE_%s_FNS" % kind.upper()))
+
+    def make(name, inplace, second):
         base = name[:-1] if name.endswith("_") else name
         torch.random.manual_seed(0)
-        d0, d1, mask = binary_data(base)
+        if kind == "unary":
+            d0, mask = unary_data(base)
+            extra = [2.0] if base == "pow" else []
+            kw = {"min": -0.5, "max": 0.5} if base in ("clamp", "clip") else {}
+            ins, args = [d0], args_text(pools, extra, kw)
+        else:
+            d0, d1, mask = binary_data(base)
+            extra, kw = [d1.clone()], {}
+            ins, args = [d0, d1], ", x1"
         with torch.no_grad():
-            t = getattr(torch.Tensor if inplace else torch, name)(d0.clone(), d1.clone())
-        for second in ("masked", "plain"):
-            case = Case(f"mt_binary_fn#{n}", MT + "TestBinary.%s[%s] (masked, %s)" % (
-                "test_inplace_binary" if inplace else "test_binary", name, second))
-            case.binds.append(("x0", as_pool(pools, d0, mask)))
-            case.binds.append(("x1", as_pool(pools, d1, mask if second == "masked" else None)))
-            if inplace:
-                case.pre.append(f"x0.{name}(x1)")
-                call = "x0"
-            else:
-                call = f"{name}(x0, x1)"
-            tt = t
-            if t.dtype == torch.int8:
-                case.pre.append(f'if dtype({call}) != "int8" {{ error("dtype " + dtype({call}) + ", want int8") }}')
-                call = f"long({call})"
-                tt = t.to(torch.int64)
-            case.call = call
-            try:
-                plain_want(case, pools, tt, mask)
-            except Refused as e:
-                leave_out(str(e))
-                continue
-            case.desc = "%s[10, 10]" % str(d0.dtype)[6:]
-            n += 1
-            yield case
+            t = getattr(torch.Tensor if inplace else torch, name)(d0.clone(), *extra, **kw)
+        case = Case(MT + "Test%s.test_%s%s[%s]%s" % (kind.capitalize(), "inplace_" if inplace else "", kind, name,
+                                                     "" if kind == "unary" else " (masked, %s)" % second))
+        for i, d in enumerate(ins):
+            case.binds.append(("x%d" % i, pooled_masked(pools, d, mask if i == 0 or second == "masked" else None)))
+        if inplace:
+            case.pre.append(f"x0.{name}({args[2:]})")
+            case.call = "x0"
+        else:
+            case.call = f"{name}(x0{args})"
+        plain_want(case, pools, t, mask)
+        case.desc = "%s[10, 10]" % str(d0.dtype)[6:]
+        return case
+    for name, inplace in fns:
+        for second in (("masked",) if kind == "unary" else ("masked", "plain")):
+            yield partial(make, name, inplace, second)
 
 
 def sample_data(layout):
@@ -827,13 +771,9 @@ def basics(pools):
     softmax of the data filled with -inf) and the layout conversions
     test_to_sparse, test_to_dense, test_to_dense_and_sparse_coo/_csr with
     the gradients of sum(to_dense(y))"""
-    n = 0
-
     def new(test, desc):
-        nonlocal n
-        case = Case(f"mt_basics#{n}", MT + "TestBasics." + test)
+        case = Case(MT + "TestBasics." + test)
         case.desc = desc
-        n += 1
         return case
     # test_softmax
     torch.manual_seed(0)
@@ -849,29 +789,35 @@ def basics(pools):
     case.loss = "sum(y)"
     case.grads.append(("x0", pools.add(V(xinf.grad.clone(), mask)), (1e-5, 1e-6)))
     yield case
+    def conversion(test, x0, call, data, mask, layout=torch.strided, grad_layout=None, loss="sum(y)"):
+        """a conversion of masked data: y holds the data at the mask; the
+        gradient of loss is 1 at the valid entries, in grad_layout"""
+        case = new(test, "%sfloat32%s" % (LAYOUT[grad_layout] + " " if grad_layout else "", list(data.shape)))
+        case.binds.append(("x0", x0))
+        case.call = call
+        plain_want(case, pools, data, mask, layout)
+        case.loss = loss
+        case.grads.append(("x0", pools.add(ones_grad(mask)), (0.0, 0.0)) + ((LAYOUT[grad_layout],) if grad_layout
+                                                                              else ()))
+        return case
+
+    def sparse_leaf(layout, data, mask):
+        sd, sm = to_layout(data, mask, layout)
+        return "masked(%s, %s, requires_grad=true)" % (tensor_expr(pools, sd), tensor_expr(pools, sm))
+
+    def strided_leaf(data, mask):
+        return "requires_grad(%s)" % pools.add(V(data.clone(), mask))
     # test_to_sparse: mt.to_sparse() holds the data at the mask
     torch.manual_seed(1)
     for data, mask in sample_data(torch.strided):
-        case = new("test_to_sparse", "float32%s" % list(data.shape))
-        case.binds.append(("x0", "requires_grad(%s)" % pools.add(V(data.clone(), mask))))
-        case.call = "to_sparse(x0)"
-        plain_want(case, pools, data, mask, torch.sparse_coo)
-        case.loss = "sum(to_dense(y))"
-        case.grads.append(("x0", pools.add(ones_grad(mask)), (0.0, 0.0)))
-        yield case
+        yield conversion("test_to_sparse", strided_leaf(data, mask), "to_sparse(x0)", data, mask,
+                         torch.sparse_coo, loss="sum(to_dense(y))")
     # test_to_dense: a sparse MaskedTensor to_dense()
     torch.manual_seed(2)
     for layout in (torch.sparse_coo, torch.sparse_csr):
         for data, mask in sample_data(layout):
-            sd, sm = to_layout(data, mask, layout)
-            case = new("test_to_dense", "%s float32%s" % (LAYOUT[layout], list(data.shape)))
-            case.binds.append(("x0", "masked(%s, %s, requires_grad=true)" % (tensor_expr(pools, sd),
-                                                                             tensor_expr(pools, sm))))
-            case.call = "to_dense(x0)"
-            plain_want(case, pools, data, mask)
-            case.loss = "sum(y)"
-            case.grads.append(("x0", pools.add(ones_grad(mask)), (0.0, 0.0), LAYOUT[layout]))
-            yield case
+            yield conversion("test_to_dense", sparse_leaf(layout, data, mask), "to_dense(x0)", data, mask,
+                             grad_layout=layout)
     # test_to_dense_and_sparse_coo / _csr: the strided route and the sparse one
     for layout, test, to in ((torch.sparse_coo, "test_to_dense_and_sparse_coo", "to_sparse"),
                              (torch.sparse_csr, "test_to_dense_and_sparse_csr", "to_sparse_csr")):
@@ -879,22 +825,10 @@ def basics(pools):
         for data, mask in sample_data(torch.strided):
             if layout == torch.sparse_csr and data.ndim != 2:
                 continue
-            case = new(test + " (mt.%s().to_dense())" % to, "float32%s" % list(data.shape))
-            case.binds.append(("x0", "requires_grad(%s)" % pools.add(V(data.clone(), mask))))
-            case.call = f"to_dense({to}(x0))"
-            plain_want(case, pools, data, mask)
-            case.loss = "sum(y)"
-            case.grads.append(("x0", pools.add(ones_grad(mask)), (0.0, 0.0)))
-            yield case
-            sd, sm = to_layout(data, mask, layout)
-            case = new(test + " (masked_tensor(data.sparse_mask(ms), ms).to_dense())", "float32%s" % list(data.shape))
-            case.binds.append(("x0", "masked(%s, %s, requires_grad=true)" % (tensor_expr(pools, sd),
-                                                                             tensor_expr(pools, sm))))
-            case.call = "to_dense(x0)"
-            plain_want(case, pools, data, mask)
-            case.loss = "sum(y)"
-            case.grads.append(("x0", pools.add(ones_grad(mask)), (0.0, 0.0), LAYOUT[layout]))
-            yield case
+            yield conversion(test + " (mt.%s().to_dense())" % to, strided_leaf(data, mask), f"to_dense({to}(x0))",
+                             data, mask)
+            yield conversion(test + " (masked_tensor(data.sparse_mask(ms), ms).to_dense())",
+                             sparse_leaf(layout, data, mask), "to_dense(x0)", data, mask, grad_layout=layout)
 
 
 MT_GROUPS = [
@@ -902,8 +836,8 @@ MT_GROUPS = [
     ("mt_unary", MT + "TestOperators.test_unary_core: op(input) at a random mask", operators_unary),
     ("mt_binary", MT + "TestOperators.test_binary_core: op(input, other) at a random mask", operators_binary),
     ("mt_reduction", MT + "TestOperators.test_reduction_all: op(input filled with the identity)", operators_reduction),
-    ("mt_unary_fn", MT + "TestUnary: fn(data) at the mask", unary_fns),
-    ("mt_binary_fn", MT + "TestBinary: fn(data0, data1) at the mask", binary_fns),
+    ("mt_unary_fn", MT + "TestUnary: fn(data) at the mask", partial(native_fns, kind="unary")),
+    ("mt_binary_fn", MT + "TestBinary: fn(data0, data1) at the mask", partial(native_fns, kind="binary")),
 ]
 
 
