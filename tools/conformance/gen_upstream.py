@@ -375,6 +375,13 @@ def opinfo_case(pools, op, short, dtype, origin, s):
         # uint8), which then counts as exp(0)
         out = op.op(inp.to(torch.float32), *args, **kw)
         case.desc += "; masq rule: logsumexp of ints is float32"
+    if short == "mean" and inp.layout == torch.sparse_csr and not inp.dtype.is_floating_point \
+            and inp.dtype != torch.bool and kw.get("dtype") is None:
+        # masq rule (docs/DIFFERENCES.md): the mean of ints is float32, as
+        # torch.masked.mean's of a strided tensor; of a CSR one torch
+        # truncates it to the int dtype
+        out = op.op(inp.to(torch.float32), *args, **kw)
+        case.desc += "; masq rule: mean of ints is float32"
     if short == "mean" and inp.dtype == torch.bool:
         # masq rule (docs/DIFFERENCES.md): the fraction of valid true entries;
         # torch 1.13's masked.mean sums a bool input in bool (True + True is
