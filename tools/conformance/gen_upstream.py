@@ -12,19 +12,22 @@ and .npz, one case per input that the upstream tests feed torch:
     inputs (test_masked.py's test_reference_masked, and test_mask_layout
     with layout=strided) and its sparse COO and CSR ones, each with the mask
     in every layout test_mask_layout's `mask_layouts` generator gives it,
-    for float32, float64 and int64 where the op takes it;
+    in every dtype the op takes but the complex ones (the storage dtypes
+    int8 ... bfloat16 pooled in int64 or float32 and converted with to());
   * test_maskedtensor.py's TestOperators (unary and binary ufuncs and the
     reductions on MaskedTensors, strided / COO / CSR), TestUnary and
     TestBinary (each native function and its in-place form on a random
-    10x10 masked tensor) and TestBasics' random conversions; its fixed
-    examples are the golden scripts tests/lang/upstream_*.masq.
+    10x10 masked tensor) and TestBasics' random cases (softmax, the layout
+    conversions); its fixed examples are the golden scripts
+    tests/lang/upstream_*.masq.
 
 Each case records torch 1.13's answer: values, output mask (torch.masked.
 _output_mask) and layout, and for strided float inputs of a differentiable
 op the gradient of sum(y * W(y)) the way gen.py records it. A case that masq
 refuses today is written like any other: known_failures.txt lists it (run
 --classify to rewrite that list from a masq build), and the scripts print
-"xfail" for a listed case that still fails and FAIL for one that passes.
+"xfail" for a listed case that still fails as listed, and FAIL for one that
+passes or that was refused and now answers wrongly.
 --classify runs every case with the given masq ignoring the list and counts
 the failures by cause; --write FILE writes them as a new list.
 Left out entirely: complex dtypes, hybrid sparse tensors (dense dims),
@@ -125,6 +128,8 @@ def widened(case, d, valid, exact, y64=None):
                 dev = max(0.0, float(((a - b).abs() - rtol * b.abs())[ok].max()))
         tol = (rtol, 1e-5 + 4 * dev)
     return d.to(wide), tol
+
+
 EXACT = {"amax", "amin", "argmax", "argmin", "median"}
 REFERENCE_TESTED = {"norm", "var", "std", "softmax", "log_softmax", "softmin", "normalize"}
 
@@ -136,7 +141,8 @@ def leave_out(why, n=1):
 
 
 class Refused(Exception):
-    """torch itself refuses the input: not a case"""
+    """not a case: torch itself raises on the input, or it is left out
+    (complex, hybrid sparse)"""
 
 
 # ------------------------------------------------------------ one case
@@ -152,28 +158,30 @@ class Case:
         self.binds = []               # (name, expression)
         self.pre = []                 # statements before y = ... (in-place forms)
         self.call = None              # masq expression for y
-        self.want = None              # (layout, V) or None when torch raises
+        self.want = None              # (torch's layout, its result from the pools)
+        self.want_dtype = None        # a storage dtype the result must have
         self.tol = (0.0, 0.0)
+        self.fd = False               # the gradient is a central difference
         self.grads = []               # (leaf name, V, (rtol, atol)[, layout])
         self.loss = "sum(y * W(y))"   # what the gradients are of
         self.desc = ""
 
 
-def tensor_expr(pools, t, name_hint="x"):
+def tensor_expr(pools, t):
     """a torch tensor (any layout) as a masq expression built from the pools"""
     if t.is_complex():
-        raise Refused("complex")
+        raise Refused("complex-dtype samples")
     if t.layout == torch.strided:
         return pooled(pools, t)
     if t.layout == torch.sparse_coo:
         if t.dense_dim() > 0:
-            raise Refused("hybrid")
+            raise Refused("hybrid sparse samples")
         i = pools.add(V(t._indices().clone()))
         v = pooled(pools, t._values())
         return f"sparse_coo({i}, {v}, {G.lit(list(t.shape))})"
     if t.layout == torch.sparse_csr:
         if t.dim() != 2:
-            raise Refused("batched csr")
+            raise Refused("batched CSR samples")
         c = pools.add(V(t.crow_indices().to(torch.int64).clone()))
         k = pools.add(V(t.col_indices().to(torch.int64).clone()))
         v = pooled(pools, t.values())
@@ -253,7 +261,7 @@ def finish(case, pools, out, outmask, out64, exact, grad=None, grad64=None, gnam
     case.want = (LAYOUT[out.layout], pools.add(want))
     if grad is not None:
         gtol = G.tolerance(grad.d, grad64.d if grad64 is not None else None, grad.vmask(), grad.d.dtype, False)
-        if getattr(case, "fd", False):   # a central difference: good to about 1e-8
+        if case.fd:   # a central difference: good to about 1e-8
             gtol = (1e-5, 1e-6)
         case.grads.append((gname, pools.add(grad), gtol))
 
@@ -320,11 +328,10 @@ def to_strided(v):
 def opinfo_case(pools, op, short, dtype, origin, s):
     inp, args, kw = s.input, tuple(s.args), dict(s.kwargs)
     if inp.is_complex() or any(isinstance(a, torch.Tensor) and a.is_complex() for a in args):
-        raise Refused("complex")
+        raise Refused("complex-dtype samples")
     case = Case(origin)
     case.binds.append(("x0", tensor_expr(pools, inp)))
     parts = ["x0"]
-    names = {}
     for j, a in enumerate(args):
         if isinstance(a, torch.Tensor):
             nm = "x%d" % (j + 1)
@@ -336,7 +343,6 @@ def opinfo_case(pools, op, short, dtype, origin, s):
         if isinstance(v, torch.Tensor):
             nm = {"mask": "m0", "input_mask": "m0", "other_mask": "m1"}.get(k, k)
             case.binds.append((nm, tensor_expr(pools, v)))
-            names[k] = nm
             parts.append(f"{k}={nm}")
         elif v is None:
             continue
@@ -350,13 +356,11 @@ def opinfo_case(pools, op, short, dtype, origin, s):
     try:
         out = op.op(inp, *args, **kw)
         r_inp, r_args, r_kw = to_strided((inp, args, kw))
+        # without mask= the result is plain (a sparse input's unstored
+        # entries are zeros, torch.masked's _combine_input_and_mask)
         outmask = None
         if r_kw.get("mask") is not None:
             outmask = MO._output_mask(op.op, r_inp, *r_args, **r_kw)
-        elif inp.layout != torch.strided:
-            # torch.masked's functional forms on a sparse input without mask=
-            # take its stored entries as the mask
-            outmask = None
     except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
         raise Refused("samples torch 1.13 itself raises on (%s)" % type(e).__name__) from e
     if short in ("argmax", "argmin"):
@@ -471,7 +475,7 @@ def emit(case):
     lines.append(f"y = {case.call}")
     lay, want = case.want
     rtol, atol = case.tol
-    if getattr(case, "want_dtype", None):
+    if case.want_dtype:
         wide = "float" if case.want_dtype in ("float16", "bfloat16") else "long"
         lines.append(f'r = cmpdt(y, "{case.want_dtype}") + cmpl({wide}(y), "{lay}", {want}, '
                      f'{G.fmt_tol(rtol)}, {G.fmt_tol(atol)})')
@@ -497,7 +501,6 @@ def write_group(outdir, group, source, cases):
     """cases(pools) yields Cases, or thunks that make one or raise Refused"""
     pools = G.Pools()
     body = []
-    man = []
     n = 0
     for make in cases(pools):
         try:
@@ -509,14 +512,13 @@ def write_group(outdir, group, source, cases):
             continue
         case.cid = f"{group}#{n}"
         body += emit(case)
-        man.append("\t".join([case.cid, case.call, case.origin, case.desc, "grad" if case.grads else "-"]))
         n += 1
     keys = pools.save(os.path.join(outdir, group + ".npz"))
     head = HEAD.format(group=group, n=n, source=source).split("\n")[:-1]
     head += [f'{k.upper()} = load(F, "{k}")' for k in keys]
     with open(os.path.join(outdir, group + ".masq"), "w") as f:
         f.write("\n".join(head + body + [f'done("{group}", {n})']) + "\n")
-    return man, n
+    return n
 
 
 def main():
@@ -535,7 +537,7 @@ def main():
     counts = []
     total = 0
     for group, source, cases in groups(want):
-        _, n = write_group(a.out, group, source, cases)
+        n = write_group(a.out, group, source, cases)
         counts.append((group, n))
         total += n
         print(f"{group:24s} {n:5d} cases")
