@@ -251,6 +251,7 @@ test-run: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_AP
 	@sh tests/io/check_scipy.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/pictures/check_svg.sh $(B)/masq | tee -a $(B)/results
 	@sh tools/conformance/run.sh $(B)/masq | tee -a $(B)/results
+	@sh tools/conformance/run.sh $(B)/masq tests/conformance/upstream | tee -a $(B)/results
 	@if [ -f "$(PY_INC)/Python.h" ]; then $(MAKE) --no-print-directory python >/dev/null; fi
 	@PYTHON=$(PYTHON) sh python/tests/run.sh $(B) | tee -a $(B)/results
 	@echo "--- again under AddressSanitizer + UndefinedBehaviorSanitizer ($(SAN_CC))"
@@ -260,6 +261,7 @@ test-run: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_AP
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/crashes/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
 	@ASAN_OPTIONS=detect_leaks=1 sh tools/conformance/run.sh $(ASAN_DIR)/masq | tee -a $(B)/results
+	@ASAN_OPTIONS=detect_leaks=1 sh tools/conformance/run.sh $(ASAN_DIR)/masq tests/conformance/upstream | tee -a $(B)/results
 	@echo "--- the threaded API tests under ThreadSanitizer ($(TSAN_CC))"
 	@TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" MASQ_NUM_THREADS=3 sh tests/run_units.sh $(TSAN_DIR) api | tee -a $(B)/results
 	@$(MAKE) --no-print-directory fuzz-test
@@ -329,13 +331,16 @@ uninstall:
 SEED ?= 1
 conformance: $(B)/masq
 	@sh tools/conformance/run.sh $(B)/masq
+	@sh tools/conformance/run.sh $(B)/masq tests/conformance/upstream
 
 conformance-regen: $(B)/masq
 	/usr/bin/python3 tools/conformance/gen.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_index.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_newops.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_csc.py --seed $(SEED)
+	/usr/bin/python3 tools/conformance/gen_upstream.py
 	@sh tools/conformance/run.sh $(B)/masq
+	@sh tools/conformance/run.sh $(B)/masq tests/conformance/upstream
 
 # --- benchmarks: make bench (bench/run.sh; docs/PERFORMANCE.md) --------------
 # masq_bench times masq in-process through include/masq.h; baseline is the
