@@ -114,12 +114,13 @@ static mq_value on_dense(mq_state *S, const mq_builtin *b, mq_value *args, mq_te
  * dense shape of the first extreme valid entry (torch's answer for COO);
  * masked out when no entry is valid. */
 static mq_tensor *whole_argext(mq_state *S, mq_tensor *t, bool max, bool keepdim) {
-  mq_tensor *v = mq_sparse_values(S, t);
-  mq_tensor *at = mq_argext(S, v, -1, false, max);
-  if (at->mask == NULL || mq_tensor_item(S, mq_get_mask(S, at)) != 0) {
-    int64_t k = (int64_t)mq_tensor_item(S, mq_get_data(S, at));
-    at = mq_tensor_scalar_i64(S, t->sparse->nnz ? mq_sparse_keys(S, t)[k] : 0);
-  }
+  mq_tensor *ext = mq_argext(S, mq_sparse_values(S, t), -1, false, max);
+  mq_tensor *valid = ext->mask ? mq_get_mask(S, ext) : NULL;
+  int64_t k = (int64_t)mq_tensor_item(S, mq_get_data(S, ext)), flat = 0;
+  if ((!valid || mq_tensor_item(S, valid) != 0) && k >= 0 && k < t->sparse->nnz)
+    flat = mq_sparse_keys(S, t)[k];
+  mq_tensor *at = mq_tensor_scalar_i64(S, flat);
+  if (valid) at = mq_masked(S, at, valid); /* as a strided masked tensor's argmax */
   if (!keepdim) return at;
   int64_t ones[MQ_MAX_DIMS];
   for (int d = 0; d < t->ndim; d++) ones[d] = 1;
@@ -161,6 +162,7 @@ static bool reduce_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
         mq_value a2[MQ_MAX_PARAMS];
         memcpy(a2, args, (size_t)b->nparams * sizeof *a2);
         a2[0] = mq_objv(mq_sparse_values(S, t));
+        a2[dim] = mq_none(); /* none, [] or every dim listed: all of values */
         if (dt >= 0) a2[dt] = mq_none();
         if (mk >= 0) a2[mk] = mq_none();
         *out = b->def->fn(S, a2);
