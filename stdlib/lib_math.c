@@ -283,12 +283,20 @@ static mq_value lib_median(mq_state *S, mq_value *args) {
   RET(mq_median(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim")));
 }
 
-#define X(E, name, prod, ...)                                                  \
-  static mq_value lib_scan_##E(mq_state *S, mq_value *args) {                  \
-    mq_tensor *t = functional_input(S, args, 2, 3);                            \
-    return answer_in(S, mq_cumulative(S, t, mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), \
-                                                                  t->ndim), prod), args[2]); \
-  }
+/* cumsum/cumprod; with mask= (torch.masked's form) an int x keeps its
+ * dtype, as torch.masked.cumsum answers (plain torch widens to int64). */
+static mq_value scan(mq_state *S, mq_value *args, bool prod) {
+  mq_tensor *x = TS(0, "x");
+  mq_tensor *t = functional_input_of(S, mq_tensor_computable(S, x), args, 2, 3);
+  mq_tensor *r = mq_cumulative(S, t, mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim),
+                               prod);
+  if (args[2].type == MQ_NONE && args[3].type != MQ_NONE && x->dtype != MQ_DT_BOOL &&
+      !mq_dtype_is_float((mq_dtype)x->dtype))
+    RET(mq_narrow_back(S, r, (mq_dtype)x->dtype));
+  return answer_in(S, r, args[2]);
+}
+#define X(E, name, prod, ...) \
+  static mq_value lib_scan_##E(mq_state *S, mq_value *args) { return scan(S, args, prod); }
 MQ_SCAN_OPS(X)
 #undef X
 

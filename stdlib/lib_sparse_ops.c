@@ -62,12 +62,20 @@ static bool binary_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
   return true;
 }
 
+/* [plain_sparse]: torch.masked answers a plain sparse input without mask=
+ * along dims in its layout, storing the slices that hold a stored entry
+ * (only sum, whose unstored zeros add nothing: torch asks the others for a
+ * mask, and masq answers them strided). [to_float]: an int input under
+ * mask= is reduced in float32, as the strided form answers (torch's
+ * total / count). */
 static const struct {
   const char *name;
   mq_sparse_red op;
+  bool plain_sparse, to_float;
 } reds[] = {
-    {"sum", MQ_SRED_SUM},   {"mean", MQ_SRED_MEAN}, {"amax", MQ_SRED_AMAX},
-    {"amin", MQ_SRED_AMIN}, {"prod", MQ_SRED_PROD}, {"count", MQ_SRED_COUNT},
+    {"sum", MQ_SRED_SUM, true, false},    {"mean", MQ_SRED_MEAN, false, true},
+    {"amax", MQ_SRED_AMAX, false, false}, {"amin", MQ_SRED_AMIN, false, false},
+    {"prod", MQ_SRED_PROD, false, false}, {"count", MQ_SRED_COUNT, false, false},
 };
 
 /* Whole reductions that read a masked tensor's valid values alone. */
@@ -145,10 +153,14 @@ static bool reduce_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
   bool whole = dims == (uint32_t)((1u << t->ndim) - 1);
   int i = 0, n = (int)(sizeof reds / sizeof *reds);
   while (i < n && strcmp(reds[i].name, b->name) != 0) i++;
-  if (i < n && with_mask) { /* torch's result layout: x's, CSR's kept 2-D */
-    mq_tensor *r = mq_sparse_reduce(S, reds[i].op, t, dims, keepdim, b->name);
-    *out = mq_objv(t->layout == MQ_LAYOUT_CSR && r->ndim == 2 ? mq_to_sparse_csr(S, r)
-                                                              : mq_to_sparse_coo(S, r));
+  bool plain = i < n && reds[i].plain_sparse && !t->mask && args[dim].type != MQ_NONE;
+  if (i < n && (with_mask || plain)) { /* torch's result layout: x's, CSR's kept 2-D */
+    if (with_mask && reds[i].to_float && !mq_dtype_is_float((mq_dtype)t->dtype))
+      t = mq_sparse_astype(S, t, MQ_DT_F32);
+    mq_tensor *r = mq_sparse_reduce(S, reds[i].op, plain ? mq_sparse_as_masked(S, t, NULL) : t,
+                                    dims, keepdim, b->name);
+    r = t->layout == MQ_LAYOUT_CSR && r->ndim == 2 ? mq_to_sparse_csr(S, r) : mq_to_sparse_coo(S, r);
+    *out = mq_objv(plain ? mq_sparse_get_data(S, r) : r); /* a plain x: a plain result */
     return true;
   }
   bool arg = strcmp(b->name, "argmax") == 0 || strcmp(b->name, "argmin") == 0;
