@@ -125,7 +125,7 @@ static mq_value lib_bin_LOGADDEXP(mq_state *S, mq_value *args) {
     valid = valid ? mq_binary(S, MQ_BIN_BOR, valid, m) : m;
   }
   mq_tensor *r = mq_binary(S, MQ_BIN_LOGADDEXP, operand[0], operand[1]);
-  RET(mq_masked(S, r, valid));
+  RET(mq_as_masked(S, r, valid)); /* differentiable, as torch.masked.logaddexp */
 }
 
 static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
