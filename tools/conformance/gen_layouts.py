@@ -4,8 +4,9 @@
 For each reduction and normalization of torch.masked (sum, prod, amax, amin,
 mean, logsumexp, norm, var, std, argmax, argmin, median, softmax,
 log_softmax, softmin, normalize, cumsum, cumprod) and each pair of layouts
-of input and mask (strided, sparse_coo, sparse_csr), every dim (none, ints,
-negative ones, lists, [] for torch's ()) with keepdim false and true: the
+of input and mask (strided, sparse_coo, sparse_csr) on 2-D inputs, and the
+pairs without CSR on 3-D ones, every dim (none, ints, negative ones, lists,
+[] for torch's ()) with keepdim false and true: the
 case calls `op(x, dim, keepdim=, mask=m)` in masq and checks
 
 - the result's layout (and a sparse result's nnz): torch's when torch 1.13
@@ -118,9 +119,9 @@ def call_text(op, dim, keepdim):
     return "%s(x0, %s%s, mask=m0)" % (op, lit(dim), kd)
 
 
-def draw(rng, k, dtype):
-    shape = [int(rng.integers(1, 5)), int(rng.integers(1, 5))]
-    n = shape[0] * shape[1]
+def draw(rng, k, dtype, nd):
+    shape = [int(rng.integers(1, 5 if nd == 2 else 4)) for _ in range(nd)]
+    n = int(np.prod(shape))
     d = torch.tensor(rng.normal(0, 1, n) * 2, dtype=dtype).reshape(shape)
     d[torch.tensor(rng.random(n) < 0.35).reshape(shape)] = 0
     kind = k % 6
@@ -128,7 +129,7 @@ def draw(rng, k, dtype):
     if kind == 0:
         m[...] = True
     elif kind == 2:
-        m[int(rng.integers(shape[0])), :] = False    # an empty row (torch's CSR crash)
+        m[int(rng.integers(shape[0]))] = False    # an empty row (torch's CSR crash)
     elif kind == 4 and k % 12 == 4:
         m[...] = False
     junk = torch.tensor([math.nan, math.inf, -math.inf, 1e30], dtype=dtype)[torch.arange(n) % 4]
@@ -163,9 +164,14 @@ def tolerances(dtype):
 
 
 def cases_of(op):
+    """(input layout, mask layout, dim, keepdim, ndim): every pair on 2-D
+    inputs, then the pairs without CSR on 3-D ones (COO takes any ndim)"""
     dims = ALONG_DIMS if op in ALONG else ARG_DIMS if op in ARG else ALONG_DIMS if op == "median" else RED_DIMS
+    dims3 = [2, -2] if op in ALONG or op in ARG or op == "median" else [None, 2, [0, -1], [-2, 2], []]
     kds = [False] if op in ALONG else [False, True]
-    return [(li, lm, dim, kd) for li in LAYOUTS for lm in LAYOUTS for dim in dims for kd in kds]
+    two = [(li, lm, dim, kd, 2) for li in LAYOUTS for lm in LAYOUTS for dim in dims for kd in kds]
+    three = [(li, lm, dim, kd, 3) for li in LAYOUTS[:2] for lm in LAYOUTS[:2] for dim in dims3 for kd in kds]
+    return two + three
 
 
 def generate(op, seed):
@@ -173,10 +179,10 @@ def generate(op, seed):
     pools = Pools()
     body, man = [], []
     plan = cases_of(op)
-    for k, (li, lm, dim, kd) in enumerate(plan):
+    for k, (li, lm, dim, kd, nd) in enumerate(plan):
         cid = "layouts_%s#%d" % (op, k)
         dtype = torch.float64 if k % 3 == 1 else torch.float32
-        d, m = draw(rng, k, dtype)
+        d, m = draw(rng, k, dtype, nd)
         plain = torch.where(m, d, torch.zeros((), dtype=dtype))  # what the sparse input stores
         xin = d if li == "strided" else plain
         want = reference(op, d, m, dim, kd)
