@@ -339,6 +339,7 @@ conformance-regen: $(B)/masq
 	/usr/bin/python3 tools/conformance/gen_newops.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_csc.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_upstream.py
+	/usr/bin/python3 tools/conformance/gen_layouts.py --seed $(SEED)
 	@sh tools/conformance/run.sh $(B)/masq
 	@sh tools/conformance/run.sh $(B)/masq tests/conformance/upstream
 

@@ -397,6 +397,7 @@ primary:
   | IDENT                               { $$ = NODE(NAME, @$); $$->str = $1; }
   | LPAREN expr RPAREN                  { $$ = $2; }
   | LBRACK RBRACK                       { $$ = NODE(LIST, @$); }
+  | LPAREN RPAREN                       { $$ = NODE(LIST, @$); } /* Python's (): torch's dim=() */
   | LBRACK items RBRACK                 { $$ = $2; $$->span = SPAN(@$); }
   | LBRACK expr comp_fors RBRACK {
       $$ = $3; $$->kind = MQ_N_LISTCOMP; $$->span = SPAN(@$); $$->kids[0] = $2;

@@ -8,6 +8,7 @@
 
 #include "../runtime/autograd/autograd.h"
 #include "../runtime/kernels/ops.h"
+#include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
@@ -134,7 +135,7 @@ static mq_value lib_bin_LOGADDEXP(mq_state *S, mq_value *args) {
     valid = valid ? mq_binary(S, MQ_BIN_BOR, valid, m) : m;
   }
   mq_tensor *r = mq_binary(S, MQ_BIN_LOGADDEXP, operand[0], operand[1]);
-  RET(mq_masked(S, r, valid));
+  RET(mq_as_masked(S, r, valid)); /* differentiable, as torch.masked.logaddexp */
 }
 
 static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
@@ -180,8 +181,7 @@ static int reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
   for (int i = 0; i < n; i++)
     for (int j = 0; j < i; j++)
       if (dims[i] == dims[j]) mq_error(S, "dimension %d appears twice in dim", dims[i]);
-  if (n == 0) mq_error(S, "dim must not be empty (use none to reduce everything)");
-  return n;
+  return n; /* [] (torch.masked's ()): every dim, as none */
 }
 
 /* dim for the ops along one dim: none (the flattened tensor: -1) or an int. */
@@ -212,13 +212,21 @@ static mq_value answer_in(mq_state *S, mq_tensor *r, mq_value dtype) {
 
 /* torch.masked's functional forms: x converted to dtype= when given, and
  * with mask= (a plain x only) the masked tensor masked(x, mask). */
-static mq_tensor *functional_input_of(mq_state *S, mq_tensor *x, mq_value *args, int dtype_arg,
-                                      int mask_arg) {
-  mq_tensor *t = with_dtype(S, x, args[dtype_arg]);
-  if (args[mask_arg].type == MQ_NONE) return t;
+static mq_tensor *masked_by(mq_state *S, mq_tensor *t, mq_value *args, int mask_arg) {
+  if (mask_arg < 0 || args[mask_arg].type == MQ_NONE) return t;
   if (t->mask)
     mq_error(S, "mask= is for plain tensors; x is already masked (combine the masks with &)");
-  return mq_masked(S, t, TS(mask_arg, "mask")); /* as stored: bool, or named as given */
+  if (mq_is_sparse(args[mask_arg])) { /* torch's _input_mask: to x's layout, then bool */
+    mq_tensor *m = mq_as_tensor_any(args[mask_arg]);
+    if (m->mask) mq_error(S, "mask= must be a plain tensor, got a masked %s one",
+                          mq_layout_name((mq_layout)m->layout));
+    return mq_as_masked(S, t, mq_astype(S, mq_sparse_to_dense(S, m), MQ_DT_BOOL));
+  }
+  return mq_as_masked(S, t, TS(mask_arg, "mask")); /* as stored: bool, or named as given */
+}
+static mq_tensor *functional_input_of(mq_state *S, mq_tensor *x, mq_value *args, int dtype_arg,
+                                      int mask_arg) {
+  return masked_by(S, with_dtype(S, x, args[dtype_arg]), args, mask_arg);
 }
 static mq_tensor *functional_input(mq_state *S, mq_value *args, int dtype_arg, int mask_arg) {
   return functional_input_of(S, T(0, "x"), args, dtype_arg, mask_arg);
@@ -280,17 +288,25 @@ static mq_value lib_argmax(mq_state *S, mq_value *args) { return argext(S, args,
 static mq_value lib_argmin(mq_state *S, mq_value *args) { return argext(S, args, false); }
 
 static mq_value lib_median(mq_state *S, mq_value *args) {
-  mq_tensor *t = T(0, "x");
+  mq_tensor *t = masked_by(S, T(0, "x"), args, 3);
   int d = one_dim(S, args[1], t, "median");
   RET(mq_median(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim")));
 }
 
-#define X(E, name, prod, ...)                                                  \
-  static mq_value lib_scan_##E(mq_state *S, mq_value *args) {                  \
-    mq_tensor *t = with_dtype(S, T(0, "x"), args[2]);                          \
-    return answer_in(S, mq_cumulative(S, t, mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), \
-                                                                  t->ndim), prod), args[2]); \
-  }
+/* cumsum/cumprod; with mask= (torch.masked's form) an int x keeps its
+ * dtype, as torch.masked.cumsum answers (plain torch widens to int64). */
+static mq_value scan(mq_state *S, mq_value *args, bool prod) {
+  mq_tensor *x = TS(0, "x");
+  mq_tensor *t = functional_input_of(S, mq_tensor_computable(S, x), args, 2, 3);
+  mq_tensor *r = mq_cumulative(S, t, mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim),
+                               prod);
+  if (args[2].type == MQ_NONE && args[3].type != MQ_NONE && x->dtype != MQ_DT_BOOL &&
+      !mq_dtype_is_float((mq_dtype)x->dtype))
+    RET(mq_narrow_back(S, r, (mq_dtype)x->dtype));
+  return answer_in(S, r, args[2]);
+}
+#define X(E, name, prod, ...) \
+  static mq_value lib_scan_##E(mq_state *S, mq_value *args) { return scan(S, args, prod); }
 MQ_SCAN_OPS(X)
 #undef X
 
@@ -302,7 +318,7 @@ static mq_value lib_logcumsumexp(mq_state *S, mq_value *args) {
 /* --- normalizations ------------------------------------------------------------------ */
 
 static mq_value softmaxes(mq_state *S, mq_value *args, int kind) {
-  mq_tensor *t = with_dtype(S, T(0, "x"), args[2]);
+  mq_tensor *t = functional_input(S, args, 2, 3);
   int d = mq_shape_norm_dim(S, mq_arg_int(S, args[1], "dim"), t->ndim);
   if (kind == 2) { /* softmin(x) = softmax(-x) */
     if (!mq_dtype_is_float((mq_dtype)t->dtype)) t = mq_astype(S, t, MQ_DT_F32);
@@ -315,7 +331,7 @@ static mq_value lib_log_softmax(mq_state *S, mq_value *args) { return softmaxes(
 static mq_value lib_softmin(mq_state *S, mq_value *args) { return softmaxes(S, args, 2); }
 
 static mq_value lib_normalize(mq_state *S, mq_value *args) {
-  RET(mq_normalize(S, T(0, "x"), mq_arg_number(S, args[1], "p"), (int)mq_arg_int(S, args[2], "dim"),
+  RET(mq_normalize(S, masked_by(S, T(0, "x"), args, 4), mq_arg_number(S, args[1], "p"), (int)mq_arg_int(S, args[2], "dim"),
                    mq_arg_number(S, args[3], "eps")));
 }
 
@@ -377,7 +393,7 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 #define RED_ROW(E, name, bind, deriv, fuse, conf, in, res, ident, doc)         \
   {RED_SIG_##bind(name), lib_red_##E, doc, RED_KIND_##fuse, MQ_RED_##E},
 #define SCAN_ROW(E, name, prod, conf, doc) \
-  {name "(x, dim, dtype=none)", lib_scan_##E, doc, MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
+  {name "(x, dim, dtype=none, mask=none)", lib_scan_##E, doc, MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
 
 const mq_libfn mq_lib_math[] = {
     /* unary: torch.masked's 62 names for real dtypes, and relu, isinf,
@@ -402,7 +418,7 @@ const mq_libfn mq_lib_math[] = {
      MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"std(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_std,
      "standard deviation of the valid entries (correction as in var)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
-    {"median(x, dim=none, keepdim=false)", lib_median,
+    {"median(x, dim=none, keepdim=false, mask=none)", lib_median,
      "lower median of the valid entries along one dim (or of all)", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
 
     /* scans along one dim */
@@ -412,13 +428,13 @@ const mq_libfn mq_lib_math[] = {
      "and stay masked", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
 
     /* normalizations along a dim; a fully masked slice stays masked out */
-    {"softmax(x, dim, dtype=none)", lib_softmax,
+    {"softmax(x, dim, dtype=none, mask=none)", lib_softmax,
      "softmax over the valid entries along dim; a fully masked slice stays masked", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
-    {"log_softmax(x, dim, dtype=none)", lib_log_softmax,
+    {"log_softmax(x, dim, dtype=none, mask=none)", lib_log_softmax,
      "log of softmax over the valid entries along dim, computed stably", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
-    {"softmin(x, dim, dtype=none)", lib_softmin, "softmax(-x) over the valid entries along dim",
+    {"softmin(x, dim, dtype=none, mask=none)", lib_softmin, "softmax(-x) over the valid entries along dim",
      MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
-    {"normalize(x, p=2.0, dim=1, eps=1e-12)", lib_normalize,
+    {"normalize(x, p=2.0, dim=1, eps=1e-12, mask=none)", lib_normalize,
      "x divided by the p-norm of its valid entries along dim (at least eps)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
 
     /* selection */

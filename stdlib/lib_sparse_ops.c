@@ -2,8 +2,10 @@
  * matmul, intersect) on sparse input, and the builtins only sparse tensors
  * have: union and masked_matmul. mq_sparse_builtin (lib_sparse.c) sends
  * every call with a sparse first or second argument here first. */
+#include "../runtime/kernels/gather.h"
 #include "../runtime/kernels/ops.h"
 #include "../runtime/sparse/sparse.h"
+#include "../runtime/tensor/shape.h"
 #include "stdlib.h"
 
 #define RET(t) return mq_objv(t)
@@ -61,12 +63,20 @@ static bool binary_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
   return true;
 }
 
+/* [plain_sparse]: torch.masked answers a plain sparse input without mask=
+ * along dims in its layout, storing the slices that hold a stored entry
+ * (only sum, whose unstored zeros add nothing: torch asks the others for a
+ * mask, and masq answers them strided). [to_float]: an int input under
+ * mask= is reduced in float32, as the strided form answers (torch's
+ * total / count). */
 static const struct {
   const char *name;
   mq_sparse_red op;
+  bool plain_sparse, to_float;
 } reds[] = {
-    {"sum", MQ_SRED_SUM},   {"mean", MQ_SRED_MEAN}, {"amax", MQ_SRED_AMAX},
-    {"amin", MQ_SRED_AMIN}, {"prod", MQ_SRED_PROD}, {"count", MQ_SRED_COUNT},
+    {"sum", MQ_SRED_SUM, true, false},    {"mean", MQ_SRED_MEAN, false, true},
+    {"amax", MQ_SRED_AMAX, false, false}, {"amin", MQ_SRED_AMIN, false, false},
+    {"prod", MQ_SRED_PROD, false, false}, {"count", MQ_SRED_COUNT, false, false},
 };
 
 /* Whole reductions that read a masked tensor's valid values alone. */
@@ -81,40 +91,126 @@ static int param(const mq_builtin *b, const char *name) {
   return -1;
 }
 
-static bool reduce_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
-  int dim = param(b, "dim"), kd = param(b, "keepdim"), mk = param(b, "mask"), dt = param(b, "dtype");
-  if (dim < 0 || dim > 2 || kd < 0 || !mq_is_sparse(args[0])) return false;
+/* torch.masked's keyword mask= of [b] (not masked()'s or masked_matmul's
+ * operand): its index, -1 if none. */
+static int mask_param(const mq_builtin *b) {
+  int mk = param(b, "mask");
+  return mk >= 2 && !b->params[mk].required ? mk : -1;
+}
+
+/* mask= on a sparse x: torch.masked's x under the mask (mq_sparse_where);
+ * x itself without one. */
+static mq_tensor *sparse_input(mq_state *S, const mq_builtin *b, mq_value *args) {
   mq_tensor *t = mq_as_tensor_any(args[0]);
-  if (mk >= 0 && args[mk].type != MQ_NONE)
-    mq_error(S, "%s: mask= is for strided tensors; masked(x, mask) masks a sparse one", b->name);
+  int mk = mask_param(b);
+  if (mk < 0 || args[mk].type == MQ_NONE) return t;
+  return mq_sparse_where(S, t, any_arg(S, args[mk], "mask"), b->name);
+}
+
+/* [b] on the strided copy of [t] (x under its mask=): the
+ * ops torch.masked refuses on a sparse input, which masq answers in the
+ * strided layout, as for a strided x (DIFFERENCES.md). */
+static mq_value on_dense(mq_state *S, const mq_builtin *b, mq_value *args, mq_tensor *t) {
+  mq_value a2[MQ_MAX_PARAMS];
+  memcpy(a2, args, (size_t)b->nparams * sizeof *a2);
+  a2[0] = mq_objv(mq_sparse_to_dense(S, t));
+  for (int j = 1; j < b->nparams; j++)
+    if (strcmp(b->params[j].name, "mask") == 0) a2[j] = mq_none();
+  return b->def->fn(S, a2);
+}
+
+/* argmax/argmin of a whole masked sparse tensor: the flat index into the
+ * dense shape of the first extreme valid entry (torch's answer for COO);
+ * masked out when no entry is valid. */
+static mq_tensor *whole_argext(mq_state *S, mq_tensor *t, bool max, bool keepdim) {
+  mq_tensor *ext = mq_argext(S, mq_sparse_values(S, t), -1, false, max);
+  mq_tensor *valid = ext->mask ? mq_get_mask(S, ext) : NULL;
+  int64_t k = (int64_t)mq_tensor_item(S, mq_get_data(S, ext)), flat = 0;
+  if ((!valid || mq_tensor_item(S, valid) != 0) && k >= 0 && k < t->sparse->nnz)
+    flat = mq_sparse_keys(S, t)[k];
+  mq_tensor *at = mq_tensor_scalar_i64(S, flat);
+  if (valid) at = mq_masked(S, at, valid); /* as a strided masked tensor's argmax */
+  if (!keepdim) return at;
+  int64_t ones[MQ_MAX_DIMS];
+  for (int d = 0; d < t->ndim; d++) ones[d] = 1;
+  return mq_reshape(S, at, t->ndim, ones);
+}
+
+/* A plain sparse [t] reduced along [dims] in torch.masked's sparse layout:
+ * the slices holding a stored entry (the structure of the reduction of t
+ * as its own mask), their values read from the plain reduction, so the
+ * gradient stays plain (an unstored input entry is a zero, not a masked
+ * one). */
+static mq_tensor *plain_in_layout(mq_state *S, mq_sparse_red op, mq_tensor *t, uint32_t dims,
+                                  bool keepdim, const char *who) {
+  mq_tensor *shape = mq_to_sparse_coo(
+      S, mq_sparse_reduce(S, op, mq_sparse_masked(S, t, NULL), dims, keepdim, who));
+  mq_tensor *dense = mq_sparse_reduce(S, op, t, dims, keepdim, who);
+  int64_t n = shape->sparse->nnz, *keys = mq_sparse_keys(S, shape);
+  mq_tensor *at = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+  if (n) memcpy(mq_tensor_data(at), keys, (size_t)n * sizeof *keys);
+  int64_t numel = dense->numel;
+  mq_tensor *vals = mq_index_select(S, mq_reshape(S, dense, 1, &numel), 0, at);
+  return mq_sparse_like(S, mq_sparse_get_data(S, shape), vals);
+}
+
+static bool reduce_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
+  int dim = param(b, "dim"), kd = param(b, "keepdim"), mk = mask_param(b), dt = param(b, "dtype");
+  if (dim < 0 || dim > 2 || kd < 0 || !mq_is_sparse(args[0])) return false;
+  bool with_mask = mk >= 0 && args[mk].type != MQ_NONE;
+  mq_tensor *t = sparse_input(S, b, args);
   if (dt >= 0 && args[dt].type != MQ_NONE) {
     t = mq_sparse_astype(S, t, mq_arg_dtype(S, args[dt], (mq_dtype)t->dtype));
   }
   bool keepdim = mq_arg_bool(S, args[kd], "keepdim");
-  if (args[dim].type == MQ_NONE && t->mask && !keepdim) {
+  uint32_t dims = 0;
+  if (args[dim].type != MQ_NONE) {
+    int ds[MQ_MAX_DIMS], nd = mq_arg_reduce_dims(S, args[dim], t, ds);
+    for (int k = 0; k < nd; k++) dims |= 1u << ds[k];
+  }
+  if (dims == 0) dims = (uint32_t)((1u << t->ndim) - 1); /* none, [] : every dim */
+  bool whole = dims == (uint32_t)((1u << t->ndim) - 1);
+  int i = 0, n = (int)(sizeof reds / sizeof *reds);
+  while (i < n && strcmp(reds[i].name, b->name) != 0) i++;
+  bool plain = i < n && reds[i].plain_sparse && !t->mask && args[dim].type != MQ_NONE;
+  if (i < n && (with_mask || plain)) { /* torch's result layout: x's, CSR's (CSC's) kept 2-D */
+    if (with_mask && reds[i].to_float && !mq_dtype_is_float((mq_dtype)t->dtype))
+      t = mq_sparse_astype(S, t, MQ_DT_F32);
+    mq_tensor *r = plain ? plain_in_layout(S, reds[i].op, t, dims, keepdim, b->name)
+                         : mq_sparse_reduce(S, reds[i].op, t, dims, keepdim, b->name);
+    r = r->ndim != 2                     ? mq_to_sparse_coo(S, r)
+        : t->layout == MQ_LAYOUT_CSR ? mq_to_sparse_csr(S, r)
+        : t->layout == MQ_LAYOUT_CSC ? mq_to_sparse_csc(S, r)
+                                     : mq_to_sparse_coo(S, r);
+    *out = mq_objv(r);
+    return true;
+  }
+  bool arg = strcmp(b->name, "argmax") == 0 || strcmp(b->name, "argmin") == 0;
+  if (whole && t->mask && arg && args[dim].type == MQ_NONE) {
+    *out = mq_objv(whole_argext(S, t, b->name[4] == 'a', keepdim));
+    return true;
+  }
+  if (whole && t->mask && !keepdim) {
     for (int k = 0; whole_on_values[k]; k++)
       if (strcmp(whole_on_values[k], b->name) == 0) {
         mq_value a2[MQ_MAX_PARAMS];
         memcpy(a2, args, (size_t)b->nparams * sizeof *a2);
         a2[0] = mq_objv(mq_sparse_values(S, t));
+        a2[dim] = mq_none(); /* none, [] or every dim listed: all of values */
         if (dt >= 0) a2[dt] = mq_none();
+        if (mk >= 0) a2[mk] = mq_none();
         *out = b->def->fn(S, a2);
         return true;
       }
   }
-  int i = 0, n = (int)(sizeof reds / sizeof *reds);
-  while (i < n && strcmp(reds[i].name, b->name) != 0) i++;
+  if (i == n && with_mask) {
+    *out = on_dense(S, b, args, t);
+    return true;
+  }
   if (i == n)
     mq_error(S, "%s: not supported on a %s%s tensor; sum, mean, amax, amin, prod and count "
                 "are (and, on a masked one, whole reductions), or to_dense(x)",
              b->name, t->mask ? "masked " : "plain ", mq_layout_name((mq_layout)t->layout));
-  uint32_t dims = 0;
-  if (args[dim].type == MQ_NONE) {
-    dims = (uint32_t)((1u << t->ndim) - 1);
-  } else {
-    int ds[MQ_MAX_DIMS], nd = mq_arg_reduce_dims(S, args[dim], t, ds);
-    for (int k = 0; k < nd; k++) dims |= 1u << ds[k];
-  }
   *out = mq_objv(mq_sparse_reduce(S, reds[i].op, t, dims, keepdim, b->name));
   return true;
 }
@@ -125,7 +221,7 @@ static bool softmax_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq
              : strcmp(b->name, "softmin") == 0     ? 2
                                                    : -1;
   if (kind < 0 || !mq_is_sparse(args[0])) return false;
-  mq_tensor *t = mq_as_tensor_any(args[0]);
+  mq_tensor *t = sparse_input(S, b, args);
   int dt = args[2].type == MQ_NONE ? -1 : (int)mq_arg_dtype(S, args[2], MQ_DT_F32);
   if (kind == 2) {
     if (!mq_dtype_is_float((mq_dtype)t->dtype)) t = mq_sparse_astype(S, t, MQ_DT_F32);
@@ -165,7 +261,11 @@ bool mq_sparse_ops_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
     return true;
   }
   if (b->nparams >= 2 && b->nparams <= 3 && binary_builtin(S, b, args, out)) return true;
-  return softmax_builtin(S, b, args, out) || reduce_builtin(S, b, args, out);
+  if (softmax_builtin(S, b, args, out) || reduce_builtin(S, b, args, out)) return true;
+  int mk = mask_param(b); /* normalize, cumsum, median ...: strided, under the mask */
+  if (mk < 0 || args[mk].type == MQ_NONE || !mq_is_sparse(args[0])) return false;
+  *out = on_dense(S, b, args, sparse_input(S, b, args));
+  return true;
 }
 
 /* --- builtins of sparse tensors only ------------------------------------------------- */

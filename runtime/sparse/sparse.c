@@ -6,6 +6,8 @@
 #include "../tensor/internal.h"
 #include "../tensor/msort.h"
 #include "../kernels/ops.h"
+#include "../kernels/gather.h"
+#include "../tensor/shape.h"
 #include "../tensor/tape.h"
 
 /* Polls for an interrupt once every MQ_POLL_ELEMS steps of a loop over
@@ -556,23 +558,73 @@ mq_tensor *mq_sparse_to_dense(mq_state *S, mq_tensor *t) {
 
 /* --- masks ------------------------------------------------------------------------- */
 
-/* COO [data] restricted to the valid entries of [mask] (torch's
- * _sparse_coo_where(mask, data, 0)): a valid entry data lacks holds 0. */
-static mq_tensor *coo_where(mq_state *S, mq_tensor *data, const mq_tensor *mask) {
-  int64_t *dk = entry_keys(S, data), *mk = entry_keys(S, mask);
-  const uint8_t *mv = mq_tensor_data(mask->sparse->values);
-  int64_t n = 0, mn = mask->sparse->nnz, dn = data->sparse->nnz;
-  for (int64_t k = 0; k < mn; k++) n += mv[k] != 0;
-  int64_t *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(n ? n : 1), sizeof *keys, "nnz"));
-  mq_tensor *v = mq_tensor_full(S, (mq_dtype)data->dtype, 1, &n, 0);
-  for (int64_t k = 0, j = 0, i = 0; k < mn; k++) {
-    if (!mv[k]) continue;
-    while (i < dn && dk[i] < mk[k]) i++;
-    if (i < dn && dk[i] == mk[k]) put_value(v, j, data->sparse->values, i, false);
-    keys[j++] = mk[k];
+/* The ascending dense positions where [mask] (any layout and dtype, not
+ * masked; broadcast to [x]'s shape) holds a nonzero, in [*keys]; returns how many. */
+static int64_t mask_true_keys(mq_state *S, const mq_tensor *x, mq_tensor *mask, int64_t **keys,
+                              const char *who) {
+  if (mask->mask)
+    mq_error(S, "%s: mask= must be a plain tensor, got a masked one (get_data(m) & get_mask(m) "
+                "combines them)", who);
+  const mq_tensor *vals;
+  int64_t *pos = NULL, n = 0, total;
+  if (mask->sparse && !mq_tensor_same_shape(x, mask)) /* broadcast as torch does */
+    mask = mq_sparse_to_dense(S, mask);
+  if (mask->sparse) {
+    pos = entry_keys(S, mask);
+    vals = mask->sparse->values;
+    total = mask->sparse->nnz;
+  } else {
+    vals = mq_contiguous(S, mq_expand(S, mask, x->ndim, x->shape));
+    total = vals->numel;
   }
-  return assemble(S, MQ_LAYOUT_COO, data->ndim, data->shape,
-                  indices_of_keys(S, data->ndim, data->shape, keys, n), NULL, v);
+  for (int64_t i = 0; i < total; i++) {
+    poll_at(S, i);
+    n += nonzero_at(vals, i);
+  }
+  *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(n ? n : 1), sizeof **keys, "nnz"));
+  for (int64_t i = 0, k = 0; i < total && k < n; i++)
+    if (nonzero_at(vals, i)) (*keys)[k++] = pos ? pos[i] : i;
+  return n;
+}
+
+/* [x]'s values at the ascending dense positions [keys] (n): x's entry, or
+ * a 0 where x stores none; recorded for autograd when [diff] (each kept
+ * entry passes its gradient to the x entry it read). */
+static mq_tensor *values_at(mq_state *S, mq_tensor *x, const int64_t *keys, int64_t n, bool diff) {
+  int64_t *dk = entry_keys(S, x), dn = x->sparse->nnz;
+  /* each kept entry reads x's entry, or the zero appended after x's nnz */
+  mq_tensor *at = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+  int64_t *a = mq_tensor_data(at);
+  for (int64_t k = 0, i = 0; k < n; k++) {
+    poll_at(S, k);
+    while (i < dn && dk[i] < keys[k]) i++;
+    a[k] = i < dn && dk[i] == keys[k] ? i : dn;
+  }
+  int64_t one = 1;
+  mq_tensor *ext[2] = {diff ? mq_sparse_values(S, x) : x->sparse->values,
+                       mq_tensor_full(S, (mq_dtype)x->dtype, 1, &one, 0)};
+  return mq_index_select(S, mq_cat(S, 2, ext, 0), 0, at);
+}
+
+/* [x] on the stored positions [mk] (n, ascending) with [mvals] (n bools)
+ * as its mask: masked(x, m) for an m of another pattern, and mask= on a
+ * sparse x (torch's _where(mask, x, 0)). */
+static mq_tensor *on_positions(mq_state *S, mq_tensor *x, const int64_t *mk, int64_t n,
+                               mq_tensor *mvals, bool diff) {
+  mq_tensor *r = values_at(S, x, mk, n, diff);
+  mq_tensor *like = mq_sparse_of_keys(S, x, mk, n, mq_get_data(S, r));
+  if (!diff || !r->requires_grad)
+    return mq_sparse_with_values(S, like, like->sparse->values,
+                                 mq_sparse_with_values(S, like, mvals, NULL));
+  return mq_sparse_like(S, like, mq_as_masked(S, r, mvals));
+}
+
+mq_tensor *mq_sparse_where(mq_state *S, mq_tensor *x, mq_tensor *mask, const char *who) {
+  if (x->mask)
+    mq_error(S, "%s: mask= is for plain tensors; x is already masked (masked(get_data(x), m) "
+                "with the combined mask)", who);
+  int64_t *mk, n = mask_true_keys(S, x, mask, &mk, who);
+  return on_positions(S, x, mk, n, all_true(S, n), true);
 }
 
 static bool same_ints(const mq_tensor *a, const mq_tensor *b) {
@@ -600,21 +652,9 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   if (!mq_tensor_same_shape(data, mask))
     mq_error(S, "masked: data and mask must have the same size, got %s and %s",
              mq_shape_str(S, data->ndim, data->shape), mq_shape_str(S, mask->ndim, mask->shape));
-  if (data->layout == MQ_LAYOUT_COO) {
-    bool restricted = data->sparse->nnz != mask->sparse->nnz;
-    if (restricted) data = coo_where(S, data, mask);
-    if (!same_ints(data->sparse->indices, mask->sparse->indices))
-      mq_error(S, "masked: data and mask are sparse_coo tensors with different indices%s",
-               restricted ? " (data kept only at the mask's true entries, as their nnz differ, "
-                            "yet the mask also stores false ones)"
-                          : "");
-  } else if (!same_ints(data->sparse->crow, mask->sparse->crow) ||
-             !same_ints(data->sparse->indices, mask->sparse->indices)) {
-    bool csc = data->layout == MQ_LAYOUT_CSC;
-    mq_error(S, "masked: data and mask are %s tensors that do not share %s and %s",
-             mq_layout_name((mq_layout)data->layout), csc ? "ccol_indices" : "crow_indices",
-             csc ? "row_indices" : "col_indices");
-  }
+  if (!mq_sparse_same_structure(data, mask)) /* any other pattern: data on the mask's */
+    return on_positions(S, data, entry_keys(S, mask), mask->sparse->nnz, mask->sparse->values,
+                        false);
   return mq_sparse_with_values(S, data, data->sparse->values,
                                mq_sparse_with_values(S, data, mask->sparse->values, NULL));
 }
@@ -622,11 +662,9 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
 mq_tensor *mq_sparse_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   mq_tensor *t = mq_sparse_masked(S, data, mask);
   if (MQ_LIKELY(!data->requires_grad)) return t;
-  if (!mq_sparse_same_structure(t, data)) { /* a COO mask restricted the entries */
-    mq_ag_rec_nodiff(S, t, data, "as_masked of a sparse_coo tensor with a mask that stores "
-                                 "other entries; give a mask of data's structure");
-    return t;
-  }
+  if (!mq_sparse_same_structure(t, data)) /* data read on the mask's positions */
+    return on_positions(S, data, entry_keys(S, mask), mask->sparse->nnz, mask->sparse->values,
+                        true);
   return converted(S, t, data, MQ_AG_SP_LAYOUT);
 }
 

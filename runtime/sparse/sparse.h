@@ -122,15 +122,24 @@ MQ_INTERNAL mq_tensor *mq_sparse_to_dense(mq_state *S, mq_tensor *t);
 
 /* --- masks ----------------------------------------------------------------------- */
 
-/* masked(data, mask) for sparse operands, torch's rules: both sparse of the
- * same layout and shape; COO: when the nnz differ, data is first restricted
- * to the mask's valid entries (a valid entry data lacks holds 0); then the
- * indices must be equal. CSR: crow and col must be equal. [mask] NULL: the
- * structural mask (every stored entry valid). */
+/* masked(data, mask) for sparse operands: both sparse of the same layout
+ * and shape. A mask storing other positions than data reads data on the
+ * mask's (torch's _where(mask, data, 0): a valid 0 where data stores
+ * nothing), so the result always has the mask's structure. [mask] NULL:
+ * the structural mask (every stored entry valid). */
 MQ_INTERNAL mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
-/* The same, differentiable w.r.t. data (as_masked): the gradient passes
- * entry by entry, within the mask. */
+/* The same, differentiable w.r.t. data (as_masked): each entry read from
+ * data passes its gradient back, within the mask. */
 MQ_INTERNAL mq_tensor *mq_sparse_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
+/* torch.masked's mask= on a sparse input (_input_mask, then _where(mask, x,
+ * 0)): a plain sparse [x] under [mask] of any layout and dtype (nonzero is
+ * true), broadcast to x's size. The result has
+ * x's layout and stores exactly the mask's true positions, all valid: x's
+ * value where x stores one, a valid 0 where it does not. Whatever the mask
+ * leaves out is unstored, so masked out. The gradient reaches x's values.
+ * [who] prefixes errors. */
+MQ_INTERNAL mq_tensor *mq_sparse_where(mq_state *S, mq_tensor *x, mq_tensor *mask,
+                                       const char *who);
 MQ_INTERNAL mq_tensor *mq_sparse_get_data(mq_state *S, mq_tensor *t);
 /* The mask as a sparse bool tensor (for a plain sparse tensor: stored
  * entries true; torch's get_mask of a sparse MT is sparse too). */

@@ -33,7 +33,7 @@ static const char SCRIPT[] =
     "qa = rand(rows, 8)\n"
     "kb = rand(8, 20011)\n"
     "da = rand(4, rows)\n"
-    "r0 = sum(sp, 1)\n"
+    "r0 = to_dense(sum(sp, 1))\n" /* a plain sparse sum along dims is sparse, as torch.masked.sum */
     "r1 = mean(msp, 1)\n"
     "r2 = amax(msp, 1)\n"
     "r3 = amin(sp, 1)\n"
@@ -50,7 +50,7 @@ static const char SCRIPT[] =
     "r14 = sum(double(msp), 1)\n"
     "r15 = prod(msp, 1)\n"
     /* COO over its last dims: each slot's entries are a run (sparse_reduce.c) */
-    "r16 = sum(to_sparse_coo(sp), 1)\n"
+    "r16 = to_dense(sum(to_sparse_coo(sp), 1))\n"
     "ix = indices(to_sparse_coo(msp))\n"
     "b3 = sparse_coo(stack([ix[0] // 1000, ix[0] % 1000, ix[1]]), values(sp), [80, 1000, 20011])\n"
     "mb3 = masked(b3, sparse_coo(indices(b3), values(get_mask(msp)), [80, 1000, 20011]))\n"

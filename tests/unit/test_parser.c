@@ -344,7 +344,7 @@ static void errors(void) {
   ERRORS("fn f(a, a) = 1", "1:9-10: duplicate parameter 'a'");
   ERRORS("fn f(a=1, b) = 1", "1:11-12: parameter 'b' without a default follows one with a default");
   ERRORS("x[]", "1:3-4: unexpected ']', expecting an expression, ':' or '...'");
-  ERRORS("x = 1\n)\ny = (\n", "2:1-2: unexpected ')'\n3:6-7: unexpected end of input, expecting an expression");
+  ERRORS("x = 1\n)\ny = (\n", "2:1-2: unexpected ')'\n3:6-7: unexpected end of input, expecting an expression or ')'");
   ERRORS("if a { f(1 2) }\nz = ", "1:12-13: unexpected number, expecting ')' or ','\n"
                                  "2:4-5: unexpected end of input, expecting an expression");
   ERRORS("x = ;", "1:5-6: unexpected ';', expecting an expression");

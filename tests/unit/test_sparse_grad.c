@@ -38,8 +38,9 @@ static void check(bool ok, const char *name, int round, const char *what, double
            want);
 }
 
-/* the dense operands of the losses: W (3 x 5 weights), B (5 x 2), A (3 x 4), C (4 x 5) */
-static mq_tensor *Wt, *Bt, *At, *Ct, *Pat;
+/* the dense operands of the losses: W (3 x 5 weights), B (5 x 2), A (3 x 4), C (4 x 5);
+ * Mw: a random 3 x 5 bool mask= (true at positions x may not store) */
+static mq_tensor *Wt, *Bt, *At, *Ct, *Pat, *Mw;
 
 static mq_tensor *rand_dense(int64_t r, int64_t c) {
   int64_t sh[2] = {r, c};
@@ -119,11 +120,31 @@ static mq_tensor *l_sddmm_a(mq_tensor *x, mq_tensor *d) { /* x unused: A is the 
   return total(mq_sparse_binary(S, MQ_BIN_MUL, r, r, "*"));
 }
 
+/* mask= on a sparse x (torch.masked's _where): x read on Mw's true positions */
+static mq_tensor *l_where_amax0(mq_tensor *x, mq_tensor *d) {
+  (void)d;
+  return weighted(mq_sparse_reduce(S, MQ_SRED_AMAX, mq_sparse_where(S, x, Mw, "amax"), 1, false,
+                                   "amax"));
+}
+static mq_tensor *l_where_softmax(mq_tensor *x, mq_tensor *d) {
+  (void)d;
+  mq_tensor *m = x->layout == MQ_LAYOUT_CSR ? mq_to_sparse_coo(S, Mw) : mq_to_sparse_csr(S, Mw);
+  mq_tensor *r = mq_sparse_softmax(S, mq_sparse_where(S, x, m, "softmax"), 1, false, -1, "softmax");
+  return total(mq_sparse_binary(S, MQ_BIN_MUL, r, Wt, "*"));
+}
+/* as_masked(x, m) with m of another pattern: x read on m's positions */
+static mq_tensor *l_as_masked_other(mq_tensor *x, mq_tensor *d) {
+  (void)d;
+  mq_tensor *m = x->layout == MQ_LAYOUT_CSR ? mq_to_sparse_csr(S, Mw) : mq_to_sparse_coo(S, Mw);
+  return weighted(mq_sparse_reduce(S, MQ_SRED_SUM, mq_sparse_as_masked(S, x, m), 2, false, "sum"));
+}
+
 typedef struct lcase {
   const char *name;
   mq_tensor *(*f)(mq_tensor *x, mq_tensor *d);
   int dense; /* 0: none; 1: W (3 x 5); 2: B (5 x 2); 3: A (3 x 4), x not a leaf */
   bool masked_only; /* refuses a plain x (softmax) */
+  bool under_mw;    /* a plain x read under Mw: an entry's gradient is valid iff Mw is there */
 } lcase;
 
 static const lcase cases[] = {
@@ -131,6 +152,9 @@ static const lcase cases[] = {
     {"sum dim 1", l_sum1, 0},       {"mean dim 0", l_mean0, 0}, {"amax dim 1", l_amax1, 0},
     {"amin dim 0", l_amin0, 0},     {"prod dim 1", l_prod1, 0},     {"softmax", l_softmax, 0, true},  {"log_softmax", l_log_softmax, 0, true},
     {"x @ B", l_spmm, 2},           {"to_dense", l_to_dense, 0}, {"masked_matmul", l_sddmm_a, 3},
+    {"amax dim 0, mask=", l_where_amax0, 0, false, true},
+    {"softmax, a sparse mask= of the other layout", l_where_softmax, 0, false, true},
+    {"as_masked, a mask of another pattern", l_as_masked_other, 0, false, true},
 };
 
 static double item(mq_tensor *t) { return mq_tensor_item(S, mq_get_data(S, t)); }
@@ -148,6 +172,7 @@ static double loss_at(const lcase *c, mq_tensor *x, mq_tensor *d, mq_tensor *val
 static bool close(double a, double b) { return fabs(a - b) <= 1e-6 * (1 + fabs(b)); }
 
 static void one_case(const lcase *c, int round, bool csr, bool plain_x) {
+  if (c->under_mw && !plain_x) plain_x = true; /* mask= and as_masked(x, m) take a plain x */
   /* x: 3 x 5, each position stored with probability 0.5, valid with 0.75
    * (or plain: every entry valid, the unstored ones zeros) */
   int64_t sh[2] = {3, 5}, n = 0, keys[15];
@@ -178,8 +203,14 @@ static void one_case(const lcase *c, int round, bool csr, bool plain_x) {
     const uint8_t *gm = gx->mask ? mq_tensor_data(gx->mask->sparse->values) : NULL;
     for (int64_t k = 0; k < n; k++) {
       bool valid = !gm || gm[k];
-      check(!gm == plain_x, c->name, round, "masked iff x is", !gm, plain_x);
-      check(valid == (pm[k] != 0), c->name, round, "gradient entry valid iff x's is", valid, pm[k]);
+      if (c->under_mw) {
+        bool want = ((const uint8_t *)mq_tensor_data(Mw))[keys[k]] != 0;
+        check(valid == want, c->name, round, "gradient entry valid iff the mask is", valid, want);
+      } else {
+        check(!gm == plain_x, c->name, round, "masked iff x is", !gm, plain_x);
+        check(valid == (pm[k] != 0), c->name, round, "gradient entry valid iff x's is", valid,
+              pm[k]);
+      }
       if (!valid) continue;
       double h = 1e-6 * (1 + fabs(pv[k]));
       double fd = (loss_at(c, x, d, xvals, k, h) - loss_at(c, x, d, xvals, k, -h)) / (2 * h);
@@ -207,6 +238,9 @@ static void all(mq_state *st, void *ud) {
   for (int round = 0; round < 40; round++)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
       size_t mark = mq_pool_mark(S);
+      int64_t msh[2] = {3, 5};
+      Mw = mq_tensor_new(S, MQ_DT_BOOL, 2, msh);
+      for (int64_t k = 0; k < 15; k++) ((uint8_t *)mq_tensor_data(Mw))[k] = urand() < 0.6;
       one_case(&cases[i], round, round % 2, round % 3 == 2 && !cases[i].masked_only);
       mq_pool_drain(S, mark);
     }
