@@ -227,7 +227,12 @@ static mq_tensor *dense_sparse(mq_state *S, mq_tensor *a, mq_tensor *b) {
   if (!mq_mul_ok(per, m, &work)) work = INT64_MAX; /* only picks the thread count */
   int nt = mq_parallel_threads_for(S, work);
   mq_parallel_for(S, nt, m, MQ_PAR_GRAIN / per + 1, dsmm_range, &J);
-  return om ? mq_masked(S, out, om) : out;
+  out = om ? mq_masked(S, out, om) : out;
+  if (MQ_UNLIKELY(a->requires_grad || b->requires_grad)) {
+    mq_tensor *in[2] = {a, b};
+    mq_ag_rec_sparse(S, out, MQ_AG_SP_MATMUL, 1, 2, 0, in);
+  }
+  return out;
 }
 
 mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
