@@ -120,7 +120,7 @@
   X(LOGIT, "logit", ", eps=none", B1, FLOAT,                                   \
     const int has = P0 == P0; const R lo = (R)P0; const R hi = (R)(1 - P0),    \
     FN(log)(LOGIT_Z / ((R)1 - LOGIT_Z)), NONE, NONE,                           \
-    D(p[0] == p[0] && (x < p[0] || x > 1 - p[0]) ? 0 : g / (x * (1 - x))), PROB, 0, 1, \
+    D(p[0] == p[0] && (x < IN_R(p[0]) || x > IN_R(1 - p[0])) ? 0 : g / (x * (1 - x))), PROB, 0, 1, \
     "log(x / (1 - x)), x first clamped to [eps, 1 - eps] if given")            \
   X(ERF, "erf", "", B0, FLOAT, NOPRE, FN(erf)(x), NONE, NONE,                  \
     D(g * MQ_TWO_SQRTPI * exp(-x * x)), ANY, 1, 1, "the error function")          \
@@ -162,14 +162,15 @@
   /* clamp(x, lo, hi): NaN bounds are absent (comparisons with NaN are         \
    * false), NaN x stays */                                                    \
   X(CLAMP, "clamp", ", min=none, max=none", BH, CLAMP, const R lo = (R)P0; const R hi = (R)P1, \
-    CLAMP_X > hi ? hi : CLAMP_X, NONE, NONE, D((p[0] > x || p[1] < x) ? 0 : g), ANY, 0, 1, \
+    CLAMP_X > hi ? hi : CLAMP_X, NONE, NONE, D((IN_R(p[0]) > x || IN_R(p[1]) < x) ? 0 : g), ANY, 0, 1, \
     "x limited to [min, max] (numbers or tensors; either may be none)")        \
   /* softplus(x, beta, threshold), torch.nn.functional's: linear where         \
    * beta * x > threshold; NaN parameters are the defaults, 1 and 20 */        \
   X(SOFTPLUS, "softplus", ", beta=1, threshold=20", B2, FLOAT,                 \
     const R beta = P0 == P0 ? (R)P0 : (R)1; const R thr = P1 == P1 ? (R)P1 : (R)20, \
     x * beta > thr ? x : FN(log1p)(FN(exp)(x * beta)) / beta, NONE, NONE,      \
-    D(x * SP_BETA > SP_THR ? g : g * exp(x * SP_BETA) / (exp(x * SP_BETA) + 1)), ANY, 0, 1, \
+    D(IN_R(x * IN_R(SP_BETA)) > IN_R(SP_THR) ? g : g * exp(x * SP_BETA) / (exp(x * SP_BETA) + 1)), \
+    ANY, 0, 1,                                                                 \
     "log(1 + e**(beta x)) / beta, x itself where beta x > threshold")          \
   /* the activations of torch.nn.functional: gelu's exact (erf) form and its  \
    * tanh approximation (gelu(x, approximate="tanh"), reached by gelu's        \
@@ -219,6 +220,11 @@
   X("sgn", SIGN, "", "the sign of x (alias of sign for real tensors)")
 
 /* Helpers of the element expressions above. */
+/* In a derivative, [v] rounded to the type the forward computed in (in_f32:
+ * float32, else float64), so that a branch compares the same values the
+ * forward's did (softplus's beta x > threshold, clamp's bounds): a
+ * gradient never takes the other branch than its forward. */
+#define IN_R(v) (in_f32 ? (double)(float)(v) : (double)(v))
 #define LOGIT_Z (has ? (x < lo ? lo : x > hi ? hi : x) : x)
 #define CLAMP_X (x < lo ? lo : x)
 #define SP_BETA (p[0] == p[0] ? p[0] : 1)
