@@ -263,6 +263,9 @@ static mq_value lib_norm(mq_state *S, mq_value *args) {
 
 static mq_value argext(mq_state *S, mq_value *args, bool max) {
   mq_tensor *t = functional_input(S, args, 3, 4);
+  if (t->dtype == MQ_DT_BOOL) /* torch's too: no order of bools to search */
+    mq_error(S, "%s is not defined for bool tensors, as in torch (long(x) converts)",
+             max ? "argmax" : "argmin");
   int d = one_dim(S, args[1], t, max ? "argmax" : "argmin");
   RET(mq_argext(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim"), max));
 }
@@ -272,7 +275,14 @@ static mq_value lib_argmin(mq_state *S, mq_value *args) { return argext(S, args,
 static mq_value lib_median(mq_state *S, mq_value *args) {
   mq_tensor *t = T(0, "x");
   int d = one_dim(S, args[1], t, "median");
-  RET(mq_median(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim")));
+  mq_value r = mq_objv(mq_median(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim")));
+  if (t->dtype != MQ_DT_BOOL) return r;
+  /* torch.masked.median keeps bool (the values; the indices stay int64) */
+  if (mq_is_tensor(r)) RET(mq_astype(S, mq_as_tensor(r), MQ_DT_BOOL));
+  mq_list *l = mq_as_list(r), *n = mq_list_new(S, l->len);
+  mq_list_push(S, n, mq_objv(mq_astype(S, mq_as_tensor(l->items[0]), MQ_DT_BOOL)));
+  for (int i = 1; i < l->len; i++) mq_list_push(S, n, l->items[i]);
+  RET(n);
 }
 
 #define X(E, name, prod, ...)                                                  \
@@ -350,7 +360,19 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 #define UN_ROW_BN(E, name, params, doc)
 #define UN_ROW(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, dom, fuse, conf, doc) \
   UN_ROW_##bind(E, name, params, doc)
-#define UN_ALIAS(alias, E, params, doc) {UN_SIG(alias, params), lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E},
+#define UN_ALIAS(alias, E, params, doc) \
+  {UN_SIG(alias, params), lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E, UN_KEEP_##E},
+#define UN_KEEP_CLAMP MQ_KEEP_PROMOTE /* clip: as clamp's row (BH) */
+#define UN_KEEP_ACOS 0
+#define UN_KEEP_ACOSH 0
+#define UN_KEEP_ASIN 0
+#define UN_KEEP_ASINH 0
+#define UN_KEEP_ATAN 0
+#define UN_KEEP_ATANH 0
+#define UN_KEEP_ABS 0
+#define UN_KEEP_TRUNC 0
+#define UN_KEEP_NEG 0
+#define UN_KEEP_SIGN 0
 
 #define BIN_FN_B0(E) plain_bin_##E
 #define BIN_FN_BH(E) lib_bin_##E

@@ -322,6 +322,7 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
 
 #define FLOATRES_B_ARITH 1
 #define FLOATRES_B_FLOAT 1
+#define FLOATRES_B_FONLY 1
 #define FLOATRES_B_F64 1
 #define FLOATRES_B_CMP 0
 #define FLOATRES_B_INT 0
@@ -357,11 +358,13 @@ static const bool bin_diff[MQ_BIN__COUNT] = {
  * in the float32 loops (their result is float64). */
 #define BIN_CASE_ARITH(E, LOOP, d) case MQ_BIN_##E: LOOP##d
 #define BIN_CASE_FLOAT BIN_CASE_ARITH
+#define BIN_CASE_FONLY BIN_CASE_ARITH
 #define BIN_CASE_F64 BIN_CASE_ARITH
 #define BIN_CASE_CMP(E, LOOP, d)
 #define BIN_CASE_INT(E, LOOP, d)
 #define BIN32_CASE_ARITH BIN_CASE_ARITH
 #define BIN32_CASE_FLOAT BIN_CASE_ARITH
+#define BIN32_CASE_FONLY BIN_CASE_ARITH
 #define BIN32_CASE_F64(E, LOOP, d)
 #define BIN32_CASE_CMP(E, LOOP, d)
 #define BIN32_CASE_INT(E, LOOP, d)

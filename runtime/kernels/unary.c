@@ -141,10 +141,29 @@ static const char *const un_names[] = {
 #undef X
 };
 
+/* [op] has no kernel for [t]'s dtype (named as stored, int8 not int64). */
+static MQ_NORETURN void refuse(mq_state *S, mq_unop op, const mq_tensor *t) {
+  mq_dtype dt = (mq_dtype)t->dtype;
+  if (op == MQ_UN_NEG)
+    mq_error(S, "negation, the `-` operator, on a bool tensor is not supported "
+                "(use `~` to invert a mask)");
+  if (op == MQ_UN_BITNOT)
+    mq_error(S, "bitwise_not, the `~` operator, is only defined for bool and integer tensors, got %s",
+             mq_dtype_name(dt));
+  if (!defs[op].k[MQ_DT_I64]) /* FONLY: torch has no int kernel */
+    mq_error(S, "%s is only defined for float tensors, got %s, as in torch (float(x) converts)",
+             un_names[op], mq_dtype_name(dt));
+  mq_error(S, "%s is not defined for %s tensors%s", un_names[op], mq_dtype_name(dt),
+           dt == MQ_DT_BOOL ? " (convert with long(x) or float(x) first)" : "");
+}
+
 mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) {
   if ((unsigned)op >= MQ_UN__COUNT) mq_error(S, "bad unary op");
-  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) /* computed in the compute dtype, stored back */
+  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) { /* computed in the compute dtype, stored back */
+    mq_dtype c = mq_dtype_compute((mq_dtype)t->dtype);
+    if (defs[op].cls != CL_FLOAT && !kernel_of(op, c)) refuse(S, op, t);
     return mq_narrow_back(S, mq_unary_p(S, op, mq_tensor_computable(S, t), prm), (mq_dtype)t->dtype);
+  }
   static const double none[3] = {NAN, NAN, NAN};
   const unary_def *def = &defs[op];
   mq_dtype in = (mq_dtype)t->dtype, out_dt;
@@ -153,16 +172,7 @@ mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) 
   if (op == MQ_UN_SQUARE && in == MQ_DT_BOOL) in = MQ_DT_I64; /* as torch: True**2 is 1 */
   out_dt = def->cls == CL_BOOL ? MQ_DT_BOOL : in;
   mq_ewise_fn k = kernel_of(op, in);
-  if (!k) {
-    if (op == MQ_UN_NEG)
-      mq_error(S, "negation, the `-` operator, on a bool tensor is not supported "
-                  "(use `~` to invert a mask)");
-    if (op == MQ_UN_BITNOT)
-      mq_error(S, "bitwise_not, the `~` operator, is only defined for bool and int64 tensors, got %s",
-               mq_dtype_name(in));
-    mq_error(S, "%s is not defined for %s tensors%s", un_names[op], mq_dtype_name(in),
-             in == MQ_DT_BOOL ? " (convert with long(x) or float(x) first)" : "");
-  }
+  if (!k) refuse(S, op, t);
   mq_tensor *x = mq_operand(S, t, in, t->ndim, t->shape);
   mq_tensor *out = mq_tensor_new(S, out_dt, t->ndim, t->shape);
   mq_tensor *ts[2] = {out, x};
