@@ -15,6 +15,9 @@
 /* An operand combined with others: a float number keeps its full value as
  * a weak float64 scalar (it still promotes as float32). */
 #define TW(i, what) mq_tensor_from_value(S, args[i], what)
+/* The same as stored, for mq_binary to promote as torch does (an int
+ * operand of a float16 tensor is rounded to float16 first). */
+#define TWS(i, what) mq_tensor_from_value_stored(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
 /* --- unary: from the rows of runtime/kernels/ops_unary.h ------------------------- */
@@ -85,7 +88,7 @@ static mq_value lib_un_GELU(mq_state *S, mq_value *args) {
 #endif
 #define X(E, name, params, bind, ...)                                          \
   MAYBE_UNUSED static mq_value plain_bin_##E(mq_state *S, mq_value *args) {   \
-    RET(mq_binary(S, MQ_BIN_##E, TW(0, "x"), TW(1, "y")));                     \
+    RET(mq_binary(S, MQ_BIN_##E, TWS(0, "x"), TWS(1, "y")));                   \
   }
 MQ_BINARY_OPS(X)
 #undef X
@@ -94,10 +97,10 @@ MQ_BINARY_OPS(X)
  * an int alpha keeps int tensors int). */
 static mq_value add_scaled(mq_state *S, mq_value *args, mq_binop op) {
   mq_tensor *spare = mq_take_spare(S); /* a dying x takes the result (vm/builtin.h) */
-  mq_tensor *y = TW(1, "y");
   if (!mq_is_number(args[2])) mq_error(S, "alpha must be a number, not a %s", mq_value_type_name(args[2]));
-  if (!(args[2].type == MQ_INT && args[2].as.i == 1))
-    y = mq_binary(S, MQ_BIN_MUL, y, mq_tensor_from_value(S, args[2], "alpha"));
+  if (args[2].type == MQ_INT && args[2].as.i == 1) /* as stored: promoted as the operators are */
+    RET(mq_binary_spare(S, op, TWS(0, "x"), TWS(1, "y"), spare));
+  mq_tensor *y = mq_binary(S, MQ_BIN_MUL, TW(1, "y"), mq_tensor_from_value(S, args[2], "alpha"));
   RET(mq_binary_spare(S, op, TW(0, "x"), y, spare));
 }
 static mq_value lib_bin_ADD(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_ADD); }
@@ -139,7 +142,7 @@ static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
     mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", not a %s",
              mq_value_type_name(args[2]));
   }
-  RET(mq_binary(S, op, TW(0, "x"), TW(1, "y")));
+  RET(mq_binary(S, op, TWS(0, "x"), TWS(1, "y")));
 }
 
 /* --- reductions --------------------------------------------------------------------- */

@@ -291,6 +291,17 @@ mq_ewise_fn mq_pow_number_kernel(mq_dtype dt) {
   return dt == MQ_DT_F32 ? pow_number_F32 : dt == MQ_DT_F64 ? pow_number_F64 : NULL;
 }
 
+/* [t] as half type [h] (float16 or bfloat16), a weak number staying weak:
+ * torch converts an int tensor or a number that meets a half tensor to the
+ * half type before it computes in float32 (fmod(bf16 300, int16 257) is
+ * fmod(300, 256), 44), so an operand is rounded as torch rounds it. */
+static mq_tensor *half_operand(mq_state *S, mq_tensor *t, mq_dtype h) {
+  if (t->dtype == h) return t;
+  mq_tensor *r = mq_astype(S, t, h); /* a new tensor */
+  r->weak = t->weak;
+  return r;
+}
+
 mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b) {
   return mq_binary_spare(S, op, a, b, NULL);
 }
@@ -314,6 +325,11 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
       mq_error(S, "%s is only defined for %s tensors, got %s and %s", bin_names[op],
                def->k[MQ_DT_BOOL] ? "bool and integer" : "integer",
                mq_dtype_name((mq_dtype)a->dtype), mq_dtype_name((mq_dtype)b->dtype));
+    /* torch: both operands as the half type first (float_power: float64) */
+    if ((want == MQ_DT_F16 || want == MQ_DT_BF16) && def->cls != CL_F64) {
+      a = half_operand(S, a, want);
+      b = half_operand(S, b, want);
+    }
     mq_tensor *r = mq_binary_spare(S, op, mq_tensor_computable(S, a), mq_tensor_computable(S, b), NULL);
     return mq_narrow_back(S, r, want);
   }
