@@ -326,6 +326,19 @@ def half_rows():
             b = torch.randint(1, hi, (12,), generator=g).to(TDT[iname])
             la = "to(%s, %s)" % (lit64(a.double().tolist()), hname)
             lb = "to(tensor(%s), %s)" % ([int(v) for v in b.tolist()], iname)
+            cond = torch.rand(12, generator=g) < 0.5
+            lc = "tensor(%s)" % str([bool(v) for v in cond.tolist()]).lower()
+            lo = b // 2
+            llo = "to(tensor(%s), %s)" % ([int(v) for v in lo.tolist()], iname)
+            for label, tf, call in (
+                    ("where(c, h, i)", lambda: torch.where(cond, a, b), "where(%s, %s, %s)" % (lc, la, lb)),
+                    ("where(c, i, h)", lambda: torch.where(cond, b, a), "where(%s, %s, %s)" % (lc, lb, la)),
+                    ("clamp(h, i, i)", lambda: torch.clamp(a, lo, b), "clamp(%s, %s, %s)" % (la, llo, lb))):
+                try:
+                    r = tf()
+                except RuntimeError:  # no float16 kernel (clamp)
+                    continue
+                out.append('check("%s %s, %s", %s, %s)' % (label, hname, iname, call, lit64(r.double().tolist())))
             for name in ops:
                 f = getattr(torch, name)
                 for order, x, y, mx, my in (("h,i", a, b, la, lb), ("i,h", b, a, lb, la)):
