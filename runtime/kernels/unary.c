@@ -199,19 +199,21 @@ static bool scalar_bound(const mq_tensor *b) { return !b || (b->ndim == 0 && !b-
 
 mq_tensor *mq_clamp(mq_state *S, mq_tensor *t, mq_tensor *lo, mq_tensor *hi) {
   if (!lo && !hi) mq_error(S, "clamp: give at least one of min and max");
-  if (t->dtype == MQ_DT_BOOL) mq_error(S, "clamp is not defined for bool tensors");
+  mq_tensor *in[3] = {t, lo, hi};
+  int n = 1;
+  if (lo) in[n++] = lo;
+  if (hi) in[n++] = hi;
+  mq_dtype dt = mq_result_type(n, in);
+  if (t->dtype == MQ_DT_BOOL) { /* as torch: promoted by its bounds (int64 for ints), bool refused */
+    if (dt == MQ_DT_BOOL) mq_error(S, "clamp is not defined for bool tensors with bool bounds");
+    t = mq_astype(S, t, dt);
+  }
   if (!scalar_bound(lo) || !scalar_bound(hi)) {
     /* tensor bounds: elementwise maximum and minimum (masks must agree) */
     if (lo) t = mq_binary(S, MQ_BIN_MAXIMUM, t, lo);
     if (hi) t = mq_binary(S, MQ_BIN_MINIMUM, t, hi);
     return t;
   }
-  mq_tensor *in[3] = {t, lo, hi};
-  int n = 1;
-  if (lo) in[n++] = lo;
-  if (hi) in[n++] = hi;
-  mq_dtype dt = mq_result_type(n, in);
-  if (dt == MQ_DT_BOOL) dt = (mq_dtype)t->dtype;
   double prm[3] = {lo ? mq_tensor_item(S, lo) : NAN, hi ? mq_tensor_item(S, hi) : NAN, NAN};
   return mq_unary_p(S, MQ_UN_CLAMP, mq_astype(S, t, dt), prm);
 }
