@@ -42,7 +42,7 @@ static bool continues_line(int t) {
   switch (t) {
   case TOK_PLUS: case TOK_MINUS: case TOK_STAR: case TOK_SLASH: case TOK_DSLASH:
   case TOK_PERCENT: case TOK_AT: case TOK_POW: case TOK_TILDE: case TOK_AMP: case TOK_PIPE:
-  case TOK_CARET: case TOK_LT: case TOK_LE: case TOK_GT: case TOK_GE: case TOK_EQ:
+  case TOK_CARET: case TOK_SHL: case TOK_SHR: case TOK_SHLEQ: case TOK_SHREQ: case TOK_LT: case TOK_LE: case TOK_GT: case TOK_GE: case TOK_EQ:
   case TOK_NE: case TOK_ASSIGN: case TOK_PLUSEQ: case TOK_MINUSEQ: case TOK_STAREQ:
   case TOK_SLASHEQ: case TOK_COMMA: case TOK_DOT: case TOK_AND: case TOK_OR:
   case TOK_NOT: case TOK_IN: case TOK_NOTIN:
@@ -416,6 +416,8 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "-="  { TOKEN(TOK_MINUSEQ); }
       "*="  { TOKEN(TOK_STAREQ); }
       "/="  { TOKEN(TOK_SLASHEQ); }
+      "<<=" { TOKEN(TOK_SHLEQ); }
+      ">>=" { TOKEN(TOK_SHREQ); }
       "+"   { TOKEN(TOK_PLUS); }
       "-"   { TOKEN(TOK_MINUS); }
       "*"   { TOKEN(TOK_STAR); }
@@ -428,6 +430,8 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "&"   { TOKEN(TOK_AMP); }
       "|"   { TOKEN(TOK_PIPE); }
       "^"   { TOKEN(TOK_CARET); }
+      "<<"  { TOKEN(TOK_SHL); }
+      ">>"  { TOKEN(TOK_SHR); }
       "<"   { TOKEN(TOK_LT); }
       "<="  { TOKEN(TOK_LE); }
       ">"   { TOKEN(TOK_GT); }

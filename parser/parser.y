@@ -126,10 +126,12 @@
 %token LPAREN "'('" LBRACK "'['" LBRACE "'{'" LDICT "dict '{'"
 %token DOT "'.'" COLON "':'" ELLIPSIS "'...'" ASSIGN "'='"
 %token PLUSEQ "'+='" MINUSEQ "'-='" STAREQ "'*='" SLASHEQ "'/='"
+%token SHLEQ "'<<='" SHREQ "'>>='"
 
 /* Operators. */
 %token PLUS "'+'" MINUS "'-'" STAR "'*'" SLASH "'/'" DSLASH "'//'" PERCENT "'%'"
 %token AT "'@'" POW "'**'" TILDE "'~'" AMP "'&'" PIPE "'|'" CARET "'^'"
+%token SHL "'<<'" SHR "'>>'"
 %token LT "'<'" LE "'<='" GT "'>'" GE "'>='" EQ "'=='" NE "'!='"
 
 /* Keywords. */
@@ -158,6 +160,7 @@
 %left PIPE
 %left CARET
 %left AMP
+%left SHL SHR
 %left PLUS MINUS
 %left STAR SLASH DSLASH PERCENT AT
 %precedence UNARY
@@ -196,6 +199,8 @@ stmt:
   | expr MINUSEQ expr                   { $$ = augmented(p, MQ_TOK_SUB, $1, $3, &@$); }
   | expr STAREQ expr                    { $$ = augmented(p, MQ_TOK_MUL, $1, $3, &@$); }
   | expr SLASHEQ expr                   { $$ = augmented(p, MQ_TOK_DIV, $1, $3, &@$); }
+  | expr SHLEQ expr                     { $$ = augmented(p, MQ_TOK_SHL, $1, $3, &@$); }
+  | expr SHREQ expr                     { $$ = augmented(p, MQ_TOK_SHR, $1, $3, &@$); }
   | FN IDENT LPAREN params RPAREN block {
       $$ = NODE(FN, @$); $$->str = $2;
       $4->span = span_join(p, &@3, &@5);
@@ -310,6 +315,8 @@ expr:
   | expr PIPE expr                      { $$ = binary(p, MQ_TOK_BOR, $1, $3, &@$); }
   | expr CARET expr                     { $$ = binary(p, MQ_TOK_BXOR, $1, $3, &@$); }
   | expr AMP expr                       { $$ = binary(p, MQ_TOK_BAND, $1, $3, &@$); }
+  | expr SHL expr                       { $$ = binary(p, MQ_TOK_SHL, $1, $3, &@$); }
+  | expr SHR expr                       { $$ = binary(p, MQ_TOK_SHR, $1, $3, &@$); }
   | expr PLUS expr                      { $$ = binary(p, MQ_TOK_ADD, $1, $3, &@$); }
   | expr MINUS expr                     { $$ = binary(p, MQ_TOK_SUB, $1, $3, &@$); }
   | expr STAR expr                      { $$ = binary(p, MQ_TOK_MUL, $1, $3, &@$); }
@@ -607,7 +614,8 @@ static bool continues_expression(yysymbol_kind_t k) {
   switch (k) {
   case YYSYMBOL_PLUS: case YYSYMBOL_MINUS: case YYSYMBOL_STAR: case YYSYMBOL_SLASH:
   case YYSYMBOL_DSLASH: case YYSYMBOL_PERCENT: case YYSYMBOL_AT: case YYSYMBOL_POW:
-  case YYSYMBOL_AMP: case YYSYMBOL_PIPE: case YYSYMBOL_CARET: case YYSYMBOL_LT:
+  case YYSYMBOL_AMP: case YYSYMBOL_PIPE: case YYSYMBOL_CARET: case YYSYMBOL_SHL:
+  case YYSYMBOL_SHR: case YYSYMBOL_LT:
   case YYSYMBOL_LE: case YYSYMBOL_GT: case YYSYMBOL_GE: case YYSYMBOL_EQ: case YYSYMBOL_NE:
   case YYSYMBOL_AND: case YYSYMBOL_OR: case YYSYMBOL_LPAREN: case YYSYMBOL_LBRACK:
   case YYSYMBOL_DOT: case YYSYMBOL_IN: case YYSYMBOL_NOTIN:

@@ -169,6 +169,7 @@ const mq_libfn mq_lib_create[] = {
     {"bool(x)", lib_bool,
      "\"true\" or \"false\", or a number (nonzero is true), as a bool; a tensor converted to bool", MQ_BK_NONE, 0},
     {"clone(x)", lib_clone, "a copy of x (gradients flow back to x)", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
-    {"contiguous(x)", lib_contiguous, "x laid out contiguously in memory (same values)", MQ_BK_NONE, 0},
+    {"contiguous(x)", lib_contiguous, "x laid out contiguously in memory (same values)", MQ_BK_NONE, 0,
+     MQ_KEEP_DTYPE},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

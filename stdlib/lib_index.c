@@ -63,6 +63,7 @@ static mq_value lib_argsort(mq_state *S, mq_value *args) {
 }
 static mq_value lib_topk(mq_state *S, mq_value *args) {
   mq_tensor *x = T(0, "x"), *v, *i;
+  if (x->dtype == MQ_DT_BOOL) mq_error(S, "topk is not defined for bool tensors, as in torch (long(x) converts)");
   int64_t k = mq_arg_int(S, args[1], "k");
   (void)mq_arg_bool(S, args[4], "sorted");
   mq_topk(S, x, k, dim_of(S, args[2], x), mq_arg_bool(S, args[3], "largest"), &v, &i);

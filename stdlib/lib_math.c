@@ -16,6 +16,9 @@
 /* An operand combined with others: a float number keeps its full value as
  * a weak float64 scalar (it still promotes as float32). */
 #define TW(i, what) mq_tensor_from_value(S, args[i], what)
+/* The same as stored, for mq_binary to promote as torch does (an int
+ * operand of a float16 tensor is rounded to float16 first). */
+#define TWS(i, what) mq_tensor_from_value_stored(S, args[i], what)
 #define RET(t) return mq_objv(t)
 
 /* --- unary: from the rows of runtime/kernels/ops_unary.h ------------------------- */
@@ -96,7 +99,7 @@ static mq_value lib_un_GELU(mq_state *S, mq_value *args) {
 #endif
 #define X(E, name, params, bind, ...)                                          \
   MAYBE_UNUSED static mq_value plain_bin_##E(mq_state *S, mq_value *args) {   \
-    RET(mq_binary(S, MQ_BIN_##E, TW(0, "x"), TW(1, "y")));                     \
+    RET(mq_binary(S, MQ_BIN_##E, TWS(0, "x"), TWS(1, "y")));                   \
   }
 MQ_BINARY_OPS(X)
 #undef X
@@ -105,10 +108,10 @@ MQ_BINARY_OPS(X)
  * an int alpha keeps int tensors int). */
 static mq_value add_scaled(mq_state *S, mq_value *args, mq_binop op) {
   mq_tensor *spare = mq_take_spare(S); /* a dying x takes the result (vm/builtin.h) */
-  mq_tensor *y = TW(1, "y");
   if (!mq_is_number(args[2])) mq_error(S, "alpha must be a number, not a %s", mq_value_type_name(args[2]));
-  if (!(args[2].type == MQ_INT && args[2].as.i == 1))
-    y = mq_binary(S, MQ_BIN_MUL, y, mq_tensor_from_value(S, args[2], "alpha"));
+  if (args[2].type == MQ_INT && args[2].as.i == 1) /* as stored: promoted as the operators are */
+    RET(mq_binary_spare(S, op, TWS(0, "x"), TWS(1, "y"), spare));
+  mq_tensor *y = mq_binary(S, MQ_BIN_MUL, TW(1, "y"), mq_tensor_from_value(S, args[2], "alpha"));
   RET(mq_binary_spare(S, op, TW(0, "x"), y, spare));
 }
 static mq_value lib_bin_ADD(mq_state *S, mq_value *args) { return add_scaled(S, args, MQ_BIN_ADD); }
@@ -150,7 +153,7 @@ static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
     mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", not a %s",
              mq_value_type_name(args[2]));
   }
-  RET(mq_binary(S, op, TW(0, "x"), TW(1, "y")));
+  RET(mq_binary(S, op, TWS(0, "x"), TWS(1, "y")));
 }
 
 /* --- reductions --------------------------------------------------------------------- */
@@ -281,6 +284,9 @@ static mq_value lib_norm(mq_state *S, mq_value *args) {
 
 static mq_value argext(mq_state *S, mq_value *args, bool max) {
   mq_tensor *t = functional_input(S, args, 3, 4);
+  if (t->dtype == MQ_DT_BOOL) /* torch's too: no order of bools to search */
+    mq_error(S, "%s is not defined for bool tensors, as in torch (long(x) converts)",
+             max ? "argmax" : "argmin");
   int d = one_dim(S, args[1], t, max ? "argmax" : "argmin");
   RET(mq_argext(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim"), max));
 }
@@ -290,7 +296,14 @@ static mq_value lib_argmin(mq_state *S, mq_value *args) { return argext(S, args,
 static mq_value lib_median(mq_state *S, mq_value *args) {
   mq_tensor *t = masked_by(S, T(0, "x"), args, 3);
   int d = one_dim(S, args[1], t, "median");
-  RET(mq_median(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim")));
+  mq_value r = mq_objv(mq_median(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim")));
+  if (t->dtype != MQ_DT_BOOL) return r;
+  /* torch.masked.median keeps bool (the values; the indices stay int64) */
+  if (mq_is_tensor(r)) RET(mq_astype(S, mq_as_tensor(r), MQ_DT_BOOL));
+  mq_list *l = mq_as_list(r), *n = mq_list_new(S, l->len);
+  mq_list_push(S, n, mq_objv(mq_astype(S, mq_as_tensor(l->items[0]), MQ_DT_BOOL)));
+  for (int i = 1; i < l->len; i++) mq_list_push(S, n, l->items[i]);
+  RET(n);
 }
 
 /* cumsum/cumprod; with mask= (torch.masked's form) an int x keeps its
@@ -376,7 +389,19 @@ static mq_value lib_intersect(mq_state *S, mq_value *args) {
 #define UN_ROW_BN(E, name, params, doc)
 #define UN_ROW(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, dom, fuse, conf, doc) \
   UN_ROW_##bind(E, name, params, doc)
-#define UN_ALIAS(alias, E, params, doc) {UN_SIG(alias, params), lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E},
+#define UN_ALIAS(alias, E, params, doc) \
+  {UN_SIG(alias, params), lib_un_##E, doc, MQ_BK_UNARY, MQ_UN_##E, UN_KEEP_##E},
+#define UN_KEEP_CLAMP MQ_KEEP_PROMOTE /* clip: as clamp's row (BH) */
+#define UN_KEEP_ACOS 0
+#define UN_KEEP_ACOSH 0
+#define UN_KEEP_ASIN 0
+#define UN_KEEP_ASINH 0
+#define UN_KEEP_ATAN 0
+#define UN_KEEP_ATANH 0
+#define UN_KEEP_ABS 0
+#define UN_KEEP_TRUNC 0
+#define UN_KEEP_NEG 0
+#define UN_KEEP_SIGN 0
 
 #define BIN_FN_B0(E) plain_bin_##E
 #define BIN_FN_BH(E) lib_bin_##E

@@ -1,5 +1,7 @@
 /* lib_shape_more.c - builtins for triangles, tiling, rolling, differences,
  * bmm and einsum, .T and size(): thin bindings of runtime/kernels/shape_more.h. */
+#include <ctype.h>
+
 #include "../runtime/tensor/shape.h"
 #include "../runtime/kernels/shape_more.h"
 #include "stdlib.h"
@@ -41,6 +43,25 @@ static mq_value lib_diff(mq_state *S, mq_value *args) {
 
 static mq_value lib_bmm(mq_state *S, mq_value *args) { RET(mq_bmm(S, T(0, "a"), T(1, "b"))); }
 
+/* A one-operand spec that sums over a label: one its output lacks (the
+ * implicit output has the labels written once). */
+static bool einsum_sums(const char *s, size_t len) {
+  int in[128] = {0};
+  bool out[128] = {0}, explicit_out = false;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '-' && i + 1 < len && s[i + 1] == '>') {
+      explicit_out = true;
+      for (size_t j = i + 2; j < len; j++) out[(unsigned char)s[j] & 127] = true;
+      break;
+    }
+    if (isalpha(c)) in[c]++;
+  }
+  for (int c = 0; c < 128; c++)
+    if (in[c] && (explicit_out ? !out[c] : in[c] > 1)) return true;
+  return false;
+}
+
 static mq_value lib_einsum(mq_state *S, mq_value *args) {
   if (!mq_is_obj(args[0], MQ_O_STRING))
     mq_error(S, "einsum: the spec must be a string such as \"ij,jk->ik\", not a %s",
@@ -50,8 +71,15 @@ static mq_value lib_einsum(mq_state *S, mq_value *args) {
   /* einsum("ij,jk", [a, b]) as torch also accepts */
   if (l->len == 1 && mq_is_obj(l->items[0], MQ_O_LIST)) l = mq_as_list(l->items[0]);
   mq_tensor **ops = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *ops);
-  for (int i = 0; i < l->len; i++) ops[i] = mq_arg_tensor(S, l->items[i], "operands");
-  RET(mq_einsum(S, spec->chars, spec->len, l->len, ops));
+  for (int i = 0; i < l->len; i++) ops[i] = mq_arg_tensor_stored(S, l->items[i], "operands");
+  mq_dtype first = l->len ? (mq_dtype)ops[0]->dtype : MQ_DT_F32;
+  for (int i = 0; i < l->len; i++) ops[i] = mq_tensor_computable(S, ops[i]);
+  mq_tensor *r = mq_einsum(S, spec->chars, spec->len, l->len, ops);
+  /* torch's dtype for storage dtypes: the operand's, except that one
+   * operand summed over a label is a sum (int8 -> int64) */
+  if (mq_dtype_is_float(first) || !(l->len == 1 && einsum_sums(spec->chars, spec->len)))
+    r = mq_narrow_back(S, r, first);
+  RET(r);
 }
 
 static mq_value lib_T(mq_state *S, mq_value *args) { RET(mq_reverse_dims(S, TS(0, "x"))); }
@@ -82,7 +110,7 @@ const mq_libfn mq_lib_shape_more[] = {
     {"bmm(a, b)", lib_bmm, "batched matrix product of two 3-d tensors (matmul's masks)", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
     {"einsum(spec, *operands)", lib_einsum,
      "Einstein summation, e.g. einsum(\"bij,bjk->bik\", a, b); masked: sums the valid terms",
-     MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
+     MQ_BK_NONE, 0},
     {"T(x)", lib_T, "x.T: the dims reversed (the transpose of a matrix)", MQ_BK_NONE, 0},
     {"size(x, dim=none)", lib_size, "the shape as a list of ints, or the size of dim", MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},

@@ -88,7 +88,7 @@ enum {
   X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(FLOORDIV, "//")           \
   X(MOD, "%") X(POW, "**") X(MATMUL, "@")                                      \
   X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") X(EQ, "==") X(NE, "!=")        \
-  X(BAND, "&") X(BOR, "|") X(BXOR, "^") X(IN, "in")
+  X(BAND, "&") X(BOR, "|") X(BXOR, "^") X(IN, "in") X(SHL, "<<") X(SHR, ">>")
 
 typedef enum mq_binop_token {
 #define X(n, s) MQ_TOK_##n,

@@ -110,8 +110,18 @@ static mq_value scalar_binary(mq_state *S, int op, mq_value a, mq_value b) {
     case MQ_TOK_BAND: return both_bool ? mq_bool(x & y) : mq_int(x & y);
     case MQ_TOK_BOR: return both_bool ? mq_bool(x | y) : mq_int(x | y);
     case MQ_TOK_BXOR: return both_bool ? mq_bool(x ^ y) : mq_int(x ^ y);
+    case MQ_TOK_SHL: /* Python's: a number, not a bit pattern (overflow is an error) */
+    case MQ_TOK_SHR:
+      if (y < 0) mq_error(S, "negative shift count %lld", (long long)y);
+      if (op == MQ_TOK_SHR) return mq_int(y >= 64 ? (x < 0 ? -1 : 0) : x >> y);
+      r = y >= 64 ? (x ? 1 : 0) : (int64_t)((uint64_t)x << y);
+      fits = x == 0 || (y < 64 && r >> y == x);
+      break;
     default: goto unsupported;
     }
+    if (!fits && op == MQ_TOK_SHL)
+      mq_error(S, "integer overflow in %lld << %lld: the result does not fit in 64 bits",
+               (long long)x, (long long)y);
     if (!fits) { /* a negative left operand in parentheses: -2 ** 64 is -(2 ** 64) */
       const char *lparen = x < 0 ? "(" : "", *rparen = x < 0 ? ")" : "";
       mq_error(S, "integer overflow in %s%lld%s %s %lld; use %s%lld.0%s %s %lld for a float",
@@ -153,6 +163,7 @@ static const int8_t token_to_binop[MQ_TOK__COUNT] = {
     [MQ_TOK_LE] = MQ_BIN_LE,   [MQ_TOK_GT] = MQ_BIN_GT,     [MQ_TOK_GE] = MQ_BIN_GE,
     [MQ_TOK_EQ] = MQ_BIN_EQ,   [MQ_TOK_NE] = MQ_BIN_NE,     [MQ_TOK_BAND] = MQ_BIN_BAND,
     [MQ_TOK_BOR] = MQ_BIN_BOR, [MQ_TOK_BXOR] = MQ_BIN_BXOR,
+    [MQ_TOK_SHL] = MQ_BIN_SHL, [MQ_TOK_SHR] = MQ_BIN_SHR,
     [MQ_TOK_FLOORDIV] = MQ_BIN_FLOORDIV, [MQ_TOK_MOD] = MQ_BIN_REM, [MQ_TOK_MATMUL] = -1,
     [MQ_TOK_IN] = -1,
 };

@@ -23,6 +23,7 @@
 typedef struct ew_job {
   int op;
   int which; /* binary: 0 the left operand's gradient, 1 the right's */
+  bool in_f32; /* the forward computed in float32 (IN_R of ops_unary.h) */
   const double *x, *y, *o, *g, *p;
   double *ra;
   /* the float32 kernels': the same arrays as float32, g read with stride gs
@@ -238,7 +239,8 @@ static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const ew_job *J = ctx;
   const double *xv = J->x, *yv = J->y, *gv = J->g, *p = J->p;
   double *o = J->ra;
-  (void)p;
+  const bool in_f32 = J->in_f32;
+  (void)p, (void)in_f32;
   switch ((mq_unop)J->op) { /* one loop per op, its derivative inlined into it */
 #define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
   UN_CASE_##cls(E, UN_LOOP_, deriv)
@@ -275,7 +277,8 @@ MQ_WIDE static void unary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
   const float *xv = J->fx, *yv = J->fy, *gv = J->fg;
   const double *p = J->p, g0 = J->gs ? 0 : gv[0];
   float *o = J->fr;
-  (void)p, (void)g0;
+  const bool in_f32 = true;
+  (void)p, (void)g0, (void)in_f32;
   switch ((mq_unop)J->op) {
 #define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
   UN_CASE_##cls(E, UN_LOOP32_, deriv)
@@ -310,7 +313,7 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *r = like(S, g);
   ew_job J = {.op = n->op, .x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape)),
               .y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape)), .g = mq_bw_d(g), .p = n->prm,
-              .ra = mq_bw_d(r)};
+              .ra = mq_bw_d(r), .in_f32 = t->dtype != MQ_DT_F64};
   ew_run(S, r->numel, unary_range, &J);
   gin[0] = r;
 }
@@ -319,6 +322,7 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
 
 #define FLOATRES_B_ARITH 1
 #define FLOATRES_B_FLOAT 1
+#define FLOATRES_B_FONLY 1
 #define FLOATRES_B_F64 1
 #define FLOATRES_B_CMP 0
 #define FLOATRES_B_INT 0
@@ -354,11 +358,13 @@ static const bool bin_diff[MQ_BIN__COUNT] = {
  * in the float32 loops (their result is float64). */
 #define BIN_CASE_ARITH(E, LOOP, d) case MQ_BIN_##E: LOOP##d
 #define BIN_CASE_FLOAT BIN_CASE_ARITH
+#define BIN_CASE_FONLY BIN_CASE_ARITH
 #define BIN_CASE_F64 BIN_CASE_ARITH
 #define BIN_CASE_CMP(E, LOOP, d)
 #define BIN_CASE_INT(E, LOOP, d)
 #define BIN32_CASE_ARITH BIN_CASE_ARITH
 #define BIN32_CASE_FLOAT BIN_CASE_ARITH
+#define BIN32_CASE_FONLY BIN_CASE_ARITH
 #define BIN32_CASE_F64(E, LOOP, d)
 #define BIN32_CASE_CMP(E, LOOP, d)
 #define BIN32_CASE_INT(E, LOOP, d)

@@ -387,7 +387,13 @@ static mq_tensor *dense_grad(mq_state *S, mq_tensor *x, mq_tensor *r, const uint
  * pairs (a's valid entry (r, l), b[l, j] valid) of each valid c[r, j],
  * dc/da[r, l] = b[l, j] (so a's gradient is the SDDMM of g and b^T at a's
  * entries) and dc/db[l, j] = a[r, l] (b's is a^T @ g). */
+static void dense_sparse_bw(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+
 void mq_bw_sp_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  if (t->node->op == 1) {
+    dense_sparse_bw(S, t, g, gin);
+    return;
+  }
   mq_tensor *a = t->node->in[0], *b = t->node->in[1];
   int64_t nnz = a->sparse->nnz, n = b->ndim == 2 ? b->shape[1] : 1;
   const int64_t *rows, *cols;
@@ -419,6 +425,45 @@ void mq_bw_sp_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   }
   if (ga) gin[0] = sp_grad(S, a, ga, masked ? ma : NULL);
   if (gb) gin[1] = dense_grad(S, b, gb, mb, masked);
+}
+
+/* c = a @ b, a strided (m, k) or (k,), b sparse (k, n): over the valid
+ * pairs (a[i, p] valid, b's valid entry (p, j)) of each valid c[i, j],
+ * dc/da[i, p] = b[p, j] (a's gradient is g @ b^T over those pairs) and
+ * dc/db[p, j] = a[i, p] (b's, at its entries, is a^T @ g there). Each
+ * gradient entry sums its terms in one order: entries ascending, then i. */
+static void dense_sparse_bw(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_tensor *a = t->node->in[0], *b = t->node->in[1];
+  int64_t nnz = b->sparse->nnz, k = a->shape[a->ndim - 1], n = b->shape[1];
+  int64_t m = a->ndim == 2 ? a->shape[0] : 1;
+  const int64_t *rows, *cols;
+  entry_rc(S, b, &rows, &cols);
+  const double *bv = mq_bw_d(f64_of(S, b->sparse->values));
+  const double *av = mq_bw_d(mq_bw_f64_to(S, a, a->ndim, a->shape)), *gv = mq_bw_d(g);
+  const uint8_t *bm = sp_maskp(b), *am = mq_ag_maskp(S, a), *gm = mq_ag_maskp(S, g);
+  bool masked = am || bm || gm;
+  mq_tensor *ga = a->requires_grad ? zeros_f64(S, a->ndim, a->shape) : NULL;
+  mq_tensor *gb = b->requires_grad ? zeros_f64(S, 1, &nnz) : NULL;
+  double *pa = ga ? mq_bw_d(ga) : NULL, *pb = gb ? mq_bw_d(gb) : NULL;
+  uint8_t *ma = zero_bytes(S, a->numel), *mb = zero_bytes(S, nnz);
+  for (int64_t e = 0; e < nnz; e++) {
+    poll_at(S, e);
+    if (bm && !bm[e]) continue; /* a masked-out entry is in no pair */
+    int64_t p = rows[e], j = cols[e];
+    double s = 0;
+    for (int64_t i = 0; i < m; i++) {
+      if ((am && !am[i * k + p]) || (gm && !gm[i * n + j])) continue;
+      s += av[i * k + p] * gv[i * n + j];
+      mb[e] = 1;
+      if (pa) {
+        pa[i * k + p] += gv[i * n + j] * bv[e];
+        ma[i * k + p] = 1;
+      }
+    }
+    if (pb) pb[e] = s;
+  }
+  if (ga) gin[0] = dense_grad(S, a, ga, ma, masked);
+  if (gb) gin[1] = sp_grad(S, b, gb, masked ? mb : NULL);
 }
 
 /* c<M> = a @ b at M's valid entries: entry (r, c) with gradient g adds

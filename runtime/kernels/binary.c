@@ -125,6 +125,7 @@ static inline float fdiv_floor_float(float x, float y) {
 /* Float kernels k_E_F32 and k_E_F64 (bool results for comparisons). */
 #define DEF_BF_ARITH(E, SFX, T, EXPR) DEF_BIN(k_##E##_##SFX, T, T, EXPR)
 #define DEF_BF_FLOAT DEF_BF_ARITH
+#define DEF_BF_FONLY DEF_BF_ARITH
 /* F64 ops always compute in float64: no float32 kernel */
 #define DEF_BF_F64(E, SFX, T, EXPR) DEF_BF_F64_##SFX(E, T, EXPR)
 #define DEF_BF_F64_F32(E, T, EXPR)
@@ -151,6 +152,7 @@ DEF_BIN(pow_number_F64, double, double, pow_number_double(x, y))
 #define DEF_BI_ARITH(E, FEXPR, IEXPR) DEF_BIN(k_##E##_I64, int64_t, int64_t, IEXPR)
 #define DEF_BI_INT DEF_BI_ARITH
 #define DEF_BI_FLOAT(E, FEXPR, IEXPR)
+#define DEF_BI_FONLY DEF_BI_FLOAT
 #define DEF_BI_F64 DEF_BI_FLOAT
 #define DEF_BI_CMP(E, FEXPR, IEXPR)                                            \
   DEF_BIN(k_##E##_I64, int64_t, uint8_t, FEXPR)                                \
@@ -167,13 +169,15 @@ DEF_BIN(xor_BOOL, uint8_t, uint8_t, x ^ y)
 /* How the compute dtype follows the promoted one: ARITH keeps it; FLOAT
  * computes ints and bools in float32 (true division, atan2, ...); F64
  * always computes in float64 (float_power); CMP keeps it and answers bool;
- * INT wants bool or int64 (bitwise ops). */
-enum { CL_ARITH, CL_FLOAT, CL_F64, CL_CMP, CL_INT };
+ * INT wants bool or int64 (bitwise ops); FONLY refuses ints and bools, as
+ * torch (logaddexp, hypot). */
+enum { CL_ARITH, CL_FLOAT, CL_F64, CL_CMP, CL_INT, CL_FONLY };
 
 typedef struct binary_def {
   uint8_t cls;
   mq_ewise_fn k[MQ_DT__COUNT];
   bool int_divisor; /* integer kernels need nonzero valid divisors */
+  bool no_bool;     /* a bool operand is refused, whatever the other (bk NOBOOL) */
   bool fuse;
 } binary_def;
 
@@ -181,16 +185,23 @@ typedef struct binary_def {
 #define BK_AND and_BOOL
 #define BK_XOR xor_BOOL
 #define BK_NONE NULL
+#define BK_NOBOOL NULL
+#define NB_OR 0
+#define NB_AND 0
+#define NB_XOR 0
+#define NB_NONE 0
+#define NB_NOBOOL 1
 #define FK(E) k_##E##_F32, k_##E##_F64
 #define TAB_ARITH(E, bk) CL_ARITH, {BK_##bk, k_##E##_I64, FK(E)}
 #define TAB_FLOAT(E, bk) CL_FLOAT, {NULL, NULL, FK(E)}
+#define TAB_FONLY(E, bk) CL_FONLY, {NULL, NULL, FK(E)}
 #define TAB_F64(E, bk) CL_F64, {NULL, NULL, NULL, k_##E##_F64}
 #define TAB_CMP(E, bk) CL_CMP, {k_##E##_BOOL, k_##E##_I64, FK(E)}
 #define TAB_INT(E, bk) CL_INT, {BK_##bk, k_##E##_I64, NULL, NULL}
 
 static const binary_def defs[MQ_BIN__COUNT] = {
 #define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, doma, domb, fuse, ...) \
-  [MQ_BIN_##E] = {TAB_##cls(E, bk), div0, fuse},
+  [MQ_BIN_##E] = {TAB_##cls(E, bk), div0, NB_##bk, fuse},
     MQ_BINARY_OPS(X)
 #undef X
 };
@@ -280,6 +291,17 @@ mq_ewise_fn mq_pow_number_kernel(mq_dtype dt) {
   return dt == MQ_DT_F32 ? pow_number_F32 : dt == MQ_DT_F64 ? pow_number_F64 : NULL;
 }
 
+/* [t] as half type [h] (float16 or bfloat16), a weak number staying weak:
+ * torch converts an int tensor or a number that meets a half tensor to the
+ * half type before it computes in float32 (fmod(bf16 300, int16 257) is
+ * fmod(300, 256), 44), so an operand is rounded as torch rounds it. */
+static mq_tensor *half_operand(mq_state *S, mq_tensor *t, mq_dtype h) {
+  if (t->dtype == h) return t;
+  mq_tensor *r = mq_astype(S, t, h); /* a new tensor */
+  r->weak = t->weak;
+  return r;
+}
+
 mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b) {
   return mq_binary_spare(S, op, a, b, NULL);
 }
@@ -289,13 +311,25 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
   if ((unsigned)op >= MQ_BIN__COUNT) mq_error(S, "bad binary op");
   const binary_def *def = &defs[op];
   mq_tensor *in[2] = {a, b};
+  if (def->no_bool && (a->dtype == MQ_DT_BOOL || b->dtype == MQ_DT_BOOL))
+    mq_error(S, "subtraction, the `-` operator, with a bool tensor is not supported, as in torch "
+                "(for two bools use `^`, or `&` with `~`; else convert with long(x) or float(x))");
+  if (def->cls == CL_FONLY && !mq_dtype_is_float(mq_result_type(2, in)))
+    mq_error(S, "%s is only defined for float tensors, got %s and %s (float(x) converts)",
+             bin_names[op], mq_dtype_name((mq_dtype)a->dtype), mq_dtype_name((mq_dtype)b->dtype));
   if (mq_dtype_is_narrow((mq_dtype)a->dtype) || mq_dtype_is_narrow((mq_dtype)b->dtype)) {
     /* storage dtypes: computed in their compute dtypes, stored back as
      * torch's result type says */
     mq_dtype want = mq_result_type(2, in);
     if (def->cls == CL_INT && mq_dtype_is_float(want)) /* named as given, not as computed */
-      mq_error(S, "%s is only defined for bool and integer tensors, got %s and %s", bin_names[op],
+      mq_error(S, "%s is only defined for %s tensors, got %s and %s", bin_names[op],
+               def->k[MQ_DT_BOOL] ? "bool and integer" : "integer",
                mq_dtype_name((mq_dtype)a->dtype), mq_dtype_name((mq_dtype)b->dtype));
+    /* torch: both operands as the half type first (float_power: float64) */
+    if ((want == MQ_DT_F16 || want == MQ_DT_BF16) && def->cls != CL_F64) {
+      a = half_operand(S, a, want);
+      b = half_operand(S, b, want);
+    }
     mq_tensor *r = mq_binary_spare(S, op, mq_tensor_computable(S, a), mq_tensor_computable(S, b), NULL);
     return mq_narrow_back(S, r, want);
   }
@@ -305,15 +339,12 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
   case CL_F64: ct = MQ_DT_F64; break;
   case CL_INT:
     if (mq_dtype_is_float(ct))
-      mq_error(S, "%s is only defined for bool and int64 tensors, got %s and %s", bin_names[op],
+      mq_error(S, "%s is only defined for %s tensors, got %s and %s", bin_names[op],
+               def->k[MQ_DT_BOOL] ? "bool and integer" : "integer",
                mq_dtype_name((mq_dtype)a->dtype), mq_dtype_name((mq_dtype)b->dtype));
     break;
   default: break;
   }
-  if (ct == MQ_DT_BOOL && (op == MQ_BIN_POW || def->int_divisor)) ct = MQ_DT_I64;
-  if (op == MQ_BIN_SUB && ct == MQ_DT_BOOL)
-    mq_error(S, "subtraction, the `-` operator, with two bool tensors is not supported "
-                "(use `^` or `&` with `~`)");
   if (ct == MQ_DT_F32) { /* computed in float32, a float number is its float32 value, as in torch */
     a = in[0] = f32_number(S, a);
     b = in[1] = f32_number(S, b);

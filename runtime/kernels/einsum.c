@@ -184,8 +184,9 @@ static mq_tensor *pair(mq_state *S, mq_tensor *a, labels *la, mq_tensor *b, labe
   memcpy(ob, bat, (size_t)nb), memcpy(ob + nb, con, (size_t)nc), memcpy(ob + nb + nc, rig, (size_t)nr);
   int ca[3] = {nb, nl, nc}, cb[3] = {nb, nc, nr};
   mq_tensor *A = arrange(S, a, la, oa, la->n, ca, 3), *B = arrange(S, b, lb, ob, lb->n, cb, 3);
-  /* two bools: "some term is true", as torch's einsum gives (matmul has
-   * no bool product; a count of true terms cannot overflow int64) */
+  /* two bools: "some term is true" (matmul has no bool product; a count
+   * of true terms cannot overflow int64); torch 1.13 refuses a bool
+   * product that sums (docs/DIFFERENCES.md) */
   bool logical = A->dtype == MQ_DT_BOOL && B->dtype == MQ_DT_BOOL;
   if (logical) A = mq_astype(S, A, MQ_DT_I64), B = mq_astype(S, B, MQ_DT_I64);
   mq_tensor *P = mq_matmul(S, A, B);
@@ -250,7 +251,9 @@ static mq_tensor *diagonals(mq_state *S, mq_tensor *t, labels *l, int k) {
       mq_tensor *off = mq_tensor_scalar(S, (mq_dtype)t->dtype, 0);
       if (t->mask) off = mq_masked(S, off, mq_tensor_scalar(S, MQ_DT_BOOL, 0));
       int dim = i;
+      mq_dtype dt = (mq_dtype)t->dtype;
       t = mq_reduce(S, MQ_RED_SUM, mq_where(S, eye, t, off), 1, &dim, false);
+      if (dt == MQ_DT_BOOL) t = mq_astype(S, t, dt); /* one term: a bool diagonal stays bool */
       memmove(l->id + i, l->id + i + 1, (size_t)(l->n - i - 1));
       l->n--;
       i = 0; /* look again from the start: the dims moved */

@@ -10,14 +10,17 @@
  *   bind    B0 calls mq_binary on x and y; BH lib_bin_E is written by hand
  *           in lib_math.c; BN no builtin of its own
  *   cls     the compute dtype: ARITH keeps the promoted one (ints by iexpr,
- *           bools by bk); FLOAT computes ints and bools in float32; F64
+ *           bools by bk); FLOAT computes ints and bools in float32; FONLY
+ *           refuses them (torch has no int kernel); F64
  *           always in float64; CMP keeps it and answers bool (fexpr for
  *           every dtype); INT bools (bk) and ints (iexpr) only
  *   div0    1 if valid integer divisors must be nonzero
  *   fexpr   the float element expression in x and y (FN(pow) names powf or
  *           pow, FH(xlogy) the float or double helper of binary.c)
  *   iexpr   the int64 expression (ARITH, INT), else NONE
- *   bk      the bool kernel (ARITH, INT): OR, AND, XOR, or NONE (refused)
+ *   bk      the bool kernel (ARITH, INT): OR, AND, XOR, or NONE (two bools
+ *           refused, as torch: // % ** fmod); NOBOOL also refuses a bool
+ *           with any other operand (torch's sub)
  *   deriv   D(ga, gb): the gradients of one element for x and y in double,
  *           from x, y, the result o and the incoming g; NODIFF for ops
  *           whose result is never float
@@ -30,7 +33,7 @@
 #define MQ_BINARY_OPS(X)                                                       \
   X(ADD, "add", ", y, alpha=1", BH, ARITH, 0, x + y, WADD(x, y), OR, D(g, g), ANY, ANY, 1, 1, \
     "x + alpha * y with broadcasting")                                         \
-  X(SUB, "sub", ", y, alpha=1", BH, ARITH, 0, x - y, WSUB(x, y), NONE, D(g, -g), ANY, ANY, 1, 1, \
+  X(SUB, "sub", ", y, alpha=1", BH, ARITH, 0, x - y, WSUB(x, y), NOBOOL, D(g, -g), ANY, ANY, 1, 1, \
     "x - alpha * y with broadcasting")                                         \
   X(MUL, "mul", ", y", B0, ARITH, 0, x * y, WMUL(x, y), AND, D(g * y, g * x), ANY, ANY, 1, 1, \
     "x * y with broadcasting")                                                 \
@@ -65,10 +68,10 @@
   X(ATAN2, "atan2", ", y", B0, FLOAT, 0, FN(atan2)(x, y), NONE, NONE,          \
     D(g * y / (x * x + y * y), -g * x / (x * x + y * y)), ANY, ANY, 1, 1,      \
     "atan(x / y) in the right quadrant: the angle of the point (y, x)")        \
-  X(LOGADDEXP, "logaddexp", ", y, input_mask=none, other_mask=none", BH, FLOAT, 0, \
+  X(LOGADDEXP, "logaddexp", ", y, input_mask=none, other_mask=none", BH, FONLY, 0, \
     FH(logaddexp)(x, y), NONE, NONE, D(g / (1 + exp(y - x)), g / (1 + exp(x - y))), ANY, \
     ANY, 1, 1, "log(e**x + e**y) without overflow; input_mask= and other_mask= mask plain x and y") \
-  X(LOGADDEXP2, "logaddexp2", ", y", B0, FLOAT, 0, FH(logaddexp2)(x, y), NONE, NONE, \
+  X(LOGADDEXP2, "logaddexp2", ", y", B0, FONLY, 0, FH(logaddexp2)(x, y), NONE, NONE, \
     D(g / (1 + exp2(y - x)), g / (1 + exp2(x - y))), ANY, ANY, 1, 1,           \
     "log2(2**x + 2**y) without overflow")                                      \
   /* ties split evenly, as torch; NaN wins */                                  \
@@ -89,9 +92,9 @@
     0, 1, "x shifted left by y bits (ints)")                                   \
   X(SHR, "bitwise_right_shift", ", y", B0, INT, 0, NONE, ishr(x, y), NONE, NODIFF, ANY, ANY, \
     0, 1, "x shifted right by y bits, keeping the sign (ints)")                \
-  X(NEXTAFTER, "nextafter", ", y", B0, FLOAT, 0, FN(nextafter)(x, y), NONE, NONE, D(0, 0), \
+  X(NEXTAFTER, "nextafter", ", y", B0, FONLY, 0, FN(nextafter)(x, y), NONE, NONE, D(0, 0), \
     CONV, CONV, 1, 1, "the next float after x toward y")                       \
-  X(HYPOT, "hypot", ", y", B0, FLOAT, 0, FN(hypot)(x, y), NONE, NONE, D(g * x / o, g * y / o), \
+  X(HYPOT, "hypot", ", y", B0, FONLY, 0, FN(hypot)(x, y), NONE, NONE, D(g * x / o, g * y / o), \
     ANY, ANY, 1, 1, "sqrt(x**2 + y**2) without overflow")                      \
   X(COPYSIGN, "copysign", ", y", B0, FLOAT, 0, FN(copysign)(x, y), NONE, NONE, \
     D(x == 0 ? 0 : g * (o / x), 0), ANY, ANY, 1, 1, "the magnitude of x with the sign of y") \

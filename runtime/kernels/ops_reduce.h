@@ -21,7 +21,7 @@
  *   in      the dtype it reads: ASIS, or FLOAT (ints and bools as float32)
  *   res     the dtype it answers in: KEEP the input's; WIDEN floats kept,
  *           ints and bools int64; FLOAT floats kept, the others float32;
- *           BOOL; INT64
+ *           BOOL (uint8 for a uint8 input, as torch's all and any); INT64
  *   ident   what its accumulator starts from (reduce.c), bitwise what
  *           folding no entry gives: ZERO, ONE, LOWEST (-inf, INT64_MIN,
  *           false), HIGHEST, TRUE and FALSE (a bool slot whatever the

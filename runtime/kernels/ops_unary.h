@@ -17,7 +17,8 @@
  *           builtin (another op's builtin reaches it)
  *   cls     the dtype behaviour: FLOAT computes ints and bools in float32;
  *           SAME keeps the dtype, ints by iexpr, bools refused; SAMEB the
- *           same with bools copied; FONLY floats only; BITS bools and ints
+ *           same with bools copied; FONLY floats only (torch has no int
+ *           kernel: the activations); BITS bools and ints
  *           only (bools by bexpr); PRED a bool result for every dtype
  *           (ints by iexpr, bools by bexpr); CLAMP clamp's own int kernel
  *   pre     statements run once per kernel call (parameters): NOPRE if none
@@ -49,11 +50,14 @@
     "natural logarithm elementwise")                                           \
   X(SQRT, "sqrt", "", B0, FLOAT, NOPRE, FN(sqrt)(x), NONE, NONE, D(g / (2 * y)), POS, 1, 1, \
     "square root elementwise")                                                 \
-  X(ABS, "abs", "", B0, SAMEB, NOPRE, FN(fabs)(x), x < 0 ? WSUB(0, x) : x, NONE, \
+  X(ABS, "abs", "", B0, SAME, NOPRE, FN(fabs)(x), x < 0 ? WSUB(0, x) : x, NONE, \
     D(g * (double)((x > 0) - (x < 0))), ANY, 1, 1, "absolute value elementwise") \
   X(BITNOT, "bitwise_not", "", B0, BITS, NOPRE, NONE, ~x, x ^ 1, NODIFF, ANY, 0, 1, \
     "~x: logical not of bools, bitwise not of ints")                           \
-  X(POS, "positive", "", B0, SAMEB, NOPRE, x, x, NONE, D(g), ANY, 1, 1, "+x: x itself") \
+  X(POS, "positive", "", B0, SAME, NOPRE, x, x, NONE, D(g), ANY, 1, 1, "+x: x itself") \
+  /* torch's conj_physical takes bools, its positive refuses them */           \
+  X(CONJ, "conj_physical", "", B0, SAMEB, NOPRE, x, x, NONE, D(g), ANY, 0, 1,  \
+    "the complex conjugate: x itself for real tensors") \
   X(SIGN, "sign", "", B0, SAMEB, NOPRE, (R)((0 < x) - (x < 0)), (0 < x) - (x < 0), NONE, \
     D(0), ANY, 1, 1, "-1, 0 or 1 by the sign of x (0 for NaN, as torch)")      \
   X(SIGNBIT, "signbit", "", B0, PRED, NOPRE, signbit(x) != 0, x < 0, x != x,   \
@@ -120,7 +124,7 @@
   X(LOGIT, "logit", ", eps=none", B1, FLOAT,                                   \
     const int has = P0 == P0; const R lo = (R)P0; const R hi = (R)(1 - P0),    \
     FN(log)(LOGIT_Z / ((R)1 - LOGIT_Z)), NONE, NONE,                           \
-    D(p[0] == p[0] && (x < p[0] || x > 1 - p[0]) ? 0 : g / (x * (1 - x))), PROB, 0, 1, \
+    D(p[0] == p[0] && (x < IN_R(p[0]) || x > IN_R(1 - p[0])) ? 0 : g / (x * (1 - x))), PROB, 0, 1, \
     "log(x / (1 - x)), x first clamped to [eps, 1 - eps] if given")            \
   X(ERF, "erf", "", B0, FLOAT, NOPRE, FN(erf)(x), NONE, NONE,                  \
     D(g * MQ_TWO_SQRTPI * exp(-x * x)), ANY, 1, 1, "the error function")          \
@@ -162,43 +166,44 @@
   /* clamp(x, lo, hi): NaN bounds are absent (comparisons with NaN are         \
    * false), NaN x stays */                                                    \
   X(CLAMP, "clamp", ", min=none, max=none", BH, CLAMP, const R lo = (R)P0; const R hi = (R)P1, \
-    CLAMP_X > hi ? hi : CLAMP_X, NONE, NONE, D((p[0] > x || p[1] < x) ? 0 : g), ANY, 0, 1, \
+    CLAMP_X > hi ? hi : CLAMP_X, NONE, NONE, D((IN_R(p[0]) > x || IN_R(p[1]) < x) ? 0 : g), ANY, 0, 1, \
     "x limited to [min, max] (numbers or tensors; either may be none)")        \
   /* softplus(x, beta, threshold), torch.nn.functional's: linear where         \
    * beta * x > threshold; NaN parameters are the defaults, 1 and 20 */        \
-  X(SOFTPLUS, "softplus", ", beta=1, threshold=20", B2, FLOAT,                 \
+  X(SOFTPLUS, "softplus", ", beta=1, threshold=20", B2, FONLY,                 \
     const R beta = P0 == P0 ? (R)P0 : (R)1; const R thr = P1 == P1 ? (R)P1 : (R)20, \
     x * beta > thr ? x : FN(log1p)(FN(exp)(x * beta)) / beta, NONE, NONE,      \
-    D(x * SP_BETA > SP_THR ? g : g * exp(x * SP_BETA) / (exp(x * SP_BETA) + 1)), ANY, 0, 1, \
+    D(IN_R(x * IN_R(SP_BETA)) > IN_R(SP_THR) ? g : g * exp(x * SP_BETA) / (exp(x * SP_BETA) + 1)), \
+    ANY, 0, 1,                                                                 \
     "log(1 + e**(beta x)) / beta, x itself where beta x > threshold")          \
   /* the activations of torch.nn.functional: gelu's exact (erf) form and its  \
    * tanh approximation (gelu(x, approximate="tanh"), reached by gelu's        \
    * builtin), silu, leaky_relu and elu, each as torch computes it */          \
-  X(GELU, "gelu", ", approximate=none", BH, FLOAT, NOPRE,                      \
+  X(GELU, "gelu", ", approximate=none", BH, FONLY, NOPRE,                      \
     x * (R)0.5 * ((R)1 + FN(erf)(x * (R)SQRT1_2)), NONE, NONE,                 \
     D(g * (0.5 * (1 + erf(x * SQRT1_2)) + x * INV_SQRT2PI * exp(-0.5 * x * x))), ANY, 0, 1, \
     "x * P(X <= x), X standard normal (exact erf form; approximate=\"tanh\": torch's tanh form)") \
-  X(GELU_TANH, "gelu", "", BN, FLOAT, NOPRE,                                   \
+  X(GELU_TANH, "gelu", "", BN, FONLY, NOPRE,                                   \
     (R)0.5 * x * ((R)1 + FN(tanh)((R)GELU_BETA * (x + (R)GELU_KAPPA * x * x * x))), NONE, NONE, \
     D(dgelu_tanh(x, g)), ANY, 0, 1, "gelu's tanh approximation")               \
-  X(SILU, "silu", "", B0, FLOAT, NOPRE, x / ((R)1 + FN(exp)(-x)), NONE, NONE,  \
+  X(SILU, "silu", "", B0, FONLY, NOPRE, x / ((R)1 + FN(exp)(-x)), NONE, NONE,  \
     D(g / (1 + exp(-x)) * (1 + x * (1 - 1 / (1 + exp(-x))))), ANY, 1, 1,       \
     "x * sigmoid(x) (swish)")                                                  \
-  X(LEAKY_RELU, "leaky_relu", ", negative_slope=0.01", B1, FLOAT,              \
+  X(LEAKY_RELU, "leaky_relu", ", negative_slope=0.01", B1, FONLY,              \
     const R slope = P0 == P0 ? (R)P0 : (R)0.01,                                \
     x > 0 ? x : x * slope, NONE, NONE, D(x > 0 ? g : g * LR_SLOPE), ANY, 0, 1, \
     "x where x > 0, else negative_slope * x")                                  \
-  X(ELU, "elu", ", alpha=1.0", B1, FLOAT, const R alpha = P0 == P0 ? (R)P0 : (R)1, \
+  X(ELU, "elu", ", alpha=1.0", B1, FONLY, const R alpha = P0 == P0 ? (R)P0 : (R)1, \
     x <= 0 ? (FN(exp)(x) - (R)1) * alpha : x, NONE, NONE,                      \
     D(x <= 0 ? g * ELU_ALPHA * exp(x) : g), ANY, 0, 1,                         \
     "x where x > 0, else alpha * (e**x - 1)")                                  \
-  X(SELU, "selu", "", B0, FLOAT, NOPRE,                                       \
+  X(SELU, "selu", "", B0, FONLY, NOPRE,                                       \
     (R)SELU_SCALE * (x <= 0 ? (FN(exp)(x) - (R)1) * (R)SELU_ALPHA : x), NONE, NONE, \
     D(x <= 0 ? g * SELU_SCALE * SELU_ALPHA * exp(x) : g * SELU_SCALE), ANY, 1, 1, \
     "scale * elu(x, alpha), torch's self-normalizing constants")               \
-  X(MISH, "mish", "", B0, FLOAT, NOPRE, x * FN(tanh)(FN(log1p)(FN(exp)(x))), NONE, NONE, \
+  X(MISH, "mish", "", B0, FONLY, NOPRE, x * FN(tanh)(FN(log1p)(FN(exp)(x))), NONE, NONE, \
     D(dmish(x, g)), ANY, 1, 1, "x * tanh(softplus(x))")                        \
-  X(LOGSIGMOID, "logsigmoid", "", B0, FLOAT, NOPRE,                            \
+  X(LOGSIGMOID, "logsigmoid", "", B0, FONLY, NOPRE,                            \
     (x < 0 ? x : (R)0) - FN(log1p)(FN(exp)(-FN(fabs)(x))), NONE, NONE,         \
     D(g / (1 + exp(x))), ANY, 1, 1, "log(sigmoid(x)), computed stably")        \
   /* the hard activations of torch.nn.functional, with torch's derivative at \
@@ -236,12 +241,16 @@
   X("arctan", ATAN, "", "arctangent elementwise (alias of atan)")              \
   X("arctanh", ATANH, "", "inverse hyperbolic tangent elementwise (alias of atanh)") \
   X("clip", CLAMP, ", min=none, max=none", "x limited to [min, max] (alias of clamp)") \
-  X("conj_physical", POS, "", "the complex conjugate: x itself for real tensors") \
   X("fix", TRUNC, "", "round toward zero (alias of trunc)")                    \
   X("negative", NEG, "", "-x elementwise (alias of neg)")                      \
   X("sgn", SIGN, "", "the sign of x (alias of sign for real tensors)")
 
 /* Helpers of the element expressions above. */
+/* In a derivative, [v] rounded to the type the forward computed in (in_f32:
+ * float32, else float64), so that a branch compares the same values the
+ * forward's did (softplus's beta x > threshold, clamp's bounds): a
+ * gradient never takes the other branch than its forward. */
+#define IN_R(v) (in_f32 ? (double)(float)(v) : (double)(v))
 #define LOGIT_Z (has ? (x < lo ? lo : x > hi ? hi : x) : x)
 #define CLAMP_X (x < lo ? lo : x)
 #define SP_BETA (p[0] == p[0] ? p[0] : 1)

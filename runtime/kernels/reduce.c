@@ -64,7 +64,7 @@ static mq_dtype out_dtype(mq_redop op, mq_dtype dt) {
   switch (red_rows[op].res) {
   case RES_WIDEN: return mq_dtype_is_float(dt) ? dt : MQ_DT_I64;
   case RES_FLOAT: return mq_dtype_is_float(dt) ? dt : MQ_DT_F32;
-  case RES_BOOL: return MQ_DT_BOOL;
+  case RES_BOOL: return dt == MQ_DT_U8 ? MQ_DT_U8 : MQ_DT_BOOL; /* torch's all/any of uint8 */
   case RES_INT64: return MQ_DT_I64;
   default: return dt;
   }
@@ -113,9 +113,11 @@ static void *acc_for(mq_state *S, mq_redop op, mq_dtype dt, const mq_red_plan *P
 mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const int *dims,
                      bool keepdim) {
   if ((unsigned)op >= MQ_RED__COUNT) mq_error(S, "bad reduction");
-  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) /* torch's dtype: sum(int8) int64, mean(float16) float16 */
-    return mq_narrow_back(S, mq_reduce(S, op, mq_tensor_computable(S, t), ndims, dims, keepdim),
-                          out_dtype(op, (mq_dtype)t->dtype));
+  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) { /* torch's dtype: sum(int8) int64, mean(float16) float16 */
+    mq_tensor *r = mq_reduce(S, op, mq_tensor_computable(S, t), ndims, dims, keepdim);
+    mq_dtype want = out_dtype(op, (mq_dtype)t->dtype);
+    return want == MQ_DT_U8 && r->dtype == MQ_DT_BOOL ? mq_astype(S, r, want) : mq_narrow_back(S, r, want);
+  }
   mq_dtype dt = read_dtype(op, (mq_dtype)t->dtype), out_dt = out_dtype(op, (mq_dtype)t->dtype);
   mq_red_plan P;
   mq_red_plan_init(S, &P, red_rows[op].name, t, dt, ndims, dims, keepdim);

@@ -141,10 +141,29 @@ static const char *const un_names[] = {
 #undef X
 };
 
+/* [op] has no kernel for [t]'s dtype (named as stored, int8 not int64). */
+static MQ_NORETURN void refuse(mq_state *S, mq_unop op, const mq_tensor *t) {
+  mq_dtype dt = (mq_dtype)t->dtype;
+  if (op == MQ_UN_NEG)
+    mq_error(S, "negation, the `-` operator, on a bool tensor is not supported "
+                "(use `~` to invert a mask)");
+  if (op == MQ_UN_BITNOT)
+    mq_error(S, "bitwise_not, the `~` operator, is only defined for bool and integer tensors, got %s",
+             mq_dtype_name(dt));
+  if (!defs[op].k[MQ_DT_I64]) /* FONLY: torch has no int kernel */
+    mq_error(S, "%s is only defined for float tensors, got %s, as in torch (float(x) converts)",
+             un_names[op], mq_dtype_name(dt));
+  mq_error(S, "%s is not defined for %s tensors%s", un_names[op], mq_dtype_name(dt),
+           dt == MQ_DT_BOOL ? " (convert with long(x) or float(x) first)" : "");
+}
+
 mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) {
   if ((unsigned)op >= MQ_UN__COUNT) mq_error(S, "bad unary op");
-  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) /* computed in the compute dtype, stored back */
+  if (mq_dtype_is_narrow((mq_dtype)t->dtype)) { /* computed in the compute dtype, stored back */
+    mq_dtype c = mq_dtype_compute((mq_dtype)t->dtype);
+    if (defs[op].cls != CL_FLOAT && !kernel_of(op, c)) refuse(S, op, t);
     return mq_narrow_back(S, mq_unary_p(S, op, mq_tensor_computable(S, t), prm), (mq_dtype)t->dtype);
+  }
   static const double none[3] = {NAN, NAN, NAN};
   const unary_def *def = &defs[op];
   mq_dtype in = (mq_dtype)t->dtype, out_dt;
@@ -153,16 +172,7 @@ mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) 
   if (op == MQ_UN_SQUARE && in == MQ_DT_BOOL) in = MQ_DT_I64; /* as torch: True**2 is 1 */
   out_dt = def->cls == CL_BOOL ? MQ_DT_BOOL : in;
   mq_ewise_fn k = kernel_of(op, in);
-  if (!k) {
-    if (op == MQ_UN_NEG)
-      mq_error(S, "negation, the `-` operator, on a bool tensor is not supported "
-                  "(use `~` to invert a mask)");
-    if (op == MQ_UN_BITNOT)
-      mq_error(S, "bitwise_not, the `~` operator, is only defined for bool and int64 tensors, got %s",
-               mq_dtype_name(in));
-    mq_error(S, "%s is not defined for %s tensors%s", un_names[op], mq_dtype_name(in),
-             in == MQ_DT_BOOL ? " (convert with long(x) or float(x) first)" : "");
-  }
+  if (!k) refuse(S, op, t);
   mq_tensor *x = mq_operand(S, t, in, t->ndim, t->shape);
   mq_tensor *out = mq_tensor_new(S, out_dt, t->ndim, t->shape);
   mq_tensor *ts[2] = {out, x};
@@ -189,19 +199,21 @@ static bool scalar_bound(const mq_tensor *b) { return !b || (b->ndim == 0 && !b-
 
 mq_tensor *mq_clamp(mq_state *S, mq_tensor *t, mq_tensor *lo, mq_tensor *hi) {
   if (!lo && !hi) mq_error(S, "clamp: give at least one of min and max");
-  if (t->dtype == MQ_DT_BOOL) mq_error(S, "clamp is not defined for bool tensors");
+  mq_tensor *in[3] = {t, lo, hi};
+  int n = 1;
+  if (lo) in[n++] = lo;
+  if (hi) in[n++] = hi;
+  mq_dtype dt = mq_result_type(n, in);
+  if (t->dtype == MQ_DT_BOOL) { /* as torch: promoted by its bounds (int64 for ints), bool refused */
+    if (dt == MQ_DT_BOOL) mq_error(S, "clamp is not defined for bool tensors with bool bounds");
+    t = mq_astype(S, t, dt);
+  }
   if (!scalar_bound(lo) || !scalar_bound(hi)) {
     /* tensor bounds: elementwise maximum and minimum (masks must agree) */
     if (lo) t = mq_binary(S, MQ_BIN_MAXIMUM, t, lo);
     if (hi) t = mq_binary(S, MQ_BIN_MINIMUM, t, hi);
     return t;
   }
-  mq_tensor *in[3] = {t, lo, hi};
-  int n = 1;
-  if (lo) in[n++] = lo;
-  if (hi) in[n++] = hi;
-  mq_dtype dt = mq_result_type(n, in);
-  if (dt == MQ_DT_BOOL) dt = (mq_dtype)t->dtype;
   double prm[3] = {lo ? mq_tensor_item(S, lo) : NAN, hi ? mq_tensor_item(S, hi) : NAN, NAN};
   return mq_unary_p(S, MQ_UN_CLAMP, mq_astype(S, t, dt), prm);
 }

@@ -229,7 +229,12 @@ static mq_tensor *dense_sparse(mq_state *S, mq_tensor *a, mq_tensor *b) {
   int nt = mq_parallel_threads_for(S, work);
   /* per is 0 for (m, 0) @ (0, 0): a grain of 1 then, not a division by 0 */
   mq_parallel_for(S, nt, m, per ? MQ_PAR_GRAIN / per + 1 : 1, dsmm_range, &J);
-  return om ? mq_masked(S, out, om) : out;
+  out = om ? mq_masked(S, out, om) : out;
+  if (MQ_UNLIKELY(a->requires_grad || b->requires_grad)) {
+    mq_tensor *in[2] = {a, b};
+    mq_ag_rec_sparse(S, out, MQ_AG_SP_MATMUL, 1, 2, 0, in);
+  }
+  return out;
 }
 
 mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {

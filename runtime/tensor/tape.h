@@ -92,7 +92,7 @@
   X(SP_REDUCE, mq_sparse_red_name(n->op), mq_bw_sp_reduce, F64)                \
   /* of sparse in[0] along dim [dims]; op: 1 for log_softmax */                \
   X(SP_SOFTMAX, n->op ? "log_softmax" : "softmax", mq_bw_sp_softmax, F64)      \
-  /* sparse in[0] @ strided in[1] (SpMM) */                                    \
+  /* op 0: sparse in[0] @ strided in[1] (SpMM); op 1: strided @ sparse */                                    \
   X(SP_MATMUL, "matmul", mq_bw_sp_matmul, F64)                                 \
   /* masked_matmul(in[0], in[1], aux in[2]) */                                 \
   X(SP_SDDMM, "masked_matmul", mq_bw_sp_sddmm, F64)                            \

@@ -191,9 +191,9 @@ static void test_errors_elementwise(void) {
   EXPECT_ERROR(e_neg_pow, "integers to negative integer powers are not allowed (use a float base, "
                           "e.g. float(x) ** n)");
   gb = F32(1, SHAPE(3), VALS(1, 2, 3));
-  EXPECT_ERROR(e_band_float, "bitwise_and is only defined for bool and int64 tensors, got int64 and float32");
+  EXPECT_ERROR(e_band_float, "bitwise_and is only defined for bool and integer tensors, got int64 and float32");
   EXPECT_ERROR(e_bitnot_float,
-               "bitwise_not, the `~` operator, is only defined for bool and int64 tensors, got float32");
+               "bitwise_not, the `~` operator, is only defined for bool and integer tensors, got float32");
   ga = F32(2, SHAPE(2, 3), VALS(0, 1, 2, 3, 4, 5));
   gb = F32(1, SHAPE(4), VALS(0, 1, 2, 3));
   EXPECT_ERROR(e_broadcast, "shapes (2, 3) and (4,) cannot be broadcast");
