@@ -398,6 +398,13 @@ def opinfo_case(pools, op, short, dtype, origin, s):
         def canon_mask(m, t):
             return torch.ones(t.shape, dtype=torch.bool) if m is None else MO._input_mask(t, mask=m)
         outmask = canon_mask(r_kw.get("input_mask"), r_inp) | canon_mask(r_kw.get("other_mask"), r_args[0])
+    if short == "sum" and inp.layout != torch.strided and kw.get("mask") is None \
+            and not args and kw.get("dim") is None and out.layout != torch.strided:
+        # masq rule (docs/DIFFERENCES.md): sum(s) of a plain sparse tensor
+        # without a dim is a strided 0-d tensor (a number for item and
+        # backward); torch.masked.sum gives a 0-d sparse_coo one
+        out = out.to_dense()
+        case.desc += "; masq rule: a whole sum of a plain sparse tensor is strided"
     out64 = None
     if dtype in (torch.float32, torch.float16, torch.bfloat16) and short not in EXACT:
         try:
