@@ -85,7 +85,8 @@ static mq_value lib_un_GELU(mq_state *S, mq_value *args) {
 #endif
 #define X(E, name, params, bind, ...)                                          \
   MAYBE_UNUSED static mq_value plain_bin_##E(mq_state *S, mq_value *args) {   \
-    RET(mq_binary(S, MQ_BIN_##E, TW(0, "x"), TW(1, "y")));                     \
+    mq_tensor *spare = mq_take_spare(S); /* x.mul_(y): a dying x takes it */   \
+    RET(mq_binary_spare(S, MQ_BIN_##E, TW(0, "x"), TW(1, "y"), spare));        \
   }
 MQ_BINARY_OPS(X)
 #undef X
@@ -128,6 +129,7 @@ static mq_value lib_bin_LOGADDEXP(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
+  mq_tensor *spare = mq_take_spare(S); /* x.div_(y): a dying x takes the result */
   mq_binop op = MQ_BIN_DIV;
   if (mq_is_obj(args[2], MQ_O_STRING)) {
     const mq_string *mode = mq_as_string(args[2]);
@@ -139,7 +141,7 @@ static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
     mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", not a %s",
              mq_value_type_name(args[2]));
   }
-  RET(mq_binary(S, op, TW(0, "x"), TW(1, "y")));
+  RET(mq_binary_spare(S, op, TW(0, "x"), TW(1, "y"), spare));
 }
 
 /* --- reductions --------------------------------------------------------------------- */

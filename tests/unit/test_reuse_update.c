@@ -1,0 +1,70 @@
+/* test_reuse_update.c - torch's in-place spellings (x.add_(y), x[i] = v,
+ * x[i] += v) write into x's storage exactly when nothing but x's variable
+ * holds it (vm/vm.c, dying_operand and STORE_INDEX; runtime/kernels/update.h),
+ * and make a new value otherwise: S->reused says which, so that each case
+ * can fail both ways. What a script sees is the same either way
+ * (tests/lang/inplace_aliasing). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../core/state.h"
+#include "../../include/masq.h"
+
+static int passed, failed;
+
+/* Runs [setup] then [code] in a fresh state; the reuses [code] made, or -1. */
+static long reuses(const char *setup, const char *code) {
+  masq_state *M = masq_open(NULL);
+  long n = -1;
+  if (masq_eval(M, setup, strlen(setup), "<setup>", 0) == MASQ_OK) {
+    long before = M->reused;
+    if (masq_eval(M, code, strlen(code), "<code>", 0) == MASQ_OK) n = M->reused - before;
+  }
+  if (n < 0) printf("%s", masq_last_error(M)->rendered);
+  masq_close(M);
+  return n;
+}
+
+static void expect(const char *setup, const char *code, long want) {
+  long got = reuses(setup, code);
+  if (got == want) {
+    passed++;
+  } else {
+    failed++;
+    printf("FAIL reuse: %s | %s: %ld reuses, expected %ld\n", setup, code, got, want);
+  }
+}
+
+int main(void) {
+  const char *v = "x = rand(1000)";
+  /* a global's first store in an eval is logged for its rollback: 3 of 4 */
+  expect(v, "for i in range(4) { x.add_(1) }", 3);
+  expect(v, "for i in range(4) { x.sub_(1, alpha=2) }", 3);
+  expect(v, "for i in range(4) { x.mul_(x) }", 0); /* x twice: read by the op */
+  expect(v, "for i in range(4) { x[i] = 5 }", 3);
+  expect(v, "for i in range(4) { x[i] += 5 }", 3);
+  expect(v, "for i in range(4) { x[0:10] = rand(10) }", 3);
+  expect(v, "for i in range(4) { x[x > 0.5] = 0 }", 3);
+  /* a function's locals: every one of them */
+  expect(v, "f = fn(a) { b = a * 1\n for i in range(4) { b[i] = 1\n b.div_(2) }\n return b }\nr = f(x)",
+         8);
+  /* other holders: a second name, a list, a view, a closure, autograd */
+  expect(v, "for i in range(4) { y = x; x[i] = 1 }", 0);
+  expect(v, "for i in range(4) { y = x; x.add_(1) }", 0);
+  expect(v, "l = [x]\nfor i in range(4) { x[i] = 1; l = [x] }", 0);
+  expect(v, "for i in range(4) { w = x[0:2]; x[i] = 1 }", 0);
+  expect(v, "for i in range(4) { w = x[0:2]; x.add_(1) }", 0);
+  expect(v, "f = fn() { b = x * 1\n g = fn() = b\n for i in range(4) { b[i] = 0 }\n return g }\nr = f()", 3);
+  expect("x = requires_grad(rand(10)) * 1", "for i in range(4) { x[i] = 1 }", 0);
+  expect("x = rand(10)\nw = requires_grad(rand(1))", "for i in range(4) { x[i] = w[0] }", 0);
+  /* masked x, masked v: the scatter into a copy (masks are never written) */
+  expect("x = masked(rand(10), rand(10) < 0.5)", "for i in range(4) { x[i] = 1 }", 0);
+  /* dtype changes, bool storages */
+  expect("x = arange(10)", "for i in range(4) { x[i] = 2.5 }", 3);
+  expect("x = rand(10) < 0.5", "for i in range(4) { x[i] = true }", 0);
+  /* elements of lists and dicts: the container holds them */
+  expect("xs = [rand(10)]\nd = {\"w\": rand(10)}", "for i in range(4) { xs[0].add_(1); d[\"w\"][i] = 0 }",
+         0);
+  printf("test_reuse_update: %d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}
