@@ -333,6 +333,7 @@ conformance: $(B)/masq
 conformance-regen: $(B)/masq
 	/usr/bin/python3 tools/conformance/gen.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_index.py --seed $(SEED)
+	/usr/bin/python3 tools/conformance/gen_inplace.py --seed $(SEED)
 	@sh tools/conformance/run.sh $(B)/masq
 
 # --- benchmarks: make bench (bench/run.sh; docs/PERFORMANCE.md) --------------
