@@ -672,11 +672,14 @@ static void index_assign(compiler *C, const mq_node *target, const mq_node *valu
 static const struct {
   const char *spelling, *callee;
   int flags;
+  const char *keyword; /* the name the one argument is passed by, or NULL */
 } update_names[] = {
-    {"copy_", NULL, MQ_UPD_SRC | MQ_UPD_CAST},
-    {"zero_", "zeros_like", MQ_UPD_CAST},
-    {"fill_", "full_like", MQ_UPD_CAST},
-    {"requires_grad_", "requires_grad", MQ_UPD_LEAF_OK},
+    {"copy_", NULL, MQ_UPD_SRC | MQ_UPD_CAST, NULL},
+    {"zero_", "zeros_like", MQ_UPD_CAST, NULL},
+    {"fill_", "full_like", MQ_UPD_CAST, NULL},
+    {"requires_grad_", "requires_grad", MQ_UPD_LEAF_OK, NULL},
+    {"clamp_min_", "clamp", 0, "min"},
+    {"clamp_max_", "clamp", 0, "max"},
 };
 
 /* Whether [n] is torch's in-place spelling x.NAME_(...). */
@@ -699,13 +702,14 @@ static void update_call(compiler *C, const mq_node *n) {
     emit_op(C, MQ_OP_POP, -1, t->span);
     t = root;
   }
-  const char *callee = NULL;
+  const char *callee = NULL, *keyword = NULL;
   int flags = 0;
   bool found = false;
   for (size_t i = 0; i < sizeof update_names / sizeof *update_names; i++)
     if (strcmp(n->str, update_names[i].spelling) == 0) {
       callee = update_names[i].callee;
       flags = update_names[i].flags;
+      keyword = update_names[i].keyword;
       found = true;
     }
   if (!found) {
@@ -754,7 +758,16 @@ static void update_call(compiler *C, const mq_node *n) {
   }
   emit_op(C, MQ_OP_SWAP, 0, n->span);
   mq_list *kw = NULL;
-  int nargs = 1 + call_args(C, (const mq_node *const *)n->kids + 1, n->nkids - 1, &kw);
+  int nargs;
+  if (keyword && n->nkids == 2 && n->kids[1]->kind != MQ_N_KWARG) {
+    /* x.clamp_max_(v) is clamp(x, max=v) */
+    kw = mq_list_new(C->S, 1);
+    mq_list_push(C->S, kw, mq_objv(mq_string_new(C->S, keyword, strlen(keyword))));
+    expr(C, n->kids[1]);
+    nargs = 2;
+  } else {
+    nargs = 1 + call_args(C, (const mq_node *const *)n->kids + 1, n->nkids - 1, &kw);
+  }
   if (nargs > 255) mq_error_at(C->S, n->span, "too many arguments (limit 255)");
   int k = kw ? mq_chunk_const(C->S, C->f, mq_objv(kw)) : 0xffff;
   emit_op(C, MQ_OP_CALL_UPDATE, -nargs, n->span);
