@@ -106,14 +106,44 @@ static mq_tensor *put_in_place(mq_state *S, mq_tensor *x, const int64_t *at, mq_
   return out;
 }
 
+/* The flat position in x of every entry x[items] selects, in the indexed
+ * shape (int64, contiguous). Without an index tensor, x[items] of a
+ * contiguous x is a view whose geometry gives them at O(entries); else
+ * they are read from arange(numel) indexed as x would be. */
+static mq_tensor *positions_of(mq_state *S, mq_tensor *x, const mq_index_item *items, int n) {
+  bool advanced = false;
+  for (int i = 0; i < n; i++) advanced |= items[i].kind == MQ_IX_TENSOR;
+  if (advanced || !mq_tensor_is_contiguous(x)) {
+    int64_t flat = x->numel;
+    mq_tensor *pos = mq_reshape(S, mq_arange_i64(S, 0, flat, 1), x->ndim, x->shape);
+    return mq_contiguous(S, mq_index(S, pos, items, n));
+  }
+  mq_tensor *geom = mq_tensor_view(S, x, x->ndim, x->shape, x->strides, x->offset);
+  mq_tensor *view = mq_index(S, geom, items, n);
+  mq_tensor *at = mq_tensor_new(S, MQ_DT_I64, view->ndim, view->shape);
+  int64_t *p = mq_tensor_data(at), idx[MQ_MAX_DIMS] = {0}, base = view->offset - x->offset;
+  for (int64_t k = 0; k < at->numel; k++) {
+    mq_poll_at(S, k);
+    p[k] = base;
+    for (int d = view->ndim - 1; d >= 0; d--) { /* the next entry, last dim fastest */
+      base += view->strides[d];
+      if (++idx[d] < view->shape[d]) break;
+      base -= idx[d] * view->strides[d];
+      idx[d] = 0;
+    }
+  }
+  return at;
+}
+
 mq_tensor *mq_index_put(mq_state *S, mq_tensor *x, const mq_index_item *items, int n,
                         mq_tensor *v, mq_tensor *spare) {
   if (x->sparse || v->sparse)
     mq_error(S, "x[...] = v: %s is sparse; convert it with to_dense first", x->sparse ? "x" : "v");
-  /* the flat position of every indexed entry, indexed as x would be */
+  /* decided first: the positions' view of x below shares its storage */
+  bool reuse = spare == x && !x->mask && !v->mask && !v->requires_grad && !v->node &&
+               mq_reusable(x, (mq_dtype)x->dtype, x->ndim, x->shape);
+  mq_tensor *at = positions_of(S, x, items, n);
   int64_t flat = x->numel;
-  mq_tensor *pos = mq_reshape(S, mq_arange_i64(S, 0, flat, 1), x->ndim, x->shape);
-  mq_tensor *at = mq_contiguous(S, mq_index(S, pos, items, n));
   bool advanced = false;
   for (int i = 0; i < n; i++) advanced |= items[i].kind == MQ_IX_TENSOR;
   if (advanced && !v->weak && v->dtype != x->dtype)
@@ -131,9 +161,7 @@ mq_tensor *mq_index_put(mq_state *S, mq_tensor *x, const mq_index_item *items, i
     mq_error(S, "x[...] = v: v of shape %s cannot be broadcast to the indexed shape %s",
              mq_shape_str(S, v->ndim, v->shape), mq_shape_str(S, at->ndim, at->shape));
   v = mq_astype(S, mq_expand(S, v, at->ndim, at->shape), (mq_dtype)x->dtype);
-  if (spare == x && !x->mask && !v->mask && !v->requires_grad && !v->node &&
-      mq_reusable(x, (mq_dtype)x->dtype, x->ndim, x->shape))
-    return put_in_place(S, x, mq_tensor_data(at), mq_contiguous(S, v));
+  if (reuse) return put_in_place(S, x, mq_tensor_data(at), mq_contiguous(S, v));
   int64_t k = at->numel;
   mq_tensor *out = mq_scatter(S, mq_reshape(S, x, 1, &flat), 0, mq_reshape(S, at, 1, &k),
                               mq_reshape(S, v, 1, &k), false);

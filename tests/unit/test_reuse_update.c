@@ -45,6 +45,9 @@ int main(void) {
   expect(v, "for i in range(4) { x[i] += 5 }", 3);
   expect(v, "for i in range(4) { x[0:10] = rand(10) }", 3);
   expect(v, "for i in range(4) { x[x > 0.5] = 0 }", 3);
+  expect("x = rand(100, 10)", "for i in range(4) { x[i, 2:5] = rand(3) }", 3);
+  /* a view of x's storage made for the positions must not stop it */
+  expect("x = rand(1000000)", "for i in range(4) { x[i] = 5\n x[..., i] = 1 }", 7);
   /* a function's locals: every one of them */
   expect(v, "f = fn(a) { b = a * 1\n for i in range(4) { b[i] = 1\n b.div_(2) }\n return b }\nr = f(x)",
          8);
