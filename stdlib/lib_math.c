@@ -35,13 +35,18 @@ static void number_params(mq_state *S, mq_value *args, int n, const char *sig, d
 }
 
 #define UN_SIG(name, params) name "(x" params ")"
+/* x.exp_(): a dying x takes the result (vm/builtin.h, mq_take_spare) */
 #define UN_BIND_B0(E, sig)                                                     \
-  static mq_value lib_un_##E(mq_state *S, mq_value *args) { RET(mq_unary(S, MQ_UN_##E, TS(0, "x"))); }
+  static mq_value lib_un_##E(mq_state *S, mq_value *args) {                    \
+    mq_tensor *spare = mq_take_spare(S);                                       \
+    RET(mq_unary_spare(S, MQ_UN_##E, TS(0, "x"), NULL, spare));                \
+  }
 #define UN_BIND_PARAMS(E, sig, n)                                              \
   static mq_value lib_un_##E(mq_state *S, mq_value *args) {                    \
+    mq_tensor *spare = mq_take_spare(S);                                       \
     double prm[3];                                                             \
     number_params(S, args, n, sig, prm);                                       \
-    RET(mq_unary_p(S, MQ_UN_##E, TS(0, "x"), prm));                            \
+    RET(mq_unary_spare(S, MQ_UN_##E, TS(0, "x"), prm, spare));                 \
   }
 #define UN_BIND_B1(E, sig) UN_BIND_PARAMS(E, sig, 1)
 #define UN_BIND_B2(E, sig) UN_BIND_PARAMS(E, sig, 2)

@@ -41,6 +41,13 @@ int main(void) {
   expect(v, "for i in range(4) { x.add_(1) }", 3);
   expect(v, "for i in range(4) { x.sub_(1, alpha=2) }", 3);
   expect(v, "for i in range(4) { x.mul_(x) }", 0); /* x twice: read by the op */
+  /* the unary rows, with and without parameters, masked too */
+  expect(v, "for i in range(4) { x.exp_()\n x.neg_()\n x.sigmoid_() }", 11);
+  expect(v, "for i in range(4) { x.leaky_relu_(0.1) }", 3);
+  expect("x = masked(rand(10), rand(10) < 0.5)", "for i in range(4) { x.sqrt_() }", 3);
+  expect("x = arange(10)", "for i in range(4) { x.abs_() }", 3);
+  expect("x = requires_grad(rand(10)) * 1", "for i in range(4) { x.exp_() }", 0);
+  expect(v, "for i in range(4) { y = x; x.exp_() }", 0);
   expect(v, "for i in range(4) { x[i] = 5 }", 3);
   expect(v, "for i in range(4) { x[i] += 5 }", 3);
   expect(v, "for i in range(4) { x[0:10] = rand(10) }", 3);
