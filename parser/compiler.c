@@ -629,7 +629,7 @@ static void load_target(compiler *C, const mq_node *t) {
 
 /* Stores the new value on top into [t], loaded by load_target or
  * prepare_store, and pops it. */
-static void store_target(compiler *C, const mq_node *t, mq_span sp) {
+static void store_target(compiler *C, const mq_node *t, bool aug, mq_span sp) {
   if (t->kind == MQ_N_NAME) {
     name_store(C, t->str, sp);
     return;
@@ -640,10 +640,10 @@ static void store_target(compiler *C, const mq_node *t, mq_span sp) {
   uint8_t kinds[256];
   int pushed = item_kinds(t, kinds), nitems = t->nkids - 1;
   emit_op(C, MQ_OP_STORE_INDEX, -pushed - 1, sp);
-  emit(C, stored, sp);
+  emit(C, (uint8_t)((stored ? MQ_STORE_STORED : 0) | (aug ? MQ_STORE_AUG : 0)), sp);
   emit(C, (uint8_t)nitems, sp);
   for (int i = 0; i < nitems; i++) emit(C, kinds[i], sp);
-  if (stored) store_target(C, obj, sp);
+  if (stored) store_target(C, obj, false, sp);
   else emit_op(C, MQ_OP_POP, -1, sp);
   C->nesting--;
 }
@@ -663,7 +663,7 @@ static void index_assign(compiler *C, const mq_node *target, const mq_node *valu
   } else {
     expr(C, value);
   }
-  store_target(C, target, sp);
+  store_target(C, target, aug, sp);
 }
 
 /* The in-place spellings whose out-of-place form has another name; any
@@ -783,7 +783,7 @@ static void update_call(compiler *C, const mq_node *n) {
   emit(C, 1, n->span);
   emit_op(C, MQ_OP_SET_LOCAL, -1, n->span);
   emit(C, (uint8_t)keep, n->span);
-  store_target(C, t, n->span);
+  store_target(C, t, false, n->span);
 }
 
 /* --- fused expressions (fusion.h finds them, vm/fuse.h runs them) -------- */

@@ -340,7 +340,8 @@ static void index_items(mq_state *S, const uint8_t *kinds, int nitems, mq_value 
  * which only a variable or an element stored after can take ([stored]).
  * [spare]: obj when it is dying (dying_operand). */
 static mq_value store_value(mq_state *S, mq_value obj, const uint8_t *kinds, int nitems,
-                            mq_value *vals, mq_value v, bool stored, mq_tensor *spare) {
+                            mq_value *vals, mq_value v, int how, mq_tensor *spare) {
+  bool stored = how & MQ_STORE_STORED;
   bool one = nitems == 1 && kinds[0] == MQ_IXB_VALUE;
   if (mq_is_obj(obj, MQ_O_DICT)) {
     if (!one) mq_error(S, "only one key can be assigned to, as in d[key] = v");
@@ -367,7 +368,7 @@ static mq_value store_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
   index_items(S, kinds, nitems, vals, items);
   mq_tensor *x = mq_as_tensor(obj);
   return mq_objv(mq_index_put(S, x, items, nitems, mq_tensor_from_value_stored(S, v, "value"),
-                              spare));
+                              how & MQ_STORE_AUG ? MQ_UPD_AUG : 0, spare));
 }
 
 /* A nested list whose leaves are all numbers (or bools), looked at from
@@ -794,15 +795,15 @@ static void run_loop(mq_state *S, run_ctx *c) {
         vmbreak;
       }
       vmcase(STORE_INDEX) {
-        bool stored = READ_U8();
+        int how = READ_U8();
         int nitems = READ_U8();
         const uint8_t *kinds = ip;
         ip += nitems;
         int nvals = item_values(kinds, nitems);
         SAVE();
         mq_value obj = sp[-nvals - 2];
-        mq_tensor *spare = stored ? dying_operand(S, ip, slots, obj) : NULL;
-        mq_value r = store_value(S, obj, kinds, nitems, sp - nvals - 1, sp[-1], stored, spare);
+        mq_tensor *spare = how & MQ_STORE_STORED ? dying_operand(S, ip, slots, obj) : NULL;
+        mq_value r = store_value(S, obj, kinds, nitems, sp - nvals - 1, sp[-1], how, spare);
         REPLACE_TOP(nvals + 2, r);
         vmbreak;
       }

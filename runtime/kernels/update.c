@@ -136,7 +136,7 @@ static mq_tensor *positions_of(mq_state *S, mq_tensor *x, const mq_index_item *i
 }
 
 mq_tensor *mq_index_put(mq_state *S, mq_tensor *x, const mq_index_item *items, int n,
-                        mq_tensor *v, mq_tensor *spare) {
+                        mq_tensor *v, int flags, mq_tensor *spare) {
   if (x->sparse || v->sparse)
     mq_error(S, "x[...] = v: %s is sparse; convert it with to_dense first", x->sparse ? "x" : "v");
   /* decided first: the positions' view of x below shares its storage */
@@ -146,7 +146,10 @@ mq_tensor *mq_index_put(mq_state *S, mq_tensor *x, const mq_index_item *items, i
   int64_t flat = x->numel;
   bool advanced = false;
   for (int i = 0; i < n; i++) advanced |= items[i].kind == MQ_IX_TENSOR;
-  if (advanced && !v->weak && v->dtype != x->dtype)
+  if ((flags & MQ_UPD_AUG) && !can_cast((mq_dtype)v->dtype, (mq_dtype)x->dtype))
+    mq_error(S, "x[...] op= v: result type %s can't be cast to x's dtype %s (torch refuses it too)",
+             mq_dtype_name((mq_dtype)v->dtype), mq_dtype_name((mq_dtype)x->dtype));
+  if (advanced && !(flags & MQ_UPD_AUG) && !v->weak && v->dtype != x->dtype)
     mq_error(S, "x[index] = v: with an index tensor, v must have x's dtype %s, not %s (torch's "
                 "index_put); convert it with to(v, dtype(x))",
              mq_dtype_name((mq_dtype)x->dtype), mq_dtype_name((mq_dtype)v->dtype));

@@ -16,7 +16,8 @@
 enum {
   MQ_UPD_CAST = 1,      /* any dtype converts to x's, as torch's copy_, fill_, zero_ do */
   MQ_UPD_SRC = 2,       /* x.copy_(src): the value is src's data under x's mask */
-  MQ_UPD_LEAF_OK = 4    /* x.requires_grad_(): a leaf that requires grad may take it */
+  MQ_UPD_LEAF_OK = 4,   /* x.requires_grad_(): a leaf that requires grad may take it */
+  MQ_UPD_AUG = 8        /* x[items] op= v (STORE_INDEX): v is x[items] op v, computed */
 };
 
 /* The value x takes after the in-place op [name] (without its "_")
@@ -32,12 +33,14 @@ MQ_INTERNAL mq_tensor *mq_update_fit(mq_state *S, mq_tensor *x, mq_tensor *r, in
 /* x[items] = v, as a new value: x with v (broadcast to the indexed shape,
  * converted to x's dtype) at the indexed entries, which take v's validity
  * (a plain v makes them valid). With an index tensor among [items], a
- * tensor v must already have x's dtype (torch's index_put). [spare] is x
+ * tensor v must already have x's dtype (torch's index_put). With
+ * MQ_UPD_AUG in [flags] (x[items] op= v, v the computed x[items] op v), v's
+ * dtype must be one torch's in-place op casts to x's instead. [spare] is x
  * when the VM knows it dying: then, if x's storage may take the result
  * (mq_reusable, plain x and v, no autograd), the entries are written
  * there. Otherwise the result is a scatter into a copy, whose gradient
  * flows to v at the indexed entries and to x everywhere else. */
 MQ_INTERNAL mq_tensor *mq_index_put(mq_state *S, mq_tensor *x, const mq_index_item *items, int n,
-                                    mq_tensor *v, mq_tensor *spare);
+                                    mq_tensor *v, int flags, mq_tensor *spare);
 
 #endif

@@ -350,7 +350,7 @@ static mq_tensor *f_index_put(mq_tensor **in, int v) {
     break;
   }
   }
-  return mq_index_put(S, x, &it, 1, val, NULL);
+  return mq_index_put(S, x, &it, 1, val, 0, NULL);
 }
 /* src = x * x, so both of scatter's paths carry a gradient to x */
 static mq_tensor *f_scatter(mq_tensor **in, int v) {
