@@ -676,7 +676,7 @@ static const struct {
 } update_names[] = {
     {"copy_", NULL, MQ_UPD_SRC | MQ_UPD_CAST, NULL},
     {"zero_", "zeros_like", MQ_UPD_CAST, NULL},
-    {"fill_", "full_like", MQ_UPD_CAST, NULL},
+    {"fill_", "full_like", MQ_UPD_CAST | MQ_UPD_FILL, NULL},
     {"requires_grad_", "requires_grad", MQ_UPD_LEAF_OK, NULL},
     {"clamp_min_", "clamp", 0, "min"},
     {"clamp_max_", "clamp", 0, "max"},

@@ -517,6 +517,9 @@ static mq_value update_call(mq_state *S, mq_value *at, int argc, int nkw, const 
     if (argc != 2 || nkw) mq_error(S, "copy_: x.copy_(src) takes one argument, the tensor to copy");
     r = at[2];
   } else {
+    if ((flags & MQ_UPD_FILL) && argc == 2 && mq_is_tensor(at[2]) && mq_as_tensor(at[2])->ndim != 0)
+      mq_error(S, "fill_: the value must be a number or a 0-d tensor, not a %d-d one (torch's rule)",
+               mq_as_tensor(at[2])->ndim);
     const mq_builtin *b = &S->builtins[((mq_builtin_obj *)callee.as.o)->index];
     *spare = dying;
     r = mq_builtin_call(S, b, at + 1, argc, nkw, kwnames, dying);
