@@ -18,12 +18,10 @@ static int holds(masq_state *M, const masq_tensor *t, const float *want) {
   return 1;
 }
 
-static double number(masq_state *M, const char *src) {
+/* [src] run, then the number it left in global r (-12345 if it failed). */
+static double run_r(masq_state *M, const char *src) {
   double v = -12345;
-  if (eval(M, src) != MASQ_OK) {
-    fprintf(stderr, "unexpected error in <%s>: %s", src, masq_last_error(M)->rendered);
-    return v;
-  }
+  CHECK_OK(M, eval(M, src));
   CHECK_OK(M, masq_get_number(M, "r", &v));
   return v;
 }
@@ -40,12 +38,12 @@ static void test_wrapped_buffer(void) {
   CHECK_OK(M, masq_tensor_release(M, t)); /* the global is the only holder */
   CHECK_OK(M, eval(M, "x[0] = 5\nx.add_(1)\nx[1:3] += 10\nx.mul_(2)\nx.zero_()\nx.copy_(tensor([7, 8, 9]))"));
   CHECK(buf[0] == 1 && buf[1] == 2 && buf[2] == 3);
-  CHECK(number(M, "r = item(sum(x))") == 24);
+  CHECK(run_r(M, "r = item(sum(x))") == 24);
   /* in a function, on a local bound to the wrapped tensor */
   CHECK_OK(M, masq_tensor_wrap(M, &d, &t));
   CHECK_OK(M, masq_set_global(M, "h", t));
   CHECK_OK(M, masq_tensor_release(M, t));
-  CHECK(number(M, "fn f(a) {\n for i in range(3) { a[i] = -1\n a.neg_() }\n return a }\nr = item(sum(f(h)))") == 1);
+  CHECK(run_r(M, "fn f(a) {\n for i in range(3) { a[i] = -1\n a.neg_() }\n return a }\nr = item(sum(f(h)))") == 1);
   CHECK(memcmp(buf, same, sizeof buf) == 0);
   masq_close(M);
 }
@@ -68,7 +66,7 @@ static void test_host_handles(void) {
   CHECK_OK(M, eval(M, "for i in range(3) { x[i] = 0\n x.sub_(1) }"));
   CHECK(holds(M, g, now)); /* taken before: unchanged */
   CHECK(holds(M, t, old));
-  CHECK(number(M, "r = item(sum(x))") == -6);
+  CHECK(run_r(M, "r = item(sum(x))") == -6);
   CHECK_OK(M, masq_tensor_release(M, g));
   CHECK_OK(M, masq_tensor_release(M, t));
   masq_close(M);
