@@ -8,6 +8,7 @@
 
 #include "../runtime/autograd/autograd.h"
 #include "../runtime/kernels/ops.h"
+#include "../runtime/kernels/update.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
@@ -327,7 +328,11 @@ static mq_value lib_where(mq_state *S, mq_value *args) {
                                  mq_tensor_computable(S, ab[1])), want));
 }
 static mq_value lib_masked_fill(mq_state *S, mq_value *args) {
-  RET(mq_masked_fill(S, T(0, "x"), TS(1, "mask"), TW(2, "value"))); /* mask as stored: bool */
+  mq_tensor *v = TW(2, "value");
+  if (v->weak && v->ndim == 0) /* a number must fit x's dtype as stored (int8, 300: torch's error) */
+    mq_check_number_fits(S, (mq_dtype)TS(0, "x")->dtype, mq_tensor_item(S, v),
+                         !mq_dtype_is_float((mq_dtype)v->dtype), "masked_fill");
+  RET(mq_masked_fill(S, T(0, "x"), TS(1, "mask"), v)); /* mask as stored: bool */
 }
 
 /* intersect(a, b): both operands restricted to the positions valid in both

@@ -64,23 +64,24 @@ mq_tensor *mq_update_fit(mq_state *S, mq_tensor *x, mq_tensor *r, int flags, con
   return r;
 }
 
-/* Whether the number [v] (a weak 0-d tensor) converts to [to] without
- * overflow, by torch's check of a scalar written into a tensor
- * (c10::checked_convert): an integer type takes the values it holds (an
- * unsigned one also the negatives of those, which wrap), a float type
- * every finite value up to its largest, and infinities and NaN; an int
- * takes no NaN; bool takes anything. */
-static bool number_fits(mq_dtype to, mq_tensor *v) {
+bool mq_number_fits(mq_dtype to, double f, bool is_int) {
   static const double top[MQ_DT__ALL] = {
       [MQ_DT_I8] = 127, [MQ_DT_I16] = 32767, [MQ_DT_I32] = 2147483647.0,
       [MQ_DT_I64] = 9223372036854775807.0, [MQ_DT_U8] = 255, [MQ_DT_F16] = 65504,
-      [MQ_DT_BF16] = 3.38953138925153547590470800371487866880e38, [MQ_DT_F32] = 3.40282346638528859811704183484516925440e38};
+      [MQ_DT_BF16] = 3.38953138925153547590470800371487866880e38,
+      [MQ_DT_F32] = 3.40282346638528859811704183484516925440e38};
   if (to == MQ_DT_BOOL || to == MQ_DT_F64) return true;
-  double f = mq_elem_f64((mq_dtype)v->dtype, mq_tensor_data(v));
   if (mq_dtype_is_float(to)) return isnan(f) || isinf(f) || (f >= -top[to] && f <= top[to]);
   if (isnan(f)) return false;
-  double lo = to == MQ_DT_U8 ? (mq_dtype_is_float((mq_dtype)v->dtype) ? 0 : -255) : -top[to] - 1;
+  double lo = to == MQ_DT_U8 ? (is_int ? -255 : 0) : -top[to] - 1;
   return f >= lo && f <= top[to];
+}
+
+void mq_check_number_fits(mq_state *S, mq_dtype to, double f, bool is_int, const char *who) {
+  if (!mq_number_fits(to, f, is_int))
+    mq_error(S, "%s: the number %.10g does not fit in dtype %s (torch refuses it too: value "
+                "cannot be converted without overflow)",
+             who, f, mq_dtype_name(to));
 }
 
 /* v without the leading size-1 dims torch drops before broadcasting it to
@@ -153,10 +154,9 @@ mq_tensor *mq_index_put(mq_state *S, mq_tensor *x, const mq_index_item *items, i
     mq_error(S, "x[index] = v: with an index tensor, v must have x's dtype %s, not %s (torch's "
                 "index_put); convert it with to(v, dtype(x))",
              mq_dtype_name((mq_dtype)x->dtype), mq_dtype_name((mq_dtype)v->dtype));
-  if (v->weak && v->ndim == 0 && !number_fits((mq_dtype)x->dtype, v))
-    mq_error(S, "x[...] = v: the number %.10g does not fit in x's dtype %s (torch refuses it "
-                "too: value cannot be converted without overflow)",
-             mq_elem_f64((mq_dtype)v->dtype, mq_tensor_data(v)), mq_dtype_name((mq_dtype)x->dtype));
+  if (v->weak && v->ndim == 0)
+    mq_check_number_fits(S, (mq_dtype)x->dtype, mq_elem_f64((mq_dtype)v->dtype, mq_tensor_data(v)),
+                         !mq_dtype_is_float((mq_dtype)v->dtype), "x[...] = v");
   v = drop_leading_ones(S, v, at->ndim);
   int64_t to[MQ_MAX_DIMS];
   int nd = mq_broadcast_try(at->ndim, at->shape, v->ndim, v->shape, to);

@@ -31,6 +31,17 @@ enum {
 MQ_INTERNAL mq_tensor *mq_update_fit(mq_state *S, mq_tensor *x, mq_tensor *r, int flags,
                                      const char *name);
 
+/* Whether the number [f] ([is_int]: an int, else a float) converts to [to]
+ * without overflow, by torch's check of a number written into a tensor
+ * (c10::checked_convert): an integer type takes the values it holds (an
+ * unsigned one also the negatives of those, which wrap), a float type every
+ * finite value up to its largest, and infinities and NaN; an int takes no
+ * NaN; bool takes anything. */
+MQ_INTERNAL bool mq_number_fits(mq_dtype to, double f, bool is_int);
+/* The error torch gives where mq_number_fits is false, from builtin [who]. */
+MQ_INTERNAL void mq_check_number_fits(mq_state *S, mq_dtype to, double f, bool is_int,
+                                      const char *who);
+
 /* x[items] = v, as a new value: x with v (broadcast to the indexed shape,
  * converted to x's dtype) at the indexed entries, which take v's validity
  * (a plain v makes them valid). With an index tensor among [items], a
