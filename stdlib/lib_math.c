@@ -68,6 +68,10 @@ static mq_value lib_un_ROUND(mq_state *S, mq_value *args) {
 static mq_value lib_un_CLAMP(mq_state *S, mq_value *args) {
   mq_tensor *lo = args[1].type == MQ_NONE ? NULL : TW(1, "min");
   mq_tensor *hi = args[2].type == MQ_NONE ? NULL : TW(2, "max");
+  mq_tensor *x = TS(0, "x"), *b[2] = {lo, hi};
+  for (int i = 0; i < 2; i++) /* an int bound must fit an int x (int8, 300: torch's error) */
+    if (b[i] && b[i]->weak && b[i]->ndim == 0 && !mq_dtype_is_float((mq_dtype)b[i]->dtype))
+      mq_check_number_fits(S, (mq_dtype)x->dtype, mq_tensor_item(S, b[i]), true, "clamp");
   RET(mq_clamp(S, T(0, "x"), lo, hi));
 }
 
@@ -324,6 +328,10 @@ static mq_value lib_where(mq_state *S, mq_value *args) {
   mq_tensor *ab[2] = {mq_tensor_from_value_stored(S, args[1], "a"),
                       mq_tensor_from_value_stored(S, args[2], "b")};
   mq_dtype want = mq_result_type(2, ab);
+  for (int i = 0; i < 2; i++) /* a number must fit the result's dtype (int8, 300: torch's error) */
+    if (ab[i]->weak && ab[i]->ndim == 0)
+      mq_check_number_fits(S, want, mq_tensor_item(S, ab[i]), !mq_dtype_is_float((mq_dtype)ab[i]->dtype),
+                           "where");
   RET(mq_narrow_back(S, mq_where(S, TS(0, "cond"), mq_tensor_computable(S, ab[0]),
                                  mq_tensor_computable(S, ab[1])), want));
 }
