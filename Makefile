@@ -340,8 +340,8 @@ conformance-regen: $(B)/masq
 	/usr/bin/python3 tools/conformance/gen_csc.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_upstream.py
 	/usr/bin/python3 tools/conformance/gen_layouts.py --seed $(SEED)
-
 	/usr/bin/python3 tools/conformance/gen_dtypes.py
+	/usr/bin/python3 tools/conformance/gen_inplace.py --seed $(SEED)
 	@sh tools/conformance/run.sh $(B)/masq
 	@sh tools/conformance/run.sh $(B)/masq tests/conformance/upstream
 

@@ -8,6 +8,7 @@
 
 #include <math.h>
 
+#include "../runtime/kernels/update.h"
 #include "../runtime/tensor/tensor.h"
 #include "../vm/errval.h"
 #include "../vm/globals.h"
@@ -515,34 +516,274 @@ static void comprehension(compiler *C, const mq_node *n) {
   C->nesting--;
 }
 
-/* x[items], x already pushed. */
-static MQ_NOINLINE void index_rest(compiler *C, const mq_node *n) {
-  int nitems = n->nkids - 1;
-  if (nitems > 255) mq_error_at(C->S, n->span, "too many indices");
-  uint8_t kinds[256];
+/* The kinds of [n]'s index items (MQ_IXB_*) into [kinds]; returns how many
+ * values they push: one per plain item, one per bound a slice has. */
+static int item_kinds(const mq_node *n, uint8_t *kinds) {
   int pushed = 0;
-  for (int i = 0; i < nitems; i++) {
+  for (int i = 0; i < n->nkids - 1; i++) {
     const mq_node *it = n->kids[i + 1];
     if (it->kind == MQ_N_ELLIPSIS) {
       kinds[i] = MQ_IXB_ELLIPSIS;
     } else if (it->kind == MQ_N_SLICE) {
       kinds[i] = MQ_IXB_SLICE;
-      for (int p = 0; p < 3; p++) {
-        if (p < it->nkids && it->kids[p]) {
+      for (int p = 0; p < 3 && p < it->nkids; p++)
+        if (it->kids[p]) {
           kinds[i] |= (uint8_t)(1 << p);
-          expr(C, it->kids[p]);
           pushed++;
         }
-      }
     } else {
       kinds[i] = MQ_IXB_VALUE;
-      expr(C, it);
       pushed++;
     }
   }
+  return pushed;
+}
+
+/* The items of x[items] pushed, their kinds in [kinds]; returns how many
+ * values were pushed. */
+static int index_items(compiler *C, const mq_node *n, uint8_t *kinds) {
+  if (n->nkids - 1 > 255) mq_error_at(C->S, n->span, "too many indices");
+  for (int i = 1; i < n->nkids; i++) {
+    const mq_node *it = n->kids[i];
+    if (it->kind == MQ_N_SLICE) {
+      for (int p = 0; p < 3 && p < it->nkids; p++)
+        if (it->kids[p]) expr(C, it->kids[p]);
+    } else if (it->kind != MQ_N_ELLIPSIS) {
+      expr(C, it);
+    }
+  }
+  return item_kinds(n, kinds);
+}
+
+/* INDEX over the [pushed] values of [n]'s items and the object below them. */
+static void emit_index(compiler *C, const mq_node *n, const uint8_t *kinds, int pushed) {
+  int nitems = n->nkids - 1;
   emit_op(C, MQ_OP_INDEX, -pushed, n->span);
   emit(C, (uint8_t)nitems, n->span);
   for (int i = 0; i < nitems; i++) emit(C, kinds[i], n->span);
+}
+
+/* x[items], x already pushed. */
+static MQ_NOINLINE void index_rest(compiler *C, const mq_node *n) {
+  uint8_t kinds[256];
+  emit_index(C, n, kinds, index_items(C, n, kinds));
+}
+
+/* --- updates: x[i] = v, x[i] += v, x.f_(...) ------------------------------- */
+
+/* Tensors are values: an update computes the new value and stores it where
+ * the old one was read from, a variable or an element of a list, dict or
+ * tensor (runtime/kernels/update.h). A target is loaded with what its
+ * store needs left below it: xs[i][j] pushes xs, i, xs[i], j, then the
+ * value; STORE_INDEX of each level gives the container its store takes. */
+
+/* Whether the variable [name] can take an update's new value: a local or a
+ * global, not a value captured from an enclosing function. */
+static bool name_storable(compiler *C, const char *name, mq_span sp) {
+  int index = 0;
+  name_kind k = resolve(C, name, &index, sp);
+  return k == NAME_LOCAL || k == NAME_GLOBAL;
+}
+
+static bool target_storable(compiler *C, const mq_node *t) {
+  return t->kind == MQ_N_INDEX || (t->kind == MQ_N_NAME && name_storable(C, t->str, t->span));
+}
+
+/* Stores the top into variable [name] where it was read from. */
+static void name_store(compiler *C, const char *name, mq_span sp) {
+  int index = 0;
+  if (resolve(C, name, &index, sp) == NAME_LOCAL) {
+    emit_op(C, MQ_OP_SET_LOCAL, -1, sp);
+    emit(C, (uint8_t)index, sp);
+    return;
+  }
+  emit_op(C, MQ_OP_SET_GLOBAL, -1, sp);
+  emit_u16(C, (unsigned)mq_global_slot(C->S, name), sp);
+}
+
+static void load_target(compiler *C, const mq_node *t);
+
+/* For the INDEX target [t]: its object (loaded as a target when it is one)
+ * and its items; returns the number of item values, kinds in [kinds]. */
+static int prepare_store(compiler *C, const mq_node *t, uint8_t *kinds) {
+  const mq_node *obj = t->kids[0];
+  if (target_storable(C, obj)) load_target(C, obj);
+  else expr(C, obj);
+  return index_items(C, t, kinds);
+}
+
+/* Pushes [t]'s value, what its store needs below it. */
+static void load_target(compiler *C, const mq_node *t) {
+  if (t->kind == MQ_N_NAME) {
+    name_get(C, t->str, t->span);
+    return;
+  }
+  nest_enter(C, t->span);
+  uint8_t kinds[256];
+  int pushed = prepare_store(C, t, kinds);
+  emit_op(C, MQ_OP_DUPN, pushed + 1, t->span);
+  emit(C, (uint8_t)(pushed + 1), t->span);
+  emit_index(C, t, kinds, pushed);
+  C->nesting--;
+}
+
+/* Stores the new value on top into [t], loaded by load_target or
+ * prepare_store, and pops it. */
+static void store_target(compiler *C, const mq_node *t, bool aug, mq_span sp) {
+  if (t->kind == MQ_N_NAME) {
+    name_store(C, t->str, sp);
+    return;
+  }
+  nest_enter(C, t->span);
+  const mq_node *obj = t->kids[0];
+  bool stored = target_storable(C, obj);
+  uint8_t kinds[256];
+  int pushed = item_kinds(t, kinds), nitems = t->nkids - 1;
+  emit_op(C, MQ_OP_STORE_INDEX, -pushed - 1, sp);
+  emit(C, (uint8_t)((stored ? MQ_STORE_STORED : 0) | (aug ? MQ_STORE_AUG : 0)), sp);
+  emit(C, (uint8_t)nitems, sp);
+  for (int i = 0; i < nitems; i++) emit(C, kinds[i], sp);
+  if (stored) store_target(C, obj, false, sp);
+  else emit_op(C, MQ_OP_POP, -1, sp);
+  C->nesting--;
+}
+
+/* x[items] = v and, [aug], x[items] op= v. */
+static void index_assign(compiler *C, const mq_node *target, const mq_node *value, bool aug,
+                         int op, mq_span sp) {
+  uint8_t kinds[256];
+  int pushed = prepare_store(C, target, kinds);
+  if (aug) {
+    emit_op(C, MQ_OP_DUPN, pushed + 1, target->span);
+    emit(C, (uint8_t)(pushed + 1), target->span);
+    emit_index(C, target, kinds, pushed);
+    expr(C, value);
+    emit_op(C, MQ_OP_BINARY, -1, sp);
+    emit(C, (uint8_t)op, sp);
+  } else {
+    expr(C, value);
+  }
+  store_target(C, target, aug, sp);
+}
+
+/* The in-place spellings whose out-of-place form has another name; any
+ * other x.NAME_(...) is x = NAME(x, ...) (callee NULL: no call, the value
+ * is the argument: x.copy_(src)). */
+static const struct {
+  const char *spelling, *callee;
+  int flags;
+  const char *keyword; /* the name the one argument is passed by, or NULL */
+} update_names[] = {
+    {"copy_", NULL, MQ_UPD_SRC | MQ_UPD_CAST, NULL},
+    {"zero_", "zeros_like", MQ_UPD_CAST, NULL},
+    {"fill_", "full_like", MQ_UPD_CAST | MQ_UPD_FILL, NULL},
+    {"requires_grad_", "requires_grad", MQ_UPD_LEAF_OK, NULL},
+    {"clamp_min_", "clamp", 0, "min"},
+    {"clamp_max_", "clamp", 0, "max"},
+};
+
+/* Whether [n] is torch's in-place spelling x.NAME_(...). */
+static bool update_method(const mq_node *n) {
+  if (n->kind != MQ_N_METHOD) return false;
+  size_t len = strlen(n->str);
+  return len >= 2 && n->str[len - 1] == '_' && n->str[len - 2] != '_';
+}
+
+/* x.f_(args): CALL_UPDATE of f with x and args, its value stored into x,
+ * then x's new value pushed. An element target (xs[i].f_()) keeps that
+ * value in a slot pushed first, since its stores consume the stack. */
+static void update_call(compiler *C, const mq_node *n) {
+  const mq_node *t = n->kids[0];
+  const mq_node *root = t;
+  while (update_method(root)) root = root->kids[0];
+  if (root != t && root->kind == MQ_N_NAME) {
+    /* x.mul_(2).sub_(1): torch's in-place ops return x itself */
+    expr(C, t);
+    emit_op(C, MQ_OP_POP, -1, t->span);
+    t = root;
+  }
+  const char *callee = NULL, *keyword = NULL;
+  int flags = 0;
+  bool found = false;
+  for (size_t i = 0; i < sizeof update_names / sizeof *update_names; i++)
+    if (strcmp(n->str, update_names[i].spelling) == 0) {
+      callee = update_names[i].callee;
+      flags = update_names[i].flags;
+      keyword = update_names[i].keyword;
+      found = true;
+    }
+  if (!found) {
+    size_t len = strlen(n->str) - 1;
+    char *name = mq_scratch(C->S, len + 1);
+    memcpy(name, n->str, len);
+    name[len] = '\0';
+    callee = name;
+  }
+  if (!target_storable(C, t))
+    mq_error_at(C->S, n->span,
+                "x.%s(...) updates a variable or an element (x, xs[i], d[k]) in place, and %s; "
+                "write y = %s(...) for a new value",
+                n->str,
+                t->kind == MQ_N_NAME ? "this x is captured from an enclosing function"
+                                     : "this receiver is neither",
+                callee ? callee : "clone");
+  bool element = t->kind == MQ_N_INDEX;
+  int keep = C->depth;
+  if (element) {
+    if (keep > 255) mq_error_at(C->S, n->span, "no stack slot left for this update");
+    emit_op(C, MQ_OP_NONE, +1, n->span);
+  }
+  uint8_t kinds[256];
+  int pushed = 0;
+  if (element) {
+    nest_enter(C, t->span);
+    pushed = prepare_store(C, t, kinds);
+    emit_op(C, MQ_OP_DUPN, pushed + 1, t->span);
+    emit(C, (uint8_t)(pushed + 1), t->span);
+    emit_index(C, t, kinds, pushed);
+    C->nesting--;
+  } else {
+    name_get(C, t->str, t->span);
+  }
+  /* the function under x, as method_after puts it */
+  int index = 0;
+  if (!callee) {
+    emit_op(C, MQ_OP_NONE, +1, n->span);
+  } else if (resolve(C, callee, &index, n->span) == NAME_GLOBAL) {
+    emit_op(C, MQ_OP_GET_METHOD, +1, n->span);
+    emit_u16(C, (unsigned)mq_global_slot(C->S, callee), n->span);
+    emit(C, 1, n->span);
+  } else {
+    name_get(C, callee, n->span);
+  }
+  emit_op(C, MQ_OP_SWAP, 0, n->span);
+  mq_list *kw = NULL;
+  int nargs;
+  if (keyword && n->nkids == 2 && n->kids[1]->kind != MQ_N_KWARG) {
+    /* x.clamp_max_(v) is clamp(x, max=v) */
+    kw = mq_list_new(C->S, 1);
+    mq_list_push(C->S, kw, mq_objv(mq_string_new(C->S, keyword, strlen(keyword))));
+    expr(C, n->kids[1]);
+    nargs = 2;
+  } else {
+    nargs = 1 + call_args(C, (const mq_node *const *)n->kids + 1, n->nkids - 1, &kw);
+  }
+  if (nargs > 255) mq_error_at(C->S, n->span, "too many arguments (limit 255)");
+  int k = kw ? mq_chunk_const(C->S, C->f, mq_objv(kw)) : 0xffff;
+  emit_op(C, MQ_OP_CALL_UPDATE, -nargs, n->span);
+  emit(C, (uint8_t)nargs, n->span);
+  emit_u16(C, (unsigned)k, n->span);
+  emit(C, (uint8_t)flags, n->span);
+  if (!element) {
+    name_store(C, t->str, n->span);
+    name_get(C, t->str, n->span);
+    return;
+  }
+  emit_op(C, MQ_OP_DUPN, +1, n->span);
+  emit(C, 1, n->span);
+  emit_op(C, MQ_OP_SET_LOCAL, -1, n->span);
+  emit(C, (uint8_t)keep, n->span);
+  store_target(C, t, false, n->span);
 }
 
 /* --- fused expressions (fusion.h finds them, vm/fuse.h runs them) -------- */
@@ -771,7 +1012,7 @@ static void expr(compiler *C, const mq_node *n) {
   int npassed = 0, cap = 8;
   const mq_node *m = n;
   bool done = false;
-  while (chain_head(m)) {
+  while (chain_head(m) && !update_method(m)) {
     if (stacked_leaf(C, m) || fused(C, m)) {
       done = true;
       break;
@@ -781,7 +1022,10 @@ static void expr(compiler *C, const mq_node *n) {
     chain_open(C, m);
     m = chain_head(m);
   }
-  if (!done && !stacked_leaf(C, m)) expr_leaf(C, m);
+  if (!done && !stacked_leaf(C, m)) {
+    if (update_method(m)) update_call(C, m);
+    else expr_leaf(C, m);
+  }
   while (npassed > 0) chain_close(C, passed[--npassed]);
   C->nesting--;
 }
@@ -790,15 +1034,10 @@ static void expr(compiler *C, const mq_node *n) {
 
 static void block(compiler *C, const mq_node *n, bool top);
 
-static void check_item_target(compiler *C, const mq_node *target) {
-  if (target->nkids != 2 || target->kids[1]->kind == MQ_N_SLICE ||
-      target->kids[1]->kind == MQ_N_ELLIPSIS)
-    mq_error_at(C->S, target->span, "only one index can be assigned to, as in x[i] = v");
-}
-
-/* x += v is x = x + v (values are never changed in place: a tensor x gets a
- * new tensor), through the same code, fusion included; x[i] += v computes
- * x and i once. */
+/* x += v is x = x + v (a tensor x gets a new tensor, which may take x's
+ * storage when nothing else holds it: vm/vm.c, dying_operand), through the
+ * same code, fusion included; x[i] += v reads x and i once
+ * (index_assign). */
 static void aug_assign(compiler *C, const mq_node *n) {
   const mq_node *target = n->kids[0], *value = n->kids[1];
   if (target->kind == MQ_N_NAME) {
@@ -808,17 +1047,7 @@ static void aug_assign(compiler *C, const mq_node *n) {
     name_set(C, target->str, n->span);
     return;
   }
-  check_item_target(C, target);
-  expr(C, target->kids[0]);
-  expr(C, target->kids[1]);
-  emit_op(C, MQ_OP_DUP2, +2, target->span);
-  emit_op(C, MQ_OP_INDEX, -1, target->span);
-  emit(C, 1, target->span);
-  emit(C, MQ_IXB_VALUE, target->span);
-  expr(C, value);
-  emit_op(C, MQ_OP_BINARY, -1, n->span);
-  emit(C, n->op, n->span);
-  emit_op(C, MQ_OP_SET_INDEX, -3, n->span);
+  index_assign(C, target, value, true, n->op, n->span);
 }
 
 /* Pops a list or tensor of as many items as [names] (a LIST of NAME nodes)
@@ -849,13 +1078,7 @@ static void assign(compiler *C, const mq_node *n) {
     expr(C, value);
     name_set(C, target->str, n->span);
     return;
-  case MQ_N_INDEX:
-    check_item_target(C, target);
-    expr(C, target->kids[0]);
-    expr(C, target->kids[1]);
-    expr(C, value);
-    emit_op(C, MQ_OP_SET_INDEX, -3, n->span);
-    return;
+  case MQ_N_INDEX: index_assign(C, target, value, false, 0, n->span); return;
   case MQ_N_LIST: {
     int nt = target->nkids;
     if (nt > 255) mq_error_at(C->S, target->span, "too many names on the left of '='");

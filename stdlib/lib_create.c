@@ -4,6 +4,8 @@
 #include <math.h>
 
 #include "../runtime/kernels/ops.h"
+#include "../runtime/kernels/update.h"
+#include "../runtime/tensor/layout.h"
 #include "text/convert.h"
 #include "stdlib.h"
 
@@ -23,15 +25,19 @@ static mq_dtype value_dtype(mq_value v) {
 }
 
 /* [value] everywhere; an int value fills an int64 tensor exactly. */
-static mq_tensor *full_of(mq_state *S, mq_dtype dt, int nd, const int64_t *shape, mq_value value) {
+static mq_tensor *full_of(mq_state *S, mq_dtype dt, int nd, const int64_t *shape, mq_value value,
+                          const char *who) {
   if (dt == MQ_DT_I64 && value.type == MQ_INT) return mq_tensor_full_i64(S, nd, shape, value.as.i);
-  return mq_tensor_full(S, dt, nd, shape, mq_arg_number(S, value, "value"));
+  double f = mq_arg_number(S, value, "value");
+  if (value.type == MQ_INT || value.type == MQ_FLOAT) /* int8, 300: torch's error */
+    mq_check_number_fits(S, dt, f, value.type == MQ_INT, who);
+  return mq_tensor_full(S, dt, nd, shape, f);
 }
 
 static mq_value lib_full(mq_state *S, mq_value *args) {
   int64_t shape[MQ_MAX_DIMS];
   int nd = shape_arg(S, args[0], shape);
-  RET(full_of(S, mq_arg_dtype(S, args[2], value_dtype(args[1])), nd, shape, args[1]));
+  RET(full_of(S, mq_arg_dtype(S, args[2], value_dtype(args[1])), nd, shape, args[1], "full"));
 }
 
 static mq_value lib_linspace(mq_state *S, mq_value *args) {
@@ -87,8 +93,9 @@ static mq_tensor *keep_mask(mq_state *S, mq_tensor *like, mq_tensor *t) {
 
 static mq_value like(mq_state *S, mq_value *args, mq_value value, mq_value dtype) {
   mq_tensor *x = mq_arg_tensor(S, args[0], "x");
-  mq_dtype dt = mq_arg_dtype(S, dtype, (mq_dtype)x->dtype);
-  RET(keep_mask(S, x, full_of(S, dt, x->ndim, x->shape, value)));
+  /* x's dtype as stored: the value must fit it (int8 x, 300: torch's error) */
+  mq_dtype dt = mq_arg_dtype(S, dtype, (mq_dtype)mq_arg_tensor_stored(S, args[0], "x")->dtype);
+  RET(keep_mask(S, x, full_of(S, dt, x->ndim, x->shape, value, "full_like")));
 }
 static mq_value lib_zeros_like(mq_state *S, mq_value *args) { return like(S, args, mq_int(0), args[1]); }
 static mq_value lib_ones_like(mq_state *S, mq_value *args) { return like(S, args, mq_int(1), args[1]); }
@@ -145,6 +152,14 @@ static mq_value lib_contiguous(mq_state *S, mq_value *args) {
   RET(mq_contiguous(S, mq_arg_tensor(S, args[0], "x")));
 }
 
+/* torch's is_contiguous: whether x's data (a transposed view's is not) is
+ * laid out row-major without gaps; sparse tensors have no such layout. */
+static mq_value lib_is_contiguous(mq_state *S, mq_value *args) {
+  if (mq_is_sparse(args[0]))
+    mq_error(S, "is_contiguous: a sparse tensor has no strides (to_dense(x) has)");
+  return mq_bool(mq_tensor_is_contiguous(mq_arg_tensor(S, args[0], "x")));
+}
+
 const mq_libfn mq_lib_create[] = {
     {"full(shape, value, dtype=none)", lib_full,
      "a tensor of the given shape filled with value (dtype from the value: int64, float32, bool)", MQ_BK_NONE, 0},
@@ -171,5 +186,8 @@ const mq_libfn mq_lib_create[] = {
     {"clone(x)", lib_clone, "a copy of x (gradients flow back to x)", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
     {"contiguous(x)", lib_contiguous, "x laid out contiguously in memory (same values)", MQ_BK_NONE, 0,
      MQ_KEEP_DTYPE},
+    {"is_contiguous(x)", lib_is_contiguous,
+     "true when x's data is laid out row-major without gaps (false for a transposed view)",
+     MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

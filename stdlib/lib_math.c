@@ -8,6 +8,7 @@
 
 #include "../runtime/autograd/autograd.h"
 #include "../runtime/kernels/ops.h"
+#include "../runtime/kernels/update.h"
 #include "../runtime/sparse/sparse.h"
 #include "stdlib.h"
 
@@ -39,13 +40,18 @@ static void number_params(mq_state *S, mq_value *args, int n, const char *sig, d
 }
 
 #define UN_SIG(name, params) name "(x" params ")"
+/* x.exp_(): a dying x takes the result (vm/builtin.h, mq_take_spare) */
 #define UN_BIND_B0(E, sig)                                                     \
-  static mq_value lib_un_##E(mq_state *S, mq_value *args) { RET(mq_unary(S, MQ_UN_##E, TS(0, "x"))); }
+  static mq_value lib_un_##E(mq_state *S, mq_value *args) {                    \
+    mq_tensor *spare = mq_take_spare(S);                                       \
+    RET(mq_unary_spare(S, MQ_UN_##E, TS(0, "x"), NULL, spare));                \
+  }
 #define UN_BIND_PARAMS(E, sig, n)                                              \
   static mq_value lib_un_##E(mq_state *S, mq_value *args) {                    \
+    mq_tensor *spare = mq_take_spare(S);                                       \
     double prm[3];                                                             \
     number_params(S, args, n, sig, prm);                                       \
-    RET(mq_unary_p(S, MQ_UN_##E, TS(0, "x"), prm));                            \
+    RET(mq_unary_spare(S, MQ_UN_##E, TS(0, "x"), prm, spare));                 \
   }
 #define UN_BIND_B1(E, sig) UN_BIND_PARAMS(E, sig, 1)
 #define UN_BIND_B2(E, sig) UN_BIND_PARAMS(E, sig, 2)
@@ -66,6 +72,10 @@ static mq_value lib_un_ROUND(mq_state *S, mq_value *args) {
 static mq_value lib_un_CLAMP(mq_state *S, mq_value *args) {
   mq_tensor *lo = args[1].type == MQ_NONE ? NULL : TW(1, "min");
   mq_tensor *hi = args[2].type == MQ_NONE ? NULL : TW(2, "max");
+  mq_tensor *x = TS(0, "x"), *b[2] = {lo, hi};
+  for (int i = 0; i < 2; i++) /* an int bound must fit an int x (int8, 300: torch's error) */
+    if (b[i] && b[i]->weak && b[i]->ndim == 0 && !mq_dtype_is_float((mq_dtype)b[i]->dtype))
+      mq_check_number_fits(S, (mq_dtype)x->dtype, mq_tensor_item(S, b[i]), true, "clamp");
   RET(mq_clamp(S, T(0, "x"), lo, hi));
 }
 
@@ -99,7 +109,8 @@ static mq_value lib_un_GELU(mq_state *S, mq_value *args) {
 #endif
 #define X(E, name, params, bind, ...)                                          \
   MAYBE_UNUSED static mq_value plain_bin_##E(mq_state *S, mq_value *args) {   \
-    RET(mq_binary(S, MQ_BIN_##E, TWS(0, "x"), TWS(1, "y")));                   \
+    mq_tensor *spare = mq_take_spare(S); /* x.mul_(y): a dying x takes it */   \
+    RET(mq_binary_spare(S, MQ_BIN_##E, TWS(0, "x"), TWS(1, "y"), spare));      \
   }
 MQ_BINARY_OPS(X)
 #undef X
@@ -142,6 +153,7 @@ static mq_value lib_bin_LOGADDEXP(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
+  mq_tensor *spare = mq_take_spare(S); /* x.div_(y): a dying x takes the result */
   mq_binop op = MQ_BIN_DIV;
   if (mq_is_obj(args[2], MQ_O_STRING)) {
     const mq_string *mode = mq_as_string(args[2]);
@@ -153,7 +165,7 @@ static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
     mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", not a %s",
              mq_value_type_name(args[2]));
   }
-  RET(mq_binary(S, op, TWS(0, "x"), TWS(1, "y")));
+  RET(mq_binary_spare(S, op, TWS(0, "x"), TWS(1, "y"), spare));
 }
 
 /* --- reductions --------------------------------------------------------------------- */
@@ -355,11 +367,19 @@ static mq_value lib_where(mq_state *S, mq_value *args) {
   mq_tensor *ab[2] = {mq_tensor_from_value_stored(S, args[1], "a"),
                       mq_tensor_from_value_stored(S, args[2], "b")};
   mq_dtype want = mq_result_type(2, ab);
+  for (int i = 0; i < 2; i++) /* a number must fit the result's dtype (int8, 300: torch's error) */
+    if (ab[i]->weak && ab[i]->ndim == 0)
+      mq_check_number_fits(S, want, mq_tensor_item(S, ab[i]), !mq_dtype_is_float((mq_dtype)ab[i]->dtype),
+                           "where");
   RET(mq_narrow_back(S, mq_where(S, TS(0, "cond"), mq_tensor_computable(S, ab[0]),
                                  mq_tensor_computable(S, ab[1])), want));
 }
 static mq_value lib_masked_fill(mq_state *S, mq_value *args) {
-  RET(mq_masked_fill(S, T(0, "x"), TS(1, "mask"), TW(2, "value"))); /* mask as stored: bool */
+  mq_tensor *v = TW(2, "value");
+  if (v->weak && v->ndim == 0) /* a number must fit x's dtype as stored (int8, 300: torch's error) */
+    mq_check_number_fits(S, (mq_dtype)TS(0, "x")->dtype, mq_tensor_item(S, v),
+                         !mq_dtype_is_float((mq_dtype)v->dtype), "masked_fill");
+  RET(mq_masked_fill(S, T(0, "x"), TS(1, "mask"), v)); /* mask as stored: bool */
 }
 
 /* intersect(a, b): both operands restricted to the positions valid in both

@@ -31,7 +31,6 @@
   OP(GET_UPVAL, "U", +1, "push captured value U of the running function")           \
   OP(SELF, "", +1, "push the running function (a nested function calling itself)")  \
   OP(CLOSURE, "Kc", 0, "make a function of code K; pops its defaults; captures follow") \
-  OP(SET_INDEX, "", -3, "pop value, index, list: list[index] = value")              \
   OP(UNPACK, "N", 0, "pop a list or tensor of N items; push them, the first on top") \
   OP(FOR_ITER, "D", +1, "[seq, i]: push seq[i] and advance i, or jump forward D")   \
   OP(FOR_RANGE, "D", +1, "[cur, stop, step]: push cur and advance, or jump forward D") \
@@ -63,7 +62,10 @@
   OP(APPEND, "N", -1, "pop a value; append it to the list N values below the new top") \
   OP(DICT_SET, "N", -2, "pop a value and a key; set them in the dict N values below the new top") \
   OP(GET_METHOD, "GN", +1, "push global G, the function of x.f (x on top; N: 1 a call x.f(...), 0 x.f)") \
-  OP(DEL_INDEX, "", -2, "pop index, object: del object[index] (a dict's key, a list's item)")
+  OP(DEL_INDEX, "", -2, "pop index, object: del object[index] (a dict's key, a list's item)") \
+  OP(STORE_INDEX, "NNi", 0, "pop value, items, object: push object with object[items] = value (first N: MQ_STORE_* bits; N item kinds follow)") \
+  OP(DUPN, "N", 0, "push the top N values again (x[i, j] += v reads x[i, j] first)") \
+  OP(CALL_UPDATE, "AKN", 0, "x.f_(...): call f with A arguments (K: keyword names, 65535 none), fit the result to x, the first (flags N)")
 
 typedef enum mq_opcode {
 #define OP(name, operands, effect, doc) MQ_OP_##name,
@@ -96,5 +98,9 @@ typedef enum mq_binop_token {
 #undef X
   MQ_TOK__COUNT
 } mq_binop_token;
+
+/* STORE_INDEX's first operand: a store of the object follows (a tensor may
+ * take the new value); the value is x[items] op v (x[items] op= v). */
+enum { MQ_STORE_STORED = 1, MQ_STORE_AUG = 2 };
 
 #endif

@@ -15,6 +15,7 @@
 #include "../core/range.h"
 #include "../runtime/tensor/intmath.h"
 #include "../runtime/kernels/ops.h"
+#include "../runtime/kernels/update.h"
 #include "../runtime/tensor/shape.h"
 #include "../runtime/sparse/sparse.h"
 #include "../runtime/tensor/tensor.h"
@@ -252,6 +253,20 @@ static mq_value slice_value(mq_state *S, mq_value obj, uint8_t kind, const mq_va
   return mq_slice_seq(S, obj, has, bound);
 }
 
+static void index_items(mq_state *S, const uint8_t *kinds, int nitems, mq_value *vals,
+                        mq_index_item *items);
+
+/* How many values an index's items pushed: one per plain item, one per
+ * bound a slice has. */
+static int item_values(const uint8_t *kinds, int nitems) {
+  int n = 0;
+  for (int i = 0; i < nitems; i++)
+    if (kinds[i] == MQ_IXB_VALUE) n++;
+    else if (kinds[i] & MQ_IXB_SLICE)
+      n += (kinds[i] & 1) + ((kinds[i] >> 1) & 1) + ((kinds[i] >> 2) & 1);
+  return n;
+}
+
 static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int nitems,
                             mq_value *vals) {
   bool seq = mq_is_obj(obj, MQ_O_LIST) || mq_is_obj(obj, MQ_O_STRING);
@@ -286,6 +301,13 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
   }
   if (!mq_is_tensor(obj)) mq_error(S, "a %s cannot be indexed", mq_value_type_name(obj));
   mq_index_item items[256];
+  index_items(S, kinds, nitems, vals, items);
+  return mq_objv(mq_index(S, mq_as_tensor(obj), items, nitems));
+}
+
+/* The items of x[...] on a tensor, from INDEX's kinds and values. */
+static void index_items(mq_state *S, const uint8_t *kinds, int nitems, mq_value *vals,
+                        mq_index_item *items) {
   int v = 0;
   for (int i = 0; i < nitems; i++) {
     mq_index_item *it = &items[i];
@@ -322,7 +344,42 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
       }
     }
   }
-  return mq_objv(mq_index(S, mq_as_tensor(obj), items, nitems));
+}
+
+/* obj[items] = v (STORE_INDEX): a list's or dict's item changed in place,
+ * the list or dict itself the result; a tensor's new value (mq_index_put),
+ * which only a variable or an element stored after can take ([stored]).
+ * [spare]: obj when it is dying (dying_operand). */
+static mq_value store_value(mq_state *S, mq_value obj, const uint8_t *kinds, int nitems,
+                            mq_value *vals, mq_value v, int how, mq_tensor *spare) {
+  bool stored = how & MQ_STORE_STORED;
+  bool one = nitems == 1 && kinds[0] == MQ_IXB_VALUE;
+  if (mq_is_obj(obj, MQ_O_DICT)) {
+    if (!one) mq_error(S, "only one key can be assigned to, as in d[key] = v");
+    mq_dict_set(S, mq_as_dict(obj), vals[0], v);
+    return obj;
+  }
+  if (mq_is_obj(obj, MQ_O_LIST)) {
+    if (!one) mq_error(S, "only one index of a list can be assigned to, as in xs[i] = v");
+    mq_list *l = mq_as_list(obj);
+    int64_t i = mq_arg_int(S, vals[0], "index"), at = i < 0 ? i + l->len : i;
+    if (at < 0 || at >= l->len)
+      mq_error(S, "index %lld is out of range for a list of length %d", (long long)i, l->len);
+    mq_retain(v);
+    mq_release(S, l->items[at]);
+    l->items[at] = v;
+    return obj;
+  }
+  if (!mq_is_tensor(obj))
+    mq_error(S, "a %s does not support item assignment", mq_value_type_name(obj));
+  if (!stored)
+    mq_error(S, "tensors are values: x[i] = v updates a variable (or a list's or dict's "
+                "element) holding x, and this x is neither; write y = x, then y[i] = v");
+  mq_index_item items[256];
+  index_items(S, kinds, nitems, vals, items);
+  mq_tensor *x = mq_as_tensor(obj);
+  return mq_objv(mq_index_put(S, x, items, nitems, mq_tensor_from_value_stored(S, v, "value"),
+                              how & MQ_STORE_AUG ? MQ_UPD_AUG : 0, spare));
 }
 
 /* A nested list whose leaves are all numbers (or bools), looked at from
@@ -446,6 +503,44 @@ static mq_tensor *dying_operand(mq_state *S, const uint8_t *next, const mq_value
   }
   if (!holder || holder->type != MQ_OBJ || holder->as.o != v.as.o) return NULL;
   return mq_as_tensor(v);
+}
+
+/* --- in-place spellings ----------------------------------------------------------- */
+
+/* x.f_(args) (CALL_UPDATE): f(x, args), called as CALL would, fitted to x
+ * (runtime/kernels/update.h); x.copy_(src) (MQ_UPD_SRC) calls nothing.
+ * [at] is the callee, the arguments after it; x is at[1]. A builtin
+ * that takes [dying] x's storage sets *spare. */
+static mq_value update_call(mq_state *S, mq_value *at, int argc, int nkw, const mq_list *kwnames,
+                            int flags, mq_tensor **spare, mq_tensor *dying) {
+  mq_value callee = at[0], x = at[1], r;
+  const char *name = "copy";
+  if (!(flags & MQ_UPD_SRC)) {
+    if (!mq_is_obj(callee, MQ_O_BUILTIN))
+      mq_error(S, "x.f_(...) updates x with the builtin f, and this f is a %s; write x = f(x, ...)",
+               mq_value_type_name(callee));
+    name = S->builtins[((mq_builtin_obj *)callee.as.o)->index].name;
+  }
+  if (!mq_is_tensor(x))
+    mq_error(S, "%s_: x.%s_(...) updates a tensor variable, and x is a %s", name, name,
+             mq_value_type_name(x));
+  if (flags & MQ_UPD_SRC) {
+    if (argc != 2 || nkw) mq_error(S, "copy_: x.copy_(src) takes one argument, the tensor to copy");
+    r = at[2];
+  } else {
+    if ((flags & MQ_UPD_FILL) && argc == 2 && mq_is_tensor(at[2]) && mq_as_tensor(at[2])->ndim != 0)
+      mq_error(S, "fill_: the value must be a number or a 0-d tensor, not a %d-d one (torch's rule)",
+               mq_as_tensor(at[2])->ndim);
+    const mq_builtin *b = &S->builtins[((mq_builtin_obj *)callee.as.o)->index];
+    *spare = dying;
+    r = mq_builtin_call(S, b, at + 1, argc, nkw, kwnames, dying);
+  }
+  if (!mq_is_tensor(r) && !(flags & MQ_UPD_SRC))
+    mq_error(S, "%s_: %s(x, ...) gives a %s, not a tensor x can take", name, name,
+             mq_value_type_name(r));
+  mq_tensor *t = mq_update_fit(S, mq_as_tensor(x), mq_tensor_from_value_stored(S, r, "src"), flags,
+                               name);
+  return mq_objv(t);
 }
 
 /* --- the loop -------------------------------------------------------------------- */
@@ -707,38 +802,23 @@ static void run_loop(mq_state *S, run_ctx *c) {
         int nitems = READ_U8();
         const uint8_t *kinds = ip;
         ip += nitems;
-        int nvals = 0;
-        for (int i = 0; i < nitems; i++)
-          if (kinds[i] == MQ_IXB_VALUE) nvals++;
-          else if (kinds[i] & MQ_IXB_SLICE)
-            nvals += (kinds[i] & 1) + ((kinds[i] >> 1) & 1) + ((kinds[i] >> 2) & 1);
+        int nvals = item_values(kinds, nitems);
         SAVE();
         mq_value r = index_value(S, sp[-nvals - 1], kinds, nitems, sp - nvals);
         REPLACE_TOP(nvals + 1, r);
         vmbreak;
       }
-      vmcase(SET_INDEX) {
+      vmcase(STORE_INDEX) {
+        int how = READ_U8();
+        int nitems = READ_U8();
+        const uint8_t *kinds = ip;
+        ip += nitems;
+        int nvals = item_values(kinds, nitems);
         SAVE();
-        mq_value obj = sp[-3], v = sp[-1];
-        if (mq_is_obj(obj, MQ_O_DICT)) {
-          mq_dict_set(S, mq_as_dict(obj), sp[-2], v);
-          for (int k = 0; k < 3; k++) mq_release(S, POP());
-          vmbreak;
-        }
-        if (!mq_is_obj(obj, MQ_O_LIST)) {
-          if (mq_is_tensor(obj))
-            mq_error(S, "tensors are values and cannot be changed in place (x[i] = v); "
-                        "build a new one, e.g. with where(...)");
-          mq_error(S, "a %s does not support item assignment", mq_value_type_name(obj));
-        }
-        mq_list *l = mq_as_list(obj);
-        int64_t i = mq_arg_int(S, sp[-2], "index"), at = i < 0 ? i + l->len : i;
-        if (at < 0 || at >= l->len)
-          mq_error(S, "index %lld is out of range for a list of length %d", (long long)i, l->len);
-        mq_retain(v);
-        mq_release(S, l->items[at]);
-        l->items[at] = v;
-        for (int k = 0; k < 3; k++) mq_release(S, POP());
+        mq_value obj = sp[-nvals - 2];
+        mq_tensor *spare = how & MQ_STORE_STORED ? dying_operand(S, ip, slots, obj) : NULL;
+        mq_value r = store_value(S, obj, kinds, nitems, sp - nvals - 1, sp[-1], how, spare);
+        REPLACE_TOP(nvals + 2, r);
         vmbreak;
       }
       vmcase(UNPACK) {
@@ -985,6 +1065,34 @@ static void run_loop(mq_state *S, run_ctx *c) {
           REPLACE_TOP(1, v);
           ip += d;
         }
+        vmbreak;
+      }
+      vmcase(DUPN) {
+        int n = READ_U8();
+        for (int i = 0; i < n; i++) {
+          mq_value v = sp[-n];
+          mq_retain(v);
+          PUSH(v);
+        }
+        vmbreak;
+      }
+      vmcase(CALL_UPDATE) {
+        argc = READ_U8();
+        unsigned k = READ_U16();
+        int flags = READ_U8();
+        kwnames = k == 0xffff ? NULL : mq_as_list(consts[k]);
+        nkw = kwnames ? kwnames->len : 0;
+        SAVE();
+        mq_poll(S);
+        int top = (int)(sp - S->stack);
+        mq_tensor *spare = NULL;
+        mq_value r = update_call(S, sp - argc - 1, argc, nkw, kwnames, flags, &spare,
+                                 dying_operand(S, ip, slots, sp[-argc]));
+        LOAD_FRAME();
+        sp = S->stack + top;
+        REPLACE_TOP(argc + 1, r);
+        /* not between a reusing op and its store: the next poll takes it */
+        if (S->interrupted && !spare) mq_check_interrupt(S);
         vmbreak;
       }
       vmcase(DUP2) {

@@ -36,6 +36,11 @@ MQ_INTERNAL mq_tensor *mq_unary(mq_state *S, mq_unop op, mq_tensor *t);
  * for none), round with digits (decimals), logit (eps, NaN for none),
  * nan_to_num (nan, posinf, neginf; NaN for the dtype's default). */
 MQ_INTERNAL mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm);
+/* mq_unary_p with a dying operand (x.exp_(): vm/vm.c, dying_operand): when
+ * [spare] is [t] and mq_reusable says its storage may take the result, the
+ * result is written there; the same bits either way. */
+MQ_INTERNAL mq_tensor *mq_unary_spare(mq_state *S, mq_unop op, mq_tensor *t, const double *prm,
+                                      mq_tensor *spare);
 /* clamp(x, lo, hi) with number or tensor bounds (NULL: none); an int
  * tensor clamped to a float number becomes float32, as in torch. */
 MQ_INTERNAL mq_tensor *mq_clamp(mq_state *S, mq_tensor *t, mq_tensor *lo, mq_tensor *hi);

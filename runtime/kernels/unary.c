@@ -158,6 +158,11 @@ static MQ_NORETURN void refuse(mq_state *S, mq_unop op, const mq_tensor *t) {
 }
 
 mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) {
+  return mq_unary_spare(S, op, t, prm, NULL);
+}
+
+mq_tensor *mq_unary_spare(mq_state *S, mq_unop op, mq_tensor *t, const double *prm,
+                          mq_tensor *spare) {
   if ((unsigned)op >= MQ_UN__COUNT) mq_error(S, "bad unary op");
   if (mq_dtype_is_narrow((mq_dtype)t->dtype)) { /* computed in the compute dtype, stored back */
     mq_dtype c = mq_dtype_compute((mq_dtype)t->dtype);
@@ -173,12 +178,19 @@ mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) 
   out_dt = def->cls == CL_BOOL ? MQ_DT_BOOL : in;
   mq_ewise_fn k = kernel_of(op, in);
   if (!k) refuse(S, op, t);
+  /* decided before mq_operand, whose data view of a masked t shares its
+   * storage (mq_binary_spare's order) */
+  bool reuse = spare && spare == t && mq_reusable(t, out_dt, t->ndim, t->shape);
+  mq_tensor *out = reuse ? mq_reuse(S, t) : NULL;
   mq_tensor *x = mq_operand(S, t, in, t->ndim, t->shape);
-  mq_tensor *out = mq_tensor_new(S, out_dt, t->ndim, t->shape);
+  if (!out) out = mq_tensor_new(S, out_dt, t->ndim, t->shape);
   mq_tensor *ts[2] = {out, x};
   mq_iter it;
   mq_iter_init(&it, 2, ts);
+  /* in place, the kernel runs to its end (each entry read before written) */
+  S->defer_interrupts += reuse;
   mq_ewise_run(S, k, &it, prm ? prm : none);
+  S->defer_interrupts -= reuse;
   if (t->mask) mq_tensor_set_mask(S, out, t->mask);
   out->weak = t->weak;
   mq_ag_unary(S, out, op, t, prm);

@@ -25,6 +25,7 @@
 #include "../../runtime/kernels/ops.h"
 #include "../../runtime/tensor/shape.h"
 #include "../../runtime/kernels/shape_more.h"
+#include "../../runtime/kernels/update.h"
 
 #include "unit.h"
 
@@ -332,6 +333,43 @@ static mq_tensor *f_max_dim(mq_tensor **in, int v) {
   mq_extreme_dim(S, in[0], v % in[0]->ndim, v % 2, v / 2 % 2, &values, &indices);
   return values;
 }
+/* x[items] = v (the in-place spellings' index_put, runtime/kernels/update.h)
+ * with v made from x * x, so that the gradient reaches x both through the
+ * entries kept and through v: x[0] = v, x[1:] = a 0-d v (broadcast),
+ * x[bool mask] = v, x[[0, 0]] = v (a repeated index: the later v wins,
+ * and both get their gradient, as torch's index_put). */
+static mq_tensor *f_index_put(mq_tensor **in, int v) {
+  mq_tensor *x = in[0], *sq = mq_binary(S, MQ_BIN_MUL, x, x);
+  mq_index_item it;
+  memset(&it, 0, sizeof it);
+  mq_tensor *val;
+  switch (v % 4) {
+  case 0:
+    it.kind = MQ_IX_INT;
+    val = mq_select(S, sq, 0, x->shape[0] - 1);
+    break;
+  case 1:
+    it.kind = MQ_IX_SLICE, it.has_start = true, it.start = 1;
+    val = mq_reduce(S, MQ_RED_SUM, sq, 0, NULL, false);
+    break;
+  case 2: {
+    mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, x->ndim, x->shape);
+    uint8_t *p = mq_tensor_data(m);
+    int64_t n = 0;
+    for (int64_t i = 0; i < m->numel; i++) n += p[i] = i % 3 != 1;
+    it.kind = MQ_IX_TENSOR, it.tensor = m;
+    val = mq_narrow(S, mq_reshape(S, sq, 1, &sq->numel), 0, 0, n);
+    break;
+  }
+  default: {
+    int64_t two = 2;
+    it.kind = MQ_IX_TENSOR, it.tensor = mq_tensor_full_i64(S, 1, &two, 0);
+    val = mq_index(S, sq, &it, 1);
+    break;
+  }
+  }
+  return mq_index_put(S, x, &it, 1, val, 0, NULL);
+}
 /* src = x * x, so both of scatter's paths carry a gradient to x */
 static mq_tensor *f_scatter(mq_tensor **in, int v) {
   int dim = v % in[0]->ndim;
@@ -557,6 +595,7 @@ static const gcase cases[] = {
     {"cat", 2, {ANY, ANY}, JOIN, f_cat, false, 0, 0, NULL, true},
     {"matmul", 2, {ANY, ANY}, MATS, f_matmul, false, 0, 0, NULL, true},
     C1ND(gather, ANY), C1ND(index_select, ANY), C1ND(scatter, ANY), C1ND(scatter_add, ANY),
+    C1ND(index_put, ANY),
     /* a NaN becomes the largest entry and moves in sort's, max's and topk's
      * results (to a place a masked weight may not count): no mask check by
      * NaN there */
