@@ -52,7 +52,7 @@ static mq_tensor *host_tensor(mq_state *S, mq_value v, const char *what, masq_st
       return job.t;
     }
     /* fall through */
-  default: mq_throw(S, st, "%s is a %s, not a tensor or a number", what, mq_value_type_name(v));
+  default: mq_throw(S, st, "%s is %s, not a tensor or a number", what, mq_value_a_type_name(v));
   }
   t->weak = true;
   return t;
@@ -154,8 +154,8 @@ static void get_number_protected(mq_state *S, void *ud) {
   default: break;
   }
   if (!mq_is_tensor(v))
-    mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not a number", job->fn, job->name,
-             mq_value_type_name(v));
+    mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is %s, not a number", job->fn, job->name,
+             mq_value_a_type_name(v));
   *job->number = mq_tensor_item(S, mq_as_tensor(v));
 }
 
@@ -164,8 +164,8 @@ static void get_int_protected(mq_state *S, void *ud) {
   mq_api_need(S, job->integer, job->fn, "out");
   mq_value v = global_value(S, job);
   if (!mq_value_as_int(S, v, job->integer))
-    mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not an int (use masq_get_number)",
-             job->fn, job->name, mq_is_tensor(v) ? "float or multi-element tensor" : mq_value_type_name(v));
+    mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is %s, not an int (use masq_get_number)",
+             job->fn, job->name, mq_is_tensor(v) ? "a float or multi-element tensor" : mq_value_a_type_name(v));
 }
 
 masq_status masq_get_int(masq_state *M, const char *name, int64_t *out) {
@@ -224,8 +224,8 @@ static void get_string_protected(mq_state *S, void *ud) {
   if (job->ssize > 0) mq_api_need(S, job->sbuf, job->fn, "buf");
   mq_value v = global_value(S, job);
   if (!mq_is_obj(v, MQ_O_STRING))
-    mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is a %s, not a string", job->fn, job->name,
-             mq_value_type_name(v));
+    mq_throw(S, MASQ_ERR_USAGE, "%s: global '%s' is %s, not a string", job->fn, job->name,
+             mq_value_a_type_name(v));
   const mq_string *str = (const mq_string *)v.as.o;
   if (job->slen) *job->slen = str->len;
   if (job->ssize == 0) return;
@@ -294,8 +294,8 @@ static void call_protected(mq_state *S, void *ud) {
     mq_throw(S, MASQ_ERR_USAGE, "masq_call: there is no function named '%s'", job->name);
   mq_value callee = S->globals[slot].value;
   if (!mq_is_obj(callee, MQ_O_CLOSURE) && !mq_is_obj(callee, MQ_O_BUILTIN))
-    mq_throw(S, MASQ_ERR_USAGE, "masq_call: '%s' is a %s, not a function", job->name,
-             mq_value_type_name(callee));
+    mq_throw(S, MASQ_ERR_USAGE, "masq_call: '%s' is %s, not a function", job->name,
+             mq_value_a_type_name(callee));
 
   mq_function *f = mq_function_new(S, "<masq_call>", NULL);
   /* Our own reference, as eval's: an error drains the pool, and the code

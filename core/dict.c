@@ -13,7 +13,7 @@
 /* Keys are strings, ints or bools; the error names what was given. */
 static void check_key(mq_state *S, mq_value key) {
   if (key.type == MQ_INT || key.type == MQ_BOOL || mq_is_obj(key, MQ_O_STRING)) return;
-  mq_error(S, "a dict key must be a string, an int or a bool, not a %s", mq_value_type_name(key));
+  mq_error(S, "a dict key must be a string, an int or a bool, not %s", mq_value_a_type_name(key));
 }
 
 static int64_t int_key(mq_value k) { return k.type == MQ_INT ? k.as.i : (int64_t)k.as.b; }

@@ -134,6 +134,20 @@ const char *mq_value_type_name(mq_value v) {
   return "?";
 }
 
+const char *mq_value_a_type_name(mq_value v) {
+  static const char *const with_article[][2] = {
+      {"none", "none"},   {"int", "an int"},     {"error", "an error"},
+      {"enumerate", "an enumerate"}, {"bool", "a bool"}, {"float", "a float"},
+      {"tensor", "a tensor"}, {"string", "a string"}, {"list", "a list"},
+      {"function", "a function"}, {"range", "a range"}, {"sparse tensor", "a sparse tensor"},
+      {"dict", "a dict"}, {"zip", "a zip"},
+  };
+  const char *name = mq_value_type_name(v);
+  for (size_t i = 0; i < sizeof with_article / sizeof *with_article; i++)
+    if (strcmp(with_article[i][0], name) == 0) return with_article[i][1];
+  return name;
+}
+
 /* Shortest text that reads back as the same double, laid out as Python's
  * repr: fixed notation for exponents -4..15, scientific otherwise. */
 static void format_float(mq_state *S, mq_buf *b, double f) {

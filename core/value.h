@@ -150,6 +150,8 @@ MQ_INTERNAL const char *mq_string_quoted(mq_state *S, const mq_string *s);
 /* "tensor", "int", "float", "bool", "none", "string", "list", "function",
  * "range", "sparse tensor", "error", "dict". */
 MQ_INTERNAL const char *mq_value_type_name(mq_value v);
+/* The same with its article, for messages: "an int", "a string", "none". */
+MQ_INTERNAL const char *mq_value_a_type_name(mq_value v);
 
 /* Appends the printed form of [v] as print() shows it. */
 struct mq_buf;

@@ -675,7 +675,7 @@ static const struct {
   const char *keyword; /* the name the one argument is passed by, or NULL */
 } update_names[] = {
     {"copy_", NULL, MQ_UPD_SRC | MQ_UPD_CAST, NULL},
-    {"zero_", "zeros_like", MQ_UPD_CAST, NULL},
+    {"zero_", "zeros_like", MQ_UPD_CAST | MQ_UPD_ZERO, NULL},
     {"fill_", "full_like", MQ_UPD_CAST | MQ_UPD_FILL, NULL},
     {"requires_grad_", "requires_grad", MQ_UPD_LEAF_OK, NULL},
     {"clamp_min_", "clamp", 0, "min"},

@@ -36,7 +36,7 @@ static mq_value lib_as_masked(mq_state *S, mq_value *args) {
 }
 
 static mq_tensor *result_arg(mq_state *S, mq_value v, const char *who) {
-  if (!mq_is_tensor(v)) mq_error(S, "%s: the result must be a tensor, not a %s", who, mq_value_type_name(v));
+  if (!mq_is_tensor(v)) mq_error(S, "%s: the result must be a tensor, not %s", who, mq_value_a_type_name(v));
   return mq_as_tensor(v);
 }
 
@@ -65,14 +65,14 @@ static mq_value lib_grad(mq_state *S, mq_value *args) {
     RET(g);
   }
   if (!mq_is_obj(in, MQ_O_LIST))
-    mq_error(S, "grad: inputs must be a tensor or a list of tensors, not a %s", mq_value_type_name(in));
+    mq_error(S, "grad: inputs must be a tensor or a list of tensors, not %s", mq_value_a_type_name(in));
   mq_list *l = mq_as_list(in);
   mq_tensor **xs = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *xs);
   mq_tensor **gs = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *gs);
   for (int i = 0; i < l->len; i++) {
     xs[i] = input_arg(l->items[i]);
     if (!xs[i])
-      mq_error(S, "grad: input %d must be a tensor, not a %s", i + 1, mq_value_type_name(l->items[i]));
+      mq_error(S, "grad: input %d must be a tensor, not %s", i + 1, mq_value_a_type_name(l->items[i]));
   }
   mq_grad(S, y, xs, l->len, retain, gs);
   mq_list *out = mq_list_new(S, l->len);
@@ -82,7 +82,7 @@ static mq_value lib_grad(mq_state *S, mq_value *args) {
 
 static void clear_grad(mq_state *S, mq_value v) {
   mq_tensor *t = input_arg(v);
-  if (!t) mq_error(S, "zero_grad: expected tensors, got a %s", mq_value_type_name(v));
+  if (!t) mq_error(S, "zero_grad: expected tensors, got %s", mq_value_a_type_name(v));
   if (t->grad) mq_obj_release(S, &t->grad->hdr);
   t->grad = NULL;
 }

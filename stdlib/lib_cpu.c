@@ -6,7 +6,7 @@
 
 static mq_value lib_set_cpu_path(mq_state *S, mq_value *args) {
   if (!mq_is_obj(args[0], MQ_O_STRING))
-    mq_error(S, "set_cpu_path: path must be a string, not a %s", mq_value_type_name(args[0]));
+    mq_error(S, "set_cpu_path: path must be a string, not %s", mq_value_a_type_name(args[0]));
   const mq_string *name = mq_as_string(args[0]);
   int cpu = mq_cpu_parse(name->chars, name->len);
   if (cpu < 0)

@@ -7,7 +7,7 @@
 
 static const char *arg_path(mq_state *S, mq_value v, const char *fn) {
   if (!mq_is_obj(v, MQ_O_STRING))
-    mq_error(S, "%s: path must be a string, not a %s", fn, mq_value_type_name(v));
+    mq_error(S, "%s: path must be a string, not %s", fn, mq_value_a_type_name(v));
   return mq_string_cstr(S, mq_as_string(v), "path");
 }
 

@@ -6,7 +6,7 @@
 #include "stdlib.h"
 
 static mq_dict *arg_dict(mq_state *S, mq_value v, const char *fn) {
-  if (!mq_is_obj(v, MQ_O_DICT)) mq_error(S, "%s() needs a dict, not a %s", fn, mq_value_type_name(v));
+  if (!mq_is_obj(v, MQ_O_DICT)) mq_error(S, "%s() needs a dict, not %s", fn, mq_value_a_type_name(v));
   return mq_as_dict(v);
 }
 
@@ -54,8 +54,8 @@ static mq_value lib_dict(mq_state *S, mq_value *args) {
     return mq_objv(d);
   }
   if (!mq_is_obj(src, MQ_O_LIST))
-    mq_error(S, "dict() needs a list of [key, value] pairs or a dict, not a %s",
-             mq_value_type_name(src));
+    mq_error(S, "dict() needs a list of [key, value] pairs or a dict, not %s",
+             mq_value_a_type_name(src));
   const mq_list *l = mq_as_list(src);
   for (int i = 0; i < l->len; i++) {
     mq_poll(S);

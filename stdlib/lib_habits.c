@@ -45,7 +45,7 @@ static mq_value lib_requires_grad_of(mq_state *S, mq_value *args) {
  * whatever a global named grad holds (x.grad was the call grad(x)). */
 static mq_value lib_grad_of(mq_state *S, mq_value *args) {
   if (!mq_is_tensor(args[0]) && !mq_is_sparse(args[0]))
-    mq_error(S, "a %s has no .grad (only tensors do)", mq_value_type_name(args[0]));
+    mq_error(S, "%s has no .grad (only tensors do)", mq_value_a_type_name(args[0]));
   const mq_tensor *x = mq_as_tensor_any(args[0]);
   return x->grad ? mq_objv(x->grad) : mq_none();
 }

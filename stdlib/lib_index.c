@@ -36,9 +36,9 @@ static mq_value extreme(mq_state *S, mq_value *args, bool max) {
     return mq_objv(mq_binary(S, max ? MQ_BIN_MAXIMUM : MQ_BIN_MINIMUM, x, mq_arg_tensor(S, args[1], "y")));
   }
   if (!(args[1].type == MQ_INT || args[1].type == MQ_BOOL))
-    mq_error(S, "%s: dim must be one int or none, got a %s (for the elementwise %s of x and a "
+    mq_error(S, "%s: dim must be one int or none, got %s (for the elementwise %s of x and a "
                 "number, write %s(x, y))",
-             max ? "max" : "min", mq_value_type_name(args[1]), max ? "larger" : "smaller",
+             max ? "max" : "min", mq_value_a_type_name(args[1]), max ? "larger" : "smaller",
              max ? "maximum" : "minimum");
   mq_tensor *v, *i;
   mq_extreme_dim(S, x, dim_of(S, args[1], x), keepdim, max, &v, &i);

@@ -31,7 +31,7 @@ static const char *scratchf(mq_state *S, const char *fmt, ...) {
 
 static const char *arg_string(mq_state *S, mq_value v, const char *fn, const char *what) {
   if (!mq_is_obj(v, MQ_O_STRING))
-    mq_error(S, "%s: %s must be a string, not a %s", fn, what, mq_value_type_name(v));
+    mq_error(S, "%s: %s must be a string, not %s", fn, what, mq_value_a_type_name(v));
   const mq_string *s = mq_as_string(v);
   /* The C library would stop at the NUL and open another file. */
   if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: %s contains a NUL byte", fn, what);
@@ -260,7 +260,7 @@ static mq_value lib_savez(mq_state *S, mq_value *args) {
     mq_error(S, "savez: %s: savez writes .npz archives; the path must end in .npz", file);
   const char *shape_hint = "arrays must be a list of [name, tensor] pairs";
   if (!mq_is_obj(args[1], MQ_O_LIST))
-    mq_error(S, "savez: %s, not a %s", shape_hint, mq_value_type_name(args[1]));
+    mq_error(S, "savez: %s, not %s", shape_hint, mq_value_a_type_name(args[1]));
   mq_list *l = mq_as_list(args[1]);
   members ms = new_members(S, "savez", path, 2 * l->len);
   for (int i = 0; i < l->len; i++) {

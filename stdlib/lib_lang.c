@@ -23,7 +23,7 @@ static mq_value lib_len(mq_state *S, mq_value *args) {
   }
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_int(mq_as_range(v)->len);
   if (mq_is_obj(v, MQ_O_DICT)) return mq_int(mq_as_dict(v)->len);
-  mq_error(S, "len() of a %s", mq_value_type_name(v));
+  mq_error(S, "len() of %s", mq_value_a_type_name(v));
 }
 
 static mq_value lib_range(mq_state *S, mq_value *args) {
@@ -65,7 +65,7 @@ static mq_value lib_list(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_append(mq_state *S, mq_value *args) {
-  if (!mq_is_obj(args[0], MQ_O_LIST)) mq_error(S, "append() needs a list, not a %s", mq_value_type_name(args[0]));
+  if (!mq_is_obj(args[0], MQ_O_LIST)) mq_error(S, "append() needs a list, not %s", mq_value_a_type_name(args[0]));
   mq_list_push(S, mq_as_list(args[0]), args[1]);
   return mq_none();
 }

@@ -119,7 +119,7 @@ MQ_BINARY_OPS(X)
  * an int alpha keeps int tensors int). */
 static mq_value add_scaled(mq_state *S, mq_value *args, mq_binop op) {
   mq_tensor *spare = mq_take_spare(S); /* a dying x takes the result (vm/builtin.h) */
-  if (!mq_is_number(args[2])) mq_error(S, "alpha must be a number, not a %s", mq_value_type_name(args[2]));
+  if (!mq_is_number(args[2])) mq_error(S, "alpha must be a number, not %s", mq_value_a_type_name(args[2]));
   if (args[2].type == MQ_INT && args[2].as.i == 1) /* as stored: promoted as the operators are */
     RET(mq_binary_spare(S, op, TWS(0, "x"), TWS(1, "y"), spare));
   mq_tensor *y = mq_binary(S, MQ_BIN_MUL, TW(1, "y"), mq_tensor_from_value(S, args[2], "alpha"));
@@ -162,8 +162,8 @@ static mq_value lib_bin_DIV(mq_state *S, mq_value *args) {
     else mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", got %s",
                   mq_string_quoted(S, mode));
   } else if (args[2].type != MQ_NONE) {
-    mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", not a %s",
-             mq_value_type_name(args[2]));
+    mq_error(S, "div: rounding_mode must be none, \"trunc\" or \"floor\", not %s",
+             mq_value_a_type_name(args[2]));
   }
   RET(mq_binary_spare(S, op, TWS(0, "x"), TWS(1, "y"), spare));
 }
@@ -203,8 +203,8 @@ static int reduce_dims(mq_state *S, mq_value v, const mq_tensor *t, int *dims) {
 static int one_dim(mq_state *S, mq_value v, const mq_tensor *t, const char *fn) {
   if (v.type == MQ_NONE) return -1;
   if (!(v.type == MQ_INT || v.type == MQ_BOOL || (mq_is_tensor(v) && mq_as_tensor(v)->ndim == 0)))
-    mq_error(S, "%s: dim must be one int or none (%s works along a single dim), got a %s", fn, fn,
-             mq_is_tensor(v) ? "list of dims" : mq_value_type_name(v));
+    mq_error(S, "%s: dim must be one int or none (%s works along a single dim), got %s", fn, fn,
+             mq_is_tensor(v) ? "a list of dims" : mq_value_a_type_name(v));
   return mq_shape_norm_dim(S, mq_arg_int(S, v, "dim"), t->ndim);
 }
 

@@ -128,7 +128,7 @@ static mq_tensor *param_arg(mq_state *S, const char *who, mq_value *args, mq_ten
 
 /* A state tensor: w's shape (any float dtype; the step computes in w's). */
 static mq_tensor *state_tensor(mq_state *S, const char *who, mq_value v, const mq_tensor *w) {
-  if (!mq_is_tensor(v)) mq_error(S, "%s: the state must hold tensors, got a %s", who, mq_value_type_name(v));
+  if (!mq_is_tensor(v)) mq_error(S, "%s: the state must hold tensors, got %s", who, mq_value_a_type_name(v));
   mq_tensor *t = mq_tensor_computable(S, mq_as_tensor(v));
   if (t->mask || t->ndim != w->ndim || memcmp(t->shape, w->shape, (size_t)w->ndim * sizeof *w->shape))
     mq_error(S, "%s: the state's tensors must be plain and of w's shape %s, got %s", who,
@@ -314,7 +314,7 @@ static mq_value lib_attention(mq_state *S, mq_value *args) {
              mq_shape_str(S, v->ndim, v->shape));
   mq_value c = args[4].type == MQ_NONE ? mq_float(sqrt((double)e)) : args[4];
   if (c.type != MQ_INT && c.type != MQ_FLOAT && !mq_is_tensor(c))
-    mq_error(S, "attention: div must be a number or a tensor, not a %s", mq_value_type_name(c));
+    mq_error(S, "attention: div must be a number or a tensor, not %s", mq_value_a_type_name(c));
   mq_tensor *r = mq_attention_try(S, q, k, true, -2, -1, c, m, v, true);
   if (r) return mq_objv(r);
   mq_tensor *s = mq_matmul(S, q, mq_transpose(S, k, -2, -1));

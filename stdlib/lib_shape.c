@@ -70,7 +70,7 @@ static mq_tensor **stored_list(mq_state *S, mq_value v, int *n, const char *fn) 
     return ts;
   }
   if (!mq_is_obj(v, MQ_O_LIST))
-    mq_error(S, "%s: expected a list of tensors, got a %s", fn, mq_value_type_name(v));
+    mq_error(S, "%s: expected a list of tensors, got %s", fn, mq_value_a_type_name(v));
   mq_list *l = mq_as_list(v);
   mq_tensor **ts = mq_scratch(S, (size_t)(l->len ? l->len : 1) * sizeof *ts);
   for (int i = 0; i < l->len; i++) {

@@ -64,8 +64,8 @@ static bool einsum_sums(const char *s, size_t len) {
 
 static mq_value lib_einsum(mq_state *S, mq_value *args) {
   if (!mq_is_obj(args[0], MQ_O_STRING))
-    mq_error(S, "einsum: the spec must be a string such as \"ij,jk->ik\", not a %s",
-             mq_value_type_name(args[0]));
+    mq_error(S, "einsum: the spec must be a string such as \"ij,jk->ik\", not %s",
+             mq_value_a_type_name(args[0]));
   const mq_string *spec = mq_as_string(args[0]);
   mq_list *l = mq_as_list(args[1]);
   /* einsum("ij,jk", [a, b]) as torch also accepts */

@@ -30,7 +30,7 @@ static const char *quoted(mq_state *S, const char *path) {
 
 static const char *path_arg(mq_state *S, mq_value v, const char *fn) {
   if (!mq_is_obj(v, MQ_O_STRING))
-    mq_error(S, "%s: path must be a string, not a %s", fn, mq_value_type_name(v));
+    mq_error(S, "%s: path must be a string, not %s", fn, mq_value_a_type_name(v));
   const mq_string *s = mq_as_string(v);
   if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: path contains a NUL byte", fn);
   return s->chars;

@@ -14,7 +14,7 @@ const mq_string **mq_arg_string_list(mq_state *S, mq_value v, const char *fn, co
     items = mq_as_list(v)->items;
     len = mq_as_list(v)->len;
   } else if (!mq_is_obj(v, MQ_O_STRING)) {
-    mq_error(S, "%s: %s must be a list of strings, not a %s", fn, what, mq_value_type_name(v));
+    mq_error(S, "%s: %s must be a list of strings, not %s", fn, what, mq_value_a_type_name(v));
   }
   const mq_string **out = mq_scratch(S, (size_t)(len ? len : 1) * sizeof *out);
   for (int k = 0; k < len; k++) {

@@ -486,7 +486,7 @@ mq_tensor *mq_arg_tensor_any_stored(mq_state *S, mq_value v, const char *what) {
 int64_t mq_arg_int(mq_state *S, mq_value v, const char *what) {
   int64_t i;
   if (mq_value_as_int(S, v, &i)) return i;
-  mq_error(S, "%s must be an int, not a %s", what, mq_value_type_name(v));
+  mq_error(S, "%s must be an int, not %s", what, mq_value_a_type_name(v));
 }
 
 double mq_arg_number(mq_state *S, mq_value v, const char *what) {
@@ -494,12 +494,12 @@ double mq_arg_number(mq_state *S, mq_value v, const char *what) {
   if (v.type == MQ_FLOAT) return v.as.f;
   if (v.type == MQ_BOOL) return v.as.b;
   if (mq_is_tensor(v) && mq_as_tensor(v)->numel == 1) return mq_tensor_item(S, mq_as_tensor(v));
-  mq_error(S, "%s must be a number, not a %s", what, mq_value_type_name(v));
+  mq_error(S, "%s must be a number, not %s", what, mq_value_a_type_name(v));
 }
 
 bool mq_arg_bool(mq_state *S, mq_value v, const char *what) {
   if (v.type == MQ_BOOL) return v.as.b;
-  mq_error(S, "%s must be true or false, not a %s", what, mq_value_type_name(v));
+  mq_error(S, "%s must be true or false, not %s", what, mq_value_a_type_name(v));
 }
 
 int mq_arg_shape(mq_state *S, mq_value v, int64_t *shape, const char *what) {
@@ -562,5 +562,5 @@ mq_dtype mq_arg_dtype(mq_state *S, mq_value v, mq_dtype dflt) {
     for (size_t i = 0; b->def && i < sizeof conv / sizeof *conv; i++)
       if (strcmp(b->name, conv[i].name) == 0) return conv[i].dt;
   }
-  mq_error(S, "dtype must be a dtype such as float64 or \"float64\", not a %s", mq_value_type_name(v));
+  mq_error(S, "dtype must be a dtype such as float64 or \"float64\", not %s", mq_value_a_type_name(v));
 }

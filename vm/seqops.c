@@ -175,8 +175,8 @@ void mq_del_item(mq_state *S, mq_value obj, mq_value index) {
     if (mq_is_tensor(obj) || mq_is_sparse(obj))
       mq_error(S, "tensors are values and cannot be changed in place (del x[i]); "
                   "select the entries to keep instead, e.g. x[mask]");
-    mq_error(S, "a %s does not support item deletion (del works on dicts and lists)",
-             mq_value_type_name(obj));
+    mq_error(S, "%s does not support item deletion (del works on dicts and lists)",
+             mq_value_a_type_name(obj));
   }
   mq_list *l = mq_as_list(obj);
   int64_t i = mq_arg_int(S, index, "index"), at = i < 0 ? i + l->len : i;

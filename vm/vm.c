@@ -231,7 +231,7 @@ static mq_value negate(mq_state *S, mq_value v) {
   }
   if (mq_is_tensor(v)) return mq_objv(mq_unary(S, MQ_UN_NEG, mq_as_tensor(v)));
   if (mq_is_sparse(v)) return mq_objv(mq_sparse_unary(S, MQ_UN_NEG, mq_as_tensor_any(v), "-"));
-  mq_error(S, "cannot negate a %s", mq_value_type_name(v));
+  mq_error(S, "cannot negate %s", mq_value_a_type_name(v));
 }
 
 static mq_value bitnot(mq_state *S, mq_value v) {
@@ -239,7 +239,7 @@ static mq_value bitnot(mq_state *S, mq_value v) {
   if (v.type == MQ_INT) return mq_int(~v.as.i);
   if (mq_is_tensor(v)) return mq_objv(mq_unary(S, MQ_UN_BITNOT, mq_as_tensor(v)));
   if (mq_is_sparse(v)) return mq_objv(mq_sparse_unary(S, MQ_UN_BITNOT, mq_as_tensor_any(v), "~"));
-  mq_error(S, "'~' needs a bool or int value or tensor, not a %s", mq_value_type_name(v));
+  mq_error(S, "'~' needs a bool or int value or tensor, not %s", mq_value_a_type_name(v));
 }
 
 /* --- indexing ----------------------------------------------------------------- */
@@ -299,7 +299,7 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
     if (nitems != 1 || kinds[0] != MQ_IXB_VALUE) mq_error(S, "a dict is indexed by one key");
     return mq_dict_get(S, mq_as_dict(obj), vals[0]);
   }
-  if (!mq_is_tensor(obj)) mq_error(S, "a %s cannot be indexed", mq_value_type_name(obj));
+  if (!mq_is_tensor(obj)) mq_error(S, "%s cannot be indexed", mq_value_a_type_name(obj));
   mq_index_item items[256];
   index_items(S, kinds, nitems, vals, items);
   return mq_objv(mq_index(S, mq_as_tensor(obj), items, nitems));
@@ -371,7 +371,7 @@ static mq_value store_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
     return obj;
   }
   if (!mq_is_tensor(obj))
-    mq_error(S, "a %s does not support item assignment", mq_value_type_name(obj));
+    mq_error(S, "%s does not support item assignment", mq_value_a_type_name(obj));
   if (!stored)
     mq_error(S, "tensors are values: x[i] = v updates a variable (or a list's or dict's "
                 "element) holding x, and this x is neither; write y = x, then y[i] = v");
@@ -458,7 +458,7 @@ static void bind_args(mq_state *S, const mq_closure *cl, mq_value *args, int arg
 
 static int64_t sequence_length(mq_state *S, mq_value v) {
   int64_t n = mq_walk_length(S, v);
-  if (n < 0) mq_error(S, "cannot unpack a %s", mq_value_type_name(v));
+  if (n < 0) mq_error(S, "cannot unpack %s", mq_value_a_type_name(v));
   return n;
 }
 
@@ -519,11 +519,13 @@ static mq_value update_call(mq_state *S, mq_value *at, int argc, int nkw, const 
     if (!mq_is_obj(callee, MQ_O_BUILTIN))
       mq_error(S, "x.f_(...) updates x with the builtin f, and this f is a %s; write x = f(x, ...)",
                mq_value_type_name(callee));
-    name = S->builtins[((mq_builtin_obj *)callee.as.o)->index].name;
+    name = flags & MQ_UPD_FILL   ? "fill" /* as the user spelled it, not the callee */
+           : flags & MQ_UPD_ZERO ? "zero"
+                                 : S->builtins[((mq_builtin_obj *)callee.as.o)->index].name;
   }
   if (!mq_is_tensor(x))
-    mq_error(S, "%s_: x.%s_(...) updates a tensor variable, and x is a %s", name, name,
-             mq_value_type_name(x));
+    mq_error(S, "%s_: x.%s_(...) updates a tensor variable, and x is %s", name, name,
+             mq_value_a_type_name(x));
   if (flags & MQ_UPD_SRC) {
     if (argc != 2 || nkw) mq_error(S, "copy_: x.copy_(src) takes one argument, the tensor to copy");
     r = at[2];
@@ -536,8 +538,8 @@ static mq_value update_call(mq_state *S, mq_value *at, int argc, int nkw, const 
     r = mq_builtin_call(S, b, at + 1, argc, nkw, kwnames, dying);
   }
   if (!mq_is_tensor(r) && !(flags & MQ_UPD_SRC))
-    mq_error(S, "%s_: %s(x, ...) gives a %s, not a tensor x can take", name, name,
-             mq_value_type_name(r));
+    mq_error(S, "%s_: %s(x, ...) gives %s, not a tensor x can take", name, name,
+             mq_value_a_type_name(r));
   mq_tensor *t = mq_update_fit(S, mq_as_tensor(x), mq_tensor_from_value_stored(S, r, "src"), flags,
                                name);
   return mq_objv(t);

@@ -84,7 +84,7 @@ mq_value mq_walk_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
     return d->entries[i].key;
   }
   if (is_zip(seq)) return zip_item(S, (const mq_zip *)seq.as.o, i, done);
-  mq_error(S, "cannot iterate over a %s", mq_value_type_name(seq));
+  mq_error(S, "cannot iterate over %s", mq_value_a_type_name(seq));
 }
 
 int64_t mq_walk_length(mq_state *S, mq_value v) {

@@ -18,7 +18,8 @@ enum {
   MQ_UPD_SRC = 2,       /* x.copy_(src): the value is src's data under x's mask */
   MQ_UPD_LEAF_OK = 4,   /* x.requires_grad_(): a leaf that requires grad may take it */
   MQ_UPD_AUG = 8,       /* x[items] op= v (STORE_INDEX): v is x[items] op v, computed */
-  MQ_UPD_FILL = 16      /* x.fill_(v): v a number or a 0-d tensor, as torch wants */
+  MQ_UPD_FILL = 16,     /* x.fill_(v): v a number or a 0-d tensor, as torch wants */
+  MQ_UPD_ZERO = 32      /* x.zero_(): named so in messages (its callee is zeros_like) */
 };
 
 /* The value x takes after the in-place op [name] (without its "_")

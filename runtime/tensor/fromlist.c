@@ -70,7 +70,7 @@ static bool item_is_scalar(mq_state *S, mq_value v, list_walk *w) {
     return true;
   }
   if (mq_is_obj(v, MQ_O_LIST)) return false;
-  mq_error(S, "%s: a list may hold numbers and lists, not a %s", w->what, mq_value_type_name(v));
+  mq_error(S, "%s: a list may hold numbers and lists, not %s", w->what, mq_value_a_type_name(v));
 }
 
 /* The shape, from the first item at each depth; the rest of the list must

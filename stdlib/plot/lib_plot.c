@@ -46,7 +46,7 @@ void mq_pic_init(mq_state *S, mq_pic *p, const char *who, mq_value width, mq_val
   p->file = NULL;
   if (file.type != MQ_NONE) {
     if (!mq_is_obj(file, MQ_O_STRING))
-      mq_error(S, "%s: file must be a string, not a %s", who, mq_value_type_name(file));
+      mq_error(S, "%s: file must be a string, not %s", who, mq_value_a_type_name(file));
     const mq_string *s = mq_as_string(file);
     if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: file contains a NUL byte", who);
     if (!(S->cfg.libs & MASQ_LIB_IO))

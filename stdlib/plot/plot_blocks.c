@@ -118,7 +118,7 @@ static void row_label(mq_grid *g, int y, int lw, int64_t row) {
 static const mq_list *arg_labels(mq_state *S, mq_value v, const char *who, const mq_tensor *x) {
   if (v.type == MQ_NONE) return NULL;
   if (!mq_is_obj(v, MQ_O_LIST))
-    mq_error(S, "%s: labels must be a list of strings, not a %s", who, mq_value_type_name(v));
+    mq_error(S, "%s: labels must be a list of strings, not %s", who, mq_value_a_type_name(v));
   const mq_list *l = mq_as_list(v);
   int64_t rows = x->ndim ? x->shape[0] : 1, cols = rows ? x->numel / rows : 0;
   if (x->numel && l->len != cols)
@@ -126,8 +126,8 @@ static const mq_list *arg_labels(mq_state *S, mq_value v, const char *who, const
              (long long)cols, cols == 1 ? "" : "s");
   for (int i = 0; i < l->len; i++)
     if (!mq_is_obj(l->items[i], MQ_O_STRING))
-      mq_error(S, "%s: labels[%d] must be a string, not a %s", who, i,
-               mq_value_type_name(l->items[i]));
+      mq_error(S, "%s: labels[%d] must be a string, not %s", who, i,
+               mq_value_a_type_name(l->items[i]));
   return l;
 }
 

@@ -489,8 +489,8 @@ static spec nested_spec(mq_state *S, const field *f, fstate *st, const char *p, 
       memcpy(text + len, mq_as_string(v)->chars, mq_as_string(v)->len);
       len += mq_as_string(v)->len;
     } else {
-      field_error(S, f, "a field inside the spec must be an int or a short string, not a %s",
-                  mq_value_type_name(v));
+      field_error(S, f, "a field inside the spec must be an int or a short string, not %s",
+                  mq_value_a_type_name(v));
     }
     q = close;
   }

@@ -192,7 +192,7 @@ static void test_call(void) {
   CHECK(strstr(e->rendered, "in fails(), called from here") != NULL);
   CHECK(r == NULL);
   CHECK_ERR(M, masq_call(M, "missing", 0, NULL, &r), MASQ_ERR_USAGE, "no function named 'missing'");
-  CHECK_ERR(M, masq_call(M, "not_fn", 0, NULL, &r), MASQ_ERR_USAGE, "'not_fn' is a int");
+  CHECK_ERR(M, masq_call(M, "not_fn", 0, NULL, &r), MASQ_ERR_USAGE, "'not_fn' is an int");
   CHECK_ERR(M, masq_call(M, NULL, 0, NULL, &r), MASQ_ERR_USAGE, "fname is NULL");
   CHECK_ERR(M, masq_call(M, "add", -1, args, &r), MASQ_ERR_USAGE, "argc is -1");
   CHECK_ERR(M, masq_call(M, "add", 256, args, &r), MASQ_ERR_USAGE, "0 to 255");
