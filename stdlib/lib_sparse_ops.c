@@ -46,7 +46,7 @@ static bool binary_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
   mq_tensor *x = any_arg(S, args[0], "x"), *y = any_arg(S, args[1], "y");
   if (b->nparams == 3 && strcmp(b->params[2].name, "alpha") == 0) {
     if (!mq_is_number(args[2]))
-      mq_error(S, "alpha must be a number, not a %s", mq_value_type_name(args[2]));
+      mq_error(S, "alpha must be a number, not %s", mq_value_a_type_name(args[2]));
     if (!(args[2].type == MQ_INT && args[2].as.i == 1)) {
       mq_tensor *alpha = mq_tensor_from_value(S, args[2], "alpha");
       y = y->sparse ? mq_sparse_binary(S, MQ_BIN_MUL, y, alpha, b->name)
@@ -203,14 +203,15 @@ static bool reduce_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_
         return true;
       }
   }
-  if (i == n && with_mask) {
+  if (i == n && (with_mask || t->mask)) { /* var(masked(s), 1) as var(s, 1, mask=m) */
     *out = on_dense(S, b, args, t);
     return true;
   }
   if (i == n)
-    mq_error(S, "%s: not supported on a %s%s tensor; sum, mean, amax, amin, prod and count "
-                "are (and, on a masked one, whole reductions), or to_dense(x)",
-             b->name, t->mask ? "masked " : "plain ", mq_layout_name((mq_layout)t->layout));
+    mq_error(S, "%s: not supported on a plain %s tensor (as torch.masked, which asks for "
+                "a mask); sum, mean, amax, amin, prod and count are, every reduction is on a "
+                "masked one (masked(x), or mask=), or to_dense(x)",
+             b->name, mq_layout_name((mq_layout)t->layout));
   *out = mq_objv(mq_sparse_reduce(S, reds[i].op, t, dims, keepdim, b->name));
   return true;
 }
