@@ -266,7 +266,8 @@ MQ_INTERNAL mq_list *mq_sparse_csc_merge(mq_state *S, mq_tensor *a, mq_tensor *b
 /* --- selection (sparse_index.c) ---------------------------------------------------- */
 
 /* x[items] (tensor.h's items; one 1-D int tensor item at most), select,
- * narrow and index_select (a plain 0-d or 1-D integer index): the stored
+ * narrow and index_select (a plain 1-D integer index; a negative entry
+ * counts from the end, as in torch's sparse index_select): the stored
  * entries that are selected, with their mask and gradient. A result with
  * no dim is a strided 0-d tensor, a 1-D result of CSR or CSC is COO (as
  * torch), a 2-D one keeps the layout, more dims are COO. */

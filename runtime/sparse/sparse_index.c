@@ -59,9 +59,9 @@ typedef struct plan {
 
 static dimop whole(int64_t size) { return (dimop){OP_SLICE, 0, 1, size, NULL, NULL}; }
 
-/* A list op from the integer tensor [ix] (0-d or 1-d) on a dim of [size]. */
+/* A list op from the 1-D integer tensor [ix] on a dim of [size]. */
 static dimop list_op(mq_state *S, mq_tensor *ix, int dim, int64_t size, const char *who) {
-  if (ix->mask || ix->layout != MQ_LAYOUT_STRIDED || ix->ndim > 1 ||
+  if (ix->mask || ix->layout != MQ_LAYOUT_STRIDED || ix->ndim != 1 ||
       mq_dtype_is_float((mq_dtype)ix->dtype) || ix->dtype == MQ_DT_BOOL)
     mq_error(S, "%s: the index of a sparse tensor must be a plain 1-D integer tensor, got a "
                 "%s%d-d %s tensor", who, ix->mask ? "masked " : "", ix->ndim,
@@ -101,11 +101,13 @@ static void read_items(mq_state *S, const mq_tensor *t, const mq_index_item *ite
       ellipsis = i;
     } else if (items[i].kind == MQ_IX_TENSOR) {
       mq_tensor *ix = items[i].tensor;
-      if (ix->dtype == MQ_DT_BOOL || ix->ndim != 1)
-        mq_error(S, "a sparse %s tensor is indexed by ints, slices, none, ... and one 1-D int "
-                    "tensor, not a %s%d-d %s tensor (to_dense(x) takes any index)",
-                 mq_layout_name((mq_layout)t->layout), ix->dtype == MQ_DT_BOOL ? "bool " : "",
-                 ix->ndim, ix->dtype == MQ_DT_BOOL ? "index" : "int");
+      if (ix->dtype == MQ_DT_BOOL)
+        mq_error(S, "a %s tensor takes no bool index (to_dense(x) takes any index)",
+                 mq_layout_name((mq_layout)t->layout));
+      if (ix->ndim != 1)
+        mq_error(S, "a %s tensor takes ints, slices, none, ... and one 1-D int tensor as "
+                    "index, not a %d-d tensor (to_dense(x) takes any index)",
+                 mq_layout_name((mq_layout)t->layout), ix->ndim);
       consumed++;
     } else if (items[i].kind != MQ_IX_NEWAXIS) {
       consumed++;
