@@ -131,14 +131,10 @@ static void read_items(mq_state *S, const mq_tensor *t, const mq_index_item *ite
       pl->newaxis = true;
       add_out(S, pl, -1, 1);
       break;
-    case MQ_IX_INT: {
-      int64_t size = t->shape[d], ix = it->start;
-      if (ix < -size || ix >= size)
-        mq_error(S, "index %lld is out of range for dimension %d of size %lld", (long long)ix, d,
-                 (long long)size);
-      pl->op[d++] = (dimop){OP_INT, ix < 0 ? ix + size : ix, 1, 1, NULL, NULL};
+    case MQ_IX_INT:
+      pl->op[d] = (dimop){OP_INT, mq_index_int(S, it, t->shape[d], d), 1, 1, NULL, NULL};
+      d++;
       break;
-    }
     case MQ_IX_SLICE: {
       dimop *o = &pl->op[d];
       *o = whole(0);

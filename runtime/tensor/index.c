@@ -22,6 +22,14 @@ static int item_dims(const mq_index_item *it) {
   }
 }
 
+int64_t mq_index_int(mq_state *S, const mq_index_item *it, int64_t size, int dim) {
+  int64_t ix = it->start;
+  if (ix < -size || ix >= size)
+    mq_error(S, "index %lld is out of range for dimension %d of size %lld", (long long)ix, dim,
+             (long long)size);
+  return ix < 0 ? ix + size : ix;
+}
+
 void mq_index_slice(mq_state *S, const mq_index_item *it, int64_t size, int64_t *start,
                     int64_t *step, int64_t *len) {
   int64_t st = it->has_step ? it->step : 1;
@@ -77,16 +85,10 @@ static mq_tensor *index_view(mq_state *S, mq_tensor *t, const mq_index_item *ite
       }
       for (int k = item_dims(it); k > 0; k--, d++) PUSH(t->shape[d], t->strides[d]);
       break;
-    case MQ_IX_INT: {
-      int64_t size = t->shape[d], ix = it->start;
-      if (ix < -size || ix >= size)
-        mq_error(S, "index %lld is out of range for dimension %d of size %lld", (long long)ix, d,
-                 (long long)size);
-      if (ix < 0) ix += size;
-      offset += ix * t->strides[d];
+    case MQ_IX_INT:
+      offset += mq_index_int(S, it, t->shape[d], d) * t->strides[d];
       d++;
       break;
-    }
     case MQ_IX_SLICE: {
       int64_t start, step, len;
       mq_index_slice(S, it, t->shape[d], &start, &step, &len);
