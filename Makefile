@@ -338,6 +338,7 @@ conformance-regen: $(B)/masq
 	/usr/bin/python3 tools/conformance/gen_index.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_newops.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_csc.py --seed $(SEED)
+	/usr/bin/python3 tools/conformance/gen_spindex.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_upstream.py
 	/usr/bin/python3 tools/conformance/gen_layouts.py --seed $(SEED)
 	/usr/bin/python3 tools/conformance/gen_dtypes.py

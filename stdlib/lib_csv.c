@@ -68,7 +68,7 @@ static mq_csv_col *arg_columns(mq_state *S, mq_value v, int *n) {
       c[k].index = it.as.i;
     } else {
       mq_error(S, "load_csv: columns must be column names (strings) or indices (ints), or a "
-                  "list of them; got a %s", mq_value_type_name(it));
+                  "list of them; got %s", mq_value_a_type_name(it));
     }
   }
   *n = len;

@@ -5,6 +5,7 @@
 #include "../core/checked.h"
 #include "../core/dict.h"
 #include "../core/range.h"
+#include "../runtime/tensor/layout.h"
 #include "../runtime/tensor/shape.h"
 #include "../vm/errval.h"
 #include "../vm/walk.h"
@@ -16,8 +17,8 @@ static mq_value lib_len(mq_state *S, mq_value *args) {
   mq_value v = args[0];
   if (mq_is_obj(v, MQ_O_LIST)) return mq_int(mq_as_list(v)->len);
   if (mq_is_obj(v, MQ_O_STRING)) return mq_int((int64_t)mq_as_string(v)->len);
-  if (mq_is_tensor(v)) {
-    mq_tensor *t = mq_as_tensor(v);
+  if (mq_is_tensor(v) || mq_is_sparse(v)) {
+    mq_tensor *t = mq_as_tensor_any(v);
     if (t->ndim == 0) mq_error(S, "len() of a 0-d tensor");
     return mq_int(t->shape[0]);
   }

@@ -9,6 +9,11 @@
 #include "stdlib.h"
 
 #define RET(t) return mq_objv(t)
+#define RET_IN(out, t)                                                         \
+  do {                                                                         \
+    *(out) = mq_objv(t);                                                       \
+    return true;                                                               \
+  } while (0)
 
 /* A builtin argument of any layout; a float number is a weak scalar. */
 static mq_tensor *any_arg(mq_state *S, mq_value v, const char *what) {
@@ -250,8 +255,24 @@ static bool convert_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq
   return true;
 }
 
+/* select, narrow and index_select of a sparse x (sparse_index.c). */
+static bool select_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
+  if (!mq_is_sparse(args[0])) return false;
+  mq_tensor *x = mq_as_tensor_any(args[0]);
+  if (strcmp(b->name, "select") == 0 && b->nparams == 3)
+    RET_IN(out, mq_sparse_select(S, x, mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "index")));
+  if (strcmp(b->name, "narrow") == 0 && b->nparams == 4)
+    RET_IN(out, mq_sparse_narrow(S, x, mq_arg_int(S, args[1], "dim"), mq_arg_int(S, args[2], "start"),
+                                 mq_arg_int(S, args[3], "length")));
+  if (strcmp(b->name, "index_select") == 0 && b->nparams == 3)
+    RET_IN(out, mq_sparse_index_select(S, x, mq_arg_int(S, args[1], "dim"),
+                                       mq_arg_tensor(S, args[2], "index")));
+  return false;
+}
+
 bool mq_sparse_ops_builtin(mq_state *S, const mq_builtin *b, mq_value *args, mq_value *out) {
   if (convert_builtin(S, b, args, out)) return true;
+  if (select_builtin(S, b, args, out)) return true;
   if (b->nparams >= 2 && (strcmp(b->name, "intersect") == 0 || strcmp(b->name, "union") == 0)) {
     *out = mq_objv(mq_sparse_merge(S, any_arg(S, args[0], "a"), any_arg(S, args[1], "b"),
                                    b->name[0] == 'i', b->name));

@@ -299,9 +299,11 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
     if (nitems != 1 || kinds[0] != MQ_IXB_VALUE) mq_error(S, "a dict is indexed by one key");
     return mq_dict_get(S, mq_as_dict(obj), vals[0]);
   }
-  if (!mq_is_tensor(obj)) mq_error(S, "%s cannot be indexed", mq_value_a_type_name(obj));
+  if (!mq_is_tensor(obj) && !mq_is_sparse(obj))
+    mq_error(S, "%s cannot be indexed", mq_value_a_type_name(obj));
   mq_index_item items[256];
   index_items(S, kinds, nitems, vals, items);
+  if (mq_is_sparse(obj)) return mq_objv(mq_sparse_index(S, mq_as_tensor_any(obj), items, nitems));
   return mq_objv(mq_index(S, mq_as_tensor(obj), items, nitems));
 }
 

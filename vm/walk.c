@@ -6,6 +6,7 @@
 #include "../core/dict.h"
 #include "../core/gc.h"
 #include "../core/range.h"
+#include "../runtime/sparse/sparse.h"
 #include "../runtime/tensor/shape.h"
 #include "../runtime/tensor/tensor.h"
 
@@ -48,15 +49,15 @@ mq_value mq_walk_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
     }
     return l->items[i];
   }
-  if (mq_is_tensor(seq)) {
-    mq_tensor *t = mq_as_tensor(seq);
+  if (mq_is_tensor(seq) || mq_is_sparse(seq)) {
+    mq_tensor *t = mq_as_tensor_any(seq);
     if (t->ndim == 0) mq_error(S, "cannot iterate over a 0-d tensor");
     if (i >= t->shape[0]) {
       *done = true;
       return mq_none();
     }
     mq_index_item it = {MQ_IX_INT, false, false, false, i, 0, 0, NULL};
-    return mq_objv(mq_index(S, t, &it, 1));
+    return mq_objv(t->sparse ? mq_sparse_index(S, t, &it, 1) : mq_index(S, t, &it, 1));
   }
   if (mq_is_obj(seq, MQ_O_RANGE)) {
     const mq_range *r = mq_as_range(seq);
@@ -89,7 +90,8 @@ mq_value mq_walk_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
 
 int64_t mq_walk_length(mq_state *S, mq_value v) {
   if (mq_is_obj(v, MQ_O_LIST)) return mq_as_list(v)->len;
-  if (mq_is_tensor(v) && mq_as_tensor(v)->ndim > 0) return mq_as_tensor(v)->shape[0];
+  if ((mq_is_tensor(v) || mq_is_sparse(v)) && mq_as_tensor_any(v)->ndim > 0)
+    return mq_as_tensor_any(v)->shape[0];
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_as_range(v)->len;
   if (mq_is_obj(v, MQ_O_DICT)) return mq_as_dict(v)->len;
   if (mq_is_obj(v, MQ_O_STRING)) return (int64_t)mq_as_string(v)->len;

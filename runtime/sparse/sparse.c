@@ -569,6 +569,8 @@ static int64_t mask_true_keys(mq_state *S, const mq_tensor *x, mq_tensor *mask, 
   int64_t *pos = NULL, n = 0, total;
   if (mask->sparse && !mq_tensor_same_shape(x, mask)) /* broadcast as torch does */
     mask = mq_sparse_to_dense(S, mask);
+  if (mask->layout == MQ_LAYOUT_CSC) /* its keys in the dense order */
+    mask = mq_to_sparse_coo(S, mask);
   if (mask->sparse) {
     pos = entry_keys(S, mask);
     vals = mask->sparse->values;
@@ -623,6 +625,8 @@ mq_tensor *mq_sparse_where(mq_state *S, mq_tensor *x, mq_tensor *mask, const cha
   if (x->mask)
     mq_error(S, "%s: mask= is for plain tensors; x is already masked (masked(get_data(x), m) "
                 "with the combined mask)", who);
+  if (x->layout == MQ_LAYOUT_CSC) /* on_positions reads keys in the dense order */
+    return mq_to_sparse_csc(S, mq_sparse_where(S, mq_to_sparse_coo(S, x), mask, who));
   int64_t *mk, n = mask_true_keys(S, x, mask, &mk, who);
   return on_positions(S, x, mk, n, all_true(S, n), true);
 }
@@ -652,6 +656,8 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   if (!mq_tensor_same_shape(data, mask))
     mq_error(S, "masked: data and mask must have the same size, got %s and %s",
              mq_shape_str(S, data->ndim, data->shape), mq_shape_str(S, mask->ndim, mask->shape));
+  if (!mq_sparse_same_structure(data, mask) && data->layout == MQ_LAYOUT_CSC)
+    return mq_sparse_flip(S, mq_sparse_masked(S, mq_sparse_flip(S, data), mq_sparse_flip(S, mask)));
   if (!mq_sparse_same_structure(data, mask)) /* any other pattern: data on the mask's */
     return on_positions(S, data, entry_keys(S, mask), mask->sparse->nnz, mask->sparse->values,
                         false);
@@ -662,6 +668,8 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
 mq_tensor *mq_sparse_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   mq_tensor *t = mq_sparse_masked(S, data, mask);
   if (MQ_LIKELY(!data->requires_grad)) return t;
+  if (!mq_sparse_same_structure(t, data) && data->layout == MQ_LAYOUT_CSC) /* on_positions' keys ascend */
+    return mq_sparse_flip(S, mq_sparse_as_masked(S, mq_sparse_flip(S, data), mq_sparse_flip(S, mask)));
   if (!mq_sparse_same_structure(t, data)) /* data read on the mask's positions */
     return on_positions(S, data, entry_keys(S, mask), mask->sparse->nnz, mask->sparse->values,
                         true);

@@ -263,6 +263,22 @@ MQ_INTERNAL mq_tensor *mq_sparse_csc_softmax(mq_state *S, mq_tensor *t, int dim,
 MQ_INTERNAL mq_list *mq_sparse_csc_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both,
                                          const char *name);
 
+/* --- selection (sparse_index.c) ---------------------------------------------------- */
+
+/* x[items] (tensor.h's items; one 1-D int tensor item at most), select,
+ * narrow and index_select (a plain 1-D integer index; a negative entry
+ * counts from the end, as in torch's sparse index_select): the stored
+ * entries that are selected, with their mask and gradient. A result with
+ * no dim is a strided 0-d tensor, a 1-D result of CSR or CSC is COO (as
+ * torch), a 2-D one keeps the layout, more dims are COO. */
+MQ_INTERNAL mq_tensor *mq_sparse_index(mq_state *S, mq_tensor *t, const mq_index_item *items,
+                                       int n);
+MQ_INTERNAL mq_tensor *mq_sparse_select(mq_state *S, mq_tensor *t, int64_t dim, int64_t index);
+MQ_INTERNAL mq_tensor *mq_sparse_narrow(mq_state *S, mq_tensor *t, int64_t dim, int64_t start,
+                                        int64_t length);
+MQ_INTERNAL mq_tensor *mq_sparse_index_select(mq_state *S, mq_tensor *t, int64_t dim,
+                                              mq_tensor *index);
+
 /* --- printing ---------------------------------------------------------------------- */
 
 #endif

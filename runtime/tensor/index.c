@@ -22,6 +22,28 @@ static int item_dims(const mq_index_item *it) {
   }
 }
 
+int64_t mq_index_int(mq_state *S, const mq_index_item *it, int64_t size, int dim) {
+  int64_t ix = it->start;
+  if (ix < -size || ix >= size)
+    mq_error(S, "index %lld is out of range for dimension %d of size %lld", (long long)ix, dim,
+             (long long)size);
+  return ix < 0 ? ix + size : ix;
+}
+
+void mq_index_slice(mq_state *S, const mq_index_item *it, int64_t size, int64_t *start,
+                    int64_t *step, int64_t *len) {
+  int64_t st = it->has_step ? it->step : 1;
+  if (st <= 0) mq_error(S, "slice step must be positive");
+  int64_t a = it->has_start ? it->start : 0, b = it->has_stop ? it->stop : size;
+  if (a < 0) a = a + size < 0 ? 0 : a + size;
+  if (b < 0) b = b + size < 0 ? 0 : b + size;
+  if (a > size) a = size;
+  if (b > size) b = size;
+  *start = a;
+  *step = st;
+  *len = b > a ? (b - a - 1) / st + 1 : 0;
+}
+
 /* The basic part of the index, as a view. A tensor item keeps the dims it
  * consumes whole; [tpos] (if given) receives, per item, the view dim where
  * they start and [tdim] the dim of t. */
@@ -63,25 +85,13 @@ static mq_tensor *index_view(mq_state *S, mq_tensor *t, const mq_index_item *ite
       }
       for (int k = item_dims(it); k > 0; k--, d++) PUSH(t->shape[d], t->strides[d]);
       break;
-    case MQ_IX_INT: {
-      int64_t size = t->shape[d], ix = it->start;
-      if (ix < -size || ix >= size)
-        mq_error(S, "index %lld is out of range for dimension %d of size %lld", (long long)ix, d,
-                 (long long)size);
-      if (ix < 0) ix += size;
-      offset += ix * t->strides[d];
+    case MQ_IX_INT:
+      offset += mq_index_int(S, it, t->shape[d], d) * t->strides[d];
       d++;
       break;
-    }
     case MQ_IX_SLICE: {
-      int64_t size = t->shape[d], step = it->has_step ? it->step : 1;
-      if (step <= 0) mq_error(S, "slice step must be positive");
-      int64_t start = it->has_start ? it->start : 0, stop = it->has_stop ? it->stop : size;
-      if (start < 0) start = start + size < 0 ? 0 : start + size;
-      if (stop < 0) stop = stop + size < 0 ? 0 : stop + size;
-      if (start > size) start = size;
-      if (stop > size) stop = size;
-      int64_t len = stop > start ? (stop - start - 1) / step + 1 : 0;
+      int64_t start, step, len;
+      mq_index_slice(S, it, t->shape[d], &start, &step, &len);
       if (len > 0) offset += start * t->strides[d];
       /* with one entry or none the step never applies, and may be huge */
       PUSH(len, len > 1 ? t->strides[d] * step : t->strides[d]);

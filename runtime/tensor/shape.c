@@ -193,6 +193,13 @@ mq_tensor *mq_unsqueeze(mq_state *S, mq_tensor *t, int64_t dim) {
 }
 
 mq_tensor *mq_narrow(mq_state *S, mq_tensor *t, int64_t dim, int64_t start, int64_t length) {
+  int d;
+  mq_index_item it = mq_narrow_item(S, t, dim, start, length, &d);
+  return index_at(S, t, d, it);
+}
+
+mq_index_item mq_narrow_item(mq_state *S, const mq_tensor *t, int64_t dim, int64_t start,
+                             int64_t length, int *dp) {
   if (t->ndim == 0) mq_error(S, "narrow: cannot narrow a 0-d tensor");
   int d = mq_shape_norm_dim(S, dim, t->ndim);
   int64_t size = t->shape[d];
@@ -207,7 +214,8 @@ mq_tensor *mq_narrow(mq_state *S, mq_tensor *t, int64_t dim, int64_t start, int6
   it.has_start = it.has_stop = true;
   it.start = start;
   it.stop = start + length;
-  return index_at(S, t, d, it);
+  *dp = d;
+  return it;
 }
 
 mq_tensor *mq_select(mq_state *S, mq_tensor *t, int64_t dim, int64_t index) {

@@ -36,6 +36,10 @@ MQ_INTERNAL mq_tensor *mq_expand_sizes(mq_state *S, mq_tensor *t, int ndim,
  * end). */
 MQ_INTERNAL mq_tensor *mq_narrow(mq_state *S, mq_tensor *t, int64_t dim, int64_t start,
                                  int64_t length);
+/* narrow's checks, and the slice item it indexes dim *d with (sparse
+ * tensors index by items too). */
+MQ_INTERNAL mq_index_item mq_narrow_item(mq_state *S, const mq_tensor *t, int64_t dim,
+                                         int64_t start, int64_t length, int *d);
 /* Entry [index] of [dim], which is removed. */
 MQ_INTERNAL mq_tensor *mq_select(mq_state *S, mq_tensor *t, int64_t dim, int64_t index);
 /* Reverses the order along each of [dims] (a copy, as torch). */

@@ -244,6 +244,13 @@ typedef struct mq_index_item {
  * <= 0, too many indices are errors. With TENSOR items (numpy/torch advanced
  * indexing, ints applied first as in torch) the result is a copy. */
 MQ_INTERNAL mq_tensor *mq_index(mq_state *S, mq_tensor *t, const mq_index_item *items, int n);
+/* An int item on dim [dim] of [size], Python's rules: the position (an
+ * error if out of range). */
+MQ_INTERNAL int64_t mq_index_int(mq_state *S, const mq_index_item *it, int64_t size, int dim);
+/* A slice item on a dim of [size], Python's rules: its first position, step
+ * (an error if not positive) and number of positions. */
+MQ_INTERNAL void mq_index_slice(mq_state *S, const mq_index_item *it, int64_t size,
+                                int64_t *start, int64_t *step, int64_t *len);
 
 /* --- masks --------------------------------------------------------------- */
 

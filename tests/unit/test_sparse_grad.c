@@ -139,10 +139,45 @@ static mq_tensor *l_as_masked_other(mq_tensor *x, mq_tensor *d) {
   return weighted(mq_sparse_reduce(S, MQ_SRED_SUM, mq_sparse_as_masked(S, x, m), 2, false, "sum"));
 }
 
+/* selections (sparse_index.c): rows, then columns (CSR's binary search), each
+ * read once with its own weight; index_select repeats and reorders
+ * columns, narrow and a stepped slice read some entries again */
+static mq_tensor *weighted_sum(mq_tensor *acc, mq_tensor *part, double w) {
+  /* a part with no valid entry sums to masked out; it adds 0 */
+  mq_tensor *sum = mq_to_tensor(S, total(mq_sparse_unary(S, MQ_UN_SIN, part, "sin")), 0);
+  mq_tensor *p = mq_binary(S, MQ_BIN_MUL, sum, mq_tensor_scalar(S, MQ_DT_F64, w));
+  return acc ? mq_binary(S, MQ_BIN_ADD, acc, p) : p;
+}
+static mq_tensor *l_select_rows(mq_tensor *x, mq_tensor *d) {
+  (void)d;
+  mq_tensor *acc = NULL;
+  for (int i = 0; i < 3; i++) acc = weighted_sum(acc, mq_sparse_select(S, x, 0, i - 3), i + 1);
+  return acc;
+}
+static mq_tensor *l_select_cols(mq_tensor *x, mq_tensor *d) {
+  (void)d;
+  mq_tensor *acc = NULL;
+  for (int j = 0; j < 5; j++) acc = weighted_sum(acc, mq_sparse_select(S, x, 1, j), 0.5 + j);
+  return acc;
+}
+static mq_tensor *l_index_select(mq_tensor *x, mq_tensor *d) {
+  int64_t six = 6, at[6] = {4, 0, 2, 3, 1, 0};
+  mq_tensor *ix = mq_tensor_new(S, MQ_DT_I64, 1, &six);
+  memcpy(mq_tensor_data(ix), at, sizeof at);
+  mq_tensor *r = mq_sparse_index_select(S, x, 1, ix);
+  mq_tensor *acc = total(mq_sparse_binary(S, MQ_BIN_MUL, r, d, "*"));
+  mq_index_item it[2];
+  memset(it, 0, sizeof it);
+  it[0].kind = it[1].kind = MQ_IX_SLICE;
+  it[0].has_step = true, it[0].step = 2, it[1].has_start = true, it[1].start = -4;
+  acc = weighted_sum(acc, mq_sparse_index(S, x, it, 2), 3);
+  return weighted_sum(acc, mq_sparse_narrow(S, x, 0, 1, 2), -2);
+}
+
 typedef struct lcase {
   const char *name;
   mq_tensor *(*f)(mq_tensor *x, mq_tensor *d);
-  int dense; /* 0: none; 1: W (3 x 5); 2: B (5 x 2); 3: A (3 x 4), x not a leaf */
+  int dense; /* 0: none; 1: W (3 x 5); 2: B (5 x 2); 3: A (3 x 4), x not a leaf; 4: 3 x 6 */
   bool masked_only; /* refuses a plain x (softmax) */
   bool under_mw;    /* a plain x read under Mw: an entry's gradient is valid iff Mw is there */
 } lcase;
@@ -155,6 +190,8 @@ static const lcase cases[] = {
     {"amax dim 0, mask=", l_where_amax0, 0, false, true},
     {"softmax, a sparse mask= of the other layout", l_where_softmax, 0, false, true},
     {"as_masked, a mask of another pattern", l_as_masked_other, 0, false, true},
+    {"select rows", l_select_rows, 0}, {"select columns", l_select_cols, 0},
+    {"index_select, slices, narrow", l_index_select, 4},
 };
 
 static double item(mq_tensor *t) { return mq_tensor_item(S, mq_get_data(S, t)); }
@@ -186,7 +223,8 @@ static void one_case(const lcase *c, int round, bool csr, bool plain_x) {
   like->layout = csr ? MQ_LAYOUT_CSR : MQ_LAYOUT_COO; /* only read for layout and shape */
   mq_tensor *plain = mq_sparse_of_keys(S, like, keys, n, vals);
   mq_tensor *x = plain_x ? plain : mq_sparse_masked(S, plain, mq_sparse_with_values(S, plain, mv, NULL));
-  mq_tensor *d = c->dense == 1 ? rand_dense(3, 5) : c->dense == 2 ? Bt : c->dense == 3 ? At : NULL;
+  mq_tensor *d = c->dense == 1 ? rand_dense(3, 5) : c->dense == 2 ? Bt : c->dense == 3 ? At
+                 : c->dense == 4 ? rand_dense(3, 6) : NULL;
   Pat = x;
   mq_tensor *xl = c->dense == 3 ? x : mq_ag_leaf(S, x, true, "test");
   mq_tensor *dl = d ? mq_ag_leaf(S, d, true, "test") : NULL;

@@ -2619,8 +2619,8 @@ def main():
         for f in os.listdir(a.out):
             stem, ext = os.path.splitext(f)
             if (ext in (".masq", ".npz") and stem not in names and f not in ("check.masq", "fused.masq")
-                    # the other generators' files (gen_index.py, gen_csc.py, gen_layouts.py, gen_inplace.py)
-                    and not stem.startswith(("index_", "csc_", "layouts_", "inplace_"))):
+                    # the other generators' files (gen_index, gen_csc, gen_layouts, gen_inplace, gen_spindex)
+                    and not stem.startswith(("index_", "csc_", "layouts_", "inplace_", "spindex_"))):
                 os.remove(os.path.join(a.out, f))
         nf = write_fused(a.out, a.seed)
         print(f"{'fused':22s} {nf:3d} cases (chains of the golden tests, against their op-by-op form)")
