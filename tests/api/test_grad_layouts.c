@@ -8,7 +8,7 @@
  * for dims and counts, a bool mask, an index tensor, a plain partner
  * tensor), such that a plain strided probe with requires_grad gives a float
  * result that records a gradient. The same call with the probe strided
- * masked, sparse COO and sparse CSR must then either raise an error or give
+ * masked, sparse COO, CSR and CSC must then either raise an error or give
  * a result that records a gradient whose grad(sum(result), probe) is a
  * tensor of the probe's shape. A float result that records nothing is the
  * failure this test exists for. */
@@ -155,8 +155,10 @@ static const char *layouts[] = {
     "masked(D, M, requires_grad=true)",
     "requires_grad(to_sparse(D))",
     "requires_grad(to_sparse_csr(D))",
+    "requires_grad(to_sparse_csc(D))",
 };
-static const char *layout_names[] = {"strided", "masked", "sparse_coo", "sparse_csr"};
+static const char *layout_names[] = {"strided", "masked", "sparse_coo", "sparse_csr", "sparse_csc"};
+#define NLAYOUTS ((int)(sizeof layouts / sizeof *layouts))
 
 /* Runs call [call] with the probe in layout [l]: "refused", "skip" (not a
  * float tensor), "dropped", "recorded", or "grad failed: ...". */
@@ -222,7 +224,7 @@ static void walk(const char *label, int np, const char *const *const *cand, cons
     snprintf(keep, sizeof keep, "%s", call);
     if (getenv("VERBOSE")) printf("# %s\n", keep);
     if (!strcmp(keep, "matmul(P, X)") || !strcmp(keep, "P @ X")) saw_dense_sparse = true;
-    for (int l = 1; l < 4; l++) {
+    for (int l = 1; l < NLAYOUTS; l++) {
       const char *r = probe(keep, l);
       calls_checked++;
       if (!strcmp(r, "refused")) {
