@@ -122,6 +122,8 @@ const mq_libfn mq_lib_autograd[] = {
     {"as_masked(data, mask=none)", lib_as_masked,
      "like masked(data, mask), but gradients flow back to data (torch's as_masked_tensor); "
      "a sparse data without mask is its own mask", MQ_BK_NONE, 0},
+    {"as_masked_tensor(data, mask)", lib_as_masked,
+     "as_masked(data, mask) under torch.masked's name", MQ_BK_NONE, 0},
     {"backward(y, retain=false)", lib_backward,
      "add the gradient of the 0-d y to every leaf's .grad; frees y's graph unless retain", MQ_BK_NONE, 0},
     {"grad(y, inputs=none, retain=false)", lib_grad,

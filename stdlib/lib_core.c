@@ -235,6 +235,8 @@ const mq_libfn mq_lib_core[] = {
     {"masked(data, mask=none, requires_grad=false)", lib_masked,
      "a masked tensor: data where mask is true, masked out (--) elsewhere; mask broadcasts; "
      "a sparse data without mask is its own mask (unstored entries masked out)", MQ_BK_NONE, 0},
+    {"masked_tensor(data, mask, requires_grad=false)", lib_masked,
+     "masked(data, mask, requires_grad) under torch.masked's name", MQ_BK_NONE, 0},
     {"get_data(x)", lib_get_data, "the data of a masked tensor, masked-out entries included", MQ_BK_NONE, 0},
     {"get_mask(x)", lib_get_mask, "the validity mask as a bool tensor (true = valid)", MQ_BK_NONE, 0},
     {"to_tensor(x, fill)", lib_to_tensor, "a plain tensor with masked-out entries set to fill", MQ_BK_NONE, 0},
