@@ -1034,16 +1034,19 @@ static void expr(compiler *C, const mq_node *n) {
 
 static void block(compiler *C, const mq_node *n, bool top);
 
-/* x += v is x = x + v (a tensor x gets a new tensor, which may take x's
- * storage when nothing else holds it: vm/vm.c, dying_operand), through the
- * same code, fusion included; x[i] += v reads x and i once
- * (index_assign). */
+/* x += v is x = x + v, except that a tensor x takes it as torch's
+ * x.add_(v) does (UPDATE_BINARY: x's shape and dtype kept, a leaf that
+ * requires grad updated only under no_grad). Whether x is a tensor is
+ * known only at run time, so the op is never fused; the result may still
+ * take x's storage when nothing else holds it (vm/vm.c, dying_operand:
+ * the SET follows the op). x[i] += v reads x and i once (index_assign). */
 static void aug_assign(compiler *C, const mq_node *n) {
   const mq_node *target = n->kids[0], *value = n->kids[1];
   if (target->kind == MQ_N_NAME) {
-    mq_node *kids[2] = {(mq_node *)target, (mq_node *)value};
-    mq_node op = {.kind = MQ_N_BINARY, .op = n->op, .span = n->span, .nkids = 2, .kids = kids};
-    expr(C, &op);
+    name_get(C, target->str, target->span);
+    expr(C, value);
+    emit_op(C, MQ_OP_UPDATE_BINARY, -1, n->span);
+    emit(C, (uint8_t)n->op, n->span);
     name_set(C, target->str, n->span);
     return;
   }

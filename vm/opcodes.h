@@ -65,7 +65,8 @@
   OP(DEL_INDEX, "", -2, "pop index, object: del object[index] (a dict's key, a list's item)") \
   OP(STORE_INDEX, "NNi", 0, "pop value, items, object: push object with object[items] = value (first N: MQ_STORE_* bits; N item kinds follow)") \
   OP(DUPN, "N", 0, "push the top N values again (x[i, j] += v reads x[i, j] first)") \
-  OP(CALL_UPDATE, "AKN", 0, "x.f_(...): call f with A arguments (K: keyword names, 65535 none), fit the result to x, the first (flags N)")
+  OP(CALL_UPDATE, "AKN", 0, "x.f_(...): call f with A arguments (K: keyword names, 65535 none), fit the result to x, the first (flags N)") \
+  OP(UPDATE_BINARY, "B", -1, "x op= v: BINARY B of x and v, fitted to x when x is a tensor (torch's in-place op)")
 
 typedef enum mq_opcode {
 #define OP(name, operands, effect, doc) MQ_OP_##name,

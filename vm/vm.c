@@ -352,13 +352,25 @@ static void index_items(mq_state *S, const uint8_t *kinds, int nitems, mq_value 
  * the list or dict itself the result; a tensor's new value (mq_index_put),
  * which only a variable or an element stored after can take ([stored]).
  * [spare]: obj when it is dying (dying_operand). */
+/* xs[i] op= v and d[k] op= v ([aug]), [v] the computed xs[i] op v: a
+ * tensor element [old] takes it as torch's in-place op would (x op= v). */
+static mq_value element_update(mq_state *S, mq_value old, mq_value v, bool aug) {
+  if (!aug || !mq_is_tensor(old) || !mq_is_tensor(v)) return v;
+  return mq_objv(mq_update_fit(S, mq_as_tensor(old), mq_as_tensor(v), MQ_UPD_OP, NULL));
+}
+
 static mq_value store_value(mq_state *S, mq_value obj, const uint8_t *kinds, int nitems,
                             mq_value *vals, mq_value v, int how, mq_tensor *spare) {
-  bool stored = how & MQ_STORE_STORED;
+  bool stored = how & MQ_STORE_STORED, aug = how & MQ_STORE_AUG;
   bool one = nitems == 1 && kinds[0] == MQ_IXB_VALUE;
   if (mq_is_obj(obj, MQ_O_DICT)) {
     if (!one) mq_error(S, "only one key can be assigned to, as in d[key] = v");
-    mq_dict_set(S, mq_as_dict(obj), vals[0], v);
+    mq_dict *d = mq_as_dict(obj);
+    if (aug) {
+      int e = mq_dict_find(S, d, vals[0]);
+      if (e >= 0) v = element_update(S, d->entries[e].val, v, aug);
+    }
+    mq_dict_set(S, d, vals[0], v);
     return obj;
   }
   if (mq_is_obj(obj, MQ_O_LIST)) {
@@ -367,6 +379,7 @@ static mq_value store_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
     int64_t i = mq_arg_int(S, vals[0], "index"), at = i < 0 ? i + l->len : i;
     if (at < 0 || at >= l->len)
       mq_error(S, "index %lld is out of range for a list of length %d", (long long)i, l->len);
+    v = element_update(S, l->items[at], v, aug);
     mq_retain(v);
     mq_release(S, l->items[at]);
     l->items[at] = v;
@@ -545,6 +558,19 @@ static mq_value update_call(mq_state *S, mq_value *at, int argc, int nkw, const 
   mq_tensor *t = mq_update_fit(S, mq_as_tensor(x), mq_tensor_from_value_stored(S, r, "src"), flags,
                                name);
   return mq_objv(t);
+}
+
+/* x op= v (UPDATE_BINARY): x op v, and when x is a tensor, torch's
+ * x.__iadd__ and kin, the in-place op: the result fitted to x as x.add_(v)
+ * fits it. Other values (numbers, strings, lists, sparse tensors) take
+ * x op v as it comes. [dying]: x when nothing else holds it. */
+static mq_value update_binary(mq_state *S, int op, mq_value x, mq_value v, mq_tensor *dying) {
+  mq_value r = binary(S, op, x, v, dying);
+  if (!mq_is_tensor(x)) return r;
+  if (!mq_is_tensor(r))
+    mq_error(S, "x %s= v: x %s v gives %s, not a tensor x can take", token_text[op], token_text[op],
+             mq_value_a_type_name(r));
+  return mq_objv(mq_update_fit(S, mq_as_tensor(x), mq_as_tensor(r), MQ_UPD_OP, token_text[op]));
 }
 
 /* --- the loop -------------------------------------------------------------------- */
@@ -751,6 +777,12 @@ static void run_loop(mq_state *S, run_ctx *c) {
         int bop = READ_U8();
         SAVE();
         REPLACE_TOP(2, binary(S, bop, sp[-2], sp[-1], dying_operand(S, ip, slots, sp[-2])));
+        vmbreak;
+      }
+      vmcase(UPDATE_BINARY) {
+        int bop = READ_U8();
+        SAVE();
+        REPLACE_TOP(2, update_binary(S, bop, sp[-2], sp[-1], dying_operand(S, ip, slots, sp[-2])));
         vmbreak;
       }
       vmcase(FUSED) {

@@ -1,6 +1,7 @@
 /* update.c - the in-place spellings' new values (update.h): the fit of an
  * update's result to the variable it replaces, and x[items] = v. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "update.h"
@@ -21,13 +22,26 @@ static bool same_shape(const mq_tensor *a, int nd, const int64_t *shape) {
 }
 
 mq_tensor *mq_update_fit(mq_state *S, mq_tensor *x, mq_tensor *r, int flags, const char *name) {
+  /* messages name the update as written: "add_" for x.add_(v), "x += v"
+   * for x += v; [fresh] is how to get a new tensor instead */
+  char who[80], fresh[96];
+  if ((flags & MQ_UPD_OP) && !name) { /* an element's: xs[i] op= v, d[k] op= v */
+    snprintf(who, sizeof who, "xs[i] op= v");
+    snprintf(fresh, sizeof fresh, "xs[i] = xs[i] op v");
+  } else if (flags & MQ_UPD_OP) {
+    snprintf(who, sizeof who, "x %s= v", name);
+    snprintf(fresh, sizeof fresh, "x = x %s v", name);
+  } else {
+    snprintf(who, sizeof who, "%s_", name);
+    snprintf(fresh, sizeof fresh, "x = %s(x, ...)", name);
+  }
   bool leaf = x->requires_grad && !x->node;
   if (leaf && !S->no_grad && !(flags & MQ_UPD_LEAF_OK))
-    mq_error(S, "%s_: a leaf tensor that requires grad cannot be updated in place while autograd "
+    mq_error(S, "%s: a leaf tensor that requires grad cannot be updated in place while autograd "
                 "records (torch refuses it too); update it inside no_grad { }, or work on detach(x)",
-             name);
+             who);
   if (!!r->sparse != !!x->sparse)
-    mq_error(S, "%s_: the result is %s but x is %s; an in-place update keeps x's layout", name,
+    mq_error(S, "%s: the result is %s but x is %s; an in-place update keeps x's layout", who,
              r->sparse ? "sparse" : "strided", x->sparse ? "sparse" : "strided");
   if (!same_shape(r, x->ndim, x->shape)) {
     /* an elementwise op on x has at least x's shape; only copy_'s src
@@ -35,16 +49,16 @@ mq_tensor *mq_update_fit(mq_state *S, mq_tensor *x, mq_tensor *r, int flags, con
     int64_t to[MQ_MAX_DIMS];
     int nd = mq_broadcast_try(x->ndim, x->shape, r->ndim, r->shape, to);
     if (x->sparse || !(flags & MQ_UPD_SRC) || nd != x->ndim || !same_shape(x, nd, to))
-      mq_error(S, "%s_: the result has shape %s but x has shape %s; an in-place update keeps "
+      mq_error(S, "%s: the result has shape %s but x has shape %s; an in-place update keeps "
                   "x's shape",
-               name, mq_shape_str(S, r->ndim, r->shape), mq_shape_str(S, x->ndim, x->shape));
+               who, mq_shape_str(S, r->ndim, r->shape), mq_shape_str(S, x->ndim, x->shape));
     r = mq_expand(S, r, x->ndim, x->shape);
   }
   if (r->dtype != x->dtype) {
     if (!(flags & MQ_UPD_CAST) && !can_cast((mq_dtype)r->dtype, (mq_dtype)x->dtype))
-      mq_error(S, "%s_: result type %s can't be cast to x's dtype %s (torch refuses it too); "
-                  "write x = %s(x, ...) for a new tensor of the result's dtype",
-               name, mq_dtype_name((mq_dtype)r->dtype), mq_dtype_name((mq_dtype)x->dtype), name);
+      mq_error(S, "%s: result type %s can't be cast to x's dtype %s (torch refuses it too); "
+                  "write %s for a new tensor of the result's dtype",
+               who, mq_dtype_name((mq_dtype)r->dtype), mq_dtype_name((mq_dtype)x->dtype), fresh);
     r = mq_astype(S, r, (mq_dtype)x->dtype);
   }
   /* torch's MaskedTensor.copy_ writes the data and keeps self's mask */

@@ -19,7 +19,9 @@ enum {
   MQ_UPD_LEAF_OK = 4,   /* x.requires_grad_(): a leaf that requires grad may take it */
   MQ_UPD_AUG = 8,       /* x[items] op= v (STORE_INDEX): v is x[items] op v, computed */
   MQ_UPD_FILL = 16,     /* x.fill_(v): v a number or a 0-d tensor, as torch wants */
-  MQ_UPD_ZERO = 32      /* x.zero_(): named so in messages (its callee is zeros_like) */
+  MQ_UPD_ZERO = 32,     /* x.zero_(): named so in messages (its callee is zeros_like) */
+  MQ_UPD_OP = 64        /* x op= v (UPDATE_BINARY): the name is the operator, "+" for +=,
+                           or NULL for a list's or dict's element (xs[i] op= v) */
 };
 
 /* The value x takes after the in-place op [name] (without its "_")

@@ -39,6 +39,13 @@ static void test_wrapped_buffer(void) {
   CHECK_OK(M, eval(M, "x[0] = 5\nx.add_(1)\nx[1:3] += 10\nx.mul_(2)\nx.zero_()\nx.copy_(tensor([7, 8, 9]))"));
   CHECK(buf[0] == 1 && buf[1] == 2 && buf[2] == 3);
   CHECK(run_r(M, "r = item(sum(x))") == 24);
+  /* x op= v, torch's in-place op, is an update too */
+  CHECK_OK(M, masq_tensor_wrap(M, &d, &t));
+  CHECK_OK(M, masq_set_global(M, "x", t));
+  CHECK_OK(M, masq_tensor_release(M, t));
+  CHECK_OK(M, eval(M, "for i in range(3) { x += 1\n x *= 2 }"));
+  CHECK(memcmp(buf, same, sizeof buf) == 0);
+  CHECK(run_r(M, "r = item(sum(x))") == 90);
   /* in a function, on a local bound to the wrapped tensor */
   CHECK_OK(M, masq_tensor_wrap(M, &d, &t));
   CHECK_OK(M, masq_set_global(M, "h", t));
@@ -67,6 +74,10 @@ static void test_host_handles(void) {
   CHECK(holds(M, g, now)); /* taken before: unchanged */
   CHECK(holds(M, t, old));
   CHECK(run_r(M, "r = item(sum(x))") == -6);
+  CHECK_OK(M, eval(M, "for i in range(3) { x += 1 }"));
+  CHECK(holds(M, g, now));
+  CHECK(holds(M, t, old));
+  CHECK(run_r(M, "r = item(sum(x))") == 3);
   CHECK_OK(M, masq_tensor_release(M, g));
   CHECK_OK(M, masq_tensor_release(M, t));
   masq_close(M);

@@ -91,6 +91,13 @@ int main(void) {
   expect(v, "for i in range(4) { y = x; x.exp_() }", 0);
   expect(v, "for i in range(4) { x[i] = 5 }", 3);
   expect(v, "for i in range(4) { x[i] += 5 }", 3);
+  /* x op= v on a tensor (UPDATE_BINARY): torch's in-place op, reusing too */
+  expect(v, "for i in range(4) { x += 1 }", 3);
+  expect(v, "for i in range(4) { x -= 0.5\n x *= 2 }", 7);
+  expect(v, "for i in range(4) { y = x; x += 1 }", 0);
+  expect("x = masked(rand(10), rand(10) < 0.5)", "for i in range(4) { x *= 2 }", 3);
+  expect("x = rand(10)\ns = sparse_coo([[3]], [1.0], [10])", "for i in range(4) { x += s }", 3);
+  expect("x = requires_grad(rand(10)) * 1", "for i in range(4) { x += 1 }", 0);
   expect(v, "for i in range(4) { x[0:10] = rand(10) }", 3);
   expect(v, "for i in range(4) { x[x > 0.5] = 0 }", 3);
   expect("x = rand(100, 10)", "for i in range(4) { x[i, 2:5] = rand(3) }", 3);

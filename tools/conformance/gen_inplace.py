@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Conformance cases of torch's in-place spellings (x.add_(y), x.exp_(),
-x.copy_(src), x[i] = v, x[i] += v ...) against torch 1.13.
+x.copy_(src), x[i] = v, x[i] += v, x += v ...) against torch 1.13.
 
 Each case runs the statement sequence a torch user writes: x = x0 * 1 (a
 tensor of its own, not the leaf), keep = x, then the in-place op, and
@@ -21,6 +21,7 @@ report, done).
     /usr/bin/python3 tools/conformance/gen_inplace.py [--seed N] [--cases N]
 """
 import argparse
+import operator
 import os
 
 import numpy as np
@@ -29,8 +30,11 @@ import torch
 from gen import MASK_KINDS, draw_mask, draw_shape
 from gen_index import NAME, OUT, Pools, weights
 
-FAMILIES = ["binary", "unary", "fill", "setitem"]
+FAMILIES = ["binary", "unary", "fill", "setitem", "augmented"]
 BINARY = [("add_", "add"), ("sub_", "sub"), ("mul_", "mul"), ("div_", "div"), ("pow_", "pow")]
+# x op= v: Python's x.__iadd__(v), torch's in-place op (the name: BINARY's)
+AUGMENTED = [("add_", "+", operator.iadd), ("sub_", "-", operator.isub), ("mul_", "*", operator.imul),
+             ("div_", "/", operator.itruediv)]
 UNARY = ["exp_", "neg_", "abs_", "sqrt_", "sigmoid_", "tanh_", "relu_", "sin_", "log1p_", "square_"]
 FILL = ["copy_", "fill_", "zero_", "clamp_", "masked_fill_"]
 
@@ -120,8 +124,11 @@ def expect(P, what, got, d, m, masked, tol):
     return 'r = r + cmp("%s", %s, %s, %g, %g)' % (what, got, P.add(d, m if masked else None), tol[0], tol[1])
 
 
-def binary_case(c, out, P):
+def binary_case(c, out, P, aug=False):
+    """x.add_(v) ...; with [aug], x += v ... (no keyword arguments)"""
     name, fn = BINARY[c.k % len(BINARY)]
+    if aug:
+        name, sym, iop = AUGMENTED[c.k % len(AUGMENTED)]
     shape, dt = c.shape, c.dtype
     if name in ("add_", "sub_", "mul_") and c.k % 7 == 4:
         dt = torch.int64
@@ -144,11 +151,18 @@ def binary_case(c, out, P):
         kw["alpha"] = 2 if not dt.is_floating_point else 0.5
     if name == "div_" and c.k % 3 != 0:
         kw["rounding_mode"] = ["trunc", "floor"][c.k % 2]
+    if aug:
+        kw = {}
     call = "x.%s(%s)" % (name, ", ".join([oexpr] + ["%s=%s" % (a, lit(v)) for a, v in kw.items()]))
+    if aug:
+        call = "x %s= %s" % (sym, oexpr)
 
     def program(x0, *o):
         x = x0.clone()
-        getattr(x, name)(o[0] if o else odata, **kw)
+        if aug:
+            x = iop(x, o[0] if o else odata)
+        else:
+            getattr(x, name)(o[0] if o else odata, **kw)
         return x, m
     return d, m, dt, call, program, [odata] if oexpr == "o0" else [], ["o0"] if oexpr == "o0" else []
 
@@ -248,7 +262,8 @@ def setitem_case(c, out, P):
 def case_lines(c, P, cid):
     out = []
     made = {"binary": binary_case, "unary": unary_case, "fill": fill_case,
-            "setitem": setitem_case}[c.family](c, out, P)
+            "setitem": setitem_case,
+            "augmented": lambda c, out, P: binary_case(c, out, P, aug=True)}[c.family](c, out, P)
     d, m0, dt, call, program, extra, names = made
     is_float = dt.is_floating_point
     head = ["# %s: %s%s:%s %s" % (cid, NAME[dt], list(c.shape), "masked" if c.masked else "plain", call)]
