@@ -417,6 +417,12 @@ int mq_lex(mq_lexer *lx, MQ_YYSTYPE *val, mq_loc *loc) {
       "*="  { TOKEN(TOK_STAREQ); }
       "/="  { TOKEN(TOK_SLASHEQ); }
       "<<=" { TOKEN(TOK_SHLEQ); }
+      "//=" { TOKEN(TOK_DSLASHEQ); }
+      "%="  { TOKEN(TOK_PERCENTEQ); }
+      "**=" { TOKEN(TOK_POWEQ); }
+      "&="  { TOKEN(TOK_AMPEQ); }
+      "|="  { TOKEN(TOK_PIPEEQ); }
+      "^="  { TOKEN(TOK_CARETEQ); }
       ">>=" { TOKEN(TOK_SHREQ); }
       "+"   { TOKEN(TOK_PLUS); }
       "-"   { TOKEN(TOK_MINUS); }

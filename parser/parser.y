@@ -127,6 +127,7 @@
 %token DOT "'.'" COLON "':'" ELLIPSIS "'...'" ASSIGN "'='"
 %token PLUSEQ "'+='" MINUSEQ "'-='" STAREQ "'*='" SLASHEQ "'/='"
 %token SHLEQ "'<<='" SHREQ "'>>='"
+%token DSLASHEQ "'//='" PERCENTEQ "'%='" POWEQ "'**='" AMPEQ "'&='" PIPEEQ "'|='" CARETEQ "'^='"
 
 /* Operators. */
 %token PLUS "'+'" MINUS "'-'" STAR "'*'" SLASH "'/'" DSLASH "'//'" PERCENT "'%'"
@@ -201,6 +202,12 @@ stmt:
   | expr SLASHEQ expr                   { $$ = augmented(p, MQ_TOK_DIV, $1, $3, &@$); }
   | expr SHLEQ expr                     { $$ = augmented(p, MQ_TOK_SHL, $1, $3, &@$); }
   | expr SHREQ expr                     { $$ = augmented(p, MQ_TOK_SHR, $1, $3, &@$); }
+  | expr DSLASHEQ expr                  { $$ = augmented(p, MQ_TOK_FLOORDIV, $1, $3, &@$); }
+  | expr PERCENTEQ expr                 { $$ = augmented(p, MQ_TOK_MOD, $1, $3, &@$); }
+  | expr POWEQ expr                     { $$ = augmented(p, MQ_TOK_POW, $1, $3, &@$); }
+  | expr AMPEQ expr                     { $$ = augmented(p, MQ_TOK_BAND, $1, $3, &@$); }
+  | expr PIPEEQ expr                    { $$ = augmented(p, MQ_TOK_BOR, $1, $3, &@$); }
+  | expr CARETEQ expr                   { $$ = augmented(p, MQ_TOK_BXOR, $1, $3, &@$); }
   | FN IDENT LPAREN params RPAREN block {
       $$ = NODE(FN, @$); $$->str = $2;
       $4->span = span_join(p, &@3, &@5);
