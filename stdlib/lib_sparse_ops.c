@@ -128,6 +128,8 @@ static mq_value on_dense(mq_state *S, const mq_builtin *b, mq_value *args, mq_te
  * dense shape of the first extreme valid entry (torch's answer for COO);
  * masked out when no entry is valid. */
 static mq_tensor *whole_argext(mq_state *S, mq_tensor *t, bool max, bool keepdim) {
+  /* the first extreme in dense order: a CSC tensor's entries are in column order */
+  if (t->layout == MQ_LAYOUT_CSC) t = mq_sparse_regroup(S, t);
   mq_tensor *ext = mq_argext(S, mq_sparse_values(S, t), -1, false, max);
   mq_tensor *valid = ext->mask ? mq_get_mask(S, ext) : NULL;
   int64_t k = (int64_t)mq_tensor_item(S, mq_get_data(S, ext)), flat = 0;

@@ -406,13 +406,15 @@ void mq_bw_sp_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *gb = b->requires_grad ? zeros_f64(S, b->ndim, b->shape) : NULL;
   double *pa = ga ? mq_bw_d(ga) : NULL, *pb = gb ? mq_bw_d(gb) : NULL;
   uint8_t *ma = zero_bytes(S, nnz), *mb = zero_bytes(S, b->numel);
+  int64_t step = 0; /* polled by work done: nnz * n steps */
   for (int64_t e = 0; e < nnz; e++) {
-    poll_at(S, e);
+    poll_at(S, step++);
     if (am && !am[e]) continue; /* a masked-out entry is in no pair */
     const double *gr = gv + rows[e] * n, *br = bv + cols[e] * n;
     const uint8_t *gmr = gm ? gm + rows[e] * n : NULL, *bmr = bm ? bm + cols[e] * n : NULL;
     double s = 0;
     for (int64_t j = 0; j < n; j++) {
+      poll_at(S, step++);
       if ((gmr && !gmr[j]) || (bmr && !bmr[j])) continue;
       s += gr[j] * br[j];
       ma[e] = 1;
@@ -446,12 +448,14 @@ static void dense_sparse_bw(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor *
   mq_tensor *gb = b->requires_grad ? zeros_f64(S, 1, &nnz) : NULL;
   double *pa = ga ? mq_bw_d(ga) : NULL, *pb = gb ? mq_bw_d(gb) : NULL;
   uint8_t *ma = zero_bytes(S, a->numel), *mb = zero_bytes(S, nnz);
+  int64_t step = 0; /* polled by work done: nnz * m steps */
   for (int64_t e = 0; e < nnz; e++) {
-    poll_at(S, e);
+    poll_at(S, step++);
     if (bm && !bm[e]) continue; /* a masked-out entry is in no pair */
     int64_t p = rows[e], j = cols[e];
     double s = 0;
     for (int64_t i = 0; i < m; i++) {
+      poll_at(S, step++);
       if ((am && !am[i * k + p]) || (gm && !gm[i * n + j])) continue;
       s += av[i * k + p] * gv[i * n + j];
       mb[e] = 1;

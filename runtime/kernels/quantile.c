@@ -94,7 +94,7 @@ mq_tensor *mq_quantile(mq_state *S, mq_tensor *x, const double *q, int64_t nq, b
   const char *who = skip_nan ? "nanquantile" : "quantile";
   if (x->sparse) mq_error(S, "%s: x is sparse; to_dense(x) first", who);
   if (!mq_dtype_is_float((mq_dtype)x->dtype))
-    mq_error(S, "%s: x must be float32 or float64, got %s (as torch)", who,
+    mq_error(S, "%s: x must be a float tensor, got %s (as torch; float(x) converts)", who,
              mq_dtype_name((mq_dtype)x->dtype));
   if (x->numel == 0) mq_error(S, "%s: x is empty; it has no quantile (as torch)", who);
   for (int64_t k = 0; k < nq; k++)

@@ -21,6 +21,28 @@ static bool same_shape(const mq_tensor *a, int nd, const int64_t *shape) {
   return a->ndim == nd && memcmp(a->shape, shape, (size_t)nd * sizeof *shape) == 0;
 }
 
+/* A leaf that requires grad, which torch updates in place only where
+ * autograd does not record. */
+static bool is_grad_leaf(const mq_tensor *x) { return x->requires_grad && !x->node; }
+static void refuse_recorded_leaf(mq_state *S, const char *who) {
+  if (!S->no_grad)
+    mq_error(S, "%s: a leaf tensor that requires grad cannot be updated in place while autograd "
+                "records (torch refuses it too); update it inside no_grad { }, or work on detach(x)",
+             who);
+}
+/* [r], the value leaf [x] takes under no_grad (no_grad { w.sub_(lr * g) },
+ * no_grad { w[m] -= lr * g[m] }): still the leaf torch's would be, with its
+ * requires_grad and its accumulated .grad. */
+static mq_tensor *still_the_leaf(mq_state *S, const mq_tensor *x, mq_tensor *r) {
+  mq_tensor *w = mq_ag_detached(S, r);
+  w->requires_grad = true;
+  if (x->grad) {
+    x->grad->hdr.rc++;
+    w->grad = x->grad;
+  }
+  return w;
+}
+
 mq_tensor *mq_update_fit(mq_state *S, mq_tensor *x, mq_tensor *r, int flags, const char *name) {
   /* messages name the update as written: "add_" for x.add_(v), "x += v"
    * for x += v; [fresh] is how to get a new tensor instead */
@@ -35,11 +57,8 @@ mq_tensor *mq_update_fit(mq_state *S, mq_tensor *x, mq_tensor *r, int flags, con
     snprintf(who, sizeof who, "%s_", name);
     snprintf(fresh, sizeof fresh, "x = %s(x, ...)", name);
   }
-  bool leaf = x->requires_grad && !x->node;
-  if (leaf && !S->no_grad && !(flags & MQ_UPD_LEAF_OK))
-    mq_error(S, "%s: a leaf tensor that requires grad cannot be updated in place while autograd "
-                "records (torch refuses it too); update it inside no_grad { }, or work on detach(x)",
-             who);
+  bool leaf = is_grad_leaf(x);
+  if (leaf && !(flags & MQ_UPD_LEAF_OK)) refuse_recorded_leaf(S, who);
   if (!!r->sparse != !!x->sparse)
     mq_error(S, "%s: the result is %s but x is %s; an in-place update keeps x's layout", who,
              r->sparse ? "sparse" : "strided", x->sparse ? "sparse" : "strided");
@@ -65,16 +84,7 @@ mq_tensor *mq_update_fit(mq_state *S, mq_tensor *x, mq_tensor *r, int flags, con
   if ((flags & MQ_UPD_SRC) && x->mask && r->mask != x->mask)
     r = mq_as_masked(S, mq_get_data(S, r), x->mask);
   r->weak = r->weak && x->weak;
-  if (leaf && !(flags & MQ_UPD_LEAF_OK) && !x->sparse) {
-    /* no_grad { w.sub_(lr * g) }: w is still the leaf torch's would be */
-    mq_tensor *w = mq_ag_detached(S, r);
-    w->requires_grad = true;
-    if (x->grad) {
-      x->grad->hdr.rc++;
-      w->grad = x->grad;
-    }
-    r = w;
-  }
+  if (leaf && !(flags & MQ_UPD_LEAF_OK) && !x->sparse) r = still_the_leaf(S, x, r);
   return r;
 }
 
@@ -154,6 +164,8 @@ mq_tensor *mq_index_put(mq_state *S, mq_tensor *x, const mq_index_item *items, i
                         mq_tensor *v, int flags, mq_tensor *spare) {
   if (x->sparse || v->sparse)
     mq_error(S, "x[...] = v: %s is sparse; convert it with to_dense first", x->sparse ? "x" : "v");
+  bool leaf = is_grad_leaf(x);
+  if (leaf) refuse_recorded_leaf(S, flags & MQ_UPD_AUG ? "x[...] op= v" : "x[...] = v");
   /* decided first: the positions' view of x below shares its storage */
   bool reuse = spare == x && !x->mask && !v->mask && !v->requires_grad && !v->node &&
                mq_reusable(x, (mq_dtype)x->dtype, x->ndim, x->shape);
@@ -182,5 +194,6 @@ mq_tensor *mq_index_put(mq_state *S, mq_tensor *x, const mq_index_item *items, i
   int64_t k = at->numel;
   mq_tensor *out = mq_scatter(S, mq_reshape(S, x, 1, &flat), 0, mq_reshape(S, at, 1, &k),
                               mq_reshape(S, v, 1, &k), false);
-  return mq_reshape(S, out, x->ndim, x->shape);
+  out = mq_reshape(S, out, x->ndim, x->shape);
+  return leaf ? still_the_leaf(S, x, out) : out;
 }
