@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "../runtime/autograd/autograd.h"
+#include "../runtime/kernels/update.h"
 #include "../runtime/tensor/parallel.h"
 #include "../runtime/sparse/sparse.h"
 #include "../vm/globals.h"
@@ -55,6 +56,18 @@ static mq_value tensor_value(mq_state *S, mq_value *args) {
     RET(mq_tensor_from_value_f64(S, args[0], "data"));
   mq_tensor *t = mq_arg_tensor_stored(S, args[0], "data");
   mq_dtype dt = mq_arg_dtype(S, args[1], (mq_dtype)t->dtype);
+  if (dt != t->dtype && dt != MQ_DT_BOOL && !mq_dtype_is_float(dt)) {
+    /* tensor([300], dtype=int8): torch refuses a written number that does
+     * not fit; a literal list arrives here as a tensor, so a tensor's
+     * values are checked too (torch wraps those: to(x, int8) still does) */
+    const char *p = mq_tensor_data(t);
+    size_t es = mq_dtype_size((mq_dtype)t->dtype);
+    for (int64_t k = 0; k < t->numel; k++) {
+      if ((k & 0xffff) == 0xffff) mq_poll(S);
+      mq_check_number_fits(S, dt, mq_elem_f64((mq_dtype)t->dtype, p + (size_t)k * es),
+                           !mq_dtype_is_float((mq_dtype)t->dtype), "tensor");
+    }
+  }
   if (t->weak) {
     /* tensor(3) is an ordinary 0-d tensor, not a weak scalar: it promotes
      * like any tensor. */

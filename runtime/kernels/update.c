@@ -98,7 +98,8 @@ bool mq_number_fits(mq_dtype to, double f, bool is_int) {
   if (mq_dtype_is_float(to)) return isnan(f) || isinf(f) || (f >= -top[to] && f <= top[to]);
   if (isnan(f)) return false;
   double lo = to == MQ_DT_U8 ? (is_int ? -255 : 0) : -top[to] - 1;
-  return f >= lo && f <= top[to];
+  /* int64's top as a double is 2^63, one past it */
+  return f >= lo && (to == MQ_DT_I64 ? f < 0x1p63 : f <= top[to]);
 }
 
 void mq_check_number_fits(mq_state *S, mq_dtype to, double f, bool is_int, const char *who) {

@@ -32,7 +32,7 @@ def F(fn, x, *a):
 with section("dtypes_narrow"):
     v = [1.1, -2.5, 300.7, 65519.0, 65520.0, 1e-8, 3e-8, 0.1]
     for d in [torch.int8, torch.int16, torch.int32, torch.uint8, torch.float16, torch.bfloat16]:
-        # masq converts a float list to its float32 tensor first, then to d
+        # to(tensor(v), d): the float32 tensor converted (wrapping ints)
         x = torch.tensor(v).to(d)
         s(name(x), x)
     s(torch.tensor([1, 2, 300, -129]).to(torch.int8))

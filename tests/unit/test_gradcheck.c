@@ -368,7 +368,10 @@ static mq_tensor *f_index_put(mq_tensor **in, int v) {
     break;
   }
   }
-  return mq_index_put(S, x, &it, 1, val, 0, NULL);
+  /* into x * 1, as a script writes y = x * 1; y[i] = v: a leaf that
+   * requires grad is refused outside no_grad, as torch */
+  mq_tensor *y = mq_binary(S, MQ_BIN_MUL, x, mq_tensor_scalar(S, (mq_dtype)x->dtype, 1));
+  return mq_index_put(S, y, &it, 1, val, 0, NULL);
 }
 /* src = x * x, so both of scatter's paths carry a gradient to x */
 static mq_tensor *f_scatter(mq_tensor **in, int v) {
