@@ -1,6 +1,7 @@
 /* lib_lang.c - builtins of the language itself rather than of tensors:
  * lists, strings, formatting, assertions. */
 #include <stdio.h>
+#include <time.h>
 
 #include "../core/checked.h"
 #include "../core/dict.h"
@@ -146,8 +147,19 @@ static mq_value lib_raise(mq_state *S, mq_value *args) {
            mq_value_type_name(args[0]));
 }
 
+/* Python's time.perf_counter: seconds on the monotonic clock, from an
+ * unspecified start; only differences mean something. */
+static mq_value lib_perf_counter(mq_state *S, mq_value *args) {
+  (void)S, (void)args;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return mq_float((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+}
+
 const mq_libfn mq_lib_lang[] = {
     {"len(x)", lib_len, "the length of a list, string or dict, or the first dim of a tensor", MQ_BK_NONE, 0},
+    {"perf_counter()", lib_perf_counter,
+     "seconds on a monotonic clock (Python's time.perf_counter): t1 - t0 times a step", MQ_BK_NONE, 0},
     {"range(start, stop=none, step=1)", lib_range,
      "the ints from start to stop (exclusive) as a lazy range; range(n) is 0 .. n-1", MQ_BK_NONE, 0},
     {"list(x)", lib_list, "a new list of what `for` walks: the entries of a range or a list, the rows of a tensor, "
