@@ -232,11 +232,21 @@ static mq_value adam_like(mq_state *S, mq_value *args, const char *who, bool dec
                     mq_arg_number(S, args[7], "weight_decay"), amsgrad, decoupled};
   mq_tensor *nw, *nm, *nv, *nx;
   mq_optim_adam(S, w, g, m, v, vmax, step, &o, &nw, &nm, &nv, &nx);
+  /* the state in w's dtype, as torch; state_dtype=float32 keeps a half w's
+   * moments in float32, where v (g squared, ~1e-8) does not underflow */
+  mq_dtype sdt = given_dtype(args);
+  if (args[9].type != MQ_NONE) {
+    mq_dtype want = mq_arg_dtype(S, args[9], MQ_DT_F32);
+    if (want != sdt && want != (mq_dtype)w->dtype)
+      mq_error(S, "%s: state_dtype must be w's dtype (%s)%s, not %s", who, mq_dtype_name(sdt),
+               mq_dtype_is_narrow(sdt) ? " or float32" : "", mq_dtype_name(want));
+    sdt = want;
+  }
   mq_list *st = mq_list_new(S, 3 + amsgrad);
-  mq_list_push(S, st, mq_objv(as_given(S, nm, given_dtype(args))));
-  mq_list_push(S, st, mq_objv(as_given(S, nv, given_dtype(args))));
+  mq_list_push(S, st, mq_objv(as_given(S, nm, sdt)));
+  mq_list_push(S, st, mq_objv(as_given(S, nv, sdt)));
   mq_list_push(S, st, mq_int(step));
-  if (nx) mq_list_push(S, st, mq_objv(as_given(S, nx, given_dtype(args))));
+  if (nx) mq_list_push(S, st, mq_objv(as_given(S, nx, sdt)));
   return pair(S, args, nw, mq_objv(st));
 }
 static mq_value lib_adam_step(mq_state *S, mq_value *args) { return adam_like(S, args, "adam_step", false); }
@@ -372,12 +382,12 @@ const mq_libfn mq_lib_nn[] = {
     {"adagrad_step(w, g, state=none, lr=0.01, eps=1e-10, weight_decay=0)", lib_adagrad_step,
      "torch.optim.Adagrad's step: [w, state], state the sum of squared gradients", MQ_BK_NONE, 0},
     {"adam_step(w, g, state=none, lr=0.001, betas=none, eps=1e-8, step=none, weight_decay=0, "
-     "amsgrad=false)",
+     "amsgrad=false, state_dtype=none)",
      lib_adam_step, "torch.optim.Adam's step: [w, [m, v, step]] ([m, v, step, vmax] with "
      "amsgrad); betas default [0.9, 0.999]",
      MQ_BK_NONE, 0},
     {"adamw_step(w, g, state=none, lr=0.001, betas=none, eps=1e-8, step=none, weight_decay=0.01, "
-     "amsgrad=false)",
+     "amsgrad=false, state_dtype=none)",
      lib_adamw_step, "torch.optim.AdamW's step (decoupled weight decay): [w, [m, v, step]] "
      "([m, v, step, vmax] with amsgrad)",
      MQ_BK_NONE, 0},
