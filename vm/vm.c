@@ -348,10 +348,6 @@ static void index_items(mq_state *S, const uint8_t *kinds, int nitems, mq_value 
   }
 }
 
-/* obj[items] = v (STORE_INDEX): a list's or dict's item changed in place,
- * the list or dict itself the result; a tensor's new value (mq_index_put),
- * which only a variable or an element stored after can take ([stored]).
- * [spare]: obj when it is dying (dying_operand). */
 /* xs[i] op= v and d[k] op= v ([aug]), [v] the computed xs[i] op v: a
  * tensor element [old] takes it as torch's in-place op would (x op= v). */
 static mq_value element_update(mq_state *S, mq_value old, mq_value v, bool aug) {
@@ -359,6 +355,10 @@ static mq_value element_update(mq_state *S, mq_value old, mq_value v, bool aug) 
   return mq_objv(mq_update_fit(S, mq_as_tensor(old), mq_as_tensor(v), MQ_UPD_OP, NULL));
 }
 
+/* obj[items] = v (STORE_INDEX): a list's or dict's item changed in place,
+ * the list or dict itself the result; a tensor's new value (mq_index_put),
+ * which only a variable or an element stored after can take ([stored]).
+ * [spare]: obj when it is dying (dying_operand). */
 static mq_value store_value(mq_state *S, mq_value obj, const uint8_t *kinds, int nitems,
                             mq_value *vals, mq_value v, int how, mq_tensor *spare) {
   bool stored = how & MQ_STORE_STORED, aug = how & MQ_STORE_AUG;

@@ -21,10 +21,6 @@
 #include "backward.h"
 #include "../sparse/sparse.h"
 
-static inline void poll_at(mq_state *S, int64_t k) {
-  if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
-}
-
 /* --- the gradient form --------------------------------------------------------- */
 
 static const uint8_t *sp_maskp(const mq_tensor *t) {
@@ -134,7 +130,7 @@ static mq_tensor *gather_grad(mq_state *S, mq_tensor *x, mq_tensor *g, const int
   double *o = mq_bw_d(v);
   uint8_t *m = gm ? zero_bytes(S, nnz) : NULL;
   for (int64_t k = 0; k < nnz; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     bool ok = !gm || gm[keys[k]];
     o[k] = ok ? gv[keys[k]] : 0.0;
     if (m) m[k] = ok;
@@ -157,7 +153,7 @@ static mq_tensor *scatter_grad(mq_state *S, mq_tensor *x, mq_tensor *g, const in
     memset(m, 0, (size_t)r->numel);
   }
   for (int64_t k = 0; k < n; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     if (gm && !gm[k]) continue; /* no gradient flowed here: never read it */
     o[keys[k]] = gv[k];
     if (m) m[keys[k]] = xm ? xm[keys[k]] : 1;
@@ -209,7 +205,7 @@ void mq_bw_sp_build(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   double *o = mq_bw_d(r);
   uint8_t *m = gm ? mq_ag_new_mask(S, r) : NULL;
   for (int64_t i = 0; i < v->numel; i++) {
-    poll_at(S, i);
+    mq_poll_at(S, i);
     bool ok = !gm || gm[map[i]];
     o[i] = ok ? gv[map[i]] : 0.0;
     if (m) m[i] = ok;
@@ -230,7 +226,7 @@ void mq_bw_sp_pick(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   double *o = mq_bw_d(v);
   uint8_t *m = zero_bytes(S, nnz);
   for (int64_t j = 0; j < t->sparse->nnz; j++) {
-    poll_at(S, j);
+    mq_poll_at(S, j);
     if (src[j] < 0 || (gm && !gm[j])) continue;
     o[src[j]] = gv[j];
     m[src[j]] = 1;
@@ -261,7 +257,7 @@ void mq_bw_sp_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   const int64_t *keys = mq_sparse_keys(S, x);
   int64_t *slot = mq_scratch(S, (size_t)(nnz ? nnz : 1) * sizeof *slot);
   for (int64_t k = 0; k < nnz; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     int64_t rem = keys[k], s = 0;
     for (int d = x->ndim - 1; d >= 0; d--) {
       s += rem % x->shape[d] * ost[d];
@@ -297,7 +293,7 @@ void mq_bw_sp_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   double *o = mq_bw_d(v);
   uint8_t *m = xm || gm ? zero_bytes(S, nnz) : NULL;
   for (int64_t k = 0; k < nnz; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     int64_t s = slot[k];
     bool ok = (!xm || xm[k]) && (!gm || gm[s]);
     double d = n->op == MQ_SRED_MEAN ? 1 / cnt[s]
@@ -332,7 +328,7 @@ void mq_bw_sp_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   double *o = mq_bw_d(v);
   uint8_t *m = zero_bytes(S, nnz);
   for (int64_t r = 0; r < gr.n; r++) {
-    poll_at(S, r);
+    mq_poll_at(S, r);
     double s = 0;
     bool any = false;
     for (int64_t j = gr.start[r]; j < gr.start[r + 1]; j++) {
@@ -390,7 +386,7 @@ static mq_tensor *dense_grad(mq_state *S, mq_tensor *x, mq_tensor *r, const uint
 static void dense_sparse_bw(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 
 void mq_bw_sp_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
-  if (t->node->op == 1) {
+  if (t->node->op == MQ_SPMM_SPARSE_RIGHT) {
     dense_sparse_bw(S, t, g, gin);
     return;
   }
@@ -408,13 +404,13 @@ void mq_bw_sp_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   uint8_t *ma = zero_bytes(S, nnz), *mb = zero_bytes(S, b->numel);
   int64_t step = 0; /* polled by work done: nnz * n steps */
   for (int64_t e = 0; e < nnz; e++) {
-    poll_at(S, step++);
+    mq_poll_at(S, step++);
     if (am && !am[e]) continue; /* a masked-out entry is in no pair */
     const double *gr = gv + rows[e] * n, *br = bv + cols[e] * n;
     const uint8_t *gmr = gm ? gm + rows[e] * n : NULL, *bmr = bm ? bm + cols[e] * n : NULL;
     double s = 0;
     for (int64_t j = 0; j < n; j++) {
-      poll_at(S, step++);
+      mq_poll_at(S, step++);
       if ((gmr && !gmr[j]) || (bmr && !bmr[j])) continue;
       s += gr[j] * br[j];
       ma[e] = 1;
@@ -450,12 +446,12 @@ static void dense_sparse_bw(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor *
   uint8_t *ma = zero_bytes(S, a->numel), *mb = zero_bytes(S, nnz);
   int64_t step = 0; /* polled by work done: nnz * m steps */
   for (int64_t e = 0; e < nnz; e++) {
-    poll_at(S, step++);
+    mq_poll_at(S, step++);
     if (bm && !bm[e]) continue; /* a masked-out entry is in no pair */
     int64_t p = rows[e], j = cols[e];
     double s = 0;
     for (int64_t i = 0; i < m; i++) {
-      poll_at(S, step++);
+      mq_poll_at(S, step++);
       if ((am && !am[i * k + p]) || (gm && !gm[i * n + j])) continue;
       s += av[i * k + p] * gv[i * n + j];
       mb[e] = 1;
@@ -488,7 +484,7 @@ void mq_bw_sp_sddmm(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   double *pa = ga ? mq_bw_d(ga) : NULL, *pb = gb ? mq_bw_d(gb) : NULL;
   uint8_t *ma = zero_bytes(S, a->numel), *mb = zero_bytes(S, b->numel);
   for (int64_t e = 0; e < nnz; e++) {
-    poll_at(S, e);
+    mq_poll_at(S, e);
     if ((tm && !tm[e]) || (gm && !gm[e])) continue;
     int64_t r = rows[e], c = cols[e];
     double ge = gv[e];

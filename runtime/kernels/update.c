@@ -136,9 +136,8 @@ static mq_tensor *put_in_place(mq_state *S, mq_tensor *x, const int64_t *at, mq_
  * shape (int64, contiguous). Without an index tensor, x[items] of a
  * contiguous x is a view whose geometry gives them at O(entries); else
  * they are read from arange(numel) indexed as x would be. */
-static mq_tensor *positions_of(mq_state *S, mq_tensor *x, const mq_index_item *items, int n) {
-  bool advanced = false;
-  for (int i = 0; i < n; i++) advanced |= items[i].kind == MQ_IX_TENSOR;
+static mq_tensor *positions_of(mq_state *S, mq_tensor *x, const mq_index_item *items, int n,
+                               bool advanced) {
   if (advanced || !mq_tensor_is_contiguous(x)) {
     int64_t flat = x->numel;
     mq_tensor *pos = mq_reshape(S, mq_arange_i64(S, 0, flat, 1), x->ndim, x->shape);
@@ -170,10 +169,10 @@ mq_tensor *mq_index_put(mq_state *S, mq_tensor *x, const mq_index_item *items, i
   /* decided first: the positions' view of x below shares its storage */
   bool reuse = spare == x && !x->mask && !v->mask && !v->requires_grad && !v->node &&
                mq_reusable(x, (mq_dtype)x->dtype, x->ndim, x->shape);
-  mq_tensor *at = positions_of(S, x, items, n);
-  int64_t flat = x->numel;
-  bool advanced = false;
+  bool advanced = false; /* an index tensor among the items */
   for (int i = 0; i < n; i++) advanced |= items[i].kind == MQ_IX_TENSOR;
+  mq_tensor *at = positions_of(S, x, items, n, advanced);
+  int64_t flat = x->numel;
   if ((flags & MQ_UPD_AUG) && !can_cast((mq_dtype)v->dtype, (mq_dtype)x->dtype))
     mq_error(S, "x[...] op= v: result type %s can't be cast to x's dtype %s (torch refuses it too)",
              mq_dtype_name((mq_dtype)v->dtype), mq_dtype_name((mq_dtype)x->dtype));

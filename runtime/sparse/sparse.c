@@ -10,12 +10,6 @@
 #include "../tensor/shape.h"
 #include "../tensor/tape.h"
 
-/* Polls for an interrupt once every MQ_POLL_ELEMS steps of a loop over
- * entries or elements. */
-static inline void poll_at(mq_state *S, int64_t k) {
-  if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
-}
-
 /* --- building ------------------------------------------------------------------- */
 
 static void keep(mq_tensor **slot, mq_tensor *t) {
@@ -104,7 +98,7 @@ static void coo_keys(mq_state *S, const mq_tensor *t, int64_t *keys) {
   for (int64_t k = 0; k < nnz; k++) keys[k] = 0;
   for (int d = 0; d < t->ndim; d++)
     for (int64_t k = 0; k < nnz; k++) {
-      poll_at(S, k);
+      mq_poll_at(S, k);
       keys[k] += ix[d * nnz + k] * st[d];
     }
 }
@@ -117,7 +111,7 @@ static mq_tensor *indices_of_keys(mq_state *S, int ndim, const int64_t *shape,
   mq_tensor *ix = mq_tensor_new(S, MQ_DT_I64, 2, ishape);
   int64_t *p = mq_tensor_data(ix);
   for (int64_t k = 0; k < n; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     int64_t rem = keys[k];
     for (int d = 0; d < ndim; d++) {
       p[d * n + k] = rem / st[d];
@@ -177,7 +171,7 @@ static mq_tensor *coalesce(mq_state *S, mq_tensor *t, int64_t *dst) {
   const mq_tensor *v = t->sparse->values;
   mq_tensor *nv = mq_tensor_new(S, (mq_dtype)v->dtype, 1, &n);
   for (int64_t k = 0, j = -1; k < nnz; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     bool dup = k > 0 && ord[k].key == ord[k - 1].key;
     if (!dup) j++;
     put_value(nv, j, v, ord[k].pos, dup);
@@ -271,7 +265,7 @@ mq_tensor *mq_sparse_coo(mq_state *S, mq_tensor *indices, mq_tensor *values, int
   for (int d = 0; d < ndim; d++) {
     int64_t mx = -1;
     for (int64_t k = 0; k < nnz; k++) {
-      poll_at(S, k);
+      mq_poll_at(S, k);
       int64_t i = p[d * nnz + k];
       if (i < 0 || (shape && i >= shape[d]))
         mq_error(S, "%s: index %lld of entry %lld is out of range for dim %d%s%s", who,
@@ -295,7 +289,7 @@ static mq_tensor *csr_of_coo(mq_state *S, const mq_tensor *t) {
   int64_t *c = mq_tensor_data(crow);
   for (int64_t k = 0; k < nnz; k++) c[ix[k] + 1]++;
   for (int64_t r = 0; r < rows; r++) {
-    poll_at(S, r);
+    mq_poll_at(S, r);
     c[r + 1] += c[r];
   }
   mq_tensor *col = mq_tensor_new(S, MQ_DT_I64, 1, &nnz);
@@ -311,7 +305,7 @@ static mq_tensor *coo_indices_of_csr(mq_state *S, const mq_tensor *t) {
   int64_t *p = mq_tensor_data(ix);
   const int64_t *c = mq_tensor_data(t->sparse->crow);
   for (int64_t r = 0; r < t->shape[0]; r++) {
-    poll_at(S, r);
+    mq_poll_at(S, r);
     for (int64_t k = c[r]; k < c[r + 1]; k++) p[k] = r;
   }
   if (nnz) memcpy(p + nnz, mq_tensor_data(t->sparse->indices), (size_t)nnz * sizeof(int64_t));
@@ -350,7 +344,7 @@ static mq_tensor *compressed(mq_state *S, mq_layout layout, mq_tensor *ptr, mq_t
   }
   if (c[0] != 0) mq_error(S, "%s: %s must start at 0, got %lld", who, w->ptr, (long long)c[0]);
   for (int64_t r = 0; r < rows; r++) {
-    poll_at(S, r);
+    mq_poll_at(S, r);
     if (c[r + 1] < c[r])
       mq_error(S, "%s: %s must not decrease, but entry %lld is %lld after %lld", who, w->ptr,
                (long long)(r + 1), (long long)c[r + 1], (long long)c[r]);
@@ -361,7 +355,7 @@ static mq_tensor *compressed(mq_state *S, mq_layout layout, mq_tensor *ptr, mq_t
   int64_t mx = -1;
   bool canonical = true;
   for (int64_t r = 0; r < rows; r++) {
-    poll_at(S, r);
+    mq_poll_at(S, r);
     for (int64_t k = c[r]; k < c[r + 1]; k++) {
       if (cc[k] < 0 || (shape && cc[k] >= shape[mi]))
         mq_error(S, "%s: %s index %lld of entry %lld is out of range%s%s", who, w->minor_one,
@@ -422,13 +416,13 @@ static mq_tensor *coo_of_dense(mq_state *S, mq_tensor *x) {
                          : NULL;
   int64_t n = 0;
   for (int64_t i = 0; i < d->numel; i++) {
-    poll_at(S, i);
+    mq_poll_at(S, i);
     n += m ? nonzero_at(m, i) : nonzero_at(d, i);
   }
   int64_t *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(n ? n : 1), sizeof *keys, "nnz"));
   mq_tensor *v = mq_tensor_new(S, (mq_dtype)d->dtype, 1, &n);
   for (int64_t i = 0, k = 0; i < d->numel && k < n; i++) { /* k < n: belt and braces */
-    poll_at(S, i);
+    mq_poll_at(S, i);
     if (!(m ? nonzero_at(m, i) : nonzero_at(d, i))) continue;
     put_value(v, k, d, i, false);
     keys[k++] = i;
@@ -518,7 +512,7 @@ static int64_t *entry_keys(mq_state *S, const mq_tensor *t) {
      * order regroup a CSC tensor first (sparse_csc.c) */
     const int64_t *c = mq_tensor_data(t->sparse->crow), *row = mq_tensor_data(t->sparse->indices);
     for (int64_t j = 0; j < t->shape[1]; j++) {
-      poll_at(S, j);
+      mq_poll_at(S, j);
       for (int64_t k = c[j]; k < c[j + 1]; k++) keys[k] = row[k] * t->shape[1] + j;
     }
     MQ_ASSERT(column_order(keys, nnz, t->shape[0], t->shape[1]));
@@ -526,7 +520,7 @@ static int64_t *entry_keys(mq_state *S, const mq_tensor *t) {
   } else {
     const int64_t *c = mq_tensor_data(t->sparse->crow), *col = mq_tensor_data(t->sparse->indices);
     for (int64_t r = 0; r < t->shape[0]; r++) {
-      poll_at(S, r);
+      mq_poll_at(S, r);
       for (int64_t k = c[r]; k < c[r + 1]; k++) keys[k] = r * t->shape[1] + col[k];
     }
   }
@@ -539,7 +533,7 @@ static int64_t *entry_keys(mq_state *S, const mq_tensor *t) {
 static mq_tensor *scatter(mq_state *S, const mq_tensor *t, const int64_t *keys) {
   mq_tensor *d = mq_tensor_full(S, (mq_dtype)t->dtype, t->ndim, t->shape, 0);
   for (int64_t k = 0; k < t->sparse->nnz; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     put_value(d, keys[k], t->sparse->values, k, false);
   }
   return d;
@@ -580,7 +574,7 @@ static int64_t mask_true_keys(mq_state *S, const mq_tensor *x, mq_tensor *mask, 
     total = vals->numel;
   }
   for (int64_t i = 0; i < total; i++) {
-    poll_at(S, i);
+    mq_poll_at(S, i);
     n += nonzero_at(vals, i);
   }
   *keys = mq_scratch(S, mq_ck_zmul(S, (size_t)(n ? n : 1), sizeof **keys, "nnz"));
@@ -598,7 +592,7 @@ static mq_tensor *values_at(mq_state *S, mq_tensor *x, const int64_t *keys, int6
   mq_tensor *at = mq_tensor_new(S, MQ_DT_I64, 1, &n);
   int64_t *a = mq_tensor_data(at);
   for (int64_t k = 0, i = 0; k < n; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     while (i < dn && dk[i] < keys[k]) i++;
     a[k] = i < dn && dk[i] == keys[k] ? i : dn;
   }
@@ -638,6 +632,17 @@ static bool same_ints(const mq_tensor *a, const mq_tensor *b) {
          memcmp(mq_tensor_data(a), mq_tensor_data(b), (size_t)a->numel * sizeof(int64_t)) == 0;
 }
 
+/* [data] read on [mask]'s stored positions (a valid 0 where data stores
+ * none), differentiable when [grad]. on_positions wants ascending dense
+ * keys, which a CSC tensor's (column order) are not: it works on the
+ * transposes' CSR and flips back. */
+static mq_tensor *on_mask_positions(mq_state *S, mq_tensor *data, mq_tensor *mask, bool grad) {
+  if (data->layout == MQ_LAYOUT_CSC)
+    return mq_sparse_flip(
+        S, on_mask_positions(S, mq_sparse_flip(S, data), mq_sparse_flip(S, mask), grad));
+  return on_positions(S, data, entry_keys(S, mask), mask->sparse->nnz, mask->sparse->values, grad);
+}
+
 mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   if (!data->sparse)
     mq_error(S, "masked: data and mask must have the same layout, got strided and %s",
@@ -656,11 +661,8 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   if (!mq_tensor_same_shape(data, mask))
     mq_error(S, "masked: data and mask must have the same size, got %s and %s",
              mq_shape_str(S, data->ndim, data->shape), mq_shape_str(S, mask->ndim, mask->shape));
-  if (!mq_sparse_same_structure(data, mask) && data->layout == MQ_LAYOUT_CSC)
-    return mq_sparse_flip(S, mq_sparse_masked(S, mq_sparse_flip(S, data), mq_sparse_flip(S, mask)));
   if (!mq_sparse_same_structure(data, mask)) /* any other pattern: data on the mask's */
-    return on_positions(S, data, entry_keys(S, mask), mask->sparse->nnz, mask->sparse->values,
-                        false);
+    return on_mask_positions(S, data, mask, false);
   return mq_sparse_with_values(S, data, data->sparse->values,
                                mq_sparse_with_values(S, data, mask->sparse->values, NULL));
 }
@@ -668,11 +670,8 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
 mq_tensor *mq_sparse_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   mq_tensor *t = mq_sparse_masked(S, data, mask);
   if (MQ_LIKELY(!data->requires_grad)) return t;
-  if (!mq_sparse_same_structure(t, data) && data->layout == MQ_LAYOUT_CSC) /* on_positions' keys ascend */
-    return mq_sparse_flip(S, mq_sparse_as_masked(S, mq_sparse_flip(S, data), mq_sparse_flip(S, mask)));
   if (!mq_sparse_same_structure(t, data)) /* data read on the mask's positions */
-    return on_positions(S, data, entry_keys(S, mask), mask->sparse->nnz, mask->sparse->values,
-                        true);
+    return on_mask_positions(S, data, mask, true);
   return converted(S, t, data, MQ_AG_SP_LAYOUT);
 }
 

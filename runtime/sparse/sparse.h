@@ -233,6 +233,8 @@ MQ_INTERNAL mq_tensor *mq_sparse_softmax(mq_state *S, mq_tensor *t, int dim, boo
  * masked-out entries contribute nothing and an output with no valid pair is
  * masked out, as for strided matmul. */
 MQ_INTERNAL mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b);
+/* Which operand of a recorded SP_MATMUL is sparse (its node's op). */
+enum { MQ_SPMM_SPARSE_LEFT = 0, MQ_SPMM_SPARSE_RIGHT = 1 };
 /* C<M> = a @ b (SDDMM): a (m, k) and b (k, n) strided and plain, computed only
  * at the stored entries of the sparse (m, n) [mask]; the result has mask's
  * structure, masked by its valid entries (a bool mask's true values, else

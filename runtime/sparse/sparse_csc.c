@@ -13,10 +13,6 @@
 #include "../tensor/tape.h"
 #include "../kernels/gather.h"
 
-static inline void poll_at(mq_state *S, int64_t k) {
-  if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
-}
-
 static bool compressed(const mq_tensor *t) {
   return t->layout == MQ_LAYOUT_CSR || t->layout == MQ_LAYOUT_CSC;
 }
@@ -46,7 +42,7 @@ mq_tensor *mq_sparse_regroup(mq_state *S, mq_tensor *t) {
   mq_tensor *perm = mq_tensor_new(S, MQ_DT_I64, 1, &nnz);
   int64_t *op = mq_tensor_data(optr), *om = mq_tensor_data(omi), *pm = mq_tensor_data(perm);
   for (int64_t k = 0; k < nnz; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     op[mi[k] + 1]++;
   }
   for (int64_t j = 0; j < minor; j++) op[j + 1] += op[j];
@@ -55,7 +51,7 @@ mq_tensor *mq_sparse_regroup(mq_state *S, mq_tensor *t) {
   int64_t *next = mq_scratch(S, mq_ck_zmul(S, (size_t)(minor ? minor : 1), sizeof *next, "size"));
   if (minor) memcpy(next, op, (size_t)minor * sizeof *next);
   for (int64_t i = 0; i < major; i++) {
-    poll_at(S, i);
+    mq_poll_at(S, i);
     for (int64_t k = ptr[i]; k < ptr[i + 1]; k++) {
       int64_t at = next[mi[k]]++;
       om[at] = i;
@@ -87,7 +83,7 @@ mq_tensor *mq_sparse_csc_coo(mq_state *S, mq_tensor *t) {
   int64_t *p = mq_tensor_data(ix);
   const int64_t *ptr = mq_tensor_data(t->sparse->crow), *row = mq_tensor_data(t->sparse->indices);
   for (int64_t j = 0; j < t->shape[1]; j++) {
-    poll_at(S, j);
+    mq_poll_at(S, j);
     for (int64_t k = ptr[j]; k < ptr[j + 1]; k++) {
       p[k] = row[k];
       p[nnz + k] = j;

@@ -232,7 +232,7 @@ static mq_tensor *dense_sparse(mq_state *S, mq_tensor *a, mq_tensor *b) {
   out = om ? mq_masked(S, out, om) : out;
   if (MQ_UNLIKELY(a->requires_grad || b->requires_grad)) {
     mq_tensor *in[2] = {a, b};
-    mq_ag_rec_sparse(S, out, MQ_AG_SP_MATMUL, 1, 2, 0, in);
+    mq_ag_rec_sparse(S, out, MQ_AG_SP_MATMUL, MQ_SPMM_SPARSE_RIGHT, 2, 0, in);
   }
   return out;
 }
@@ -284,7 +284,7 @@ mq_tensor *mq_sparse_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   out = om ? mq_masked(S, out, om) : out;
   if (MQ_UNLIKELY(a->requires_grad || b->requires_grad)) {
     mq_tensor *in[2] = {a, b};
-    mq_ag_rec_sparse(S, out, MQ_AG_SP_MATMUL, 0, 2, 0, in);
+    mq_ag_rec_sparse(S, out, MQ_AG_SP_MATMUL, MQ_SPMM_SPARSE_LEFT, 2, 0, in);
   }
   return out;
 }

@@ -16,10 +16,6 @@
 #include "../kernels/ops.h"
 #include "../tensor/tape.h"
 
-static inline void poll_at(mq_state *S, int64_t k) {
-  if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
-}
-
 mq_tensor *mq_sparse_values(mq_state *S, const mq_tensor *t) {
   mq_tensor *v = t->sparse->values;
   if (MQ_UNLIKELY(t->requires_grad && !S->no_grad)) /* a new tensor, to carry the node */
@@ -54,7 +50,7 @@ mq_tensor *mq_sparse_like(mq_state *S, const mq_tensor *like, mq_tensor *r) {
       const int64_t *c_ = mq_tensor_data((t)->sparse->crow);                              \
       const int64_t *col_ = mq_tensor_data((t)->sparse->indices);                         \
       for (int64_t r_ = 0; r_ < (t)->shape[csc_]; r_++) {                                 \
-        poll_at(S, r_);                                                                   \
+        mq_poll_at(S, r_);                                                                   \
         for (int64_t k = c_[r_]; k < c_[r_ + 1]; k++) {                                   \
           int64_t off = (base) + r_ * (st)[csc_] + col_[k] * (st)[!csc_];                  \
           BODY;                                                                           \
@@ -63,7 +59,7 @@ mq_tensor *mq_sparse_like(mq_state *S, const mq_tensor *like, mq_tensor *r) {
     } else {                                                                              \
       const int64_t *ix_ = mq_tensor_data((t)->sparse->indices);                          \
       for (int64_t k = 0; k < nnz_; k++) {                                                \
-        poll_at(S, k);                                                                    \
+        mq_poll_at(S, k);                                                                    \
         int64_t off = (base);                                                             \
         for (int d_ = 0; d_ < (t)->ndim; d_++) off += ix_[d_ * nnz_ + k] * (st)[d_];      \
         BODY;                                                                             \
@@ -187,7 +183,7 @@ static mq_tensor *dense_result(mq_state *S, mq_binop op, bool left, mq_tensor *s
   const char *v = mq_tensor_data(mq_contiguous(S, at));
   char *o = mq_tensor_data(out);
   for (int64_t k = 0; k < s->sparse->nnz; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     memcpy(o + (size_t)keys[k] * es, v + (size_t)k * es, es);
   }
   return base->mask ? mq_masked(S, out, base->mask) : out;
@@ -284,7 +280,7 @@ static mq_tensor *values_at(mq_state *S, const mq_tensor *t, const int64_t *tk,
   char *dst = mq_tensor_data(v);
   uint8_t *dm = mq_tensor_data(m);
   for (int64_t j = 0, i = 0; j < n; j++) {
-    poll_at(S, j);
+    mq_poll_at(S, j);
     while (i < t->sparse->nnz && tk[i] < keys[j]) i++;
     bool has = i < t->sparse->nnz && tk[i] == keys[j];
     if (has) {
@@ -311,7 +307,7 @@ mq_list *mq_sparse_merge(mq_state *S, mq_tensor *a, mq_tensor *b, bool both, con
   int64_t *keys = mq_scratch(S, mq_ck_zmul(S, cap ? cap : 1, sizeof *keys, "nnz"));
   int64_t n = 0, i = 0, j = 0;
   while (i < na || j < nb) {
-    poll_at(S, n);
+    mq_poll_at(S, n);
     if (j >= nb || (i < na && ka[i] < kb[j])) {
       if (!both) keys[n++] = ka[i];
       i++;

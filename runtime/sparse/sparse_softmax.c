@@ -19,10 +19,6 @@
 #include "sparse.h"
 #include "../kernels/vexp.h"
 
-static inline void poll_at(mq_state *S, int64_t k) {
-  if ((k & (MQ_POLL_ELEMS - 1)) == MQ_POLL_ELEMS - 1) mq_check_interrupt(S);
-}
-
 static int64_t *scratch_i64(mq_state *S, int64_t n) {
   return mq_scratch(S, mq_ck_zmul(S, (size_t)(n > 0 ? n : 1), sizeof(int64_t), "nnz"));
 }
@@ -44,7 +40,7 @@ static int64_t *sort_by(mq_state *S, const int64_t *gk, int64_t n) {
       int64_t lo = runs[i], mid = runs[i + 1], hi = i + 2 <= nr ? runs[i + 2] : mid;
       int64_t p = lo, q = mid, o = lo;
       while (p < mid && q < hi) {
-        poll_at(S, step++);
+        mq_poll_at(S, step++);
         b[o++] = gk[a[q]] < gk[a[p]] ? a[q++] : a[p++]; /* ties: the left, stable */
       }
       while (p < mid) b[o++] = a[p++];
@@ -68,7 +64,7 @@ static int64_t *count_sort(mq_state *S, const int64_t *gk, int64_t n, int64_t ra
   for (int64_t k = 0; k < n; k++) cnt[gk[k] + 1]++;
   for (int64_t r = 0; r < range; r++) cnt[r + 1] += cnt[r];
   for (int64_t k = 0; k < n; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     a[cnt[gk[k]]++] = k;
   }
   return a;
@@ -93,7 +89,7 @@ void mq_sparse_group(mq_state *S, const mq_tensor *t, int dim, mq_sparse_groups 
    * whenever an entry is stored) */
   int64_t *gk = mq_sparse_keys(S, t);
   for (int64_t k = 0; k < nnz; k++) {
-    poll_at(S, k);
+    mq_poll_at(S, k);
     gk[k] = gk[k] / block * inner + gk[k] % inner;
   }
   /* the number of groups there could be: numel / shape[dim], when it fits */
@@ -105,7 +101,7 @@ void mq_sparse_group(mq_state *S, const mq_tensor *t, int dim, mq_sparse_groups 
     g->order = small ? count_sort(S, gk, nnz, range) : sort_by(S, gk, nnz);
   int64_t *start = scratch_i64(S, nnz + 1), n = 0;
   for (int64_t j = 0; j < nnz; j++) {
-    poll_at(S, j);
+    mq_poll_at(S, j);
     int64_t k = g->order ? g->order[j] : j, prev = j ? (g->order ? g->order[j - 1] : j - 1) : 0;
     if (j == 0 || gk[k] != gk[prev]) start[n++] = j;
   }
@@ -235,7 +231,7 @@ static void permute(mq_state *S, void *dst, const void *src, const int64_t *orde
   char *d = dst;
   const char *s = src;
   for (int64_t j = 0; j < n; j++) {
-    poll_at(S, j);
+    mq_poll_at(S, j);
     if (to) memcpy(d + (size_t)j * es, s + (size_t)order[j] * es, es);
     else memcpy(d + (size_t)order[j] * es, s + (size_t)j * es, es);
   }
