@@ -106,7 +106,10 @@
   X(SP_PICK, "intersect or union", mq_bw_sp_pick, F64)                         \
   /* softmax(as_masked(in[0] @ in[1] / prm[0], aux in[3]), -1) @ in[2]         \
      (attention_bwd.h) */                                                      \
-  X(ATTENTION, "attention", mq_bw_attention, F64)
+  X(ATTENTION, "attention", mq_bw_attention, F64)                             \
+  /* layer_norm(in[0], weight in[1], bias in[2]) fused (nn/layer_norm.h);     \
+     aux in[3]: each row's mean and rstd (float64) */                          \
+  X(LAYER_NORM, "layer_norm", mq_bw_layer_norm, ANY)
 
 typedef enum mq_agkind {
 #define X(E, ...) MQ_AG_##E,

@@ -18,6 +18,7 @@
 #include "../../runtime/kernels/ops.h"
 #include "../../runtime/tensor/shape.h"
 #include "../../runtime/kernels/reduce.h"
+#include "../../runtime/kernels/vmath.h"
 
 #include "unit.h"
 
@@ -174,6 +175,36 @@ static void matmul_paths(void) {
   S->cpu = saved;
 }
 
+/* float32 erf, tanh, gelu (both forms), silu and their derivatives
+ * (runtime/kernels/vmath.h): every path gives the portable path's bits, on
+ * rows of every length up to past a few vectors, over magnitudes from
+ * subnormal to huge with the cases' borders, zeros of both signs, NaN and
+ * infinities, the gradient as an array and as one value. */
+static void vmath_paths(void) {
+  enum { N = 301 };
+  float x[N], g[N], y0[N], y[N];
+  int best = mq_cpu_best();
+  for (int d = 0; d < 4; d++) {
+    for (int i = 0; i < N; i++) {
+      x[i] = d < 3 ? value(d, i) : (float)((unit_rand() - 0.5) * 40); /* d 3: where the cases meet */
+      g[i] = (float)(unit_rand() - 0.5);
+    }
+    for (int n = 0; n <= N; n += n < 40 ? 1 : 37)
+      for (int f = 0; f < MQ_VACT__COUNT; f++)
+        for (int k = 0; k < (f == MQ_VACT_TANH ? 1 : 3); k++) { /* forward, gradient array, one gradient */
+          if (k == 0) mq_vact_rows(MQ_CPU_PORTABLE, f, y0, x, n);
+          else mq_vact_grad_rows(MQ_CPU_PORTABLE, f, y0, x, g, k == 1, n);
+          for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
+            if (k == 0) mq_vact_rows(cpu, f, y, x, n);
+            else mq_vact_grad_rows(cpu, f, y, x, g, k == 1, n);
+            bool ok = true;
+            for (int i = 0; i < n && ok; i++) ok = same_bits(y + i, y0 + i, sizeof(float));
+            CHECK(ok);
+          }
+        }
+  }
+}
+
 static void default_path(void) {
   int best = mq_cpu_best();
   setenv("MASQ_CPU", "portable", 1);
@@ -198,6 +229,7 @@ static void default_path(void) {
 static void all_tests(mq_state *S_, void *ud) {
   rows();
   matmul_paths();
+  vmath_paths();
   default_path();
 }
 
