@@ -74,6 +74,14 @@ static inline double read_in(const char *p, mq_dtype in, int64_t i) {
         if (in == MQ_DT_F32 && sizeof(T) == 4 && !o->m) {                        \
           const float *s = (const float *)o->p + base;                           \
           for (int64_t k = 0; k < kc; k++) d[k * w + r] = (T)s[k * sk];          \
+        } else if (in == MQ_DT_F32 && sizeof(T) == 4 && o->m) {                 \
+          const float *s = (const float *)o->p + base;                           \
+          const uint8_t *mm = o->m + mbase;                                      \
+          for (int64_t k = 0; k < kc; k++) d[k * w + r] = mm[k * mk] ? (T)s[k * sk] : 0; \
+        } else if (in == MQ_DT_F64 && sizeof(T) == 8 && o->m) {                 \
+          const double *s = (const double *)o->p + base;                         \
+          const uint8_t *mm = o->m + mbase;                                      \
+          for (int64_t k = 0; k < kc; k++) d[k * w + r] = mm[k * mk] ? (T)s[k * sk] : 0; \
         } else if (in == MQ_DT_F64 && sizeof(T) == 8 && !o->m) {                 \
           const double *s = (const double *)o->p + base;                         \
           for (int64_t k = 0; k < kc; k++) d[k * w + r] = (T)s[k * sk];          \
@@ -92,8 +100,9 @@ DEF_PACK(pack_f32, float)
 DEF_PACK(pack_f64, double)
 
 /* B's panels row by row when its rows are contiguous (the common layout):
- * a panel row is a run of w consecutive elements. */
-static void pack_b_rows_f32(float *dst, const operand *o, int64_t j0, int64_t nj, int64_t k0,
+ * a panel row is a run of w consecutive elements (and of its mask's, which
+ * is then contiguous along the row too). */
+MQ_WIDE static void pack_b_rows_f32(float *dst, const operand *o, int64_t j0, int64_t nj, int64_t k0,
                             int64_t kc, int64_t w) {
   const float *src = (const float *)o->p;
   for (int64_t jp = 0; jp < nj; jp += w) {
@@ -101,13 +110,18 @@ static void pack_b_rows_f32(float *dst, const operand *o, int64_t j0, int64_t nj
     float *d = dst + jp * kc;
     for (int64_t k = 0; k < kc; k++) {
       const float *s = src + (k0 + k) * o->rs + j0 + jp;
-      memcpy(d + k * w, s, (size_t)h * sizeof *d);
+      if (o->m) {
+        const uint8_t *mr = o->m + (k0 + k) * o->mrs + j0 + jp;
+        for (int64_t r = 0; r < h; r++) d[k * w + r] = mr[r] ? s[r] : 0;
+      } else {
+        for (int64_t r = 0; r < h; r++) d[k * w + r] = s[r];
+      }
       for (int64_t r = h; r < w; r++) d[k * w + r] = 0;
     }
   }
 }
 
-static void pack_b_rows_f64(double *dst, const operand *o, int64_t j0, int64_t nj, int64_t k0,
+MQ_WIDE static void pack_b_rows_f64(double *dst, const operand *o, int64_t j0, int64_t nj, int64_t k0,
                             int64_t kc, int64_t w) {
   const double *src = (const double *)o->p;
   for (int64_t jp = 0; jp < nj; jp += w) {
@@ -115,7 +129,12 @@ static void pack_b_rows_f64(double *dst, const operand *o, int64_t j0, int64_t n
     double *d = dst + jp * kc;
     for (int64_t k = 0; k < kc; k++) {
       const double *s = src + (k0 + k) * o->rs + j0 + jp;
-      memcpy(d + k * w, s, (size_t)h * sizeof *d);
+      if (o->m) {
+        const uint8_t *mr = o->m + (k0 + k) * o->mrs + j0 + jp;
+        for (int64_t r = 0; r < h; r++) d[k * w + r] = mr[r] ? s[r] : 0;
+      } else {
+        for (int64_t r = 0; r < h; r++) d[k * w + r] = s[r];
+      }
       for (int64_t r = h; r < w; r++) d[k * w + r] = 0;
     }
   }
@@ -123,7 +142,7 @@ static void pack_b_rows_f64(double *dst, const operand *o, int64_t j0, int64_t n
 
 static void pack(void *dst, mq_dtype dt, const operand *o, mq_dtype in, int64_t i0, int64_t ni,
                  int64_t k0, int64_t kc, int64_t w, bool a_side) {
-  bool rows = !a_side && !o->m && o->cs == 1 && in == dt;
+  bool rows = !a_side && o->cs == 1 && (!o->m || o->mcs == 1) && in == dt;
   if (dt == MQ_DT_F64) {
     if (rows) pack_b_rows_f64(dst, o, i0, ni, k0, kc, w);
     else pack_f64(dst, o, in, i0, ni, k0, kc, w, a_side);
@@ -145,26 +164,38 @@ static inline bool valid_at(const operand *o, int64_t r, int64_t c) {
 }
 
 /* The rows (any valid entry along the columns) and columns spans of an
- * n x K masked operand. */
+ * n x K masked operand: each row read from both ends up to its first and
+ * last valid entry only. */
 static void mask_spans(const operand *o, int64_t n, int64_t K, int64_t *r0, int64_t *r1,
                        int64_t *c0, int64_t *c1) {
-  *r0 = n, *r1 = 0, *c0 = K, *c1 = 0;
   if (!o->m) {
     *r0 = 0, *r1 = n, *c0 = 0, *c1 = K;
     return;
   }
-  for (int64_t r = 0; r < n; r++)
-    for (int64_t c = 0; c < K; c++)
-      if (o->m[r * o->mrs + c * o->mcs]) {
-        if (r < *r0) *r0 = r;
-        if (r >= *r1) *r1 = r + 1;
-        if (c < *c0) *c0 = c;
-        if (c >= *c1) *c1 = c + 1;
-      }
+  *r0 = n, *r1 = 0, *c0 = K, *c1 = 0;
+  for (int64_t r = 0; r < n; r++) {
+    const uint8_t *mr = o->m + r * o->mrs;
+    int64_t lo = 0, hi = K;
+    while (lo < K && !mr[lo * o->mcs]) lo++;
+    if (lo == K) continue;
+    while (!mr[(hi - 1) * o->mcs]) hi--;
+    if (r < *r0) *r0 = r;
+    *r1 = r + 1;
+    if (lo < *c0) *c0 = lo;
+    if (hi > *c1) *c1 = hi;
+  }
 }
 
 /* Some valid entry of [o] (n x K) is inf or NaN. */
 static bool has_nonfinite(const operand *o, mq_dtype in, int64_t n, int64_t K) {
+  if (!o->m && o->cs == 1 && in == MQ_DT_F32) { /* on the bits, so that it vectorizes */
+    uint32_t bad = 0;
+    for (int64_t r = 0; r < n; r++) {
+      const uint32_t *x = (const uint32_t *)(const void *)o->p + r * o->rs;
+      for (int64_t c = 0; c < K; c++) bad |= (x[c] & 0x7f800000u) == 0x7f800000u;
+    }
+    return bad;
+  }
   for (int64_t r = 0; r < n; r++)
     for (int64_t c = 0; c < K; c++)
       if (valid_at(o, r, c) && !isfinite(read_in(o->p, in, r * o->rs + c * o->cs))) return true;
@@ -292,14 +323,15 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
 
 static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
-/* Tiles of MC x NC for [nt] threads: MC rows of MR-high panels (A's block
- * in L2 for a tile's run over B's panels), NC columns (B's block, KC x NC,
- * in L2), halved while there are too few tiles for every thread to take
- * several. */
+/* Tiles of MC x NC for [nt] threads: NC columns (B's block, KC x NC, in
+ * L2 for all of a tile's rows), MC rows of MR-high panels (A's block: one
+ * panel in L1 while it meets every panel of B's block, so the block can
+ * be large, which packs B's blocks fewer times), halved while there are
+ * too few tiles for every thread to take several. */
 static void tile_sizes(job *J, int nt) {
   const mq_gemm *G = J->G;
   int64_t mr = J->kern.mr, nr = J->kern.nr, ncmax = G->dt == MQ_DT_F64 ? 256 : 512;
-  int64_t mc = round_up(G->n < 16 * mr ? (G->n > 0 ? G->n : 1) : 16 * mr, mr);
+  int64_t mc = round_up(G->n < 64 * mr ? (G->n > 0 ? G->n : 1) : 64 * mr, mr);
   int64_t nc = round_up(G->m < ncmax ? (G->m > 0 ? G->m : 1) : ncmax, nr);
   for (;;) {
     int64_t ntile = G->nbatch * ((G->n + mc - 1) / mc) * ((G->m + nc - 1) / nc);
