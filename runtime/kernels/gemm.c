@@ -397,8 +397,11 @@ void mq_gemm_run(mq_state *S, const mq_gemm *G) {
     work /= 16;
   int nt = mq_parallel_threads_for(S, work);
   tile_sizes(&J, nt);
-  J.pa = mq_scratch(S, J.pa_size * (size_t)nt + 64);
-  J.pb = mq_scratch(S, J.pb_size * (size_t)nt + 64);
-  J.pa += (64 - (uintptr_t)J.pa % 64) % 64, J.pb += (64 - (uintptr_t)J.pb % 64) % 64;
+  /* the packing buffers: the state's kept buffer, whose pages stay
+   * mapped from one product to the next (a fresh one faults them in) */
+  size_t all = mq_ck_zmul(S, J.pa_size + J.pb_size, (size_t)nt, "matmul packing buffers");
+  J.pa = mq_kept(S, all + 64);
+  J.pa += (64 - (uintptr_t)J.pa % 64) % 64;
+  J.pb = J.pa + J.pa_size * (size_t)nt;
   mq_parallel_for(S, nt, G->nbatch * J.ti * J.tj, 1, tiles, &J);
 }
