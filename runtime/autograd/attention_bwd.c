@@ -36,6 +36,7 @@
 
 #include "../../core/checked.h"
 #include "../nn/attention.h"
+#include "../kernels/gemm.h"
 #include "autograd.h"
 #include "backward.h"
 #include "../tensor/cpu.h"
@@ -247,8 +248,8 @@ typedef struct ab_job {
   double *ga, *gb, *gv; /* the gradients (NULL: not wanted), 0 where masked out */
   int64_t bk, bj;       /* b[k, j]'s place in its gradient: k bk + j bj (b or bt's layout) */
   uint8_t *ma, *mb, *mv;
-  char *scr;           /* per thread: scr_bytes */
-  size_t scr_bytes;
+  char *scr;           /* per thread: scr_bytes, the GEMM's gemm_bytes first */
+  size_t scr_bytes, gemm_bytes;
   /* One matrix may take seconds (2-d attention of thousands of rows):
    * the calling thread polls for interrupts between row blocks and, when
    * one is due, tells every thread to stop (the gradients are dropped). */
@@ -258,6 +259,8 @@ typedef struct ab_job {
 
 /* Per-thread scratch, carved in this order (8-byte items first). */
 typedef struct ab_scr {
+  char *gemm;                    /* the GEMM's packing buffers (64-byte aligned) */
+  char *sc, *kt;                 /* n m T: the scores of every row; K m T: b's union columns */
   int64_t *cols, *ks, *gd, *cnt; /* m: union columns; 2 m: the valid keys in them (shared, a row's);
                                     dv: its valid g entries; m: rows per key */
   int64_t *krow;                 /* n: the rows that reached a key (list_keys) */
@@ -279,6 +282,8 @@ static size_t carve(const ab_job *J, int t, ab_scr *s) {
   size_t kd = K > dv ? K : dv, w = kd > m ? kd : m, es = mq_dtype_size(J->dt), at = 0;
   char *base = J->scr ? J->scr + (size_t)t * J->scr_bytes : NULL;
 #define TAKE(f, T, count) (s->f = base ? (T *)(void *)(base + at) : NULL, at += (count) * sizeof(T))
+  TAKE(gemm, char, J->gemm_bytes), TAKE(sc, char, n * m * es), TAKE(kt, char, K * m * es);
+  at = (at + 7) & ~(size_t)7;
   TAKE(cols, int64_t, m), TAKE(ks, int64_t, 2 * m), TAKE(gd, int64_t, dv), TAKE(cnt, int64_t, m);
   TAKE(krow, int64_t, n);
   TAKE(xa, double, n * K), TAKE(kc, double, K * m), TAKE(kr, double, m * K);
@@ -311,7 +316,8 @@ DEF_PROBS(probs_F32, float, mq_softmax_row_f32)
 DEF_PROBS(probs_F64, double, mq_softmax_row_f64)
 
 /* b's union columns (kc [K, nv], kr [nv, K]), v's union rows transposed
- * (vt [dv, nv]) and the rows of a (xa [n, K]), as float64 (exact). */
+ * (vt [dv, nv]) and the rows of a (xa [n, K]), as float64 (exact); b's
+ * union columns as T too (kt [K, nv]), for the scores. */
 #define DEF_GATHER(E, T)                                                       \
   static void gather_##E(const ab_job *J, const ab_scr *s, const T *a, const T *b, const T *v, \
                          int64_t nv) {                                         \
@@ -319,7 +325,10 @@ DEF_PROBS(probs_F64, double, mq_softmax_row_f64)
     for (int64_t jj = 0; jj < nv; jj++) /* b's columns: k's rows, read in order */ \
       for (int64_t k = 0; k < K; k++) s->kr[jj * K + k] = (double)b[k * sk + s->cols[jj] * sj]; \
     for (int64_t k = 0; k < K; k++)                                            \
-      for (int64_t jj = 0; jj < nv; jj++) s->kc[k * nv + jj] = s->kr[jj * K + k]; \
+      for (int64_t jj = 0; jj < nv; jj++) {                                    \
+        s->kc[k * nv + jj] = s->kr[jj * K + k];                                \
+        ((T *)(void *)s->kt)[k * nv + jj] = b[k * sk + s->cols[jj] * sj];      \
+      }                                                                        \
     for (int64_t jj = 0; jj < nv; jj++)                                        \
       for (int64_t d = 0; d < dv; d++) s->vt[d * nv + jj] = (double)v[s->cols[jj] * dv + d]; \
     for (int64_t e = 0; e < J->n * K; e++) s->xa[e] = (double)a[e];            \
@@ -419,6 +428,8 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
     gather_F32(J, s, (const float *)a, (const float *)b, (const float *)v, nv);
   else
     gather_F64(J, s, (const double *)a, (const double *)b, (const double *)v, nv);
+  /* the scores as the forward computes them: the GEMM's chains, in T */
+  mq_gemm_serial(J->cpu, J->dt, n, nv, K, a, K, s->kt, nv, s->sc, nv, s->gemm);
   const double *g = J->g + bi * n * dv;
   const uint8_t *gm = J->gm ? J->gm + bi * n * dv : NULL;
   for (int64_t e = 0; e < n * dv; e++) s->gz[e] = !gm || gm[e] ? g[e] : 0;
@@ -439,7 +450,10 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
       if (atomic_load_explicit(J->stop, memory_order_relaxed)) return;
     }
     int64_t nr = n - i0 < 4 ? n - i0 : 4;
-    sums4(J->cpu, (int)nr, s->xa + i0 * K, K, 1, NULL, K, s->kc, nv, s->acc, m, s->xt);
+    for (int64_t r = 0; r < nr; r++) /* the forward's scores (exact in float64) */
+      for (int64_t jj = 0; jj < nv; jj++)
+        s->acc[r * m + jj] = J->dt == MQ_DT_F32 ? ((const float *)(void *)s->sc)[(i0 + r) * nv + jj]
+                                                : ((const double *)(void *)s->sc)[(i0 + r) * nv + jj];
     bool full = nr == 4;
     for (int64_t r = 0; r < nr; r++) full &= s->gfull[i0 + r] != 0;
     if (full) /* dp of every union column: g's rows against v's union rows */
@@ -562,8 +576,10 @@ void mq_bw_attention(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     ab_scr s;
     (void)mq_ck_zmul(S, mq_ck_zmul(S, (size_t)J.m, (size_t)J.n, "attention scratch"), 64,
                      "attention scratch"); /* the largest items: a few of m * n doubles */
+    J.gemm_bytes = mq_gemm_serial_bytes(S->cpu, dt, J.n, J.m, J.K);
     J.scr_bytes = carve(&J, 0, &s);
-    J.scr = mq_scratch(S, mq_ck_zmul(S, J.scr_bytes, (size_t)nt, "attention scratch"));
+    J.scr = mq_scratch(S, mq_ck_zmul(S, J.scr_bytes, (size_t)nt, "attention scratch") + 64);
+    J.scr += (64 - (uintptr_t)J.scr % 64) % 64;
     mq_parallel_for(S, nt, nbatch, 1, ab_range, &J);
   } else { /* nothing reached any entry */
     if (ga) memset(J.ga, 0, (size_t)ga->numel * 8), memset(J.ma, 0, (size_t)ga->numel);

@@ -7,8 +7,8 @@
  * all valid and all masked out, and data of mixed magnitudes with NaN,
  * infinities and zeros of both signs. The portable path is checked against
  * the lanes written out here (entry i into lane i % 16, or i % 4), so every
- * path is checked against the definition. float32 matmul too: its fma
- * beyond the portable path against the portable multiply-then-add. Also:
+ * path is checked against the definition. Matrix products too: every
+ * path against their definition (gemm.h), written out here. Also:
  * MASQ_CPU picks a new state's path, unless the CPU lacks it. */
 #include <math.h>
 #include <stdlib.h>
@@ -142,37 +142,75 @@ static void rows(void) {
 #endif
 }
 
-/* float32 matmul: the portable path's multiply-then-add and the fma of
- * the others (runtime/kernels/matmul.c) give the same bits, NaN aside, for
- * products with infinities and NaN (the term-by-term loop) and a masked
- * right operand. */
+/* Entry (i, j) of a product by its definition (runtime/kernels/gemm.h):
+ * a chain of fma over k in order from +0, a masked-out entry taking part
+ * as 0, a term whose pair is not valid and holds an inf or NaN skipped. */
+static double chain_at(const mq_tensor *a, const uint8_t *ma, const mq_tensor *b,
+                       const uint8_t *mb, int64_t i, int64_t j, bool f64) {
+  int64_t K = a->shape[1], m = b->shape[1];
+  double c = 0;
+  float cf = 0;
+  for (int64_t k = 0; k < K; k++) {
+    bool va = !ma || ma[i * K + k], vb = !mb || mb[k * m + j];
+    double x = f64 ? ((double *)mq_tensor_data(a))[i * K + k] : ((float *)mq_tensor_data(a))[i * K + k];
+    double y = f64 ? ((double *)mq_tensor_data(b))[k * m + j] : ((float *)mq_tensor_data(b))[k * m + j];
+    x = va ? x : 0, y = vb ? y : 0;
+    if (!(va && vb) && !(isfinite(x) && isfinite(y))) continue;
+    if (f64) c = fma(x, y, c);
+    else cf = fmaf((float)x, (float)y, cf);
+  }
+  return f64 ? c : cf;
+}
+
+/* float32 and float64 matmul (runtime/kernels/gemm.c): every path gives
+ * the definition's bits (chain_at), NaN aside, for sizes past a tile and a
+ * block of k, with infinities and NaN, masked operands on either side, a
+ * transposed right operand (read through its strides), at 1 and 2
+ * threads. */
 static void matmul_paths(void) {
-  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {4, 37, 20}, {2, 130, 33}};
-  int best = mq_cpu_best(), saved = S->cpu;
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {4, 37, 20}, {2, 130, 33},
+                                    {13, 300, 35}, {200, 7, 70}};
+  int best = mq_cpu_best(), saved = S->cpu, threads = S->nthreads;
   for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
     for (int d = 0; d < 2; d++)
-      for (int mk = 0; mk < 2; mk++) {
-        int64_t sa[2] = {dims[c][0], dims[c][1]}, sb[2] = {dims[c][1], dims[c][2]};
-        mq_tensor *a = mq_tensor_new(S, MQ_DT_F32, 2, sa), *b = mq_tensor_new(S, MQ_DT_F32, 2, sb);
-        mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, 2, sb);
-        for (int64_t i = 0; i < a->numel; i++) ((float *)mq_tensor_data(a))[i] = value(d, i);
-        for (int64_t i = 0; i < b->numel; i++) {
-          ((float *)mq_tensor_data(b))[i] = value(d, i + 7);
-          ((uint8_t *)mq_tensor_data(m))[i] = (uint8_t)(next() % 4 != 0);
+      for (int mk = 0; mk < 4; mk++)
+        for (int f64 = 0; f64 < 2; f64++) {
+          mq_dtype dt = f64 ? MQ_DT_F64 : MQ_DT_F32;
+          int64_t sa[2] = {dims[c][0], dims[c][1]}, sb[2] = {dims[c][1], dims[c][2]};
+          mq_tensor *a = mq_tensor_new(S, dt, 2, sa), *b = mq_tensor_new(S, dt, 2, sb);
+          mq_tensor *ma = mq_tensor_new(S, MQ_DT_BOOL, 2, sa), *mb = mq_tensor_new(S, MQ_DT_BOOL, 2, sb);
+          for (int64_t i = 0; i < a->numel; i++) {
+            if (f64) ((double *)mq_tensor_data(a))[i] = value(d, i);
+            else ((float *)mq_tensor_data(a))[i] = value(d, i);
+            ((uint8_t *)mq_tensor_data(ma))[i] = (uint8_t)(next() % 3 != 0);
+          }
+          for (int64_t i = 0; i < b->numel; i++) {
+            if (f64) ((double *)mq_tensor_data(b))[i] = value(d, i + 7);
+            else ((float *)mq_tensor_data(b))[i] = value(d, i + 7);
+            ((uint8_t *)mq_tensor_data(mb))[i] = (uint8_t)(next() % 4 != 0);
+          }
+          const uint8_t *pa = mk & 1 ? mq_tensor_data(ma) : NULL, *pb = mk & 2 ? mq_tensor_data(mb) : NULL;
+          mq_tensor *x = mk & 1 ? mq_masked(S, a, ma) : a, *y = mk & 2 ? mq_masked(S, b, mb) : b;
+          /* y again, read through a transpose of a transposed copy */
+          mq_tensor *yt = mq_transpose(S, mq_contiguous(S, mq_transpose(S, y, 0, 1)), 0, 1);
+          for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++)
+            for (int nt = 1; nt <= 2; nt++) {
+              S->cpu = cpu, S->nthreads = nt;
+              mq_tensor *r = mq_get_data(S, mq_matmul(S, x, cpu == best ? yt : y));
+              bool ok = true;
+              for (int64_t i = 0; i < sa[0] && ok; i++)
+                for (int64_t j = 0; j < sb[1] && ok; j++) {
+                  double want = chain_at(a, pa, b, pb, i, j, f64);
+                  if (f64) ok = same_bits((double *)mq_tensor_data(r) + i * sb[1] + j, &want, 8);
+                  else {
+                    float w = (float)want;
+                    ok = same_bits((float *)mq_tensor_data(r) + i * sb[1] + j, &w, 4);
+                  }
+                }
+              CHECK(ok);
+            }
         }
-        if (mk) b = mq_masked(S, b, m);
-        S->cpu = MQ_CPU_PORTABLE;
-        mq_tensor *r0 = mq_get_data(S, mq_matmul(S, a, b));
-        for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
-          S->cpu = cpu;
-          mq_tensor *r = mq_get_data(S, mq_matmul(S, a, b));
-          bool ok = true;
-          for (int64_t i = 0; i < r->numel && ok; i++)
-            ok = same_bits((float *)mq_tensor_data(r) + i, (float *)mq_tensor_data(r0) + i, sizeof(float));
-          CHECK(ok);
-        }
-      }
-  S->cpu = saved;
+  S->cpu = saved, S->nthreads = threads;
 }
 
 /* float32 erf, tanh, gelu (both forms), silu and their derivatives
