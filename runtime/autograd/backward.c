@@ -8,7 +8,6 @@
  * zero by construction (floor, a where branch not taken) is a selected 0,
  * never a product with 0 that would turn an inf gradient into NaN. */
 #include "backward.h"
-#include "attention_bwd.h"
 
 #include <math.h>
 

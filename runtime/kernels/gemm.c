@@ -152,6 +152,35 @@ static void pack(void *dst, mq_dtype dt, const operand *o, mq_dtype in, int64_t 
   }
 }
 
+/* bfloat16 pairs: the bits of element (i, k) of [o] (A: rows i; B: the
+ * operand's columns are i), 0 where masked out. */
+static inline uint32_t bf16_at(const operand *o, int64_t i, int64_t k, bool a_side) {
+  int64_t r = a_side ? i : k, c = a_side ? k : i;
+  if (o->m && !o->m[r * o->mrs + c * o->mcs]) return 0;
+  return ((const uint16_t *)(const void *)o->p)[r * o->rs + c * o->cs];
+}
+
+/* Packs like pack() above, but words of two bfloat16 along k (k0 + 2q in
+ * the low half, k0 + 2q + 1 in the high, 0 past the block's end): panels
+ * [panel][q][w] over ceil(kc / 2) words. */
+static void pack_pairs(uint32_t *dst, const operand *o, int64_t i0, int64_t ni, int64_t k0,
+                       int64_t kc, int64_t w, bool a_side) {
+  int64_t kp = (kc + 1) / 2;
+  for (int64_t ip = 0; ip < ni; ip += w) {
+    int64_t h = ni - ip < w ? ni - ip : w;
+    uint32_t *d = dst + ip * kp;
+    for (int64_t r = 0; r < w; r++)
+      for (int64_t q = 0; q < kp; q++) {
+        uint32_t lo = 0, hi = 0;
+        if (r < h) {
+          lo = bf16_at(o, i0 + ip + r, k0 + 2 * q, a_side);
+          hi = 2 * q + 1 < kc ? bf16_at(o, i0 + ip + r, k0 + 2 * q + 1, a_side) : 0;
+        }
+        d[q * w + r] = lo | hi << 16;
+      }
+  }
+}
+
 /* --- spans and the finite check ------------------------------------------------ */
 
 /* What one batch computes: rows [i0, i1), columns [j0, j1), steps [k0, k1). */
@@ -207,6 +236,7 @@ static bool has_nonfinite(const operand *o, mq_dtype in, int64_t n, int64_t K) {
 typedef struct job {
   const mq_gemm *G;
   mq_gemm_kernel kern;
+  bool pairs;     /* bfloat16 pairs (gemm_kernels.h) */
   const span *sp; /* per batch, or NULL: everything */
   bool slow;      /* the pairs path (gemm.h: a valid inf or NaN meets a masked-out partner) */
   int64_t mc, nc, ti, tj; /* tile size, tiles per batch along i and j */
@@ -240,6 +270,29 @@ static void zero_outside(void *c, mq_dtype dt, int64_t ldc, int64_t i0, int64_t 
 static void tile_slow(const job *J, const operand *a, const operand *b, char *c, const span *r) {
   const mq_gemm *G = J->G;
   mq_dtype in = G->in, dt = G->dt;
+  if (J->pairs) { /* the pairs' chain; a term not formed is a 0 in its word */
+    for (int64_t i = r->i0; i < r->i1; i++)
+      for (int64_t j = r->j0; j < r->j1; j++) {
+        float *cp = (float *)c + i * G->ldc + j, acc = G->accumulate ? *cp : 0;
+        for (int64_t k0 = r->k0; k0 < r->k1; k0 += KC) { /* pairs start at each block */
+          int64_t k1 = k0 + KC < r->k1 ? k0 + KC : r->k1;
+          for (int64_t k = k0; k < k1; k += 2) {
+            uint32_t x = 0, y = 0;
+            for (int64_t e = 0; e < 2 && k + e < k1; e++) {
+              bool va = valid_at(a, i, k + e), vb = valid_at(b, k + e, j);
+              uint32_t xa = bf16_at(a, i, k + e, true), yb = bf16_at(b, j, k + e, false);
+              if (!(va && vb) && !(isfinite(mq_bf16_to_f32((uint16_t)xa)) &&
+                                   isfinite(mq_bf16_to_f32((uint16_t)yb))))
+                xa = yb = 0;
+              x |= xa << (16 * e), y |= yb << (16 * e);
+            }
+            acc = mq_gemm_bf16_step(acc, x, y);
+          }
+        }
+        *cp = acc;
+      }
+    return;
+  }
   for (int64_t i = r->i0; i < r->i1; i++)
     for (int64_t j = r->j0; j < r->j1; j++) {
       double acc = 0;
@@ -314,8 +367,14 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
     }
     for (int64_t k0 = r.k0; k0 < r.k1; k0 += KC) {
       int64_t kc = r.k1 - k0 < KC ? r.k1 - k0 : KC;
-      pack(pb, G->dt, &bb, G->in, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
-      pack(pa, G->dt, &a, G->in, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
+      if (J->pairs) {
+        pack_pairs((uint32_t *)(void *)pb, &bb, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
+        pack_pairs((uint32_t *)(void *)pa, &a, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
+        kc = (kc + 1) / 2; /* words, each of the element size of float32 */
+      } else {
+        pack(pb, G->dt, &bb, G->in, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
+        pack(pa, G->dt, &a, G->in, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
+      }
       run_block(J, pa, pb, c, r.i0, r.j0, r.i1 - r.i0, r.j1 - r.j0, kc, G->accumulate || k0 > r.k0);
     }
   }
@@ -355,7 +414,7 @@ static mq_gemm serial_gemm(mq_dtype dt, int64_t n, int64_t m, int64_t K, const v
 
 size_t mq_gemm_serial_bytes(int cpu, mq_dtype dt, int64_t n, int64_t m, int64_t K) {
   mq_gemm G = serial_gemm(dt, n, m, K, NULL, 0, NULL, 0, NULL, 0);
-  job J = {.G = &G, .kern = mq_gemm_kernel_for(cpu, dt == MQ_DT_F64)};
+  job J = {.G = &G, .kern = mq_gemm_kernel_for(cpu, dt == MQ_DT_F64 ? MQ_GEMM_F64 : MQ_GEMM_F32)};
   tile_sizes(&J, 1);
   return J.pa_size + J.pb_size;
 }
@@ -364,7 +423,7 @@ void mq_gemm_serial(int cpu, mq_dtype dt, int64_t n, int64_t m, int64_t K, const
                     int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc, void *buf) {
   if (n <= 0 || m <= 0) return;
   mq_gemm G = serial_gemm(dt, n, m, K, a, lda, b, ldb, c, ldc);
-  job J = {.G = &G, .kern = mq_gemm_kernel_for(cpu, dt == MQ_DT_F64)};
+  job J = {.G = &G, .kern = mq_gemm_kernel_for(cpu, dt == MQ_DT_F64 ? MQ_GEMM_F64 : MQ_GEMM_F32)};
   tile_sizes(&J, 1);
   J.pa = buf, J.pb = (char *)buf + J.pa_size;
   tiles(&J, 0, J.ti * J.tj, 0);
@@ -372,7 +431,10 @@ void mq_gemm_serial(int cpu, mq_dtype dt, int64_t n, int64_t m, int64_t K, const
 
 void mq_gemm_run(mq_state *S, const mq_gemm *G) {
   if (G->nbatch <= 0 || G->n <= 0 || G->m <= 0) return;
-  job J = {.G = G, .kern = mq_gemm_kernel_for(S->cpu, G->dt == MQ_DT_F64)};
+  bool pairs = G->in == MQ_DT_BF16;
+  job J = {.G = G, .pairs = pairs,
+           .kern = mq_gemm_kernel_for(S->cpu, pairs ? MQ_GEMM_BF16
+                                              : G->dt == MQ_DT_F64 ? MQ_GEMM_F64 : MQ_GEMM_F32)};
   bool masked = G->A.m || G->B.m;
   if (masked) {
     span *sp = mq_scratch(S, (size_t)G->nbatch * sizeof *sp);

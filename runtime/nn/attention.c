@@ -387,3 +387,38 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
   mq_tensor_set_mask(S, out, om);
   return out;
 }
+
+/* The divisor as a number: a number, or a 0-d tensor of plain data (no
+ * mask, no gradient), which is what `for d in [8, 3]` or `tensor(8)`
+ * gives; op by op divides by either alike (a 0-d operand does not promote
+ * the scores' dtype), so the number gives the same bits. */
+static bool divisor(mq_state *S, mq_value v, mq_value *c) {
+  if (v.type == MQ_INT || v.type == MQ_FLOAT) {
+    *c = v;
+    return true;
+  }
+  if (!mq_is_tensor(v)) return false;
+  mq_tensor *t = mq_as_tensor(v);
+  if (t->layout != 0 || t->ndim != 0 || t->mask || t->requires_grad || t->node ||
+      t->dtype == MQ_DT_BOOL)
+    return false;
+  *c = mq_tensor_item_value(S, t);
+  return true;
+}
+
+mq_tensor *mq_attention_try(mq_state *S, mq_tensor *a, mq_tensor *b, bool tr, int d0, int d1,
+                            mq_value c, mq_tensor *m, mq_tensor *v, bool keep_graph) {
+  mq_value cn;
+  if (a->layout || b->layout || m->layout || v->layout || !divisor(S, c, &cn)) return NULL;
+  if (tr) { /* transpose(b, d0, d1), a view, when its dims are valid */
+    if (d0 < -b->ndim || d0 >= b->ndim || d1 < -b->ndim || d1 >= b->ndim) return NULL;
+    d0 += d0 < 0 ? b->ndim : 0, d1 += d1 < 0 ? b->ndim : 0;
+  }
+  /* under grad, op by op: the GEMM's products skip what the masks leave
+   * out, and the backward is theirs (measured faster than one node whose
+   * backward ran its own float64 sums) */
+  (void)keep_graph;
+  if (a->requires_grad | b->requires_grad | v->requires_grad) return NULL;
+  if (tr) b = mq_transpose(S, b, d0, d1);
+  return mq_attention(S, a, b, cn, m, v);
+}

@@ -10,11 +10,13 @@
  * path is checked against the definition. Matrix products too: every
  * path against their definition (gemm.h), written out here. Also:
  * MASQ_CPU picks a new state's path, unless the CPU lacks it. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../runtime/tensor/cpu.h"
+#include "../../runtime/tensor/half.h"
 #include "../../runtime/kernels/ops.h"
 #include "../../runtime/tensor/shape.h"
 #include "../../runtime/kernels/reduce.h"
@@ -162,6 +164,89 @@ static double chain_at(const mq_tensor *a, const uint8_t *ma, const mq_tensor *b
   return f64 ? c : cf;
 }
 
+/* A bfloat16 product's entry (i, j) by its definition (gemm.h): pairs of
+ * steps from the start of the k span where both operands have a valid
+ * entry, restarting every 256 steps, each pair the step of vdpbf16ps
+ * written out (odd element first, fma, subnormals read and flushed as 0);
+ * 0 outside the spans of valid rows and columns. */
+static float flush0(float x) { return x != 0 && fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
+static float bf16_chain_at(const uint16_t *a, const uint8_t *ma, const uint16_t *b,
+                           const uint8_t *mb, int64_t n, int64_t K, int64_t m, int64_t i, int64_t j) {
+  int64_t k0 = K, k1 = 0, ak0 = K, ak1 = 0, bk0 = K, bk1 = 0;
+  bool row = false, col = false;
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t k = 0; k < K; k++)
+      if (!ma || ma[r * K + k]) {
+        ak0 = k < ak0 ? k : ak0, ak1 = k + 1 > ak1 ? k + 1 : ak1;
+        row |= r == i;
+      }
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t c = 0; c < m; c++)
+      if (!mb || mb[k * m + c]) {
+        bk0 = k < bk0 ? k : bk0, bk1 = k + 1 > bk1 ? k + 1 : bk1;
+        col |= c == j;
+      }
+  k0 = ak0 > bk0 ? ak0 : bk0, k1 = ak1 < bk1 ? ak1 : bk1;
+  float acc = 0;
+  if (!row || !col) return 0;
+  for (int64_t s0 = k0; s0 < k1; s0 += 256)
+    for (int64_t k = s0; k < s0 + 256 && k < k1; k += 2) {
+      float x[2] = {0, 0}, y[2] = {0, 0};
+      for (int e = 0; e < 2 && k + e < s0 + 256 && k + e < k1; e++) {
+        bool va = !ma || ma[i * K + k + e], vb = !mb || mb[(k + e) * m + j];
+        float xa = va ? mq_bf16_to_f32(a[i * K + k + e]) : 0, yb = vb ? mq_bf16_to_f32(b[(k + e) * m + j]) : 0;
+        if (!(va && vb) && !(isfinite(xa) && isfinite(yb))) xa = yb = 0;
+        x[e] = flush0(xa), y[e] = flush0(yb);
+      }
+      acc = flush0(fmaf(x[1], y[1], flush0(acc)));
+      acc = flush0(fmaf(x[0], y[0], acc));
+    }
+  return acc;
+}
+
+/* bfloat16 matmul: every path (vdpbf16ps where the CPU has AVX-512 BF16,
+ * the definition written out in C elsewhere) gives bf16_chain_at's float32
+ * sums rounded to bfloat16, with subnormals, infinities and NaN, masked
+ * operands on either side, odd sizes and past a block of k. */
+static void matmul_bf16_paths(void) {
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {13, 37, 35}, {2, 301, 33}, {30, 7, 70}};
+  int best = mq_cpu_best(), saved = S->cpu;
+  for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
+    for (int d = 0; d < 3; d++)
+      for (int mk = 0; mk < 4; mk++) {
+        int64_t n = dims[c][0], K = dims[c][1], m = dims[c][2];
+        int64_t sa[2] = {n, K}, sb[2] = {K, m};
+        mq_tensor *a = mq_tensor_new(S, MQ_DT_BF16, 2, sa), *b = mq_tensor_new(S, MQ_DT_BF16, 2, sb);
+        mq_tensor *ma = mq_tensor_new(S, MQ_DT_BOOL, 2, sa), *mb = mq_tensor_new(S, MQ_DT_BOOL, 2, sb);
+        uint16_t *pa = mq_tensor_data(a), *pb = mq_tensor_data(b);
+        for (int64_t i = 0; i < a->numel; i++) {
+          /* kind 2: subnormal bfloat16 and products that underflow float32 */
+          pa[i] = d == 2 ? (uint16_t)((next() & 0x8000) | (next() % 3 == 0 ? next() & 0x7f : 0x0c00 | (next() & 0xff)))
+                         : mq_f32_to_bf16(value(d, i));
+          ((uint8_t *)mq_tensor_data(ma))[i] = (uint8_t)(next() % 3 != 0);
+        }
+        for (int64_t i = 0; i < b->numel; i++) {
+          pb[i] = d == 2 ? (uint16_t)((next() & 0x8000) | 0x1000 | (next() & 0xff)) : mq_f32_to_bf16(value(d, i + 7));
+          ((uint8_t *)mq_tensor_data(mb))[i] = (uint8_t)(next() % 4 != 0);
+        }
+        const uint8_t *qa = mk & 1 ? mq_tensor_data(ma) : NULL, *qb = mk & 2 ? mq_tensor_data(mb) : NULL;
+        mq_tensor *x = mk & 1 ? mq_masked(S, a, ma) : a, *y = mk & 2 ? mq_masked(S, b, mb) : b;
+        for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
+          S->cpu = cpu;
+          mq_tensor *r = mq_get_data(S, mq_matmul(S, x, y));
+          bool ok = r->dtype == MQ_DT_BF16;
+          for (int64_t i = 0; i < n && ok; i++)
+            for (int64_t j = 0; j < m && ok; j++) {
+              uint16_t want = mq_f32_to_bf16(bf16_chain_at(pa, qa, pb, qb, n, K, m, i, j));
+              uint16_t got = ((uint16_t *)mq_tensor_data(r))[i * m + j];
+              ok = got == want || (isnan(mq_bf16_to_f32(got)) && isnan(mq_bf16_to_f32(want)));
+            }
+          CHECK(ok);
+        }
+      }
+  S->cpu = saved;
+}
+
 /* float32 and float64 matmul (runtime/kernels/gemm.c): every path gives
  * the definition's bits (chain_at), NaN aside, for sizes past a tile and a
  * block of k, with infinities and NaN, masked operands on either side, a
@@ -267,6 +352,7 @@ static void default_path(void) {
 static void all_tests(mq_state *S_, void *ud) {
   rows();
   matmul_paths();
+  matmul_bf16_paths();
   vmath_paths();
   default_path();
 }
