@@ -101,9 +101,15 @@ static void products(mq_state *S, mq_dtype dt, int64_t nbatch, const bw_mat *T, 
 
 /* o[r, :] |= OR over q of x(r, q) & y[q, :] for r < nr, q < nq, rows of
  * width w: x at x[r xrs + q xcs] (NULL: all valid), y contiguous rows
- * (NULL: all valid). A row stops once it is all valid. */
+ * (NULL: all valid). A row stops once it holds all of y's rows' union
+ * (u, w bytes of scratch): more terms cannot add to it. */
 static void mask_or(uint8_t *o, int64_t nr, int64_t nq, int64_t w, const uint8_t *x, int64_t xrs,
-                    int64_t xcs, const uint8_t *y) {
+                    int64_t xcs, const uint8_t *y, uint8_t *u) {
+  if (y) {
+    memset(u, 0, (size_t)w);
+    for (int64_t q = 0; q < nq; q++)
+      for (int64_t j = 0; j < w; j++) u[j] |= y[q * w + j];
+  }
   for (int64_t r = 0; r < nr; r++) {
     uint8_t *orow = o + r * w;
     int64_t seen = 0;
@@ -115,7 +121,7 @@ static void mask_or(uint8_t *o, int64_t nr, int64_t nq, int64_t w, const uint8_t
       }
       const uint8_t *yr = y + q * w;
       for (int64_t j = 0; j < w; j++) orow[j] |= yr[j];
-      if (++seen % 8 == 0 && !memchr(orow, 0, (size_t)w)) break;
+      if (++seen % 8 == 0 && !memcmp(orow, u, (size_t)w)) break;
     }
   }
 }
@@ -124,13 +130,14 @@ static void mask_or(uint8_t *o, int64_t nr, int64_t nq, int64_t w, const uint8_t
  * valid term reached it (om, built here over the batches: terms x(r, q)
  * & y[q, :] with x at xrs/xcs from offset xoff[b], y rows from yoff[b]),
  * and where T itself is; 0 under its masked-out entries. */
-static void grad_mask(const bw_mat *T, int64_t nbatch, int64_t nq, const uint8_t *x,
+static void grad_mask(mq_state *S, const bw_mat *T, int64_t nbatch, int64_t nq, const uint8_t *x,
                       const int64_t *xoff, int64_t xrs, int64_t xcs, const uint8_t *y,
                       const int64_t *yoff, char *d, mq_dtype dt, uint8_t *om) {
   int64_t n = T->rows, w = T->cols, per = n * w;
+  uint8_t *u = mq_scratch(S, (size_t)(w > 0 ? w : 1));
   memset(om, 0, (size_t)(T->count * per));
   for (int64_t b = 0; b < nbatch; b++)
-    mask_or(om + T->own[b] * per, n, nq, w, x ? x + xoff[b] : NULL, xrs, xcs, y ? y + yoff[b] : NULL);
+    mask_or(om + T->own[b] * per, n, nq, w, x ? x + xoff[b] : NULL, xrs, xcs, y ? y + yoff[b] : NULL, u);
   if (!T->m) return;
   size_t es = mq_dtype_size(dt);
   for (int64_t i = 0; i < T->count * per; i++) {
@@ -181,7 +188,7 @@ void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
             for (int64_t j = 0; j < m; j++) bt[q * K * m + j * K + l] = B.m[q * K * m + l * m + j];
         for (int64_t i = 0; i < nbatch; i++) btoff[i] = B.own[i] * K * m;
       }
-      grad_mask(&A, nbatch, m, gm, goff, m, 1, bt, btoff, mq_tensor_data(ga), dt,
+      grad_mask(S, &A, nbatch, m, gm, goff, m, 1, bt, btoff, mq_tensor_data(ga), dt,
                 mq_ag_new_mask(S, ga));
     }
     gin[0] = ga;
@@ -190,7 +197,7 @@ void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     mq_tensor *gb = mq_tensor_new(S, dt, b->ndim, b->shape);
     products(S, dt, nbatch, &B, operand(&A, true), G, n, mq_tensor_data(gb));
     if (masked) /* terms a[i, l] & g[i, j]: rows l of a^T, over i, against g's rows */
-      grad_mask(&B, nbatch, n, A.m, A.moff, 1, K, gm, goff, mq_tensor_data(gb), dt,
+      grad_mask(S, &B, nbatch, n, A.m, A.moff, 1, K, gm, goff, mq_tensor_data(gb), dt,
                 mq_ag_new_mask(S, gb));
     gin[1] = gb;
   }

@@ -216,12 +216,21 @@ static void mask_spans(const operand *o, int64_t n, int64_t K, int64_t *r0, int6
 }
 
 /* Some valid entry of [o] (n x K) is inf or NaN. */
-static bool has_nonfinite(const operand *o, mq_dtype in, int64_t n, int64_t K) {
-  if (!o->m && o->cs == 1 && in == MQ_DT_F32) { /* on the bits, so that it vectorizes */
+MQ_WIDE static bool has_nonfinite(const operand *o, mq_dtype in, int64_t n, int64_t K) {
+  /* float32 with a unit stride along rows or columns (a transpose): on
+   * the bits, the unit stride inside, so that it vectorizes */
+  bool rows = o->cs == 1 && (!o->m || o->mcs == 1), cols = o->rs == 1 && (!o->m || o->mrs == 1);
+  if (in == MQ_DT_F32 && (rows || cols)) {
+    int64_t outer = rows ? n : K, inner = rows ? K : n;
+    int64_t os = rows ? o->rs : o->cs, ms = rows ? o->mrs : o->mcs;
     uint32_t bad = 0;
-    for (int64_t r = 0; r < n; r++) {
-      const uint32_t *x = (const uint32_t *)(const void *)o->p + r * o->rs;
-      for (int64_t c = 0; c < K; c++) bad |= (x[c] & 0x7f800000u) == 0x7f800000u;
+    for (int64_t r = 0; r < outer; r++) {
+      const uint32_t *x = (const uint32_t *)(const void *)o->p + r * os;
+      const uint8_t *m = o->m ? o->m + r * ms : NULL;
+      if (m)
+        for (int64_t c = 0; c < inner; c++) bad |= ((x[c] & 0x7f800000u) == 0x7f800000u) & (m[c] != 0);
+      else
+        for (int64_t c = 0; c < inner; c++) bad |= (x[c] & 0x7f800000u) == 0x7f800000u;
     }
     return bad;
   }
@@ -438,15 +447,20 @@ void mq_gemm_run(mq_state *S, const mq_gemm *G) {
   bool masked = G->A.m || G->B.m;
   if (masked) {
     span *sp = mq_scratch(S, (size_t)G->nbatch * sizeof *sp);
+    operand prev_a = {0}, prev_b = {0};
     for (int64_t b = 0; b < G->nbatch; b++) {
       operand a = at_batch(&G->A, G->in, b), bb = at_batch(&G->B, G->in, b);
       int64_t ak0, ak1, bk0, bk1;
       mask_spans(&a, G->n, G->K, &sp[b].i0, &sp[b].i1, &ak0, &ak1);
       mask_spans(&bb, G->K, G->m, &bk0, &bk1, &sp[b].j0, &sp[b].j1);
       sp[b].k0 = ak0 > bk0 ? ak0 : bk0, sp[b].k1 = ak1 < bk1 ? ak1 : bk1;
-      if ((G->B.m && has_nonfinite(&a, G->in, G->n, G->K)) ||
-          (G->A.m && has_nonfinite(&bb, G->in, G->K, G->m)))
+      /* an operand broadcast over the batch is the same matrix: looked at once */
+      bool new_a = b == 0 || a.p != prev_a.p || a.m != prev_a.m;
+      bool new_b = b == 0 || bb.p != prev_b.p || bb.m != prev_b.m;
+      if (!J.slow && ((G->B.m && new_a && has_nonfinite(&a, G->in, G->n, G->K)) ||
+                      (G->A.m && new_b && has_nonfinite(&bb, G->in, G->K, G->m))))
         J.slow = true;
+      prev_a = a, prev_b = bb;
       mq_poll(S);
     }
     J.sp = sp;
