@@ -140,8 +140,60 @@ MQ_WIDE static void pack_b_rows_f64(double *dst, const operand *o, int64_t j0, i
   }
 }
 
+/* A's panels when its rows are contiguous (the common layout): step k of
+ * a panel takes element k of each of its w rows, so the writes are
+ * consecutive and each row is read as a stream. */
+#define DEF_PACK_A_ROWS(NAME, T)                                                 \
+  MQ_WIDE static void NAME(T *dst, const operand *o, int64_t i0, int64_t ni, int64_t k0, \
+                           int64_t kc, int64_t w) {                              \
+    const T *src = (const T *)o->p;                                              \
+    for (int64_t ip = 0; ip < ni; ip += w) {                                     \
+      int64_t h = ni - ip < w ? ni - ip : w;                                     \
+      T *d = dst + ip * kc;                                                      \
+      const T *s0 = src + (i0 + ip) * o->rs + k0;                                \
+      const uint8_t *m0 = o->m ? o->m + (i0 + ip) * o->mrs + k0 : NULL;          \
+      for (int64_t k = 0; k < kc; k++) {                                         \
+        for (int64_t r = 0; r < h; r++)                                          \
+          d[k * w + r] = !m0 || m0[r * o->mrs + k] ? s0[r * o->rs + k] : 0;      \
+        for (int64_t r = h; r < w; r++) d[k * w + r] = 0;                        \
+      }                                                                          \
+    }                                                                            \
+  }
+DEF_PACK_A_ROWS(pack_a_rows_f32, float)
+DEF_PACK_A_ROWS(pack_a_rows_f64, double)
+
+/* A's panels when its columns are contiguous (a transpose, a^T in a
+ * backward): step k of a panel is a run of w consecutive elements. */
+#define DEF_PACK_A_COLS(NAME, T)                                                 \
+  MQ_WIDE static void NAME(T *dst, const operand *o, int64_t i0, int64_t ni, int64_t k0, \
+                           int64_t kc, int64_t w) {                              \
+    const T *src = (const T *)o->p;                                              \
+    for (int64_t ip = 0; ip < ni; ip += w) {                                     \
+      int64_t h = ni - ip < w ? ni - ip : w;                                     \
+      T *d = dst + ip * kc;                                                      \
+      for (int64_t k = 0; k < kc; k++) {                                         \
+        const T *s = src + (k0 + k) * o->cs + i0 + ip;                           \
+        const uint8_t *m = o->m ? o->m + (k0 + k) * o->mcs + i0 + ip : NULL;     \
+        for (int64_t r = 0; r < h; r++) d[k * w + r] = !m || m[r] ? s[r] : 0;    \
+        for (int64_t r = h; r < w; r++) d[k * w + r] = 0;                        \
+      }                                                                          \
+    }                                                                            \
+  }
+DEF_PACK_A_COLS(pack_a_cols_f32, float)
+DEF_PACK_A_COLS(pack_a_cols_f64, double)
+
 static void pack(void *dst, mq_dtype dt, const operand *o, mq_dtype in, int64_t i0, int64_t ni,
                  int64_t k0, int64_t kc, int64_t w, bool a_side) {
+  if (a_side && o->cs == 1 && (!o->m || o->mcs == 1) && in == dt) {
+    if (dt == MQ_DT_F64) pack_a_rows_f64(dst, o, i0, ni, k0, kc, w);
+    else pack_a_rows_f32(dst, o, i0, ni, k0, kc, w);
+    return;
+  }
+  if (a_side && o->rs == 1 && (!o->m || o->mrs == 1) && in == dt) {
+    if (dt == MQ_DT_F64) pack_a_cols_f64(dst, o, i0, ni, k0, kc, w);
+    else pack_a_cols_f32(dst, o, i0, ni, k0, kc, w);
+    return;
+  }
   bool rows = !a_side && o->cs == 1 && (!o->m || o->mcs == 1) && in == dt;
   if (dt == MQ_DT_F64) {
     if (rows) pack_b_rows_f64(dst, o, i0, ni, k0, kc, w);
