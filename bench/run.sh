@@ -12,8 +12,21 @@
 # tricks of plain torch, numpy's where=, numexpr and bottleneck; a peer whose
 # package is missing shows as n/a (python3-numexpr, python3-bottleneck).
 #
+# The rows of issue 30 (bench/peer_rows.h, bench/peers.py) put masq beside
+# torch and numpy as their users run them, on an optimized BLAS, one and two
+# threads, float32 and bfloat16: dense building blocks (matmul, bmm, linear +
+# gelu, an MLP, layer_norm, gelu, softmax) and whole training steps
+# (examples/train.masq at 1x/10x/100x, a padded encoder block). masq_bench
+# --save first writes their inputs and masq's results to BUILD_DIR/bench/peers,
+# which peers.py loads, so each row is checked (the same numbers) before it
+# is timed. Its table gives the best time of all repetitions and rounds, and
+# refuses a masq/peer ratio when the peer runs on the reference BLAS.
+#
 # BUILD_DIR must hold masq, bench/masq_bench and bench/baseline (make bench
 # builds them). Environment:
+#   BENCH_ROWS="dense steps"   the sets of rows (default all): masked (the
+#                     masked workloads of the issues before 30), dense and
+#                     steps (issue 30's; make bench ROWS=dense)
 #   BENCH_STAT=min    tabulate the minimum of the repetitions instead of the
 #                     median (on a busy machine noise only adds time)
 #   BENCH_QUICK=1     3 repetitions per workload: a smoke test, not a figure
@@ -26,7 +39,9 @@
 #                     this tree's; the table then compares the two row by row
 #                     and names the rows slower than REV. Unless BENCH_IMPLS is
 #                     set, only the two masq builds run.
-#   BENCH_IMPLS="c masq torch numpy pymod base"  the implementations to run
+#   BENCH_IMPLS="c masq torch numpy pymod base"  the implementations to run;
+#                     issue 30's peers are ptorch1 ptorch2 pnumpy1 pnumpy2
+#                     (bench/peers.py on one and two threads)
 # Raw results (RESULT lines, see bench/bench_util.h) go to
 # BUILD_DIR/bench/results.tsv, the table to BUILD_DIR/bench/table.md.
 set -u
@@ -41,6 +56,24 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${BENCH_PYTHON:-/usr/bin/python3}
 STAT=${BENCH_STAT:-median}
 ONLY=${BENCH_ONLY:-}
+ROWS=${BENCH_ROWS:-all}
+case " $ROWS " in *" all "*) ROWS="masked dense steps" ;; esac
+for r in $ROWS; do
+  case $r in masked | dense | steps) ;; *)
+    echo "bench/run.sh: BENCH_ROWS: no set of rows '$r' (masked, dense, steps, all)" >&2
+    exit 2 ;;
+  esac
+done
+has_rows() { case " $ROWS " in *" $1 "*) return 0 ;; esac; return 1; }
+# what masq_bench and peers.py run: the rows named, or the sets
+PEERS=0
+{ has_rows dense || has_rows steps; } && PEERS=1
+MASQ_ARGS=$ONLY
+PEER_ARGS=$ONLY
+if [ -z "$ONLY" ]; then
+  PEER_ARGS=$(for r in $ROWS; do [ "$r" = masked ] || printf '@%s ' "$r"; done)
+  [ "$ROWS" = "masked dense steps" ] || MASQ_ARGS=$(for r in $ROWS; do printf '@%s ' "$r"; done)
+fi
 OUT="$B/bench"
 RES="$OUT/results.tsv"
 TABLE="$OUT/table.md"
@@ -90,7 +123,10 @@ if [ "$TABLE_ONLY" = 0 ]; then
   # them rather than one. A figure is the median of its per-round medians (or
   # the minimum of the per-round minimums with BENCH_STAT=min).
   ROUNDS=${BENCH_ROUNDS:-3}
-  IMPLS=${BENCH_IMPLS:-c masq torch numpy pymod}
+  DEFAULT_IMPLS=
+  has_rows masked && DEFAULT_IMPLS="c masq torch numpy pymod"
+  [ "$PEERS" = 0 ] || DEFAULT_IMPLS="${DEFAULT_IMPLS:-masq} ptorch1 ptorch2 pnumpy1 pnumpy2"
+  IMPLS=${BENCH_IMPLS:-$DEFAULT_IMPLS}
   AGAINST=${BENCH_AGAINST:-}
   if [ -n "$AGAINST" ]; then
     # masq_bench at another revision, built from a pristine export of it
@@ -118,14 +154,22 @@ if [ "$TABLE_ONLY" = 0 ]; then
     if [ -n "${RENAME:-}" ]; then
       sed -n "s/^RESULT\tmasq/RESULT\t$RENAME/p" "$OUT/$name.out" >> "$RES"
     else
-      grep '^RESULT' "$OUT/$name.out" >> "$RES"
+      grep -E '^(RESULT|BLAS|CHECK)'"$(printf '\t')" "$OUT/$name.out" >> "$RES"
     fi
     [ "$rc" = 0 ] || note "$name exited with status $rc (see $OUT/$name.err)"
   }
   run_impl() {
     case $1 in
     c) collect baseline "$OUT/baseline" $ONLY ;;
-    masq) collect masq_bench "$OUT/masq_bench" $ONLY ;;
+    masq) collect masq_bench "$OUT/masq_bench" $MASQ_ARGS ;;
+    ptorch[12] | pnumpy[12]) # issue 30's peers: a process per thread count
+      lib=${1#p}; lib=${lib%?}; n=${1#p"$lib"}
+      v=$TORCH_V; [ "$lib" = numpy ] && v=$NUMPY_V
+      if [ -n "$v" ]; then
+        collect "peers_$1" "$PY" "$HERE/peers.py" "$lib" "$n" "$OUT/peers" $PEER_ARGS
+      elif [ "$round" = 1 ]; then
+        na_all "$lib$([ "$n" = 1 ] || echo "-${n}t")" "not installed (apt-get install -y python3-$lib)"
+      fi ;;
     base) # masq_bench of BENCH_AGAINST; its rows are named base and base-2t
       RENAME=base
       collect masq_bench_base "$BASE_BENCH" $ONLY
@@ -147,6 +191,13 @@ if [ "$TABLE_ONLY" = 0 ]; then
   }
   # shellcheck disable=SC2086 # $ONLY is a list of words
   {
+    if [ "$PEERS" = 1 ] && echo " $IMPLS " | grep -q ' p\(torch\|numpy\)'; then
+      # the inputs and masq's results, for the peers' check
+      note "masq_bench --save $OUT/peers (inputs and results to check the peers against) ..."
+      rm -rf "$OUT/peers" && mkdir -p "$OUT/peers"
+      "$OUT/masq_bench" --save "$OUT/peers" $PEER_ARGS 2> "$OUT/peers_save.err" ||
+        note "masq_bench --save failed for some rows (see $OUT/peers_save.err): their check is n/a"
+    fi
     round=1
     while [ "$round" -le "$ROUNDS" ]; do
       order=$IMPLS
@@ -155,19 +206,22 @@ if [ "$TABLE_ONLY" = 0 ]; then
       for impl in $order; do run_impl "$impl"; done
       round=$((round + 1))
     done
-    if [ -z "$ONLY" ] || echo " $ONLY " | grep -q ' startup '; then
+    if { [ -z "$ONLY" ] && has_rows masked; } || echo " $ONLY " | grep -q ' startup '; then
       note "start-up ..."
       "$OUT/baseline" --spawn masq startup -- "$B/masq" -e 1 >> "$RES"
       "$OUT/baseline" --spawn c startup -- /bin/true >> "$RES"
       [ -n "$TORCH_V" ] && "$OUT/baseline" --spawn torch startup -- "$PY" -c "import torch.masked" >> "$RES"
       [ -n "$NUMPY_V" ] && "$OUT/baseline" --spawn numpy startup -- "$PY" -c "import numpy.ma" >> "$RES"
     fi
+    # the peers' inputs and results (about 0.5 GB) are not needed any more
+    rm -rf "$OUT/peers"
   }
   echo
 fi
 
-# --- the table --------------------------------------------------------------------
-awk -F '\t' -v stat="$STAT" -v against="${BENCH_AGAINST:-}" '
+# --- the tables -------------------------------------------------------------------
+: > "$TABLE"
+has_rows masked && awk -F '\t' -v stat="$STAT" -v against="${BENCH_AGAINST:-}" '
 function fmt(t) {
   if (t == "") return "n/a"
   if (t >= 1) return sprintf("%.2f s", t)
@@ -566,4 +620,5 @@ function within_of(mi, tag, w, want,   m, c, r) {
   r = m / c
   printf "  %-72s %-9s %s\n", L[w] tag ": within " want "x of the C loop", sprintf("%.2fx", r), (r <= want ? "MET" : "NOT MET")
 }
-' "$RES" | tee "$TABLE"
+'  "$RES" | tee "$TABLE"
+[ "$PEERS" = 0 ] || awk -F '\t' -f "$HERE/peers_table.awk" "$RES" | tee -a "$TABLE"
