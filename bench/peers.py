@@ -175,8 +175,12 @@ class Data:
         return self.rng.standard_normal(shape, dtype=self.np.float32)
 
 
-def check(np, impl, data, name, group, mine, dtype):
-    """Compares [mine] with masq's result of row [name] and prints CHECK."""
+def check(np, impl, data, name, group, mine, dtype, ref_fn):
+    """Compares [mine] with masq's result of row [name] and prints CHECK.
+    When they differ beyond the tolerance, [ref_fn]() (if any) computes the
+    row in float64 on the same inputs, to tell whose result is off: the
+    status is then FAIL (masq's is) or peer-off (only the peer's is: torch
+    1.13 sums a bfloat16 layer_norm's weight gradient in bfloat16)."""
     tol = TOL[dtype]
     path = os.path.join(data.root, name + ".npy")
     if group in data.missing or not os.path.exists(path):
@@ -187,14 +191,26 @@ def check(np, impl, data, name, group, mine, dtype):
     if m.shape != ref.shape:
         print("CHECK\t%s\t%s\tNA\t%g\tFAIL\t%d values against masq's %d" % (impl, name, tol, m.size, ref.size))
         return
-    scale = max(float(np.max(np.abs(ref))), 1e-30)
-    err = float(np.max(np.abs(m - ref))) / scale
-    print("CHECK\t%s\t%s\t%.3g\t%g\t%s" % (impl, name, err, tol, "ok" if err <= tol else "FAIL"), flush=True)
+    def off(a, b):
+        return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
+
+    err, status, why = off(m, ref), "ok", ""
+    if err > tol:
+        status = "FAIL"
+        if ref_fn:
+            exact = np.asarray(ref_fn(), dtype=np.float64).ravel()
+            masq_off, peer_off = off(ref, exact), off(m, exact)
+            if masq_off <= tol < peer_off:
+                status = "peer-off"
+            why = "from float64 on the same inputs: masq %.1e, %s %.1e" % (masq_off, impl, peer_off)
+    print("CHECK\t%s\t%s\t%.3g\t%g\t%s\t%s" % (impl, name, err, tol, status, why), flush=True)
 
 
 # --- the rows ----------------------------------------------------------------------------
-# Each builder returns {row: (fn, check_fn or None, dtype)}; check_fn()
-# gives what masq_bench --save wrote (fn()'s result when None).
+# Each builder returns {row: (fn, check_fn or None, dtype, ref_fn or None)}:
+# check_fn() gives what masq_bench --save wrote (fn()'s result when None),
+# ref_fn() the same in float64 on the row's inputs (bfloat16 rows: on
+# their inputs rounded to bfloat16).
 
 def torch_rows(group, data):
     import numpy as np
@@ -207,11 +223,12 @@ def torch_rows(group, data):
     def both(name, fn32, fn16, *xs):
         """the float32 row and the bfloat16 one on xs rounded to bfloat16"""
         hs = [x.bfloat16() for x in xs]
-        return {name: (lambda: fn32(*xs), None, "float32"),
-                name + "_bf16": (lambda: fn16(*hs), None, "bfloat16")}
+        return {name: (lambda: fn32(*xs), None, "float32", lambda: fn32(*[x.double() for x in xs])),
+                name + "_bf16": (lambda: fn16(*hs), None, "bfloat16",
+                                 lambda: fn32(*[h.double() for h in hs]))}
 
     def flat(ts):
-        return torch.cat([x.detach().float().reshape(-1) for x in ts])
+        return torch.cat([x.detach().double().reshape(-1) for x in ts])
 
     rows = {}
     if group == "pmm":
@@ -246,16 +263,23 @@ def torch_rows(group, data):
         rows.update(both("ln", ln, ln, x, g, b))
         for name, ts in (("ln_bwd", [x, g, b, w]), ("ln_bwd_bf16", [v.bfloat16() for v in (x, g, b, w)])):
             leaves = [v.clone().requires_grad_() for v in ts[:3]] + [ts[3]]
+            wide = [v.double().requires_grad_() for v in ts[:3]] + [ts[3].double()]
             rows[name] = (lambda leaves=leaves: ln_bwd(*leaves),
                           lambda leaves=leaves: flat(ln_bwd(*leaves)),
-                          "bfloat16" if name.endswith("bf16") else "float32")
+                          "bfloat16" if name.endswith("bf16") else "float32",
+                          lambda wide=wide: flat(ln_bwd(*wide)))
     elif group == "pge":
         x, w = t("gx", 10_000_000), t("gw", 10_000_000)
         rows.update(both("gelu", F.gelu, F.gelu, x))
         for name, (xs, ws) in (("gelu_bwd", (x, w)), ("gelu_bwd_bf16", (x.bfloat16(), w.bfloat16()))):
             xg = xs.clone().requires_grad_()
-            rows[name] = (lambda xg=xg, ws=ws: torch.autograd.grad((F.gelu(xg) * ws).sum(), xg)[0], None,
-                          "bfloat16" if name.endswith("bf16") else "float32")
+
+            def gelu_bwd(xg, ws):
+                return torch.autograd.grad((F.gelu(xg) * ws).sum(), xg)[0]
+
+            rows[name] = (lambda xg=xg, ws=ws: gelu_bwd(xg, ws), None,
+                          "bfloat16" if name.endswith("bf16") else "float32",
+                          lambda xs=xs, ws=ws: gelu_bwd(xs.double().requires_grad_(), ws.double()))
     elif group == "psm":
         sm = lambda x: torch.softmax(x, 1)  # noqa: E731
         rows.update(both("softmax", sm, sm, t("sx", 4096, 1024)))
@@ -299,7 +323,7 @@ def torch_train(group, data, t):
         return torch.cat([lo.detach().reshape(1)] +
                          [g.reshape(-1) for g in torch.autograd.grad(lo, params)])
 
-    return {"train%d" % k: (step, grads, "float32")}
+    return {"train%d" % k: (step, grads, "float32", None)}
 
 
 def torch_encoder(data, t):
@@ -342,7 +366,7 @@ def torch_encoder(data, t):
         return torch.cat([lo.detach().reshape(1)] +
                          [g.reshape(-1) for g in torch.autograd.grad(lo, params)])
 
-    return {"encoder": (step, grads, "float32")}
+    return {"encoder": (step, grads, "float32", None)}
 
 
 def numpy_rows(group, data):
@@ -353,10 +377,12 @@ def numpy_rows(group, data):
     if group == "pmm":
         for n in (128, 512, 1024, 2048):
             a, b = data.get(group, "a%d" % n, (n, n)), data.get(group, "b%d" % n, (n, n))
-            rows["mm%d" % n] = (lambda a=a, b=b: np.matmul(a, b), None, "float32")
+            rows["mm%d" % n] = (lambda a=a, b=b: np.matmul(a, b), None, "float32",
+                                lambda a=a, b=b: np.matmul(a.astype(np.float64), b.astype(np.float64)))
     elif group == "pbmm":
         a, b = data.get(group, "ba", (64, 128, 128)), data.get(group, "bb", (64, 128, 128))
-        rows["bmm"] = (lambda: np.matmul(a, b), None, "float32")
+        rows["bmm"] = (lambda: np.matmul(a, b), None, "float32",
+                       lambda: np.matmul(a.astype(np.float64), b.astype(np.float64)))
     return rows
 
 
@@ -413,14 +439,19 @@ def main():
     data = Data(np, root)
     build = torch_rows if which == "torch" else numpy_rows
     for group in wanted_groups(args):
-        for name, (fn, check_fn, dtype) in build(group, data).items():
+        for name, (fn, check_fn, dtype, ref_fn) in build(group, data).items():
             if not row_wanted(name, args):
                 continue
-            try:
-                mine = (check_fn or fn)()
+
+            def value(f):
+                v = f()
                 if which == "torch":
-                    mine = (mine[0] if isinstance(mine, tuple) else mine).detach().float().numpy()
-                check(np, impl, data, name, group, mine, dtype)
+                    v = (v[0] if isinstance(v, tuple) else v).detach().double().numpy()
+                return v
+
+            try:
+                check(np, impl, data, name, group, value(check_fn or fn), dtype,
+                      ref_fn and (lambda ref_fn=ref_fn: value(ref_fn)))
             except Exception as e:  # noqa: BLE001
                 print("CHECK\t%s\t%s\tNA\t%g\tFAIL\t%s: %s" % (impl, name, TOL[dtype], type(e).__name__, e))
             timeit(impl, name, fn)

@@ -30,11 +30,14 @@ function ratio(m, impl, w,   p) {
   return sprintf("%.2fx", m / p)
 }
 $1 == "BLAS" { KIND[$2] = $3; DETAIL[$2] = $4 }
+# a row's check: the worst status over the peer processes (FAIL, then
+# peer-off: masq agrees with float64 on the same inputs, the peer does
+# not; then ok; n/a without masq's result), the largest difference
 $1 == "CHECK" {
   k = $3
-  if ($6 == "FAIL") { CFAIL[k] = 1; if ($4 != "NA" && (!(k in CERR) || $4 + 0 > CERR[k])) CERR[k] = $4 + 0; if ($4 == "NA") CWHY[k] = $7 }
-  else if ($6 == "ok") { COK[k] = 1; if (!(k in CERR) || $4 + 0 > CERR[k]) CERR[k] = $4 + 0 }
-  else if (!(k in CWHY)) CWHY[k] = $7
+  rank = ($6 == "FAIL") ? 3 : ($6 == "peer-off") ? 2 : ($6 == "ok") ? 1 : 0
+  if (!(k in CRANK) || rank > CRANK[k]) { CRANK[k] = rank; CWHY[k] = $2 ": " $7 }
+  if ($4 != "NA" && (!(k in CERR) || $4 + 0 > CERR[k])) CERR[k] = $4 + 0
 }
 $1 == "RESULT" && $5 != "NA" {
   k = $2 SUBSEP $3
@@ -73,24 +76,27 @@ END {
       print "  (sh tools/install-deps.sh bench, or apt-get install libopenblas0-pthread)"
       break
     }
-  f = "| %-40s | %-4s | %-2s | %-13s | %-9s | %-7s | %-9s | %-7s | %-10s | %-9s | %-11s |\n"
+  f = "| %-40s | %-4s | %-2s | %-14s | %-9s | %-7s | %-9s | %-7s | %-10s | %-9s | %-11s |\n"
   printf f, "row", "type", "T", "check", "masq", "GFLOP/s", "torch", "GFLOP/s", "masq/torch", "numpy", "masq/numpy"
-  print "|------------------------------------------|------|----|---------------|-----------|---------|-----------|---------|------------|-----------|-------------|"
+  print "|------------------------------------------|------|----|----------------|-----------|---------|-----------|---------|------------|-----------|-------------|"
   for (i = 1; i <= n; i++) for (d = 1; d <= 2; d++) for (th = 1; th <= 2; th++) {
     w = W[i] (d == 2 ? "_bf16" : "")
     sfx = (th == 2 ? "-2t" : "")
     m = best("masq" sfx, w); t = best("torch" sfx, w); p = best("numpy" sfx, w)
     if (m == "" && t == "" && p == "" && !(("masq" sfx " " w) in WHY)) continue
     ck = "n/a"
-    if (w in CFAIL) ck = (w in CERR) ? sprintf("FAIL %.1e", CERR[w]) : "FAIL"
-    else if (w in COK) ck = sprintf("ok %.0e", CERR[w])
+    if (CRANK[w] > 0) ck = (CRANK[w] == 3 ? "FAIL" : CRANK[w] == 2 ? "peer off" : "ok") \
+      ((w in CERR) ? sprintf(" %.0e", CERR[w]) : "")
     printf f, L[W[i]], (d == 2 ? "bf16" : "f32"), th, ck, fmt(m), gflops(w, m), fmt(t), gflops(w, t), \
       ratio(m, "torch" sfx, w), (p == "" ? "-" : fmt(p)), (p == "" ? "-" : ratio(m, "numpy" sfx, w))
   }
   # why a cell is n/a, and checks that failed
   for (k in WHY) if (k ~ /^(masq|torch|numpy)(-2t)? / && k !~ / \*$/) printf "  n/a %s: %s\n", k, WHY[k]
-  for (k in CWHY) if (!(k in COK) && CWHY[k] != "") printf "  check %s: %s\n", k, CWHY[k]
-  for (k in CFAIL) printf "  check %s FAILED: masq and a peer disagree beyond the tolerance%s\n", k, (k in CWHY ? " (" CWHY[k] ")" : "")
+  for (k in CRANK) {
+    if (CRANK[k] == 3) printf "  check %s FAILED, masq and a peer disagree beyond the tolerance; %s\n", k, CWHY[k]
+    if (CRANK[k] == 2) printf "  check %s: the peer is off, masq is not; %s\n", k, CWHY[k]
+    if (CRANK[k] == 0) printf "  check %s n/a: %s\n", k, CWHY[k]
+  }
 
   print ""
   print "targets of issue 30 (one run; at one and two threads):"
