@@ -370,6 +370,24 @@ def padded_workloads(impl):
     return out
 
 
+def blas_line(impl):
+    """The BLAS line of peers.py: the library whose sgemm_ this process
+    calls (the torch trick's attention and numpy.ma's dot go through it);
+    run.sh refuses their ratios on the reference BLAS."""
+    from peers import report_blas
+
+    if impl == "torch":
+        import torch
+
+        a = torch.ones(256, 256)
+        report_blas(impl, "torch %s threads=%d" % (torch.__version__, torch.get_num_threads()), lambda: a @ a)
+    else:
+        import numpy as np
+
+        a = np.ones((256, 256), np.float32)
+        report_blas(impl, "numpy %s" % np.__version__, lambda: a @ a)
+
+
 def main():
     if len(sys.argv) < 2 or sys.argv[1] not in ("torch", "numpy"):
         print("usage: py_bench.py torch|numpy [WORKLOAD...]", file=sys.stderr)
@@ -381,6 +399,7 @@ def main():
         print("py_bench: %s not installed (%s)" % (impl, e), file=sys.stderr)
         return 3
     wanted = sys.argv[2:]
+    blas_line(impl)
     if not wanted or any(w.startswith("sp_") for w in wanted):
         try:
             table.update(sparse_workloads(impl))

@@ -177,7 +177,9 @@ if [ "$TABLE_ONLY" = 0 ]; then
     torch | numpy)
       v=$TORCH_V; [ "$1" = numpy ] && v=$NUMPY_V
       if [ -n "$v" ]; then
-        collect "py_bench_$1" "$PY" "$HERE/py_bench.py" "$1" $ONLY
+        # one thread, OpenBLAS's own included (it reads these at load)
+        collect "py_bench_$1" env OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+          "$PY" "$HERE/py_bench.py" "$1" $ONLY
       elif [ "$round" = 1 ]; then
         na_all "$1" "not installed (apt-get install -y python3-$1)"
       fi ;;
@@ -231,6 +233,13 @@ function fmt(t) {
   return sprintf("%.0f ns", t * 1e9)
 }
 function ratio(a, b, d) { return (a == "" || b == "" || b + 0 == 0) ? "n/a" : sprintf("%." d "fx", a / b) }
+# A peer row that goes through a matrix product, with the peer on the
+# reference BLAS (its BLAS line, bench/peers.py): no ratio is printed.
+function refused(impl, w) {
+  sub(/-.*/, "", impl)  # torch-trick runs in the torch process
+  return KIND[impl] == "reference" && index(" matmul_512 attn_fwd attn_fwd_valid attn_fwd_bwd ", " " w " ")
+}
+$1 == "BLAS" { KIND[$2] = $3; BDETAIL[$2] = $4 }
 function get(impl, w) { return ((impl SUBSEP w) in T) ? T[impl, w] : "" }
 function speedup(w,  m, m2) { # two threads over one, or ""
   if (stat != "min" && (w in SPEED)) return SPEED[w]
@@ -307,6 +316,11 @@ END {
   L["eval_overhead"] = "one masq_eval of r = 1 (extra)"
   TEN7 = " sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 sp_rowsum sp_softmax sp_spmm "
   fmtrow = "| %-40s | %-9s | %-12s | %-9s | %-9s | %-10s | %-10s | %-7s | %-10s |\n"
+  for (b in KIND) if (b == "torch" || b == "numpy") {
+    d = BDETAIL[b]; sub(/ mapped: .*/, "", d)
+    printf "BLAS of %s: %s (%s)%s\n", b, KIND[b], d, (KIND[b] == "reference" ? \
+      "; its ratios through a matrix product are refused (sh tools/install-deps.sh bench installs OpenBLAS)" : "")
+  }
   printf fmtrow, "workload", "masq", "torch.masked", "numpy.ma", "C loop", "torch/masq", "numpy/masq", "masq/C", "2T/1T masq"
   printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------------------------", "-----------", "--------------", "-----------", "-----------", "------------", "------------", "---------", "------------"
   for (i = 1; i <= n; i++) {
@@ -318,7 +332,8 @@ END {
       thr = threads(w)
     }
     mc = (w == "eval_overhead") ? "-" : ratio(m, c, 2)
-    printf fmtrow, L[w], fmt(m), fmt(t), fmt(p), fmt(c), ratio(t, m, 1), ratio(p, m, 1), mc, thr
+    printf fmtrow, L[w], fmt(m), fmt(t), fmt(p), fmt(c), ratio(t, m, 1), \
+      (refused("numpy", w) ? "refused" : ratio(p, m, 1)), mc, thr
   }
   print ""
   print "torch/masq, numpy/masq: how many times faster masq is (> 1: masq wins)."
@@ -362,7 +377,8 @@ END {
     for (i = 1; i <= 4; i++) {
       w = PW[i]
       printf fmtp, L[w], fmt(get("masq", w)), fmt(get("torch-trick", w)), fmt(get("torch", w)), fmt(get("numpy", w)), \
-        fmt(get("numpy-where", w)), fmt(get("numexpr", w)), fmt(get("bottleneck", w)), ratio(get("torch-trick", w), get("masq", w), 1)
+        fmt(get("numpy-where", w)), fmt(get("numexpr", w)), fmt(get("bottleneck", w)), \
+        (refused("torch-trick", w) ? "refused" : ratio(get("torch-trick", w), get("masq", w), 1))
     }
     print "torch trick: softmax(masked_fill(q@k^T/8, ~mask, -inf), -1) @ v (autograd for fwd+bwd); (x*m).sum(1)/m.sum(1)."
     print "np where=: np.mean(x, 1, where=m); numexpr: sum(x*m, axis=1)/count; bottleneck: nanmean of x with NaN padding."
@@ -609,6 +625,7 @@ function tgt(w, other, want, what) { tgt_of("masq", "", w, other, want, what) }
 # the figure of masq in impl [mi] (masq: one thread, masq-2t: two), [tag] after the name of the workload
 function tgt_of(mi, tag, w, other, want, what,   m, o, r) {
   m = get(mi, w); o = get(other, w)
+  if (refused(other, w)) { printf "  %-72s %s\n", L[w] tag ": >= " want "x " what, "refused: reference BLAS"; return }
   if (m == "" || o == "") { printf "  %-72s %-9s %s\n", L[w] tag ": >= " want "x " what, "n/a", "n/a"; return }
   r = o / m
   printf "  %-72s %-9s %s\n", L[w] tag ": >= " want "x " what, sprintf("%.1fx", r), (r >= want ? "MET" : "NOT MET")
