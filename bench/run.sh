@@ -26,7 +26,9 @@
 # builds them). Environment:
 #   BENCH_ROWS="dense steps"   the sets of rows (default all): masked (the
 #                     masked workloads of the issues before 30), dense and
-#                     steps (issue 30's; make bench ROWS=dense)
+#                     steps (issue 30's; make bench ROWS=dense); smoke: the
+#                     small rows of issue 30, 3 repetitions, one round (a
+#                     test of the machinery in about half a minute, not a figure)
 #   BENCH_STAT=min    tabulate the minimum of the repetitions instead of the
 #                     median (on a busy machine noise only adds time)
 #   BENCH_QUICK=1     3 repetitions per workload: a smoke test, not a figure
@@ -58,9 +60,15 @@ STAT=${BENCH_STAT:-median}
 ONLY=${BENCH_ONLY:-}
 ROWS=${BENCH_ROWS:-all}
 case " $ROWS " in *" all "*) ROWS="masked dense steps" ;; esac
+if [ "$ROWS" = smoke ]; then
+  ROWS="dense steps"
+  ONLY=${ONLY:-mm128 mm128_bf16 bmm softmax softmax_bf16 train1 encoder}
+  BENCH_QUICK=1 BENCH_ROUNDS=1
+  export BENCH_QUICK
+fi
 for r in $ROWS; do
   case $r in masked | dense | steps) ;; *)
-    echo "bench/run.sh: BENCH_ROWS: no set of rows '$r' (masked, dense, steps, all)" >&2
+    echo "bench/run.sh: BENCH_ROWS: no set of rows '$r' (masked, dense, steps, all, smoke)" >&2
     exit 2 ;;
   esac
 done
