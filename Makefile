@@ -358,7 +358,7 @@ ROWS ?= all
 bench: $(B)/masq $(B)/bench/masq_bench $(B)/bench/baseline
 	@sh tools/install-deps.sh bench
 	@if [ -f "$(PY_INC)/Python.h" ]; then $(MAKE) --no-print-directory python; fi
-	BENCH_ROWS=$(ROWS) sh bench/run.sh $(B)
+	BENCH_ROWS="$(ROWS)" sh bench/run.sh $(B)
 
 $(B)/bench/masq_bench: bench/masq_bench.c bench/bench_util.h bench/peer_rows.h include/masq.h $(B)/libmasq.a
 	@mkdir -p $(dir $@)

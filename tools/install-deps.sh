@@ -101,7 +101,7 @@ fi
 echo "installing:$need$want"
 # (through env: sudo drops the caller's environment)
 apt() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
-apt update -qq
+apt update -qq || [ -z "$need" ] # only optional packages wanted: go on, their install fails and is skipped
 # shellcheck disable=SC2086
 [ -z "$need" ] || apt install -y -qq $need >/dev/null
 # shellcheck disable=SC2086
