@@ -180,7 +180,10 @@ if [ "$TABLE_ONLY" = 0 ]; then
       fi ;;
     base) # masq_bench of BENCH_AGAINST; its rows are named base and base-2t
       RENAME=base
-      collect masq_bench_base "$BASE_BENCH" $ONLY
+      # a masq_bench from before the @sets runs its (masked) rows without arguments
+      base_args=$MASQ_ARGS
+      [ -n "$ONLY" ] || [ "$ROWS" != masked ] || base_args=
+      collect masq_bench_base "$BASE_BENCH" $base_args
       RENAME= ;;
     torch | numpy)
       v=$TORCH_V; [ "$1" = numpy ] && v=$NUMPY_V
