@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench_util.h"
 #include "masq.h"
@@ -479,6 +480,7 @@ static int save_peer_rows(const char *dir, int argc, char **argv) {
     fprintf(stderr, "masq_bench --save: the directory's name may not hold a quote or backslash\n");
     return 2;
   }
+  mkdir(dir, 0777); /* if it is not there yet; a failure shows at the first save */
   masq_state *M = NULL;
   const char *group = NULL;
   int failed = 0;
