@@ -132,17 +132,46 @@ def openblas_threads(libs):
     return ""
 
 
-def report_blas(impl, extra, sgemm):
+def thread_cpu():
+    """CPU seconds of each thread of this process so far (/proc)."""
+    out = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for t in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/stat" % t) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[t] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def busy_threads(fn):
+    """How many threads did the work of fn() (run until 0.3 s of CPU time
+    have passed): those with a tenth or more of the busiest one's CPU time.
+    Wall time would not tell on a shared machine; this does."""
+    before = thread_cpu()
+    c0 = time.process_time()
+    while time.process_time() - c0 < 0.3:
+        fn()
+    used = [v - before.get(t, 0.0) for t, v in thread_cpu().items()]
+    top = max(used + [1e-9])
+    return sum(1 for u in used if u >= 0.1 * top and u > 0)
+
+
+def report_blas(impl, extra, sgemm, big):
     """The BLAS line: the kind of the library whose sgemm_ runs (else of
-    the first BLAS mapped: MKL linked into torch has no libblas.so.3), and
-    the GFLOP/s of a 256^2 float32 product [sgemm()] timed here (the
-    reference BLAS gives a few, an optimized one tens and more)."""
+    the first BLAS mapped: MKL linked into torch has no libblas.so.3), the
+    GFLOP/s of a 256^2 float32 product [sgemm()] timed here (the reference
+    BLAS gives a few, an optimized one tens and more), and how many threads
+    worked on a 1024^2 product [big()]."""
     libs = mapped_blas()
     provider = sgemm_provider()
     kind = blas_kind(provider or (libs[0] if libs else ""))
     best = min(timed(sgemm) for _ in range(5))
     detail = " ".join(x for x in ["sgemm_ from %s" % (provider or "?"),
                                   "256^2 float32 product %.1f GFLOP/s" % (2 * 256 ** 3 / best / 1e9),
+                                  "threads busy in a 1024^2 product: %d" % busy_threads(big),
                                   openblas_threads(libs), extra,
                                   "mapped: " + (",".join(libs) or "no BLAS")] if x)
     print("BLAS\t%s\t%s\t%s" % (impl, kind, detail), flush=True)
@@ -425,14 +454,14 @@ def main():
         if which == "torch":
             import torch
             torch.set_num_threads(threads)
-            a = torch.ones(256, 256)
+            a, b = torch.ones(256, 256), torch.ones(1024, 1024)
             info = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
             report_blas(impl, "torch %s threads=%d BLAS_INFO=%s mkldnn=%s" % (
                 torch.__version__, torch.get_num_threads(), info.group(1) if info else "?",
-                torch.backends.mkldnn.is_available()), lambda: a @ a)
+                torch.backends.mkldnn.is_available()), lambda: a @ a, lambda: b @ b)
         else:
-            a = np.ones((256, 256), np.float32)
-            report_blas(impl, "numpy %s" % np.__version__, lambda: a @ a)
+            a, b = np.ones((256, 256), np.float32), np.ones((1024, 1024), np.float32)
+            report_blas(impl, "numpy %s" % np.__version__, lambda: a @ a, lambda: b @ b)
     except ImportError as e:
         print("RESULT\t%s\t*\tNA\tNA\tnot installed (%s)" % (impl, e), flush=True)
         return 0

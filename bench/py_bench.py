@@ -379,13 +379,14 @@ def blas_line(impl):
     if impl == "torch":
         import torch
 
-        a = torch.ones(256, 256)
-        report_blas(impl, "torch %s threads=%d" % (torch.__version__, torch.get_num_threads()), lambda: a @ a)
+        a, b = torch.ones(256, 256), torch.ones(1024, 1024)
+        report_blas(impl, "torch %s threads=%d" % (torch.__version__, torch.get_num_threads()),
+                    lambda: a @ a, lambda: b @ b)
     else:
         import numpy as np
 
-        a = np.ones((256, 256), np.float32)
-        report_blas(impl, "numpy %s" % np.__version__, lambda: a @ a)
+        a, b = np.ones((256, 256), np.float32), np.ones((1024, 1024), np.float32)
+        report_blas(impl, "numpy %s" % np.__version__, lambda: a @ a, lambda: b @ b)
 
 
 def main():
