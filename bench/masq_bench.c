@@ -436,7 +436,7 @@ static void run_peer_row(masq_state *M, const peer_row *p) {
 
 /* The peer rows' steps (the rest are dense building blocks). */
 static int is_step(const char *name) {
-  return strncmp(name, "train", 5) == 0 || strcmp(name, "encoder") == 0;
+  return strncmp(name, "train", 5) == 0 || strncmp(name, "encoder", 7) == 0;
 }
 
 /* Whether the arguments select [name], of the set [set] ("masked",

@@ -43,6 +43,14 @@ typedef struct {
   "b2 = requires_grad(zeros(3))\n"                                            \
   "s1 = none\ns2 = none\ns3 = none\ns4 = none\n"
 #define TRAIN_SAVES "tx tlab tok W1 b1 W2 b2"
+/* the same in bfloat16: data and parameters (adam keeps its state in the
+ * parameters' dtype, as torch's does) */
+#define TRAIN_BF16                                                            \
+  "tx = to(tx, bfloat16)\n"                                                   \
+  "W1 = requires_grad(to(detach(W1), bfloat16))\n"                            \
+  "b1 = requires_grad(to(detach(b1), bfloat16))\n"                            \
+  "W2 = requires_grad(to(detach(W2), bfloat16))\n"                            \
+  "b2 = requires_grad(to(detach(b2), bfloat16))\n"
 #define TRAIN_LOSS "cross_entropy(matmul(gelu(matmul(tx, W1) + b1), W2) + b2, ty)"
 /* one step of train.masq's loop */
 #define TRAIN_STEP                                                            \
@@ -97,6 +105,11 @@ typedef struct {
   "  return cross_entropy(mean(h2, 1) @ eWc + ebc, ey)\n"                     \
   "}\n"
 #define ENC_SAVES "ex elab eWq eWk eWv eWo eg1 eh1 eW1 eb1 eW2 eb2 eg2 eh2 eWc ebc"
+#define ENC_BF16                                                              \
+  "ex = to(ex, bfloat16)\n"                                                   \
+  "ps = [" ENC_PARAMS "]\n"                                                   \
+  "for i in range(14) { ps[i] = requires_grad(to(detach(ps[i]), bfloat16)) }\n" \
+  "eWq, eWk, eWv, eWo, eg1, eh1, eW1, eb1, eW2, eb2, eg2, eh2, eWc, ebc = ps\n"
 #define ENC_STEP                                                              \
   "loss = enc_loss()\n"                                                       \
   "gs = grad(loss, [" ENC_PARAMS "])\n"                                       \
@@ -158,6 +171,11 @@ static const peer_setup PEER_SETUPS[] = {
     {"ptr10", TRAIN_SETUP(10), TRAIN_SAVES},
     {"ptr100", TRAIN_SETUP(100), TRAIN_SAVES},
     {"penc", ENC_SETUP, ENC_SAVES},
+    /* the steps in bfloat16: the inputs saved are the rounded ones */
+    {"ptr1h", TRAIN_SETUP(1) TRAIN_BF16, TRAIN_SAVES},
+    {"ptr10h", TRAIN_SETUP(10) TRAIN_BF16, TRAIN_SAVES},
+    {"ptr100h", TRAIN_SETUP(100) TRAIN_BF16, TRAIN_SAVES},
+    {"pench", ENC_SETUP ENC_BF16, ENC_SAVES},
 };
 
 #define LN_BWD(X, G, B, W) "r = grad(sum(layer_norm(" X ", [1024], " G ", " B ") * " W "), [" X ", " G ", " B "])"
@@ -193,6 +211,10 @@ static const peer_row PEER_ROWS[] = {
     {"train10", "ptr10", TRAIN_STEP, TRAIN_CHECK},
     {"train100", "ptr100", TRAIN_STEP, TRAIN_CHECK},
     {"encoder", "penc", ENC_STEP, ENC_CHECK},
+    {"train1_bf16", "ptr1h", TRAIN_STEP, TRAIN_CHECK},
+    {"train10_bf16", "ptr10h", TRAIN_STEP, TRAIN_CHECK},
+    {"train100_bf16", "ptr100h", TRAIN_STEP, TRAIN_CHECK},
+    {"encoder_bf16", "pench", ENC_STEP, ENC_CHECK},
 };
 
 #endif

@@ -314,88 +314,100 @@ def torch_rows(group, data):
         rows.update(both("softmax", sm, sm, t("sx", 4096, 1024)))
     elif group.startswith("ptr"):
         rows.update(torch_train(group, data, t))
-    elif group == "penc":
-        rows.update(torch_encoder(data, t))
+    elif group.startswith("penc"):
+        rows.update(torch_encoder(group, data, t))
     return rows
 
 
-def torch_train(group, data, t):
-    """examples/train.masq's step at K times its size, as a torch user
-    writes it: the missing labels as ignore_index, torch.optim.Adam."""
+def torch_step(name, dtype, tensors, leaves, loss_fn, lr):
+    """A step row: torch.optim.Adam over [leaves] (their names in
+    [tensors], made parameters in [dtype]), the loss [loss_fn](named
+    tensors); check: the loss and the gradients at the set-up's values;
+    ref: the same in float64 from the same (rounded) values."""
     import torch
-    import torch.nn.functional as F
 
-    k = int(group[3:])
-    B, H = 40 * k, 16 * k
-    x = t("tx", B, 2)
-    y = t("tlab", B).long()
-    y[t("tok", B) == 0] = -100  # no label: ignore_index
-    w1 = torch.nn.Parameter(t("W1", 2, H))
-    b1 = torch.nn.Parameter(t("b1", H))
-    w2 = torch.nn.Parameter(t("W2", H, 3))
-    b2 = torch.nn.Parameter(t("b2", 3))
-    params = [w1, b1, w2, b2]
-    opt = torch.optim.Adam(params, lr=0.05)
+    def made(kind):
+        vals = {k: v.to(kind) for k, v in tensors.items()}
+        for k in leaves:
+            vals[k] = torch.nn.Parameter(vals[k])
+        return vals
 
-    def loss():
-        return F.cross_entropy(F.gelu(x @ w1 + b1) @ w2 + b2, y)
+    vals = made(torch.bfloat16 if dtype == "bfloat16" else torch.float32)
+    params = [vals[k] for k in leaves]
+    opt = torch.optim.Adam(params, lr=lr)
 
     def step():
         opt.zero_grad()
-        lo = loss()
+        lo = loss_fn(vals)
         lo.backward()
         opt.step()
         return lo
 
-    def grads():
-        lo = loss()
+    def grads(v):
+        lo = loss_fn(v)
         return torch.cat([lo.detach().reshape(1)] +
-                         [g.reshape(-1) for g in torch.autograd.grad(lo, params)])
+                         [g.reshape(-1) for g in torch.autograd.grad(lo, [v[k] for k in leaves])])
 
-    return {"train%d" % k: (step, grads, "float32", None)}
+    # float64 from the values of vals before any step (the rounded ones)
+    wide = {k: torch.nn.Parameter(v.detach().double()) if k in leaves else v.double()
+            for k, v in vals.items()}
+    return {name: (step, lambda: grads(vals), dtype, lambda: grads(wide))}
 
 
-def torch_encoder(data, t):
+def torch_train(group, data, t):
+    """examples/train.masq's step at K times its size, as a torch user
+    writes it: the missing labels as ignore_index, torch.optim.Adam.
+    Group ptrK (float32) or ptrKh (bfloat16)."""
+    import torch
+    import torch.nn.functional as F
+
+    half = group.endswith("h")
+    k = int(group[3:].rstrip("h"))
+    B, H = 40 * k, 16 * k
+    y = t("tlab", B).long()
+    y[t("tok", B) == 0] = -100  # no label: ignore_index
+    tensors = {"x": t("tx", B, 2), "W1": t("W1", 2, H), "b1": t("b1", H),
+               "W2": t("W2", H, 3), "b2": t("b2", 3)}
+
+    def loss(v):
+        return F.cross_entropy(F.gelu(v["x"] @ v["W1"] + v["b1"]) @ v["W2"] + v["b2"], y)
+
+    return torch_step("train%d%s" % (k, "_bf16" if half else ""), "bfloat16" if half else "float32",
+                      tensors, ["W1", "b1", "W2", "b2"], loss, 0.05)
+
+
+def torch_encoder(group, data, t):
     """peer_rows.h's encoder block on the dense padded tensors: padded keys
     masked_fill'ed to -inf before the softmax, padded positions left out of
-    the pooling by a 0/1 factor; every position computed."""
+    the pooling by a 0/1 factor; every position computed. Group penc
+    (float32) or pench (bfloat16)."""
     import torch
     import torch.nn.functional as F
 
     lens = torch.tensor([239, 130, 175, 95, 173, 154, 228, 222, 202, 183, 181, 244, 153, 145, 124, 101])
-    x = t("ex", 16, 256, 64)
     y = t("elab", 16).long()
     keys = torch.arange(256)[None, None, :] < lens[:, None, None]  # (16, 1, 256)
     qm = (torch.arange(256)[None, :] < lens[:, None]).float()[..., None]  # (16, 256, 1)
     shapes = [("eWq", 64, 64), ("eWk", 64, 64), ("eWv", 64, 64), ("eWo", 64, 64), ("eg1", 64),
               ("eh1", 64), ("eW1", 64, 256), ("eb1", 256), ("eW2", 256, 64), ("eb2", 64),
               ("eg2", 64), ("eh2", 64), ("eWc", 64, 4), ("ebc", 4)]
-    params = [torch.nn.Parameter(t(n, *s)) for n, *s in shapes]
-    wq, wk, wv, wo, g1, h1, w1, b1, w2, b2, g2, h2, wc, bc = params
-    opt = torch.optim.Adam(params, lr=0.001)
+    tensors = {n: t(n, *s) for n, *s in shapes}
+    tensors["ex"] = t("ex", 16, 256, 64)
 
-    def loss():
-        s = ((x @ wq) @ (x @ wk).transpose(-2, -1) / 8).masked_fill(~keys, float("-inf"))
-        a = torch.softmax(s, -1) @ (x @ wv)
-        h = F.layer_norm(x + a @ wo, (64,), g1, h1)
-        f = h + F.gelu(h @ w1 + b1) @ w2 + b2
-        hh = F.layer_norm(f, (64,), g2, h2)
-        pooled = (hh * qm).sum(1) / qm.sum(1)
-        return F.cross_entropy(pooled @ wc + bc, y)
+    def loss(v):
+        x = v["ex"]
+        s = ((x @ v["eWq"]) @ (x @ v["eWk"]).transpose(-2, -1) / 8).masked_fill(~keys, float("-inf"))
+        a = torch.softmax(s, -1) @ (x @ v["eWv"])
+        h = F.layer_norm(x + a @ v["eWo"], (64,), v["eg1"], v["eh1"])
+        f = h + F.gelu(h @ v["eW1"] + v["eb1"]) @ v["eW2"] + v["eb2"]
+        hh = F.layer_norm(f, (64,), v["eg2"], v["eh2"])
+        m = qm.to(hh.dtype)
+        pooled = (hh * m).sum(1) / m.sum(1)
+        return F.cross_entropy(pooled @ v["eWc"] + v["ebc"], y)
 
-    def step():
-        opt.zero_grad()
-        lo = loss()
-        lo.backward()
-        opt.step()
-        return lo
-
-    def grads():
-        lo = loss()
-        return torch.cat([lo.detach().reshape(1)] +
-                         [g.reshape(-1) for g in torch.autograd.grad(lo, params)])
-
-    return {"encoder": (step, grads, "float32", None)}
+    half = group.endswith("h")
+    return torch_step("encoder_bf16" if half else "encoder", "bfloat16" if half else "float32",
+                      tensors, [n for n, *_ in shapes], loss, 0.001)
 
 
 def numpy_rows(group, data):
@@ -420,7 +432,8 @@ GROUPS = [("pmm", ["mm128", "mm512", "mm1024", "mm2048"]), ("pbmm", ["bmm"]),
           ("plin", ["lin_gelu", "mlp"]), ("pln", ["ln", "ln_bwd"]),
           ("pge", ["gelu", "gelu_bwd"]), ("psm", ["softmax"]),
           ("ptr1", ["train1"]), ("ptr10", ["train10"]), ("ptr100", ["train100"]),
-          ("penc", ["encoder"])]
+          ("penc", ["encoder"]), ("ptr1h", ["train1_bf16"]), ("ptr10h", ["train10_bf16"]),
+          ("ptr100h", ["train100_bf16"]), ("pench", ["encoder_bf16"])]
 STEPS = {"train1", "train10", "train100", "encoder"}
 
 
@@ -429,7 +442,7 @@ def wanted_groups(args):
     out = []
     for group, rows in GROUPS:
         names = set(rows) | {r + "_bf16" for r in rows}
-        sets = {"@steps"} if rows[0] in STEPS else {"@dense"}
+        sets = {"@steps"} if rows[0].replace("_bf16", "") in STEPS else {"@dense"}
         if not args or names & set(args) or sets & set(args):
             out.append(group)
     return out
