@@ -29,44 +29,16 @@ import re
 import sys
 import time
 
-MIN_REPS, MAX_REPS, MIN_SECONDS = 3, 41, 0.4
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from py_bench import timeit  # noqa: E402 - after the path; the same timing as the masked rows
+
+MIN_REPS = 3  # a 2048^2 product of masq's takes seconds (masq_bench's peer rows: the same)
 TOL = {"float32": 1e-4, "bfloat16": 1e-2}
 
 
 def usage():
     print("usage: peers.py torch|numpy THREADS DATA_DIR [ROW...]", file=sys.stderr)
     return 2
-
-
-def reps_fixed():
-    q = os.environ.get("BENCH_QUICK", "")
-    if q and q != "0":
-        return 3
-    r = os.environ.get("BENCH_REPS", "")
-    return max(1, min(64, int(r))) if r else 0
-
-
-def timeit(impl, name, fn):
-    """Prints the RESULT line of fn (best of N is its min), or NA."""
-    try:
-        fn()  # warm-up
-    except Exception as e:  # noqa: BLE001 - a failing row is an NA, not a crash
-        print("RESULT\t%s\t%s\tNA\tNA\t%s: %s" % (impl, name, type(e).__name__,
-                                                  " ".join(str(e).split())[:160]), flush=True)
-        return
-    fixed = reps_fixed()
-    samples, elapsed = [], 0.0
-    while (len(samples) < fixed) if fixed else (
-            len(samples) < MIN_REPS or (len(samples) < MAX_REPS and elapsed < MIN_SECONDS)):
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        samples.append(dt)
-        elapsed += dt
-    samples.sort()
-    n = len(samples)
-    med = samples[n // 2] if n % 2 else 0.5 * (samples[n // 2 - 1] + samples[n // 2])
-    print("RESULT\t%s\t%s\t%.9g\t%.9g\t" % (impl, name, med, samples[0]), flush=True)
 
 
 # --- which BLAS this process runs ------------------------------------------------
@@ -496,7 +468,7 @@ def main():
                       ref_fn and (lambda ref_fn=ref_fn: value(ref_fn)))
             except Exception as e:  # noqa: BLE001
                 print("CHECK\t%s\t%s\tNA\t%g\tFAIL\t%s: %s" % (impl, name, TOL[dtype], type(e).__name__, e))
-            timeit(impl, name, fn)
+            timeit(impl, name, fn, MIN_REPS)
     return 0
 
 

@@ -32,11 +32,11 @@ def reps_fixed():
     return max(1, min(64, int(r))) if r else 0
 
 
-def more(done, elapsed):
+def more(done, elapsed, min_reps=MIN_REPS):
     fixed = reps_fixed()
     if fixed:
         return done < fixed
-    if done < MIN_REPS:
+    if done < min_reps:
         return True
     return done < MAX_REPS and elapsed < MIN_SECONDS
 
@@ -49,14 +49,14 @@ def na(impl, name, why):
     print("RESULT\t%s\t%s\tNA\tNA\t%s" % (impl, name, clean(why)), flush=True)
 
 
-def timeit(impl, name, fn):
+def timeit(impl, name, fn, min_reps=MIN_REPS):
     try:
         fn()  # warm-up (and: does it run at all?)
     except Exception as e:  # noqa: BLE001 - any failure is an NA, not a crash
         na(impl, name, "%s: %s" % (type(e).__name__, e))
         return
     samples, elapsed = [], 0.0
-    while more(len(samples), elapsed):
+    while more(len(samples), elapsed, min_reps):
         t0 = time.perf_counter()
         fn()
         dt = time.perf_counter() - t0
