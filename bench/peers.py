@@ -214,7 +214,6 @@ def check(np, impl, data, name, group, mine, dtype, ref_fn):
 # their inputs rounded to bfloat16).
 
 def torch_rows(group, data):
-    import numpy as np
     import torch
     import torch.nn.functional as F
 
@@ -330,7 +329,6 @@ def torch_train(group, data, t):
     """examples/train.masq's step at K times its size, as a torch user
     writes it: the missing labels as ignore_index, torch.optim.Adam.
     Group ptrK (float32) or ptrKh (bfloat16)."""
-    import torch
     import torch.nn.functional as F
 
     half = group.endswith("h")
