@@ -451,17 +451,23 @@ static int selected(int argc, char **argv, const char *name, const char *set) {
 
 static const char *peer_set(const peer_row *p) { return is_step(p->name) ? "steps" : "dense"; }
 
-static masq_state *open_state(void) {
+/* A fresh state; with [io], save and load too (--save). */
+static masq_state *open_state_io(int io) {
   masq_config cfg;
   masq_config_init(&cfg);
   cfg.alloc = counting_alloc;
-  cfg.libs = MASQ_LIB_ALL; /* save, for --save */
+  if (io) cfg.libs = MASQ_LIB_ALL;
   masq_state *M = masq_open(&cfg);
   if (!M) fprintf(stderr, "masq_bench: masq_open failed\n");
   memset(group_state, 0, sizeof group_state);
   reset_peak();
   return M;
 }
+
+static masq_state *open_state(void) { return open_state_io(0); }
+
+/* [code] of the format [fmt], or 0 if it does not fit */
+#define FORMAT_CODE(code, ...) (snprintf(code, sizeof code, __VA_ARGS__) < (int)sizeof code)
 
 /* Runs [code] in M; on an error says which [what] of [row] failed. */
 static int eval_or_say(masq_state *M, const char *code, const char *row, const char *what) {
@@ -490,7 +496,7 @@ static int save_peer_rows(const char *dir, int argc, char **argv) {
     if (!selected(argc, argv, p->name, peer_set(p))) continue;
     if (!group || strcmp(group, p->group) != 0) {
       if (M) masq_close(M);
-      if (!(M = open_state())) return 1;
+      if (!(M = open_state_io(1))) return 1;
       group = p->group;
       char why[256];
       if (!run_setup(M, group, why, sizeof why)) {
@@ -503,8 +509,12 @@ static int save_peer_rows(const char *dir, int argc, char **argv) {
         if (strcmp(PEER_SETUPS[g].group, group) == 0) ps = &PEER_SETUPS[g];
       for (const char *n = ps ? ps->saves : ""; *n;) { /* each name of the list */
         int len = (int)strcspn(n, " ");
-        snprintf(code, sizeof code, "save(\"%s/in_%s_%.*s.npy\", to(detach(%.*s), float32))", dir,
-                 group, len, n, len, n);
+        if (!FORMAT_CODE(code, "save(\"%s/in_%s_%.*s.npy\", to(detach(%.*s), float32))", dir,
+                         group, len, n, len, n)) {
+          fprintf(stderr, "masq_bench --save: the directory's name is too long\n");
+          masq_close(M);
+          return 2;
+        }
         failed |= !eval_or_say(M, code, p->name, "saving an input failed");
         n += len;
         n += strspn(n, " ");
@@ -514,8 +524,8 @@ static int save_peer_rows(const char *dir, int argc, char **argv) {
       failed = 1;
       continue;
     }
-    snprintf(code, sizeof code, "save(\"%s/%s.npy\", to(detach(r), float32))", dir, p->name);
-    failed |= !eval_or_say(M, code, p->name, "saving the result failed");
+    if (FORMAT_CODE(code, "save(\"%s/%s.npy\", to(detach(r), float32))", dir, p->name))
+      failed |= !eval_or_say(M, code, p->name, "saving the result failed");
   }
   if (M) masq_close(M);
   return failed;
