@@ -98,6 +98,16 @@ END {
     if (CRANK[k] == 0) printf "  check %s n/a: %s\n", k, CWHY[k]
   }
 
+  # two threads against one on the largest product: about 2x with both
+  # cores free; near 1x, another process had the second core
+  split("masq torch numpy", TI, " ")
+  line = ""
+  for (j = 1; j <= 3; j++) {
+    a = best(TI[j], "mm2048"); b = best(TI[j] "-2t", "mm2048")
+    if (a != "" && b != "") line = line sprintf("%s %s %.2fx", (line == "" ? "" : ","), TI[j], a / b)
+  }
+  if (line != "") print "  two threads over one, matmul 2048^2 float32 (about 2x on a quiet machine):" line
+
   print ""
   print "targets of issue 30 (one run; at one and two threads):"
   for (th = 1; th <= 2; th++) {
