@@ -10,13 +10,15 @@ own threads alone), and torch.set_num_threads(THREADS) too. The results
 are tagged "torch" / "numpy" on one thread and "torch-2t" / "numpy-2t" on two.
 
 It prints, in bench/bench_util.h's protocol (tab-separated):
-  BLAS   <impl> <kind> <detail>   the BLAS library mapped into this process
-         after a matrix product (openblas, mkl, blis, reference or unknown),
-         with OpenBLAS's own thread count and torch's BLAS_INFO
-  CHECK  <impl> <row> <error> <tolerance> ok|FAIL|n/a [why]
+  BLAS   <impl> <kind> <detail>   the kind of BLAS whose sgemm_ this process
+         calls (openblas, mkl, blis, atlas, reference or unknown), with a
+         timed 256^2 product, the threads busy in a 1024^2 one, OpenBLAS's
+         own thread count, torch's BLAS_INFO and every BLAS library mapped
+  CHECK  <impl> <row> <error> <tolerance> ok|peer-off|FAIL|n/a [why]
          the largest difference from masq's result over the largest
          magnitude of masq's (masq_bench --save DATA_DIR wrote the inputs
-         and results; without them, n/a and random inputs of the same shape)
+         and results; without them, n/a and random inputs of the same
+         shape); beyond the tolerance, both against float64 (check())
   RESULT <impl> <row> <median s> <min s>
          one warm-up, then at least 3 timed runs, more until 0.4 s passed,
          at most 41 (BENCH_QUICK / BENCH_REPS as in C)
