@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "bench_util.h"
@@ -357,6 +358,12 @@ static void all_na(masq_state *M, const workload *w, const config *cf, int ncf, 
   for (int c = 0; c < ncf; c++) bench_na(cf[c].impl, w->name, why);
 }
 
+/* The process's minor page faults so far (a fresh result's pages). */
+static long minor_faults(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : 0;
+}
+
 /* Times [w] in each of the [ncf] configurations, one repetition of each in
  * turn: a spell of load on the machine then falls on all of them alike,
  * so their ratio (2T/1T) compares like with like. */
@@ -376,14 +383,17 @@ static void time_workload(masq_state *M, const workload *w, const config *cf, in
     }
   }
   static double samples[2][BENCH_MAX_SAMPLES]; /* [configuration][repetition] */
+  long faults[2] = {0, 0};                     /* minor page faults, per configuration */
   double elapsed = 0;
   int n = 0;
   while (bench_more_min(n, elapsed / ncf, min_reps) && n < BENCH_MAX_SAMPLES) {
     for (int c = 0; c < ncf; c++) {
       set_threads(M, cf[c].threads);
+      long f0 = minor_faults();
       double t0 = bench_now();
       masq_status st = masq_eval(M, w->code, len, "<bench>", 0);
       double dt = bench_now() - t0;
+      faults[c] += minor_faults() - f0;
       if (st != MASQ_OK) {
         all_na(M, w, cf, ncf, "failed");
         return;
@@ -404,8 +414,10 @@ static void time_workload(masq_state *M, const workload *w, const config *cf, in
     speedup[c] = bench_median(r, n);
   }
   for (int c = 0; c < ncf; c++) {
-    if (!count) {
-      bench_result(cf[c].impl, w->name, samples[c], n, "");
+    if (!count) { /* the peer rows: page faults a run, as py_bench.py's */
+      char note[40];
+      snprintf(note, sizeof note, "minflt=%ld", faults[c] / n);
+      bench_result(cf[c].impl, w->name, samples[c], n, note);
       continue;
     }
     set_threads(M, cf[c].threads);

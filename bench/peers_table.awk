@@ -42,6 +42,11 @@ $1 == "CHECK" {
 $1 == "RESULT" && $5 != "NA" {
   k = $2 SUBSEP $3
   if (!(k in T) || $5 + 0 < T[k]) T[k] = $5 + 0
+  # minor page faults a run, the least over the rounds
+  if (match($6, /minflt=[0-9]+/)) {
+    f = substr($6, RSTART + 7, RLENGTH - 7) + 0
+    if (!(k in FLT) || f < FLT[k]) FLT[k] = f
+  }
 }
 $1 == "RESULT" && $5 == "NA" && $6 != "" { WHY[$2 " " $3] = $6 }
 END {
@@ -96,6 +101,21 @@ END {
     if (CRANK[k] == 3) printf "  check %s FAILED, masq and a peer disagree beyond the tolerance; %s\n", k, CWHY[k]
     if (CRANK[k] == 2) printf "  check %s: the peer is off, masq is not; %s\n", k, CWHY[k]
     if (CRANK[k] == 0) printf "  check %s n/a: %s\n", k, CWHY[k]
+  }
+
+  # page faults: a fresh result's pages cost, on this VM, about as much as
+  # an elementwise op's arithmetic; they explain a peer's time that swings
+  nf = 0
+  for (i = 1; i <= n; i++) for (d = 1; d <= 2; d++) {
+    w = W[i] (d == 2 ? "_bf16" : "")
+    line = ""
+    for (j = 1; j <= 3; j++) {
+      split("masq torch numpy", FI, " ")
+      if ((FI[j] SUBSEP w) in FLT && FLT[FI[j], w] >= 1000) line = line sprintf(" %s %d", FI[j], FLT[FI[j], w])
+    }
+    if (line == "") continue
+    if (!nf++) print "  minor page faults a run (one thread), where 1000 or more (fresh pages for results):"
+    printf "    %s%s:%s\n", L[W[i]], (d == 2 ? " bf16" : ""), line
   }
 
   # two threads against one on the largest product: about 2x with both

@@ -15,6 +15,7 @@ The padded-batch workloads (padded_workloads) add the peers users pick
 besides the masked libraries, under impl names of their own.
 """
 import os
+import resource
 import sys
 import time
 import warnings
@@ -56,16 +57,21 @@ def timeit(impl, name, fn, min_reps=MIN_REPS):
         na(impl, name, "%s: %s" % (type(e).__name__, e))
         return
     samples, elapsed = [], 0.0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     while more(len(samples), elapsed, min_reps):
         t0 = time.perf_counter()
         fn()
         dt = time.perf_counter() - t0
         samples.append(dt)
         elapsed += dt
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     samples.sort()
     n = len(samples)
     med = samples[n // 2] if n % 2 else 0.5 * (samples[n // 2 - 1] + samples[n // 2])
-    print("RESULT\t%s\t%s\t%.9g\t%.9g\t" % (impl, name, med, samples[0]), flush=True)
+    # minor page faults a run: fresh pages for a result cost about as much
+    # as the arithmetic of an elementwise op here (10^4 faults, 20-30 ms)
+    print("RESULT\t%s\t%s\t%.9g\t%.9g\tminflt=%d" % (impl, name, med, samples[0], faults // n),
+          flush=True)
 
 
 def torch_workloads():
