@@ -298,6 +298,7 @@ typedef struct job {
   const mq_gemm *G;
   mq_gemm_kernel kern;
   bool pairs;     /* bfloat16 pairs (gemm_kernels.h) */
+  int cpu;        /* the CPU path (a result of few rows has a kernel of its own) */
   const span *sp; /* per batch, or NULL: everything */
   bool slow;      /* the pairs path (gemm.h: a valid inf or NaN meets a masked-out partner) */
   int64_t mc, nc, ti, tj; /* tile size, tiles per batch along i and j */
@@ -426,6 +427,17 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
       tile_slow(J, &a, &bb, c, &r);
       continue;
     }
+    if (!J->pairs && G->in == MQ_DT_F32 && G->dt == MQ_DT_F32 && r.i1 - r.i0 <= 4 &&
+        bb.cs == 1 && (!bb.m || bb.mcs == 1)) {
+      const float *ap = (const float *)(const void *)a.p + r.i0 * a.rs + r.k0 * a.cs;
+      const uint8_t *am = a.m ? a.m + r.i0 * a.mrs + r.k0 * a.mcs : NULL;
+      const float *bp = (const float *)(const void *)bb.p + r.k0 * bb.rs + r.j0;
+      const uint8_t *bm = bb.m ? bb.m + r.k0 * bb.mrs + r.j0 : NULL;
+      if (mq_gemm_few_rows_f32(J->cpu, r.i1 - r.i0, r.j1 - r.j0, r.k1 - r.k0, ap, a.rs, a.cs, am,
+                               a.mrs, a.mcs, bp, bb.rs, bm, bb.mrs,
+                               (float *)(void *)c + r.i0 * G->ldc + r.j0, G->ldc, G->accumulate))
+        continue;
+    }
     for (int64_t k0 = r.k0; k0 < r.k1; k0 += KC) {
       int64_t kc = r.k1 - k0 < KC ? r.k1 - k0 : KC;
       if (J->pairs) {
@@ -475,7 +487,7 @@ static mq_gemm serial_gemm(mq_dtype dt, int64_t n, int64_t m, int64_t K, const v
 
 size_t mq_gemm_serial_bytes(int cpu, mq_dtype dt, int64_t n, int64_t m, int64_t K) {
   mq_gemm G = serial_gemm(dt, n, m, K, NULL, 0, NULL, 0, NULL, 0);
-  job J = {.G = &G, .kern = mq_gemm_kernel_for(cpu, dt == MQ_DT_F64 ? MQ_GEMM_F64 : MQ_GEMM_F32)};
+  job J = {.G = &G, .cpu = cpu, .kern = mq_gemm_kernel_for(cpu, dt == MQ_DT_F64 ? MQ_GEMM_F64 : MQ_GEMM_F32)};
   tile_sizes(&J, 1);
   return J.pa_size + J.pb_size;
 }
@@ -484,16 +496,62 @@ void mq_gemm_serial(int cpu, mq_dtype dt, int64_t n, int64_t m, int64_t K, const
                     int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc, void *buf) {
   if (n <= 0 || m <= 0) return;
   mq_gemm G = serial_gemm(dt, n, m, K, a, lda, b, ldb, c, ldc);
-  job J = {.G = &G, .kern = mq_gemm_kernel_for(cpu, dt == MQ_DT_F64 ? MQ_GEMM_F64 : MQ_GEMM_F32)};
+  job J = {.G = &G, .cpu = cpu, .kern = mq_gemm_kernel_for(cpu, dt == MQ_DT_F64 ? MQ_GEMM_F64 : MQ_GEMM_F32)};
   tile_sizes(&J, 1);
   J.pa = buf, J.pb = (char *)buf + J.pa_size;
   tiles(&J, 0, J.ti * J.tj, 0);
 }
 
+/* [X] read transposed. */
+static mq_gemm_mat transposed(mq_gemm_mat X) {
+  int64_t t = X.rs;
+  X.rs = X.cs, X.cs = t;
+  t = X.mrs;
+  X.mrs = X.mcs, X.mcs = t;
+  return X;
+}
+
+/* A narrow product (a few columns: h @ w with w (K, 3), a backward's
+ * a^T @ g) as C^T = B^T @ A^T, so that its long side fills the vectors
+ * (the kernel's 32 columns would be mostly padding): each entry is the
+ * same chain, fma(a, b, c) being fma(b, a, c), and a bfloat16 pair's step
+ * is as symmetric. Computed into a buffer, written back transposed. */
+/* C's batches to the buffer [t] of their transposes ([to_t]), or back. */
+static void copy_transposed(const mq_gemm *G, char *t, bool to_t) {
+  int64_t n = G->n, m = G->m, es = (int64_t)mq_dtype_size(G->dt);
+  for (int64_t b = 0; b < G->nbatch; b++) {
+    char *c = (char *)G->C + (G->coff ? G->coff[b] : 0) * es, *tb = t + b * n * m * es;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < m; j++) {
+        char *ce = c + (i * G->ldc + j) * es, *te = tb + (j * n + i) * es;
+        memcpy(to_t ? te : ce, to_t ? ce : te, (size_t)es);
+      }
+  }
+}
+
+static void run_transposed(mq_state *S, const mq_gemm *G) {
+  int64_t per = G->n * G->m;
+  size_t bytes = mq_ck_zmul(S, mq_ck_zmul(S, (size_t)per, (size_t)G->nbatch, "matmul"),
+                            mq_dtype_size(G->dt), "matmul");
+  char *buf = mq_scratch(S, bytes);
+  int64_t *coff = mq_scratch(S, (size_t)G->nbatch * sizeof *coff);
+  for (int64_t b = 0; b < G->nbatch; b++) coff[b] = b * per;
+  mq_gemm T = *G;
+  T.n = G->m, T.m = G->n, T.A = transposed(G->B), T.B = transposed(G->A);
+  T.C = buf, T.ldc = G->n, T.coff = coff;
+  if (G->accumulate) copy_transposed(G, buf, true);
+  mq_gemm_run(S, &T);
+  copy_transposed(G, buf, false);
+}
+
 void mq_gemm_run(mq_state *S, const mq_gemm *G) {
   if (G->nbatch <= 0 || G->n <= 0 || G->m <= 0) return;
+  if (G->m < 8 && G->n >= 4 * G->m) { /* never both ways: n >= 4 m */
+    run_transposed(S, G);
+    return;
+  }
   bool pairs = G->in == MQ_DT_BF16;
-  job J = {.G = G, .pairs = pairs,
+  job J = {.G = G, .pairs = pairs, .cpu = S->cpu,
            .kern = mq_gemm_kernel_for(S->cpu, pairs ? MQ_GEMM_BF16
                                               : G->dt == MQ_DT_F64 ? MQ_GEMM_F64 : MQ_GEMM_F32)};
   bool masked = G->A.m || G->B.m;

@@ -8,6 +8,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "../tensor/half.h"
 
@@ -181,6 +182,59 @@ TGT_BF16 static void kern_bf16_avx512(int64_t kc, const void *a_, const void *b_
   ROWS12(STORE_ROW)
 }
 #endif
+
+#if MQ_CPU_X86
+/* A block of columns [j0, j1) of the n rows, k outermost: the rows of C
+ * stay in L1 while B's rows stream through once, each entry's chain
+ * still in k order. */
+#define FEW_TGT __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq,fma")))
+FEW_TGT static void few_rows(int64_t n, int64_t w, int64_t kc, const float *a, int64_t ars,
+                             int64_t acs, const uint8_t *am, int64_t amrs, int64_t amcs,
+                             const float *b, int64_t ldb, const uint8_t *bm, int64_t bmrs, float *c,
+                             int64_t ldc, int load) {
+  for (int64_t j0 = 0; j0 < w; j0 += 1024) {
+    int64_t j1 = w - j0 < 1024 ? w : j0 + 1024;
+    if (!load)
+      for (int64_t i = 0; i < n; i++) memset(c + i * ldc + j0, 0, (size_t)(j1 - j0) * sizeof *c);
+    for (int64_t k = 0; k < kc; k++) {
+      __m512 x[4];
+      for (int64_t i = 0; i < n; i++)
+        x[i] = _mm512_set1_ps(!am || am[i * amrs + k * amcs] ? a[i * ars + k * acs] : 0.0f);
+      const float *bk = b + k * ldb;
+      const uint8_t *mk = bm ? bm + k * bmrs : NULL;
+      for (int64_t j = j0; j < j1; j += 16) {
+        __mmask16 v = j1 - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (j1 - j)) - 1);
+        if (mk) { /* the mask's bytes, read only up to the row's end */
+          __m128i mb = v == 0xffff ? _mm_loadu_si128((const __m128i *)(const void *)(mk + j))
+                                   : _mm_maskz_loadu_epi8(v, mk + j);
+          v &= _mm_test_epi8_mask(mb, mb);
+        }
+        __m512 bv = _mm512_maskz_loadu_ps(v, bk + j);
+        __mmask16 all = j1 - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (j1 - j)) - 1);
+        for (int64_t i = 0; i < n; i++) {
+          float *ci = c + i * ldc + j;
+          _mm512_mask_storeu_ps(ci, all, _mm512_fmadd_ps(x[i], bv, _mm512_maskz_loadu_ps(all, ci)));
+        }
+      }
+    }
+  }
+}
+#endif
+
+bool mq_gemm_few_rows_f32(int cpu, int64_t n, int64_t w, int64_t kc, const float *a, int64_t ars,
+                          int64_t acs, const uint8_t *am, int64_t amrs, int64_t amcs, const float *b,
+                          int64_t ldb, const uint8_t *bm, int64_t bmrs, float *c, int64_t ldc,
+                          int load) {
+#if MQ_CPU_X86
+  if (cpu < MQ_CPU_AVX512 || n < 1 || n > 4) return false;
+  few_rows(n, w, kc, a, ars, acs, am, amrs, amcs, b, ldb, bm, bmrs, c, ldc, load);
+  return true;
+#else
+  (void)cpu, (void)n, (void)w, (void)kc, (void)a, (void)ars, (void)acs, (void)am, (void)amrs;
+  (void)amcs, (void)b, (void)ldb, (void)bm, (void)bmrs, (void)c, (void)ldc, (void)load;
+  return false;
+#endif
+}
 
 mq_gemm_kernel mq_gemm_kernel_for(int cpu, mq_gemm_kind kind) {
   bool f64 = kind == MQ_GEMM_F64;

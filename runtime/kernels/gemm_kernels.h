@@ -31,6 +31,18 @@ typedef enum mq_gemm_kind { MQ_GEMM_F32, MQ_GEMM_F64, MQ_GEMM_BF16 } mq_gemm_kin
 /* The kernel of CPU path [cpu] for [kind]. */
 MQ_INTERNAL mq_gemm_kernel mq_gemm_kernel_for(int cpu, mq_gemm_kind kind);
 
+/* Few rows (n <= 4) of a float32 product straight from B's rows, for
+ * results too short for the MR-high tiles (a^T @ g with a of two
+ * columns): c[i, j] (row stride ldc) for i < n, j < w, the chain over k <
+ * kc of a(i, k) b[k, j] from +0 (or c's value, [load]); a(i, k) at a[i ars
+ * + k acs], 0 where am[i amrs + k amcs] is 0 (am NULL: all valid); b's row
+ * k at b + k ldb, contiguous, 0 where bm[k bmrs + j] is 0. False (nothing
+ * done) on a path without AVX-512: the tiles then do it. */
+MQ_INTERNAL bool mq_gemm_few_rows_f32(int cpu, int64_t n, int64_t w, int64_t kc, const float *a,
+                                      int64_t ars, int64_t acs, const uint8_t *am, int64_t amrs,
+                                      int64_t amcs, const float *b, int64_t ldb, const uint8_t *bm,
+                                      int64_t bmrs, float *c, int64_t ldc, int load);
+
 /* One step of a bfloat16 chain, the definition every path computes: the
  * pair's odd element first, each a fused multiply-add rounded to float32,
  * with bfloat16 subnormals read as zero and float32 subnormal results

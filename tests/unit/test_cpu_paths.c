@@ -209,7 +209,7 @@ static float bf16_chain_at(const uint16_t *a, const uint8_t *ma, const uint16_t 
  * sums rounded to bfloat16, with subnormals, infinities and NaN, masked
  * operands on either side, odd sizes and past a block of k. */
 static void matmul_bf16_paths(void) {
-  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {13, 37, 35}, {2, 301, 33}, {30, 7, 70}};
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {13, 37, 35}, {2, 301, 33}, {30, 7, 70}, {41, 9, 3}};
   int best = mq_cpu_best(), saved = S->cpu;
   for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
     for (int d = 0; d < 3; d++)
@@ -254,7 +254,7 @@ static void matmul_bf16_paths(void) {
  * threads. */
 static void matmul_paths(void) {
   static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {4, 37, 20}, {2, 130, 33},
-                                    {13, 300, 35}, {200, 7, 70}};
+                                    {13, 300, 35}, {200, 7, 70}, {70, 40, 3}};
   int best = mq_cpu_best(), saved = S->cpu, threads = S->nthreads;
   for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
     for (int d = 0; d < 2; d++)
