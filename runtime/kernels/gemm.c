@@ -377,8 +377,8 @@ static void tile_slow(const job *J, const operand *a, const operand *b, char *c,
 /* The micro-kernel over one packed block: rows [0, ni) of the A panels
  * and columns [0, nj) of the B panels, into C at (ci, cj). Edge tiles go
  * through a full-size buffer. */
-static void run_block(const job *J, const char *pa, const char *pb, char *c, int64_t ci,
-                      int64_t cj, int64_t ni, int64_t nj, int64_t kc, int load) {
+static void run_block(const job *J, const char *pa, const char *ad, int64_t lda, const char *pb,
+                      char *c, int64_t ci, int64_t cj, int64_t ni, int64_t nj, int64_t kc, int load) {
   const mq_gemm *G = J->G;
   const mq_gemm_kernel *K = &J->kern;
   int64_t es = (int64_t)mq_dtype_size(G->dt), mr = K->mr, nr = K->nr, ldc = G->ldc;
@@ -386,17 +386,20 @@ static void run_block(const job *J, const char *pa, const char *pb, char *c, int
   for (int64_t ip = 0; ip < ni; ip += mr) {
     int64_t h = ni - ip < mr ? ni - ip : mr;
     const char *ap = pa + ip * kc * es;
+    bool direct = ad && h == mr; /* a full panel of A read in place */
     for (int64_t jp = 0; jp < nj; jp += nr) {
       int64_t w = nj - jp < nr ? nj - jp : nr;
       const char *bp = pb + jp * kc * es;
       char *cp = c + ((ci + ip) * ldc + cj + jp) * es;
       if (h == mr && w == nr) {
-        K->fn(kc, ap, bp, cp, ldc, load);
+        if (direct) K->direct(kc, ad + ip * lda * es, lda, bp, cp, ldc, load);
+        else K->fn(kc, ap, bp, cp, ldc, load);
         continue;
       }
       if (load)
         for (int64_t r = 0; r < h; r++) memcpy(edge + r * nr * es, cp + r * ldc * es, (size_t)(w * es));
-      K->fn(kc, ap, bp, edge, nr, load);
+      if (direct) K->direct(kc, ad + ip * lda * es, lda, bp, edge, nr, load);
+      else K->fn(kc, ap, bp, edge, nr, load);
       for (int64_t r = 0; r < h; r++) memcpy(cp + r * ldc * es, edge + r * nr * es, (size_t)(w * es));
     }
   }
@@ -438,6 +441,10 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
                                (float *)(void *)c + r.i0 * G->ldc + r.j0, G->ldc, G->accumulate))
         continue;
     }
+    /* A's rows contiguous and all valid: the kernel reads them in place */
+    const char *ad = !J->pairs && J->kern.direct && G->in == G->dt && a.cs == 1 && !a.m
+                         ? a.p + r.i0 * a.rs * es
+                         : NULL;
     for (int64_t k0 = r.k0; k0 < r.k1; k0 += KC) {
       int64_t kc = r.k1 - k0 < KC ? r.k1 - k0 : KC;
       if (J->pairs) {
@@ -446,9 +453,15 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
         kc = (kc + 1) / 2; /* words, each of the element size of float32 */
       } else {
         pack(pb, G->dt, &bb, G->in, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
-        pack(pa, G->dt, &a, G->in, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
+        if (ad) { /* full panels read in place; a last partial one packed */
+          int64_t ni = r.i1 - r.i0, full = ni / J->kern.mr * J->kern.mr;
+          if (full < ni) pack(pa + full * kc * es, G->dt, &a, G->in, r.i0 + full, ni - full, k0, kc, J->kern.mr, true);
+        } else {
+          pack(pa, G->dt, &a, G->in, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
+        }
       }
-      run_block(J, pa, pb, c, r.i0, r.j0, r.i1 - r.i0, r.j1 - r.j0, kc, G->accumulate || k0 > r.k0);
+      run_block(J, pa, ad ? ad + k0 * es : NULL, a.rs, pb, c, r.i0, r.j0, r.i1 - r.i0, r.j1 - r.j0,
+                kc, G->accumulate || k0 > r.k0);
     }
   }
 }

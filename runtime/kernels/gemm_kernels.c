@@ -77,6 +77,26 @@ static void kern_bf16_portable(int64_t kc, const void *a_, const void *b_, void 
     }                                                                                      \
     ROWS(STORE_ROW)                                                                        \
   }
+/* The same reading A in place (mq_gemm_dfn). */
+#define DEF_VKERN_DIRECT(NAME, TGT, T, ROWS, MR)                                           \
+  TGT static void NAME(int64_t kc, const void *a_, int64_t lda, const void *b_, void *c_,  \
+                       int64_t ldc, int load) {                                            \
+    const T *a = a_, *b = b_;                                                              \
+    T *c = c_;                                                                             \
+    ROWS(DECL_ROW)                                                                         \
+    if (load) { ROWS(LOAD_ROW) }                                                           \
+    for (int64_t k = 0; k < kc; k++) {                                                     \
+      V b0 = LOADA(b), b1 = LOADA(b + L);                                                  \
+      ROWS(FMA_ROW_D)                                                                      \
+      a += 1, b += 2 * L;                                                                  \
+    }                                                                                      \
+    ROWS(STORE_ROW)                                                                        \
+  }
+#define FMA_ROW_D(r)                                                                       \
+  {                                                                                        \
+    V t = SET1(a[(r) * lda]);                                                              \
+    x##r = FMADD(t, b0, x##r), y##r = FMADD(t, b1, y##r);                                  \
+  }
 #define DECL_ROW(r) V x##r = ZERO(), y##r = ZERO();
 #define LOAD_ROW(r) x##r = LOAD(c + (r) * ldc), y##r = LOAD(c + (r) * ldc + L);
 #define FMA_ROW(r)                                                                         \
@@ -96,6 +116,7 @@ static void kern_bf16_portable(int64_t kc, const void *a_, const void *b_, void 
 #define SET1 _mm256_set1_ps
 #define FMADD _mm256_fmadd_ps
 DEF_VKERN(kern_f32_avx2, TGT_FMA, float, ROWS6, 6)
+DEF_VKERN_DIRECT(kern_f32_avx2_d, TGT_FMA, float, ROWS6, 6)
 #undef V
 #undef L
 #undef ZERO
@@ -113,6 +134,7 @@ DEF_VKERN(kern_f32_avx2, TGT_FMA, float, ROWS6, 6)
 #define SET1 _mm256_set1_pd
 #define FMADD _mm256_fmadd_pd
 DEF_VKERN(kern_f64_avx2, TGT_FMA, double, ROWS6, 6)
+DEF_VKERN_DIRECT(kern_f64_avx2_d, TGT_FMA, double, ROWS6, 6)
 #undef V
 #undef L
 #undef ZERO
@@ -130,6 +152,7 @@ DEF_VKERN(kern_f64_avx2, TGT_FMA, double, ROWS6, 6)
 #define SET1 _mm512_set1_ps
 #define FMADD _mm512_fmadd_ps
 DEF_VKERN(kern_f32_avx512, MQ_TGT_AVX512, float, ROWS12, 12)
+DEF_VKERN_DIRECT(kern_f32_avx512_d, MQ_TGT_AVX512, float, ROWS12, 12)
 #undef V
 #undef L
 #undef ZERO
@@ -147,6 +170,7 @@ DEF_VKERN(kern_f32_avx512, MQ_TGT_AVX512, float, ROWS12, 12)
 #define SET1 _mm512_set1_pd
 #define FMADD _mm512_fmadd_pd
 DEF_VKERN(kern_f64_avx512, MQ_TGT_AVX512, double, ROWS12, 12)
+DEF_VKERN_DIRECT(kern_f64_avx512_d, MQ_TGT_AVX512, double, ROWS12, 12)
 #undef V
 #undef L
 #undef ZERO
@@ -241,15 +265,18 @@ mq_gemm_kernel mq_gemm_kernel_for(int cpu, mq_gemm_kind kind) {
 #if MQ_CPU_X86
   if (kind == MQ_GEMM_BF16)
     return cpu >= MQ_CPU_AVX512 && __builtin_cpu_supports("avx512bf16")
-               ? (mq_gemm_kernel){kern_bf16_avx512, 12, 32}
-               : (mq_gemm_kernel){kern_bf16_portable, 4, 8};
+               ? (mq_gemm_kernel){kern_bf16_avx512, 12, 32, NULL}
+               : (mq_gemm_kernel){kern_bf16_portable, 4, 8, NULL};
   if (cpu >= MQ_CPU_AVX512)
-    return f64 ? (mq_gemm_kernel){kern_f64_avx512, 12, 16} : (mq_gemm_kernel){kern_f32_avx512, 12, 32};
+    return f64 ? (mq_gemm_kernel){kern_f64_avx512, 12, 16, kern_f64_avx512_d}
+               : (mq_gemm_kernel){kern_f32_avx512, 12, 32, kern_f32_avx512_d};
   if (cpu >= MQ_CPU_AVX2 && __builtin_cpu_supports("fma"))
-    return f64 ? (mq_gemm_kernel){kern_f64_avx2, 6, 8} : (mq_gemm_kernel){kern_f32_avx2, 6, 16};
+    return f64 ? (mq_gemm_kernel){kern_f64_avx2, 6, 8, kern_f64_avx2_d}
+               : (mq_gemm_kernel){kern_f32_avx2, 6, 16, kern_f32_avx2_d};
 #else
   (void)cpu;
-  if (kind == MQ_GEMM_BF16) return (mq_gemm_kernel){kern_bf16_portable, 4, 8};
+  if (kind == MQ_GEMM_BF16) return (mq_gemm_kernel){kern_bf16_portable, 4, 8, NULL};
 #endif
-  return f64 ? (mq_gemm_kernel){kern_f64_portable, 4, 8} : (mq_gemm_kernel){kern_f32_portable, 4, 8};
+  return f64 ? (mq_gemm_kernel){kern_f64_portable, 4, 8, NULL}
+             : (mq_gemm_kernel){kern_f32_portable, 4, 8, NULL};
 }
