@@ -238,6 +238,7 @@ static void pack_pairs(uint32_t *dst, const operand *o, int64_t i0, int64_t ni, 
 /* What one batch computes: rows [i0, i1), columns [j0, j1), steps [k0, k1). */
 typedef struct span {
   int64_t i0, i1, j0, j1, k0, k1;
+  bool a_full; /* A's rows in [i0, i1) are all valid (padding: a key mask's rows) */
 } span;
 
 static inline bool valid_at(const operand *o, int64_t r, int64_t c) {
@@ -265,6 +266,13 @@ static void mask_spans(const operand *o, int64_t n, int64_t K, int64_t *r0, int6
     if (lo < *c0) *c0 = lo;
     if (hi > *c1) *c1 = hi;
   }
+}
+
+/* Whether rows [i0, i1) of [o]'s mask (contiguous rows of K) are all valid. */
+static bool rows_full(const operand *o, int64_t i0, int64_t i1, int64_t K) {
+  for (int64_t r = i0; r < i1; r++)
+    if (memchr(o->m + r * o->mrs, 0, (size_t)K)) return false;
+  return true;
 }
 
 /* Some valid entry of [o] (n x K) is inf or NaN. */
@@ -441,8 +449,10 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
                                (float *)(void *)c + r.i0 * G->ldc + r.j0, G->ldc, G->accumulate))
         continue;
     }
-    /* A's rows contiguous and all valid: the kernel reads them in place */
-    const char *ad = !J->pairs && J->kern.direct && G->in == G->dt && a.cs == 1 && !a.m
+    /* A's rows contiguous and all valid (or all valid in its span, where
+     * the tile's rows lie): the kernel reads them in place */
+    const char *ad = !J->pairs && J->kern.direct && G->in == G->dt && a.cs == 1 &&
+                             (!a.m || (J->sp && J->sp[b].a_full))
                          ? a.p + r.i0 * a.rs * es
                          : NULL;
     for (int64_t k0 = r.k0; k0 < r.k1; k0 += KC) {
@@ -577,6 +587,7 @@ void mq_gemm_run(mq_state *S, const mq_gemm *G) {
       mask_spans(&a, G->n, G->K, &sp[b].i0, &sp[b].i1, &ak0, &ak1);
       mask_spans(&bb, G->K, G->m, &bk0, &bk1, &sp[b].j0, &sp[b].j1);
       sp[b].k0 = ak0 > bk0 ? ak0 : bk0, sp[b].k1 = ak1 < bk1 ? ak1 : bk1;
+      sp[b].a_full = !a.m || (a.mcs == 1 && rows_full(&a, sp[b].i0, sp[b].i1, G->K));
       /* an operand broadcast over the batch is the same matrix: looked at once */
       bool new_a = b == 0 || a.p != prev_a.p || a.m != prev_a.m;
       bool new_b = b == 0 || bb.p != prev_b.p || bb.m != prev_b.m;

@@ -258,7 +258,7 @@ static void matmul_paths(void) {
   int best = mq_cpu_best(), saved = S->cpu, threads = S->nthreads;
   for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
     for (int d = 0; d < 2; d++)
-      for (int mk = 0; mk < 4; mk++)
+      for (int mk = 0; mk < 6; mk++) /* 4, 5: a's mask a padded batch's, whole rows */
         for (int f64 = 0; f64 < 2; f64++) {
           mq_dtype dt = f64 ? MQ_DT_F64 : MQ_DT_F32;
           int64_t sa[2] = {dims[c][0], dims[c][1]}, sb[2] = {dims[c][1], dims[c][2]};
@@ -267,15 +267,17 @@ static void matmul_paths(void) {
           for (int64_t i = 0; i < a->numel; i++) {
             if (f64) ((double *)mq_tensor_data(a))[i] = value(d, i);
             else ((float *)mq_tensor_data(a))[i] = value(d, i);
-            ((uint8_t *)mq_tensor_data(ma))[i] = (uint8_t)(next() % 3 != 0);
+            ((uint8_t *)mq_tensor_data(ma))[i] =
+                (uint8_t)(mk & 4 ? i / sa[1] < sa[0] * 2 / 3 + 1 : next() % 3 != 0);
           }
           for (int64_t i = 0; i < b->numel; i++) {
             if (f64) ((double *)mq_tensor_data(b))[i] = value(d, i + 7);
             else ((float *)mq_tensor_data(b))[i] = value(d, i + 7);
             ((uint8_t *)mq_tensor_data(mb))[i] = (uint8_t)(next() % 4 != 0);
           }
-          const uint8_t *pa = mk & 1 ? mq_tensor_data(ma) : NULL, *pb = mk & 2 ? mq_tensor_data(mb) : NULL;
-          mq_tensor *x = mk & 1 ? mq_masked(S, a, ma) : a, *y = mk & 2 ? mq_masked(S, b, mb) : b;
+          bool am = mk & 5, bm = mk & 2;
+          const uint8_t *pa = am ? mq_tensor_data(ma) : NULL, *pb = bm ? mq_tensor_data(mb) : NULL;
+          mq_tensor *x = am ? mq_masked(S, a, ma) : a, *y = bm ? mq_masked(S, b, mb) : b;
           /* y again, read through a transpose of a transposed copy */
           mq_tensor *yt = mq_transpose(S, mq_contiguous(S, mq_transpose(S, y, 0, 1)), 0, 1);
           for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++)
