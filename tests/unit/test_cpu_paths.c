@@ -235,6 +235,53 @@ static void half_paths(void) {
   free(h), free(w16), free(w32), free(x);
 }
 
+/* The conversion kernels (astype; every widening and narrowing of a half
+ * tensor) on every path: float32 with NaN and subnormals, float64 and
+ * int64 to each half type and back, over a row of several blocks and an
+ * odd tail, against half.h's scalar functions. */
+static void half_astype_paths(void) {
+  int best = mq_cpu_best(), saved = S->cpu;
+  int64_t n = 5000;
+  mq_tensor *f = mq_tensor_new(S, MQ_DT_F32, 1, &n), *d = mq_tensor_new(S, MQ_DT_F64, 1, &n);
+  mq_tensor *k = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+  float *fp = mq_tensor_data(f);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t b = (uint32_t)next() << 1 ^ (uint32_t)next();
+    fp[i] = mq_bits_f32(i % 7 == 0 ? b & 0x807fffff : b); /* some subnormals */
+    ((double *)mq_tensor_data(d))[i] = (double)fp[i] * (1 + 0x1p-30);
+    ((int64_t *)mq_tensor_data(k))[i] = (int64_t)(next() << 20) - ((int64_t)1 << 52);
+  }
+  mq_tensor *src[3] = {f, d, k};
+  for (int bf = 0; bf < 2; bf++) {
+    mq_dtype h = bf ? MQ_DT_BF16 : MQ_DT_F16;
+    for (int s = 0; s < 3; s++) {
+      uint16_t *want = malloc((size_t)n * 2);
+      float *back = malloc((size_t)n * 4);
+      for (int64_t i = 0; i < n; i++) {
+        double v = mq_elem_f64((mq_dtype)src[s]->dtype, (char *)mq_tensor_data(src[s]) + i * mq_dtype_size((mq_dtype)src[s]->dtype));
+        float x = src[s]->dtype == MQ_DT_I64 ? (float)((int64_t *)mq_tensor_data(k))[i] : (float)v;
+        want[i] = bf ? mq_f32_to_bf16(x) : mq_f32_to_f16(x);
+        back[i] = bf ? mq_bf16_to_f32(want[i]) : mq_f16_to_f32(want[i]);
+      }
+      for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
+        S->cpu = cpu;
+        mq_tensor *t = mq_astype(S, src[s], h);
+        CHECK(memcmp(mq_tensor_data(t), want, (size_t)n * 2) == 0);
+        mq_tensor *w = mq_astype(S, t, MQ_DT_F32), *w64 = mq_astype(S, t, MQ_DT_F64);
+        CHECK(memcmp(mq_tensor_data(w), back, (size_t)n * 4) == 0);
+        bool ok = true;
+        for (int64_t i = 0; i < n && ok; i++) {
+          double x = ((double *)mq_tensor_data(w64))[i], y = (double)back[i];
+          ok = memcmp(&x, &y, sizeof x) == 0;
+        }
+        CHECK(ok);
+      }
+      free(want), free(back);
+    }
+  }
+  S->cpu = saved;
+}
+
 static void default_path(void) {
   int best = mq_cpu_best();
   setenv("MASQ_CPU", "portable", 1);
@@ -260,6 +307,7 @@ static void all_tests(mq_state *S_, void *ud) {
   rows();
   matmul_paths();
   half_paths();
+  half_astype_paths();
   default_path();
 }
 
