@@ -9,6 +9,8 @@
 
 #include "reduce.h"
 
+#include "../tensor/half.h"
+#include "../tensor/parallel.h"
 #include "ops.h"
 
 /* The rows' name, in, res and ident columns (ops_reduce.h). */
@@ -110,11 +112,115 @@ static void *acc_for(mq_state *S, mq_redop op, mq_dtype dt, const mq_red_plan *P
   return acc;
 }
 
+/* --- half inputs by pieces --------------------------------------------- */
+
+/* A reduction of a half tensor by the float32 kernel's pieces (the float
+ * sums and extrema): each piece of MQ_RED_PIECE entries widened into a
+ * buffer on the stack, its partial computed from there, the partials
+ * merged as mq_reduce merges float32's (mq_red_rows: the same bits), so
+ * the half data is read once and no float32 copy of it is made. */
+typedef struct half_red {
+  const mq_red_kernel *k;
+  const uint16_t *x;
+  const uint8_t *m;   /* the mask, contiguous, or NULL */
+  int64_t rlen, np;   /* entries and pieces a row */
+  int64_t p0;         /* the first piece of this run (row-major over all rows) */
+  char *parts;        /* its partials and counts */
+  int64_t *pcnt;
+  bool bf16;
+  int cpu;
+} half_red;
+
+static void half_red_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const half_red *H = ctx;
+  float buf[MQ_RED_PIECE];
+  for (int64_t q = lo; q < hi; q++) {
+    int64_t r = (H->p0 + q) / H->np, p = (H->p0 + q) % H->np, len = mq_red_piece_len(H->rlen, p);
+    int64_t i0 = r * H->rlen + p * MQ_RED_PIECE;
+    mq_half_widen(H->cpu, H->bf16, buf, H->x + i0, len);
+    H->pcnt[q] = 0;
+    H->k->piece(H->parts + (size_t)q * H->k->acc_size, &H->pcnt[q], buf, H->m ? H->m + i0 : NULL, len);
+  }
+}
+
+typedef struct half_batch {
+  mq_state *S;
+  half_red *H;
+  int nt;
+  int64_t row;
+} half_batch;
+
+/* Pieces [a, b) of one long row (mq_red_pieces_fn). */
+static void half_red_batch(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt) {
+  half_batch *B = ctx;
+  B->H->p0 = B->row * B->H->np + a, B->H->parts = parts, B->H->pcnt = pcnt;
+  mq_parallel_for(B->S, B->nt, b - a, MQ_PAR_GRAIN / MQ_RED_PIECE, half_red_range, B->H);
+}
+
+/* [op] of half tensor [t] over its last dims, or NULL when this way does
+ * not apply (then mq_reduce widens t): an op with float32 pieces, a
+ * non-empty contiguous t with no gradient to record, [dims] its last
+ * ones (0 of them: all). */
+static mq_tensor *reduce_half(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const int *dims,
+                              bool keepdim) {
+  const mq_red_kernel *k = mq_red_piece_kernel(S, op, MQ_DT_F32);
+  if (!k || t->requires_grad || t->ndim == 0 || t->numel == 0 || !mq_tensor_is_contiguous(t) ||
+      (t->dtype != MQ_DT_F16 && t->dtype != MQ_DT_BF16))
+    return NULL;
+  bool red[MQ_MAX_DIMS] = {false};
+  for (int i = 0; i < ndims; i++) {
+    if (dims[i] < 0 || dims[i] >= t->ndim || red[dims[i]]) return NULL; /* the plan says why */
+    red[dims[i]] = true;
+  }
+  int first = ndims ? t->ndim - ndims : 0; /* the reduced dims are [first, ndim) */
+  for (int d = first; d < t->ndim; d++)
+    if (ndims && !red[d]) return NULL;
+  int64_t oshape[MQ_MAX_DIMS], rlen = 1;
+  int ond = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    if (d < first) oshape[ond++] = t->shape[d];
+    else {
+      rlen *= t->shape[d];
+      if (keepdim) oshape[ond++] = 1;
+    }
+  }
+  int64_t rows = t->numel / rlen, np = mq_red_piece_count(rlen);
+  int64_t hold = np <= MQ_RED_BATCH ? MQ_RED_BATCH / np * np : MQ_RED_BATCH;
+  if (hold > rows * np) hold = rows * np;
+  half_red H = {.k = k, .x = mq_tensor_data(t), .rlen = rlen, .np = np, .bf16 = t->dtype == MQ_DT_BF16,
+                .cpu = S->cpu};
+  if (t->mask) H.m = mq_tensor_data(mq_contiguous(S, t->mask));
+  char *parts = mq_scratch(S, (size_t)hold * k->acc_size);
+  int64_t *pcnt = mq_scratch(S, (size_t)hold * sizeof *pcnt);
+  int nt = mq_parallel_threads_for(S, t->numel);
+  mq_red_rows R;
+  mq_red_rows_begin(S, &R, op, MQ_DT_F32, rows, rlen, ond, oshape, t->mask != NULL);
+  if (np <= MQ_RED_BATCH) { /* whole rows, as many as the partials hold */
+    int64_t wr = hold / np;
+    H.parts = parts, H.pcnt = pcnt;
+    for (int64_t r0 = 0; r0 < rows; r0 += wr) {
+      int64_t r1 = rows - r0 < wr ? rows : r0 + wr;
+      H.p0 = r0 * np;
+      mq_parallel_for(S, nt, (r1 - r0) * np, MQ_PAR_GRAIN / MQ_RED_PIECE, half_red_range, &H);
+      for (int64_t r = r0; r < r1; r++)
+        mq_red_rows_merge(&R, r, parts + (size_t)((r - r0) * np) * k->acc_size, pcnt + (r - r0) * np, np);
+    }
+  } else { /* a long row batch by batch */
+    half_batch B = {S, &H, nt, 0};
+    for (; B.row < rows; B.row++) {
+      int64_t c = mq_red_fold_pieces(R.k, R.acc, B.row, np, parts, pcnt, half_red_batch, &B);
+      if (R.count) R.count[B.row] = c;
+    }
+  }
+  return mq_red_rows_end(S, &R);
+}
+
 mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const int *dims,
                      bool keepdim) {
   if ((unsigned)op >= MQ_RED__COUNT) mq_error(S, "bad reduction");
   if (mq_dtype_is_narrow((mq_dtype)t->dtype)) { /* torch's dtype: sum(int8) int64, mean(float16) float16 */
-    mq_tensor *r = mq_reduce(S, op, mq_tensor_computable(S, t), ndims, dims, keepdim);
+    mq_tensor *r = reduce_half(S, op, t, ndims, dims, keepdim);
+    if (!r) r = mq_reduce(S, op, mq_tensor_computable(S, t), ndims, dims, keepdim);
     mq_dtype want = out_dtype(op, (mq_dtype)t->dtype);
     return want == MQ_DT_U8 && r->dtype == MQ_DT_BOOL ? mq_astype(S, r, want) : mq_narrow_back(S, r, want);
   }

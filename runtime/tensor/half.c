@@ -124,45 +124,67 @@ MQ_TGT_F16C static void narrow_bf16_avx2(uint16_t *o, const float *x, int64_t n)
 
 #define TAIL16(n, i) ((__mmask16)((n) - (i) >= 16 ? 0xffff : (1u << ((n) - (i))) - 1))
 
-MQ_TGT_AVX512H static void widen_f16_avx512(float *o, const uint16_t *x, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 t = TAIL16(n, i);
-    __m256i h = _mm256_maskz_loadu_epi16(t, x + i);
-    __m512 v = _mm512_cvtph_ps(h);
-    __m512i h32 = _mm512_cvtepu16_epi32(h);
-    __mmask16 sp = _mm512_cmpeq_epi32_mask(_mm512_and_si512(h32, _mm512_set1_epi32(0x7c00)),
-                                           _mm512_set1_epi32(0x7c00));
-    if (sp) { /* infinities and NaN by shifting (NaN: keep the payload) */
-      __m512i s = _mm512_slli_epi32(_mm512_and_si512(h32, _mm512_set1_epi32(0x8000)), 16);
-      __m512i m = _mm512_slli_epi32(_mm512_and_si512(h32, _mm512_set1_epi32(0x3ff)), 13);
-      __m512i f = _mm512_or_si512(_mm512_or_si512(s, m), _mm512_set1_epi32(0x7f800000));
-      v = _mm512_mask_blend_ps(sp, v, _mm512_castsi512_ps(f));
-    }
-    _mm512_mask_storeu_ps(o + i, t, v);
+/* Sixteen float16 as float32: F16C's, with infinities and NaN by shifting
+ * (a NaN keeps its payload, signalling or not). */
+MQ_TGT_AVX512H static inline __m512 f16x16_avx512(__m256i h) {
+  __m512 v = _mm512_cvtph_ps(h);
+  __m512i h32 = _mm512_cvtepu16_epi32(h);
+  __mmask16 sp = _mm512_cmpeq_epi32_mask(_mm512_and_si512(h32, _mm512_set1_epi32(0x7c00)),
+                                         _mm512_set1_epi32(0x7c00));
+  if (sp) {
+    __m512i s = _mm512_slli_epi32(_mm512_and_si512(h32, _mm512_set1_epi32(0x8000)), 16);
+    __m512i m = _mm512_slli_epi32(_mm512_and_si512(h32, _mm512_set1_epi32(0x3ff)), 13);
+    __m512i f = _mm512_or_si512(_mm512_or_si512(s, m), _mm512_set1_epi32(0x7f800000));
+    v = _mm512_mask_blend_ps(sp, v, _mm512_castsi512_ps(f));
   }
+  return v;
+}
+
+MQ_TGT_AVX512H static void widen_f16_avx512(float *o, const uint16_t *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(o + i, f16x16_avx512(_mm256_loadu_si256((const __m256i *)(x + i))));
+  if (i < n) {
+    __mmask16 t = TAIL16(n, i);
+    _mm512_mask_storeu_ps(o + i, t, f16x16_avx512(_mm256_maskz_loadu_epi16(t, x + i)));
+  }
+}
+
+MQ_TGT_AVX512H static inline __m512i bf16x16_avx512(__m256i h) {
+  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
 }
 
 MQ_TGT_AVX512H static void widen_bf16_avx512(float *o, const uint16_t *x, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_si512(o + i, bf16x16_avx512(_mm256_loadu_si256((const __m256i *)(x + i))));
+  if (i < n) {
     __mmask16 t = TAIL16(n, i);
-    __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(t, x + i));
-    _mm512_mask_storeu_epi32(o + i, t, _mm512_slli_epi32(h, 16));
+    _mm512_mask_storeu_epi32(o + i, t, bf16x16_avx512(_mm256_maskz_loadu_epi16(t, x + i)));
   }
 }
 
+/* Sixteen float32 as float16: F16C's, to nearest even; a NaN 0x7E00 with
+ * its sign. */
+MQ_TGT_AVX512H static inline __m256i f16_of_avx512(__m512 v) {
+  __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  if (nan) {
+    __m512i s = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 16),
+                                 _mm512_set1_epi32(0x8000));
+    __m256i q = _mm512_cvtepi32_epi16(_mm512_or_si512(s, _mm512_set1_epi32(0x7e00)));
+    h = _mm256_mask_blend_epi16(nan, h, q);
+  }
+  return h;
+}
+
 MQ_TGT_AVX512H static void narrow_f16_avx512(uint16_t *o, const float *x, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256((__m256i *)(o + i), f16_of_avx512(_mm512_loadu_ps(x + i)));
+  if (i < n) {
     __mmask16 t = TAIL16(n, i);
-    __m512 v = _mm512_maskz_loadu_ps(t, x + i);
-    __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    if (nan) {
-      __m512i s = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 16),
-                                   _mm512_set1_epi32(0x8000));
-      __m256i q = _mm512_cvtepi32_epi16(_mm512_or_si512(s, _mm512_set1_epi32(0x7e00)));
-      h = _mm256_mask_blend_epi16(nan, h, q);
-    }
-    _mm256_mask_storeu_epi16(o + i, t, h);
+    _mm256_mask_storeu_epi16(o + i, t, f16_of_avx512(_mm512_maskz_loadu_ps(t, x + i)));
   }
 }
 
@@ -176,24 +198,39 @@ MQ_TGT_AVX512H static inline __m256i bf16_round_avx512(__m512 v) {
 }
 
 MQ_TGT_AVX512H static void narrow_bf16_avx512_int(uint16_t *o, const float *x, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256((__m256i *)(o + i), bf16_round_avx512(_mm512_loadu_ps(x + i)));
+  if (i < n) {
     __mmask16 t = TAIL16(n, i);
     _mm256_mask_storeu_epi16(o + i, t, bf16_round_avx512(_mm512_maskz_loadu_ps(t, x + i)));
   }
 }
 
-/* By AVX512_BF16's instruction; a block with a subnormal or a NaN (where
- * it differs from half.h, above) by the integer rounding. */
+/* Lanes of v that are a subnormal (|x| - 1 below 0x7FFFFF, unsigned) or
+ * a NaN (|x| above 0x7F800000): where AVX512_BF16's rounding differs. */
+MQ_TGT_AVX512H static inline __mmask16 bf16_odd_avx512(__m512 v) {
+  __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
+  return _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fffff)) |
+         _mm512_cmpgt_epi32_mask(a, _mm512_set1_epi32(0x7f800000));
+}
+
+/* By AVX512_BF16's instruction, 32 at a time; a block with a subnormal or
+ * a NaN (where it differs from half.h, above) by the integer rounding. */
 MQ_TGT_AVX512BF static void narrow_bf16_avx512_native(uint16_t *o, const float *x, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512 lo = _mm512_loadu_ps(x + i), hi = _mm512_loadu_ps(x + i + 16);
+    if (bf16_odd_avx512(lo) | bf16_odd_avx512(hi)) {
+      _mm256_storeu_si256((__m256i *)(o + i), bf16_round_avx512(lo));
+      _mm256_storeu_si256((__m256i *)(o + i + 16), bf16_round_avx512(hi));
+    } else
+      _mm512_storeu_si512(o + i, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  }
+  for (; i < n; i += 16) {
     __mmask16 t = TAIL16(n, i);
     __m512 v = _mm512_maskz_loadu_ps(t, x + i);
-    __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
-    /* |x| - 1 below 0x7FFFFF (unsigned): a subnormal; above 0x7F800000: NaN */
-    __mmask16 odd = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)),
-                                            _mm512_set1_epi32(0x7fffff)) |
-                    _mm512_cmpgt_epi32_mask(a, _mm512_set1_epi32(0x7f800000));
-    __m256i h = odd ? bf16_round_avx512(v) : (__m256i)_mm512_cvtneps_pbh(v);
+    __m256i h = bf16_odd_avx512(v) ? bf16_round_avx512(v) : (__m256i)_mm512_cvtneps_pbh(v);
     _mm256_mask_storeu_epi16(o + i, t, h);
   }
 }
