@@ -11,6 +11,7 @@
 
 #include "../tensor/half.h"
 #include "../tensor/parallel.h"
+#include "reduce_simd.h"
 #include "ops.h"
 
 /* The rows' name, in, res and ident columns (ops_reduce.h). */
@@ -121,6 +122,7 @@ static void *acc_for(mq_state *S, mq_redop op, mq_dtype dt, const mq_red_plan *P
  * the half data is read once and no float32 copy of it is made. */
 typedef struct half_red {
   const mq_red_kernel *k;
+  mq_redop op;
   const uint16_t *x;
   const uint8_t *m;   /* the mask, contiguous, or NULL */
   int64_t rlen, np;   /* entries and pieces a row */
@@ -131,15 +133,48 @@ typedef struct half_red {
   int cpu;
 } half_red;
 
+#if MQ_CPU_X86
+/* The float32 sum's piece on the AVX-512 path (fsum_piece_F32_avx512,
+ * reduce_kernels.c: sixteen lanes in double, the tail into lanes 0..,
+ * a masked-out entry +0.0, the lanes added pairwise) from the half data,
+ * widened in the registers: no pass through a buffer. */
+static void hsum_piece(int cpu, void *part, int64_t *cnt, const uint16_t *x, bool bf16,
+                       const uint8_t *m, int64_t n) {
+  double d[16] = {0};
+  float tail[16];
+  int64_t i = n - n % 16, c = mq_simd_fsum_h16_avx512(x, bf16, m, i, d);
+  mq_half_widen(cpu, bf16, tail, x + i, n - i);
+  for (int64_t j = 0; j < n - i; j++) {
+    d[j] += m && !m[i + j] ? 0.0 : (double)tail[j];
+    c += m ? m[i + j] : 0;
+  }
+  if (cnt && m) *cnt += c;
+  *(double *)part = (((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]))) +
+                    (((d[8] + d[9]) + (d[10] + d[11])) + ((d[12] + d[13]) + (d[14] + d[15])));
+}
+#endif
+
+void mq_red_half_piece(int cpu, mq_redop op, bool bf16, void *part, int64_t *cnt, const uint16_t *x,
+                       const uint8_t *m, int64_t n) {
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512 && (op == MQ_RED_SUM || op == MQ_RED_MEAN)) {
+    hsum_piece(cpu, part, cnt, x, bf16, m, n);
+    return;
+  }
+#endif
+  float buf[MQ_RED_PIECE];
+  mq_half_widen(cpu, bf16, buf, x, n);
+  mq_red_kernel_on(mq_red_kernels[op][MQ_DT_F32], cpu)->piece(part, cnt, buf, m, n);
+}
+
 static void half_red_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const half_red *H = ctx;
-  float buf[MQ_RED_PIECE];
   for (int64_t q = lo; q < hi; q++) {
     int64_t r = (H->p0 + q) / H->np, p = (H->p0 + q) % H->np, len = mq_red_piece_len(H->rlen, p);
     int64_t i0 = r * H->rlen + p * MQ_RED_PIECE;
-    mq_half_widen(H->cpu, H->bf16, buf, H->x + i0, len);
     H->pcnt[q] = 0;
-    H->k->piece(H->parts + (size_t)q * H->k->acc_size, &H->pcnt[q], buf, H->m ? H->m + i0 : NULL, len);
+    mq_red_half_piece(H->cpu, H->op, H->bf16, H->parts + (size_t)q * H->k->acc_size, &H->pcnt[q],
+                      H->x + i0, H->m ? H->m + i0 : NULL, len);
   }
 }
 
@@ -188,7 +223,7 @@ static mq_tensor *reduce_half(mq_state *S, mq_redop op, mq_tensor *t, int ndims,
   int64_t hold = np <= MQ_RED_BATCH ? MQ_RED_BATCH / np * np : MQ_RED_BATCH;
   if (hold > rows * np) hold = rows * np;
   half_red H = {.k = k, .x = mq_tensor_data(t), .rlen = rlen, .np = np, .bf16 = t->dtype == MQ_DT_BF16,
-                .cpu = S->cpu};
+                .cpu = S->cpu, .op = op};
   if (t->mask) H.m = mq_tensor_data(mq_contiguous(S, t->mask));
   char *parts = mq_scratch(S, (size_t)hold * k->acc_size);
   int64_t *pcnt = mq_scratch(S, (size_t)hold * sizeof *pcnt);

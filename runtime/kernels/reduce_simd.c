@@ -141,6 +141,30 @@ MQ_TGT_AVX512 int64_t mq_simd_fsum_f32_avx512(const float *x, const uint8_t *m, 
   return COUNT_OF(c);
 }
 
+/* The same from float16 or bfloat16 bits, widened in the registers (a
+ * masked-out entry loads as 0 bits, +0.0). */
+__attribute__((target("avx2,f16c,avx512f,avx512bw,avx512vl,avx512dq"))) int64_t
+mq_simd_fsum_h16_avx512(const uint16_t *x, bool bf16, const uint8_t *m, int64_t n, double *d) {
+  __m512d a0 = _mm512_loadu_pd(d), a1 = _mm512_loadu_pd(d + 8);
+  __m128i c = _mm_setzero_si128();
+  for (int64_t i = 0; i < n; i += 16) {
+    __m256i h;
+    if (m) {
+      __m128i mb = _mm_loadu_si128((const __m128i *)(m + i));
+      h = _mm256_maskz_loadu_epi16(_mm_test_epi8_mask(mb, mb), x + i);
+      COUNT16(c, mb);
+    } else {
+      h = _mm256_loadu_si256((const __m256i *)(x + i));
+    }
+    __m512 v = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                    : _mm512_cvtph_ps(h);
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(HIGH8(v)));
+  }
+  _mm512_storeu_pd(d, a0), _mm512_storeu_pd(d + 8, a1);
+  return COUNT_OF(c);
+}
+
 #define DEF_EXT_AVX512(NAME, OP, FILL)                                         \
   MQ_TGT_AVX512 int64_t NAME(const float *x, const uint8_t *m, int64_t n, float *r, int32_t *nan) { \
     __m512 a = _mm512_loadu_ps(r), fill = _mm512_set1_ps(FILL);                \

@@ -12,7 +12,8 @@
  * mean, amax, amin, and the others that take the float32 copy) over all
  * dims, the last one or two, keepdim, the first (not the last: the float32
  * copy), masked and plain, and one row longer than a batch of pieces
- * (MQ_RED_BATCH * MQ_RED_PIECE). The long cases again on two threads. A
+ * (MQ_RED_BATCH * MQ_RED_PIECE); and one piece's partial result against
+ * float32's piece, before rounding. The long cases again on two threads. A
  * NaN result may be any NaN (which one an operation on NaNs gives is the
  * compiler's choice); every other bit must match. */
 #include <math.h>
@@ -198,6 +199,55 @@ static void long_case(mq_state *S_, void *ud) {
   }
 }
 
+/* One piece, the partial and count of mq_red_half_piece on every path
+ * against the portable float32 piece on the data widened: bit for bit
+ * before any rounding to a half type could hide a difference (in the
+ * order the lanes add up, say), over lengths with and without a tail,
+ * data of mixed magnitudes and signs, plain and masked. */
+static void test_pieces(void) {
+  static const int64_t lens[] = {0, 1, 5, 15, 16, 17, 33, 100, 1000, 4095, 4096};
+  static const mq_redop ops[] = {MQ_RED_SUM, MQ_RED_MEAN, MQ_RED_AMAX, MQ_RED_AMIN};
+  static uint16_t x[MQ_RED_PIECE];
+  static float w[MQ_RED_PIECE];
+  static uint8_t m[MQ_RED_PIECE];
+  int best = mq_cpu_best();
+  for (int bf = 0; bf < 2; bf++)
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+      for (int mk = 0; mk < 4; mk++) { /* plain, masked; the same with NaN and inf */
+        int64_t n = lens[l];
+        for (int64_t i = 0; i < n; i++) {
+          /* bfloat16 over 64 binades, whose sums in double round (float16's
+           * are exact, whatever the order); every bit pattern now and then */
+          uint16_t r = (uint16_t)next();
+          x[i] = (uint16_t)(mk >= 2 && i % 97 == 3 ? r
+                            : bf ? (r & 0x807f) | (uint16_t)((64 + r % 64) << 7) : (r & 0x8fff) | 0x2000);
+          w[i] = bf ? mq_bf16_to_f32(x[i]) : mq_f16_to_f32(x[i]);
+          m[i] = (uint8_t)(next() % 4 != 0);
+        }
+        for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+          const mq_red_kernel *k = mq_red_kernels[ops[o]][MQ_DT_F32];
+          double want = 0, got = 0; /* room for a double or a float partial */
+          int64_t cw = 0;
+          k->piece(&want, &cw, w, mk % 2 ? m : NULL, n);
+          for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
+            int64_t cg = 0;
+            got = 0;
+            mq_red_half_piece(cpu, ops[o], bf, &got, &cg, x, mk % 2 ? m : NULL, n);
+            /* a NaN partial may be any NaN (which one an add of NaNs gives
+             * differs between the float32 paths already) */
+            float gf, wf;
+            memcpy(&gf, &got, sizeof gf), memcpy(&wf, &want, sizeof wf);
+            bool nan = k->acc_size == sizeof(double) ? isnan(got) && isnan(want) : isnan(gf) && isnan(wf);
+            bool ok = (memcmp(&got, &want, k->acc_size) == 0 || nan) && cg == cw;
+            if (!ok && shown++ < 20)
+              printf("FAIL half_ops: piece of op %d, %s, n %lld, mask %d, path %s\n", ops[o],
+                     bf ? "bfloat16" : "float16", (long long)n, mk, mq_cpu_name(cpu));
+            CHECK(ok);
+          }
+        }
+      }
+}
+
 static void test_reductions(void) {
   int best = mq_cpu_best(), saved = S->cpu, threads = S->nthreads;
   for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
@@ -222,6 +272,7 @@ static void test_reductions(void) {
 
 static void all_tests(mq_state *S_, void *ud) {
   test_elementwise();
+  test_pieces();
   test_reductions();
 }
 
