@@ -182,13 +182,12 @@ typedef struct half_batch {
   mq_state *S;
   half_red *H;
   int nt;
-  int64_t row;
 } half_batch;
 
-/* Pieces [a, b) of one long row (mq_red_pieces_fn). */
+/* Pieces [a, b) on the threads, into parts and pcnt (mq_red_pieces_fn). */
 static void half_red_batch(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt) {
   half_batch *B = ctx;
-  B->H->p0 = B->row * B->H->np + a, B->H->parts = parts, B->H->pcnt = pcnt;
+  B->H->p0 = a, B->H->parts = parts, B->H->pcnt = pcnt;
   mq_parallel_for(B->S, B->nt, b - a, MQ_PAR_GRAIN / MQ_RED_PIECE, half_red_range, B->H);
 }
 
@@ -219,34 +218,13 @@ static mq_tensor *reduce_half(mq_state *S, mq_redop op, mq_tensor *t, int ndims,
       if (keepdim) oshape[ond++] = 1;
     }
   }
-  int64_t rows = t->numel / rlen, np = mq_red_piece_count(rlen);
-  int64_t hold = np <= MQ_RED_BATCH ? MQ_RED_BATCH / np * np : MQ_RED_BATCH;
-  if (hold > rows * np) hold = rows * np;
-  half_red H = {.k = k, .x = mq_tensor_data(t), .rlen = rlen, .np = np, .bf16 = t->dtype == MQ_DT_BF16,
-                .cpu = S->cpu, .op = op};
+  half_red H = {.k = k, .op = op, .x = mq_tensor_data(t), .rlen = rlen, .np = mq_red_piece_count(rlen),
+                .bf16 = t->dtype == MQ_DT_BF16, .cpu = S->cpu};
   if (t->mask) H.m = mq_tensor_data(mq_contiguous(S, t->mask));
-  char *parts = mq_scratch(S, (size_t)hold * k->acc_size);
-  int64_t *pcnt = mq_scratch(S, (size_t)hold * sizeof *pcnt);
-  int nt = mq_parallel_threads_for(S, t->numel);
   mq_red_rows R;
-  mq_red_rows_begin(S, &R, op, MQ_DT_F32, rows, rlen, ond, oshape, t->mask != NULL);
-  if (np <= MQ_RED_BATCH) { /* whole rows, as many as the partials hold */
-    int64_t wr = hold / np;
-    H.parts = parts, H.pcnt = pcnt;
-    for (int64_t r0 = 0; r0 < rows; r0 += wr) {
-      int64_t r1 = rows - r0 < wr ? rows : r0 + wr;
-      H.p0 = r0 * np;
-      mq_parallel_for(S, nt, (r1 - r0) * np, MQ_PAR_GRAIN / MQ_RED_PIECE, half_red_range, &H);
-      for (int64_t r = r0; r < r1; r++)
-        mq_red_rows_merge(&R, r, parts + (size_t)((r - r0) * np) * k->acc_size, pcnt + (r - r0) * np, np);
-    }
-  } else { /* a long row batch by batch */
-    half_batch B = {S, &H, nt, 0};
-    for (; B.row < rows; B.row++) {
-      int64_t c = mq_red_fold_pieces(R.k, R.acc, B.row, np, parts, pcnt, half_red_batch, &B);
-      if (R.count) R.count[B.row] = c;
-    }
-  }
+  mq_red_rows_begin(S, &R, op, MQ_DT_F32, t->numel / rlen, rlen, ond, oshape, t->mask != NULL);
+  half_batch B = {S, &H, mq_parallel_threads_for(S, t->numel)};
+  mq_red_rows_fold(S, &R, H.np, half_red_batch, &B);
   return mq_red_rows_end(S, &R);
 }
 
@@ -308,4 +286,41 @@ void mq_red_rows_merge(mq_red_rows *R, int64_t r, const void *parts, const int64
 mq_tensor *mq_red_rows_end(mq_state *S, mq_red_rows *R) {
   finish(S, R->op, &R->P, R->out, R->acc, R->count);
   return R->out;
+}
+
+/* One long row's pieces [a, b), numbered from the row's first. */
+typedef struct row_fold {
+  mq_red_pieces_fn fn;
+  void *ctx;
+  int64_t base;
+} row_fold;
+
+static void row_fold_batch(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt) {
+  const row_fold *J = ctx;
+  J->fn(J->ctx, J->base + a, J->base + b, parts, pcnt);
+}
+
+void mq_red_rows_fold(mq_state *S, mq_red_rows *R, int64_t np, mq_red_pieces_fn fn, void *ctx) {
+  int64_t rows = R->P.on;
+  size_t as = R->k->acc_size;
+  int64_t hold = np <= MQ_RED_BATCH ? MQ_RED_BATCH / np * np : MQ_RED_BATCH;
+  if (hold > rows * np) hold = rows * np;
+  char *parts = mq_scratch(S, (size_t)hold * as);
+  int64_t *pcnt = mq_scratch(S, (size_t)hold * sizeof *pcnt);
+  if (np <= MQ_RED_BATCH) {
+    int64_t wr = hold / np;
+    for (int64_t r0 = 0; r0 < rows; r0 += wr) {
+      int64_t r1 = rows - r0 < wr ? rows : r0 + wr;
+      fn(ctx, r0 * np, r1 * np, parts, pcnt);
+      for (int64_t r = r0; r < r1; r++)
+        mq_red_rows_merge(R, r, parts + (size_t)((r - r0) * np) * as, pcnt + (r - r0) * np, np);
+    }
+    return;
+  }
+  row_fold J = {fn, ctx, 0};
+  for (int64_t r = 0; r < rows; r++) {
+    J.base = r * np;
+    int64_t c = mq_red_fold_pieces(R->k, R->acc, r, np, parts, pcnt, row_fold_batch, &J);
+    if (R->count) R->count[r] = c;
+  }
 }

@@ -122,17 +122,27 @@ MQ_TGT_AVX2 void mq_simd_sqdev_f32_avx2(const float *x, const uint8_t *m, int64_
  * valid entries and puts zeros (sums) or the fill (extrema) elsewhere. */
 #define HIGH8(v) _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))
 
-MQ_TGT_AVX512 int64_t mq_simd_fsum_f32_avx512(const float *x, const uint8_t *m, int64_t n, double *d) {
+/* The sum's loop; its entries float32 ([h] 0), or float16 (1) or
+ * bfloat16 (2) bits widened in the registers (a masked-out entry loads as
+ * 0 bits, +0.0). Inlined with a constant h. */
+MQ_TGT_AVX512 static inline int64_t fsum_avx512(const void *x, int h, const uint8_t *m, int64_t n,
+                                                double *d) {
   __m512d a0 = _mm512_loadu_pd(d), a1 = _mm512_loadu_pd(d + 8);
   __m128i c = _mm_setzero_si128();
+  const float *xf = x;
+  const uint16_t *xh = x;
   for (int64_t i = 0; i < n; i += 16) {
-    __m512 v;
+    __mmask16 k = 0xffff;
     if (m) {
       __m128i mb = _mm_loadu_si128((const __m128i *)(m + i));
-      v = _mm512_maskz_loadu_ps(_mm_test_epi8_mask(mb, mb), x + i);
+      k = _mm_test_epi8_mask(mb, mb);
       COUNT16(c, mb);
-    } else {
-      v = _mm512_loadu_ps(x + i);
+    }
+    __m512 v;
+    if (!h) v = _mm512_maskz_loadu_ps(k, xf + i);
+    else {
+      __m256i b = _mm256_maskz_loadu_epi16(k, xh + i);
+      v = h == 1 ? _mm512_cvtph_ps(b) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
     }
     a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
     a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(HIGH8(v)));
@@ -141,28 +151,13 @@ MQ_TGT_AVX512 int64_t mq_simd_fsum_f32_avx512(const float *x, const uint8_t *m, 
   return COUNT_OF(c);
 }
 
-/* The same from float16 or bfloat16 bits, widened in the registers (a
- * masked-out entry loads as 0 bits, +0.0). */
-__attribute__((target("avx2,f16c,avx512f,avx512bw,avx512vl,avx512dq"))) int64_t
-mq_simd_fsum_h16_avx512(const uint16_t *x, bool bf16, const uint8_t *m, int64_t n, double *d) {
-  __m512d a0 = _mm512_loadu_pd(d), a1 = _mm512_loadu_pd(d + 8);
-  __m128i c = _mm_setzero_si128();
-  for (int64_t i = 0; i < n; i += 16) {
-    __m256i h;
-    if (m) {
-      __m128i mb = _mm_loadu_si128((const __m128i *)(m + i));
-      h = _mm256_maskz_loadu_epi16(_mm_test_epi8_mask(mb, mb), x + i);
-      COUNT16(c, mb);
-    } else {
-      h = _mm256_loadu_si256((const __m256i *)(x + i));
-    }
-    __m512 v = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
-                    : _mm512_cvtph_ps(h);
-    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(HIGH8(v)));
-  }
-  _mm512_storeu_pd(d, a0), _mm512_storeu_pd(d + 8, a1);
-  return COUNT_OF(c);
+MQ_TGT_AVX512 int64_t mq_simd_fsum_f32_avx512(const float *x, const uint8_t *m, int64_t n, double *d) {
+  return fsum_avx512(x, 0, m, n, d);
+}
+
+MQ_TGT_AVX512 int64_t mq_simd_fsum_h16_avx512(const uint16_t *x, bool bf16, const uint8_t *m, int64_t n,
+                                              double *d) {
+  return bf16 ? fsum_avx512(x, 2, m, n, d) : fsum_avx512(x, 1, m, n, d);
 }
 
 #define DEF_EXT_AVX512(NAME, OP, FILL)                                         \

@@ -140,29 +140,33 @@ MQ_TGT_AVX512H static inline __m512 f16x16_avx512(__m256i h) {
   return v;
 }
 
-MQ_TGT_AVX512H static void widen_f16_avx512(float *o, const uint16_t *x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(o + i, f16x16_avx512(_mm256_loadu_si256((const __m256i *)(x + i))));
-  if (i < n) {
-    __mmask16 t = TAIL16(n, i);
-    _mm512_mask_storeu_ps(o + i, t, f16x16_avx512(_mm256_maskz_loadu_epi16(t, x + i)));
-  }
+MQ_TGT_AVX512H static inline __m512 bf16x16_avx512(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-MQ_TGT_AVX512H static inline __m512i bf16x16_avx512(__m256i h) {
-  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
-}
-
-MQ_TGT_AVX512H static void widen_bf16_avx512(float *o, const uint16_t *x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_si512(o + i, bf16x16_avx512(_mm256_loadu_si256((const __m256i *)(x + i))));
-  if (i < n) {
-    __mmask16 t = TAIL16(n, i);
-    _mm512_mask_storeu_epi32(o + i, t, bf16x16_avx512(_mm256_maskz_loadu_epi16(t, x + i)));
+/* The loops: sixteen at a time through CONV, the tail under a mask. */
+#define DEF_WIDEN16(NAME, CONV)                                                \
+  MQ_TGT_AVX512H static void NAME(float *o, const uint16_t *x, int64_t n) {    \
+    int64_t i = 0;                                                             \
+    for (; i + 16 <= n; i += 16)                                               \
+      _mm512_storeu_ps(o + i, CONV(_mm256_loadu_si256((const __m256i *)(x + i)))); \
+    if (i < n) {                                                               \
+      __mmask16 t = TAIL16(n, i);                                              \
+      _mm512_mask_storeu_ps(o + i, t, CONV(_mm256_maskz_loadu_epi16(t, x + i))); \
+    }                                                                          \
   }
-}
+#define DEF_NARROW16(NAME, CONV)                                               \
+  MQ_TGT_AVX512H static void NAME(uint16_t *o, const float *x, int64_t n) {    \
+    int64_t i = 0;                                                             \
+    for (; i + 16 <= n; i += 16)                                               \
+      _mm256_storeu_si256((__m256i *)(o + i), CONV(_mm512_loadu_ps(x + i)));   \
+    if (i < n) {                                                               \
+      __mmask16 t = TAIL16(n, i);                                              \
+      _mm256_mask_storeu_epi16(o + i, t, CONV(_mm512_maskz_loadu_ps(t, x + i))); \
+    }                                                                          \
+  }
+DEF_WIDEN16(widen_f16_avx512, f16x16_avx512)
+DEF_WIDEN16(widen_bf16_avx512, bf16x16_avx512)
 
 /* Sixteen float32 as float16: F16C's, to nearest even; a NaN 0x7E00 with
  * its sign. */
@@ -178,15 +182,7 @@ MQ_TGT_AVX512H static inline __m256i f16_of_avx512(__m512 v) {
   return h;
 }
 
-MQ_TGT_AVX512H static void narrow_f16_avx512(uint16_t *o, const float *x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256((__m256i *)(o + i), f16_of_avx512(_mm512_loadu_ps(x + i)));
-  if (i < n) {
-    __mmask16 t = TAIL16(n, i);
-    _mm256_mask_storeu_epi16(o + i, t, f16_of_avx512(_mm512_maskz_loadu_ps(t, x + i)));
-  }
-}
+DEF_NARROW16(narrow_f16_avx512, f16_of_avx512)
 
 /* half.h's bfloat16 rounding of sixteen lanes by integer add (NaN: 0xFFFF). */
 MQ_TGT_AVX512H static inline __m256i bf16_round_avx512(__m512 v) {
@@ -197,15 +193,7 @@ MQ_TGT_AVX512H static inline __m256i bf16_round_avx512(__m512 v) {
   return _mm512_cvtepi32_epi16(r);
 }
 
-MQ_TGT_AVX512H static void narrow_bf16_avx512_int(uint16_t *o, const float *x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256((__m256i *)(o + i), bf16_round_avx512(_mm512_loadu_ps(x + i)));
-  if (i < n) {
-    __mmask16 t = TAIL16(n, i);
-    _mm256_mask_storeu_epi16(o + i, t, bf16_round_avx512(_mm512_maskz_loadu_ps(t, x + i)));
-  }
-}
+DEF_NARROW16(narrow_bf16_avx512_int, bf16_round_avx512)
 
 /* Lanes of v that are a subnormal (|x| - 1 below 0x7FFFFF, unsigned) or
  * a NaN (|x| above 0x7F800000): where AVX512_BF16's rounding differs. */
