@@ -305,9 +305,9 @@ static void default_path(void) {
 
 static void all_tests(mq_state *S_, void *ud) {
   rows();
-  matmul_paths();
   half_paths();
   half_astype_paths();
+  matmul_paths();
   default_path();
 }
 
