@@ -4,10 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if MQ_CPU_X86 && defined(__clang__)
-#include <cpuid.h>
-#endif
-
 static const char *const names[MQ_CPU__COUNT] = {"portable", "avx2", "avx512"};
 
 const char *mq_cpu_name(int cpu) { return cpu >= 0 && cpu < MQ_CPU__COUNT ? names[cpu] : "?"; }
@@ -18,26 +14,12 @@ int mq_cpu_parse(const char *name, size_t n) {
   return -1;
 }
 
-#if MQ_CPU_X86
-/* F16C (the half conversions of the AVX2 and AVX-512 paths: half.c). gcc
- * reads it where it reads the rest; clang 14 has no name for it, so ask
- * CPUID (a few hundred cycles, in a VM a trap: only under clang). */
-static bool has_f16c(void) {
-#ifdef __clang__
-  unsigned a, b, c, d;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-#else
-  return __builtin_cpu_supports("f16c");
-#endif
-}
-#endif
-
 int mq_cpu_best(void) {
 #if MQ_CPU_X86
   /* the checks read what the compiler's run-time library found at start-up
    * (CPUID, and whether the kernel saves the wide registers) */
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2") || !has_f16c()) return MQ_CPU_PORTABLE;
+  if (!__builtin_cpu_supports("avx2")) return MQ_CPU_PORTABLE;
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
     return MQ_CPU_AVX512;

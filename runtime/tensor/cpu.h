@@ -12,9 +12,8 @@
  * vexp.h), row max and row sum, and its backward's sum (softmax_simd.h);
  * and float32 matmul, by fma beyond the portable path (matmul.c).
  * glibc's exp and log stay scalar (kernels.h). The float16 and bfloat16
- * conversions by arrays (half.h) too: F16C on the AVX2 path (which
- * requires it besides AVX2; every AVX2 CPU has both), and on the AVX-512
- * path AVX512_BF16's rounding where the CPU has it.
+ * conversions by arrays (half.h) too: integer AVX2 code, AVX-512F's
+ * conversion instructions, and AVX512_BF16's rounding where the CPU has it.
  *
  * A state takes the fastest path its CPU runs (S->cpu, set at open), or
  * the one MASQ_CPU names (portable, avx2, avx512) if the CPU runs it;
