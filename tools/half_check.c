@@ -21,7 +21,7 @@ enum { BLOCK = 1 << 16 };
 int main(void) {
   static float x[BLOCK], wf[BLOCK];
   static uint16_t h[BLOCK], want[BLOCK], got[BLOCK];
-  int best = mq_cpu_best(), natives = best == MQ_CPU_AVX512 && mq_cpu_has_bf16() ? 2 : 1;
+  int best = mq_cpu_state_best(), natives = best == MQ_CPU_AVX512 && mq_cpu_has_bf16() ? 2 : 1;
   long bad = 0, runs = 0;
   for (int bf = 0; bf < 2; bf++) {
     for (uint32_t i = 0; i < BLOCK; i++) {

@@ -20,8 +20,7 @@
  * Without AVX512_BF16 the AVX-512 path rounds by that integer add too.
  *
  * No conversion reads the rounding mode a host could set in MXCSR: the
- * instructions name theirs (nearest even), the rest is integer arithmetic
- * or exact (the AVX2 path's float16 subnormal, m * 2^-24). */
+ * instructions name theirs (nearest even), the rest is integer arithmetic. */
 #include "half.h"
 
 #include "cpu.h"
@@ -42,38 +41,35 @@ static void narrow_bf16_portable(uint16_t *o, const float *x, int64_t n) {
 #if MQ_CPU_X86
 #include <immintrin.h>
 
-/* No F16C: the AVX2 path converts float16 by integer arithmetic (and exact
- * float operations), the AVX-512 path by AVX-512F's forms of F16C's
- * instructions; so neither path asks the CPU for more than it has, nor
- * needs a CPUID at run time to know (clang 14 has no name for F16C, and
- * a CPUID in a VM can take microseconds). */
+/* F16C on the AVX2 path (a state takes that path only if the CPU has it:
+ * mq_cpu_state_best); the AVX-512 path needs none, its conversions are
+ * AVX-512F's forms of F16C's instructions. */
+#define MQ_TGT_F16C __attribute__((target("avx2,f16c")))
 #define MQ_TGT_AVX2H __attribute__((target("avx2")))
 #define MQ_TGT_AVX512H __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq")))
 #define MQ_TGT_AVX512BF __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
-/* --- AVX2: eight at a time, by integer arithmetic ---------------------------- */
+/* --- AVX2 with F16C: eight at a time -------------------------------------- */
 
-#define I8(c) _mm256_set1_epi32(c)
-
-/* Eight float16 as float32: a normal one by moving its fields (exponent
- * rebased from 15 to 127), an infinity or a NaN by shifting its payload
- * (kept, signalling or not), a subnormal m as m * 2^-24 (exact: m < 2^10
- * converts exactly and the power of two is a normal float32). */
-MQ_TGT_AVX2H static inline __m256 f16x8_avx2(__m128i h16) {
-  __m256i h = _mm256_cvtepu16_epi32(h16);
-  __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, I8(0x8000)), 16);
-  __m256i e = _mm256_and_si256(h, I8(0x7c00)), m = _mm256_and_si256(h, I8(0x3ff));
-  __m256i r = _mm256_add_epi32(_mm256_slli_epi32(_mm256_and_si256(h, I8(0x7fff)), 13), I8(112 << 23));
-  __m256i special = _mm256_or_si256(_mm256_slli_epi32(m, 13), I8(0x7f800000));
-  __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(0x1p-24f));
-  r = _mm256_blendv_epi8(r, special, _mm256_cmpeq_epi32(e, I8(0x7c00)));
-  r = _mm256_blendv_epi8(r, _mm256_castps_si256(sub), _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
-  return _mm256_castsi256_ps(_mm256_or_si256(r, sign));
+/* float16 bits h (in 32-bit lanes) as float32 bits by shifting: exact for
+ * an infinity or a NaN, whose payload it keeps. */
+MQ_TGT_F16C static inline __m256i f16_special_avx2(__m256i h) {
+  __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16);
+  __m256i man = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x3ff)), 13);
+  return _mm256_or_si256(_mm256_or_si256(sign, man), _mm256_set1_epi32(0x7f800000));
 }
 
-MQ_TGT_AVX2H static void widen_f16_avx2(float *o, const uint16_t *x, int64_t n) {
+MQ_TGT_F16C static void widen_f16_avx2(float *o, const uint16_t *x, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, f16x8_avx2(_mm_loadu_si128((const __m128i *)(x + i))));
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128((const __m128i *)(x + i));
+    __m256 v = _mm256_cvtph_ps(h);
+    __m256i h32 = _mm256_cvtepu16_epi32(h);
+    __m256i e = _mm256_and_si256(h32, _mm256_set1_epi32(0x7c00));
+    __m256i sp = _mm256_cmpeq_epi32(e, _mm256_set1_epi32(0x7c00));
+    v = _mm256_blendv_ps(v, _mm256_castsi256_ps(f16_special_avx2(h32)), _mm256_castsi256_ps(sp));
+    _mm256_storeu_ps(o + i, v);
+  }
   widen_f16_portable(o + i, x + i, n - i);
 }
 
@@ -91,38 +87,22 @@ MQ_TGT_AVX2H static inline __m128i pack16_avx2(__m256i v) {
   return _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
 }
 
-/* half.h's float16 rounding of eight float32 lanes (mq_f32_to_f16), lane
- * by lane the same integer steps: a NaN 0x7E00, from 65520 up infinity, a
- * normal half by adding 0xFFF and the kept part's lowest bit (a carry
- * bumps the exponent), a subnormal one from the 24-bit significand by a
- * shift of 126 - E (E the float32's biased exponent) rounded the same way,
- * 0 below 2^-25 (E < 102); the sign put back. */
-MQ_TGT_AVX2H static inline __m128i f16_of_avx2(__m256 v) {
-  __m256i x = _mm256_castps_si256(v);
-  __m256i sign = _mm256_and_si256(_mm256_srli_epi32(x, 16), I8(0x8000));
-  __m256i ax = _mm256_and_si256(x, I8(0x7fffffff)), E = _mm256_srli_epi32(ax, 23);
-  __m256i mant = _mm256_and_si256(ax, I8(0x7fffff));
-  __m256i nx = _mm256_or_si256(_mm256_slli_epi32(_mm256_sub_epi32(E, I8(112)), 23), mant);
-  __m256i rn = _mm256_srli_epi32(
-      _mm256_add_epi32(_mm256_add_epi32(nx, I8(0xfff)), _mm256_and_si256(_mm256_srli_epi32(nx, 13), I8(1))), 13);
-  __m256i normal = _mm256_cmpgt_epi32(E, I8(112));
-  __m256i r = _mm256_and_si256(rn, normal); /* 0 below, until the subnormals: */
-  __m256i subn = _mm256_andnot_si256(normal, _mm256_cmpgt_epi32(E, I8(101)));
-  if (!_mm256_testz_si256(subn, subn)) { /* rare: variable shifts are slow */
-    __m256i sv = _mm256_or_si256(mant, I8(0x800000)), s = _mm256_sub_epi32(I8(126), E);
-    __m256i tie1 = _mm256_sub_epi32(_mm256_sllv_epi32(I8(1), _mm256_sub_epi32(s, I8(1))), I8(1));
-    __m256i rs = _mm256_srlv_epi32(
-        _mm256_add_epi32(_mm256_add_epi32(sv, tie1), _mm256_and_si256(_mm256_srlv_epi32(sv, s), I8(1))), s);
-    r = _mm256_blendv_epi8(r, rs, subn);
-  }
-  r = _mm256_blendv_epi8(r, I8(0x7c00), _mm256_cmpgt_epi32(ax, I8(0x477fefff)));
-  r = _mm256_blendv_epi8(r, I8(0x7e00), _mm256_cmpgt_epi32(ax, I8(0x7f800000)));
-  return pack16_avx2(_mm256_or_si256(r, sign));
-}
-
-MQ_TGT_AVX2H static void narrow_f16_avx2(uint16_t *o, const float *x, int64_t n) {
+MQ_TGT_F16C static void narrow_f16_avx2(uint16_t *o, const float *x, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(o + i), f16_of_avx2(_mm256_loadu_ps(x + i)));
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    if (_mm256_movemask_ps(nan)) {
+      __m256i s = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(v), 16),
+                                   _mm256_set1_epi32(0x8000));
+      __m256i q = _mm256_or_si256(s, _mm256_set1_epi32(0x7e00));
+      __m128i k = _mm_packs_epi32(_mm256_castsi256_si128(_mm256_castps_si256(nan)),
+                                  _mm256_extracti128_si256(_mm256_castps_si256(nan), 1));
+      h = _mm_blendv_epi8(h, pack16_avx2(q), k);
+    }
+    _mm_storeu_si128((__m128i *)(o + i), h);
+  }
   narrow_f16_portable(o + i, x + i, n - i);
 }
 

@@ -5,11 +5,10 @@
  * float16 0x7E00 with its sign, bfloat16 0xFFFF. Wider values (a
  * double, an int64) go through float32 first, as torch's casts do.
  *
- * The same by arrays, on a CPU path (runtime/tensor/cpu.h): AVX2 integer
- * code, AVX-512F's conversion instructions (F16C's, sixteen wide), and
- * AVX512_BF16's where the CPU has it, with the bits of these scalar
- * functions on every path (half.c says where the instructions differ and
- * how that is undone). */
+ * The same by arrays, on a CPU path (runtime/tensor/cpu.h): F16C, its
+ * AVX-512F forms, and AVX512_BF16's rounding where the CPU has it, with
+ * the bits of these scalar functions on every path (half.c says where the
+ * instructions differ and how that is undone). */
 #ifndef MQ_HALF_H
 #define MQ_HALF_H
 

@@ -204,7 +204,7 @@ static void half_paths(void) {
   static const uint16_t lows[] = {0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x2001, 0x3fff, 0x4000,
                                   0x7fff, 0x8000, 0x8001, 0xbfff, 0xc000, 0xefff, 0xf000, 0xffff};
   enum { NL = sizeof lows / sizeof *lows, PER = NL + 3 };
-  int best = mq_cpu_best(), natives = best == MQ_CPU_AVX512 && mq_cpu_has_bf16() ? 2 : 1;
+  int best = mq_cpu_state_best(), natives = best == MQ_CPU_AVX512 && mq_cpu_has_bf16() ? 2 : 1;
   int64_t nh = 65536, nf = 65536 * (int64_t)PER;
   uint16_t *h = malloc((size_t)nh * sizeof *h), *w16 = malloc((size_t)nf * sizeof *w16);
   float *w32 = malloc((size_t)nf * sizeof *w32), *x = malloc((size_t)nf * sizeof *x);
@@ -240,7 +240,7 @@ static void half_paths(void) {
  * int64 to each half type and back, over a row of several blocks and an
  * odd tail, against half.h's scalar functions. */
 static void half_astype_paths(void) {
-  int best = mq_cpu_best(), saved = S->cpu;
+  int best = mq_cpu_state_best(), saved = S->cpu;
   int64_t n = 5000;
   mq_tensor *f = mq_tensor_new(S, MQ_DT_F32, 1, &n), *d = mq_tensor_new(S, MQ_DT_F64, 1, &n);
   mq_tensor *k = mq_tensor_new(S, MQ_DT_I64, 1, &n);
@@ -283,7 +283,8 @@ static void half_astype_paths(void) {
 }
 
 static void default_path(void) {
-  int best = mq_cpu_best();
+  int best = mq_cpu_state_best();
+  CHECK(best <= mq_cpu_best() && best >= (mq_cpu_best() == MQ_CPU_AVX512 ? MQ_CPU_AVX512 : MQ_CPU_PORTABLE));
   setenv("MASQ_CPU", "portable", 1);
   CHECK(mq_cpu_default() == MQ_CPU_PORTABLE);
   setenv("MASQ_CPU", "avx2", 1);

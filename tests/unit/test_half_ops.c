@@ -143,7 +143,7 @@ static void binary_case(mq_state *S_, void *ud) {
 static void test_elementwise(void) {
   static const double none[3] = {NAN, NAN, NAN}, some[3] = {0.5, 2.0, 1.0}, other[3] = {-1.0, 1e30, -3.0};
   const double *prms[3] = {none, some, other};
-  int best = mq_cpu_best(), saved = S->cpu;
+  int best = mq_cpu_state_best(), saved = S->cpu;
   for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
     S->cpu = cpu;
     for (int h = 0; h < 2; h++) {
@@ -210,7 +210,7 @@ static void test_pieces(void) {
   static uint16_t x[MQ_RED_PIECE];
   static float w[MQ_RED_PIECE];
   static uint8_t m[MQ_RED_PIECE];
-  int best = mq_cpu_best();
+  int best = mq_cpu_state_best();
   for (int bf = 0; bf < 2; bf++)
     for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
       for (int mk = 0; mk < 4; mk++) { /* plain, masked; the same with NaN and inf */
@@ -249,7 +249,7 @@ static void test_pieces(void) {
 }
 
 static void test_reductions(void) {
-  int best = mq_cpu_best(), saved = S->cpu, threads = S->nthreads;
+  int best = mq_cpu_state_best(), saved = S->cpu, threads = S->nthreads;
   for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
     S->cpu = cpu;
     for (int h = 0; h < 2; h++) {
