@@ -78,103 +78,6 @@ static double ref_sqdev(const float *x, const uint8_t *m, int64_t n, double mean
   return (l[0] + l[1]) + (l[2] + l[3]);
 }
 
-static int paths_run;
-
-static void one_row(const float *x, const uint8_t *m, int64_t n) {
-  int best = mq_cpu_best();
-  int64_t c0 = 0;
-  double s0 = mq_kernel_rowsum_cnt_f32(MQ_CPU_PORTABLE, x, m, n, &c0);
-  double mean = n ? s0 / (double)(m ? (c0 ? c0 : 1) : n) : 0;
-  double q0 = mq_kernel_sqdev_f32(MQ_CPU_PORTABLE, x, m, n, mean);
-  if (n <= MQ_RED_PIECE) { /* one piece: the lanes alone decide */
-    double r = ref_sum(x, m, n);
-    CHECK(same_bits(&s0, &r, sizeof r));
-  }
-  double rq = ref_sqdev(x, m, n, mean);
-  CHECK(same_bits(&q0, &rq, sizeof rq));
-  const mq_red_kernel *k0[3] = {mq_red_kernels[MQ_RED_SUM][MQ_DT_F32], mq_red_kernels[MQ_RED_AMAX][MQ_DT_F32],
-                                mq_red_kernels[MQ_RED_AMIN][MQ_DT_F32]};
-  int64_t len = n < MQ_RED_PIECE ? n : MQ_RED_PIECE;
-  for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
-    int64_t c = 0;
-    double s = mq_kernel_rowsum_cnt_f32(cpu, x, m, n, &c);
-    CHECK(same_bits(&s, &s0, sizeof s));
-    CHECK(c == c0);
-    double q = mq_kernel_sqdev_f32(cpu, x, m, n, mean);
-    CHECK(same_bits(&q, &q0, sizeof q));
-    for (int op = 0; op < 3; op++) {
-      const mq_red_kernel *kp = mq_red_kernel_on(k0[op], cpu);
-      CHECK(kp != k0[op]); /* a kernel of its own on this path */
-      double p0 = 0, p1 = 0; /* room for a double or a float */
-      int64_t n0 = 0, n1 = 0;
-      k0[op]->piece(&p0, &n0, x, m, len);
-      kp->piece(&p1, &n1, x, m, len);
-      CHECK(same_bits(&p0, &p1, op == 0 ? sizeof(double) : sizeof(float)));
-      CHECK(n0 == n1);
-    }
-    paths_run |= 1 << cpu;
-  }
-}
-
-static void rows(void) {
-  static const int64_t lens[] = {0, 1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 32, 33, 63, 100, 1031,
-                                 4095, 4096, 4097, 8192, 8193, 12347};
-  int64_t most = 12347;
-  float *x = malloc((size_t)most * sizeof *x);
-  uint8_t *m = malloc((size_t)most);
-  for (int d = 0; d < 3; d++)
-    for (int mk = 0; mk < 4; mk++) /* no mask, random, all valid, all masked out */
-      for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
-        int64_t n = lens[l];
-        for (int64_t i = 0; i < n; i++) {
-          x[i] = value(d, i);
-          m[i] = mk == 1 ? (uint8_t)(next() & 1) : mk == 2;
-        }
-        one_row(x, mk ? m : NULL, n);
-        /* a row that does not start on a block of the lanes */
-        if (n > 3) one_row(x + 3, mk ? m + 3 : NULL, n - 3);
-      }
-  free(x);
-  free(m);
-#if MQ_CPU_X86
-  /* every path the CPU runs was compared (none beyond portable elsewhere) */
-  CHECK(paths_run == ((1 << (mq_cpu_best() + 1)) - 2) || mq_cpu_best() == MQ_CPU_PORTABLE);
-#endif
-}
-
-/* float32 matmul: the portable path's multiply-then-add and the fma of
- * the others (runtime/kernels/matmul.c) give the same bits, NaN aside, for
- * products with infinities and NaN (the term-by-term loop) and a masked
- * right operand. */
-static void matmul_paths(void) {
-  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {4, 37, 20}, {2, 130, 33}};
-  int best = mq_cpu_best(), saved = S->cpu;
-  for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
-    for (int d = 0; d < 2; d++)
-      for (int mk = 0; mk < 2; mk++) {
-        int64_t sa[2] = {dims[c][0], dims[c][1]}, sb[2] = {dims[c][1], dims[c][2]};
-        mq_tensor *a = mq_tensor_new(S, MQ_DT_F32, 2, sa), *b = mq_tensor_new(S, MQ_DT_F32, 2, sb);
-        mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, 2, sb);
-        for (int64_t i = 0; i < a->numel; i++) ((float *)mq_tensor_data(a))[i] = value(d, i);
-        for (int64_t i = 0; i < b->numel; i++) {
-          ((float *)mq_tensor_data(b))[i] = value(d, i + 7);
-          ((uint8_t *)mq_tensor_data(m))[i] = (uint8_t)(next() % 4 != 0);
-        }
-        if (mk) b = mq_masked(S, b, m);
-        S->cpu = MQ_CPU_PORTABLE;
-        mq_tensor *r0 = mq_get_data(S, mq_matmul(S, a, b));
-        for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
-          S->cpu = cpu;
-          mq_tensor *r = mq_get_data(S, mq_matmul(S, a, b));
-          bool ok = true;
-          for (int64_t i = 0; i < r->numel && ok; i++)
-            ok = same_bits((float *)mq_tensor_data(r) + i, (float *)mq_tensor_data(r0) + i, sizeof(float));
-          CHECK(ok);
-        }
-      }
-  S->cpu = saved;
-}
-
 /* The half conversions by arrays (half.h) on every path, against half.h's
  * scalar functions byte for byte: all 65536 patterns of each half type
  * widening; narrowing, every float32 whose top 16 bits are anything and
@@ -281,6 +184,103 @@ static void half_astype_paths(void) {
       free(want), free(back);
     }
   }
+  S->cpu = saved;
+}
+
+static int paths_run;
+
+static void one_row(const float *x, const uint8_t *m, int64_t n) {
+  int best = mq_cpu_best();
+  int64_t c0 = 0;
+  double s0 = mq_kernel_rowsum_cnt_f32(MQ_CPU_PORTABLE, x, m, n, &c0);
+  double mean = n ? s0 / (double)(m ? (c0 ? c0 : 1) : n) : 0;
+  double q0 = mq_kernel_sqdev_f32(MQ_CPU_PORTABLE, x, m, n, mean);
+  if (n <= MQ_RED_PIECE) { /* one piece: the lanes alone decide */
+    double r = ref_sum(x, m, n);
+    CHECK(same_bits(&s0, &r, sizeof r));
+  }
+  double rq = ref_sqdev(x, m, n, mean);
+  CHECK(same_bits(&q0, &rq, sizeof rq));
+  const mq_red_kernel *k0[3] = {mq_red_kernels[MQ_RED_SUM][MQ_DT_F32], mq_red_kernels[MQ_RED_AMAX][MQ_DT_F32],
+                                mq_red_kernels[MQ_RED_AMIN][MQ_DT_F32]};
+  int64_t len = n < MQ_RED_PIECE ? n : MQ_RED_PIECE;
+  for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
+    int64_t c = 0;
+    double s = mq_kernel_rowsum_cnt_f32(cpu, x, m, n, &c);
+    CHECK(same_bits(&s, &s0, sizeof s));
+    CHECK(c == c0);
+    double q = mq_kernel_sqdev_f32(cpu, x, m, n, mean);
+    CHECK(same_bits(&q, &q0, sizeof q));
+    for (int op = 0; op < 3; op++) {
+      const mq_red_kernel *kp = mq_red_kernel_on(k0[op], cpu);
+      CHECK(kp != k0[op]); /* a kernel of its own on this path */
+      double p0 = 0, p1 = 0; /* room for a double or a float */
+      int64_t n0 = 0, n1 = 0;
+      k0[op]->piece(&p0, &n0, x, m, len);
+      kp->piece(&p1, &n1, x, m, len);
+      CHECK(same_bits(&p0, &p1, op == 0 ? sizeof(double) : sizeof(float)));
+      CHECK(n0 == n1);
+    }
+    paths_run |= 1 << cpu;
+  }
+}
+
+static void rows(void) {
+  static const int64_t lens[] = {0, 1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 32, 33, 63, 100, 1031,
+                                 4095, 4096, 4097, 8192, 8193, 12347};
+  int64_t most = 12347;
+  float *x = malloc((size_t)most * sizeof *x);
+  uint8_t *m = malloc((size_t)most);
+  for (int d = 0; d < 3; d++)
+    for (int mk = 0; mk < 4; mk++) /* no mask, random, all valid, all masked out */
+      for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+        int64_t n = lens[l];
+        for (int64_t i = 0; i < n; i++) {
+          x[i] = value(d, i);
+          m[i] = mk == 1 ? (uint8_t)(next() & 1) : mk == 2;
+        }
+        one_row(x, mk ? m : NULL, n);
+        /* a row that does not start on a block of the lanes */
+        if (n > 3) one_row(x + 3, mk ? m + 3 : NULL, n - 3);
+      }
+  free(x);
+  free(m);
+#if MQ_CPU_X86
+  /* every path the CPU runs was compared (none beyond portable elsewhere) */
+  CHECK(paths_run == ((1 << (mq_cpu_best() + 1)) - 2) || mq_cpu_best() == MQ_CPU_PORTABLE);
+#endif
+}
+
+/* float32 matmul: the portable path's multiply-then-add and the fma of
+ * the others (runtime/kernels/matmul.c) give the same bits, NaN aside, for
+ * products with infinities and NaN (the term-by-term loop) and a masked
+ * right operand. */
+static void matmul_paths(void) {
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {4, 37, 20}, {2, 130, 33}};
+  int best = mq_cpu_best(), saved = S->cpu;
+  for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
+    for (int d = 0; d < 2; d++)
+      for (int mk = 0; mk < 2; mk++) {
+        int64_t sa[2] = {dims[c][0], dims[c][1]}, sb[2] = {dims[c][1], dims[c][2]};
+        mq_tensor *a = mq_tensor_new(S, MQ_DT_F32, 2, sa), *b = mq_tensor_new(S, MQ_DT_F32, 2, sb);
+        mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, 2, sb);
+        for (int64_t i = 0; i < a->numel; i++) ((float *)mq_tensor_data(a))[i] = value(d, i);
+        for (int64_t i = 0; i < b->numel; i++) {
+          ((float *)mq_tensor_data(b))[i] = value(d, i + 7);
+          ((uint8_t *)mq_tensor_data(m))[i] = (uint8_t)(next() % 4 != 0);
+        }
+        if (mk) b = mq_masked(S, b, m);
+        S->cpu = MQ_CPU_PORTABLE;
+        mq_tensor *r0 = mq_get_data(S, mq_matmul(S, a, b));
+        for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
+          S->cpu = cpu;
+          mq_tensor *r = mq_get_data(S, mq_matmul(S, a, b));
+          bool ok = true;
+          for (int64_t i = 0; i < r->numel && ok; i++)
+            ok = same_bits((float *)mq_tensor_data(r) + i, (float *)mq_tensor_data(r0) + i, sizeof(float));
+          CHECK(ok);
+        }
+      }
   S->cpu = saved;
 }
 
