@@ -64,10 +64,12 @@ MQ_TGT_F16C static void widen_f16_avx2(float *o, const uint16_t *x, int64_t n) {
   for (; i + 8 <= n; i += 8) {
     __m128i h = _mm_loadu_si128((const __m128i *)(x + i));
     __m256 v = _mm256_cvtph_ps(h);
-    __m256i h32 = _mm256_cvtepu16_epi32(h);
-    __m256i e = _mm256_and_si256(h32, _mm256_set1_epi32(0x7c00));
-    __m256i sp = _mm256_cmpeq_epi32(e, _mm256_set1_epi32(0x7c00));
-    v = _mm256_blendv_ps(v, _mm256_castsi256_ps(f16_special_avx2(h32)), _mm256_castsi256_ps(sp));
+    __m128i e = _mm_and_si128(h, _mm_set1_epi16(0x7c00));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi16(e, _mm_set1_epi16(0x7c00)))) { /* an infinity or a NaN */
+      __m256i h32 = _mm256_cvtepu16_epi32(h);
+      __m256i sp = _mm256_cmpeq_epi32(_mm256_and_si256(h32, _mm256_set1_epi32(0x7c00)), _mm256_set1_epi32(0x7c00));
+      v = _mm256_blendv_ps(v, _mm256_castsi256_ps(f16_special_avx2(h32)), _mm256_castsi256_ps(sp));
+    }
     _mm256_storeu_ps(o + i, v);
   }
   widen_f16_portable(o + i, x + i, n - i);
@@ -132,10 +134,10 @@ MQ_TGT_AVX2H static void narrow_bf16_avx2(uint16_t *o, const float *x, int64_t n
  * (a NaN keeps its payload, signalling or not). */
 MQ_TGT_AVX512H static inline __m512 f16x16_avx512(__m256i h) {
   __m512 v = _mm512_cvtph_ps(h);
-  __m512i h32 = _mm512_cvtepu16_epi32(h);
-  __mmask16 sp = _mm512_cmpeq_epi32_mask(_mm512_and_si512(h32, _mm512_set1_epi32(0x7c00)),
-                                         _mm512_set1_epi32(0x7c00));
+  __mmask16 sp = _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7c00)),
+                                         _mm256_set1_epi16(0x7c00));
   if (sp) {
+    __m512i h32 = _mm512_cvtepu16_epi32(h);
     __m512i s = _mm512_slli_epi32(_mm512_and_si512(h32, _mm512_set1_epi32(0x8000)), 16);
     __m512i m = _mm512_slli_epi32(_mm512_and_si512(h32, _mm512_set1_epi32(0x3ff)), 13);
     __m512i f = _mm512_or_si512(_mm512_or_si512(s, m), _mm512_set1_epi32(0x7f800000));
