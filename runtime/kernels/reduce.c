@@ -134,15 +134,17 @@ typedef struct half_red {
 } half_red;
 
 #if MQ_CPU_X86
-/* The float32 sum's piece on the AVX-512 path (fsum_piece_F32_avx512,
- * reduce_kernels.c: sixteen lanes in double, the tail into lanes 0..,
- * a masked-out entry +0.0, the lanes added pairwise) from the half data,
- * widened in the registers: no pass through a buffer. */
+/* The float32 sum's piece on the AVX2 or AVX-512 path (fsum_piece_F32_avx2
+ * or _avx512, reduce_kernels.c: sixteen lanes in double, the tail into
+ * lanes 0.., a masked-out entry +0.0, the lanes added pairwise) from the
+ * half data, widened in the registers: no pass through a buffer. */
 static void hsum_piece(int cpu, void *part, int64_t *cnt, const uint16_t *x, bool bf16,
                        const uint8_t *m, int64_t n) {
   double d[16] = {0};
   float tail[16];
-  int64_t i = n - n % 16, c = mq_simd_fsum_h16_avx512(x, bf16, m, i, d);
+  int64_t i = n - n % 16;
+  int64_t c = cpu == MQ_CPU_AVX512 ? mq_simd_fsum_h16_avx512(x, bf16, m, i, d)
+                                   : mq_simd_fsum_h16_avx2(x, bf16, m, i, d);
   mq_half_widen(cpu, bf16, tail, x + i, n - i);
   for (int64_t j = 0; j < n - i; j++) {
     d[j] += m && !m[i + j] ? 0.0 : (double)tail[j];
@@ -157,7 +159,7 @@ static void hsum_piece(int cpu, void *part, int64_t *cnt, const uint16_t *x, boo
 void mq_red_half_piece(int cpu, mq_redop op, bool bf16, void *part, int64_t *cnt, const uint16_t *x,
                        const uint8_t *m, int64_t n) {
 #if MQ_CPU_X86
-  if (cpu == MQ_CPU_AVX512 && (op == MQ_RED_SUM || op == MQ_RED_MEAN)) {
+  if (cpu != MQ_CPU_PORTABLE && (op == MQ_RED_SUM || op == MQ_RED_MEAN)) {
     hsum_piece(cpu, part, cnt, x, bf16, m, n);
     return;
   }

@@ -176,7 +176,7 @@ MQ_INTERNAL void mq_red_rows_fold(mq_state *S, mq_red_rows *R, int64_t np, mq_re
  * float16 or ([bf16]) bfloat16 data x with mask m (NULL: none), for [op]
  * with a piece kernel (mq_red_piece_kernel): the bits of float32's piece
  * on x widened, on CPU path [cpu]. reduce.c folds half tensors with it
- * (on the AVX-512 path the sum widens in the registers). */
+ * (on the AVX2 and AVX-512 paths the sum widens in the registers). */
 MQ_INTERNAL void mq_red_half_piece(int cpu, mq_redop op, bool bf16, void *part, int64_t *cnt,
                                    const uint16_t *x, const uint8_t *m, int64_t n);
 
