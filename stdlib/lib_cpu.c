@@ -11,7 +11,7 @@ static mq_value lib_set_cpu_path(mq_state *S, mq_value *args) {
   int cpu = mq_cpu_parse(name->chars, name->len);
   if (cpu < 0)
     mq_error(S, "set_cpu_path: unknown CPU path %s (portable, avx2 or avx512)", mq_string_quoted(S, name));
-  int best = mq_cpu_best();
+  int best = mq_cpu_state_best();
   if (cpu > best)
     mq_error(S, "set_cpu_path: this CPU cannot run the %s path (its fastest is %s)", mq_cpu_name(cpu),
              mq_cpu_name(best));
@@ -25,7 +25,7 @@ static mq_value lib_get_cpu_path(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_cpu_paths(mq_state *S, mq_value *args) {
-  int best = mq_cpu_best();
+  int best = mq_cpu_state_best();
   mq_list *l = mq_list_new(S, best + 1);
   for (int c = 0; c <= best; c++) {
     const char *name = mq_cpu_name(c);

@@ -276,54 +276,33 @@ static void run_range(void *ctx, int64_t b0, int64_t b1, int t) {
   run_blocks(F, bufs, F->pbase + b0, F->pbase + b1);
 }
 
-/* Blocks [a, b) of row [row] on the threads (mq_red_pieces_fn; ctx: a
- * rows_job; parts and pcnt are F's). */
+/* Blocks [a, b) (over all rows) on the threads, their partials into
+ * parts and pcnt (mq_red_pieces_fn; ctx: a rows_job). Chunks of about 64K
+ * elements (16 whole blocks) claimed by the threads in turn, polling for
+ * interrupts in between. */
 typedef struct rows_job {
   mq_state *S;
   fuse_ctx *F;
   int nt;
-  int64_t row;
 } rows_job;
 
 static void run_batch(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt) {
   rows_job *J = ctx;
-  J->F->pbase = J->row * J->F->ppr + a;
-  mq_parallel_for(J->S, J->nt, b - a, MQ_PAR_GRAIN / MQ_FUSE_BLOCK, run_range, J->F);
+  fuse_ctx *F = J->F;
+  int64_t blen = F->rlen < MQ_FUSE_BLOCK ? F->rlen : MQ_FUSE_BLOCK;
+  F->pbase = a, F->parts = parts, F->pcnt = pcnt;
+  mq_parallel_for(J->S, J->nt, b - a, MQ_PAR_GRAIN / blen, run_range, F);
 }
 
-/* The reduction [op] of the result's rows, holding the partials of at
- * most MQ_RED_BATCH blocks at a time, whatever the size: whole rows of up
- * to that many blocks run on the threads together and merge, a longer row
- * goes batch by batch (mq_red_fold_pieces). The output has [ond] dims of
- * the result's shape; [masked]: count the valid entries. */
+/* The reduction [op] of the result's rows (mq_red_rows_fold: a bounded
+ * batch of partials at a time, whatever the size). The output has [ond]
+ * dims of the result's shape; [masked]: count the valid entries. */
 static mq_tensor *fold_rows(mq_state *S, fuse_ctx *F, int nt, mq_redop op, mq_dtype dt,
                             bool masked, int ond) {
-  int64_t rows = F->n / F->rlen, ppr = F->ppr;
-  int64_t hold = ppr <= MQ_RED_BATCH ? MQ_RED_BATCH / ppr * ppr : MQ_RED_BATCH;
-  if (hold > rows * ppr) hold = rows * ppr;
-  F->parts = mq_scratch(S, (size_t)hold * F->red->acc_size);
-  F->pcnt = mq_scratch(S, (size_t)hold * sizeof *F->pcnt);
   mq_red_rows R;
-  mq_red_rows_begin(S, &R, op, dt, rows, F->rlen, ond, F->shape, masked);
-  if (ppr <= MQ_RED_BATCH) {
-    /* chunks of about 64K elements (16 whole blocks) claimed by the
-     * threads in turn, polling for interrupts in between */
-    int64_t wr = hold / ppr, blen = F->rlen < MQ_FUSE_BLOCK ? F->rlen : MQ_FUSE_BLOCK;
-    for (int64_t r0 = 0; r0 < rows; r0 += wr) {
-      int64_t r1 = rows - r0 < wr ? rows : r0 + wr;
-      F->pbase = r0 * ppr;
-      mq_parallel_for(S, nt, (r1 - r0) * ppr, MQ_PAR_GRAIN / blen, run_range, F);
-      for (int64_t r = r0; r < r1; r++)
-        mq_red_rows_merge(&R, r, F->parts + (size_t)((r - r0) * ppr) * F->red->acc_size,
-                          F->pcnt + (r - r0) * ppr, ppr);
-    }
-  } else {
-    rows_job J = {S, F, nt, 0};
-    for (; J.row < rows; J.row++) {
-      int64_t c = mq_red_fold_pieces(R.k, R.acc, J.row, ppr, F->parts, F->pcnt, run_batch, &J);
-      if (R.count) R.count[J.row] = c;
-    }
-  }
+  mq_red_rows_begin(S, &R, op, dt, F->n / F->rlen, F->rlen, ond, F->shape, masked);
+  rows_job J = {S, F, nt};
+  mq_red_rows_fold(S, &R, F->ppr, run_batch, &J);
   return mq_red_rows_end(S, &R);
 }
 

@@ -302,6 +302,9 @@ static mq_tensor *half_operand(mq_state *S, mq_tensor *t, mq_dtype h) {
   return r;
 }
 
+static mq_tensor *binary_run(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
+                             mq_tensor *spare, mq_dtype half);
+
 mq_tensor *mq_binary(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b) {
   return mq_binary_spare(S, op, a, b, NULL);
 }
@@ -329,11 +332,26 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
     if ((want == MQ_DT_F16 || want == MQ_DT_BF16) && def->cls != CL_F64) {
       a = half_operand(S, a, want);
       b = half_operand(S, b, want);
+      if (!a->requires_grad && !b->requires_grad) return binary_run(S, op, a, b, NULL, want);
     }
     mq_tensor *r = mq_binary_spare(S, op, mq_tensor_computable(S, a), mq_tensor_computable(S, b), NULL);
     return mq_narrow_back(S, r, want);
   }
-  mq_dtype ct = mq_result_type(2, in), out_dt;
+  return binary_run(S, op, a, b, spare, MQ_DT__ALL);
+}
+
+/* [op] on [a] and [b] (after the checks of mq_binary_spare), computed in
+ * their result type; or, when [half] is a half type (both operands are
+ * of it, no gradient to record), in float32 block by block from the half
+ * data (iter.h's mq_ewise_run_half) into a result of that half type (a
+ * bool one for a comparison): the bits of the op on the operands widened
+ * to float32, then narrowed, without those float32 tensors. */
+static mq_tensor *binary_run(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
+                             mq_tensor *spare, mq_dtype half) {
+  const binary_def *def = &defs[op];
+  mq_tensor *in[2] = {a, b};
+  bool hs = half != MQ_DT__ALL; /* half storage */
+  mq_dtype ct = hs ? MQ_DT_F32 : mq_result_type(2, in), out_dt;
   switch (def->cls) {
   case CL_FLOAT: if (!mq_dtype_is_float(ct)) ct = MQ_DT_F32; break;
   case CL_F64: ct = MQ_DT_F64; break;
@@ -349,7 +367,9 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
     a = in[0] = f32_number(S, a);
     b = in[1] = f32_number(S, b);
   }
-  out_dt = def->cls == CL_CMP ? MQ_DT_BOOL : ct;
+  /* the dtype the operands and a float result are stored in */
+  mq_dtype st = hs ? half : ct;
+  out_dt = def->cls == CL_CMP ? MQ_DT_BOOL : st;
   mq_ewise_fn k = def->k[ct];
   if (!k) mq_error(S, "%s is not defined for %s tensors", bin_names[op], mq_dtype_name(ct));
 
@@ -360,7 +380,7 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
 
   /* x ** 2 is x * x: exact, and much faster than pow */
   if (op == MQ_BIN_POW && mq_dtype_is_float(ct) && b->numel == 1 && !b->mask && b->ndim <= a->ndim &&
-      a->dtype == ct && mq_tensor_item(S, b) == 2.0)
+      a->dtype == st && mq_tensor_item(S, b) == 2.0)
     b = a, k = defs[MQ_BIN_MUL].k[ct];
   else if ((op == MQ_BIN_POW || op == MQ_BIN_FLOAT_POWER) && mq_dtype_is_float(ct) && in[1]->weak)
     k = mq_pow_number_kernel(ct);
@@ -370,7 +390,7 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
   bool reuse = spare && spare == in[0] && a == spare && !MQ_AG_REQ(b) && !b->node &&
                mq_reusable(a, out_dt, nd, shape);
   mq_tensor *out = reuse ? mq_reuse(S, a) : NULL;
-  mq_tensor *x = mq_operand(S, a, ct, nd, shape), *y = mq_operand(S, b, ct, nd, shape);
+  mq_tensor *x = mq_operand(S, a, st, nd, shape), *y = mq_operand(S, b, st, nd, shape);
   if (ct == MQ_DT_I64) {
     if (op == MQ_BIN_POW) check_int_exponent(S, y, mask);
     if (def->int_divisor) mq_check_int_divisor(S, y, mask, bin_names[op]);
@@ -382,7 +402,12 @@ mq_tensor *mq_binary_spare(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *b,
   /* In place, the kernel runs to its end: an interrupt waits until after
    * it (each element reads x[i] before writing out[i], the same place) */
   S->defer_interrupts += reuse;
-  mq_ewise_run(S, k, &it, NULL);
+  if (hs) {
+    uint8_t kind = half == MQ_DT_BF16 ? MQ_HALF_BF16 : MQ_HALF_F16;
+    const uint8_t kinds[3] = {out_dt == half ? kind : 0, kind, kind};
+    mq_ewise_run_half(S, k, &it, NULL, kinds);
+  } else
+    mq_ewise_run(S, k, &it, NULL);
   S->defer_interrupts -= reuse;
   if (mask) mq_tensor_set_mask(S, out, mask);
   out->weak = in[0]->weak && in[1]->weak;

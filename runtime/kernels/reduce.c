@@ -9,6 +9,9 @@
 
 #include "reduce.h"
 
+#include "../tensor/half.h"
+#include "../tensor/parallel.h"
+#include "reduce_simd.h"
 #include "ops.h"
 
 /* The rows' name, in, res and ident columns (ops_reduce.h). */
@@ -110,11 +113,129 @@ static void *acc_for(mq_state *S, mq_redop op, mq_dtype dt, const mq_red_plan *P
   return acc;
 }
 
+/* --- half inputs by pieces --------------------------------------------- */
+
+/* A reduction of a half tensor by the float32 kernel's pieces (the float
+ * sums and extrema): each piece of MQ_RED_PIECE entries widened into a
+ * buffer on the stack, its partial computed from there, the partials
+ * merged as mq_reduce merges float32's (mq_red_rows: the same bits), so
+ * the half data is read once and no float32 copy of it is made. */
+typedef struct half_red {
+  const mq_red_kernel *k;
+  mq_redop op;
+  const uint16_t *x;
+  const uint8_t *m;   /* the mask, contiguous, or NULL */
+  int64_t rlen, np;   /* entries and pieces a row */
+  int64_t p0;         /* the first piece of this run (row-major over all rows) */
+  char *parts;        /* its partials and counts */
+  int64_t *pcnt;
+  bool bf16;
+  int cpu;
+} half_red;
+
+#if MQ_CPU_X86
+/* The float32 sum's piece on the AVX2 or AVX-512 path (fsum_piece_F32_avx2
+ * or _avx512, reduce_kernels.c: sixteen lanes in double, the tail into
+ * lanes 0.., a masked-out entry +0.0, the lanes added pairwise) from the
+ * half data, widened in the registers: no pass through a buffer. */
+static void hsum_piece(int cpu, void *part, int64_t *cnt, const uint16_t *x, bool bf16,
+                       const uint8_t *m, int64_t n) {
+  double d[16] = {0};
+  float tail[16];
+  int64_t i = n - n % 16;
+  int64_t c = cpu == MQ_CPU_AVX512 ? mq_simd_fsum_h16_avx512(x, bf16, m, i, d)
+                                   : mq_simd_fsum_h16_avx2(x, bf16, m, i, d);
+  mq_half_widen(cpu, bf16, tail, x + i, n - i);
+  for (int64_t j = 0; j < n - i; j++) {
+    d[j] += m && !m[i + j] ? 0.0 : (double)tail[j];
+    c += m ? m[i + j] : 0;
+  }
+  if (cnt && m) *cnt += c;
+  *(double *)part = (((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]))) +
+                    (((d[8] + d[9]) + (d[10] + d[11])) + ((d[12] + d[13]) + (d[14] + d[15])));
+}
+#endif
+
+void mq_red_half_piece(int cpu, mq_redop op, bool bf16, void *part, int64_t *cnt, const uint16_t *x,
+                       const uint8_t *m, int64_t n) {
+#if MQ_CPU_X86
+  if (cpu != MQ_CPU_PORTABLE && (op == MQ_RED_SUM || op == MQ_RED_MEAN)) {
+    hsum_piece(cpu, part, cnt, x, bf16, m, n);
+    return;
+  }
+#endif
+  float buf[MQ_RED_PIECE];
+  mq_half_widen(cpu, bf16, buf, x, n);
+  mq_red_kernel_on(mq_red_kernels[op][MQ_DT_F32], cpu)->piece(part, cnt, buf, m, n);
+}
+
+static void half_red_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const half_red *H = ctx;
+  for (int64_t q = lo; q < hi; q++) {
+    int64_t r = (H->p0 + q) / H->np, p = (H->p0 + q) % H->np, len = mq_red_piece_len(H->rlen, p);
+    int64_t i0 = r * H->rlen + p * MQ_RED_PIECE;
+    H->pcnt[q] = 0;
+    mq_red_half_piece(H->cpu, H->op, H->bf16, H->parts + (size_t)q * H->k->acc_size, &H->pcnt[q],
+                      H->x + i0, H->m ? H->m + i0 : NULL, len);
+  }
+}
+
+typedef struct half_batch {
+  mq_state *S;
+  half_red *H;
+  int nt;
+} half_batch;
+
+/* Pieces [a, b) on the threads, into parts and pcnt (mq_red_pieces_fn). */
+static void half_red_batch(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt) {
+  half_batch *B = ctx;
+  B->H->p0 = a, B->H->parts = parts, B->H->pcnt = pcnt;
+  mq_parallel_for(B->S, B->nt, b - a, MQ_PAR_GRAIN / MQ_RED_PIECE, half_red_range, B->H);
+}
+
+/* [op] of half tensor [t] over its last dims, or NULL when this way does
+ * not apply (then mq_reduce widens t): an op with float32 pieces, a
+ * non-empty contiguous t with no gradient to record, [dims] its last
+ * ones (0 of them: all). */
+static mq_tensor *reduce_half(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const int *dims,
+                              bool keepdim) {
+  const mq_red_kernel *k = mq_red_piece_kernel(S, op, MQ_DT_F32);
+  if (!k || t->requires_grad || t->ndim == 0 || t->numel == 0 || !mq_tensor_is_contiguous(t) ||
+      (t->dtype != MQ_DT_F16 && t->dtype != MQ_DT_BF16))
+    return NULL;
+  bool red[MQ_MAX_DIMS] = {false};
+  for (int i = 0; i < ndims; i++) {
+    if (dims[i] < 0 || dims[i] >= t->ndim || red[dims[i]]) return NULL; /* the plan says why */
+    red[dims[i]] = true;
+  }
+  int first = ndims ? t->ndim - ndims : 0; /* the reduced dims are [first, ndim) */
+  for (int d = first; d < t->ndim; d++)
+    if (ndims && !red[d]) return NULL;
+  int64_t oshape[MQ_MAX_DIMS], rlen = 1;
+  int ond = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    if (d < first) oshape[ond++] = t->shape[d];
+    else {
+      rlen *= t->shape[d];
+      if (keepdim) oshape[ond++] = 1;
+    }
+  }
+  half_red H = {.k = k, .op = op, .x = mq_tensor_data(t), .rlen = rlen, .np = mq_red_piece_count(rlen),
+                .bf16 = t->dtype == MQ_DT_BF16, .cpu = S->cpu};
+  if (t->mask) H.m = mq_tensor_data(mq_contiguous(S, t->mask));
+  mq_red_rows R;
+  mq_red_rows_begin(S, &R, op, MQ_DT_F32, t->numel / rlen, rlen, ond, oshape, t->mask != NULL);
+  half_batch B = {S, &H, mq_parallel_threads_for(S, t->numel)};
+  mq_red_rows_fold(S, &R, H.np, half_red_batch, &B);
+  return mq_red_rows_end(S, &R);
+}
+
 mq_tensor *mq_reduce(mq_state *S, mq_redop op, mq_tensor *t, int ndims, const int *dims,
                      bool keepdim) {
   if ((unsigned)op >= MQ_RED__COUNT) mq_error(S, "bad reduction");
   if (mq_dtype_is_narrow((mq_dtype)t->dtype)) { /* torch's dtype: sum(int8) int64, mean(float16) float16 */
-    mq_tensor *r = mq_reduce(S, op, mq_tensor_computable(S, t), ndims, dims, keepdim);
+    mq_tensor *r = reduce_half(S, op, t, ndims, dims, keepdim);
+    if (!r) r = mq_reduce(S, op, mq_tensor_computable(S, t), ndims, dims, keepdim);
     mq_dtype want = out_dtype(op, (mq_dtype)t->dtype);
     return want == MQ_DT_U8 && r->dtype == MQ_DT_BOOL ? mq_astype(S, r, want) : mq_narrow_back(S, r, want);
   }
@@ -167,4 +288,41 @@ void mq_red_rows_merge(mq_red_rows *R, int64_t r, const void *parts, const int64
 mq_tensor *mq_red_rows_end(mq_state *S, mq_red_rows *R) {
   finish(S, R->op, &R->P, R->out, R->acc, R->count);
   return R->out;
+}
+
+/* One long row's pieces [a, b), numbered from the row's first. */
+typedef struct row_fold {
+  mq_red_pieces_fn fn;
+  void *ctx;
+  int64_t base;
+} row_fold;
+
+static void row_fold_batch(void *ctx, int64_t a, int64_t b, char *parts, int64_t *pcnt) {
+  const row_fold *J = ctx;
+  J->fn(J->ctx, J->base + a, J->base + b, parts, pcnt);
+}
+
+void mq_red_rows_fold(mq_state *S, mq_red_rows *R, int64_t np, mq_red_pieces_fn fn, void *ctx) {
+  int64_t rows = R->P.on;
+  size_t as = R->k->acc_size;
+  int64_t hold = np <= MQ_RED_BATCH ? MQ_RED_BATCH / np * np : MQ_RED_BATCH;
+  if (hold > rows * np) hold = rows * np;
+  char *parts = mq_scratch(S, (size_t)hold * as);
+  int64_t *pcnt = mq_scratch(S, (size_t)hold * sizeof *pcnt);
+  if (np <= MQ_RED_BATCH) {
+    int64_t wr = hold / np;
+    for (int64_t r0 = 0; r0 < rows; r0 += wr) {
+      int64_t r1 = rows - r0 < wr ? rows : r0 + wr;
+      fn(ctx, r0 * np, r1 * np, parts, pcnt);
+      for (int64_t r = r0; r < r1; r++)
+        mq_red_rows_merge(R, r, parts + (size_t)((r - r0) * np) * as, pcnt + (r - r0) * np, np);
+    }
+    return;
+  }
+  row_fold J = {fn, ctx, 0};
+  for (int64_t r = 0; r < rows; r++) {
+    J.base = r * np;
+    int64_t c = mq_red_fold_pieces(R->k, R->acc, r, np, parts, pcnt, row_fold_batch, &J);
+    if (R->count) R->count[r] = c;
+  }
 }

@@ -166,6 +166,19 @@ MQ_INTERNAL void mq_red_rows_begin(mq_state *S, mq_red_rows *R, mq_redop op, mq_
 MQ_INTERNAL void mq_red_rows_merge(mq_red_rows *R, int64_t r, const void *parts,
                                    const int64_t *pcnt, int64_t np);
 MQ_INTERNAL mq_tensor *mq_red_rows_end(mq_state *S, mq_red_rows *R);
+/* Puts every row into R (begun for its rows), each of [np] pieces whose
+ * partials [fn] computes, pieces [a, b) numbered row-major over all the
+ * rows: whole rows as many at a time as MQ_RED_BATCH partials hold, then
+ * _merge; a longer row batch by batch (mq_red_fold_pieces). */
+MQ_INTERNAL void mq_red_rows_fold(mq_state *S, mq_red_rows *R, int64_t np, mq_red_pieces_fn fn,
+                                  void *ctx);
+/* The partial result and valid count of one piece (n <= MQ_RED_PIECE) of
+ * float16 or ([bf16]) bfloat16 data x with mask m (NULL: none), for [op]
+ * with a piece kernel (mq_red_piece_kernel): the bits of float32's piece
+ * on x widened, on CPU path [cpu]. reduce.c folds half tensors with it
+ * (on the AVX2 and AVX-512 paths the sum widens in the registers). */
+MQ_INTERNAL void mq_red_half_piece(int cpu, mq_redop op, bool bf16, void *part, int64_t *cnt,
+                                   const uint16_t *x, const uint8_t *m, int64_t n);
 
 /* --- row kernels that softmax, statistics and attention reuse ------------- */
 

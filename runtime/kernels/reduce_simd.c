@@ -41,29 +41,43 @@ MQ_TGT_AVX2 static inline __m256 ones_where(__m128i mb) {
     b = _mm256_add_pd(b, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));        \
   } while (0)
 
-MQ_TGT_AVX2 int64_t mq_simd_fsum_f32_avx2(const float *x, const uint8_t *m, int64_t n, double *d) {
-  __m256d a0 = _mm256_loadu_pd(d), a1 = _mm256_loadu_pd(d + 4);
-  __m256d a2 = _mm256_loadu_pd(d + 8), a3 = _mm256_loadu_pd(d + 12);
-  __m128i c = _mm_setzero_si128();
-  if (m) {
-    for (int64_t i = 0; i < n; i += 16) {
-      __m128i mb = _mm_loadu_si128((const __m128i *)(m + i));
-      __m256 v0 = _mm256_and_ps(_mm256_loadu_ps(x + i), ones_where(mb));
-      __m256 v1 = _mm256_and_ps(_mm256_loadu_ps(x + i + 8), ones_where(_mm_srli_si128(mb, 8)));
-      ADD8(a0, a1, v0);
-      ADD8(a2, a3, v1);
-      COUNT16(c, mb);
-    }
-  } else {
-    for (int64_t i = 0; i < n; i += 16) {
-      __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
-      ADD8(a0, a1, v0);
-      ADD8(a2, a3, v1);
-    }
+/* The sum's loop, LOAD8(p) giving the eight floats from entry p on:
+ * float32's, or half bits widened in the registers. */
+#define DEF_FSUM_AVX2(NAME, TGT, T, LOAD8)                                     \
+  TGT int64_t NAME(const T *x, const uint8_t *m, int64_t n, double *d) {       \
+    __m256d a0 = _mm256_loadu_pd(d), a1 = _mm256_loadu_pd(d + 4);              \
+    __m256d a2 = _mm256_loadu_pd(d + 8), a3 = _mm256_loadu_pd(d + 12);         \
+    __m128i c = _mm_setzero_si128();                                           \
+    if (m) {                                                                   \
+      for (int64_t i = 0; i < n; i += 16) {                                    \
+        __m128i mb = _mm_loadu_si128((const __m128i *)(m + i));                \
+        __m256 v0 = _mm256_and_ps(LOAD8(x + i), ones_where(mb));               \
+        __m256 v1 = _mm256_and_ps(LOAD8(x + i + 8), ones_where(_mm_srli_si128(mb, 8))); \
+        ADD8(a0, a1, v0);                                                      \
+        ADD8(a2, a3, v1);                                                      \
+        COUNT16(c, mb);                                                        \
+      }                                                                        \
+    } else {                                                                   \
+      for (int64_t i = 0; i < n; i += 16) {                                    \
+        __m256 v0 = LOAD8(x + i), v1 = LOAD8(x + i + 8);                       \
+        ADD8(a0, a1, v0);                                                      \
+        ADD8(a2, a3, v1);                                                      \
+      }                                                                        \
+    }                                                                          \
+    _mm256_storeu_pd(d, a0), _mm256_storeu_pd(d + 4, a1);                      \
+    _mm256_storeu_pd(d + 8, a2), _mm256_storeu_pd(d + 12, a3);                 \
+    return COUNT_OF(c);                                                        \
   }
-  _mm256_storeu_pd(d, a0), _mm256_storeu_pd(d + 4, a1);
-  _mm256_storeu_pd(d + 8, a2), _mm256_storeu_pd(d + 12, a3);
-  return COUNT_OF(c);
+#define LOAD8_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define LOAD8_BF16(p)                                                          \
+  _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+DEF_FSUM_AVX2(mq_simd_fsum_f32_avx2, MQ_TGT_AVX2, float, _mm256_loadu_ps)
+/* float16 on the AVX2 path: a state takes it only with F16C (cpu.h) */
+DEF_FSUM_AVX2(fsum_f16_avx2, __attribute__((target("avx2,f16c"))) static, uint16_t, LOAD8_F16)
+DEF_FSUM_AVX2(fsum_bf16_avx2, MQ_TGT_AVX2 static, uint16_t, LOAD8_BF16)
+
+int64_t mq_simd_fsum_h16_avx2(const uint16_t *x, bool bf16, const uint8_t *m, int64_t n, double *d) {
+  return bf16 ? fsum_bf16_avx2(x, m, n, d) : fsum_f16_avx2(x, m, n, d);
 }
 
 /* Extrema: r = OP(v, r) is v > r ? v : r for max (maxps returns its
@@ -122,23 +136,42 @@ MQ_TGT_AVX2 void mq_simd_sqdev_f32_avx2(const float *x, const uint8_t *m, int64_
  * valid entries and puts zeros (sums) or the fill (extrema) elsewhere. */
 #define HIGH8(v) _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))
 
-MQ_TGT_AVX512 int64_t mq_simd_fsum_f32_avx512(const float *x, const uint8_t *m, int64_t n, double *d) {
+/* The sum's loop; its entries float32 ([h] 0), or float16 (1) or
+ * bfloat16 (2) bits widened in the registers (a masked-out entry loads as
+ * 0 bits, +0.0). Inlined with a constant h. */
+MQ_TGT_AVX512 static inline int64_t fsum_avx512(const void *x, int h, const uint8_t *m, int64_t n,
+                                                double *d) {
   __m512d a0 = _mm512_loadu_pd(d), a1 = _mm512_loadu_pd(d + 8);
   __m128i c = _mm_setzero_si128();
+  const float *xf = x;
+  const uint16_t *xh = x;
   for (int64_t i = 0; i < n; i += 16) {
-    __m512 v;
+    __mmask16 k = 0xffff;
     if (m) {
       __m128i mb = _mm_loadu_si128((const __m128i *)(m + i));
-      v = _mm512_maskz_loadu_ps(_mm_test_epi8_mask(mb, mb), x + i);
+      k = _mm_test_epi8_mask(mb, mb);
       COUNT16(c, mb);
-    } else {
-      v = _mm512_loadu_ps(x + i);
+    }
+    __m512 v;
+    if (!h) v = _mm512_maskz_loadu_ps(k, xf + i);
+    else {
+      __m256i b = _mm256_maskz_loadu_epi16(k, xh + i);
+      v = h == 1 ? _mm512_cvtph_ps(b) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
     }
     a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
     a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(HIGH8(v)));
   }
   _mm512_storeu_pd(d, a0), _mm512_storeu_pd(d + 8, a1);
   return COUNT_OF(c);
+}
+
+MQ_TGT_AVX512 int64_t mq_simd_fsum_f32_avx512(const float *x, const uint8_t *m, int64_t n, double *d) {
+  return fsum_avx512(x, 0, m, n, d);
+}
+
+MQ_TGT_AVX512 int64_t mq_simd_fsum_h16_avx512(const uint16_t *x, bool bf16, const uint8_t *m, int64_t n,
+                                              double *d) {
+  return bf16 ? fsum_avx512(x, 2, m, n, d) : fsum_avx512(x, 1, m, n, d);
 }
 
 #define DEF_EXT_AVX512(NAME, OP, FILL)                                         \

@@ -15,6 +15,14 @@
  * is NULL). */
 MQ_INTERNAL int64_t mq_simd_fsum_f32_avx2(const float *x, const uint8_t *m, int64_t n, double *d);
 MQ_INTERNAL int64_t mq_simd_fsum_f32_avx512(const float *x, const uint8_t *m, int64_t n, double *d);
+/* The same from float16 ([bf16]: bfloat16) bits, each entry widened to
+ * float32 in the registers first: the sums of the widened values (a
+ * float16 signalling NaN comes out quiet: a NaN all the same). AVX2's
+ * float16 takes F16C (a state's AVX2 path has it: cpu.h). */
+MQ_INTERNAL int64_t mq_simd_fsum_h16_avx2(const uint16_t *x, bool bf16, const uint8_t *m, int64_t n,
+                                          double *d);
+MQ_INTERNAL int64_t mq_simd_fsum_h16_avx512(const uint16_t *x, bool bf16, const uint8_t *m, int64_t n,
+                                            double *d);
 /* r[j] = max(r[j], x[i]) likewise with the compare v > r ? v : r (min:
  * v < r), a masked-out entry counting as -inf (min: +inf); *nan set to 1
  * if an entry read (masked-out ones are not) is NaN. Returns the number

@@ -195,6 +195,24 @@ static MQ_NORETURN void refuse(mq_state *S, mq_unop op, const mq_tensor *t) {
            dt == MQ_DT_BOOL ? " (convert with long(x) or float(x) first)" : "");
 }
 
+/* [op] on half tensor [t] (no gradient to record): float32's kernel on
+ * blocks widened from t, its result rounded back into the half result
+ * (or a bool one) block by block; the bits of the op on t widened to
+ * float32, then narrowed, without those two float32 tensors. */
+static mq_tensor *unary_half(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) {
+  mq_dtype h = (mq_dtype)t->dtype, out_dt = defs[op].cls == CL_BOOL ? MQ_DT_BOOL : h;
+  mq_tensor *x = mq_operand(S, t, h, t->ndim, t->shape);
+  mq_tensor *out = mq_tensor_new(S, out_dt, t->ndim, t->shape);
+  mq_tensor *ts[2] = {out, x};
+  mq_iter it;
+  mq_iter_init(&it, 2, ts);
+  uint8_t kind = h == MQ_DT_BF16 ? MQ_HALF_BF16 : MQ_HALF_F16, half[2] = {out_dt == h ? kind : 0, kind};
+  mq_ewise_run_half(S, kernel_of(op, MQ_DT_F32), &it, prm, half);
+  if (t->mask) mq_tensor_set_mask(S, out, t->mask);
+  out->weak = t->weak;
+  return out;
+}
+
 mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) {
   return mq_unary_spare(S, op, t, prm, NULL);
 }
@@ -202,12 +220,14 @@ mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) 
 mq_tensor *mq_unary_spare(mq_state *S, mq_unop op, mq_tensor *t, const double *prm,
                           mq_tensor *spare) {
   if ((unsigned)op >= MQ_UN__COUNT) mq_error(S, "bad unary op");
+  static const double none[3] = {NAN, NAN, NAN};
   if (mq_dtype_is_narrow((mq_dtype)t->dtype)) { /* computed in the compute dtype, stored back */
     mq_dtype c = mq_dtype_compute((mq_dtype)t->dtype);
     if (defs[op].cls != CL_FLOAT && !kernel_of(op, c)) refuse(S, op, t);
+    if (c == MQ_DT_F32 && !t->requires_grad)
+      return unary_half(S, op, t, prm ? prm : none);
     return mq_narrow_back(S, mq_unary_p(S, op, mq_tensor_computable(S, t), prm), (mq_dtype)t->dtype);
   }
-  static const double none[3] = {NAN, NAN, NAN};
   const unary_def *def = &defs[op];
   mq_dtype in = (mq_dtype)t->dtype, out_dt;
   if (t->weak && t->ndim == 0 && in == MQ_DT_F64) in = MQ_DT_F32; /* a float number */

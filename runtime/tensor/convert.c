@@ -96,13 +96,59 @@ mq_dtype mq_result_type(int n, mq_tensor *const *ts) {
 #define STORE_F16(x) mq_f32_to_f16((float)(x))
 #define STORE_BF16(x) mq_f32_to_bf16((float)(x))
 
+/* Which dtypes are half types (1 float16, 2 bfloat16), and float32. */
+#define HALF_F16 1
+#define HALF_BF16 2
+#define HALF_F32 0
+#define HALF_F64 0
+#define HALF_BOOL 0
+#define HALF_I64 0
+#define HALF_I8 0
+#define HALF_I16 0
+#define HALF_I32 0
+#define HALF_U8 0
+#define IS_F32_F32 1
+#define IS_F32_F64 0
+#define IS_F32_F16 0
+#define IS_F32_BF16 0
+#define IS_F32_BOOL 0
+#define IS_F32_I64 0
+#define IS_F32_I8 0
+#define IS_F32_I16 0
+#define IS_F32_I32 0
+#define IS_F32_U8 0
+
+/* Float32 values per block of a half conversion: on the stack, in L1. */
+#define CONV_BLOCK 1024
+
+/* A contiguous row with a half type on one side or both: through float32
+ * (the value LOAD gives a half type, and the one STORE rounds to it) by
+ * blocks, widening or narrowing each by half.h's arrays on the CPU path
+ * [cpu]; the same bits as the loop element by element. */
+#define CONV_HALF_ROW(SE, TI, DE, TO)                                          \
+  for (int64_t i0 = 0; i0 < n; i0 += CONV_BLOCK) {                             \
+    int64_t len = n - i0 < CONV_BLOCK ? n - i0 : CONV_BLOCK;                   \
+    float *f = IS_F32_##DE ? (float *)(void *)(o + i0) : buf;                  \
+    if (HALF_##SE) mq_half_widen(cpu, HALF_##SE == 2, f, (const uint16_t *)(const void *)(a + i0), len); \
+    else if (IS_F32_##SE) f = (float *)(void *)(a + i0);                       \
+    else for (int64_t i = 0; i < len; i++) f[i] = (float)LOAD_##SE(a[i0 + i]); \
+    if (HALF_##DE) mq_half_narrow(cpu, HALF_##DE == 2, (uint16_t *)(void *)(o + i0), f, len); \
+    else if (!IS_F32_##DE) for (int64_t i = 0; i < len; i++) o[i0 + i] = STORE_##DE(f[i]); \
+  }
+
+/* prm[0]: the state's CPU path (cpu.h), for the half conversions. */
 #define DEF_CONV(SE, TI, DE, TO)                                               \
   static void conv_##SE##_##DE(mq_state *S, mq_iter *it, const double *prm) {  \
+    int cpu = (int)prm[0];                                                     \
+    float buf[HALF_##SE || HALF_##DE ? CONV_BLOCK : 1];                        \
+    (void)cpu, (void)buf;                                                      \
     ROWS_BEGIN(S, it)                                                          \
     TO *o = (TO *)it->p[0];                                                    \
     const TI *a = (const TI *)it->p[1];                                        \
     int64_t n = it->n, so = it->is[0], sa = it->is[1];                         \
-    if (so == 1 && sa == 1)                                                    \
+    if (so == 1 && sa == 1 && (HALF_##SE || HALF_##DE)) {                      \
+      CONV_HALF_ROW(SE, TI, DE, TO)                                            \
+    } else if (so == 1 && sa == 1)                                             \
       for (int64_t i = 0; i < n; i++) o[i] = STORE_##DE(LOAD_##SE(a[i]));      \
     else if (so == 1 && sa == 0) { /* a broadcast row: one value, a fill */    \
       const TO v = STORE_##DE(LOAD_##SE(a[0]));                                \
@@ -135,7 +181,8 @@ void mq_kernel_convert(mq_state *S, mq_tensor *dst, mq_tensor *src) {
   mq_tensor *ts[2] = {dst, src};
   mq_iter it;
   mq_iter_init(&it, 2, ts);
-  mq_ewise_run(S, conv_kernels[src->dtype][dst->dtype], &it, NULL);
+  const double cpu[1] = {S->cpu};
+  mq_ewise_run(S, conv_kernels[src->dtype][dst->dtype], &it, cpu);
 }
 
 /* --- where ----------------------------------------------------------------- */

@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if MQ_CPU_X86 && defined(__clang__)
+#include <cpuid.h>
+#endif
+
 static const char *const names[MQ_CPU__COUNT] = {"portable", "avx2", "avx512"};
 
 const char *mq_cpu_name(int cpu) { return cpu >= 0 && cpu < MQ_CPU__COUNT ? names[cpu] : "?"; }
@@ -29,8 +33,24 @@ int mq_cpu_best(void) {
 #endif
 }
 
-int mq_cpu_default(void) {
+int mq_cpu_state_best(void) {
   int best = mq_cpu_best();
+#if MQ_CPU_X86
+  if (best == MQ_CPU_AVX2) { /* its half conversions use F16C (half.c) */
+#ifdef __clang__ /* clang 14 has no name for it in __builtin_cpu_supports */
+    unsigned a, b, c, d;
+    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+#else
+    bool f16c = __builtin_cpu_supports("f16c");
+#endif
+    if (!f16c) best = MQ_CPU_PORTABLE;
+  }
+#endif
+  return best;
+}
+
+int mq_cpu_default(void) {
+  int best = mq_cpu_state_best();
   const char *e = getenv("MASQ_CPU");
   int want = e ? mq_cpu_parse(e, strlen(e)) : -1;
   return want >= 0 && want <= best ? want : best;

@@ -11,7 +11,10 @@
  * instruction. float32 softmax takes the path too: its exp (masq's own,
  * vexp.h), row max and row sum, and its backward's sum (softmax_simd.h);
  * and float32 matmul, by fma beyond the portable path (matmul.c).
- * glibc's exp and log stay scalar (kernels.h).
+ * glibc's exp and log stay scalar (kernels.h). The float16 and bfloat16
+ * conversions by arrays (half.h) too: F16C on the AVX2 path, AVX-512F's
+ * forms of its instructions, and AVX512_BF16's rounding where the CPU has
+ * it, on the AVX-512 path.
  *
  * A state takes the fastest path its CPU runs (S->cpu, set at open), or
  * the one MASQ_CPU names (portable, avx2, avx512) if the CPU runs it;
@@ -37,11 +40,17 @@ typedef enum mq_cpu { MQ_CPU_PORTABLE, MQ_CPU_AVX2, MQ_CPU_AVX512, MQ_CPU__COUNT
 MQ_INTERNAL const char *mq_cpu_name(int cpu);
 /* The path named [name] (n bytes), or -1. */
 MQ_INTERNAL int mq_cpu_parse(const char *name, size_t n);
-/* The fastest path this CPU runs (MQ_CPU_PORTABLE off x86-64). */
+/* The fastest path this CPU runs (MQ_CPU_PORTABLE off x86-64), for the
+ * kernels that run without a state (vexp's rows). Cheap: call it per row. */
 MQ_INTERNAL int mq_cpu_best(void);
-/* The path a new state starts with: MASQ_CPU's, if this CPU runs it (an
- * unknown name, or a path the CPU lacks, gives the fastest it has), else
- * the fastest. */
+/* The fastest path a state may take: mq_cpu_best's, but not AVX2 without
+ * F16C, which that path's half conversions use (half.c; every AVX2 CPU
+ * made has it). Under clang it asks CPUID (a trap in a VM, microseconds):
+ * for opening a state and set_cpu_path, not per row. */
+MQ_INTERNAL int mq_cpu_state_best(void);
+/* The path a new state starts with: MASQ_CPU's, if a state may take it
+ * here (an unknown name, or a path the CPU lacks, gives the fastest it
+ * has: mq_cpu_state_best), else the fastest. */
 MQ_INTERNAL int mq_cpu_default(void);
 
 #endif

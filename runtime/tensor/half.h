@@ -3,13 +3,21 @@
  * Both directions are exact where they can be and round to nearest, ties to
  * even, otherwise, bit for bit as torch's tensor casts: a NaN becomes
  * float16 0x7E00 with its sign, bfloat16 0xFFFF. Wider values (a
- * double, an int64) go through float32 first, as torch's casts do. */
+ * double, an int64) go through float32 first, as torch's casts do.
+ *
+ * The same by arrays, on a CPU path (runtime/tensor/cpu.h): F16C, its
+ * AVX-512F forms, and AVX512_BF16's rounding where the CPU has it, with
+ * the bits of these scalar functions on every path (half.c says where the
+ * instructions differ and how that is undone). */
 #ifndef MQ_HALF_H
 #define MQ_HALF_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "../../core/common.h"
 
 static inline uint32_t mq_f32_bits(float f) {
   uint32_t x;
@@ -58,5 +66,17 @@ static inline uint16_t mq_f32_to_bf16(float f) {
 }
 
 static inline float mq_bf16_to_f32(uint16_t h) { return mq_bits_f32((uint32_t)h << 16); }
+
+/* o[i] = x[i] as float32 (bfloat16 if [bf16], else float16), i < n, on CPU
+ * path [cpu]. */
+MQ_INTERNAL void mq_half_widen(int cpu, bool bf16, float *o, const uint16_t *x, int64_t n);
+/* o[i] = x[i] rounded to bfloat16 or float16, i < n, on CPU path [cpu]. */
+MQ_INTERNAL void mq_half_narrow(int cpu, bool bf16, uint16_t *o, const float *x, int64_t n);
+/* The same, naming whether the AVX-512 path's bfloat16 takes AVX512_BF16's
+ * instruction ([native]: the CPU must have it), so a test runs both. */
+MQ_INTERNAL void mq_half_narrow_on(int cpu, bool native, bool bf16, uint16_t *o, const float *x,
+                                   int64_t n);
+/* Whether this CPU has AVX512_BF16. */
+MQ_INTERNAL bool mq_cpu_has_bf16(void);
 
 #endif

@@ -2,6 +2,7 @@
  * kernel over one on threads (see iter.h). */
 #include "iter.h"
 
+#include "half.h"
 #include "parallel.h"
 
 void mq_iter_init(mq_iter *it, int nops, mq_tensor *const *ts) {
@@ -100,31 +101,94 @@ typedef struct ewise_job {
   mq_ewise_fn k;
   const mq_iter *it;
   const double *prm;
+  const uint8_t *half; /* mq_ewise_run_half's operand kinds, or NULL */
+  int cpu;
 } ewise_job;
+
+/* Float32 values per operand in a block of mq_ewise_run_half: four
+ * operands' blocks take 4 KiB, in L1 with the kernel's tables (longer
+ * blocks measured no faster, and slower on some alignments). */
+#define HALF_BLOCK 256
+
+/* Operand [k] of [it] from element [i0]: its address. */
+static char *at(const mq_iter *it, int k, int64_t i0) { return it->p[k] + i0 * it->is[k] * it->es[k]; }
+
+/* The rows of [it] by blocks of HALF_BLOCK: each half operand widened
+ * into a block of float32 (a broadcast one once), the kernel run on the
+ * blocks, a half output narrowed back; every other operand as it is. */
+static void half_rows(mq_state *S, const ewise_job *J, mq_iter *it) {
+  /* a line apart beyond the block: the operands' blocks do not share
+   * their addresses' low 12 bits, which would stall a load on an
+   * unrelated store (4K aliasing) */
+  float buf[MQ_ITER_MAXOPS][HALF_BLOCK + 16];
+  const uint8_t *h = J->half;
+  ROWS_BEGIN(S, it)
+  for (int64_t i0 = 0; i0 < it->n; i0 += HALF_BLOCK) {
+    int64_t len = it->n - i0 < HALF_BLOCK ? it->n - i0 : HALF_BLOCK;
+    mq_iter b = {.nops = it->nops, .nd = 1, .n = len, .rows = 1};
+    for (int k = 0; k < it->nops; k++) {
+      char *p = at(it, k, i0);
+      int64_t is = it->is[k];
+      b.p[k] = p, b.is[k] = is, b.es[k] = it->es[k];
+      if (!h[k]) continue;
+      b.p[k] = (char *)buf[k], b.es[k] = sizeof(float), b.is[k] = is != 0;
+      if (k == 0) continue; /* the output: narrowed after the kernel */
+      const uint16_t *x = (const uint16_t *)(const void *)p;
+      if (is == 1) mq_half_widen(J->cpu, h[k] == MQ_HALF_BF16, buf[k], x, len);
+      else
+        for (int64_t i = 0; i < (is ? len : 1); i++)
+          buf[k][i] = h[k] == MQ_HALF_BF16 ? mq_bf16_to_f32(x[i * is]) : mq_f16_to_f32(x[i * is]);
+    }
+    J->k(NULL, &b, J->prm);
+    if (h[0]) {
+      uint16_t *o = (uint16_t *)(void *)at(it, 0, i0);
+      int64_t os = it->is[0];
+      if (os == 1) mq_half_narrow(J->cpu, h[0] == MQ_HALF_BF16, o, buf[0], len);
+      else
+        for (int64_t i = 0; i < len; i++)
+          o[i * os] = h[0] == MQ_HALF_BF16 ? mq_f32_to_bf16(buf[0][i]) : mq_f32_to_f16(buf[0][i]);
+    }
+  }
+  ROWS_END
+}
 
 static void ewise_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const ewise_job *J = ctx;
   mq_iter part;
   mq_iter_part(J->it, lo, hi, &part);
-  J->k(NULL, &part, J->prm);
+  if (J->half) half_rows(NULL, J, &part);
+  else J->k(NULL, &part, J->prm);
 }
 
-void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm) {
+static void ewise_run(mq_state *S, const ewise_job *J) {
+  mq_iter *it = (mq_iter *)J->it;
   int nt = mq_parallel_threads_for(S, it->rows * it->n);
-  ewise_job J = {k, it, prm};
   if (nt <= 1 && it->rows == 1 && it->n > MQ_POLL_ELEMS) {
     /* one long row (a contiguous tensor is one): the kernel polls between
      * rows only, so cut it, polling between the pieces (mq_parallel_for
      * runs them all here) */
-    mq_parallel_for(S, 1, it->n, MQ_POLL_ELEMS, ewise_range, &J);
+    mq_parallel_for(S, 1, it->n, MQ_POLL_ELEMS, ewise_range, (void *)J);
     return;
   }
   if (nt <= 1) {
-    k(S, it, prm);
+    if (J->half) half_rows(S, J, it);
+    else J->k(S, it, J->prm);
     return;
   }
   if (it->rows == 1)
-    mq_parallel_for(S, nt, it->n, MQ_PAR_GRAIN, ewise_range, &J);
+    mq_parallel_for(S, nt, it->n, MQ_PAR_GRAIN, ewise_range, (void *)J);
   else
-    mq_parallel_for(S, nt, it->rows, it->n >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / it->n, ewise_range, &J);
+    mq_parallel_for(S, nt, it->rows, it->n >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / it->n, ewise_range,
+                    (void *)J);
+}
+
+void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm) {
+  ewise_job J = {k, it, prm, NULL, 0};
+  ewise_run(S, &J);
+}
+
+void mq_ewise_run_half(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm,
+                       const uint8_t *half) {
+  ewise_job J = {k, it, prm, half, S->cpu};
+  ewise_run(S, &J);
 }

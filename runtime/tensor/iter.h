@@ -89,4 +89,18 @@ typedef void (*mq_ewise_fn)(mq_state *S, mq_iter *it, const double *prm);
  * element's result is the same either way. */
 MQ_INTERNAL void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm);
 
+/* An operand's kind for mq_ewise_run_half: stored as it is given to the
+ * kernel, or float16 or bfloat16 bits the kernel sees as float32. */
+enum { MQ_HALF_NONE, MQ_HALF_F16, MQ_HALF_BF16 };
+
+/* Runs float32 kernel [k] over [it] whose operand i is stored as half[i]
+ * says: block by block (in L1), a half operand is widened to float32, the
+ * kernel runs, and a half output is rounded back, so a half op reads and
+ * writes its half tensors once, with no float32 copies of them. The bits
+ * of widening the operands, running [k], and narrowing its result, on any
+ * thread count and CPU path. Only for kernels whose element i depends on
+ * element i of the operands alone (every elementwise kernel). */
+MQ_INTERNAL void mq_ewise_run_half(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm,
+                                   const uint8_t *half);
+
 #endif

@@ -80,6 +80,115 @@ static double ref_sqdev(const float *x, const uint8_t *m, int64_t n, double mean
   return (l[0] + l[1]) + (l[2] + l[3]);
 }
 
+/* The half conversions by arrays (half.h) on every path, against half.h's
+ * scalar functions byte for byte: all 65536 patterns of each half type
+ * widening; narrowing, every float32 whose top 16 bits are anything and
+ * whose low 16 bits are one of the values where a rounding turns (half
+ * way for bfloat16, and for float16 at each of its subnormals' rounding
+ * points) or a random one; the AVX-512 path's bfloat16 both by
+ * AVX512_BF16's instruction (if the CPU has it) and without it; and
+ * every length up to past two vectors from an odd start (the tails). The
+ * definition itself on the values where an instruction would differ: a
+ * signalling float16 NaN keeps its payload widening, a NaN narrows to
+ * float16 0x7E00 with its sign and to bfloat16 0xFFFF, a float32
+ * subnormal rounds to the nearest bfloat16 (not to zero). */
+static void check_widen(int cpu, bool bf, const uint16_t *h, const float *want, int64_t n) {
+  float *o = malloc((size_t)n * sizeof *o + 1);
+  mq_half_widen(cpu, bf, o, h, n);
+  CHECK(memcmp(o, want, (size_t)n * sizeof *o) == 0);
+  free(o);
+}
+static void check_narrow(int cpu, int native, bool bf, const float *x, const uint16_t *want, int64_t n) {
+  uint16_t *o = malloc((size_t)n * sizeof *o + 1);
+  mq_half_narrow_on(cpu, native, bf, o, x, n);
+  CHECK(memcmp(o, want, (size_t)n * sizeof *o) == 0);
+  free(o);
+}
+
+static void half_paths(void) {
+  static const uint16_t lows[] = {0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x2001, 0x3fff, 0x4000,
+                                  0x7fff, 0x8000, 0x8001, 0xbfff, 0xc000, 0xefff, 0xf000, 0xffff};
+  enum { NL = sizeof lows / sizeof *lows, PER = NL + 3 };
+  int best = mq_cpu_state_best(), natives = best == MQ_CPU_AVX512 && mq_cpu_has_bf16() ? 2 : 1;
+  int64_t nh = 65536, nf = 65536 * (int64_t)PER;
+  /* a state may take the fastest path but AVX2 without F16C */
+  CHECK(best == mq_cpu_best() || (best == MQ_CPU_PORTABLE && mq_cpu_best() == MQ_CPU_AVX2));
+  uint16_t *h = malloc((size_t)nh * sizeof *h), *w16 = malloc((size_t)nf * sizeof *w16);
+  float *w32 = malloc((size_t)nf * sizeof *w32), *x = malloc((size_t)nf * sizeof *x);
+  for (int64_t i = 0; i < nh; i++) h[i] = (uint16_t)i;
+  for (int64_t i = 0; i < nf; i++) {
+    uint32_t lo = i % PER < NL ? lows[i % PER] : (uint32_t)(next() & 0xffff);
+    x[i] = mq_bits_f32((uint32_t)(i / PER) << 16 | lo);
+  }
+  for (int bf = 0; bf < 2; bf++) {
+    for (int64_t i = 0; i < nh; i++) w32[i] = bf ? mq_bf16_to_f32(h[i]) : mq_f16_to_f32(h[i]);
+    for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
+      check_widen(cpu, bf, h, w32, nh);
+      for (int64_t n = 0; n <= 40; n++) check_widen(cpu, bf, h + 0x7bf1, w32 + 0x7bf1, n);
+    }
+    for (int64_t i = 0; i < nf; i++) w16[i] = bf ? mq_f32_to_bf16(x[i]) : mq_f32_to_f16(x[i]);
+    for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++)
+      for (int native = 0; native < (cpu == MQ_CPU_AVX512 && bf ? natives : 1); native++) {
+        check_narrow(cpu, native, bf, x, w16, nf);
+        for (int64_t n = 0; n <= 40; n++) /* from 0x7f7f....: infinities and NaN within reach */
+          check_narrow(cpu, native, bf, x + 0x7f7f * PER + 5, w16 + 0x7f7f * PER + 5, n);
+      }
+  }
+  CHECK(mq_f32_bits(mq_f16_to_f32(0x7c01)) == 0x7f802000 && mq_f32_bits(mq_f16_to_f32(0xfd00)) == 0xffa00000);
+  CHECK(mq_f32_to_f16(mq_bits_f32(0x7f800001)) == 0x7e00 && mq_f32_to_f16(mq_bits_f32(0xffc12345)) == 0xfe00);
+  CHECK(mq_f32_to_bf16(mq_bits_f32(0x7f800001)) == 0xffff && mq_f32_to_bf16(mq_bits_f32(0xffc00000)) == 0xffff);
+  CHECK(mq_f32_to_bf16(mq_bits_f32(0x00408000)) == 0x0040 && mq_f32_to_bf16(mq_bits_f32(0x80418000)) == 0x8042);
+  CHECK(mq_f32_to_bf16(mq_bits_f32(0x00000001)) == 0x0000 && mq_f32_to_bf16(mq_bits_f32(0x007fffff)) == 0x0080);
+  free(h), free(w16), free(w32), free(x);
+}
+
+/* The conversion kernels (astype; every widening and narrowing of a half
+ * tensor) on every path: float32 with NaN and subnormals, float64 and
+ * int64 to each half type and back, over a row of several blocks and an
+ * odd tail, against half.h's scalar functions. */
+static void half_astype_paths(void) {
+  int best = mq_cpu_state_best(), saved = S->cpu;
+  int64_t n = 5000;
+  mq_tensor *f = mq_tensor_new(S, MQ_DT_F32, 1, &n), *d = mq_tensor_new(S, MQ_DT_F64, 1, &n);
+  mq_tensor *k = mq_tensor_new(S, MQ_DT_I64, 1, &n);
+  float *fp = mq_tensor_data(f);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t b = (uint32_t)next() << 1 ^ (uint32_t)next();
+    fp[i] = mq_bits_f32(i % 7 == 0 ? b & 0x807fffff : b); /* some subnormals */
+    ((double *)mq_tensor_data(d))[i] = (double)fp[i] * (1 + 0x1p-30);
+    ((int64_t *)mq_tensor_data(k))[i] = (int64_t)(next() << 20) - ((int64_t)1 << 52);
+  }
+  mq_tensor *src[3] = {f, d, k};
+  for (int bf = 0; bf < 2; bf++) {
+    mq_dtype h = bf ? MQ_DT_BF16 : MQ_DT_F16;
+    for (int s = 0; s < 3; s++) {
+      uint16_t *want = malloc((size_t)n * 2);
+      float *back = malloc((size_t)n * 4);
+      for (int64_t i = 0; i < n; i++) {
+        double v = mq_elem_f64((mq_dtype)src[s]->dtype, (char *)mq_tensor_data(src[s]) + i * mq_dtype_size((mq_dtype)src[s]->dtype));
+        float x = src[s]->dtype == MQ_DT_I64 ? (float)((int64_t *)mq_tensor_data(k))[i] : (float)v;
+        want[i] = bf ? mq_f32_to_bf16(x) : mq_f32_to_f16(x);
+        back[i] = bf ? mq_bf16_to_f32(want[i]) : mq_f16_to_f32(want[i]);
+      }
+      for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
+        S->cpu = cpu;
+        mq_tensor *t = mq_astype(S, src[s], h);
+        CHECK(memcmp(mq_tensor_data(t), want, (size_t)n * 2) == 0);
+        mq_tensor *w = mq_astype(S, t, MQ_DT_F32), *w64 = mq_astype(S, t, MQ_DT_F64);
+        CHECK(memcmp(mq_tensor_data(w), back, (size_t)n * 4) == 0);
+        bool ok = true;
+        for (int64_t i = 0; i < n && ok; i++) {
+          double x = ((double *)mq_tensor_data(w64))[i], y = (double)back[i];
+          ok = memcmp(&x, &y, sizeof x) == 0;
+        }
+        CHECK(ok);
+      }
+      free(want), free(back);
+    }
+  }
+  S->cpu = saved;
+}
+
 static int paths_run;
 
 static void one_row(const float *x, const uint8_t *m, int64_t n) {
@@ -353,6 +462,8 @@ static void default_path(void) {
 
 static void all_tests(mq_state *S_, void *ud) {
   rows();
+  half_paths();
+  half_astype_paths();
   matmul_paths();
   matmul_bf16_paths();
   vmath_paths();
