@@ -99,46 +99,28 @@ static inline double read_in(const char *p, mq_dtype in, int64_t i) {
 DEF_PACK(pack_f32, float)
 DEF_PACK(pack_f64, double)
 
-/* B's panels row by row when its rows are contiguous (the common layout):
- * a panel row is a run of w consecutive elements (and of its mask's, which
- * is then contiguous along the row too). */
-MQ_WIDE static void pack_b_rows_f32(float *dst, const operand *o, int64_t j0, int64_t nj, int64_t k0,
-                            int64_t kc, int64_t w) {
-  const float *src = (const float *)o->p;
-  for (int64_t jp = 0; jp < nj; jp += w) {
-    int64_t h = nj - jp < w ? nj - jp : w;
-    float *d = dst + jp * kc;
-    for (int64_t k = 0; k < kc; k++) {
-      const float *s = src + (k0 + k) * o->rs + j0 + jp;
-      if (o->m) {
-        const uint8_t *mr = o->m + (k0 + k) * o->mrs + j0 + jp;
-        for (int64_t r = 0; r < h; r++) d[k * w + r] = mr[r] ? s[r] : 0;
-      } else {
-        for (int64_t r = 0; r < h; r++) d[k * w + r] = s[r];
-      }
-      for (int64_t r = h; r < w; r++) d[k * w + r] = 0;
-    }
+/* Panels whose step k is a run of w consecutive elements: B with its
+ * rows contiguous (the common layout; element (k, i) at k rs + i), or A
+ * with its columns contiguous (a transpose, a^T in a backward; element
+ * (i, k) at k cs + i), and their masks contiguous the same way. [ks],
+ * [mks]: the strides along k of the data and the mask. */
+#define DEF_PACK_RUNS(NAME, T)                                                   \
+  MQ_WIDE static void NAME(T *dst, const operand *o, int64_t i0, int64_t ni, int64_t k0, \
+                           int64_t kc, int64_t w, int64_t ks, int64_t mks) {     \
+    const T *src = (const T *)o->p;                                              \
+    for (int64_t ip = 0; ip < ni; ip += w) {                                     \
+      int64_t h = ni - ip < w ? ni - ip : w;                                     \
+      T *d = dst + ip * kc;                                                      \
+      for (int64_t k = 0; k < kc; k++) {                                         \
+        const T *s = src + (k0 + k) * ks + i0 + ip;                              \
+        const uint8_t *m = o->m ? o->m + (k0 + k) * mks + i0 + ip : NULL;        \
+        for (int64_t r = 0; r < h; r++) d[k * w + r] = !m || m[r] ? s[r] : 0;    \
+        for (int64_t r = h; r < w; r++) d[k * w + r] = 0;                        \
+      }                                                                          \
+    }                                                                            \
   }
-}
-
-MQ_WIDE static void pack_b_rows_f64(double *dst, const operand *o, int64_t j0, int64_t nj, int64_t k0,
-                            int64_t kc, int64_t w) {
-  const double *src = (const double *)o->p;
-  for (int64_t jp = 0; jp < nj; jp += w) {
-    int64_t h = nj - jp < w ? nj - jp : w;
-    double *d = dst + jp * kc;
-    for (int64_t k = 0; k < kc; k++) {
-      const double *s = src + (k0 + k) * o->rs + j0 + jp;
-      if (o->m) {
-        const uint8_t *mr = o->m + (k0 + k) * o->mrs + j0 + jp;
-        for (int64_t r = 0; r < h; r++) d[k * w + r] = mr[r] ? s[r] : 0;
-      } else {
-        for (int64_t r = 0; r < h; r++) d[k * w + r] = s[r];
-      }
-      for (int64_t r = h; r < w; r++) d[k * w + r] = 0;
-    }
-  }
-}
+DEF_PACK_RUNS(pack_runs_f32, float)
+DEF_PACK_RUNS(pack_runs_f64, double)
 
 /* A's panels when its rows are contiguous (the common layout): step k of
  * a panel takes element k of each of its w rows, so the writes are
@@ -162,46 +144,24 @@ MQ_WIDE static void pack_b_rows_f64(double *dst, const operand *o, int64_t j0, i
 DEF_PACK_A_ROWS(pack_a_rows_f32, float)
 DEF_PACK_A_ROWS(pack_a_rows_f64, double)
 
-/* A's panels when its columns are contiguous (a transpose, a^T in a
- * backward): step k of a panel is a run of w consecutive elements. */
-#define DEF_PACK_A_COLS(NAME, T)                                                 \
-  MQ_WIDE static void NAME(T *dst, const operand *o, int64_t i0, int64_t ni, int64_t k0, \
-                           int64_t kc, int64_t w) {                              \
-    const T *src = (const T *)o->p;                                              \
-    for (int64_t ip = 0; ip < ni; ip += w) {                                     \
-      int64_t h = ni - ip < w ? ni - ip : w;                                     \
-      T *d = dst + ip * kc;                                                      \
-      for (int64_t k = 0; k < kc; k++) {                                         \
-        const T *s = src + (k0 + k) * o->cs + i0 + ip;                           \
-        const uint8_t *m = o->m ? o->m + (k0 + k) * o->mcs + i0 + ip : NULL;     \
-        for (int64_t r = 0; r < h; r++) d[k * w + r] = !m || m[r] ? s[r] : 0;    \
-        for (int64_t r = h; r < w; r++) d[k * w + r] = 0;                        \
-      }                                                                          \
-    }                                                                            \
-  }
-DEF_PACK_A_COLS(pack_a_cols_f32, float)
-DEF_PACK_A_COLS(pack_a_cols_f64, double)
-
 static void pack(void *dst, mq_dtype dt, const operand *o, mq_dtype in, int64_t i0, int64_t ni,
                  int64_t k0, int64_t kc, int64_t w, bool a_side) {
-  if (a_side && o->cs == 1 && (!o->m || o->mcs == 1) && in == dt) {
-    if (dt == MQ_DT_F64) pack_a_rows_f64(dst, o, i0, ni, k0, kc, w);
+  bool f64 = dt == MQ_DT_F64;
+  if (in == dt && a_side && o->cs == 1 && (!o->m || o->mcs == 1)) { /* A's rows contiguous */
+    if (f64) pack_a_rows_f64(dst, o, i0, ni, k0, kc, w);
     else pack_a_rows_f32(dst, o, i0, ni, k0, kc, w);
     return;
   }
-  if (a_side && o->rs == 1 && (!o->m || o->mrs == 1) && in == dt) {
-    if (dt == MQ_DT_F64) pack_a_cols_f64(dst, o, i0, ni, k0, kc, w);
-    else pack_a_cols_f32(dst, o, i0, ni, k0, kc, w);
+  /* runs along the panel: A's columns contiguous, or B's rows */
+  int64_t us = a_side ? o->rs : o->cs, ums = a_side ? o->mrs : o->mcs;
+  if (in == dt && us == 1 && (!o->m || ums == 1)) {
+    int64_t ks = a_side ? o->cs : o->rs, mks = a_side ? o->mcs : o->mrs;
+    if (f64) pack_runs_f64(dst, o, i0, ni, k0, kc, w, ks, mks);
+    else pack_runs_f32(dst, o, i0, ni, k0, kc, w, ks, mks);
     return;
   }
-  bool rows = !a_side && o->cs == 1 && (!o->m || o->mcs == 1) && in == dt;
-  if (dt == MQ_DT_F64) {
-    if (rows) pack_b_rows_f64(dst, o, i0, ni, k0, kc, w);
-    else pack_f64(dst, o, in, i0, ni, k0, kc, w, a_side);
-  } else {
-    if (rows) pack_b_rows_f32(dst, o, i0, ni, k0, kc, w);
-    else pack_f32(dst, o, in, i0, ni, k0, kc, w, a_side);
-  }
+  if (f64) pack_f64(dst, o, in, i0, ni, k0, kc, w, a_side);
+  else pack_f32(dst, o, in, i0, ni, k0, kc, w, a_side);
 }
 
 /* bfloat16 pairs: the bits of element (i, k) of [o] (A: rows i; B: the

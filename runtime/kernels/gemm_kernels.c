@@ -56,138 +56,63 @@ static void kern_bf16_portable(int64_t kc, const void *a_, const void *b_, void 
 #if MQ_CPU_X86
 #include <immintrin.h>
 
-/* Rows 0 .. 5 and 6 .. 11 of a kernel, as X-macros over the row number. */
-#define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define ROWS12(X) ROWS6(X) X(6) X(7) X(8) X(9) X(10) X(11)
+/* Rows 0 .. 5 and 6 .. 11 of a kernel, as X-macros over the row number
+ * (and the vector type and intrinsics' names, passed along). */
+#define ROWS6(X, ...) X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) \
+  X(4, __VA_ARGS__) X(5, __VA_ARGS__)
+#define ROWS12(X, ...) ROWS6(X, __VA_ARGS__) X(6, __VA_ARGS__) X(7, __VA_ARGS__) \
+  X(8, __VA_ARGS__) X(9, __VA_ARGS__) X(10, __VA_ARGS__) X(11, __VA_ARGS__)
 
-/* A kernel of MR rows (ROWS) by two vectors: the vector type V of L
- * lanes and its intrinsics are the macros of that name defined where the
- * kernel is. */
-#define DEF_VKERN(NAME, TGT, T, ROWS, MR)                                                  \
+/* A row r of a tile: two vectors of L lanes of type V, whose intrinsics
+ * are P##_op_##S (P _mm256 or _mm512, S ps or pd). */
+#define DECL_ROW(r, V, P, S, L) V x##r = P##_setzero_##S(), y##r = P##_setzero_##S();
+#define LOAD_ROW(r, V, P, S, L) \
+  x##r = P##_loadu_##S(c + (r) * ldc), y##r = P##_loadu_##S(c + (r) * ldc + L);
+#define STORE_ROW(r, V, P, S, L) \
+  P##_storeu_##S(c + (r) * ldc, x##r), P##_storeu_##S(c + (r) * ldc + L, y##r);
+/* step k of row r: A packed (a[r], a += MR) or read in place (a[r lda], a += 1) */
+#define FMA_ROW(r, V, P, S, L) FMA_AT(r, a[r], V, P, S)
+#define FMA_ROW_D(r, V, P, S, L) FMA_AT(r, a[(r) * lda], V, P, S)
+#define FMA_AT(r, val, V, P, S)                                                            \
+  {                                                                                        \
+    V t = P##_set1_##S(val);                                                               \
+    x##r = P##_fmadd_##S(t, b0, x##r), y##r = P##_fmadd_##S(t, b1, y##r);                  \
+  }
+
+/* The body of a kernel of MR rows (ROWS) by two vectors, A's step ROW,
+ * A advancing by STEP each k. */
+#define VKERN_BODY(T, ROWS, ROW, STEP, V, P, S, L)                                         \
+  const T *a = a_, *b = b_;                                                                \
+  T *c = c_;                                                                               \
+  ROWS(DECL_ROW, V, P, S, L)                                                               \
+  if (load) { ROWS(LOAD_ROW, V, P, S, L) }                                                 \
+  for (int64_t k = 0; k < kc; k++) {                                                       \
+    V b0 = P##_load_##S(b), b1 = P##_load_##S(b + L);                                      \
+    ROWS(ROW, V, P, S, L)                                                                  \
+    a += STEP, b += 2 * L;                                                                 \
+  }                                                                                        \
+  ROWS(STORE_ROW, V, P, S, L)
+
+/* NAME (mq_gemm_fn, A packed) and NAME_d (mq_gemm_dfn, A in place). */
+#define DEF_VKERN(NAME, TGT, T, ROWS, MR, V, P, S, L)                                      \
   TGT static void NAME(int64_t kc, const void *a_, const void *b_, void *c_, int64_t ldc,  \
                        int load) {                                                         \
-    const T *a = a_, *b = b_;                                                              \
-    T *c = c_;                                                                             \
-    ROWS(DECL_ROW)                                                                         \
-    if (load) { ROWS(LOAD_ROW) }                                                           \
-    for (int64_t k = 0; k < kc; k++) {                                                     \
-      V b0 = LOADA(b), b1 = LOADA(b + L);                                                  \
-      ROWS(FMA_ROW)                                                                        \
-      a += MR, b += 2 * L;                                                                 \
-    }                                                                                      \
-    ROWS(STORE_ROW)                                                                        \
+    VKERN_BODY(T, ROWS, FMA_ROW, MR, V, P, S, L)                                           \
+  }                                                                                        \
+  TGT static void NAME##_d(int64_t kc, const void *a_, int64_t lda, const void *b_,        \
+                           void *c_, int64_t ldc, int load) {                              \
+    VKERN_BODY(T, ROWS, FMA_ROW_D, 1, V, P, S, L)                                          \
   }
-/* The same reading A in place (mq_gemm_dfn). */
-#define DEF_VKERN_DIRECT(NAME, TGT, T, ROWS, MR)                                           \
-  TGT static void NAME(int64_t kc, const void *a_, int64_t lda, const void *b_, void *c_,  \
-                       int64_t ldc, int load) {                                            \
-    const T *a = a_, *b = b_;                                                              \
-    T *c = c_;                                                                             \
-    ROWS(DECL_ROW)                                                                         \
-    if (load) { ROWS(LOAD_ROW) }                                                           \
-    for (int64_t k = 0; k < kc; k++) {                                                     \
-      V b0 = LOADA(b), b1 = LOADA(b + L);                                                  \
-      ROWS(FMA_ROW_D)                                                                      \
-      a += 1, b += 2 * L;                                                                  \
-    }                                                                                      \
-    ROWS(STORE_ROW)                                                                        \
-  }
-#define FMA_ROW_D(r)                                                                       \
-  {                                                                                        \
-    V t = SET1(a[(r) * lda]);                                                              \
-    x##r = FMADD(t, b0, x##r), y##r = FMADD(t, b1, y##r);                                  \
-  }
-#define DECL_ROW(r) V x##r = ZERO(), y##r = ZERO();
-#define LOAD_ROW(r) x##r = LOAD(c + (r) * ldc), y##r = LOAD(c + (r) * ldc + L);
-#define FMA_ROW(r)                                                                         \
-  {                                                                                        \
-    V t = SET1(a[r]);                                                                      \
-    x##r = FMADD(t, b0, x##r), y##r = FMADD(t, b1, y##r);                                  \
-  }
-#define STORE_ROW(r) STORE(c + (r) * ldc, x##r), STORE(c + (r) * ldc + L, y##r);
 
 #define TGT_FMA __attribute__((target("avx2,fma")))
-#define V __m256
-#define L 8
-#define ZERO _mm256_setzero_ps
-#define LOAD _mm256_loadu_ps
-#define LOADA _mm256_load_ps
-#define STORE _mm256_storeu_ps
-#define SET1 _mm256_set1_ps
-#define FMADD _mm256_fmadd_ps
-DEF_VKERN(kern_f32_avx2, TGT_FMA, float, ROWS6, 6)
-DEF_VKERN_DIRECT(kern_f32_avx2_d, TGT_FMA, float, ROWS6, 6)
-#undef V
-#undef L
-#undef ZERO
-#undef LOAD
-#undef LOADA
-#undef STORE
-#undef SET1
-#undef FMADD
-#define V __m256d
-#define L 4
-#define ZERO _mm256_setzero_pd
-#define LOAD _mm256_loadu_pd
-#define LOADA _mm256_load_pd
-#define STORE _mm256_storeu_pd
-#define SET1 _mm256_set1_pd
-#define FMADD _mm256_fmadd_pd
-DEF_VKERN(kern_f64_avx2, TGT_FMA, double, ROWS6, 6)
-DEF_VKERN_DIRECT(kern_f64_avx2_d, TGT_FMA, double, ROWS6, 6)
-#undef V
-#undef L
-#undef ZERO
-#undef LOAD
-#undef LOADA
-#undef STORE
-#undef SET1
-#undef FMADD
-#define V __m512
-#define L 16
-#define ZERO _mm512_setzero_ps
-#define LOAD _mm512_loadu_ps
-#define LOADA _mm512_load_ps
-#define STORE _mm512_storeu_ps
-#define SET1 _mm512_set1_ps
-#define FMADD _mm512_fmadd_ps
-DEF_VKERN(kern_f32_avx512, MQ_TGT_AVX512, float, ROWS12, 12)
-DEF_VKERN_DIRECT(kern_f32_avx512_d, MQ_TGT_AVX512, float, ROWS12, 12)
-#undef V
-#undef L
-#undef ZERO
-#undef LOAD
-#undef LOADA
-#undef STORE
-#undef SET1
-#undef FMADD
-#define V __m512d
-#define L 8
-#define ZERO _mm512_setzero_pd
-#define LOAD _mm512_loadu_pd
-#define LOADA _mm512_load_pd
-#define STORE _mm512_storeu_pd
-#define SET1 _mm512_set1_pd
-#define FMADD _mm512_fmadd_pd
-DEF_VKERN(kern_f64_avx512, MQ_TGT_AVX512, double, ROWS12, 12)
-DEF_VKERN_DIRECT(kern_f64_avx512_d, MQ_TGT_AVX512, double, ROWS12, 12)
-#undef V
-#undef L
-#undef ZERO
-#undef LOAD
-#undef LOADA
-#undef STORE
-#undef SET1
-#undef FMADD
-#undef FMA_ROW
+DEF_VKERN(kern_f32_avx2, TGT_FMA, float, ROWS6, 6, __m256, _mm256, ps, 8)
+DEF_VKERN(kern_f64_avx2, TGT_FMA, double, ROWS6, 6, __m256d, _mm256, pd, 4)
+DEF_VKERN(kern_f32_avx512, MQ_TGT_AVX512, float, ROWS12, 12, __m512, _mm512, ps, 16)
+DEF_VKERN(kern_f64_avx512, MQ_TGT_AVX512, double, ROWS12, 12, __m512d, _mm512, pd, 8)
+
 /* bfloat16 pairs: a broadcast word of A against 16 words of B per vector */
 #define TGT_BF16 __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
-#define V __m512
-#define L 16
-#define ZERO _mm512_setzero_ps
-#define LOAD _mm512_loadu_ps
-#define STORE _mm512_storeu_ps
-#define FMA_ROW(r)                                                                         \
+#define FMA_ROW_BF16(r, V, P, S, L)                                                        \
   {                                                                                        \
     __m512bh t = (__m512bh)_mm512_set1_epi32((int)a[r]);                                   \
     x##r = _mm512_dpbf16_ps(x##r, t, b0), y##r = _mm512_dpbf16_ps(y##r, t, b1);          \
@@ -196,14 +121,14 @@ TGT_BF16 static void kern_bf16_avx512(int64_t kc, const void *a_, const void *b_
                                       int64_t ldc, int load) {
   const uint32_t *a = a_, *b = b_;
   float *c = c_;
-  ROWS12(DECL_ROW)
-  if (load) { ROWS12(LOAD_ROW) }
+  ROWS12(DECL_ROW, __m512, _mm512, ps, 16)
+  if (load) { ROWS12(LOAD_ROW, __m512, _mm512, ps, 16) }
   for (int64_t k = 0; k < kc; k++) {
-    __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + L);
-    ROWS12(FMA_ROW)
-    a += 12, b += 2 * L;
+    __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 16);
+    ROWS12(FMA_ROW_BF16, __m512, _mm512, ps, 16)
+    a += 12, b += 32;
   }
-  ROWS12(STORE_ROW)
+  ROWS12(STORE_ROW, __m512, _mm512, ps, 16)
 }
 #endif
 
