@@ -28,7 +28,9 @@
  * reached it. So the gradients are bitwise the op-by-op ones, at any
  * thread count and on every CPU path (runtime/tensor/cpu.h): the wider paths only
  * keep more sums in registers (four rows of terms at a time with
- * AVX-512). */
+ * AVX-512). Float32 operands get float32 gradients, those sums rounded
+ * once at the end of each matrix (the bits a float32 leaf gets op by op),
+ * and a float32 g is read as it is: no float64 copy of either. */
 #include "attention_bwd.h"
 
 #include <math.h>
@@ -240,11 +242,15 @@ typedef struct ab_job {
   const int64_t *bst;
   const uint8_t *mk;   /* the mask expanded to the scores' shape: mst */
   const int64_t *mst;
-  const double *g;     /* the result's gradient [.., n, dv], contiguous */
+  const double *g;     /* the result's gradient [.., n, dv], contiguous float64, */
+  const float *g32;    /* or float32, read with stride gs (0: one value for all) */
+  int64_t gs;
   const uint8_t *gm;   /* its mask, or NULL */
   double c;            /* the divisor, rounded to T */
   double inv;          /* 1 / c when c is a power of two (exact), else 0 */
-  double *ga, *gb, *gv; /* the gradients (NULL: not wanted), 0 where masked out */
+  double *ga, *gb, *gv; /* the gradients (NULL: not wanted), 0 where masked out; */
+  float *ga32, *gb32, *gv32; /* or (f32, the operands' dtype) rounded once into these */
+  bool f32;
   int64_t bk, bj;       /* b[k, j]'s place in its gradient: k bk + j bj (b or bt's layout) */
   uint8_t *ma, *mb, *mv;
   char *scr;           /* per thread: scr_bytes */
@@ -266,6 +272,8 @@ typedef struct ab_scr {
                                      0 where masked out */
   double *acc, *p, *dp, *ds, *gx, *o; /* 4 m, m, 4 m, 4 m, dv, 4 max(K, dv, m) */
   double *kx, *px;               /* n * m: ds / c and p of each row, 0 where nothing flowed */
+  double *sa, *sb, *sv;          /* n K, K m, m dv (f32 only): the matrix's gradients in
+                                    double before their rounding */
   double *xt;                    /* 2 max(n, m): a column of terms (sums4), a key's (list_keys) */
   char *srow, *prow;             /* m T each */
   uint8_t *mbuf, *ubuf, *gfull, *reached; /* m, m, n: whether row i has all of g valid,
@@ -286,6 +294,8 @@ static size_t carve(const ab_job *J, int t, ab_scr *s) {
   TAKE(acc, double, 4 * m), TAKE(p, double, m), TAKE(dp, double, 4 * m), TAKE(ds, double, 4 * m);
   TAKE(gx, double, dv), TAKE(o, double, 4 * w);
   TAKE(kx, double, m * n), TAKE(px, double, m * n), TAKE(xt, double, 2 * (n > m ? n : m));
+  size_t f32 = J->f32;
+  TAKE(sa, double, f32 * n * K), TAKE(sb, double, f32 * K * m), TAKE(sv, double, f32 * m * dv);
   TAKE(srow, char, m * es), TAKE(prow, char, m * es);
   TAKE(mbuf, uint8_t, m), TAKE(ubuf, uint8_t, m), TAKE(gfull, uint8_t, n), TAKE(reached, uint8_t, n);
 #undef TAKE
@@ -397,6 +407,8 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
   mq_batch_offsets(J->nb, J->bshape, bi, J->bst, &boff, J->mst, &moff);
   double *ga = J->ga ? J->ga + bi * n * K : NULL, *gb = J->gb ? J->gb + bi * K * m : NULL;
   double *gv = J->gv ? J->gv + bi * m * dv : NULL;
+  if (J->f32) /* the matrix's sums in the thread's scratch, rounded at the end */
+    ga = J->ga32 ? s->sa : NULL, gb = J->gb32 ? s->sb : NULL, gv = J->gv32 ? s->sv : NULL;
   uint8_t *ma = J->ma ? J->ma + bi * n * K : NULL, *mb = J->mb ? J->mb + bi * K * m : NULL;
   uint8_t *mv = J->mv ? J->mv + bi * m * dv : NULL;
   if (ga) memset(ga, 0, (size_t)(n * K) * 8), memset(ma, 0, (size_t)(n * K));
@@ -419,9 +431,17 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
     gather_F32(J, s, (const float *)a, (const float *)b, (const float *)v, nv);
   else
     gather_F64(J, s, (const double *)a, (const double *)b, (const double *)v, nv);
-  const double *g = J->g + bi * n * dv;
+  /* g as gz: float64, 0 where masked out (g itself in the rows the sums
+   * read it from, whose entries are all valid) */
   const uint8_t *gm = J->gm ? J->gm + bi * n * dv : NULL;
-  for (int64_t e = 0; e < n * dv; e++) s->gz[e] = !gm || gm[e] ? g[e] : 0;
+  if (J->g32) {
+    const float *g = J->g32 + bi * n * dv * J->gs;
+    for (int64_t e = 0; e < n * dv; e++) s->gz[e] = !gm || gm[e] ? (double)g[e * J->gs] : 0;
+  } else {
+    const double *g = J->g + bi * n * dv;
+    for (int64_t e = 0; e < n * dv; e++) s->gz[e] = !gm || gm[e] ? g[e] : 0;
+  }
+  const double *g = s->gz;
   memset(s->cnt, 0, (size_t)nv * sizeof *s->cnt);
   for (int64_t i = 0; i < n; i++) { /* the rows with every g entry valid */
     int64_t nd = 0;
@@ -509,21 +529,35 @@ static void ab_matrix(const ab_job *J, const ab_scr *s, int64_t bi, int t) {
   }
 }
 
+/* out[0, n) = x[0, n) rounded to float32 */
+static void round32(float *out, const double *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = (float)x[i];
+}
+
 static void ab_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const ab_job *J = ctx;
   ab_scr s;
   carve(J, t, &s);
-  for (int64_t bi = lo; bi < hi; bi++) ab_matrix(J, &s, bi, t);
+  int64_t n = J->n, K = J->K, m = J->m, dv = J->dv;
+  for (int64_t bi = lo; bi < hi; bi++) {
+    ab_matrix(J, &s, bi, t);
+    if (!J->f32) continue;
+    if (J->ga32) round32(J->ga32 + bi * n * K, s.sa, n * K);
+    if (J->gb32) round32(J->gb32 + bi * K * m, s.sb, K * m);
+    if (J->gv32) round32(J->gv32 + bi * m * dv, s.sv, m * dv);
+  }
 }
 
-/* A new float64 gradient of [t]'s shape with a mask, or NULL when t does
- * not require grad. */
-static mq_tensor *grad_for(mq_state *S, mq_tensor *t, double **d, uint8_t **mk) {
-  *d = NULL, *mk = NULL;
+/* A new gradient of [t]'s shape with a mask, or NULL when t does not
+ * require grad: float64 (*d), or float32 (*d32) when [f32]. */
+static mq_tensor *grad_for(mq_state *S, mq_tensor *t, bool f32, double **d, float **d32,
+                           uint8_t **mk) {
+  *d = NULL, *d32 = NULL, *mk = NULL;
   if (!t->requires_grad) return NULL;
-  mq_tensor *r = mq_ag_gnew(S, t->ndim, t->shape);
+  mq_tensor *r = f32 ? mq_bw_gnew32(S, t->ndim, t->shape) : mq_ag_gnew(S, t->ndim, t->shape);
   *mk = mq_ag_new_mask(S, r);
-  *d = mq_bw_d(r);
+  if (f32) *d32 = mq_bw_f(r);
+  else *d = mq_bw_d(r);
   return r;
 }
 
@@ -545,13 +579,19 @@ void mq_bw_attention(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   int ex;
   if (isfinite(J.c) && fabs(frexp(J.c, &ex)) == 0.5 && isnormal(1 / J.c)) J.inv = 1 / J.c;
   J.bk = node->op ? 1 : J.m, J.bj = node->op ? J.K : 1;
-  mq_tensor *ga = grad_for(S, a, &J.ga, &J.ma), *gb = grad_for(S, bt, &J.gb, &J.mb);
-  mq_tensor *gv = grad_for(S, v, &J.gv, &J.mv);
+  /* float32 operands get float32 gradients: op by op's sums (in double)
+   * rounded once, as a float32 sum's or mean's are (backward.h) */
+  J.f32 = dt == MQ_DT_F32;
+  mq_tensor *ga = grad_for(S, a, J.f32, &J.ga, &J.ga32, &J.ma);
+  mq_tensor *gb = grad_for(S, bt, J.f32, &J.gb, &J.gb32, &J.mb);
+  mq_tensor *gv = grad_for(S, v, J.f32, &J.gv, &J.gv32, &J.mv);
   mq_tensor *mx = mq_expand(S, m, nd, sshape);
   a = mq_contiguous(S, a), v = mq_contiguous(S, v);
   J.a = mq_tensor_data(a), J.v = mq_tensor_data(v), J.b = mq_tensor_data(b), J.bst = b->strides;
   J.mk = mq_tensor_data(mx), J.mst = mx->strides;
-  J.g = mq_bw_d(g), J.gm = mq_ag_maskp(S, g);
+  if (g->dtype == MQ_DT_F32) J.g32 = mq_bw_f(g), J.gs = mq_bw_gstride(g);
+  else J.g = mq_bw_d(g);
+  J.gm = mq_ag_maskp(S, g);
   if (nbatch > 0 && J.n > 0) {
     int64_t work = INT64_MAX, per = 1;
     if (!mq_mul_ok(J.n, J.m, &per) || !mq_mul_ok(per, J.K + J.dv, &per) ||
@@ -566,9 +606,11 @@ void mq_bw_attention(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     J.scr = mq_scratch(S, mq_ck_zmul(S, J.scr_bytes, (size_t)nt, "attention scratch"));
     mq_parallel_for(S, nt, nbatch, 1, ab_range, &J);
   } else { /* nothing reached any entry */
-    if (ga) memset(J.ga, 0, (size_t)ga->numel * 8), memset(J.ma, 0, (size_t)ga->numel);
-    if (gb) memset(J.gb, 0, (size_t)gb->numel * 8), memset(J.mb, 0, (size_t)gb->numel);
-    if (gv) memset(J.gv, 0, (size_t)gv->numel * 8), memset(J.mv, 0, (size_t)gv->numel);
+    mq_tensor *r[3] = {ga, gb, gv};
+    uint8_t *rm[3] = {J.ma, J.mb, J.mv};
+    for (int i = 0; i < 3; i++)
+      if (r[i]) memset(mq_tensor_data(r[i]), 0, (size_t)r[i]->numel * mq_dtype_size((mq_dtype)r[i]->dtype)),
+            memset(rm[i], 0, (size_t)r[i]->numel);
   }
   gin[0] = ga, gin[1] = gb, gin[2] = gv;
 }

@@ -20,9 +20,11 @@
 MQ_INTERNAL mq_tensor *mq_attention_grad(mq_state *S, mq_tensor *a, mq_tensor *b, bool bt,
                                          mq_value c, mq_tensor *m, mq_tensor *v);
 
-/* The derivative of the node (backward.c's switch): g is the float64
- * gradient of the result; gin[0..3) those of a, b and v (NULL when not
- * requiring grad). */
+/* The derivative of the node (backward.c's switch): g is the gradient of
+ * the result in any form (backward.h); gin[0..3) those of a, b and v (NULL
+ * when not requiring grad): float64, or for float32 operands float32, op
+ * by op's values (sums in double) rounded once, the gradient a float32
+ * leaf gets op by op. */
 MQ_INTERNAL void mq_bw_attention(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 
 /* The one entry of the compiler's fused form of the expression (FUSED,

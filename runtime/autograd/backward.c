@@ -11,6 +11,8 @@
 #include "attention_bwd.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
@@ -91,9 +93,13 @@ const float *mq_bw_f32_at(mq_state *S, mq_tensor *t, int nd, const int64_t *shap
 }
 
 /* Entries [k, k + n) of v added to x's [j, j + n), only where a gradient
- * flowed (vm), marking them (m); in order of k, whatever the threads. */
+ * flowed (vm), marking them (m); in order of k, whatever the threads. A
+ * float32 v (a32, read with stride as: 0 for the one-value form) is read
+ * as it is, each sum in double all the same. */
 typedef struct sumto_job {
   const double *a;
+  const float *a32;
+  int64_t as;
   const uint8_t *vm;
   double *o;
   uint8_t *m;
@@ -102,13 +108,18 @@ typedef struct sumto_job {
 
 static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
   const sumto_job *J = ctx; /* in locals: m's stores may alias anything */
-  const double *a = J->a + k;
   const uint8_t *vm = J->vm ? J->vm + k : NULL;
   double *o = J->o + j;
   uint8_t *m = J->m ? J->m + j : NULL;
+  if (J->a32 && !vm && !m) { /* the plain float32 gradient: no bytes to test or set */
+    const float *a = J->a32 + k * J->as;
+    int64_t as = J->as;
+    for (int64_t c = 0; c < n; c++) o[c * ds] += (double)a[c * as];
+    return;
+  }
   for (int64_t c = 0; c < n; c++) {
     if (vm && !vm[c]) continue; /* no gradient flowed here: never read it */
-    o[c * ds] += a[c];
+    o[c * ds] += J->a32 ? (double)J->a32[(k + c) * J->as] : J->a[k + c];
     if (m) m[c * ds] = 1;
   }
 }
@@ -116,6 +127,14 @@ static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
 static void sumto_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const sumto_job *J = ctx;
   mq_bw_block_walk(lo, hi, J->len, J->inner, sumto_run, ctx);
+}
+
+/* The float64 gradient [r] rounded once to float32, its mask kept. */
+static mq_tensor *grad_as32(mq_state *S, mq_tensor *r) {
+  mq_tensor *o = mq_bw_gnew32(S, r->ndim, r->shape);
+  mq_kernel_convert(S, o, r);
+  if (r->mask) mq_tensor_set_mask(S, o, r->mask);
+  return o;
 }
 
 mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
@@ -127,11 +146,16 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
     if (!xm || vm == xm) return v;
     r = mq_tensor_view(S, v, v->ndim, v->shape, v->strides, v->offset);
   } else {
-    v = mq_bw_g64(S, v); /* summed in double */
-    vm = mq_ag_maskp(S, v);
+    /* summed in double; a float32 v read in place and the sums rounded
+     * once into a float32 gradient (x's, as torch's is), a float64 v
+     * into a float64 one */
+    bool f32 = v->dtype == MQ_DT_F32;
+    if (!f32) {
+      v = mq_bw_g64(S, v);
+      vm = mq_ag_maskp(S, v);
+    }
     r = mq_tensor_full(S, MQ_DT_F64, x->ndim, x->shape, 0.0);
     double *o = mq_bw_d(r);
-    const double *a = mq_bw_d(v);
     uint8_t *m = vm ? mq_ag_new_mask(S, r) : NULL;
     if (m) memset(m, 0, (size_t)r->numel);
     /* x's contiguous strides, 0 along the dims it was broadcast over */
@@ -143,7 +167,8 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
       if (xd >= 0) s *= x->shape[xd];
       if (!str[d]) summed |= (uint32_t)1 << d;
     }
-    sumto_job J = {a, vm, o, m, 1, 1};
+    sumto_job J = {f32 ? NULL : mq_bw_d(v), f32 ? mq_bw_f(v) : NULL, f32 ? mq_bw_gstride(v) : 1,
+                   vm, o, m, 1, 1};
     if (v->numel > 0 && mq_bw_block(v->ndim, v->shape, summed, &outer, &J.len, &J.inner)) {
       /* one block of dims: the threads share out x's entries */
       int64_t len = J.len > 0 ? J.len : 1;
@@ -153,6 +178,7 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
       const int64_t *at = mq_iter_offsets(S, v->ndim, v->shape, str);
       for (int64_t k = 0; k < v->numel; k++) sumto_run(&J, at[k], k, 1, 1);
     }
+    if (f32) r = grad_as32(S, r);
     if (!xm) return r;
     vm = mq_ag_maskp(S, r);
   }
@@ -483,34 +509,42 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
  * rest gets no gradient when [masked] (torch.masked's where: g's data under
  * a false mask), else 0. */
 typedef struct sel_job {
-  const double *gv;
+  const void *gv;
   const uint8_t *gm, *sel;
-  double *o;
+  void *o;
   uint8_t *m;
   bool want;
+  int64_t gs; /* float32: g's stride (0: the one-value form) */
 } sel_job;
 
-static void select_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const sel_job *J = ctx;
-  const double *gv = J->gv;
-  const uint8_t *gm = J->gm, *sel = J->sel;
-  double *o = J->o;
-  uint8_t *m = J->m;
-  bool want = J->want;
-  for (int64_t i = lo; i < hi; i++) {
-    bool take = (sel[i] != 0) == want;
-    double v = gv[i];
-    o[i] = take || m ? v : 0.0;
-    if (m) m[i] = take && (!gm || gm[i]);
+#define DEF_SELECT_RANGE(NAME, T, GS)                                          \
+  static void NAME(void *ctx, int64_t lo, int64_t hi, int t) {                 \
+    const sel_job *J = ctx;                                                    \
+    const T *gv = J->gv;                                                       \
+    const uint8_t *gm = J->gm, *sel = J->sel;                                  \
+    T *o = J->o;                                                               \
+    uint8_t *m = J->m;                                                         \
+    bool want = J->want;                                                       \
+    int64_t gs = GS;                                                           \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      bool take = (sel[i] != 0) == want;                                       \
+      T v = gv[i * gs];                                                        \
+      o[i] = take || m ? v : (T)0;                                             \
+      if (m) m[i] = take && (!gm || gm[i]);                                    \
+    }                                                                          \
   }
-}
+DEF_SELECT_RANGE(select_range, double, 1)
+DEF_SELECT_RANGE(select_range32, float, J->gs)
 
+/* g in its own precision: a float32 g (either form) gives a float32
+ * part, the same values (a selection rounds nothing). */
 static mq_tensor *select_part(mq_state *S, mq_tensor *g, const uint8_t *sel, bool want,
                               bool masked) {
-  mq_tensor *r = mq_ag_gnew(S, g->ndim, g->shape);
-  sel_job J = {mq_bw_d(g), mq_ag_maskp(S, g), sel, mq_bw_d(r), masked ? mq_ag_new_mask(S, r) : NULL,
-               want};
-  ew_run(S, r->numel, select_range, &J);
+  bool f32 = g->dtype == MQ_DT_F32;
+  mq_tensor *r = f32 ? mq_bw_gnew32(S, g->ndim, g->shape) : mq_ag_gnew(S, g->ndim, g->shape);
+  sel_job J = {mq_tensor_data(g), mq_ag_maskp(S, g), sel, mq_tensor_data(r),
+               masked ? mq_ag_new_mask(S, r) : NULL, want, f32 ? mq_bw_gstride(g) : 1};
+  ew_run(S, r->numel, f32 ? select_range32 : select_range, &J);
   return r;
 }
 
@@ -600,12 +634,21 @@ static const struct {
 
 void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   const mq_gradnode *n = t->node;
+  if (getenv("BWDBG")) fprintf(stderr, "bw %-12s g=%s t=%s numel=%lld\n", mq_ag_node_name(n), g->dtype == MQ_DT_F32 ? "f32" : "f64", t->dtype == MQ_DT_F32 ? "f32" : "f64", (long long)t->numel);
   MQ_ASSERT(n->kind < MQ_AG__COUNT); /* record() takes only the kinds of the list */
   bool any_form = kinds[n->kind].any_form;
   for (int i = 0; i < n->nin && any_form; i++) /* sparse gradients are float64 (backward_sparse.c) */
     if (n->in[i] && n->in[i]->sparse) any_form = false;
   if (!g->sparse && !any_form) g = mq_bw_g64(S, g);
   kinds[n->kind].backward(S, t, g, gin);
+  if (getenv("BWHACK") && (n->kind == MQ_AG_MATMUL))
+    for (int i = 0; i < n->nin; i++)
+      if (gin[i] && gin[i]->dtype == MQ_DT_F64 && n->in[i]->dtype == MQ_DT_F32) {
+        mq_tensor *o = mq_bw_gnew32(S, gin[i]->ndim, gin[i]->shape);
+        mq_kernel_convert(S, o, gin[i]);
+        if (gin[i]->mask) mq_tensor_set_mask(S, o, gin[i]->mask);
+        gin[i] = o;
+      }
 }
 
 const char *mq_ag_node_name(const mq_gradnode *n) {

@@ -1,7 +1,8 @@
 /* backward.h - what the derivative files (backward.c, backward_ops.c)
  * share. A gradient is a float64 tensor, or a float32 one (the gradient of
  * a float32 tensor, from the derivatives that have float32 kernels:
- * unary, binary, sum and mean, softmax), with a contiguous mask or none
+ * unary, binary, sum and mean, softmax, where and masked_fill, the sums
+ * of a broadcast (mq_bw_sum_to), attention), with a contiguous mask or none
  * (autograd.h). It is contiguous, except that the gradient of a float32
  * sum or mean over every dim is one value broadcast with stride 0 (not
  * [numel] copies of it). mq_ag_node_backward hands every other derivative
@@ -35,7 +36,8 @@ MQ_INTERNAL const float *mq_bw_f32_at(mq_state *S, mq_tensor *t, int nd, const i
 MQ_INTERNAL mq_tensor *mq_bw_f64_to(mq_state *S, mq_tensor *t, int nd, const int64_t *shape);
 /* The gradient of [x] from [v], a gradient of the (broadcast) result
  * shape: summed over the dims x was broadcast along, valid entries only.
- * Masked when v or x is (within x's mask). */
+ * Masked when v or x is (within x's mask). Each sum is in double; a
+ * float32 v gives a float32 gradient (each sum rounded once). */
 MQ_INTERNAL mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x);
 
 /* Sums over one block of dims, on threads: a tensor of [shape] seen as

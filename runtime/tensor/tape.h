@@ -46,7 +46,7 @@
   /* op: mq_binop */                                                           \
   X(BINARY, OPNAME(bin_names, n), bw_binary, ANY)                              \
   /* in: a, b; aux: cond */                                                    \
-  X(WHERE, "where", bw_where, F64)                                             \
+  X(WHERE, "where", bw_where, ANY)                                             \
   /* op: mq_redop; dims: bit set of reduced dims (0: all) */                   \
   X(REDUCE, OPNAME(red_names, n), mq_bw_reduce, ANY)                           \
   /* op: 1 for log_softmax; dim */                                             \
@@ -63,7 +63,7 @@
   /* astype / contiguous: the gradient passes as it is */                      \
   X(CAST, "conversion", bw_pass, ANY)                                          \
   /* in: x, v; aux: the fill mask */                                           \
-  X(MASKED_FILL, "masked_fill", bw_masked_fill, F64)                           \
+  X(MASKED_FILL, "masked_fill", bw_masked_fill, ANY)                           \
   X(MATMUL, "matmul", mq_bw_matmul, F64)                                       \
   /* op: 1 for std; prm[0]: correction; dims */                                \
   X(VAR, n->op ? "std" : "var", mq_bw_reduce, F64)                             \
@@ -106,7 +106,7 @@
   X(SP_PICK, "intersect or union", mq_bw_sp_pick, F64)                         \
   /* softmax(as_masked(in[0] @ in[1] / prm[0], aux in[3]), -1) @ in[2]         \
      (attention_bwd.h) */                                                      \
-  X(ATTENTION, "attention", mq_bw_attention, F64)
+  X(ATTENTION, "attention", mq_bw_attention, ANY)
 
 typedef enum mq_agkind {
 #define X(E, ...) MQ_AG_##E,

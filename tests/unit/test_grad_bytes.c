@@ -1,0 +1,57 @@
+/* test_grad_bytes.c - a float32 backward stays in float32 where its
+ * derivatives have float32 kernels (runtime/autograd/backward.h): no
+ * float64 copy of a float32 gradient, no float64 gradient of a float32
+ * operand. The bytes an evaluation allocates say which (alloc_count.h):
+ * each case's float32 tensors are N entries, and a float64 copy of one is
+ * 8 N bytes, so each bound below sits between what the float32 form
+ * allocates and what one float64 copy more would (measured when these
+ * came: 8 N against 16 N and 24 N before; 58 N against 90 N for
+ * attention). The values are the gradient checks' (test_gradcheck.c,
+ * test_grad_f32.c, tests/lang). */
+#include <stdbool.h>
+
+#include "alloc_count.h"
+
+static int passed, failed;
+
+/* [code] after [setup] allocates under [below] * N bytes (with N float32
+ * entries per tensor: 4 N bytes each) */
+static void expect_under(const char *what, const char *setup, const char *code, double n,
+                         double below) {
+  size_t got = allocated(setup, code);
+  double x = (double)got / n;
+  if (got > 0 && x < below) {
+    passed++;
+  } else {
+    failed++;
+    printf("FAIL grad_bytes: %s: %zu bytes (%.2f N), expected under %.1f N\n", what, got, x, below);
+  }
+}
+
+int main(void) {
+  /* one thread: the per-thread blocks of attention's backward counted once */
+  const char *set = "set_num_threads(1)\n"
+                    "x = rand(2048, 256)\ny = rand(2048, 256)\nw = rand(2048, 256)\n"
+                    "c = rand(2048, 256) < 0.5\nb = requires_grad(zeros(256))\n"
+                    "xg = requires_grad(x)\n";
+  const double n = 2048.0 * 256;
+  /* the forward: x + b and the product (8 N); the backward reuses their
+   * buffers (the state's cache) for the add's gradient, summed over the
+   * rows into 256 doubles, not from a float64 copy of it (8 N more) */
+  expect_under("a broadcast bias's gradient", set, "r = grad(sum((x + b) * w), b)", n, 12);
+  /* where's (and masked_fill's) selection of a float32 gradient: float32,
+   * not a float64 copy of g and a float64 part (16 N more) */
+  expect_under("where's gradient", set, "r = grad(sum(where(c, xg, y) * w), xg)", n, 12);
+  expect_under("masked_fill's gradient", set, "r = grad(sum(masked_fill(xg, c, 0.0) * w), xg)", n, 12);
+  /* attention: q, k and v's gradients float32 with their masks, g read as
+   * it is (float64: 8 N for g, 12 N more for the gradients, 12 N for their
+   * float32 copies); the per-thread block holds a few rows of scores */
+  const char *att = "set_num_threads(1)\n"
+                    "q = requires_grad(rand(8, 256, 32) - 0.5)\nk = requires_grad(rand(8, 256, 32) - 0.5)\n"
+                    "v = requires_grad(rand(8, 256, 32) - 0.5)\nw = rand(8, 256, 32)\n"
+                    "m = reshape(arange(256), 1, 1, 256) < reshape(arange(8) * 32 + 16, 8, 1, 1)\n";
+  expect_under("attention's gradients", att, "r = grad(sum(attention(q, k, v, m) * w), [q, k, v])",
+               8.0 * 256 * 32, 72);
+  printf("test_grad_bytes: %d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}
