@@ -15,6 +15,7 @@
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
 #include "../kernels/softmax_simd.h"
+#include "../kernels/vexp.h"
 
 /* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */
 static mq_tensor *grad_new(mq_state *S, int nd, const int64_t *shape, bool masked, uint8_t **m) {
@@ -455,6 +456,9 @@ static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
  * double in sixteen fixed lanes (entry f + i in lane i % 16, added
  * pairwise), so that it vectorizes and depends on the slice alone, never on
  * the thread count; each result computed in double and rounded once.
+ * log_softmax's e^y is masq's float32 exp (mq_vexpf: vectorizes, and the
+ * same bits on every CPU, where glibc's double exp picks an FMA variant
+ * by CPU), as torch's float32 backward takes it.
  * Masked-out operands are selected to +0 in float32 before the product (a
  * lane starts at +0, so adding +0 changes nothing, as sm_bw_range's -0
  * does not). No mask is the all-ones row [ones]. With x masked, the result's
@@ -541,7 +545,7 @@ MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
       for (j = f; j < l; j++) {
         uint8_t ok = xr[j];
         double gi = sel32(gr[j], (uint8_t)(ok & gmr[j])), y = sel32(yr[j], ok);
-        o[j] = sel32((float)(gi - exp(y) * s), (uint8_t)(ok & any));
+        o[j] = sel32((float)(gi - (double)mq_vexpf((float)y) * s), (uint8_t)(ok & any));
       }
     } else {
       j = f;
