@@ -11,9 +11,17 @@
 #ifndef MQ_BACKWARD_H
 #define MQ_BACKWARD_H
 
+#include <math.h>
+
 #include "../../core/checked.h"
 #include "autograd.h"
+#include "../kernels/vexp.h"
 #include "../tensor/iter.h"
+
+/* e^y for log_softmax's derivative: of a float32 result, masq's float32
+ * exp (mq_vexpf: the same bits on every CPU, as the forward's), else
+ * glibc's double exp. */
+static inline double mq_bw_exp(double y, bool f32) { return f32 ? (double)mq_vexpf((float)y) : exp(y); }
 
 /* The float64 data of a gradient-form tensor. */
 static inline double *mq_bw_d(mq_tensor *t) { return (double *)mq_tensor_data(t); }

@@ -15,7 +15,6 @@
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
 #include "../kernels/softmax_simd.h"
-#include "../kernels/vexp.h"
 
 /* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */
 static mq_tensor *grad_new(mq_state *S, int nd, const int64_t *shape, bool masked, uint8_t **m) {
@@ -380,7 +379,7 @@ static inline double pick(double v, uint8_t keep, uint64_t fill) {
 typedef struct sm_bw_job {
   const along *J;
   const double *yv;
-  bool lg;
+  bool lg, f32; /* f32: a float32 result (mq_bw_exp) */
 } sm_bw_job;
 
 static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
@@ -414,7 +413,7 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
     for (int64_t j = f; j < l; j++) {
       uint8_t ok = xr ? xr[j] : 1, got = (uint8_t)(ok & (gmr ? gmr[j] : 1));
       double gi = pick(gr[j], got, 0), y = pick(yr[j], ok, 0);
-      o[j] = pick(lg ? gi - exp(y) * s : y * (gi - s), (uint8_t)(ok & any), 0);
+      o[j] = pick(lg ? gi - mq_bw_exp(y, B->f32) * s : y * (gi - s), (uint8_t)(ok & any), 0);
       if (m) m[j] = (uint8_t)(ok & any);
     }
   }
@@ -445,7 +444,7 @@ static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
       int64_t i = base + j * inner;
       bool ok = valid(xm, i), got = ok && valid(gm, i);
       double gi = got ? gv[i] : 0, y = ok ? yv[i] : 0;
-      out[i] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;
+      out[i] = ok && any ? (lg ? gi - mq_bw_exp(y, B->f32) * s : y * (gi - s)) : 0;
       if (mo) mo[i] = ok && any;
     }
   }
@@ -545,7 +544,7 @@ MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
       for (j = f; j < l; j++) {
         uint8_t ok = xr[j];
         double gi = sel32(gr[j], (uint8_t)(ok & gmr[j])), y = sel32(yr[j], ok);
-        o[j] = sel32((float)(gi - (double)mq_vexpf((float)y) * s), (uint8_t)(ok & any));
+        o[j] = sel32((float)(gi - mq_bw_exp(y, true) * s), (uint8_t)(ok & any));
       }
     } else {
       j = f;
@@ -618,7 +617,7 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   bool lg = t->node->op;
   const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
   if (J.A.inner == 1) { /* contiguous slices, shared out among the threads */
-    sm_bw_job B = {&J, yv, lg};
+    sm_bw_job B = {&J, yv, lg, t->dtype == MQ_DT_F32};
     int64_t len = J.A.len > 0 ? J.A.len : 1;
     mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
                     sm_bw_range, &B);
@@ -626,7 +625,7 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     return;
   }
   /* strided slices, each on its own: the threads share them out */
-  sm_bw_job B = {&J, yv, lg};
+  sm_bw_job B = {&J, yv, lg, t->dtype == MQ_DT_F32};
   int64_t len = J.A.len > 0 ? J.A.len : 1;
   mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer * J.A.inner,
                   len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sm_bw_strided, &B);

@@ -8,7 +8,9 @@
  * for the CPU (FMA or not) and which took a scalar call per entry. The
  * rows here (lengths 1 to 40 and 1000, data over several magnitudes) are
  * checked against that definition written out, on every CPU path this
- * CPU runs and at one and three threads. */
+ * CPU runs and at one and three threads; and along a dim that is not
+ * the last (the float64 loop, its sum in order), where the same e^y
+ * applies to a float32 result. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,37 @@ static void check_rows(int64_t len, const char *path, int threads) {
   free(y), free(w), free(g);
 }
 
+/* Along dim 0 (slices strided, sm_bw_strided's float64 loop): the same
+ * e^y, the slice's sum in order. */
+static void check_cols(int64_t len) {
+  char src[600], what[64];
+  snprintf(what, sizeof what, "columns of %lld", (long long)len);
+  snprintf(src, sizeof src,
+           "seed(%lld)\nX = requires_grad(randn(%lld, 5, dtype=float32) * 4)\n"
+           "W = rand(%lld, 5, dtype=float32) - 0.3\n"
+           "Y = log_softmax(X, 0)\nG = grad(sum(Y * W), X)\nY = get_data(Y)\n",
+           (long long)len, (long long)len, (long long)len);
+  if (!eval(src, what)) {
+    failed++;
+    return;
+  }
+  float *y = grab32("Y", 5 * len), *w = grab32("W", 5 * len), *g = grab32("G", 5 * len);
+  bool ok = y && w && g;
+  CHECK(ok);
+  int64_t bad = -1;
+  for (int64_t c = 0; ok && c < 5; c++) {
+    double s = 0;
+    for (int64_t j = 0; j < len; j++) s += (double)w[j * 5 + c];
+    for (int64_t j = 0; j < len; j++) {
+      float want = (float)((double)w[j * 5 + c] - (double)mq_vexpf(y[j * 5 + c]) * s);
+      if (memcmp(&want, g + j * 5 + c, sizeof want) && bad < 0) bad = j * 5 + c;
+    }
+  }
+  if (bad >= 0) printf("FAIL log_softmax backward, %s: entry %lld is not g - e^y s\n", what, (long long)bad);
+  CHECK(bad < 0);
+  free(y), free(w), free(g);
+}
+
 static void tests(mq_state *S_, void *ud) {
   (void)S_, (void)ud;
   static const char *const paths[] = {"portable", "avx2", "avx512"};
@@ -89,6 +122,8 @@ static void tests(mq_state *S_, void *ud) {
       for (int64_t len = 1; len <= 40; len++) check_rows(len, paths[p], th);
       check_rows(1000, paths[p], th);
     }
+  for (int64_t len = 1; len <= 40; len++) check_cols(len);
+  check_cols(1000);
 }
 
 int main(void) { return unit_main("test_logsoftmax_bw", tests); }
