@@ -95,6 +95,8 @@ MQ_INTERNAL void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor
 /* scatter_add's: x gets g, src the gradient at its position */
 MQ_INTERNAL void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+/* cross_entropy's pick of the target classes (backward_pick.c) */
+MQ_INTERNAL void mq_bw_pick(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 /* The derivatives of the MQ_AG_SP_* kinds (backward_sparse.c). */
 MQ_INTERNAL void mq_bw_sp_values(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_sp_wrap(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);

@@ -7,6 +7,7 @@
  * entries valid in both (as intersect), and masked reductions neither sum
  * nor count what is masked out. */
 #include "nn.h"
+#include "pick.h"
 
 #include <math.h>
 #include <string.h>
@@ -198,9 +199,14 @@ static mq_tensor *nll_classes(mq_state *S, const char *who, mq_tensor *lsm, mq_t
              mq_shape_str(S, nd - 1, want), dim, mq_shape_str(S, t->ndim, t->shape));
   t = mq_tensor_owned(S, t); /* the classes checked are the classes picked */
   mq_tensor *valid = class_targets(S, who, t, lsm->shape[dim], ignore);
-  mq_tensor *classes = mq_reshape(S, mq_arange_i64(S, 0, lsm->shape[dim], 1), nd, cls);
-  mq_tensor *hot = bin(S, MQ_BIN_EQ, mq_unsqueeze(S, mq_get_data(S, t), dim), classes);
-  mq_tensor *picked = mq_reduce(S, MQ_RED_SUM, mq_where(S, hot, mq_get_data(S, lsm), num(S, 0)), 1, &dim, false);
+  /* each position's target entry: one op (pick.h) when nothing else needs
+   * the one-hot comparison (a class weight, a masked lsm), else op by op */
+  mq_tensor *hot = NULL, *picked = w || lsm->mask ? NULL : mq_nn_pick(S, lsm, mq_get_data(S, t), dim);
+  if (!picked) {
+    mq_tensor *classes = mq_reshape(S, mq_arange_i64(S, 0, lsm->shape[dim], 1), nd, cls);
+    hot = bin(S, MQ_BIN_EQ, mq_unsqueeze(S, mq_get_data(S, t), dim), classes);
+    picked = mq_reduce(S, MQ_RED_SUM, mq_where(S, hot, mq_get_data(S, lsm), num(S, 0)), 1, &dim, false);
+  }
   if (lsm->mask) { /* the picked entry itself must be valid */
     mq_tensor *at = mq_reduce(S, MQ_RED_ANY, bin(S, MQ_BIN_BAND, hot, lsm->mask), 1, &dim, false);
     valid = bin(S, MQ_BIN_BAND, valid, at);

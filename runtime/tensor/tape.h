@@ -106,7 +106,9 @@
   X(SP_PICK, "intersect or union", mq_bw_sp_pick, F64)                         \
   /* softmax(as_masked(in[0] @ in[1] / prm[0], aux in[3]), -1) @ in[2]         \
      (attention_bwd.h) */                                                      \
-  X(ATTENTION, "attention", mq_bw_attention, ANY)
+  X(ATTENTION, "attention", mq_bw_attention, ANY)                              \
+  /* in: x; aux: the classes (int64, x's shape without dim); dim (nn/pick.h) */ \
+  X(PICK, "cross_entropy's target pick", mq_bw_pick, ANY)
 
 typedef enum mq_agkind {
 #define X(E, ...) MQ_AG_##E,

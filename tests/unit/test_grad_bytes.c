@@ -52,6 +52,13 @@ int main(void) {
                     "m = reshape(arange(256), 1, 1, 256) < reshape(arange(8) * 32 + 16, 8, 1, 1)\n";
   expect_under("attention's gradients", att, "r = grad(sum(attention(q, k, v, m) * w), [q, k, v])",
                8.0 * 256 * 32, 72);
+  /* cross_entropy's pick of the target classes (nn/pick.h): log_softmax
+   * forward and backward and the logits' gradient, N each; op by op the
+   * one-hot comparison, the where and the sum's and where's derivatives
+   * made one or two more each (24 N before, 14 N after) */
+  const char *ce = "set_num_threads(1)\nx = requires_grad(randn(2048, 256))\n"
+                   "y = masked(randint(0, 256, 2048), rand(2048) < 0.8)\n";
+  expect_under("cross_entropy's gradient", ce, "r = grad(cross_entropy(x, y), x)", n, 19);
   printf("test_grad_bytes: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }
