@@ -2,7 +2,8 @@
  * share. A gradient is a float64 tensor, or a float32 one (the gradient of
  * a float32 tensor, from the derivatives that have float32 kernels:
  * unary, binary, sum and mean, softmax, where and masked_fill, the sums
- * of a broadcast (mq_bw_sum_to), attention), with a contiguous mask or none
+ * of a broadcast (mq_bw_sum_to), views and cat (moves), attention,
+ * cross_entropy's pick), with a contiguous mask or none
  * (autograd.h). It is contiguous, except that the gradient of a float32
  * sum or mean over every dim is one value broadcast with stride 0 (not
  * [numel] copies of it). mq_ag_node_backward hands every other derivative

@@ -735,12 +735,18 @@ void mq_bw_logcumsumexp(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin
 
 /* A rearrangement's gradient, entries [lo, hi) of g: each lands on its own
  * input element, as 0 + g (the sum the general path forms: +0 for -0). */
+/* Each element of g to its place: float64, or (f32) a float32 g, read
+ * with stride gs (0: the one-value form), into a float32 gradient: a move
+ * rounds nothing, so a float32 gradient stays float32. */
 typedef struct move_job {
   const int64_t *from;
   const double *gv;
   const uint8_t *gm, *um;
   double *o;
   uint8_t *m;
+  const float *gv32;
+  float *o32;
+  int64_t gs;
 } move_job;
 
 static void move_range(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -750,10 +756,15 @@ static void move_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const uint8_t *gm = J->gm, *um = J->um;
   double *o = J->o;
   uint8_t *m = J->m;
+  const float *gv32 = J->gv32;
+  float *o32 = J->o32;
+  int64_t gs = J->gs;
   for (int64_t k = lo; k < hi; k++) {
     int64_t d = from[k];
     bool got = valid(gm, k);
-    o[d] = got ? 0.0 + gv[k] : 0.0;
+    /* 0 + g: the sum a gradient added back there is (-0 becomes +0) */
+    if (o32) o32[d] = got ? (float)(0.0 + (double)gv32[k * gs]) : 0.0f;
+    else o[d] = got ? 0.0 + gv[k] : 0.0;
     if (m) m[d] = got && valid(um, d);
   }
 }
@@ -792,24 +803,34 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
              mq_ag_node_name(n), mq_shape_str(S, src->ndim, src->shape),
              mq_dtype_name((mq_dtype)src->dtype), (long long)t->numel);
   const int64_t *from = mq_tensor_data(src);
-  const double *gv = mq_bw_d(g);
   const uint8_t *gm = mq_ag_maskp(S, g);
+  bool f32 = g->dtype == MQ_DT_F32 && n->op == 1; /* moves only: a sum of repeats is in double */
+  if (!f32) g = mq_bw_g64(S, g);
+  const double *gv = f32 ? NULL : mq_bw_d(g);
+  const float *gv32 = f32 ? mq_bw_f(g) : NULL;
+  int64_t gs = f32 ? mq_bw_gstride(g) : 1;
   if (n->op == 1 && n->nin == 1) { /* a rearrangement: on threads */
     mq_tensor *u = n->in[0];
     if (!u->requires_grad) return;
     const uint8_t *um = mq_ag_maskp(S, u);
-    move_job J = {from, gv, gm, um, NULL, NULL};
-    mq_tensor *r = grad_new(S, u->ndim, u->shape, gm || um, &J.m);
-    J.o = mq_bw_d(r);
+    move_job J = {from, gv, gm, um, NULL, NULL, gv32, NULL, gs};
+    mq_tensor *r = f32 ? mq_bw_gnew32(S, u->ndim, u->shape) : mq_ag_gnew(S, u->ndim, u->shape);
+    J.m = gm || um ? mq_ag_new_mask(S, r) : NULL;
+    if (f32) J.o32 = mq_bw_f(r);
+    else J.o = mq_bw_d(r);
     mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
     gin[0] = r;
     return;
   }
-  double *acc;
+  double *acc = NULL;
+  float *acc32 = NULL;
   uint8_t *got = mq_scratch(S, (size_t)(total ? total : 1));
   if (n->op == 1) { /* cat: every element of the inputs written once, on threads */
-    acc = mq_scratch(S, (size_t)(total ? total : 1) * sizeof *acc);
-    move_job J = {from, gv, gm, NULL, acc, got};
+    size_t es = f32 ? sizeof(float) : sizeof(double);
+    void *a = mq_scratch(S, (size_t)(total ? total : 1) * es);
+    move_job J = {from, gv, gm, NULL, NULL, got, gv32, NULL, gs};
+    if (f32) J.o32 = acc32 = a;
+    else J.o = acc = a;
     mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
   } else {
     acc = zeroed(S, total);
@@ -826,9 +847,10 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     mq_tensor *u = n->in[i];
     if (!u->requires_grad) continue;
     const uint8_t *um = mq_ag_maskp(S, u);
-    uint8_t *m;
-    mq_tensor *r = grad_new(S, u->ndim, u->shape, gm || um, &m);
-    memcpy(mq_bw_d(r), acc + base[i], (size_t)u->numel * sizeof(double));
+    mq_tensor *r = f32 ? mq_bw_gnew32(S, u->ndim, u->shape) : mq_ag_gnew(S, u->ndim, u->shape);
+    uint8_t *m = gm || um ? mq_ag_new_mask(S, r) : NULL;
+    if (f32) memcpy(mq_bw_f(r), acc32 + base[i], (size_t)u->numel * sizeof(float));
+    else memcpy(mq_bw_d(r), acc + base[i], (size_t)u->numel * sizeof(double));
     if (m)
       for (int64_t k = 0; k < u->numel; k++) m[k] = got[base[i] + k] && valid(um, k);
     gin[i] = r;

@@ -55,7 +55,7 @@
      in[nin]: the source of each output element; op 1: each input element     \
      lands once (mq_ag_moved, cat); op 2: a broadcast (expand), summed back    \
      as sum_to does */                                                         \
-  X(GATHER, "indexing or view", mq_bw_gather, F64)                             \
+  X(GATHER, "indexing or view", mq_bw_gather, ANY)                             \
   /* as_masked(data, mask): the gradient passes to data */                     \
   X(AS_MASKED, "as_masked", bw_pass, ANY)                                      \
   /* get_data / to_tensor: the gradient re-wrapped with the mask */            \

@@ -52,6 +52,12 @@ int main(void) {
                     "m = reshape(arange(256), 1, 1, 256) < reshape(arange(8) * 32 + 16, 8, 1, 1)\n";
   expect_under("attention's gradients", att, "r = grad(sum(attention(q, k, v, m) * w), [q, k, v])",
                8.0 * 256 * 32, 72);
+  /* a view's (and cat's) gradient: each element moved back in float32
+   * (the element numbers the op is replayed on are int64, 16 N; 24 N
+   * against 32 N before, and cat, of two 2 N operands, 74 N against 114 N) */
+  expect_under("a transpose's gradient", set,
+               "wt = contiguous(transpose(w, 0, 1))\nr = grad(sum(transpose(xg, 0, 1) * wt), xg)", n, 32);
+  expect_under("cat's gradient", set, "r = grad(sum(cat([xg, xg], 0) * cat([w, y], 0)), xg)", n, 94);
   /* cross_entropy's pick of the target classes (nn/pick.h): log_softmax
    * forward and backward and the logits' gradient, N each; op by op the
    * one-hot comparison, the where and the sum's and where's derivatives
