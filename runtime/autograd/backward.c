@@ -111,15 +111,19 @@ static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
   const uint8_t *vm = J->vm ? J->vm + k : NULL;
   double *o = J->o + j;
   uint8_t *m = J->m ? J->m + j : NULL;
-  if (J->a32 && !vm && !m) { /* the plain float32 gradient: no bytes to test or set */
-    const float *a = J->a32 + k * J->as;
-    int64_t as = J->as;
-    for (int64_t c = 0; c < n; c++) o[c * ds] += (double)a[c * as];
+  const double *a = J->a ? J->a + k : NULL;
+  int64_t as = J->as;
+  const float *a32 = J->a32 ? J->a32 + k * as : NULL;
+  if (!vm && !m) { /* a plain gradient: no bytes to test or set */
+    if (a32)
+      for (int64_t c = 0; c < n; c++) o[c * ds] += (double)a32[c * as];
+    else
+      for (int64_t c = 0; c < n; c++) o[c * ds] += a[c];
     return;
   }
   for (int64_t c = 0; c < n; c++) {
     if (vm && !vm[c]) continue; /* no gradient flowed here: never read it */
-    o[c * ds] += J->a32 ? (double)J->a32[(k + c) * J->as] : J->a[k + c];
+    o[c * ds] += a32 ? (double)a32[c * as] : a[c];
     if (m) m[c * ds] = 1;
   }
 }
