@@ -265,20 +265,27 @@ static const bool un_diff[MQ_UN__COUNT] = {
 #define UN_CASE_PRED(E, LOOP, d)
 #define UN_CASE_BITS(E, LOOP, d)
 
-static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const ew_job *J = ctx;
-  const double *xv = J->x, *yv = J->y, *gv = J->g, *p = J->p;
-  double *o = J->ra;
-  const bool in_f32 = J->in_f32;
-  (void)p, (void)in_f32;
-  switch ((mq_unop)J->op) { /* one loop per op, its derivative inlined into it */
-#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
-  UN_CASE_##cls(E, UN_LOOP_, deriv)
-    MQ_UNARY_OPS(X)
-#undef X
-  default: break;
+/* NAME: the loops over operands x and y of element type T (double, or
+ * float read in place when a float32 operand meets a float64 gradient: the
+ * same doubles, without a float64 copy of each), g and the result double. */
+#define DEF_UNARY_RANGE(NAME, T, XV, YV)                                       \
+  static void NAME(void *ctx, int64_t lo, int64_t hi, int t) {                 \
+    const ew_job *J = ctx;                                                     \
+    const T *xv = XV, *yv = YV;                                                \
+    const double *gv = J->g, *p = J->p;                                        \
+    double *o = J->ra;                                                         \
+    const bool in_f32 = J->in_f32;                                             \
+    (void)p, (void)in_f32;                                                     \
+    switch ((mq_unop)J->op) { /* one loop per op, its derivative inlined into it */ \
+      MQ_UNARY_OPS(UN_X)                                                       \
+    default: break;                                                            \
+    }                                                                          \
   }
-}
+#define UN_X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...) \
+  UN_CASE_##cls(E, UN_LOOP_, deriv)
+DEF_UNARY_RANGE(unary_range, double, J->x, J->y)
+DEF_UNARY_RANGE(unary_range_m, float, J->fx, J->fy)
+#undef UN_X
 
 /* The float32 kernels: the same derivative per element, computed in
  * double from the float32 operands and rounded once to float32 (for one
@@ -341,10 +348,16 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   }
   g = mq_bw_g64(S, g);
   mq_tensor *r = like(S, g);
-  ew_job J = {.op = n->op, .x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape)),
-              .y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape)), .g = mq_bw_d(g), .p = n->prm,
-              .ra = mq_bw_d(r), .in_f32 = t->dtype != MQ_DT_F64};
-  ew_run(S, r->numel, unary_range, &J);
+  ew_job J = {.op = n->op, .g = mq_bw_d(g), .p = n->prm, .ra = mq_bw_d(r),
+              .in_f32 = t->dtype != MQ_DT_F64};
+  if (x->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) { /* read as they are */
+    J.fx = mq_bw_f32_at(S, x, x->ndim, x->shape), J.fy = mq_bw_f32_at(S, t, t->ndim, t->shape);
+    ew_run(S, r->numel, unary_range_m, &J);
+  } else {
+    J.x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
+    J.y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
+    ew_run(S, r->numel, unary_range, &J);
+  }
   gin[0] = r;
 }
 
@@ -402,18 +415,23 @@ static const bool bin_diff[MQ_BIN__COUNT] = {
 /* One operand's gradient (J->which: 0 the left's, 1 the right's), one loop
  * per op and side. An array the derivative does not read may be any
  * array of the length (bw_binary passes g's). */
-static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const ew_job *J = ctx;
-  const double *xv = J->x, *yv = J->y, *ov = J->o, *gv = J->g;
-  double *r = J->ra;
-  switch ((mq_binop)J->op) {
-#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
-  BIN_CASE_##cls(E, BIN_LOOP_, deriv)
-    MQ_BINARY_OPS(X)
-#undef X
-  default: break;
+#define DEF_BINARY_RANGE(NAME, T, XV, YV, OV)                                  \
+  static void NAME(void *ctx, int64_t lo, int64_t hi, int t) {                 \
+    const ew_job *J = ctx;                                                     \
+    const T *xv = XV, *yv = YV, *ov = OV;                                      \
+    const double *gv = J->g;                                                   \
+    double *r = J->ra;                                                         \
+    switch ((mq_binop)J->op) {                                                 \
+      MQ_BINARY_OPS(BIN_X)                                                     \
+    default: break;                                                            \
+    }                                                                          \
   }
-}
+#define BIN_X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)   \
+  BIN_CASE_##cls(E, BIN_LOOP_, deriv)
+/* as the unary loops: float64 operands, or float32 ones read in place */
+DEF_BINARY_RANGE(binary_range, double, J->x, J->y, J->o)
+DEF_BINARY_RANGE(binary_range_m, float, J->fx, J->fy, J->fo)
+#undef BIN_X
 
 #define BIN_ELEM32(G)                                                          \
   const double x = xv[i], y = yv[i], o = ov[i], g = (G);                      \
@@ -494,15 +512,26 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   }
   g = mq_bw_g64(S, g);
   ew_job J = {.op = op, .g = mq_bw_d(g)};
-  J.x = need_x ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : J.g;
-  J.y = need_y ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : J.g;
-  J.o = !arith ? mq_bw_d(mq_bw_f64_to(S, t, nd, shape)) : J.g;
+  /* float32 operands read in place (the doubles they convert to), when
+   * every array read is float32 */
+  bool m32 = t->dtype == MQ_DT_F32 && (!need_x || a->dtype == MQ_DT_F32) &&
+             (!need_y || b->dtype == MQ_DT_F32);
+  if (m32) {
+    const float *any = need_x && need_y && !arith ? NULL : mq_bw_f32_at(S, t, nd, shape);
+    J.fx = need_x ? mq_bw_f32_at(S, a, nd, shape) : any;
+    J.fy = need_y ? mq_bw_f32_at(S, b, nd, shape) : any;
+    J.fo = !arith ? mq_bw_f32_at(S, t, nd, shape) : any;
+  } else {
+    J.x = need_x ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : J.g;
+    J.y = need_y ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : J.g;
+    J.o = !arith ? mq_bw_d(mq_bw_f64_to(S, t, nd, shape)) : J.g;
+  }
   for (int side = 0; side < 2; side++) {
     if (!(side ? gb : ga)) continue;
     mq_tensor *r = like(S, g);
     J.which = side;
     J.ra = mq_bw_d(r);
-    ew_run(S, t->numel, binary_range, &J);
+    ew_run(S, t->numel, m32 ? binary_range_m : binary_range, &J);
     gin[side] = mq_bw_sum_to(S, r, side ? b : a);
   }
 }

@@ -52,6 +52,11 @@ int main(void) {
                     "m = reshape(arange(256), 1, 1, 256) < reshape(arange(8) * 32 + 16, 8, 1, 1)\n";
   expect_under("attention's gradients", att, "r = grad(sum(attention(q, k, v, m) * w), [q, k, v])",
                8.0 * 256 * 32, 72);
+  /* a float32 op under a float64 gradient (cumsum's, which has no float32
+   * kernel): its float32 operands read as they are, not copied to float64
+   * (8 N each: 40 N against 56 N for exp, 48 N for mul before) */
+  expect_under("exp's under a float64 gradient", set, "r = grad(sum(cumsum(exp(xg), 1)), xg)", n, 44);
+  expect_under("mul's under a float64 gradient", set, "r = grad(sum(cumsum(xg * y, 1)), xg)", n, 44);
   /* a view's (and cat's) gradient: each element moved back in float32
    * (the element numbers the op is replayed on are int64, 16 N; 24 N
    * against 32 N before, and cat, of two 2 N operands, 74 N against 114 N) */
