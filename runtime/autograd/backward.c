@@ -106,6 +106,18 @@ typedef struct sumto_job {
   int64_t len, inner;
 } sumto_job;
 
+/* v where [keep] (0 or 1), else +0: on the bits, without a branch */
+static inline double keep_or_zero(double v, uint8_t keep) {
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  b &= (uint64_t)0 - keep;
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+/* An entry where no gradient flowed (vm) adds +0 rather than nothing: a
+ * sum that starts at +0 is never -0, so adding +0 leaves it as it was,
+ * and a masked-out entry's data (never read as a value) cannot reach it. */
 static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
   const sumto_job *J = ctx; /* in locals: m's stores may alias anything */
   const uint8_t *vm = J->vm ? J->vm + k : NULL;
@@ -114,18 +126,31 @@ static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
   const double *a = J->a ? J->a + k : NULL;
   int64_t as = J->as;
   const float *a32 = J->a32 ? J->a32 + k * as : NULL;
-  if (!vm && !m) { /* a plain gradient: no bytes to test or set */
-    if (a32)
-      for (int64_t c = 0; c < n; c++) o[c * ds] += (double)a32[c * as];
+#define SUMTO_V(c) (a32 ? (double)a32[(c) * as] : a[c])
+  if (ds == 0) { /* a row into one slot: its sum in a register */
+    double acc = o[0];
+    uint8_t any = 0;
+    if (vm)
+      for (int64_t c = 0; c < n; c++) acc += keep_or_zero(SUMTO_V(c), vm[c]), any |= vm[c];
     else
-      for (int64_t c = 0; c < n; c++) o[c * ds] += a[c];
+      for (int64_t c = 0; c < n; c++) acc += SUMTO_V(c);
+    o[0] = acc;
+    if (m && (any || !vm) && n) m[0] = 1;
     return;
   }
-  for (int64_t c = 0; c < n; c++) {
-    if (vm && !vm[c]) continue; /* no gradient flowed here: never read it */
-    o[c * ds] += a32 ? (double)a32[c * as] : a[c];
-    if (m) m[c * ds] = 1;
-  }
+  /* ds 1 (mq_bw_block_walk: 0 or 1), consecutive slots: one loop per
+   * source, each vectorizes */
+  if (a32 && vm)
+    for (int64_t c = 0; c < n; c++) o[c] += keep_or_zero((double)a32[c * as], vm[c]);
+  else if (a32)
+    for (int64_t c = 0; c < n; c++) o[c] += (double)a32[c * as];
+  else if (vm)
+    for (int64_t c = 0; c < n; c++) o[c] += keep_or_zero(a[c], vm[c]);
+  else
+    for (int64_t c = 0; c < n; c++) o[c] += a[c];
+  if (m)
+    for (int64_t c = 0; c < n; c++) m[c] |= vm[c];
+#undef SUMTO_V
 }
 
 static void sumto_range(void *ctx, int64_t lo, int64_t hi, int t) {
