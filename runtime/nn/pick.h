@@ -15,9 +15,9 @@
  * without dim), of x's dtype: the bits sum(where(t == classes, x, 0), dim)
  * gives (x[c] + 0, so -0 becomes +0), and +0 where t[i] is no class of
  * [0, C) (ignore_index, or a masked-out target's data). x: plain float32 or
- * float64; t: plain int64 (its data only is read). Records the node when x
- * requires grad. NULL when these operands are not taken (another dtype, a
- * mask): the caller then picks op by op. */
+ * float64, or bool (a mask: any(t == classes & x, dim)); t: plain int64.
+ * Records the node when x requires grad. NULL when these operands are not
+ * taken (another dtype, a mask on x or t): the caller then picks op by op. */
 MQ_INTERNAL mq_tensor *mq_nn_pick(mq_state *S, mq_tensor *x, mq_tensor *t, int dim);
 
 #endif
