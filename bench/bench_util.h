@@ -63,11 +63,16 @@ static int bench_fixed_reps(void) {
   return 0;
 }
 
-static int bench_more(int done, double elapsed) {
+/* ... with at least [min_reps] repetitions instead of BENCH_MIN_REPS */
+static inline int bench_more_min(int done, double elapsed, int min_reps) {
   int fixed = bench_fixed_reps();
   if (fixed) return done < fixed;
-  if (done < BENCH_MIN_REPS) return 1;
+  if (done < min_reps) return 1;
   return done < BENCH_MAX_REPS && elapsed < BENCH_MIN_SECONDS;
+}
+
+static inline int bench_more(int done, double elapsed) {
+  return bench_more_min(done, elapsed, BENCH_MIN_REPS);
 }
 
 /* Prints the median and minimum of [n] samples (sorts [v]). */

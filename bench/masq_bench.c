@@ -13,6 +13,13 @@
  * Usage:
  *   masq_bench [WORKLOAD...]        (default: all), RESULT lines on stdout
  *                                   as described in bench_util.h
+ *   masq_bench @masked @dense @steps  the rows of a set: the masked rows
+ *                                   (WORKLOADS), issue 30's dense building
+ *                                   blocks and whole steps (peer_rows.h)
+ *   masq_bench --save DIR [WORKLOAD...]
+ *                                   no timing: writes the inputs and one
+ *                                   result of each peer row to DIR for
+ *                                   bench/peers.py's check (peer_rows.h)
  *   masq_bench -s SETUP -e CODE [NAME]
  *                                   time any statement CODE after running
  *                                   SETUP once: for experiments, e.g.
@@ -20,9 +27,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "bench_util.h"
 #include "masq.h"
+#include "peer_rows.h"
 
 typedef struct {
   const char *name;   /* the workload's id, shared with baseline.c and py_bench.py */
@@ -243,8 +253,18 @@ static void *counting_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return realloc(ptr, nsize);
 }
 
-static int group_state[COUNT(SETUPS)]; /* 0 not run, 1 ok, -1 failed */
-static char group_error[COUNT(SETUPS)][200];
+/* set-up groups: SETUPS, then PEER_SETUPS */
+#define N_GROUPS (COUNT(SETUPS) + COUNT(PEER_SETUPS))
+static int group_state[N_GROUPS]; /* 0 not run, 1 ok, -1 failed */
+static char group_error[N_GROUPS][200];
+
+/* The set-up script of group [g] (an index below N_GROUPS) and its name. */
+static const char *group_name(size_t g) {
+  return g < COUNT(SETUPS) ? SETUPS[g].group : PEER_SETUPS[g - COUNT(SETUPS)].group;
+}
+static const char *group_setup(size_t g) {
+  return g < COUNT(SETUPS) ? SETUPS[g].setup : PEER_SETUPS[g - COUNT(SETUPS)].setup;
+}
 
 /* Peak memory. Each set-up group runs in an interpreter of its own (main
  * closes the previous one), and the kernel's high-water mark of resident
@@ -283,10 +303,10 @@ static void error_line(masq_state *M, const char *what, char *buf, size_t n) {
 
 static int run_setup(masq_state *M, const char *group, char *why, size_t n) {
   if (strcmp(group, "custom") == 0) return 1; /* -s ran already */
-  for (size_t g = 0; g < COUNT(SETUPS); g++) {
-    if (strcmp(SETUPS[g].group, group) != 0) continue;
+  for (size_t g = 0; g < N_GROUPS; g++) {
+    if (strcmp(group_name(g), group) != 0) continue;
     if (group_state[g] == 0) {
-      const char *src = SETUPS[g].setup;
+      const char *src = group_setup(g);
       masq_status st = masq_eval(M, src, strlen(src), "<bench setup>", 0);
       if (st == MASQ_OK) {
         group_state[g] = 1;
@@ -338,10 +358,17 @@ static void all_na(masq_state *M, const workload *w, const config *cf, int ncf, 
   for (int c = 0; c < ncf; c++) bench_na(cf[c].impl, w->name, why);
 }
 
+/* The process's minor page faults so far (a fresh result's pages). */
+static long minor_faults(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : 0;
+}
+
 /* Times [w] in each of the [ncf] configurations, one repetition of each in
  * turn: a spell of load on the machine then falls on all of them alike,
  * so their ratio (2T/1T) compares like with like. */
-static void time_workload(masq_state *M, const workload *w, const config *cf, int ncf) {
+static void time_workload(masq_state *M, const workload *w, const config *cf, int ncf,
+                          int min_reps, int count) {
   char why[256];
   if (!run_setup(M, w->group, why, sizeof why)) {
     for (int c = 0; c < ncf; c++) bench_na(cf[c].impl, w->name, why);
@@ -356,14 +383,17 @@ static void time_workload(masq_state *M, const workload *w, const config *cf, in
     }
   }
   static double samples[2][BENCH_MAX_SAMPLES]; /* [configuration][repetition] */
+  long faults[2] = {0, 0};                     /* minor page faults, per configuration */
   double elapsed = 0;
   int n = 0;
-  while (bench_more(n, elapsed / ncf) && n < BENCH_MAX_SAMPLES) {
+  while (bench_more_min(n, elapsed / ncf, min_reps) && n < BENCH_MAX_SAMPLES) {
     for (int c = 0; c < ncf; c++) {
       set_threads(M, cf[c].threads);
+      long f0 = minor_faults();
       double t0 = bench_now();
       masq_status st = masq_eval(M, w->code, len, "<bench>", 0);
       double dt = bench_now() - t0;
+      faults[c] += minor_faults() - f0;
       if (st != MASQ_OK) {
         all_na(M, w, cf, ncf, "failed");
         return;
@@ -384,6 +414,12 @@ static void time_workload(masq_state *M, const workload *w, const config *cf, in
     speedup[c] = bench_median(r, n);
   }
   for (int c = 0; c < ncf; c++) {
+    if (!count) { /* the peer rows: page faults a run, as py_bench.py's */
+      char note[40];
+      snprintf(note, sizeof note, "minflt=%ld", faults[c] / n);
+      bench_result(cf[c].impl, w->name, samples[c], n, note);
+      continue;
+    }
     set_threads(M, cf[c].threads);
     n_allocs = 0, n_bytes = 0; /* one more evaluation, counted, not timed */
     masq_eval(M, w->code, len, "<bench>", 0);
@@ -397,21 +433,42 @@ static void time_workload(masq_state *M, const workload *w, const config *cf, in
 
 static void run_workload(masq_state *M, const workload *w) {
   static const config both[] = {{1, "masq"}, {2, "masq-2t"}};
-  time_workload(M, w, both, ten7(w->name) ? 2 : 1);
+  time_workload(M, w, both, ten7(w->name) ? 2 : 1, BENCH_MIN_REPS, 1);
   set_threads(M, 1);
 }
 
-static int selected(int argc, char **argv, const char *name) {
+/* A peer row: one and two threads alternately, best of at least 3 (a
+ * 2048^2 product takes seconds), no extra evaluation for the counts. */
+static void run_peer_row(masq_state *M, const peer_row *p) {
+  static const config both[] = {{1, "masq"}, {2, "masq-2t"}};
+  workload w = {p->name, p->group, p->code};
+  time_workload(M, &w, both, 2, 3, 0);
+  set_threads(M, 1);
+}
+
+/* The peer rows' steps (the rest are dense building blocks). */
+static int is_step(const char *name) {
+  return strncmp(name, "train", 5) == 0 || strncmp(name, "encoder", 7) == 0;
+}
+
+/* Whether the arguments select [name], of the set [set] ("masked",
+ * "dense" or "steps"): by name or by @set; no argument selects all. */
+static int selected(int argc, char **argv, const char *name, const char *set) {
   if (argc <= 1) return 1;
   for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], name) == 0) return 1;
+    if (strcmp(argv[i], name) == 0 || (argv[i][0] == '@' && strcmp(argv[i] + 1, set) == 0))
+      return 1;
   return 0;
 }
 
-static masq_state *open_state(void) {
+static const char *peer_set(const peer_row *p) { return is_step(p->name) ? "steps" : "dense"; }
+
+/* A fresh state; with [io], save and load too (--save). */
+static masq_state *open_state_io(int io) {
   masq_config cfg;
   masq_config_init(&cfg);
   cfg.alloc = counting_alloc;
+  if (io) cfg.libs = MASQ_LIB_ALL;
   masq_state *M = masq_open(&cfg);
   if (!M) fprintf(stderr, "masq_bench: masq_open failed\n");
   memset(group_state, 0, sizeof group_state);
@@ -419,7 +476,75 @@ static masq_state *open_state(void) {
   return M;
 }
 
+static masq_state *open_state(void) { return open_state_io(0); }
+
+/* [code] of the format [fmt], or 0 if it does not fit */
+#define FORMAT_CODE(code, ...) (snprintf(code, sizeof code, __VA_ARGS__) < (int)sizeof code)
+
+/* Runs [code] in M; on an error says which [what] of [row] failed. */
+static int eval_or_say(masq_state *M, const char *code, const char *row, const char *what) {
+  if (masq_eval(M, code, strlen(code), "<bench save>", 0) == MASQ_OK) return 1;
+  char why[256];
+  error_line(M, what, why, sizeof why);
+  fprintf(stderr, "masq_bench --save: %s: %s\n", row, why);
+  return 0;
+}
+
+/* --save DIR: each selected peer row's inputs (once per group) and result,
+ * as float32 .npy files for bench/peers.py's check. Each group in a fresh
+ * state, so a step's check sees the set-up's parameters. */
+static int save_peer_rows(const char *dir, int argc, char **argv) {
+  if (strpbrk(dir, "\"\\")) {
+    fprintf(stderr, "masq_bench --save: the directory's name may not hold a quote or backslash\n");
+    return 2;
+  }
+  mkdir(dir, 0777); /* if it is not there yet; a failure shows at the first save */
+  masq_state *M = NULL;
+  const char *group = NULL;
+  int failed = 0;
+  char code[1024];
+  for (size_t i = 0; i < COUNT(PEER_ROWS); i++) {
+    const peer_row *p = &PEER_ROWS[i];
+    if (!selected(argc, argv, p->name, peer_set(p))) continue;
+    if (!group || strcmp(group, p->group) != 0) {
+      if (M) masq_close(M);
+      if (!(M = open_state_io(1))) return 1;
+      group = p->group;
+      char why[256];
+      if (!run_setup(M, group, why, sizeof why)) {
+        fprintf(stderr, "masq_bench --save: %s: %s\n", p->name, why);
+        failed = 1;
+        continue;
+      }
+      const peer_setup *ps = NULL;
+      for (size_t g = 0; g < COUNT(PEER_SETUPS); g++)
+        if (strcmp(PEER_SETUPS[g].group, group) == 0) ps = &PEER_SETUPS[g];
+      for (const char *n = ps ? ps->saves : ""; *n;) { /* each name of the list */
+        int len = (int)strcspn(n, " ");
+        if (!FORMAT_CODE(code, "save(\"%s/in_%s_%.*s.npy\", to(detach(%.*s), float32))", dir,
+                         group, len, n, len, n)) {
+          fprintf(stderr, "masq_bench --save: the directory's name is too long\n");
+          masq_close(M);
+          return 2;
+        }
+        failed |= !eval_or_say(M, code, p->name, "saving an input failed");
+        n += len;
+        n += strspn(n, " ");
+      }
+    }
+    if (!eval_or_say(M, p->check ? p->check : p->code, p->name, "failed")) {
+      failed = 1;
+      continue;
+    }
+    if (FORMAT_CODE(code, "save(\"%s/%s.npy\", to(detach(r), float32))", dir, p->name))
+      failed |= !eval_or_say(M, code, p->name, "saving the result failed");
+  }
+  if (M) masq_close(M);
+  return failed;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 3 && strcmp(argv[1], "--save") == 0) return save_peer_rows(argv[2], argc - 2, argv + 2);
   masq_state *M = open_state();
   if (!M) return 1;
   if (argc >= 5 && strcmp(argv[1], "-s") == 0 && strcmp(argv[3], "-e") == 0) {
@@ -435,13 +560,22 @@ int main(int argc, char **argv) {
   }
   const char *group = NULL; /* the set-up group M holds */
   for (size_t i = 0; i < COUNT(WORKLOADS); i++) {
-    if (!selected(argc, argv, WORKLOADS[i].name)) continue;
+    if (!selected(argc, argv, WORKLOADS[i].name, "masked")) continue;
     if (group && strcmp(group, WORKLOADS[i].group) != 0) { /* a fresh interpreter */
       masq_close(M);
       if (!(M = open_state())) return 1;
     }
     group = WORKLOADS[i].group;
     run_workload(M, &WORKLOADS[i]);
+  }
+  for (size_t i = 0; i < COUNT(PEER_ROWS); i++) {
+    if (!selected(argc, argv, PEER_ROWS[i].name, peer_set(&PEER_ROWS[i]))) continue;
+    if (group && strcmp(group, PEER_ROWS[i].group) != 0) {
+      masq_close(M);
+      if (!(M = open_state())) return 1;
+    }
+    group = PEER_ROWS[i].group;
+    run_peer_row(M, &PEER_ROWS[i]);
   }
   masq_close(M);
   return 0;

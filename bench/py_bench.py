@@ -15,6 +15,7 @@ The padded-batch workloads (padded_workloads) add the peers users pick
 besides the masked libraries, under impl names of their own.
 """
 import os
+import resource
 import sys
 import time
 import warnings
@@ -32,11 +33,11 @@ def reps_fixed():
     return max(1, min(64, int(r))) if r else 0
 
 
-def more(done, elapsed):
+def more(done, elapsed, min_reps=MIN_REPS):
     fixed = reps_fixed()
     if fixed:
         return done < fixed
-    if done < MIN_REPS:
+    if done < min_reps:
         return True
     return done < MAX_REPS and elapsed < MIN_SECONDS
 
@@ -49,23 +50,28 @@ def na(impl, name, why):
     print("RESULT\t%s\t%s\tNA\tNA\t%s" % (impl, name, clean(why)), flush=True)
 
 
-def timeit(impl, name, fn):
+def timeit(impl, name, fn, min_reps=MIN_REPS):
     try:
         fn()  # warm-up (and: does it run at all?)
     except Exception as e:  # noqa: BLE001 - any failure is an NA, not a crash
         na(impl, name, "%s: %s" % (type(e).__name__, e))
         return
     samples, elapsed = [], 0.0
-    while more(len(samples), elapsed):
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    while more(len(samples), elapsed, min_reps):
         t0 = time.perf_counter()
         fn()
         dt = time.perf_counter() - t0
         samples.append(dt)
         elapsed += dt
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     samples.sort()
     n = len(samples)
     med = samples[n // 2] if n % 2 else 0.5 * (samples[n // 2 - 1] + samples[n // 2])
-    print("RESULT\t%s\t%s\t%.9g\t%.9g\t" % (impl, name, med, samples[0]), flush=True)
+    # minor page faults a run: fresh pages for a result cost about as much
+    # as the arithmetic of an elementwise op here (10^4 faults, 20-30 ms)
+    print("RESULT\t%s\t%s\t%.9g\t%.9g\tminflt=%d" % (impl, name, med, samples[0], faults // n),
+          flush=True)
 
 
 def torch_workloads():
@@ -370,6 +376,25 @@ def padded_workloads(impl):
     return out
 
 
+def blas_line(impl):
+    """The BLAS line of peers.py: the library whose sgemm_ this process
+    calls (the torch trick's attention and numpy.ma's dot go through it);
+    run.sh refuses their ratios on the reference BLAS."""
+    from peers import report_blas
+
+    if impl == "torch":
+        import torch
+
+        a, b = torch.ones(256, 256), torch.ones(1024, 1024)
+        report_blas(impl, "torch %s threads=%d" % (torch.__version__, torch.get_num_threads()),
+                    lambda: a @ a, lambda: b @ b)
+    else:
+        import numpy as np
+
+        a, b = np.ones((256, 256), np.float32), np.ones((1024, 1024), np.float32)
+        report_blas(impl, "numpy %s" % np.__version__, lambda: a @ a, lambda: b @ b)
+
+
 def main():
     if len(sys.argv) < 2 or sys.argv[1] not in ("torch", "numpy"):
         print("usage: py_bench.py torch|numpy [WORKLOAD...]", file=sys.stderr)
@@ -381,6 +406,7 @@ def main():
         print("py_bench: %s not installed (%s)" % (impl, e), file=sys.stderr)
         return 3
     wanted = sys.argv[2:]
+    blas_line(impl)
     if not wanted or any(w.startswith("sp_") for w in wanted):
         try:
             table.update(sparse_workloads(impl))

@@ -12,8 +12,23 @@
 # tricks of plain torch, numpy's where=, numexpr and bottleneck; a peer whose
 # package is missing shows as n/a (python3-numexpr, python3-bottleneck).
 #
+# The rows of issue 30 (bench/peer_rows.h, bench/peers.py) put masq beside
+# torch and numpy as their users run them, on an optimized BLAS, one and two
+# threads, float32 and bfloat16: dense building blocks (matmul, bmm, linear +
+# gelu, an MLP, layer_norm, gelu, softmax) and whole training steps
+# (examples/train.masq at 1x/10x/100x, a padded encoder block). masq_bench
+# --save first writes their inputs and masq's results to BUILD_DIR/bench/peers,
+# which peers.py loads, so each row is checked (the same numbers) before it
+# is timed. Its table gives the best time of all repetitions and rounds, and
+# refuses a masq/peer ratio when the peer runs on the reference BLAS.
+#
 # BUILD_DIR must hold masq, bench/masq_bench and bench/baseline (make bench
 # builds them). Environment:
+#   BENCH_ROWS="dense steps"   the sets of rows (default all): masked (the
+#                     masked workloads of the issues before 30), dense and
+#                     steps (issue 30's; make bench ROWS=dense); smoke: the
+#                     small rows of issue 30, 3 repetitions, one round (a
+#                     test of the machinery in about half a minute, not a figure)
 #   BENCH_STAT=min    tabulate the minimum of the repetitions instead of the
 #                     median (on a busy machine noise only adds time)
 #   BENCH_QUICK=1     3 repetitions per workload: a smoke test, not a figure
@@ -26,7 +41,9 @@
 #                     this tree's; the table then compares the two row by row
 #                     and names the rows slower than REV. Unless BENCH_IMPLS is
 #                     set, only the two masq builds run.
-#   BENCH_IMPLS="c masq torch numpy pymod base"  the implementations to run
+#   BENCH_IMPLS="c masq torch numpy pymod base"  the implementations to run;
+#                     issue 30's peers are ptorch1 ptorch2 pnumpy1 pnumpy2
+#                     (bench/peers.py on one and two threads)
 # Raw results (RESULT lines, see bench/bench_util.h) go to
 # BUILD_DIR/bench/results.tsv, the table to BUILD_DIR/bench/table.md.
 set -u
@@ -41,6 +58,30 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${BENCH_PYTHON:-/usr/bin/python3}
 STAT=${BENCH_STAT:-median}
 ONLY=${BENCH_ONLY:-}
+ROWS=${BENCH_ROWS:-all}
+case " $ROWS " in *" all "*) ROWS="masked dense steps" ;; esac
+if [ "$ROWS" = smoke ]; then
+  ROWS="dense steps"
+  ONLY=${ONLY:-mm128 mm128_bf16 bmm softmax softmax_bf16 train1 encoder}
+  BENCH_QUICK=1 BENCH_ROUNDS=1
+  export BENCH_QUICK
+fi
+for r in $ROWS; do
+  case $r in masked | dense | steps) ;; *)
+    echo "bench/run.sh: BENCH_ROWS: no set of rows '$r' (masked, dense, steps, all, smoke)" >&2
+    exit 2 ;;
+  esac
+done
+has_rows() { case " $ROWS " in *" $1 "*) return 0 ;; esac; return 1; }
+# what masq_bench and peers.py run: the rows named, or the sets
+PEERS=0
+{ has_rows dense || has_rows steps; } && PEERS=1
+MASQ_ARGS=$ONLY
+PEER_ARGS=$ONLY
+if [ -z "$ONLY" ]; then
+  PEER_ARGS=$(for r in $ROWS; do [ "$r" = masked ] || printf '@%s ' "$r"; done)
+  [ "$ROWS" = "masked dense steps" ] || MASQ_ARGS=$(for r in $ROWS; do printf '@%s ' "$r"; done)
+fi
 OUT="$B/bench"
 RES="$OUT/results.tsv"
 TABLE="$OUT/table.md"
@@ -90,7 +131,10 @@ if [ "$TABLE_ONLY" = 0 ]; then
   # them rather than one. A figure is the median of its per-round medians (or
   # the minimum of the per-round minimums with BENCH_STAT=min).
   ROUNDS=${BENCH_ROUNDS:-3}
-  IMPLS=${BENCH_IMPLS:-c masq torch numpy pymod}
+  DEFAULT_IMPLS=
+  has_rows masked && DEFAULT_IMPLS="c masq torch numpy pymod"
+  [ "$PEERS" = 0 ] || DEFAULT_IMPLS="${DEFAULT_IMPLS:-masq} ptorch1 ptorch2 pnumpy1 pnumpy2"
+  IMPLS=${BENCH_IMPLS:-$DEFAULT_IMPLS}
   AGAINST=${BENCH_AGAINST:-}
   if [ -n "$AGAINST" ]; then
     # masq_bench at another revision, built from a pristine export of it
@@ -118,22 +162,35 @@ if [ "$TABLE_ONLY" = 0 ]; then
     if [ -n "${RENAME:-}" ]; then
       sed -n "s/^RESULT\tmasq/RESULT\t$RENAME/p" "$OUT/$name.out" >> "$RES"
     else
-      grep '^RESULT' "$OUT/$name.out" >> "$RES"
+      grep -E '^(RESULT|BLAS|CHECK)'"$(printf '\t')" "$OUT/$name.out" >> "$RES"
     fi
     [ "$rc" = 0 ] || note "$name exited with status $rc (see $OUT/$name.err)"
   }
   run_impl() {
     case $1 in
     c) collect baseline "$OUT/baseline" $ONLY ;;
-    masq) collect masq_bench "$OUT/masq_bench" $ONLY ;;
+    masq) collect masq_bench "$OUT/masq_bench" $MASQ_ARGS ;;
+    ptorch[12] | pnumpy[12]) # issue 30's peers: a process per thread count
+      lib=${1#p}; lib=${lib%?}; n=${1#p"$lib"}
+      v=$TORCH_V; [ "$lib" = numpy ] && v=$NUMPY_V
+      if [ -n "$v" ]; then
+        collect "peers_$1" "$PY" "$HERE/peers.py" "$lib" "$n" "$OUT/peers" $PEER_ARGS
+      elif [ "$round" = 1 ]; then
+        na_all "$lib$([ "$n" = 1 ] || echo "-${n}t")" "not installed (apt-get install -y python3-$lib)"
+      fi ;;
     base) # masq_bench of BENCH_AGAINST; its rows are named base and base-2t
       RENAME=base
-      collect masq_bench_base "$BASE_BENCH" $ONLY
+      # a masq_bench from before the @sets runs its (masked) rows without arguments
+      base_args=$MASQ_ARGS
+      [ -n "$ONLY" ] || [ "$ROWS" != masked ] || base_args=
+      collect masq_bench_base "$BASE_BENCH" $base_args
       RENAME= ;;
     torch | numpy)
       v=$TORCH_V; [ "$1" = numpy ] && v=$NUMPY_V
       if [ -n "$v" ]; then
-        collect "py_bench_$1" "$PY" "$HERE/py_bench.py" "$1" $ONLY
+        # one thread, OpenBLAS's own included (it reads these at load)
+        collect "py_bench_$1" env OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+          "$PY" "$HERE/py_bench.py" "$1" $ONLY
       elif [ "$round" = 1 ]; then
         na_all "$1" "not installed (apt-get install -y python3-$1)"
       fi ;;
@@ -147,6 +204,13 @@ if [ "$TABLE_ONLY" = 0 ]; then
   }
   # shellcheck disable=SC2086 # $ONLY is a list of words
   {
+    if [ "$PEERS" = 1 ] && echo " $IMPLS " | grep -q ' p\(torch\|numpy\)'; then
+      # the inputs and masq's results, for the peers' check
+      note "masq_bench --save $OUT/peers (inputs and results to check the peers against) ..."
+      rm -rf "$OUT/peers" && mkdir -p "$OUT/peers"
+      "$OUT/masq_bench" --save "$OUT/peers" $PEER_ARGS 2> "$OUT/peers_save.err" ||
+        note "masq_bench --save failed for some rows (see $OUT/peers_save.err): their check is n/a"
+    fi
     round=1
     while [ "$round" -le "$ROUNDS" ]; do
       order=$IMPLS
@@ -155,19 +219,22 @@ if [ "$TABLE_ONLY" = 0 ]; then
       for impl in $order; do run_impl "$impl"; done
       round=$((round + 1))
     done
-    if [ -z "$ONLY" ] || echo " $ONLY " | grep -q ' startup '; then
+    if { [ -z "$ONLY" ] && has_rows masked; } || echo " $ONLY " | grep -q ' startup '; then
       note "start-up ..."
       "$OUT/baseline" --spawn masq startup -- "$B/masq" -e 1 >> "$RES"
       "$OUT/baseline" --spawn c startup -- /bin/true >> "$RES"
       [ -n "$TORCH_V" ] && "$OUT/baseline" --spawn torch startup -- "$PY" -c "import torch.masked" >> "$RES"
       [ -n "$NUMPY_V" ] && "$OUT/baseline" --spawn numpy startup -- "$PY" -c "import numpy.ma" >> "$RES"
     fi
+    # the peers' inputs and results (about 0.5 GB) are not needed any more
+    rm -rf "$OUT/peers"
   }
   echo
 fi
 
-# --- the table --------------------------------------------------------------------
-awk -F '\t' -v stat="$STAT" -v against="${BENCH_AGAINST:-}" '
+# --- the tables -------------------------------------------------------------------
+: > "$TABLE"
+has_rows masked && awk -F '\t' -v stat="$STAT" -v against="${BENCH_AGAINST:-}" '
 function fmt(t) {
   if (t == "") return "n/a"
   if (t >= 1) return sprintf("%.2f s", t)
@@ -177,6 +244,13 @@ function fmt(t) {
   return sprintf("%.0f ns", t * 1e9)
 }
 function ratio(a, b, d) { return (a == "" || b == "" || b + 0 == 0) ? "n/a" : sprintf("%." d "fx", a / b) }
+# A peer row that goes through a matrix product, with the peer on the
+# reference BLAS (its BLAS line, bench/peers.py): no ratio is printed.
+function refused(impl, w) {
+  sub(/-.*/, "", impl)  # torch-trick runs in the torch process
+  return KIND[impl] == "reference" && index(" matmul_512 attn_fwd attn_fwd_valid attn_fwd_bwd ", " " w " ")
+}
+$1 == "BLAS" { KIND[$2] = $3; BDETAIL[$2] = $4 }
 function get(impl, w) { return ((impl SUBSEP w) in T) ? T[impl, w] : "" }
 function speedup(w,  m, m2) { # two threads over one, or ""
   if (stat != "min" && (w in SPEED)) return SPEED[w]
@@ -253,6 +327,11 @@ END {
   L["eval_overhead"] = "one masq_eval of r = 1 (extra)"
   TEN7 = " sum_all mean_all amax_all sum_dim0 sum_dim1 mean_dim0 mean_dim1 amax_dim0 amax_dim1 exp_2_1 sp_rowsum sp_softmax sp_spmm "
   fmtrow = "| %-40s | %-9s | %-12s | %-9s | %-9s | %-10s | %-10s | %-7s | %-10s |\n"
+  for (b in KIND) if (b == "torch" || b == "numpy") {
+    d = BDETAIL[b]; sub(/ mapped: .*/, "", d)
+    printf "BLAS of %s: %s (%s)%s\n", b, KIND[b], d, (KIND[b] == "reference" ? \
+      "; its ratios through a matrix product are refused (sh tools/install-deps.sh bench installs OpenBLAS)" : "")
+  }
   printf fmtrow, "workload", "masq", "torch.masked", "numpy.ma", "C loop", "torch/masq", "numpy/masq", "masq/C", "2T/1T masq"
   printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------------------------", "-----------", "--------------", "-----------", "-----------", "------------", "------------", "---------", "------------"
   for (i = 1; i <= n; i++) {
@@ -264,7 +343,8 @@ END {
       thr = threads(w)
     }
     mc = (w == "eval_overhead") ? "-" : ratio(m, c, 2)
-    printf fmtrow, L[w], fmt(m), fmt(t), fmt(p), fmt(c), ratio(t, m, 1), ratio(p, m, 1), mc, thr
+    printf fmtrow, L[w], fmt(m), fmt(t), fmt(p), fmt(c), ratio(t, m, 1), \
+      (refused("numpy", w) ? "refused" : ratio(p, m, 1)), mc, thr
   }
   print ""
   print "torch/masq, numpy/masq: how many times faster masq is (> 1: masq wins)."
@@ -308,7 +388,8 @@ END {
     for (i = 1; i <= 4; i++) {
       w = PW[i]
       printf fmtp, L[w], fmt(get("masq", w)), fmt(get("torch-trick", w)), fmt(get("torch", w)), fmt(get("numpy", w)), \
-        fmt(get("numpy-where", w)), fmt(get("numexpr", w)), fmt(get("bottleneck", w)), ratio(get("torch-trick", w), get("masq", w), 1)
+        fmt(get("numpy-where", w)), fmt(get("numexpr", w)), fmt(get("bottleneck", w)), \
+        (refused("torch-trick", w) ? "refused" : ratio(get("torch-trick", w), get("masq", w), 1))
     }
     print "torch trick: softmax(masked_fill(q@k^T/8, ~mask, -inf), -1) @ v (autograd for fwd+bwd); (x*m).sum(1)/m.sum(1)."
     print "np where=: np.mean(x, 1, where=m); numexpr: sum(x*m, axis=1)/count; bottleneck: nanmean of x with NaN padding."
@@ -555,6 +636,7 @@ function tgt(w, other, want, what) { tgt_of("masq", "", w, other, want, what) }
 # the figure of masq in impl [mi] (masq: one thread, masq-2t: two), [tag] after the name of the workload
 function tgt_of(mi, tag, w, other, want, what,   m, o, r) {
   m = get(mi, w); o = get(other, w)
+  if (refused(other, w)) { printf "  %-72s %s\n", L[w] tag ": >= " want "x " what, "refused: reference BLAS"; return }
   if (m == "" || o == "") { printf "  %-72s %-9s %s\n", L[w] tag ": >= " want "x " what, "n/a", "n/a"; return }
   r = o / m
   printf "  %-72s %-9s %s\n", L[w] tag ": >= " want "x " what, sprintf("%.1fx", r), (r >= want ? "MET" : "NOT MET")
@@ -566,4 +648,5 @@ function within_of(mi, tag, w, want,   m, c, r) {
   r = m / c
   printf "  %-72s %-9s %s\n", L[w] tag ": within " want "x of the C loop", sprintf("%.2fx", r), (r <= want ? "MET" : "NOT MET")
 }
-' "$RES" | tee "$TABLE"
+'  "$RES" | tee "$TABLE"
+[ "$PEERS" = 0 ] || awk -F '\t' -f "$HERE/peers_table.awk" "$RES" | tee -a "$TABLE"

@@ -45,12 +45,27 @@ void *mq_realloc(mq_state *S, void *p, size_t osize, size_t nsize) {
 void *mq_alloc(mq_state *S, size_t n) { return mq_realloc(S, NULL, 0, n ? n : 1); }
 
 void mq_bigcache_flush(mq_state *S) {
+  void *k = S->kept.p;
+  S->kept.p = NULL;
+  if (k) mq_free(S, k, S->kept.n);
+  S->kept.n = 0;
   for (int i = 0; i < MQ_BIGCACHE; i++) {
     void *p = S->bigcache[i].p;
     S->bigcache[i].p = NULL;
     if (p) mq_free(S, p, S->bigcache[i].n);
     S->bigcache[i].n = 0;
   }
+}
+
+void *mq_kept(mq_state *S, size_t n) {
+  if (S->kept.n >= n && S->kept.p) return S->kept.p;
+  void *old = S->kept.p;
+  S->kept.p = NULL;
+  if (old) mq_free(S, old, S->kept.n);
+  S->kept.n = 0;
+  S->kept.p = mq_alloc(S, n);
+  S->kept.n = n;
+  return S->kept.p;
 }
 
 void *mq_alloc_big(mq_state *S, size_t n) {

@@ -197,6 +197,13 @@ struct mq_state {
     void *p;
     size_t n;
   } bigcache[MQ_BIGCACHE];
+  /* A kernel's working buffer kept for its next call (mq_kept): the
+   * GEMM's packing buffers, written every call, would otherwise fault
+   * their pages in anew each time. */
+  struct {
+    void *p;
+    size_t n;
+  } kept;
 
   /* The cycle collector (core/gc.c): containers made since the last
    * collection (young) and those that survived one (old), as lists with a
@@ -247,6 +254,12 @@ MQ_INTERNAL char *mq_strdup(mq_state *S, const char *s);
 MQ_INTERNAL void *mq_alloc_big(mq_state *S, size_t n);
 MQ_INTERNAL void mq_free_big(mq_state *S, void *p, size_t n);
 MQ_INTERNAL void mq_bigcache_flush(mq_state *S);
+/* A buffer of at least [n] bytes that the state keeps across calls (freed
+ * by mq_bigcache_flush: at close, and when memory runs short), for one
+ * kernel at a time: valid until the next mq_kept or allocation that may
+ * flush, so a kernel takes it after its last allocation. Raises when out
+ * of memory. */
+MQ_INTERNAL void *mq_kept(mq_state *S, size_t n);
 MQ_INTERNAL void mq_strfree(mq_state *S, char *s);
 
 /* Grows *arr (of *cap elements of size esize) to hold at least need. */

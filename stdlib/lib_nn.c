@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/autograd/attention_bwd.h"
+#include "../runtime/nn/attention.h"
 #include "../runtime/autograd/autograd.h"
 #include "../runtime/nn/nn.h"
 #include "../runtime/tensor/shape.h"

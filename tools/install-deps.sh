@@ -5,6 +5,8 @@
 # non-interactively, through sudo when not run as root.
 #   sh tools/install-deps.sh         what make test needs (make test, CI)
 #   sh tools/install-deps.sh build   only what make needs (make demo)
+#   sh tools/install-deps.sh bench   what make needs, and the optimized BLAS
+#                                    (OpenBLAS) the bench's peers run on
 # The optional packages (the Python module and its tests, which make test
 # skips without them) that could not be installed are written to
 # build/install-deps.skipped and not tried again until make clean.
@@ -21,7 +23,18 @@ have python3 || need="$need python3" # the editor syntax files (tools/editors)
 [ -f /usr/include/readline/readline.h ] || need="$need libreadline-dev"
 [ -f /usr/include/zlib.h ] || need="$need zlib1g-dev"
 want=""
-if [ "$1" != build ]; then
+if [ "$1" = bench ]; then
+  # Debian's torch and numpy call whatever libblas.so.3 names; with only the
+  # reference BLAS (libblas3) installed their matrix products are plain
+  # unblocked loops, not what their users run. Installing OpenBLAS makes it
+  # the libblas.so.3 alternative (priority 100 over the reference's 10).
+  # Optional: without it the bench prints the peers' times and refuses
+  # their ratios (bench/peers.py names the BLAS each peer has mapped).
+  if have dpkg-query; then
+    dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q 'ok installed' ||
+      grep -qx libopenblas0-pthread "$skipped" 2>/dev/null || want="$want libopenblas0-pthread"
+  fi
+elif [ "$1" != build ]; then
   have clang || need="$need clang"
   have tmux  || need="$need tmux"
   have pkg-config || need="$need pkgconf" # make test builds a host with it
@@ -67,7 +80,9 @@ fi
 
 # skip WHY: the optional packages are not installed; remember them.
 skip() {
-  echo "optional:$want not installed ($1): the Python module's tests are skipped;" \
+  what="the Python module's tests are skipped"
+  [ "${2:-}" = bench ] && what="the bench refuses peer ratios on the reference BLAS"
+  echo "optional:$want not installed ($1): $what;" \
     "not tried again until make clean" >&2
   mkdir -p "$(dirname "$skipped")"
   for p in $want; do echo "$p"; done >>"$skipped"
@@ -76,18 +91,18 @@ sudo=""
 if [ "$(id -u)" != 0 ]; then
   if have sudo; then sudo="sudo"; else
     [ -z "$need" ] || { echo "missing:$need; as root: apt-get install$need" >&2; exit 1; }
-    skip "not root, and no sudo"; exit 0
+    skip "not root, and no sudo" "$1"; exit 0
   fi
 fi
 if ! have apt-get; then
   [ -z "$need" ] || { echo "missing:$need (Debian's names); install them, then run this again" >&2; exit 1; }
-  skip "no apt-get"; exit 0
+  skip "no apt-get" "$1"; exit 0
 fi
 echo "installing:$need$want"
 # (through env: sudo drops the caller's environment)
 apt() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
-apt update -qq
+apt update -qq || [ -z "$need" ] # only optional packages wanted: go on, their install fails and is skipped
 # shellcheck disable=SC2086
 [ -z "$need" ] || apt install -y -qq $need >/dev/null
 # shellcheck disable=SC2086
-[ -z "$want" ] || apt install -y -qq $want >/dev/null || skip "apt-get failed"
+[ -z "$want" ] || apt install -y -qq $want >/dev/null || skip "apt-get failed" "$1"

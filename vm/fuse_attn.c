@@ -1,6 +1,6 @@
 /* fuse_attn.c - the attention program of fuse.h: softmax(masked(a @ b / c,
  * m), -1) @ v, with b possibly transpose(x, d0, d1), decoded and handed to
- * mq_attention_try (runtime/autograd/attention_bwd.h), the entry the
+ * mq_attention_try (runtime/nn/attention.h), the entry the
  * attention builtin takes too; as_masked in place of masked the same, and
  * with operands requiring grad one autograd node. masked under
  * grad is left to the op-by-op code (it drops the graph, and says so).
@@ -9,7 +9,7 @@
  * those builtins; they must still hold them (a script may rebind them),
  * and the operands must be what the fast path takes, else nothing is done
  * and the op-by-op code runs, with its own errors. */
-#include "../runtime/autograd/attention_bwd.h"
+#include "../runtime/nn/attention.h"
 #include "builtin.h"
 #include "fuse.h"
 

@@ -8,7 +8,6 @@
  * zero by construction (floor, a where branch not taken) is a selected 0,
  * never a product with 0 that would turn an inf gradient into NaN. */
 #include "backward.h"
-#include "attention_bwd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
 #include "../kernels/special.h"
+#include "../kernels/vmath.h"
 #include "../sparse/sparse.h" /* mq_sparse_red_name */
 
 /* An elementwise derivative loop over [0, n): the arrays it reads and
@@ -33,6 +33,7 @@ typedef struct ew_job {
   const float *fx, *fy, *fo, *fg;
   float *fr;
   int64_t gs;
+  int cpu; /* the state's CPU path, for vmath.h's derivatives */
 } ew_job;
 
 static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, void *J) {
@@ -341,6 +342,11 @@ MQ_WIDE static void unary_range32(void *ctx, int64_t lo, int64_t hi, int t) {
   float *o = J->fr;
   const bool in_f32 = true;
   (void)p, (void)g0, (void)in_f32;
+  int f = mq_vact_of(J->op);
+  if (f >= 0 && f != MQ_VACT_TANH) { /* erf, gelu, silu: masq's own, vectorized (vmath.h) */
+    mq_vact_grad_rows(J->cpu, f, o + lo, xv + lo, J->gs ? gv + lo : gv, J->gs, hi - lo);
+    return;
+  }
   switch ((mq_unop)J->op) {
 #define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
   UN_CASE_##cls(E, UN_LOOP32_, deriv)
@@ -366,7 +372,7 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     mq_tensor *r = like_dt(S, g, MQ_DT_F32);
     ew_job J = {.op = n->op, .p = n->prm, .fx = mq_bw_f32_at(S, x, x->ndim, x->shape),
                 .fy = mq_bw_f32_at(S, t, t->ndim, t->shape), .fg = mq_bw_f(g),
-                .gs = mq_bw_gstride(g), .fr = mq_bw_f(r)};
+                .gs = mq_bw_gstride(g), .fr = mq_bw_f(r), .cpu = S->cpu};
     ew_run(S, r->numel, unary_range32, &J);
     gin[0] = r;
     return;

@@ -2,8 +2,8 @@
  * share. A gradient is a float64 tensor, or a float32 one (the gradient of
  * a float32 tensor, from the derivatives that have float32 kernels:
  * unary, binary, sum and mean, softmax, where and masked_fill, the sums
- * of a broadcast (mq_bw_sum_to), views and cat (moves), attention,
- * cross_entropy's pick), with a contiguous mask or none
+ * of a broadcast (mq_bw_sum_to), views and cat (moves), matmul,
+ * layer_norm, cross_entropy's pick), with a contiguous mask or none
  * (autograd.h). It is contiguous, except that the gradient of a float32
  * sum or mean over every dim is one value broadcast with stride 0 (not
  * [numel] copies of it). mq_ag_node_backward hands every other derivative
@@ -96,6 +96,8 @@ MQ_INTERNAL void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor
 /* scatter_add's: x gets g, src the gradient at its position */
 MQ_INTERNAL void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+/* the fused layer_norm's (layer_norm_bwd.c) */
+MQ_INTERNAL void mq_bw_layer_norm(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 /* cross_entropy's pick of the target classes (backward_pick.c) */
 MQ_INTERNAL void mq_bw_pick(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 /* The derivatives of the MQ_AG_SP_* kinds (backward_sparse.c). */

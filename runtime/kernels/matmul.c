@@ -1,103 +1,54 @@
 /* matmul.c - matrix products, plain and masked, batched (ops.h: mq_matmul).
  *
- * Each batch matrix is an i-k-j loop over contiguous copies: an output row
- * is built in a block of JB accumulators (in L1) as the sum over k of
- * a[i,k] * b[k, j..], a plain axpy the compiler vectorizes. Blocking over i
- * and k as well measured no faster here (B streams well from L2/L3), so the
- * loop stays simple. float32 accumulates in float64: accurate without a
- * pairwise tree, and vectorizable without -ffast-math. Output rows are
- * independent, so large products share them out among the threads; each
- * row is computed the same way whoever computes it.
- *
- * Masks. A masked-out entry of A is skipped (its whole k step). A
- * masked-out entry of B is zeroed in B's copy, which makes its product 0 for
- * every finite a[i,k]; only an inf or NaN a[i,k] would turn that 0 into NaN,
- * so such (rare) steps take a slower loop that selects on B's mask. The
- * output mask is "some valid pair exists", an OR over k of B's mask rows. */
+ * Floating-point products go to the GEMM (gemm.h), which defines their
+ * results and skips padded rows, columns and steps; this file checks the
+ * shapes, lays out the batches (broadcast batch dims read the same matrix,
+ * transposed operands are read through their strides, not copied) and
+ * computes the output mask: "some valid pair exists", an OR over k of B's
+ * mask rows. int64 products, exact and wrapping like torch's, keep a loop
+ * of their own: an output row built in a block of JB accumulators as the
+ * sum over k of a[i,k] * b[k, j..], over contiguous copies. */
 #include "../tensor/cpu.h"
 #include "../tensor/internal.h"
 #include "ops.h"
 #include "../tensor/parallel.h"
 #include "../tensor/shape.h"
 #include "../tensor/tape.h"
+#include "gemm.h"
 
 #define JB 512
 
-/* Rows [i0, i1) of out[n, m] = a[n, K] @ b[K, m] (contiguous); ma/mb may
- * be NULL (all valid); b must be zero where mb is false, and every column
- * outside [jlo, jhi) wholly masked out (a padded key). ks: K scratch
- * indices. A row's valid k steps are listed first (a padded row's masked
- * tail costs nothing more), then taken four at a time: each accumulator is
- * loaded and stored once per four products, which are still added one
- * after the other in k order, so the sums are those of one step at a time
- * to the bit. A step whose a[i,k] is inf or NaN against a masked b goes
- * alone through the select. */
-#define DEF_MM(NAME, ATTR, T, ACC, FINITE, MADD)                               \
-  ATTR static void NAME(const T *a, const uint8_t *ma, const T *b, const uint8_t *mb, T *out, \
-                           int64_t i0, int64_t i1, int64_t K, int64_t m, int64_t *ks, \
-                           int64_t jlo, int64_t jhi) {                         \
-    ACC c[JB];                                                                 \
-    for (int64_t i = i0; i < i1; i++) {                                        \
-      /* columns of b with no valid entry: 0, as their sums of zeros are */   \
-      for (int64_t j = 0; j < jlo; j++) out[i * m + j] = 0;                    \
-      for (int64_t j = jhi; j < m; j++) out[i * m + j] = 0;                    \
-      int64_t nk = 0;                                                          \
-      for (int64_t k = 0; k < K; k++) {                                        \
-        ks[nk] = k;                                                            \
-        nk += !ma || ma[i * K + k];                                            \
-      }                                                                        \
-      const T *ar = a + i * K;                                                 \
-      for (int64_t j0 = jlo; j0 < jhi; j0 += JB) {                             \
-        int64_t jn = jhi - j0 < JB ? jhi - j0 : JB;                            \
-        for (int64_t j = 0; j < jn; j++) c[j] = 0;                             \
-        int64_t q = 0;                                                         \
-        for (; q + 4 <= nk; q += 4) {                                          \
-          ACC x0 = (ACC)ar[ks[q]], x1 = (ACC)ar[ks[q + 1]];                    \
-          ACC x2 = (ACC)ar[ks[q + 2]], x3 = (ACC)ar[ks[q + 3]];                \
-          if (mb && !(FINITE(x0) && FINITE(x1) && FINITE(x2) && FINITE(x3))) break; \
-          const T *b0 = b + ks[q] * m + j0, *b1 = b + ks[q + 1] * m + j0;      \
-          const T *b2 = b + ks[q + 2] * m + j0, *b3 = b + ks[q + 3] * m + j0;  \
-          for (int64_t j = 0; j < jn; j++) {                                   \
-            ACC t = c[j];                                                      \
-            t = MADD(t, x0, (ACC)b0[j]);                                       \
-            t = MADD(t, x1, (ACC)b1[j]);                                       \
-            t = MADD(t, x2, (ACC)b2[j]);                                       \
-            t = MADD(t, x3, (ACC)b3[j]);                                       \
-            c[j] = t;                                                          \
-          }                                                                    \
-        }                                                                      \
-        for (; q < nk; q++) { /* the rest, and everything after a non-finite */ \
-          ACC x = (ACC)ar[ks[q]];                                              \
-          const T *bk = b + ks[q] * m + j0;                                    \
-          if (mb && !FINITE(x)) {                                              \
-            const uint8_t *mk = mb + ks[q] * m + j0;                           \
-            for (int64_t j = 0; j < jn; j++) c[j] += mk[j] ? x * (ACC)bk[j] : 0; \
-          } else {                                                             \
-            for (int64_t j = 0; j < jn; j++) c[j] = MADD(c[j], x, (ACC)bk[j]); \
-          }                                                                    \
-        }                                                                      \
-        for (int64_t j = 0; j < jn; j++) out[i * m + j0 + j] = (T)c[j];        \
-      }                                                                        \
-    }                                                                          \
+/* Rows [i0, i1) of out[n, m] = a[n, K] @ b[K, m] (contiguous int64); ma/mb
+ * may be NULL (all valid); b must be zero where mb is false, and every
+ * column outside [jlo, jhi) wholly masked out (a padded key). ks: K
+ * scratch indices. A row's valid k steps are listed first (a padded row's
+ * masked tail costs nothing more). Sums wrap like torch's (two's
+ * complement), through unsigned math. */
+MQ_WIDE static void mm_i64(const int64_t *a, const uint8_t *ma, const int64_t *b, int64_t *out,
+                           int64_t i0, int64_t i1, int64_t K, int64_t m, int64_t *ks, int64_t jlo,
+                           int64_t jhi) {
+  uint64_t c[JB];
+  for (int64_t i = i0; i < i1; i++) {
+    /* columns of b with no valid entry: 0, as their sums of zeros are */
+    for (int64_t j = 0; j < jlo; j++) out[i * m + j] = 0;
+    for (int64_t j = jhi; j < m; j++) out[i * m + j] = 0;
+    int64_t nk = 0;
+    for (int64_t k = 0; k < K; k++) {
+      ks[nk] = k;
+      nk += !ma || ma[i * K + k];
+    }
+    for (int64_t j0 = jlo; j0 < jhi; j0 += JB) {
+      int64_t jn = jhi - j0 < JB ? jhi - j0 : JB;
+      for (int64_t j = 0; j < jn; j++) c[j] = 0;
+      for (int64_t q = 0; q < nk; q++) {
+        uint64_t x = (uint64_t)a[i * K + ks[q]];
+        const int64_t *bk = b + ks[q] * m + j0;
+        for (int64_t j = 0; j < jn; j++) c[j] += x * (uint64_t)bk[j];
+      }
+      for (int64_t j = 0; j < jn; j++) out[i * m + j0 + j] = (int64_t)c[j];
+    }
   }
-
-#define ALWAYS_FINITE(x) ((void)(x), 1)
-#define MADD(t, x, y) ((t) + (x) * (y))
-/* int64 wraps like torch's (two's complement), through unsigned math */
-DEF_MM(mm_i64, MQ_WIDE, int64_t, uint64_t, ALWAYS_FINITE, MADD)
-DEF_MM(mm_f32, MQ_WIDE, float, double, isfinite, MADD)
-DEF_MM(mm_f64, MQ_WIDE, double, double, isfinite, MADD)
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-/* float32 by fma on the AVX2 and AVX-512 paths (cpu.h) of a CPU that has
- * it: a float32 product widened to float64 is exact (24 + 24 bits), so
- * rounding product and sum once gives the bits of the multiply (not
- * rounded) then the add: the same results as the portable path's mm_f32,
- * faster (tests/unit/test_cpu_paths.c compares them). Not for float64,
- * whose products are rounded. */
-#define MM_FMA 1
-#define MADD_FMA(t, x, y) __builtin_fma((x), (y), (t))
-DEF_MM(mm_f32_fma, __attribute__((target("avx2,fma"))), float, double, isfinite, MADD_FMA)
-#endif
+}
 
 /* om[i, j] = some k has ma[i, k] and mb[k, j] (NULL masks: all valid), for
  * rows [i0, i1). */
@@ -106,6 +57,7 @@ static void mm_mask(const uint8_t *ma, const uint8_t *mb, uint8_t *om, int64_t i
   for (int64_t i = i0; i < i1; i++) {
     uint8_t *o = om + i * m;
     memset(o, 0, (size_t)m);
+    int64_t seen = 0;
     for (int64_t k = 0; k < K; k++) {
       if (ma && !ma[i * K + k]) continue;
       if (!mb) {
@@ -114,6 +66,8 @@ static void mm_mask(const uint8_t *ma, const uint8_t *mb, uint8_t *om, int64_t i
       }
       const uint8_t *r = mb + k * m;
       for (int64_t j = 0; j < m; j++) o[j] |= r[j];
+      /* a row that is all valid stays so: stop (soon, with any real mask) */
+      if (++seen % 8 == 0 && !memchr(o, 0, (size_t)m)) break;
     }
   }
 }
@@ -134,7 +88,7 @@ static void column_spans(const uint8_t *mb, int64_t nm, int64_t K, int64_t m, ui
   }
 }
 
-/* The operands as contiguous matrices of [dt]; B zeroed where masked out. */
+/* The int64 operands as contiguous matrices; B zeroed where masked out. */
 static mq_tensor *prepare(mq_state *S, mq_tensor *t, mq_dtype dt, bool zero_masked) {
   t = mq_contiguous(S, mq_astype(S, t, dt));
   if (!zero_masked || !t->mask) return t;
@@ -155,53 +109,41 @@ static void batch_strides(const mq_tensor *t, int nb, int64_t *st) {
   }
 }
 
-/* One product: rows of batch matrices, items q = batch * n + row. */
+/* One product's int64 values and output mask, by rows of its batch
+ * matrices: items q = batch * n + row. pa/pb NULL: the mask only (the
+ * GEMM computes float values); the masks are contiguous. */
 typedef struct mm_job {
-  mq_dtype dt;
-  int64_t es, n, K, m;
+  int64_t n, K, m;
   int nb;
-  const int64_t *shape, *ast, *bst; /* batch shape and element strides */
-  const char *pa, *pb;
+  const int64_t *shape, *ast, *bst, *mast, *mbst; /* batch shape; element strides of data, masks */
+  const int64_t *pa, *pb;
   const uint8_t *pma, *pmb;
-  char *po;
+  int64_t *po;
   uint8_t *pom;
   int64_t *ks; /* per thread: K indices */
   const int64_t *bspan; /* per matrix of b: its span of columns with a valid entry, or NULL */
   const uint8_t *bcols; /* per matrix of b: which columns have one (m bytes) */
-  bool fma;             /* an AVX2 path on a CPU with FMA: float32 takes mm_f32_fma */
 } mm_job;
 
 static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const mm_job *J = ctx;
-  int64_t n = J->n, K = J->K, m = J->m, es = J->es;
+  int64_t n = J->n, K = J->K, m = J->m;
   for (int64_t q = lo; q < hi;) {
     int64_t bi = q / n, i0 = q % n, i1 = n - i0 < hi - q ? n : i0 + (hi - q);
-    int64_t aoff, boff; /* element offsets of batch bi */
+    int64_t aoff, boff, maoff, mboff; /* element offsets of batch bi */
     mq_batch_offsets(J->nb, J->shape, bi, J->ast, &aoff, J->bst, &boff);
-    const void *x = J->pa + aoff * es, *y = J->pb + boff * es;
-    const uint8_t *mx = J->pma ? J->pma + aoff : NULL, *my = J->pmb ? J->pmb + boff : NULL;
-    char *o = J->po + bi * n * m * es;
-    int64_t *ks = J->ks + t * K, jlo = 0, jhi = m;
+    mq_batch_offsets(J->nb, J->shape, bi, J->mast, &maoff, J->mbst, &mboff);
+    const uint8_t *mx = J->pma ? J->pma + maoff : NULL, *my = J->pmb ? J->pmb + mboff : NULL;
+    int64_t jlo = 0, jhi = m;
     if (J->bspan && K > 0) {
-      const int64_t *sp = J->bspan + 2 * (boff / (K * m));
+      const int64_t *sp = J->bspan + 2 * (mboff / (K * m));
       jlo = sp[0], jhi = sp[1];
     }
-    switch (J->dt) {
-    case MQ_DT_I64: mm_i64(x, mx, y, my, (int64_t *)o, i0, i1, K, m, ks, jlo, jhi); break;
-    case MQ_DT_F32:
-#ifdef MM_FMA
-      if (J->fma) {
-        mm_f32_fma(x, mx, y, my, (float *)o, i0, i1, K, m, ks, jlo, jhi);
-        break;
-      }
-#endif
-      mm_f32(x, mx, y, my, (float *)o, i0, i1, K, m, ks, jlo, jhi);
-      break;
-    default: mm_f64(x, mx, y, my, (double *)o, i0, i1, K, m, ks, jlo, jhi); break;
-    }
+    if (J->pa)
+      mm_i64(J->pa + aoff, mx, J->pb + boff, J->po + bi * n * m, i0, i1, K, m, J->ks + t * K, jlo, jhi);
     if (J->pom) {
       /* with a all valid, a row of the mask is "the column has a valid b" */
-      const uint8_t *cols = J->bcols && !mx && K > 0 ? J->bcols + (boff / (K * m)) * m : NULL;
+      const uint8_t *cols = J->bcols && !mx && K > 0 ? J->bcols + (mboff / (K * m)) * m : NULL;
       if (cols)
         for (int64_t i = i0; i < i1; i++) memcpy(J->pom + bi * n * m + i * m, cols, (size_t)m);
       else
@@ -211,20 +153,56 @@ static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
   }
 }
 
-mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
-  if (mq_dtype_is_narrow((mq_dtype)a->dtype) || mq_dtype_is_narrow((mq_dtype)b->dtype)) {
-    /* storage dtypes: int8 @ int8 is int8 (wrapping) as torch; a half type
-     * accumulates in float32 and rounds once */
-    mq_tensor *ab[2] = {a, b};
-    mq_dtype want = mq_result_type(2, ab);
-    return mq_narrow_back(S, mq_matmul(S, mq_tensor_computable(S, a), mq_tensor_computable(S, b)), want);
+/* [t]'s mask as a contiguous tensor of its shape (NULL: none). */
+static mq_tensor *mask_of(mq_state *S, const mq_tensor *t) {
+  return t->mask ? mq_contiguous(S, mq_expand(S, t->mask, t->ndim, t->shape)) : NULL;
+}
+
+/* The float product of A and B (1-d operands already made matrices) into
+ * out, through the GEMM: A and B read in place through their strides. */
+static void mm_float(mq_state *S, mq_tensor *A, mq_tensor *B, mq_tensor *out, mq_dtype in, int nb,
+                     const int64_t *shape, int64_t nbatch) {
+  int64_t n = A->shape[A->ndim - 2], K = A->shape[A->ndim - 1], m = B->shape[B->ndim - 1];
+  int64_t ast[MQ_MAX_DIMS], bst[MQ_MAX_DIMS];
+  batch_strides(A, nb, ast);
+  batch_strides(B, nb, bst);
+  mq_tensor *ma = mask_of(S, A), *mb = mask_of(S, B);
+  int64_t mast[MQ_MAX_DIMS], mbst[MQ_MAX_DIMS];
+  if (ma) batch_strides(ma, nb, mast);
+  if (mb) batch_strides(mb, nb, mbst);
+  size_t nbs = (size_t)(nbatch > 0 ? nbatch : 1);
+  int64_t *off = mq_scratch(S, 4 * nbs * sizeof *off);
+  int64_t *aoff = off, *boff = off + nbs, *maoff = off + 2 * nbs, *mboff = off + 3 * nbs;
+  for (int64_t b = 0; b < nbatch; b++) {
+    mq_batch_offsets(nb, shape, b, ast, &aoff[b], bst, &boff[b]);
+    if (ma || mb) mq_batch_offsets(nb, shape, b, ma ? mast : ast, &maoff[b], mb ? mbst : bst, &mboff[b]);
   }
+  int ad = A->ndim, bd = B->ndim;
+  mq_gemm G = {
+      .in = in, .dt = (mq_dtype)out->dtype, .nbatch = nbatch, .n = n, .m = m, .K = K,
+      .A = {.p = mq_tensor_data(A), .rs = A->strides[ad - 2], .cs = A->strides[ad - 1], .off = aoff,
+            .m = ma ? mq_tensor_data(ma) : NULL, .mrs = K, .mcs = 1, .moff = maoff},
+      .B = {.p = mq_tensor_data(B), .rs = B->strides[bd - 2], .cs = B->strides[bd - 1], .off = boff,
+            .m = mb ? mq_tensor_data(mb) : NULL, .mrs = m, .mcs = 1, .moff = mboff},
+      .C = mq_tensor_data(out), .ldc = m, .coff = NULL};
+  /* the output's batches are contiguous matrices */
+  int64_t *coff = mq_scratch(S, nbs * sizeof *coff);
+  for (int64_t b = 0; b < nbatch; b++) coff[b] = b * n * m;
+  G.coff = coff;
+  mq_gemm_run(S, &G);
+}
+
+mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   if (a->ndim == 0 || b->ndim == 0)
     mq_error(S, "matmul: both operands need at least 1 dimension, got shapes %s and %s (use * "
                 "to multiply by a scalar)", mq_shape_str(S, a->ndim, a->shape),
              mq_shape_str(S, b->ndim, b->shape));
   mq_tensor *ab[2] = {a, b};
-  mq_dtype dt = mq_result_type(2, ab);
+  mq_dtype want = mq_result_type(2, ab);
+  /* half types are packed as float32 and accumulate in float32, rounding
+   * once at the end; int8 @ int8 is int8 (wrapping) as torch */
+  bool half = want == MQ_DT_BF16 || want == MQ_DT_F16;
+  mq_dtype dt = half ? MQ_DT_F32 : mq_dtype_is_narrow(want) ? MQ_DT_I64 : want;
   if (dt == MQ_DT_BOOL)
     mq_error(S, "matmul: not defined for bool tensors (convert with float(x) or long(x))");
   /* 1-d operands are a row (left) or a column (right) vector */
@@ -245,39 +223,46 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   if (a->ndim > 1) shape[nd++] = n;
   if (b->ndim > 1) shape[nd++] = m;
   if (nd > MQ_MAX_DIMS) mq_error(S, "matmul: the result would have more than %d dims", MQ_MAX_DIMS);
+  int64_t nbatch = 1;
+  for (int i = 0; i < nb; i++) nbatch *= shape[i];
   bool masked = a->mask || b->mask;
-  A = prepare(S, A, dt, false);
-  B = prepare(S, B, dt, true);
   mq_tensor *out = mq_tensor_new(S, dt, nd, shape);
   mq_tensor *om = masked ? mq_tensor_new(S, MQ_DT_BOOL, nd, shape) : NULL;
-
-  int64_t ast[MQ_MAX_DIMS], bst[MQ_MAX_DIMS], nbatch = 1;
-  batch_strides(A, nb, ast);
-  batch_strides(B, nb, bst);
-  for (int i = 0; i < nb; i++) nbatch *= shape[i];
-  mm_job J = {.dt = dt, .es = (int64_t)mq_dtype_size(dt), .n = n, .K = K, .m = m, .nb = nb,
-              .shape = shape, .ast = ast, .bst = bst, .pa = mq_tensor_data(A),
-              .pb = mq_tensor_data(B), .pma = A->mask ? mq_tensor_data(A->mask) : NULL,
-              .pmb = B->mask ? mq_tensor_data(B->mask) : NULL, .po = mq_tensor_data(out),
-              .pom = om ? mq_tensor_data(om) : NULL};
-  /* rows are independent: the threads share them out, a row at a time
-   * when rows are long (K * m multiply-adds each) */
-  int64_t rows = n > 0 && m > 0 ? nbatch * n : 0, per_row = K * m > 0 ? K * m : 1;
-  int nt = mq_parallel_threads_for(S, rows * per_row);
-  if (B->mask && K > 0 && m > 0 && rows > 0) { /* b's padded keys: no work (B is contiguous) */
-    int64_t nm = B->numel / (K * m);
-    int64_t *span = mq_scratch(S, (size_t)nm * 2 * sizeof *span);
-    uint8_t *cols = mq_scratch(S, (size_t)(nm * m)); /* nm * m <= B's size */
-    column_spans(J.pmb, nm, K, m, cols, span);
-    J.bspan = span, J.bcols = cols;
+  mq_dtype in = half ? want : dt;
+  if (dt != MQ_DT_I64) {
+    A = mq_astype(S, A, in), B = mq_astype(S, B, in);
+    mm_float(S, A, B, out, in, nb, shape, nbatch);
+  } else {
+    A = prepare(S, A, dt, false), B = prepare(S, B, dt, true);
   }
-#ifdef MM_FMA
-  J.fma = S->cpu >= MQ_CPU_AVX2 && __builtin_cpu_supports("fma");
-#endif
-  J.ks = mq_scratch(S, (size_t)nt * (size_t)(K > 0 ? K : 1) * sizeof *J.ks); /* K: a dim of a */
-  mq_parallel_for(S, nt, rows,
-                  per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row, mm_range, &J);
+  /* the int64 values and the mask, by rows: the threads share them out,
+   * a row at a time when rows are long (K * m multiply-adds each) */
+  bool values = dt == MQ_DT_I64;
+  if (values || om) {
+    mq_tensor *ma = values ? A->mask : mask_of(S, A), *mb = values ? B->mask : mask_of(S, B);
+    int64_t ast[MQ_MAX_DIMS], bst[MQ_MAX_DIMS], mast[MQ_MAX_DIMS], mbst[MQ_MAX_DIMS];
+    batch_strides(A, nb, ast);
+    batch_strides(B, nb, bst);
+    batch_strides(ma ? ma : A, nb, mast);
+    batch_strides(mb ? mb : B, nb, mbst);
+    mm_job J = {.n = n, .K = K, .m = m, .nb = nb, .shape = shape, .ast = ast, .bst = bst,
+                .mast = mast, .mbst = mbst, .pa = values ? mq_tensor_data(A) : NULL,
+                .pb = values ? mq_tensor_data(B) : NULL, .pma = ma ? mq_tensor_data(ma) : NULL,
+                .pmb = mb ? mq_tensor_data(mb) : NULL, .po = values ? mq_tensor_data(out) : NULL,
+                .pom = om ? mq_tensor_data(om) : NULL};
+    int64_t rows = n > 0 && m > 0 ? nbatch * n : 0, per_row = K * m > 0 ? K * m : 1;
+    int nt = mq_parallel_threads_for(S, values ? rows * per_row : rows * per_row / 16);
+    if (mb && K > 0 && m > 0 && rows > 0) { /* b's padded keys: no work */
+      int64_t nm = mb->numel / (K * m);
+      int64_t *span = mq_scratch(S, (size_t)nm * 2 * sizeof *span);
+      uint8_t *cols = mq_scratch(S, (size_t)(nm * m)); /* nm * m <= B's size */
+      column_spans(J.pmb, nm, K, m, cols, span);
+      J.bspan = span, J.bcols = cols;
+    }
+    J.ks = mq_scratch(S, (size_t)nt * (size_t)(K > 0 ? K : 1) * sizeof *J.ks); /* K: a dim of a */
+    mq_parallel_for(S, nt, rows, per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row, mm_range, &J);
+  }
   if (om) mq_tensor_set_mask(S, out, om);
   mq_ag_matmul(S, out, a, b);
-  return out;
+  return want != dt ? mq_narrow_back(S, out, want) : out;
 }

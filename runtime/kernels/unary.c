@@ -12,10 +12,12 @@
 #include <float.h>
 #include <math.h>
 
+#include "../tensor/cpu.h"
 #include "ewise.h"
 #include "ops.h"
 #include "special.h"
 #include "vexp.h"
+#include "vmath.h"
 
 /* FN(vexp) in an element expression (ops_unary.h): masq's float32 exp,
  * glibc's float64 one */
@@ -130,9 +132,45 @@ static void k_exp_f32_rows(mq_state *S, mq_iter *it, const double *prm) {
   ROWS_END
 }
 
+/* float32 erf, tanh, gelu (both forms) and silu: masq's own (vmath.h),
+ * on the CPU's widest path (the same bits on every path); a strided row
+ * is gathered in blocks first. */
+#define VACT_KERNEL(E)                                                         \
+  static void k_vact_##E(mq_state *S, mq_iter *it, const double *prm) {         \
+    (void)prm;                                                                 \
+    const int cpu = mq_cpu_best(), f = mq_vact_of(MQ_UN_##E);                     \
+    ROWS_BEGIN(S, it)                                                          \
+    float *o = (float *)it->p[0];                                              \
+    const float *a = (const float *)it->p[1];                                  \
+    int64_t n = it->n, sa = it->is[1];                                         \
+    if (sa == 1) mq_vact_rows(cpu, f, o, a, n);                                \
+    else                                                                       \
+      for (int64_t i0 = 0; i0 < n; i0 += 256) {                                \
+        float buf[256];                                                        \
+        int64_t m = n - i0 < 256 ? n - i0 : 256;                               \
+        for (int64_t i = 0; i < m; i++) buf[i] = a[(i0 + i) * sa];             \
+        mq_vact_rows(cpu, f, o + i0, buf, m);                                  \
+      }                                                                        \
+    ROWS_END                                                                   \
+  }
+VACT_KERNEL(ERF)
+VACT_KERNEL(TANH)
+VACT_KERNEL(GELU)
+VACT_KERNEL(GELU_TANH)
+VACT_KERNEL(SILU)
+
 /* The kernel of op on dtype dt (NULL: none). */
 static mq_ewise_fn kernel_of(mq_unop op, mq_dtype dt) {
-  return op == MQ_UN_EXP && dt == MQ_DT_F32 ? k_exp_f32_rows : defs[op].k[dt];
+  if (dt == MQ_DT_F32) switch (op) {
+    case MQ_UN_EXP: return k_exp_f32_rows;
+    case MQ_UN_ERF: return k_vact_ERF;
+    case MQ_UN_TANH: return k_vact_TANH;
+    case MQ_UN_GELU: return k_vact_GELU;
+    case MQ_UN_GELU_TANH: return k_vact_GELU_TANH;
+    case MQ_UN_SILU: return k_vact_SILU;
+    default: break;
+    }
+  return defs[op].k[dt];
 }
 
 static const char *const un_names[] = {

@@ -6,24 +6,20 @@
  * write full-size temporaries. Here the rows of a batch matrix are taken
  * a chunk at a time: the columns of b that some row of the chunk has
  * valid (the union of their mask rows: a padded key is in none) are
- * gathered once into a small contiguous block, and each row then
+ * gathered once into a small contiguous block, and the chunk's rows
  *
- *   - sums its scores over those columns only, each one the same float64
- *     sum of the same products in the same k order as matmul.c's kernel
- *     (one term after the other; see dot), rounded to T, divided by
- *     c rounded to T, as binary.c does;
- *   - takes softmax.c's row max (the same kernel, reading the row with
- *     its mask), exp of its valid entries (op by op the masked-out ones
- *     are computed, then zeroed), softmax.c's row sum over the whole row,
- *     zeros included, and the same reciprocal and product;
- *   - adds p[j] * v[j, :] over its valid keys in order, as matmul.c does
- *     for a masked left operand.
- *
- * b's union columns and v's rows are widened to float64 once per chunk,
- * so the inner loops are multiply-adds of float64 rows (fma where the CPU
- * has it, for float32 operands: bitwise the same, see dot), in register
- * tiles of several rows (attention_tile.c) on the AVX2 and AVX-512 paths
- * (S->cpu: set_cpu_path picks one, so a test compares them).
+ *   - get their scores over those columns only, by the GEMM (gemm.h:
+ *     mq_gemm_serial), each the chain of fma in k order that matmul
+ *     computes, divided by c rounded to T, as binary.c does;
+ *   - each take softmax.c's row max (the same kernel, reading the row
+ *     with its mask), exp of its valid entries (op by op the masked-out
+ *     ones are computed, then zeroed), softmax.c's row sum over the whole
+ *     row, zeros included, and the same reciprocal and product;
+ *   - get p @ v by the GEMM over the union's keys, a key a row has masked
+ *     out taking part as p = 0, as matmul takes a masked-out entry of its
+ *     left operand (an exact 0 leaves a chain from +0 as it was); with an
+ *     inf or NaN among v's rows, such a row adds its valid keys only, as
+ *     matmul then does.
  *
  * A row with no valid key is NaN op by op after softmax and its product
  * row is 0, masked out: here it is written as that 0, masked out. Rows are
@@ -32,7 +28,7 @@
 #include "attention.h"
 
 #include "../../core/checked.h"
-#include "attention_tile.h"
+#include "../kernels/gemm.h"
 #include "../tensor/internal.h"
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
@@ -62,43 +58,38 @@ typedef struct at_job {
   double c;            /* the divisor, already rounded to T */
   double rc;           /* 1 / c when that is exact in T (cmul): see exact_recip */
   bool cmul;
-  int tile;            /* the CPU path of mq_tile_sums (float32 only: see dot), or -1:
-                          dot */
-  int cpu;             /* S->cpu: the path of the float32 row sums */
-  char *scr;           /* per thread: scr_bytes */
-  size_t scr_bytes;
+  int cpu;             /* S->cpu: the path of the GEMM and the float32 row sums */
+  char *scr;           /* per thread: scr_bytes, the GEMM's gemm_bytes first */
+  size_t scr_bytes, gemm_bytes;
 } at_job;
 
-/* Rows whose scores are computed together: b's union columns are read in
- * blocks that stay in L1 across them (mq_tile_sums). A matrix of fewer rows
- * takes that many (J->rb), so the blocks stay proportional to the
- * scores op by op would store. */
+/* Rows whose scores are computed together: one product of the GEMM. A
+ * matrix of fewer rows takes that many (J->rb), so the blocks stay
+ * proportional to the scores op by op would store. */
 #define AT_RB 64
 
 /* Per-thread scratch, carved in this order (8-byte items first). */
 typedef struct at_scr {
   int64_t *cols, *ks; /* m: the chunk's union of valid columns; rb * m: each row's
                          valid keys in it */
-  double *acc, *p, *cv, *xa; /* rb * m: scores, probabilities; rb * dv: output rows;
-                                rb * K: rows of a, all in float64 */
-  double *kc, *vd;    /* K * m: b's union columns; m * dv: v's union rows, in float64 */
-  void *srow, *prow; /* m T each */
-  uint8_t *mbuf, *ubuf;   /* m each: a gathered mask row; the union */
+  void *acc, *pf;     /* rb * m T each: the scores, the probabilities (0 at a masked key) */
+  void *kc, *vd;      /* K * m T: b's union columns; m * dv T: v's union rows */
+  void *srow, *prow;  /* m T each */
+  void *gemm;         /* the GEMM's packing buffers */
+  uint8_t *mbuf, *ubuf; /* m each: a gathered mask row; the union */
 } at_scr;
 
 static at_scr carve(const at_job *J, int t) {
   at_scr s;
-  size_t es = mq_dtype_size(J->dt), m = (size_t)J->m;
+  size_t es = mq_dtype_size(J->dt), m = (size_t)J->m, rb = (size_t)J->rb;
   char *p = J->scr + (size_t)t * J->scr_bytes;
+  s.gemm = p, p += J->gemm_bytes;
   s.cols = (int64_t *)p, p += m * 8;
-  size_t rb = (size_t)J->rb;
   s.ks = (int64_t *)p, p += rb * m * 8;
-  s.acc = (double *)p, p += rb * m * 8;
-  s.p = (double *)p, p += rb * m * 8;
-  s.cv = (double *)p, p += rb * (size_t)J->dv * 8;
-  s.xa = (double *)p, p += rb * (size_t)J->K * 8;
-  s.kc = (double *)p, p += (size_t)J->K * m * 8;
-  s.vd = (double *)p, p += m * (size_t)J->dv * 8;
+  s.acc = p, p += rb * m * es;
+  s.pf = p, p += rb * m * es;
+  s.kc = p, p += (size_t)J->K * m * es;
+  s.vd = p, p += m * (size_t)J->dv * es;
   s.srow = p, p += m * es;
   s.prow = p, p += m * es;
   s.mbuf = (uint8_t *)p, p += m;
@@ -106,40 +97,13 @@ static at_scr carve(const at_job *J, int t) {
   return s;
 }
 
-/* out[j] = sum over t < n of x[t] * row(t)[j], j < w, where row(t) is
- * rows + r * w with r = ks[t] (ks NULL: r = t): a row of a against b's
- * union columns (kc, rows in k order), or p against v's rows (vd, the
- * row's valid keys in order). float64 sums of exact products (float32
- * operands) or of rounded ones (float64), term after term in t order, as
- * matmul.c adds them, four terms per load of the accumulator: the
- * portable path, and float64's (its products are rounded, so no fma). For
- * float32 operands widened to float64 the product is exact (24 + 24
- * bits), so the fma of mq_tile_sums rounds once where a multiply then an
- * add rounds twice, the first time not at all: the same bits. */
-#define ROW(t) (rows + (ks ? ks[t] : (t)) * w)
-MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const double *rows,
-                        int64_t w, double *out) {
-  for (int64_t j = 0; j < w; j++) out[j] = 0;
-  int64_t t = 0;
-  for (; t + 4 <= n; t += 4) {
-    double x0 = x[t], x1 = x[t + 1], x2 = x[t + 2], x3 = x[t + 3];
-    const double *r0 = ROW(t), *r1 = ROW(t + 1), *r2 = ROW(t + 2), *r3 = ROW(t + 3);
-    for (int64_t j = 0; j < w; j++) {
-      double u = out[j];
-      u += x0 * r0[j];
-      u += x1 * r1[j];
-      u += x2 * r2[j];
-      u += x3 * r3[j];
-      out[j] = u;
-    }
-  }
-  for (; t < n; t++) {
-    const double *r = ROW(t);
-    for (int64_t j = 0; j < w; j++) out[j] += x[t] * r[j];
-  }
+/* The bytes carve takes (a multiple of 64: the GEMM's buffers come first). */
+static size_t scr_bytes(mq_state *S, const at_job *J) {
+  size_t es = mq_dtype_size(J->dt), m = (size_t)J->m, rb = (size_t)J->rb;
+  size_t kv = mq_ck_zmul(S, (size_t)(J->K + J->dv), m, "attention scratch");
+  size_t per = m * (8 + rb * 8 + 2 * rb * es + 2 * es + 2) + mq_ck_zmul(S, kv, es, "attention scratch");
+  return (J->gemm_bytes + per + 63) & ~(size_t)63;
 }
-
-#undef ROW
 
 /* The scores acc [n] divided by c into srow (or multiplied by rc, when
  * that is the same: exact_recip), and their max (n > 0), as softmax.c's
@@ -151,20 +115,20 @@ MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const dou
   do {                                                                         \
     for (; j + 16 <= n; j += 16)                                               \
       for (int l = 0; l < 16; l++) {                                           \
-        T v = (T)acc[j + l] OP c;                                              \
+        T v = acc[j + l] OP c;                                                 \
         srow[j + l] = v;                                                       \
         r[l] = v > r[l] ? v : r[l];                                            \
         nan |= v != v;                                                         \
       }                                                                        \
     for (int l = 0; j < n; j++, l++) {                                         \
-      T v = (T)acc[j] OP c;                                                    \
+      T v = acc[j] OP c;                                                       \
       srow[j] = v;                                                             \
       r[l] = v > r[l] ? v : r[l];                                              \
       nan |= v != v;                                                           \
     }                                                                          \
   } while (0)
 #define DEF_ROWMAX(E, T)                                                       \
-  MQ_WIDE static T rowmax_##E(const at_job *J, const double *acc, int64_t n, T *srow) { \
+  MQ_WIDE static T rowmax_##E(const at_job *J, const T *acc, int64_t n, T *srow) { \
     T r[16];                                                                   \
     int nan = 0;                                                               \
     for (int l = 0; l < 16; l++) r[l] = (T)-INFINITY;                          \
@@ -177,19 +141,10 @@ MQ_WIDE static void dot(const double *x, const int64_t *ks, int64_t n, const dou
   }
 DEF_ROWMAX(F32, float)
 DEF_ROWMAX(F64, double)
-/* float32 on the AVX-512 path: the same in its registers (attention_tile.c) */
-static float rowmax_wide_F32(const at_job *J, const double *acc, int64_t n, float *srow) {
-  float mx;
-  if (mq_tile_divmax_f32(J->cpu, acc, (float)(J->cmul ? J->rc : J->c), J->cmul, n, srow, &mx))
-    return mx;
-  return rowmax_F32(J, acc, n, srow);
-}
-#define rowmax_wide_F64 rowmax_F64
-
 /* The softmax of one row from its scores acc [nv] (before the division)
  * over the union columns cols, its mask mr [m] and its nk valid keys ks
- * (union indices; NULL: all nv; nk > 0): their probabilities, in float64,
- * in p. The row is laid out over [0, m) as op by op has it (zeros where
+ * (union indices; NULL: all nv; nk > 0): their probabilities in pf [nv],
+ * 0 at the keys it has masked out. The row is laid out over [0, m) as op by op has it (zeros where
  * masked out) but read only up to just after its last valid key, hi: the
  * max is the max of the valid entries however they are grouped (any NaN
  * gives NaN; grouping could only pick the sign of a zero max, which no
@@ -200,9 +155,9 @@ static float rowmax_wide_F32(const at_job *J, const double *acc, int64_t n, floa
  * contiguous: nothing scattered, nothing masked in [0, nv); prow beyond nv
  * stays 0 from the chunk's start. */
 #define DEF_ATTN_ROW(NAME, T, EXP, EXPROW, ROWMAX, MAXM, ROWSUM)                     \
-  MQ_WIDE static void NAME(const at_job *J, const at_scr *s, const double *acc, \
+  MQ_WIDE static void NAME(const at_job *J, const at_scr *s, const T *acc,    \
                            const uint8_t *mr, int64_t nv, const int64_t *ks, int64_t nk, \
-                           bool dense, double *p) {                            \
+                           bool dense, T *pf) {                                \
     int64_t m = J->m;                                                          \
     const int64_t *cols = s->cols;                                             \
     T *srow = s->srow, *prow = s->prow;                                        \
@@ -210,14 +165,14 @@ static float rowmax_wide_F32(const at_job *J, const double *acc, int64_t n, floa
       T mx = ROWMAX(J, acc, nv, srow);                                         \
       EXPROW(J, prow, srow, mx, nv);                                           \
       T inv = (T)(1.0 / ROWSUM(J, prow, m <= MQ_RED_PIECE ? nv : m));          \
-      for (int64_t j = 0; j < nv; j++) p[j] = (double)(prow[j] * inv);         \
+      for (int64_t j = 0; j < nv; j++) pf[j] = prow[j] * inv;                  \
       return;                                                                  \
     }                                                                          \
     T *tmp = prow;                                                             \
     if (J->cmul)                                                               \
-      for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] * (T)J->rc;     \
+      for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = acc[jj] * (T)J->rc;        \
     else                                                                       \
-      for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = (T)acc[jj] / (T)J->c;      \
+      for (int64_t jj = 0; jj < nv; jj++) tmp[jj] = acc[jj] / (T)J->c;         \
     memset(srow, 0, (size_t)m * sizeof(T)); /* masked out: never used */       \
     for (int64_t jj = 0; jj < nv; jj++) srow[cols[jj]] = tmp[jj];              \
     int64_t hi = cols[ks ? ks[nk - 1] : nk - 1] + 1;                           \
@@ -228,81 +183,61 @@ static float rowmax_wide_F32(const at_job *J, const double *acc, int64_t n, floa
       prow[j] = EXP(srow[j] - mx);                                             \
     }                                                                          \
     T inv = (T)(1.0 / ROWSUM(J, prow, m <= MQ_RED_PIECE ? hi : m));            \
-    for (int64_t q = 0; q < nk; q++) p[q] = (double)(prow[cols[ks ? ks[q] : q]] * inv); \
+    memset(pf, 0, (size_t)nv * sizeof(T));                                     \
+    for (int64_t q = 0; q < nk; q++) {                                         \
+      int64_t jj = ks ? ks[q] : q;                                             \
+      pf[jj] = prow[cols[jj]] * inv;                                           \
+    }                                                                          \
   }
 #define SUM_F32(J, x, n) mq_kernel_rowsum_cnt_f32((J)->cpu, x, NULL, n, NULL)
 #define SUM_F64(J, x, n) mq_kernel_rowsum_f64(x, NULL, n)
 #define EXPROW_F32(J, o, x, c, n) mq_vexpf_rows((J)->cpu, o, x, c, n)
 #define EXPROW_F64(J, o, x, c, n)                                              \
   for (int64_t j_ = 0; j_ < (n); j_++) (o)[j_] = exp((x)[j_] - (c))
-DEF_ATTN_ROW(softmax_F32, float, mq_vexpf, EXPROW_F32, rowmax_wide_F32, mq_kernel_rowmax_f32, SUM_F32)
-DEF_ATTN_ROW(softmax_F64, double, exp, EXPROW_F64, rowmax_wide_F64, mq_kernel_rowmax_f64, SUM_F64)
+DEF_ATTN_ROW(softmax_F32, float, mq_vexpf, EXPROW_F32, rowmax_F32, mq_kernel_rowmax_f32, SUM_F32)
+DEF_ATTN_ROW(softmax_F64, double, exp, EXPROW_F64, rowmax_F64, mq_kernel_rowmax_f64, SUM_F64)
 
-/* The products p @ v of nr rows (row i: nk[i] keys ks[i], weights
- * p + i * m) against v's union rows vd [nv, dv] into cv [nr, dv]; a row
- * with no key gets 0. Consecutive rows with the same keys (all of them,
- * under a key mask) go to mq_tile_sums together; ks NULL is every union
- * row in order. */
-static void products(const at_job *J, const at_scr *s, int64_t nr, const int64_t *nk,
-                     const int64_t *const *ks) {
-  int64_t m = J->m, dv = J->dv;
-  for (int64_t i = 0, e; i < nr; i = e) {
-    for (e = i + 1; e < nr && ks[e] == ks[i] && nk[e] == nk[i];) e++;
-    if (!nk[i]) continue;
-    if (J->tile >= 0) {
-      mq_tile_sums(J->tile, s->p + i * m, m, ks[i], nk[i], e - i, s->vd, dv, s->cv + i * dv, dv);
-      continue;
-    }
-    for (int64_t r = i; r < e; r++) dot(s->p + r * m, ks[r], nk[r], s->vd, dv, s->cv + r * dv);
+/* Row i's product with its valid keys only (ks: union indices; NULL:
+ * every union key) into o [dv], each a chain of fma from +0 over them in
+ * order: what matmul gives with an inf or NaN among v's rows, whose
+ * product with a masked-out p it never forms. */
+#define DEF_ROW_PRODUCT(E, T, FMA)                                             \
+  static void row_product_##E(const T *pf, const int64_t *ks, int64_t nk, const T *vd, \
+                              int64_t dv, T *o) {                              \
+    for (int64_t d = 0; d < dv; d++) o[d] = 0;                                 \
+    for (int64_t q = 0; q < nk; q++) {                                         \
+      int64_t jj = ks ? ks[q] : q;                                             \
+      for (int64_t d = 0; d < dv; d++) o[d] = FMA(pf[jj], vd[jj * dv + d], o[d]); \
+    }                                                                          \
   }
-}
-
-/* float32 rows to float64 (exact) and back (one rounding each), in
- * vectors where the CPU has them. */
-MQ_WIDE static void widen(const float *x, int64_t n, double *y) {
-  for (int64_t i = 0; i < n; i++) y[i] = (double)x[i];
-}
-MQ_WIDE static void narrow(const double *x, int64_t n, float *y) {
-  for (int64_t i = 0; i < n; i++) y[i] = (float)x[i];
-}
+DEF_ROW_PRODUCT(F32, float, fmaf)
+DEF_ROW_PRODUCT(F64, double, fma)
 
 /* b's columns [cols] (nv of them) of the batch matrix at [b] into kc
- * [K, nv], and v's rows [cols] of the matrix at [v] into vd [nv, dv], as
- * float64 (exact): done once per chunk, read by every row of it. When b
- * is a transpose of the keys (k stride 1), float32 keys are transposed 8
- * x 8 in AVX-512 registers where that is the path (mq_tile_gather_t). */
-#define DEF_GATHER(E, T, GATHER_T, WIDEN)                                      \
-  static void gather_##E(const at_job *J, const T *b, const T *v, const int64_t *cols, \
-                         int64_t nv, double *kc, double *vd) {                 \
+ * [K, nv], and v's rows [cols] of the matrix at [v] into vd [nv, dv]:
+ * done once per chunk, read by every row of it. Whether vd is all finite. */
+#define DEF_GATHER(E, T)                                                       \
+  static bool gather_##E(const at_job *J, const T *b, const T *v, const int64_t *cols, \
+                         int64_t nv, T *kc, T *vd) {                           \
     int64_t K = J->K, dv = J->dv, sk = J->bst[J->nb], sj = J->bst[J->nb + 1]; \
-    if (!(sk == 1 && GATHER_T(J, b, sj, cols, nv, K, kc)))                     \
-      for (int64_t k = 0; k < K; k++)                                          \
-        for (int64_t jj = 0; jj < nv; jj++) kc[k * nv + jj] = (double)b[k * sk + cols[jj] * sj]; \
-    for (int64_t jj = 0; jj < nv; jj++) WIDEN(v + cols[jj] * dv, dv, vd + jj * dv); \
+    for (int64_t k = 0; k < K; k++)                                            \
+      for (int64_t jj = 0; jj < nv; jj++) kc[k * nv + jj] = b[k * sk + cols[jj] * sj]; \
+    bool finite = true;                                                        \
+    for (int64_t jj = 0; jj < nv; jj++) {                                      \
+      memcpy(vd + jj * dv, v + cols[jj] * dv, (size_t)dv * sizeof(T));        \
+      for (int64_t d = 0; d < dv; d++) finite &= isfinite(vd[jj * dv + d]) != 0; \
+    }                                                                          \
+    return finite;                                                             \
   }
-#define GATHER_T_F32(J, b, sj, cols, nv, K, kc) mq_tile_gather_t((J)->cpu, b, sj, cols, nv, K, kc)
-#define GATHER_T_F64(J, b, sj, cols, nv, K, kc) false
-#define WIDEN_F32 widen
-#define WIDEN_F64(x, n, y) memcpy(y, x, (size_t)(n) * sizeof(double))
-DEF_GATHER(F32, float, GATHER_T_F32, WIDEN_F32)
-DEF_GATHER(F64, double, GATHER_T_F64, WIDEN_F64)
-
-/* The scores of nr rows of a (xa, float64) against b's nv union columns
- * (kc) into acc [nr, nv]. */
-static void scores(const at_job *J, const at_scr *s, int64_t nr, int64_t nv) {
-  int64_t K = J->K;
-  if (J->tile >= 0) {
-    mq_tile_sums(J->tile, s->xa, K, NULL, K, nr, s->kc, nv, s->acc, nv);
-    return;
-  }
-  for (int64_t i = 0; i < nr; i++) dot(s->xa + i * K, NULL, K, s->kc, nv, s->acc + i * nv);
-}
+DEF_GATHER(F32, float)
+DEF_GATHER(F64, double)
 
 static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const at_job *J = ctx;
   at_scr s = carve(J, t);
   int64_t n = J->n, K = J->K, m = J->m, dv = J->dv, es = (int64_t)mq_dtype_size(J->dt);
   int64_t si = J->mst[J->nb], sj = J->mst[J->nb + 1];
+  bool f32 = J->dt == MQ_DT_F32;
   for (int64_t q = lo; q < hi;) {
     int64_t bi = q / n, i0 = q % n, i1 = n - i0 < hi - q ? n : i0 + (hi - q);
     int64_t boff, moff; /* element offsets of batch bi */
@@ -324,16 +259,13 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
     bool ident = nv == 0 || s.cols[nv - 1] == nv - 1;
     memset(s.prow, 0, (size_t)(m * es));
     const char *b = J->b + boff * es, *v = J->v + bi * m * dv * es;
-    if (J->dt == MQ_DT_F32) gather_F32(J, (const float *)b, (const float *)v, s.cols, nv, s.kc, s.vd);
-    else gather_F64(J, (const double *)b, (const double *)v, s.cols, nv, s.kc, s.vd);
+    bool finite = f32 ? gather_F32(J, (const float *)b, (const float *)v, s.cols, nv, s.kc, s.vd)
+                      : gather_F64(J, (const double *)b, (const double *)v, s.cols, nv, s.kc, s.vd);
     for (int64_t r0 = i0; r0 < i1; r0 += J->rb) {
       int64_t nr = i1 - r0 < J->rb ? i1 - r0 : J->rb;
       const char *a = J->a + (bi * n + r0) * K * es;
-      if (J->dt == MQ_DT_F32)
-        widen((const float *)a, nr * K, s.xa);
-      else
-        memcpy(s.xa, a, (size_t)(nr * K) * sizeof(double));
-      scores(J, &s, nr, nv);
+      char *o = J->o + (bi * n + r0) * dv * es;
+      mq_gemm_serial(J->cpu, J->dt, nr, nv, K, a, K, s.kc, nv, s.acc, nv, s.gemm);
       int64_t nk[AT_RB];
       const int64_t *ks[AT_RB]; /* NULL: every union column */
       for (int64_t i = 0; i < nr; i++) {
@@ -344,24 +276,27 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
           int64_t *l = s.ks + i * m;
           nk[i] = mq_attn_valid_keys(mr, s.cols, nv, l);
           ks[i] = nk[i] == nv ? NULL : l;
-          /* the same keys as the row before: products takes them together */
-          if (i > 0 && ks[i] && ks[i - 1] && nk[i] == nk[i - 1] &&
-              memcmp(l, ks[i - 1], (size_t)nk[i] * sizeof *l) == 0)
-            ks[i] = ks[i - 1];
         }
-        if (!nk[i]) continue; /* op by op: a NaN row of p, whose product is 0 */
-        const double *acc = s.acc + i * nv;
+        char *pf = (char *)s.pf + i * nv * es;
+        if (!nk[i]) { /* op by op: a NaN row of p, whose product is 0 */
+          memset(pf, 0, (size_t)(nv * es));
+          continue;
+        }
+        const char *acc = (const char *)s.acc + i * nv * es;
         bool dense = ident && !ks[i];
-        if (J->dt == MQ_DT_F64) softmax_F64(J, &s, acc, mr, nv, ks[i], nk[i], dense, s.p + i * m);
-        else softmax_F32(J, &s, acc, mr, nv, ks[i], nk[i], dense, s.p + i * m);
+        if (f32) softmax_F32(J, &s, (const float *)acc, mr, nv, ks[i], nk[i], dense, (float *)pf);
+        else softmax_F64(J, &s, (const double *)acc, mr, nv, ks[i], nk[i], dense, (double *)pf);
       }
-      products(J, &s, nr, nk, ks);
+      mq_gemm_serial(J->cpu, J->dt, nr, dv, nv, s.pf, nv, s.vd, dv, o, dv, s.gemm);
       for (int64_t i = 0; i < nr; i++) {
-        int64_t r = bi * n + r0 + i;
-        memset(J->om + r * dv, nk[i] != 0, (size_t)dv);
-        if (!nk[i]) memset(J->o + r * dv * es, 0, (size_t)(dv * es));
-        else if (J->dt == MQ_DT_F64) memcpy((double *)J->o + r * dv, s.cv + i * dv, (size_t)dv * 8);
-        else narrow(s.cv + i * dv, dv, (float *)J->o + r * dv);
+        char *orow = o + i * dv * es;
+        memset(J->om + (bi * n + r0 + i) * dv, nk[i] != 0, (size_t)dv);
+        if (!nk[i]) memset(orow, 0, (size_t)(dv * es));
+        else if (!finite && ks[i]) { /* an inf or NaN key row: no term with a masked-out p */
+          const char *pf = (const char *)s.pf + i * nv * es;
+          if (f32) row_product_F32((const float *)pf, ks[i], nk[i], s.vd, dv, (float *)orow);
+          else row_product_F64((const double *)pf, ks[i], nk[i], s.vd, dv, (double *)orow);
+        }
       }
     }
     q += i1 - i0;
@@ -427,15 +362,7 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
   mq_tensor *om = mq_tensor_new(S, MQ_DT_BOOL, nd, oshape);
   int64_t rows = dv > 0 ? out->numel / dv : 0;
   if (rows > 0) {
-    size_t es = mq_dtype_size(dt), z = (size_t)mm;
-    /* per thread: 3 rb + 1 int64/double rows of m, rb * (K + dv)
-     * doubles, K * m and m * dv doubles, 2 m of T, 2 m bytes: each a few
-     * times an operand's size */
     int64_t rb = n < AT_RB ? n : AT_RB;
-    size_t per = z * ((size_t)(3 * rb + 1) * 8 + 2 * es + 2) + (size_t)(rb * (K + dv)) * 8 +
-                 mq_ck_zmul(S, mq_ck_zmul(S, (size_t)(K + dv), z, "attention scratch"), 8,
-                            "attention scratch");
-    per = (per + 63) & ~(size_t)63;
     int64_t per_row = 1, work = INT64_MAX;
     if (!mq_mul_ok(K + dv, mm, &per_row) || per_row < 1) per_row = 1;
     if (!mq_mul_ok(rows, per_row, &work)) work = INT64_MAX;
@@ -443,11 +370,13 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
     at_job J = {.dt = dt, .n = n, .rb = rb, .K = K, .m = mm, .dv = dv, .nb = nb, .bshape = sshape,
                 .a = mq_tensor_data(a), .v = mq_tensor_data(v), .b = mq_tensor_data(b),
                 .bst = b->strides, .mk = mq_tensor_data(mx), .mst = mx->strides,
-                .o = mq_tensor_data(out), .om = mq_tensor_data(om), .c = cd,
-                .scr = mq_scratch(S, mq_ck_zmul(S, per, (size_t)nt, "attention scratch")),
-                .scr_bytes = per};
-    J.tile = dt == MQ_DT_F32 && mq_tile_ok(S->cpu) ? S->cpu : -1;
-    J.cpu = S->cpu;
+                .o = mq_tensor_data(out), .om = mq_tensor_data(om), .c = cd, .cpu = S->cpu};
+    /* the GEMM's buffers: the scores (rb x m over K) and p @ v (rb x dv over m) */
+    size_t g1 = mq_gemm_serial_bytes(S->cpu, dt, rb, mm, K), g2 = mq_gemm_serial_bytes(S->cpu, dt, rb, dv, mm);
+    J.gemm_bytes = g1 > g2 ? g1 : g2;
+    J.scr_bytes = scr_bytes(S, &J);
+    J.scr = mq_scratch(S, mq_ck_zmul(S, J.scr_bytes, (size_t)nt, "attention scratch") + 64);
+    J.scr += (64 - (uintptr_t)J.scr % 64) % 64;
     J.cmul = exact_recip(cd, dt, &J.rc);
     /* chunks of a matrix's rows (at least 32, at least 4 chunks per
      * thread): a chunk gathers its matrix's valid columns once */
@@ -457,4 +386,39 @@ mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c, mq_
   }
   mq_tensor_set_mask(S, out, om);
   return out;
+}
+
+/* The divisor as a number: a number, or a 0-d tensor of plain data (no
+ * mask, no gradient), which is what `for d in [8, 3]` or `tensor(8)`
+ * gives; op by op divides by either alike (a 0-d operand does not promote
+ * the scores' dtype), so the number gives the same bits. */
+static bool divisor(mq_state *S, mq_value v, mq_value *c) {
+  if (v.type == MQ_INT || v.type == MQ_FLOAT) {
+    *c = v;
+    return true;
+  }
+  if (!mq_is_tensor(v)) return false;
+  mq_tensor *t = mq_as_tensor(v);
+  if (t->layout != 0 || t->ndim != 0 || t->mask || t->requires_grad || t->node ||
+      t->dtype == MQ_DT_BOOL)
+    return false;
+  *c = mq_tensor_item_value(S, t);
+  return true;
+}
+
+mq_tensor *mq_attention_try(mq_state *S, mq_tensor *a, mq_tensor *b, bool tr, int d0, int d1,
+                            mq_value c, mq_tensor *m, mq_tensor *v, bool keep_graph) {
+  mq_value cn;
+  if (a->layout || b->layout || m->layout || v->layout || !divisor(S, c, &cn)) return NULL;
+  if (tr) { /* transpose(b, d0, d1), a view, when its dims are valid */
+    if (d0 < -b->ndim || d0 >= b->ndim || d1 < -b->ndim || d1 >= b->ndim) return NULL;
+    d0 += d0 < 0 ? b->ndim : 0, d1 += d1 < 0 ? b->ndim : 0;
+  }
+  /* under grad, op by op: the GEMM's products skip what the masks leave
+   * out, and the backward is theirs (measured faster than one node whose
+   * backward ran its own float64 sums) */
+  (void)keep_graph;
+  if (a->requires_grad | b->requires_grad | v->requires_grad) return NULL;
+  if (tr) b = mq_transpose(S, b, d0, d1);
+  return mq_attention(S, a, b, cn, m, v);
 }

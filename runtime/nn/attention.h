@@ -2,8 +2,8 @@
  *
  * softmax(masked(a @ b / c, m), -1) @ v, which the compiler hands over as
  * one fused program (vm/fuse.h) and the attention builtin asks for
- * (both through mq_attention_try, autograd/attention_bwd.h, which also
- * records the node under grad): each output row is computed from the
+ * (both through mq_attention_try below, when no gradient is recorded):
+ * each output row is computed from the
  * scores of its valid keys only, never stored, with the very operations
  * (and order of operations) of matmul.c, the division and softmax.c, so
  * the result is bitwise the op-by-op one, data and mask, at any thread
@@ -24,7 +24,22 @@
 MQ_INTERNAL mq_tensor *mq_attention(mq_state *S, mq_tensor *a, mq_tensor *b, mq_value c,
                                     mq_tensor *m, mq_tensor *v);
 
-/* Helpers the forward and its backward (attention_bwd.c) share. */
+/* The one entry of the compiler's fused form of the expression (FUSED,
+ * vm/fuse_attn.c) and of the attention builtin (stdlib/lib_nn.c):
+ * softmax(M(a @ b' / c, m), -1) @ v, where b' is b, or transpose(b, d0,
+ * d1) when [tr]; M is as_masked when [keep_graph], else masked (whose
+ * result under grad is the op-by-op code's to give: it drops the graph,
+ * and warns). Without gradients mq_attention above; with them NULL: op
+ * by op records and differentiates each step. c is a number, or a
+ * plain 0-d tensor: its number (op by op divides by either alike: a 0-d
+ * operand does not promote the scores' dtype). NULL when the fast path
+ * does not take these operands (nothing was done): the caller then runs
+ * the operations one by one, which raise their own errors. */
+MQ_INTERNAL mq_tensor *mq_attention_try(mq_state *S, mq_tensor *a, mq_tensor *b, bool tr, int d0,
+                                        int d1, mq_value c, mq_tensor *m, mq_tensor *v,
+                                        bool keep_graph);
+
+/* Helpers of the forward. */
 
 /* The bytes of a row's mask at [mr] (stride [sj]) as a contiguous row,
  * copied into buf [m] unless they already are one. */

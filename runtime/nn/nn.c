@@ -7,6 +7,7 @@
  * entries valid in both (as intersect), and masked reductions neither sum
  * nor count what is masked out. */
 #include "nn.h"
+#include "layer_norm.h"
 #include "pick.h"
 
 #include <math.h>
@@ -283,8 +284,6 @@ mq_tensor *mq_nn_layer_norm(mq_state *S, mq_tensor *x, int nd, mq_tensor *w, mq_
   need_float(S, "layer_norm", "input", x);
   if (nd < 1 || nd > x->ndim)
     mq_error(S, "layer_norm: normalized_shape must name 1 to %d trailing dims of the input", x->ndim);
-  int dims[MQ_MAX_DIMS];
-  for (int i = 0; i < nd; i++) dims[i] = x->ndim - nd + i;
   const int64_t *tail = x->shape + x->ndim - nd;
   mq_tensor *p[2] = {w, b};
   for (int i = 0; i < 2; i++) {
@@ -294,6 +293,14 @@ mq_tensor *mq_nn_layer_norm(mq_state *S, mq_tensor *x, int nd, mq_tensor *w, mq_
       mq_error(S, "layer_norm: %s must have shape %s, got %s", i ? "bias" : "weight",
                mq_shape_str(S, nd, tail), mq_shape_str(S, p[i]->ndim, p[i]->shape));
   }
+  mq_tensor *fused = mq_nn_layer_norm_fused(S, x, nd, w, b, eps);
+  return fused ? fused : mq_nn_layer_norm_ops(S, x, nd, w, b, eps);
+}
+
+mq_tensor *mq_nn_layer_norm_ops(mq_state *S, mq_tensor *x, int nd, mq_tensor *w, mq_tensor *b,
+                                double eps) {
+  int dims[MQ_MAX_DIMS];
+  for (int i = 0; i < nd; i++) dims[i] = x->ndim - nd + i;
   /* a fully masked slice: mean and variance 0 (its result stays masked out) */
   mq_tensor *mu = mq_to_tensor(S, mq_reduce(S, MQ_RED_MEAN, x, nd, dims, true), 0);
   mq_tensor *xc = bin(S, MQ_BIN_SUB, mq_get_data(S, x), mu);

@@ -57,6 +57,12 @@ MQ_INTERNAL mq_tensor *mq_nn_nll_loss(mq_state *S, mq_tensor *x, mq_tensor *t, i
  * dims, times [w] plus [b] (NULL: none; plain, of those dims' shape). */
 MQ_INTERNAL mq_tensor *mq_nn_layer_norm(mq_state *S, mq_tensor *x, int nd, mq_tensor *w,
                                         mq_tensor *b, double eps);
+/* The same op by op (as many autograd nodes), checked operands: what
+ * mq_nn_layer_norm runs where the fused kernel (layer_norm.h) does not
+ * take the operands (half types, mixed dtypes), and what tests compare the
+ * fused kernel with. */
+MQ_INTERNAL mq_tensor *mq_nn_layer_norm_ops(mq_state *S, mq_tensor *x, int nd, mq_tensor *w,
+                                            mq_tensor *b, double eps);
 /* x times a noise of 0 (probability p) or 1 / (1 - p), drawn from a hash of
  * (seed, flat index): the same at any thread count. The mask is kept. */
 MQ_INTERNAL mq_tensor *mq_nn_dropout(mq_state *S, mq_tensor *x, double p, int64_t seed);

@@ -64,7 +64,7 @@
   X(CAST, "conversion", bw_pass, ANY)                                          \
   /* in: x, v; aux: the fill mask */                                           \
   X(MASKED_FILL, "masked_fill", bw_masked_fill, ANY)                           \
-  X(MATMUL, "matmul", mq_bw_matmul, F64)                                       \
+  X(MATMUL, "matmul", mq_bw_matmul, ANY)                                       \
   /* op: 1 for std; prm[0]: correction; dims */                                \
   X(VAR, n->op ? "std" : "var", mq_bw_reduce, F64)                             \
   /* prm[0]: p; dims */                                                        \
@@ -104,9 +104,9 @@
   /* intersect / union: entry j of the result is entry aux in[1][j] of        \
      sparse in[0], or (-1) a new one */                                        \
   X(SP_PICK, "intersect or union", mq_bw_sp_pick, F64)                         \
-  /* softmax(as_masked(in[0] @ in[1] / prm[0], aux in[3]), -1) @ in[2]         \
-     (attention_bwd.h) */                                                      \
-  X(ATTENTION, "attention", mq_bw_attention, ANY)                              \
+  /* layer_norm(in[0], weight in[1], bias in[2]) fused (nn/layer_norm.h);     \
+     aux in[3]: each row's mean and rstd (float64) */                          \
+  X(LAYER_NORM, "layer_norm", mq_bw_layer_norm, ANY)                           \
   /* in: x; aux: the classes (int64, x's shape without dim); dim (nn/pick.h) */ \
   X(PICK, "cross_entropy's target pick", mq_bw_pick, ANY)
 

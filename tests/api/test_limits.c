@@ -159,11 +159,11 @@ static int interrupt_counted(void *ud) {
   return c->left > 0 && --c->left == 0;
 }
 
-/* The fused attention's backward works a whole matrix on one thread, and
- * one 2-d matrix may take seconds: its calling thread polls between row
- * blocks (runtime/autograd/attention_bwd.c). An interrupt at every poll of a
- * forward and backward, wherever it falls, ends in the error and leaves a
- * state that computes the same gradient afterwards. */
+/* Attention's forward and backward over one 2-d matrix of thousands of
+ * rows: the products poll between their tiles (runtime/kernels/gemm.c). An
+ * interrupt at every poll of a forward and backward, wherever it falls,
+ * ends in the error and leaves a state that computes the same gradient
+ * afterwards. */
 static void test_interrupt_attention_backward(void) {
   counted c = {0, 0};
   masq_state *M = open_with_hook(interrupt_counted, &c);
@@ -175,7 +175,7 @@ static void test_interrupt_attention_backward(void) {
   c.calls = 0;
   CHECK_OK(M, eval(M, "g1 = f()"));
   int polls = c.calls;
-  CHECK(polls >= 4); /* 1024 rows: four row blocks of 256 in the backward alone */
+  CHECK(polls >= 4); /* several polls in a forward and backward of this size */
   for (int k = 1; k <= polls; k++) {
     c.left = k;
     CHECK_ERR(M, eval(M, "g1 = f()"), MASQ_ERR_INTERRUPTED, "interrupted");

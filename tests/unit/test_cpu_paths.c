@@ -7,17 +7,20 @@
  * all valid and all masked out, and data of mixed magnitudes with NaN,
  * infinities and zeros of both signs. The portable path is checked against
  * the lanes written out here (entry i into lane i % 16, or i % 4), so every
- * path is checked against the definition. float32 matmul too: its fma
- * beyond the portable path against the portable multiply-then-add. Also:
+ * path is checked against the definition. Matrix products too: every
+ * path against their definition (gemm.h), written out here. Also:
  * MASQ_CPU picks a new state's path, unless the CPU lacks it. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../runtime/tensor/cpu.h"
+#include "../../runtime/tensor/half.h"
 #include "../../runtime/kernels/ops.h"
 #include "../../runtime/tensor/shape.h"
 #include "../../runtime/kernels/reduce.h"
+#include "../../runtime/kernels/vmath.h"
 
 #include "unit.h"
 
@@ -141,37 +144,188 @@ static void rows(void) {
 #endif
 }
 
-/* float32 matmul: the portable path's multiply-then-add and the fma of
- * the others (runtime/kernels/matmul.c) give the same bits, NaN aside, for
- * products with infinities and NaN (the term-by-term loop) and a masked
- * right operand. */
-static void matmul_paths(void) {
-  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {4, 37, 20}, {2, 130, 33}};
+/* Entry (i, j) of a product by its definition (runtime/kernels/gemm.h):
+ * a chain of fma over k in order from +0, a masked-out entry taking part
+ * as 0, a term whose pair is not valid and holds an inf or NaN skipped. */
+static double chain_at(const mq_tensor *a, const uint8_t *ma, const mq_tensor *b,
+                       const uint8_t *mb, int64_t i, int64_t j, bool f64) {
+  int64_t K = a->shape[1], m = b->shape[1];
+  double c = 0;
+  float cf = 0;
+  for (int64_t k = 0; k < K; k++) {
+    bool va = !ma || ma[i * K + k], vb = !mb || mb[k * m + j];
+    double x = f64 ? ((double *)mq_tensor_data(a))[i * K + k] : ((float *)mq_tensor_data(a))[i * K + k];
+    double y = f64 ? ((double *)mq_tensor_data(b))[k * m + j] : ((float *)mq_tensor_data(b))[k * m + j];
+    x = va ? x : 0, y = vb ? y : 0;
+    if (!(va && vb) && !(isfinite(x) && isfinite(y))) continue;
+    if (f64) c = fma(x, y, c);
+    else cf = fmaf((float)x, (float)y, cf);
+  }
+  return f64 ? c : cf;
+}
+
+/* A bfloat16 product's entry (i, j) by its definition (gemm.h): pairs of
+ * steps from the start of the k span where both operands have a valid
+ * entry, restarting every 256 steps, each pair the step of vdpbf16ps
+ * written out (odd element first, fma, subnormals read and flushed as 0);
+ * 0 outside the spans of valid rows and columns. */
+static float flush0(float x) { return x != 0 && fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
+static float bf16_chain_at(const uint16_t *a, const uint8_t *ma, const uint16_t *b,
+                           const uint8_t *mb, int64_t n, int64_t K, int64_t m, int64_t i, int64_t j) {
+  int64_t k0 = K, k1 = 0, ak0 = K, ak1 = 0, bk0 = K, bk1 = 0;
+  bool row = false, col = false;
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t k = 0; k < K; k++)
+      if (!ma || ma[r * K + k]) {
+        ak0 = k < ak0 ? k : ak0, ak1 = k + 1 > ak1 ? k + 1 : ak1;
+        row |= r == i;
+      }
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t c = 0; c < m; c++)
+      if (!mb || mb[k * m + c]) {
+        bk0 = k < bk0 ? k : bk0, bk1 = k + 1 > bk1 ? k + 1 : bk1;
+        col |= c == j;
+      }
+  k0 = ak0 > bk0 ? ak0 : bk0, k1 = ak1 < bk1 ? ak1 : bk1;
+  float acc = 0;
+  if (!row || !col) return 0;
+  for (int64_t s0 = k0; s0 < k1; s0 += 256)
+    for (int64_t k = s0; k < s0 + 256 && k < k1; k += 2) {
+      float x[2] = {0, 0}, y[2] = {0, 0};
+      for (int e = 0; e < 2 && k + e < s0 + 256 && k + e < k1; e++) {
+        bool va = !ma || ma[i * K + k + e], vb = !mb || mb[(k + e) * m + j];
+        float xa = va ? mq_bf16_to_f32(a[i * K + k + e]) : 0, yb = vb ? mq_bf16_to_f32(b[(k + e) * m + j]) : 0;
+        if (!(va && vb) && !(isfinite(xa) && isfinite(yb))) xa = yb = 0;
+        x[e] = flush0(xa), y[e] = flush0(yb);
+      }
+      acc = flush0(fmaf(x[1], y[1], flush0(acc)));
+      acc = flush0(fmaf(x[0], y[0], acc));
+    }
+  return acc;
+}
+
+/* bfloat16 matmul: every path (vdpbf16ps where the CPU has AVX-512 BF16,
+ * the definition written out in C elsewhere) gives bf16_chain_at's float32
+ * sums rounded to bfloat16, with subnormals, infinities and NaN, masked
+ * operands on either side, odd sizes and past a block of k. */
+static void matmul_bf16_paths(void) {
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {13, 37, 35}, {2, 301, 33}, {30, 7, 70}};
   int best = mq_cpu_best(), saved = S->cpu;
   for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
-    for (int d = 0; d < 2; d++)
-      for (int mk = 0; mk < 2; mk++) {
-        int64_t sa[2] = {dims[c][0], dims[c][1]}, sb[2] = {dims[c][1], dims[c][2]};
-        mq_tensor *a = mq_tensor_new(S, MQ_DT_F32, 2, sa), *b = mq_tensor_new(S, MQ_DT_F32, 2, sb);
-        mq_tensor *m = mq_tensor_new(S, MQ_DT_BOOL, 2, sb);
-        for (int64_t i = 0; i < a->numel; i++) ((float *)mq_tensor_data(a))[i] = value(d, i);
-        for (int64_t i = 0; i < b->numel; i++) {
-          ((float *)mq_tensor_data(b))[i] = value(d, i + 7);
-          ((uint8_t *)mq_tensor_data(m))[i] = (uint8_t)(next() % 4 != 0);
+    for (int d = 0; d < 3; d++)
+      for (int mk = 0; mk < 4; mk++) {
+        int64_t n = dims[c][0], K = dims[c][1], m = dims[c][2];
+        int64_t sa[2] = {n, K}, sb[2] = {K, m};
+        mq_tensor *a = mq_tensor_new(S, MQ_DT_BF16, 2, sa), *b = mq_tensor_new(S, MQ_DT_BF16, 2, sb);
+        mq_tensor *ma = mq_tensor_new(S, MQ_DT_BOOL, 2, sa), *mb = mq_tensor_new(S, MQ_DT_BOOL, 2, sb);
+        uint16_t *pa = mq_tensor_data(a), *pb = mq_tensor_data(b);
+        for (int64_t i = 0; i < a->numel; i++) {
+          /* kind 2: subnormal bfloat16 and products that underflow float32 */
+          pa[i] = d == 2 ? (uint16_t)((next() & 0x8000) | (next() % 3 == 0 ? next() & 0x7f : 0x0c00 | (next() & 0xff)))
+                         : mq_f32_to_bf16(value(d, i));
+          ((uint8_t *)mq_tensor_data(ma))[i] = (uint8_t)(next() % 3 != 0);
         }
-        if (mk) b = mq_masked(S, b, m);
-        S->cpu = MQ_CPU_PORTABLE;
-        mq_tensor *r0 = mq_get_data(S, mq_matmul(S, a, b));
-        for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
+        for (int64_t i = 0; i < b->numel; i++) {
+          pb[i] = d == 2 ? (uint16_t)((next() & 0x8000) | 0x1000 | (next() & 0xff)) : mq_f32_to_bf16(value(d, i + 7));
+          ((uint8_t *)mq_tensor_data(mb))[i] = (uint8_t)(next() % 4 != 0);
+        }
+        const uint8_t *qa = mk & 1 ? mq_tensor_data(ma) : NULL, *qb = mk & 2 ? mq_tensor_data(mb) : NULL;
+        mq_tensor *x = mk & 1 ? mq_masked(S, a, ma) : a, *y = mk & 2 ? mq_masked(S, b, mb) : b;
+        for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
           S->cpu = cpu;
-          mq_tensor *r = mq_get_data(S, mq_matmul(S, a, b));
-          bool ok = true;
-          for (int64_t i = 0; i < r->numel && ok; i++)
-            ok = same_bits((float *)mq_tensor_data(r) + i, (float *)mq_tensor_data(r0) + i, sizeof(float));
+          mq_tensor *r = mq_get_data(S, mq_matmul(S, x, y));
+          bool ok = r->dtype == MQ_DT_BF16;
+          for (int64_t i = 0; i < n && ok; i++)
+            for (int64_t j = 0; j < m && ok; j++) {
+              uint16_t want = mq_f32_to_bf16(bf16_chain_at(pa, qa, pb, qb, n, K, m, i, j));
+              uint16_t got = ((uint16_t *)mq_tensor_data(r))[i * m + j];
+              ok = got == want || (isnan(mq_bf16_to_f32(got)) && isnan(mq_bf16_to_f32(want)));
+            }
           CHECK(ok);
         }
       }
   S->cpu = saved;
+}
+
+/* float32 and float64 matmul (runtime/kernels/gemm.c): every path gives
+ * the definition's bits (chain_at), NaN aside, for sizes past a tile and a
+ * block of k, with infinities and NaN, masked operands on either side, a
+ * transposed right operand (read through its strides), at 1 and 2
+ * threads. */
+static void matmul_paths(void) {
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {4, 37, 20}, {2, 130, 33},
+                                    {13, 300, 35}, {200, 7, 70}};
+  int best = mq_cpu_best(), saved = S->cpu, threads = S->nthreads;
+  for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
+    for (int d = 0; d < 2; d++)
+      for (int mk = 0; mk < 4; mk++)
+        for (int f64 = 0; f64 < 2; f64++) {
+          mq_dtype dt = f64 ? MQ_DT_F64 : MQ_DT_F32;
+          int64_t sa[2] = {dims[c][0], dims[c][1]}, sb[2] = {dims[c][1], dims[c][2]};
+          mq_tensor *a = mq_tensor_new(S, dt, 2, sa), *b = mq_tensor_new(S, dt, 2, sb);
+          mq_tensor *ma = mq_tensor_new(S, MQ_DT_BOOL, 2, sa), *mb = mq_tensor_new(S, MQ_DT_BOOL, 2, sb);
+          for (int64_t i = 0; i < a->numel; i++) {
+            if (f64) ((double *)mq_tensor_data(a))[i] = value(d, i);
+            else ((float *)mq_tensor_data(a))[i] = value(d, i);
+            ((uint8_t *)mq_tensor_data(ma))[i] = (uint8_t)(next() % 3 != 0);
+          }
+          for (int64_t i = 0; i < b->numel; i++) {
+            if (f64) ((double *)mq_tensor_data(b))[i] = value(d, i + 7);
+            else ((float *)mq_tensor_data(b))[i] = value(d, i + 7);
+            ((uint8_t *)mq_tensor_data(mb))[i] = (uint8_t)(next() % 4 != 0);
+          }
+          const uint8_t *pa = mk & 1 ? mq_tensor_data(ma) : NULL, *pb = mk & 2 ? mq_tensor_data(mb) : NULL;
+          mq_tensor *x = mk & 1 ? mq_masked(S, a, ma) : a, *y = mk & 2 ? mq_masked(S, b, mb) : b;
+          /* y again, read through a transpose of a transposed copy */
+          mq_tensor *yt = mq_transpose(S, mq_contiguous(S, mq_transpose(S, y, 0, 1)), 0, 1);
+          for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++)
+            for (int nt = 1; nt <= 2; nt++) {
+              S->cpu = cpu, S->nthreads = nt;
+              mq_tensor *r = mq_get_data(S, mq_matmul(S, x, cpu == best ? yt : y));
+              bool ok = true;
+              for (int64_t i = 0; i < sa[0] && ok; i++)
+                for (int64_t j = 0; j < sb[1] && ok; j++) {
+                  double want = chain_at(a, pa, b, pb, i, j, f64);
+                  if (f64) ok = same_bits((double *)mq_tensor_data(r) + i * sb[1] + j, &want, 8);
+                  else {
+                    float w = (float)want;
+                    ok = same_bits((float *)mq_tensor_data(r) + i * sb[1] + j, &w, 4);
+                  }
+                }
+              CHECK(ok);
+            }
+        }
+  S->cpu = saved, S->nthreads = threads;
+}
+
+/* float32 erf, tanh, gelu (both forms), silu and their derivatives
+ * (runtime/kernels/vmath.h): every path gives the portable path's bits, on
+ * rows of every length up to past a few vectors, over magnitudes from
+ * subnormal to huge with the cases' borders, zeros of both signs, NaN and
+ * infinities, the gradient as an array and as one value. */
+static void vmath_paths(void) {
+  enum { N = 301 };
+  float x[N], g[N], y0[N], y[N];
+  int best = mq_cpu_best();
+  for (int d = 0; d < 4; d++) {
+    for (int i = 0; i < N; i++) {
+      x[i] = d < 3 ? value(d, i) : (float)((unit_rand() - 0.5) * 40); /* d 3: where the cases meet */
+      g[i] = (float)(unit_rand() - 0.5);
+    }
+    for (int n = 0; n <= N; n += n < 40 ? 1 : 37)
+      for (int f = 0; f < MQ_VACT__COUNT; f++)
+        for (int k = 0; k < (f == MQ_VACT_TANH ? 1 : 3); k++) { /* forward, gradient array, one gradient */
+          if (k == 0) mq_vact_rows(MQ_CPU_PORTABLE, f, y0, x, n);
+          else mq_vact_grad_rows(MQ_CPU_PORTABLE, f, y0, x, g, k == 1, n);
+          for (int cpu = MQ_CPU_PORTABLE + 1; cpu <= best; cpu++) {
+            if (k == 0) mq_vact_rows(cpu, f, y, x, n);
+            else mq_vact_grad_rows(cpu, f, y, x, g, k == 1, n);
+            bool ok = true;
+            for (int i = 0; i < n && ok; i++) ok = same_bits(y + i, y0 + i, sizeof(float));
+            CHECK(ok);
+          }
+        }
+  }
 }
 
 static void default_path(void) {
@@ -198,6 +352,8 @@ static void default_path(void) {
 static void all_tests(mq_state *S_, void *ud) {
   rows();
   matmul_paths();
+  matmul_bf16_paths();
+  vmath_paths();
   default_path();
 }
 

@@ -5,8 +5,7 @@
  * each case's float32 tensors are N entries, and a float64 copy of one is
  * 8 N bytes, so each bound below sits between what the float32 form
  * allocates and what one float64 copy more would (measured when these
- * came: 8 N against 16 N and 24 N before; 58 N against 90 N for
- * attention). The values are the gradient checks' (test_gradcheck.c,
+ * came: 8 N against 16 N and 24 N before). The values are the gradient checks' (test_gradcheck.c,
  * test_grad_f32.c, tests/lang). */
 #include <stdbool.h>
 
@@ -29,7 +28,7 @@ static void expect_under(const char *what, const char *setup, const char *code, 
 }
 
 int main(void) {
-  /* one thread: the per-thread blocks of attention's backward counted once */
+  /* one thread: per-thread blocks counted once */
   const char *set = "set_num_threads(1)\n"
                     "x = rand(2048, 256)\ny = rand(2048, 256)\nw = rand(2048, 256)\n"
                     "c = rand(2048, 256) < 0.5\nb = requires_grad(zeros(256))\n"
@@ -43,15 +42,6 @@ int main(void) {
    * not a float64 copy of g and a float64 part (16 N more) */
   expect_under("where's gradient", set, "r = grad(sum(where(c, xg, y) * w), xg)", n, 12);
   expect_under("masked_fill's gradient", set, "r = grad(sum(masked_fill(xg, c, 0.0) * w), xg)", n, 12);
-  /* attention: q, k and v's gradients float32 with their masks, g read as
-   * it is (float64: 8 N for g, 12 N more for the gradients, 12 N for their
-   * float32 copies); the per-thread block holds a few rows of scores */
-  const char *att = "set_num_threads(1)\n"
-                    "q = requires_grad(rand(8, 256, 32) - 0.5)\nk = requires_grad(rand(8, 256, 32) - 0.5)\n"
-                    "v = requires_grad(rand(8, 256, 32) - 0.5)\nw = rand(8, 256, 32)\n"
-                    "m = reshape(arange(256), 1, 1, 256) < reshape(arange(8) * 32 + 16, 8, 1, 1)\n";
-  expect_under("attention's gradients", att, "r = grad(sum(attention(q, k, v, m) * w), [q, k, v])",
-               8.0 * 256 * 32, 72);
   /* a float32 op under a float64 gradient (cumsum's, which has no float32
    * kernel): its float32 operands read as they are, not copied to float64
    * (8 N each: 40 N against 56 N for exp, 48 N for mul before) */
