@@ -69,20 +69,16 @@ static step_io step_begin(mq_state *S, mq_tensor *w, mq_tensor *g) {
 /* c ? a : b on the bits: a select gcc vectorizes. A ternary between
  * floating-point values is a branch to it, which it does not if-convert
  * when an operand's computation may trap (-ftrapping-math, the default). */
-static inline float pick_f32(bool c, float a, float b) {
-  uint32_t x, y, m = (uint32_t)0 - (uint32_t)c;
-  memcpy(&x, &a, sizeof x), memcpy(&y, &b, sizeof y);
-  x = (x & m) | (y & ~m);
-  memcpy(&a, &x, sizeof a);
-  return a;
-}
-static inline double pick_f64(bool c, double a, double b) {
-  uint64_t x, y, m = (uint64_t)0 - (uint64_t)c;
-  memcpy(&x, &a, sizeof x), memcpy(&y, &b, sizeof y);
-  x = (x & m) | (y & ~m);
-  memcpy(&a, &x, sizeof a);
-  return a;
-}
+#define DEF_PICK(NAME, T, U)                                                   \
+  static inline T NAME(bool c, T a, T b) {                                     \
+    U x, y, m = (U)0 - (U)c;                                                   \
+    memcpy(&x, &a, sizeof x), memcpy(&y, &b, sizeof y);                        \
+    x = (x & m) | (y & ~m);                                                    \
+    memcpy(&a, &x, sizeof a);                                                  \
+    return a;                                                                  \
+  }
+DEF_PICK(pick_f32, float, uint32_t)
+DEF_PICK(pick_f64, double, uint64_t)
 /* (R: the element type, a typedef in each loop's function) */
 #define PICK(c, a, b) _Generic((a), float: pick_f32, default: pick_f64)(c, a, b)
 #define ROOT(x) _Generic((x), float: sqrtf, default: sqrt)(x)
