@@ -10,6 +10,8 @@
 #include "backward.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
@@ -92,31 +94,77 @@ const float *mq_bw_f32_at(mq_state *S, mq_tensor *t, int nd, const int64_t *shap
 }
 
 /* Entries [k, k + n) of v added to x's [j, j + n), only where a gradient
- * flowed (vm), marking them (m); in order of k, whatever the threads. */
+ * flowed (vm), marking them (m); in order of k, whatever the threads. A
+ * float32 v (a32, read with stride as: 0 for the one-value form) is read
+ * as it is, each sum in double all the same. */
 typedef struct sumto_job {
   const double *a;
+  const float *a32;
+  int64_t as;
   const uint8_t *vm;
   double *o;
   uint8_t *m;
   int64_t len, inner;
 } sumto_job;
 
+/* v where [keep] (0 or 1), else +0: on the bits, without a branch */
+static inline double keep_or_zero(double v, uint8_t keep) {
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  b &= (uint64_t)0 - keep;
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+/* An entry where no gradient flowed (vm) adds +0 rather than nothing: a
+ * sum that starts at +0 is never -0, so adding +0 leaves it as it was,
+ * and a masked-out entry's data (never read as a value) cannot reach it. */
 static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
   const sumto_job *J = ctx; /* in locals: m's stores may alias anything */
-  const double *a = J->a + k;
   const uint8_t *vm = J->vm ? J->vm + k : NULL;
   double *o = J->o + j;
   uint8_t *m = J->m ? J->m + j : NULL;
-  for (int64_t c = 0; c < n; c++) {
-    if (vm && !vm[c]) continue; /* no gradient flowed here: never read it */
-    o[c * ds] += a[c];
-    if (m) m[c * ds] = 1;
+  const double *a = J->a ? J->a + k : NULL;
+  int64_t as = J->as;
+  const float *a32 = J->a32 ? J->a32 + k * as : NULL;
+#define SUMTO_V(c) (a32 ? (double)a32[(c) * as] : a[c])
+  if (ds == 0) { /* a row into one slot: its sum in a register */
+    double acc = o[0];
+    uint8_t any = 0;
+    if (vm)
+      for (int64_t c = 0; c < n; c++) acc += keep_or_zero(SUMTO_V(c), vm[c]), any |= vm[c];
+    else
+      for (int64_t c = 0; c < n; c++) acc += SUMTO_V(c);
+    o[0] = acc;
+    if (m && (any || !vm) && n) m[0] = 1;
+    return;
   }
+  /* ds 1 (mq_bw_block_walk: 0 or 1), consecutive slots: one loop per
+   * source, each vectorizes */
+  if (a32 && vm)
+    for (int64_t c = 0; c < n; c++) o[c] += keep_or_zero((double)a32[c * as], vm[c]);
+  else if (a32)
+    for (int64_t c = 0; c < n; c++) o[c] += (double)a32[c * as];
+  else if (vm)
+    for (int64_t c = 0; c < n; c++) o[c] += keep_or_zero(a[c], vm[c]);
+  else
+    for (int64_t c = 0; c < n; c++) o[c] += a[c];
+  if (m)
+    for (int64_t c = 0; c < n; c++) m[c] |= vm[c];
+#undef SUMTO_V
 }
 
 static void sumto_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const sumto_job *J = ctx;
   mq_bw_block_walk(lo, hi, J->len, J->inner, sumto_run, ctx);
+}
+
+/* The float64 gradient [r] rounded once to float32, its mask kept. */
+static mq_tensor *grad_as32(mq_state *S, mq_tensor *r) {
+  mq_tensor *o = mq_bw_gnew32(S, r->ndim, r->shape);
+  mq_kernel_convert(S, o, r);
+  if (r->mask) mq_tensor_set_mask(S, o, r->mask);
+  return o;
 }
 
 mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
@@ -128,11 +176,16 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
     if (!xm || vm == xm) return v;
     r = mq_tensor_view(S, v, v->ndim, v->shape, v->strides, v->offset);
   } else {
-    v = mq_bw_g64(S, v); /* summed in double */
-    vm = mq_ag_maskp(S, v);
+    /* summed in double; a float32 v read in place and the sums rounded
+     * once into a float32 gradient (x's, as torch's is), a float64 v
+     * into a float64 one */
+    bool f32 = v->dtype == MQ_DT_F32;
+    if (!f32) {
+      v = mq_bw_g64(S, v);
+      vm = mq_ag_maskp(S, v);
+    }
     r = mq_tensor_full(S, MQ_DT_F64, x->ndim, x->shape, 0.0);
     double *o = mq_bw_d(r);
-    const double *a = mq_bw_d(v);
     uint8_t *m = vm ? mq_ag_new_mask(S, r) : NULL;
     if (m) memset(m, 0, (size_t)r->numel);
     /* x's contiguous strides, 0 along the dims it was broadcast over */
@@ -144,7 +197,8 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
       if (xd >= 0) s *= x->shape[xd];
       if (!str[d]) summed |= (uint32_t)1 << d;
     }
-    sumto_job J = {a, vm, o, m, 1, 1};
+    sumto_job J = {f32 ? NULL : mq_bw_d(v), f32 ? mq_bw_f(v) : NULL, f32 ? mq_bw_gstride(v) : 1,
+                   vm, o, m, 1, 1};
     if (v->numel > 0 && mq_bw_block(v->ndim, v->shape, summed, &outer, &J.len, &J.inner)) {
       /* one block of dims: the threads share out x's entries */
       int64_t len = J.len > 0 ? J.len : 1;
@@ -154,6 +208,7 @@ mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x) {
       const int64_t *at = mq_iter_offsets(S, v->ndim, v->shape, str);
       for (int64_t k = 0; k < v->numel; k++) sumto_run(&J, at[k], k, 1, 1);
     }
+    if (f32) r = grad_as32(S, r);
     if (!xm) return r;
     vm = mq_ag_maskp(S, r);
   }
@@ -236,20 +291,27 @@ static const bool un_diff[MQ_UN__COUNT] = {
 #define UN_CASE_PRED(E, LOOP, d)
 #define UN_CASE_BITS(E, LOOP, d)
 
-static void unary_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const ew_job *J = ctx;
-  const double *xv = J->x, *yv = J->y, *gv = J->g, *p = J->p;
-  double *o = J->ra;
-  const bool in_f32 = J->in_f32;
-  (void)p, (void)in_f32;
-  switch ((mq_unop)J->op) { /* one loop per op, its derivative inlined into it */
-#define X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...)     \
-  UN_CASE_##cls(E, UN_LOOP_, deriv)
-    MQ_UNARY_OPS(X)
-#undef X
-  default: break;
+/* NAME: the loops over operands x and y of element type T (double, or
+ * float read in place when a float32 operand meets a float64 gradient: the
+ * same doubles, without a float64 copy of each), g and the result double. */
+#define DEF_UNARY_RANGE(NAME, T, XV, YV)                                       \
+  static void NAME(void *ctx, int64_t lo, int64_t hi, int t) {                 \
+    const ew_job *J = ctx;                                                     \
+    const T *xv = XV, *yv = YV;                                                \
+    const double *gv = J->g, *p = J->p;                                        \
+    double *o = J->ra;                                                         \
+    const bool in_f32 = J->in_f32;                                             \
+    (void)p, (void)in_f32;                                                     \
+    switch ((mq_unop)J->op) { /* one loop per op, its derivative inlined into it */ \
+      MQ_UNARY_OPS(UN_X)                                                       \
+    default: break;                                                            \
+    }                                                                          \
   }
-}
+#define UN_X(E, name, params, bind, cls, pre, fexpr, iexpr, bexpr, deriv, ...) \
+  UN_CASE_##cls(E, UN_LOOP_, deriv)
+DEF_UNARY_RANGE(unary_range, double, J->x, J->y)
+DEF_UNARY_RANGE(unary_range_m, float, J->fx, J->fy)
+#undef UN_X
 
 /* The float32 kernels: the same derivative per element, computed in
  * double from the float32 operands and rounded once to float32 (for one
@@ -317,10 +379,16 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   }
   g = mq_bw_g64(S, g);
   mq_tensor *r = like(S, g);
-  ew_job J = {.op = n->op, .x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape)),
-              .y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape)), .g = mq_bw_d(g), .p = n->prm,
-              .ra = mq_bw_d(r), .in_f32 = t->dtype != MQ_DT_F64};
-  ew_run(S, r->numel, unary_range, &J);
+  ew_job J = {.op = n->op, .g = mq_bw_d(g), .p = n->prm, .ra = mq_bw_d(r),
+              .in_f32 = t->dtype != MQ_DT_F64};
+  if (x->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) { /* read as they are */
+    J.fx = mq_bw_f32_at(S, x, x->ndim, x->shape), J.fy = mq_bw_f32_at(S, t, t->ndim, t->shape);
+    ew_run(S, r->numel, unary_range_m, &J);
+  } else {
+    J.x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
+    J.y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
+    ew_run(S, r->numel, unary_range, &J);
+  }
   gin[0] = r;
 }
 
@@ -378,18 +446,23 @@ static const bool bin_diff[MQ_BIN__COUNT] = {
 /* One operand's gradient (J->which: 0 the left's, 1 the right's), one loop
  * per op and side. An array the derivative does not read may be any
  * array of the length (bw_binary passes g's). */
-static void binary_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const ew_job *J = ctx;
-  const double *xv = J->x, *yv = J->y, *ov = J->o, *gv = J->g;
-  double *r = J->ra;
-  switch ((mq_binop)J->op) {
-#define X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)        \
-  BIN_CASE_##cls(E, BIN_LOOP_, deriv)
-    MQ_BINARY_OPS(X)
-#undef X
-  default: break;
+#define DEF_BINARY_RANGE(NAME, T, XV, YV, OV)                                  \
+  static void NAME(void *ctx, int64_t lo, int64_t hi, int t) {                 \
+    const ew_job *J = ctx;                                                     \
+    const T *xv = XV, *yv = YV, *ov = OV;                                      \
+    const double *gv = J->g;                                                   \
+    double *r = J->ra;                                                         \
+    switch ((mq_binop)J->op) {                                                 \
+      MQ_BINARY_OPS(BIN_X)                                                     \
+    default: break;                                                            \
+    }                                                                          \
   }
-}
+#define BIN_X(E, name, params, bind, cls, div0, fexpr, iexpr, bk, deriv, ...)   \
+  BIN_CASE_##cls(E, BIN_LOOP_, deriv)
+/* as the unary loops: float64 operands, or float32 ones read in place */
+DEF_BINARY_RANGE(binary_range, double, J->x, J->y, J->o)
+DEF_BINARY_RANGE(binary_range_m, float, J->fx, J->fy, J->fo)
+#undef BIN_X
 
 #define BIN_ELEM32(G)                                                          \
   const double x = xv[i], y = yv[i], o = ov[i], g = (G);                      \
@@ -470,15 +543,26 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   }
   g = mq_bw_g64(S, g);
   ew_job J = {.op = op, .g = mq_bw_d(g)};
-  J.x = need_x ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : J.g;
-  J.y = need_y ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : J.g;
-  J.o = !arith ? mq_bw_d(mq_bw_f64_to(S, t, nd, shape)) : J.g;
+  /* float32 operands read in place (the doubles they convert to), when
+   * every array read is float32 */
+  bool m32 = t->dtype == MQ_DT_F32 && (!need_x || a->dtype == MQ_DT_F32) &&
+             (!need_y || b->dtype == MQ_DT_F32);
+  if (m32) {
+    const float *any = need_x && need_y && !arith ? NULL : mq_bw_f32_at(S, t, nd, shape);
+    J.fx = need_x ? mq_bw_f32_at(S, a, nd, shape) : any;
+    J.fy = need_y ? mq_bw_f32_at(S, b, nd, shape) : any;
+    J.fo = !arith ? mq_bw_f32_at(S, t, nd, shape) : any;
+  } else {
+    J.x = need_x ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : J.g;
+    J.y = need_y ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : J.g;
+    J.o = !arith ? mq_bw_d(mq_bw_f64_to(S, t, nd, shape)) : J.g;
+  }
   for (int side = 0; side < 2; side++) {
     if (!(side ? gb : ga)) continue;
     mq_tensor *r = like(S, g);
     J.which = side;
     J.ra = mq_bw_d(r);
-    ew_run(S, t->numel, binary_range, &J);
+    ew_run(S, t->numel, m32 ? binary_range_m : binary_range, &J);
     gin[side] = mq_bw_sum_to(S, r, side ? b : a);
   }
 }
@@ -489,34 +573,42 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
  * rest gets no gradient when [masked] (torch.masked's where: g's data under
  * a false mask), else 0. */
 typedef struct sel_job {
-  const double *gv;
+  const void *gv;
   const uint8_t *gm, *sel;
-  double *o;
+  void *o;
   uint8_t *m;
   bool want;
+  int64_t gs; /* float32: g's stride (0: the one-value form) */
 } sel_job;
 
-static void select_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const sel_job *J = ctx;
-  const double *gv = J->gv;
-  const uint8_t *gm = J->gm, *sel = J->sel;
-  double *o = J->o;
-  uint8_t *m = J->m;
-  bool want = J->want;
-  for (int64_t i = lo; i < hi; i++) {
-    bool take = (sel[i] != 0) == want;
-    double v = gv[i];
-    o[i] = take || m ? v : 0.0;
-    if (m) m[i] = take && (!gm || gm[i]);
+#define DEF_SELECT_RANGE(NAME, T, GS)                                          \
+  static void NAME(void *ctx, int64_t lo, int64_t hi, int t) {                 \
+    const sel_job *J = ctx;                                                    \
+    const T *gv = J->gv;                                                       \
+    const uint8_t *gm = J->gm, *sel = J->sel;                                  \
+    T *o = J->o;                                                               \
+    uint8_t *m = J->m;                                                         \
+    bool want = J->want;                                                       \
+    int64_t gs = GS;                                                           \
+    for (int64_t i = lo; i < hi; i++) {                                        \
+      bool take = (sel[i] != 0) == want;                                       \
+      T v = gv[i * gs];                                                        \
+      o[i] = take || m ? v : (T)0;                                             \
+      if (m) m[i] = take && (!gm || gm[i]);                                    \
+    }                                                                          \
   }
-}
+DEF_SELECT_RANGE(select_range, double, 1)
+DEF_SELECT_RANGE(select_range32, float, J->gs)
 
+/* g in its own precision: a float32 g (either form) gives a float32
+ * part, the same values (a selection rounds nothing). */
 static mq_tensor *select_part(mq_state *S, mq_tensor *g, const uint8_t *sel, bool want,
                               bool masked) {
-  mq_tensor *r = mq_ag_gnew(S, g->ndim, g->shape);
-  sel_job J = {mq_bw_d(g), mq_ag_maskp(S, g), sel, mq_bw_d(r), masked ? mq_ag_new_mask(S, r) : NULL,
-               want};
-  ew_run(S, r->numel, select_range, &J);
+  bool f32 = g->dtype == MQ_DT_F32;
+  mq_tensor *r = f32 ? mq_bw_gnew32(S, g->ndim, g->shape) : mq_ag_gnew(S, g->ndim, g->shape);
+  sel_job J = {mq_tensor_data(g), mq_ag_maskp(S, g), sel, mq_tensor_data(r),
+               masked ? mq_ag_new_mask(S, r) : NULL, want, f32 ? mq_bw_gstride(g) : 1};
+  ew_run(S, r->numel, f32 ? select_range32 : select_range, &J);
   return r;
 }
 
@@ -606,12 +698,21 @@ static const struct {
 
 void mq_ag_node_backward(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   const mq_gradnode *n = t->node;
+  if (getenv("BWDBG")) fprintf(stderr, "bw %-12s g=%s t=%s numel=%lld\n", mq_ag_node_name(n), g->dtype == MQ_DT_F32 ? "f32" : "f64", t->dtype == MQ_DT_F32 ? "f32" : "f64", (long long)t->numel);
   MQ_ASSERT(n->kind < MQ_AG__COUNT); /* record() takes only the kinds of the list */
   bool any_form = kinds[n->kind].any_form;
   for (int i = 0; i < n->nin && any_form; i++) /* sparse gradients are float64 (backward_sparse.c) */
     if (n->in[i] && n->in[i]->sparse) any_form = false;
   if (!g->sparse && !any_form) g = mq_bw_g64(S, g);
   kinds[n->kind].backward(S, t, g, gin);
+  if (getenv("BWHACK") && (n->kind == MQ_AG_MATMUL))
+    for (int i = 0; i < n->nin; i++)
+      if (gin[i] && gin[i]->dtype == MQ_DT_F64 && n->in[i]->dtype == MQ_DT_F32) {
+        mq_tensor *o = mq_bw_gnew32(S, gin[i]->ndim, gin[i]->shape);
+        mq_kernel_convert(S, o, gin[i]);
+        if (gin[i]->mask) mq_tensor_set_mask(S, o, gin[i]->mask);
+        gin[i] = o;
+      }
 }
 
 const char *mq_ag_node_name(const mq_gradnode *n) {

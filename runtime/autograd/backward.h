@@ -1,7 +1,9 @@
 /* backward.h - what the derivative files (backward.c, backward_ops.c)
  * share. A gradient is a float64 tensor, or a float32 one (the gradient of
  * a float32 tensor, from the derivatives that have float32 kernels:
- * unary, binary, sum and mean, softmax), with a contiguous mask or none
+ * unary, binary, sum and mean, softmax, where and masked_fill, the sums
+ * of a broadcast (mq_bw_sum_to), views and cat (moves), matmul,
+ * layer_norm, cross_entropy's pick), with a contiguous mask or none
  * (autograd.h). It is contiguous, except that the gradient of a float32
  * sum or mean over every dim is one value broadcast with stride 0 (not
  * [numel] copies of it). mq_ag_node_backward hands every other derivative
@@ -10,9 +12,17 @@
 #ifndef MQ_BACKWARD_H
 #define MQ_BACKWARD_H
 
+#include <math.h>
+
 #include "../../core/checked.h"
 #include "autograd.h"
+#include "../kernels/vexp.h"
 #include "../tensor/iter.h"
+
+/* e^y for log_softmax's derivative: of a float32 result, masq's float32
+ * exp (mq_vexpf: the same bits on every CPU, as the forward's), else
+ * glibc's double exp. */
+static inline double mq_bw_exp(double y, bool f32) { return f32 ? (double)mq_vexpf((float)y) : exp(y); }
 
 /* The float64 data of a gradient-form tensor. */
 static inline double *mq_bw_d(mq_tensor *t) { return (double *)mq_tensor_data(t); }
@@ -35,7 +45,8 @@ MQ_INTERNAL const float *mq_bw_f32_at(mq_state *S, mq_tensor *t, int nd, const i
 MQ_INTERNAL mq_tensor *mq_bw_f64_to(mq_state *S, mq_tensor *t, int nd, const int64_t *shape);
 /* The gradient of [x] from [v], a gradient of the (broadcast) result
  * shape: summed over the dims x was broadcast along, valid entries only.
- * Masked when v or x is (within x's mask). */
+ * Masked when v or x is (within x's mask). Each sum is in double; a
+ * float32 v gives a float32 gradient (each sum rounded once). */
 MQ_INTERNAL mq_tensor *mq_bw_sum_to(mq_state *S, mq_tensor *v, mq_tensor *x);
 
 /* Sums over one block of dims, on threads: a tensor of [shape] seen as
@@ -87,6 +98,8 @@ MQ_INTERNAL void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_t
 MQ_INTERNAL void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 /* the fused layer_norm's (layer_norm_bwd.c) */
 MQ_INTERNAL void mq_bw_layer_norm(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+/* cross_entropy's pick of the target classes (backward_pick.c) */
+MQ_INTERNAL void mq_bw_pick(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 /* The derivatives of the MQ_AG_SP_* kinds (backward_sparse.c). */
 MQ_INTERNAL void mq_bw_sp_values(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_sp_wrap(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);

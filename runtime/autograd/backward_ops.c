@@ -379,7 +379,7 @@ static inline double pick(double v, uint8_t keep, uint64_t fill) {
 typedef struct sm_bw_job {
   const along *J;
   const double *yv;
-  bool lg;
+  bool lg, f32; /* f32: a float32 result (mq_bw_exp) */
 } sm_bw_job;
 
 static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
@@ -413,7 +413,7 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
     for (int64_t j = f; j < l; j++) {
       uint8_t ok = xr ? xr[j] : 1, got = (uint8_t)(ok & (gmr ? gmr[j] : 1));
       double gi = pick(gr[j], got, 0), y = pick(yr[j], ok, 0);
-      o[j] = pick(lg ? gi - exp(y) * s : y * (gi - s), (uint8_t)(ok & any), 0);
+      o[j] = pick(lg ? gi - mq_bw_exp(y, B->f32) * s : y * (gi - s), (uint8_t)(ok & any), 0);
       if (m) m[j] = (uint8_t)(ok & any);
     }
   }
@@ -444,7 +444,7 @@ static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
       int64_t i = base + j * inner;
       bool ok = valid(xm, i), got = ok && valid(gm, i);
       double gi = got ? gv[i] : 0, y = ok ? yv[i] : 0;
-      out[i] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;
+      out[i] = ok && any ? (lg ? gi - mq_bw_exp(y, B->f32) * s : y * (gi - s)) : 0;
       if (mo) mo[i] = ok && any;
     }
   }
@@ -455,6 +455,9 @@ static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
  * double in sixteen fixed lanes (entry f + i in lane i % 16, added
  * pairwise), so that it vectorizes and depends on the slice alone, never on
  * the thread count; each result computed in double and rounded once.
+ * log_softmax's e^y is masq's float32 exp (mq_vexpf: vectorizes, and the
+ * same bits on every CPU, where glibc's double exp picks an FMA variant
+ * by CPU), as torch's float32 backward takes it.
  * Masked-out operands are selected to +0 in float32 before the product (a
  * lane starts at +0, so adding +0 changes nothing, as sm_bw_range's -0
  * does not). No mask is the all-ones row [ones]. With x masked, the result's
@@ -541,7 +544,7 @@ MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
       for (j = f; j < l; j++) {
         uint8_t ok = xr[j];
         double gi = sel32(gr[j], (uint8_t)(ok & gmr[j])), y = sel32(yr[j], ok);
-        o[j] = sel32((float)(gi - exp(y) * s), (uint8_t)(ok & any));
+        o[j] = sel32((float)(gi - mq_bw_exp(y, true) * s), (uint8_t)(ok & any));
       }
     } else {
       j = f;
@@ -614,7 +617,7 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   bool lg = t->node->op;
   const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
   if (J.A.inner == 1) { /* contiguous slices, shared out among the threads */
-    sm_bw_job B = {&J, yv, lg};
+    sm_bw_job B = {&J, yv, lg, t->dtype == MQ_DT_F32};
     int64_t len = J.A.len > 0 ? J.A.len : 1;
     mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
                     sm_bw_range, &B);
@@ -622,7 +625,7 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     return;
   }
   /* strided slices, each on its own: the threads share them out */
-  sm_bw_job B = {&J, yv, lg};
+  sm_bw_job B = {&J, yv, lg, t->dtype == MQ_DT_F32};
   int64_t len = J.A.len > 0 ? J.A.len : 1;
   mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer * J.A.inner,
                   len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sm_bw_strided, &B);
@@ -732,12 +735,18 @@ void mq_bw_logcumsumexp(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin
 
 /* A rearrangement's gradient, entries [lo, hi) of g: each lands on its own
  * input element, as 0 + g (the sum the general path forms: +0 for -0). */
+/* Each element of g to its place: float64, or (f32) a float32 g, read
+ * with stride gs (0: the one-value form), into a float32 gradient: a move
+ * rounds nothing, so a float32 gradient stays float32. */
 typedef struct move_job {
   const int64_t *from;
   const double *gv;
   const uint8_t *gm, *um;
   double *o;
   uint8_t *m;
+  const float *gv32;
+  float *o32;
+  int64_t gs;
 } move_job;
 
 static void move_range(void *ctx, int64_t lo, int64_t hi, int t) {
@@ -747,10 +756,15 @@ static void move_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const uint8_t *gm = J->gm, *um = J->um;
   double *o = J->o;
   uint8_t *m = J->m;
+  const float *gv32 = J->gv32;
+  float *o32 = J->o32;
+  int64_t gs = J->gs;
   for (int64_t k = lo; k < hi; k++) {
     int64_t d = from[k];
     bool got = valid(gm, k);
-    o[d] = got ? 0.0 + gv[k] : 0.0;
+    /* 0 + g: the sum a gradient added back there is (-0 becomes +0) */
+    if (o32) o32[d] = got ? (float)(0.0 + (double)gv32[k * gs]) : 0.0f;
+    else o[d] = got ? 0.0 + gv[k] : 0.0;
     if (m) m[d] = got && valid(um, d);
   }
 }
@@ -789,24 +803,34 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
              mq_ag_node_name(n), mq_shape_str(S, src->ndim, src->shape),
              mq_dtype_name((mq_dtype)src->dtype), (long long)t->numel);
   const int64_t *from = mq_tensor_data(src);
-  const double *gv = mq_bw_d(g);
   const uint8_t *gm = mq_ag_maskp(S, g);
+  bool f32 = g->dtype == MQ_DT_F32 && n->op == 1; /* moves only: a sum of repeats is in double */
+  if (!f32) g = mq_bw_g64(S, g);
+  const double *gv = f32 ? NULL : mq_bw_d(g);
+  const float *gv32 = f32 ? mq_bw_f(g) : NULL;
+  int64_t gs = f32 ? mq_bw_gstride(g) : 1;
   if (n->op == 1 && n->nin == 1) { /* a rearrangement: on threads */
     mq_tensor *u = n->in[0];
     if (!u->requires_grad) return;
     const uint8_t *um = mq_ag_maskp(S, u);
-    move_job J = {from, gv, gm, um, NULL, NULL};
-    mq_tensor *r = grad_new(S, u->ndim, u->shape, gm || um, &J.m);
-    J.o = mq_bw_d(r);
+    move_job J = {from, gv, gm, um, NULL, NULL, gv32, NULL, gs};
+    mq_tensor *r = f32 ? mq_bw_gnew32(S, u->ndim, u->shape) : mq_ag_gnew(S, u->ndim, u->shape);
+    J.m = gm || um ? mq_ag_new_mask(S, r) : NULL;
+    if (f32) J.o32 = mq_bw_f(r);
+    else J.o = mq_bw_d(r);
     mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
     gin[0] = r;
     return;
   }
-  double *acc;
+  double *acc = NULL;
+  float *acc32 = NULL;
   uint8_t *got = mq_scratch(S, (size_t)(total ? total : 1));
   if (n->op == 1) { /* cat: every element of the inputs written once, on threads */
-    acc = mq_scratch(S, (size_t)(total ? total : 1) * sizeof *acc);
-    move_job J = {from, gv, gm, NULL, acc, got};
+    size_t es = f32 ? sizeof(float) : sizeof(double);
+    void *a = mq_scratch(S, (size_t)(total ? total : 1) * es);
+    move_job J = {from, gv, gm, NULL, NULL, got, gv32, NULL, gs};
+    if (f32) J.o32 = acc32 = a;
+    else J.o = acc = a;
     mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), t->numel, MQ_PAR_GRAIN, move_range, &J);
   } else {
     acc = zeroed(S, total);
@@ -823,9 +847,10 @@ void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     mq_tensor *u = n->in[i];
     if (!u->requires_grad) continue;
     const uint8_t *um = mq_ag_maskp(S, u);
-    uint8_t *m;
-    mq_tensor *r = grad_new(S, u->ndim, u->shape, gm || um, &m);
-    memcpy(mq_bw_d(r), acc + base[i], (size_t)u->numel * sizeof(double));
+    mq_tensor *r = f32 ? mq_bw_gnew32(S, u->ndim, u->shape) : mq_ag_gnew(S, u->ndim, u->shape);
+    uint8_t *m = gm || um ? mq_ag_new_mask(S, r) : NULL;
+    if (f32) memcpy(mq_bw_f(r), acc32 + base[i], (size_t)u->numel * sizeof(float));
+    else memcpy(mq_bw_d(r), acc + base[i], (size_t)u->numel * sizeof(double));
     if (m)
       for (int64_t k = 0; k < u->numel; k++) m[k] = got[base[i] + k] && valid(um, k);
     gin[i] = r;

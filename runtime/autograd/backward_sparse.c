@@ -317,7 +317,7 @@ void mq_bw_sp_reduce(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
 void mq_bw_sp_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_tensor *c = t->node->in[0];
   if (!c->requires_grad) return;
-  bool lg = t->node->op;
+  bool lg = t->node->op, f32 = t->sparse->values->dtype == MQ_DT_F32;
   int64_t nnz = c->sparse->nnz;
   mq_sparse_groups gr;
   mq_sparse_group(S, c, (int)t->node->dims, &gr);
@@ -341,7 +341,7 @@ void mq_bw_sp_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
       int64_t k = ord ? ord[j] : j;
       bool ok = !cm || cm[k], got = ok && (!gm || gm[k]);
       double gi = got ? gv[k] : 0, y = ok ? yv[k] : 0;
-      o[k] = ok && any ? (lg ? gi - exp(y) * s : y * (gi - s)) : 0;
+      o[k] = ok && any ? (lg ? gi - mq_bw_exp(y, f32) * s : y * (gi - s)) : 0;
       m[k] = ok && any;
     }
   }

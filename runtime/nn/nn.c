@@ -8,6 +8,7 @@
  * nor count what is masked out. */
 #include "nn.h"
 #include "layer_norm.h"
+#include "pick.h"
 
 #include <math.h>
 #include <string.h>
@@ -181,6 +182,13 @@ static mq_tensor *smoothed(mq_state *S, mq_tensor *loss, mq_tensor *lsm, mq_tens
   return bin(S, MQ_BIN_SUB, bin(S, MQ_BIN_MUL, loss, num(S, 1 - e)), bin(S, MQ_BIN_MUL, uniform, num(S, e)));
 }
 
+/* Whether each entry of lsm is its position's target class: t's data
+ * along dim against the classes ([cls]: the shape that spreads them). */
+static mq_tensor *one_hot(mq_state *S, mq_tensor *t, mq_tensor *lsm, int dim, const int64_t *cls) {
+  mq_tensor *classes = mq_reshape(S, mq_arange_i64(S, 0, lsm->shape[dim], 1), lsm->ndim, cls);
+  return bin(S, MQ_BIN_EQ, mq_unsqueeze(S, mq_get_data(S, t), dim), classes);
+}
+
 /* -lsm[target] per position (lsm: log-probabilities along dim): masked out
  * where the target is masked out or ignored, or lsm's entry at the target
  * is masked out. With a class weight [w] (else NULL), the loss is scaled by
@@ -199,15 +207,23 @@ static mq_tensor *nll_classes(mq_state *S, const char *who, mq_tensor *lsm, mq_t
              mq_shape_str(S, nd - 1, want), dim, mq_shape_str(S, t->ndim, t->shape));
   t = mq_tensor_owned(S, t); /* the classes checked are the classes picked */
   mq_tensor *valid = class_targets(S, who, t, lsm->shape[dim], ignore);
-  mq_tensor *classes = mq_reshape(S, mq_arange_i64(S, 0, lsm->shape[dim], 1), nd, cls);
-  mq_tensor *hot = bin(S, MQ_BIN_EQ, mq_unsqueeze(S, mq_get_data(S, t), dim), classes);
-  mq_tensor *picked = mq_reduce(S, MQ_RED_SUM, mq_where(S, hot, mq_get_data(S, lsm), num(S, 0)), 1, &dim, false);
+  /* each position's target entry: one op (pick.h) unless a class weight
+   * needs the one-hot comparison, else op by op */
+  mq_tensor *hot = NULL, *picked = w ? NULL : mq_nn_pick(S, mq_get_data(S, lsm), mq_get_data(S, t), dim);
+  if (!picked) {
+    hot = one_hot(S, t, lsm, dim, cls);
+    picked = mq_reduce(S, MQ_RED_SUM, mq_where(S, hot, mq_get_data(S, lsm), num(S, 0)), 1, &dim, false);
+  }
   if (lsm->mask) { /* the picked entry itself must be valid */
-    mq_tensor *at = mq_reduce(S, MQ_RED_ANY, bin(S, MQ_BIN_BAND, hot, lsm->mask), 1, &dim, false);
+    mq_tensor *at = hot ? NULL : mq_nn_pick(S, lsm->mask, mq_get_data(S, t), dim);
+    if (!at) {
+      if (!hot) hot = one_hot(S, t, lsm, dim, cls);
+      at = mq_reduce(S, MQ_RED_ANY, bin(S, MQ_BIN_BAND, hot, lsm->mask), 1, &dim, false);
+    }
     valid = bin(S, MQ_BIN_BAND, valid, at);
   }
   mq_tensor *loss = mq_unary(S, MQ_UN_NEG, picked), *tw = NULL;
-  if (w) { /* the weight of each position's target class */
+  if (w) { /* the weight of each position's target class (w: hot was made) */
     w = class_weight(S, who, w, lsm, dim);
     tw = mq_reduce(S, MQ_RED_SUM, mq_where(S, hot, mq_reshape(S, w, nd, cls), num(S, 0)), 1, &dim, false);
     loss = bin(S, MQ_BIN_MUL, loss, tw);

@@ -46,7 +46,7 @@
   /* op: mq_binop */                                                           \
   X(BINARY, OPNAME(bin_names, n), bw_binary, ANY)                              \
   /* in: a, b; aux: cond */                                                    \
-  X(WHERE, "where", bw_where, F64)                                             \
+  X(WHERE, "where", bw_where, ANY)                                             \
   /* op: mq_redop; dims: bit set of reduced dims (0: all) */                   \
   X(REDUCE, OPNAME(red_names, n), mq_bw_reduce, ANY)                           \
   /* op: 1 for log_softmax; dim */                                             \
@@ -55,7 +55,7 @@
      in[nin]: the source of each output element; op 1: each input element     \
      lands once (mq_ag_moved, cat); op 2: a broadcast (expand), summed back    \
      as sum_to does */                                                         \
-  X(GATHER, "indexing or view", mq_bw_gather, F64)                             \
+  X(GATHER, "indexing or view", mq_bw_gather, ANY)                             \
   /* as_masked(data, mask): the gradient passes to data */                     \
   X(AS_MASKED, "as_masked", bw_pass, ANY)                                      \
   /* get_data / to_tensor: the gradient re-wrapped with the mask */            \
@@ -63,7 +63,7 @@
   /* astype / contiguous: the gradient passes as it is */                      \
   X(CAST, "conversion", bw_pass, ANY)                                          \
   /* in: x, v; aux: the fill mask */                                           \
-  X(MASKED_FILL, "masked_fill", bw_masked_fill, F64)                           \
+  X(MASKED_FILL, "masked_fill", bw_masked_fill, ANY)                           \
   X(MATMUL, "matmul", mq_bw_matmul, ANY)                                       \
   /* op: 1 for std; prm[0]: correction; dims */                                \
   X(VAR, n->op ? "std" : "var", mq_bw_reduce, F64)                             \
@@ -106,7 +106,9 @@
   X(SP_PICK, "intersect or union", mq_bw_sp_pick, F64)                         \
   /* layer_norm(in[0], weight in[1], bias in[2]) fused (nn/layer_norm.h);     \
      aux in[3]: each row's mean and rstd (float64) */                          \
-  X(LAYER_NORM, "layer_norm", mq_bw_layer_norm, ANY)
+  X(LAYER_NORM, "layer_norm", mq_bw_layer_norm, ANY)                           \
+  /* in: x; aux: the classes (int64, x's shape without dim); dim (nn/pick.h) */ \
+  X(PICK, "cross_entropy's target pick", mq_bw_pick, ANY)
 
 typedef enum mq_agkind {
 #define X(E, ...) MQ_AG_##E,
