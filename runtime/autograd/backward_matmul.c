@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../kernels/gemm.h"
+#include "../tensor/internal.h"
 #include "../tensor/shape.h"
 
 /* One operand as a stack of matrices over the full batch. */
@@ -126,6 +127,18 @@ static void mask_or(uint8_t *o, int64_t nr, int64_t nq, int64_t w, const uint8_t
   }
 }
 
+/* om &= m and d = 0 where m is 0, over n entries (selects: they vectorize). */
+MQ_WIDE static void within_mask(const uint8_t *m, int64_t n, char *d, mq_dtype dt, uint8_t *om) {
+  for (int64_t i = 0; i < n; i++) om[i] &= m[i] != 0;
+  if (dt == MQ_DT_F64) {
+    double *x = (double *)(void *)d;
+    for (int64_t i = 0; i < n; i++) x[i] = m[i] ? x[i] : 0;
+  } else {
+    float *x = (float *)(void *)d;
+    for (int64_t i = 0; i < n; i++) x[i] = m[i] ? x[i] : 0;
+  }
+}
+
 /* The gradient of operand [T] (data [d], its mask [om]): valid where a
  * valid term reached it (om, built here over the batches: terms x(r, q)
  * & y[q, :] with x at xrs/xcs from offset xoff[b], y rows from yoff[b]),
@@ -138,13 +151,7 @@ static void grad_mask(mq_state *S, const bw_mat *T, int64_t nbatch, int64_t nq, 
   memset(om, 0, (size_t)(T->count * per));
   for (int64_t b = 0; b < nbatch; b++)
     mask_or(om + T->own[b] * per, n, nq, w, x ? x + xoff[b] : NULL, xrs, xcs, y ? y + yoff[b] : NULL, u);
-  if (!T->m) return;
-  size_t es = mq_dtype_size(dt);
-  for (int64_t i = 0; i < T->count * per; i++) {
-    if (T->m[i]) continue;
-    om[i] = 0;
-    memset(d + (size_t)i * es, 0, es);
-  }
+  if (T->m) within_mask(T->m, T->count * per, d, dt, om);
 }
 
 void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {

@@ -218,6 +218,8 @@ static void mask_spans(const operand *o, int64_t n, int64_t K, int64_t *r0, int6
   for (int64_t r = 0; r < n; r++) {
     const uint8_t *mr = o->m + r * o->mrs;
     int64_t lo = 0, hi = K;
+    if (o->mcs == 1) /* a padded row's masked-out run, eight bytes at a time */
+      for (uint64_t w; lo + 8 <= K && (memcpy(&w, mr + lo, 8), w == 0);) lo += 8;
     while (lo < K && !mr[lo * o->mcs]) lo++;
     if (lo == K) continue;
     while (!mr[(hi - 1) * o->mcs]) hi--;
@@ -228,10 +230,12 @@ static void mask_spans(const operand *o, int64_t n, int64_t K, int64_t *r0, int6
   }
 }
 
-/* Whether rows [i0, i1) of [o]'s mask (contiguous rows of K) are all valid. */
-static bool rows_full(const operand *o, int64_t i0, int64_t i1, int64_t K) {
-  for (int64_t r = i0; r < i1; r++)
-    if (memchr(o->m + r * o->mrs, 0, (size_t)K)) return false;
+/* Whether [o]'s mask is all valid over rows [r0, r1) and columns [c0, c1)
+ * (false unless its rows are contiguous). */
+static bool block_full(const operand *o, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (o->mcs != 1) return false;
+  for (int64_t r = r0; r < r1; r++)
+    if (memchr(o->m + r * o->mrs + c0, 0, (size_t)(c1 - c0))) return false;
   return true;
 }
 
@@ -540,21 +544,28 @@ void mq_gemm_run(mq_state *S, const mq_gemm *G) {
   bool masked = G->A.m || G->B.m;
   if (masked) {
     span *sp = mq_scratch(S, (size_t)G->nbatch * sizeof *sp);
-    operand prev_a = {0}, prev_b = {0};
+    operand seen_a = {0}, seen_b = {0};
     for (int64_t b = 0; b < G->nbatch; b++) {
       operand a = at_batch(&G->A, G->in, b), bb = at_batch(&G->B, G->in, b);
       int64_t ak0, ak1, bk0, bk1;
       mask_spans(&a, G->n, G->K, &sp[b].i0, &sp[b].i1, &ak0, &ak1);
       mask_spans(&bb, G->K, G->m, &bk0, &bk1, &sp[b].j0, &sp[b].j1);
       sp[b].k0 = ak0 > bk0 ? ak0 : bk0, sp[b].k1 = ak1 < bk1 ? ak1 : bk1;
-      sp[b].a_full = !a.m || (a.mcs == 1 && rows_full(&a, sp[b].i0, sp[b].i1, G->K));
-      /* an operand broadcast over the batch is the same matrix: looked at once */
-      bool new_a = b == 0 || a.p != prev_a.p || a.m != prev_a.m;
-      bool new_b = b == 0 || bb.p != prev_b.p || bb.m != prev_b.m;
-      if (!J.slow && ((G->B.m && new_a && has_nonfinite(&a, G->in, G->n, G->K)) ||
-                      (G->A.m && new_b && has_nonfinite(&bb, G->in, G->K, G->m))))
-        J.slow = true;
-      prev_a = a, prev_b = bb;
+      /* all valid where the tiles read them (a padded batch: its invalid
+       * rows and columns lie outside the spans), so nothing is zeroed there */
+      bool full = sp[b].k0 < sp[b].k1 && sp[b].i0 < sp[b].i1 && sp[b].j0 < sp[b].j1;
+      sp[b].a_full = !a.m || (full && block_full(&a, sp[b].i0, sp[b].i1, sp[b].k0, sp[b].k1));
+      bool b_full = !bb.m || (full && block_full(&bb, sp[b].k0, sp[b].k1, sp[b].j0, sp[b].j1));
+      /* a valid inf or NaN meets a zeroed partner only where the other
+       * operand has one; a broadcast operand is looked at once */
+      if (!J.slow && !b_full && (a.p != seen_a.p || a.m != seen_a.m)) {
+        J.slow = has_nonfinite(&a, G->in, G->n, G->K);
+        seen_a = a;
+      }
+      if (!J.slow && !sp[b].a_full && (bb.p != seen_b.p || bb.m != seen_b.m)) {
+        J.slow = has_nonfinite(&bb, G->in, G->K, G->m);
+        seen_b = bb;
+      }
       mq_poll(S);
     }
     J.sp = sp;
