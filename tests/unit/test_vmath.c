@@ -12,7 +12,9 @@
  *     wherever the result is a normal float32;
  *   - the derivatives: within 4 float32 ulp (relative) of double references
  *     (the reference itself cancels in gelu's where x < -5; below, an
- *     absolute 1e-30 suffices);
+ *     absolute 1e-30 suffices), gelu's within 4 ulp plus 1e-10 absolute:
+ *     it is a difference, e^(-x^2/2) (E(a) - a/sqrt(2 pi)), that crosses
+ *     0 near x = -0.7518, and E's relative error is 1.5e-10;
  *   - +-0 keep their sign, NaN stays NaN, and the infinities give torch's
  *     formulas' values. */
 #include <float.h>
@@ -109,6 +111,7 @@ static void flush(void) {
       }
       double err = fabs((double)ys[i] - w), tol = 4 * 0x1p-24 * fabs(w);
       if (k >= 1 && x < -5) tol += 1e-9 * fabs(x); /* the reference's own cancellation */
+      if (k == 1) tol += 1e-10; /* gelu's crosses 0 at x = -0.7518: E's 1.5e-10, absolute */
       if (!(err <= tol + 1e-30)) {
         if (st_d[k].worst == 0) printf("derivative %d at %a: %a, reference %a\n", k, x, ys[i], w);
         st_d[k].worst++;
