@@ -17,7 +17,7 @@ MQ_VM_INLINE double f_tanh(double x) { return mq_vm_tanh(x); }
  * -inf * 0). */
 MQ_VM_INLINE double f_gelu(double x) {
   double a = mq_vm_abs(x), ac = mq_vm_pick(a < MQ_VM_NTAIL_END, a, MQ_VM_NTAIL_END);
-  double q = mq_vm_exp(-0.5 * (ac * ac)) * mq_vm_ntail_e(ac);
+  double q = mq_vm_exp_deg(-0.5 * (ac * ac), 9) * mq_vm_ntail_e(ac);
   bool neg = mq_vm_bits(x) >> 63;
   double y = mq_vm_pick(neg, x * q, mq_vm_fma(-x, q, x));
   y = mq_vm_pick(a < MQ_VM_NTAIL_END, y, mq_vm_pick(neg, x * 0.0, x));
@@ -42,7 +42,7 @@ MQ_VM_INLINE double d_erf(double x) { /* 2/sqrt(pi) e^(-x^2) */
  * before: inf * 0). */
 MQ_VM_INLINE double d_gelu(double x) {
   double a = mq_vm_abs(x), ac = mq_vm_pick(a < MQ_VM_NTAIL_END, a, MQ_VM_NTAIL_END);
-  double w = mq_vm_exp(-0.5 * (ac * ac)) *
+  double w = mq_vm_exp_deg(-0.5 * (ac * ac), 9) *
              mq_vm_fma(-ac, 0.39894228040143267794, mq_vm_ntail_e(ac));
   bool neg = mq_vm_bits(x) >> 63;
   double d = mq_vm_pick(neg, w, 1.0 - w);
