@@ -38,7 +38,7 @@ MQ_VM_INLINE double d_erf(double x) { /* 2/sqrt(pi) e^(-x^2) */
 }
 /* Phi(x) + x phi(x): with q as in f_gelu and phi(a) = e^(-a^2/2) / sqrt(2 pi),
  * Phi(-a) - a phi(a) = e^(-a^2/2) (E(a) - a / sqrt(2 pi)) = w for x < 0, and
- * 1 - w above; 0 and 1 past the tail's end, NaN at the infinities (as
+ * 1 - w above; -0 and 1 past the tail's end, NaN at the infinities (as
  * before: inf * 0). */
 MQ_VM_INLINE double d_gelu(double x) {
   double a = mq_vm_abs(x), ac = mq_vm_pick(a < MQ_VM_NTAIL_END, a, MQ_VM_NTAIL_END);
@@ -46,7 +46,7 @@ MQ_VM_INLINE double d_gelu(double x) {
              mq_vm_fma(-ac, 0.39894228040143267794, mq_vm_ntail_e(ac));
   bool neg = mq_vm_bits(x) >> 63;
   double d = mq_vm_pick(neg, w, 1.0 - w);
-  d = mq_vm_pick(a < MQ_VM_NTAIL_END, d, mq_vm_pick(neg, 0.0, 1.0));
+  d = mq_vm_pick(a < MQ_VM_NTAIL_END, d, mq_vm_pick(neg, -0.0, 1.0));
   return mq_vm_pick(a == (double)INFINITY || x != x, (double)NAN, d);
 }
 /* 0.5 (1 + t) + 0.5 x (1 - t^2) u'(x) with 1 + t = 2 s, 1 - t^2 = 4 s (1 - s),

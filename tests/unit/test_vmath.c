@@ -5,11 +5,14 @@
  * neighbourhoods of the cases' borders.
  *
  *   - erf and tanh: at most 1 ulp from the double function rounded once,
- *     and equal to it on all but a few in a million inputs (the double
- *     results lie within ~1e-13 of the true ones: only a value that close
- *     to a midpoint between two float32s can round the other way);
- *   - gelu, its tanh form and silu: within 2 ulp of long-double references
- *     wherever the result is a normal float32;
+ *     and equal to it on all but a few in a million inputs (erf's double
+ *     results lie within 1e-14 of the true ones below 1 and 2.5e-11 above,
+ *     tanh's within ~1e-14: only a value that close to a midpoint between
+ *     two float32s can round the other way);
+ *   - gelu, its tanh form and silu: within 1 ulp of long-double references
+ *     wherever the result is a normal float32 (gelu's tail polynomial has
+ *     a relative error of 1.5e-10: about one input in 35,000 rounds the
+ *     other way; all 2^32 inputs were checked so, PERFORMANCE.md);
  *   - the derivatives: within 4 float32 ulp (relative) of double references
  *     (the reference itself cancels in gelu's where x < -5; below, an
  *     absolute 1e-30 suffices), gelu's within 4 ulp plus 1e-10 absolute:
@@ -149,7 +152,7 @@ static void sweep(void) {
   for (int k = 0; k < 3; k++) {
     printf("activation %d: %lld inputs, %lld off, worst %lld ulp at %a\n", k, (long long)st_act[k].count,
            (long long)st_act[k].off, (long long)st_act[k].worst, st_act[k].at);
-    CHECK(st_act[k].worst <= 2);
+    CHECK(st_act[k].worst <= 1);
   }
   for (int k = 0; k < 4; k++) CHECK(st_d[k].count > 1000000 / 20 && st_d[k].worst == 0);
 }
