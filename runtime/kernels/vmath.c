@@ -1,8 +1,9 @@
 /* vmath.c - vmath.h's functions over rows, one copy of the same C per CPU
  * path (portable, AVX2, AVX-512): the compiler vectorizes each for its
- * target, and since every step is one IEEE operation on doubles (no fma,
- * no reassociation, picks by bit masks) each lane rounds as the scalar
- * code does, so the paths give the same bits. */
+ * target, and since every step is one IEEE operation on doubles (fma
+ * only where written, and then on every path; no reassociation, picks by
+ * bit masks) each lane rounds as the scalar code does, so the paths give
+ * the same bits. */
 #include "../tensor/internal.h" /* first: gcc's vectorizer cost model */
 #include "../tensor/cpu.h"
 #include "vmath.h"
@@ -10,7 +11,18 @@
 /* The element functions: float32 in, the value in double. */
 MQ_VM_INLINE double f_erf(double x) { return mq_vm_erf(x); }
 MQ_VM_INLINE double f_tanh(double x) { return mq_vm_tanh(x); }
-MQ_VM_INLINE double f_gelu(double x) { return x * mq_vm_phi(x); }
+/* x Phi(x) = x (1 - Phi(-a)) for x >= 0 and x Phi(-a) below, a = |x|, with
+ * Phi(-a) = q = e^(-a^2/2) E(a): x - x q in one fma, no cancellation (q <=
+ * 1/2). Past the tail's end q is taken 0: x, -0, or NaN at -inf (torch's
+ * -inf * 0). */
+MQ_VM_INLINE double f_gelu(double x) {
+  double a = mq_vm_abs(x), ac = mq_vm_pick(a < MQ_VM_NTAIL_END, a, MQ_VM_NTAIL_END);
+  double q = mq_vm_exp_deg(-0.5 * (ac * ac), 9) * mq_vm_ntail_e(ac);
+  bool neg = mq_vm_bits(x) >> 63;
+  double y = mq_vm_pick(neg, x * q, mq_vm_fma(-x, q, x));
+  y = mq_vm_pick(a < MQ_VM_NTAIL_END, y, mq_vm_pick(neg, x * 0.0, x));
+  return mq_vm_pick(x != x, x, y);
+}
 MQ_VM_INLINE double f_gelu_tanh(double x) {
   double oms;
   return x * mq_vm_sigmoid(2.0 * mq_vm_gelu_u(x), &oms);
@@ -24,8 +36,18 @@ MQ_VM_INLINE double f_silu(double x) {
 MQ_VM_INLINE double d_erf(double x) { /* 2/sqrt(pi) e^(-x^2) */
   return 0x1.20dd750429b6dp+0 * mq_vm_exp_all(-(x * x));
 }
-MQ_VM_INLINE double d_gelu(double x) { /* Phi(x) + x phi(x) */
-  return mq_vm_phi(x) + x * (0.39894228040143267794 * mq_vm_exp_all(-0.5 * (x * x)));
+/* Phi(x) + x phi(x): with q as in f_gelu and phi(a) = e^(-a^2/2) / sqrt(2 pi),
+ * Phi(-a) - a phi(a) = e^(-a^2/2) (E(a) - a / sqrt(2 pi)) = w for x < 0, and
+ * 1 - w above; -0 and 1 past the tail's end, NaN at the infinities (as
+ * before: inf * 0). */
+MQ_VM_INLINE double d_gelu(double x) {
+  double a = mq_vm_abs(x), ac = mq_vm_pick(a < MQ_VM_NTAIL_END, a, MQ_VM_NTAIL_END);
+  double w = mq_vm_exp_deg(-0.5 * (ac * ac), 9) *
+             mq_vm_fma(-ac, 0.39894228040143267794, mq_vm_ntail_e(ac));
+  bool neg = mq_vm_bits(x) >> 63;
+  double d = mq_vm_pick(neg, w, 1.0 - w);
+  d = mq_vm_pick(a < MQ_VM_NTAIL_END, d, mq_vm_pick(neg, -0.0, 1.0));
+  return mq_vm_pick(a == (double)INFINITY || x != x, (double)NAN, d);
 }
 /* 0.5 (1 + t) + 0.5 x (1 - t^2) u'(x) with 1 + t = 2 s, 1 - t^2 = 4 s (1 - s),
  * s = sigmoid(2 u) */
@@ -71,8 +93,9 @@ MQ_VM_INLINE double d_silu(double x) { /* s (1 + x (1 - s)) */
 
 VMATH_PATH(portable, static)
 #if MQ_CPU_X86
-VMATH_PATH(avx2, MQ_TGT_AVX2 static)
-VMATH_PATH(avx512, MQ_TGT_AVX512 static)
+/* with fma (mq_vm_fma): every CPU of these paths has it */
+VMATH_PATH(avx2, __attribute__((target("avx2,fma"))) static)
+VMATH_PATH(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq,fma"))) static)
 #endif
 
 void mq_vact_rows(int cpu, int f, float *o, const float *x, int64_t n) {

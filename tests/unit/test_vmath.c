@@ -5,14 +5,19 @@
  * neighbourhoods of the cases' borders.
  *
  *   - erf and tanh: at most 1 ulp from the double function rounded once,
- *     and equal to it on all but a few in a million inputs (the double
- *     results lie within ~1e-13 of the true ones: only a value that close
- *     to a midpoint between two float32s can round the other way);
- *   - gelu, its tanh form and silu: within 2 ulp of long-double references
- *     wherever the result is a normal float32;
+ *     and equal to it on all but a few in a million inputs (erf's double
+ *     results lie within 1e-14 of the true ones below 1 and 2.5e-11 above,
+ *     tanh's within ~1e-14: only a value that close to a midpoint between
+ *     two float32s can round the other way);
+ *   - gelu, its tanh form and silu: within 1 ulp of long-double references
+ *     wherever the result is a normal float32 (gelu's tail polynomial has
+ *     a relative error of 1.5e-10: about one input in 35,000 rounds the
+ *     other way; all 2^32 inputs were checked so, PERFORMANCE.md);
  *   - the derivatives: within 4 float32 ulp (relative) of double references
  *     (the reference itself cancels in gelu's where x < -5; below, an
- *     absolute 1e-30 suffices);
+ *     absolute 1e-30 suffices), gelu's within 4 ulp plus 1e-10 absolute:
+ *     it is a difference, e^(-x^2/2) (E(a) - a/sqrt(2 pi)), that crosses
+ *     0 near x = -0.7518, and E's relative error is 1.5e-10;
  *   - +-0 keep their sign, NaN stays NaN, and the infinities give torch's
  *     formulas' values. */
 #include <float.h>
@@ -109,6 +114,7 @@ static void flush(void) {
       }
       double err = fabs((double)ys[i] - w), tol = 4 * 0x1p-24 * fabs(w);
       if (k >= 1 && x < -5) tol += 1e-9 * fabs(x); /* the reference's own cancellation */
+      if (k == 1) tol += 1e-10; /* gelu's crosses 0 at x = -0.7518: E's 1.5e-10, absolute */
       if (!(err <= tol + 1e-30)) {
         if (st_d[k].worst == 0) printf("derivative %d at %a: %a, reference %a\n", k, x, ys[i], w);
         st_d[k].worst++;
@@ -146,7 +152,7 @@ static void sweep(void) {
   for (int k = 0; k < 3; k++) {
     printf("activation %d: %lld inputs, %lld off, worst %lld ulp at %a\n", k, (long long)st_act[k].count,
            (long long)st_act[k].off, (long long)st_act[k].worst, st_act[k].at);
-    CHECK(st_act[k].worst <= 2);
+    CHECK(st_act[k].worst <= 1);
   }
   for (int k = 0; k < 4; k++) CHECK(st_d[k].count > 1000000 / 20 && st_d[k].worst == 0);
 }
