@@ -195,7 +195,7 @@ mq_gemm_kernel mq_gemm_kernel_for(int cpu, mq_gemm_kind kind) {
   if (cpu >= MQ_CPU_AVX512)
     return f64 ? (mq_gemm_kernel){kern_f64_avx512, 12, 16, kern_f64_avx512_d}
                : (mq_gemm_kernel){kern_f32_avx512, 12, 32, kern_f32_avx512_d};
-  if (cpu >= MQ_CPU_AVX2 && __builtin_cpu_supports("fma"))
+  if (cpu >= MQ_CPU_AVX2) /* which implies FMA (cpu.c) */
     return f64 ? (mq_gemm_kernel){kern_f64_avx2, 6, 8, kern_f64_avx2_d}
                : (mq_gemm_kernel){kern_f32_avx2, 6, 16, kern_f32_avx2_d};
 #else

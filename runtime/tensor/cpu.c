@@ -23,7 +23,9 @@ int mq_cpu_best(void) {
   /* the checks read what the compiler's run-time library found at start-up
    * (CPUID, and whether the kernel saves the wide registers) */
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2")) return MQ_CPU_PORTABLE;
+  /* the wide paths' products and activations are fma chains (gemm.h,
+   * vmath.h): no FMA, no wide path (some VMs hide it behind AVX2) */
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return MQ_CPU_PORTABLE;
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
     return MQ_CPU_AVX512;

@@ -10,7 +10,8 @@
  * order afterwards in plain C; the wider paths only do more lanes per
  * instruction. float32 softmax takes the path too: its exp (masq's own,
  * vexp.h), row max and row sum, and its backward's sum (softmax_simd.h);
- * and float32 matmul, by fma beyond the portable path (matmul.c).
+ * and the matrix products (gemm.h), whose entries are fma chains on every
+ * path (the portable one calls fma/fmaf), so the wide paths need FMA.
  * glibc's exp and log stay scalar (kernels.h). The float16 and bfloat16
  * conversions by arrays (half.h) too: F16C on the AVX2 path, AVX-512F's
  * forms of its instructions, and AVX512_BF16's rounding where the CPU has
