@@ -445,8 +445,8 @@ static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; 
 /* Tiles of MC x NC for [nt] threads: NC columns (B's block, KC x NC, in
  * L2 for all of a tile's rows), MC rows of MR-high panels (A's block: one
  * panel in L1 while it meets every panel of B's block, so the block can
- * be large, which packs B's blocks fewer times), halved while there are
- * too few tiles for every thread to take several. */
+ * be large, which packs B's blocks fewer times), halved (columns first)
+ * while there are too few tiles for every thread to take several. */
 static void tile_sizes(job *J, int nt) {
   const mq_gemm *G = J->G;
   int64_t mr = J->kern.mr, nr = J->kern.nr, ncmax = G->dt == MQ_DT_F64 ? 256 : 512;
@@ -455,7 +455,10 @@ static void tile_sizes(job *J, int nt) {
   for (;;) {
     int64_t ntile = G->nbatch * ((G->n + mc - 1) / mc) * ((G->m + nc - 1) / nc);
     if (nt == 1 || ntile >= 4 * nt) break;
-    if (mc > mr) mc = round_up(mc / 2, mr);
+    /* columns first: a tile packs its own block of B (no copy twice) and
+     * reads A in place where it can; rows split once columns are few */
+    if (nc > 4 * nr) nc = round_up(nc / 2, nr);
+    else if (mc > mr) mc = round_up(mc / 2, mr);
     else if (nc > nr) nc = round_up(nc / 2, nr);
     else break;
   }
