@@ -175,8 +175,33 @@ static inline uint32_t bf16_at(const operand *o, int64_t i, int64_t k, bool a_si
 /* Packs like pack() above, but words of two bfloat16 along k (k0 + 2q in
  * the low half, k0 + 2q + 1 in the high, 0 past the block's end): panels
  * [panel][q][w] over ceil(kc / 2) words. */
+/* The same for an operand with no mask whose panel index has unit
+ * stride along k's neighbour (B's contiguous rows: a word interleaves two
+ * rows) or whose k has unit stride (A's contiguous rows: a word is two
+ * neighbours as they lie), in loops that vectorize. */
+MQ_WIDE static void pack_pairs_plain(uint32_t *dst, const operand *o, int64_t i0, int64_t ni,
+                                     int64_t k0, int64_t kc, int64_t w, bool a_side) {
+  const uint16_t *src = (const uint16_t *)(const void *)o->p;
+  int64_t kp = (kc + 1) / 2, si = a_side ? o->rs : o->cs, sk = a_side ? o->cs : o->rs;
+  for (int64_t ip = 0; ip < ni; ip += w) {
+    int64_t h = ni - ip < w ? ni - ip : w;
+    uint32_t *d = dst + ip * kp;
+    for (int64_t q = 0; q < kp; q++) {
+      const uint16_t *lo = src + (i0 + ip) * si + (k0 + 2 * q) * sk, *hi = lo + sk;
+      bool odd = 2 * q + 1 >= kc; /* the block's last step pairs with a 0 */
+      for (int64_t r = 0; r < h; r++)
+        d[q * w + r] = (uint32_t)lo[r * si] | (odd ? 0u : (uint32_t)hi[r * si] << 16);
+      for (int64_t r = h; r < w; r++) d[q * w + r] = 0;
+    }
+  }
+}
+
 static void pack_pairs(uint32_t *dst, const operand *o, int64_t i0, int64_t ni, int64_t k0,
                        int64_t kc, int64_t w, bool a_side) {
+  if (!o->m) {
+    pack_pairs_plain(dst, o, i0, ni, k0, kc, w, a_side);
+    return;
+  }
   int64_t kp = (kc + 1) / 2;
   for (int64_t ip = 0; ip < ni; ip += w) {
     int64_t h = ni - ip < w ? ni - ip : w;
