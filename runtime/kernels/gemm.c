@@ -114,7 +114,10 @@ DEF_PACK(pack_f64, double)
       for (int64_t k = 0; k < kc; k++) {                                         \
         const T *s = src + (k0 + k) * ks + i0 + ip;                              \
         const uint8_t *m = o->m ? o->m + (k0 + k) * mks + i0 + ip : NULL;        \
-        for (int64_t r = 0; r < h; r++) d[k * w + r] = !m || m[r] ? s[r] : 0;    \
+        if (m)                                                                   \
+          for (int64_t r = 0; r < h; r++) d[k * w + r] = m[r] ? s[r] : 0;        \
+        else                                                                     \
+          for (int64_t r = 0; r < h; r++) d[k * w + r] = s[r];                   \
         for (int64_t r = h; r < w; r++) d[k * w + r] = 0;                        \
       }                                                                          \
     }                                                                            \
@@ -475,7 +478,7 @@ static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; 
 static void tile_sizes(job *J, int nt) {
   const mq_gemm *G = J->G;
   int64_t mr = J->kern.mr, nr = J->kern.nr, ncmax = G->dt == MQ_DT_F64 ? 256 : 512;
-  int64_t mc = round_up(G->n < 64 * mr ? (G->n > 0 ? G->n : 1) : 64 * mr, mr);
+  int64_t mc = round_up(G->n < 256 * mr ? (G->n > 0 ? G->n : 1) : 256 * mr, mr);
   int64_t nc = round_up(G->m < ncmax ? (G->m > 0 ? G->m : 1) : ncmax, nr);
   for (;;) {
     int64_t ntile = G->nbatch * ((G->n + mc - 1) / mc) * ((G->m + nc - 1) / nc);
