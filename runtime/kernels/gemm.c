@@ -137,9 +137,18 @@ DEF_PACK_RUNS(pack_runs_f64, double)
       T *d = dst + ip * kc;                                                      \
       const T *s0 = src + (i0 + ip) * o->rs + k0;                                \
       const uint8_t *m0 = o->m ? o->m + (i0 + ip) * o->mrs + k0 : NULL;          \
+      if (m0) { /* row by row: the select on a row and its mask vectorizes */   \
+        for (int64_t r = 0; r < h; r++) {                                        \
+          const T *sr = s0 + r * o->rs;                                          \
+          const uint8_t *mr = m0 + r * o->mrs;                                   \
+          for (int64_t k = 0; k < kc; k++) d[k * w + r] = mr[k] ? sr[k] : 0;     \
+        }                                                                        \
+        for (int64_t k = 0; k < kc; k++)                                         \
+          for (int64_t r = h; r < w; r++) d[k * w + r] = 0;                      \
+        continue;                                                                \
+      }                                                                          \
       for (int64_t k = 0; k < kc; k++) {                                         \
-        for (int64_t r = 0; r < h; r++)                                          \
-          d[k * w + r] = !m0 || m0[r * o->mrs + k] ? s0[r * o->rs + k] : 0;      \
+        for (int64_t r = 0; r < h; r++) d[k * w + r] = s0[r * o->rs + k];        \
         for (int64_t r = h; r < w; r++) d[k * w + r] = 0;                        \
       }                                                                          \
     }                                                                            \
