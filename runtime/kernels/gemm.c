@@ -366,20 +366,19 @@ static void tile_slow(const job *J, const operand *a, const operand *b, char *c,
   }
   for (int64_t i = r->i0; i < r->i1; i++)
     for (int64_t j = r->j0; j < r->j1; j++) {
-      double acc = 0;
-      if (dt == MQ_DT_F64) acc = G->accumulate ? ((double *)c)[i * G->ldc + j] : 0;
-      else acc = G->accumulate ? ((float *)c)[i * G->ldc + j] : 0;
-      float accf = (float)acc;
+      double *c64 = (double *)c + i * G->ldc + j; /* dt's entry, one of the two */
+      float *c32 = (float *)c + i * G->ldc + j;
+      bool f64 = dt == MQ_DT_F64;
+      double acc = !G->accumulate ? 0 : f64 ? *c64 : *c32; /* a float32 value, exact */
       for (int64_t k = r->k0; k < r->k1; k++) {
         bool va = valid_at(a, i, k), vb = valid_at(b, k, j);
         double x = va ? read_in(a->p, in, i * a->rs + k * a->cs) : 0;
         double y = vb ? read_in(b->p, in, k * b->rs + j * b->cs) : 0;
         if (!(va && vb) && !(isfinite(x) && isfinite(y))) continue;
-        if (dt == MQ_DT_F64) acc = fma(x, y, acc);
-        else accf = fmaf((float)x, (float)y, accf);
+        acc = f64 ? fma(x, y, acc) : fmaf((float)x, (float)y, (float)acc);
       }
-      if (dt == MQ_DT_F64) ((double *)c)[i * G->ldc + j] = acc;
-      else ((float *)c)[i * G->ldc + j] = accf;
+      if (f64) *c64 = acc;
+      else *c32 = (float)acc;
     }
 }
 
