@@ -107,18 +107,19 @@ DEF_PACK(pack_f64, double)
 #define DEF_PACK_RUNS(NAME, T)                                                   \
   MQ_WIDE static void NAME(T *dst, const operand *o, int64_t i0, int64_t ni, int64_t k0, \
                            int64_t kc, int64_t w, int64_t ks, int64_t mks) {     \
-    const T *src = (const T *)o->p;                                              \
-    for (int64_t ip = 0; ip < ni; ip += w) {                                     \
-      int64_t h = ni - ip < w ? ni - ip : w;                                     \
-      T *d = dst + ip * kc;                                                      \
-      for (int64_t k = 0; k < kc; k++) {                                         \
-        const T *s = src + (k0 + k) * ks + i0 + ip;                              \
-        const uint8_t *m = o->m ? o->m + (k0 + k) * mks + i0 + ip : NULL;        \
+    /* step by step, each run read whole and dealt out to the panels: the   \
+     * reads stream (a panel at a time would touch a new line per step) */   \
+    for (int64_t k = 0; k < kc; k++) {                                           \
+      const T *s = (const T *)o->p + (k0 + k) * ks + i0;                         \
+      const uint8_t *m = o->m ? o->m + (k0 + k) * mks + i0 : NULL;               \
+      for (int64_t ip = 0; ip < ni; ip += w) {                                   \
+        int64_t h = ni - ip < w ? ni - ip : w;                                   \
+        T *d = dst + ip * kc + k * w;                                            \
         if (m)                                                                   \
-          for (int64_t r = 0; r < h; r++) d[k * w + r] = m[r] ? s[r] : 0;        \
+          for (int64_t r = 0; r < h; r++) d[r] = m[ip + r] ? s[ip + r] : 0;      \
         else                                                                     \
-          for (int64_t r = 0; r < h; r++) d[k * w + r] = s[r];                   \
-        for (int64_t r = h; r < w; r++) d[k * w + r] = 0;                        \
+          for (int64_t r = 0; r < h; r++) d[r] = s[ip + r];                      \
+        for (int64_t r = h; r < w; r++) d[r] = 0;                                \
       }                                                                          \
     }                                                                            \
   }
@@ -243,37 +244,53 @@ static inline bool valid_at(const operand *o, int64_t r, int64_t c) {
 }
 
 /* The rows (any valid entry along the columns) and columns spans of an
- * n x K masked operand: each row read from both ends up to its first and
- * last valid entry only. */
+ * n x K masked operand, its mask read along whichever of its dims is
+ * contiguous (a transpose by columns): each line from both ends up to its
+ * first and last valid entry only. */
 static void mask_spans(const operand *o, int64_t n, int64_t K, int64_t *r0, int64_t *r1,
                        int64_t *c0, int64_t *c1) {
   if (!o->m) {
     *r0 = 0, *r1 = n, *c0 = 0, *c1 = K;
     return;
   }
-  *r0 = n, *r1 = 0, *c0 = K, *c1 = 0;
-  for (int64_t r = 0; r < n; r++) {
-    const uint8_t *mr = o->m + r * o->mrs;
-    int64_t lo = 0, hi = K;
-    if (o->mcs == 1) /* a padded row's masked-out run, eight bytes at a time */
-      for (uint64_t w; lo + 8 <= K && (memcpy(&w, mr + lo, 8), w == 0);) lo += 8;
-    while (lo < K && !mr[lo * o->mcs]) lo++;
-    if (lo == K) continue;
-    while (!mr[(hi - 1) * o->mcs]) hi--;
-    if (r < *r0) *r0 = r;
-    *r1 = r + 1;
-    if (lo < *c0) *c0 = lo;
-    if (hi > *c1) *c1 = hi;
+  bool by_cols = o->mrs == 1 && o->mcs != 1;
+  int64_t lines = by_cols ? K : n, len = by_cols ? n : K, ls = by_cols ? o->mcs : o->mrs;
+  int64_t es = by_cols ? o->mrs : o->mcs; /* 1 unless neither dim is contiguous */
+  int64_t l0 = lines, l1 = 0, e0 = len, e1 = 0;
+  for (int64_t l = 0; l < lines; l++) {
+    const uint8_t *ml = o->m + l * ls;
+    int64_t lo = 0, hi = len;
+    if (es == 1) {
+      if (!mq_valid_span(ml, len, &lo, &hi)) continue;
+    } else {
+      while (lo < len && !ml[lo * es]) lo++;
+      if (lo == len) continue;
+      while (!ml[(hi - 1) * es]) hi--;
+    }
+    if (l < l0) l0 = l;
+    l1 = l + 1;
+    if (lo < e0) e0 = lo;
+    if (hi > e1) e1 = hi;
   }
+  if (l0 >= l1) l0 = l1 = 0, e0 = e1 = 0;
+  if (by_cols) *r0 = e0, *r1 = e1, *c0 = l0, *c1 = l1;
+  else *r0 = l0, *r1 = l1, *c0 = e0, *c1 = e1;
 }
 
 /* Whether [o]'s mask is all valid over rows [r0, r1) and columns [c0, c1)
- * (false unless its rows are contiguous). */
+ * (false unless its rows or its columns are contiguous). */
 static bool block_full(const operand *o, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  if (o->mcs != 1) return false;
-  for (int64_t r = r0; r < r1; r++)
-    if (memchr(o->m + r * o->mrs + c0, 0, (size_t)(c1 - c0))) return false;
-  return true;
+  if (o->mcs == 1) {
+    for (int64_t r = r0; r < r1; r++)
+      if (memchr(o->m + r * o->mrs + c0, 0, (size_t)(c1 - c0))) return false;
+    return true;
+  }
+  if (o->mrs == 1) {
+    for (int64_t c = c0; c < c1; c++)
+      if (memchr(o->m + c * o->mcs + r0, 0, (size_t)(r1 - r0))) return false;
+    return true;
+  }
+  return false;
 }
 
 /* Some valid entry of [o] (n x K) is inf or NaN. */
@@ -385,8 +402,9 @@ static void tile_slow(const job *J, const operand *a, const operand *b, char *c,
 /* The micro-kernel over one packed block: rows [0, ni) of the A panels
  * and columns [0, nj) of the B panels, into C at (ci, cj). Edge tiles go
  * through a full-size buffer. */
-static void run_block(const job *J, const char *pa, const char *ad, int64_t lda, const char *pb,
-                      char *c, int64_t ci, int64_t cj, int64_t ni, int64_t nj, int64_t kc, int load) {
+static void run_block(const job *J, const char *pa, const char *ad, int64_t ars, int64_t acs,
+                      const char *pb, char *c, int64_t ci, int64_t cj, int64_t ni, int64_t nj,
+                      int64_t kc, int load) {
   const mq_gemm *G = J->G;
   const mq_gemm_kernel *K = &J->kern;
   int64_t es = (int64_t)mq_dtype_size(G->dt), mr = K->mr, nr = K->nr, ldc = G->ldc;
@@ -400,13 +418,13 @@ static void run_block(const job *J, const char *pa, const char *ad, int64_t lda,
       const char *bp = pb + jp * kc * es;
       char *cp = c + ((ci + ip) * ldc + cj + jp) * es;
       if (h == mr && w == nr) {
-        if (direct) K->direct(kc, ad + ip * lda * es, lda, bp, cp, ldc, load);
+        if (direct) K->direct(kc, ad + ip * ars * es, ars, acs, bp, cp, ldc, load);
         else K->fn(kc, ap, bp, cp, ldc, load);
         continue;
       }
       if (load)
         for (int64_t r = 0; r < h; r++) memcpy(edge + r * nr * es, cp + r * ldc * es, (size_t)(w * es));
-      if (direct) K->direct(kc, ad + ip * lda * es, lda, bp, edge, nr, load);
+      if (direct) K->direct(kc, ad + ip * ars * es, ars, acs, bp, edge, nr, load);
       else K->fn(kc, ap, bp, edge, nr, load);
       for (int64_t r = 0; r < h; r++) memcpy(cp + r * ldc * es, edge + r * nr * es, (size_t)(w * es));
     }
@@ -449,9 +467,9 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
                                (float *)(void *)c + r.i0 * G->ldc + r.j0, G->ldc, G->accumulate))
         continue;
     }
-    /* A's rows contiguous and all valid (or all valid in its span, where
-     * the tile's rows lie): the kernel reads them in place */
-    const char *ad = !J->pairs && J->kern.direct && G->in == G->dt && a.cs == 1 &&
+    /* A's rows or columns contiguous and all valid (or all valid in its
+     * span, where the tile's rows lie): the kernel reads them in place */
+    const char *ad = !J->pairs && J->kern.direct && G->in == G->dt && (a.cs == 1 || a.rs == 1) &&
                              (!a.m || (J->sp && J->sp[b].a_full))
                          ? a.p + r.i0 * a.rs * es
                          : NULL;
@@ -470,8 +488,8 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
           pack(pa, G->dt, &a, G->in, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
         }
       }
-      run_block(J, pa, ad ? ad + k0 * es : NULL, a.rs, pb, c, r.i0, r.j0, r.i1 - r.i0, r.j1 - r.j0,
-                kc, G->accumulate || k0 > r.k0);
+      run_block(J, pa, ad ? ad + k0 * a.cs * es : NULL, a.rs, a.cs, pb, c, r.i0, r.j0, r.i1 - r.i0,
+                r.j1 - r.j0, kc, G->accumulate || k0 > r.k0);
     }
   }
 }

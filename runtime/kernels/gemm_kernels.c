@@ -68,11 +68,16 @@ static void kern_bf16_portable(int64_t kc, const void *a_, const void *b_, void 
 #define DECL_ROW(r, V, P, S, L) V x##r = P##_setzero_##S(), y##r = P##_setzero_##S();
 #define LOAD_ROW(r, V, P, S, L) \
   x##r = P##_loadu_##S(c + (r) * ldc), y##r = P##_loadu_##S(c + (r) * ldc + L);
+/* C's row r fetched for writing while the steps run (a result written
+ * once would otherwise wait for its lines at the stores) */
+#define PREFETCH_ROW(r, V, P, S, L) \
+  __builtin_prefetch(c + (r) * ldc, 1, 3), __builtin_prefetch(c + (r) * ldc + 2 * L - 1, 1, 3);
 #define STORE_ROW(r, V, P, S, L) \
   P##_storeu_##S(c + (r) * ldc, x##r), P##_storeu_##S(c + (r) * ldc + L, y##r);
-/* step k of row r: A packed (a[r], a += MR) or read in place (a[r lda], a += 1) */
+/* step k of row r: A packed (a[r], a += MR) or read in place (a[r ars],
+ * a += acs: its rows or its columns contiguous) */
 #define FMA_ROW(r, V, P, S, L) FMA_AT(r, a[r], V, P, S)
-#define FMA_ROW_D(r, V, P, S, L) FMA_AT(r, a[(r) * lda], V, P, S)
+#define FMA_ROW_D(r, V, P, S, L) FMA_AT(r, a[(r) * ars], V, P, S)
 #define FMA_AT(r, val, V, P, S)                                                            \
   {                                                                                        \
     V t = P##_set1_##S(val);                                                               \
@@ -86,6 +91,7 @@ static void kern_bf16_portable(int64_t kc, const void *a_, const void *b_, void 
   T *c = c_;                                                                               \
   ROWS(DECL_ROW, V, P, S, L)                                                               \
   if (load) { ROWS(LOAD_ROW, V, P, S, L) }                                                 \
+  else { ROWS(PREFETCH_ROW, V, P, S, L) }                                                  \
   for (int64_t k = 0; k < kc; k++) {                                                       \
     V b0 = P##_load_##S(b), b1 = P##_load_##S(b + L);                                      \
     ROWS(ROW, V, P, S, L)                                                                  \
@@ -99,9 +105,9 @@ static void kern_bf16_portable(int64_t kc, const void *a_, const void *b_, void 
                        int load) {                                                         \
     VKERN_BODY(T, ROWS, FMA_ROW, MR, V, P, S, L)                                           \
   }                                                                                        \
-  TGT static void NAME##_d(int64_t kc, const void *a_, int64_t lda, const void *b_,        \
-                           void *c_, int64_t ldc, int load) {                              \
-    VKERN_BODY(T, ROWS, FMA_ROW_D, 1, V, P, S, L)                                          \
+  TGT static void NAME##_d(int64_t kc, const void *a_, int64_t ars, int64_t acs,          \
+                           const void *b_, void *c_, int64_t ldc, int load) {              \
+    VKERN_BODY(T, ROWS, FMA_ROW_D, acs, V, P, S, L)                                        \
   }
 
 #define TGT_FMA __attribute__((target("avx2,fma")))

@@ -15,10 +15,11 @@
 typedef void (*mq_gemm_fn)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc,
                            int load);
 
-/* The same with A read in place: row r's step k at a[r * lda + k] (A's
- * rows contiguous and all valid: no packing of A). */
-typedef void (*mq_gemm_dfn)(int64_t kc, const void *a, int64_t lda, const void *b, void *c,
-                            int64_t ldc, int load);
+/* The same with A read in place: row r's step k at a[r * ars + k * acs]
+ * (A all valid where read, its rows or its columns contiguous: no packing
+ * of A). */
+typedef void (*mq_gemm_dfn)(int64_t kc, const void *a, int64_t ars, int64_t acs, const void *b,
+                            void *c, int64_t ldc, int load);
 
 typedef struct mq_gemm_kernel {
   mq_gemm_fn fn;

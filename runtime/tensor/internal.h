@@ -5,6 +5,7 @@
 #define MQ_INTERNAL_H
 
 #include <math.h>
+#include <string.h>
 
 #include "tensor.h"
 #include "tape.h" /* the recording hooks every forward op calls */
@@ -49,8 +50,10 @@
  * Kernels skip what lies outside: a padded row's tail. */
 static inline bool mq_valid_span(const uint8_t *m, int64_t n, int64_t *lo, int64_t *hi) {
   int64_t a = 0, b = n;
-  if (m) {
+  if (m) { /* masked-out runs eight bytes at a time from both ends */
+    for (uint64_t w; a + 8 <= n && (memcpy(&w, m + a, 8), w == 0);) a += 8;
     while (a < n && !m[a]) a++;
+    for (uint64_t w; b - 8 >= a && (memcpy(&w, m + b - 8, 8), w == 0);) b -= 8;
     while (b > a && !m[b - 1]) b--;
   }
   *lo = a, *hi = b;

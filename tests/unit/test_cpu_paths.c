@@ -387,12 +387,13 @@ static void matmul_paths(void) {
           bool am = mk & 5, bm = mk & 2;
           const uint8_t *pa = am ? mq_tensor_data(ma) : NULL, *pb = bm ? mq_tensor_data(mb) : NULL;
           mq_tensor *x = am ? mq_masked(S, a, ma) : a, *y = bm ? mq_masked(S, b, mb) : b;
-          /* y again, read through a transpose of a transposed copy */
+          /* x and y again, read through a transpose of a transposed copy */
+          mq_tensor *xt = mq_transpose(S, mq_contiguous(S, mq_transpose(S, x, 0, 1)), 0, 1);
           mq_tensor *yt = mq_transpose(S, mq_contiguous(S, mq_transpose(S, y, 0, 1)), 0, 1);
           for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++)
             for (int nt = 1; nt <= 2; nt++) {
               S->cpu = cpu, S->nthreads = nt;
-              mq_tensor *r = mq_get_data(S, mq_matmul(S, x, cpu == best ? yt : y));
+              mq_tensor *r = mq_get_data(S, mq_matmul(S, (cpu + nt) % 2 ? xt : x, cpu == best ? yt : y));
               bool ok = true;
               for (int64_t i = 0; i < sa[0] && ok; i++)
                 for (int64_t j = 0; j < sb[1] && ok; j++) {
