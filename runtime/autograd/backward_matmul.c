@@ -100,33 +100,6 @@ static void products(mq_state *S, mq_dtype dt, int64_t nbatch, const bw_mat *T, 
   }
 }
 
-/* o[r, :] |= OR over q of x(r, q) & y[q, :] for r < nr, q < nq, rows of
- * width w: x at x[r xrs + q xcs] (NULL: all valid), y contiguous rows
- * (NULL: all valid). A row stops once it holds all of y's rows' union
- * (u, w bytes of scratch): more terms cannot add to it. */
-static void mask_or(uint8_t *o, int64_t nr, int64_t nq, int64_t w, const uint8_t *x, int64_t xrs,
-                    int64_t xcs, const uint8_t *y, uint8_t *u) {
-  if (y) {
-    memset(u, 0, (size_t)w);
-    for (int64_t q = 0; q < nq; q++)
-      for (int64_t j = 0; j < w; j++) u[j] |= y[q * w + j];
-  }
-  for (int64_t r = 0; r < nr; r++) {
-    uint8_t *orow = o + r * w;
-    int64_t seen = 0;
-    for (int64_t q = 0; q < nq; q++) {
-      if (x && !x[r * xrs + q * xcs]) continue;
-      if (!y) {
-        memset(orow, 1, (size_t)w);
-        break;
-      }
-      const uint8_t *yr = y + q * w;
-      for (int64_t j = 0; j < w; j++) orow[j] |= yr[j];
-      if (++seen % 8 == 0 && !memcmp(orow, u, (size_t)w)) break;
-    }
-  }
-}
-
 /* om &= m and d = 0 where m is 0, over n entries (selects: they vectorize). */
 MQ_WIDE static void within_mask(const uint8_t *m, int64_t n, char *d, mq_dtype dt, uint8_t *om) {
   for (int64_t i = 0; i < n; i++) om[i] &= m[i] != 0;
@@ -141,16 +114,20 @@ MQ_WIDE static void within_mask(const uint8_t *m, int64_t n, char *d, mq_dtype d
 
 /* The gradient of operand [T] (data [d], its mask [om]): valid where a
  * valid term reached it (om, built here over the batches: terms x(r, q)
- * & y[q, :] with x at xrs/xcs from offset xoff[b], y rows from yoff[b]),
+ * & y(q, c), x at xrs/xcs from offset xoff[b], y at yrs/ycs from yoff[b]),
  * and where T itself is; 0 under its masked-out entries. */
 static void grad_mask(mq_state *S, const bw_mat *T, int64_t nbatch, int64_t nq, const uint8_t *x,
                       const int64_t *xoff, int64_t xrs, int64_t xcs, const uint8_t *y,
-                      const int64_t *yoff, char *d, mq_dtype dt, uint8_t *om) {
+                      const int64_t *yoff, int64_t yrs, int64_t ycs, char *d, mq_dtype dt,
+                      uint8_t *om) {
   int64_t n = T->rows, w = T->cols, per = n * w;
-  uint8_t *u = mq_scratch(S, (size_t)(w > 0 ? w : 1));
+  void *ws = mq_scratch(S, mq_mask_product_bytes(n, nq, w));
   memset(om, 0, (size_t)(T->count * per));
-  for (int64_t b = 0; b < nbatch; b++)
-    mask_or(om + T->own[b] * per, n, nq, w, x ? x + xoff[b] : NULL, xrs, xcs, y ? y + yoff[b] : NULL, u);
+  for (int64_t b = 0; b < nbatch; b++) {
+    mq_mask_product(om + T->own[b] * per, n, nq, w, x ? x + xoff[b] : NULL, xrs, xcs,
+                    y ? y + yoff[b] : NULL, yrs, ycs, ws);
+    mq_poll(S);
+  }
   if (T->m) within_mask(T->m, T->count * per, d, dt, om);
 }
 
@@ -183,28 +160,16 @@ void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   if (a->requires_grad) { /* ga = g @ b^T */
     mq_tensor *ga = mq_tensor_new(S, dt, a->ndim, a->shape);
     products(S, dt, nbatch, &A, G, operand(&B, true), m, mq_tensor_data(ga));
-    if (masked) {
-      /* terms g[i, j] & b[l, j]: b's mask transposed, as rows of l per j */
-      uint8_t *bt = NULL;
-      int64_t *btoff = NULL;
-      if (B.m) {
-        bt = mq_scratch(S, (size_t)(B.count * K * m));
-        btoff = mq_scratch(S, nbs * sizeof *btoff);
-        for (int64_t q = 0; q < B.count; q++)
-          for (int64_t l = 0; l < K; l++)
-            for (int64_t j = 0; j < m; j++) bt[q * K * m + j * K + l] = B.m[q * K * m + l * m + j];
-        for (int64_t i = 0; i < nbatch; i++) btoff[i] = B.own[i] * K * m;
-      }
-      grad_mask(S, &A, nbatch, m, gm, goff, m, 1, bt, btoff, mq_tensor_data(ga), dt,
+    if (masked) /* terms g[i, j] & b[l, j]: b's mask read transposed */
+      grad_mask(S, &A, nbatch, m, gm, goff, m, 1, B.m, B.moff, 1, m, mq_tensor_data(ga), dt,
                 mq_ag_new_mask(S, ga));
-    }
     gin[0] = ga;
   }
   if (b->requires_grad) { /* gb = a^T @ g */
     mq_tensor *gb = mq_tensor_new(S, dt, b->ndim, b->shape);
     products(S, dt, nbatch, &B, operand(&A, true), G, n, mq_tensor_data(gb));
     if (masked) /* terms a[i, l] & g[i, j]: rows l of a^T, over i, against g's rows */
-      grad_mask(S, &B, nbatch, n, A.m, A.moff, 1, K, gm, goff, mq_tensor_data(gb), dt,
+      grad_mask(S, &B, nbatch, n, A.m, A.moff, 1, K, gm, goff, m, 1, mq_tensor_data(gb), dt,
                 mq_ag_new_mask(S, gb));
     gin[1] = gb;
   }

@@ -68,4 +68,14 @@ MQ_INTERNAL void mq_gemm_serial(int cpu, mq_dtype dt, int64_t n, int64_t m, int6
                                 const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
                                 int64_t ldc, void *buf);
 
+/* om[i m + j] |= some k < K has x(i, k) and y(k, j), for i < n, j < m:
+ * the entries of a product that a valid term reaches (matmul's mask and
+ * its gradients'). x(i, k) at x[i xrs + k xcs], y(k, j) at y[k yrs + j
+ * ycs], nonzero bytes valid; NULL: all valid. [ws]: a workspace of
+ * mq_mask_product_bytes(n, K, m) bytes, 8-byte aligned (one per thread). */
+MQ_INTERNAL void mq_mask_product(uint8_t *om, int64_t n, int64_t K, int64_t m, const uint8_t *x,
+                                 int64_t xrs, int64_t xcs, const uint8_t *y, int64_t yrs,
+                                 int64_t ycs, void *ws);
+MQ_INTERNAL size_t mq_mask_product_bytes(int64_t n, int64_t K, int64_t m);
+
 #endif

@@ -8,6 +8,7 @@
  * mask rows. int64 products, exact and wrapping like torch's, keep a loop
  * of their own: an output row built in a block of JB accumulators as the
  * sum over k of a[i,k] * b[k, j..], over contiguous copies. */
+#include "../../core/checked.h"
 #include "../tensor/cpu.h"
 #include "../tensor/internal.h"
 #include "ops.h"
@@ -46,28 +47,6 @@ MQ_WIDE static void mm_i64(const int64_t *a, const uint8_t *ma, const int64_t *b
         for (int64_t j = 0; j < jn; j++) c[j] += x * (uint64_t)bk[j];
       }
       for (int64_t j = 0; j < jn; j++) out[i * m + j0 + j] = (int64_t)c[j];
-    }
-  }
-}
-
-/* om[i, j] = some k has ma[i, k] and mb[k, j] (NULL masks: all valid), for
- * rows [i0, i1). */
-static void mm_mask(const uint8_t *ma, const uint8_t *mb, uint8_t *om, int64_t i0, int64_t i1,
-                    int64_t K, int64_t m) {
-  for (int64_t i = i0; i < i1; i++) {
-    uint8_t *o = om + i * m;
-    memset(o, 0, (size_t)m);
-    int64_t seen = 0;
-    for (int64_t k = 0; k < K; k++) {
-      if (ma && !ma[i * K + k]) continue;
-      if (!mb) {
-        memset(o, 1, (size_t)m);
-        break;
-      }
-      const uint8_t *r = mb + k * m;
-      for (int64_t j = 0; j < m; j++) o[j] |= r[j];
-      /* a row that is all valid stays so: stop (soon, with any real mask) */
-      if (++seen % 8 == 0 && !memchr(o, 0, (size_t)m)) break;
     }
   }
 }
@@ -121,6 +100,8 @@ typedef struct mm_job {
   int64_t *po;
   uint8_t *pom;
   int64_t *ks; /* per thread: K indices */
+  char *ws;     /* per thread: wsz bytes for mq_mask_product */
+  size_t wsz;
   const int64_t *bspan; /* per matrix of b: its span of columns with a valid entry, or NULL */
   const uint8_t *bcols; /* per matrix of b: which columns have one (m bytes) */
 } mm_job;
@@ -146,8 +127,12 @@ static void mm_range(void *ctx, int64_t lo, int64_t hi, int t) {
       const uint8_t *cols = J->bcols && !mx && K > 0 ? J->bcols + (mboff / (K * m)) * m : NULL;
       if (cols)
         for (int64_t i = i0; i < i1; i++) memcpy(J->pom + bi * n * m + i * m, cols, (size_t)m);
-      else
-        mm_mask(mx, my, J->pom + bi * n * m, i0, i1, K, m);
+      else {
+        uint8_t *o = J->pom + (bi * n + i0) * m;
+        memset(o, 0, (size_t)((i1 - i0) * m));
+        mq_mask_product(o, i1 - i0, K, m, mx ? mx + i0 * K : NULL, K, 1, my, m, 1,
+                        J->ws + (size_t)t * J->wsz);
+      }
     }
     q += i1 - i0;
   }
@@ -260,6 +245,10 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
       J.bspan = span, J.bcols = cols;
     }
     J.ks = mq_scratch(S, (size_t)nt * (size_t)(K > 0 ? K : 1) * sizeof *J.ks); /* K: a dim of a */
+    if (om) { /* n rows at most per call: a batch's */
+      J.wsz = (mq_mask_product_bytes(n, K, m) + 63) / 64 * 64;
+      J.ws = mq_scratch(S, mq_ck_zmul(S, J.wsz, (size_t)nt, "matmul"));
+    }
     mq_parallel_for(S, nt, rows, per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row, mm_range, &J);
   }
   if (om) mq_tensor_set_mask(S, out, om);
