@@ -1,6 +1,6 @@
 # padding_table.awk - the table and targets of issue 31's padding rows
 # (bench/pad_rows.h, bench/pad_bench.py) from bench/run.sh's results.tsv
-# (awk -F '\t' -v stat=median|min).
+# (awk -F '\t' -v stat=median|min -f table_lib.awk -f padding_table.awk).
 #
 # A figure is the median of the rounds' medians (stat=min: the least of
 # their minimums), as run.sh's first table. padded/valid: masq's time on
@@ -10,13 +10,7 @@
 # batch (target <= 0.5, masq at least 2x faster, for the reductions,
 # softmax and layer_norm).
 
-function fmt(t) {
-  if (t == "") return "n/a"
-  if (t >= 1) return sprintf("%.2f s", t)
-  if (t >= 0.01) return sprintf("%.1f ms", t * 1e3)
-  if (t >= 0.001) return sprintf("%.2f ms", t * 1e3)
-  return sprintf("%.1f us", t * 1e6)
-}
+# fmt(), median(): table_lib.awk
 function get(impl, w) { return ((impl SUBSEP w) in T) ? T[impl, w] : "" }
 function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "n/a" : sprintf("%.2fx", a / b) }
 # one target line: [what], the ratio a/b, met when at most [want]
@@ -38,8 +32,8 @@ END {
   for (k in NV) {
     c = NV[k]
     for (i = 1; i <= c; i++) S[i] = V[k, i]
-    for (i = 2; i <= c; i++) { x = S[i]; for (j = i - 1; j >= 1 && S[j] > x; j--) S[j + 1] = S[j]; S[j + 1] = x }
-    T[k] = (stat == "min") ? S[1] : ((c % 2) ? S[(c + 1) / 2] : (S[c / 2] + S[c / 2 + 1]) / 2)
+    T[k] = median(S, c)
+    if (stat == "min") T[k] = S[1]  # median() sorted S
   }
   if (!ANY) exit
   nf = split("sum_along sum_across mean softmax chain ln matmul softmax_fb ln_fb chain_fb", F, " ")

@@ -660,7 +660,7 @@ function within_of(mi, tag, w, want,   m, c, r) {
   printf "  %-72s %-9s %s\n", L[w] tag ": within " want "x of the C loop", sprintf("%.2fx", r), (r <= want ? "MET" : "NOT MET")
 }
 '  "$RES" | tee "$TABLE"
-[ "$PEERS" = 0 ] || awk -F '\t' -f "$HERE/peers_table.awk" "$RES" | tee -a "$TABLE"
+[ "$PEERS" = 0 ] || awk -F '\t' -f "$HERE/table_lib.awk" -f "$HERE/peers_table.awk" "$RES" | tee -a "$TABLE"
 if has_rows padding; then
-  awk -F '\t' -v stat="$STAT" -f "$HERE/padding_table.awk" "$RES" | tee -a "$TABLE"
+  awk -F '\t' -v stat="$STAT" -f "$HERE/table_lib.awk" -f "$HERE/padding_table.awk" "$RES" | tee -a "$TABLE"
 fi
