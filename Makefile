@@ -352,7 +352,7 @@ conformance-regen: $(B)/masq
 # only honours its `omp simd` pragmas) and glibc's vector math if present.
 .PHONY: bench
 MVEC = $(shell printf 'int main(void){return 0;}\n' | $(CC) -x c - -lmvec -lm -o /dev/null 2>/dev/null && echo -lmvec)
-# ROWS picks the rows (bench/run.sh: masked, dense, steps, all, smoke; default all);
+# ROWS picks the rows (bench/run.sh: masked, dense, steps, padding, all, smoke; default all);
 # install-deps.sh bench puts the peers on OpenBLAS (make test does not).
 ROWS ?= all
 bench: $(B)/masq $(B)/bench/masq_bench $(B)/bench/baseline
@@ -360,7 +360,7 @@ bench: $(B)/masq $(B)/bench/masq_bench $(B)/bench/baseline
 	@if [ -f "$(PY_INC)/Python.h" ]; then $(MAKE) --no-print-directory python; fi
 	BENCH_ROWS="$(ROWS)" sh bench/run.sh $(B)
 
-$(B)/bench/masq_bench: bench/masq_bench.c bench/bench_util.h bench/peer_rows.h include/masq.h $(B)/libmasq.a
+$(B)/bench/masq_bench: bench/masq_bench.c bench/bench_util.h bench/peer_rows.h bench/pad_rows.h include/masq.h $(B)/libmasq.a
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(BASEFLAGS) $(OPT) -Iinclude -o $@ $< $(B)/libmasq.a $(LIBS)
 

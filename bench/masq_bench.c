@@ -16,6 +16,7 @@
  *   masq_bench @masked @dense @steps  the rows of a set: the masked rows
  *                                   (WORKLOADS), issue 30's dense building
  *                                   blocks and whole steps (peer_rows.h)
+ *   masq_bench @padding             issue 31's padding rows (pad_rows.h)
  *   masq_bench --save DIR [WORKLOAD...]
  *                                   no timing: writes the inputs and one
  *                                   result of each peer row to DIR for
@@ -32,6 +33,7 @@
 
 #include "bench_util.h"
 #include "masq.h"
+#include "pad_rows.h"
 #include "peer_rows.h"
 
 typedef struct {
@@ -253,17 +255,21 @@ static void *counting_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return realloc(ptr, nsize);
 }
 
-/* set-up groups: SETUPS, then PEER_SETUPS */
-#define N_GROUPS (COUNT(SETUPS) + COUNT(PEER_SETUPS))
+/* set-up groups: SETUPS, then PEER_SETUPS, then PAD_SETUPS */
+#define N_GROUPS (COUNT(SETUPS) + COUNT(PEER_SETUPS) + COUNT(PAD_SETUPS))
 static int group_state[N_GROUPS]; /* 0 not run, 1 ok, -1 failed */
 static char group_error[N_GROUPS][200];
 
 /* The set-up script of group [g] (an index below N_GROUPS) and its name. */
 static const char *group_name(size_t g) {
-  return g < COUNT(SETUPS) ? SETUPS[g].group : PEER_SETUPS[g - COUNT(SETUPS)].group;
+  if (g < COUNT(SETUPS)) return SETUPS[g].group;
+  g -= COUNT(SETUPS);
+  return g < COUNT(PEER_SETUPS) ? PEER_SETUPS[g].group : PAD_SETUPS[g - COUNT(PEER_SETUPS)].group;
 }
 static const char *group_setup(size_t g) {
-  return g < COUNT(SETUPS) ? SETUPS[g].setup : PEER_SETUPS[g - COUNT(SETUPS)].setup;
+  if (g < COUNT(SETUPS)) return SETUPS[g].setup;
+  g -= COUNT(SETUPS);
+  return g < COUNT(PEER_SETUPS) ? PEER_SETUPS[g].setup : PAD_SETUPS[g - COUNT(PEER_SETUPS)].setup;
 }
 
 /* Peak memory. Each set-up group runs in an interpreter of its own (main
@@ -576,6 +582,16 @@ int main(int argc, char **argv) {
     }
     group = PEER_ROWS[i].group;
     run_peer_row(M, &PEER_ROWS[i]);
+  }
+  for (size_t i = 0; i < COUNT(PAD_ROWS); i++) { /* one thread, as the masked rows */
+    if (!selected(argc, argv, PAD_ROWS[i].name, "padding")) continue;
+    if (group && strcmp(group, PAD_ROWS[i].group) != 0) {
+      masq_close(M);
+      if (!(M = open_state())) return 1;
+    }
+    group = PAD_ROWS[i].group;
+    workload w = {PAD_ROWS[i].name, PAD_ROWS[i].group, PAD_ROWS[i].code};
+    run_workload(M, &w);
   }
   masq_close(M);
   return 0;

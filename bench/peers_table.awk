@@ -9,13 +9,7 @@
 # a peer's result from masq's, relative to masq's largest magnitude, over
 # every peer process (the tolerance: 1e-4 float32, 1e-2 bfloat16).
 
-function fmt(t) {
-  if (t == "") return "n/a"
-  if (t >= 1) return sprintf("%.2f s", t)
-  if (t >= 0.01) return sprintf("%.1f ms", t * 1e3)
-  if (t >= 0.001) return sprintf("%.2f ms", t * 1e3)
-  return sprintf("%.1f us", t * 1e6)
-}
+# fmt(): table_lib.awk
 function best(impl, w) { return ((impl SUBSEP w) in T) ? T[impl, w] : "" }
 function gflops(w, t,   base) {
   base = w; sub(/_bf16$/, "", base)

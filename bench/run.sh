@@ -26,7 +26,9 @@
 # builds them). Environment:
 #   BENCH_ROWS="dense steps"   the sets of rows (default all): masked (the
 #                     masked workloads of the issues before 30), dense and
-#                     steps (issue 30's; make bench ROWS=dense); smoke: the
+#                     steps (issue 30's; make bench ROWS=dense), padding
+#                     (issue 31's random padding, bench/pad_rows.h, against
+#                     torch's dense tricks: bench/pad_bench.py); smoke: the
 #                     small rows of issue 30, 3 repetitions, one round (a
 #                     test of the machinery in about half a minute, not a figure)
 #   BENCH_STAT=min    tabulate the minimum of the repetitions instead of the
@@ -59,7 +61,7 @@ PY=${BENCH_PYTHON:-/usr/bin/python3}
 STAT=${BENCH_STAT:-median}
 ONLY=${BENCH_ONLY:-}
 ROWS=${BENCH_ROWS:-all}
-case " $ROWS " in *" all "*) ROWS="masked dense steps" ;; esac
+case " $ROWS " in *" all "*) ROWS="masked dense steps padding" ;; esac
 if [ "$ROWS" = smoke ]; then
   ROWS="dense steps"
   ONLY=${ONLY:-mm128 mm128_bf16 bmm softmax softmax_bf16 train1 encoder}
@@ -67,8 +69,8 @@ if [ "$ROWS" = smoke ]; then
   export BENCH_QUICK
 fi
 for r in $ROWS; do
-  case $r in masked | dense | steps) ;; *)
-    echo "bench/run.sh: BENCH_ROWS: no set of rows '$r' (masked, dense, steps, all, smoke)" >&2
+  case $r in masked | dense | steps | padding) ;; *)
+    echo "bench/run.sh: BENCH_ROWS: no set of rows '$r' (masked, dense, steps, padding, all, smoke)" >&2
     exit 2 ;;
   esac
 done
@@ -79,8 +81,8 @@ PEERS=0
 MASQ_ARGS=$ONLY
 PEER_ARGS=$ONLY
 if [ -z "$ONLY" ]; then
-  PEER_ARGS=$(for r in $ROWS; do [ "$r" = masked ] || printf '@%s ' "$r"; done)
-  [ "$ROWS" = "masked dense steps" ] || MASQ_ARGS=$(for r in $ROWS; do printf '@%s ' "$r"; done)
+  PEER_ARGS=$(for r in $ROWS; do [ "$r" = masked ] || [ "$r" = padding ] || printf '@%s ' "$r"; done)
+  [ "$ROWS" = "masked dense steps padding" ] || MASQ_ARGS=$(for r in $ROWS; do printf '@%s ' "$r"; done)
 fi
 OUT="$B/bench"
 RES="$OUT/results.tsv"
@@ -134,6 +136,7 @@ if [ "$TABLE_ONLY" = 0 ]; then
   DEFAULT_IMPLS=
   has_rows masked && DEFAULT_IMPLS="c masq torch numpy pymod"
   [ "$PEERS" = 0 ] || DEFAULT_IMPLS="${DEFAULT_IMPLS:-masq} ptorch1 ptorch2 pnumpy1 pnumpy2"
+  has_rows padding && DEFAULT_IMPLS="${DEFAULT_IMPLS:-masq} padtorch"
   IMPLS=${BENCH_IMPLS:-$DEFAULT_IMPLS}
   AGAINST=${BENCH_AGAINST:-}
   if [ -n "$AGAINST" ]; then
@@ -177,6 +180,14 @@ if [ "$TABLE_ONLY" = 0 ]; then
         collect "peers_$1" "$PY" "$HERE/peers.py" "$lib" "$n" "$OUT/peers" $PEER_ARGS
       elif [ "$round" = 1 ]; then
         na_all "$lib$([ "$n" = 1 ] || echo "-${n}t")" "not installed (apt-get install -y python3-$lib)"
+      fi ;;
+    padtorch) # issue 31's padding rows in torch's dense tricks, one thread (pad_bench.py)
+      pad_args=${ONLY:-@padding}
+      if [ -z "$TORCH_V" ]; then
+        [ "$round" = 1 ] && na_all torch-trick "not installed (apt-get install -y python3-torch)"
+      elif [ "$pad_args" = @padding ] || echo " $ONLY " | grep -q ' pad_'; then
+        collect pad_bench env OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+          "$PY" "$HERE/pad_bench.py" $pad_args
       fi ;;
     base) # masq_bench of BENCH_AGAINST; its rows are named base and base-2t
       RENAME=base
@@ -649,4 +660,7 @@ function within_of(mi, tag, w, want,   m, c, r) {
   printf "  %-72s %-9s %s\n", L[w] tag ": within " want "x of the C loop", sprintf("%.2fx", r), (r <= want ? "MET" : "NOT MET")
 }
 '  "$RES" | tee "$TABLE"
-[ "$PEERS" = 0 ] || awk -F '\t' -f "$HERE/peers_table.awk" "$RES" | tee -a "$TABLE"
+[ "$PEERS" = 0 ] || awk -F '\t' -f "$HERE/table_lib.awk" -f "$HERE/peers_table.awk" "$RES" | tee -a "$TABLE"
+if has_rows padding; then
+  awk -F '\t' -v stat="$STAT" -f "$HERE/table_lib.awk" -f "$HERE/padding_table.awk" "$RES" | tee -a "$TABLE"
+fi

@@ -247,6 +247,7 @@ static mq_value lib_get_num_threads(mq_state *S, mq_value *args) {
 const mq_libfn mq_lib_core[] = {
     {"masked(data, mask=none, requires_grad=false)", lib_masked,
      "a masked tensor: data where mask is true, masked out (--) elsewhere; mask broadcasts; "
+     "a masked data stays valid where both masks are; "
      "a sparse data without mask is its own mask (unstored entries masked out)", MQ_BK_NONE, 0},
     {"masked_tensor(data, mask, requires_grad=false)", lib_masked,
      "masked(data, mask, requires_grad) under torch.masked's name", MQ_BK_NONE, 0},

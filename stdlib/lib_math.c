@@ -130,24 +130,30 @@ static mq_value lib_bin_SUB(mq_state *S, mq_value *args) { return add_scaled(S, 
 
 /* torch.masked.logaddexp: a masked-out entry of x (input_mask) or y
  * (other_mask) counts as -inf, logaddexp's identity, so the result is the
- * other operand there; where both are masked out, so is the result. */
+ * other operand there; where both are masked out, so is the result. A
+ * masked operand is valid where its own mask and its mask argument (if
+ * any) both are, as re-masking is. */
 static mq_value lib_bin_LOGADDEXP(mq_state *S, mq_value *args) {
   mq_tensor *x = TW(0, "x"), *y = TW(1, "y");
   if (args[2].type == MQ_NONE && args[3].type == MQ_NONE) RET(mq_binary(S, MQ_BIN_LOGADDEXP, x, y));
-  if (x->mask || y->mask)
-    mq_error(S, "input_mask= and other_mask= are for plain tensors; x or y is already masked");
   mq_tensor *identity = mq_tensor_from_value(S, mq_float(-INFINITY), "identity");
   mq_tensor *valid = NULL;
+  bool all = false; /* an operand valid everywhere: so is the result */
   mq_tensor *operand[2] = {x, y};
   for (int i = 0; i < 2; i++) {
-    if (args[2 + i].type == MQ_NONE) {
-      valid = mq_tensor_from_value(S, mq_bool(true), "mask");
+    mq_tensor *m = operand[i]->mask ? mq_get_mask(S, operand[i]) : NULL;
+    if (args[2 + i].type != MQ_NONE) {
+      mq_tensor *arg = T(2 + i, i ? "other_mask" : "input_mask");
+      m = m ? mq_binary(S, MQ_BIN_BAND, m, arg) : arg;
+    }
+    if (!m) {
+      all = true;
       continue;
     }
-    mq_tensor *m = T(2 + i, i ? "other_mask" : "input_mask");
-    operand[i] = mq_where(S, m, operand[i], identity);
+    operand[i] = mq_where(S, m, mq_get_data(S, operand[i]), identity);
     valid = valid ? mq_binary(S, MQ_BIN_BOR, valid, m) : m;
   }
+  if (all) valid = mq_tensor_from_value(S, mq_bool(true), "mask");
   mq_tensor *r = mq_binary(S, MQ_BIN_LOGADDEXP, operand[0], operand[1]);
   RET(mq_as_masked(S, r, valid)); /* differentiable, as torch.masked.logaddexp */
 }
@@ -226,11 +232,10 @@ static mq_value answer_in(mq_state *S, mq_tensor *r, mq_value dtype) {
 }
 
 /* torch.masked's functional forms: x converted to dtype= when given, and
- * with mask= (a plain x only) the masked tensor masked(x, mask). */
+ * with mask= the masked tensor as_masked(x, mask); a masked x keeps what
+ * is valid in both masks (torch 1.13 reads its own mask alone). */
 static mq_tensor *masked_by(mq_state *S, mq_tensor *t, mq_value *args, int mask_arg) {
   if (mask_arg < 0 || args[mask_arg].type == MQ_NONE) return t;
-  if (t->mask)
-    mq_error(S, "mask= is for plain tensors; x is already masked (combine the masks with &)");
   if (mq_is_sparse(args[mask_arg])) { /* torch's _input_mask: to x's layout, then bool */
     mq_tensor *m = mq_as_tensor_any(args[mask_arg]);
     if (m->mask) mq_error(S, "mask= must be a plain tensor, got a masked %s one",

@@ -299,13 +299,12 @@ static bool broadcasts_to(const mq_tensor *m, const mq_tensor *s) {
  * -1) / div, mask), -1) @ v, the expression's own operations: over the
  * valid keys only through mq_attention_try, the entry the compiler's fused
  * form of the expression runs too (the same bits, one node under
- * autograd), else op by op, as the expression runs when that declines. */
+ * autograd), else op by op, as the expression runs when that declines:
+ * so a masked q or k (a padded batch's second layer) gives the scores the
+ * product leaves valid, re-masked by mask (valid where both are). */
 static mq_value lib_attention(mq_state *S, mq_value *args) {
   mq_tensor *q = attention_operand(S, args[0], "q"), *k = attention_operand(S, args[1], "k");
   mq_tensor *v = attention_operand(S, args[2], "v"), *m = mq_arg_tensor_stored(S, args[3], "mask");
-  if (q->mask || k->mask)
-    mq_error(S, "attention: %s must not be masked: the mask argument says which keys each query sees",
-             q->mask ? "q" : "k");
   if (m->mask) mq_error(S, "attention: the mask must be a plain bool tensor, not a masked one");
   if (m->dtype != MQ_DT_BOOL)
     mq_error(S, "attention: the mask must be a plain bool tensor, not one of dtype %s",

@@ -615,13 +615,32 @@ static mq_tensor *on_positions(mq_state *S, mq_tensor *x, const int64_t *mk, int
   return mq_sparse_like(S, like, mq_as_masked(S, r, mvals));
 }
 
+/* Whether masked [x] (not CSC) holds a valid entry at each of the
+ * ascending dense positions [keys] (n), in [ok]: re-masking keeps what is
+ * valid in both masks, and an entry x does not store is masked out. */
+static void valid_at(mq_state *S, const mq_tensor *x, const int64_t *keys, int64_t n, uint8_t *ok) {
+  const int64_t *dk = entry_keys(S, x);
+  const uint8_t *v = mq_tensor_data(x->mask->sparse->values);
+  for (int64_t k = 0, i = 0, dn = x->sparse->nnz; k < n; k++) {
+    mq_poll_at(S, k);
+    while (i < dn && dk[i] < keys[k]) i++;
+    ok[k] = i < dn && dk[i] == keys[k] && v[i];
+  }
+}
+
 mq_tensor *mq_sparse_where(mq_state *S, mq_tensor *x, mq_tensor *mask, const char *who) {
-  if (x->mask)
-    mq_error(S, "%s: mask= is for plain tensors; x is already masked (masked(get_data(x), m) "
-                "with the combined mask)", who);
   if (x->layout == MQ_LAYOUT_CSC) /* on_positions reads keys in the dense order */
     return mq_to_sparse_csc(S, mq_sparse_where(S, mq_to_sparse_coo(S, x), mask, who));
   int64_t *mk, n = mask_true_keys(S, x, mask, &mk, who);
+  if (x->mask) { /* the positions both masks hold valid, on x's data */
+    uint8_t *ok = mq_scratch(S, (size_t)(n ? n : 1));
+    valid_at(S, x, mk, n, ok);
+    int64_t kept = 0;
+    for (int64_t k = 0; k < n; k++)
+      if (ok[k]) mk[kept++] = mk[k];
+    n = kept;
+    x = mq_sparse_get_data(S, x);
+  }
   return on_positions(S, x, mk, n, all_true(S, n), true);
 }
 
@@ -643,11 +662,25 @@ static mq_tensor *on_mask_positions(mq_state *S, mq_tensor *data, mq_tensor *mas
   return on_positions(S, data, entry_keys(S, mask), mask->sparse->nnz, mask->sparse->values, grad);
 }
 
+/* [mask] (bool, [data]'s layout and shape) false where masked [data]
+ * holds no valid entry: the AND of the two masks on mask's positions. */
+static mq_tensor *mask_within(mq_state *S, mq_tensor *mask, mq_tensor *data) {
+  if (mask->layout == MQ_LAYOUT_CSC) /* valid_at wants the dense order: a CSR of the transposes */
+    return mq_sparse_flip(S, mask_within(S, mq_sparse_flip(S, mask), mq_sparse_flip(S, data)));
+  int64_t n = mask->sparse->nnz;
+  mq_tensor *vals = mq_tensor_new(S, MQ_DT_BOOL, 1, &n);
+  uint8_t *v = mq_tensor_data(vals);
+  valid_at(S, data, entry_keys(S, mask), n, v);
+  const uint8_t *m = mq_tensor_data(mq_contiguous(S, mask->sparse->values));
+  for (int64_t k = 0; k < n; k++) v[k] &= m[k] != 0;
+  return mq_sparse_with_values(S, mask, vals, NULL);
+}
+
 mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   if (!data->sparse)
     mq_error(S, "masked: data and mask must have the same layout, got strided and %s",
              mask ? mq_layout_name((mq_layout)mask->layout) : "none");
-  if (data->mask) mq_error(S, "masked: data is already masked; use get_data(data)");
+  if (!mask && data->mask) return data; /* its own mask already within its entries */
   if (!mask) {
     mq_tensor *structural = mq_sparse_with_values(S, data, all_true(S, data->sparse->nnz), NULL);
     return mq_sparse_with_values(S, data, data->sparse->values, structural);
@@ -661,6 +694,10 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   if (!mq_tensor_same_shape(data, mask))
     mq_error(S, "masked: data and mask must have the same size, got %s and %s",
              mq_shape_str(S, data->ndim, data->shape), mq_shape_str(S, mask->ndim, mask->shape));
+  if (data->mask) { /* re-masking keeps what is valid in both */
+    mask = mask_within(S, mask, data);
+    data = mq_sparse_with_values(S, data, data->sparse->values, NULL);
+  }
   if (!mq_sparse_same_structure(data, mask)) /* any other pattern: data on the mask's */
     return on_mask_positions(S, data, mask, false);
   return mq_sparse_with_values(S, data, data->sparse->values,
@@ -669,9 +706,10 @@ mq_tensor *mq_sparse_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
 
 mq_tensor *mq_sparse_as_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
   mq_tensor *t = mq_sparse_masked(S, data, mask);
-  if (MQ_LIKELY(!data->requires_grad)) return t;
+  if (MQ_LIKELY(!data->requires_grad) || t == data) return t;
   if (!mq_sparse_same_structure(t, data)) /* data read on the mask's positions */
-    return on_mask_positions(S, data, mask, true);
+    return data->mask ? on_mask_positions(S, mq_sparse_get_data(S, data), t->mask, true)
+                      : on_mask_positions(S, data, mask, true);
   return converted(S, t, data, MQ_AG_SP_LAYOUT);
 }
 

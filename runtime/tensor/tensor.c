@@ -459,9 +459,18 @@ int mq_shape_norm_dim(mq_state *S, int64_t dim, int ndim) {
 
 /* --- masks --------------------------------------------------------------- */
 
+/* The AND of a masked tensor's mask [had] and a new one [m] of its shape:
+ * re-masking keeps what is valid in both. The same mask again is kept as
+ * it is, its storage and the validity summary cached on it included. */
+static mq_tensor *both_masks(mq_state *S, mq_tensor *had, mq_tensor *m) {
+  if (mq_tensor_same_view(had, m)) return had;
+  mq_tensor *no = mq_expand(S, mq_tensor_scalar(S, MQ_DT_BOOL, 0), m->ndim, m->shape);
+  mq_tensor *out = mq_tensor_new(S, MQ_DT_BOOL, m->ndim, m->shape);
+  mq_kernel_where(S, out, had, m, no);
+  return out;
+}
+
 mq_tensor *mq_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
-  if (data->mask)
-    mq_error(S, "masked: the data is already masked (use get_data(x) for its plain data)");
   if (mask->mask) mq_error(S, "masked: the mask must be a plain bool tensor, not a masked one");
   if (mask->dtype != MQ_DT_BOOL)
     mq_error(S, "masked: the mask must have dtype bool, got %s", mq_dtype_name((mq_dtype)mask->dtype));
@@ -471,6 +480,7 @@ mq_tensor *mq_masked(mq_state *S, mq_tensor *data, mq_tensor *mask) {
     mq_error(S, "masked: a mask of shape %s does not broadcast to data of shape %s",
              mq_shape_str(S, mask->ndim, mask->shape), mq_shape_str(S, data->ndim, data->shape));
   mq_tensor *m = mq_expand(S, mask, data->ndim, data->shape);
+  if (data->mask) m = both_masks(S, data->mask, m);
   mq_tensor *t = mq_tensor_view(S, data, data->ndim, data->shape, data->strides, data->offset);
   mq_tensor_set_mask(S, t, m);
   return t;

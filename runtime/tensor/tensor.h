@@ -255,7 +255,8 @@ MQ_INTERNAL void mq_index_slice(mq_state *S, const mq_index_item *it, int64_t si
 /* --- masks --------------------------------------------------------------- */
 
 /* masked(data, mask): mask must be bool and broadcastable to data's shape
- * (an extension of torch, which wants equal shapes). data must be plain. */
+ * (an extension of torch, which wants equal shapes). A masked data keeps
+ * what is valid in both masks (their AND; torch refuses masked data). */
 MQ_INTERNAL mq_tensor *mq_masked(mq_state *S, mq_tensor *data, mq_tensor *mask);
 MQ_INTERNAL mq_tensor *mq_get_data(mq_state *S, mq_tensor *t); /* plain view */
 /* The mask as a plain bool tensor; all True for a plain tensor. */

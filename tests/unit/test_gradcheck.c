@@ -265,6 +265,11 @@ static mq_tensor *f_as_masked(mq_tensor **in, int v) {
   mq_tensor *x = mq_get_data(S, in[0]);
   return mq_as_masked(S, x, fixed_bool(x->ndim, x->shape, v));
 }
+/* as_masked on a masked input: valid, and passing gradients, where both
+ * masks are */
+static mq_tensor *f_remask(mq_tensor **in, int v) {
+  return mq_as_masked(S, in[0], fixed_bool(in[0]->ndim, in[0]->shape, v));
+}
 static mq_tensor *f_astype(mq_tensor **in, int v) {
   (void)v; /* float64 -> float32 -> float64, then a view made contiguous */
   mq_tensor *t = mq_astype(S, mq_astype(S, in[0], MQ_DT_F32), MQ_DT_F64);
@@ -593,7 +598,7 @@ static const gcase cases[] = {
     C1ND(index, ANY), C1ND(bool_index, ANY), C1(expand, ANY), C1(reshape, ANY),
     C1ND(transpose_reshape, ANY), C1ND(permute, ANY), C1ND(flip, ANY), C1(squeeze, ANY),
     C1ND(narrow, ANY), C1ND(select, ANY), C1ND(stack, ANY), C1(get_data, ANY),
-    C1(to_tensor, ANY), C1(as_masked, ANY),
+    C1(to_tensor, ANY), C1(as_masked, ANY), C1(remask, ANY),
     {"astype", 1, {ANY, ANY}, ONE, f_astype, false, 1e-2, 0, NULL, true}, /* linear, through float32 */
     {"cat", 2, {ANY, ANY}, JOIN, f_cat, false, 0, 0, NULL, true},
     {"matmul", 2, {ANY, ANY}, MATS, f_matmul, false, 0, 0, NULL, true},
