@@ -93,6 +93,7 @@ MQ_INTERNAL void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tenso
 MQ_INTERNAL void mq_bw_cumulative(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_logcumsumexp(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
+MQ_INTERNAL void mq_bw_permute(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 /* scatter_add's: x gets g, src the gradient at its position */
 MQ_INTERNAL void mq_bw_scatter_add(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);
 MQ_INTERNAL void mq_bw_matmul(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin);

@@ -14,6 +14,7 @@
 #include "../tensor/masksum.h"
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
+#include "../tensor/shape.h"
 #include "../kernels/softmax_simd.h"
 
 /* A gradient of [shape], masked when [masked]; *m gets the mask bytes. */
@@ -773,6 +774,17 @@ static void move_range(void *ctx, int64_t lo, int64_t hi, int t) {
  * (numbered across all inputs, for cat and stack); the result says, for
  * each output element, which input element it came from, and the gradient
  * is added back there. One rule for every view, index, cat and stack. */
+void mq_bw_permute(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_gradnode *n = t->node;
+  mq_tensor *u = n->in[0];
+  if (!u->requires_grad) return;
+  const int *p = n->args;
+  int64_t inv[MQ_MAX_DIMS];
+  for (int d = 0; d < u->ndim; d++) inv[p[d]] = d;
+  /* g's entries moved back, within u's mask (sum_to of equal shapes) */
+  gin[0] = mq_bw_sum_to(S, mq_contiguous(S, mq_permute(S, g, u->ndim, inv)), u);
+}
+
 void mq_bw_gather(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   if (n->op == 2) { /* expand: the sums of a broadcast operand, on threads */

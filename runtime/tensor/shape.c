@@ -32,13 +32,17 @@ static mq_tensor *index_at(mq_state *S, mq_tensor *t, int dim, mq_index_item ite
 /* Applies [op] (a rearrangement of a plain tensor's elements) to the data
  * of [t] and to its mask. */
 typedef mq_tensor *(*plain_op)(mq_state *S, mq_tensor *plain, const void *arg);
-static mq_tensor *with_mask(mq_state *S, mq_tensor *t, plain_op op, const void *arg) {
+static mq_tensor *moved_with_mask(mq_state *S, mq_tensor *t, plain_op op, const void *arg) {
   mq_tensor *v = op(S, mq_get_data(S, t), arg);
   /* a rearrangement: the mask moves as the data does, and each element
    * lands once, which mq_ag_moved relies on (a view that drops or repeats
    * elements, such as a diagonal, must not come through here) */
   MQ_ASSERT(v->numel == t->numel);
   if (t->mask) mq_tensor_set_mask(S, v, op(S, t->mask, arg));
+  return v;
+}
+static mq_tensor *with_mask(mq_state *S, mq_tensor *t, plain_op op, const void *arg) {
+  mq_tensor *v = moved_with_mask(S, t, op, arg);
   mq_ag_moved(S, v, t, op, arg);
   return v;
 }
@@ -243,7 +247,9 @@ mq_tensor *mq_permute(mq_state *S, mq_tensor *t, int n, const int64_t *perm) {
     mq_error(S, "permute: a %d-d tensor needs %d dims, got %d", t->ndim, t->ndim, n);
   int p[MQ_MAX_DIMS];
   norm_dims(S, n, perm, t->ndim, p, "permute");
-  return with_mask(S, t, permute_plain, p);
+  mq_tensor *v = moved_with_mask(S, t, permute_plain, p);
+  if (MQ_UNLIKELY(t->requires_grad)) mq_ag_rec_permute(S, v, t, p);
+  return v;
 }
 
 mq_tensor *mq_transpose(mq_state *S, mq_tensor *t, int64_t d0, int64_t d1) {

@@ -144,6 +144,13 @@ void mq_ag_rec_moved(mq_state *S, mq_tensor *out, mq_tensor *t, mq_ag_move_fn f,
   set_in(n, 1, src);
 }
 
+void mq_ag_rec_permute(mq_state *S, mq_tensor *out, mq_tensor *t, const int *perm) {
+  mq_gradnode *n = record(S, out, MQ_AG_PERMUTE, 1, 0);
+  if (!n) return;
+  set_in(n, 0, t);
+  set_args(S, n, perm, (size_t)t->ndim * sizeof *perm);
+}
+
 static mq_tensor *replay_cat(mq_state *S, mq_tensor *const *in, const void *args) {
   const int *a = args;
   return mq_cat(S, a[0], in, a[1]);

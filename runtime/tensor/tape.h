@@ -56,6 +56,9 @@
      lands once (mq_ag_moved, cat); op 2: a broadcast (expand), summed back    \
      as sum_to does */                                                         \
   X(GATHER, "indexing or view", mq_bw_gather, ANY)                             \
+  /* permute / transpose; args: the permutation (int[ndim]): the gradient     \
+     is g permuted back, with no element numbers made or kept */              \
+  X(PERMUTE, "permute or transpose", mq_bw_permute, ANY)                       \
   /* as_masked(data, mask): the gradient passes to data */                     \
   X(AS_MASKED, "as_masked", bw_pass, ANY)                                      \
   /* get_data / to_tensor: the gradient re-wrapped with the mask */            \
@@ -154,6 +157,7 @@ MQ_INTERNAL void mq_ag_rec_dim(mq_state *S, mq_tensor *out, int kind, int op, mq
 MQ_INTERNAL void mq_ag_rec_moved(mq_state *S, mq_tensor *out, mq_tensor *t, mq_ag_move_fn f,
                                  const void *arg);
 MQ_INTERNAL void mq_ag_rec_cat(mq_state *S, mq_tensor *out, int n, mq_tensor *const *ts, int dim);
+MQ_INTERNAL void mq_ag_rec_permute(mq_state *S, mq_tensor *out, mq_tensor *t, const int *perm);
 MQ_INTERNAL void mq_ag_rec_simple(mq_state *S, mq_tensor *out, int kind, mq_tensor *t);
 MQ_INTERNAL void mq_ag_rec_index(mq_state *S, mq_tensor *out, mq_tensor *t,
                                  const mq_index_item *items, int n);
