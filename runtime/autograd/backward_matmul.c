@@ -123,9 +123,16 @@ static void grad_mask(mq_state *S, const bw_mat *T, int64_t nbatch, int64_t nq, 
   int64_t n = T->rows, w = T->cols, per = n * w;
   void *ws = mq_scratch(S, mq_mask_product_bytes(n, nq, w));
   memset(om, 0, (size_t)(T->count * per));
+  /* a matrix summed over batches (a broadcast weight's) that is all valid
+   * stays so: its later batches are not looked at */
+  uint8_t *full = T->count < nbatch ? mq_scratch(S, (size_t)T->count) : NULL;
+  if (full) memset(full, 0, (size_t)T->count);
   for (int64_t b = 0; b < nbatch; b++) {
-    mq_mask_product(om + T->own[b] * per, n, nq, w, x ? x + xoff[b] : NULL, xrs, xcs,
-                    y ? y + yoff[b] : NULL, yrs, ycs, ws);
+    if (full && full[T->own[b]]) continue;
+    uint8_t *o = om + T->own[b] * per;
+    mq_mask_product(o, n, nq, w, x ? x + xoff[b] : NULL, xrs, xcs, y ? y + yoff[b] : NULL, yrs,
+                    ycs, ws);
+    if (full) full[T->own[b]] = !memchr(o, 0, (size_t)per);
     mq_poll(S);
   }
   if (T->m) within_mask(T->m, T->count * per, d, dt, om);

@@ -105,36 +105,33 @@ MQ_WIDE void mq_mask_product(uint8_t *om, int64_t n, int64_t K, int64_t m, const
     for (int64_t i = 0; i < n; i++) expand_or(om + i * m, u, m);
     return;
   }
-  if (by_cols) { /* step by step over contiguous runs of x's rows i */
+  if (by_cols) {
+    /* step by step over contiguous runs of x's rows i: a step whose row of
+     * y holds the union (or with y all valid: any step) makes its rows
+     * full, which a byte per row records; only the other steps OR words,
+     * and only into rows not full yet */
     memset(acc, 0, (size_t)(n * w) * sizeof *acc);
     memset(any, 0, (size_t)n);
     for (int64_t k = 0; k < K; k++) {
       const uint8_t *xk = x + k * xcs;
-      if (!y) {
+      const uint64_t *bk = y ? yb + k * w : u;
+      if (same_words(bk, u, w)) {
         for (int64_t i = 0; i < n; i++) any[i] |= xk[i];
         continue;
       }
-      const uint64_t *bk = yb + k * w;
       bool zero = true;
       for (int64_t q = 0; q < w; q++) zero &= bk[q] == 0;
       if (zero) continue;
-      if (w == 1) { /* a select per byte, which vectorizes */
-        uint64_t b0 = bk[0];
-        for (int64_t i = 0; i < n; i++) acc[i] |= -(uint64_t)(xk[i] != 0) & b0;
-        continue;
-      }
       for (int64_t i0 = 0; i0 < n; i0 += 8) { /* eight of x's bytes at a time */
         int64_t nb = n - i0 < 8 ? n - i0 : 8;
         uint64_t v = load8(xk + i0, nb);
         if (!v) continue;
         for (int64_t i = i0; i < i0 + nb; i++, v >>= 8)
-          if (v & 0xff)
+          if ((v & 0xff) && !any[i])
             for (int64_t q = 0; q < w; q++) acc[i * w + q] |= bk[q];
       }
     }
-    for (int64_t i = 0; i < n; i++)
-      if (y) expand_or(om + i * m, acc + i * w, m);
-      else if (any[i]) expand_or(om + i * m, u, m);
+    for (int64_t i = 0; i < n; i++) expand_or(om + i * m, any[i] ? u : acc + i * w, m);
     return;
   }
   for (int64_t i = 0; i < n; i++) { /* row by row, each stopping once full */
