@@ -100,15 +100,26 @@ static void products(mq_state *S, mq_dtype dt, int64_t nbatch, const bw_mat *T, 
   }
 }
 
-/* om &= m and d = 0 where m is 0, over n entries (selects: they vectorize). */
-MQ_WIDE static void within_mask(const uint8_t *m, int64_t n, char *d, mq_dtype dt, uint8_t *om) {
-  for (int64_t i = 0; i < n; i++) om[i] &= m[i] != 0;
-  if (dt == MQ_DT_F64) {
-    double *x = (double *)(void *)d;
-    for (int64_t i = 0; i < n; i++) x[i] = m[i] ? x[i] : 0;
-  } else {
-    float *x = (float *)(void *)d;
-    for (int64_t i = 0; i < n; i++) x[i] = m[i] ? x[i] : 0;
+/* om &= m and d = 0 where m is 0, over n entries: eight entries at a
+ * time where m is all valid (nothing to do) or all masked (zeroes), the
+ * rest by selects. */
+static void within_mask(const uint8_t *m, int64_t n, char *d, mq_dtype dt, uint8_t *om) {
+  size_t es = mq_dtype_size(dt);
+  for (int64_t i = 0; i < n; i += 8) {
+    int64_t k = n - i < 8 ? n - i : 8;
+    uint64_t v = 0;
+    memcpy(&v, m + i, (size_t)k);
+    if (k == 8 && v == 0x0101010101010101u) continue;
+    if (v == 0) {
+      memset(om + i, 0, (size_t)k);
+      memset(d + i * (int64_t)es, 0, (size_t)k * es);
+      continue;
+    }
+    for (int64_t j = i; j < i + k; j++) {
+      if (m[j]) continue;
+      om[j] = 0;
+      memset(d + j * (int64_t)es, 0, es);
+    }
   }
 }
 
