@@ -38,7 +38,7 @@ static int64_t words(int64_t m) { return (m + 63) / 64; }
 
 size_t mq_mask_product_bytes(int64_t n, int64_t K, int64_t m) {
   int64_t w = words(m);
-  return (size_t)((K + 1 + n) * w) * sizeof(uint64_t) + (size_t)n + 8;
+  return (size_t)((K + 1 + n) * w) * sizeof(uint64_t) + (size_t)(n + m) + 8;
 }
 
 /* row [o] (m bytes) |= the bits [acc]: 64 at a time when they are all
@@ -73,6 +73,19 @@ MQ_WIDE void mq_mask_product(uint8_t *om, int64_t n, int64_t K, int64_t m, const
   uint64_t *yb = ws, *u = yb + K * w, *acc = u + w;
   uint8_t *any = (uint8_t *)(acc + n * w);
   bool by_cols = x && xrs == 1 && xcs != 1; /* x transposed: read along i */
+  if (!x && y && ycs == 1) { /* every row is the union of y's rows: ORed as bytes */
+    uint8_t *un = (uint8_t *)(yb + (K + 1 + n) * w) + n;
+    memset(un, 0, (size_t)m);
+    for (int64_t k = 0; k < K; k++) {
+      const uint8_t *r = y + k * yrs;
+      for (int64_t j = 0; j < m; j++) un[j] |= r[j];
+    }
+    for (int64_t i = 0; i < n; i++) {
+      uint8_t *o = om + i * m;
+      for (int64_t j = 0; j < m; j++) o[j] |= un[j] != 0;
+    }
+    return;
+  }
   /* y as bits, and their union */
   memset(u, 0, (size_t)w * sizeof *u);
   if (y) {
