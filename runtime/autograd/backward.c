@@ -119,7 +119,7 @@ static inline double keep_or_zero(double v, uint8_t keep) {
 /* An entry where no gradient flowed (vm) adds +0 rather than nothing: a
  * sum that starts at +0 is never -0, so adding +0 leaves it as it was,
  * and a masked-out entry's data (never read as a value) cannot reach it. */
-static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
+MQ_WIDE static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
   const sumto_job *J = ctx; /* in locals: m's stores may alias anything */
   const uint8_t *vm = J->vm ? J->vm + k : NULL;
   double *o = J->o + j;
@@ -141,7 +141,11 @@ static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_t ds) {
   }
   /* ds 1 (mq_bw_block_walk: 0 or 1), consecutive slots: one loop per
    * source, each vectorizes */
-  if (a32 && vm)
+  if (a32 && as == 1 && vm)
+    for (int64_t c = 0; c < n; c++) o[c] += keep_or_zero((double)a32[c], vm[c]);
+  else if (a32 && as == 1)
+    for (int64_t c = 0; c < n; c++) o[c] += (double)a32[c];
+  else if (a32 && vm)
     for (int64_t c = 0; c < n; c++) o[c] += keep_or_zero((double)a32[c * as], vm[c]);
   else if (a32)
     for (int64_t c = 0; c < n; c++) o[c] += (double)a32[c * as];
