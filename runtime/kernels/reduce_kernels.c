@@ -274,10 +274,25 @@ DEF_FSUM_BLOCKS(F64, double, sel_f64)
       for (int64_t i = 0; i < n; i++) acc[i] += (double)x[i];                  \
     }                                                                          \
   }                                                                            \
+  /* runs of valid entries, lane by lane in order of i as the piece adds \
+   * them (a masked-out entry adds +0.0 to a lane that is never -0.0) */     \
+  static void fsum_runs_##E(void *part, const void *xv, int64_t n, const int64_t *r, int nr) { \
+    const T *x = xv;                                                           \
+    double d[LANES] = {0};                                                     \
+    (void)n;                                                                   \
+    for (int k = 0; k < nr; k++) {                                             \
+      int64_t i = r[2 * k], b = r[2 * k + 1];                                  \
+      for (; i < b && i % LANES; i++) d[i % LANES] += (double)x[i];            \
+      int64_t e = i < b ? i + (b - i) / LANES * LANES : i;                     \
+      if (e > i) BLOCKS(x + i, NULL, e - i, d);                                \
+      for (i = e; i < b; i++) d[i % LANES] += (double)x[i];                    \
+    }                                                                          \
+    *(double *)part = lanes_sum(d);                                            \
+  }                                                                            \
   DEF_NOCOUNT(fsum, E)                                                         \
   static const mq_red_kernel dsum_##E = {sizeof(double), fsum_row_##E,  fsum_acc_##E,     \
                                          fsum_rowc_##E,  fsum_accc_##E, fsum_piece_##E, \
-                                         fsum_merge,     fsum_combine};
+                                         fsum_merge,     fsum_combine,  fsum_runs_##E};
 
 DEF_FSUM(F32, float, sel_f32, fsum_blocks_F32)
 DEF_FSUM(F64, double, sel_f64, fsum_blocks_F64)
@@ -393,6 +408,35 @@ DEF_FEXT_BLOCKS(amin, F64, double, sel_f64, FAST_MIN, POS_INF_F64)
         for (int64_t i = 0; i < n; i++) acc[i] = PICK(acc[i], x[i]);           \
     }                                                                          \
   }                                                                            \
+  /* runs of valid entries: the whole blocks' part into the lanes in order \
+   * of i, the tail's after the lanes, as the piece folds them (a          \
+   * masked-out entry's fill leaves a lane or the result as it was) */       \
+  static void NAME##_runs_##E(void *part, const void *xv, int64_t n, const int64_t *rr, int nr) { \
+    const T *x = xv;                                                           \
+    T r[LANES], a;                                                             \
+    int32_t nan = 0;                                                           \
+    U fill = FILL;                                                             \
+    memcpy(&a, &fill, sizeof a);                                               \
+    for (int j = 0; j < LANES; j++) r[j] = a;                                  \
+    int64_t n16 = n - n % LANES;                                               \
+    for (int k = 0; k < nr; k++) {                                             \
+      int64_t i = rr[2 * k], b = rr[2 * k + 1] < n16 ? rr[2 * k + 1] : n16;    \
+      for (; i < b && i % LANES; i++) {                                        \
+        r[i % LANES] = FAST(r[i % LANES], x[i]);                               \
+        nan |= x[i] != x[i];                                                   \
+      }                                                                        \
+      int64_t e = i < b ? i + (b - i) / LANES * LANES : i;                     \
+      if (e > i) BLOCKS(x + i, NULL, e - i, r, &nan);                          \
+      for (i = e; i < b; i++) {                                                \
+        r[i % LANES] = FAST(r[i % LANES], x[i]);                               \
+        nan |= x[i] != x[i];                                                   \
+      }                                                                        \
+    }                                                                          \
+    for (int j = 0; j < LANES; j++) a = PICK(a, r[j]);                         \
+    for (int k = 0; k < nr; k++)                                               \
+      for (int64_t i = rr[2 * k] > n16 ? rr[2 * k] : n16; i < rr[2 * k + 1]; i++) a = PICK(a, x[i]); \
+    *(T *)part = nan ? (T)NAN : a;                                             \
+  }                                                                            \
   DEF_NOCOUNT(NAME, E)                                                         \
   static void NAME##_combine_##E(void *accv, const void *partv, int64_t n) {   \
     T *acc = accv;                                                             \
@@ -402,7 +446,7 @@ DEF_FEXT_BLOCKS(amin, F64, double, sel_f64, FAST_MIN, POS_INF_F64)
   static const mq_red_kernel NAME##_##E = {sizeof(T),          NAME##_row_##E,   NAME##_acc_##E, \
                                            NAME##_rowc_##E,    NAME##_accc_##E,  \
                                            NAME##_piece_##E,   NAME##_merge_##E, \
-                                           NAME##_combine_##E};
+                                           NAME##_combine_##E, NAME##_runs_##E};
 
 DEF_FEXT(amax, F32, float, uint32_t, sel_f32, PICK_MAX, FAST_MAX, NEG_INF_F32, amax_blocks_F32)
 DEF_FEXT(amax, F64, double, uint64_t, sel_f64, PICK_MAX, FAST_MAX, NEG_INF_F64, amax_blocks_F64)
@@ -554,6 +598,61 @@ DEF_EXT(amax, BOOL, uint8_t, PICK_MAXI, 0)
 DEF_EXT(amax, I64, int64_t, PICK_MAXI, INT64_MIN)
 DEF_EXT(amin, BOOL, uint8_t, PICK_MINI, 1)
 DEF_EXT(amin, I64, int64_t, PICK_MINI, INT64_MAX)
+
+/* A float32 row whose valid entries are exactly [lo, hi): its pieces
+ * outside give the identity (+0.0, -inf), those across read as runs. */
+static inline int64_t span_of_piece(int64_t n, int64_t p, int64_t lo, int64_t hi, int64_t *rr) {
+  int64_t off = p * MQ_RED_PIECE, len = mq_red_piece_len(n, p);
+  rr[0] = lo > off ? lo - off : 0;
+  rr[1] = hi < off + len ? hi - off : len;
+  return len;
+}
+#define DEF_SPAN_ROW(E)                                                        \
+  static double fsum_span_##E(const float *x, int64_t n, int64_t lo, int64_t hi, int64_t a, \
+                              int64_t b) {                                     \
+    if (b - a == 1) {                                                          \
+      int64_t rr[2], len = span_of_piece(n, a, lo, hi, rr);                    \
+      double p = 0.0;                                                          \
+      if (rr[0] < rr[1]) fsum_runs_##E(&p, x + a * MQ_RED_PIECE, len, rr, 1);  \
+      return p;                                                                \
+    }                                                                          \
+    int64_t h = a + (b - a) / 2;                                               \
+    return fsum_span_##E(x, n, lo, hi, a, h) + fsum_span_##E(x, n, lo, hi, h, b); \
+  }                                                                            \
+  static float amax_span_##E(const float *x, int64_t n, int64_t lo, int64_t hi) { \
+    float a = -INFINITY;                                                       \
+    for (int64_t p = 0, np = mq_red_piece_count(n); p < np; p++) {             \
+      int64_t rr[2], len = span_of_piece(n, p, lo, hi, rr);                    \
+      if (rr[0] >= rr[1]) continue;                                            \
+      float v;                                                                 \
+      amax_runs_##E(&v, x + p * MQ_RED_PIECE, len, rr, 1);                     \
+      a = PICK_MAX(a, v);                                                      \
+    }                                                                          \
+    return a;                                                                  \
+  }
+DEF_SPAN_ROW(F32)
+#if MQ_CPU_X86
+DEF_SPAN_ROW(F32_avx2)
+DEF_SPAN_ROW(F32_avx512)
+#endif
+
+double mq_kernel_rowsum_span_f32(int cpu, const float *x, int64_t n, int64_t lo, int64_t hi) {
+  int64_t np = mq_red_piece_count(n);
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512) return fsum_span_F32_avx512(x, n, lo, hi, 0, np);
+  if (cpu == MQ_CPU_AVX2) return fsum_span_F32_avx2(x, n, lo, hi, 0, np);
+#endif
+  (void)cpu;
+  return fsum_span_F32(x, n, lo, hi, 0, np);
+}
+float mq_kernel_rowmax_span_f32(int cpu, const float *x, int64_t n, int64_t lo, int64_t hi) {
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512) return amax_span_F32_avx512(x, n, lo, hi);
+  if (cpu == MQ_CPU_AVX2) return amax_span_F32_avx2(x, n, lo, hi);
+#endif
+  (void)cpu;
+  return amax_span_F32(x, n, lo, hi);
+}
 
 double mq_kernel_rowsum_f32(const float *x, const uint8_t *m, int64_t n) { return fsum_F32(x, m, n, NULL); }
 double mq_kernel_rowsum_cnt_f32(int cpu, const float *x, const uint8_t *m, int64_t n, int64_t *cnt) {

@@ -10,6 +10,7 @@
 #include "ops.h"
 #include "../tensor/parallel.h"
 #include "reduce.h"
+#include "../tensor/maskspan.h"
 
 /* The first entry of each row of [mask]'s last [s] entries, in row order:
  * the mask of a padding-shaped tensor broadcast along its rows ((B, L, 1)
@@ -107,6 +108,10 @@ typedef struct walk_ctx {
   mq_mask_view mv; /* m with its summary (.ms NULL: none, or m is not P's mask) */
   bool uniform;     /* every row of m is all 1 or all 0 (P->mrow_uniform) */
   bool m_rows;      /* m holds one byte a row (P->m_rows) */
+  /* the spans of the mask's rows (maskspan.h), when m is P's mask and the
+   * kernel folds runs: a run of entries is then read only where valid,
+   * as plain data, wherever the padding ends (NULL: none) */
+  const mq_mask_rows *rs;
   uint16_t *bcnt;   /* the valid entries of each block of m, counted for its
                        summary on the way (pieces are its blocks), or NULL */
   int nb;
@@ -139,14 +144,43 @@ typedef struct walk_ctx {
  * masked loop would (the select keeps every entry), and counts n. */
 /* What entries [i, i + n) of one row of the mask hold, as far as the
  * summary or a broadcast along the rows tells. */
+/* At most this many valid runs a piece is read as (a piece over many
+ * short padded rows is read with its mask instead). */
+#define SPAN_RUNS 64
+
 static mq_ms_state run_state(const walk_ctx *W, int64_t i, int64_t n) {
   if (W->uniform) return W->m[W->m_rows ? i / W->s : i] ? MQ_MS_VALID : MQ_MS_MASKED;
+  if (W->rs) {
+    int64_t runs[2 * SPAN_RUNS];
+    int nr = mq_mask_rows_runs(W->rs, i, n, runs, SPAN_RUNS);
+    if (nr == 0) return MQ_MS_MASKED;
+    return nr == 1 && runs[0] == 0 && runs[1] == n ? MQ_MS_VALID : MQ_MS_MIXED;
+  }
   return mq_mask_run(&W->mv, i, n);
+}
+
+/* The valid runs of entries [i, i + n) into runs (at most SPAN_RUNS) and
+ * their count, or -1 when the mask must be read (no spans, or a row with
+ * holes); *len gets the number of valid entries. */
+static int valid_runs(const walk_ctx *W, int64_t i, int64_t n, int64_t *runs, int64_t *len) {
+  int nr = W->rs ? mq_mask_rows_runs(W->rs, i, n, runs, SPAN_RUNS) : -1;
+  *len = 0;
+  for (int k = 0; k < nr; k++) *len += runs[2 * k + 1] - runs[2 * k];
+  return nr;
 }
 
 static void piece_at(const walk_ctx *W, void *part, int64_t *cnt, int64_t i, int64_t n) {
   const mq_red_kernel *k = W->k;
   const char *x = W->x + (size_t)i * W->es;
+  int64_t runs[2 * SPAN_RUNS], len;
+  int nr = valid_runs(W, i, n, runs, &len);
+  if (nr >= 0) { /* only the valid runs are read (none: the identity) */
+    if (nr == 1 && len == n) k->piece(part, NULL, x, NULL, n);
+    else if (nr == 0) k->piece(part, NULL, x, NULL, 0);
+    else k->runs(part, x, n, runs, nr);
+    *cnt += len;
+    return;
+  }
   switch (W->m ? run_state(W, i, n) : MQ_MS_VALID) {
   case MQ_MS_MASKED: k->piece(part, NULL, x, NULL, 0); break;
   case MQ_MS_VALID:
@@ -229,12 +263,22 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
       else k->row(W->acc, o, xr, mr, s);
     } else {
       void *a = (char *)W->acc + (size_t)(o + c0) * k->acc_size;
+      int64_t runs[2 * SPAN_RUNS], len;
+      int nr = valid_runs(W, r * s + c0, c1 - c0, runs, &len);
+      for (int q = 0; q < nr; q++) { /* slots outside the runs keep their value */
+        int64_t lo = runs[2 * q], hi = runs[2 * q + 1];
+        k->acc_row((char *)a + (size_t)lo * k->acc_size, xr + (size_t)lo * W->es, NULL, hi - lo);
+        if (tiled)
+          for (int64_t i = lo; i < hi; i++) tcnt[i]++;
+      }
       /* with a summary, the fast kernels skip a run of slots' entries that
        * are all masked out (folding the identity changes no slot: x + 0.0
        * is x for every sum that starts from +0.0, and an extremum keeps
        * its slot against an infinite fill) and read all-valid runs plain */
       mq_ms_state st = (W->mv.ms || W->uniform) && k->piece ? run_state(W, r * s + c0, c1 - c0) : MQ_MS_MIXED;
-      if (st == MQ_MS_VALID) {
+      if (nr >= 0) {
+        /* read as runs above */
+      } else if (st == MQ_MS_VALID) {
         k->acc_row(a, xr, NULL, c1 - c0);
         if (tiled)
           for (int64_t i = 0; i < c1 - c0; i++) tcnt[i]++;
@@ -398,6 +442,10 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
       W.bcnt = mq_scratch(S, (size_t)((mk->numel + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK) * sizeof *W.bcnt);
     else W.mv.ms = mq_masksum_get(S, mk);
   }
+  /* the spans of padded rows, unless this walk reads the mask anyway to
+   * count its blocks (a fresh mask's first reduction) */
+  if (k->runs && m && m == P->m && !W.uniform && !W.m_rows && !W.bcnt && P->t->mask->ndim == P->t->ndim)
+    W.rs = mq_mask_rows_of(S, P->t->mask);
   int nt = mq_parallel_threads_for(S, W.rows * W.s);
   bool few_long = nt > 1 ? W.rows < 2 * nt : W.s >= 4 * MQ_POLL_ELEMS;
   if (few_long && W.last_red && k->piece && W.s >= 2 * MQ_RED_PIECE) {
@@ -416,13 +464,13 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
         rest /= P->bsize[b];
       }
       W.row_i = r * W.s;
-      if ((W.mv.ms || W.uniform) && run_state(&W, W.row_i, W.s) == MQ_MS_MASKED) continue;
+      if ((W.mv.ms || W.uniform || W.rs) && run_state(&W, W.row_i, W.s) == MQ_MS_MASKED) continue;
       int64_t c = mq_red_fold_pieces(k, acc, o, np, parts, pcnt, pieces_batch, &J);
       if (cnt && m) cnt[o] += c;
     }
     goto done;
   }
-  if (W.last_red && (W.mv.ms || W.uniform || W.bcnt) && k->piece) { /* rows piece by piece, skipping what the mask allows */
+  if (W.last_red && (W.mv.ms || W.uniform || W.bcnt || W.rs) && k->piece) { /* rows piece by piece, skipping what the mask allows */
     int64_t np = mq_red_piece_count(W.s);
     W.batch = np < MQ_RED_BATCH ? np : MQ_RED_BATCH;
     W.tparts = mq_scratch(S, (size_t)nt * (size_t)W.batch * k->acc_size);

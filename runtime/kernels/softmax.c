@@ -16,6 +16,7 @@
 #include "ops.h"
 #include "../tensor/parallel.h"
 #include "reduce.h"
+#include "../tensor/maskspan.h"
 #include "vexp.h"
 
 /* o[i] = e^(x[i] - c) over a contiguous stretch, on CPU path [cpu]: float32
@@ -125,6 +126,33 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
 DEF_SOFTMAX(F32, float, mq_vexpf)
 DEF_SOFTMAX(F64, double, exp)
 
+/* A float32 row whose valid entries are exactly [f, l) (a padded row,
+ * known from its mask's spans, maskspan.h): sm_row_F32's bits, reading
+ * only the span and not the mask. The max and sum fold the span as
+ * their pieces would (reduce.h: the masked-out entries give the
+ * identity); outside the span softmax's o[i] *= inv gives 0 * inv (NaN
+ * for a NaN row, as there), log_softmax's fill -inf. */
+static void sm_span_F32(int cpu, float *o, const float *x, int64_t n, int64_t f, int64_t l, bool lg) {
+  if (f >= l) {
+    for (int64_t i = 0; i < n; i++) o[i] = NAN;
+    return;
+  }
+  float mx = mq_kernel_rowmax_span_f32(cpu, x, n, f, l);
+  sm_exp_F32(cpu, o + f, x + f, mx, l - f);
+  float out;
+  if (lg) {
+    float lsum = (float)log(mq_kernel_rowsum_span_f32(cpu, o, n, f, l));
+    for (int64_t i = f; i < l; i++) o[i] = (x[i] - mx) - lsum;
+    out = -INFINITY;
+  } else {
+    float inv = (float)(1.0 / mq_kernel_rowsum_span_f32(cpu, o, n, f, l));
+    for (int64_t i = f; i < l; i++) o[i] *= inv;
+    out = 0.0f * inv;
+  }
+  for (int64_t i = 0; i < f; i++) o[i] = out;
+  for (int64_t i = l; i < n; i++) o[i] = out;
+}
+
 void mq_softmax_row_f32(int cpu, float *o, const float *x, const uint8_t *m, int64_t n) {
   sm_row_F32(cpu, o, x, m, n, false);
 }
@@ -141,6 +169,7 @@ typedef struct sm_job {
   char *o;
   const char *x;
   const uint8_t *m;
+  const mq_mask_rows *rs; /* the spans of m's rows (float32 rows), or NULL */
   int64_t n, inner;
   char *mx; /* per thread: inner T, inner doubles, inner bytes */
   double *sum;
@@ -160,7 +189,8 @@ static void sm_range(void *ctx, int64_t b0, int64_t b1, int t) {
     if (J->dt == MQ_DT_F32) {
       float *o = (float *)J->o + off;
       const float *x = (const float *)J->x + off;
-      if (inner == 1) sm_row_F32(J->cpu, o, x, mb, n, J->lg);
+      if (J->rs && J->rs->full[b]) sm_span_F32(J->cpu, o, x, n, J->rs->lo[b], J->rs->hi[b], J->lg);
+      else if (inner == 1) sm_row_F32(J->cpu, o, x, mb, n, J->lg);
       else sm_cols_F32(o, x, mb, n, inner, mx, sum, any, J->lg);
     } else {
       double *o = (double *)J->o + off;
@@ -185,6 +215,8 @@ static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
     int nt = mq_parallel_threads_for(S, out->numel);
     sm_job J = {.dt = dt, .cpu = S->cpu, .es = mq_dtype_size(dt), .o = mq_tensor_data(out),
                 .x = mq_tensor_data(x), .m = m, .n = n, .inner = inner, .lg = lg};
+    if (inner == 1 && dt == MQ_DT_F32 && t->mask && t->mask->ndim == t->ndim)
+      J.rs = mq_mask_rows_of(S, t->mask); /* rows are the slices */
     if (inner > 1) {
       J.mx = mq_scratch(S, (size_t)(nt * inner) * J.es);
       J.sum = mq_scratch(S, (size_t)(nt * inner) * sizeof *J.sum);

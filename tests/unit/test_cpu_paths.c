@@ -460,8 +460,64 @@ static void default_path(void) {
   CHECK(strcmp(mq_cpu_name(MQ_CPU_AVX512), "avx512") == 0);
 }
 
+/* Padded rows (runtime/tensor/maskspan.h): a piece read as runs of valid
+ * entries without its mask (mq_red_kernel.runs), and a row read only over
+ * its span (mq_kernel_rowsum/rowmax_span_f32), give the bits of the piece
+ * and the row read with the mask, on every path; random runs of random
+ * starts and ends (not on the lanes), data with NaN, infinities and zeros
+ * of both signs. */
+static void padded_runs(void) {
+  enum { N = MQ_RED_PIECE + 37 };
+  float *x = malloc(N * sizeof *x);
+  uint8_t *m = malloc(N);
+  const mq_red_kernel *k0[3] = {mq_red_kernels[MQ_RED_SUM][MQ_DT_F32], mq_red_kernels[MQ_RED_AMAX][MQ_DT_F32],
+                                mq_red_kernels[MQ_RED_AMIN][MQ_DT_F32]};
+  for (int trial = 0; trial < 300; trial++) {
+    int d = trial % 3;
+    int64_t n = trial % 5 == 0 ? MQ_RED_PIECE : (int64_t)(next() % MQ_RED_PIECE) + 1;
+    for (int64_t i = 0; i < n; i++) x[i] = value(d, i);
+    int64_t runs[16];
+    int nr = (int)(next() % 5), k = 0;
+    int64_t at = 0;
+    memset(m, 0, (size_t)n);
+    for (int q = 0; q < nr && at < n; q++) { /* sorted, disjoint, not adjacent */
+      int64_t a = at + (int64_t)(next() % (uint64_t)(n - at)), b = a + 1 + (int64_t)(next() % (uint64_t)(n - a));
+      if (trial % 7 == 0) a = 0, b = n; /* the whole piece */
+      runs[2 * k] = a, runs[2 * k + 1] = b;
+      memset(m + a, 1, (size_t)(b - a));
+      k++;
+      at = b + 1;
+    }
+    for (int cpu = MQ_CPU_PORTABLE; cpu <= mq_cpu_best(); cpu++)
+      for (int op = 0; op < 3; op++) {
+        const mq_red_kernel *kp = mq_red_kernel_on(k0[op], cpu);
+        double p0 = 0, p1 = 0;
+        int64_t c = 0;
+        kp->piece(&p0, &c, x, m, n);
+        kp->runs(&p1, x, n, runs, k);
+        CHECK(same_bits(&p0, &p1, op == 0 ? sizeof(double) : sizeof(float)));
+      }
+    /* one span across pieces of a longer row */
+    int64_t len = (int64_t)(next() % N) + 1, lo = (int64_t)(next() % (uint64_t)len);
+    int64_t hi = lo + (int64_t)(next() % (uint64_t)(len - lo + 1));
+    for (int64_t i = 0; i < len; i++) {
+      x[i] = value(d, i);
+      m[i] = i >= lo && i < hi;
+    }
+    for (int cpu = MQ_CPU_PORTABLE; cpu <= mq_cpu_best(); cpu++) {
+      double s0 = mq_kernel_rowsum_cnt_f32(cpu, x, m, len, NULL), s1 = mq_kernel_rowsum_span_f32(cpu, x, len, lo, hi);
+      float m0 = mq_kernel_rowmax_on_f32(cpu, x, m, len), m1 = mq_kernel_rowmax_span_f32(cpu, x, len, lo, hi);
+      CHECK(same_bits(&s0, &s1, sizeof s0));
+      CHECK(same_bits(&m0, &m1, sizeof m0));
+    }
+  }
+  free(x);
+  free(m);
+}
+
 static void all_tests(mq_state *S_, void *ud) {
   rows();
+  padded_runs();
   half_paths();
   half_astype_paths();
   matmul_paths();
