@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "../tensor/masksum.h"
+#include "../tensor/maskspan.h"
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
 #include "../kernels/softmax_simd.h"
@@ -480,6 +481,9 @@ typedef struct sm_bw32_job {
   const uint8_t *xm, *gm, *ones;
   float *o;
   uint8_t *m, *bad; /* m: the mask to write (x plain, g masked); else bad */
+  /* the spans of x's and g's mask rows (maskspan.h), or NULL: a padded
+   * slice whose span both masks hold all valid is read without either */
+  const mq_mask_rows *xrs, *grs;
   int64_t len;
   int cpu; /* the state's CPU path: the sum's loop (softmax_simd.h) */
   bool lg;
@@ -508,7 +512,14 @@ MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
     const uint8_t *xr = B->xm ? B->xm + base : B->ones, *gmr = B->gm ? B->gm + base : B->ones;
     float *o = B->o + base;
     int64_t f, l;
-    mq_valid_span(B->xm ? xr : NULL, len, &f, &l);
+    if (B->xrs && B->xrs->full[a] &&
+        (!B->gm || (B->grs && B->grs->full[a] && B->grs->lo[a] <= B->xrs->lo[a] &&
+                    B->grs->hi[a] >= B->xrs->hi[a]))) {
+      f = B->xrs->lo[a], l = B->xrs->hi[a]; /* every entry of [f, l) valid in both */
+      xr = gmr = B->ones;
+    } else {
+      mq_valid_span(B->xm ? xr : NULL, len, &f, &l);
+    }
     for (int64_t j = 0; j < f; j++) o[j] = 0;
     for (int64_t j = l; j < len; j++) o[j] = 0;
     double d[SM_LANES] = {0};
@@ -578,7 +589,11 @@ static bool bw_softmax32(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gi
                    .xm = mq_ag_maskp(S, x), .gm = mq_ag_maskp(S, g), .len = A.len,
                    .cpu = S->cpu, .lg = t->node->op};
   if (B.gm == B.xm) B.gm = NULL; /* the same bytes (sum(softmax(x) * w)'s): x's alone */
-  if (!B.xm || !B.gm) {
+  if (B.xm && x->mask->ndim == x->ndim) { /* slices are rows: the spans of padded ones */
+    B.xrs = mq_mask_rows_of(S, x->mask);
+    if (B.xrs && B.gm && g->mask->ndim == g->ndim) B.grs = mq_mask_rows_of(S, g->mask);
+  }
+  if (!B.xm || !B.gm || B.xrs) {
     uint8_t *ones = mq_scratch(S, (size_t)A.len);
     memset(ones, 1, (size_t)A.len);
     B.ones = ones;
