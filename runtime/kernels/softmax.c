@@ -244,16 +244,8 @@ static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
                 .x = mq_tensor_data(x), .m = m, .n = n, .inner = inner, .lg = lg};
     if (inner == 1 && dt == MQ_DT_F32 && t->mask && t->mask->ndim == t->ndim)
       J.rs = mq_mask_rows_of(S, t->mask); /* rows are the slices */
-    const mq_mask_rows *R;
-    if (inner > 1 && t->mask && t->mask->ndim == t->ndim && (R = mq_mask_rows_of(S, t->mask)) &&
-        R->rlen == inner) { /* the block's rows are the mask's */
-      uint8_t *rst = mq_scratch(S, (size_t)R->rows);
-      for (int64_t r = 0; r < R->rows; r++)
-        rst[r] = R->lo[r] == R->hi[r]                          ? MQ_MS_MASKED
-                 : R->full[r] && R->lo[r] == 0 && R->hi[r] == inner ? MQ_MS_VALID
-                                                                : MQ_MS_MIXED;
-      J.rst = rst;
-    }
+    if (inner > 1 && t->mask && t->mask->ndim == t->ndim) /* the block's rows are the mask's */
+      J.rst = mq_mask_row_states(S, t->mask, inner);
     if (inner > 1) {
       J.mx = mq_scratch(S, (size_t)(nt * inner) * J.es);
       J.sum = mq_scratch(S, (size_t)(nt * inner) * sizeof *J.sum);

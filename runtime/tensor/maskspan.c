@@ -3,6 +3,7 @@
 #include "../../core/checked.h"
 #include "internal.h"
 #include "maskspan.h"
+#include "masksum.h"
 
 /* Rows shorter than this get no summary: it would cost more memory (17
  * bytes a row) than the rows save, and short rows are read whole anyway. */
@@ -150,4 +151,15 @@ int mq_mask_rows_runs(const mq_mask_rows *R, int64_t i, int64_t n, int64_t *runs
     k++;
   }
   return k;
+}
+
+const uint8_t *mq_mask_row_states(mq_state *S, const mq_tensor *mask, int64_t rlen) {
+  const mq_mask_rows *R = mq_mask_rows_of(S, mask);
+  if (!R || R->rlen != rlen) return NULL;
+  uint8_t *st = mq_scratch(S, (size_t)R->rows);
+  for (int64_t r = 0; r < R->rows; r++)
+    st[r] = R->lo[r] == R->hi[r]                              ? MQ_MS_MASKED
+            : R->full[r] && R->lo[r] == 0 && R->hi[r] == rlen ? MQ_MS_VALID
+                                                              : MQ_MS_MIXED;
+  return st;
 }

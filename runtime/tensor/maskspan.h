@@ -43,6 +43,12 @@ MQ_INTERNAL const mq_mask_rows *mq_mask_rows_of(mq_state *S, const mq_tensor *ma
  * then) or more than [max] runs would be needed. */
 MQ_INTERNAL int mq_mask_rows_runs(const mq_mask_rows *R, int64_t i, int64_t n, int64_t *runs, int max);
 
+/* What each row of [mask] of [rlen] entries holds, as mq_ms_state bytes
+ * (masksum.h: MQ_MS_VALID all valid, MQ_MS_MASKED all masked out,
+ * MQ_MS_MIXED else), from mq_mask_rows_of; NULL when that answers NULL or
+ * its rows are not [rlen] long. Scratch. */
+MQ_INTERNAL const uint8_t *mq_mask_row_states(mq_state *S, const mq_tensor *mask, int64_t rlen);
+
 /* Frees a storage's span summary (tensor.c, with the storage; masksum.c,
  * before a storage is written in place). */
 MQ_INTERNAL void mq_maskspan_free(mq_state *S, mq_storage *st);
