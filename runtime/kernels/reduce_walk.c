@@ -288,19 +288,22 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
       void *a = (char *)W->acc + (size_t)(o + c0) * k->acc_size;
       int64_t runs[2 * SPAN_RUNS], len;
       int nr = valid_runs(W, r * s + c0, c1 - c0, runs, &len);
-      for (int q = 0; q < nr; q++) { /* slots outside the runs keep their value */
-        int64_t lo = runs[2 * q], hi = runs[2 * q + 1];
-        k->acc_row((char *)a + (size_t)lo * k->acc_size, xr + (size_t)lo * W->es, NULL, hi - lo);
-        if (tiled)
-          for (int64_t i = lo; i < hi; i++) tcnt[i]++;
-      }
       /* with a summary, the fast kernels skip a run of slots' entries that
        * are all masked out (folding the identity changes no slot: x + 0.0
        * is x for every sum that starts from +0.0, and an extremum keeps
-       * its slot against an infinite fill) and read all-valid runs plain */
-      mq_ms_state st = (W->mv.ms || W->uniform) && k->piece ? run_state(W, r * s + c0, c1 - c0) : MQ_MS_MIXED;
-      if (nr >= 0) {
-        /* read as runs above */
+       * its slot against an infinite fill) and read all-valid runs plain;
+       * with spans, only the valid runs of a padded row are read */
+      mq_ms_state st = MQ_MS_MIXED;
+      if (nr == 0) st = MQ_MS_MASKED;
+      else if (nr > 0 && len == c1 - c0) st = MQ_MS_VALID;
+      else if (nr < 0 && (W->mv.ms || W->uniform) && k->piece) st = run_state(W, r * s + c0, c1 - c0);
+      if (nr > 0 && st == MQ_MS_MIXED) {
+        for (int q = 0; q < nr; q++) { /* slots outside the runs keep their value */
+          int64_t lo = runs[2 * q], hi = runs[2 * q + 1];
+          k->acc_row((char *)a + (size_t)lo * k->acc_size, xr + (size_t)lo * W->es, NULL, hi - lo);
+          if (tiled)
+            for (int64_t i = lo; i < hi; i++) tcnt[i]++;
+        }
       } else if (st == MQ_MS_VALID) {
         k->acc_row(a, xr, NULL, c1 - c0);
         if (tiled)
