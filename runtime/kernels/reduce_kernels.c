@@ -330,16 +330,21 @@ DEF_FEXT_BLOCKS(amax, F64, double, sel_f64, FAST_MAX, NEG_INF_F64)
 DEF_FEXT_BLOCKS(amin, F32, float, sel_f32, FAST_MIN, POS_INF_F32)
 DEF_FEXT_BLOCKS(amin, F64, double, sel_f64, FAST_MIN, POS_INF_F64)
 
+/* An extremum's start: x (from xv), the lanes r and the result a at the
+ * fill (the identity), no NaN seen. */
+#define EXT_LANES(T, U, FILL)                                                  \
+  const T *x = xv;                                                             \
+  T r[LANES], a;                                                               \
+  int32_t nan = 0;                                                             \
+  U fill = FILL;                                                               \
+  memcpy(&a, &fill, sizeof a);                                                 \
+  for (int j = 0; j < LANES; j++) r[j] = a
+
 /* BLOCKS: the whole blocks of sixteen, on one CPU path (see DEF_FSUM). */
 #define DEF_FEXT(NAME, E, T, U, SEL, PICK, FAST, FILL, BLOCKS)                 \
   static void NAME##_piece_##E(void *part, int64_t *cnt, const void *xv, const uint8_t *m, \
                                int64_t n) {                                    \
-    const T *x = xv;                                                           \
-    T r[LANES], a;                                                             \
-    int32_t nan = 0;                                                           \
-    U fill = FILL;                                                             \
-    memcpy(&a, &fill, sizeof a);                                               \
-    for (int j = 0; j < LANES; j++) r[j] = a;                                  \
+    EXT_LANES(T, U, FILL);                                                     \
     int64_t i = n - n % LANES, c = BLOCKS(x, m, i, r, &nan);                   \
     for (int j = 0; j < LANES; j++) a = PICK(a, r[j]);                         \
     if (m) {                                                                   \
@@ -412,12 +417,7 @@ DEF_FEXT_BLOCKS(amin, F64, double, sel_f64, FAST_MIN, POS_INF_F64)
    * of i, the tail's after the lanes, as the piece folds them (a          \
    * masked-out entry's fill leaves a lane or the result as it was) */       \
   static void NAME##_runs_##E(void *part, const void *xv, int64_t n, const int64_t *rr, int nr) { \
-    const T *x = xv;                                                           \
-    T r[LANES], a;                                                             \
-    int32_t nan = 0;                                                           \
-    U fill = FILL;                                                             \
-    memcpy(&a, &fill, sizeof a);                                               \
-    for (int j = 0; j < LANES; j++) r[j] = a;                                  \
+    EXT_LANES(T, U, FILL);                                                     \
     int64_t n16 = n - n % LANES;                                               \
     for (int k = 0; k < nr; k++) {                                             \
       int64_t i = rr[2 * k], b = rr[2 * k + 1] < n16 ? rr[2 * k + 1] : n16;    \
