@@ -555,9 +555,11 @@ int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P) {
   int64_t *count = mq_red_acc(S, P, sizeof *count);
   memset(count, 0, (size_t)P->on * sizeof *count);
   int nb = P->nb;
-  if ((P->mv.ms || P->mrow_uniform) && P->t->numel > 0 && P->bred[nb - 1] && (nb == 1 || !P->bred[0])) {
-    /* row r of the last block is slot r's: counted from the summary, or
-     * from its first entry when the mask is broadcast along the rows */
+  if ((P->mv.ms || P->mrow_uniform) && P->t->numel > 0 && P->bred[nb - 1] &&
+      (nb == 1 || (nb == 2 && !P->bred[0]))) {
+    /* row r of the last block is slot r's (kept, reduced: not when more
+     * blocks alternate, whose rows share slots): counted from the summary,
+     * or from its first entry when the mask is broadcast along the rows */
     int64_t s = P->bsize[nb - 1], rows = P->t->numel / s;
     for (int64_t r = 0; r < rows; r++) {
       count[r] = P->mrow_uniform ? (P->m[P->m_rows ? r : r * s] ? s : 0) : mq_mask_view_count(&P->mv, r * s, s);
