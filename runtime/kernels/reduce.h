@@ -66,6 +66,11 @@ typedef struct mq_red_kernel {
    * into its lane and leaves it as it was (the fast kernels;
    * runtime/tensor/maskspan.h gives the runs of padded rows). */
   void (*runs)(void *part, const void *x, int64_t n, const int64_t *r, int nr);
+  /* row() of a row of [n] entries whose valid entries are exactly [lo,
+   * hi), read only there and without a mask, bitwise the same (the
+   * pairwise sums: a subtree outside the span sums to +0.0, which adds
+   * nothing) */
+  void (*row_span)(void *acc, int64_t o, const void *x, int64_t n, int64_t lo, int64_t hi);
 } mq_red_kernel;
 
 /* --- reduce_walk.c: the plan and the walk --------------------------------- */

@@ -85,6 +85,25 @@ DEF_PAIRSUM(psum_dbl, double, ID)
     h -= h % 8;                                                                \
     return msum_##NAME##_##E(x, m, h) + msum_##NAME##_##E(x + h, m + h, n - h); \
   }                                                                            \
+  /* msum with the mask 1 on [lo, hi) (relative to x) and 0 elsewhere */     \
+  static double spansum_##NAME##_##E(const T *x, int64_t n, int64_t lo, int64_t hi) { \
+    if (lo < 0) lo = 0;                                                        \
+    if (hi > n) hi = n;                                                        \
+    if (lo >= hi) return 0.0; /* psum of zeros */                              \
+    if (n <= 128) {                                                            \
+      double tmp[128];                                                         \
+      for (int64_t i = 0; i < n; i++) tmp[i] = 0.0;                            \
+      for (int64_t i = lo; i < hi; i++) tmp[i] = F(x[i]);                      \
+      return psum_dbl(tmp, n);                                                 \
+    }                                                                          \
+    int64_t h = n / 2;                                                         \
+    h -= h % 8;                                                                \
+    return spansum_##NAME##_##E(x, h, lo, hi) + spansum_##NAME##_##E(x + h, n - h, lo - h, hi - h); \
+  }                                                                            \
+  static void NAME##_rowspan_##E(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, \
+                                 int64_t hi) {                                 \
+    ((double *)acc)[o] += spansum_##NAME##_##E(xv, n, lo, hi);                 \
+  }                                                                            \
   static void NAME##_row_##E(void *acc, int64_t o, const void *xv, const uint8_t *m, int64_t n) { \
     const T *x = xv;                                                           \
     ((double *)acc)[o] += m ? msum_##NAME##_##E(x, m, n) : psum_##NAME##_##E(x, n); \
@@ -95,7 +114,8 @@ DEF_PAIRSUM(psum_dbl, double, ID)
     ACC_ROW(double, acc, x, m, n, F, ADD, 0.0);                                \
   }                                                                            \
   static const mq_red_kernel NAME##_##E = {.acc_size = sizeof(double), .row = NAME##_row_##E, \
-                                          .acc_row = NAME##_acc_##E};
+                                          .acc_row = NAME##_acc_##E,                  \
+                                          .row_span = NAME##_rowspan_##E};
 
 DEF_DSUM(dsum, BOOL, uint8_t, ID)
 DEF_DSUM(dsum, I64, int64_t, ID)

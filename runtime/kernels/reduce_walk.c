@@ -282,6 +282,8 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
       if (W->tparts)
         row_pieces(S, W, W->tparts + (size_t)tid * (size_t)W->batch * k->acc_size,
                    W->tpcnt + (size_t)tid * (size_t)W->batch, o, r * s);
+      else if (W->rs && k->row_span && !W->cnt && W->rs->rlen == s && W->rs->full[r])
+        k->row_span(W->acc, o, xr, s, W->rs->lo[r], W->rs->hi[r]); /* a padded row: its span */
       else if (W->cnt) k->row_cnt(W->acc, W->cnt, o, xr, mr, s);
       else k->row(W->acc, o, xr, mr, s);
     } else {
@@ -470,7 +472,8 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
   }
   /* the spans of padded rows, unless this walk reads the mask anyway to
    * count its blocks (a fresh mask's first reduction) */
-  if (k->runs && m && m == P->m && !W.uniform && !W.m_rows && !W.bcnt && P->t->mask->ndim == P->t->ndim)
+  if ((k->runs || k->row_span) && m && m == P->m && !W.uniform && !W.m_rows && !W.bcnt &&
+      P->t->mask->ndim == P->t->ndim)
     W.rs = mq_mask_rows_of(S, P->t->mask);
   int nt = mq_parallel_threads_for(S, W.rows * W.s);
   bool few_long = nt > 1 ? W.rows < 2 * nt : W.s >= 4 * MQ_POLL_ELEMS;
@@ -555,6 +558,18 @@ int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P) {
   int64_t *count = mq_red_acc(S, P, sizeof *count);
   memset(count, 0, (size_t)P->on * sizeof *count);
   int nb = P->nb;
+  if (!P->mrow_uniform && P->t->numel > 0 && nb == 2 && P->bred[1] &&
+      P->t->mask->ndim == P->t->ndim) {
+    /* padded rows: slot r counts the span of row r when every row's is
+     * all valid (maskspan.h) */
+    const mq_mask_rows *R = mq_mask_rows_of(S, P->t->mask);
+    bool ok = R && R->rlen == P->bsize[nb - 1];
+    for (int64_t r = 0; ok && r < R->rows; r++) ok = R->full[r] || R->lo[r] == R->hi[r];
+    if (ok) {
+      for (int64_t r = 0; r < R->rows; r++) count[r] = R->hi[r] - R->lo[r];
+      return count;
+    }
+  }
   if ((P->mv.ms || P->mrow_uniform) && P->t->numel > 0 && P->bred[nb - 1] &&
       (nb == 1 || (nb == 2 && !P->bred[0]))) {
     /* row r of the last block is slot r's (kept, reduced: not when more
