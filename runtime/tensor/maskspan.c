@@ -107,7 +107,7 @@ const mq_mask_rows *mq_mask_rows_of(mq_state *S, const mq_tensor *mask) {
   const uint8_t *base = (const uint8_t *)mask->storage->data;
   const mq_maskspan *ms = NULL;
   if (stride == 1) { /* rows must start on whole rows of the storage */
-    if (mask->storage->release || mask->offset % rlen) return NULL;
+    if (mq_storage_foreign(mask->storage) || mask->offset % rlen) return NULL;
     for (int d = 0; d < nd - 1; d++)
       if (mask->shape[d] > 1 && mask->strides[d] % rlen) return NULL;
     ms = storage_spans(S, mask->storage, rlen);

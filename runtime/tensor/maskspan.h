@@ -13,7 +13,8 @@
  * (freed with it, rebuilt if another row length is asked): masks are
  * values (masksum.h), so it never goes stale. It is computed from the
  * bytes, so a mask made by a comparison, by length_mask or read from a
- * file gets the same one. Host memory is never summarized. */
+ * file gets the same one. Memory masq does not own (a host's wrapped
+ * buffer, a mapped file: mq_storage_foreign) is never summarized. */
 #ifndef MQ_MASKSPAN_H
 #define MQ_MASKSPAN_H
 
