@@ -515,9 +515,75 @@ static void padded_runs(void) {
   free(m);
 }
 
+/* Whether two results hold the same bits (NaNs alike, as same_bits), in
+ * their data and their masks. */
+static bool same_result(mq_tensor *a, mq_tensor *b) {
+  if (a->dtype != b->dtype || a->numel != b->numel || !a->mask != !b->mask) return false;
+  mq_tensor *da = mq_contiguous(S, mq_get_data(S, a)), *db = mq_contiguous(S, mq_get_data(S, b));
+  size_t es = mq_dtype_size((mq_dtype)a->dtype);
+  for (int64_t i = 0; i < a->numel; i++)
+    if (!same_bits((char *)mq_tensor_data(da) + i * es, (char *)mq_tensor_data(db) + i * es, es)) return false;
+  return !a->mask || memcmp(mq_tensor_data(mq_contiguous(S, a->mask)),
+                            mq_tensor_data(mq_contiguous(S, b->mask)), (size_t)a->numel) == 0;
+}
+
+/* The ops that read padded rows by their spans (maskspan.h) on every path:
+ * rows padded to lengths 0, all, odd ones and random ones, NaN and inf
+ * where masked out; each op under the contiguous mask (spans) against the
+ * same mask as a transposed view (none, read entry by entry), and every
+ * path against the portable one. */
+#define PAD_OPS 11
+static mq_tensor *pad_op(int op, mq_tensor *t) {
+  int d1 = 1;
+  switch (op) {
+  case 0: return mq_reduce(S, MQ_RED_SUM, t, 1, &d1, false);
+  case 1: return mq_reduce(S, MQ_RED_MEAN, t, 1, &d1, false);
+  case 2: return mq_reduce(S, MQ_RED_AMAX, t, 1, &d1, false);
+  case 3: return mq_reduce(S, MQ_RED_SUM, t, 0, NULL, false);
+  case 4: return mq_reduce(S, MQ_RED_AMIN, t, 1, &(int){0}, false);
+  case 5: return mq_var(S, t, 1, &d1, 1.0, false, false);
+  case 6: return mq_norm(S, t, 2.0, 1, &d1, false);
+  case 7: return mq_softmax(S, t, 1);
+  case 8: return mq_log_softmax(S, t, 1);
+  case 9: return mq_softmax(S, t, 0);
+  default: return mq_var(S, t, 1, &(int){0}, 0.0, false, true);
+  }
+}
+static void padded_ops_paths(void) {
+  int best = mq_cpu_state_best(), saved = S->cpu;
+  int64_t R = 41, L = 4133, sh[2] = {R, L}, tsh[2] = {L, R};
+  mq_tensor *x = mq_tensor_new(S, MQ_DT_F32, 2, sh), *m = mq_tensor_new(S, MQ_DT_BOOL, 2, sh);
+  mq_tensor *mt = mq_tensor_new(S, MQ_DT_BOOL, 2, tsh);
+  float *xp = mq_tensor_data(x);
+  uint8_t *mp = mq_tensor_data(m), *tp = mq_tensor_data(mt);
+  for (int64_t r = 0; r < R; r++) {
+    static const int64_t fixed[] = {0, 1, 4133, 4133, 4095, 4096, 4097, 4132, 1033, 17, 4133};
+    int64_t len = r < 11 ? fixed[r] : (int64_t)(next() % (uint64_t)(L + 1));
+    for (int64_t j = 0; j < L; j++) {
+      bool v = j < len;
+      float u = (float)(unit_rand() * 2 - 1); /* moderate: every entry counts in a variance */
+      xp[r * L + j] = v ? (r % 4 == 3 ? u : value(r % 3, j)) : (j % 2 ? NAN : INFINITY);
+      mp[r * L + j] = tp[j * R + r] = v;
+    }
+  }
+  mq_tensor *a = mq_masked(S, x, m), *b = mq_masked(S, x, mq_transpose(S, mt, 0, 1));
+  for (int op = 0; op < PAD_OPS; op++) {
+    mq_tensor *ref = NULL;
+    for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
+      S->cpu = cpu;
+      mq_tensor *got = pad_op(op, a);
+      CHECK(same_result(got, pad_op(op, b)));
+      if (ref) CHECK(same_result(got, ref));
+      else ref = got;
+    }
+  }
+  S->cpu = saved;
+}
+
 static void all_tests(mq_state *S_, void *ud) {
   rows();
   padded_runs();
+  padded_ops_paths();
   half_paths();
   half_astype_paths();
   matmul_paths();
