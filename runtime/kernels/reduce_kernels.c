@@ -702,6 +702,11 @@ double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64_t n) {
 
 /* --- logsumexp ------------------------------------------------------------------ */
 
+/* lse_F32's padded rows (below), defined after the kernels */
+static void lse_rowspan_F32(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, int64_t hi);
+#define LSE_SPAN_F32 lse_rowspan_F32
+#define LSE_SPAN_F64 NULL
+
 /* A running (max M, sum S of exp(x - M)) per slot (mq_red_lse), so one
  * pass suffices in any layout. Merging a part (m, s): the larger max wins and rescales the
  * other sum. Equal maxes add (which also keeps inf + inf from becoming
@@ -738,10 +743,24 @@ static inline void lse_merge(mq_red_lse *a, double m, double s) {
       if (!m || m[i]) lse_merge(&acc[i], (double)x[i], 1);                     \
   }                                                                            \
   static const mq_red_kernel lse_##E = {.acc_size = sizeof(mq_red_lse), .row = lse_row_##E, \
-                                       .acc_row = lse_acc_##E};
+                                       .acc_row = lse_acc_##E, .row_span = LSE_SPAN_##E};
 
 DEF_LSE(F32, float, mq_kernel_rowmax_f32)
 DEF_LSE(F64, double, mq_kernel_rowmax_f64)
+
+/* lse_row_F32 of a padded row (valid entries exactly [lo, hi)), reading
+ * only the span: the max as the masked one (reduce.h), the sum of exps
+ * over the span alone (a masked-out entry added +0.0) */
+static void lse_rowspan_F32(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, int64_t hi) {
+  const float *x = xv;
+  double mx = (double)mq_kernel_rowmax_span_f32(MQ_CPU_PORTABLE, x, n, lo, hi), s = 0;
+  if (mx == INFINITY || mx == -INFINITY || mx != mx) {
+    lse_merge((mq_red_lse *)acc + o, mx, 1);
+    return;
+  }
+  for (int64_t i = lo; i < hi; i++) s += exp((double)x[i] - mx);
+  lse_merge((mq_red_lse *)acc + o, mx, s);
+}
 
 /* --- all and any of numbers ------------------------------------------------- */
 

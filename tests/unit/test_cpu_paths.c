@@ -532,7 +532,7 @@ static bool same_result(mq_tensor *a, mq_tensor *b) {
  * where masked out; each op under the contiguous mask (spans) against the
  * same mask as a transposed view (none, read entry by entry), and every
  * path against the portable one. */
-#define PAD_OPS 11
+#define PAD_OPS 12
 static mq_tensor *pad_op(int op, mq_tensor *t) {
   int d1 = 1;
   switch (op) {
@@ -546,6 +546,7 @@ static mq_tensor *pad_op(int op, mq_tensor *t) {
   case 7: return mq_softmax(S, t, 1);
   case 8: return mq_log_softmax(S, t, 1);
   case 9: return mq_softmax(S, t, 0);
+  case 10: return mq_reduce(S, MQ_RED_LOGSUMEXP, t, 1, &d1, false);
   default: return mq_var(S, t, 1, &(int){0}, 0.0, false, true);
   }
 }
