@@ -154,7 +154,9 @@ static mq_ms_state run_state(const walk_ctx *W, int64_t i, int64_t n) {
     int64_t runs[2 * SPAN_RUNS];
     int nr = mq_mask_rows_runs(W->rs, i, n, runs, SPAN_RUNS);
     if (nr == 0) return MQ_MS_MASKED;
-    return nr == 1 && runs[0] == 0 && runs[1] == n ? MQ_MS_VALID : MQ_MS_MIXED;
+    if (nr > 0) return nr == 1 && runs[0] == 0 && runs[1] == n ? MQ_MS_VALID : MQ_MS_MIXED;
+    /* a row with holes: the block summary may still know (a mask that is
+     * not padding, valid and masked out by aligned blocks) */
   }
   return mq_mask_run(&W->mv, i, n);
 }
