@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "../tensor/masksum.h"
+#include "../tensor/maskspan.h"
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
 #include "../tensor/shape.h"
@@ -379,6 +380,7 @@ static inline double pick(double v, uint8_t keep, uint64_t fill) {
 /* Contiguous slices [a0, a1) of softmax's derivative, branch-free. */
 typedef struct sm_bw_job {
   const along *J;
+  const mq_mask_rows *xrs; /* the spans of x's mask rows (maskspan.h), or NULL */
   const double *yv;
   bool lg, f32; /* f32: a float32 result (mq_bw_exp) */
 } sm_bw_job;
@@ -397,9 +399,15 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
     double *o = J->o + base;
     uint8_t *m = J->m ? J->m + base : NULL;
     /* only the span of the input's valid entries: outside it every term
-     * is -0 (no change to s) and every result masked out (0) */
+     * is -0 (no change to s) and every result masked out (0); a padded
+     * slice's span is known, all valid, and read without x's mask */
     int64_t f, l;
-    mq_valid_span(xr, len, &f, &l);
+    if (B->xrs && B->xrs->full[a]) {
+      f = B->xrs->lo[a], l = B->xrs->hi[a];
+      xr = NULL;
+    } else {
+      mq_valid_span(xr, len, &f, &l);
+    }
     for (int64_t j = 0; j < f; j++) o[j] = 0;
     for (int64_t j = l; j < len; j++) o[j] = 0;
     if (m) {
@@ -481,6 +489,9 @@ typedef struct sm_bw32_job {
   const uint8_t *xm, *gm, *ones;
   float *o;
   uint8_t *m, *bad; /* m: the mask to write (x plain, g masked); else bad */
+  /* the spans of x's and g's mask rows (maskspan.h), or NULL: a padded
+   * slice whose span both masks hold all valid is read without either */
+  const mq_mask_rows *xrs, *grs;
   int64_t len;
   int cpu; /* the state's CPU path: the sum's loop (softmax_simd.h) */
   bool lg;
@@ -509,7 +520,14 @@ MQ_WIDE static void sm_bw_range32(void *ctx, int64_t a0, int64_t a1, int t) {
     const uint8_t *xr = B->xm ? B->xm + base : B->ones, *gmr = B->gm ? B->gm + base : B->ones;
     float *o = B->o + base;
     int64_t f, l;
-    mq_valid_span(B->xm ? xr : NULL, len, &f, &l);
+    if (B->xrs && B->xrs->full[a] &&
+        (!B->gm || (B->grs && B->grs->full[a] && B->grs->lo[a] <= B->xrs->lo[a] &&
+                    B->grs->hi[a] >= B->xrs->hi[a]))) {
+      f = B->xrs->lo[a], l = B->xrs->hi[a]; /* every entry of [f, l) valid in both */
+      xr = gmr = B->ones;
+    } else {
+      mq_valid_span(B->xm ? xr : NULL, len, &f, &l);
+    }
     for (int64_t j = 0; j < f; j++) o[j] = 0;
     for (int64_t j = l; j < len; j++) o[j] = 0;
     double d[SM_LANES] = {0};
@@ -579,7 +597,11 @@ static bool bw_softmax32(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gi
                    .xm = mq_ag_maskp(S, x), .gm = mq_ag_maskp(S, g), .len = A.len,
                    .cpu = S->cpu, .lg = t->node->op};
   if (B.gm == B.xm) B.gm = NULL; /* the same bytes (sum(softmax(x) * w)'s): x's alone */
-  if (!B.xm || !B.gm) {
+  if (B.xm && x->mask->ndim == x->ndim) { /* slices are rows: the spans of padded ones */
+    B.xrs = mq_mask_rows_of(S, x->mask);
+    if (B.xrs && B.gm && g->mask->ndim == g->ndim) B.grs = mq_mask_rows_of(S, g->mask);
+  }
+  if (!B.xm || !B.gm || B.xrs) {
     uint8_t *ones = mq_scratch(S, (size_t)A.len);
     memset(ones, 1, (size_t)A.len);
     B.ones = ones;
@@ -618,7 +640,8 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   bool lg = t->node->op;
   const double *yv = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
   if (J.A.inner == 1) { /* contiguous slices, shared out among the threads */
-    sm_bw_job B = {&J, yv, lg, t->dtype == MQ_DT_F32};
+    sm_bw_job B = {&J, NULL, yv, lg, t->dtype == MQ_DT_F32};
+    if (J.xm && J.x->mask->ndim == J.x->ndim) B.xrs = mq_mask_rows_of(S, J.x->mask); /* slices are rows */
     int64_t len = J.A.len > 0 ? J.A.len : 1;
     mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer, len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len,
                     sm_bw_range, &B);
@@ -626,7 +649,7 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     return;
   }
   /* strided slices, each on its own: the threads share them out */
-  sm_bw_job B = {&J, yv, lg, t->dtype == MQ_DT_F32};
+  sm_bw_job B = {&J, NULL, yv, lg, t->dtype == MQ_DT_F32};
   int64_t len = J.A.len > 0 ? J.A.len : 1;
   mq_parallel_for(S, mq_parallel_threads_for(S, t->numel), J.A.outer * J.A.inner,
                   len >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / len, sm_bw_strided, &B);

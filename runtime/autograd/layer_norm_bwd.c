@@ -6,6 +6,7 @@
 
 #include "../nn/layer_norm.h"
 #include "../tensor/shape.h"
+#include "../tensor/maskspan.h"
 
 /* [t]'s data alone as a contiguous array of [dt] (t's dtype, or a gradient's
  * float32 or float64 converted), broadcast to [shape] */
@@ -30,6 +31,10 @@ void mq_bw_layer_norm(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   G.g = data_as(S, g, dt, nd, x->shape);
   G.xm = mq_ag_maskp(S, x);
   G.gm = mq_ag_maskp(S, g);
+  if (G.xm && x->mask->ndim == nd) { /* padded rows (maskspan.h) */
+    G.xrst = mq_mask_row_states(S, x->mask, G.C);
+    if (G.xrst && G.gm && g->mask->ndim == nd) G.grst = mq_mask_row_states(S, g->mask, G.C);
+  }
   if (w) G.w = data_as(S, w, dt, w->ndim, w->shape);
   mq_tensor *dx = NULL;
   if (want_x) {

@@ -59,6 +59,18 @@ typedef struct mq_red_kernel {
   /* acc[i] = acc[i] (+) part[i] for n slots (optional): folds one group of
    * rows' slots into another's (reduce_walk.c, fold_groups). */
   void (*combine)(void *acc, const void *part, int64_t n);
+  /* The partial of one piece of [n] entries (n <= MQ_RED_PIECE) whose
+   * valid entries are exactly [nr] runs [r[2k], r[2k + 1]) (sorted,
+   * disjoint), read without a mask and only there: bitwise what piece()
+   * gives with that mask, since a masked-out entry folds the identity
+   * into its lane and leaves it as it was (the fast kernels;
+   * runtime/tensor/maskspan.h gives the runs of padded rows). */
+  void (*runs)(void *part, const void *x, int64_t n, const int64_t *r, int nr);
+  /* row() of a row of [n] entries whose valid entries are exactly [lo,
+   * hi), read only there and without a mask, bitwise the same (the
+   * pairwise sums: a subtree outside the span sums to +0.0, which adds
+   * nothing) */
+  void (*row_span)(void *acc, int64_t o, const void *x, int64_t n, int64_t lo, int64_t hi);
 } mq_red_kernel;
 
 /* --- reduce_walk.c: the plan and the walk --------------------------------- */
@@ -204,6 +216,12 @@ MQ_INTERNAL double mq_kernel_rowsum_cnt_f64(const double *x, const uint8_t *m, i
 MQ_INTERNAL float mq_kernel_rowmax_on_f32(int cpu, const float *x, const uint8_t *m, int64_t n);
 /* The sum of (x - mean)^2 over the valid entries of a row, in double, as
  * var and std compute it (runtime/kernels/stats.c), on CPU path [cpu]. */
+/* The row sum and max of a float32 row of [n] entries whose valid entries
+ * are exactly [lo, hi), read only there and without a mask: bitwise what
+ * mq_kernel_rowsum_cnt_f32 and mq_kernel_rowmax_on_f32 give with that
+ * mask (softmax over padded rows). */
+MQ_INTERNAL double mq_kernel_rowsum_span_f32(int cpu, const float *x, int64_t n, int64_t lo, int64_t hi);
+MQ_INTERNAL float mq_kernel_rowmax_span_f32(int cpu, const float *x, int64_t n, int64_t lo, int64_t hi);
 MQ_INTERNAL double mq_kernel_sqdev_f32(int cpu, const float *x, const uint8_t *m, int64_t n, double mean);
 
 #endif

@@ -85,6 +85,25 @@ DEF_PAIRSUM(psum_dbl, double, ID)
     h -= h % 8;                                                                \
     return msum_##NAME##_##E(x, m, h) + msum_##NAME##_##E(x + h, m + h, n - h); \
   }                                                                            \
+  /* msum with the mask 1 on [lo, hi) (relative to x) and 0 elsewhere */     \
+  static double spansum_##NAME##_##E(const T *x, int64_t n, int64_t lo, int64_t hi) { \
+    if (lo < 0) lo = 0;                                                        \
+    if (hi > n) hi = n;                                                        \
+    if (lo >= hi) return 0.0; /* psum of zeros */                              \
+    if (n <= 128) {                                                            \
+      double tmp[128];                                                         \
+      for (int64_t i = 0; i < n; i++) tmp[i] = 0.0;                            \
+      for (int64_t i = lo; i < hi; i++) tmp[i] = F(x[i]);                      \
+      return psum_dbl(tmp, n);                                                 \
+    }                                                                          \
+    int64_t h = n / 2;                                                         \
+    h -= h % 8;                                                                \
+    return spansum_##NAME##_##E(x, h, lo, hi) + spansum_##NAME##_##E(x + h, n - h, lo - h, hi - h); \
+  }                                                                            \
+  static void NAME##_rowspan_##E(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, \
+                                 int64_t hi) {                                 \
+    ((double *)acc)[o] += spansum_##NAME##_##E(xv, n, lo, hi);                 \
+  }                                                                            \
   static void NAME##_row_##E(void *acc, int64_t o, const void *xv, const uint8_t *m, int64_t n) { \
     const T *x = xv;                                                           \
     ((double *)acc)[o] += m ? msum_##NAME##_##E(x, m, n) : psum_##NAME##_##E(x, n); \
@@ -95,7 +114,8 @@ DEF_PAIRSUM(psum_dbl, double, ID)
     ACC_ROW(double, acc, x, m, n, F, ADD, 0.0);                                \
   }                                                                            \
   static const mq_red_kernel NAME##_##E = {.acc_size = sizeof(double), .row = NAME##_row_##E, \
-                                          .acc_row = NAME##_acc_##E};
+                                          .acc_row = NAME##_acc_##E,                  \
+                                          .row_span = NAME##_rowspan_##E};
 
 DEF_DSUM(dsum, BOOL, uint8_t, ID)
 DEF_DSUM(dsum, I64, int64_t, ID)
@@ -274,10 +294,25 @@ DEF_FSUM_BLOCKS(F64, double, sel_f64)
       for (int64_t i = 0; i < n; i++) acc[i] += (double)x[i];                  \
     }                                                                          \
   }                                                                            \
+  /* runs of valid entries, lane by lane in order of i as the piece adds \
+   * them (a masked-out entry adds +0.0 to a lane that is never -0.0) */     \
+  static void fsum_runs_##E(void *part, const void *xv, int64_t n, const int64_t *r, int nr) { \
+    const T *x = xv;                                                           \
+    double d[LANES] = {0};                                                     \
+    (void)n;                                                                   \
+    for (int k = 0; k < nr; k++) {                                             \
+      int64_t i = r[2 * k], b = r[2 * k + 1];                                  \
+      for (; i < b && i % LANES; i++) d[i % LANES] += (double)x[i];            \
+      int64_t e = i < b ? i + (b - i) / LANES * LANES : i;                     \
+      if (e > i) BLOCKS(x + i, NULL, e - i, d);                                \
+      for (i = e; i < b; i++) d[i % LANES] += (double)x[i];                    \
+    }                                                                          \
+    *(double *)part = lanes_sum(d);                                            \
+  }                                                                            \
   DEF_NOCOUNT(fsum, E)                                                         \
   static const mq_red_kernel dsum_##E = {sizeof(double), fsum_row_##E,  fsum_acc_##E,     \
                                          fsum_rowc_##E,  fsum_accc_##E, fsum_piece_##E, \
-                                         fsum_merge,     fsum_combine};
+                                         fsum_merge,     fsum_combine,  fsum_runs_##E};
 
 DEF_FSUM(F32, float, sel_f32, fsum_blocks_F32)
 DEF_FSUM(F64, double, sel_f64, fsum_blocks_F64)
@@ -315,16 +350,21 @@ DEF_FEXT_BLOCKS(amax, F64, double, sel_f64, FAST_MAX, NEG_INF_F64)
 DEF_FEXT_BLOCKS(amin, F32, float, sel_f32, FAST_MIN, POS_INF_F32)
 DEF_FEXT_BLOCKS(amin, F64, double, sel_f64, FAST_MIN, POS_INF_F64)
 
+/* An extremum's start: x (from xv), the lanes r and the result a at the
+ * fill (the identity), no NaN seen. */
+#define EXT_LANES(T, U, FILL)                                                  \
+  const T *x = xv;                                                             \
+  T r[LANES], a;                                                               \
+  int32_t nan = 0;                                                             \
+  U fill = FILL;                                                               \
+  memcpy(&a, &fill, sizeof a);                                                 \
+  for (int j = 0; j < LANES; j++) r[j] = a
+
 /* BLOCKS: the whole blocks of sixteen, on one CPU path (see DEF_FSUM). */
 #define DEF_FEXT(NAME, E, T, U, SEL, PICK, FAST, FILL, BLOCKS)                 \
   static void NAME##_piece_##E(void *part, int64_t *cnt, const void *xv, const uint8_t *m, \
                                int64_t n) {                                    \
-    const T *x = xv;                                                           \
-    T r[LANES], a;                                                             \
-    int32_t nan = 0;                                                           \
-    U fill = FILL;                                                             \
-    memcpy(&a, &fill, sizeof a);                                               \
-    for (int j = 0; j < LANES; j++) r[j] = a;                                  \
+    EXT_LANES(T, U, FILL);                                                     \
     int64_t i = n - n % LANES, c = BLOCKS(x, m, i, r, &nan);                   \
     for (int j = 0; j < LANES; j++) a = PICK(a, r[j]);                         \
     if (m) {                                                                   \
@@ -393,6 +433,30 @@ DEF_FEXT_BLOCKS(amin, F64, double, sel_f64, FAST_MIN, POS_INF_F64)
         for (int64_t i = 0; i < n; i++) acc[i] = PICK(acc[i], x[i]);           \
     }                                                                          \
   }                                                                            \
+  /* runs of valid entries: the whole blocks' part into the lanes in order \
+   * of i, the tail's after the lanes, as the piece folds them (a          \
+   * masked-out entry's fill leaves a lane or the result as it was) */       \
+  static void NAME##_runs_##E(void *part, const void *xv, int64_t n, const int64_t *rr, int nr) { \
+    EXT_LANES(T, U, FILL);                                                     \
+    int64_t n16 = n - n % LANES;                                               \
+    for (int k = 0; k < nr; k++) {                                             \
+      int64_t i = rr[2 * k], b = rr[2 * k + 1] < n16 ? rr[2 * k + 1] : n16;    \
+      for (; i < b && i % LANES; i++) {                                        \
+        r[i % LANES] = FAST(r[i % LANES], x[i]);                               \
+        nan |= x[i] != x[i];                                                   \
+      }                                                                        \
+      int64_t e = i < b ? i + (b - i) / LANES * LANES : i;                     \
+      if (e > i) BLOCKS(x + i, NULL, e - i, r, &nan);                          \
+      for (i = e; i < b; i++) {                                                \
+        r[i % LANES] = FAST(r[i % LANES], x[i]);                               \
+        nan |= x[i] != x[i];                                                   \
+      }                                                                        \
+    }                                                                          \
+    for (int j = 0; j < LANES; j++) a = PICK(a, r[j]);                         \
+    for (int k = 0; k < nr; k++)                                               \
+      for (int64_t i = rr[2 * k] > n16 ? rr[2 * k] : n16; i < rr[2 * k + 1]; i++) a = PICK(a, x[i]); \
+    *(T *)part = nan ? (T)NAN : a;                                             \
+  }                                                                            \
   DEF_NOCOUNT(NAME, E)                                                         \
   static void NAME##_combine_##E(void *accv, const void *partv, int64_t n) {   \
     T *acc = accv;                                                             \
@@ -402,7 +466,7 @@ DEF_FEXT_BLOCKS(amin, F64, double, sel_f64, FAST_MIN, POS_INF_F64)
   static const mq_red_kernel NAME##_##E = {sizeof(T),          NAME##_row_##E,   NAME##_acc_##E, \
                                            NAME##_rowc_##E,    NAME##_accc_##E,  \
                                            NAME##_piece_##E,   NAME##_merge_##E, \
-                                           NAME##_combine_##E};
+                                           NAME##_combine_##E, NAME##_runs_##E};
 
 DEF_FEXT(amax, F32, float, uint32_t, sel_f32, PICK_MAX, FAST_MAX, NEG_INF_F32, amax_blocks_F32)
 DEF_FEXT(amax, F64, double, uint64_t, sel_f64, PICK_MAX, FAST_MAX, NEG_INF_F64, amax_blocks_F64)
@@ -555,6 +619,61 @@ DEF_EXT(amax, I64, int64_t, PICK_MAXI, INT64_MIN)
 DEF_EXT(amin, BOOL, uint8_t, PICK_MINI, 1)
 DEF_EXT(amin, I64, int64_t, PICK_MINI, INT64_MAX)
 
+/* A float32 row whose valid entries are exactly [lo, hi): its pieces
+ * outside give the identity (+0.0, -inf), those across read as runs. */
+static inline int64_t span_of_piece(int64_t n, int64_t p, int64_t lo, int64_t hi, int64_t *rr) {
+  int64_t off = p * MQ_RED_PIECE, len = mq_red_piece_len(n, p);
+  rr[0] = lo > off ? lo - off : 0;
+  rr[1] = hi < off + len ? hi - off : len;
+  return len;
+}
+#define DEF_SPAN_ROW(E)                                                        \
+  static double fsum_span_##E(const float *x, int64_t n, int64_t lo, int64_t hi, int64_t a, \
+                              int64_t b) {                                     \
+    if (b - a == 1) {                                                          \
+      int64_t rr[2], len = span_of_piece(n, a, lo, hi, rr);                    \
+      double p = 0.0;                                                          \
+      if (rr[0] < rr[1]) fsum_runs_##E(&p, x + a * MQ_RED_PIECE, len, rr, 1);  \
+      return p;                                                                \
+    }                                                                          \
+    int64_t h = a + (b - a) / 2;                                               \
+    return fsum_span_##E(x, n, lo, hi, a, h) + fsum_span_##E(x, n, lo, hi, h, b); \
+  }                                                                            \
+  static float amax_span_##E(const float *x, int64_t n, int64_t lo, int64_t hi) { \
+    float a = -INFINITY;                                                       \
+    for (int64_t p = 0, np = mq_red_piece_count(n); p < np; p++) {             \
+      int64_t rr[2], len = span_of_piece(n, p, lo, hi, rr);                    \
+      if (rr[0] >= rr[1]) continue;                                            \
+      float v;                                                                 \
+      amax_runs_##E(&v, x + p * MQ_RED_PIECE, len, rr, 1);                     \
+      a = PICK_MAX(a, v);                                                      \
+    }                                                                          \
+    return a;                                                                  \
+  }
+DEF_SPAN_ROW(F32)
+#if MQ_CPU_X86
+DEF_SPAN_ROW(F32_avx2)
+DEF_SPAN_ROW(F32_avx512)
+#endif
+
+double mq_kernel_rowsum_span_f32(int cpu, const float *x, int64_t n, int64_t lo, int64_t hi) {
+  int64_t np = mq_red_piece_count(n);
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512) return fsum_span_F32_avx512(x, n, lo, hi, 0, np);
+  if (cpu == MQ_CPU_AVX2) return fsum_span_F32_avx2(x, n, lo, hi, 0, np);
+#endif
+  (void)cpu;
+  return fsum_span_F32(x, n, lo, hi, 0, np);
+}
+float mq_kernel_rowmax_span_f32(int cpu, const float *x, int64_t n, int64_t lo, int64_t hi) {
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512) return amax_span_F32_avx512(x, n, lo, hi);
+  if (cpu == MQ_CPU_AVX2) return amax_span_F32_avx2(x, n, lo, hi);
+#endif
+  (void)cpu;
+  return amax_span_F32(x, n, lo, hi);
+}
+
 double mq_kernel_rowsum_f32(const float *x, const uint8_t *m, int64_t n) { return fsum_F32(x, m, n, NULL); }
 double mq_kernel_rowsum_cnt_f32(int cpu, const float *x, const uint8_t *m, int64_t n, int64_t *cnt) {
 #if MQ_CPU_X86
@@ -582,6 +701,11 @@ double mq_kernel_rowmax_f64(const double *x, const uint8_t *m, int64_t n) {
 }
 
 /* --- logsumexp ------------------------------------------------------------------ */
+
+/* lse_F32's padded rows (below), defined after the kernels */
+static void lse_rowspan_F32(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, int64_t hi);
+#define LSE_SPAN_F32 lse_rowspan_F32
+#define LSE_SPAN_F64 NULL
 
 /* A running (max M, sum S of exp(x - M)) per slot (mq_red_lse), so one
  * pass suffices in any layout. Merging a part (m, s): the larger max wins and rescales the
@@ -619,10 +743,24 @@ static inline void lse_merge(mq_red_lse *a, double m, double s) {
       if (!m || m[i]) lse_merge(&acc[i], (double)x[i], 1);                     \
   }                                                                            \
   static const mq_red_kernel lse_##E = {.acc_size = sizeof(mq_red_lse), .row = lse_row_##E, \
-                                       .acc_row = lse_acc_##E};
+                                       .acc_row = lse_acc_##E, .row_span = LSE_SPAN_##E};
 
 DEF_LSE(F32, float, mq_kernel_rowmax_f32)
 DEF_LSE(F64, double, mq_kernel_rowmax_f64)
+
+/* lse_row_F32 of a padded row (valid entries exactly [lo, hi)), reading
+ * only the span: the max as the masked one (reduce.h), the sum of exps
+ * over the span alone (a masked-out entry added +0.0) */
+static void lse_rowspan_F32(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, int64_t hi) {
+  const float *x = xv;
+  double mx = (double)mq_kernel_rowmax_span_f32(MQ_CPU_PORTABLE, x, n, lo, hi), s = 0;
+  if (mx == INFINITY || mx == -INFINITY || mx != mx) {
+    lse_merge((mq_red_lse *)acc + o, mx, 1);
+    return;
+  }
+  for (int64_t i = lo; i < hi; i++) s += exp((double)x[i] - mx);
+  lse_merge((mq_red_lse *)acc + o, mx, s);
+}
 
 /* --- all and any of numbers ------------------------------------------------- */
 

@@ -10,6 +10,7 @@
 #include "ops.h"
 #include "../tensor/parallel.h"
 #include "reduce.h"
+#include "../tensor/maskspan.h"
 
 /* The first entry of each row of [mask]'s last [s] entries, in row order:
  * the mask of a padding-shaped tensor broadcast along its rows ((B, L, 1)
@@ -107,6 +108,10 @@ typedef struct walk_ctx {
   mq_mask_view mv; /* m with its summary (.ms NULL: none, or m is not P's mask) */
   bool uniform;     /* every row of m is all 1 or all 0 (P->mrow_uniform) */
   bool m_rows;      /* m holds one byte a row (P->m_rows) */
+  /* the spans of the mask's rows (maskspan.h), when m is P's mask and the
+   * kernel folds runs: a run of entries is then read only where valid,
+   * as plain data, wherever the padding ends (NULL: none) */
+  const mq_mask_rows *rs;
   uint16_t *bcnt;   /* the valid entries of each block of m, counted for its
                        summary on the way (pieces are its blocks), or NULL */
   int nb;
@@ -139,14 +144,68 @@ typedef struct walk_ctx {
  * masked loop would (the select keeps every entry), and counts n. */
 /* What entries [i, i + n) of one row of the mask hold, as far as the
  * summary or a broadcast along the rows tells. */
+/* At most this many valid runs a piece is read as (a piece over many
+ * short padded rows is read with its mask instead). */
+#define SPAN_RUNS 64
+
 static mq_ms_state run_state(const walk_ctx *W, int64_t i, int64_t n) {
   if (W->uniform) return W->m[W->m_rows ? i / W->s : i] ? MQ_MS_VALID : MQ_MS_MASKED;
+  if (W->rs) {
+    int64_t runs[2 * SPAN_RUNS];
+    int nr = mq_mask_rows_runs(W->rs, i, n, runs, SPAN_RUNS);
+    if (nr == 0) return MQ_MS_MASKED;
+    if (nr > 0) return nr == 1 && runs[0] == 0 && runs[1] == n ? MQ_MS_VALID : MQ_MS_MIXED;
+    /* a row with holes: the block summary may still know (a mask that is
+     * not padding, valid and masked out by aligned blocks) */
+  }
   return mq_mask_run(&W->mv, i, n);
+}
+
+/* The valid runs of entries [i, i + n) into runs (at most SPAN_RUNS) and
+ * their count, or -1 when the mask must be read (no spans, or a row with
+ * holes); *len gets the number of valid entries. */
+static int valid_runs(const walk_ctx *W, int64_t i, int64_t n, int64_t *runs, int64_t *len) {
+  int nr = W->rs ? mq_mask_rows_runs(W->rs, i, n, runs, SPAN_RUNS) : -1;
+  *len = 0;
+  for (int k = 0; k < nr; k++) *len += runs[2 * k + 1] - runs[2 * k];
+  return nr;
 }
 
 static void piece_at(const walk_ctx *W, void *part, int64_t *cnt, int64_t i, int64_t n) {
   const mq_red_kernel *k = W->k;
   const char *x = W->x + (size_t)i * W->es;
+  int64_t runs[2 * SPAN_RUNS], len;
+  int nr = valid_runs(W, i, n, runs, &len);
+  if (nr >= 0) { /* only the valid runs are read (none: the identity) */
+    if (nr == 1 && len == n) {
+      k->piece(part, NULL, x, NULL, n);
+    } else if (nr == 0) {
+      k->piece(part, NULL, x, NULL, 0);
+    } else if (len * 4 < n) {
+      k->runs(part, x, n, runs, nr);
+    } else {
+      /* a quarter of the piece valid or more: read all of it in one
+       * stream, with a mask built here from the runs (in L1), the same
+       * bits as the runs. Measured on this machine (EPYC, one thread,
+       * rows of 16 KB, plain C): summing the first 3/4 of each row takes
+       * 1.8x the time of summing every row whole, the first half 1.2x,
+       * the first quarter 0.45x, an eighth 0.3x (the prefetchers run on
+       * past the end of a run, and each row restarts them); sum(x, 1) of
+       * rows padded to random lengths (half valid) 1.55x the all-valid
+       * time reading the runs alone, 1.2x this way */
+      uint8_t mb[MQ_RED_PIECE];
+      int64_t at = 0;
+      for (int q = 0; q < nr; q++) {
+        memset(mb + at, 0, (size_t)(runs[2 * q] - at));
+        memset(mb + runs[2 * q], 1, (size_t)(runs[2 * q + 1] - runs[2 * q]));
+        at = runs[2 * q + 1];
+      }
+      memset(mb + at, 0, (size_t)(n - at));
+      k->piece(part, NULL, x, mb, n);
+    }
+    *cnt += len;
+    return;
+  }
   switch (W->m ? run_state(W, i, n) : MQ_MS_VALID) {
   case MQ_MS_MASKED: k->piece(part, NULL, x, NULL, 0); break;
   case MQ_MS_VALID:
@@ -225,16 +284,31 @@ static void walk_rows(mq_state *S, const walk_ctx *W, int64_t r0, int64_t r1, in
       if (W->tparts)
         row_pieces(S, W, W->tparts + (size_t)tid * (size_t)W->batch * k->acc_size,
                    W->tpcnt + (size_t)tid * (size_t)W->batch, o, r * s);
+      else if (W->rs && k->row_span && !W->cnt && W->rs->rlen == s && W->rs->full[r])
+        k->row_span(W->acc, o, xr, s, W->rs->lo[r], W->rs->hi[r]); /* a padded row: its span */
       else if (W->cnt) k->row_cnt(W->acc, W->cnt, o, xr, mr, s);
       else k->row(W->acc, o, xr, mr, s);
     } else {
       void *a = (char *)W->acc + (size_t)(o + c0) * k->acc_size;
+      int64_t runs[2 * SPAN_RUNS], len;
+      int nr = valid_runs(W, r * s + c0, c1 - c0, runs, &len);
       /* with a summary, the fast kernels skip a run of slots' entries that
        * are all masked out (folding the identity changes no slot: x + 0.0
        * is x for every sum that starts from +0.0, and an extremum keeps
-       * its slot against an infinite fill) and read all-valid runs plain */
-      mq_ms_state st = (W->mv.ms || W->uniform) && k->piece ? run_state(W, r * s + c0, c1 - c0) : MQ_MS_MIXED;
-      if (st == MQ_MS_VALID) {
+       * its slot against an infinite fill) and read all-valid runs plain;
+       * with spans, only the valid runs of a padded row are read */
+      mq_ms_state st = MQ_MS_MIXED;
+      if (nr == 0) st = MQ_MS_MASKED;
+      else if (nr > 0 && len == c1 - c0) st = MQ_MS_VALID;
+      else if (nr < 0 && (W->mv.ms || W->uniform) && k->piece) st = run_state(W, r * s + c0, c1 - c0);
+      if (nr > 0 && st == MQ_MS_MIXED) {
+        for (int q = 0; q < nr; q++) { /* slots outside the runs keep their value */
+          int64_t lo = runs[2 * q], hi = runs[2 * q + 1];
+          k->acc_row((char *)a + (size_t)lo * k->acc_size, xr + (size_t)lo * W->es, NULL, hi - lo);
+          if (tiled)
+            for (int64_t i = lo; i < hi; i++) tcnt[i]++;
+        }
+      } else if (st == MQ_MS_VALID) {
         k->acc_row(a, xr, NULL, c1 - c0);
         if (tiled)
           for (int64_t i = 0; i < c1 - c0; i++) tcnt[i]++;
@@ -398,6 +472,11 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
       W.bcnt = mq_scratch(S, (size_t)((mk->numel + MQ_MS_BLOCK - 1) / MQ_MS_BLOCK) * sizeof *W.bcnt);
     else W.mv.ms = mq_masksum_get(S, mk);
   }
+  /* the spans of padded rows, unless this walk reads the mask anyway to
+   * count its blocks (a fresh mask's first reduction) */
+  if ((k->runs || k->row_span) && m && m == P->m && !W.uniform && !W.m_rows && !W.bcnt &&
+      P->t->mask->ndim == P->t->ndim)
+    W.rs = mq_mask_rows_of(S, P->t->mask);
   int nt = mq_parallel_threads_for(S, W.rows * W.s);
   bool few_long = nt > 1 ? W.rows < 2 * nt : W.s >= 4 * MQ_POLL_ELEMS;
   if (few_long && W.last_red && k->piece && W.s >= 2 * MQ_RED_PIECE) {
@@ -416,13 +495,13 @@ static void walk(mq_state *S, const mq_red_plan *P, const mq_red_kernel *k, void
         rest /= P->bsize[b];
       }
       W.row_i = r * W.s;
-      if ((W.mv.ms || W.uniform) && run_state(&W, W.row_i, W.s) == MQ_MS_MASKED) continue;
+      if ((W.mv.ms || W.uniform || W.rs) && run_state(&W, W.row_i, W.s) == MQ_MS_MASKED) continue;
       int64_t c = mq_red_fold_pieces(k, acc, o, np, parts, pcnt, pieces_batch, &J);
       if (cnt && m) cnt[o] += c;
     }
     goto done;
   }
-  if (W.last_red && (W.mv.ms || W.uniform || W.bcnt) && k->piece) { /* rows piece by piece, skipping what the mask allows */
+  if (W.last_red && (W.mv.ms || W.uniform || W.bcnt || W.rs) && k->piece) { /* rows piece by piece, skipping what the mask allows */
     int64_t np = mq_red_piece_count(W.s);
     W.batch = np < MQ_RED_BATCH ? np : MQ_RED_BATCH;
     W.tparts = mq_scratch(S, (size_t)nt * (size_t)W.batch * k->acc_size);
@@ -481,9 +560,23 @@ int64_t *mq_red_counts(mq_state *S, const mq_red_plan *P) {
   int64_t *count = mq_red_acc(S, P, sizeof *count);
   memset(count, 0, (size_t)P->on * sizeof *count);
   int nb = P->nb;
-  if ((P->mv.ms || P->mrow_uniform) && P->t->numel > 0 && P->bred[nb - 1] && (nb == 1 || !P->bred[0])) {
-    /* row r of the last block is slot r's: counted from the summary, or
-     * from its first entry when the mask is broadcast along the rows */
+  if (!P->mrow_uniform && P->t->numel > 0 && nb == 2 && P->bred[1] &&
+      P->t->mask->ndim == P->t->ndim) {
+    /* padded rows: slot r counts the span of row r when every row's is
+     * all valid (maskspan.h) */
+    const mq_mask_rows *R = mq_mask_rows_of(S, P->t->mask);
+    bool ok = R && R->rlen == P->bsize[nb - 1];
+    for (int64_t r = 0; ok && r < R->rows; r++) ok = R->full[r] || R->lo[r] == R->hi[r];
+    if (ok) {
+      for (int64_t r = 0; r < R->rows; r++) count[r] = R->hi[r] - R->lo[r];
+      return count;
+    }
+  }
+  if ((P->mv.ms || P->mrow_uniform) && P->t->numel > 0 && P->bred[nb - 1] &&
+      (nb == 1 || (nb == 2 && !P->bred[0]))) {
+    /* row r of the last block is slot r's (kept, reduced: not when more
+     * blocks alternate, whose rows share slots): counted from the summary,
+     * or from its first entry when the mask is broadcast along the rows */
     int64_t s = P->bsize[nb - 1], rows = P->t->numel / s;
     for (int64_t r = 0; r < rows; r++) {
       count[r] = P->mrow_uniform ? (P->m[P->m_rows ? r : r * s] ? s : 0) : mq_mask_view_count(&P->mv, r * s, s);

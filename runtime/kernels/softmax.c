@@ -16,6 +16,7 @@
 #include "ops.h"
 #include "../tensor/parallel.h"
 #include "reduce.h"
+#include "../tensor/maskspan.h"
 #include "vexp.h"
 
 /* o[i] = e^(x[i] - c) over a contiguous stretch, on CPU path [cpu]: float32
@@ -68,12 +69,25 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
     for (int64_t i = 0; i < n; i++) o[i] *= inv;                               \
   }                                                                            \
   /* n rows of [inner] columns; mx, sum and any are scratch rows */           \
-  static void sm_cols_##E(T *o, const T *x, const uint8_t *m, int64_t n, int64_t inner, \
-                          T *mx, double *sum, uint8_t *any, bool lg) {         \
+  /* rst (NULL: not known) says of each row of the block whether it is   \
+   * all valid (MQ_MS_VALID: read without the mask) or all masked out      \
+   * (MQ_MS_MASKED: not read at all; a time-major batch's steps past its   \
+   * longest sequence): a masked-out entry adds nothing to a column's max  \
+   * and sum, and its result is the constant the fill gives it below */    \
+  static void sm_cols_##E(T *o, const T *x, const uint8_t *m, const uint8_t *rst, int64_t n, \
+                          int64_t inner, T *mx, double *sum, uint8_t *any, bool lg) { \
     for (int64_t i = 0; i < inner; i++) { mx[i] = -INFINITY; sum[i] = 0; any[i] = m ? 0 : 1; } \
     for (int64_t j = 0; j < n; j++) {                                          \
       const T *xr = x + j * inner;                                             \
-      if (m) {                                                                 \
+      uint8_t rs = rst ? rst[j] : MQ_MS_MIXED;                                 \
+      if (rs == MQ_MS_MASKED) continue;                                        \
+      if (rs == MQ_MS_VALID) {                                                 \
+        for (int64_t i = 0; i < inner; i++) {                                  \
+          T v = xr[i];                                                         \
+          mx[i] = (v > mx[i] || v != v) ? v : mx[i];                           \
+          any[i] = 1;                                                          \
+        }                                                                      \
+      } else if (m) {                                                          \
         const uint8_t *mr = m + j * inner;                                     \
         for (int64_t i = 0; i < inner; i++) {                                  \
           T v = xr[i];                                                         \
@@ -91,8 +105,10 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
     for (int64_t j = 0; j < n; j++) {                                          \
       const T *xr = x + j * inner;                                             \
       T *orow = o + j * inner;                                                 \
+      uint8_t rs = rst ? rst[j] : MQ_MS_MIXED;                                 \
+      if (rs == MQ_MS_MASKED) continue; /* its 0s add nothing: written below */ \
       for (int64_t i = 0; i < inner; i++) orow[i] = EXP(xr[i] - mx[i]);        \
-      if (m) sm_fill_##E(orow, m + j * inner, inner, (T)0);                    \
+      if (m && rs != MQ_MS_VALID) sm_fill_##E(orow, m + j * inner, inner, (T)0); \
       for (int64_t i = 0; i < inner; i++) sum[i] += (double)orow[i];           \
     }                                                                          \
     if (lg) { /* (x - max) - log(sum); sum becomes log(sum) */              \
@@ -100,11 +116,18 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
         sum[i] = (T)log(sum[i]);                                               \
         mx[i] = any[i] ? mx[i] : (T)NAN;                                       \
       }                                                                        \
+      bool all_any = true;                                                     \
+      for (int64_t i = 0; i < inner; i++) all_any &= any[i] != 0;             \
       for (int64_t j = 0; j < n; j++) {                                        \
         const T *xr = x + j * inner;                                           \
         T *orow = o + j * inner;                                               \
+        uint8_t rs = rst ? rst[j] : MQ_MS_MIXED;                               \
+        if (rs == MQ_MS_MASKED && all_any) { /* every column has a valid entry */ \
+          for (int64_t i = 0; i < inner; i++) orow[i] = (T)-INFINITY;          \
+          continue;                                                            \
+        }                                                                      \
         for (int64_t i = 0; i < inner; i++) orow[i] = (xr[i] - mx[i]) - (T)sum[i]; \
-        if (m) {                                                               \
+        if (m && rs != MQ_MS_VALID) {                                          \
           const uint8_t *mr = m + j * inner;                                   \
           for (int64_t i = 0; i < inner; i++) {                                \
             T v = orow[i];                                                     \
@@ -118,12 +141,42 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
     for (int64_t i = 0; i < inner; i++) mx[i] = any[i] ? (T)(1.0 / sum[i]) : (T)NAN; \
     for (int64_t j = 0; j < n; j++) {                                          \
       T *orow = o + j * inner;                                                 \
-      for (int64_t i = 0; i < inner; i++) orow[i] *= mx[i];                    \
+      if (rst && rst[j] == MQ_MS_MASKED) /* 0 * the reciprocal, as the rest */ \
+        for (int64_t i = 0; i < inner; i++) orow[i] = (T)0 * mx[i];            \
+      else                                                                     \
+        for (int64_t i = 0; i < inner; i++) orow[i] *= mx[i];                  \
     }                                                                          \
   }
 
 DEF_SOFTMAX(F32, float, mq_vexpf)
 DEF_SOFTMAX(F64, double, exp)
+
+/* A float32 row whose valid entries are exactly [f, l) (a padded row,
+ * known from its mask's spans, maskspan.h): sm_row_F32's bits, reading
+ * only the span and not the mask. The max and sum fold the span as
+ * their pieces would (reduce.h: the masked-out entries give the
+ * identity); outside the span softmax's o[i] *= inv gives 0 * inv (NaN
+ * for a NaN row, as there), log_softmax's fill -inf. */
+static void sm_span_F32(int cpu, float *o, const float *x, int64_t n, int64_t f, int64_t l, bool lg) {
+  if (f >= l) {
+    for (int64_t i = 0; i < n; i++) o[i] = NAN;
+    return;
+  }
+  float mx = mq_kernel_rowmax_span_f32(cpu, x, n, f, l);
+  sm_exp_F32(cpu, o + f, x + f, mx, l - f);
+  float out;
+  if (lg) {
+    float lsum = (float)log(mq_kernel_rowsum_span_f32(cpu, o, n, f, l));
+    for (int64_t i = f; i < l; i++) o[i] = (x[i] - mx) - lsum;
+    out = -INFINITY;
+  } else {
+    float inv = (float)(1.0 / mq_kernel_rowsum_span_f32(cpu, o, n, f, l));
+    for (int64_t i = f; i < l; i++) o[i] *= inv;
+    out = 0.0f * inv;
+  }
+  for (int64_t i = 0; i < f; i++) o[i] = out;
+  for (int64_t i = l; i < n; i++) o[i] = out;
+}
 
 void mq_softmax_row_f32(int cpu, float *o, const float *x, const uint8_t *m, int64_t n) {
   sm_row_F32(cpu, o, x, m, n, false);
@@ -141,6 +194,9 @@ typedef struct sm_job {
   char *o;
   const char *x;
   const uint8_t *m;
+  const mq_mask_rows *rs; /* the spans of m's rows (float32 rows), or NULL */
+  const uint8_t *rst;     /* inner > 1: each row of each block all valid,
+                             all masked out or mixed (mq_ms_state), or NULL */
   int64_t n, inner;
   char *mx; /* per thread: inner T, inner doubles, inner bytes */
   double *sum;
@@ -160,13 +216,14 @@ static void sm_range(void *ctx, int64_t b0, int64_t b1, int t) {
     if (J->dt == MQ_DT_F32) {
       float *o = (float *)J->o + off;
       const float *x = (const float *)J->x + off;
-      if (inner == 1) sm_row_F32(J->cpu, o, x, mb, n, J->lg);
-      else sm_cols_F32(o, x, mb, n, inner, mx, sum, any, J->lg);
+      if (J->rs && J->rs->full[b]) sm_span_F32(J->cpu, o, x, n, J->rs->lo[b], J->rs->hi[b], J->lg);
+      else if (inner == 1) sm_row_F32(J->cpu, o, x, mb, n, J->lg);
+      else sm_cols_F32(o, x, mb, J->rst ? J->rst + b * n : NULL, n, inner, mx, sum, any, J->lg);
     } else {
       double *o = (double *)J->o + off;
       const double *x = (const double *)J->x + off;
       if (inner == 1) sm_row_F64(J->cpu, o, x, mb, n, J->lg);
-      else sm_cols_F64(o, x, mb, n, inner, mx, sum, any, J->lg);
+      else sm_cols_F64(o, x, mb, J->rst ? J->rst + b * n : NULL, n, inner, mx, sum, any, J->lg);
     }
   }
 }
@@ -185,6 +242,10 @@ static mq_tensor *softmax(mq_state *S, mq_tensor *t, int dim, bool lg) {
     int nt = mq_parallel_threads_for(S, out->numel);
     sm_job J = {.dt = dt, .cpu = S->cpu, .es = mq_dtype_size(dt), .o = mq_tensor_data(out),
                 .x = mq_tensor_data(x), .m = m, .n = n, .inner = inner, .lg = lg};
+    if (inner == 1 && dt == MQ_DT_F32 && t->mask && t->mask->ndim == t->ndim)
+      J.rs = mq_mask_rows_of(S, t->mask); /* rows are the slices */
+    if (inner > 1 && t->mask && t->mask->ndim == t->ndim) /* the block's rows are the mask's */
+      J.rst = mq_mask_row_states(S, t->mask, inner);
     if (inner > 1) {
       J.mx = mq_scratch(S, (size_t)(nt * inner) * J.es);
       J.sum = mq_scratch(S, (size_t)(nt * inner) * sizeof *J.sum);

@@ -91,6 +91,28 @@ double mq_kernel_sqdev_f32(int cpu, const float *x, const uint8_t *m, int64_t n,
   return sq_dev_F32(cpu, x, m, n, mean);
 }
 
+/* sq_dev_F32 of a row whose valid entries are exactly [lo, hi), read only
+ * there: entry i still goes to lane i % 4 in order of i (the whole blocks
+ * of four from the first on a lane boundary), the tail's after; the
+ * entries left out added +0.0. */
+static double sq_dev_span_F32(int cpu, const float *x, int64_t n, int64_t lo, int64_t hi, double mean) {
+  double l[4] = {0, 0, 0, 0}, tail[3] = {0, 0, 0};
+  int64_t n4 = n - n % 4, b = hi < n4 ? hi : n4, i = lo;
+  for (; i < b && i % 4; i++) {
+    double d = (double)x[i] - mean;
+    l[i % 4] += d * d;
+  }
+  int64_t e = i < b ? i + (b - i) / 4 * 4 : i;
+  if (e > i && !SQ_SIMD_F32(cpu, x + i, NULL, e - i, mean, l)) sq_lanes_F32(x + i, NULL, e - i, mean, l);
+  for (i = e; i < b; i++) {
+    double d = (double)x[i] - mean;
+    l[i % 4] += d * d;
+  }
+  for (i = n4 > lo ? n4 : lo; i < hi; i++) tail[i - n4] = (double)x[i] - mean;
+  l[0] += tail[0] * tail[0], l[1] += tail[1] * tail[1], l[2] += tail[2] * tail[2];
+  return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
 /* A row: its valid entries counted while it is summed (ROWSUM), its mean,
  * then its squared deviations, on CPU path CPU. */
 #define DEF_VAR_ROW(E, T, CPU, ROWSUM)                                         \
@@ -123,11 +145,28 @@ DEF_VAR_ROW(F32, float, 0, ROWSUM_F32(MQ_CPU_PORTABLE))
 DEF_VAR_ROW(F32, float, 1, ROWSUM_F32(MQ_CPU_AVX2))
 DEF_VAR_ROW(F32, float, 2, ROWSUM_F32(MQ_CPU_AVX512))
 
+/* A padded row (its valid entries exactly [lo, hi)): the row's bits,
+ * reading only the span (reduce.h, row_span). */
+#define DEF_VAR_ROWSPAN(CPU)                                                   \
+  static void var_rowspan_F32_##CPU(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, \
+                                    int64_t hi) {                              \
+    const float *x = xv;                                                       \
+    if (lo >= hi) return;                                                      \
+    double mean = mq_kernel_rowsum_span_f32(CPU, x, n, lo, hi) / (double)(hi - lo); \
+    var_merge((var_acc *)acc + o, (double)(hi - lo), mean, sq_dev_span_F32(CPU, x, n, lo, hi, mean)); \
+  }
+DEF_VAR_ROWSPAN(0)
+DEF_VAR_ROWSPAN(1)
+DEF_VAR_ROWSPAN(2)
+
 /* The kernels of var: one per CPU path for float32 (the same bits). */
 #define VAR_KERNEL(E, CPU)                                                     \
   {.acc_size = sizeof(var_acc), .row = var_row_##E##_##CPU, .acc_row = var_acc_##E}
-static const mq_red_kernel var_F32[MQ_CPU__COUNT] = {VAR_KERNEL(F32, 0), VAR_KERNEL(F32, 1),
-                                                     VAR_KERNEL(F32, 2)};
+#define VAR_KERNEL_F32(CPU)                                                    \
+  {.acc_size = sizeof(var_acc), .row = var_row_F32_##CPU, .acc_row = var_acc_F32, \
+   .row_span = var_rowspan_F32_##CPU}
+static const mq_red_kernel var_F32[MQ_CPU__COUNT] = {VAR_KERNEL_F32(0), VAR_KERNEL_F32(1),
+                                                     VAR_KERNEL_F32(2)};
 static const mq_red_kernel var_F64 = VAR_KERNEL(F64, 0);
 
 static mq_dtype float_of(const mq_tensor *t) {

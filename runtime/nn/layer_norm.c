@@ -9,6 +9,8 @@
 #include "../tensor/cpu.h"
 #include "../tensor/internal.h" /* the kernels' settings: vectorizer cost model */
 #include "../tensor/parallel.h"
+#include "../tensor/masksum.h"
+#include "../tensor/maskspan.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define LN_INLINE static inline __attribute__((always_inline)) /* into each path's loop */
@@ -32,6 +34,10 @@ typedef struct fwd_job {
   int64_t C;
   const void *x, *w, *b;
   const uint8_t *m;
+  /* each row all valid, all masked out or mixed (mq_ms_state), from the
+   * mask's spans (maskspan.h), or NULL: an all-valid row is read without
+   * the mask, a masked-out one's statistics (0 and 0) are not computed */
+  const uint8_t *rst;
   void *y;
   double *st, eps;
 } fwd_job;
@@ -75,15 +81,16 @@ typedef struct grad_job {
     const T *w = J->w, *b = J->b;                                              \
     for (int64_t r = lo; r < hi; r++) {                                        \
       const T *x = (const T *)J->x + r * C;                                    \
-      const uint8_t *m = J->m ? J->m + r * C : NULL;                           \
+      const uint8_t rs = J->rst ? J->rst[r] : MQ_MS_MIXED;                     \
+      const uint8_t *m = J->m && rs == MQ_MS_MIXED ? J->m + r * C : NULL;      \
       T *y = (T *)J->y + r * C;                                                \
-      int64_t n = m ? count_valid(m, C) : C;                                   \
+      int64_t n = m ? count_valid(m, C) : rs == MQ_MS_MASKED ? 0 : C;          \
       double l[8] = {0}, q[8] = {0};                                           \
       if (m) LANE_LOOP(C, l[k] += m[j] ? (double)x[j] : 0.0;)                  \
-      else LANE_LOOP(C, l[k] += (double)x[j];)                                 \
+      else if (n) LANE_LOOP(C, l[k] += (double)x[j];)                          \
       double mean = n ? lanes(l) / (double)n : 0.0;                            \
       if (m) LANE_LOOP(C, double d = (double)x[j] - mean; q[k] += m[j] ? d * d : 0.0;) \
-      else LANE_LOOP(C, double d = (double)x[j] - mean; q[k] += d * d;)        \
+      else if (n) LANE_LOOP(C, double d = (double)x[j] - mean; q[k] += d * d;) \
       double var = n ? lanes(q) / (double)n : 0.0;                             \
       double rstd = 1.0 / sqrt(var + J->eps);                                  \
       J->st[2 * r] = mean, J->st[2 * r + 1] = rstd;                            \
@@ -112,7 +119,18 @@ typedef struct grad_job {
       const double mean = G->st[2 * r], rstd = G->st[2 * r + 1];               \
       double la[8] = {0}, lc[8] = {0};                                         \
       T *dx = G->dx ? (T *)G->dx + r * C : NULL;                               \
-      if (!pm) { /* plain: every entry valid */                                \
+      const uint8_t xs = G->xrst ? G->xrst[r] : MQ_MS_MIXED;                   \
+      if (pm && xs == MQ_MS_MASKED) { /* x's row masked out: dx 0, masked out */ \
+        if (dx) {                                                              \
+          memset(dx, 0, (size_t)C * sizeof *dx);                               \
+          memset(G->dxm + r * C, 0, (size_t)C);                                \
+        }                                                                      \
+        continue;                                                              \
+      }                                                                        \
+      /* valid in x and g: the plain loops (a select that keeps every entry \
+       * folds the same), then the masks all 1 */                             \
+      const bool full = pm && xs == MQ_MS_VALID && (!G->gm || (G->grst && G->grst[r] == MQ_MS_VALID)); \
+      if (!pm || full) { /* plain: every entry valid */                        \
         LANE_LOOP(C, double h = ((double)x[j] - mean) * rstd; double gj = (double)g[j]; \
                   double gw = gj * (double)w[j]; la[k] += gw; lc[k] += gw * h; \
                   pw[j] += gj * h; pb[j] += gj;)                               \
@@ -122,6 +140,10 @@ typedef struct grad_job {
             double h = ((double)x[j] - mean) * rstd, gw = (double)g[j] * (double)w[j]; \
             dx[j] = (T)(rstd * ((gw - a) - h * c));                            \
           }                                                                    \
+        if (full) {                                                            \
+          memset(pm, 1, (size_t)C);                                            \
+          if (dx) memset(G->dxm + r * C, 1, (size_t)C);                        \
+        }                                                                      \
         continue;                                                              \
       }                                                                        \
       const uint8_t *xm = K->xm + r * C, *gm = K->gm + r * C;                  \
@@ -198,7 +220,8 @@ mq_tensor *mq_nn_layer_norm_fused(mq_state *S, mq_tensor *x, int nd, mq_tensor *
   mq_tensor *st = mq_tensor_new(S, MQ_DT_F64, 1, sn);
   mq_tensor *y = mq_tensor_new(S, (mq_dtype)dt, x->ndim, x->shape);
   fwd_job J = {dt, S->cpu, C, mq_tensor_data(xd), wd ? mq_tensor_data(wd) : NULL, bd ? mq_tensor_data(bd) : NULL,
-               mask ? mq_tensor_data(mask) : NULL, mq_tensor_data(y), mq_tensor_data(st), eps};
+               mask ? mq_tensor_data(mask) : NULL, NULL, mq_tensor_data(y), mq_tensor_data(st), eps};
+  if (mask && xo->mask->ndim == x->ndim) J.rst = mq_mask_row_states(S, xo->mask, C); /* padded rows */
   if (R) mq_parallel_for(S, mq_parallel_threads_for(S, x->numel), R, grain_rows(C), fwd_range, &J);
   if (mask) mq_tensor_set_mask(S, y, mask);
   if (x->requires_grad | MQ_AG_REQ(w) | MQ_AG_REQ(b)) {

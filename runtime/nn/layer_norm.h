@@ -57,6 +57,11 @@ typedef struct mq_ln_grad {
   const double *st;
   void *dx;
   uint8_t *dxm; /* dx's mask, when x or g is masked */
+  /* each row of x's and g's masks all valid, all masked out or mixed
+   * (mq_ms_state, runtime/tensor/masksum.h), or NULL: a row x masks out
+   * gets dx 0 masked out without a pass; one valid in both is read as
+   * plain rows (the same bits) */
+  const uint8_t *xrst, *grst;
   double *dw, *db;
   uint8_t *wm;
 } mq_ln_grad;

@@ -3,6 +3,7 @@
 #include "../../core/checked.h"
 #include "internal.h"
 #include "masksum.h"
+#include "maskspan.h"
 
 static size_t msum_size(int64_t nblocks) {
   return sizeof(mq_masksum) + (size_t)nblocks * sizeof(uint16_t);
@@ -57,7 +58,10 @@ void mq_masksum_free(mq_state *S, mq_storage *st) {
   st->msum = NULL;
 }
 
-void mq_masksum_drop(mq_state *S, mq_storage *st) { mq_masksum_free(S, st); }
+void mq_masksum_drop(mq_state *S, mq_storage *st) {
+  mq_masksum_free(S, st);
+  mq_maskspan_free(S, st); /* the row spans go stale likewise */
+}
 
 mq_mask_view mq_mask_view_get(mq_state *S, const mq_tensor *mask, bool build) {
   mq_mask_view v = {NULL, NULL, 0};

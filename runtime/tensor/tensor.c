@@ -7,6 +7,7 @@
 #include "../../core/range.h"
 #include "iter.h"
 #include "masksum.h"
+#include "maskspan.h"
 #include "half.h"
 #include "internal.h"
 #include "layout.h"
@@ -128,6 +129,7 @@ void mq_tensor_free(mq_state *S, mq_tensor *t) {
     else if (st->map) unmap(S, st->map);
     else mq_free_big(S, st->data, st->nbytes);
     mq_masksum_free(S, st);
+    mq_maskspan_free(S, st);
     mq_free(S, st, sizeof *st);
   }
   mq_free(S, t, sizeof *t);

@@ -101,6 +101,8 @@ typedef struct mq_storage {
   /* the validity summary of a mask's storage (runtime/tensor/masksum.h), built on
    * first use; NULL until then, and always for host memory */
   struct mq_masksum *msum;
+  /* the row spans of a mask's storage (runtime/tensor/maskspan.h), likewise */
+  struct mq_maskspan *mspan;
 } mq_storage;
 
 struct mq_gradnode; /* autograd's record of an op (runtime/autograd/autograd.h) */

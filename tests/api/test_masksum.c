@@ -55,8 +55,40 @@ static void test_wrapped_mask_changes(void) {
   masq_close(M);
 }
 
+/* The row spans of padded rows (runtime/tensor/maskspan.h) likewise: a
+ * wrapped [R, L] mask padded to lengths, then the host changes the lengths;
+ * sums along the rows, softmax and layer_norm see the new ones. */
+#define PR 6
+#define PL 100
+static void test_wrapped_padding_changes(void) {
+  static float data[PR * PL];
+  static uint8_t valid[PR * PL];
+  for (int i = 0; i < PR * PL; i++) data[i] = 1;
+  for (int r = 0; r < PR; r++)
+    for (int j = 0; j < PL; j++) valid[r * PL + j] = j < 10 * r;
+  int64_t shape[2] = {PR, PL};
+  masq_tensor_desc d = {.dtype = MASQ_FLOAT32, .ndim = 2, .shape = shape, .data = data,
+                        .valid = valid};
+  masq_state *M = masq_open(NULL);
+  masq_tensor *wrapped;
+  CHECK_OK(M, masq_tensor_wrap(M, &d, &wrapped));
+  CHECK_OK(M, masq_set_global(M, "w", wrapped));
+  CHECK(number(M, "r = item(sum(sum(w, 1)))") == 10 * (0 + 1 + 2 + 3 + 4 + 5));
+  CHECK(number(M, "r = item(sum(softmax(w, 1)))") == PR - 1); /* row 0: no valid entry */
+  CHECK(number(M, "r = item(count(layer_norm(w, [100])))") == 150);
+  for (int r = 0; r < PR; r++) /* every row now 50 long */
+    for (int j = 0; j < PL; j++) valid[r * PL + j] = j < 50;
+  CHECK(number(M, "r = item(sum(sum(w, 1)))") == PR * 50);
+  CHECK(number(M, "r = item(sum(amax(w, 1)))") == PR);
+  CHECK(number(M, "r = item(sum(softmax(w, 1)))") == PR);
+  CHECK(number(M, "r = item(count(layer_norm(w, [100])))") == PR * 50);
+  CHECK_OK(M, masq_tensor_release(M, wrapped));
+  masq_close(M);
+}
+
 int main(void) {
   test_wrapped_mask_changes();
+  test_wrapped_padding_changes();
   printf("test_masksum: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

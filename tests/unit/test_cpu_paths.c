@@ -461,8 +461,131 @@ static void default_path(void) {
   CHECK(strcmp(mq_cpu_name(MQ_CPU_AVX512), "avx512") == 0);
 }
 
+/* Padded rows (runtime/tensor/maskspan.h): a piece read as runs of valid
+ * entries without its mask (mq_red_kernel.runs), and a row read only over
+ * its span (mq_kernel_rowsum/rowmax_span_f32), give the bits of the piece
+ * and the row read with the mask, on every path; random runs of random
+ * starts and ends (not on the lanes), data with NaN, infinities and zeros
+ * of both signs. */
+static void padded_runs(void) {
+  enum { N = MQ_RED_PIECE + 37 };
+  float *x = malloc(N * sizeof *x);
+  uint8_t *m = malloc(N);
+  const mq_red_kernel *k0[3] = {mq_red_kernels[MQ_RED_SUM][MQ_DT_F32], mq_red_kernels[MQ_RED_AMAX][MQ_DT_F32],
+                                mq_red_kernels[MQ_RED_AMIN][MQ_DT_F32]};
+  for (int trial = 0; trial < 300; trial++) {
+    int d = trial % 3;
+    int64_t n = trial % 5 == 0 ? MQ_RED_PIECE : (int64_t)(next() % MQ_RED_PIECE) + 1;
+    for (int64_t i = 0; i < n; i++) x[i] = value(d, i);
+    int64_t runs[16];
+    int nr = (int)(next() % 5), k = 0;
+    int64_t at = 0;
+    memset(m, 0, (size_t)n);
+    for (int q = 0; q < nr && at < n; q++) { /* sorted, disjoint, not adjacent */
+      int64_t a = at + (int64_t)(next() % (uint64_t)(n - at)), b = a + 1 + (int64_t)(next() % (uint64_t)(n - a));
+      if (trial % 7 == 0) a = 0, b = n; /* the whole piece */
+      runs[2 * k] = a, runs[2 * k + 1] = b;
+      memset(m + a, 1, (size_t)(b - a));
+      k++;
+      at = b + 1;
+    }
+    for (int cpu = MQ_CPU_PORTABLE; cpu <= mq_cpu_best(); cpu++)
+      for (int op = 0; op < 3; op++) {
+        const mq_red_kernel *kp = mq_red_kernel_on(k0[op], cpu);
+        double p0 = 0, p1 = 0;
+        int64_t c = 0;
+        kp->piece(&p0, &c, x, m, n);
+        kp->runs(&p1, x, n, runs, k);
+        CHECK(same_bits(&p0, &p1, op == 0 ? sizeof(double) : sizeof(float)));
+      }
+    /* one span across pieces of a longer row */
+    int64_t len = (int64_t)(next() % N) + 1, lo = (int64_t)(next() % (uint64_t)len);
+    int64_t hi = lo + (int64_t)(next() % (uint64_t)(len - lo + 1));
+    for (int64_t i = 0; i < len; i++) {
+      x[i] = value(d, i);
+      m[i] = i >= lo && i < hi;
+    }
+    for (int cpu = MQ_CPU_PORTABLE; cpu <= mq_cpu_best(); cpu++) {
+      double s0 = mq_kernel_rowsum_cnt_f32(cpu, x, m, len, NULL), s1 = mq_kernel_rowsum_span_f32(cpu, x, len, lo, hi);
+      float m0 = mq_kernel_rowmax_on_f32(cpu, x, m, len), m1 = mq_kernel_rowmax_span_f32(cpu, x, len, lo, hi);
+      CHECK(same_bits(&s0, &s1, sizeof s0));
+      CHECK(same_bits(&m0, &m1, sizeof m0));
+    }
+  }
+  free(x);
+  free(m);
+}
+
+/* Whether two results hold the same bits (NaNs alike, as same_bits), in
+ * their data and their masks. */
+static bool same_result(mq_tensor *a, mq_tensor *b) {
+  if (a->dtype != b->dtype || a->numel != b->numel || !a->mask != !b->mask) return false;
+  mq_tensor *da = mq_contiguous(S, mq_get_data(S, a)), *db = mq_contiguous(S, mq_get_data(S, b));
+  size_t es = mq_dtype_size((mq_dtype)a->dtype);
+  for (int64_t i = 0; i < a->numel; i++)
+    if (!same_bits((char *)mq_tensor_data(da) + i * es, (char *)mq_tensor_data(db) + i * es, es)) return false;
+  return !a->mask || memcmp(mq_tensor_data(mq_contiguous(S, a->mask)),
+                            mq_tensor_data(mq_contiguous(S, b->mask)), (size_t)a->numel) == 0;
+}
+
+/* The ops that read padded rows by their spans (maskspan.h) on every path:
+ * rows padded to lengths 0, all, odd ones and random ones, NaN and inf
+ * where masked out; each op under the contiguous mask (spans) against the
+ * same mask as a transposed view (none, read entry by entry), and every
+ * path against the portable one. */
+#define PAD_OPS 12
+static mq_tensor *pad_op(int op, mq_tensor *t) {
+  int d1 = 1;
+  switch (op) {
+  case 0: return mq_reduce(S, MQ_RED_SUM, t, 1, &d1, false);
+  case 1: return mq_reduce(S, MQ_RED_MEAN, t, 1, &d1, false);
+  case 2: return mq_reduce(S, MQ_RED_AMAX, t, 1, &d1, false);
+  case 3: return mq_reduce(S, MQ_RED_SUM, t, 0, NULL, false);
+  case 4: return mq_reduce(S, MQ_RED_AMIN, t, 1, &(int){0}, false);
+  case 5: return mq_var(S, t, 1, &d1, 1.0, false, false);
+  case 6: return mq_norm(S, t, 2.0, 1, &d1, false);
+  case 7: return mq_softmax(S, t, 1);
+  case 8: return mq_log_softmax(S, t, 1);
+  case 9: return mq_softmax(S, t, 0);
+  case 10: return mq_reduce(S, MQ_RED_LOGSUMEXP, t, 1, &d1, false);
+  default: return mq_var(S, t, 1, &(int){0}, 0.0, false, true);
+  }
+}
+static void padded_ops_paths(void) {
+  int best = mq_cpu_state_best(), saved = S->cpu;
+  int64_t R = 41, L = 4133, sh[2] = {R, L}, tsh[2] = {L, R};
+  mq_tensor *x = mq_tensor_new(S, MQ_DT_F32, 2, sh), *m = mq_tensor_new(S, MQ_DT_BOOL, 2, sh);
+  mq_tensor *mt = mq_tensor_new(S, MQ_DT_BOOL, 2, tsh);
+  float *xp = mq_tensor_data(x);
+  uint8_t *mp = mq_tensor_data(m), *tp = mq_tensor_data(mt);
+  for (int64_t r = 0; r < R; r++) {
+    static const int64_t fixed[] = {0, 1, 4133, 4133, 4095, 4096, 4097, 4132, 1033, 17, 4133};
+    int64_t len = r < 11 ? fixed[r] : (int64_t)(next() % (uint64_t)(L + 1));
+    for (int64_t j = 0; j < L; j++) {
+      bool v = j < len;
+      float u = (float)(unit_rand() * 2 - 1); /* moderate: every entry counts in a variance */
+      xp[r * L + j] = v ? (r % 4 == 3 ? u : value(r % 3, j)) : (j % 2 ? NAN : INFINITY);
+      mp[r * L + j] = tp[j * R + r] = v;
+    }
+  }
+  mq_tensor *a = mq_masked(S, x, m), *b = mq_masked(S, x, mq_transpose(S, mt, 0, 1));
+  for (int op = 0; op < PAD_OPS; op++) {
+    mq_tensor *ref = NULL;
+    for (int cpu = MQ_CPU_PORTABLE; cpu <= best; cpu++) {
+      S->cpu = cpu;
+      mq_tensor *got = pad_op(op, a);
+      CHECK(same_result(got, pad_op(op, b)));
+      if (ref) CHECK(same_result(got, ref));
+      else ref = got;
+    }
+  }
+  S->cpu = saved;
+}
+
 static void all_tests(mq_state *S_, void *ud) {
   rows();
+  padded_runs();
+  padded_ops_paths();
   half_paths();
   half_astype_paths();
   matmul_paths();
