@@ -101,24 +101,30 @@ static void products(mq_state *S, mq_dtype dt, int64_t nbatch, const bw_mat *T, 
 }
 
 /* om &= m and d = 0 where m is 0, over n entries: eight entries at a
- * time where m is all valid (nothing to do) or all masked (zeroes), the
- * rest by selects. */
+ * time where m is all valid (nothing to do), runs of all masked words at
+ * once (zeroes), the rest entry by entry. */
 static void within_mask(const uint8_t *m, int64_t n, char *d, mq_dtype dt, uint8_t *om) {
   size_t es = mq_dtype_size(dt);
-  for (int64_t i = 0; i < n; i += 8) {
-    int64_t k = n - i < 8 ? n - i : 8;
+  int64_t i = 0;
+  while (i < n) {
     uint64_t v = 0;
-    memcpy(&v, m + i, (size_t)k);
-    if (k == 8 && v == 0x0101010101010101u) continue;
-    if (v == 0) {
-      memset(om + i, 0, (size_t)k);
-      memset(d + i * (int64_t)es, 0, (size_t)k * es);
+    if (n - i >= 8) memcpy(&v, m + i, 8);
+    if (n - i >= 8 && v == 0x0101010101010101u) {
+      i += 8;
       continue;
     }
-    for (int64_t j = i; j < i + k; j++) {
-      if (m[j]) continue;
-      om[j] = 0;
-      memset(d + j * (int64_t)es, 0, es);
+    if (n - i >= 8 && v == 0) {
+      int64_t j = i + 8;
+      for (uint64_t w; n - j >= 8 && (memcpy(&w, m + j, 8), w == 0);) j += 8;
+      memset(om + i, 0, (size_t)(j - i));
+      memset(d + i * (int64_t)es, 0, (size_t)(j - i) * es);
+      i = j;
+      continue;
+    }
+    for (int64_t e = i + (n - i < 8 ? n - i : 8); i < e; i++) {
+      if (m[i]) continue;
+      om[i] = 0;
+      memset(d + i * (int64_t)es, 0, es);
     }
   }
 }
