@@ -8,6 +8,7 @@
  * tensor-op-scalar path for stride-0 operands) written as plain indexed loops
  * so the compiler vectorizes them, and a strided fallback. */
 #include "ewise.h"
+#include "../tensor/masksum.h"
 #include "ops.h"
 
 /* --- operands ------------------------------------------------------------- */
@@ -21,6 +22,10 @@ mq_tensor *mq_operand(mq_state *S, mq_tensor *t, mq_dtype dt, int nd, const int6
     t = c;
   }
   return mq_expand(S, t, nd, shape);
+}
+
+mq_tensor *mq_skip_mask(mq_state *S, mq_tensor *mask) {
+  return mask && !mq_mask_known_all_valid(S, mask) ? mask : NULL;
 }
 
 /* --- where ----------------------------------------------------------------- */
