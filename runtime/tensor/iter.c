@@ -253,7 +253,8 @@ static void zero_bytes(char *o, size_t n) {
   memset(o, 0, n);
 }
 
-void mq_zero_masked(char *o, int64_t os, int64_t es, const uint8_t *m, int64_t ms, int64_t n) {
+MQ_WIDE void mq_zero_masked(char *o, int64_t os, int64_t es, const uint8_t *m, int64_t ms,
+                            int64_t n) {
   if (!m && os == 1) {
     zero_bytes(o, (size_t)(n * es));
     return;

@@ -108,14 +108,15 @@ MQ_INTERNAL void mq_ewise_run_half(mq_state *S, mq_ewise_fn k, mq_iter *it, cons
  * masked out. A row's mask is read a chunk of MQ_SEG_CHUNK entries at a
  * time (8 bytes per test): all-masked chunks join into segments that are
  * never computed (their results are set to zero bits), the others into
- * segments of at most MQ_SEG_MAX entries computed as they are, without a
- * test per entry; a chunk with both (the end of a valid run, or a mask
- * with no runs) is computed and its masked-out results zeroed after, while
- * they are still in cache. Every elementwise result then holds 0 where it
- * is masked out, whatever the data there (NaN, inf), the path and the
- * thread count. */
+ * segments of at most MQ_SEG_MAX entries (their operands and result stay
+ * in L1) computed as they are, without a test per entry; a chunk with
+ * both (the end of a valid run, or a mask with no runs) is computed and
+ * its masked-out results zeroed after, while they are still in cache.
+ * Every elementwise result then holds 0 where it is masked out, whatever
+ * the data there (NaN, inf), the path and the thread count. A row whose
+ * mask is one broadcast byte (a [B, L, 1] mask over D) is one segment. */
 #define MQ_SEG_CHUNK 64
-#define MQ_SEG_MAX 4096
+#define MQ_SEG_MAX 2048
 
 /* A segment [a, b) of a row: fix < 0: all masked out; else it holds valid
  * entries, and from entry fix (b: none) on some are masked out. */
