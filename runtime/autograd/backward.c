@@ -76,6 +76,7 @@ static void ew_skip_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const ew_skip *K = ctx;
   ew_piece P = {K, lo, t};
   mq_mask_segments(K->m + lo, 1, hi - lo, ew_segment, &P);
+  mq_zero_fence();
 }
 
 static void ew_run_into(mq_state *S, mq_tensor *r, mq_range_fn fn, void *J) {

@@ -236,8 +236,9 @@ static void stream_zero128(char *p, size_t lines) {
  * next op skips it too), so its whole cache lines are written past the
  * cache: a store that does not first read the line in halves the traffic,
  * and in measurements made zeroing padding ~4x cheaper than memset (which
- * streams only far larger blocks). The sfence orders those stores before
- * whatever hands the result to another thread. */
+ * streams only far larger blocks). Those stores are ordered by
+ * mq_zero_fence, once per piece of work, not here: a fence per row waits
+ * for each row's zeros to reach memory. */
 static void zero_bytes(char *o, size_t n) {
 #if MQ_CPU_X86
   if (n >= 1024) {
@@ -245,12 +246,17 @@ static void zero_bytes(char *o, size_t n) {
     memset(o, 0, head);
     if (mq_cpu_best() == MQ_CPU_AVX512) stream_zero512(o + head, lines);
     else stream_zero128(o + head, lines);
-    _mm_sfence();
     memset(o + head + 64 * lines, 0, n - head - 64 * lines);
     return;
   }
 #endif
   memset(o, 0, n);
+}
+
+void mq_zero_fence(void) {
+#if MQ_CPU_X86
+  _mm_sfence();
+#endif
 }
 
 MQ_WIDE void mq_zero_masked(char *o, int64_t os, int64_t es, const uint8_t *m, int64_t ms,
@@ -300,6 +306,7 @@ static void masked_rows(mq_state *S, const ewise_job *J, mq_iter *it) {
   ROWS_BEGIN(S, it)
   mq_mask_segments((const uint8_t *)it->p[mk], it->is[mk], it->n, masked_segment, &R);
   ROWS_END
+  mq_zero_fence();
 }
 
 /* --- running a kernel, on threads ------------------------------------------- */

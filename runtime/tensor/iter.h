@@ -129,6 +129,11 @@ MQ_INTERNAL void mq_mask_segments(const uint8_t *m, int64_t ms, int64_t n, mq_se
  * elements) where the mask bytes m[i * ms] are 0 (m NULL: everywhere). */
 MQ_INTERNAL void mq_zero_masked(char *o, int64_t os, int64_t es, const uint8_t *m, int64_t ms,
                                 int64_t n);
+/* Orders the zeros mq_zero_masked wrote (long runs go past the cache, in
+ * stores that are not ordered with the others) before every store after
+ * it: call it once at the end of a piece of work whose result another
+ * thread may read. */
+MQ_INTERNAL void mq_zero_fence(void);
 
 /* mq_ewise_run (half NULL) or mq_ewise_run_half when [it]'s last operand
  * is the result's mask (bool, broadcast to the shape; not an operand of
