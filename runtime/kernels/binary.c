@@ -213,6 +213,19 @@ static const char *const bin_names[] = {
 #undef X
 };
 
+/* Whether op's float kernel costs enough to pack scattered valid entries
+ * for (as unary.c's costly): libm calls, not + - * / or a comparison. */
+static bool costly(mq_binop op, mq_dtype ct) {
+  switch (op) {
+  case MQ_BIN_POW: case MQ_BIN_FMOD: case MQ_BIN_REM: case MQ_BIN_ATAN2: case MQ_BIN_LOGADDEXP:
+  case MQ_BIN_LOGADDEXP2: case MQ_BIN_HYPOT: case MQ_BIN_XLOGY: case MQ_BIN_FLOAT_POWER:
+  case MQ_BIN_NEXTAFTER:
+    return mq_dtype_is_float(ct);
+  default:
+    return false;
+  }
+}
+
 /* --- masks --------------------------------------------------------------------- */
 
 static const char mask_hint[] =
@@ -407,10 +420,10 @@ static mq_tensor *binary_run(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *
   if (hs) {
     uint8_t kind = half == MQ_DT_BF16 ? MQ_HALF_BF16 : MQ_HALF_F16;
     const uint8_t kinds[4] = {out_dt == half ? kind : 0, kind, kind, 0};
-    if (ts[3]) mq_ewise_run_masked(S, k, &it, NULL, kinds);
+    if (ts[3]) mq_ewise_run_masked(S, k, &it, NULL, kinds, costly(op, ct));
     else mq_ewise_run_half(S, k, &it, NULL, kinds);
   } else if (ts[3])
-    mq_ewise_run_masked(S, k, &it, NULL, NULL);
+    mq_ewise_run_masked(S, k, &it, NULL, NULL, costly(op, ct) && k != defs[MQ_BIN_MUL].k[ct]);
   else
     mq_ewise_run(S, k, &it, NULL);
   S->defer_interrupts -= reuse;

@@ -109,6 +109,7 @@ typedef struct ewise_job {
   const uint8_t *half; /* mq_ewise_run_half's operand kinds, or NULL */
   int cpu;
   bool masked; /* the walk's last operand is the result's mask (mq_ewise_run_masked) */
+  bool pack;   /* and mixed segments run packed (mq_ewise_run_masked) */
 } ewise_job;
 
 /* Float32 values per operand in a block of mq_ewise_run_half: four
@@ -273,11 +274,152 @@ MQ_WIDE void mq_zero_masked(char *o, int64_t os, int64_t es, const uint8_t *m, i
   }
 }
 
+/* --- packing the valid entries ---------------------------------------------------
+ * A costly kernel (exp, gelu, ...) on a segment where valid and masked-out
+ * entries alternate (time-major padding, a random mask) runs on the valid
+ * entries packed together: each operand's valid entries gathered into a
+ * buffer in L1, the kernel run on them, its results put back with zeros
+ * between. Its work then follows the valid count; each entry moves
+ * twice, which AVX-512's compress and expand make cheap (the other paths
+ * move them in C: the same bytes, slower). */
+#define PACK_BLOCK 512
+#define PACK_SLACK 16 /* a buffer's entries past the packed ones, read or written whole */
+
+#if MQ_CPU_X86
+MQ_TGT_AVX512 static int64_t pack32_avx512(uint32_t *d, const uint32_t *s, const uint8_t *m, int64_t n) {
+  int64_t i = 0, j = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m128i mb = _mm_loadu_si128((const __m128i *)(const void *)(m + i));
+    __mmask16 k = _mm_test_epi8_mask(mb, mb);
+    _mm512_storeu_si512((void *)(d + j), _mm512_maskz_compress_epi32(k, _mm512_loadu_si512((const void *)(s + i))));
+    j += __builtin_popcount(k);
+  }
+  for (; i < n; i++) d[j] = s[i], j += m[i] != 0;
+  return j;
+}
+MQ_TGT_AVX512 static void unpack32_avx512(uint32_t *o, const uint32_t *s, const uint8_t *m, int64_t n) {
+  int64_t i = 0, j = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m128i mb = _mm_loadu_si128((const __m128i *)(const void *)(m + i));
+    __mmask16 k = _mm_test_epi8_mask(mb, mb);
+    _mm512_storeu_si512((void *)(o + i), _mm512_maskz_expand_epi32(k, _mm512_loadu_si512((const void *)(s + j))));
+    j += __builtin_popcount(k);
+  }
+  for (; i < n; i++) o[i] = m[i] ? s[j] : 0, j += m[i] != 0;
+}
+#endif
+
+#define PACK_LOOP(T)                                                           \
+  {                                                                            \
+    T *d = (T *)(void *)dst;                                                   \
+    const T *x = (const T *)(const void *)src;                                 \
+    for (int64_t i = 0; i < n; i++) d[j] = x[i * ss], j += m[i] != 0;          \
+  }                                                                            \
+  break;
+#define UNPACK_LOOP(T)                                                         \
+  {                                                                            \
+    T *p = (T *)(void *)o;                                                     \
+    const T *x = (const T *)(const void *)src;                                 \
+    for (int64_t i = 0; i < n; i++) p[i * os] = m[i] ? x[j] : 0, j += m[i] != 0; \
+  }                                                                            \
+  break;
+
+/* The entries of [src] (stride ss, es bytes each) where the mask bytes
+ * [m] are nonzero into [dst], in order; their count. */
+static int64_t pack(int cpu, char *dst, const char *src, int64_t ss, int64_t es, const uint8_t *m,
+                    int64_t n) {
+  int64_t j = 0;
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512 && es == 4 && ss == 1)
+    return pack32_avx512((uint32_t *)(void *)dst, (const uint32_t *)(const void *)src, m, n);
+#endif
+  switch (es) {
+  case 1: PACK_LOOP(uint8_t)
+  case 2: PACK_LOOP(uint16_t)
+  case 4: PACK_LOOP(uint32_t)
+  default: PACK_LOOP(uint64_t)
+  }
+  return j;
+}
+
+/* The packed entries [src] back to [o] (stride os), where the mask bytes
+ * [m] are nonzero; zero bits between. */
+static void unpack(int cpu, char *o, int64_t os, int64_t es, const char *src, const uint8_t *m,
+                   int64_t n) {
+  int64_t j = 0;
+#if MQ_CPU_X86
+  if (cpu == MQ_CPU_AVX512 && es == 4 && os == 1) {
+    unpack32_avx512((uint32_t *)(void *)o, (const uint32_t *)(const void *)src, m, n);
+    return;
+  }
+#endif
+  switch (es) {
+  case 1: UNPACK_LOOP(uint8_t)
+  case 2: UNPACK_LOOP(uint16_t)
+  case 4: UNPACK_LOOP(uint32_t)
+  default: UNPACK_LOOP(uint64_t)
+  }
+}
+
+/* How many of the [n] mask bytes [m] are nonzero: 8 at a time, each
+ * nonzero byte folded onto its low bit. */
+static int64_t count_valid(const uint8_t *m, int64_t n) {
+  int64_t cnt = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, m + i, sizeof w);
+    w |= w >> 4;
+    w |= w >> 2;
+    w |= w >> 1;
+    cnt += __builtin_popcountll(w & 0x0101010101010101ull);
+  }
+  for (; i < n; i++) cnt += m[i] != 0;
+  return cnt;
+}
+
 /* One row of a masked walk, for mq_mask_segments. */
 typedef struct mrow {
   const ewise_job *J;
   const mq_iter *it;
 } mrow;
+
+/* The kernel over [sub] (a row of the walk's operands but the mask). */
+static void run_sub(const ewise_job *J, mq_iter *sub) {
+  if (J->half) half_rows(NULL, J, sub);
+  else J->k(NULL, sub, J->prm);
+}
+
+/* Entries [a, b) of the row, packed (above), PACK_BLOCK at a time. */
+static void packed_run(const mrow *R, int64_t a, int64_t b) {
+  const mq_iter *it = R->it;
+  int mk = it->nops - 1;
+  char buf[MQ_ITER_MAXOPS - 1][(PACK_BLOCK + PACK_SLACK) * 8];
+  uint8_t mbuf[PACK_BLOCK];
+  for (int64_t c0 = a; c0 < b; c0 += PACK_BLOCK) {
+    int64_t n = b - c0 < PACK_BLOCK ? b - c0 : PACK_BLOCK, cnt = -1;
+    const uint8_t *m = (const uint8_t *)at(it, mk, c0);
+    if (it->is[mk] != 1) {
+      for (int64_t i = 0; i < n; i++) mbuf[i] = m[i * it->is[mk]];
+      m = mbuf;
+    }
+    mq_iter sub = {.nops = mk, .nd = 1, .rows = 1};
+    for (int k = 0; k < mk; k++) {
+      sub.es[k] = it->es[k];
+      sub.is[k] = it->is[k] != 0;
+      sub.p[k] = k == 0 || !it->is[k] ? (k ? at(it, k, c0) : buf[0]) : buf[k];
+      if (k > 0 && it->is[k]) cnt = pack(R->J->cpu, buf[k], at(it, k, c0), it->is[k], it->es[k], m, n);
+    }
+    if (cnt < 0) cnt = count_valid(m, n); /* no operand to pack: each a single value */
+    sub.n = cnt;
+    if (cnt) run_sub(R->J, &sub);
+    memset(buf[0] + cnt * it->es[0], 0, (size_t)(PACK_SLACK * it->es[0])); /* read by unpack, unused */
+    unpack(R->J->cpu, at(it, 0, c0), it->is[0], it->es[0], buf[0], m, n);
+  }
+}
+
+/* Packing pays for a costly kernel where at most this share of a mixed
+ * part is valid (numerator over 8). */
+#define PACK_MAX_VALID 6
 
 static void masked_segment(void *ctx, int64_t a, int64_t b, int64_t fix) {
   const mrow *R = ctx;
@@ -287,14 +429,21 @@ static void masked_segment(void *ctx, int64_t a, int64_t b, int64_t fix) {
     mq_zero_masked(at(it, 0, a), it->is[0], it->es[0], NULL, 0, b - a);
     return;
   }
+  if (fix < b && R->J->pack && it->is[mk] == 1) { /* the valid entries of the mixed part packed */
+    int64_t cnt = count_valid((const uint8_t *)at(it, mk, fix), b - fix);
+    if (cnt * 8 <= (b - fix) * PACK_MAX_VALID) {
+      packed_run(R, fix, b);
+      b = fix;
+      if (a == b) return;
+    }
+  }
   mq_iter sub = {.nops = mk, .nd = 1, .n = b - a, .rows = 1};
   for (int k = 0; k < mk; k++) {
     sub.p[k] = at(it, k, a);
     sub.is[k] = it->is[k];
     sub.es[k] = it->es[k];
   }
-  if (R->J->half) half_rows(NULL, R->J, &sub);
-  else R->J->k(NULL, &sub, R->J->prm);
+  run_sub(R->J, &sub);
   if (fix < b)
     mq_zero_masked(at(it, 0, fix), it->is[0], it->es[0], (const uint8_t *)at(it, mk, fix), it->is[mk],
                    b - fix);
@@ -347,19 +496,19 @@ static void ewise_run(mq_state *S, const ewise_job *J) {
 }
 
 void mq_ewise_run(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm) {
-  ewise_job J = {k, it, prm, NULL, 0, false};
+  ewise_job J = {k, it, prm, NULL, 0, false, false};
   ewise_run(S, &J);
 }
 
 void mq_ewise_run_half(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm,
                        const uint8_t *half) {
-  ewise_job J = {k, it, prm, half, S->cpu, false};
+  ewise_job J = {k, it, prm, half, S->cpu, false, false};
   ewise_run(S, &J);
 }
 
 void mq_ewise_run_masked(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm,
-                         const uint8_t *half) {
+                         const uint8_t *half, bool pack) {
   MQ_ASSERT(it->nops >= 2 && it->es[it->nops - 1] == 1);
-  ewise_job J = {k, it, prm, half, S->cpu, true};
+  ewise_job J = {k, it, prm, half, S->cpu, true, pack};
   ewise_run(S, &J);
 }

@@ -139,8 +139,10 @@ MQ_INTERNAL void mq_zero_fence(void);
  * is the result's mask (bool, broadcast to the shape; not an operand of
  * [k]): only segments with valid entries are computed, and operand 0
  * holds zero bits where the mask is false. Valid entries get the bits
- * they get without the mask. */
+ * they get without the mask. [pack]: [k] is costly (exp, not x + 1), so
+ * where valid and masked-out entries alternate, the valid ones are
+ * packed together for it (iter.c). */
 MQ_INTERNAL void mq_ewise_run_masked(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm,
-                                     const uint8_t *half);
+                                     const uint8_t *half, bool pack);
 
 #endif

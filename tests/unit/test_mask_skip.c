@@ -8,7 +8,8 @@
  * that (a counting kernel says so: the op's values cannot tell, which is
  * tests/lang/masked_ewise_skip's part) and leaves zero bits wherever the
  * mask is false, for contiguous, broadcast (stride 0) and strided masks,
- * float32, float64, bool and half results. */
+ * and, packing the valid entries of mixed chunks together for a costly
+ * kernel, on the valid ones only, on every CPU path. */
 #include <stdio.h>
 #include <string.h>
 
@@ -122,12 +123,15 @@ static bool result_ok(mq_tensor *out, mq_tensor *mask) {
   return true;
 }
 
-static void run_masked(mq_tensor *out, mq_tensor *a, mq_tensor *mask) {
+static void run_masked_pack(mq_tensor *out, mq_tensor *a, mq_tensor *mask, bool pack) {
   mq_tensor *ts[3] = {out, a, mask};
   mq_iter it;
   mq_iter_init(&it, 3, ts);
   counted = 0;
-  mq_ewise_run_masked(S, count_f32, &it, NULL, NULL);
+  mq_ewise_run_masked(S, count_f32, &it, NULL, NULL, pack);
+}
+static void run_masked(mq_tensor *out, mq_tensor *a, mq_tensor *mask) {
+  run_masked_pack(out, a, mask, false);
 }
 
 static void test_walk(mq_state *St) {
@@ -165,6 +169,30 @@ static void test_walk(mq_state *St) {
   run_masked(out3, a3, m3);
   CHECK(result_ok(out3, m3));
   CHECK(counted == valid * 5);
+  /* packed: a random mask (every chunk mixed) computes exactly its valid
+   * entries, on every CPU path, time-major too */
+  mq_tensor *mr = mq_tensor_new(S, MQ_DT_BOOL, 2, shape);
+  uint8_t *mrb = mq_tensor_data(mr);
+  int64_t rvalid = 0;
+  for (int64_t i = 0; i < mr->numel; i++) rvalid += mrb[i] = next() % 2;
+  int cpu0 = S->cpu;
+  for (int cpu = 0; cpu <= cpu0; cpu++) {
+    S->cpu = cpu;
+    mq_tensor *outp = filled(MQ_DT_F32, 2, shape, 0xff);
+    run_masked_pack(outp, a, mr, true);
+    CHECK(result_ok(outp, mr));
+    CHECK(counted == rvalid);
+    mq_tensor *outq = filled(MQ_DT_F32, 2, tshape, 0xff), *mrt = mq_transpose(S, mr, 0, 1);
+    run_masked_pack(outq, at, mq_contiguous(S, mrt), true);
+    CHECK(result_ok(outq, mrt));
+    /* rows of 37: the few more than 3/4 valid run whole */
+    CHECK(counted >= rvalid && counted < rvalid + rvalid / 8);
+    /* a strided mask is not packed */
+    run_masked_pack(outq, at, mrt, true);
+    CHECK(result_ok(outq, mrt));
+    CHECK(counted >= rvalid);
+  }
+  S->cpu = cpu0;
   /* zero bits of every element size where masked out */
   for (int64_t es = 1; es <= 8; es *= 2) {
     uint8_t buf[64 * 8], mm[64];
