@@ -260,18 +260,20 @@ void mq_zero_fence(void) {
 #endif
 }
 
-MQ_WIDE void mq_zero_masked(char *o, int64_t os, int64_t es, const uint8_t *m, int64_t ms,
-                            int64_t n) {
-  if (!m && os == 1) {
-    zero_bytes(o, (size_t)(n * es));
-    return;
-  }
+/* (static: clang makes no clones of a function other files call) */
+MQ_WIDE static void zero_masked(char *o, int64_t os, int64_t es, const uint8_t *m, int64_t ms,
+                                int64_t n) {
   switch (es) {
   case 1: ZERO_MASKED(uint8_t)
   case 2: ZERO_MASKED(uint16_t)
   case 4: ZERO_MASKED(uint32_t)
   default: MQ_ASSERT(es == 8); ZERO_MASKED(uint64_t)
   }
+}
+
+void mq_zero_masked(char *o, int64_t os, int64_t es, const uint8_t *m, int64_t ms, int64_t n) {
+  if (!m && os == 1) zero_bytes(o, (size_t)(n * es));
+  else zero_masked(o, os, es, m, ms, n);
 }
 
 /* --- packing the valid entries ---------------------------------------------------
@@ -393,7 +395,7 @@ static void run_sub(const ewise_job *J, mq_iter *sub) {
 static void packed_run(const mrow *R, int64_t a, int64_t b) {
   const mq_iter *it = R->it;
   int mk = it->nops - 1;
-  char buf[MQ_ITER_MAXOPS - 1][(PACK_BLOCK + PACK_SLACK) * 8];
+  _Alignas(64) char buf[MQ_ITER_MAXOPS - 1][(PACK_BLOCK + PACK_SLACK) * 8];
   uint8_t mbuf[PACK_BLOCK];
   for (int64_t c0 = a; c0 < b; c0 += PACK_BLOCK) {
     int64_t n = b - c0 < PACK_BLOCK ? b - c0 : PACK_BLOCK, cnt = -1;
