@@ -91,7 +91,7 @@ typedef struct fuse_ctx {
    * and its strides over the result's dims when it is not contiguous
    * (gathered per block into the last of a thread's buffers) */
   const uint8_t *skip;
-  bool skip_gather;
+  bool skip_gather, skip_rows; /* skip_rows: broadcast along the last dim only, rows' bytes consecutive */
   int64_t mst[MQ_MAX_DIMS];
 } fuse_ctx;
 
@@ -267,6 +267,15 @@ static void run_span(const fuse_ctx *F, char *bufs, int64_t i0, int64_t len, cha
  * last dim, each a copy or, broadcast there, a fill). */
 static const uint8_t *mask_block(const fuse_ctx *F, uint8_t *buf, int64_t i0, int64_t len) {
   if (!F->skip_gather) return F->skip + i0;
+  if (F->skip_rows) { /* one byte a row of the last dim, the rows' bytes consecutive */
+    int64_t row = F->shape[F->nd - 1], r = i0 / row, at = i0 - r * row;
+    for (int64_t done = 0; done < len; r++, at = 0) {
+      int64_t run = row - at < len - done ? row - at : len - done;
+      memset(buf + done, F->skip[r], (size_t)run);
+      done += run;
+    }
+    return buf;
+  }
   int nd = F->nd;
   const int64_t *shape = F->shape;
   int64_t idx[MQ_MAX_DIMS], rem = i0;
@@ -655,9 +664,17 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
   if (skip) {
     F.skip = mq_tensor_data(skip);
     F.skip_gather = !mq_tensor_is_contiguous(skip);
+    F.skip_rows = false;
     if (F.skip_gather) {
       F.nbufs++; /* the mask's gathered block */
       for (int d = 0; d < F.nd; d++) F.mst[d] = skip->strides[d];
+      /* a [B, L, 1] mask over [B, L, D]: row r's byte is skip[r] */
+      int64_t want = 1;
+      F.skip_rows = F.nd >= 2 && F.mst[F.nd - 1] == 0;
+      for (int d = F.nd - 2; d >= 0 && F.skip_rows; d--) {
+        F.skip_rows = F.shape[d] == 1 || F.mst[d] == want;
+        want *= F.shape[d];
+      }
     }
   }
   F.bbytes = (size_t)(F.n < MQ_FUSE_BLOCK ? F.n : MQ_FUSE_BLOCK) * F.es; /* small tensors: small blocks */

@@ -451,12 +451,81 @@ static void masked_segment(void *ctx, int64_t a, int64_t b, int64_t fix) {
                    b - fix);
 }
 
+/* Rows whose mask is one byte each (a [B, L, 1] mask over [B, L, D]):
+ * consecutive rows of one validity whose operands continue each other in
+ * memory run as one, so short rows cost no call each. */
+static void masked_whole_rows(mq_state *S, const ewise_job *J, mq_iter *it) {
+  int mk = it->nops - 1;
+  mq_iter run = {.nops = mk, .nd = 1, .n = 0, .rows = 1};
+  bool valid = false;
+  for (int k = 0; k < mk; k++) run.is[k] = it->is[k], run.es[k] = it->es[k];
+  ROWS_BEGIN(S, it)
+  bool v = *(const uint8_t *)it->p[mk] != 0, joins = run.n > 0 && v == valid;
+  for (int k = 0; k < mk && joins; k++) joins = it->p[k] == at(&run, k, run.n);
+  if (run.n > 0 && !joins) {
+    if (valid) run_sub(J, &run);
+    else mq_zero_masked(run.p[0], run.is[0], run.es[0], NULL, 0, run.n);
+    run.n = 0;
+  }
+  if (run.n == 0) {
+    for (int k = 0; k < mk; k++) run.p[k] = it->p[k];
+    valid = v;
+  }
+  run.n += it->n;
+  ROWS_END
+  if (run.n > 0) {
+    if (valid) run_sub(J, &run);
+    else mq_zero_masked(run.p[0], run.is[0], run.es[0], NULL, 0, run.n);
+  }
+}
+
+/* A segment of rows [a, b) of a walk whose rows lie end to end (each
+ * operand's next row starts where its last ended) and whose mask has one
+ * byte a row, the rows' bytes consecutive: as masked_segment, row by row. */
+static void row_segment(void *ctx, int64_t a, int64_t b, int64_t fix) {
+  const mrow *R = ctx;
+  const mq_iter *it = R->it;
+  int mk = it->nops - 1;
+  int64_t n = it->n;
+  if (fix < 0) {
+    mq_zero_masked(at(it, 0, a * n), it->is[0], it->es[0], NULL, 0, (b - a) * n);
+    return;
+  }
+  mq_iter sub = {.nops = mk, .nd = 1, .n = (b - a) * n, .rows = 1};
+  for (int k = 0; k < mk; k++) {
+    sub.p[k] = at(it, k, a * n);
+    sub.is[k] = it->is[k];
+    sub.es[k] = it->es[k];
+  }
+  run_sub(R->J, &sub);
+  const uint8_t *m = (const uint8_t *)it->p[mk];
+  for (int64_t r = fix; r < b; r++)
+    if (!m[r]) mq_zero_masked(at(it, 0, r * n), it->is[0], it->es[0], NULL, 0, n);
+}
+
+/* Whether [it]'s rows lie end to end for every operand but the mask, and
+ * the mask has one byte a row, consecutive (a contiguous [B, L, 1] mask
+ * over [B, L, D] data): then its rows are cut like entries. */
+static bool rows_like_entries(const mq_iter *it) {
+  int mk = it->nops - 1;
+  if (it->nd != 2 || it->is[mk] != 0 || it->bst[mk][0] != 1) return false;
+  for (int k = 0; k < mk; k++)
+    if (it->bst[k][0] != it->n * it->is[k] * it->es[k]) return false;
+  return true;
+}
+
 static void masked_rows(mq_state *S, const ewise_job *J, mq_iter *it) {
   mrow R = {J, it};
   int mk = it->nops - 1;
-  ROWS_BEGIN(S, it)
-  mq_mask_segments((const uint8_t *)it->p[mk], it->is[mk], it->n, masked_segment, &R);
-  ROWS_END
+  if (rows_like_entries(it)) {
+    mq_mask_segments((const uint8_t *)it->p[mk], 1, it->rows, row_segment, &R);
+  } else if (it->is[mk] == 0 && it->rows > 1) {
+    masked_whole_rows(S, J, it);
+  } else {
+    ROWS_BEGIN(S, it)
+    mq_mask_segments((const uint8_t *)it->p[mk], it->is[mk], it->n, masked_segment, &R);
+    ROWS_END
+  }
   mq_zero_fence();
 }
 

@@ -168,7 +168,8 @@ static void test_walk(mq_state *St) {
   mq_tensor *out3 = filled(MQ_DT_F32, 3, s3, 0xff);
   run_masked(out3, a3, m3);
   CHECK(result_ok(out3, m3));
-  CHECK(counted == valid * 5);
+  /* (rows of D cut like entries: in chunks of 64 rows) */
+  CHECK(counted >= valid * 5 && counted <= (valid + B * MQ_SEG_CHUNK) * 5);
   /* packed: a random mask (every chunk mixed) computes exactly its valid
    * entries, on every CPU path, time-major too */
   mq_tensor *mr = mq_tensor_new(S, MQ_DT_BOOL, 2, shape);
