@@ -14,7 +14,6 @@
 #include "../runtime/kernels/ewise.h"
 #include "../runtime/tensor/masksum.h"
 #include "../runtime/kernels/ops.h"
-#include "../runtime/tensor/iter.h"
 #include "../runtime/tensor/parallel.h"
 #include "../runtime/kernels/reduce.h"
 #include "builtin.h"
@@ -86,13 +85,6 @@ typedef struct fuse_ctx {
   int64_t *pcnt;
   int64_t pbase;
   int64_t rlen, ppr; /* entries a row, pieces a row */
-  /* the result's mask when its masked-out entries are skipped (not
-   * computed, set to 0: iter.h's mq_mask_segments), else NULL: its data,
-   * and its strides over the result's dims when it is not contiguous
-   * (gathered per block into the last of a thread's buffers) */
-  const uint8_t *skip;
-  bool skip_gather, skip_rows; /* skip_rows: broadcast along the last dim only, rows' bytes consecutive */
-  int64_t mst[MQ_MAX_DIMS];
 } fuse_ctx;
 
 enum { LEAF_FULL, LEAF_ONE, LEAF_BCAST };
@@ -247,81 +239,9 @@ static void run_piece(const fuse_ctx *F, char *bufs, int64_t i0, int64_t len, ch
 /* Blocks [b0, b1) of the result, with [bufs] for the operands. Under a
  * reduction block q is piece q % ppr of row q / ppr (rows of [rlen]
  * entries; a whole-tensor reduction is one row). */
-/* Entries [i0, i0 + len) of the result into [res]: one piece, or with
- * F->rowseg pieces cut where rows end. */
-static void run_span(const fuse_ctx *F, char *bufs, int64_t i0, int64_t len, char *res) {
-  if (!F->rowseg) {
-    run_piece(F, bufs, i0, len, res);
-    return;
-  }
-  int64_t row = F->shape[F->nd - 1];
-  for (int64_t a = i0, b; a < i0 + len; a = b) {
-    b = (a / row + 1) * row;
-    if (b > i0 + len) b = i0 + len;
-    run_piece(F, bufs, a, b - a, res + (size_t)(a - i0) * F->es);
-  }
-}
-
-/* Entries [i0, i0 + len) of the result's mask F->skip, as bytes: in
- * place when it is contiguous, else gathered into [buf] (runs along the
- * last dim, each a copy or, broadcast there, a fill). */
-static const uint8_t *mask_block(const fuse_ctx *F, uint8_t *buf, int64_t i0, int64_t len) {
-  if (!F->skip_gather) return F->skip + i0;
-  if (F->skip_rows) { /* one byte a row of the last dim, the rows' bytes consecutive */
-    int64_t row = F->shape[F->nd - 1], r = i0 / row, at = i0 - r * row;
-    for (int64_t done = 0; done < len; r++, at = 0) {
-      int64_t run = row - at < len - done ? row - at : len - done;
-      memset(buf + done, F->skip[r], (size_t)run);
-      done += run;
-    }
-    return buf;
-  }
-  int nd = F->nd;
-  const int64_t *shape = F->shape;
-  int64_t idx[MQ_MAX_DIMS], rem = i0;
-  for (int d = nd - 1; d >= 0; d--) {
-    idx[d] = rem % shape[d];
-    rem /= shape[d];
-  }
-  for (int64_t done = 0; done < len;) {
-    int64_t off = 0, run = shape[nd - 1] - idx[nd - 1], s = F->mst[nd - 1];
-    for (int d = 0; d < nd; d++) off += idx[d] * F->mst[d];
-    if (run > len - done) run = len - done;
-    const uint8_t *src = F->skip + off;
-    if (s == 0) memset(buf + done, src[0], (size_t)run);
-    else if (s == 1) memcpy(buf + done, src, (size_t)run);
-    else
-      for (int64_t i = 0; i < run; i++) buf[done + i] = src[i * s];
-    done += run;
-    idx[nd - 1] += run;
-    for (int d = nd - 1; d > 0 && idx[d] == shape[d]; d--) idx[d] = 0, idx[d - 1]++;
-  }
-  return buf;
-}
-
-/* A block under a skipping mask, for mq_mask_segments. */
-typedef struct skip_block {
-  const fuse_ctx *F;
-  char *bufs, *res;
-  int64_t i0;
-  const uint8_t *m;
-} skip_block;
-
-static void skip_segment(void *ctx, int64_t a, int64_t b, int64_t fix) {
-  const skip_block *K = ctx;
-  int64_t es = (int64_t)K->F->es;
-  if (fix < 0) {
-    mq_zero_masked(K->res + a * es, 1, es, NULL, 0, b - a);
-    return;
-  }
-  run_span(K->F, K->bufs, K->i0 + a, b - a, K->res + a * es);
-  if (fix < b) mq_zero_masked(K->res + fix * es, 1, es, K->m + fix, 1, b - fix);
-}
-
 static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
   size_t es = F->es;
   char *fold = bufs + (size_t)(F->gbase - 1) * F->bbytes; /* the result's block under a reduction */
-  uint8_t *mbuf = (uint8_t *)bufs + (size_t)(F->nbufs - 1) * F->bbytes; /* with skip_gather */
   for (int64_t blk = b0; blk < b1; blk++) {
     int64_t i0 = blk * MQ_FUSE_BLOCK, len = F->n - i0 < MQ_FUSE_BLOCK ? F->n - i0 : MQ_FUSE_BLOCK;
     if (F->red) {
@@ -330,11 +250,15 @@ static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
       len = F->rlen - p * MQ_FUSE_BLOCK < MQ_FUSE_BLOCK ? F->rlen - p * MQ_FUSE_BLOCK : MQ_FUSE_BLOCK;
     }
     char *res = F->out ? F->out + (size_t)i0 * es : fold;
-    if (F->skip) {
-      skip_block K = {F, bufs, res, i0, mask_block(F, mbuf, i0, len)};
-      mq_mask_segments(K.m, 1, len, skip_segment, &K);
-    } else {
-      run_span(F, bufs, i0, len, res);
+    if (!F->rowseg) {
+      run_piece(F, bufs, i0, len, res);
+    } else { /* the block cut where rows end */
+      int64_t row = F->shape[F->nd - 1];
+      for (int64_t a = i0, b; a < i0 + len; a = b) {
+        b = (a / row + 1) * row;
+        if (b > i0 + len) b = i0 + len;
+        run_piece(F, bufs, a, b - a, res + (size_t)(a - i0) * es);
+      }
     }
     if (F->red) { /* the block is one piece of the reduction */
       int64_t q = blk - F->pbase;
@@ -350,7 +274,6 @@ static void run_range(void *ctx, int64_t b0, int64_t b1, int t) {
   const fuse_ctx *F = ctx;
   char *bufs = F->bufs + (size_t)t * (size_t)F->nbufs * F->bbytes;
   run_blocks(F, bufs, F->pbase + b0, F->pbase + b1);
-  if (F->skip) mq_zero_fence();
 }
 
 /* Blocks [a, b) (over all rows) on the threads, their partials into
@@ -657,26 +580,6 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
   }
   F.gbase = (depth > 1 ? depth - 1 : 1) + (red >= 0);
   F.nbufs = F.gbase + F.ngather;
-  /* the result's masked-out entries skipped, not computed */
-  if (xmask) mask = mq_expand(S, (mq_tensor *)xmask, F.nd, F.shape);
-  F.skip = NULL;
-  mq_tensor *skip = red >= 0 ? NULL : mq_skip_mask(S, (mq_tensor *)mask);
-  if (skip) {
-    F.skip = mq_tensor_data(skip);
-    F.skip_gather = !mq_tensor_is_contiguous(skip);
-    F.skip_rows = false;
-    if (F.skip_gather) {
-      F.nbufs++; /* the mask's gathered block */
-      for (int d = 0; d < F.nd; d++) F.mst[d] = skip->strides[d];
-      /* a [B, L, 1] mask over [B, L, D]: row r's byte is skip[r] */
-      int64_t want = 1;
-      F.skip_rows = F.nd >= 2 && F.mst[F.nd - 1] == 0;
-      for (int d = F.nd - 2; d >= 0 && F.skip_rows; d--) {
-        F.skip_rows = F.shape[d] == 1 || F.mst[d] == want;
-        want *= F.shape[d];
-      }
-    }
-  }
   F.bbytes = (size_t)(F.n < MQ_FUSE_BLOCK ? F.n : MQ_FUSE_BLOCK) * F.es; /* small tensors: small blocks */
   F.bufs = mq_scratch(S, (size_t)nt * (size_t)F.nbufs * F.bbytes);
   if (red >= 0) {
@@ -688,6 +591,7 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
    * in turn, polling for interrupts in between */
   mq_parallel_for(S, nt, (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK, MQ_PAR_GRAIN / MQ_FUSE_BLOCK,
                   run_range, &F);
+  if (xmask) mask = mq_expand(S, (mq_tensor *)xmask, F.nd, F.shape);
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;
 }

@@ -34,11 +34,8 @@
  * leaf's mask is known all valid; a broadcast leaf's mask that is the only
  * one is expanded to the result's, as op by op. Each op runs the very
  * kernel the op-by-op path runs on the same values, so the result is
- * bitwise the same; only the temporaries are gone. Under a mask not known
- * all valid, each block is cut by the result's mask as op by op cuts rows
- * (runtime/tensor/iter.h's mq_mask_segments): the program runs on the
- * segments with valid entries only, and masked-out entries hold 0, as op
- * by op. A reduction at the root (below) takes only leaves of one shape.
+ * bitwise the same; only the temporaries are gone. A reduction at the root
+ * (below) takes only leaves of one shape.
  *
  * A program is the bytes of a string constant:
  *   nleaves, then per leaf: kind (MQ_FL_*), index (u16, little-endian);

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 
 #include "../kernels/ops.h"
-#include "../tensor/masksum.h"
 #include "../tensor/parallel.h"
 #include "../kernels/special.h"
 #include "../kernels/vmath.h"
@@ -39,53 +38,6 @@ typedef struct ew_job {
 
 static void ew_run(mq_state *S, int64_t n, mq_range_fn fn, void *J) {
   mq_parallel_for(S, mq_parallel_threads_for(S, n), n, MQ_PAR_GRAIN, fn, J);
-}
-
-/* An elementwise derivative's loop over the entries of gradient [r] (a
- * new contiguous one), only where r's mask holds valid entries, as the
- * forward ops compute (iter.h's mq_mask_segments): a masked-out entry is
- * not computed and holds 0; with no mask, or one known all valid, the
- * plain loop over every entry. */
-typedef struct ew_skip {
-  mq_range_fn fn;
-  void *J;
-  const uint8_t *m;
-  char *o;
-  int64_t es;
-} ew_skip;
-
-typedef struct ew_piece {
-  const ew_skip *K;
-  int64_t lo;
-  int t;
-} ew_piece;
-
-static void ew_segment(void *ctx, int64_t a, int64_t b, int64_t fix) {
-  const ew_piece *P = ctx;
-  const ew_skip *K = P->K;
-  int64_t lo = P->lo;
-  if (fix < 0) {
-    mq_zero_masked(K->o + (lo + a) * K->es, 1, K->es, NULL, 0, b - a);
-    return;
-  }
-  K->fn(K->J, lo + a, lo + b, P->t);
-  if (fix < b) mq_zero_masked(K->o + (lo + fix) * K->es, 1, K->es, K->m + lo + fix, 1, b - fix);
-}
-
-static void ew_skip_range(void *ctx, int64_t lo, int64_t hi, int t) {
-  const ew_skip *K = ctx;
-  ew_piece P = {K, lo, t};
-  mq_mask_segments(K->m + lo, 1, hi - lo, ew_segment, &P);
-  mq_zero_fence();
-}
-
-static void ew_run_into(mq_state *S, mq_tensor *r, mq_range_fn fn, void *J) {
-  if (!r->mask || mq_mask_known_all_valid(S, r->mask)) {
-    ew_run(S, r->numel, fn, J);
-    return;
-  }
-  ew_skip K = {fn, J, mq_ag_maskp(S, r), mq_tensor_data(r), (int64_t)mq_dtype_size((mq_dtype)r->dtype)};
-  ew_run(S, r->numel, ew_skip_range, &K);
 }
 
 /* Mask bytes (0 or 1) out[i] = a[i] & b[i] (b NULL: all ones), on the
@@ -425,7 +377,7 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     ew_job J = {.op = n->op, .p = n->prm, .fx = mq_bw_f32_at(S, x, x->ndim, x->shape),
                 .fy = mq_bw_f32_at(S, t, t->ndim, t->shape), .fg = mq_bw_f(g),
                 .gs = mq_bw_gstride(g), .fr = mq_bw_f(r), .cpu = S->cpu};
-    ew_run_into(S, r, unary_range32, &J);
+    ew_run(S, r->numel, unary_range32, &J);
     gin[0] = r;
     return;
   }
@@ -435,11 +387,11 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
               .in_f32 = t->dtype != MQ_DT_F64};
   if (x->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) { /* read as they are */
     J.fx = mq_bw_f32_at(S, x, x->ndim, x->shape), J.fy = mq_bw_f32_at(S, t, t->ndim, t->shape);
-    ew_run_into(S, r, unary_range_m, &J);
+    ew_run(S, r->numel, unary_range_m, &J);
   } else {
     J.x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
     J.y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
-    ew_run_into(S, r, unary_range, &J);
+    ew_run(S, r->numel, unary_range, &J);
   }
   gin[0] = r;
 }
@@ -600,7 +552,7 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
         r = like_dt(S, g, MQ_DT_F32);
         J.which = side;
         J.fr = mq_bw_f(r);
-        ew_run_into(S, r, binary_range32, &J);
+        ew_run(S, t->numel, binary_range32, &J);
       }
       gin[side] = mq_bw_sum_to(S, r, side ? b : a);
     }
@@ -627,7 +579,7 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
     mq_tensor *r = like(S, g);
     J.which = side;
     J.ra = mq_bw_d(r);
-    ew_run_into(S, r, m32 ? binary_range_m : binary_range, &J);
+    ew_run(S, t->numel, m32 ? binary_range_m : binary_range, &J);
     gin[side] = mq_bw_sum_to(S, r, side ? b : a);
   }
 }

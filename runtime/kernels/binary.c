@@ -5,10 +5,8 @@
  *
  * Masks: two masked operands need equal masks (the error counts the
  * differing positions and says how to go on); a plain operand or a number
- * takes the masked one's mask, broadcast to the result. The op computes
- * only where the result's mask holds valid entries, 0 where it is masked
- * out (iter.h's mq_ewise_run_masked); integer division checks for zero
- * divisors only where valid. */
+ * takes the masked one's mask, broadcast to the result. The op computes on
+ * all data; integer division checks for zero divisors only where valid. */
 #include <math.h>
 
 #include "ewise.h"
@@ -213,19 +211,6 @@ static const char *const bin_names[] = {
 #undef X
 };
 
-/* Whether op's float kernel costs enough to pack scattered valid entries
- * for (as unary.c's costly): libm calls, not + - * / or a comparison. */
-static bool costly(mq_binop op, mq_dtype ct) {
-  switch (op) {
-  case MQ_BIN_POW: case MQ_BIN_FMOD: case MQ_BIN_REM: case MQ_BIN_ATAN2: case MQ_BIN_LOGADDEXP:
-  case MQ_BIN_LOGADDEXP2: case MQ_BIN_HYPOT: case MQ_BIN_XLOGY: case MQ_BIN_FLOAT_POWER:
-  case MQ_BIN_NEXTAFTER:
-    return mq_dtype_is_float(ct);
-  default:
-    return false;
-  }
-}
-
 /* --- masks --------------------------------------------------------------------- */
 
 static const char mask_hint[] =
@@ -411,20 +396,17 @@ static mq_tensor *binary_run(mq_state *S, mq_binop op, mq_tensor *a, mq_tensor *
     if (def->int_divisor) mq_check_int_divisor(S, y, mask, bin_names[op]);
   }
   if (!out) out = mq_tensor_new(S, out_dt, nd, shape);
-  mq_tensor *ts[4] = {out, x, y, mq_skip_mask(S, mask)};
+  mq_tensor *ts[3] = {out, x, y};
   mq_iter it;
-  mq_iter_init(&it, 3 + (ts[3] != NULL), ts);
+  mq_iter_init(&it, 3, ts);
   /* In place, the kernel runs to its end: an interrupt waits until after
    * it (each element reads x[i] before writing out[i], the same place) */
   S->defer_interrupts += reuse;
   if (hs) {
     uint8_t kind = half == MQ_DT_BF16 ? MQ_HALF_BF16 : MQ_HALF_F16;
-    const uint8_t kinds[4] = {out_dt == half ? kind : 0, kind, kind, 0};
-    if (ts[3]) mq_ewise_run_masked(S, k, &it, NULL, kinds, costly(op, ct));
-    else mq_ewise_run_half(S, k, &it, NULL, kinds);
-  } else if (ts[3])
-    mq_ewise_run_masked(S, k, &it, NULL, NULL, costly(op, ct) && k != defs[MQ_BIN_MUL].k[ct]);
-  else
+    const uint8_t kinds[3] = {out_dt == half ? kind : 0, kind, kind};
+    mq_ewise_run_half(S, k, &it, NULL, kinds);
+  } else
     mq_ewise_run(S, k, &it, NULL);
   S->defer_interrupts -= reuse;
   if (mask) mq_tensor_set_mask(S, out, mask);

@@ -8,7 +8,6 @@
  * tensor-op-scalar path for stride-0 operands) written as plain indexed loops
  * so the compiler vectorizes them, and a strided fallback. */
 #include "ewise.h"
-#include "../tensor/masksum.h"
 #include "ops.h"
 
 /* --- operands ------------------------------------------------------------- */
@@ -22,20 +21,6 @@ mq_tensor *mq_operand(mq_state *S, mq_tensor *t, mq_dtype dt, int nd, const int6
     t = c;
   }
   return mq_expand(S, t, nd, shape);
-}
-
-mq_tensor *mq_skip_mask(mq_state *S, mq_tensor *mask) {
-  if (!mask) return NULL;
-  /* a broadcast mask ([B, L, 1] over [B, L, D]) is all valid when what it
-   * broadcasts is: asked of that, a view without the broadcast dims */
-  int64_t shape[MQ_MAX_DIMS];
-  bool bcast = false;
-  for (int d = 0; d < mask->ndim; d++) {
-    bcast |= mask->strides[d] == 0 && mask->shape[d] > 1;
-    shape[d] = mask->strides[d] == 0 ? 1 : mask->shape[d];
-  }
-  const mq_tensor *m = bcast ? mq_tensor_view(S, mask, mask->ndim, shape, mask->strides, mask->offset) : mask;
-  return mq_mask_known_all_valid(S, m) ? NULL : mask;
 }
 
 /* --- where ----------------------------------------------------------------- */

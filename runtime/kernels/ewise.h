@@ -27,10 +27,6 @@ MQ_INTERNAL mq_tensor *mq_operand(mq_state *S, mq_tensor *t, mq_dtype dt, int nd
  * NULL: all valid; both of one shape) is nonzero: integer division by zero
  * has no value, but a masked-out zero is no error. */
 MQ_INTERNAL void mq_check_int_divisor(mq_state *S, mq_tensor *t, mq_tensor *m, const char *op);
-/* The mask an elementwise op's walk skips masked-out entries by
- * (mq_ewise_run_masked): [mask], or NULL when there is none or it is
- * known all valid, so an all-valid mask costs no reading of it. */
-MQ_INTERNAL mq_tensor *mq_skip_mask(mq_state *S, mq_tensor *mask);
 /* Counts the positions where two same-shaped bool tensors differ. */
 MQ_INTERNAL int64_t mq_kernel_count_ne(mq_state *S, mq_tensor *a, mq_tensor *b);
 

@@ -1,9 +1,9 @@
 /* unary.c - elementwise functions of one tensor: torch.masked's unary list
  * for real dtypes (abs ... trunc), plus relu, isinf, isfinite, logical_not.
  *
- * Like every elementwise op they keep the mask and compute only where it
- * holds valid entries (iter.h's mq_ewise_run_masked): a masked-out slot of
- * the result holds 0, whatever the data there, so no valid result changes.
+ * Like every elementwise op they compute on all data, masked-out entries
+ * included, and keep the mask: a masked-out slot may end up holding NaN,
+ * but it is never unmasked, so no valid result changes.
  *
  * Kernels are generated from one element expression per op: the float ones
  * are instantiated twice, with FN(f) naming the float32 (f##f) and then the
@@ -159,27 +159,6 @@ VACT_KERNEL(GELU)
 VACT_KERNEL(GELU_TANH)
 VACT_KERNEL(SILU)
 
-/* Whether op's kernel on dtype dt costs enough (a transcendental, a
- * polynomial) that valid entries scattered among masked-out ones are worth
- * packing together for it (iter.h's mq_ewise_run_masked); the others are a
- * few instructions an entry, and so is float32 exp (vexp.h: measured,
- * packing half the entries cost more than it saved). */
-static bool costly(mq_unop op, mq_dtype dt) {
-  if (!mq_dtype_is_float(dt) || (op == MQ_UN_EXP && dt == MQ_DT_F32)) return false;
-  switch (op) {
-  case MQ_UN_NEG: case MQ_UN_ABS: case MQ_UN_BITNOT: case MQ_UN_POS: case MQ_UN_CONJ:
-  case MQ_UN_SIGN: case MQ_UN_SIGNBIT: case MQ_UN_SQUARE: case MQ_UN_RELU: case MQ_UN_CEIL:
-  case MQ_UN_FLOOR: case MQ_UN_ROUND: case MQ_UN_TRUNC: case MQ_UN_FRAC: case MQ_UN_SQRT:
-  case MQ_UN_RECIPROCAL: case MQ_UN_DEG2RAD: case MQ_UN_RAD2DEG: case MQ_UN_ANGLE:
-  case MQ_UN_ISNAN: case MQ_UN_ISINF: case MQ_UN_ISFINITE: case MQ_UN_NOT: case MQ_UN_NAN_TO_NUM:
-  case MQ_UN_CLAMP: case MQ_UN_LEAKY_RELU: case MQ_UN_HARDTANH: case MQ_UN_RELU6:
-  case MQ_UN_HARDSIGMOID: case MQ_UN_HARDSWISH: case MQ_UN_SOFTSIGN:
-    return false;
-  default:
-    return true;
-  }
-}
-
 /* The kernel of op on dtype dt (NULL: none). */
 static mq_ewise_fn kernel_of(mq_unop op, mq_dtype dt) {
   if (dt == MQ_DT_F32) switch (op) {
@@ -224,12 +203,11 @@ static mq_tensor *unary_half(mq_state *S, mq_unop op, mq_tensor *t, const double
   mq_dtype h = (mq_dtype)t->dtype, out_dt = defs[op].cls == CL_BOOL ? MQ_DT_BOOL : h;
   mq_tensor *x = mq_operand(S, t, h, t->ndim, t->shape);
   mq_tensor *out = mq_tensor_new(S, out_dt, t->ndim, t->shape);
-  mq_tensor *ts[3] = {out, x, mq_skip_mask(S, t->mask)};
+  mq_tensor *ts[2] = {out, x};
   mq_iter it;
-  mq_iter_init(&it, 2 + (ts[2] != NULL), ts);
-  uint8_t kind = h == MQ_DT_BF16 ? MQ_HALF_BF16 : MQ_HALF_F16, half[3] = {out_dt == h ? kind : 0, kind, 0};
-  if (ts[2]) mq_ewise_run_masked(S, kernel_of(op, MQ_DT_F32), &it, prm, half, costly(op, MQ_DT_F32));
-  else mq_ewise_run_half(S, kernel_of(op, MQ_DT_F32), &it, prm, half);
+  mq_iter_init(&it, 2, ts);
+  uint8_t kind = h == MQ_DT_BF16 ? MQ_HALF_BF16 : MQ_HALF_F16, half[2] = {out_dt == h ? kind : 0, kind};
+  mq_ewise_run_half(S, kernel_of(op, MQ_DT_F32), &it, prm, half);
   if (t->mask) mq_tensor_set_mask(S, out, t->mask);
   out->weak = t->weak;
   return out;
@@ -264,13 +242,12 @@ mq_tensor *mq_unary_spare(mq_state *S, mq_unop op, mq_tensor *t, const double *p
   mq_tensor *out = reuse ? mq_reuse(S, t) : NULL;
   mq_tensor *x = mq_operand(S, t, in, t->ndim, t->shape);
   if (!out) out = mq_tensor_new(S, out_dt, t->ndim, t->shape);
-  mq_tensor *ts[3] = {out, x, mq_skip_mask(S, t->mask)};
+  mq_tensor *ts[2] = {out, x};
   mq_iter it;
-  mq_iter_init(&it, 2 + (ts[2] != NULL), ts);
+  mq_iter_init(&it, 2, ts);
   /* in place, the kernel runs to its end (each entry read before written) */
   S->defer_interrupts += reuse;
-  if (ts[2]) mq_ewise_run_masked(S, k, &it, prm ? prm : none, NULL, costly(op, in));
-  else mq_ewise_run(S, k, &it, prm ? prm : none);
+  mq_ewise_run(S, k, &it, prm ? prm : none);
   S->defer_interrupts -= reuse;
   if (t->mask) mq_tensor_set_mask(S, out, t->mask);
   out->weak = t->weak;

@@ -103,46 +103,4 @@ enum { MQ_HALF_NONE, MQ_HALF_F16, MQ_HALF_BF16 };
 MQ_INTERNAL void mq_ewise_run_half(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm,
                                    const uint8_t *half);
 
-/* --- skipping masked-out entries ---------------------------------------------
- * Padding (per-row lengths) leaves long runs that are all valid or all
- * masked out. A row's mask is read a chunk of MQ_SEG_CHUNK entries at a
- * time (8 bytes per test): all-masked chunks join into segments that are
- * never computed (their results are set to zero bits), the others into
- * segments of at most MQ_SEG_MAX entries (their operands and result stay
- * in L1) computed as they are, without a test per entry; a chunk with
- * both (the end of a valid run, or a mask with no runs) is computed and
- * its masked-out results zeroed after, while they are still in cache.
- * Every elementwise result then holds 0 where it is masked out, whatever
- * the data there (NaN, inf), the path and the thread count. A row whose
- * mask is one broadcast byte (a [B, L, 1] mask over D) is one segment. */
-#define MQ_SEG_CHUNK 64
-#define MQ_SEG_MAX 2048
-
-/* A segment [a, b) of a row: fix < 0: all masked out; else it holds valid
- * entries, and from entry fix (b: none) on some are masked out. */
-typedef void (*mq_seg_fn)(void *ctx, int64_t a, int64_t b, int64_t fix);
-
-/* Cuts [0, n) by the mask bytes m[i * ms] (ms 0: one byte for all) into
- * segments, in order, for [fn]. */
-MQ_INTERNAL void mq_mask_segments(const uint8_t *m, int64_t ms, int64_t n, mq_seg_fn fn, void *ctx);
-/* Zero bits into the [n] elements of [es] bytes at [o] (stride [os]
- * elements) where the mask bytes m[i * ms] are 0 (m NULL: everywhere). */
-MQ_INTERNAL void mq_zero_masked(char *o, int64_t os, int64_t es, const uint8_t *m, int64_t ms,
-                                int64_t n);
-/* Orders the zeros mq_zero_masked wrote (long runs go past the cache, in
- * stores that are not ordered with the others) before every store after
- * it: call it once at the end of a piece of work whose result another
- * thread may read. */
-MQ_INTERNAL void mq_zero_fence(void);
-
-/* mq_ewise_run (half NULL) or mq_ewise_run_half when [it]'s last operand
- * is the result's mask (bool, broadcast to the shape; not an operand of
- * [k]): only segments with valid entries are computed, and operand 0
- * holds zero bits where the mask is false. Valid entries get the bits
- * they get without the mask. [pack]: [k] is costly (exp, not x + 1), so
- * where valid and masked-out entries alternate, the valid ones are
- * packed together for it (iter.c). */
-MQ_INTERNAL void mq_ewise_run_masked(mq_state *S, mq_ewise_fn k, mq_iter *it, const double *prm,
-                                     const uint8_t *half, bool pack);
-
 #endif
