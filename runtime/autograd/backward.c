@@ -527,11 +527,9 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   bool need_x = !arith || (gb && md), need_y = !arith || (ga && md) || (gb && op == MQ_BIN_DIV);
   if (g->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) {
     /* a + b, a - b's a: the gradient is g itself (1 * g is g, exactly),
-     * shared rather than copied, summed down to a broadcast operand (a
-     * masked g is copied below: its masked-out data becomes +0) */
+     * shared rather than copied, summed down to a broadcast operand */
     bool passes = op == MQ_BIN_ADD || op == MQ_BIN_SUB;
-    if (passes && !g->mask && mq_bw_gstride(g) && mq_tensor_is_contiguous(g) &&
-        mq_tensor_same_shape(g, t)) {
+    if (passes && mq_bw_gstride(g) && mq_tensor_is_contiguous(g) && mq_tensor_same_shape(g, t)) {
       if (ga) gin[0] = mq_bw_sum_to(S, g, a);
       if (op == MQ_BIN_ADD) {
         if (gb) gin[1] = mq_bw_sum_to(S, g, b);
