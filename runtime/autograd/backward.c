@@ -515,6 +515,40 @@ static mq_tensor *times_one(mq_state *S, const ew_job *J, mq_tensor *v, mq_tenso
   return r;
 }
 
+/* g * v or g / v with v one value (x * 0.5's, x / 8's gradient): the
+ * derivative's own expression (in double, rounded once), without v
+ * spread to the gradient's size first. */
+typedef struct scal_job {
+  const float *g;
+  int64_t gs;
+  float *o;
+  double v;
+  bool div;
+} scal_job;
+
+MQ_WIDE static void scal_range(void *ctx, int64_t lo, int64_t hi, int t) {
+  const scal_job *J = ctx;
+  const float *g = J->g;
+  float *o = J->o;
+  const double v = J->v, g0 = J->gs ? 0 : (double)g[0];
+  (void)t;
+  if (J->div && J->gs)
+    for (int64_t i = lo; i < hi; i++) o[i] = (float)((double)g[i] / v);
+  else if (J->div)
+    for (int64_t i = lo; i < hi; i++) o[i] = (float)(g0 / v);
+  else if (J->gs)
+    for (int64_t i = lo; i < hi; i++) o[i] = (float)((double)g[i] * v);
+  else
+    for (int64_t i = lo; i < hi; i++) o[i] = (float)(g0 * v);
+}
+
+/* The operand whose one value side [side]'s derivative reads alone (x *
+ * y: the other; x / y: y, for x's), or NULL. */
+static mq_tensor *scalar_partner(int op, int side, mq_tensor *a, mq_tensor *b) {
+  mq_tensor *p = op == MQ_BIN_MUL ? (side ? a : b) : op == MQ_BIN_DIV && !side ? b : NULL;
+  return p && p->numel == 1 && !p->sparse ? p : NULL;
+}
+
 static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *a = n->in[0], *b = n->in[1];
@@ -538,6 +572,20 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
       ga = false; /* a - b: b's gradient, -g, below */
     }
     ew_job J = {.op = op, .fg = mq_bw_f(g), .gs = mq_bw_gstride(g)};
+    for (int side = 0; side < 2; side++) { /* a number's partner: no arrays */
+      mq_tensor *p = (side ? gb : ga) ? scalar_partner(op, side, a, b) : NULL;
+      if (!p) continue;
+      mq_tensor *r = like_dt(S, g, MQ_DT_F32);
+      scal_job K = {J.fg, J.gs, mq_bw_f(r), (double)mq_bw_f32_at(S, p, p->ndim, p->shape)[0],
+                    op == MQ_BIN_DIV};
+      ew_run(S, t->numel, scal_range, &K);
+      gin[side] = mq_bw_sum_to(S, r, side ? b : a);
+      if (side) gb = false;
+      else ga = false;
+    }
+    if (!ga && !gb) return;
+    need_x = !arith || (gb && md);
+    need_y = !arith || (ga && md) || (gb && op == MQ_BIN_DIV);
     /* an array a derivative does not read: any of the length */
     const float *any = need_x && need_y && !arith ? NULL : mq_bw_f32_at(S, t, nd, shape);
     J.fx = need_x ? mq_bw_f32_at(S, a, nd, shape) : any;
