@@ -526,20 +526,23 @@ typedef struct scal_job {
   bool div;
 } scal_job;
 
+/* (float32 operations: a product or quotient of two floats rounded to
+ * double and then to float is the float one, correctly rounded, since
+ * double holds more than twice float's bits plus two) */
 MQ_WIDE static void scal_range(void *ctx, int64_t lo, int64_t hi, int t) {
   const scal_job *J = ctx;
   const float *g = J->g;
   float *o = J->o;
-  const double v = J->v, g0 = J->gs ? 0 : (double)g[0];
+  const float v = (float)J->v, g0 = J->gs ? 0 : g[0];
   (void)t;
   if (J->div && J->gs)
-    for (int64_t i = lo; i < hi; i++) o[i] = (float)((double)g[i] / v);
+    for (int64_t i = lo; i < hi; i++) o[i] = g[i] / v;
   else if (J->div)
-    for (int64_t i = lo; i < hi; i++) o[i] = (float)(g0 / v);
+    for (int64_t i = lo; i < hi; i++) o[i] = g0 / v;
   else if (J->gs)
-    for (int64_t i = lo; i < hi; i++) o[i] = (float)((double)g[i] * v);
+    for (int64_t i = lo; i < hi; i++) o[i] = g[i] * v;
   else
-    for (int64_t i = lo; i < hi; i++) o[i] = (float)(g0 * v);
+    for (int64_t i = lo; i < hi; i++) o[i] = g0 * v;
 }
 
 /* The operand whose one value side [side]'s derivative reads alone (x *
