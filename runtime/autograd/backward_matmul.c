@@ -85,6 +85,8 @@ static void products(mq_state *S, mq_dtype dt, int64_t nbatch, const bw_mat *T, 
   mq_gemm G = {.in = dt, .dt = dt, .nbatch = nbatch, .n = n, .m = m, .K = K, .A = X, .B = Y,
                .C = out, .ldc = m, .coff = coff};
   if (T->count == nbatch) { /* a matrix of its own for every batch: one product */
+    if (T->m) /* computed only within the span of T's mask, which hides the rest */
+      G.keep = (mq_gemm_mat){.m = T->m, .mrs = m, .mcs = 1, .moff = T->moff};
     mq_gemm_run(S, &G);
     return;
   }

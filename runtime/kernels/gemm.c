@@ -598,7 +598,7 @@ void mq_gemm_run(mq_state *S, const mq_gemm *G) {
   job J = {.G = G, .pairs = pairs, .cpu = S->cpu,
            .kern = mq_gemm_kernel_for(S->cpu, pairs ? MQ_GEMM_BF16
                                               : G->dt == MQ_DT_F64 ? MQ_GEMM_F64 : MQ_GEMM_F32)};
-  bool masked = G->A.m || G->B.m;
+  bool masked = G->A.m || G->B.m || G->keep.m;
   if (masked) {
     span *sp = mq_scratch(S, (size_t)G->nbatch * sizeof *sp);
     operand seen_a = {0}, seen_b = {0};
@@ -608,6 +608,16 @@ void mq_gemm_run(mq_state *S, const mq_gemm *G) {
       mask_spans(&a, G->n, G->K, &sp[b].i0, &sp[b].i1, &ak0, &ak1);
       mask_spans(&bb, G->K, G->m, &bk0, &bk1, &sp[b].j0, &sp[b].j1);
       sp[b].k0 = ak0 > bk0 ? ak0 : bk0, sp[b].k1 = ak1 < bk1 ? ak1 : bk1;
+      if (G->keep.m) { /* only C's wanted rows and columns */
+        const mq_gemm_mat *K = &G->keep;
+        operand kp = {.m = K->m + (K->moff ? K->moff[b] : 0), .mrs = K->mrs, .mcs = K->mcs};
+        int64_t r0, r1, c0, c1;
+        mask_spans(&kp, G->n, G->m, &r0, &r1, &c0, &c1);
+        if (r0 > sp[b].i0) sp[b].i0 = r0;
+        if (r1 < sp[b].i1) sp[b].i1 = r1;
+        if (c0 > sp[b].j0) sp[b].j0 = c0;
+        if (c1 < sp[b].j1) sp[b].j1 = c1;
+      }
       /* all valid where the tiles read them (a padded batch: its invalid
        * rows and columns lie outside the spans), so nothing is zeroed there */
       bool full = sp[b].k0 < sp[b].k1 && sp[b].i0 < sp[b].i1 && sp[b].j0 < sp[b].j1;

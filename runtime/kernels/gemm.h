@@ -43,7 +43,11 @@ typedef struct mq_gemm_mat {
 /* C[b] (n x m, row stride ldc, at C + coff[b]) = A[b] (n x K) @ B[b]
  * (K x m) for b < nbatch. [in]: the dtype of A's and B's data (F32, F64,
  * BF16, F16); [dt]: the compute and C's dtype (F32 for every input but
- * F64). [accumulate]: each chain starts from C's value instead of +0. */
+ * F64). [accumulate]: each chain starts from C's value instead of +0.
+ * [keep] (its p unused; m NULL: all of C): where C is wanted, as a mask
+ * laid out like an operand's; the rows and columns of a batch outside
+ * the span of its valid entries are not computed but hold 0 (a gradient
+ * that the operand's own mask will hide there anyway). */
 typedef struct mq_gemm {
   mq_dtype in, dt;
   int64_t nbatch, n, m, K;
@@ -52,6 +56,7 @@ typedef struct mq_gemm {
   int64_t ldc;
   const int64_t *coff;
   bool accumulate;
+  mq_gemm_mat keep;
 } mq_gemm;
 
 /* Runs [G]: on the state's threads when large, polling for interrupts. */
