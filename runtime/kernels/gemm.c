@@ -330,7 +330,16 @@ typedef struct job {
   int64_t mc, nc, ti, tj; /* tile size, tiles per batch along i and j */
   char *pa, *pb;          /* per thread: MC x KC and KC x NC of the compute type */
   size_t pa_size, pb_size;
+  struct packed_b *last; /* per thread: what its pb holds */
 } job;
+
+/* The block of B a thread's buffer holds: a tile of the next batch that
+ * reads the same one (a weight shared by every batch) packs nothing. */
+typedef struct packed_b {
+  const char *p;
+  const uint8_t *m;
+  int64_t j0, j1, k0, kc;
+} packed_b;
 
 static void zero_rect(void *c, mq_dtype dt, int64_t ldc, int64_t i0, int64_t i1, int64_t j0,
                       int64_t j1) {
@@ -475,12 +484,16 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
                          : NULL;
     for (int64_t k0 = r.k0; k0 < r.k1; k0 += KC) {
       int64_t kc = r.k1 - k0 < KC ? r.k1 - k0 : KC;
+      packed_b want = {bb.p, bb.m, r.j0, r.j1, k0, kc}, *have = J->last ? &J->last[t] : NULL;
+      bool packed = have && !memcmp(have, &want, sizeof want);
+      if (have) *have = want;
       if (J->pairs) {
-        pack_pairs((uint32_t *)(void *)pb, &bb, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
+        if (!packed)
+          pack_pairs((uint32_t *)(void *)pb, &bb, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
         pack_pairs((uint32_t *)(void *)pa, &a, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
         kc = (kc + 1) / 2; /* words, each of the element size of float32 */
       } else {
-        pack(pb, G->dt, &bb, G->in, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
+        if (!packed) pack(pb, G->dt, &bb, G->in, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
         if (ad) { /* full panels read in place; a last partial one packed */
           int64_t ni = r.i1 - r.i0, full = ni / J->kern.mr * J->kern.mr;
           if (full < ni) pack(pa + full * kc * es, G->dt, &a, G->in, r.i0 + full, ni - full, k0, kc, J->kern.mr, true);
@@ -651,5 +664,7 @@ void mq_gemm_run(mq_state *S, const mq_gemm *G) {
   J.pa = mq_kept(S, all + 64);
   J.pa += (64 - (uintptr_t)J.pa % 64) % 64;
   J.pb = J.pa + J.pa_size * (size_t)nt;
+  J.last = mq_scratch(S, (size_t)nt * sizeof *J.last);
+  memset(J.last, 0, (size_t)nt * sizeof *J.last);
   mq_parallel_for(S, nt, G->nbatch * J.ti * J.tj, 1, tiles, &J);
 }
