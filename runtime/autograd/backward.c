@@ -723,6 +723,15 @@ static void bw_pass(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   if (t->node->in[0]->requires_grad) gin[0] = g;
 }
 
+/* A conversion's gradient passes, in float32 when what was converted is
+ * float32 (as its gradient would be: a float32 op under a half result,
+ * gelu(x) computed for a bfloat16 x, then gets the float32 kernels) */
+static void bw_cast(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
+  mq_tensor *x = t->node->in[0];
+  if (!x->requires_grad) return;
+  gin[0] = x->dtype == MQ_DT_F32 && g->dtype == MQ_DT_F64 && !g->sparse ? grad_as32(S, g) : g;
+}
+
 /* --- the kinds' table (tape.h, MQ_AG_KINDS) ------------------------------------ */
 
 /* an op of a node's kind stands for its name here: the rows' name column */

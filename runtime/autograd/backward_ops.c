@@ -236,7 +236,9 @@ static mq_tensor *sum_all32(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean) 
  * of x and y, and without a branch per entry. */
 static void bw_sum_mean(mq_state *S, mq_tensor *x, mq_tensor *g, bool mean, const int64_t *ostr,
                         int64_t nout, mq_tensor **gin) {
-  bool f32 = g->dtype == MQ_DT_F32 && x->dtype == MQ_DT_F32;
+  /* float32 for a float32 or half x (the gradient's type, as matmul's) */
+  bool f32 = g->dtype == MQ_DT_F32 && (x->dtype == MQ_DT_F32 || x->dtype == MQ_DT_BF16 ||
+                                       x->dtype == MQ_DT_F16);
   if (f32 && nout == 1 && x->numel > 1 && (gin[0] = sum_all32(S, x, g, mean))) return;
   g = mq_bw_g64(S, g); /* nout values: read in double */
   const double *gv = mq_bw_d(g);

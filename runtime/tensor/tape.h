@@ -64,7 +64,7 @@
   /* get_data / to_tensor: the gradient re-wrapped with the mask */            \
   X(GET_DATA, "get_data", bw_get_data, ANY)                                    \
   /* astype / contiguous: the gradient passes as it is */                      \
-  X(CAST, "conversion", bw_pass, ANY)                                          \
+  X(CAST, "conversion", bw_cast, ANY)                                          \
   /* in: x, v; aux: the fill mask */                                           \
   X(MASKED_FILL, "masked_fill", bw_masked_fill, ANY)                           \
   X(MATMUL, "matmul", mq_bw_matmul, ANY)                                       \
