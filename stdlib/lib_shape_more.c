@@ -41,7 +41,8 @@ static mq_value lib_diff(mq_state *S, mq_value *args) {
   RET(mq_diff(S, T(0, "x"), mq_arg_int(S, args[1], "n"), mq_arg_int(S, args[2], "dim"), pre, app));
 }
 
-static mq_value lib_bmm(mq_state *S, mq_value *args) { RET(mq_bmm(S, T(0, "a"), T(1, "b"))); }
+/* as stored, like matmul: a bfloat16 bmm runs the bfloat16 products */
+static mq_value lib_bmm(mq_state *S, mq_value *args) { RET(mq_bmm(S, TS(0, "a"), TS(1, "b"))); }
 
 /* A one-operand spec that sums over a label: one its output lacks (the
  * implicit output has the labels written once). */
