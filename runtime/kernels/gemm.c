@@ -196,14 +196,32 @@ MQ_WIDE static void pack_pairs_plain(uint32_t *dst, const operand *o, int64_t i0
                                      int64_t k0, int64_t kc, int64_t w, bool a_side) {
   const uint16_t *src = (const uint16_t *)(const void *)o->p;
   int64_t kp = (kc + 1) / 2, si = a_side ? o->rs : o->cs, sk = a_side ? o->cs : o->rs;
+  bool words = sk == 1 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+  if (words) { /* a row's pairs lie as words: each row read as words, in order */
+    for (int64_t ip = 0; ip < ni; ip += w) {
+      int64_t h = ni - ip < w ? ni - ip : w;
+      uint32_t *d = dst + ip * kp;
+      for (int64_t r = 0; r < h; r++) {
+        const uint16_t *row = src + (i0 + ip + r) * si + k0;
+        for (int64_t q = 0; q < kc / 2; q++) memcpy(&d[q * w + r], row + 2 * q, 4);
+        if (kc % 2) d[(kp - 1) * w + r] = row[kc - 1]; /* the block's last step pairs with a 0 */
+      }
+      for (int64_t q = 0; q < kp; q++)
+        for (int64_t r = h; r < w; r++) d[q * w + r] = 0;
+    }
+    return;
+  }
   for (int64_t ip = 0; ip < ni; ip += w) {
     int64_t h = ni - ip < w ? ni - ip : w;
     uint32_t *d = dst + ip * kp;
     for (int64_t q = 0; q < kp; q++) {
       const uint16_t *lo = src + (i0 + ip) * si + (k0 + 2 * q) * sk, *hi = lo + sk;
       bool odd = 2 * q + 1 >= kc; /* the block's last step pairs with a 0 */
-      for (int64_t r = 0; r < h; r++)
-        d[q * w + r] = (uint32_t)lo[r * si] | (odd ? 0u : (uint32_t)hi[r * si] << 16);
+      if (si == 1 && !odd) /* two rows' runs interleaved: it vectorizes */
+        for (int64_t r = 0; r < h; r++) d[q * w + r] = (uint32_t)lo[r] | (uint32_t)hi[r] << 16;
+      else
+        for (int64_t r = 0; r < h; r++)
+          d[q * w + r] = (uint32_t)lo[r * si] | (odd ? 0u : (uint32_t)hi[r * si] << 16);
       for (int64_t r = h; r < w; r++) d[q * w + r] = 0;
     }
   }
@@ -417,6 +435,7 @@ static void run_block(const job *J, const char *pa, const char *ad, int64_t ars,
   const mq_gemm *G = J->G;
   const mq_gemm_kernel *K = &J->kern;
   int64_t es = (int64_t)mq_dtype_size(G->dt), mr = K->mr, nr = K->nr, ldc = G->ldc;
+  int64_t aes = (int64_t)mq_dtype_size(G->in); /* A read in place: its own elements */
   _Alignas(64) char edge[MQ_GEMM_MAX_TILE * 8];
   for (int64_t ip = 0; ip < ni; ip += mr) {
     int64_t h = ni - ip < mr ? ni - ip : mr;
@@ -427,13 +446,13 @@ static void run_block(const job *J, const char *pa, const char *ad, int64_t ars,
       const char *bp = pb + jp * kc * es;
       char *cp = c + ((ci + ip) * ldc + cj + jp) * es;
       if (h == mr && w == nr) {
-        if (direct) K->direct(kc, ad + ip * ars * es, ars, acs, bp, cp, ldc, load);
+        if (direct) K->direct(kc, ad + ip * ars * aes, ars, acs, bp, cp, ldc, load);
         else K->fn(kc, ap, bp, cp, ldc, load);
         continue;
       }
       if (load)
         for (int64_t r = 0; r < h; r++) memcpy(edge + r * nr * es, cp + r * ldc * es, (size_t)(w * es));
-      if (direct) K->direct(kc, ad + ip * ars * es, ars, acs, bp, edge, nr, load);
+      if (direct) K->direct(kc, ad + ip * ars * aes, ars, acs, bp, edge, nr, load);
       else K->fn(kc, ap, bp, edge, nr, load);
       for (int64_t r = 0; r < h; r++) memcpy(cp + r * ldc * es, edge + r * nr * es, (size_t)(w * es));
     }
@@ -478,9 +497,12 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
     }
     /* A's rows or columns contiguous and all valid (or all valid in its
      * span, where the tile's rows lie): the kernel reads them in place */
-    const char *ad = !J->pairs && J->kern.direct && G->in == G->dt && (a.cs == 1 || a.rs == 1) &&
-                             (!a.m || (J->sp && J->sp[b].a_full))
-                         ? a.p + r.i0 * a.rs * es
+    /* (bfloat16: rows only, read as words, and an even number of steps) */
+    int64_t aes = (int64_t)mq_dtype_size(G->in);
+    bool in_place = J->pairs ? a.cs == 1 && (r.k1 - r.k0) % 2 == 0
+                             : G->in == G->dt && (a.cs == 1 || a.rs == 1);
+    const char *ad = J->kern.direct && in_place && (!a.m || (J->sp && J->sp[b].a_full))
+                         ? a.p + r.i0 * a.rs * aes
                          : NULL;
     for (int64_t k0 = r.k0; k0 < r.k1; k0 += KC) {
       int64_t kc = r.k1 - k0 < KC ? r.k1 - k0 : KC;
@@ -490,7 +512,14 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
       if (J->pairs) {
         if (!packed)
           pack_pairs((uint32_t *)(void *)pb, &bb, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
-        pack_pairs((uint32_t *)(void *)pa, &a, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
+        if (ad) { /* full panels read in place; a last partial one packed */
+          int64_t ni = r.i1 - r.i0, full = ni / J->kern.mr * J->kern.mr;
+          if (full < ni)
+            pack_pairs((uint32_t *)(void *)(pa + full * ((kc + 1) / 2) * es), &a, r.i0 + full,
+                       ni - full, k0, kc, J->kern.mr, true);
+        } else {
+          pack_pairs((uint32_t *)(void *)pa, &a, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
+        }
         kc = (kc + 1) / 2; /* words, each of the element size of float32 */
       } else {
         if (!packed) pack(pb, G->dt, &bb, G->in, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
@@ -501,7 +530,7 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
           pack(pa, G->dt, &a, G->in, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
         }
       }
-      run_block(J, pa, ad ? ad + k0 * a.cs * es : NULL, a.rs, a.cs, pb, c, r.i0, r.j0, r.i1 - r.i0,
+      run_block(J, pa, ad ? ad + k0 * a.cs * aes : NULL, a.rs, a.cs, pb, c, r.i0, r.j0, r.i1 - r.i0,
                 r.j1 - r.j0, kc, G->accumulate || k0 > r.k0);
     }
   }

@@ -136,6 +136,33 @@ TGT_BF16 static void kern_bf16_avx512(int64_t kc, const void *a_, const void *b_
   }
   ROWS12(STORE_ROW, __m512, _mm512, ps, 16)
 }
+
+/* The same with A's rows read in place (rows contiguous): row r's word q
+ * is its elements 2q and 2q + 1 as they lie, at a + r * ars (ars in
+ * elements); an even kc only (an odd block's last word pairs with 0). */
+#define FMA_ROW_BF16_D(r, V, P, S, L)                                                      \
+  {                                                                                        \
+    uint32_t w_;                                                                           \
+    memcpy(&w_, a + (r) * ars, 4);                                                          \
+    __m512bh t = (__m512bh)_mm512_set1_epi32((int)w_);                                     \
+    x##r = _mm512_dpbf16_ps(x##r, t, b0), y##r = _mm512_dpbf16_ps(y##r, t, b1);          \
+  }
+TGT_BF16 static void kern_bf16_avx512_d(int64_t kc, const void *a_, int64_t ars, int64_t acs,
+                                        const void *b_, void *c_, int64_t ldc, int load) {
+  const uint16_t *a = a_;
+  const uint32_t *b = b_;
+  float *c = c_;
+  (void)acs;
+  ROWS12(DECL_ROW, __m512, _mm512, ps, 16)
+  if (load) { ROWS12(LOAD_ROW, __m512, _mm512, ps, 16) }
+  else { ROWS12(PREFETCH_ROW, __m512, _mm512, ps, 16) }
+  for (int64_t k = 0; k < kc; k++) {
+    __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 16);
+    ROWS12(FMA_ROW_BF16_D, __m512, _mm512, ps, 16)
+    a += 2, b += 32;
+  }
+  ROWS12(STORE_ROW, __m512, _mm512, ps, 16)
+}
 #endif
 
 #if MQ_CPU_X86
@@ -196,7 +223,7 @@ mq_gemm_kernel mq_gemm_kernel_for(int cpu, mq_gemm_kind kind) {
 #if MQ_CPU_X86
   if (kind == MQ_GEMM_BF16)
     return cpu >= MQ_CPU_AVX512 && __builtin_cpu_supports("avx512bf16")
-               ? (mq_gemm_kernel){kern_bf16_avx512, 12, 32, NULL}
+               ? (mq_gemm_kernel){kern_bf16_avx512, 12, 32, kern_bf16_avx512_d}
                : (mq_gemm_kernel){kern_bf16_portable, 4, 8, NULL};
   if (cpu >= MQ_CPU_AVX512)
     return f64 ? (mq_gemm_kernel){kern_f64_avx512, 12, 16, kern_f64_avx512_d}

@@ -318,7 +318,9 @@ static float bf16_chain_at(const uint16_t *a, const uint8_t *ma, const uint16_t 
  * sums rounded to bfloat16, with subnormals, infinities and NaN, masked
  * operands on either side, odd sizes and past a block of k. */
 static void matmul_bf16_paths(void) {
-  static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 2}, {13, 37, 35}, {2, 301, 33}, {30, 7, 70}, {41, 9, 3}};
+  /* (25, 40, 45) and (14, 258, 33): full panels of A read in place, K even */
+  static const int64_t dims[][3] = {{1, 1, 1},   {3, 5, 2},    {13, 37, 35},  {2, 301, 33},
+                                    {30, 7, 70}, {41, 9, 3},   {25, 40, 45},  {14, 258, 33}};
   int best = mq_cpu_best(), saved = S->cpu;
   for (size_t c = 0; c < sizeof dims / sizeof *dims; c++)
     for (int d = 0; d < 3; d++)
