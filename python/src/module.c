@@ -430,7 +430,7 @@ static PyMethodDef module_methods[] = {
      "eval(source, **values): run source in a new State with the given globals; its value"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef pm_module = {PyModuleDef_HEAD_INIT, "masq",
+static struct PyModuleDef pm_module = {PyModuleDef_HEAD_INIT, "masq._masq",
                                        "masq, the masked tensor language, inside Python (docs/PYTHON.md)",
                                        -1, module_methods, NULL, NULL, NULL, NULL};
 
@@ -439,7 +439,7 @@ static int lookup(PyObject *mod, const char *name, PyObject **out) {
   return *out ? 0 : -1;
 }
 
-PyMODINIT_FUNC PyInit_masq(void) {
+PyMODINIT_FUNC PyInit__masq(void) {
   PyObject *np = PyImport_ImportModule("numpy"), *ma = NULL, *thr = NULL, *m = NULL;
   if (!np) return NULL;
   ma = PyImport_ImportModule("numpy.ma");

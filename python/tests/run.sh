@@ -8,7 +8,7 @@ B=${1:-build}
 py=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 skip() { echo "python: SKIP ($1)"; echo "python: 0 passed, 0 failed"; exit 0; }
-ls "$B"/python/masq*.so >/dev/null 2>&1 || skip "module not built: apt-get install python3-dev, make python"
+ls "$B"/python/masq/_masq*.so >/dev/null 2>&1 || skip "module not built: apt-get install python3-dev, make python"
 "$py" -c "import numpy, pytest" 2>/dev/null || skip "no numpy or pytest for $py: apt-get install python3-numpy python3-pytest"
 out=$(MASQ_BUILD=$(cd "$B" && pwd) "$py" -m pytest -q -p no:cacheprovider "$here" 2>&1)
 echo "$out" | grep -v '^[.sF]*\( *\[[ 0-9]*%\]\)\?$'
