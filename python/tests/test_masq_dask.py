@@ -1,0 +1,176 @@
+"""masq.dask.eval on dask arrays equals masq.eval on the whole arrays: on a
+LocalCluster of two worker processes (one cluster for the module, chunks
+crossing processes, some made misaligned and byte-swapped on purpose), and
+on the local schedulers; numpy.ma chunks with fully masked rows and chunks;
+elementwise expressions with broadcasting, and reductions along chunked
+dims, merged in a tree. What it cannot split is an error that says so."""
+import pickle
+import re
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+
+import masq  # noqa: E402
+import masq.dask as md  # noqa: E402
+
+REDUCTIONS = [
+    "sum(x)", "sum(x, 1)", "sum(x * w, 0, keepdim=true)", "mean(x * 2, 1)", "mean(x, [0, 1], keepdim=true)",
+    "mean(y)", "count(x, 0)", "amax(x, 1)", "amin(y - x, 0)", "prod(x / 2 + 0.75, 1)", "logsumexp(x, 0)",
+    "any(x > 0.95, 1)", "all(x > 0.05, 0)", "var(x, 1)", "std(x, 0, correction=1)", "var(y, -1, 1, true)",
+    "std(y * k + 1e3, 0)", "sum(y > 0.5, 1)", "var(i, 0, correction=1)", "mean(i, 1)",
+]
+ELEMENTWISE = ["x * 2 + 1", "(x - 0.5) * w", "exp(x) - y", "where(y > 0.5, x, y * k)", "clamp(y, min=0.2) + w"]
+
+
+def data():
+    rng = np.random.default_rng(7)
+    a = np.ma.array(rng.random((45, 38)), mask=rng.random((45, 38)) < 0.3)
+    a[4] = np.ma.masked  # a row with nothing valid
+    a[30:40, 10:20] = np.ma.masked  # a chunk with nothing valid
+    y = rng.random((45, 38)).astype(np.float32)
+    i = rng.integers(-2**40, 2**40, size=(45, 38))
+    w = rng.random(38)
+    return {"x": a, "y": y, "i": i, "w": w, "k": 3}
+
+
+def chunked(whole):
+    """Uneven chunks along both dims, so reductions merge more parts than
+    dask's tree takes at once."""
+    d = {}
+    for k, v in whole.items():
+        if isinstance(v, np.ndarray):
+            d[k] = da.from_array(v, chunks=(7, 6)[-v.ndim:], asarray=False)
+        else:
+            d[k] = v
+    d["m"] = md.eval("mean(x, 1, keepdim=true)", x=d["x"])  # a dask result as an input
+    return d
+
+
+def check(got, want):
+    assert np.shape(got) == np.shape(want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    assert np.array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(want))
+    g, w = np.ma.filled(got, 0), np.ma.filled(want, 0)
+    tol = 1e-6 if np.asarray(want).dtype == np.float32 else 1e-12
+    assert np.allclose(g, w, rtol=tol, atol=0), (g, w)
+
+
+@pytest.fixture(scope="module")
+def whole():
+    w = data()
+    w["m"] = masq.eval("mean(x, 1, keepdim=true)", x=w["x"])
+    return w
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("dask.distributed")
+    cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
+                                       dashboard_address=None)
+    c = distributed.Client(cluster, set_as_default=False)  # the local schedulers stay local
+    yield c
+    c.close()
+    cluster.close()
+
+
+def uses(src, d):
+    """The values src names."""
+    return {k: v for k, v in d.items() if k in re.findall(r"[A-Za-z_]\w*", src)}
+
+
+def skewed(block):
+    """The block at an odd address, big-endian: as a chunk may arrive."""
+    data = np.ma.getdata(block)
+    raw = bytearray(data.nbytes + 1)
+    out = np.frombuffer(raw, dtype=data.dtype.newbyteorder(">"), offset=1, count=data.size).reshape(data.shape)
+    out[...] = data
+    assert not out.flags.aligned
+    return np.ma.array(out, mask=np.ma.getmaskarray(block)) if np.ma.isMaskedArray(block) else out
+
+
+CLUSTER = ELEMENTWISE + REDUCTIONS + ["x - m"]  # m: a row mean, from masq.dask
+SKEWED = ["x * 2 - y", "mean(x, 1)", "std(y, 0)"]
+
+
+@pytest.fixture(scope="module")
+def on_cluster(client):
+    """Every expression's result from the cluster, computed at once (one
+    round trip, so the module's tests take a few seconds)."""
+    d, s = chunked(data()), chunked(data())
+    for k in ("x", "y"):
+        s[k] = s[k].map_blocks(skewed, dtype=s[k].dtype.newbyteorder(">"), meta=s[k]._meta)
+    lazy = [md.eval(src, **uses(src, d)) for src in CLUSTER] + [md.eval(src, **uses(src, s)) for src in SKEWED]
+    got = client.gather(client.compute(lazy))
+    return dict(zip(CLUSTER, got)), dict(zip(SKEWED, got[len(CLUSTER):]))
+
+
+@pytest.mark.parametrize("src", CLUSTER)
+def test_cluster_equals_whole(on_cluster, whole, src):
+    got = on_cluster[0][src]
+    want = masq.eval(src, **uses(src, whole))
+    check(got, want)
+    if src in ELEMENTWISE:  # each entry computed by the same kernel: exactly
+        assert np.array_equal(np.ma.filled(got, 0), np.ma.filled(want, 0))
+
+
+@pytest.mark.parametrize("src", SKEWED)
+def test_cluster_misaligned_byte_swapped_chunks(on_cluster, whole, src):
+    check(on_cluster[1][src], masq.eval(src, **uses(src, whole)))
+
+
+def states_made():
+    import os
+    import masq.dask
+    return os.getpid(), list(masq.dask._made)
+
+
+def test_cluster_workers_make_their_own_state(client, on_cluster):
+    """Nothing travels but source and chunks: the graph pickles (a State
+    would not), and each worker process made one State, in the thread that
+    runs its tasks, when it first needed one."""
+    with pytest.raises(TypeError):
+        pickle.dumps(masq.State())
+    r = md.eval("sum(x * 2, 0)", x=da.ones((40, 4), chunks=(5, 4)))
+    pickle.dumps(dict(r.__dask_graph__()))
+    assert client.compute(r).result().tolist() == [80.0] * 4
+    made = client.run(states_made)
+    assert len(made) == 2
+    for pid, states in made.values():
+        assert len(states) == 1 and states[0][0] == pid  # threads_per_worker=1: one State
+
+
+@pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
+@pytest.mark.parametrize("src", ["(x - 0.5) * w", "mean(x * 2, 1)", "var(x, [0, 1], correction=1)", "amax(y, 0)"])
+def test_local_schedulers(whole, scheduler, src):
+    got = md.eval(src, **uses(src, chunked(data()))).compute(scheduler=scheduler)
+    check(got, masq.eval(src, **uses(src, whole)))
+
+
+def test_numpy_inputs_and_one_chunk():
+    a = np.ma.array([1.0, 2.0, 40.0, 4.0], mask=[False, False, True, False])
+    assert md.eval("mean(x)", x=a).compute() == pytest.approx(7 / 3)
+    assert md.eval("sum(x, 0)", x=da.from_array(a, chunks=4, asarray=False)).compute() == 7.0
+
+
+@pytest.mark.parametrize("src, says", [
+    ("softmax(x, 1)", "works along dim 1, across chunks; rechunk that axis into one chunk (x.rechunk({1: -1}))"),
+    ("cumsum(x, dim=0)", "along dim 0"),
+    ("x - mean(x)", "one reduction at the top of the expression"),
+    ("x[0]", "cannot split indexing"),
+    ("x @ x", "matrix product"),
+    ("mysterious(x)", "mysterious(...): it is not known to be elementwise"),
+    ("mean(x, d)", "literal dims"),
+    ("sum(x, 1, dtype=float64)", "dtype= is not supported across chunks"),
+    ("z * 2", "'z' is not one of its arrays"),
+    ("a = x\na", "one expression"),
+    ("x.sum()", "method syntax"),
+    ("sum(x, 2)", "dim 2 is out of range"),
+])
+def test_unsupported_is_a_clear_error(src, says):
+    x = da.zeros((4, 6), chunks=2)
+    with pytest.raises(md.Unsupported) as e:
+        md.eval(src, x=x)
+    assert says in str(e.value)
+    assert isinstance(e.value, ValueError)
