@@ -82,12 +82,18 @@ def _blockwise_fn(*blocks, source, names, scalars):
 _KEEP = "{D}, keepdim=true"
 _MEAN = ({"n": "count({E}, " + _KEEP + ")", "s": "sum({E}, " + _KEEP + ")"},
          {"n": "sum(n, " + _KEEP + ")", "s": "sum(s, " + _KEEP + ")"})
-# Chan et al.: the merged mean, and the squared deviations of each part plus
-# each part's count times its mean's squared distance from the merged mean
-_VAR = ({"n": "count({E}, " + _KEEP + ")", "m": "_m", "q": "sum(({E} - _m) ** 2, " + _KEEP + ")"},
-        {"n": "_n", "m": "_mm", "q": "sum(q, " + _KEEP + ") + sum(n * (m - _mm) ** 2, " + _KEEP + ")"})
-_FIRST = {"var": ("_m = mean({E}, " + _KEEP + ")",
-                  "_n = sum(n, " + _KEEP + ")\n_mm = sum(n * m, " + _KEEP + ") / _n")}
+# Chan et al.'s parallel variance, each part's mean carried as m + c (c the
+# mean of the part's deviations from m: what rounding m lost), so that the
+# means' distances from the merged mean, (m - mm) + c, keep their digits
+# when the data sit far from 0. A part: its count n, mean m + c, and q the
+# sum of squared deviations from that mean; merged: the counts, the mean,
+# and the q's plus each part's count times its mean's squared distance.
+_VAR = ({"n": "count({E}, " + _KEEP + ")", "m": "_m", "c": "_c",
+         "q": "sum(_d ** 2, " + _KEEP + ") - count({E}, " + _KEEP + ") * _c ** 2"},
+        {"n": "_n", "m": "_mm", "c": "_cc", "q": "sum(q, " + _KEEP + ") + sum(n * (_dd - _cc) ** 2, " + _KEEP + ")"})
+_FIRST = {"var": ("_m = mean({E}, " + _KEEP + ")\n_d = {E} - _m\n_c = mean(_d, " + _KEEP + ")",
+                  "_n = sum(n, " + _KEEP + ")\n_mm = sum(n * m, " + _KEEP + ") / _n\n_dd = (m - _mm) + c\n"
+                  "_cc = sum(n * _dd, " + _KEEP + ") / _n")}
 _FIRST["std"] = _FIRST["var"]
 _SPECS = {
     "count": ({"n": "count({E}, " + _KEEP + ")"}, {"n": "sum(n, " + _KEEP + ")"}, "n"),

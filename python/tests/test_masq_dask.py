@@ -174,3 +174,17 @@ def test_unsupported_is_a_clear_error(src, says):
         md.eval(src, x=x)
     assert says in str(e.value)
     assert isinstance(e.value, ValueError)
+
+
+def test_variance_far_from_zero_keeps_its_digits():
+    """Values near 1e9 that vary by 1: merging parts by their means alone
+    (each rounded near 1e9) lost 8 digits of the variance (2e-8 off); each
+    part's mean carried with what rounding lost keeps it within 1e-12,
+    as masq on the whole array."""
+    rng = np.random.default_rng(1)
+    a = np.ma.array(rng.random((6, 3000)) + 1e9, mask=rng.random((6, 3000)) < 0.5)
+    a[:, :700] = np.ma.masked
+    want = np.ma.var(a.astype(np.longdouble), axis=1, ddof=1)
+    got = md.eval("var(x, 1, correction=1)", x=da.from_array(a, chunks=(3, 100), asarray=False)).compute()
+    assert np.max(np.abs(got - want) / want) < 1e-12
+    assert np.max(np.abs(masq.eval("var(x, 1, correction=1)", x=a) - want) / want) < 1e-11
