@@ -53,6 +53,9 @@ class Unsupported(ValueError):
     """masq.dask cannot split this source into chunks (the message says why)."""
 
 
+Unsupported.__module__ = "masq.dask"  # where users meet it (and where a worker's pickle finds it)
+
+
 def tokens(source):
     if "\n" in source.strip() or ";" in source or "#" in source:
         raise Unsupported("masq.dask.eval takes one expression (no statements, ';' or comments); "

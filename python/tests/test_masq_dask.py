@@ -90,6 +90,21 @@ def skewed(block):
     return np.ma.array(out, mask=np.ma.getmaskarray(block)) if np.ma.isMaskedArray(block) else out
 
 
+SCRIPT = """
+import masq.dask
+
+def softmax_rows(block):
+    return masq.dask.state().call("softmax", block, 1)
+"""
+
+
+def pasted_function():
+    """A function as a script defines it (module __main__: pickled by value)."""
+    ns = {"__name__": "__main__"}
+    exec(SCRIPT, ns)
+    return ns["softmax_rows"]
+
+
 CLUSTER = ELEMENTWISE + REDUCTIONS + ["x - m"]  # m: a row mean, from masq.dask
 SKEWED = ["x * 2 - y", "mean(x, 1)", "std(y, 0)"]
 
@@ -102,8 +117,11 @@ def on_cluster(client):
     for k in ("x", "y"):
         s[k] = s[k].map_blocks(skewed, dtype=s[k].dtype.newbyteorder(">"), meta=s[k]._meta)
     lazy = [md.eval(src, **uses(src, d)) for src in CLUSTER] + [md.eval(src, **uses(src, s)) for src in SKEWED]
+    # softmax along a chunked dim, as Unsupported advises: rechunk, map_blocks
+    rows = d["x"].rechunk({1: -1})
+    lazy.append(rows.map_blocks(pasted_function(), dtype=rows.dtype, meta=rows._meta))
     got = client.gather(client.compute(lazy))
-    return dict(zip(CLUSTER, got)), dict(zip(SKEWED, got[len(CLUSTER):]))
+    return dict(zip(CLUSTER, got)), dict(zip(SKEWED, got[len(CLUSTER):])), got[-1]
 
 
 @pytest.mark.parametrize("src", CLUSTER)
@@ -118,6 +136,14 @@ def test_cluster_equals_whole(on_cluster, whole, src):
 @pytest.mark.parametrize("src", SKEWED)
 def test_cluster_misaligned_byte_swapped_chunks(on_cluster, whole, src):
     check(on_cluster[1][src], masq.eval(src, **uses(src, whole)))
+
+
+def test_cluster_pasted_function_with_the_workers_state(on_cluster, whole):
+    """A function pasted into a script (pickled by value) that takes
+    masq.dask.state() runs on the workers; nothing of it needs pickling but
+    a reference to the module."""
+    want = masq.eval("softmax(x, 1)", x=whole["x"])
+    check(on_cluster[2], want)
 
 
 def states_made():
