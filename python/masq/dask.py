@@ -148,7 +148,8 @@ def _aggregate(parts, axis, keepdims, fn, widen, correction, out_dtype):
     merged = _combine(parts, axis, True, fn, widen)
     src, outs = _source(fn, "final", axis, widen, correction)
     r = _run(src + f"\n_p_R = to(_p_R, {out_dtype})", merged, outs)[0]
-    return r if keepdims else r.reshape([n for i, n in enumerate(r.shape) if i not in axis])
+    r = r if keepdims else r.reshape([n for i, n in enumerate(r.shape) if i not in axis])
+    return r[()] if r.ndim == 0 else r  # a number (numpy's scalar, or numpy.ma.masked), as numpy reduces
 
 
 def _sample(a):
