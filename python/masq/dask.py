@@ -19,6 +19,7 @@ worker thread makes its own masq.State the first time it needs one, and
 none is ever pickled."""
 import functools
 import os
+import re
 import threading
 
 import dask.array as da
@@ -46,24 +47,26 @@ def state():
     return s
 
 
-def _run(source, values, outs=None):
-    """Runs source with values bound in this thread's State; its value, or
-    the globals named in outs. The bindings are dropped after, so the State
-    holds no chunk that dask believes freed."""
+def _run(source, values, outs):
+    """Runs source, statements that assign globals, with values bound in
+    this thread's State; the globals named in outs. Every global it bound
+    or assigned is dropped after (none is an expression statement, which
+    `_` would keep), so between runs the State holds no chunk, part or
+    temporary: nothing dask cannot see."""
     s = state()
     for k, v in values.items():
         s[k] = v
     try:
-        r = s.eval(source, name="<masq.dask>")
-        return r if outs is None else [s[k] for k in outs]
+        s.eval(source, name="<masq.dask>")
+        return [s[k] for k in outs]
     finally:
-        for k in list(values) + list(outs or ()):
+        for k in list(values) + re.findall(r"^(\w+) = ", source, re.M):
             del s[k]
 
 
 def _blockwise_fn(*blocks, source, names, scalars):
     values = dict(zip(names, blocks), **scalars)
-    r = _run(source, values)
+    r = _run("_p_r = " + source, values, ["_p_r"])[0]
     want = np.broadcast_shapes(*(np.shape(b) for b in blocks))
     if r is np.ma.masked:
         r = np.ma.masked_all(want)

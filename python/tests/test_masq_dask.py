@@ -174,6 +174,19 @@ def test_local_schedulers(whole, scheduler, src):
     check(got, masq.eval(src, **uses(src, whole)))
 
 
+@pytest.mark.parametrize("src", ["x * 2", "var(x, 1)"])
+def test_a_state_holds_nothing_between_runs(whole, src):
+    """The synchronous scheduler runs the blocks in this thread: after it,
+    this thread's State holds no chunk, part or temporary (none of its
+    globals but none), not even as `_`."""
+    md.eval(src, **uses(src, chunked(data()))).compute(scheduler="synchronous")
+    s = md.state()
+    for name in s.complete("_") + s.complete("x"):
+        if not s.doc(name):  # a global, not a builtin
+            assert s[name] is None, name
+    assert s.eval("_") is None
+
+
 def test_numpy_inputs_and_one_chunk():
     a = np.ma.array([1.0, 2.0, 40.0, 4.0], mask=[False, False, True, False])
     assert md.eval("mean(x)", x=a).compute() == pytest.approx(7 / 3)
