@@ -3,8 +3,8 @@
 masq.dask runs an expression on each chunk of a dask array only when that
 is the same as running it on the whole array: an elementwise expression
 (operators and elementwise builtins of the arrays, numbers and constants),
-or one reduction at the top level of such an expression, along literal
-dims (`mean(x * 2, 1)`), which splits into partial aggregates. The source
+or one reduction (or softmax) at the top level of such an expression,
+along literal dims (`mean(x * 2, 1)`), which splits into partial aggregates. The source
 is read token by token, conservatively: anything not known to be
 elementwise is refused with an error that names it (and, for a function
 that works along a dim, the axis to rechunk), never run on chunks where it
@@ -199,19 +199,24 @@ def _literal(param, toks):
     return _literal_dims(toks)
 
 
+# normalizations along one dim, split in two passes (a logsumexp, then each entry)
+NORMALIZERS = {"softmax": ("dim",), "log_softmax": ("dim",), "softmin": ("dim",)}
+
+
 def plan(source, names):
-    """(reduction or None, its options, the elementwise source, the names it uses)."""
+    """(reduction, normalization or None, its options, the elementwise
+    source, the names it uses)."""
     toks = tokens(source)
     if not toks:
         raise Unsupported("masq.dask.eval: empty source")
     fn = toks[0][1]
-    if (toks[0][0] == "name" and fn in REDUCTIONS and len(toks) > 2 and toks[1][1] == "("
-            and _closing(toks, 1) == len(toks) - 1):
+    if (toks[0][0] == "name" and (fn in REDUCTIONS or fn in NORMALIZERS) and len(toks) > 2
+            and toks[1][1] == "(" and _closing(toks, 1) == len(toks) - 1):
         args = _split_args(toks[2:-1])
         if not args or (len(args[0]) > 1 and args[0][1][1] == "="):
             raise Unsupported(f"masq.dask: {fn} needs its tensor as the first positional argument")
         opts = {"dim": None, "keepdim": False, "correction": 0}
-        params = REDUCTIONS[fn]
+        params = REDUCTIONS.get(fn) or NORMALIZERS[fn]
         for k, a in enumerate(args[1:]):
             if len(a) > 2 and a[0][0] == "name" and a[1][1] == "=":
                 param, val = a[0][1], a[2:]
@@ -223,6 +228,8 @@ def plan(source, names):
                 raise Unsupported(f"masq.dask: {fn}'s {param}= is not supported across chunks "
                                   f"(it takes {', '.join(params)})")
             opts[param] = _literal(param, val)
+        if fn in NORMALIZERS and (opts["dim"] is None or len(opts["dim"]) != 1):
+            raise Unsupported(f"masq.dask: {fn} needs one literal dim")
         used = check_elementwise(args[0], names)
         return fn, opts, _text(args[0]), used
     return None, {}, source.strip(), check_elementwise(toks, names)

@@ -11,7 +11,10 @@ masq.eval(source, **whole arrays) gives:
   correction as literals) along any dims, chunked or not, runs as
   masq-computed partial aggregates combined in a tree (dask's reduction):
   counts, sums in float64, and for var/std each part's mean and sum of
-  squared deviations, merged with Chan's parallel formula.
+  squared deviations, merged with Chan's parallel formula;
+- softmax, log_softmax or softmin at the top, along one literal dim, in two
+  passes: each slice's largest entry and sum of exponentials (a reduction
+  as above), then each entry.
 
 Anything else raises masq.dask.Unsupported naming what (and the axis to
 rechunk). What travels to the workers is source text and chunks: each
@@ -104,19 +107,39 @@ _SPECS = {
     "var": _VAR + ("q / maximum(n - {C}, 0)",),
     "std": _VAR + ("sqrt(q / maximum(n - {C}, 0))",),
 }
+# softmax's statistics of a slice: its largest entry m and s, the sum of
+# exp(entry - m), merged by rescaling each part's s to the larger m; the
+# result holds m and log(s) side by side along the dim (two entries), so
+# each entry's exp((x - m) - log(s)) keeps its digits however far x is from 0
+_SPECS["softmax_stats"] = ({"m": "_mx", "s": "sum(exp({E} - _mx), " + _KEEP + ")"},
+                           {"m": "_M", "s": "sum(s * exp(m - _M), " + _KEEP + ")"},
+                           "cat([m, log(s)], {D}[0])")
+_FIRST["softmax_stats"] = ("_mx = amax({E}, " + _KEEP + ")", "_M = amax(m, " + _KEEP + ")")
 for _f in ("sum", "prod", "amax", "amin", "any", "all", "logsumexp"):  # the parts' own reduction merges them
     _SPECS[_f] = ({"r": _f + "({E}, " + _KEEP + ")"}, {"r": _f + "(r, " + _KEEP + ")"}, "r")
-_WIDEN = {"sum", "prod", "logsumexp", "mean", "var", "std"}  # float parts in float64
+_WIDEN = {"sum", "prod", "logsumexp", "mean", "var", "std", "softmax_stats"}  # float parts in float64
 
 
-def _source(fn, step, dims, widen, correction=0):
+def _read_as(fn, sample, whole):
+    """How a chunk is read for parts in float64: float data widened; int or
+    bool data as masq reads it on the whole array: exactly for sum, prod
+    (ints stay ints) and mean (an exact sum, rounded once), made the
+    result's float dtype first for var, std and the exponentials (int64
+    2**40 and 2**40 + 1 are one float32, so their var is 0 there too)."""
+    res = np.asarray(whole).dtype
+    if sample.dtype.kind == "f" or (fn == "mean" and res.kind == "f"):
+        return "to(_e, float64)"
+    return f"to(to(_e, {res}), float64)" if res.kind == "f" else "_e"
+
+
+def _source(fn, step, dims, e, correction=0):
     """The masq source of one step, and the globals it leaves the fields in."""
     parts, merged, final = _SPECS[fn]
     exprs = {"chunk": parts, "combine": merged, "final": {"R": final}}[step]
     first = {"chunk": 0, "combine": 1}.get(step)
     lines = [_FIRST[fn][first]] if fn in _FIRST and first is not None else []
     lines += [f"_p_{k} = {v}" for k, v in exprs.items()]
-    text = "\n".join(lines).format(E="to(_e, float64)" if widen else "_e", D=list(dims), C=correction)
+    text = "\n".join(lines).format(E=e, D=list(dims), C=correction)
     return text, [f"_p_{k}" for k in exprs]
 
 
@@ -134,22 +157,22 @@ def _fields(nested, axes):
     return out
 
 
-def _chunk(block, axis, keepdims, fn, widen, computing_meta=False):
+def _chunk(block, axis, keepdims, fn, e, computing_meta=False):
     if computing_meta:  # dask learning the type of the parts: not run on an empty meta array
         return block
-    src, outs = _source(fn, "chunk", axis, widen)
+    src, outs = _source(fn, "chunk", axis, e)
     return dict(zip(_SPECS[fn][0], _run(src, {"_e": block}, outs)))
 
 
-def _combine(parts, axis, keepdims, fn, widen):
+def _combine(parts, axis, keepdims, fn, e):
     merged = _fields(parts, sorted(axis))
-    src, outs = _source(fn, "combine", axis, widen)
+    src, outs = _source(fn, "combine", axis, e)
     return dict(zip(_SPECS[fn][1], _run(src, merged, outs)))
 
 
-def _aggregate(parts, axis, keepdims, fn, widen, correction, out_dtype):
-    merged = _combine(parts, axis, True, fn, widen)
-    src, outs = _source(fn, "final", axis, widen, correction)
+def _aggregate(parts, axis, keepdims, fn, e, correction, out_dtype):
+    merged = _combine(parts, axis, True, fn, e)
+    src, outs = _source(fn, "final", axis, e, correction)
     r = _run(src + f"\n_p_R = to(_p_R, {out_dtype})", merged, outs)[0]
     r = r if keepdims else r.reshape([n for i, n in enumerate(r.shape) if i not in axis])
     return r[()] if r.ndim == 0 else r  # a number (numpy's scalar, or numpy.ma.masked), as numpy reduces
@@ -200,7 +223,7 @@ def _dims(dims, ndim):
 
 def eval(source, **arrays):
     """A lazy dask array: masq.eval(source, **arrays) computed chunk by chunk
-    (an elementwise expression, or one reduction of one). Values may be dask
+    (an elementwise expression, or one reduction or softmax of one). Values may be dask
     arrays, numpy arrays (numpy.ma too) and Python numbers."""
     darrays, scalars = {}, {}
     for k, v in arrays.items():
@@ -217,20 +240,57 @@ def eval(source, **arrays):
     used = used & set(darrays)
     if fn is None:
         return _elementwise(inner, darrays, scalars, used)[0]
-    if inner in darrays:  # a reduction of an array itself: its chunks go to masq as they are
+    if fn == "softmin":  # softmax of the negation
+        fn, inner = "softmax", f"-({inner})"
+    if inner in darrays:  # the array itself: its chunks go to masq as they are
         e, sample = darrays[inner], _sample(darrays[inner])
     else:
         e, sample = _elementwise(inner, darrays, scalars, used)
     sample = np.asarray(sample) if not isinstance(sample, np.ndarray) else sample
     axis = _dims(opts["dim"], e.ndim)
-    corr = opts["correction"]
-    whole = masq.eval(f"{fn}(_e, {list(axis)}, keepdim=true" + (f", correction={corr})" if fn in ("var", "std")
-                                                                  else ")"), _e=sample)
-    widen = fn in _WIDEN and (fn in ("mean", "var", "std") or sample.dtype.kind == "f")
-    out_ndim = e.ndim if opts["keepdim"] else e.ndim - len(axis)
+    if fn in ("softmax", "log_softmax"):
+        return _normalize(fn, e, sample, axis)
+    return _reduce(fn, e, sample, axis, opts["keepdim"], opts["correction"])
+
+
+def _reduce(fn, e, sample, axis, keepdim, corr=0, out_dtype=None, whole=None, output_size=1):
+    """fn of e along axis, as masq's partial aggregates merged in dask's
+    tree; the dtype masq gives on the whole array (whole: that result on
+    the sample), or out_dtype."""
+    if whole is None:
+        whole = masq.eval(f"{fn}(_e, {list(axis)}, keepdim=true" + (f", correction={corr})" if fn in ("var", "std")
+                                                                      else ")"), _e=sample)
+    ex = _read_as(fn, sample, whole) if fn in _WIDEN else "_e"
+    out_ndim = e.ndim if keepdim else e.ndim - len(axis)
     meta = _meta(whole, out_ndim)
+    if out_dtype:
+        meta = meta.astype(out_dtype)
     return da.reduction(
-        e, functools.partial(_chunk, fn=fn, widen=widen),
-        functools.partial(_aggregate, fn=fn, widen=widen, correction=corr, out_dtype=str(meta.dtype)),
-        combine=functools.partial(_combine, fn=fn, widen=widen), axis=axis, keepdims=opts["keepdim"],
-        dtype=meta.dtype, concatenate=False, meta=meta, name=f"masq-{fn}")
+        e, functools.partial(_chunk, fn=fn, e=ex),
+        functools.partial(_aggregate, fn=fn, e=ex, correction=corr, out_dtype=str(meta.dtype)),
+        combine=functools.partial(_combine, fn=fn, e=ex), axis=axis, keepdims=keepdim,
+        dtype=meta.dtype, concatenate=False, meta=meta, name=f"masq-{fn}", output_size=output_size)
+
+
+# softmax and log_softmax along a chunked dim: each slice's statistics (a
+# reduction, in float64), then each entry from them and the entry
+_NORMALIZE = {"softmax": "exp(({E} - _m) - _ls)", "log_softmax": "({E} - _m) - _ls"}
+
+
+def _normalize_fn(block, stats, fn, e, axis, out_dtype):
+    m, ls = stats.take([0], axis=axis), stats.take([1], axis=axis)
+    src = f"_p_r = to({_NORMALIZE[fn].format(E=e)}, {out_dtype})"
+    return _run(src, {"_e": block, "_m": m, "_ls": ls}, ["_p_r"])[0]
+
+
+def _normalize(fn, e, sample, axis):
+    whole = masq.eval(f"{fn}(_e, {axis[0]})", _e=sample)
+    ex = _read_as(fn, sample, whole)
+    stats = _reduce("softmax_stats", e, sample, axis, True, out_dtype="float64", whole=whole, output_size=2)
+    meta = _meta(whole, e.ndim)
+    ind = tuple(range(e.ndim))
+    # the statistics' dim gets an index of its own: each block sees the one
+    # block of both entries, whatever e's chunks along it
+    sind = tuple(e.ndim if i == axis[0] else i for i in ind)
+    return da.blockwise(_normalize_fn, ind, e, ind, stats, sind, fn=fn, e=ex, axis=axis[0],
+                        out_dtype=str(meta.dtype), dtype=meta.dtype, meta=meta, concatenate=True)

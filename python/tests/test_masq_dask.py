@@ -21,6 +21,7 @@ REDUCTIONS = [
     "any(x > 0.95, 1)", "all(x > 0.05, 0)", "var(x, 1)", "std(x, 0, correction=1)", "var(y, -1, 1, true)",
     "std(y * k + 1e3, 0)", "sum(y > 0.5, 1)", "var(i, 0, correction=1)", "mean(i, 1)",
 ]
+NORMALIZED = ["softmax(x, 1)", "log_softmax(x * 2, 0)", "softmin(y, dim=-1)", "softmax(i, 0)"]
 ELEMENTWISE = ["x * 2 + 1", "(x - 0.5) * w", "exp(x) - y", "where(y > 0.5, x, y * k)", "clamp(y, min=0.2) + w"]
 
 
@@ -48,12 +49,12 @@ def chunked(whole):
     return d
 
 
-def check(got, want):
+def check(got, want, f32=1e-6):
     assert np.shape(got) == np.shape(want)
     assert np.asarray(got).dtype == np.asarray(want).dtype
     assert np.array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(want))
     g, w = np.ma.filled(got, 0), np.ma.filled(want, 0)
-    tol = 1e-6 if np.asarray(want).dtype == np.float32 else 1e-12
+    tol = f32 if np.asarray(want).dtype == np.float32 else 1e-12
     assert np.allclose(g, w, rtol=tol, atol=0), (g, w)
 
 
@@ -105,7 +106,7 @@ def pasted_function():
     return ns["softmax_rows"]
 
 
-CLUSTER = ELEMENTWISE + REDUCTIONS + ["x - m"]  # m: a row mean, from masq.dask
+CLUSTER = ELEMENTWISE + REDUCTIONS + NORMALIZED + ["x - m"]  # m: a row mean, from masq.dask
 SKEWED = ["x * 2 - y", "mean(x, 1)", "std(y, 0)"]
 
 
@@ -128,7 +129,9 @@ def on_cluster(client):
 def test_cluster_equals_whole(on_cluster, whole, src):
     got = on_cluster[0][src]
     want = masq.eval(src, **uses(src, whole))
-    check(got, want)
+    # float32 softmax: masq's own kernel is 2e-6 off the exact value, the
+    # split one (exp of x - logsumexp in float64) 6e-8
+    check(got, want, f32=1e-5 if src in NORMALIZED else 1e-6)
     if src in ELEMENTWISE:  # each entry computed by the same kernel: exactly
         assert np.array_equal(np.ma.filled(got, 0), np.ma.filled(want, 0))
 
@@ -168,7 +171,8 @@ def test_cluster_workers_make_their_own_state(client, on_cluster):
 
 
 @pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
-@pytest.mark.parametrize("src", ["(x - 0.5) * w", "mean(x * 2, 1)", "var(x, [0, 1], correction=1)", "amax(y, 0)"])
+@pytest.mark.parametrize("src", ["(x - 0.5) * w", "mean(x * 2, 1)", "var(x, [0, 1], correction=1)", "amax(y, 0)",
+                                 "softmax(x, 0)"])
 def test_local_schedulers(whole, scheduler, src):
     got = md.eval(src, **uses(src, chunked(data()))).compute(scheduler=scheduler)
     check(got, masq.eval(src, **uses(src, whole)))
@@ -194,7 +198,9 @@ def test_numpy_inputs_and_one_chunk():
 
 
 @pytest.mark.parametrize("src, says", [
-    ("softmax(x, 1)", "works along dim 1, across chunks; rechunk that axis into one chunk (x.rechunk({1: -1}))"),
+    ("cumsum(x, 1)", "works along dim 1, across chunks; rechunk that axis into one chunk (x.rechunk({1: -1}))"),
+    ("softmax(x, [0, 1])", "softmax needs one literal dim"),
+    ("x * softmax(x, 1)", "cannot split softmax(...): it works along dim 1"),
     ("cumsum(x, dim=0)", "along dim 0"),
     ("x - mean(x)", "one reduction at the top of the expression"),
     ("x[0]", "cannot split indexing"),
@@ -227,3 +233,21 @@ def test_variance_far_from_zero_keeps_its_digits():
     got = md.eval("var(x, 1, correction=1)", x=da.from_array(a, chunks=(3, 100), asarray=False)).compute()
     assert np.max(np.abs(got - want) / want) < 1e-12
     assert np.max(np.abs(masq.eval("var(x, 1, correction=1)", x=a) - want) / want) < 1e-11
+
+
+def test_softmax_far_from_zero_keeps_its_digits():
+    """Values near 1e9 that vary by 1, and int64 near 2**40 (which masq
+    reads as float32): each entry from its distance to the slice's largest
+    and the rescaled sum, not from a logsumexp near 1e9 (whose last digit
+    is 1e-7 of a unit)."""
+    rng = np.random.default_rng(2)
+    a = np.ma.array(rng.random((6, 300)) + 1e9, mask=rng.random((6, 300)) < 0.3)
+    a[2] = np.ma.masked
+    x = da.from_array(a, chunks=(3, 7), asarray=False)
+    for src in ("softmax(x, 1)", "log_softmax(x, 1)", "softmin(x, 1)"):
+        got, want = md.eval(src, x=x).compute(), masq.eval(src, x=a)
+        assert np.array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(want))
+        assert np.ma.allclose(got, want, rtol=1e-13, atol=0), src
+    i = np.array([2**40, 2**40 + 1, 2**40 + 3, 7, 2**40])
+    got = md.eval("softmax(x, 0)", x=da.from_array(i, chunks=2)).compute()
+    assert np.array_equal(got, masq.eval("softmax(x, 0)", x=i))
