@@ -4,6 +4,8 @@ crossing processes, some made misaligned and byte-swapped on purpose), and
 on the local schedulers; numpy.ma chunks with fully masked rows and chunks;
 elementwise expressions with broadcasting, and reductions along chunked
 dims, merged in a tree. What it cannot split is an error that says so."""
+import importlib.util
+import os
 import pickle
 import re
 
@@ -106,6 +108,19 @@ def pasted_function():
     return ns["softmax_rows"]
 
 
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python",
+                       "dask_blockwise.py")
+
+
+def example():
+    """examples/python/dask_blockwise.py, loaded from its file (no module
+    the workers could import: its functions travel by value)."""
+    spec = importlib.util.spec_from_file_location("dask_blockwise_example", EXAMPLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 CLUSTER = ELEMENTWISE + REDUCTIONS + NORMALIZED + ["x - m"]  # m: a row mean, from masq.dask
 SKEWED = ["x * 2 - y", "mean(x, 1)", "std(y, 0)"]
 
@@ -121,8 +136,14 @@ def on_cluster(client):
     # softmax along a chunked dim, as Unsupported advises: rechunk, map_blocks
     rows = d["x"].rechunk({1: -1})
     lazy.append(rows.map_blocks(pasted_function(), dtype=rows.dtype, meta=rows._meta))
+    ex = example() if os.path.exists(EXAMPLE) else None
+    if ex:  # the example's own map_blocks functions, as they are
+        ea, _ = ex.masked_input(n=20_000, seed=3)
+        ed = da.from_array(ea, chunks=3_000, asarray=False)
+        lazy.append(ed.map_blocks(ex.score_block, dtype=np.float64, meta=np.ma.masked_array(np.empty(0))))
     got = client.gather(client.compute(lazy))
-    return dict(zip(CLUSTER, got)), dict(zip(SKEWED, got[len(CLUSTER):])), got[-1]
+    ex_got = (ea, got.pop()) if ex else None
+    return dict(zip(CLUSTER, got)), dict(zip(SKEWED, got[len(CLUSTER):])), got[-1], ex_got
 
 
 @pytest.mark.parametrize("src", CLUSTER)
@@ -147,6 +168,15 @@ def test_cluster_pasted_function_with_the_workers_state(on_cluster, whole):
     a reference to the module."""
     want = masq.eval("softmax(x, 1)", x=whole["x"])
     check(on_cluster[2], want)
+
+
+def test_cluster_runs_the_example_unchanged(on_cluster):
+    if on_cluster[3] is None:
+        pytest.skip("outside a checkout")
+    a, scored = on_cluster[3]
+    want = masq.eval("(x - 0.5) * 2", x=a)
+    assert np.array_equal(np.ma.getmaskarray(scored), np.ma.getmaskarray(want))
+    assert np.array_equal(scored.filled(0), want.filled(0))
 
 
 def states_made():
