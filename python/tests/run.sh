@@ -23,7 +23,7 @@ if "$py" -c "import venv, ensurepip" 2>/dev/null; then
   tmp=$(mktemp -d)
   if "$py" -m venv --system-site-packages "$tmp/venv" >"$tmp/log" 2>&1 &&
      "$tmp/venv/bin/pip" install --no-index "$here/.." >>"$tmp/log" 2>&1 &&
-     (cd "$tmp" && "$tmp/venv/bin/python" -c 'import masq, numpy; assert masq.eval("sum(x)", x=numpy.ma.array([1, 2, 4], mask=[0, 1, 0])) == 5' >>"$tmp/log" 2>&1); then
+     (cd "$tmp" && "$tmp/venv/bin/python" -c 'import masq, numpy, importlib.util; assert masq.eval("sum(x)", x=numpy.ma.array([1, 2, 4], mask=[0, 1, 0])) == 5; assert importlib.util.find_spec("masq.dask")' >>"$tmp/log" 2>&1); then
     passed=$((${passed:-0} + 1))
   else
     echo "FAIL pip install ./python:"; tail -n 20 "$tmp/log"

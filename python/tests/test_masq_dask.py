@@ -17,6 +17,9 @@ da = pytest.importorskip("dask.array")
 import masq  # noqa: E402
 import masq.dask as md  # noqa: E402
 
+# distributed 2022.12 on this tornado: a deprecation inside LocalCluster, not ours
+pytestmark = pytest.mark.filterwarnings("ignore:make_current is deprecated:DeprecationWarning")
+
 REDUCTIONS = [
     "sum(x)", "sum(x, 1)", "sum(x * w, 0, keepdim=true)", "mean(x * 2, 1)", "mean(x, [0, 1], keepdim=true)",
     "mean(y)", "count(x, 0)", "amax(x, 1)", "amin(y - x, 0)", "prod(x / 2 + 0.75, 1)", "logsumexp(x, 0)",
