@@ -33,6 +33,9 @@ CONSTANTS = frozenset("""
 true false none nan inf pi bool int8 int16 int32 int64 uint8 float16 bfloat16 float32 float64
 """.split())
 
+# masq's words that make an expression something other than elementwise
+WORDS = frozenset("not and or in if else for while fn return let import try catch".split())
+
 # builtins that work along a dim: (its position among the arguments, its default)
 ALONG_DIM = {
     "softmax": (1, None), "log_softmax": (1, None), "softmin": (1, None), "cumsum": (1, None),
@@ -127,10 +130,14 @@ def _along_dim_error(fn, toks, i):
 def check_elementwise(toks, names):
     """Raises Unsupported unless toks are an elementwise expression of
     names (arrays and numbers), numbers and constants; returns the names used."""
-    used = set()
+    used, calls = set(), []  # calls: for each open bracket, whether it is a call's
     for i, (kind, text) in enumerate(toks):
         nxt = toks[i + 1][1] if i + 1 < len(toks) else ""
         prev = toks[i - 1][1] if i else ""
+        if text == "(":
+            calls.append(i > 0 and toks[i - 1][0] == "name")
+        elif text == ")" and calls:
+            calls.pop()
         if kind == "op":
             if text in ("[", "]", ":"):
                 raise Unsupported("masq.dask cannot split indexing, slices or list literals: the chunks "
@@ -139,11 +146,17 @@ def check_elementwise(toks, names):
                 raise Unsupported("masq.dask cannot split a matrix product (@): it contracts across chunks")
             if text == ".":
                 raise Unsupported("masq.dask reads no method syntax (x.f()): write f(x)")
+            if text == "=" and not (i >= 2 and toks[i - 1][0] == "name" and toks[i - 2][1] in ("(", ",")
+                                    and calls and calls[-1]):
+                raise Unsupported("masq.dask.eval takes one expression, not an assignment")
             continue
         if kind == "num":
             continue
-        if nxt == "=" and prev in ("(", ","):
+        if nxt == "=" and prev in ("(", ",") and calls and calls[-1]:
             continue  # a keyword argument's name
+        if text in WORDS:
+            raise Unsupported(f"masq.dask cannot split '{text}': truth tests, and/or/not/in and statements are "
+                              "not elementwise (write logical_not, &, |, where)")
         if nxt == "(":
             if text in ELEMENTWISE:
                 continue

@@ -243,6 +243,10 @@ def test_numpy_inputs_and_one_chunk():
     ("sum(x, 1, dtype=float64)", "dtype= is not supported across chunks"),
     ("z * 2", "'z' is not one of its arrays"),
     ("a = x\na", "one expression"),
+    ("x = x * 2", "not an assignment"),
+    ("(x = 1)", "not an assignment"),
+    ("not x", "cannot split 'not': truth tests"),
+    ("sum(x = 2)", "needs its tensor as the first positional argument"),
     ("x.sum()", "method syntax"),
     ("sum(x, 2)", "dim 2 is out of range"),
 ])
