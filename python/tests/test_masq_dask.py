@@ -288,3 +288,27 @@ def test_softmax_far_from_zero_keeps_its_digits():
     i = np.array([2**40, 2**40 + 1, 2**40 + 3, 7, 2**40])
     got = md.eval("softmax(x, 0)", x=da.from_array(i, chunks=2)).compute()
     assert np.array_equal(got, masq.eval("softmax(x, 0)", x=i))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_forked_process_makes_its_own_state():
+    """A State made before a fork is the parent's (its threads did not come
+    along): the child makes a new one, and keeps the old one unfreed."""
+    parent = md.state()
+    assert parent.eval("count(exp(arange(1000000.0) * 0) > 0)") == 1000000
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, never return into pytest
+        ok = 0
+        try:
+            s = md.state()
+            ok = int(s is not parent and s.eval("count(exp(arange(1000000.0) * 0) > 0)") == 1000000
+                     and md._forked[-1] is parent)
+        finally:
+            os.write(w, bytes([ok]))
+            os._exit(0)
+    os.close(w)
+    assert os.read(r, 1) == b"\x01"
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert md.state() is parent
