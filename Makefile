@@ -369,20 +369,27 @@ $(B)/bench/baseline: bench/baseline.c bench/bench_util.h
 	$(call say,CC,$@)$(CC) $(BASEFLAGS) $(OPT) -fopenmp-simd -o $@ $< $(MVEC) -lm
 
 # --- the Python module: make python (python/, docs/PYTHON.md) -----------------
-# build/python/masq.<abi>.so, on include/masq.h and libmasq.a; needs
+# build/python/masq/: the package's Python files (python/masq/*.py) and its
+# extension _masq.<abi>.so, on include/masq.h and libmasq.a; needs
 # python3-dev. make test runs python/tests with pytest when it is built.
 .PHONY: python
 PYTHON ?= /usr/bin/python3
 PY_INC  = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 PY_EXT  = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 PY_SRC  = $(wildcard python/src/*.c)
-PY_MOD  = $(B)/python/masq$(PY_EXT)
-python: $(PY_MOD)
+PY_MOD  = $(B)/python/masq/_masq$(PY_EXT)
+PY_PKG  = $(patsubst python/%,$(B)/python/%,$(wildcard python/masq/*.py))
+python: $(PY_MOD) $(PY_PKG)
 
 $(PY_MOD): $(PY_SRC) python/src/pymasq.h include/masq.h $(B)/libmasq.a
 	@test -f "$(PY_INC)/Python.h" || { echo "make python: no Python.h for $(PYTHON) (apt-get install python3-dev)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
+	@rm -f $(B)/python/masq$(PY_EXT) # the extension before masq was a package: no stale copy beside it
 	$(call say,CC,$@)$(CC) -std=c11 -fPIC -shared -fvisibility=hidden $(WARN) $(OPT) -Iinclude -I$(PY_INC) -o $@ $(PY_SRC) $(B)/libmasq.a $(LIBS)
+
+$(B)/python/masq/%.py: python/masq/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # --- fuzzing: make fuzz (tests/fuzz/run.sh) -----------------------------------
 # Four libFuzzer harnesses (tests/fuzz/fuzz_*.c) over a third object tree

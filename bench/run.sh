@@ -206,7 +206,7 @@ if [ "$TABLE_ONLY" = 0 ]; then
         na_all "$1" "not installed (apt-get install -y python3-$1)"
       fi ;;
     pymod) # the Python module (make python), one masq thread like masq_bench
-      if [ -n "$NUMPY_V" ] && ls "$B"/python/masq*.so >/dev/null 2>&1; then
+      if [ -n "$NUMPY_V" ] && ls "$B"/python/masq/_masq*.so >/dev/null 2>&1; then
         collect py_module_bench env MASQ_NUM_THREADS=1 "$PY" "$HERE/py_module_bench.py" "$B/python" $ONLY
       elif [ "$round" = 1 ]; then
         na_all masq-py "not built (make python; needs python3-dev and python3-numpy)"

@@ -215,10 +215,12 @@ def install(argv):
     args = p.parse_args(argv)
     spec = {"argv": [sys.executable, "-m", "masq_kernel", "-f", "{connection_file}"],
             "display_name": "masq", "language": "masq",
-            # where this module and masq were found, for an uninstalled build
-            "env": {"PYTHONPATH": os.pathsep.join(sorted({
-                os.path.dirname(os.path.abspath(__file__)),
-                os.path.dirname(os.path.abspath(masq.__file__))}))}}
+            # where the masq package and this module were found, for an
+            # uninstalled build; the package first (python/ has a masq/ of
+            # .py files without the extension)
+            "env": {"PYTHONPATH": os.pathsep.join(dict.fromkeys([
+                os.path.dirname(os.path.dirname(os.path.abspath(masq.__file__))),
+                os.path.dirname(os.path.abspath(__file__))]))}}
     d = tempfile.mkdtemp()
     try:
         with open(os.path.join(d, "kernel.json"), "w") as f:

@@ -36,10 +36,11 @@ setup(
     version=version(),
     description="masq, the masked tensor language, inside Python",
     license="see LICENSE in the masq checkout",
+    packages=["masq"],  # masq/__init__.py re-exports the extension; masq/dask.py
     py_modules=["masq_kernel"],  # the Jupyter kernel: python3 -m masq_kernel install --user
     ext_modules=[
         Extension(
-            "masq",
+            "masq._masq",
             sources=sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "src", "*.c"))),
             include_dirs=[os.path.join(ROOT, "include")],
             extra_compile_args=["-std=c11", "-fvisibility=hidden"],

@@ -23,6 +23,7 @@
 
 static void tensor_dealloc(pm_tensor *self) {
   pm_state *st = self->st;
+  if (self->t) st->exports--;
   if (self->t && st->M) {
     if (st->depth > 0) {
       /* Another call is running on the State (maybe on another thread):
@@ -38,6 +39,7 @@ static void tensor_dealloc(pm_tensor *self) {
       pm_drain(st);
     }
   }
+  if (st->closed && st->exports == 0 && st->depth == 0) pm_close_now(st); /* the last view of a closed State */
   Py_DECREF(st);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -110,6 +112,7 @@ static PyObject *tensor_export(pm_state *st, masq_tensor *t, int mask) {
     return pm_raise(st, masq_last_error(st->M)->status);
   }
   h->t = t;
+  st->exports++;
   const int64_t *es = mask ? h->d.valid_strides : h->d.strides;
   Py_ssize_t size = dtype_size(mask ? MASQ_BOOL : h->d.dtype);
   Py_ssize_t c = size;

@@ -23,7 +23,7 @@ static unsigned long pm_main_thread;
 
 int pm_enter(pm_state *st) {
   unsigned long me = PyThread_get_thread_ident();
-  if (!st->M) {
+  if (!st->M || st->closed) {
     PyErr_SetString(PyExc_ValueError, "masq.State: this state is closed");
     return -1;
   }
@@ -223,6 +223,43 @@ static int state_clear(pm_state *self) {
   return 0;
 }
 
+void pm_close_now(pm_state *st) { state_clear(st); }
+
+/* close(): the State takes no more calls, and gives back its memory, its
+ * registered functions and the numpy buffers it wraps: at once, or, while
+ * arrays it returned are alive (they view its memory), when the last one
+ * goes. Closing a closed State does nothing. */
+static PyObject *state_close(pm_state *self, PyObject *unused) {
+  if (self->depth > 0) {
+    PyErr_SetString(PyExc_RuntimeError, "masq.State.close: the state is running (close it after the call)");
+    return NULL;
+  }
+  self->closed = 1;
+  if (self->exports == 0) state_clear(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject *state_enter(pm_state *self, PyObject *unused) {
+  if (!self->M || self->closed) {
+    PyErr_SetString(PyExc_ValueError, "masq.State: this state is closed");
+    return NULL;
+  }
+  Py_INCREF(self);
+  return (PyObject *)self;
+}
+
+static PyObject *state_exit(pm_state *self, PyObject *args) {
+  PyObject *r = state_close(self, NULL);
+  if (!r) return NULL;
+  Py_DECREF(r);
+  Py_RETURN_FALSE; /* an exception in the with block goes on */
+}
+
+static PyObject *state_get_closed(pm_state *self, void *unused) { return PyBool_FromLong(!self->M || self->closed); }
+
+static PyGetSetDef state_getset[] = {
+    {"closed", (getter)state_get_closed, NULL, "True after close()", NULL}, {NULL, NULL, NULL, NULL, NULL}};
+
 static void state_dealloc(pm_state *self) {
   PyObject_GC_UnTrack(self);
   if (self->weaklist) PyObject_ClearWeakRefs((PyObject *)self);
@@ -389,6 +426,10 @@ static PyMethodDef state_methods[] = {
     {"complete", (PyCFunction)state_complete, METH_O, "complete(prefix): names that start with prefix"},
     {"interrupt", (PyCFunction)state_interrupt, METH_NOARGS,
      "interrupt(): stop what the state is running (from any thread)"},
+    {"close", (PyCFunction)state_close, METH_NOARGS,
+     "close(): take no more calls; give back the state's memory now, or when the last array it returned goes"},
+    {"__enter__", (PyCFunction)state_enter, METH_NOARGS, "with masq.State() as s: ... closes s at the end"},
+    {"__exit__", (PyCFunction)state_exit, METH_VARARGS, "closes the state"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject pm_state_type = {
@@ -403,6 +444,7 @@ static PyTypeObject pm_state_type = {
     .tp_clear = (inquiry)state_clear,
     .tp_weaklistoffset = offsetof(pm_state, weaklist),
     .tp_methods = state_methods,
+    .tp_getset = state_getset,
     .tp_init = (initproc)state_init,
     .tp_new = PyType_GenericNew,
 };
@@ -430,7 +472,7 @@ static PyMethodDef module_methods[] = {
      "eval(source, **values): run source in a new State with the given globals; its value"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef pm_module = {PyModuleDef_HEAD_INIT, "masq",
+static struct PyModuleDef pm_module = {PyModuleDef_HEAD_INIT, "masq._masq",
                                        "masq, the masked tensor language, inside Python (docs/PYTHON.md)",
                                        -1, module_methods, NULL, NULL, NULL, NULL};
 
@@ -439,7 +481,7 @@ static int lookup(PyObject *mod, const char *name, PyObject **out) {
   return *out ? 0 : -1;
 }
 
-PyMODINIT_FUNC PyInit_masq(void) {
+PyMODINIT_FUNC PyInit__masq(void) {
   PyObject *np = PyImport_ImportModule("numpy"), *ma = NULL, *thr = NULL, *m = NULL;
   if (!np) return NULL;
   ma = PyImport_ImportModule("numpy.ma");

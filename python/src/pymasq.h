@@ -73,6 +73,8 @@ typedef struct pm_state {
   pm_func *funcs;        /* registered host functions, kept for the State's life */
   PyObject *on_picture;  /* State(picture=fn): fn(text, svg) for each picture, or NULL */
   PyObject *weaklist;
+  int closed;            /* close() was called: no call enters; masq closes when exports is 0 */
+  Py_ssize_t exports;    /* pm_tensors alive: numpy arrays that view masq's memory */
 } pm_state;
 
 typedef struct pm_tensor {
@@ -98,6 +100,9 @@ extern PyObject *pm_error;
 int pm_enter(pm_state *st);
 void pm_leave(pm_state *st);
 void pm_drain(pm_state *st);
+/* Closes masq now that nothing views its memory (close() was called and
+ * the last exported array went), giving back what the State held. */
+void pm_close_now(pm_state *st);
 
 /* callbacks.c: the hooks masq calls while it runs, and host functions. */
 void pm_hooks(pm_state *st, masq_config *cfg);

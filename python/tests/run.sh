@@ -8,7 +8,7 @@ B=${1:-build}
 py=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 skip() { echo "python: SKIP ($1)"; echo "python: 0 passed, 0 failed"; exit 0; }
-ls "$B"/python/masq*.so >/dev/null 2>&1 || skip "module not built: apt-get install python3-dev, make python"
+ls "$B"/python/masq/_masq*.so >/dev/null 2>&1 || skip "module not built: apt-get install python3-dev, make python"
 "$py" -c "import numpy, pytest" 2>/dev/null || skip "no numpy or pytest for $py: apt-get install python3-numpy python3-pytest"
 out=$(MASQ_BUILD=$(cd "$B" && pwd) "$py" -m pytest -q -p no:cacheprovider "$here" 2>&1)
 echo "$out" | grep -v '^[.sF]*\( *\[[ 0-9]*%\]\)\?$'
@@ -23,7 +23,7 @@ if "$py" -c "import venv, ensurepip" 2>/dev/null; then
   tmp=$(mktemp -d)
   if "$py" -m venv --system-site-packages "$tmp/venv" >"$tmp/log" 2>&1 &&
      "$tmp/venv/bin/pip" install --no-index "$here/.." >>"$tmp/log" 2>&1 &&
-     (cd "$tmp" && "$tmp/venv/bin/python" -c 'import masq, numpy; assert masq.eval("sum(x)", x=numpy.ma.array([1, 2, 4], mask=[0, 1, 0])) == 5' >>"$tmp/log" 2>&1); then
+     (cd "$tmp" && "$tmp/venv/bin/python" -c 'import masq, numpy, importlib.util; assert masq.eval("sum(x)", x=numpy.ma.array([1, 2, 4], mask=[0, 1, 0])) == 5; assert importlib.util.find_spec("masq.dask")' >>"$tmp/log" 2>&1); then
     passed=$((${passed:-0} + 1))
   else
     echo "FAIL pip install ./python:"; tail -n 20 "$tmp/log"

@@ -92,3 +92,24 @@ def test_masked_array_polarity():
     assert ma.getmaskarray(r).tolist() == [True, False, False, True]
     assert masq.eval("count(x)", x=m) == 2 and masq.eval("sum(x)", x=m) == 6.0
     assert masq.eval("count(x)", x=ma.array([1.0, 2.0])) == 2  # nomask: all valid
+
+
+def test_misaligned_and_byte_swapped_together_at_every_entry():
+    """A big-endian chunk at an odd address (a frame written elsewhere and
+    read here), masked: bound, passed to call, returned by a registered
+    function, and as a (data, valid) pair whose mask is misaligned too."""
+    raw = bytearray(8 * 6 + 1)
+    a = np.frombuffer(raw, dtype=">f8", offset=1, count=6).reshape(2, 3)
+    a[...] = np.arange(6.0).reshape(2, 3)
+    assert not a.flags.aligned and not a.dtype.isnative
+    m = ma.array(a, mask=[[False, True, False], [False, False, True]])
+    assert masq.eval("sum(x)", x=m) == 0 + 2 + 3 + 4
+    s = masq.State()
+    s["m"] = m
+    assert ma.allequal(s["m"], m) and np.array_equal(ma.getmaskarray(s["m"]), ma.getmaskarray(m))
+    assert s.call("sum", m) == 9
+    s.register("chunk", lambda: m)
+    assert s.eval("count(chunk())") == 4
+    valid = np.frombuffer(bytearray(7), dtype=bool, offset=1, count=6).reshape(2, 3)
+    valid[...] = [[True, False, True], [True, True, False]]
+    assert masq.eval("sum(x)", x=(a, valid)) == 9

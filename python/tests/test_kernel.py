@@ -24,7 +24,8 @@ PYDIR = os.path.dirname(HERE)
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     prefix = str(tmp_path_factory.mktemp("jupyter"))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PYDIR, os.path.dirname(masq.__file__)]))
+    # the built package before python/, whose masq/ holds only its .py files
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(masq.__file__)), PYDIR]))
     out = subprocess.run([sys.executable, "-m", "masq_kernel", "install", "--prefix", prefix],
                          env=env, capture_output=True, text=True, check=True).stdout
     assert "installed the masq kernel" in out

@@ -37,7 +37,7 @@ def texts(nb):
 
 @pytest.mark.skipif(not os.path.exists(NB), reason="outside a checkout")
 def test_notebook_runs_and_shows_its_outputs(monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.path.dirname(masq.__file__))
+    monkeypatch.setenv("PYTHONPATH", os.path.dirname(os.path.dirname(masq.__file__)))
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     nb = nbformat.read(NB, as_version=4)
     want = texts(nb)

@@ -240,3 +240,56 @@ def test_no_leaks_over_many_calls():
     assert [sys.getrefcount(o) for o in (a, m, f)] == refs
     assert py_after - py_before < 50000, "Python heap grew by %d bytes" % (py_after - py_before)
     assert rss_after - rss_before < 4 << 20, "RSS grew by %d bytes" % (rss_after - rss_before)
+
+
+def test_close_and_with():
+    """close() ends a State: no more calls (ValueError, as a closed file),
+    its wrapped buffers given back at once; `with` closes it, and an
+    exception in the block goes on."""
+    with masq.State() as s:
+        assert s.eval("1 + 1") == 2 and not s.closed
+    assert s.closed
+    with pytest.raises(ValueError, match="closed"):
+        s.eval("1")
+    with pytest.raises(ValueError, match="closed"):
+        s["x"] = 1
+    with pytest.raises(ValueError, match="closed"):
+        with s:
+            pass
+    s.close()  # again: nothing
+    with pytest.raises(ZeroDivisionError):
+        with masq.State() as t:
+            1 / 0
+    assert t.closed
+    raw = bytearray(80)
+    s = masq.State()
+    s["a"] = np.frombuffer(raw)  # masq holds the array, which holds raw's buffer
+    with pytest.raises(BufferError):
+        raw.extend(b"x")
+    s.close()
+    raw.extend(b"x")  # given back
+
+
+def test_close_with_results_alive():
+    """Arrays a State returned view its memory: after close() they still
+    read what they held, and the State's memory goes with the last one."""
+    s = masq.State()
+    r = s.eval("arange(1000.0) * 2")
+    m = s.eval("masked(arange(4.0), [true, false, true, true])")
+    s.close()
+    assert s.closed and r[999] == 1998.0 and m.sum() == 5.0
+    with pytest.raises(ValueError, match="closed"):
+        s.call("sum", r)
+    del r
+    assert m.mask.tolist() == [False, True, False, False]
+    del m
+    assert s.closed
+
+
+def test_close_while_running_is_refused():
+    s = masq.State()
+    s.register("shut", lambda x: s.close())
+    with pytest.raises(masq.Error) as e:
+        s.eval("shut(1)")
+    assert isinstance(e.value.__cause__, RuntimeError) and "running" in str(e.value.__cause__)
+    assert not s.closed and s.eval("2") == 2
