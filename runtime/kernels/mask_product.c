@@ -66,8 +66,10 @@ static bool same_words(const uint64_t *a, const uint64_t *b, int64_t w) {
   return true;
 }
 
-MQ_WIDE void mq_mask_product(uint8_t *om, int64_t n, int64_t K, int64_t m, const uint8_t *x, int64_t xrs,
-                     int64_t xcs, const uint8_t *y, int64_t yrs, int64_t ycs, void *ws) {
+/* (static: clang makes no clones of a function other files call) */
+MQ_WIDE static void mask_product(uint8_t *om, int64_t n, int64_t K, int64_t m, const uint8_t *x,
+                                 int64_t xrs, int64_t xcs, const uint8_t *y, int64_t yrs,
+                                 int64_t ycs, void *ws) {
   if (n <= 0 || m <= 0 || K <= 0) return;
   int64_t w = words(m);
   uint64_t *yb = ws, *u = yb + K * w, *acc = u + w;
@@ -167,4 +169,9 @@ MQ_WIDE void mq_mask_product(uint8_t *om, int64_t n, int64_t K, int64_t m, const
     }
     if (hit) expand_or(om + i * m, y ? a : u, m);
   }
+}
+
+void mq_mask_product(uint8_t *om, int64_t n, int64_t K, int64_t m, const uint8_t *x, int64_t xrs,
+                     int64_t xcs, const uint8_t *y, int64_t yrs, int64_t ycs, void *ws) {
+  mask_product(om, n, K, m, x, xrs, xcs, y, yrs, ycs, ws);
 }
