@@ -1,0 +1,79 @@
+/* spanrun.c - costly elementwise kernels over the valid runs of padded
+ * rows (spanrun.h). */
+#include <string.h>
+
+#include "internal.h"
+#include "maskspan.h"
+#include "spanrun.h"
+
+/* Skipping pays when at least this share of the entries is padding
+ * (1/16): less, and the ordinary loop is as fast. */
+#define MIN_SKIP_SHIFT 4
+/* ... and the valid runs average at least this many entries: a kernel
+ * call per run costs about as much as a few entries of gelu. */
+#define MIN_AVG_RUN 32
+
+bool mq_span_plan_of(mq_state *S, const mq_tensor *mask, int nd, const int64_t *shape,
+                     mq_span_plan *P) {
+  if (!mask || mask->ndim != nd || nd == 0) return false;
+  for (int d = 0; d < nd; d++)
+    if (mask->shape[d] != shape[d]) return false;
+  const mq_mask_rows *R = mq_mask_rows_of(S, mask);
+  if (!R || R->rlen != shape[nd - 1]) return false;
+  int64_t k = 0, valid = 0, last = -1, rlen = R->rlen;
+  for (int64_t r = 0; r < R->rows; r++) { /* count first: most masks stop here */
+    if (R->lo[r] == R->hi[r]) continue;
+    if (!R->full[r]) return false; /* holes inside: not padding */
+    valid += R->hi[r] - R->lo[r];
+    k += r * rlen + R->lo[r] != last;
+    last = r * rlen + R->hi[r];
+  }
+  int64_t n = R->rows * rlen;
+  if (n - valid < n >> MIN_SKIP_SHIFT || (k && valid < k * MIN_AVG_RUN)) return false;
+  int64_t *runs = mq_scratch(S, (size_t)(k ? k : 1) * 2 * sizeof *runs);
+  int64_t j = 0;
+  for (int64_t r = 0; r < R->rows; r++) {
+    if (R->lo[r] == R->hi[r]) continue;
+    int64_t a = r * rlen + R->lo[r], b = r * rlen + R->hi[r];
+    if (j && runs[2 * j - 1] == a) runs[2 * j - 1] = b; /* continues the run */
+    else runs[2 * j] = a, runs[2 * j + 1] = b, j++;
+  }
+  P->k = k, P->n = n, P->runs = runs, P->valid = valid;
+  return true;
+}
+
+typedef struct span_job {
+  const mq_span_plan *P;
+  char *out;
+  size_t es;
+  mq_range_fn fn;
+  void *ctx;
+} span_job;
+
+/* Runs [j0, j1): each run computed, and the padding before it zeroed
+ * (the last run's chunk also zeroes the tail after it). */
+static void span_range(void *ctx, int64_t j0, int64_t j1, int t) {
+  const span_job *J = ctx;
+  const int64_t *runs = J->P->runs;
+  for (int64_t j = j0; j < j1; j++) {
+    int64_t gap = j ? runs[2 * j - 1] : 0;
+    if (runs[2 * j] > gap) memset(J->out + (size_t)gap * J->es, 0, (size_t)(runs[2 * j] - gap) * J->es);
+    J->fn(J->ctx, runs[2 * j], runs[2 * j + 1], t);
+  }
+  if (j1 == J->P->k && j1 > j0) {
+    int64_t end = runs[2 * j1 - 1];
+    memset(J->out + (size_t)end * J->es, 0, (size_t)(J->P->n - end) * J->es);
+  }
+}
+
+void mq_span_run(mq_state *S, const mq_span_plan *P, char *out, size_t es, mq_range_fn fn,
+                 void *ctx) {
+  if (!P->k) { /* nothing valid */
+    memset(out, 0, (size_t)P->n * es);
+    return;
+  }
+  span_job J = {P, out, es, fn, ctx};
+  /* chunks of about MQ_PAR_GRAIN entries, as the ordinary loop's */
+  int64_t avg = P->valid / P->k, grain = avg >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / avg;
+  mq_parallel_for(S, mq_parallel_threads_for(S, P->valid), P->k, grain, span_range, &J);
+}
