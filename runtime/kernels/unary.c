@@ -3,7 +3,9 @@
  *
  * Like every elementwise op they compute on all data, masked-out entries
  * included, and keep the mask: a masked-out slot may end up holding NaN,
- * but it is never unmasked, so no valid result changes.
+ * but it is never unmasked, so no valid result changes. The costly ones
+ * (mq_unary_costly) under a padding mask compute its valid runs only and
+ * hold +0 in the padding (tensor/spanrun.h).
  *
  * Kernels are generated from one element expression per op: the float ones
  * are instantiated twice, with FN(f) naming the float32 (f##f) and then the

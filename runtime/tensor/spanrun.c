@@ -15,10 +15,11 @@
 
 bool mq_span_plan_of(mq_state *S, const mq_tensor *mask, int nd, const int64_t *shape,
                      mq_span_plan *P) {
-  if (!mask || mask->ndim != nd || nd == 0) return false;
-  for (int d = 0; d < nd; d++)
-    if (mask->shape[d] != shape[d]) return false;
-  const mq_mask_rows *R = mq_mask_rows_of(S, mask);
+  if (!mask || mask->ndim > nd || nd == 0) return false;
+  bool same = mask->ndim == nd;
+  for (int d = 0; same && d < nd; d++) same = mask->shape[d] == shape[d];
+  /* a mask that broadcasts ([L] for [B, L]): its view of the data's shape */
+  const mq_mask_rows *R = mq_mask_rows_of(S, same ? mask : mq_expand(S, (mq_tensor *)mask, nd, shape));
   if (!R || R->rlen != shape[nd - 1]) return false;
   int64_t k = 0, valid = 0, last = -1, rlen = R->rlen;
   for (int64_t r = 0; r < R->rows; r++) { /* count first: most masks stop here */

@@ -28,8 +28,8 @@ typedef struct mq_span_plan {
 } mq_span_plan;
 
 /* Whether [mask] (the mask of a contiguous tensor of [nd] dims [shape],
- * with that shape) makes skipping pay; fills [P] then. Call on the main
- * thread. */
+ * broadcasting to it) makes skipping pay; fills [P] then. Call on the
+ * main thread. */
 MQ_INTERNAL bool mq_span_plan_of(mq_state *S, const mq_tensor *mask, int nd, const int64_t *shape,
                                  mq_span_plan *P);
 
