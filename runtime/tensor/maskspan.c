@@ -12,6 +12,8 @@
 typedef struct mq_maskspan {
   int64_t rlen, nrows; /* whole rows of the storage, rlen entries each */
   size_t size;         /* bytes allocated for this struct */
+  mq_mask_rows rows;   /* the rows as mq_mask_rows_whole gives them */
+  mq_mask_totals tot;
   int64_t *lo, *hi;    /* into data below */
   uint8_t *full;
   int64_t data[];
@@ -86,6 +88,17 @@ static const mq_maskspan *storage_spans(mq_state *S, mq_storage *st, int64_t rle
   ms->lo = ms->data;
   ms->hi = ms->data + nrows;
   ms->full = (uint8_t *)(ms->data + 2 * nrows);
+  ms->rows = (mq_mask_rows){nrows, rlen, ms->lo, ms->hi, ms->full};
+  /* the totals, for a decision at no cost per use (spanrun.c) */
+  mq_mask_totals tot = {0, 0, false};
+  for (int64_t r = 0, last = -1; r < nrows; r++) {
+    if (lo[r] == hi[r]) continue;
+    tot.holes |= !full[r];
+    tot.valid += hi[r] - lo[r];
+    tot.runs += r * rlen + lo[r] != last; /* not joined to the previous row's */
+    last = r * rlen + hi[r];
+  }
+  ms->tot = tot;
   st->mspan = ms;
   return ms;
 }
@@ -162,4 +175,16 @@ const uint8_t *mq_mask_row_states(mq_state *S, const mq_tensor *mask, int64_t rl
             : R->full[r] && R->lo[r] == 0 && R->hi[r] == rlen ? MQ_MS_VALID
                                                               : MQ_MS_MIXED;
   return st;
+}
+
+const mq_mask_rows *mq_mask_rows_whole(mq_state *S, const mq_tensor *mask, mq_mask_totals *tot) {
+  if (!mask || mask->dtype != MQ_DT_BOOL || mask->ndim == 0 || mask->numel == 0 || mask->layout ||
+      !mask->storage || mask->offset != 0 || (size_t)mask->numel != mask->storage->nbytes ||
+      mq_storage_foreign(mask->storage) || !mq_tensor_is_contiguous(mask))
+    return NULL;
+  int64_t rlen = mask->shape[mask->ndim - 1];
+  if (rlen < MIN_RLEN) return NULL;
+  const mq_maskspan *ms = storage_spans(S, mask->storage, rlen);
+  *tot = ms->tot;
+  return &ms->rows;
 }

@@ -4,6 +4,7 @@
 
 #include "internal.h"
 #include "maskspan.h"
+#include "masksum.h"
 #include "spanrun.h"
 
 /* Skipping pays when at least this share of the entries is padding
@@ -13,29 +14,44 @@
  * call per run costs about as much as a few entries of gelu. */
 #define MIN_AVG_RUN 32
 
+/* The totals of rows [R] (a view's, copied by mq_mask_rows_of). */
+static mq_mask_totals totals_of(const mq_mask_rows *R) {
+  mq_mask_totals tot = {0, 0, false};
+  for (int64_t r = 0, last = -1; r < R->rows; r++) {
+    if (R->lo[r] == R->hi[r]) continue;
+    if (!R->full[r]) return (mq_mask_totals){0, 0, true}; /* not padding: no need to go on */
+    tot.valid += R->hi[r] - R->lo[r];
+    tot.runs += r * R->rlen + R->lo[r] != last;
+    last = r * R->rlen + R->hi[r];
+  }
+  return tot;
+}
+
 bool mq_span_plan_of(mq_state *S, const mq_tensor *mask, int nd, const int64_t *shape,
                      mq_span_plan *P) {
   if (!mask || mask->ndim > nd || nd == 0) return false;
   bool same = mask->ndim == nd;
   for (int d = 0; same && d < nd; d++) same = mask->shape[d] == shape[d];
-  /* a mask that broadcasts ([L] for [B, L]): its view of the data's shape */
-  const mq_mask_rows *R = mq_mask_rows_of(S, same ? mask : mq_expand(S, (mq_tensor *)mask, nd, shape));
-  if (!R || R->rlen != shape[nd - 1]) return false;
-  int64_t k = 0, valid = 0, last = -1, rlen = R->rlen;
-  for (int64_t r = 0; r < R->rows; r++) { /* count first: most masks stop here */
-    if (R->lo[r] == R->hi[r]) continue;
-    if (!R->full[r]) return false; /* holes inside: not padding */
-    valid += R->hi[r] - R->lo[r];
-    k += r * rlen + R->lo[r] != last;
-    last = r * rlen + R->hi[r];
+  mq_mask_totals tot;
+  /* a mask made by an op: the decision from its cached totals, at no cost
+   * per use; else (a view, a mask that broadcasts) its rows walked, after
+   * the cached answer for an all-valid one */
+  const mq_mask_rows *R = same ? mq_mask_rows_whole(S, mask, &tot) : NULL;
+  if (!R) {
+    if (mq_mask_known_all_valid(S, mask)) return false;
+    /* [L] for [B, L], [B, L, 1] for [B, L, D]: its view of the data's shape */
+    R = mq_mask_rows_of(S, same ? mask : mq_expand(S, (mq_tensor *)mask, nd, shape));
+    if (!R) return false;
+    tot = totals_of(R);
   }
-  int64_t n = R->rows * rlen;
-  if (n - valid < n >> MIN_SKIP_SHIFT || (k && valid < k * MIN_AVG_RUN)) return false;
-  int64_t *runs = mq_scratch(S, (size_t)(k ? k : 1) * 2 * sizeof *runs);
-  int64_t j = 0;
+  int64_t n = R->rows * R->rlen, k = tot.runs, valid = tot.valid;
+  if (tot.holes || R->rlen != shape[nd - 1] || n - valid < n >> MIN_SKIP_SHIFT ||
+      (k && valid < k * MIN_AVG_RUN))
+    return false;
+  int64_t *runs = mq_scratch(S, (size_t)(k ? k : 1) * 2 * sizeof *runs), j = 0;
   for (int64_t r = 0; r < R->rows; r++) {
     if (R->lo[r] == R->hi[r]) continue;
-    int64_t a = r * rlen + R->lo[r], b = r * rlen + R->hi[r];
+    int64_t a = r * R->rlen + R->lo[r], b = r * R->rlen + R->hi[r];
     if (j && runs[2 * j - 1] == a) runs[2 * j - 1] = b; /* continues the run */
     else runs[2 * j] = a, runs[2 * j + 1] = b, j++;
   }
