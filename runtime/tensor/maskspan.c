@@ -89,16 +89,7 @@ static const mq_maskspan *storage_spans(mq_state *S, mq_storage *st, int64_t rle
   ms->hi = ms->data + nrows;
   ms->full = (uint8_t *)(ms->data + 2 * nrows);
   ms->rows = (mq_mask_rows){nrows, rlen, ms->lo, ms->hi, ms->full};
-  /* the totals, for a decision at no cost per use (spanrun.c) */
-  mq_mask_totals tot = {0, 0, false};
-  for (int64_t r = 0, last = -1; r < nrows; r++) {
-    if (lo[r] == hi[r]) continue;
-    tot.holes |= !full[r];
-    tot.valid += hi[r] - lo[r];
-    tot.runs += r * rlen + lo[r] != last; /* not joined to the previous row's */
-    last = r * rlen + hi[r];
-  }
-  ms->tot = tot;
+  ms->tot = mq_mask_rows_totals(&ms->rows); /* a decision at no cost per use (spanrun.c) */
   st->mspan = ms;
   return ms;
 }
@@ -175,6 +166,18 @@ const uint8_t *mq_mask_row_states(mq_state *S, const mq_tensor *mask, int64_t rl
             : R->full[r] && R->lo[r] == 0 && R->hi[r] == rlen ? MQ_MS_VALID
                                                               : MQ_MS_MIXED;
   return st;
+}
+
+mq_mask_totals mq_mask_rows_totals(const mq_mask_rows *R) {
+  mq_mask_totals tot = {0, 0, false};
+  for (int64_t r = 0, last = -1; r < R->rows; r++) {
+    if (R->lo[r] == R->hi[r]) continue;
+    if (!R->full[r]) return (mq_mask_totals){0, 0, true}; /* not padding: no need to go on */
+    tot.valid += R->hi[r] - R->lo[r];
+    tot.runs += r * R->rlen + R->lo[r] != last; /* not joined to the previous row's */
+    last = r * R->rlen + R->hi[r];
+  }
+  return tot;
 }
 
 const mq_mask_rows *mq_mask_rows_whole(mq_state *S, const mq_tensor *mask, mq_mask_totals *tot) {

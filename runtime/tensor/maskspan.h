@@ -59,6 +59,9 @@ typedef struct mq_mask_totals {
   bool holes;
 } mq_mask_totals;
 
+/* The totals of rows [R] (valid and runs 0 when it has holes). */
+MQ_INTERNAL mq_mask_totals mq_mask_rows_totals(const mq_mask_rows *R);
+
 /* The spans of [mask]'s rows and their totals, read from its storage's
  * cached summary with no copy, when [mask] is contiguous and covers the
  * whole of its storage from entry 0 (a mask made by an op); NULL else

@@ -14,19 +14,6 @@
  * call per run costs about as much as a few entries of gelu. */
 #define MIN_AVG_RUN 32
 
-/* The totals of rows [R] (a view's, copied by mq_mask_rows_of). */
-static mq_mask_totals totals_of(const mq_mask_rows *R) {
-  mq_mask_totals tot = {0, 0, false};
-  for (int64_t r = 0, last = -1; r < R->rows; r++) {
-    if (R->lo[r] == R->hi[r]) continue;
-    if (!R->full[r]) return (mq_mask_totals){0, 0, true}; /* not padding: no need to go on */
-    tot.valid += R->hi[r] - R->lo[r];
-    tot.runs += r * R->rlen + R->lo[r] != last;
-    last = r * R->rlen + R->hi[r];
-  }
-  return tot;
-}
-
 bool mq_span_plan_of(mq_state *S, const mq_tensor *mask, int nd, const int64_t *shape,
                      mq_span_plan *P) {
   if (!mask || mask->ndim > nd || nd == 0) return false;
@@ -42,7 +29,7 @@ bool mq_span_plan_of(mq_state *S, const mq_tensor *mask, int nd, const int64_t *
     /* [L] for [B, L], [B, L, 1] for [B, L, D]: its view of the data's shape */
     R = mq_mask_rows_of(S, same ? mask : mq_expand(S, (mq_tensor *)mask, nd, shape));
     if (!R) return false;
-    tot = totals_of(R);
+    tot = mq_mask_rows_totals(R);
   }
   int64_t n = R->rows * R->rlen, k = tot.runs, valid = tot.valid;
   if (tot.holes || R->rlen != shape[nd - 1] || n - valid < n >> MIN_SKIP_SHIFT ||
