@@ -42,6 +42,18 @@ bool mq_span_plan_of(mq_state *S, const mq_tensor *mask, int nd, const int64_t *
     if (j && runs[2 * j - 1] == a) runs[2 * j - 1] = b; /* continues the run */
     else runs[2 * j] = a, runs[2 * j + 1] = b, j++;
   }
+  /* runs longer than MQ_PAR_GRAIN cut into pieces of it: the threads
+   * share a long run, as the loop over every entry's pieces, and the
+   * calling thread polls for interrupts between them */
+  int64_t pieces = 0;
+  for (j = 0; j < k; j++) pieces += (runs[2 * j + 1] - runs[2 * j] + MQ_PAR_GRAIN - 1) / MQ_PAR_GRAIN;
+  if (pieces > k) {
+    int64_t *cut = mq_scratch(S, (size_t)pieces * 2 * sizeof *cut), q = 0;
+    for (j = 0; j < k; j++)
+      for (int64_t a = runs[2 * j]; a < runs[2 * j + 1]; a += MQ_PAR_GRAIN, q++)
+        cut[2 * q] = a, cut[2 * q + 1] = runs[2 * j + 1] - a < MQ_PAR_GRAIN ? runs[2 * j + 1] : a + MQ_PAR_GRAIN;
+    runs = cut, k = pieces;
+  }
   P->k = k, P->n = n, P->runs = runs, P->valid = valid;
   return true;
 }

@@ -21,7 +21,7 @@
 #include "tensor.h"
 
 typedef struct mq_span_plan {
-  int64_t k;           /* valid runs */
+  int64_t k;           /* valid runs (a long one cut into pieces) */
   int64_t n;           /* entries of the tensor */
   const int64_t *runs; /* run j is entries [runs[2j], runs[2j + 1]), ascending */
   int64_t valid;       /* entries inside the runs */

@@ -154,6 +154,29 @@ static void paths_threads(void) {
   S->cpu = saved_cpu, S->nthreads = saved_nt;
 }
 
+/* Two rows of 2^21 padded to long lengths: their runs cut into pieces
+ * the threads share (spanrun.c), the same bits on 1 and 3 threads. */
+static void long_runs(void) {
+  int saved_nt = S->nthreads;
+  int64_t L = (int64_t)1 << 21, sh[2] = {2, L};
+  mq_tensor *x = mq_tensor_new(S, MQ_DT_F32, 2, sh), *m = mq_tensor_new(S, MQ_DT_BOOL, 2, sh);
+  float *xp = mq_tensor_data(x);
+  uint8_t *mp = mq_tensor_data(m);
+  for (int64_t i = 0; i < 2 * L; i++) {
+    mp[i] = i % L < (i < L ? L - 5 : 3 * L / 4 + 1);
+    xp[i] = mp[i] ? (float)(unit_rand() * 6 - 3) : NAN;
+  }
+  mq_tensor *ref = mq_unary(S, MQ_UN_GELU, x);
+  for (int nt = 1; nt <= 3; nt += 2) {
+    S->nthreads = nt;
+    int64_t bv, bp;
+    compare(mq_contiguous(S, mq_get_data(S, mq_unary(S, MQ_UN_GELU, mq_masked(S, x, m)))), ref,
+            mq_tensor_data(m), &bv, &bp);
+    CHECK(bv == 0 && bp == 0);
+  }
+  S->nthreads = saved_nt;
+}
+
 /* Every entry computed, as before: the result's data is the plain op's
  * everywhere (NaN, inf and the op of 1.5 under the mask included). */
 static bool everywhere(mq_unop op, mq_tensor *x, mq_tensor *m) {
@@ -193,6 +216,7 @@ static void all_tests(mq_state *S_, void *ud) {
   forward_ops();
   broadcast_mask();
   paths_threads();
+  long_runs();
   no_skip();
 }
 
