@@ -15,6 +15,7 @@
 #include "../runtime/tensor/masksum.h"
 #include "../runtime/kernels/ops.h"
 #include "../runtime/tensor/parallel.h"
+#include "../runtime/tensor/spanrun.h"
 #include "../runtime/kernels/reduce.h"
 #include "builtin.h"
 #include "chunk.h"
@@ -267,6 +268,28 @@ static void run_blocks(const fuse_ctx *F, char *bufs, int64_t b0, int64_t b1) {
                     len);
     }
   }
+}
+
+/* Entries [a, b) of the result (a valid run, spanrun.h) on thread t, with
+ * that thread's block buffers: pieces of a block at most, cut where rows
+ * end when broadcast leaves are read in place (as run_blocks). */
+static void run_span(void *ctx, int64_t a, int64_t b, int t) {
+  const fuse_ctx *F = ctx;
+  char *bufs = F->bufs + (size_t)t * (size_t)F->nbufs * F->bbytes;
+  int64_t row = F->rowseg ? F->shape[F->nd - 1] : 0;
+  for (int64_t i = a, e; i < b; i = e) {
+    e = b - i < MQ_FUSE_BLOCK ? b : i + MQ_FUSE_BLOCK;
+    if (row && e > (i / row + 1) * row) e = (i / row + 1) * row;
+    run_piece(F, bufs, i, e - i, F->out + (size_t)i * F->es);
+  }
+}
+
+/* Whether the program runs a costly unary op (mq_unary_costly), which
+ * under a padding mask computes the valid runs only, as op by op. */
+static bool runs_costly(const fuse_ctx *F) {
+  for (int k = 0; k < F->nins; k++)
+    if (F->ins[k].kind == MQ_FI_UN && mq_unary_costly((mq_unop)F->ins[k].op1)) return true;
+  return false;
 }
 
 /* Blocks pbase + [b0, b1) on thread t, with that thread's block buffers. */
@@ -587,11 +610,16 @@ static mq_tensor *fuse(mq_state *S, const uint8_t *code, size_t len, const mq_va
     return fold_rows(S, &F, nt, (mq_redop)red, dt, mask != NULL,
                      red_dim == MQ_FUSE_ALL_DIMS ? 0 : nd - 1);
   }
-  /* chunks of about 64K elements (16 whole blocks) claimed by the threads
-   * in turn, polling for interrupts in between */
-  mq_parallel_for(S, nt, (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK, MQ_PAR_GRAIN / MQ_FUSE_BLOCK,
-                  run_range, &F);
   if (xmask) mask = mq_expand(S, (mq_tensor *)xmask, F.nd, F.shape);
+  mq_span_plan P;
+  if (mask && runs_costly(&F) && mq_span_plan_of(S, mask, F.nd, F.shape, &P)) {
+    mq_span_run(S, &P, F.out, F.es, run_span, &F); /* the padding +0, as op by op */
+  } else {
+    /* chunks of about 64K elements (16 whole blocks) claimed by the
+     * threads in turn, polling for interrupts in between */
+    mq_parallel_for(S, nt, (F.n + MQ_FUSE_BLOCK - 1) / MQ_FUSE_BLOCK, MQ_PAR_GRAIN / MQ_FUSE_BLOCK,
+                    run_range, &F);
+  }
   if (mask) mq_tensor_set_mask(S, out, (mq_tensor *)mask);
   return out;
 }

@@ -15,6 +15,7 @@
 
 #include "../kernels/ops.h"
 #include "../tensor/parallel.h"
+#include "../tensor/spanrun.h"
 #include "../kernels/special.h"
 #include "../kernels/vmath.h"
 #include "../sparse/sparse.h" /* mq_sparse_red_name */
@@ -367,6 +368,17 @@ static mq_tensor *like_dt(mq_state *S, mq_tensor *g, mq_dtype dt) {
   return r;
 }
 
+/* A costly op's derivative into the new contiguous gradient [r]: over
+ * the valid runs of g's mask only when that is padding and skipping pays
+ * (spanrun.h: the rest of r is +0), else over every entry. */
+static void ew_run_unary(mq_state *S, mq_unop op, mq_tensor *g, mq_tensor *r, mq_range_fn fn,
+                         void *J) {
+  mq_span_plan P;
+  if (g->mask && mq_unary_costly(op) && mq_span_plan_of(S, g->mask, r->ndim, r->shape, &P))
+    mq_span_run(S, &P, mq_tensor_data(r), mq_dtype_size((mq_dtype)r->dtype), fn, J);
+  else ew_run(S, r->numel, fn, J);
+}
+
 static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *x = n->in[0];
@@ -377,7 +389,7 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
     ew_job J = {.op = n->op, .p = n->prm, .fx = mq_bw_f32_at(S, x, x->ndim, x->shape),
                 .fy = mq_bw_f32_at(S, t, t->ndim, t->shape), .fg = mq_bw_f(g),
                 .gs = mq_bw_gstride(g), .fr = mq_bw_f(r), .cpu = S->cpu};
-    ew_run(S, r->numel, unary_range32, &J);
+    ew_run_unary(S, (mq_unop)n->op, g, r, unary_range32, &J);
     gin[0] = r;
     return;
   }
@@ -387,11 +399,11 @@ static void bw_unary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
               .in_f32 = t->dtype != MQ_DT_F64};
   if (x->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) { /* read as they are */
     J.fx = mq_bw_f32_at(S, x, x->ndim, x->shape), J.fy = mq_bw_f32_at(S, t, t->ndim, t->shape);
-    ew_run(S, r->numel, unary_range_m, &J);
+    ew_run_unary(S, (mq_unop)n->op, g, r, unary_range_m, &J);
   } else {
     J.x = mq_bw_d(mq_bw_f64_to(S, x, x->ndim, x->shape));
     J.y = mq_bw_d(mq_bw_f64_to(S, t, t->ndim, t->shape));
-    ew_run(S, r->numel, unary_range, &J);
+    ew_run_unary(S, (mq_unop)n->op, g, r, unary_range, &J);
   }
   gin[0] = r;
 }

@@ -41,6 +41,11 @@ MQ_INTERNAL mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const d
  * result is written there; the same bits either way. */
 MQ_INTERNAL mq_tensor *mq_unary_spare(mq_state *S, mq_unop op, mq_tensor *t, const double *prm,
                                       mq_tensor *spare);
+/* Whether unary [op] costs tens of cycles an entry (exp, erf, gelu ...):
+ * the ops whose float kernels and derivatives skip a padding mask's
+ * padding (tensor/spanrun.h: the result there is +0); cheap ops (neg,
+ * relu, sqrt ...) compute every entry. */
+MQ_INTERNAL bool mq_unary_costly(mq_unop op);
 /* clamp(x, lo, hi) with number or tensor bounds (NULL: none); an int
  * tensor clamped to a float number becomes float32, as in torch. */
 MQ_INTERNAL mq_tensor *mq_clamp(mq_state *S, mq_tensor *t, mq_tensor *lo, mq_tensor *hi);

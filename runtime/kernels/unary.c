@@ -3,7 +3,9 @@
  *
  * Like every elementwise op they compute on all data, masked-out entries
  * included, and keep the mask: a masked-out slot may end up holding NaN,
- * but it is never unmasked, so no valid result changes.
+ * but it is never unmasked, so no valid result changes. The costly ones
+ * (mq_unary_costly) under a padding mask compute its valid runs only and
+ * hold +0 in the padding (tensor/spanrun.h).
  *
  * Kernels are generated from one element expression per op: the float ones
  * are instantiated twice, with FN(f) naming the float32 (f##f) and then the
@@ -13,6 +15,7 @@
 #include <math.h>
 
 #include "../tensor/cpu.h"
+#include "../tensor/spanrun.h"
 #include "ewise.h"
 #include "ops.h"
 #include "special.h"
@@ -213,6 +216,52 @@ static mq_tensor *unary_half(mq_state *S, mq_unop op, mq_tensor *t, const double
   return out;
 }
 
+bool mq_unary_costly(mq_unop op) {
+  switch (op) { /* tens of cycles an entry or more: libm or masq's vmath.h */
+  case MQ_UN_EXP: case MQ_UN_LOG: case MQ_UN_EXP2: case MQ_UN_EXPM1: case MQ_UN_LOG2:
+  case MQ_UN_LOG10: case MQ_UN_LOG1P: case MQ_UN_SIN: case MQ_UN_COS: case MQ_UN_TAN:
+  case MQ_UN_ASIN: case MQ_UN_ACOS: case MQ_UN_ATAN: case MQ_UN_SINH: case MQ_UN_COSH:
+  case MQ_UN_TANH: case MQ_UN_ASINH: case MQ_UN_ACOSH: case MQ_UN_ATANH: case MQ_UN_SIGMOID:
+  case MQ_UN_LOGIT: case MQ_UN_ERF: case MQ_UN_ERFC: case MQ_UN_ERFINV: case MQ_UN_LGAMMA:
+  case MQ_UN_DIGAMMA: case MQ_UN_I0: case MQ_UN_SINC: case MQ_UN_SOFTPLUS: case MQ_UN_GELU:
+  case MQ_UN_GELU_TANH: case MQ_UN_SILU: case MQ_UN_ELU: case MQ_UN_SELU: case MQ_UN_MISH:
+  case MQ_UN_LOGSIGMOID: case MQ_UN_TANHSHRINK:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* A kernel over entries [a, b) of a contiguous walk of one row. */
+typedef struct span_un {
+  mq_ewise_fn k;
+  const mq_iter *it;
+  const double *prm;
+} span_un;
+
+static void span_un_range(void *ctx, int64_t a, int64_t b, int t) {
+  (void)t;
+  const span_un *U = ctx;
+  mq_iter part;
+  mq_iter_part(U->it, a, b, &part);
+  U->k(NULL, &part, U->prm);
+}
+
+/* Runs [k] over [it] (out, x: float, contiguous) for a costly op under a
+ * padding mask [m] only over its valid runs, the rest +0 (spanrun.h);
+ * false (nothing done) when that does not pay. */
+static bool unary_spans(mq_state *S, mq_unop op, mq_ewise_fn k, const mq_iter *it, mq_tensor *out,
+                        mq_tensor *m, const double *prm) {
+  mq_span_plan P;
+  if (!m || !mq_unary_costly(op) || !mq_dtype_is_float((mq_dtype)out->dtype) || it->rows != 1 ||
+      it->n != out->numel || it->is[0] != 1 || it->is[1] != 1 ||
+      !mq_span_plan_of(S, m, out->ndim, out->shape, &P))
+    return false;
+  span_un U = {k, it, prm};
+  mq_span_run(S, &P, mq_tensor_data(out), mq_dtype_size((mq_dtype)out->dtype), span_un_range, &U);
+  return true;
+}
+
 mq_tensor *mq_unary_p(mq_state *S, mq_unop op, mq_tensor *t, const double *prm) {
   return mq_unary_spare(S, op, t, prm, NULL);
 }
@@ -247,7 +296,8 @@ mq_tensor *mq_unary_spare(mq_state *S, mq_unop op, mq_tensor *t, const double *p
   mq_iter_init(&it, 2, ts);
   /* in place, the kernel runs to its end (each entry read before written) */
   S->defer_interrupts += reuse;
-  mq_ewise_run(S, k, &it, prm ? prm : none);
+  if (!unary_spans(S, op, k, &it, out, t->mask, prm ? prm : none))
+    mq_ewise_run(S, k, &it, prm ? prm : none);
   S->defer_interrupts -= reuse;
   if (t->mask) mq_tensor_set_mask(S, out, t->mask);
   out->weak = t->weak;

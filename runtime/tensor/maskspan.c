@@ -12,6 +12,8 @@
 typedef struct mq_maskspan {
   int64_t rlen, nrows; /* whole rows of the storage, rlen entries each */
   size_t size;         /* bytes allocated for this struct */
+  mq_mask_rows rows;   /* the rows as mq_mask_rows_whole gives them */
+  mq_mask_totals tot;
   int64_t *lo, *hi;    /* into data below */
   uint8_t *full;
   int64_t data[];
@@ -86,6 +88,8 @@ static const mq_maskspan *storage_spans(mq_state *S, mq_storage *st, int64_t rle
   ms->lo = ms->data;
   ms->hi = ms->data + nrows;
   ms->full = (uint8_t *)(ms->data + 2 * nrows);
+  ms->rows = (mq_mask_rows){nrows, rlen, ms->lo, ms->hi, ms->full};
+  ms->tot = mq_mask_rows_totals(&ms->rows); /* a decision at no cost per use (spanrun.c) */
   st->mspan = ms;
   return ms;
 }
@@ -162,4 +166,28 @@ const uint8_t *mq_mask_row_states(mq_state *S, const mq_tensor *mask, int64_t rl
             : R->full[r] && R->lo[r] == 0 && R->hi[r] == rlen ? MQ_MS_VALID
                                                               : MQ_MS_MIXED;
   return st;
+}
+
+mq_mask_totals mq_mask_rows_totals(const mq_mask_rows *R) {
+  mq_mask_totals tot = {0, 0, false};
+  for (int64_t r = 0, last = -1; r < R->rows; r++) {
+    if (R->lo[r] == R->hi[r]) continue;
+    if (!R->full[r]) return (mq_mask_totals){0, 0, true}; /* not padding: no need to go on */
+    tot.valid += R->hi[r] - R->lo[r];
+    tot.runs += r * R->rlen + R->lo[r] != last; /* not joined to the previous row's */
+    last = r * R->rlen + R->hi[r];
+  }
+  return tot;
+}
+
+const mq_mask_rows *mq_mask_rows_whole(mq_state *S, const mq_tensor *mask, mq_mask_totals *tot) {
+  if (!mask || mask->dtype != MQ_DT_BOOL || mask->ndim == 0 || mask->numel == 0 || mask->layout ||
+      !mask->storage || mask->offset != 0 || (size_t)mask->numel != mask->storage->nbytes ||
+      mq_storage_foreign(mask->storage) || !mq_tensor_is_contiguous(mask))
+    return NULL;
+  int64_t rlen = mask->shape[mask->ndim - 1];
+  if (rlen < MIN_RLEN) return NULL;
+  const mq_maskspan *ms = storage_spans(S, mask->storage, rlen);
+  *tot = ms->tot;
+  return &ms->rows;
 }

@@ -50,6 +50,25 @@ MQ_INTERNAL int mq_mask_rows_runs(const mq_mask_rows *R, int64_t i, int64_t n, i
  * its rows are not [rlen] long. Scratch. */
 MQ_INTERNAL const uint8_t *mq_mask_row_states(mq_state *S, const mq_tensor *mask, int64_t rlen);
 
+/* What a summary's rows hold in all: valid entries, valid runs (a row's
+ * span joined to the previous row's when they touch, as across rows of a
+ * [B, L, 1] mask broadcast over D), and whether a row has a masked entry
+ * inside its span (not padding). */
+typedef struct mq_mask_totals {
+  int64_t valid, runs;
+  bool holes;
+} mq_mask_totals;
+
+/* The totals of rows [R] (valid and runs 0 when it has holes). */
+MQ_INTERNAL mq_mask_totals mq_mask_rows_totals(const mq_mask_rows *R);
+
+/* The spans of [mask]'s rows and their totals, read from its storage's
+ * cached summary with no copy, when [mask] is contiguous and covers the
+ * whole of its storage from entry 0 (a mask made by an op); NULL else
+ * (then mq_mask_rows_of). Call on the main thread. */
+MQ_INTERNAL const mq_mask_rows *mq_mask_rows_whole(mq_state *S, const mq_tensor *mask,
+                                                   mq_mask_totals *tot);
+
 /* Frees a storage's span summary (tensor.c, with the storage; masksum.c,
  * before a storage is written in place). */
 MQ_INTERNAL void mq_maskspan_free(mq_state *S, mq_storage *st);
