@@ -249,7 +249,10 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
       J.wsz = (mq_mask_product_bytes(n, K, m) + 63) / 64 * 64;
       J.ws = mq_scratch(S, mq_ck_zmul(S, J.wsz, (size_t)nt, "matmul"));
     }
-    mq_parallel_for(S, nt, rows, per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row, mm_range, &J);
+    /* the mask alone (float values come from the GEMM): a batch's rows at
+     * once, so that b's mask is turned into bits once per batch */
+    int64_t grain = !values ? (n > 0 ? n : 1) : per_row >= MQ_PAR_GRAIN ? 1 : MQ_PAR_GRAIN / per_row;
+    mq_parallel_for(S, nt, rows, grain, mm_range, &J);
   }
   if (om) mq_tensor_set_mask(S, out, om);
   mq_ag_matmul(S, out, a, b);
