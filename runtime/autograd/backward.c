@@ -564,6 +564,25 @@ static mq_tensor *scalar_partner(int op, int side, mq_tensor *a, mq_tensor *b) {
   return p && p->numel == 1 && !p->sparse ? p : NULL;
 }
 
+/* Which operands' data the derivatives of the sides wanted ([ga], [gb])
+ * read: + - * / read at most x and y, and only some of them. */
+static void operands_read(int op, bool ga, bool gb, bool *x, bool *y) {
+  bool arith = op == MQ_BIN_ADD || op == MQ_BIN_SUB || op == MQ_BIN_MUL || op == MQ_BIN_DIV;
+  bool md = op == MQ_BIN_MUL || op == MQ_BIN_DIV;
+  *x = !arith || (gb && md);
+  *y = !arith || (ga && md) || (gb && op == MQ_BIN_DIV);
+}
+
+/* The float32 arrays the derivatives read, at t's shape; one a derivative
+ * does not read is any array of the length (t's). */
+static void f32_operands(mq_state *S, ew_job *J, mq_tensor *t, mq_tensor *a, mq_tensor *b,
+                         bool need_x, bool need_y, bool arith) {
+  const float *any = need_x && need_y && !arith ? NULL : mq_bw_f32_at(S, t, t->ndim, t->shape);
+  J->fx = need_x ? mq_bw_f32_at(S, a, t->ndim, t->shape) : any;
+  J->fy = need_y ? mq_bw_f32_at(S, b, t->ndim, t->shape) : any;
+  J->fo = !arith ? mq_bw_f32_at(S, t, t->ndim, t->shape) : any;
+}
+
 static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   mq_gradnode *n = t->node;
   mq_tensor *a = n->in[0], *b = n->in[1];
@@ -572,8 +591,7 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   if (!bin_diff[op]) mq_error(S, "backward: %s has no derivative", mq_ag_node_name(n));
   bool ga = a->requires_grad, gb = b->requires_grad;
   bool arith = op == MQ_BIN_ADD || op == MQ_BIN_SUB || op == MQ_BIN_MUL || op == MQ_BIN_DIV;
-  bool md = op == MQ_BIN_MUL || op == MQ_BIN_DIV;
-  bool need_x = !arith || (gb && md), need_y = !arith || (ga && md) || (gb && op == MQ_BIN_DIV);
+  bool need_x, need_y;
   if (g->dtype == MQ_DT_F32 && t->dtype == MQ_DT_F32) {
     /* a + b, a - b's a: the gradient is g itself (1 * g is g, exactly),
      * shared rather than copied, summed down to a broadcast operand */
@@ -599,13 +617,8 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
       else ga = false;
     }
     if (!ga && !gb) return;
-    need_x = !arith || (gb && md);
-    need_y = !arith || (ga && md) || (gb && op == MQ_BIN_DIV);
-    /* an array a derivative does not read: any of the length */
-    const float *any = need_x && need_y && !arith ? NULL : mq_bw_f32_at(S, t, nd, shape);
-    J.fx = need_x ? mq_bw_f32_at(S, a, nd, shape) : any;
-    J.fy = need_y ? mq_bw_f32_at(S, b, nd, shape) : any;
-    J.fo = !arith ? mq_bw_f32_at(S, t, nd, shape) : any;
+    operands_read(op, ga, gb, &need_x, &need_y);
+    f32_operands(S, &J, t, a, b, need_x, need_y, arith);
     for (int side = 0; side < 2; side++) {
       if (!(side ? gb : ga)) continue;
       mq_tensor *r = times_one(S, &J, side ? a : b, t, g);
@@ -621,15 +634,13 @@ static void bw_binary(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) 
   }
   g = mq_bw_g64(S, g);
   ew_job J = {.op = op, .g = mq_bw_d(g)};
+  operands_read(op, ga, gb, &need_x, &need_y);
   /* float32 operands read in place (the doubles they convert to), when
    * every array read is float32 */
   bool m32 = t->dtype == MQ_DT_F32 && (!need_x || a->dtype == MQ_DT_F32) &&
              (!need_y || b->dtype == MQ_DT_F32);
   if (m32) {
-    const float *any = need_x && need_y && !arith ? NULL : mq_bw_f32_at(S, t, nd, shape);
-    J.fx = need_x ? mq_bw_f32_at(S, a, nd, shape) : any;
-    J.fy = need_y ? mq_bw_f32_at(S, b, nd, shape) : any;
-    J.fo = !arith ? mq_bw_f32_at(S, t, nd, shape) : any;
+    f32_operands(S, &J, t, a, b, need_x, need_y, arith);
   } else {
     J.x = need_x ? mq_bw_d(mq_bw_f64_to(S, a, nd, shape)) : J.g;
     J.y = need_y ? mq_bw_d(mq_bw_f64_to(S, b, nd, shape)) : J.g;

@@ -28,9 +28,12 @@ static inline uint64_t spread8(uint64_t b) {
   return (x | x << 7) & 0x0101010101010101u;
 }
 
+/* the [n] (at most 8) bytes at p as a word, the rest 0 (a full word is
+ * one load: a copy of a constant size) */
 static inline uint64_t load8(const uint8_t *p, int64_t n) {
   uint64_t v = 0;
-  memcpy(&v, p, (size_t)(n < 8 ? n : 8));
+  if (n >= 8) memcpy(&v, p, 8);
+  else memcpy(&v, p, (size_t)n);
   return v;
 }
 
