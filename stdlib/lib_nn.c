@@ -326,7 +326,8 @@ static mq_value lib_attention(mq_state *S, mq_value *args) {
     mq_error(S, "attention: div must be a number or a tensor, not %s", mq_value_a_type_name(c));
   mq_tensor *r = mq_attention_try(S, q, k, true, -2, -1, c, m, v, true);
   if (r) return mq_objv(r);
-  mq_tensor *s = mq_matmul(S, q, mq_transpose(S, k, -2, -1));
+  /* scores outside the mask's span are masked straight away: not computed */
+  mq_tensor *s = mq_matmul_within(S, q, mq_transpose(S, k, -2, -1), m);
   s = mq_binary(S, MQ_BIN_DIV, s, mq_tensor_from_value_stored(S, c, "div"));
   if (!broadcasts_to(m, s))
     mq_error(S, "attention: a mask of shape %s does not broadcast to the scores' shape %s",

@@ -146,7 +146,7 @@ static mq_tensor *mask_of(mq_state *S, const mq_tensor *t) {
 /* The float product of A and B (1-d operands already made matrices) into
  * out, through the GEMM: A and B read in place through their strides. */
 static void mm_float(mq_state *S, mq_tensor *A, mq_tensor *B, mq_tensor *out, mq_dtype in, int nb,
-                     const int64_t *shape, int64_t nbatch) {
+                     const int64_t *shape, int64_t nbatch, mq_tensor *keep) {
   int64_t n = A->shape[A->ndim - 2], K = A->shape[A->ndim - 1], m = B->shape[B->ndim - 1];
   int64_t ast[MQ_MAX_DIMS], bst[MQ_MAX_DIMS];
   batch_strides(A, nb, ast);
@@ -174,10 +174,18 @@ static void mm_float(mq_state *S, mq_tensor *A, mq_tensor *B, mq_tensor *out, mq
   int64_t *coff = mq_scratch(S, nbs * sizeof *coff);
   for (int64_t b = 0; b < nbatch; b++) coff[b] = b * n * m;
   G.coff = coff;
+  if (keep) { /* out's shape already: its batch strides, 0 where broadcast */
+    int64_t kst[MQ_MAX_DIMS], *koff = mq_scratch(S, nbs * sizeof *koff), unused;
+    batch_strides(keep, nb, kst);
+    for (int64_t b = 0; b < nbatch; b++) mq_batch_offsets(nb, shape, b, kst, &koff[b], kst, &unused);
+    G.keep = (mq_gemm_mat){.m = mq_tensor_data(keep), .mrs = keep->strides[keep->ndim - 2],
+                           .mcs = keep->strides[keep->ndim - 1], .moff = koff};
+  }
   mq_gemm_run(S, &G);
 }
 
-mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
+/* [keep]: a plain bool tensor of the result's shape (expanded), or NULL. */
+static mq_tensor *matmul(mq_state *S, mq_tensor *a, mq_tensor *b, mq_tensor *keep) {
   if (a->ndim == 0 || b->ndim == 0)
     mq_error(S, "matmul: both operands need at least 1 dimension, got shapes %s and %s (use * "
                 "to multiply by a scalar)", mq_shape_str(S, a->ndim, a->shape),
@@ -216,7 +224,8 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   mq_dtype in = half ? want : dt;
   if (dt != MQ_DT_I64) {
     A = mq_astype(S, A, in), B = mq_astype(S, B, in);
-    mm_float(S, A, B, out, in, nb, shape, nbatch);
+    mm_float(S, A, B, out, in, nb, shape, nbatch,
+             keep && a->ndim > 1 && b->ndim > 1 ? mq_expand(S, keep, nd, shape) : NULL);
   } else {
     A = prepare(S, A, dt, false), B = prepare(S, B, dt, true);
   }
@@ -257,4 +266,31 @@ mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) {
   if (om) mq_tensor_set_mask(S, out, om);
   mq_ag_matmul(S, out, a, b);
   return want != dt ? mq_narrow_back(S, out, want) : out;
+}
+
+mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) { return matmul(S, a, b, NULL); }
+
+/* Whether [k]'s shape broadcasts to a @ b's without growing: aligned from
+ * the right, each of its dims 1 or the result's (batch dims broadcast
+ * between a and b are checked by matmul itself; here only its own). */
+static bool keep_fits(const mq_tensor *k, const mq_tensor *a, const mq_tensor *b) {
+  if (a->ndim < 2 || b->ndim < 2 || k->ndim < 2 || k->ndim > (a->ndim > b->ndim ? a->ndim : b->ndim))
+    return false;
+  int64_t last[2] = {a->shape[a->ndim - 2], b->shape[b->ndim - 1]};
+  for (int d = 0; d < 2; d++) {
+    int64_t e = k->shape[k->ndim - 2 + d];
+    if (e != 1 && e != last[d]) return false;
+  }
+  for (int d = 0; d < k->ndim - 2; d++) { /* from the right: a's and b's batch dims */
+    int64_t e = k->shape[k->ndim - 3 - d];
+    int ai = a->ndim - 3 - d, bi = b->ndim - 3 - d;
+    int64_t ea = ai >= 0 ? a->shape[ai] : 1, eb = bi >= 0 ? b->shape[bi] : 1;
+    if (e != 1 && e != (ea != 1 ? ea : eb)) return false;
+  }
+  return true;
+}
+
+mq_tensor *mq_matmul_within(mq_state *S, mq_tensor *a, mq_tensor *b, mq_tensor *keep) {
+  bool usable = keep->layout == 0 && !keep->mask && keep->dtype == MQ_DT_BOOL && keep_fits(keep, a, b);
+  return matmul(S, a, b, usable ? keep : NULL);
 }

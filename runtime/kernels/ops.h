@@ -143,8 +143,13 @@ MQ_INTERNAL mq_tensor *mq_logcumsumexp(mq_state *S, mq_tensor *t, int dim);
 /* matmul with torch.matmul's shape rules (1-d operands, batch broadcast).
  * Masked: an output entry sums the products of the valid pairs only (a
  * masked-out entry contributes nothing, even if it holds inf or NaN); an
- * entry with no valid pair is masked out (data 0). Float32 accumulates in
- * float64. */
+ * entry with no valid pair is masked out (data 0). Each entry is the
+ * GEMM's chain (gemm.h), float32 accumulating in float32. */
 MQ_INTERNAL mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b);
+/* mq_matmul(a, b) for a caller that masks the result with [keep] (a bool
+ * tensor broadcasting to its shape) straight away: rows and columns of a
+ * batch matrix outside the span of keep's valid entries are not computed
+ * and hold 0. The entries inside are mq_matmul's bits. */
+MQ_INTERNAL mq_tensor *mq_matmul_within(mq_state *S, mq_tensor *a, mq_tensor *b, mq_tensor *keep);
 
 #endif
