@@ -68,13 +68,15 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
     T inv = (T)(1.0 / sm_sum_##E(cpu, o, n));                                  \
     for (int64_t i = 0; i < n; i++) o[i] *= inv;                               \
   }                                                                            \
-  /* n rows of [inner] columns; mx, sum and any are scratch rows */           \
+  /* n rows of [inner] columns; mx, sum and any are scratch rows (wide: \
+   * its loops are exact entry by entry, so any vector width gives the    \
+   * same bits) */                                                          \
   /* rst (NULL: not known) says of each row of the block whether it is   \
    * all valid (MQ_MS_VALID: read without the mask) or all masked out      \
    * (MQ_MS_MASKED: not read at all; a time-major batch's steps past its   \
    * longest sequence): a masked-out entry adds nothing to a column's max  \
    * and sum, and its result is the constant the fill gives it below */    \
-  static void sm_cols_##E(T *o, const T *x, const uint8_t *m, const uint8_t *rst, int64_t n, \
+  MQ_WIDE static void sm_cols_##E(int cpu, T *o, const T *x, const uint8_t *m, const uint8_t *rst, int64_t n, \
                           int64_t inner, T *mx, double *sum, uint8_t *any, bool lg) { \
     for (int64_t i = 0; i < inner; i++) { mx[i] = -INFINITY; sum[i] = 0; any[i] = m ? 0 : 1; } \
     for (int64_t j = 0; j < n; j++) {                                          \
@@ -107,7 +109,8 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
       T *orow = o + j * inner;                                                 \
       uint8_t rs = rst ? rst[j] : MQ_MS_MIXED;                                 \
       if (rs == MQ_MS_MASKED) continue; /* its 0s add nothing: written below */ \
-      for (int64_t i = 0; i < inner; i++) orow[i] = EXP(xr[i] - mx[i]);        \
+      for (int64_t i = 0; i < inner; i++) orow[i] = xr[i] - mx[i];             \
+      EXP##_cols(cpu, orow, inner); /* in place: e^(x - max), on the path */  \
       if (m && rs != MQ_MS_VALID) sm_fill_##E(orow, m + j * inner, inner, (T)0); \
       for (int64_t i = 0; i < inner; i++) sum[i] += (double)orow[i];           \
     }                                                                          \
@@ -148,6 +151,13 @@ static void sm_exp_F64(int cpu, double *o, const double *x, double c, int64_t n)
     }                                                                          \
   }
 
+/* e^v in place over a row of a column block: float32 by the CPU path's
+ * loop (x - 0 is x, so the bits are mq_vexpf's), float64 by glibc */
+#define mq_vexpf_cols(cpu, o, n) mq_vexpf_rows(cpu, o, o, 0.0f, n)
+static void exp_cols(int cpu, double *o, int64_t n) {
+  (void)cpu;
+  for (int64_t i = 0; i < n; i++) o[i] = exp(o[i]);
+}
 DEF_SOFTMAX(F32, float, mq_vexpf)
 DEF_SOFTMAX(F64, double, exp)
 
@@ -218,12 +228,12 @@ static void sm_range(void *ctx, int64_t b0, int64_t b1, int t) {
       const float *x = (const float *)J->x + off;
       if (J->rs && J->rs->full[b]) sm_span_F32(J->cpu, o, x, n, J->rs->lo[b], J->rs->hi[b], J->lg);
       else if (inner == 1) sm_row_F32(J->cpu, o, x, mb, n, J->lg);
-      else sm_cols_F32(o, x, mb, J->rst ? J->rst + b * n : NULL, n, inner, mx, sum, any, J->lg);
+      else sm_cols_F32(J->cpu, o, x, mb, J->rst ? J->rst + b * n : NULL, n, inner, mx, sum, any, J->lg);
     } else {
       double *o = (double *)J->o + off;
       const double *x = (const double *)J->x + off;
       if (inner == 1) sm_row_F64(J->cpu, o, x, mb, n, J->lg);
-      else sm_cols_F64(o, x, mb, J->rst ? J->rst + b * n : NULL, n, inner, mx, sum, any, J->lg);
+      else sm_cols_F64(J->cpu, o, x, mb, J->rst ? J->rst + b * n : NULL, n, inner, mx, sum, any, J->lg);
     }
   }
 }
