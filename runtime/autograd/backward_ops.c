@@ -431,8 +431,15 @@ static void sm_bw_range(void *ctx, int64_t a0, int64_t a1, int t) {
 }
 
 /* Slices [s0, s1) (slice a * inner + c: entries base + j * inner) of
- * softmax's derivative along a dim that is not the last. */
-static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
+ * softmax's derivative along a dim that is not the last: up to SM_COLS
+ * neighbouring slices at a time, walked row by row (a slice alone strides
+ * a whole row per entry: a cache miss each), each slice's sum still in its
+ * own order along j. */
+enum { SM_COLS = 256 };
+MQ_WIDE static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
+  (void)t;
+  uint8_t sm_all_valid[SM_COLS]; /* a plain operand's mask row */
+  memset(sm_all_valid, 1, sizeof sm_all_valid);
   const sm_bw_job *B = ctx;
   const along *J = B->J;
   const double *yv = B->yv, *gv = J->gv;
@@ -441,23 +448,53 @@ static void sm_bw_strided(void *ctx, int64_t s0, int64_t s1, int t) {
   uint8_t *mo = J->m;
   int64_t len = J->A.len, inner = J->A.inner;
   bool lg = B->lg;
-  for (int64_t sl = s0; sl < s1; sl++) {
-    int64_t a = sl / inner, c = sl - a * inner, base = a * len * inner + c;
-    double s = 0;
-    bool any = false;
+  double s[SM_COLS];
+  uint8_t any[SM_COLS];
+  for (int64_t sl = s0; sl < s1;) {
+    int64_t a = sl / inner, c0 = sl - a * inner, w = inner - c0;
+    if (w > SM_COLS) w = SM_COLS;
+    if (w > s1 - sl) w = s1 - sl;
+    int64_t base = a * len * inner + c0;
+    for (int64_t c = 0; c < w; c++) s[c] = 0, any[c] = 0;
+    /* a term not formed adds -0, which leaves s as it was */
     for (int64_t j = 0; j < len; j++) {
-      int64_t i = base + j * inner;
-      if (!valid(xm, i) || !valid(gm, i)) continue;
-      any = true;
-      s += lg ? gv[i] : gv[i] * yv[i];
+      int64_t r = base + j * inner;
+      const double *restrict gr = gv + r, *restrict yr = yv + r;
+      const uint8_t *restrict xr = xm ? xm + r : sm_all_valid, *restrict gmr = gm ? gm + r : sm_all_valid;
+      if (lg)
+        for (int64_t c = 0; c < w; c++) {
+          uint8_t ok = (uint8_t)(xr[c] & gmr[c]);
+          s[c] += pick(gr[c], ok, NEG_ZERO);
+          any[c] |= ok;
+        }
+      else
+        for (int64_t c = 0; c < w; c++) {
+          uint8_t ok = (uint8_t)(xr[c] & gmr[c]);
+          s[c] += pick(gr[c] * yr[c], ok, NEG_ZERO);
+          any[c] |= ok;
+        }
     }
     for (int64_t j = 0; j < len; j++) {
-      int64_t i = base + j * inner;
-      bool ok = valid(xm, i), got = ok && valid(gm, i);
-      double gi = got ? gv[i] : 0, y = ok ? yv[i] : 0;
-      out[i] = ok && any ? (lg ? gi - mq_bw_exp(y, B->f32) * s : y * (gi - s)) : 0;
-      if (mo) mo[i] = ok && any;
+      int64_t r = base + j * inner;
+      const double *restrict gr = gv + r, *restrict yr = yv + r;
+      const uint8_t *restrict xr = xm ? xm + r : sm_all_valid, *restrict gmr = gm ? gm + r : sm_all_valid;
+      double *restrict o = out + r;
+      if (lg)
+        for (int64_t c = 0; c < w; c++) {
+          uint8_t ok = xr[c];
+          double gi = pick(gr[c], (uint8_t)(ok & gmr[c]), 0), y = pick(yr[c], ok, 0);
+          o[c] = pick(gi - mq_bw_exp(y, B->f32) * s[c], (uint8_t)(ok & any[c]), 0);
+        }
+      else
+        for (int64_t c = 0; c < w; c++) {
+          uint8_t ok = xr[c];
+          double gi = pick(gr[c], (uint8_t)(ok & gmr[c]), 0), y = pick(yr[c], ok, 0);
+          o[c] = pick(y * (gi - s[c]), (uint8_t)(ok & any[c]), 0);
+        }
+      if (mo)
+        for (int64_t c = 0; c < w; c++) mo[r + c] = (uint8_t)(xr[c] & any[c]);
     }
+    sl += w;
   }
 }
 
