@@ -700,24 +700,32 @@ void mq_bw_softmax(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
 void mq_bw_cumulative(mq_state *S, mq_tensor *t, mq_tensor *g, mq_tensor **gin) {
   along J;
   if (!along_init(S, &J, t, g)) return;
-  bool prod = t->node->op;
+  if (!t->node->op) { /* cumsum: each slice's suffix sum of the gradients */
+    int64_t len = J.A.len, inner = J.A.inner;
+    double s[SM_COLS];
+    bool any[SM_COLS];
+    for (int64_t a = 0; a < J.A.outer; a++)
+      for (int64_t c0 = 0; c0 < inner; c0 += SM_COLS) { /* neighbouring slices row by row */
+        int64_t w = inner - c0 < SM_COLS ? inner - c0 : SM_COLS, base = a * len * inner + c0;
+        for (int64_t c = 0; c < w; c++) s[c] = 0, any[c] = false;
+        for (int64_t j = len - 1; j >= 0; j--)
+          for (int64_t c = 0, i = base + j * inner; c < w; c++, i++) {
+            bool ok = valid(J.xm, i);
+            if (ok && valid(J.gm, i)) s[c] += J.gv[i], any[c] = true;
+            J.o[i] = ok && any[c] ? s[c] : 0;
+            if (J.m) J.m[i] = ok && any[c];
+          }
+        mq_poll(S);
+      }
+    gin[0] = J.r;
+    return;
+  }
   const double *xv = mq_bw_d(mq_bw_f64_to(S, J.x, J.x->ndim, J.x->shape));
   for (int64_t a = 0; a < J.A.outer; a++)
     for (int64_t c = 0; c < J.A.inner; c++) {
       int64_t base = a * J.A.len * J.A.inner + c;
 #define AT(j) (base + (j) * J.A.inner)
 #define GOT(j) (valid(J.xm, AT(j)) && valid(J.gm, AT(j)))
-      if (!prod) { /* cumsum: a suffix sum of the gradients */
-        double s = 0;
-        bool any = false;
-        for (int64_t j = J.A.len - 1; j >= 0; j--) {
-          int64_t i = AT(j);
-          if (GOT(j)) s += J.gv[i], any = true;
-          J.o[i] = valid(J.xm, i) && any ? s : 0;
-          if (J.m) J.m[i] = valid(J.xm, i) && any;
-        }
-        continue;
-      }
       double prefix = 1; /* product of the valid entries before j */
       for (int64_t j = 0; j < J.A.len; j++) {
         int64_t i = AT(j);
