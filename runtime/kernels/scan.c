@@ -243,12 +243,44 @@ mq_tensor *mq_median(mq_state *S, mq_tensor *t, int dim, bool keepdim) {
 
 /* Running values in the accumulator type A (double for floats, wrapping
  * int64 for ints); masked-out entries contribute the identity, and hold
- * the running value (under their mask). */
+ * the running value (under their mask). A contiguous row keeps its value
+ * in a register and stops combining at its last valid entry: past it the
+ * value holds (OP with the identity changes no running value: a sum from
+ * +0 is never -0, and x * 1 is x). */
 #define DEF_CUM(NAME, T, A, TO, ID, OP)                                        \
+  static void NAME##_rows(layout *L, TO *o) {                                  \
+    const T *x = (const T *)L->x;                                              \
+    int64_t n = L->n;                                                          \
+    for (int64_t b = 0; b < L->outer; b++) {                                   \
+      const T *xr = x + b * n;                                                 \
+      const uint8_t *mr = L->m ? L->m + b * n : NULL;                          \
+      TO *orow = o + b * n;                                                    \
+      int64_t lo = 0, hi = n;                                                  \
+      A a = (A)(ID);                                                           \
+      if (mr) mq_valid_span(mr, n, &lo, &hi);                                  \
+      for (int64_t j = 0; j < lo; j++) orow[j] = (TO)a;                        \
+      if (mr)                                                                  \
+        for (int64_t j = lo; j < hi; j++) {                                    \
+          a = OP(a, mr[j] ? (A)xr[j] : (A)(ID));                               \
+          orow[j] = (TO)a;                                                     \
+        }                                                                      \
+      else                                                                     \
+        for (int64_t j = lo; j < hi; j++) {                                    \
+          a = OP(a, (A)xr[j]);                                                 \
+          orow[j] = (TO)a;                                                     \
+        }                                                                      \
+      for (int64_t j = hi; j < n; j++) orow[j] = (TO)a;                        \
+      lay_poll(L, n + 1);                                                      \
+    }                                                                          \
+  }                                                                            \
   static void NAME(layout *L, TO *o, A *acc) {                                 \
     const T *x = (const T *)L->x;                                              \
     const uint8_t *m = L->m;                                                   \
     int64_t n = L->n, inner = L->inner;                                        \
+    if (inner == 1) {                                                          \
+      NAME##_rows(L, o);                                                       \
+      return;                                                                  \
+    }                                                                          \
     for (int64_t b = 0; b < L->outer; b++) {                                   \
       int64_t base = b * n * inner;                                            \
       for (int64_t c = 0; c < inner; c++) acc[c] = (A)(ID);                    \
