@@ -75,10 +75,11 @@ static void set_valid_mask(mq_state *S, const layout *L, mq_tensor *out, mq_tens
       const T *xb = x + b * n * inner;                                         \
       const uint8_t *mb = m ? m + b * n * inner : NULL;                        \
       if (inner == 1) {                                                        \
-        int64_t best = -1;                                                     \
+        int64_t best = -1, lo = 0, hi = n; /* a padded row: its span only */  \
         T v0 = 0;                                                              \
-        for (int64_t i0 = 0; i0 < n; i0 += MQ_POLL_ELEMS) {                    \
-          int64_t i1 = n - i0 > MQ_POLL_ELEMS ? i0 + MQ_POLL_ELEMS : n;        \
+        if (mb) mq_valid_span(mb, n, &lo, &hi);                                \
+        for (int64_t i0 = lo; i0 < hi; i0 += MQ_POLL_ELEMS) {                  \
+          int64_t i1 = hi - i0 > MQ_POLL_ELEMS ? i0 + MQ_POLL_ELEMS : hi;      \
           for (int64_t i = i0; i < i1; i++) {                                  \
             if (mb && !mb[i]) continue;                                        \
             if (best < 0 || BETTER(xb[i], v0)) best = i, v0 = xb[i];           \
