@@ -516,8 +516,15 @@ static void isum_combine(void *accv, const void *partv, int64_t n) {
     const T *x = xv;                                                           \
     ACC_ROW(uint64_t, acc, x, m, n, (uint64_t), ADD, 0);                       \
   }                                                                            \
+  /* a padded row: its valid span only (wrapping sums in any order) */     \
+  static void isum_rowspan_##E(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, \
+                               int64_t hi) {                                   \
+    (void)n;                                                                   \
+    isum_row_##E(acc, o, (const T *)xv + lo, NULL, hi - lo);                   \
+  }                                                                            \
   static const mq_red_kernel isum_##E = {.acc_size = sizeof(int64_t), .row = isum_row_##E, \
-                                        .acc_row = isum_acc_##E, .combine = isum_combine};
+                                        .acc_row = isum_acc_##E, .combine = isum_combine, \
+                                        .row_span = isum_rowspan_##E};
 
 DEF_ISUM(BOOL, uint8_t)
 DEF_ISUM(I64, int64_t)
@@ -552,8 +559,26 @@ DEF_ISUM(I64, int64_t)
     const T *x = xv;                                                           \
     ACC_ROW(A, acc, x, m, n, (A), MULT, 1);                                    \
   }                                                                            \
+  /* [lo, hi) only, each entry in the lane row() gives it (i % 8 in the    \
+   * whole blocks of eight, lane 0 after them), in the same order: the      \
+   * entries outside multiply their lanes by 1 there, which is exact */      \
+  static void NAME##_rowspan_##E(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, \
+                                 int64_t hi) {                                 \
+    const T *x = xv;                                                           \
+    A p[8] = {1, 1, 1, 1, 1, 1, 1, 1};                                         \
+    int64_t n8 = n - n % 8, b = hi < n8 ? hi : n8, i = lo;                     \
+    for (; i < b && i % 8; i++) p[i % 8] = MULT(p[i % 8], (A)x[i]);            \
+    for (; i + 8 <= b; i += 8)                                                 \
+      for (int j = 0; j < 8; j++) p[j] = MULT(p[j], (A)x[i + j]);              \
+    for (; i < b; i++) p[i % 8] = MULT(p[i % 8], (A)x[i]);                     \
+    for (; i < hi; i++) p[0] = MULT(p[0], (A)x[i]);                            \
+    A r = ((A *)acc)[o];                                                       \
+    for (int j = 0; j < 8; j++) r = MULT(r, p[j]);                             \
+    ((A *)acc)[o] = r;                                                         \
+  }                                                                            \
   static const mq_red_kernel NAME##_##E = {.acc_size = sizeof(A), .row = NAME##_row_##E, \
-                                          .acc_row = NAME##_acc_##E};
+                                          .acc_row = NAME##_acc_##E,           \
+                                          .row_span = NAME##_rowspan_##E};
 
 #define FMULT(a, b) ((a) * (b))
 #define IMULT(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
@@ -611,8 +636,16 @@ DEF_PROD(dprod, F64, double, double, FMULT)
       for (int64_t i = 0; i < n; i++) acc[i] = PICK(acc[i], x[i]);             \
     }                                                                          \
   }                                                                            \
+  /* a padded row: its valid span only (an integer extremum is the same in \
+   * any order) */                                                            \
+  static void NAME##_rowspan_##E(void *acc, int64_t o, const void *x, int64_t n, int64_t lo, \
+                                 int64_t hi) {                                 \
+    (void)n;                                                                   \
+    ((T *)acc)[o] = NAME##_fold_##E(((T *)acc)[o], (const T *)x + lo, NULL, hi - lo); \
+  }                                                                            \
   static const mq_red_kernel NAME##_##E = {.acc_size = sizeof(T), .row = NAME##_row_##E, \
-                                          .acc_row = NAME##_acc_##E};
+                                          .acc_row = NAME##_acc_##E,           \
+                                          .row_span = NAME##_rowspan_##E};
 
 DEF_EXT(amax, BOOL, uint8_t, PICK_MAXI, 0)
 DEF_EXT(amax, I64, int64_t, PICK_MAXI, INT64_MIN)
@@ -766,14 +799,21 @@ static void lse_rowspan_F32(void *acc, int64_t o, const void *xv, int64_t n, int
 
 /* Each entry read as x != 0 (NaN is true, -0.0 false, as in torch), folded
  * into a bool slot: no bool copy of the input is made first, so all(x) of
- * a mapped file needs no memory in proportion to it. */
-#define DEF_TRUTH(NAME, E, T, PICK)                                            \
+ * a mapped file needs no memory in proportion to it. A row stops at the
+ * entry that settles its slot (DONE: any's first true, all's first false),
+ * and a padded row reads its valid span only. */
+#define DEF_TRUTH(NAME, E, T, PICK, DONE)                                      \
   static void NAME##_row_##E(void *acc, int64_t o, const void *xv, const uint8_t *m, int64_t n) { \
     const T *x = xv;                                                           \
     uint8_t a = ((uint8_t *)acc)[o];                                           \
-    for (int64_t i = 0; i < n; i++)                                            \
+    for (int64_t i = 0; i < n && a != (DONE); i++)                             \
       if (!m || m[i]) a = PICK(a, (uint8_t)(x[i] != 0));                       \
     ((uint8_t *)acc)[o] = a;                                                   \
+  }                                                                            \
+  static void NAME##_rowspan_##E(void *acc, int64_t o, const void *xv, int64_t n, int64_t lo, \
+                                 int64_t hi) {                                 \
+    (void)n;                                                                   \
+    NAME##_row_##E(acc, o, (const T *)xv + lo, NULL, hi - lo);                 \
   }                                                                            \
   static void NAME##_acc_##E(void *accv, const void *xv, const uint8_t *m, int64_t n) { \
     uint8_t *acc = accv;                                                       \
@@ -782,14 +822,15 @@ static void lse_rowspan_F32(void *acc, int64_t o, const void *xv, int64_t n, int
       if (!m || m[i]) acc[i] = PICK(acc[i], (uint8_t)(x[i] != 0));             \
   }                                                                            \
   static const mq_red_kernel NAME##_##E = {.acc_size = 1, .row = NAME##_row_##E,     \
-                                          .acc_row = NAME##_acc_##E};
+                                          .acc_row = NAME##_acc_##E,           \
+                                          .row_span = NAME##_rowspan_##E};
 
-DEF_TRUTH(all, I64, int64_t, PICK_MINI)
-DEF_TRUTH(all, F32, float, PICK_MINI)
-DEF_TRUTH(all, F64, double, PICK_MINI)
-DEF_TRUTH(any, I64, int64_t, PICK_MAXI)
-DEF_TRUTH(any, F32, float, PICK_MAXI)
-DEF_TRUTH(any, F64, double, PICK_MAXI)
+DEF_TRUTH(all, I64, int64_t, PICK_MINI, 0)
+DEF_TRUTH(all, F32, float, PICK_MINI, 0)
+DEF_TRUTH(all, F64, double, PICK_MINI, 0)
+DEF_TRUTH(any, I64, int64_t, PICK_MAXI, 1)
+DEF_TRUTH(any, F32, float, PICK_MAXI, 1)
+DEF_TRUTH(any, F64, double, PICK_MAXI, 1)
 
 /* --- the table ------------------------------------------------------------- */
 
