@@ -50,6 +50,17 @@ def state():
     return s
 
 
+def _with_mask(v):
+    """v, a numpy.ma array whose mask numpy shrank to nomask (np.ma.concatenate
+    does when every entry is valid, as dask's does merging parts or blocks)
+    given an all-False mask again: masq reads a nomask array as plain and
+    gives a plain result, where the same data with its mask, as masq.eval
+    sees the whole array, gives a masked one."""
+    if isinstance(v, np.ma.MaskedArray) and v.mask is np.ma.nomask:
+        return np.ma.array(v.data, mask=np.zeros(v.shape, bool))
+    return v
+
+
 def _run(source, values, outs):
     """Runs source, statements that assign globals, with values bound in
     this thread's State; the globals named in outs. Every global it bound
@@ -58,7 +69,7 @@ def _run(source, values, outs):
     temporary: nothing dask cannot see."""
     s = state()
     for k, v in values.items():
-        s[k] = v
+        s[k] = _with_mask(v)
     try:
         s.eval(source, name="<masq.dask>")
         return [s[k] for k in outs]
@@ -175,7 +186,14 @@ def _aggregate(parts, axis, keepdims, fn, e, correction, out_dtype):
     src, outs = _source(fn, "final", axis, e, correction)
     r = _run(src + f"\n_p_R = to(_p_R, {out_dtype})", merged, outs)[0]
     r = r if keepdims else r.reshape([n for i, n in enumerate(r.shape) if i not in axis])
-    return r[()] if r.ndim == 0 else r  # a number (numpy's scalar, or numpy.ma.masked), as numpy reduces
+    return _number(r) if r.ndim == 0 else r
+
+
+def _number(r):
+    """A 0-d result as masq.eval gives it: numpy.ma.masked; a Python number
+    for float64, int and bool; a numpy scalar for the narrower floats."""
+    r = r[()]
+    return r if r is np.ma.masked or r.dtype.kind == "f" and r.dtype != np.float64 else r.item()
 
 
 def _sample(a):

@@ -55,6 +55,7 @@ def chunked(whole):
 
 
 def check(got, want, f32=1e-6):
+    assert type(got) is type(want)  # numpy.ma or plain, a number or numpy's scalar: as masq.eval gives it
     assert np.shape(got) == np.shape(want)
     assert np.asarray(got).dtype == np.asarray(want).dtype
     assert np.array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(want))
@@ -201,6 +202,24 @@ def test_cluster_workers_make_their_own_state(client, on_cluster):
     assert len(made) == 2
     for pid, states in made.values():
         assert len(states) == 1 and states[0][0] == pid  # threads_per_worker=1: one State
+
+
+ALL_VALID = ["x * 2", "sum(x, 0)", "mean(x, [0, 1], keepdim=true)", "std(x, 1)", "amax(x)", "softmax(x, 0)"]
+
+
+def test_cluster_all_valid_is_still_masked(client):
+    """numpy.ma chunks whose entries are all valid give numpy.ma results, as
+    masq.eval does on the whole array with its mask: np.ma.concatenate
+    (dask's, merging parts) shrinks an all-False mask to nomask, which masq
+    reads as a plain array; before, such a result came back as a plain
+    ndarray (a number for amax: float64, where masq.eval gives a float)."""
+    a = np.ma.array(np.random.default_rng(5).random((20, 9)), mask=np.zeros((20, 9), bool))
+    x = da.from_array(a, chunks=(6, 4), asarray=False)
+    got = client.gather(client.compute([md.eval(src, x=x) for src in ALL_VALID]))
+    for src, g in zip(ALL_VALID, got):
+        want = masq.eval(src, x=a)
+        check(g, want, f32=1e-5)
+        assert not np.ma.getmaskarray(g).any(), src
 
 
 @pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
