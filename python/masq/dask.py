@@ -14,7 +14,10 @@ masq.eval(source, **whole arrays) gives:
   squared deviations, merged with Chan's parallel formula;
 - softmax, log_softmax or softmin at the top, along one literal dim, in two
   passes: each slice's largest entry and sum of exponentials (a reduction
-  as above), then each entry.
+  as above), then each entry;
+- argmax/argmin, norm, cumsum, median/quantile at the top, and a matrix
+  product a @ b of 2-d arrays over a chunked contraction axis
+  (masq/_along.py says how each splits).
 
 Anything else raises masq.dask.Unsupported naming what (and the axis to
 rechunk). What travels to the workers is source text and chunks: each
@@ -181,10 +184,10 @@ def _combine(parts, axis, keepdims, fn, e):
     return dict(zip(_SPECS[fn][1], _run(src, merged, outs)))
 
 
-def _aggregate(parts, axis, keepdims, fn, e, correction, out_dtype):
+def _aggregate(parts, axis, keepdims, fn, e, correction, out_dtype, post="_p_R"):
     merged = _combine(parts, axis, True, fn, e)
     src, outs = _source(fn, "final", axis, e, correction)
-    r = _run(src + f"\n_p_R = to(_p_R, {out_dtype})", merged, outs)[0]
+    r = _run(src + f"\n_p_R = to({post}, {out_dtype})", merged, outs)[0]
     r = r if keepdims else r.reshape([n for i, n in enumerate(r.shape) if i not in axis])
     return _number(r) if r.ndim == 0 else r
 
@@ -258,6 +261,8 @@ def eval(source, **arrays):
     used = used & set(darrays)
     if fn is None:
         return _elementwise(inner, darrays, scalars, used)[0]
+    if fn == "matmul":
+        return _along.matmul(inner, darrays, scalars, used)
     if fn == "softmin":  # softmax of the negation
         fn, inner = "softmax", f"-({inner})"
     if inner in darrays:  # the array itself: its chunks go to masq as they are
@@ -268,13 +273,16 @@ def eval(source, **arrays):
     axis = _dims(opts["dim"], e.ndim)
     if fn in ("softmax", "log_softmax"):
         return _normalize(fn, e, sample, axis)
+    if fn in _along.SPLIT:
+        return _along.SPLIT[fn](fn, e, sample, axis, opts)
     return _reduce(fn, e, sample, axis, opts["keepdim"], opts["correction"])
 
 
-def _reduce(fn, e, sample, axis, keepdim, corr=0, out_dtype=None, whole=None, output_size=1):
+def _reduce(fn, e, sample, axis, keepdim, corr=0, out_dtype=None, whole=None, output_size=1, post="_p_R"):
     """fn of e along axis, as masq's partial aggregates merged in dask's
     tree; the dtype masq gives on the whole array (whole: that result on
-    the sample), or out_dtype."""
+    the sample), or out_dtype; post: masq source of the result from the
+    reduction's (_p_R), before that cast."""
     if whole is None:
         whole = masq.eval(f"{fn}(_e, {list(axis)}, keepdim=true" + (f", correction={corr})" if fn in ("var", "std")
                                                                       else ")"), _e=sample)
@@ -285,7 +293,7 @@ def _reduce(fn, e, sample, axis, keepdim, corr=0, out_dtype=None, whole=None, ou
         meta = meta.astype(out_dtype)
     return da.reduction(
         e, functools.partial(_chunk, fn=fn, e=ex),
-        functools.partial(_aggregate, fn=fn, e=ex, correction=corr, out_dtype=str(meta.dtype)),
+        functools.partial(_aggregate, fn=fn, e=ex, correction=corr, out_dtype=str(meta.dtype), post=post),
         combine=functools.partial(_combine, fn=fn, e=ex), axis=axis, keepdims=keepdim,
         dtype=meta.dtype, concatenate=False, meta=meta, name=f"masq-{fn}", output_size=output_size)
 
@@ -312,3 +320,6 @@ def _normalize(fn, e, sample, axis):
     sind = tuple(e.ndim if i == axis[0] else i for i in ind)
     return da.blockwise(_normalize_fn, ind, e, ind, stats, sind, fn=fn, e=ex, axis=axis[0],
                         out_dtype=str(meta.dtype), dtype=meta.dtype, meta=meta, concatenate=True)
+
+
+from masq import _along  # noqa: E402 - at the end: it uses this module's helpers

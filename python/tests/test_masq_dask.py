@@ -26,6 +26,16 @@ REDUCTIONS = [
     "any(x > 0.95, 1)", "all(x > 0.05, 0)", "var(x, 1)", "std(x, 0, correction=1)", "var(y, -1, 1, true)",
     "std(y * k + 1e3, 0)", "sum(y > 0.5, 1)", "var(i, 0, correction=1)", "mean(i, 1)",
 ]
+ALONG = [  # split along a chunked dim by masq/_along.py
+    "argmax(u, 1)", "argmin(u, 0)", "argmax(f, 1, keepdim=true)", "argmin(f, 0)", "argmax(j, 1)", "argmin(j, 0)",
+    "argmax(u)", "argmin(j)", "argmax(h)", "argmin(-h)", "argmax(y * 2, 0)", "argmax(i, dim=1)",
+    "norm(u, 2, 1)", "norm(f, 1, 0)", "norm(u, 0, 1)", "norm(f, inf, 1)", "norm(u, -inf, 0)", "norm(u, 3, 1)",
+    "norm(j, 0.5, 0)", "norm(i, 2, 1)", "norm(u)", "norm(f, dim=[0, 1], keepdim=true)", "norm(f, -1, 1)",
+    "norm(x * 1e200, 2, 1)",
+    "cumsum(u, 1)", "cumsum(f, 0)", "cumsum(j, 1)", "cumsum(i, 0)", "cumsum(y > 0.5, 1)", "cumsum(x * 2, dim=0)",
+    "median(u, 1)", "median(j, 0, keepdim=true)", "quantile(f, 0.3, 1)", "median(x)", "quantile(x, 0.9)",
+    "u @ z", "matmul(f, z)", "f @ g", "j @ n", "(x * 2) @ z", "i @ n",
+]
 NORMALIZED = ["softmax(x, 1)", "log_softmax(x * 2, 0)", "softmin(y, dim=-1)", "softmax(i, 0)"]
 ELEMENTWISE = ["x * 2 + 1", "(x - 0.5) * w", "exp(x) - y", "where(y > 0.5, x, y * k)", "clamp(y, min=0.2) + w"]
 
@@ -38,7 +48,28 @@ def data():
     y = rng.random((45, 38)).astype(np.float32)
     i = rng.integers(-2**40, 2**40, size=(45, 38))
     w = rng.random(38)
-    return {"x": a, "y": y, "i": i, "w": w, "k": 3}
+    return {"x": a, "y": y, "i": i, "w": w, "k": 3, **along_data(rng)}
+
+
+def along_data(rng):
+    """For argmax/argmin, norm, cumsum, median/quantile and matmul along
+    chunked dims (chunks of 7 rows, 6 columns): ties and NaN in different
+    chunks, a fully masked row, block and column of chunks."""
+    u = np.ma.array(rng.random((45, 38)), mask=rng.random((45, 38)) < 0.3)
+    u[4] = np.ma.masked
+    u[30:40, 10:20] = np.ma.masked
+    u[:, 24:30] = np.ma.masked  # a whole column of chunks
+    u[9, 20] = u[9, 31] = np.nan  # two chunks' NaN: the first wins argmax and argmin, as on the whole array
+    u[11, 8] = u[11, 33] = u[13, 2] = u[40, 2] = 2.0  # ties across chunks along each dim
+    u[12, 8] = u[12, 33] = u[15, 1] = u[41, 1] = -1.0
+    j = np.ma.array(rng.integers(-4, 5, size=(45, 38)), mask=np.ma.getmaskarray(u))  # ties everywhere
+    h = np.zeros((45, 38), np.int64)
+    h[6, 0] = h[0, 30] = 1  # flat order is not the order of the chunks: (0, 30) comes first
+    z = np.ma.array(rng.random((38, 11)), mask=rng.random((38, 11)) < 0.6)
+    z[:, 2] = np.ma.masked
+    g = np.ma.array(rng.random((38, 11)).astype(np.float32), mask=np.ma.getmaskarray(z))
+    return {"u": u, "f": u.astype(np.float32), "j": j, "h": h, "z": z, "g": g,
+            "n": rng.integers(-9, 10, size=(38, 5))}
 
 
 def chunked(whole):
@@ -61,7 +92,7 @@ def check(got, want, f32=1e-6):
     assert np.array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(want))
     g, w = np.ma.filled(got, 0), np.ma.filled(want, 0)
     tol = f32 if np.asarray(want).dtype == np.float32 else 1e-12
-    assert np.allclose(g, w, rtol=tol, atol=0), (g, w)
+    assert np.allclose(g, w, rtol=tol, atol=0, equal_nan=True), (g, w)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +156,7 @@ def example():
     return mod
 
 
-CLUSTER = ELEMENTWISE + REDUCTIONS + NORMALIZED + ["x - m"]  # m: a row mean, from masq.dask
+CLUSTER = ELEMENTWISE + REDUCTIONS + NORMALIZED + ALONG + ["x - m"]  # m: a row mean, from masq.dask
 SKEWED = ["x * 2 - y", "mean(x, 1)", "std(y, 0)"]
 
 
@@ -156,7 +187,7 @@ def test_cluster_equals_whole(on_cluster, whole, src):
     want = masq.eval(src, **uses(src, whole))
     # float32 softmax: masq's own kernel is 2e-6 off the exact value, the
     # split one (exp of x - logsumexp in float64) 6e-8
-    check(got, want, f32=1e-5 if src in NORMALIZED else 1e-6)
+    check(got, want, f32=1e-5 if src in NORMALIZED + ALONG else 1e-6)
     if src in ELEMENTWISE:  # each entry computed by the same kernel: exactly
         assert np.array_equal(np.ma.filled(got, 0), np.ma.filled(want, 0))
 
@@ -250,13 +281,19 @@ def test_numpy_inputs_and_one_chunk():
 
 
 @pytest.mark.parametrize("src, says", [
-    ("cumsum(x, 1)", "works along dim 1, across chunks; rechunk that axis into one chunk (x.rechunk({1: -1}))"),
+    ("cumprod(x, 1)", "works along dim 1, across chunks; rechunk that axis into one chunk (x.rechunk({1: -1}))"),
     ("softmax(x, [0, 1])", "softmax needs one literal dim"),
     ("x * softmax(x, 1)", "cannot split softmax(...): it works along dim 1"),
-    ("cumsum(x, dim=0)", "along dim 0"),
+    ("cummax(x, dim=0)", "along dim 0"),
+    ("cumsum(x)", "cumsum needs one literal dim"),
+    ("argmax(x, [0, 1])", "argmax takes one literal dim (or none, for all)"),
+    ("norm(x, p)", "needs a literal p (a number, inf or -inf), not p"),
+    ("quantile(x, dim=1)", "quantile needs a literal q"),
+    ("x @ x * 2", "one matrix product a @ b at the top of the expression"),
+    ("sum(x @ x)", "matrix product"),
+    ("x @ x", "x @ x: x has 6 columns, x 4 rows"),
     ("x - mean(x)", "one reduction at the top of the expression"),
     ("x[0]", "cannot split indexing"),
-    ("x @ x", "matrix product"),
     ("mysterious(x)", "mysterious(...): it is not known to be elementwise"),
     ("mean(x, d)", "literal dims"),
     ("sum(x, 1, dtype=float64)", "dtype= is not supported across chunks"),
