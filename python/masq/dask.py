@@ -99,8 +99,9 @@ def _blockwise_fn(*blocks, source, names, scalars):
 # the result; {C} is var's correction), and what each step runs first. {E}
 # is promoted to float64 where the whole array's kernels sum in a wider
 # type; the result is cast back to the dtype masq gives on the whole array.
+# Counts read the chunk _e itself ({E} has its mask): no conversion to count.
 _KEEP = "{D}, keepdim=true"
-_MEAN = ({"n": "count({E}, " + _KEEP + ")", "s": "sum({E}, " + _KEEP + ")"},
+_MEAN = ({"n": "count(_e, " + _KEEP + ")", "s": "sum({E}, " + _KEEP + ")"},
          {"n": "sum(n, " + _KEEP + ")", "s": "sum(s, " + _KEEP + ")"})
 # Chan et al.'s parallel variance, each part's mean carried as m + c (c the
 # mean of the part's deviations from m: what rounding m lost), so that the
@@ -108,15 +109,15 @@ _MEAN = ({"n": "count({E}, " + _KEEP + ")", "s": "sum({E}, " + _KEEP + ")"},
 # when the data sit far from 0. A part: its count n, mean m + c, and q the
 # sum of squared deviations from that mean; merged: the counts, the mean,
 # and the q's plus each part's count times its mean's squared distance.
-_VAR = ({"n": "count({E}, " + _KEEP + ")", "m": "_m", "c": "_c",
-         "q": "sum(_d ** 2, " + _KEEP + ") - count({E}, " + _KEEP + ") * _c ** 2"},
+_VAR = ({"n": "_k", "m": "_m", "c": "_c", "q": "sum(_d * _d, " + _KEEP + ") - _k * _c ** 2"},
         {"n": "_n", "m": "_mm", "c": "_cc", "q": "sum(q, " + _KEEP + ") + sum(n * (_dd - _cc) ** 2, " + _KEEP + ")"})
-_FIRST = {"var": ("_m = mean({E}, " + _KEEP + ")\n_d = {E} - _m\n_c = mean(_d, " + _KEEP + ")",
+_FIRST = {"var": ("_x = {E}\n_m = mean(_x, " + _KEEP + ")\n_d = _x - _m\n_c = mean(_d, " + _KEEP + ")\n"
+                  "_k = count(_e, " + _KEEP + ")",
                   "_n = sum(n, " + _KEEP + ")\n_mm = sum(n * m, " + _KEEP + ") / _n\n_dd = (m - _mm) + c\n"
                   "_cc = sum(n * _dd, " + _KEEP + ") / _n")}
 _FIRST["std"] = _FIRST["var"]
 _SPECS = {
-    "count": ({"n": "count({E}, " + _KEEP + ")"}, {"n": "sum(n, " + _KEEP + ")"}, "n"),
+    "count": ({"n": "count(_e, " + _KEEP + ")"}, {"n": "sum(n, " + _KEEP + ")"}, "n"),
     "mean": _MEAN + ("s / n",),
     "var": _VAR + ("q / maximum(n - {C}, 0)",),
     "std": _VAR + ("sqrt(q / maximum(n - {C}, 0))",),
