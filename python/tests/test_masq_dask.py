@@ -368,3 +368,42 @@ def test_a_forked_process_makes_its_own_state():
     os.close(r)
     os.waitpid(pid, 0)
     assert md.state() is parent
+
+
+def run_script(*argv):
+    """A script of the checkout, run as a user runs it, with this masq."""
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(masq.__file__))))
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_example_script_runs_on_a_cluster():
+    """examples/python/dask_blockwise.py --cluster, unchanged: a LocalCluster
+    of two worker processes runs its pasted functions and masq.dask.eval."""
+    if not os.path.exists(EXAMPLE):
+        pytest.skip("outside a checkout")
+    r = run_script(EXAMPLE, "--cluster")
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = dict(line.split(":", 1) for line in r.stdout.splitlines())
+    assert out["scored chunks agree with one State"].strip() == "True"
+    means = [out[k].strip() for k in out if "mean" in k or "one machine" in k]
+    assert len(means) == 3 and len(set(means)) == 1, r.stdout
+
+
+BENCH = os.path.join(os.path.dirname(EXAMPLE), "..", "..", "bench", "dask_bench.py")
+
+
+def test_the_out_of_core_bench_row_runs(tmp_path):
+    """make bench ROWS=dask's script, small (two blocks): it writes its
+    files under the build dir, checks masq.dask against dask's masked
+    arrays, prints its row and ratio, and deletes the files."""
+    if not os.path.exists(BENCH):
+        pytest.skip("outside a checkout")
+    r = run_script(BENCH, str(tmp_path), "--entries", "1e7")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [line.split("\t")[1] for line in r.stdout.splitlines()] == ["masq-dask", "dask-ma"], r.stdout
+    table = (tmp_path / "bench" / "dask_table.md").read_text()
+    assert "results the same (mean 1e-5, std 1e-4 relative, the same mask): yes" in table, table
+    assert "| masked mean+std along dim 0, on disk  |" in table and "x faster than dask masked" in table
+    assert not (tmp_path / "bench" / "dask_ooc").exists()
