@@ -75,9 +75,6 @@ def arg_best(fn, e, sample, axis, opts):
     dim = None if opts["dim"] is None else axis[0]
     keepdim = opts["keepdim"]
     whole = masq.eval(f"{fn}(_e" + ("" if dim is None else f", {dim}") + ", keepdim=true)", _e=sample)
-    if dim is None and keepdim and e.ndim != 1:
-        raise md.Unsupported(f"masq.dask: {fn} of all dims with keepdim=true: give the dims' index as dim "
-                             "one at a time, or keepdim=false")
     parts = e.map_blocks(_arg_chunk, fn=fn, dim=dim, shape=e.shape, dtype=e.dtype, meta=e._meta)
     meta = md._meta(whole, e.ndim if keepdim else e.ndim - len(axis))
     return da.reduction(parts, _pass, functools.partial(_arg_final, fn=fn, dim=dim),

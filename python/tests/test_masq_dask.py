@@ -28,7 +28,7 @@ REDUCTIONS = [
 ]
 ALONG = [  # split along a chunked dim by masq/_along.py
     "argmax(u, 1)", "argmin(u, 0)", "argmax(f, 1, keepdim=true)", "argmin(f, 0)", "argmax(j, 1)", "argmin(j, 0)",
-    "argmax(u)", "argmin(j)", "argmax(h)", "argmin(-h)", "argmax(y * 2, 0)", "argmax(i, dim=1)",
+    "argmax(u)", "argmin(j)", "argmax(j, keepdim=true)", "argmax(h)", "argmin(-h)", "argmax(y * 2, 0)", "argmax(i, dim=1)",
     "norm(u, 2, 1)", "norm(f, 1, 0)", "norm(u, 0, 1)", "norm(f, inf, 1)", "norm(u, -inf, 0)", "norm(u, 3, 1)",
     "norm(j, 0.5, 0)", "norm(i, 2, 1)", "norm(u)", "norm(f, dim=[0, 1], keepdim=true)", "norm(f, -1, 1)",
     "norm(x * 1e200, 2, 1)",
@@ -407,3 +407,17 @@ def test_the_out_of_core_bench_row_runs(tmp_path):
     assert "results the same (mean 1e-5, std 1e-4 relative, the same mask): yes" in table, table
     assert "| masked mean+std along dim 0, on disk  |" in table and "x faster than dask masked" in table
     assert not (tmp_path / "bench" / "dask_ooc").exists()
+
+
+@pytest.mark.parametrize("src", ["argmax(x)", "argmin(x, 0, keepdim=true)", "argmax(x * 0)", "cumsum(x, 0)",
+                                 "norm(x)", "norm(x, 0)", "median(x)", "quantile(x, 0.25, 0)"])
+def test_along_one_dim_all_masked_and_plain(src):
+    """1-d, chunks of 9: ties everywhere (small ints), a stretch with nothing
+    valid; every entry masked (masq.eval gives numpy.ma.masked, a masked
+    cumsum); and plain data."""
+    rng = np.random.default_rng(1)
+    v = np.ma.array(rng.integers(0, 5, 100).astype(np.float32), mask=rng.random(100) < 0.4)
+    v[20:40] = np.ma.masked
+    for a in (v, np.ma.array(np.ones(30), mask=True), v.data):
+        got = md.eval(src, x=da.from_array(a, chunks=9, asarray=False)).compute(scheduler="synchronous")
+        check(got, masq.eval(src, x=a), f32=1e-5)
