@@ -43,7 +43,7 @@ def _arg_chunk(block, fn, dim, shape, block_info=None):
     return {"v": _masked_like(i, v, m), "g": _masked_like(i, g.astype(np.int64), m)}
 
 
-def _arg_merge(parts, axis, keepdims, fn, dim, shape=None):
+def _arg_merge(parts, axis, keepdims, fn, dim):
     p = md._fields(parts, sorted(axis))
     v, g = p["v"], p["g"]
     if dim is None:  # parts side by side along every dim: one row of them
@@ -52,8 +52,10 @@ def _arg_merge(parts, axis, keepdims, fn, dim, shape=None):
     k = md._run(f"_p_k = {fn}(_v, {d}, keepdim=true)", {"_v": v}, ["_p_k"])[0]
     vd = np.ma.getdata(v)
     best = np.take_along_axis(vd, np.ma.filled(k, 0), d)
-    tie = ~np.ma.getmaskarray(v) & ((vd == best) | (np.isnan(vd) & np.isnan(best)) if vd.dtype.kind == "f"
-                                    else (vd == best))
+    equal = vd == best
+    if vd.dtype.kind == "f":
+        equal |= np.isnan(vd) & np.isnan(best)
+    tie = ~np.ma.getmaskarray(v) & equal
     least = np.where(tie, np.ma.getdata(g), np.iinfo(np.int64).max).min(axis=d, keepdims=True)
     m = np.ma.getmaskarray(k)
     if dim is None:
@@ -94,8 +96,10 @@ def norm(fn, e, sample, axis, opts):
     whole = masq.eval(f"norm(_e, {p!r}, {list(axis)}, keepdim=true)", _e=sample)
     res = np.asarray(whole).dtype
     x = f"to(_e, {res})"
-    if p in (1, 2):
-        red, src, post = "sum", f"to(abs({x}), float64)" + (" ** 2" if p == 2 else ""), "sqrt(_p_R)" if p == 2 else "_p_R"
+    if p == 1:
+        red, src, post = "sum", f"to(abs({x}), float64)", "_p_R"
+    elif p == 2:
+        red, src, post = "sum", f"to({x}, float64) ** 2", "sqrt(_p_R)"
     elif p == 0:
         red, src, post = "sum", f"{x} != 0", "_p_R"
     elif np.isinf(p):

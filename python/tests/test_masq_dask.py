@@ -28,7 +28,8 @@ REDUCTIONS = [
 ]
 ALONG = [  # split along a chunked dim by masq/_along.py
     "argmax(u, 1)", "argmin(u, 0)", "argmax(f, 1, keepdim=true)", "argmin(f, 0)", "argmax(j, 1)", "argmin(j, 0)",
-    "argmax(u)", "argmin(j)", "argmax(j, keepdim=true)", "argmax(h)", "argmin(-h)", "argmax(y * 2, 0)", "argmax(i, dim=1)",
+    "argmax(u)", "argmin(j)", "argmax(j, keepdim=true)", "argmax(h)", "argmin(-h)", "argmax(y * 2, 0)",
+    "argmax(i, dim=1)",
     "norm(u, 2, 1)", "norm(f, 1, 0)", "norm(u, 0, 1)", "norm(f, inf, 1)", "norm(u, -inf, 0)", "norm(u, 3, 1)",
     "norm(j, 0.5, 0)", "norm(i, 2, 1)", "norm(u)", "norm(f, dim=[0, 1], keepdim=true)", "norm(f, -1, 1)",
     "norm(x * 1e200, 2, 1)",
