@@ -352,7 +352,7 @@ conformance-regen: $(B)/masq
 # only honours its `omp simd` pragmas) and glibc's vector math if present.
 .PHONY: bench
 MVEC = $(shell printf 'int main(void){return 0;}\n' | $(CC) -x c - -lmvec -lm -o /dev/null 2>/dev/null && echo -lmvec)
-# ROWS picks the rows (bench/run.sh: masked, dense, steps, padding, all, smoke; default all);
+# ROWS picks the rows (bench/run.sh: masked, dense, steps, padding, dask (issue 32, out of core; not in all), all, smoke; default all);
 # install-deps.sh bench puts the peers on OpenBLAS (make test does not).
 ROWS ?= all
 bench: $(B)/masq $(B)/bench/masq_bench $(B)/bench/baseline

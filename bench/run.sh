@@ -28,7 +28,10 @@
 #                     masked workloads of the issues before 30), dense and
 #                     steps (issue 30's; make bench ROWS=dense), padding
 #                     (issue 31's random padding, bench/pad_rows.h, against
-#                     torch's dense tricks: bench/pad_bench.py); smoke: the
+#                     torch's dense tricks: bench/pad_bench.py); dask
+#                     (issue 32's out-of-core row, bench/dask_bench.py: writes
+#                     1 GB to BUILD_DIR/bench/dask_ooc and deletes it; not in
+#                     all); smoke: the
 #                     small rows of issue 30, 3 repetitions, one round (a
 #                     test of the machinery in about half a minute, not a figure)
 #   BENCH_STAT=min    tabulate the minimum of the repetitions instead of the
@@ -69,8 +72,8 @@ if [ "$ROWS" = smoke ]; then
   export BENCH_QUICK
 fi
 for r in $ROWS; do
-  case $r in masked | dense | steps | padding) ;; *)
-    echo "bench/run.sh: BENCH_ROWS: no set of rows '$r' (masked, dense, steps, padding, all, smoke)" >&2
+  case $r in masked | dense | steps | padding | dask) ;; *)
+    echo "bench/run.sh: BENCH_ROWS: no set of rows '$r' (masked, dense, steps, padding, dask, all, smoke)" >&2
     exit 2 ;;
   esac
 done
@@ -239,6 +242,11 @@ if [ "$TABLE_ONLY" = 0 ]; then
     fi
     # the peers' inputs and results (about 0.5 GB) are not needed any more
     rm -rf "$OUT/peers"
+    if has_rows dask; then # its own rounds: a cluster, a file on disk (bench/dask_bench.py)
+      note "out of core: masq.dask and dask's masked arrays on a LocalCluster ..."
+      rm -f "$OUT/dask_table.md"
+      "$PY" "$HERE/dask_bench.py" "$B" 2> "$OUT/dask_bench.err" | grep "^RESULT$(printf '\t')" >> "$RES"
+    fi
   }
   echo
 fi
@@ -663,4 +671,7 @@ function within_of(mi, tag, w, want,   m, c, r) {
 [ "$PEERS" = 0 ] || awk -F '\t' -f "$HERE/table_lib.awk" -f "$HERE/peers_table.awk" "$RES" | tee -a "$TABLE"
 if has_rows padding; then
   awk -F '\t' -v stat="$STAT" -f "$HERE/table_lib.awk" -f "$HERE/padding_table.awk" "$RES" | tee -a "$TABLE"
+fi
+if has_rows dask; then
+  if [ -f "$OUT/dask_table.md" ]; then tee -a "$TABLE" < "$OUT/dask_table.md"; else echo "no dask table: see $OUT/dask_bench.err"; fi
 fi

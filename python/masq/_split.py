@@ -3,8 +3,9 @@
 masq.dask runs an expression on each chunk of a dask array only when that
 is the same as running it on the whole array: an elementwise expression
 (operators and elementwise builtins of the arrays, numbers and constants),
-or one reduction (or softmax) at the top level of such an expression,
-along literal dims (`mean(x * 2, 1)`), which splits into partial aggregates. The source
+or one reduction (or softmax, argmax, norm, cumsum, median, quantile) at
+the top level of such an expression, along literal dims (`mean(x * 2, 1)`),
+which splits into partial aggregates, or one matrix product `a @ b`. The source
 is read token by token, conservatively: anything not known to be
 elementwise is refused with an error that names it (and, for a function
 that works along a dim, the axis to rechunk), never run on chunks where it
@@ -202,6 +203,8 @@ def _literal(param, toks):
         if t not in ("true", "false"):
             raise Unsupported(f"masq.dask needs keepdim=true or false, not {t}")
         return t == "true"
+    if param in ("p", "q"):
+        return _number(param, toks)
     if param == "correction":
         if t == "none":
             return 0
@@ -214,22 +217,70 @@ def _literal(param, toks):
 
 # normalizations along one dim, split in two passes (a logsumexp, then each entry)
 NORMALIZERS = {"softmax": ("dim",), "log_softmax": ("dim",), "softmin": ("dim",)}
+# the others along a dim that split (masq/_along.py), and their parameters
+ALONG = {"argmax": ("dim", "keepdim"), "argmin": ("dim", "keepdim"), "norm": ("p", "dim", "keepdim"),
+         "cumsum": ("dim",), "median": ("dim", "keepdim"), "quantile": ("q", "dim", "keepdim")}
+ONE_DIM = {"softmax", "log_softmax", "softmin", "cumsum"}  # these need one literal dim
+AT_MOST_ONE_DIM = {"argmax", "argmin", "median", "quantile"}  # one dim, or none for all
+
+
+def _number(what, toks):
+    t = _text(toks).replace(" ", "")
+    try:
+        return float(t)
+    except ValueError:
+        raise Unsupported(f"masq.dask needs a literal {what} (a number, inf or -inf), not {_text(toks)}") from None
+
+
+def _atom(toks):
+    """toks is one operand of @ on its own: a name, a call or a bracketed
+    expression (so that splitting at the @ keeps masq's precedence)."""
+    if len(toks) == 1 and toks[0][0] == "name":
+        return True
+    start = 1 if toks and toks[0][0] == "name" else 0
+    return (len(toks) > start + 1 and toks[start][1] == "(" and _closing(toks, start) == len(toks) - 1)
+
+
+def _matmul(toks, names):
+    """The operands of a matrix product at the top (a @ b, matmul(a, b)), or None."""
+    if toks[0][1] == "matmul" and len(toks) > 2 and toks[1][1] == "(" and _closing(toks, 1) == len(toks) - 1:
+        args = _split_args(toks[2:-1])
+        if len(args) != 2 or any(len(a) > 1 and a[1][1] == "=" for a in args):
+            raise Unsupported("masq.dask: matmul takes two tensors, positional")
+    else:
+        depth, at = 0, []
+        for i, t in enumerate(toks):
+            depth += t[1] in "([" and t[0] == "op"
+            depth -= t[1] in ")]" and t[0] == "op"
+            if t[1] == "@" and depth == 0:
+                at.append(i)
+        if not at:
+            return None
+        args = [toks[:at[0]], toks[at[0] + 1:]]
+        if len(at) > 1 or not all(_atom(a) for a in args):
+            raise Unsupported("masq.dask splits one matrix product a @ b at the top of the expression, "
+                              "each side a name, a call or in brackets")
+    used = check_elementwise(args[0], names) | check_elementwise(args[1], names)
+    return "matmul", {}, (_text(args[0]), _text(args[1])), used
 
 
 def plan(source, names):
-    """(reduction, normalization or None, its options, the elementwise
-    source, the names it uses)."""
+    """(the function at the top or None, its options, the elementwise
+    source (for matmul: both operands'), the names it uses)."""
     toks = tokens(source)
     if not toks:
         raise Unsupported("masq.dask.eval: empty source")
     fn = toks[0][1]
-    if (toks[0][0] == "name" and (fn in REDUCTIONS or fn in NORMALIZERS) and len(toks) > 2
+    mm = _matmul(toks, names)
+    if mm:
+        return mm
+    if (toks[0][0] == "name" and (fn in REDUCTIONS or fn in NORMALIZERS or fn in ALONG) and len(toks) > 2
             and toks[1][1] == "(" and _closing(toks, 1) == len(toks) - 1):
         args = _split_args(toks[2:-1])
         if not args or (len(args[0]) > 1 and args[0][1][1] == "="):
             raise Unsupported(f"masq.dask: {fn} needs its tensor as the first positional argument")
-        opts = {"dim": None, "keepdim": False, "correction": 0}
-        params = REDUCTIONS.get(fn) or NORMALIZERS[fn]
+        opts = {"dim": None, "keepdim": False, "correction": 0, "p": 2.0, "q": None}
+        params = REDUCTIONS.get(fn) or NORMALIZERS.get(fn) or ALONG[fn]
         for k, a in enumerate(args[1:]):
             if len(a) > 2 and a[0][0] == "name" and a[1][1] == "=":
                 param, val = a[0][1], a[2:]
@@ -241,8 +292,12 @@ def plan(source, names):
                 raise Unsupported(f"masq.dask: {fn}'s {param}= is not supported across chunks "
                                   f"(it takes {', '.join(params)})")
             opts[param] = _literal(param, val)
-        if fn in NORMALIZERS and (opts["dim"] is None or len(opts["dim"]) != 1):
+        if fn in ONE_DIM and (opts["dim"] is None or len(opts["dim"]) != 1):
             raise Unsupported(f"masq.dask: {fn} needs one literal dim")
+        if fn in AT_MOST_ONE_DIM and opts["dim"] is not None and len(opts["dim"]) != 1:
+            raise Unsupported(f"masq.dask: {fn} takes one literal dim (or none, for all)")
+        if fn == "quantile" and opts["q"] is None:
+            raise Unsupported("masq.dask: quantile needs a literal q (a number)")
         used = check_elementwise(args[0], names)
         return fn, opts, _text(args[0]), used
     return None, {}, source.strip(), check_elementwise(toks, names)

@@ -14,7 +14,10 @@ masq.eval(source, **whole arrays) gives:
   squared deviations, merged with Chan's parallel formula;
 - softmax, log_softmax or softmin at the top, along one literal dim, in two
   passes: each slice's largest entry and sum of exponentials (a reduction
-  as above), then each entry.
+  as above), then each entry;
+- argmax/argmin, norm, cumsum, median/quantile at the top, and a matrix
+  product a @ b of 2-d arrays over a chunked contraction axis
+  (masq/_along.py says how each splits).
 
 Anything else raises masq.dask.Unsupported naming what (and the axis to
 rechunk). What travels to the workers is source text and chunks: each
@@ -50,6 +53,17 @@ def state():
     return s
 
 
+def _with_mask(v):
+    """v, a numpy.ma array whose mask numpy shrank to nomask (np.ma.concatenate
+    does when every entry is valid, as dask's does merging parts or blocks)
+    given an all-False mask again: masq reads a nomask array as plain and
+    gives a plain result, where the same data with its mask, as masq.eval
+    sees the whole array, gives a masked one."""
+    if isinstance(v, np.ma.MaskedArray) and v.mask is np.ma.nomask:
+        return np.ma.array(v.data, mask=np.zeros(v.shape, bool))
+    return v
+
+
 def _run(source, values, outs):
     """Runs source, statements that assign globals, with values bound in
     this thread's State; the globals named in outs. Every global it bound
@@ -58,7 +72,7 @@ def _run(source, values, outs):
     temporary: nothing dask cannot see."""
     s = state()
     for k, v in values.items():
-        s[k] = v
+        s[k] = _with_mask(v)
     try:
         s.eval(source, name="<masq.dask>")
         return [s[k] for k in outs]
@@ -85,8 +99,9 @@ def _blockwise_fn(*blocks, source, names, scalars):
 # the result; {C} is var's correction), and what each step runs first. {E}
 # is promoted to float64 where the whole array's kernels sum in a wider
 # type; the result is cast back to the dtype masq gives on the whole array.
+# Counts read the chunk _e itself ({E} has its mask): no conversion to count.
 _KEEP = "{D}, keepdim=true"
-_MEAN = ({"n": "count({E}, " + _KEEP + ")", "s": "sum({E}, " + _KEEP + ")"},
+_MEAN = ({"n": "count(_e, " + _KEEP + ")", "s": "sum({E}, " + _KEEP + ")"},
          {"n": "sum(n, " + _KEEP + ")", "s": "sum(s, " + _KEEP + ")"})
 # Chan et al.'s parallel variance, each part's mean carried as m + c (c the
 # mean of the part's deviations from m: what rounding m lost), so that the
@@ -94,15 +109,15 @@ _MEAN = ({"n": "count({E}, " + _KEEP + ")", "s": "sum({E}, " + _KEEP + ")"},
 # when the data sit far from 0. A part: its count n, mean m + c, and q the
 # sum of squared deviations from that mean; merged: the counts, the mean,
 # and the q's plus each part's count times its mean's squared distance.
-_VAR = ({"n": "count({E}, " + _KEEP + ")", "m": "_m", "c": "_c",
-         "q": "sum(_d ** 2, " + _KEEP + ") - count({E}, " + _KEEP + ") * _c ** 2"},
+_VAR = ({"n": "_k", "m": "_m", "c": "_c", "q": "sum(_d * _d, " + _KEEP + ") - _k * _c ** 2"},
         {"n": "_n", "m": "_mm", "c": "_cc", "q": "sum(q, " + _KEEP + ") + sum(n * (_dd - _cc) ** 2, " + _KEEP + ")"})
-_FIRST = {"var": ("_m = mean({E}, " + _KEEP + ")\n_d = {E} - _m\n_c = mean(_d, " + _KEEP + ")",
+_FIRST = {"var": ("_x = {E}\n_m = mean(_x, " + _KEEP + ")\n_d = _x - _m\n_c = mean(_d, " + _KEEP + ")\n"
+                  "_k = count(_e, " + _KEEP + ")",
                   "_n = sum(n, " + _KEEP + ")\n_mm = sum(n * m, " + _KEEP + ") / _n\n_dd = (m - _mm) + c\n"
                   "_cc = sum(n * _dd, " + _KEEP + ") / _n")}
 _FIRST["std"] = _FIRST["var"]
 _SPECS = {
-    "count": ({"n": "count({E}, " + _KEEP + ")"}, {"n": "sum(n, " + _KEEP + ")"}, "n"),
+    "count": ({"n": "count(_e, " + _KEEP + ")"}, {"n": "sum(n, " + _KEEP + ")"}, "n"),
     "mean": _MEAN + ("s / n",),
     "var": _VAR + ("q / maximum(n - {C}, 0)",),
     "std": _VAR + ("sqrt(q / maximum(n - {C}, 0))",),
@@ -170,12 +185,19 @@ def _combine(parts, axis, keepdims, fn, e):
     return dict(zip(_SPECS[fn][1], _run(src, merged, outs)))
 
 
-def _aggregate(parts, axis, keepdims, fn, e, correction, out_dtype):
+def _aggregate(parts, axis, keepdims, fn, e, correction, out_dtype, post="_p_R"):
     merged = _combine(parts, axis, True, fn, e)
     src, outs = _source(fn, "final", axis, e, correction)
-    r = _run(src + f"\n_p_R = to(_p_R, {out_dtype})", merged, outs)[0]
+    r = _run(src + f"\n_p_R = to({post}, {out_dtype})", merged, outs)[0]
     r = r if keepdims else r.reshape([n for i, n in enumerate(r.shape) if i not in axis])
-    return r[()] if r.ndim == 0 else r  # a number (numpy's scalar, or numpy.ma.masked), as numpy reduces
+    return _number(r) if r.ndim == 0 else r
+
+
+def _number(r):
+    """A 0-d result as masq.eval gives it: numpy.ma.masked; a Python number
+    for float64, int and bool; a numpy scalar for the narrower floats."""
+    r = r[()]
+    return r if r is np.ma.masked or r.dtype.kind == "f" and r.dtype != np.float64 else r.item()
 
 
 def _sample(a):
@@ -240,6 +262,8 @@ def eval(source, **arrays):
     used = used & set(darrays)
     if fn is None:
         return _elementwise(inner, darrays, scalars, used)[0]
+    if fn == "matmul":
+        return _along.matmul(inner, darrays, scalars, used)
     if fn == "softmin":  # softmax of the negation
         fn, inner = "softmax", f"-({inner})"
     if inner in darrays:  # the array itself: its chunks go to masq as they are
@@ -250,13 +274,16 @@ def eval(source, **arrays):
     axis = _dims(opts["dim"], e.ndim)
     if fn in ("softmax", "log_softmax"):
         return _normalize(fn, e, sample, axis)
+    if fn in _along.SPLIT:
+        return _along.SPLIT[fn](fn, e, sample, axis, opts)
     return _reduce(fn, e, sample, axis, opts["keepdim"], opts["correction"])
 
 
-def _reduce(fn, e, sample, axis, keepdim, corr=0, out_dtype=None, whole=None, output_size=1):
+def _reduce(fn, e, sample, axis, keepdim, corr=0, out_dtype=None, whole=None, output_size=1, post="_p_R"):
     """fn of e along axis, as masq's partial aggregates merged in dask's
     tree; the dtype masq gives on the whole array (whole: that result on
-    the sample), or out_dtype."""
+    the sample), or out_dtype; post: masq source of the result from the
+    reduction's (_p_R), before that cast."""
     if whole is None:
         whole = masq.eval(f"{fn}(_e, {list(axis)}, keepdim=true" + (f", correction={corr})" if fn in ("var", "std")
                                                                       else ")"), _e=sample)
@@ -267,7 +294,7 @@ def _reduce(fn, e, sample, axis, keepdim, corr=0, out_dtype=None, whole=None, ou
         meta = meta.astype(out_dtype)
     return da.reduction(
         e, functools.partial(_chunk, fn=fn, e=ex),
-        functools.partial(_aggregate, fn=fn, e=ex, correction=corr, out_dtype=str(meta.dtype)),
+        functools.partial(_aggregate, fn=fn, e=ex, correction=corr, out_dtype=str(meta.dtype), post=post),
         combine=functools.partial(_combine, fn=fn, e=ex), axis=axis, keepdims=keepdim,
         dtype=meta.dtype, concatenate=False, meta=meta, name=f"masq-{fn}", output_size=output_size)
 
@@ -294,3 +321,6 @@ def _normalize(fn, e, sample, axis):
     sind = tuple(e.ndim if i == axis[0] else i for i in ind)
     return da.blockwise(_normalize_fn, ind, e, ind, stats, sind, fn=fn, e=ex, axis=axis[0],
                         out_dtype=str(meta.dtype), dtype=meta.dtype, meta=meta, concatenate=True)
+
+
+from masq import _along  # noqa: E402 - at the end: it uses this module's helpers

@@ -26,6 +26,17 @@ REDUCTIONS = [
     "any(x > 0.95, 1)", "all(x > 0.05, 0)", "var(x, 1)", "std(x, 0, correction=1)", "var(y, -1, 1, true)",
     "std(y * k + 1e3, 0)", "sum(y > 0.5, 1)", "var(i, 0, correction=1)", "mean(i, 1)",
 ]
+ALONG = [  # split along a chunked dim by masq/_along.py
+    "argmax(u, 1)", "argmin(u, 0)", "argmax(f, 1, keepdim=true)", "argmin(f, 0)", "argmax(j, 1)", "argmin(j, 0)",
+    "argmax(u)", "argmin(j)", "argmax(j, keepdim=true)", "argmax(h)", "argmin(-h)", "argmax(y * 2, 0)",
+    "argmax(i, dim=1)",
+    "norm(u, 2, 1)", "norm(f, 1, 0)", "norm(u, 0, 1)", "norm(f, inf, 1)", "norm(u, -inf, 0)", "norm(u, 3, 1)",
+    "norm(j, 0.5, 0)", "norm(i, 2, 1)", "norm(u)", "norm(f, dim=[0, 1], keepdim=true)", "norm(f, -1, 1)",
+    "norm(x * 1e200, 2, 1)",
+    "cumsum(u, 1)", "cumsum(f, 0)", "cumsum(j, 1)", "cumsum(i, 0)", "cumsum(y > 0.5, 1)", "cumsum(x * 2, dim=0)",
+    "median(u, 1)", "median(j, 0, keepdim=true)", "quantile(f, 0.3, 1)", "median(x)", "quantile(x, 0.9)",
+    "u @ z", "matmul(f, z)", "f @ g", "j @ n", "(x * 2) @ z", "i @ n",
+]
 NORMALIZED = ["softmax(x, 1)", "log_softmax(x * 2, 0)", "softmin(y, dim=-1)", "softmax(i, 0)"]
 ELEMENTWISE = ["x * 2 + 1", "(x - 0.5) * w", "exp(x) - y", "where(y > 0.5, x, y * k)", "clamp(y, min=0.2) + w"]
 
@@ -38,7 +49,28 @@ def data():
     y = rng.random((45, 38)).astype(np.float32)
     i = rng.integers(-2**40, 2**40, size=(45, 38))
     w = rng.random(38)
-    return {"x": a, "y": y, "i": i, "w": w, "k": 3}
+    return {"x": a, "y": y, "i": i, "w": w, "k": 3, **along_data(rng)}
+
+
+def along_data(rng):
+    """For argmax/argmin, norm, cumsum, median/quantile and matmul along
+    chunked dims (chunks of 7 rows, 6 columns): ties and NaN in different
+    chunks, a fully masked row, block and column of chunks."""
+    u = np.ma.array(rng.random((45, 38)), mask=rng.random((45, 38)) < 0.3)
+    u[4] = np.ma.masked
+    u[30:40, 10:20] = np.ma.masked
+    u[:, 24:30] = np.ma.masked  # a whole column of chunks
+    u[9, 20] = u[9, 31] = np.nan  # two chunks' NaN: the first wins argmax and argmin, as on the whole array
+    u[11, 8] = u[11, 33] = u[13, 2] = u[40, 2] = 2.0  # ties across chunks along each dim
+    u[12, 8] = u[12, 33] = u[15, 1] = u[41, 1] = -1.0
+    j = np.ma.array(rng.integers(-4, 5, size=(45, 38)), mask=np.ma.getmaskarray(u))  # ties everywhere
+    h = np.zeros((45, 38), np.int64)
+    h[6, 0] = h[0, 30] = 1  # flat order is not the order of the chunks: (0, 30) comes first
+    z = np.ma.array(rng.random((38, 11)), mask=rng.random((38, 11)) < 0.6)
+    z[:, 2] = np.ma.masked
+    g = np.ma.array(rng.random((38, 11)).astype(np.float32), mask=np.ma.getmaskarray(z))
+    return {"u": u, "f": u.astype(np.float32), "j": j, "h": h, "z": z, "g": g,
+            "n": rng.integers(-9, 10, size=(38, 5))}
 
 
 def chunked(whole):
@@ -55,12 +87,15 @@ def chunked(whole):
 
 
 def check(got, want, f32=1e-6):
+    assert type(got) is type(want)  # numpy.ma or plain, a number or numpy's scalar: as masq.eval gives it
     assert np.shape(got) == np.shape(want)
     assert np.asarray(got).dtype == np.asarray(want).dtype
     assert np.array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(want))
     g, w = np.ma.filled(got, 0), np.ma.filled(want, 0)
+    if np.asarray(want).dtype.kind in "biu":  # counts, indices, int sums: exactly (2**40 * 1e-12 is 1)
+        assert np.array_equal(g, w), (g, w)
     tol = f32 if np.asarray(want).dtype == np.float32 else 1e-12
-    assert np.allclose(g, w, rtol=tol, atol=0), (g, w)
+    assert np.allclose(g, w, rtol=tol, atol=0, equal_nan=True), (g, w)
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +159,7 @@ def example():
     return mod
 
 
-CLUSTER = ELEMENTWISE + REDUCTIONS + NORMALIZED + ["x - m"]  # m: a row mean, from masq.dask
+CLUSTER = ELEMENTWISE + REDUCTIONS + NORMALIZED + ALONG + ["x - m"]  # m: a row mean, from masq.dask
 SKEWED = ["x * 2 - y", "mean(x, 1)", "std(y, 0)"]
 
 
@@ -155,7 +190,7 @@ def test_cluster_equals_whole(on_cluster, whole, src):
     want = masq.eval(src, **uses(src, whole))
     # float32 softmax: masq's own kernel is 2e-6 off the exact value, the
     # split one (exp of x - logsumexp in float64) 6e-8
-    check(got, want, f32=1e-5 if src in NORMALIZED else 1e-6)
+    check(got, want, f32=1e-5 if src in NORMALIZED else 1e-6)  # ALONG's float32: exact, f @ g 3e-7
     if src in ELEMENTWISE:  # each entry computed by the same kernel: exactly
         assert np.array_equal(np.ma.filled(got, 0), np.ma.filled(want, 0))
 
@@ -203,6 +238,24 @@ def test_cluster_workers_make_their_own_state(client, on_cluster):
         assert len(states) == 1 and states[0][0] == pid  # threads_per_worker=1: one State
 
 
+ALL_VALID = ["x * 2", "sum(x, 0)", "mean(x, [0, 1], keepdim=true)", "std(x, 1)", "amax(x)", "softmax(x, 0)"]
+
+
+def test_cluster_all_valid_is_still_masked(client):
+    """numpy.ma chunks whose entries are all valid give numpy.ma results, as
+    masq.eval does on the whole array with its mask: np.ma.concatenate
+    (dask's, merging parts) shrinks an all-False mask to nomask, which masq
+    reads as a plain array; before, such a result came back as a plain
+    ndarray (a number for amax: float64, where masq.eval gives a float)."""
+    a = np.ma.array(np.random.default_rng(5).random((20, 9)), mask=np.zeros((20, 9), bool))
+    x = da.from_array(a, chunks=(6, 4), asarray=False)
+    got = client.gather(client.compute([md.eval(src, x=x) for src in ALL_VALID]))
+    for src, g in zip(ALL_VALID, got):
+        want = masq.eval(src, x=a)
+        check(g, want, f32=1e-5)
+        assert not np.ma.getmaskarray(g).any(), src
+
+
 @pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
 @pytest.mark.parametrize("src", ["(x - 0.5) * w", "mean(x * 2, 1)", "var(x, [0, 1], correction=1)", "amax(y, 0)",
                                  "softmax(x, 0)"])
@@ -231,13 +284,19 @@ def test_numpy_inputs_and_one_chunk():
 
 
 @pytest.mark.parametrize("src, says", [
-    ("cumsum(x, 1)", "works along dim 1, across chunks; rechunk that axis into one chunk (x.rechunk({1: -1}))"),
+    ("cumprod(x, 1)", "works along dim 1, across chunks; rechunk that axis into one chunk (x.rechunk({1: -1}))"),
     ("softmax(x, [0, 1])", "softmax needs one literal dim"),
     ("x * softmax(x, 1)", "cannot split softmax(...): it works along dim 1"),
-    ("cumsum(x, dim=0)", "along dim 0"),
+    ("cummax(x, dim=0)", "along dim 0"),
+    ("cumsum(x)", "cumsum needs one literal dim"),
+    ("argmax(x, [0, 1])", "argmax takes one literal dim (or none, for all)"),
+    ("norm(x, p)", "needs a literal p (a number, inf or -inf), not p"),
+    ("quantile(x, dim=1)", "quantile needs a literal q"),
+    ("x @ x * 2", "one matrix product a @ b at the top of the expression"),
+    ("sum(x @ x)", "matrix product"),
+    ("x @ x", "x @ x: x has 6 columns, x 4 rows"),
     ("x - mean(x)", "one reduction at the top of the expression"),
     ("x[0]", "cannot split indexing"),
-    ("x @ x", "matrix product"),
     ("mysterious(x)", "mysterious(...): it is not known to be elementwise"),
     ("mean(x, d)", "literal dims"),
     ("sum(x, 1, dtype=float64)", "dtype= is not supported across chunks"),
@@ -312,3 +371,56 @@ def test_a_forked_process_makes_its_own_state():
     os.close(r)
     os.waitpid(pid, 0)
     assert md.state() is parent
+
+
+def run_script(*argv):
+    """A script of the checkout, run as a user runs it, with this masq."""
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(masq.__file__))))
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_example_script_runs_on_a_cluster():
+    """examples/python/dask_blockwise.py --cluster, unchanged: a LocalCluster
+    of two worker processes runs its pasted functions and masq.dask.eval."""
+    if not os.path.exists(EXAMPLE):
+        pytest.skip("outside a checkout")
+    r = run_script(EXAMPLE, "--cluster")
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = dict(line.split(":", 1) for line in r.stdout.splitlines())
+    assert out["scored chunks agree with one State"].strip() == "True"
+    means = [out[k].strip() for k in out if "mean" in k or "one machine" in k]
+    assert len(means) == 3 and len(set(means)) == 1, r.stdout
+
+
+BENCH = os.path.join(os.path.dirname(EXAMPLE), "..", "..", "bench", "dask_bench.py")
+
+
+def test_the_out_of_core_bench_row_runs(tmp_path):
+    """make bench ROWS=dask's script, small (two blocks): it writes its
+    files under the build dir, checks masq.dask against dask's masked
+    arrays, prints its row and ratio, and deletes the files."""
+    if not os.path.exists(BENCH):
+        pytest.skip("outside a checkout")
+    r = run_script(BENCH, str(tmp_path), "--entries", "1e7")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [line.split("\t")[1] for line in r.stdout.splitlines()] == ["masq-dask", "dask-ma"], r.stdout
+    table = (tmp_path / "bench" / "dask_table.md").read_text()
+    assert "results the same (mean 1e-5, std 1e-4 relative, the same mask): yes" in table, table
+    assert "| masked mean+std along dim 0, on disk  |" in table and "x faster than dask masked" in table
+    assert not (tmp_path / "bench" / "dask_ooc").exists()
+
+
+@pytest.mark.parametrize("src", ["argmax(x)", "argmin(x, 0, keepdim=true)", "argmax(x * 0)", "cumsum(x, 0)",
+                                 "norm(x)", "norm(x, 0)", "median(x)", "quantile(x, 0.25, 0)"])
+def test_along_one_dim_all_masked_and_plain(src):
+    """1-d, chunks of 9: ties everywhere (small ints), a stretch with nothing
+    valid; every entry masked (masq.eval gives numpy.ma.masked, a masked
+    cumsum); and plain data."""
+    rng = np.random.default_rng(1)
+    v = np.ma.array(rng.integers(0, 5, 100).astype(np.float32), mask=rng.random(100) < 0.4)
+    v[20:40] = np.ma.masked
+    for a in (v, np.ma.array(np.ones(30), mask=True), v.data):
+        got = md.eval(src, x=da.from_array(a, chunks=9, asarray=False)).compute(scheduler="synchronous")
+        check(got, masq.eval(src, x=a), f32=1e-5)
