@@ -141,7 +141,14 @@ MQ_WIDE static void sumto_run(void *ctx, int64_t j, int64_t k, int64_t n, int64_
     return;
   }
   /* ds 1 (mq_bw_block_walk: 0 or 1), consecutive slots: one loop per
-   * source, each vectorizes */
+   * source, each vectorizes; only the span of v's valid entries (a padded
+   * row: none), since outside it every entry adds +0 and marks nothing */
+  if (vm) {
+    int64_t lo, hi;
+    if (!mq_valid_span(vm, n, &lo, &hi)) return;
+    vm += lo, o += lo, m = m ? m + lo : NULL, n = hi - lo;
+    a = a ? a + lo : NULL, a32 = a32 ? a32 + lo * as : NULL;
+  }
   if (a32 && as == 1 && vm)
     for (int64_t c = 0; c < n; c++) o[c] += keep_or_zero((double)a32[c], vm[c]);
   else if (a32 && as == 1)
