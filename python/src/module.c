@@ -64,6 +64,8 @@ void pm_drain(pm_state *st) {
     while (w) {
       pm_wrap *next = w->next;
       for (int i = 0; i < w->nviews; i++) PyBuffer_Release(&w->views[i]);
+      Py_XDECREF(w->masked);
+      Py_XDECREF(w->name);
       PyMem_RawFree(w);
       w = next;
     }
@@ -183,8 +185,10 @@ static int state_init(pm_state *self, PyObject *args, PyObject *kw) {
  * running it, without the GIL (leaving them out only makes the collector
  * think them held from outside, which is safe). */
 static int visit_wraps(pm_wrap *w, visitproc visit, void *arg) {
-  for (; w; w = w->next)
+  for (; w; w = w->next) {
     for (int i = 0; i < w->nviews; i++) Py_VISIT(w->views[i].obj);
+    Py_VISIT(w->masked);
+  }
   return 0;
 }
 
@@ -276,6 +280,10 @@ static PyObject *state_eval(pm_state *self, PyObject *args, PyObject *kw) {
   PyObject *r = NULL;
   /* `_` holds the value of the last expression statement (MASQ_EVAL_RESULT);
    * none first, so a script that ends otherwise returns None. */
+  if (pm_sync_masks(self) < 0) {
+    pm_leave(self);
+    return NULL;
+  }
   masq_status s = masq_set_global(self->M, "_", NULL);
   run_args a = {.src = src, .len = (size_t)len, .name = name};
   if (s != MASQ_OK)
@@ -319,7 +327,7 @@ static PyObject *state_call(pm_state *self, PyObject *args) {
     }
   }
   run_args a = {.fname = fname, .argc = argc, .argv = argv};
-  if (run(self, &a) == 0) r = pm_from_tensor(self, a.result);
+  if (pm_sync_masks(self) == 0 && run(self, &a) == 0) r = pm_from_tensor(self, a.result);
   masq_tensor_release(self->M, a.result);
 out:
   for (int i = 0; i < argc; i++) masq_tensor_release(self->M, argv[i]);
@@ -365,7 +373,7 @@ static PyObject *state_getitem(pm_state *self, PyObject *key) {
     return NULL;
   }
   if (pm_enter(self) < 0) return NULL;
-  PyObject *r = pm_get_global(self, name, 1);
+  PyObject *r = pm_sync_masks(self) < 0 ? NULL : pm_get_global(self, name, 1);
   pm_leave(self);
   return r;
 }
