@@ -37,6 +37,7 @@ setup(
     description="masq, the masked tensor language, inside Python",
     license="see LICENSE in the masq checkout",
     packages=["masq"],  # masq/__init__.py re-exports the extension; masq/dask.py
+    package_data={"masq": ["__init__.pyi", "py.typed"]},  # type stubs (PEP 561)
     py_modules=["masq_kernel"],  # the Jupyter kernel: python3 -m masq_kernel install --user
     ext_modules=[
         Extension(

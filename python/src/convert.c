@@ -476,6 +476,39 @@ static int from_masked(pm_state *st, PyObject *o, PyObject *name, masq_tensor **
   return rc;
 }
 
+/* 1 if [o] is a pandas object (its type's module is pandas'), 0 if not,
+ * -1 with the exception set. */
+static int is_pandas(PyObject *o) {
+  PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
+  if (!mod) {
+    PyErr_Clear();
+    return 0;
+  }
+  const char *m = PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+  int r = m && strncmp(m, "pandas", 6) == 0 && (m[6] == '.' || m[6] == 0);
+  if (!m) PyErr_Clear();
+  Py_DECREF(mod);
+  return r;
+}
+
+/* A pandas Series or DataFrame: masq/_pandas.py's to_pair gives (data,
+ * valid), NaN and pd.NA not valid, a copy (the frame is read when bound). */
+static int from_pandas(pm_state *st, PyObject *o, masq_tensor **out) {
+  PyObject *mod = PyImport_ImportModule("masq._pandas"), *pair = NULL;
+  if (mod) pair = PyObject_CallMethod(mod, "to_pair", "O", o);
+  Py_XDECREF(mod);
+  if (!pair) return -1;
+  int rc = -1;
+  if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2)
+    PyErr_SetString(PyExc_TypeError, "masq._pandas.to_pair must give (data, valid)");
+  else if (PyTuple_GET_ITEM(pair, 1) == Py_None)
+    rc = wrap_or_convert(st, PyTuple_GET_ITEM(pair, 0), NULL, 0, NULL, NULL, out);
+  else
+    rc = from_pair(st, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), out);
+  Py_DECREF(pair);
+  return rc;
+}
+
 static int new_scalar(pm_state *st, masq_dtype dt, const void *p, masq_tensor **out) {
   masq_tensor_desc d = {.dtype = dt, .ndim = 0, .data = p};
   if (masq_tensor_new(st->M, &d, out) != MASQ_OK) {
@@ -522,6 +555,8 @@ int pm_to_global_tensor(pm_state *st, PyObject *o, PyObject *name, masq_tensor *
     return -1;
   }
   if (PyObject_CheckBuffer(o)) return wrap_or_convert(st, o, NULL, 0, NULL, NULL, out);
+  int pd = is_pandas(o);
+  if (pd) return pd < 0 ? -1 : from_pandas(st, o, out);
   PyObject *a = as_masq_array(o); /* lists and other sequences of numbers */
   if (!a) return -1;
   int rc = wrap_or_convert(st, a, NULL, 0, NULL, NULL, out);
