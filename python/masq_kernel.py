@@ -1,6 +1,6 @@
 """masq_kernel - a Jupyter kernel for masq, on the masq module.
 
-    python3 -m masq_kernel install [--user] [--prefix DIR]   # the kernelspec
+    python3 -m masq_kernel install [--user | --sys-prefix | --prefix DIR]   # the kernelspec
     python3 -m masq_kernel -f CONNECTION_FILE                # what Jupyter runs
 
 Cells run in one masq.State (file access on: a notebook is its user's own
@@ -203,6 +203,14 @@ class MasqKernel(Kernel):
                 "data": {"text/plain": doc} if doc else {}, "metadata": {}}
 
 
+def _on_path(d):
+    """True if directory d is on this Python's own path (site-packages)."""
+    import site
+
+    own = site.getsitepackages() + [site.getusersitepackages()]
+    return any(os.path.realpath(d) == os.path.realpath(p) for p in own)
+
+
 def install(argv):
     """Writes the kernelspec (kernel.json) for this Python and this masq."""
     import argparse
@@ -212,15 +220,19 @@ def install(argv):
     p = argparse.ArgumentParser(prog="python3 -m masq_kernel install")
     p.add_argument("--user", action="store_true", help="install for this user only")
     p.add_argument("--prefix", help="install under PREFIX/share/jupyter/kernels")
+    p.add_argument("--sys-prefix", action="store_true",
+                   help="install in this Python's prefix (%s): a virtual environment's own" % sys.prefix)
     args = p.parse_args(argv)
+    if args.sys_prefix:
+        args.prefix = sys.prefix
     spec = {"argv": [sys.executable, "-m", "masq_kernel", "-f", "{connection_file}"],
-            "display_name": "masq", "language": "masq",
-            # where the masq package and this module were found, for an
-            # uninstalled build; the package first (python/ has a masq/ of
-            # .py files without the extension)
-            "env": {"PYTHONPATH": os.pathsep.join(dict.fromkeys([
-                os.path.dirname(os.path.dirname(os.path.abspath(masq.__file__))),
-                os.path.dirname(os.path.abspath(__file__))]))}}
+            "display_name": "masq", "language": "masq"}
+    places = [os.path.dirname(os.path.dirname(os.path.abspath(masq.__file__))),
+              os.path.dirname(os.path.abspath(__file__))]
+    if not all(_on_path(d) for d in places):
+        # an uninstalled build: where the masq package and this module were
+        # found, the package first (python/ has a masq/ of .py files only)
+        spec["env"] = {"PYTHONPATH": os.pathsep.join(dict.fromkeys(places))}
     d = tempfile.mkdtemp()
     try:
         with open(os.path.join(d, "kernel.json"), "w") as f:
