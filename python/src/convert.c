@@ -407,7 +407,8 @@ static PyObject *as_masq_array(PyObject *o) {
 }
 
 /* Wraps [data] with [valid]; copies them first (as_masq_array) if masq
- * cannot read them as they are. [masked], [name]: see pm_wrap. */
+ * cannot read them as they are. [masked], [name]: see pm_wrap (for a wrap
+ * in place only: a copy is a snapshot of data and mask alike). */
 static int wrap_or_convert(pm_state *st, PyObject *data, PyObject *valid, int valid_clean,
                            PyObject *masked, PyObject *name, masq_tensor **out) {
   int rc = wrap(st, data, valid, valid_clean, masked, name, out);
@@ -423,7 +424,7 @@ static int wrap_or_convert(pm_state *st, PyObject *data, PyObject *valid, int va
       return -1;
     }
   }
-  rc = wrap(st, d2, v2, 1, masked, name, out);
+  rc = wrap(st, d2, v2, 1, NULL, NULL, out); /* a copy is a snapshot, its mask too */
   Py_DECREF(d2);
   Py_XDECREF(v2);
   if (rc > 0) PyErr_SetString(PyExc_TypeError, "masq cannot read this array's layout");
@@ -462,14 +463,17 @@ static int from_pair(pm_state *st, PyObject *data, PyObject *valid, masq_tensor 
 }
 
 /* A numpy.ma array: its data wrapped, its mask turned into a new bool array
- * that pm_sync_masks turns again before each call. */
+ * that pm_sync_masks turns again before each call if the array is bound to
+ * global [name] (not for a call's arguments, converted at each call, or a
+ * registered function's result). */
 static int from_masked(pm_state *st, PyObject *o, PyObject *name, masq_tensor **out) {
   int rc = -1;
   PyObject *data = PyObject_CallOneArg(pm_np.getdata, o), *mask = NULL, *valid = NULL;
   if (data) mask = PyObject_CallOneArg(pm_np.getmask, o);
   /* the polarity turn; logical_not makes 0s and 1s whatever the mask's bytes */
   if (mask && mask != pm_np.nomask) valid = PyObject_CallOneArg(pm_np.logical_not, mask);
-  if (mask && (mask == pm_np.nomask || valid)) rc = wrap_or_convert(st, data, valid, 1, o, name, out);
+  if (mask && (mask == pm_np.nomask || valid))
+    rc = wrap_or_convert(st, data, valid, 1, name ? o : NULL, name, out);
   Py_XDECREF(data);
   Py_XDECREF(mask);
   Py_XDECREF(valid);

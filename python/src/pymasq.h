@@ -34,11 +34,11 @@ typedef struct pm_wrap {
   struct pm_state *st;
   Py_buffer views[2]; /* data, then the validity mask (if any) */
   int nviews;
-  /* A numpy.ma array's wrap: the array, whose mask is turned again into
-   * views[1] (the module's own bool array) before each call (pm_sync_masks),
-   * so an edit of the mask is seen as one of the data is; and the global it
-   * was bound to (a str, or NULL), rebound if the array had no mask at the
-   * bind and has one now. NULL for other wraps. */
+  /* The wrap of a numpy.ma array bound to a global, its data in place: the
+   * array, whose mask is turned again into views[1] (the module's own bool
+   * array) before each call (pm_sync_masks), so an edit of the mask is seen
+   * as one of the data is; and the global's name (a str), bound again if
+   * the array had no mask at the bind and has one now. NULL otherwise. */
   PyObject *masked, *name;
 } pm_wrap;
 

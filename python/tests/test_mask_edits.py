@@ -81,3 +81,14 @@ def test_mask_edited_between_calls_of_a_function():
     assert s.call("total") == 15.0
     a[2] = ma.masked
     assert s.call("total") == 11.0
+
+
+def test_a_copied_array_is_a_snapshot_mask_and_all():
+    """An array masq cannot read in place (here uint16, stored as int64) is
+    copied when bound: neither its data nor its mask is seen changing."""
+    s = masq.State()
+    a = ma.array(np.array([1, 2, 4, 8], dtype=np.uint16), mask=[False, False, False, False])
+    s["a"] = a
+    a[0] = 100
+    a[3] = ma.masked
+    assert s.eval("sum(a)") == 15
