@@ -627,7 +627,7 @@ int pm_sync_masks(pm_state *st) {
         if (!item || !rebind || PyList_Append(rebind, item) < 0) rc = -1;
         Py_XDECREF(item);
       }
-      Py_CLEAR(w->masked); /* done with it either way (an argument of a call was converted for that call) */
+      Py_CLEAR(w->masked); /* done with it either way: bound again below, or the global moved on */
     }
   }
   /* after the walk: binding again lets masq release wraps (they move lists) */
