@@ -391,6 +391,12 @@ $(B)/python/masq/%.py: python/masq/%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 
+# the type stubs beside the package (PEP 561)
+python: $(B)/python/masq/__init__.pyi $(B)/python/masq/py.typed
+$(B)/python/masq/__init__.pyi $(B)/python/masq/py.typed: $(B)/python/masq/%: python/masq/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 # --- fuzzing: make fuzz (tests/fuzz/run.sh) -----------------------------------
 # Four libFuzzer harnesses (tests/fuzz/fuzz_*.c) over a third object tree
 # built with -fsanitize=fuzzer-no-link,address,undefined. make fuzz runs each

@@ -10,6 +10,9 @@
 #ifdef __linux__
 #include <sys/random.h>
 #endif
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim (masq_trim) */
+#endif
 
 #include "../core/diag.h"
 #include "../core/gc.h"
@@ -146,6 +149,17 @@ void masq_close(masq_state *S) {
   mq_strfree(S, S->err_chunk);
   mq_bigcache_flush(S); /* last: everything freed above may have landed there */
   S->cfg.alloc(S->cfg.alloc_ud, S, sizeof *S, 0);
+}
+
+size_t masq_trim(masq_state *S) {
+  if (!S) return 0;
+  size_t before = S->mem_used;
+  mq_bigcache_flush(S);
+  if (S->host_depth == 0 && S->in_hook == 0) mq_gc_collect(S, true); /* not under a call that runs */
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+  return before > S->mem_used ? before - S->mem_used : 0;
 }
 
 /* --- errors ----------------------------------------------------------------------- */

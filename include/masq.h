@@ -150,6 +150,16 @@ MASQ_API masq_state *masq_open(const masq_config *cfg);
  * call that is running fails with MASQ_ERR_USAGE. */
 MASQ_API void masq_close(masq_state *M);
 
+/* Gives back the memory [M] keeps for reuse while it stays open: the tensor
+ * buffers it caches after they are freed (up to 512 MB, reused by the next
+ * computation of the same sizes), the cycles nothing holds (outside a call
+ * only), and, with glibc's malloc, the free memory malloc keeps (malloc_trim),
+ * so a long-lived state's resident size falls back after a big temporary.
+ * Values the state still holds stay. Returns the bytes masq gave back to the
+ * allocator (0 for a NULL [M]). Costs the next computation of those sizes
+ * fresh pages. */
+MASQ_API size_t masq_trim(masq_state *M);
+
 /* Flags for masq_eval. */
 enum {
   MASQ_EVAL_ECHO = 1,   /* print the value of each expression statement (REPL) */

@@ -1,10 +1,10 @@
 """masq_kernel - a Jupyter kernel for masq, on the masq module.
 
-    python3 -m masq_kernel install [--user] [--prefix DIR]   # the kernelspec
+    python3 -m masq_kernel install [--user | --sys-prefix | --prefix DIR]   # the kernelspec
     python3 -m masq_kernel -f CONNECTION_FILE                # what Jupyter runs
 
 Cells run in one masq.State (file access on: a notebook is its user's own
-code). The value of a cell's last expression is shown as text and, for
+code). The value of a cell's last expression is shown as masq prints it and, for
 tensors of one or two dimensions, as an HTML table whose masked-out cells are
 greyed; print() goes to the cell's output; errors show masq's diagnostic with
 its carets; `:help NAME` shows a builtin's help; Tab completes builtin and
@@ -34,19 +34,56 @@ NAME_TAIL = re.compile(r"[A-Za-z_][A-Za-z_0-9]*$")
 NAME_AT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
-def to_text(value):
-    """The plain-text form of a value (masked entries as --). Lists are cut
-    at about MAX_TEXT characters: one that shares sublists (l = [l, l],
-    sixty times over) would print 2^60 items."""
-    if isinstance(value, np.ndarray):
-        return str(value)  # numpy summarises big arrays itself
-    if isinstance(value, list):
-        return _list_text(value)
-    return repr(value)
+# the text of a cell's value is masq's own printing of it: str(_) in masq,
+# through a function defined in the kernel's State, called with a keyword
+# (a call leaves `_` alone; with a keyword it may return a string)
+TEXT_OF_RESULT = "__masq_kernel_text"
+MAX_ITEMS = 10000  # a list with more items (counted at each occurrence) is walked here
 
 
-def _list_text(value):
-    out, left, open_lists = [], [MAX_TEXT], set()
+def to_text(value, state):
+    """The plain-text form of a cell's value, as masq prints it (the REPL's
+    form: masq's digits, masked entries as --, strings unquoted). A list
+    that holds itself or has more than MAX_ITEMS items is walked here
+    instead, cut at about MAX_TEXT characters, each item printed by masq:
+    one that shares sublists (l = [l, l], sixty times over) would print
+    2^60 items."""
+    if isinstance(value, list) and not _small(value):
+        return _list_text(value, state)
+    return state.call(TEXT_OF_RESULT, unused=None)
+
+
+def _small(value):
+    """True if the list has at most MAX_ITEMS items in all and no cycle."""
+    count, path = [0], set()
+
+    def walk(v):
+        if id(v) in path:
+            return False
+        path.add(id(v))
+        for item in v:
+            count[0] += 1
+            if count[0] > MAX_ITEMS or (isinstance(item, list) and not walk(item)):
+                return False
+        path.discard(id(v))
+        return True
+
+    return walk(value)
+
+
+def _item_text(v, state, memo):
+    """An item of a list as masq prints it inside a list."""
+    if isinstance(v, str):
+        return '"%s"' % v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    if v is None or isinstance(v, bool):
+        return {None: "none", True: "true", False: "false"}[v]
+    if id(v) not in memo:  # an array that occurs again is printed once
+        memo[id(v)] = (v, state.call("str", x=v))
+    return memo[id(v)][1]
+
+
+def _list_text(value, state):
+    out, left, open_lists, memo = [], [MAX_TEXT], set(), {}
 
     def put(text):
         out.append(text)
@@ -54,8 +91,8 @@ def _list_text(value):
 
     def walk(v):
         if not isinstance(v, list):
-            put(repr(v))
-        elif id(v) in open_lists:  # a list inside itself, as Python shows it
+            put(_item_text(v, state, memo))
+        elif id(v) in open_lists:  # a list inside itself
             put("[...]")
         else:
             open_lists.add(id(v))
@@ -77,7 +114,8 @@ def _list_text(value):
 def _cell(v, masked):
     if masked:
         return '<td style="color:#999;background:#eee;text-align:center">--</td>'
-    return '<td style="text-align:right">%s</td>' % html.escape(str(v))
+    text = "%.6g" % v if isinstance(v, np.floating) else str(v)  # not numpy's 17 digits
+    return '<td style="text-align:right">%s</td>' % html.escape(text)
 
 
 def to_html(value):
@@ -107,6 +145,7 @@ class MasqKernel(Kernel):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.state = masq.State(io=True, picture=self._picture)
+        self.state.eval("fn %s(unused=none) = str(_)" % TEXT_OF_RESULT)
 
     def _picture(self, text, svg):
         """A picture (show_mask, hist, plot, heatmap) as display data: the
@@ -166,10 +205,10 @@ class MasqKernel(Kernel):
             finally:  # print() output before the result and the reply
                 sys.stdout.flush()
                 sys.stderr.flush()
-        except TypeError as e:  # a value without a Python form: the cell ran
-            value = "<%s>" % e
+        except TypeError:  # a value without a Python form (a function): masq prints it
+            value = NotImplemented
         if value is not None and not silent:
-            data = {"text/plain": to_text(value)}
+            data = {"text/plain": to_text(value, self.state)}
             table = to_html(value)
             if table:
                 data["text/html"] = table
@@ -203,6 +242,14 @@ class MasqKernel(Kernel):
                 "data": {"text/plain": doc} if doc else {}, "metadata": {}}
 
 
+def _on_path(d):
+    """True if directory d is on this Python's own path (site-packages)."""
+    import site
+
+    own = site.getsitepackages() + [site.getusersitepackages()]
+    return any(os.path.realpath(d) == os.path.realpath(p) for p in own)
+
+
 def install(argv):
     """Writes the kernelspec (kernel.json) for this Python and this masq."""
     import argparse
@@ -212,15 +259,19 @@ def install(argv):
     p = argparse.ArgumentParser(prog="python3 -m masq_kernel install")
     p.add_argument("--user", action="store_true", help="install for this user only")
     p.add_argument("--prefix", help="install under PREFIX/share/jupyter/kernels")
+    p.add_argument("--sys-prefix", action="store_true",
+                   help="install in this Python's prefix (%s): a virtual environment's own" % sys.prefix)
     args = p.parse_args(argv)
+    if args.sys_prefix:
+        args.prefix = sys.prefix
     spec = {"argv": [sys.executable, "-m", "masq_kernel", "-f", "{connection_file}"],
-            "display_name": "masq", "language": "masq",
-            # where the masq package and this module were found, for an
-            # uninstalled build; the package first (python/ has a masq/ of
-            # .py files without the extension)
-            "env": {"PYTHONPATH": os.pathsep.join(dict.fromkeys([
-                os.path.dirname(os.path.dirname(os.path.abspath(masq.__file__))),
-                os.path.dirname(os.path.abspath(__file__))]))}}
+            "display_name": "masq", "language": "masq"}
+    places = [os.path.dirname(os.path.dirname(os.path.abspath(masq.__file__))),
+              os.path.dirname(os.path.abspath(__file__))]
+    if not all(_on_path(d) for d in places):
+        # an uninstalled build: where the masq package and this module were
+        # found, the package first (python/ has a masq/ of .py files only)
+        spec["env"] = {"PYTHONPATH": os.pathsep.join(dict.fromkeys(places))}
     d = tempfile.mkdtemp()
     try:
         with open(os.path.join(d, "kernel.json"), "w") as f:

@@ -282,7 +282,8 @@ static int bools_clean(const uint8_t *p, int ndim, const int64_t *shape, const i
  * bools, bytes 0 and 1 (checked, but for a [valid] the module made:
  * [valid_clean]); returns 1 if they do not, so the caller converts and
  * tries again. */
-static int wrap(pm_state *st, PyObject *data, PyObject *valid, int valid_clean, masq_tensor **out) {
+static int wrap(pm_state *st, PyObject *data, PyObject *valid, int valid_clean, PyObject *masked,
+                PyObject *name, masq_tensor **out) {
   pm_wrap *w = PyMem_RawCalloc(1, sizeof *w);
   if (!w) {
     PyErr_NoMemory();
@@ -338,6 +339,8 @@ static int wrap(pm_state *st, PyObject *data, PyObject *valid, int valid_clean, 
     pm_raise(st, masq_last_error(st->M)->status);
     goto fail;
   }
+  w->masked = Py_XNewRef(masked);
+  w->name = masked ? Py_XNewRef(name) : NULL;
   w->next = st->live; /* masq's now, until wrap_release; listed for the collector */
   if (w->next) w->next->prev = w;
   st->live = w;
@@ -404,10 +407,11 @@ static PyObject *as_masq_array(PyObject *o) {
 }
 
 /* Wraps [data] with [valid]; copies them first (as_masq_array) if masq
- * cannot read them as they are. */
+ * cannot read them as they are. [masked], [name]: see pm_wrap (for a wrap
+ * in place only: a copy is a snapshot of data and mask alike). */
 static int wrap_or_convert(pm_state *st, PyObject *data, PyObject *valid, int valid_clean,
-                           masq_tensor **out) {
-  int rc = wrap(st, data, valid, valid_clean, out);
+                           PyObject *masked, PyObject *name, masq_tensor **out) {
+  int rc = wrap(st, data, valid, valid_clean, masked, name, out);
   if (rc <= 0) return rc;
   PyObject *d2 = as_masq_array(data), *v2 = NULL;
   if (!d2) return -1;
@@ -420,7 +424,7 @@ static int wrap_or_convert(pm_state *st, PyObject *data, PyObject *valid, int va
       return -1;
     }
   }
-  rc = wrap(st, d2, v2, 1, out);
+  rc = wrap(st, d2, v2, 1, NULL, NULL, out); /* a copy is a snapshot, its mask too */
   Py_DECREF(d2);
   Py_XDECREF(v2);
   if (rc > 0) PyErr_SetString(PyExc_TypeError, "masq cannot read this array's layout");
@@ -450,7 +454,7 @@ static int from_pair(pm_state *st, PyObject *data, PyObject *valid, masq_tensor 
   }
   if (m) shape = PyObject_GetAttrString(a, "shape");
   if (shape) b = PyObject_CallFunctionObjArgs(pm_np.broadcast_to, m, shape, NULL);
-  if (b) rc = wrap_or_convert(st, a, b, clean, out);
+  if (b) rc = wrap_or_convert(st, a, b, clean, NULL, NULL, out);
   Py_XDECREF(a);
   Py_XDECREF(m);
   Py_XDECREF(b);
@@ -458,16 +462,54 @@ static int from_pair(pm_state *st, PyObject *data, PyObject *valid, masq_tensor 
   return rc;
 }
 
-static int from_masked(pm_state *st, PyObject *o, masq_tensor **out) {
+/* A numpy.ma array: its data wrapped, its mask turned into a new bool array
+ * that pm_sync_masks turns again before each call if the array is bound to
+ * global [name] (not for a call's arguments, converted at each call, or a
+ * registered function's result). */
+static int from_masked(pm_state *st, PyObject *o, PyObject *name, masq_tensor **out) {
   int rc = -1;
   PyObject *data = PyObject_CallOneArg(pm_np.getdata, o), *mask = NULL, *valid = NULL;
   if (data) mask = PyObject_CallOneArg(pm_np.getmask, o);
   /* the polarity turn; logical_not makes 0s and 1s whatever the mask's bytes */
   if (mask && mask != pm_np.nomask) valid = PyObject_CallOneArg(pm_np.logical_not, mask);
-  if (mask && (mask == pm_np.nomask || valid)) rc = wrap_or_convert(st, data, valid, 1, out);
+  if (mask && (mask == pm_np.nomask || valid))
+    rc = wrap_or_convert(st, data, valid, 1, name ? o : NULL, name, out);
   Py_XDECREF(data);
   Py_XDECREF(mask);
   Py_XDECREF(valid);
+  return rc;
+}
+
+/* 1 if [o] is a pandas object (its type's module is pandas'), 0 if not,
+ * -1 with the exception set. */
+static int is_pandas(PyObject *o) {
+  PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
+  if (!mod) {
+    PyErr_Clear();
+    return 0;
+  }
+  const char *m = PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+  int r = m && strncmp(m, "pandas", 6) == 0 && (m[6] == '.' || m[6] == 0);
+  if (!m) PyErr_Clear();
+  Py_DECREF(mod);
+  return r;
+}
+
+/* A pandas Series or DataFrame: masq/_pandas.py's to_pair gives (data,
+ * valid), NaN and pd.NA not valid, a copy (the frame is read when bound). */
+static int from_pandas(pm_state *st, PyObject *o, masq_tensor **out) {
+  PyObject *mod = PyImport_ImportModule("masq._pandas"), *pair = NULL;
+  if (mod) pair = PyObject_CallMethod(mod, "to_pair", "O", o);
+  Py_XDECREF(mod);
+  if (!pair) return -1;
+  int rc = -1;
+  if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2)
+    PyErr_SetString(PyExc_TypeError, "masq._pandas.to_pair must give (data, valid)");
+  else if (PyTuple_GET_ITEM(pair, 1) == Py_None)
+    rc = wrap_or_convert(st, PyTuple_GET_ITEM(pair, 0), NULL, 0, NULL, NULL, out);
+  else
+    rc = from_pair(st, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), out);
+  Py_DECREF(pair);
   return rc;
 }
 
@@ -480,7 +522,9 @@ static int new_scalar(pm_state *st, masq_dtype dt, const void *p, masq_tensor **
   return 0;
 }
 
-int pm_to_tensor(pm_state *st, PyObject *o, masq_tensor **out) {
+int pm_to_tensor(pm_state *st, PyObject *o, masq_tensor **out) { return pm_to_global_tensor(st, o, NULL, out); }
+
+int pm_to_global_tensor(pm_state *st, PyObject *o, PyObject *name, masq_tensor **out) {
   *out = NULL;
   if (o == Py_None) return 0;
   if (PyBool_Check(o)) {
@@ -507,18 +551,92 @@ int pm_to_tensor(pm_state *st, PyObject *o, masq_tensor **out) {
   }
   int r = PyObject_IsInstance(o, pm_np.MaskedArray);
   if (r < 0) return -1;
-  if (r) return from_masked(st, o, out);
+  if (r) return from_masked(st, o, name, out);
   if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 2)
     return from_pair(st, PyTuple_GET_ITEM(o, 0), PyTuple_GET_ITEM(o, 1), out);
   if (PyUnicode_Check(o) || PyBytes_Check(o)) {
     PyErr_SetString(PyExc_TypeError, "masq: a string cannot be passed as a tensor (set it as a global instead)");
     return -1;
   }
-  if (PyObject_CheckBuffer(o)) return wrap_or_convert(st, o, NULL, 0, out);
+  if (PyObject_CheckBuffer(o)) return wrap_or_convert(st, o, NULL, 0, NULL, NULL, out);
+  int pd = is_pandas(o);
+  if (pd) return pd < 0 ? -1 : from_pandas(st, o, out);
   PyObject *a = as_masq_array(o); /* lists and other sequences of numbers */
   if (!a) return -1;
-  int rc = wrap_or_convert(st, a, NULL, 0, out);
+  int rc = wrap_or_convert(st, a, NULL, 0, NULL, NULL, out);
   Py_DECREF(a);
+  return rc;
+}
+
+/* --- numpy.ma masks edited after the bind ------------------------------------- */
+
+/* Turns [w]'s numpy.ma mask into its valid array again, in place (masq reads
+ * that memory when it runs, as it reads the data). 1 if the array had no
+ * mask at the bind and has one now (the wrap cannot take it), 0 if done,
+ * -1 with the exception set. */
+static int sync_one(pm_wrap *w) {
+  PyObject *mask = PyObject_CallOneArg(pm_np.getmask, w->masked), *r = NULL;
+  if (!mask) return -1;
+  int rc = 0;
+  if (w->nviews < 2) {
+    rc = mask != pm_np.nomask;
+  } else if (mask == pm_np.nomask) {
+    r = PyObject_CallMethod(w->views[1].obj, "fill", "O", Py_True);
+    rc = r ? 0 : -1;
+  } else {
+    PyObject *args = PyTuple_Pack(1, mask), *kw = Py_BuildValue("{s:O}", "out", w->views[1].obj);
+    if (args && kw) r = PyObject_Call(pm_np.logical_not, args, kw);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (!r && PyErr_ExceptionMatches(PyExc_ValueError)) { /* reshaped in place since: its mask no longer fits */
+      PyErr_Clear();
+      Py_CLEAR(w->masked);
+    } else if (!r) {
+      rc = -1;
+    }
+  }
+  Py_XDECREF(r);
+  Py_DECREF(mask);
+  return rc;
+}
+
+/* 1 if global [name] still holds the tensor wrapped by [data] without a mask. */
+static int still_bound(pm_state *st, PyObject *name, const void *data) {
+  const char *n = PyUnicode_AsUTF8(name);
+  masq_tensor *t = NULL;
+  masq_tensor_desc d;
+  int same = n && masq_get_global(st->M, n, &t) == MASQ_OK && t &&
+             masq_tensor_info(st->M, t, &d) == MASQ_OK && d.data == data && !d.valid;
+  if (t) masq_tensor_release(st->M, t);
+  PyErr_Clear();
+  return same;
+}
+
+int pm_sync_masks(pm_state *st) {
+  PyObject *rebind = NULL; /* (name, array, data) of the globals to bind again */
+  int rc = 0;
+  for (pm_wrap *w = st->live; w && rc == 0; w = w->next) {
+    if (!w->masked) continue;
+    int r = sync_one(w);
+    if (r < 0) {
+      rc = -1;
+    } else if (r > 0) {
+      if (w->name) {
+        PyObject *item = Py_BuildValue("(OOn)", w->name, w->masked, (Py_ssize_t)(uintptr_t)w->views[0].buf);
+        if (!rebind) rebind = PyList_New(0);
+        if (!item || !rebind || PyList_Append(rebind, item) < 0) rc = -1;
+        Py_XDECREF(item);
+      }
+      Py_CLEAR(w->masked); /* done with it either way: bound again below, or the global moved on */
+    }
+  }
+  /* after the walk: binding again lets masq release wraps (they move lists) */
+  for (Py_ssize_t i = 0; rebind && rc == 0 && i < PyList_GET_SIZE(rebind); i++) {
+    PyObject *item = PyList_GET_ITEM(rebind, i), *name = PyTuple_GET_ITEM(item, 0);
+    const void *data = (const void *)(uintptr_t)PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 2));
+    if (still_bound(st, name, data)) rc = pm_set_global(st, PyUnicode_AsUTF8(name), PyTuple_GET_ITEM(item, 1));
+  }
+  Py_XDECREF(rebind);
   return rc;
 }
 

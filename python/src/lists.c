@@ -188,7 +188,10 @@ int pm_set_global(pm_state *st, const char *name, PyObject *o) {
     s = masq_set_number(st->M, name, PyFloat_AS_DOUBLE(o));
   } else {
     masq_tensor *t;
-    if (pm_to_tensor(st, o, &t) < 0) return -1;
+    PyObject *pyname = PyUnicode_FromString(name);
+    int rc = pyname ? pm_to_global_tensor(st, o, pyname, &t) : -1;
+    Py_XDECREF(pyname);
+    if (rc < 0) return -1;
     s = masq_set_global(st->M, name, t);
     masq_tensor_release(st->M, t);
   }

@@ -64,6 +64,8 @@ void pm_drain(pm_state *st) {
     while (w) {
       pm_wrap *next = w->next;
       for (int i = 0; i < w->nviews; i++) PyBuffer_Release(&w->views[i]);
+      Py_XDECREF(w->masked);
+      Py_XDECREF(w->name);
       PyMem_RawFree(w);
       w = next;
     }
@@ -183,8 +185,10 @@ static int state_init(pm_state *self, PyObject *args, PyObject *kw) {
  * running it, without the GIL (leaving them out only makes the collector
  * think them held from outside, which is safe). */
 static int visit_wraps(pm_wrap *w, visitproc visit, void *arg) {
-  for (; w; w = w->next)
+  for (; w; w = w->next) {
     for (int i = 0; i < w->nviews; i++) Py_VISIT(w->views[i].obj);
+    Py_VISIT(w->masked);
+  }
   return 0;
 }
 
@@ -276,6 +280,10 @@ static PyObject *state_eval(pm_state *self, PyObject *args, PyObject *kw) {
   PyObject *r = NULL;
   /* `_` holds the value of the last expression statement (MASQ_EVAL_RESULT);
    * none first, so a script that ends otherwise returns None. */
+  if (pm_sync_masks(self) < 0) {
+    pm_leave(self);
+    return NULL;
+  }
   masq_status s = masq_set_global(self->M, "_", NULL);
   run_args a = {.src = src, .len = (size_t)len, .name = name};
   if (s != MASQ_OK)
@@ -286,7 +294,75 @@ static PyObject *state_eval(pm_state *self, PyObject *args, PyObject *kw) {
   return r;
 }
 
-static PyObject *state_call(pm_state *self, PyObject *args) {
+/* 1 if [s] is a masq name (letters, digits, _; [dots]: and dots between
+ * them, a module's function). */
+static int is_name(const char *s, int dots) {
+  if (!s || *s == 0 || (*s >= '0' && *s <= '9')) return 0;
+  for (const char *p = s; *p; p++) {
+    int letter = *p == '_' || ((*p | 32) >= 'a' && (*p | 32) <= 'z') || (*p >= '0' && *p <= '9');
+    if (!letter && !(dots && *p == '.' && p > s && p[-1] != '.' && p[1] && p[1] != '.')) return 0;
+  }
+  return 1;
+}
+
+/* s.call(fname, *args, **kw) with keywords, or a str among the arguments:
+ * masq_call passes positional tensors only, so the arguments are bound to
+ * globals __py_c<depth>_* (what s["x"] = value binds: strings too) and a
+ * one-line script calls the function, as a script would. The globals are
+ * none again after, whatever happened. */
+static PyObject *call_by_script(pm_state *st, const char *fname, PyObject *args, PyObject *kw) {
+  if (!is_name(fname, 1))
+    return PyErr_Format(PyExc_ValueError, "State.call: %R is not a masq function name", PyTuple_GET_ITEM(args, 0));
+  Py_ssize_t n = PyTuple_GET_SIZE(args), nkw = kw ? PyDict_GET_SIZE(kw) : 0;
+  char res[48];
+  snprintf(res, sizeof res, "__py_c%d_r", st->depth);
+  PyObject *src = PyUnicode_FromFormat("%s = %s(", res, fname), *names = PyList_New(0), *r = NULL;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  int ok = src && names;
+  for (Py_ssize_t i = 0; ok && i < n - 1 + nkw; i++) {
+    const char *kname = NULL;
+    if (i < n - 1) {
+      value = PyTuple_GET_ITEM(args, i + 1);
+    } else {
+      PyDict_Next(kw, &pos, &key, &value);
+      kname = PyUnicode_AsUTF8(key);
+      if (!is_name(kname, 0)) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "State.call: %R is not a masq parameter name", key);
+        ok = 0;
+        break;
+      }
+    }
+    /* True, False and None are written as literals: keepdim=true wants a
+     * bool, not the 0-d bool tensor a global would hold */
+    const char *lit = value == Py_True ? "true" : value == Py_False ? "false" : value == Py_None ? "none" : NULL;
+    PyObject *g = lit ? PyUnicode_FromString(lit) : PyUnicode_FromFormat("__py_c%d_%zd", st->depth, i);
+    PyObject *part = g ? PyUnicode_FromFormat("%s%s%s%U", i ? ", " : "", kname ? kname : "", kname ? "=" : "", g) : NULL;
+    ok = part && (lit || (PyList_Append(names, g) == 0 && pm_set_global(st, PyUnicode_AsUTF8(g), value) == 0));
+    if (ok) PyUnicode_Append(&src, part);
+    ok = ok && src;
+    Py_XDECREF(g);
+    Py_XDECREF(part);
+  }
+  if (ok) PyUnicode_AppendAndDel(&src, PyUnicode_FromString(")"));
+  Py_ssize_t len;
+  const char *text = ok && src ? PyUnicode_AsUTF8AndSize(src, &len) : NULL;
+  if (text) {
+    run_args a = {.src = text, .len = (size_t)len, .name = "<call>"};
+    if (run(st, &a) == 0) r = pm_get_global(st, res, 0);
+  }
+  /* none again, keeping the exception (if any) that is on its way */
+  PyObject *exc = pm_fetch();
+  masq_set_global(st->M, res, NULL);
+  for (Py_ssize_t i = 0; names && i < PyList_GET_SIZE(names); i++)
+    masq_set_global(st->M, PyUnicode_AsUTF8(PyList_GET_ITEM(names, i)), NULL);
+  if (exc) pm_restore(exc);
+  Py_XDECREF(src);
+  Py_XDECREF(names);
+  return r;
+}
+
+static PyObject *state_call(pm_state *self, PyObject *args, PyObject *kw) {
   Py_ssize_t n = PyTuple_GET_SIZE(args);
   if (n < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(args, 0))) {
     PyErr_SetString(PyExc_TypeError, "State.call(name, *args): name must be a str");
@@ -298,6 +374,13 @@ static PyObject *state_call(pm_state *self, PyObject *args) {
   }
   const char *fname = PyUnicode_AsUTF8(PyTuple_GET_ITEM(args, 0));
   if (!fname || pm_enter(self) < 0) return NULL;
+  int by_script = kw && PyDict_GET_SIZE(kw) > 0;
+  for (Py_ssize_t i = 1; i < n && !by_script; i++) by_script = PyUnicode_Check(PyTuple_GET_ITEM(args, i));
+  if (by_script) {
+    PyObject *r = pm_sync_masks(self) < 0 ? NULL : call_by_script(self, fname, args, kw);
+    pm_leave(self);
+    return r;
+  }
   masq_tensor *argv[256];
   int argc = 0;
   PyObject *r = NULL;
@@ -319,7 +402,7 @@ static PyObject *state_call(pm_state *self, PyObject *args) {
     }
   }
   run_args a = {.fname = fname, .argc = argc, .argv = argv};
-  if (run(self, &a) == 0) r = pm_from_tensor(self, a.result);
+  if (pm_sync_masks(self) == 0 && run(self, &a) == 0) r = pm_from_tensor(self, a.result);
   masq_tensor_release(self->M, a.result);
 out:
   for (int i = 0; i < argc; i++) masq_tensor_release(self->M, argv[i]);
@@ -365,7 +448,7 @@ static PyObject *state_getitem(pm_state *self, PyObject *key) {
     return NULL;
   }
   if (pm_enter(self) < 0) return NULL;
-  PyObject *r = pm_get_global(self, name, 1);
+  PyObject *r = pm_sync_masks(self) < 0 ? NULL : pm_get_global(self, name, 1);
   pm_leave(self);
   return r;
 }
@@ -407,6 +490,42 @@ static PyObject *state_complete(pm_state *self, PyObject *arg) {
   return r;
 }
 
+static PyObject *state_trim(pm_state *self, PyObject *unused) {
+  if (pm_enter(self) < 0) return NULL;
+  size_t freed;
+  Py_BEGIN_ALLOW_THREADS
+  freed = masq_trim(self->M);
+  Py_END_ALLOW_THREADS
+  pm_leave(self);
+  return PyLong_FromSize_t(freed);
+}
+
+typedef struct finding {
+  const char *name;
+  int found;
+} finding;
+
+static void find_global(void *ud, const char *name, const char *summary) {
+  finding *f = ud;
+  if (strcmp(f->name, name) == 0) f->found = strncmp(summary, "none", 4) != 0;
+}
+
+/* name in s: a global a script or Python defined (not a builtin) that holds
+ * a value other than none (del s[name] binds none); not the module's own
+ * __py_ globals, which hold none between its calls. */
+static int state_contains(pm_state *self, PyObject *key) {
+  finding f = {PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL, 0};
+  if (!f.name) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "masq.State: global names are str");
+    return -1;
+  }
+  if (strncmp(f.name, "__py_", 5) == 0) return 0;
+  if (pm_enter(self) < 0) return -1;
+  masq_globals(self->M, find_global, &f);
+  pm_leave(self);
+  return f.found;
+}
+
 static PyObject *state_interrupt(pm_state *self, PyObject *unused) {
   if (self->M) masq_interrupt(self->M); /* any thread, busy or not: masq allows it */
   Py_RETURN_NONE;
@@ -414,22 +533,59 @@ static PyObject *state_interrupt(pm_state *self, PyObject *unused) {
 
 static PyMappingMethods state_mapping = {NULL, (binaryfunc)state_getitem,
                                          (objobjargproc)state_setitem};
+static PySequenceMethods state_sequence = {.sq_contains = (objobjproc)state_contains};
 
+/* The docstrings start with the signature in CPython's text-signature form
+ * ("name($self, ...)\n--\n\n"), so help() and inspect.signature show it. */
 static PyMethodDef state_methods[] = {
     {"eval", (PyCFunction)(void (*)(void))state_eval, METH_VARARGS | METH_KEYWORDS,
-     "eval(source, name='<python>'): run masq source; the value of its last expression statement, or None"},
-    {"call", (PyCFunction)state_call, METH_VARARGS,
-     "call(name, *args): call the masq function bound to global name"},
+     "eval($self, /, source, name='<python>')\n--\n\n"
+     "Run masq source in this State and return the value of its last expression\n"
+     "statement that is not none (None if there is none).\n\n"
+     "Globals, functions and registered Python functions persist across calls. A\n"
+     "tensor comes back as a read-only numpy array (a masked one as numpy.ma), a\n"
+     "0-d tensor as a Python number, a string as str, a list as a list. name is\n"
+     "the file name diagnostics show. Raises masq.Error (with .message, .line,\n"
+     "...), MemoryError past memory_limit, KeyboardInterrupt on Ctrl-C; a failed\n"
+     "call leaves the globals as they were."},
+    {"call", (PyCFunction)(void (*)(void))state_call, METH_VARARGS | METH_KEYWORDS,
+     "call($self, name, /, *args, **kwargs)\n--\n\n"
+     "Call the masq function bound to global name (a builtin, one a script\n"
+     "defined, or a registered Python function) and return its value.\n\n"
+     "Arguments convert as s['x'] = value does. Keyword arguments are the\n"
+     "function's named parameters (s.call('std', a, dim=0, correction=1)); with\n"
+     "them, or a str argument, the call runs as a one-line script."},
     {"register", (PyCFunction)(void (*)(void))state_register, METH_VARARGS | METH_KEYWORDS,
-     "register(signature, fn, doc=None): make Python callable fn a masq builtin"},
-    {"doc", (PyCFunction)state_doc, METH_O, "doc(name): signature and help of a builtin, or None"},
-    {"complete", (PyCFunction)state_complete, METH_O, "complete(prefix): names that start with prefix"},
+     "register($self, /, signature, fn, doc=None)\n--\n\n"
+     "Make the Python callable fn a masq function.\n\n"
+     "signature is a bare name (every argument passed) or the builtins' notation\n"
+     "with defaults, 'clip(x, lo=0, hi=none)', which masq checks first. Tensors\n"
+     "arrive as read-only numpy arrays; what fn returns converts as s['x'] = value.\n"
+     "An exception fn raises is a masq error at the call (its __cause__ if\n"
+     "uncaught)."},
+    {"doc", (PyCFunction)state_doc, METH_O,
+     "doc($self, name, /)\n--\n\nThe signature and help of a builtin or registered function, as :help\n"
+     "shows it, or None."},
+    {"complete", (PyCFunction)state_complete, METH_O,
+     "complete($self, prefix, /)\n--\n\nThe names of builtins and globals that start with prefix."},
+    {"trim", (PyCFunction)state_trim, METH_NOARGS,
+     "trim($self, /)\n--\n\n"
+     "Give back the memory the State keeps for reuse: the buffers it caches\n"
+     "after a computation (up to 512 MB), and malloc's free memory. Values the\n"
+     "State holds stay. Returns the bytes masq gave back. Call it after a big\n"
+     "temporary in a long-lived State (a dask worker, a notebook)."},
     {"interrupt", (PyCFunction)state_interrupt, METH_NOARGS,
-     "interrupt(): stop what the state is running (from any thread)"},
+     "interrupt($self, /)\n--\n\nStop what the State is running, from any thread: the call raises\n"
+     "KeyboardInterrupt."},
     {"close", (PyCFunction)state_close, METH_NOARGS,
-     "close(): take no more calls; give back the state's memory now, or when the last array it returned goes"},
-    {"__enter__", (PyCFunction)state_enter, METH_NOARGS, "with masq.State() as s: ... closes s at the end"},
-    {"__exit__", (PyCFunction)state_exit, METH_VARARGS, "closes the state"},
+     "close($self, /)\n--\n\n"
+     "End the State: later calls raise ValueError. Its memory, registered\n"
+     "functions and wrapped numpy buffers go now, or when the last array it\n"
+     "returned goes (they view its memory). Closing twice does nothing."},
+    {"__enter__", (PyCFunction)state_enter, METH_NOARGS,
+     "__enter__($self, /)\n--\n\nwith masq.State() as s: ... closes s at the end."},
+    {"__exit__", (PyCFunction)state_exit, METH_VARARGS,
+     "__exit__($self, *exc_info, /)\n--\n\nClose the State; an exception in the with block goes on."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject pm_state_type = {
@@ -437,9 +593,18 @@ static PyTypeObject pm_state_type = {
     .tp_basicsize = sizeof(pm_state),
     .tp_dealloc = (destructor)state_dealloc,
     .tp_as_mapping = &state_mapping,
+    .tp_as_sequence = &state_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "State(memory_limit=None, io=False, picture=None): a masq interpreter; globals persist across calls.\n"
-              "io=True opens load, save and import (the file system); memory_limit caps its bytes.",
+    .tp_doc = "State(memory_limit=None, *, io=False, picture=None)\n--\n\n"
+              "A masq interpreter. Globals, functions and registered Python functions\n"
+              "persist across calls, as in the REPL.\n\n"
+              "memory_limit caps the bytes it holds (numpy buffers it wraps do not count).\n"
+              "io=True opens load, save and import (the file system); without it a\n"
+              "script cannot touch files. picture=fn gets each picture as fn(text, svg).\n\n"
+              "s['x'] = value binds global x (numpy arrays wrapped without a copy; a\n"
+              "numpy.ma mask edited later is seen by the next call; pandas columns\n"
+              "with NaN or pd.NA masked); s['x'] reads it ('x' in s says whether it is\n"
+              "defined); del s['x'] binds none. See docs/PYTHON.md.",
     .tp_traverse = (traverseproc)state_traverse,
     .tp_clear = (inquiry)state_clear,
     .tp_weaklistoffset = offsetof(pm_state, weaklist),
@@ -469,7 +634,9 @@ out:
 
 static PyMethodDef module_methods[] = {
     {"eval", (PyCFunction)(void (*)(void))module_eval, METH_VARARGS | METH_KEYWORDS,
-     "eval(source, **values): run source in a new State with the given globals; its value"},
+     "eval(source, /, **values)\n--\n\n"
+     "Run source in a new State with values bound as its globals and return\n"
+     "its value, as State().eval(source) would. The State is closed after."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef pm_module = {PyModuleDef_HEAD_INIT, "masq._masq",

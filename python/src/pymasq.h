@@ -34,6 +34,12 @@ typedef struct pm_wrap {
   struct pm_state *st;
   Py_buffer views[2]; /* data, then the validity mask (if any) */
   int nviews;
+  /* The wrap of a numpy.ma array bound to a global, its data in place: the
+   * array, whose mask is turned again into views[1] (the module's own bool
+   * array) before each call (pm_sync_masks), so an edit of the mask is seen
+   * as one of the data is; and the global's name (a str), bound again if
+   * the array had no mask at the bind and has one now. NULL otherwise. */
+  PyObject *masked, *name;
 } pm_wrap;
 
 /* A tensor handle dropped by Python while its State was busy. */
@@ -118,6 +124,12 @@ int pm_poll_signals(Py_ssize_t i);
 /* convert.c: Python -> masq. *out is a new reference (NULL for None).
  * Return 0, or -1 with a Python exception set. */
 int pm_to_tensor(pm_state *st, PyObject *o, masq_tensor **out);
+/* The same for global [name] (a str: a numpy.ma array without a mask is
+ * bound again by that name if it gets one, pm_sync_masks). */
+int pm_to_global_tensor(pm_state *st, PyObject *o, PyObject *name, masq_tensor **out);
+/* Turns the masks of the numpy.ma arrays masq holds again, before a call
+ * (the State entered, masq not running): 0, or -1 with the exception set. */
+int pm_sync_masks(pm_state *st);
 /* masq -> Python: [t] is borrowed (NULL: None). A new reference or NULL. */
 PyObject *pm_from_tensor(pm_state *st, masq_tensor *t);
 

@@ -17,12 +17,12 @@ failed=$(echo "$out" | tail -n 1 | grep -o '[0-9]* failed' | cut -d' ' -f1)
 errors=$(echo "$out" | tail -n 1 | grep -o '[0-9]* error' | cut -d' ' -f1)
 failed=$((${failed:-0} + ${errors:-0})) # a test that errors in set-up counts as failed
 case "$(echo "$out" | tail -n 1)" in *passed*|*failed*|*error*) ;; *) failed=1 ;; esac
-# pip install ./python works offline, into a virtual environment that sees
+# pip install --no-build-isolation ./python works offline, into a virtual environment that sees
 # the system's numpy (skipped without python3-venv's ensurepip).
 if "$py" -c "import venv, ensurepip" 2>/dev/null; then
   tmp=$(mktemp -d)
   if "$py" -m venv --system-site-packages "$tmp/venv" >"$tmp/log" 2>&1 &&
-     "$tmp/venv/bin/pip" install --no-index "$here/.." >>"$tmp/log" 2>&1 &&
+     "$tmp/venv/bin/pip" install --no-index --no-build-isolation "$here/.." >>"$tmp/log" 2>&1 &&
      (cd "$tmp" && "$tmp/venv/bin/python" -c 'import masq, numpy, importlib.util; assert masq.eval("sum(x)", x=numpy.ma.array([1, 2, 4], mask=[0, 1, 0])) == 5; assert importlib.util.find_spec("masq.dask")' >>"$tmp/log" 2>&1); then
     passed=$((${passed:-0} + 1))
   else

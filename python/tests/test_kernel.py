@@ -183,7 +183,7 @@ def test_a_picture_that_cannot_be_sent_is_the_cells_error(cells):
 def test_ctrl_c_while_showing_the_value(cells, monkeypatch):
     mod, k = cells
 
-    def interrupted(value):
+    def interrupted(*args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(mod, "to_text", interrupted)
@@ -193,13 +193,35 @@ def test_ctrl_c_while_showing_the_value(cells, monkeypatch):
 
 
 def test_list_text_is_bounded(cells):
-    mod, _ = cells
+    mod, k = cells
     shared = [1]
     for _ in range(60):
         shared = [shared, shared]
-    text = mod.to_text(shared)
+    text = mod.to_text(shared, k.state)
     assert len(text) < mod.MAX_TEXT + 1000 and text.endswith("]")
     loop = ["a"]
     loop.append(loop)
-    assert mod.to_text(loop) == "['a', [...]]"
-    assert mod.to_text(["x", [1, 2.5], np.arange(3)]) == repr(["x", [1, 2.5], np.arange(3)])
+    assert mod.to_text(loop, k.state) == '["a", [...]]'
+
+
+def shown(k, cell):
+    k.sent = []
+    reply = k.do_execute(cell, False)
+    assert reply["status"] == "ok", reply
+    return k.sent[-1][1]["data"]
+
+
+def test_plain_text_is_masqs_printing(cells):
+    """The text of a value is masq's own printing (the REPL's), not numpy's
+    repr: masq's digits, masked entries as --, 0-d tensors as tensor(...)."""
+    _, k = cells
+    data = shown(k, "tensor([0.1, 0.2], dtype=float64) * 3")
+    assert data["text/plain"] == "tensor([0.3000, 0.6000], dtype=float64)"
+    assert "0.30000000000000004" not in data["text/html"]
+    text = shown(k, "masked([1.5, 2.0, 3.0], [true, false, true])")["text/plain"]
+    assert text.startswith("MaskedTensor(") and "--" in text and "masked_array" not in text
+    assert shown(k, "sum(arange(4))")["text/plain"] == "tensor(6)"
+    assert shown(k, '"abc"')["text/plain"] == "abc"
+    assert shown(k, '["a", [1, 2], none, true]')["text/plain"] == '["a", [1, 2], none, true]'
+    assert shown(k, "fn f(x) = x\nf")["text/plain"] == "<function f>"
+    assert shown(k, "_ = 5\n7")["text/plain"] == "7"  # the cell's value, whatever `_` the script set
