@@ -173,6 +173,14 @@ static mq_dtype float_of(const mq_tensor *t) {
   return mq_dtype_float_compute((mq_dtype)t->dtype);
 }
 
+/* What var and the norms compute an input in: its float dtype, but
+ * float64 for integers (an int64 near 2^40 has no float32 neighbours one
+ * apart: var([2^40, 2^40 + 1]) would be 0), rounded once into the result
+ * (float_of: float32, torch's dtype), as numpy computes them. */
+static mq_dtype compute_of(const mq_tensor *t) {
+  return mq_dtype_is_float((mq_dtype)t->dtype) ? float_of(t) : MQ_DT_F64;
+}
+
 /* Stores double [v] into element [i] of a float output. */
 static inline void put(mq_tensor *out, int64_t i, double v) {
   if (out->dtype == MQ_DT_F64) ((double *)mq_tensor_data(out))[i] = v;
@@ -184,13 +192,13 @@ mq_tensor *mq_var(mq_state *S, mq_tensor *t, int ndims, const int *dims, double 
   if (!(correction >= 0))
     mq_error(S, "%s: correction must be a non-negative number, got %g", std ? "std" : "var",
              correction);
-  mq_dtype dt = float_of(t);
+  mq_dtype dt = compute_of(t);
   mq_red_plan P;
   mq_red_plan_init(S, &P, std ? "std" : "var", t, dt, ndims, dims, keepdim);
   var_acc *acc = mq_red_acc(S, &P, sizeof *acc);
   for (int64_t i = 0; i < P.on; i++) acc[i] = (var_acc){0, 0, 0};
   mq_red_fold(S, &P, dt == MQ_DT_F32 ? &var_F32[S->cpu] : &var_F64, acc);
-  mq_tensor *out = mq_tensor_new(S, dt, P.ond, P.oshape);
+  mq_tensor *out = mq_tensor_new(S, float_of(t), P.ond, P.oshape);
   for (int64_t i = 0; i < P.on; i++) {
     /* torch divides by max(0, n - correction): too few entries give inf or NaN */
     double den = acc[i].n - correction, v = acc[i].m2 / (den > 0 ? den : 0);
@@ -211,11 +219,12 @@ mq_tensor *mq_norm(mq_state *S, mq_tensor *t, double p, int ndims, const int *di
   if (p != p) mq_error(S, "norm: p must be a number, not nan");
   mq_dtype dt = float_of(t);
   if (p == 1 || p == 2) {
+    mq_dtype cdt = compute_of(t);
     mq_red_plan P;
-    mq_red_plan_init(S, &P, "norm", t, dt, ndims, dims, keepdim);
+    mq_red_plan_init(S, &P, "norm", t, cdt, ndims, dims, keepdim);
     double *acc = mq_red_acc(S, &P, sizeof *acc);
     memset(acc, 0, (size_t)P.on * sizeof *acc);
-    mq_red_fold(S, &P, p == 2 ? mq_red_sumsq(dt) : mq_red_sumabs(dt), acc);
+    mq_red_fold(S, &P, p == 2 ? mq_red_sumsq(cdt) : mq_red_sumabs(cdt), acc);
     mq_tensor *out = mq_tensor_new(S, dt, P.ond, P.oshape);
     for (int64_t i = 0; i < P.on; i++) put(out, i, p == 2 ? sqrt(acc[i]) : acc[i]);
     mq_red_set_mask(S, &P, out, mq_red_counts(S, &P));
