@@ -5,6 +5,7 @@ on the local schedulers; numpy.ma chunks with fully masked rows and chunks;
 elementwise expressions with broadcasting, and reductions along chunked
 dims, merged in a tree. What it cannot split is an error that says so."""
 import importlib.util
+import gc
 import os
 import pickle
 import re
@@ -275,6 +276,18 @@ def test_a_state_holds_nothing_between_runs(whole, src):
         if not s.doc(name):  # a global, not a builtin
             assert s[name] is None, name
     assert s.eval("_") is None
+
+
+def test_a_state_gives_back_its_buffers():
+    """The buffers a State keeps for reuse (up to 512 MB of freed
+    temporaries, which dask's memory accounting cannot see) are given back
+    when a run ends, and the blocks dask has dropped since the last run
+    when the next one starts: nothing is left to trim."""
+    a = np.random.default_rng(3).random((1000, 1000))
+    md.eval("exp(x) * 2 + 1", x=da.from_array(a, chunks=(500, 1000))).compute(scheduler="synchronous")
+    gc.collect()  # the blocks, in cycles of dask's: dropped
+    md.eval("x + 1", x=np.arange(3.0)).compute(scheduler="synchronous")
+    assert md.state().trim() == 0
 
 
 def test_numpy_inputs_and_one_chunk():
