@@ -265,29 +265,43 @@ static void at_range(void *ctx, int64_t lo, int64_t hi, int t) {
       int64_t nr = i1 - r0 < J->rb ? i1 - r0 : J->rb;
       const char *a = J->a + (bi * n + r0) * K * es;
       char *o = J->o + (bi * n + r0) * dv * es;
-      mq_gemm_serial(J->cpu, J->dt, nr, nv, K, a, K, s.kc, nv, s.acc, nv, s.gemm);
       int64_t nk[AT_RB];
       const int64_t *ks[AT_RB]; /* NULL: every union column */
+      int64_t rlo = nr, rhi = 0; /* the rows with a valid key: only they are computed */
       for (int64_t i = 0; i < nr; i++) {
         const uint8_t *mr = mq_attn_mask_row(J->mk + moff + (r0 + i) * si, sj, m, s.mbuf);
+        int64_t vlo, vhi;
         if (si == 0 && i > 0) { /* the same mask row as the row before */
           nk[i] = nk[0], ks[i] = ks[0];
+        } else if (ident && !mq_valid_span(mr, nv, &vlo, &vhi)) { /* a padded query: none */
+          nk[i] = 0, ks[i] = NULL;
+        } else if (ident && vlo == 0 && vhi == nv && !memchr(mr, 0, (size_t)nv)) { /* all of them */
+          nk[i] = nv, ks[i] = NULL;
         } else {
           int64_t *l = s.ks + i * m;
           nk[i] = mq_attn_valid_keys(mr, s.cols, nv, l);
           ks[i] = nk[i] == nv ? NULL : l;
         }
+        if (nk[i] && i < rlo) rlo = i;
+        if (nk[i]) rhi = i + 1;
+      }
+      if (rlo < rhi)
+        mq_gemm_serial(J->cpu, J->dt, rhi - rlo, nv, K, a + rlo * K * es, K, s.kc, nv, s.acc, nv, s.gemm);
+      for (int64_t i = 0; i < nr; i++) {
+        const uint8_t *mr = mq_attn_mask_row(J->mk + moff + (r0 + i) * si, sj, m, s.mbuf);
         char *pf = (char *)s.pf + i * nv * es;
         if (!nk[i]) { /* op by op: a NaN row of p, whose product is 0 */
           memset(pf, 0, (size_t)(nv * es));
           continue;
         }
-        const char *acc = (const char *)s.acc + i * nv * es;
+        const char *acc = (const char *)s.acc + (i - rlo) * nv * es;
         bool dense = ident && !ks[i];
         if (f32) softmax_F32(J, &s, (const float *)acc, mr, nv, ks[i], nk[i], dense, (float *)pf);
         else softmax_F64(J, &s, (const double *)acc, mr, nv, ks[i], nk[i], dense, (double *)pf);
       }
-      mq_gemm_serial(J->cpu, J->dt, nr, dv, nv, s.pf, nv, s.vd, dv, o, dv, s.gemm);
+      if (rlo < rhi)
+        mq_gemm_serial(J->cpu, J->dt, rhi - rlo, dv, nv, (const char *)s.pf + rlo * nv * es, nv, s.vd,
+                       dv, o + rlo * dv * es, dv, s.gemm);
       for (int64_t i = 0; i < nr; i++) {
         char *orow = o + i * dv * es;
         memset(J->om + (bi * n + r0 + i) * dv, nk[i] != 0, (size_t)dv);
