@@ -259,19 +259,24 @@ mq_tensor *mq_median(mq_state *S, mq_tensor *t, int dim, bool keepdim) {
       int64_t lo = 0, hi = n;                                                  \
       A a = (A)(ID);                                                           \
       if (mr) mq_valid_span(mr, n, &lo, &hi);                                  \
-      for (int64_t j = 0; j < lo; j++) orow[j] = (TO)a;                        \
-      if (mr)                                                                  \
-        for (int64_t j = lo; j < hi; j++) {                                    \
-          a = OP(a, mr[j] ? (A)xr[j] : (A)(ID));                               \
-          orow[j] = (TO)a;                                                     \
-        }                                                                      \
-      else                                                                     \
-        for (int64_t j = lo; j < hi; j++) {                                    \
-          a = OP(a, (A)xr[j]);                                                 \
-          orow[j] = (TO)a;                                                     \
-        }                                                                      \
-      for (int64_t j = hi; j < n; j++) orow[j] = (TO)a;                        \
-      lay_poll(L, n + 1);                                                      \
+      for (int64_t j0 = 0; j0 < n; j0 += MQ_POLL_ELEMS) { /* a long row polls */ \
+        int64_t j1 = n - j0 > MQ_POLL_ELEMS ? j0 + MQ_POLL_ELEMS : n;          \
+        int64_t c0 = lo < j0 ? j0 : lo > j1 ? j1 : lo, c1 = hi < j1 ? hi : j1, j = j0; \
+        for (; j < c0; j++) orow[j] = (TO)a;                                   \
+        if (mr)                                                                \
+          for (; j < c1; j++) {                                                \
+            a = OP(a, mr[j] ? (A)xr[j] : (A)(ID));                             \
+            orow[j] = (TO)a;                                                   \
+          }                                                                    \
+        else                                                                   \
+          for (; j < c1; j++) {                                                \
+            a = OP(a, (A)xr[j]);                                               \
+            orow[j] = (TO)a;                                                   \
+          }                                                                    \
+        for (; j < j1; j++) orow[j] = (TO)a;                                   \
+        lay_poll(L, j1 - j0);                                                  \
+      }                                                                        \
+      lay_poll(L, 1);                                                          \
     }                                                                          \
   }                                                                            \
   static void NAME(layout *L, TO *o, A *acc) {                                 \
