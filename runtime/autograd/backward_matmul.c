@@ -92,6 +92,11 @@ static void products(mq_state *S, mq_dtype dt, int64_t nbatch, const bw_mat *T, 
   }
   /* broadcast: batch by batch, each chain continuing where the last left it */
   memset(out, 0, (size_t)(T->count * n * m) * mq_dtype_size(dt));
+  if (T->count == 1) { /* one matrix for every batch (a weight's): one call */
+    G.sum_batches = true, G.accumulate = true, G.coff = NULL;
+    mq_gemm_run(S, &G);
+    return;
+  }
   mq_gemm one = G;
   one.nbatch = 1, one.accumulate = true;
   for (int64_t b = 0; b < nbatch; b++) {

@@ -459,15 +459,33 @@ static void run_block(const job *J, const char *pa, const char *ad, int64_t ars,
   }
 }
 
+static void tile_of_batch(const job *J, int t, int64_t b, int64_t i0, int64_t i1, int64_t j0,
+                          int64_t j1);
+
+/* Tiles [lo, hi) of the batches' results: q = batch * tiles + tile; with
+ * sum_batches, tiles of the one result, each taking every batch in
+ * order. */
 static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
   const job *J = ctx;
   const mq_gemm *G = J->G;
-  int64_t es = (int64_t)mq_dtype_size(G->dt);
-  char *pa = J->pa + (size_t)t * J->pa_size, *pb = J->pb + (size_t)t * J->pb_size;
+  int64_t per = J->ti * J->tj;
   for (int64_t q = lo; q < hi; q++) {
-    int64_t b = q / (J->ti * J->tj), rest = q % (J->ti * J->tj);
+    int64_t rest = q % per;
     int64_t i0 = rest / J->tj * J->mc, j0 = rest % J->tj * J->nc;
     int64_t i1 = i0 + J->mc < G->n ? i0 + J->mc : G->n, j1 = j0 + J->nc < G->m ? j0 + J->nc : G->m;
+    if (!G->sum_batches) tile_of_batch(J, t, q / per, i0, i1, j0, j1);
+    else
+      for (int64_t b = 0; b < G->nbatch; b++) tile_of_batch(J, t, b, i0, i1, j0, j1);
+  }
+}
+
+/* Tile [i0, i1) x [j0, j1) of batch b's product on thread t. */
+static void tile_of_batch(const job *J, int t, int64_t b, int64_t i0, int64_t i1, int64_t j0,
+                          int64_t j1) {
+  const mq_gemm *G = J->G;
+  int64_t es = (int64_t)mq_dtype_size(G->dt);
+  char *pa = J->pa + (size_t)t * J->pa_size, *pb = J->pb + (size_t)t * J->pb_size;
+  {
     span r = {i0, i1, j0, j1, 0, G->K};
     if (J->sp) {
       const span *s = &J->sp[b];
@@ -478,11 +496,11 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
     if (r.k0 >= r.k1) r.i1 = r.i0; /* no step: every chain is empty */
     char *c = (char *)G->C + (G->coff ? G->coff[b] : 0) * es;
     if (!G->accumulate) zero_outside(c, G->dt, G->ldc, i0, i1, j0, j1, &r);
-    if (r.i0 >= r.i1 || r.j0 >= r.j1) continue;
+    if (r.i0 >= r.i1 || r.j0 >= r.j1) return;
     operand a = at_batch(&G->A, G->in, b), bb = at_batch(&G->B, G->in, b);
     if (J->slow) {
       tile_slow(J, &a, &bb, c, &r);
-      continue;
+      return;
     }
     if (!J->pairs && G->in == MQ_DT_F32 && G->dt == MQ_DT_F32 && r.i1 - r.i0 <= 4 &&
         bb.cs == 1 && (!bb.m || bb.mcs == 1)) {
@@ -493,7 +511,7 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
       if (mq_gemm_few_rows_f32(J->cpu, r.i1 - r.i0, r.j1 - r.j0, r.k1 - r.k0, ap, a.rs, a.cs, am,
                                a.mrs, a.mcs, bp, bb.rs, bm, bb.mrs,
                                (float *)(void *)c + r.i0 * G->ldc + r.j0, G->ldc, G->accumulate))
-        continue;
+        return;
     }
     /* A's rows or columns contiguous and all valid (or all valid in its
      * span, where the tile's rows lie): the kernel reads them in place */
@@ -549,7 +567,7 @@ static void tile_sizes(job *J, int nt) {
   int64_t mc = round_up(G->n < 256 * mr ? (G->n > 0 ? G->n : 1) : 256 * mr, mr);
   int64_t nc = round_up(G->m < ncmax ? (G->m > 0 ? G->m : 1) : ncmax, nr);
   for (;;) {
-    int64_t ntile = G->nbatch * ((G->n + mc - 1) / mc) * ((G->m + nc - 1) / nc);
+    int64_t ntile = (G->sum_batches ? 1 : G->nbatch) * ((G->n + mc - 1) / mc) * ((G->m + nc - 1) / nc);
     if (nt == 1 || ntile >= 4 * nt) break;
     /* columns first: a tile packs its own block of B (no copy twice) and
      * reads A in place where it can; rows split once columns are few */
@@ -605,7 +623,7 @@ static mq_gemm_mat transposed(mq_gemm_mat X) {
 /* C's batches to the buffer [t] of their transposes ([to_t]), or back. */
 static void copy_transposed(const mq_gemm *G, char *t, bool to_t) {
   int64_t n = G->n, m = G->m, es = (int64_t)mq_dtype_size(G->dt);
-  for (int64_t b = 0; b < G->nbatch; b++) {
+  for (int64_t b = 0; b < (G->sum_batches ? 1 : G->nbatch); b++) { /* C's matrices */
     char *c = (char *)G->C + (G->coff ? G->coff[b] : 0) * es, *tb = t + b * n * m * es;
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < m; j++) {
@@ -616,15 +634,15 @@ static void copy_transposed(const mq_gemm *G, char *t, bool to_t) {
 }
 
 static void run_transposed(mq_state *S, const mq_gemm *G) {
-  int64_t per = G->n * G->m;
-  size_t bytes = mq_ck_zmul(S, mq_ck_zmul(S, (size_t)per, (size_t)G->nbatch, "matmul"),
+  int64_t per = G->n * G->m, nc = G->sum_batches ? 1 : G->nbatch; /* C's matrices */
+  size_t bytes = mq_ck_zmul(S, mq_ck_zmul(S, (size_t)per, (size_t)nc, "matmul"),
                             mq_dtype_size(G->dt), "matmul");
   char *buf = mq_scratch(S, bytes);
-  int64_t *coff = mq_scratch(S, (size_t)G->nbatch * sizeof *coff);
-  for (int64_t b = 0; b < G->nbatch; b++) coff[b] = b * per;
+  int64_t *coff = mq_scratch(S, (size_t)nc * sizeof *coff);
+  for (int64_t b = 0; b < nc; b++) coff[b] = b * per;
   mq_gemm T = *G;
   T.n = G->m, T.m = G->n, T.A = transposed(G->B), T.B = transposed(G->A);
-  T.C = buf, T.ldc = G->n, T.coff = coff;
+  T.C = buf, T.ldc = G->n, T.coff = G->sum_batches ? NULL : coff;
   if (G->accumulate) copy_transposed(G, buf, true);
   mq_gemm_run(S, &T);
   copy_transposed(G, buf, false);
@@ -632,6 +650,7 @@ static void run_transposed(mq_state *S, const mq_gemm *G) {
 
 void mq_gemm_run(mq_state *S, const mq_gemm *G) {
   if (G->nbatch <= 0 || G->n <= 0 || G->m <= 0) return;
+  MQ_ASSERT(!G->sum_batches || (G->accumulate && !G->coff));
   if (G->m < 8 && G->n >= 4 * G->m) { /* never both ways: n >= 4 m */
     run_transposed(S, G);
     return;
@@ -695,5 +714,5 @@ void mq_gemm_run(mq_state *S, const mq_gemm *G) {
   J.pb = J.pa + J.pa_size * (size_t)nt;
   J.last = mq_scratch(S, (size_t)nt * sizeof *J.last);
   memset(J.last, 0, (size_t)nt * sizeof *J.last);
-  mq_parallel_for(S, nt, G->nbatch * J.ti * J.tj, 1, tiles, &J);
+  mq_parallel_for(S, nt, (G->sum_batches ? 1 : G->nbatch) * J.ti * J.tj, 1, tiles, &J);
 }

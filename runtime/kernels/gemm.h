@@ -57,6 +57,11 @@ typedef struct mq_gemm {
   const int64_t *coff;
   bool accumulate;
   mq_gemm_mat keep;
+  /* every batch adds into the one C (coff NULL), batch after batch, each
+   * over its own spans: a weight broadcast over the batches summing its
+   * gradient in one call (the chains those calls one by one would give);
+   * with accumulate (C holds where the chains start) */
+  bool sum_batches;
 } mq_gemm;
 
 /* Runs [G]: on the state's threads when large, polling for interrupts. */
