@@ -26,35 +26,48 @@ int64_t mq_pic_bounded(mq_state *S, mq_value v, const char *who, const char *wha
   return n;
 }
 
+/* The file= argument, checked; NULL for none. */
+static const char *arg_file(mq_state *S, const char *who, mq_value file) {
+  if (file.type == MQ_NONE) return NULL;
+  if (!mq_is_obj(file, MQ_O_STRING))
+    mq_error(S, "%s: file must be a string, not %s", who, mq_value_a_type_name(file));
+  const mq_string *s = mq_as_string(file);
+  if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: file contains a NUL byte", who);
+  if (!(S->cfg.libs & MASQ_LIB_IO))
+    mq_error(S,
+             "%s: file= writes a file, and this host has not enabled file access "
+             "(MASQ_LIB_IO)",
+             who);
+  return s->chars;
+}
+
 void mq_pic_init(mq_state *S, mq_pic *p, const char *who, mq_value width, mq_value height,
                  int dflt_height, mq_value file) {
   p->who = who;
-  if (width.type == MQ_NONE) {
-    int w = 0;
-    if (S->cfg.columns) {
-      mq_hook_enter(S);
-      w = S->cfg.columns(S->cfg.columns_ud);
-      mq_hook_leave(S);
-    }
-    p->width = w <= 0 ? DEFAULT_WIDTH : w < 20 ? 20 : w > MQ_PIC_MAX_WIDTH ? MQ_PIC_MAX_WIDTH : w;
+  p->file = arg_file(S, who, file);
+  p->svg_w = MQ_SVG_W;
+  p->svg_h = MQ_SVG_H;
+  p->width = DEFAULT_WIDTH;
+  p->height = dflt_height;
+  if (p->file) { /* the sizes are the SVG's, in its units */
+    if (width.type != MQ_NONE)
+      p->svg_w = (int)mq_pic_bounded(S, width, who, "width", MQ_SVG_MIN, MQ_SVG_MAX);
+    if (height.type != MQ_NONE)
+      p->svg_h = (int)mq_pic_bounded(S, height, who, "height", MQ_SVG_MIN, MQ_SVG_MAX);
   } else {
-    p->width = (int)mq_pic_bounded(S, width, who, "width", 20, MQ_PIC_MAX_WIDTH);
-  }
-  p->height = height.type == MQ_NONE
-                  ? dflt_height
-                  : (int)mq_pic_bounded(S, height, who, "height", 2, MQ_PIC_MAX_HEIGHT);
-  p->file = NULL;
-  if (file.type != MQ_NONE) {
-    if (!mq_is_obj(file, MQ_O_STRING))
-      mq_error(S, "%s: file must be a string, not %s", who, mq_value_a_type_name(file));
-    const mq_string *s = mq_as_string(file);
-    if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: file contains a NUL byte", who);
-    if (!(S->cfg.libs & MASQ_LIB_IO))
-      mq_error(S,
-               "%s: file= writes a file, and this host has not enabled file access "
-               "(MASQ_LIB_IO)",
-               who);
-    p->file = s->chars;
+    if (width.type == MQ_NONE) {
+      int w = 0;
+      if (S->cfg.columns) {
+        mq_hook_enter(S);
+        w = S->cfg.columns(S->cfg.columns_ud);
+        mq_hook_leave(S);
+      }
+      p->width = w <= 0 ? DEFAULT_WIDTH : w < 20 ? 20 : w > MQ_PIC_MAX_WIDTH ? MQ_PIC_MAX_WIDTH : w;
+    } else {
+      p->width = (int)mq_pic_bounded(S, width, who, "width", 20, MQ_PIC_MAX_WIDTH);
+    }
+    if (height.type != MQ_NONE)
+      p->height = (int)mq_pic_bounded(S, height, who, "height", 2, MQ_PIC_MAX_HEIGHT);
   }
   p->color = S->cfg.color && !p->file;
   p->labels = NULL;

@@ -10,9 +10,12 @@
 #include "render.h"
 #include "../../vm/builtin.h"
 
-/* the SVGs' plotting area and its place */
+/* the SVGs' plotting area (its default size: width= and height= set it
+ * in an SVG, mq_pic_init) and its place */
 #define MQ_SVG_W 600
 #define MQ_SVG_H 400
+#define MQ_SVG_MIN 100
+#define MQ_SVG_MAX 4000
 #define MQ_SVG_LEFT 70
 #define MQ_SVG_TOP 40
 
@@ -25,6 +28,7 @@ typedef struct mq_pic {
   size_t text_len;
   const char *who;
   int width, height; /* in character cells */
+  int svg_w, svg_h; /* an SVG's plotting area, in its units */
   const char *file; /* NULL: draw on the terminal */
   bool color;
   const mq_list *labels; /* show_mask's and heatmap's column names, or NULL */
@@ -34,7 +38,9 @@ typedef struct mq_pic {
 MQ_INTERNAL int64_t mq_pic_bounded(mq_state *S, mq_value v, const char *who, const char *what,
                                    int64_t lo, int64_t hi);
 /* The options from the arguments width= (none: the host's columns hook,
- * else 80), height= (none: [dflt_height]) and file=. */
+ * else 80), height= (none: [dflt_height]) and file=. With file=, width=
+ * and height= are the SVG's plotting area in its units instead
+ * (MQ_SVG_MIN to MQ_SVG_MAX; none: MQ_SVG_W x MQ_SVG_H). */
 MQ_INTERNAL void mq_pic_init(mq_state *S, mq_pic *p, const char *who, mq_value width,
                              mq_value height, int dflt_height, mq_value file);
 /* The picture in S->out goes to the terminal or the file; returns none. */
