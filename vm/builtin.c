@@ -204,8 +204,7 @@ static void bind_global(mq_state *S, int index, mq_builtin_obj *o) {
   o->hdr.rc = 0;
   o->hdr.type = MQ_O_BUILTIN;
   o->index = index;
-  mq_global_set(S, slot, mq_objv(o));
-  S->globals[slot].builtin = true;
+  mq_global_bind_lib(S, slot, mq_objv(o));
 }
 
 static bool is_overload(const mq_builtin *b) {

@@ -706,6 +706,12 @@ static void run_loop(mq_state *S, run_ctx *c) {
         mq_release(S, POP());
         vmbreak;
       }
+      vmcase(DEL_GLOBAL) {
+        unsigned slot = READ_U16();
+        SAVE();
+        mq_global_del(S, (int)slot);
+        vmbreak;
+      }
       vmcase(SET_GLOBAL) {
         unsigned slot = READ_U16();
         /* Still on the stack while the store may fail (growing the undo
