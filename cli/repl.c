@@ -73,7 +73,7 @@ static bool cmd_quit(masq_state *M, const char *arg);
 
 /* The one list the dispatcher, :help and Tab completion all read. */
 static const command commands[] = {
-  {"help", NULL, ARG_NAME, ":help [NAME]", "this overview, what builtin NAME does, or keyword NAME's syntax", cmd_help},
+  {"help", NULL, ARG_NAME, ":help [NAME]", "this overview, what builtin NAME does, keyword NAME's syntax, or the builtins that mention a word", cmd_help},
   {"vars", NULL, ARG_NONE, ":vars", "list your variables with their shapes", cmd_vars},
   {"load", NULL, ARG_FILE, ":load FILE", "run a script in this session", cmd_load},
   {"dis", NULL, ARG_CODE, ":dis CODE", "show the bytecode CODE compiles to", cmd_dis},
@@ -111,6 +111,39 @@ static const char overview[] =
     "\n"
     "Commands (at the start of a line):\n";
 
+/* :help WORD when WORD names no builtin or keyword: the builtins whose
+ * name or help mentions it (`:help csv` finds load_csv and save_csv), each
+ * as its signature, so a topic leads somewhere. */
+typedef struct help_search {
+  masq_state *M;
+  const char *word;
+  int found;
+} help_search;
+
+/* Whether [hay] contains [needle], ignoring ASCII case. */
+static bool mentions(const char *hay, const char *needle) {
+  size_t n = strlen(needle);
+  for (; *hay; hay++) {
+    size_t i = 0;
+    while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+      i++;
+    if (i == n) return true;
+  }
+  return false;
+}
+
+static void help_match(void *ud, const char *name) {
+  help_search *h = ud;
+  const char *doc = masq_doc(h->M, name);
+  if (!doc || (!mentions(name, h->word) && !mentions(doc, h->word))) return;
+  if (!h->found++)
+    printf("no builtin or keyword named '%s'; the builtins that mention it:\n", h->word);
+  const char *end = strstr(doc, " -- ");
+  int len = end ? (int)(end - doc) : (int)strlen(doc);
+  if (len > 76) printf("  %.73s...\n", doc);
+  else printf("  %.*s\n", len, doc);
+}
+
 static bool cmd_help(masq_state *M, const char *arg) {
   const char *doc;
   if (*arg == ':') {
@@ -123,10 +156,13 @@ static bool cmd_help(masq_state *M, const char *arg) {
     return false;
   }
   if (*arg) {
-    if ((doc = masq_doc(M, arg)))
+    if ((doc = masq_doc(M, arg))) {
       printf("%s\n", doc);
-    else
-      fprintf(stderr, "no builtin or keyword named '%s'\n", arg);
+      return false;
+    }
+    help_search h = {M, arg, 0};
+    masq_complete(M, "", help_match, &h);
+    if (!h.found) fprintf(stderr, "no builtin or keyword named '%s'\n", arg);
     return false;
   }
   fputs(overview, stdout);
