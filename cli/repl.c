@@ -107,7 +107,7 @@ static const char overview[] =
     "it. A string ends on its line. Tab completes names (after x. the builtins\n"
     "that take a tensor), Up/Down walk the history, Ctrl-C stops a computation\n"
     "or discards the line, Ctrl-L clears the screen. A pasted session runs\n"
-    "without its masq> and ...> prompts and output lines.\n"
+    "line by line as typed, without its masq> and ...> prompts and output lines.\n"
     "\n"
     "Commands (at the start of a line):\n";
 
@@ -486,6 +486,32 @@ static char *history_path(void) {
   return path;
 }
 
+/* One line as typed at the prompt: a command, a blank line, a newcomer's
+ * hint, or a line of the entry in [buf], which runs once it is complete.
+ * Returns whether the REPL should stop (:quit, exit(code)). */
+static bool enter_line(masq_state *M, text *buf, const char *line, masq_status *st) {
+  const char *hint;
+  if (buf->len == 0 && *skip_space(line) == ':') {
+    le_add_history(line);
+    return run_command(M, line);
+  }
+  if (buf->len == 0 && is_blank(line)) return false;
+  if (buf->len == 0 && (hint = newcomer_hint(M, line))) {
+    puts(hint);
+    le_add_history(line);
+    return false;
+  }
+  /* An empty line while continuing asks for the real error. */
+  bool force = buf->len > 0 && is_blank(line);
+  text_append_line(buf, line);
+  *st = run_source(M, buf->data, buf->len, "<stdin>",
+                   MASQ_EVAL_ECHO | (force ? 0 : MASQ_EVAL_PARTIAL));
+  if (*st == MASQ_INCOMPLETE) return false;
+  remember(buf);
+  buf->len = 0;
+  return *st == MASQ_EXIT; /* exit(code) leaves the REPL with that status */
+}
+
 int repl_run(masq_state *M, const repl_options *opt) {
   bool colored = opt->color && opt->editing;
   const char *prompt = colored ? COLOR_PROMPT : PROMPT;
@@ -501,8 +527,6 @@ int repl_run(masq_state *M, const repl_options *opt) {
   for (;;) {
     char *line;
     le_status s;
-    bool force;
-    const char *hint;
 
     run_fresh_line();
     s = le_read(buf.len ? prompt_continue : prompt, &line);
@@ -532,34 +556,19 @@ int repl_run(masq_state *M, const repl_options *opt) {
         continue;
       }
     }
-    if (buf.len == 0 && *skip_space(line) == ':') {
-      bool quit;
-      le_add_history(line);
-      quit = run_command(M, line);
-      free(line);
-      if (quit) break;
-      continue;
+    /* A bracketed paste arrives as one read of several lines: each runs as
+     * if typed, so an error stops its own entry only, as README promises. */
+    bool quit = false;
+    for (char *p = line;;) {
+      char *nl = strchr(p, '\n');
+      if (nl) *nl = '\0';
+      quit = enter_line(M, &buf, p, &st);
+      if (quit || !nl) break;
+      run_fresh_line();
+      p = nl + 1;
     }
-    if (buf.len == 0 && is_blank(line)) {
-      free(line);
-      continue;
-    }
-    if (buf.len == 0 && (hint = newcomer_hint(M, line))) {
-      puts(hint);
-      le_add_history(line);
-      free(line);
-      continue;
-    }
-    /* An empty line while continuing asks for the real error. */
-    force = buf.len > 0 && is_blank(line);
-    text_append_line(&buf, line);
     free(line);
-    st = run_source(M, buf.data, buf.len, "<stdin>",
-                    MASQ_EVAL_ECHO | (force ? 0 : MASQ_EVAL_PARTIAL));
-    if (st == MASQ_INCOMPLETE) continue;
-    remember(&buf);
-    buf.len = 0;
-    if (st == MASQ_EXIT) break; /* exit(code) leaves the REPL with that status */
+    if (quit) break;
   }
   run_fresh_line();
   le_close();
