@@ -476,10 +476,12 @@ const mq_libfn mq_lib_math[] = {
     {"norm(x, p=2, dim=none, keepdim=false, dtype=none, mask=none)", lib_norm,
      "p-norm of the valid entries (p may be inf, -inf, or 0 to count nonzeros)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"var(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_var,
-     "variance of the valid entries: divides by count - correction (0: population, as torch.masked)",
+     "variance of the valid entries: divides by count - correction (default 0: population, "
+     "as torch.masked and numpy's ddof=0; pandas' var, summary and describe use 1)",
      MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"std(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_std,
-     "standard deviation of the valid entries (correction as in var)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
+     "standard deviation of the valid entries (correction as in var: default 0, numpy's ddof=0; "
+     "pandas' std, summary and describe use 1)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"median(x, dim=none, keepdim=false, mask=none, interpolation=\"lower\")", lib_median,
      "lower median of the valid entries along one dim (or of all), as torch; "
      "interpolation=\"midpoint\" is pandas' and numpy's (the mean of the two middle entries "

@@ -456,8 +456,7 @@ static void bind_args(mq_state *S, const mq_closure *cl, mq_value *args, int arg
     int j = 0;
     while (j < np && strcmp(fn->param_names[j], kw) != 0) j++;
     if (j == np)
-      mq_unknown_keyword(S, fn->name, kw,
-                         mq_suggest_word(kw, (const char *const *)fn->param_names, np));
+      mq_unknown_keyword(S, fn->name, kw, (const char *const *)fn->param_names, np);
     if (given[j]) mq_error(S, "%s() got two values for '%s'", fn->name, kw);
     bound[j] = args[npos + k];
     given[j] = true;
@@ -680,6 +679,8 @@ static void run_loop(mq_state *S, run_ctx *c) {
         mq_global *g = &S->globals[READ_U16()];
         if (MQ_UNLIKELY(!g->defined)) {
           SAVE();
+          const char *habit = mq_habit_hint(g->name);
+          if (habit) mq_error(S, "undefined variable '%s'; %s", g->name, habit);
           const char *like = mq_suggest_name(S, fr->cl ? fr->f : NULL, g->name);
           if (like) mq_error(S, "undefined variable '%s'; did you mean '%s'?", g->name, like);
           mq_error(S, "undefined variable '%s'", g->name);
