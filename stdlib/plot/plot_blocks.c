@@ -191,13 +191,12 @@ static void show_mask_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p)
   char s[32];
   double cw = (double)p->svg_w / b.nc, ch = (double)p->svg_h / b.nr;
   bool named = p->labels && b.bc == 1;
-  mq_svg_open(S, o, p->svg_w + MQ_SVG_LEFT + 30,
-              p->svg_h + MQ_SVG_TOP + 40 + (named ? SVG_NAMES : 0));
-  mq_pic_svg_title(S, o);
+  size_t at = o->len;
   mq_buf_puts(S, o, "mask ");
   put_extent(S, o, x, blocks_valid(&b));
   put_blocking(S, o, &b, "light where only part of it is valid");
-  mq_buf_puts(S, o, "</text>\n");
+  mq_pic_svg_begin(S, o, at, p, p->svg_w + MQ_SVG_LEFT + 30,
+                   p->svg_h + MQ_SVG_TOP + 40 + (named ? SVG_NAMES : 0));
   for (int i = 0; i < b.nr; i++) {
     mq_poll(S);
     for (int j = 0; j < b.nc;) { /* a run of blocks of one state is one rectangle */
@@ -222,7 +221,7 @@ static void show_mask_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p)
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + p->svg_h, "end", mq_pic_ints(s, b.rows - 1));
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + p->svg_h / 2.0, "end", "row");
   if (named) svg_names(S, o, p->labels, MQ_SVG_LEFT, cw, MQ_SVG_TOP + p->svg_h);
-  mq_svg_close(S, o);
+  mq_pic_svg_end(S, o);
 }
 
 /* The glyph of a line's cell, its blocks [top] and [bottom] (two rows of
@@ -288,10 +287,11 @@ static mq_value block_picture(mq_state *S, mq_value *args, mq_tensor *x, const c
                               void (*svg)(mq_state *, mq_buf *, mq_tensor *, const mq_pic *),
                               void (*text)(mq_state *, mq_buf *, mq_tensor *, const mq_pic *)) {
   mq_pic p;
-  mq_pic_init(S, &p, who, args[1], args[2], 20, args[3]);
+  mq_pic_init(S, &p, who, args[1], args[2], 20, args[3], args[5]);
   p.labels = arg_labels(S, args[4], who, x);
   mq_buf *o = &S->out;
   o->len = 0;
+  if (!p.file) mq_pic_text_title(S, o, &p);
   if (x->numel == 0) {
     if (p.file)
       mq_error(S, "%s: x of shape %s has no entries to draw", who,
@@ -408,34 +408,43 @@ static void heatmap_text(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) 
   mq_buf_putc(S, o, '\n');
 }
 
+/* The SVG's cells are as wide and as high as the area allows, up to 40
+ * units, neither more than three times the other (a table of many rows
+ * and few columns stays a picture, not a strip); the legend stands at
+ * their right, a ramp from the greatest mean at the top to the least. */
 static void heatmap_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) {
   blocks b;
   blocks_fill(S, &b, x, p->svg_h / 4, p->svg_w / 4, true);
   double lo, hi;
   bool bad, any = heat_range(&b, &lo, &hi, &bad);
-  double c = (double)p->svg_w / b.nc;
-  if ((double)p->svg_h / b.nr < c) c = (double)p->svg_h / b.nr;
-  if (c > 40) c = 40;
-  double w = c * b.nc, h = c * b.nr;
+  double cw = (double)p->svg_w / b.nc, ch = (double)p->svg_h / b.nr;
+  if (cw > 40) cw = 40;
+  if (ch > 40) ch = 40;
+  if (cw > 3 * ch) cw = 3 * ch;
+  if (ch > 3 * cw) ch = 3 * cw;
+  double w = cw * b.nc, h = ch * b.nr;
   bool named = p->labels && b.bc == 1;
-  mq_svg_open(S, o, p->svg_w + MQ_SVG_LEFT + 30,
-              MQ_SVG_TOP + (int)ceil(h) + 60 + (named ? SVG_NAMES : 0));
-  mq_pic_svg_title(S, o);
+  const double legend_h = RAMP_LEVELS * 16;
+  double lx = MQ_SVG_LEFT + w + 16; /* the legend's ramp */
+  size_t at = o->len;
   heat_header(S, o, x, &b);
-  mq_buf_puts(S, o, "</text>\n");
+  mq_pic_svg_begin(S, o, at, p, (int)ceil(lx) + 16 + 90 > p->svg_w + MQ_SVG_LEFT + 30
+                                    ? (int)ceil(lx) + 16 + 90
+                                    : p->svg_w + MQ_SVG_LEFT + 30,
+                   MQ_SVG_TOP + (int)ceil(h > legend_h ? h : legend_h) + 40 + (named ? SVG_NAMES : 0));
   for (int i = 0; i < b.nr; i++) {
     mq_poll(S);
     for (int j = 0; j < b.nc; j++) {
       size_t k = (size_t)i * (size_t)b.nc + (size_t)j;
       int l = heat_level(&b, k, lo, hi);
-      double cx = MQ_SVG_LEFT + j * c, cy = MQ_SVG_TOP + i * c;
+      double cx = MQ_SVG_LEFT + j * cw, cy = MQ_SVG_TOP + i * ch;
       char rgb[8];
       if (l >= 0)
         heat_rgb(rgb, hi > lo ? mq_pic_frac(b.sum[k] / (double)b.finite[k], lo, hi) : 0.5);
-      mq_svg_rect(S, o, cx, cy, c, c, l == -1 ? "#f0f0f0" : l == -2 ? "#ff0000" : rgb);
+      mq_svg_rect(S, o, cx, cy, cw, ch, l == -1 ? "#f0f0f0" : l == -2 ? "#ff0000" : rgb);
       if (l == -1) { /* masked out: a light cell, crossed */
-        mq_svg_line(S, o, cx, cy, cx + c, cy + c, "#b0b0b0");
-        mq_svg_line(S, o, cx + c, cy, cx, cy + c, "#b0b0b0");
+        mq_svg_line(S, o, cx, cy, cx + cw, cy + ch, "#b0b0b0");
+        mq_svg_line(S, o, cx + cw, cy, cx, cy + ch, "#b0b0b0");
       }
     }
   }
@@ -445,15 +454,14 @@ static void heatmap_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) {
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + h, "end", mq_pic_ints(a, b.rows - 1));
   mq_svg_text(S, o, MQ_SVG_LEFT, MQ_SVG_TOP - 4, "start", "0");
   mq_svg_text(S, o, MQ_SVG_LEFT + w, MQ_SVG_TOP - 4, "end", mq_pic_ints(a, b.cols - 1));
-  if (named) svg_names(S, o, p->labels, MQ_SVG_LEFT, c, MQ_SVG_TOP + h);
-  double ly = MQ_SVG_TOP + h + 12 + (named ? SVG_NAMES : 0);
+  if (named) svg_names(S, o, p->labels, MQ_SVG_LEFT, cw, MQ_SVG_TOP + h);
   if (any) {
-    mq_svg_text(S, o, MQ_SVG_LEFT, ly + 12, "start", mq_pic_nums(a, lo));
     for (int l = 0; l < RAMP_LEVELS; l++)
-      mq_svg_rect(S, o, MQ_SVG_LEFT + 60 + l * 16, ly, 16, 16, ramp_rgb[l]);
-    mq_svg_text(S, o, MQ_SVG_LEFT + 70 + RAMP_LEVELS * 16, ly + 12, "start", mq_pic_nums(a, hi));
+      mq_svg_rect(S, o, lx, MQ_SVG_TOP + (RAMP_LEVELS - 1 - l) * 16, 16, 16, ramp_rgb[l]);
+    mq_svg_text(S, o, lx + 22, MQ_SVG_TOP + 12, "start", mq_pic_nums(a, hi));
+    mq_svg_text(S, o, lx + 22, MQ_SVG_TOP + legend_h, "start", mq_pic_nums(a, lo));
   }
-  mq_svg_close(S, o);
+  mq_pic_svg_end(S, o);
 }
 
 mq_value mq_pic_heatmap(mq_state *S, mq_value *args) {

@@ -41,6 +41,10 @@ r = arange(524).reshape([524, 1]) * ones([1, 7], dtype="int64")
 empty = (r % 4 == 1) | (r == 0) | (r == 523)
 show_mask(masked(ones([524, 7]), ~empty), height=524, file="stocks.svg")
 show_mask(masked(ones([524, 7]), ~empty), file="stocks400.svg")
+# a tall table as a heatmap: cells no more than 3 times as high as wide, the
+# legend at their right; a title of 130 characters wraps onto the canvas
+heatmap(masked(arange(0, 2000 * 54).reshape([2000, 54]) * 1.0, ones([2000, 54]) > 0),
+        file="tall.svg", title="World Bank fertility rates, 54 columns of 2000 rows, a title of the kind that runs off a canvas when it is not wrapped")
 MASQ
 "$masq" pics.masq > out.txt 2>&1
 status=$?
@@ -93,7 +97,7 @@ def is_grey(p): return abs(p[0] - p[1]) < 8 and abs(p[1] - p[2]) < 8 and 200 <= 
 check("masq wrote the SVGs", status == 0, open("out.txt").read())
 check("nothing printed with file=", os.path.getsize("out.txt") == 0)
 pics = {}
-for name in ("mask", "hist", "plot", "heat", "stocks", "stocks400"):
+for name in ("mask", "hist", "plot", "heat", "stocks", "stocks400", "tall"):
     svg = name + ".svg"
     if not os.path.exists(svg):
         check(svg + " written", False)
@@ -153,13 +157,20 @@ if "heat" in pics:
     check("heatmap: a NaN cell is red", nan[0] > 200 and nan[1] < 60 and nan[2] < 60, str(nan))
 
 empty = [r for r in range(524) if r % 4 == 1 or r in (0, 523)]
+def drop(name):
+    """How far down a picture's drawing moved under a header of several lines."""
+    g = xml.dom.minidom.parse(name + ".svg").getElementsByTagName("g")
+    return int(g[0].getAttribute("transform").split()[1].rstrip(")")) if g else 0
+
 if "stocks" in pics:
     p = pics["stocks"]  # 524 units high: row r at y T + r
+    T = 40 + drop("stocks")
     rows = [p[T + r][L + 300] for r in range(524)]
     bad = [r for r in range(1, 523) if (not is_white(rows[r]) if r in empty else not is_blue(rows[r]))]
     check("stocks, a row per unit: each of the 133 empty rows is blank, the others dark", not bad, str(bad[:10]))
 if "stocks400" in pics:
     p = pics["stocks400"]  # 262 blocks of 2 rows in 400 units, drawn 4 times as big
+    T = 40 + drop("stocks400")  # its header takes two lines
     def shade(b):
         return p[int(4 * (T + (b + 0.5) * H / 262))][4 * (L + 300)]
     holes = [sum(r in empty for r in (2 * b, 2 * b + 1)) for b in range(262)]
@@ -167,6 +178,26 @@ if "stocks400" in pics:
     bad = [b for b in range(262) if not want[b](shade(b))]
     check("stocks, blocks of 2 rows: dark, light where one row is empty, blank where both", not bad,
           str([(b, shade(b)) for b in bad[:5]]))
+
+if "tall" in pics:
+    doc = xml.dom.minidom.parse("tall.svg")
+    width = int(doc.documentElement.getAttribute("width"))
+    texts = [(t.getAttribute("font-weight") == "bold", t.firstChild.data)
+             for t in doc.getElementsByTagName("text") if t.getAttribute("x") == "10"]
+    check("tall: the title is bold, wrapped on two lines", [b for b, _ in texts].count(True) == 2, str(texts))
+    check("tall: each title or header line fits the canvas (9 or 7 units a character)",
+          all(len(s) * (9 if b else 7) <= width - 20 for b, s in texts), str(texts))
+    rects = [r for r in doc.getElementsByTagName("rect") if r.getAttribute("x")]
+    cells = [r for r in rects if float(r.getAttribute("x")) < 670 and float(r.getAttribute("width")) < 40]
+    cw, ch = float(cells[0].getAttribute("width")), float(cells[0].getAttribute("height"))
+    check("tall: cells no more than 3 times as high as wide", ch <= 3 * cw + 1e-9 and cw <= 3 * ch + 1e-9, "%s x %s" % (cw, ch))
+    right = max(float(r.getAttribute("x")) + float(r.getAttribute("width")) for r in cells)
+    check("tall: the cells fill the 600 units across (square cells made a strip 216 wide)",
+          right - 70 >= 599, str(right))
+    legend = [r for r in rects if r.getAttribute("width") == "16.00"]
+    check("tall: the legend's 9 shades stand right of the cells, from their top",
+          len(legend) == 9 and all(float(r.getAttribute("x")) > right for r in legend)
+          and min(float(r.getAttribute("y")) for r in legend) == 40, str(len(legend)))
 
 # The command line's width: COLUMNS, else 80 when not a terminal.
 def widest(env):
