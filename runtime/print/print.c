@@ -60,6 +60,26 @@ static void rjust(mq_state *S, mq_buf *b, const char *s, int w) {
   mq_buf_puts(S, b, s);
 }
 
+/* The entries of a row [width] wide each, as many to a line as fit in
+ * [linewidth] after the row's [indent] (torch's rule, at least one). */
+static int64_t per_line(int64_t linewidth, int64_t indent, int width) {
+  int64_t n = (linewidth - indent) / (width + 2);
+  return n < 1 ? 1 : n;
+}
+
+/* What goes before entry [count] (from 0) of a row wrapped every [per]
+ * entries: nothing, ", ", or ",\n" and the indent under the first entry. */
+static void row_sep(mq_state *S, mq_buf *b, int64_t count, int64_t per, int64_t indent) {
+  if ((count & POLL_MASK) == POLL_MASK) mq_check_interrupt(S);
+  if (count == 0) return;
+  if (count % per == 0) {
+    mq_buf_puts(S, b, ",\n");
+    spaces(S, b, indent + 1);
+  } else {
+    mq_buf_puts(S, b, ", ");
+  }
+}
+
 /* Next shown index after i along a dim of n entries, showing [edge]
  * entries at each end when summarizing (edge 0: everything); -1 marks the
  * `...` slot, n the end. */
@@ -134,21 +154,12 @@ static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tens
                        int64_t off, int64_t moff, int64_t edge, bool color, int w, int64_t ind) {
   int d = t->ndim - 1;
   int64_t n = t->shape[d], st = t->strides[d], mst = m->strides[d], count = 0;
-  int64_t per_line = (S->print.linewidth - ind) / (w + 2);
-  if (per_line < 1) per_line = 1;
+  int64_t per = per_line(S->print.linewidth, ind, w);
   const uint8_t *mv = mq_tensor_data(m);
   char e[64];
   mq_buf_putc(S, b, '[');
   for (int64_t i = 0; i < n; i = next_index(i, n, edge), count++) {
-    if ((count & POLL_MASK) == POLL_MASK) mq_check_interrupt(S);
-    if (count > 0) {
-      if (count % per_line == 0) {
-        mq_buf_puts(S, b, ",\n");
-        spaces(S, b, ind + 1);
-      } else {
-        mq_buf_puts(S, b, ", ");
-      }
-    }
+    row_sep(S, b, count, per, ind);
     if (i < 0) {
       rjust(S, b, "...", w);
     } else if (!mv[moff + i * mst]) {
@@ -311,20 +322,11 @@ static void plain_fmt_init(plain_fmt *f, const mq_printopts *po, const mq_tensor
 static void plain_vector(mq_state *S, mq_buf *b, const mq_tensor *t, int64_t off, int indent,
                          int64_t edge, const plain_fmt *f) {
   int d = t->ndim - 1;
-  int64_t n = t->shape[d], per_line = (f->linewidth - indent) / (f->width + 2), count = 0;
-  if (per_line < 1) per_line = 1;
+  int64_t n = t->shape[d], per = per_line(f->linewidth, indent, f->width), count = 0;
   char e[64];
   mq_buf_putc(S, b, '[');
   for (int64_t i = 0; i < n; i = next_index(i, n, edge), count++) {
-    if ((count & POLL_MASK) == POLL_MASK) mq_check_interrupt(S);
-    if (count > 0) {
-      if (count % per_line == 0) {
-        mq_buf_puts(S, b, ",\n");
-        spaces(S, b, indent + 1);
-      } else {
-        mq_buf_puts(S, b, ", ");
-      }
-    }
+    row_sep(S, b, count, per, indent);
     if (i < 0) {
       mq_buf_puts(S, b, " ...");
     } else {
