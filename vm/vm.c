@@ -696,6 +696,14 @@ static void run_loop(mq_state *S, run_ctx *c) {
           SAVE();
           mq_no_method(S, fr->cl ? fr->f : NULL, g->name, TOP(), call);
         }
+        if (MQ_UNLIKELY(call && g->builtin && !mq_is_obj(g->value, MQ_O_BUILTIN) &&
+                        !mq_is_obj(g->value, MQ_O_CLOSURE) && mq_global_is_user(g))) {
+          SAVE(); /* x.sum() after sum = 2: the variable hides the builtin */
+          mq_error(S,
+                   "x.%s(...) calls %s(x, ...), and '%s' is now a variable holding %s that "
+                   "hides the builtin (del %s gives it back)",
+                   g->name, g->name, g->name, mq_value_a_type_name(g->value), g->name);
+        }
         mq_retain(g->value);
         PUSH(g->value);
         vmbreak;
