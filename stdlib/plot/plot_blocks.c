@@ -428,9 +428,10 @@ static void heatmap_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) {
   double lx = MQ_SVG_LEFT + w + 16; /* the legend's ramp */
   size_t at = o->len;
   heat_header(S, o, x, &b);
-  mq_pic_svg_begin(S, o, at, p, (int)ceil(lx) + 16 + 90 > p->svg_w + MQ_SVG_LEFT + 30
-                                    ? (int)ceil(lx) + 16 + 90
-                                    : p->svg_w + MQ_SVG_LEFT + 30,
+  /* the canvas: the area's, or wider when the legend and its labels (90
+   * units) would not fit at the right of the cells */
+  int canvas_w = p->svg_w + MQ_SVG_LEFT + 30, need = (int)ceil(lx) + 16 + 90;
+  mq_pic_svg_begin(S, o, at, p, need > canvas_w ? need : canvas_w,
                    MQ_SVG_TOP + (int)ceil(h > legend_h ? h : legend_h) + 40 + (named ? SVG_NAMES : 0));
   for (int i = 0; i < b.nr; i++) {
     mq_poll(S);
