@@ -585,7 +585,7 @@ void masq_globals(masq_state *S, void (*fn)(void *ud, const char *name, const ch
   globals_job job = {0, {0}};
   for (int i = 0; i < S->nglobals; i++) {
     const mq_global *g = &S->globals[i];
-    if (!g->defined || g->builtin) continue;
+    if (!mq_global_is_user(g)) continue;
     job.index = i;
     if (mq_protect(S, summarize, &job) == MASQ_OK) fn(ud, g->name, job.summary.data);
   }

@@ -120,8 +120,7 @@ static void set_protected(mq_state *S, void *ud) {
     v = mq_objv(l);
   }
   int slot = mq_global_slot(S, job->name);
-  mq_global_set(S, slot, v);
-  S->globals[slot].builtin = false; /* it is the host's value now (listed by :vars) */
+  mq_global_set(S, slot, v); /* the host's value: :vars lists it, del gives back a builtin's */
 }
 
 /* The value of the global the job names; raises if there is none. */

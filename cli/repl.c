@@ -73,7 +73,7 @@ static bool cmd_quit(masq_state *M, const char *arg);
 
 /* The one list the dispatcher, :help and Tab completion all read. */
 static const command commands[] = {
-  {"help", NULL, ARG_NAME, ":help [NAME]", "this overview, what builtin NAME does, or keyword NAME's syntax", cmd_help},
+  {"help", NULL, ARG_NAME, ":help [NAME]", "this overview, what builtin NAME does, keyword NAME's syntax, or the builtins that mention a word", cmd_help},
   {"vars", NULL, ARG_NONE, ":vars", "list your variables with their shapes", cmd_vars},
   {"load", NULL, ARG_FILE, ":load FILE", "run a script in this session", cmd_load},
   {"dis", NULL, ARG_CODE, ":dis CODE", "show the bytecode CODE compiles to", cmd_dis},
@@ -107,9 +107,42 @@ static const char overview[] =
     "it. A string ends on its line. Tab completes names (after x. the builtins\n"
     "that take a tensor), Up/Down walk the history, Ctrl-C stops a computation\n"
     "or discards the line, Ctrl-L clears the screen. A pasted session runs\n"
-    "without its masq> and ...> prompts and output lines.\n"
+    "line by line as typed, without its masq> and ...> prompts and output lines.\n"
     "\n"
     "Commands (at the start of a line):\n";
+
+/* :help WORD when WORD names no builtin or keyword: the builtins whose
+ * name or help mentions it (`:help csv` finds load_csv and save_csv), each
+ * as its signature, so a topic leads somewhere. */
+typedef struct help_search {
+  masq_state *M;
+  const char *word;
+  int found;
+} help_search;
+
+/* Whether [hay] contains [needle], ignoring ASCII case. */
+static bool mentions(const char *hay, const char *needle) {
+  size_t n = strlen(needle);
+  for (; *hay; hay++) {
+    size_t i = 0;
+    while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+      i++;
+    if (i == n) return true;
+  }
+  return false;
+}
+
+static void help_match(void *ud, const char *name) {
+  help_search *h = ud;
+  const char *doc = masq_doc(h->M, name);
+  if (!doc || (!mentions(name, h->word) && !mentions(doc, h->word))) return;
+  if (!h->found++)
+    printf("no builtin or keyword named '%s'; the builtins that mention it:\n", h->word);
+  const char *end = strstr(doc, " -- ");
+  int len = end ? (int)(end - doc) : (int)strlen(doc);
+  if (len > 76) printf("  %.73s...\n", doc);
+  else printf("  %.*s\n", len, doc);
+}
 
 static bool cmd_help(masq_state *M, const char *arg) {
   const char *doc;
@@ -123,10 +156,13 @@ static bool cmd_help(masq_state *M, const char *arg) {
     return false;
   }
   if (*arg) {
-    if ((doc = masq_doc(M, arg)))
+    if ((doc = masq_doc(M, arg))) {
       printf("%s\n", doc);
-    else
-      fprintf(stderr, "no builtin or keyword named '%s'\n", arg);
+      return false;
+    }
+    help_search h = {M, arg, 0};
+    masq_complete(M, "", help_match, &h);
+    if (!h.found) fprintf(stderr, "no builtin or keyword named '%s'\n", arg);
     return false;
   }
   fputs(overview, stdout);
@@ -450,6 +486,32 @@ static char *history_path(void) {
   return path;
 }
 
+/* One line as typed at the prompt: a command, a blank line, a newcomer's
+ * hint, or a line of the entry in [buf], which runs once it is complete.
+ * Returns whether the REPL should stop (:quit, exit(code)). */
+static bool enter_line(masq_state *M, text *buf, const char *line, masq_status *st) {
+  const char *hint;
+  if (buf->len == 0 && *skip_space(line) == ':') {
+    le_add_history(line);
+    return run_command(M, line);
+  }
+  if (buf->len == 0 && is_blank(line)) return false;
+  if (buf->len == 0 && (hint = newcomer_hint(M, line))) {
+    puts(hint);
+    le_add_history(line);
+    return false;
+  }
+  /* An empty line while continuing asks for the real error. */
+  bool force = buf->len > 0 && is_blank(line);
+  text_append_line(buf, line);
+  *st = run_source(M, buf->data, buf->len, "<stdin>",
+                   MASQ_EVAL_ECHO | (force ? 0 : MASQ_EVAL_PARTIAL));
+  if (*st == MASQ_INCOMPLETE) return false;
+  remember(buf);
+  buf->len = 0;
+  return *st == MASQ_EXIT; /* exit(code) leaves the REPL with that status */
+}
+
 int repl_run(masq_state *M, const repl_options *opt) {
   bool colored = opt->color && opt->editing;
   const char *prompt = colored ? COLOR_PROMPT : PROMPT;
@@ -465,8 +527,6 @@ int repl_run(masq_state *M, const repl_options *opt) {
   for (;;) {
     char *line;
     le_status s;
-    bool force;
-    const char *hint;
 
     run_fresh_line();
     s = le_read(buf.len ? prompt_continue : prompt, &line);
@@ -496,34 +556,19 @@ int repl_run(masq_state *M, const repl_options *opt) {
         continue;
       }
     }
-    if (buf.len == 0 && *skip_space(line) == ':') {
-      bool quit;
-      le_add_history(line);
-      quit = run_command(M, line);
-      free(line);
-      if (quit) break;
-      continue;
+    /* A bracketed paste arrives as one read of several lines: each runs as
+     * if typed, so an error stops its own entry only, as README promises. */
+    bool quit = false;
+    for (char *p = line;;) {
+      char *nl = strchr(p, '\n');
+      if (nl) *nl = '\0';
+      quit = enter_line(M, &buf, p, &st);
+      if (quit || !nl) break;
+      run_fresh_line();
+      p = nl + 1;
     }
-    if (buf.len == 0 && is_blank(line)) {
-      free(line);
-      continue;
-    }
-    if (buf.len == 0 && (hint = newcomer_hint(M, line))) {
-      puts(hint);
-      le_add_history(line);
-      free(line);
-      continue;
-    }
-    /* An empty line while continuing asks for the real error. */
-    force = buf.len > 0 && is_blank(line);
-    text_append_line(&buf, line);
     free(line);
-    st = run_source(M, buf.data, buf.len, "<stdin>",
-                    MASQ_EVAL_ECHO | (force ? 0 : MASQ_EVAL_PARTIAL));
-    if (st == MASQ_INCOMPLETE) continue;
-    remember(&buf);
-    buf.len = 0;
-    if (st == MASQ_EXIT) break; /* exit(code) leaves the REPL with that status */
+    if (quit) break;
   }
   run_fresh_line();
   le_close();

@@ -59,7 +59,8 @@ typedef struct mq_global {
   mq_value value;
   bool defined;
   bool borrowed; /* [name] is not ours: the library's, outliving the globals */
-  bool builtin; /* holds the builtin it was opened with (for :vars) */
+  bool builtin; /* a name the library (or a host function) bound: [lib] holds its value */
+  mq_value lib; /* that value (retained), which `del name` restores after a shadowing assignment */
   int logged;   /* 1 + its newest entry in the undo log, 0 if none (vm/globals.h) */
 } mq_global;
 

@@ -229,7 +229,8 @@ MASQ_API void masq_complete_methods(masq_state *M, const char *prefix,
 MASQ_API const char *masq_doc(masq_state *M, const char *name);
 
 /* Calls [fn] once for every user-defined global with its name and a one-line
- * summary of its value ("float32 tensor (2, 3), masked"). */
+ * summary of its value ("float32 tensor (2, 3), masked"): a global the
+ * script or host bound, one named like a builtin (`mean = 5`) included. */
 MASQ_API void masq_globals(masq_state *M,
                            void (*fn)(void *ud, const char *name, const char *summary),
                            void *ud);

@@ -1063,9 +1063,22 @@ static void unpack_into(compiler *C, const mq_node *names, mq_span sp) {
   for (int i = 0; i < nt; i++) name_set(C, names->kids[i]->str, names->kids[i]->span);
 }
 
-/* del d[k]: the object and the one index, then DEL_INDEX. */
+/* del d[k]: the object and the one index, then DEL_INDEX. del name: a
+ * global (one that shadows a builtin gives the builtin back). */
 static void del_stmt(compiler *C, const mq_node *n) {
   const mq_node *target = n->kids[0];
+  if (target->kind == MQ_N_NAME) {
+    int index = 0;
+    if ((C->is_fn && !declared_global(C, target->str)) ||
+        resolve(C, target->str, &index, target->span) != NAME_GLOBAL)
+      mq_error_at(C->S, target->span,
+                  "del %s in a function needs `global %s` first: del of a name removes a "
+                  "global variable",
+                  target->str, target->str);
+    emit_op(C, MQ_OP_DEL_GLOBAL, 0, target->span);
+    emit_u16(C, (unsigned)mq_global_slot(C->S, target->str), target->span);
+    return;
+  }
   if (target->nkids != 2 || target->kids[1]->kind == MQ_N_SLICE ||
       target->kids[1]->kind == MQ_N_ELLIPSIS)
     mq_error_at(C->S, target->span, "del removes one item at a time, as in del d[key]");

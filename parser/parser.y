@@ -529,11 +529,12 @@ static mq_node *assignment(mq_parser *p, mq_node *target, mq_node *value, const 
   return pair(p, MQ_N_ASSIGN, target, value, l);
 }
 
-/* del d[k]: an item, nothing else (names are never unbound). */
+/* del d[k]: an item; del name: a global variable (the compiler checks). */
 static mq_node *del_item(mq_parser *p, mq_node *target, const mq_loc *l) {
-  if (target->kind != MQ_N_INDEX)
-    semantic_error(p, target->span, "del removes an item, as in del d[key]; it cannot delete %s",
-                   target->kind == MQ_N_NAME ? "a variable" : "this expression");
+  if (target->kind != MQ_N_INDEX && target->kind != MQ_N_NAME)
+    semantic_error(p, target->span,
+                   "del removes an item or a variable, as in del d[key] or del x; it cannot "
+                   "delete this expression");
   mq_node *n = mq_node_new(p->A, MQ_N_DEL, SPAN(*l));
   mq_node_add(p->A, n, target);
   return n;

@@ -30,8 +30,7 @@ void mq_habits_open(mq_state *S) {
     int slot = mq_global_find(S, name);
     if (slot >= 0 && S->globals[slot].builtin) continue; /* bool(x): also a dtype (builtin.c) */
     slot = mq_global_slot_borrowed(S, name);
-    mq_global_set(S, slot, mq_objv(mq_string_new(S, name, strlen(name))));
-    S->globals[slot].builtin = true;
+    mq_global_bind_lib(S, slot, mq_objv(mq_string_new(S, name, strlen(name))));
   }
 }
 

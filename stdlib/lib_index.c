@@ -77,6 +77,17 @@ static mq_value lib_kthvalue(mq_state *S, mq_value *args) {
   return pair(S, v, i);
 }
 
+int mq_arg_qinterp(mq_state *S, mq_value v, const char *who) {
+  static const char *const modes[] = {"linear", "lower", "higher", "midpoint", "nearest"};
+  const char *how = mq_is_obj(v, MQ_O_STRING) ? mq_as_string(v)->chars : "";
+  int mode = 0;
+  while (mode < 5 && strcmp(how, modes[mode])) mode++;
+  if (mode == 5)
+    mq_error(S, "%s: interpolation must be \"linear\", \"lower\", \"higher\", \"midpoint\" or "
+                "\"nearest\"", who);
+  return mode;
+}
+
 /* quantile(x, q, dim, keepdim, interpolation): q a number, a list or a
  * 0-d or 1-d tensor (a 1-d one's dim comes first in the result, as torch) */
 static mq_value quantile(mq_state *S, mq_value *args, bool skip_nan) {
@@ -99,13 +110,7 @@ static mq_value quantile(mq_state *S, mq_value *args, bool skip_nan) {
       for (int64_t k = 0; k < nq; k++) qd[k] = mq_literal_of_f32(qd[k]);
     q = qd;
   }
-  static const char *const modes[] = {"linear", "lower", "higher", "midpoint", "nearest"};
-  const char *how = mq_is_obj(args[4], MQ_O_STRING) ? mq_as_string(args[4])->chars : "";
-  int mode = 0;
-  while (mode < 5 && strcmp(how, modes[mode])) mode++;
-  if (mode == 5)
-    mq_error(S, "%s: interpolation must be \"linear\", \"lower\", \"higher\", \"midpoint\" or "
-                "\"nearest\"", who);
+  int mode = mq_arg_qinterp(S, args[4], who);
   bool has_dim = args[2].type != MQ_NONE;
   int64_t dim = has_dim ? mq_arg_int(S, args[2], "dim") : 0;
   return mq_objv(mq_quantile(S, x, q, nq, qvec, has_dim, dim, mq_arg_bool(S, args[3], "keepdim"),

@@ -310,9 +310,21 @@ static mq_value argext(mq_state *S, mq_value *args, bool max) {
 static mq_value lib_argmax(mq_state *S, mq_value *args) { return argext(S, args, true); }
 static mq_value lib_argmin(mq_state *S, mq_value *args) { return argext(S, args, false); }
 
+/* median(x, dim, keepdim, mask, interpolation): "lower" is torch's (the
+ * values and, along a dim, the indices); another interpolation is the
+ * 0.5-quantile's, values only ("midpoint" and "linear": pandas' and
+ * numpy's median, the mean of the two middle entries of an even count). */
 static mq_value lib_median(mq_state *S, mq_value *args) {
   mq_tensor *t = masked_by(S, T(0, "x"), args, 3);
   int d = one_dim(S, args[1], t, "median");
+  int how = mq_arg_qinterp(S, args[4], "median");
+  if (how != MQ_QI_LOWER) {
+    if (!mq_dtype_is_float((mq_dtype)t->dtype)) t = mq_astype(S, t, MQ_DT_F64);
+    else if (mq_dtype_is_narrow((mq_dtype)t->dtype)) t = mq_astype(S, t, mq_dtype_compute((mq_dtype)t->dtype));
+    const double half = 0.5;
+    RET(mq_quantile(S, t, &half, 1, false, args[1].type != MQ_NONE && t->ndim, d,
+                    mq_arg_bool(S, args[2], "keepdim"), (mq_qinterp)how, false));
+  }
   mq_value r = mq_objv(mq_median(S, t, t->ndim ? d : -1, mq_arg_bool(S, args[2], "keepdim")));
   if (t->dtype != MQ_DT_BOOL) return r;
   /* torch.masked.median keeps bool (the values; the indices stay int64) */
@@ -464,12 +476,17 @@ const mq_libfn mq_lib_math[] = {
     {"norm(x, p=2, dim=none, keepdim=false, dtype=none, mask=none)", lib_norm,
      "p-norm of the valid entries (p may be inf, -inf, or 0 to count nonzeros)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"var(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_var,
-     "variance of the valid entries: divides by count - correction (0: population, as torch.masked)",
+     "variance of the valid entries: divides by count - correction (default 0: population, "
+     "as torch.masked and numpy's ddof=0; pandas' var, summary and describe use 1)",
      MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
     {"std(x, dim=none, correction=none, keepdim=false, unbiased=none, dtype=none, mask=none)", lib_std,
-     "standard deviation of the valid entries (correction as in var)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
-    {"median(x, dim=none, keepdim=false, mask=none)", lib_median,
-     "lower median of the valid entries along one dim (or of all)", MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
+     "standard deviation of the valid entries (correction as in var: default 0, numpy's ddof=0; "
+     "pandas' std, summary and describe use 1)", MQ_BK_NONE, 0, MQ_KEEP_FLOAT},
+    {"median(x, dim=none, keepdim=false, mask=none, interpolation=\"lower\")", lib_median,
+     "lower median of the valid entries along one dim (or of all), as torch; "
+     "interpolation=\"midpoint\" is pandas' and numpy's (the mean of the two middle entries "
+     "of an even count), values only; any of quantile's interpolations", MQ_BK_NONE, 0,
+     MQ_KEEP_DTYPE},
 
     /* scans along one dim */
     MQ_SCAN_OPS(SCAN_ROW)

@@ -66,8 +66,7 @@ void mq_stdlib_open(mq_state *S) {
     mq_globals_reserve(S, nconst);
     for (const mq_constant *c = mq_lib_constants; c->name; c++) {
       int slot = mq_global_slot_borrowed(S, c->name);
-      mq_global_set(S, slot, mq_float(c->value));
-      S->globals[slot].builtin = true;
+      mq_global_bind_lib(S, slot, mq_float(c->value));
     }
     mq_habits_open(S);
   }

@@ -45,6 +45,9 @@ MQ_INTERNAL int64_t *mq_int_list(mq_state *S, mq_value v, int *n, const char *wh
  * decimal that reads back as [v], read as a double (lib_nn.c), so that
  * [0.9, 0.999] or [0.1, 1 / 3] given for numbers mean what they say. */
 MQ_INTERNAL double mq_literal_of_f32(double v);
+/* The interpolation= argument of quantile, nanquantile and median, checked
+ * (lib_index.c): "linear", "lower", "higher", "midpoint" or "nearest". */
+MQ_INTERNAL int mq_arg_qinterp(mq_state *S, mq_value v, const char *who);
 
 /* Warnings a state gives once (bits of S->warned). */
 enum { MQ_WARN_MASKED_GRAD = 1 };

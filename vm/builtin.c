@@ -204,8 +204,7 @@ static void bind_global(mq_state *S, int index, mq_builtin_obj *o) {
   o->hdr.rc = 0;
   o->hdr.type = MQ_O_BUILTIN;
   o->index = index;
-  mq_global_set(S, slot, mq_objv(o));
-  S->globals[slot].builtin = true;
+  mq_global_bind_lib(S, slot, mq_objv(o));
 }
 
 static bool is_overload(const mq_builtin *b) {
@@ -407,7 +406,7 @@ mq_value mq_builtin_call(mq_state *S, const mq_builtin *b, mq_value *argv, int n
       const char *names[MQ_MAX_PARAMS];
       for (int i = 0; i < b->nparams; i++)
         names[i] = i == b->rest || i == b->kwrest ? NULL : b->params[i].name;
-      mq_unknown_keyword(S, b->name, kw, mq_suggest_word(kw, names, b->nparams));
+      mq_unknown_keyword(S, b->name, kw, names, b->nparams);
     }
     if (given[j]) mq_error(S, "%s() got two values for '%s'", b->name, kw);
     args[j] = argv[npos + k];

@@ -52,7 +52,7 @@ static int new_slot(mq_state *S, const char *name, bool borrowed) {
   reserve(S, S->nglobals + 1);
   char *own = borrowed ? (char *)name : mq_strdup(S, name);
   slot = S->nglobals++;
-  S->globals[slot] = (mq_global){own, mq_none(), false, borrowed, false, 0};
+  S->globals[slot] = (mq_global){own, mq_none(), false, borrowed, false, mq_none(), 0};
   index_insert(S, slot);
   return slot;
 }
@@ -77,6 +77,46 @@ void mq_global_set(mq_state *S, int slot, mq_value v) {
   g->value = v;
   g->defined = true;
   mq_release(S, old);
+}
+
+void mq_global_bind_lib(mq_state *S, int slot, mq_value v) {
+  mq_global_set(S, slot, v);
+  mq_global *g = &S->globals[slot];
+  mq_retain(v);
+  mq_release(S, g->lib);
+  g->lib = v;
+  g->builtin = true;
+}
+
+/* Whether two values are the same one: the same object, or equal scalars. */
+static bool same_value(mq_value a, mq_value b) {
+  if (a.type != b.type) return false;
+  switch ((mq_vtype)a.type) {
+  case MQ_OBJ: return a.as.o == b.as.o;
+  case MQ_FLOAT: return memcmp(&a.as.f, &b.as.f, sizeof a.as.f) == 0; /* nan too */
+  case MQ_INT: return a.as.i == b.as.i;
+  case MQ_BOOL: return a.as.b == b.as.b;
+  default: return true;
+  }
+}
+
+bool mq_global_is_user(const mq_global *g) {
+  return g->defined && (!g->builtin || !same_value(g->value, g->lib));
+}
+
+void mq_global_del(mq_state *S, int slot) {
+  mq_global *g = &S->globals[slot];
+  if (g->builtin) {
+    if (!mq_global_is_user(g))
+      mq_error(S, "'%s' is a builtin, not a variable: del gives it back only after an assignment "
+               "shadowed it",
+               g->name);
+    mq_global_set(S, slot, g->lib);
+    return;
+  }
+  if (!g->defined) mq_error(S, "undefined variable '%s'", g->name);
+  mq_global_set(S, slot, mq_none()); /* logs the old value, as a store does */
+  g->defined = false;
 }
 
 mq_txn mq_globals_begin(mq_state *S) {
@@ -113,6 +153,7 @@ static void rollback(mq_state *S, int outer_base) {
 void mq_globals_free(mq_state *S) {
   for (int i = 0; i < S->nglobals; i++) {
     mq_release(S, S->globals[i].value);
+    mq_release(S, S->globals[i].lib);
     if (!S->globals[i].borrowed) mq_strfree(S, S->globals[i].name);
   }
   mq_free(S, S->globals, (size_t)S->globals_cap * sizeof *S->globals);

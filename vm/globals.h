@@ -16,6 +16,16 @@ MQ_INTERNAL void mq_globals_reserve(mq_state *S, int n);
 MQ_INTERNAL int mq_global_find(const mq_state *S, const char *name);
 /* Stores [v] (retained) in slot [slot], releasing what was there. */
 MQ_INTERNAL void mq_global_set(mq_state *S, int slot, mq_value v);
+/* Stores the library's value [v] of a name in [slot] (a builtin, a
+ * constant, a dtype's name, a host function), which `del` restores. */
+MQ_INTERNAL void mq_global_bind_lib(mq_state *S, int slot, mq_value v);
+/* Whether [g] is the user's: defined, and not (or no longer) the
+ * library's value (what :vars lists). */
+MQ_INTERNAL bool mq_global_is_user(const mq_global *g);
+/* del name: a variable is unbound; one that shadows a library name gives
+ * the library's value back. An error for an undefined name or a library
+ * name that holds its own value. */
+MQ_INTERNAL void mq_global_del(mq_state *S, int slot);
 MQ_INTERNAL void mq_globals_free(mq_state *S);
 
 /* Evals are transactions on the globals: between begin and commit every

@@ -63,6 +63,7 @@
   OP(DICT_SET, "N", -2, "pop a value and a key; set them in the dict N values below the new top") \
   OP(GET_METHOD, "GN", +1, "push global G, the function of x.f (x on top; N: 1 a call x.f(...), 0 x.f)") \
   OP(DEL_INDEX, "", -2, "pop index, object: del object[index] (a dict's key, a list's item)") \
+  OP(DEL_GLOBAL, "G", 0, "del name: unbind global slot G, or give a shadowed builtin back") \
   OP(STORE_INDEX, "NNi", 0, "pop value, items, object: push object with object[items] = value (first N: MQ_STORE_* bits; N item kinds follow)") \
   OP(DUPN, "N", 0, "push the top N values again (x[i, j] += v reads x[i, j] first)") \
   OP(CALL_UPDATE, "AKN", 0, "x.f_(...): call f with A arguments (K: keyword names, 65535 none), fit the result to x, the first (flags N)") \

@@ -70,9 +70,43 @@ const char *mq_suggest_word(const char *word, const char *const *cands, int n) {
   return b.name;
 }
 
-void mq_unknown_keyword(mq_state *S, const char *fn, const char *kw, const char *like) {
+/* numpy's and pandas' keyword arguments and masq's (torch's) for them, with
+ * why; a habit applies only where the function has the parameter. */
+static const struct {
+  const char *from, *to, *why;
+} kw_habits[] = {
+    {"axis", "dim", "numpy's and pandas' axis= is dim= in masq, as in torch"},
+    {"keepdims", "keepdim", "numpy's keepdims= is keepdim=, as in torch"},
+    {"ddof", "correction",
+     "numpy's and pandas' ddof= is correction=, as in torch; std and var default to "
+     "correction=0 (numpy's ddof=0), while summary and describe use 1 (pandas' std)"},
+    {"skipna", "mask", "masked-out entries are always skipped (a valid NaN is not: "
+                       "mask=~isnan(x) skips it too)"},
+};
+
+void mq_unknown_keyword(mq_state *S, const char *fn, const char *kw, const char *const *names,
+                        int n) {
+  for (size_t h = 0; h < sizeof kw_habits / sizeof *kw_habits; h++) {
+    if (strcmp(kw, kw_habits[h].from) != 0) continue;
+    for (int i = 0; i < n; i++)
+      if (names[i] && strcmp(names[i], kw_habits[h].to) == 0)
+        mq_error(S, "%s() has no parameter named '%s': %s", fn, kw, kw_habits[h].why);
+  }
+  const char *like = mq_suggest_word(kw, names, n);
   if (like) mq_error(S, "%s() has no parameter named '%s'; did you mean '%s'?", fn, kw, like);
   mq_error(S, "%s() has no parameter named '%s'", fn, kw);
+}
+
+const char *mq_habit_hint(const char *name) {
+  static const char *const names[][2] = {
+      {"isna", "pandas' isna(x) is ~get_mask(x): a missing entry is a masked-out one"},
+      {"isnull", "pandas' isnull(x) is ~get_mask(x): a missing entry is a masked-out one"},
+      {"notna", "pandas' notna(x) is get_mask(x): the valid entries"},
+      {"notnull", "pandas' notnull(x) is get_mask(x): the valid entries"},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (strcmp(name, names[i][0]) == 0) return names[i][1];
+  return NULL;
 }
 
 void mq_no_method(mq_state *S, const mq_function *f, const char *name, mq_value receiver,
@@ -82,6 +116,9 @@ void mq_no_method(mq_state *S, const mq_function *f, const char *name, mq_value 
   if (!call && mq_errval_is_field(name))
     mq_error(S, "%s %s has no field '%s' (message, line, col and file are the fields of a caught "
                 "error)", a, type, name);
+  const char *habit = mq_habit_hint(name);
+  if (habit)
+    mq_error(S, "%s %s has no %s '%s'; %s", a, type, call ? "method" : "attribute", name, habit);
   const char *like = mq_suggest_name(S, f, name);
   if (call)
     mq_error(S, "%s %s has no method '%s' (x.%s(...) calls %s(x, ...), which is not defined)%s%s%s",

@@ -18,10 +18,16 @@ MQ_INTERNAL const char *mq_suggest_name(const mq_state *S, const mq_function *f,
  * (dimm= -> dim) and dict keys. */
 MQ_INTERNAL const char *mq_suggest_word(const char *word, const char *const *cands, int n);
 
-/* The error "[fn]() has no parameter named '[kw]'", with "; did you mean
- * '[like]'?" when [like] is not NULL. */
+/* The error "[fn]() has no parameter named '[kw]'" of a function whose
+ * parameters are [names] ([n]; NULL entries skipped): with numpy's or
+ * pandas' name for one of them (axis= for dim=, ddof= for correction=),
+ * says so; else "; did you mean '[like]'?" for the likeliest name. */
 MQ_INTERNAL MQ_NORETURN void mq_unknown_keyword(mq_state *S, const char *fn, const char *kw,
-                                                const char *like);
+                                                const char *const *names, int n);
+
+/* What masq writes for a pandas or numpy function a user reaches for
+ * (isna -> ~get_mask(x)), as a sentence; NULL for other names. */
+MQ_INTERNAL const char *mq_habit_hint(const char *name);
 
 /* The error of x.f or x.f(...) (a [call]) when no function f is defined:
  * "a tensor has no method 'sume' (x.sume(...) calls sume(x, ...), which is

@@ -456,8 +456,7 @@ static void bind_args(mq_state *S, const mq_closure *cl, mq_value *args, int arg
     int j = 0;
     while (j < np && strcmp(fn->param_names[j], kw) != 0) j++;
     if (j == np)
-      mq_unknown_keyword(S, fn->name, kw,
-                         mq_suggest_word(kw, (const char *const *)fn->param_names, np));
+      mq_unknown_keyword(S, fn->name, kw, (const char *const *)fn->param_names, np);
     if (given[j]) mq_error(S, "%s() got two values for '%s'", fn->name, kw);
     bound[j] = args[npos + k];
     given[j] = true;
@@ -680,6 +679,8 @@ static void run_loop(mq_state *S, run_ctx *c) {
         mq_global *g = &S->globals[READ_U16()];
         if (MQ_UNLIKELY(!g->defined)) {
           SAVE();
+          const char *habit = mq_habit_hint(g->name);
+          if (habit) mq_error(S, "undefined variable '%s'; %s", g->name, habit);
           const char *like = mq_suggest_name(S, fr->cl ? fr->f : NULL, g->name);
           if (like) mq_error(S, "undefined variable '%s'; did you mean '%s'?", g->name, like);
           mq_error(S, "undefined variable '%s'", g->name);
@@ -695,6 +696,14 @@ static void run_loop(mq_state *S, run_ctx *c) {
           SAVE();
           mq_no_method(S, fr->cl ? fr->f : NULL, g->name, TOP(), call);
         }
+        if (MQ_UNLIKELY(call && g->builtin && !mq_is_obj(g->value, MQ_O_BUILTIN) &&
+                        !mq_is_obj(g->value, MQ_O_CLOSURE) && mq_global_is_user(g))) {
+          SAVE(); /* x.sum() after sum = 2: the variable hides the builtin */
+          mq_error(S,
+                   "x.%s(...) calls %s(x, ...), and '%s' is now a variable holding %s that "
+                   "hides the builtin (del %s gives it back)",
+                   g->name, g->name, g->name, mq_value_a_type_name(g->value), g->name);
+        }
         mq_retain(g->value);
         PUSH(g->value);
         vmbreak;
@@ -704,6 +713,12 @@ static void run_loop(mq_state *S, run_ctx *c) {
         mq_del_item(S, sp[-2], sp[-1]);
         mq_release(S, POP());
         mq_release(S, POP());
+        vmbreak;
+      }
+      vmcase(DEL_GLOBAL) {
+        unsigned slot = READ_U16();
+        SAVE();
+        mq_global_del(S, (int)slot);
         vmbreak;
       }
       vmcase(SET_GLOBAL) {

@@ -7,11 +7,14 @@
  *   - empty tensors print ("[]" rows) instead of raising;
  *   - above 1000 elements, every dim longer than 6 shows its first and last
  *     3 entries around a `...` entry (a `...` line between sub-blocks);
- *   - int columns are aligned. Rule: let w = the widest valid int of the
- *     whole tensor, raised to 8 if any entry is masked out; every entry (int or
- *     `--`) is right-justified to w. (torch pads only `--` to 8 and leaves
- *     ints ragged: `[1,       --, 333]`; we print `[       1,       --,
- *     333]` with 333 padded as well.) Float and bool rows are as torch.
+ *   - columns are aligned: every entry (number, bool or `--`) is
+ *     right-justified to one width, the widest shown valid entry of the
+ *     whole tensor, raised to 8 if any entry is masked out. (torch pads
+ *     only `--` to 8 and leaves the rest ragged: `[1,       --, 333]`,
+ *     `12345.5000` one column off; we print `[       1,       --,
+ *          333]`.)
+ *   - a row longer than the line width (set_printoptions(linewidth=), 80)
+ *     wraps as a plain tensor's does; torch prints it on one line.
  * Plain tensors print as torch's tensor(...) (torch/_tensor_str.py), with
  * dtypes spelled without "torch.". Both follow the state's print options
  * (set_printoptions; defaults as torch's: precision 4, linewidth 80,
@@ -55,6 +58,26 @@ static void spaces(mq_state *S, mq_buf *b, int64_t n) {
 static void rjust(mq_state *S, mq_buf *b, const char *s, int w) {
   spaces(S, b, w - (int64_t)strlen(s));
   mq_buf_puts(S, b, s);
+}
+
+/* The entries of a row [width] wide each, as many to a line as fit in
+ * [linewidth] after the row's [indent] (torch's rule, at least one). */
+static int64_t per_line(int64_t linewidth, int64_t indent, int width) {
+  int64_t n = (linewidth - indent) / (width + 2);
+  return n < 1 ? 1 : n;
+}
+
+/* What goes before entry [count] (from 0) of a row wrapped every [per]
+ * entries: nothing, ", ", or ",\n" and the indent under the first entry. */
+static void row_sep(mq_state *S, mq_buf *b, int64_t count, int64_t per, int64_t indent) {
+  if ((count & POLL_MASK) == POLL_MASK) mq_check_interrupt(S);
+  if (count == 0) return;
+  if (count % per == 0) {
+    mq_buf_puts(S, b, ",\n");
+    spaces(S, b, indent + 1);
+  } else {
+    mq_buf_puts(S, b, ", ");
+  }
 }
 
 /* Next shown index after i along a dim of n entries, showing [edge]
@@ -101,56 +124,49 @@ static void masked_dashes(mq_state *S, mq_buf *b, int w, bool color) {
   if (color) mq_buf_puts(S, b, dim_off);
 }
 
-/* Width of the widest valid int of an int64 masked tensor, at least 8 if
- * anything is masked out: one width for every column. */
-static void int_width_rec(const mq_tensor *t, const mq_tensor *m, int dim, int64_t off,
-                          int64_t moff, int *w) {
-  const int64_t *v = mq_tensor_data(t);
+/* The one width of every entry of a masked tensor: the widest shown valid
+ * entry, at least 8 when an entry is masked out (torch pads `--` to 8), so
+ * that columns line up whatever the magnitudes, signs and masks of the rows. */
+static void masked_width_rec(const mq_printopts *po, const mq_tensor *t, const mq_tensor *m,
+                             int dim, int64_t off, int64_t moff, int64_t edge, int *w) {
   const uint8_t *mv = mq_tensor_data(m);
-  for (int64_t i = 0; i < t->shape[dim]; i++) {
+  int64_t n = t->shape[dim];
+  for (int64_t i = 0; i < n; i = next_index(i, n, edge)) {
+    if (i < 0) continue;
     int64_t o = off + i * t->strides[dim], mo = moff + i * m->strides[dim];
     if (dim < t->ndim - 1) {
-      int_width_rec(t, m, dim + 1, o, mo, w);
+      masked_width_rec(po, t, m, dim + 1, o, mo, edge, w);
     } else if (!mv[mo]) {
       if (*w < 8) *w = 8;
     } else {
-      char e[32];
-      int len = snprintf(e, sizeof e, "%lld", (long long)v[o]);
+      char e[64];
+      masked_elem(po, t, o, e, sizeof e);
+      int len = (int)strlen(e);
       if (len > *w) *w = len;
     }
   }
 }
 
+/* One row, wrapped as torch wraps a plain tensor's: as many entries per
+ * line as fit in the line width after the row's indent [ind]; the next
+ * lines start under the first entry. */
 static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tensor *m,
-                       int64_t off, int64_t moff, int64_t edge, bool color, int int_w) {
+                       int64_t off, int64_t moff, int64_t edge, bool color, int w, int64_t ind) {
   int d = t->ndim - 1;
-  int64_t n = t->shape[d], st = t->strides[d], mst = m->strides[d];
+  int64_t n = t->shape[d], st = t->strides[d], mst = m->strides[d], count = 0;
+  int64_t per = per_line(S->print.linewidth, ind, w);
   const uint8_t *mv = mq_tensor_data(m);
-  bool is_int = t->dtype == MQ_DT_I64;
-  int w = int_w;
   char e[64];
-  for (int64_t i = 0; !is_int && i < n; i = next_index(i, n, edge)) {
-    if (i < 0) continue;
-    if (!mv[moff + i * mst]) {
-      if (w < 8) w = 8;
-    } else {
-      masked_elem(&S->print, t, off + i * st, e, sizeof e);
-      int len = (int)strlen(e);
-      if (len > w) w = len;
-    }
-  }
   mq_buf_putc(S, b, '[');
-  for (int64_t i = 0; i < n; i = next_index(i, n, edge)) {
-    if ((i & POLL_MASK) == POLL_MASK) mq_check_interrupt(S);
-    if (i != 0) mq_buf_puts(S, b, ", ");
+  for (int64_t i = 0; i < n; i = next_index(i, n, edge), count++) {
+    row_sep(S, b, count, per, ind);
     if (i < 0) {
       rjust(S, b, "...", w);
     } else if (!mv[moff + i * mst]) {
       masked_dashes(S, b, w, color);
     } else {
       masked_elem(&S->print, t, off + i * st, e, sizeof e);
-      if (is_int) rjust(S, b, e, w); /* our alignment rule; torch leaves ints ragged */
-      else mq_buf_puts(S, b, e);
+      rjust(S, b, e, w); /* our alignment rule; torch leaves wide entries ragged */
     }
   }
   mq_buf_putc(S, b, ']');
@@ -159,11 +175,11 @@ static void masked_row(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tens
 /* Sub-tensor at [dim]; every line it writes starts with 2 * (dim + 1) spaces
  * (torch's repeated "indent every line by two"). */
 static void masked_rec(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tensor *m, int dim,
-                       int64_t off, int64_t moff, int64_t edge, bool color, int int_w) {
+                       int64_t off, int64_t moff, int64_t edge, bool color, int w) {
   int64_t ind = 2 * (dim + 1);
   spaces(S, b, ind);
   if (dim == t->ndim - 1) {
-    masked_row(S, b, t, m, off, moff, edge, color, int_w);
+    masked_row(S, b, t, m, off, moff, edge, color, w, ind);
     return;
   }
   mq_buf_puts(S, b, "[\n");
@@ -176,7 +192,7 @@ static void masked_rec(mq_state *S, mq_buf *b, const mq_tensor *t, const mq_tens
       mq_buf_puts(S, b, "...");
     } else {
       masked_rec(S, b, t, m, dim + 1, off + i * t->strides[dim], moff + i * m->strides[dim],
-                 edge, color, int_w);
+                 edge, color, w);
     }
   }
   mq_buf_putc(S, b, '\n');
@@ -205,10 +221,11 @@ static void format_masked(mq_state *S, mq_buf *b, const mq_tensor *t, mq_dtype d
     mq_buf_putc(S, b, ')');
     return;
   }
-  int int_w = 0;
-  if (t->dtype == MQ_DT_I64 && t->numel > 0) int_width_rec(t, m, 0, 0, 0, &int_w);
+  int64_t edge = edge_for(S, t->numel);
+  int w = 0;
+  if (t->numel > 0) masked_width_rec(&S->print, t, m, 0, 0, 0, edge, &w);
   mq_buf_puts(S, b, "MaskedTensor(\n");
-  masked_rec(S, b, t, m, 0, 0, 0, edge_for(S, t->numel), color, int_w);
+  masked_rec(S, b, t, m, 0, 0, 0, edge, color, w);
   /* torch.masked never shows the dtype; float64 looks like float32 there.
    * The defaults (float32, int64, bool) stay unmarked, as in tensor(...). */
   if (shows_dtype(dt)) mq_buf_printf(S, b, ",\n  dtype=%s", mq_dtype_name(dt));
@@ -305,20 +322,11 @@ static void plain_fmt_init(plain_fmt *f, const mq_printopts *po, const mq_tensor
 static void plain_vector(mq_state *S, mq_buf *b, const mq_tensor *t, int64_t off, int indent,
                          int64_t edge, const plain_fmt *f) {
   int d = t->ndim - 1;
-  int64_t n = t->shape[d], per_line = (f->linewidth - indent) / (f->width + 2), count = 0;
-  if (per_line < 1) per_line = 1;
+  int64_t n = t->shape[d], per = per_line(f->linewidth, indent, f->width), count = 0;
   char e[64];
   mq_buf_putc(S, b, '[');
   for (int64_t i = 0; i < n; i = next_index(i, n, edge), count++) {
-    if ((count & POLL_MASK) == POLL_MASK) mq_check_interrupt(S);
-    if (count > 0) {
-      if (count % per_line == 0) {
-        mq_buf_puts(S, b, ",\n");
-        spaces(S, b, indent + 1);
-      } else {
-        mq_buf_puts(S, b, ", ");
-      }
-    }
+    row_sep(S, b, count, per, indent);
     if (i < 0) {
       mq_buf_puts(S, b, " ...");
     } else {

@@ -10,6 +10,8 @@
  * Big tensors are drawn by blocks: a picture never has more cells than
  * MQ_PIC_MAX_WIDTH x MQ_PIC_MAX_HEIGHT (or the SVG's own caps), whatever
  * the data's size, and the data is read once, in order. */
+#include <ctype.h>
+
 #include "../../runtime/io/npy.h"
 #include "plot.h"
 
@@ -26,35 +28,69 @@ int64_t mq_pic_bounded(mq_state *S, mq_value v, const char *who, const char *wha
   return n;
 }
 
+/* Whether [s] ends in [ext], letter case aside. */
+static bool ends_with(const mq_string *s, const char *ext) {
+  size_t n = strlen(ext);
+  if (s->len < n) return false;
+  for (size_t i = 0; i < n; i++)
+    if (tolower((unsigned char)s->chars[s->len - n + i]) != ext[i]) return false;
+  return true;
+}
+
+/* The file= argument, checked; NULL for none. The pictures write SVG
+ * only: another name would be a file its extension lies about. */
+static const char *arg_file(mq_state *S, const char *who, mq_value file) {
+  if (file.type == MQ_NONE) return NULL;
+  if (!mq_is_obj(file, MQ_O_STRING))
+    mq_error(S, "%s: file must be a string, not %s", who, mq_value_a_type_name(file));
+  const mq_string *s = mq_as_string(file);
+  if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: file contains a NUL byte", who);
+  if (!ends_with(s, ".svg"))
+    mq_error(S,
+             "%s: cannot write \"%s\": pictures are written as SVG only, to a file named "
+             "*.svg (a PNG or PDF: rsvg-convert -o out.png name.svg)",
+             who, s->chars);
+  if (!(S->cfg.libs & MASQ_LIB_IO))
+    mq_error(S,
+             "%s: file= writes a file, and this host has not enabled file access "
+             "(MASQ_LIB_IO)",
+             who);
+  return s->chars;
+}
+
 void mq_pic_init(mq_state *S, mq_pic *p, const char *who, mq_value width, mq_value height,
-                 int dflt_height, mq_value file) {
+                 int dflt_height, mq_value file, mq_value title) {
   p->who = who;
-  if (width.type == MQ_NONE) {
-    int w = 0;
-    if (S->cfg.columns) {
-      mq_hook_enter(S);
-      w = S->cfg.columns(S->cfg.columns_ud);
-      mq_hook_leave(S);
-    }
-    p->width = w <= 0 ? DEFAULT_WIDTH : w < 20 ? 20 : w > MQ_PIC_MAX_WIDTH ? MQ_PIC_MAX_WIDTH : w;
-  } else {
-    p->width = (int)mq_pic_bounded(S, width, who, "width", 20, MQ_PIC_MAX_WIDTH);
+  p->title = NULL;
+  if (title.type != MQ_NONE) {
+    if (!mq_is_obj(title, MQ_O_STRING))
+      mq_error(S, "%s: title must be a string, not %s", who, mq_value_a_type_name(title));
+    p->title = mq_as_string(title);
   }
-  p->height = height.type == MQ_NONE
-                  ? dflt_height
-                  : (int)mq_pic_bounded(S, height, who, "height", 2, MQ_PIC_MAX_HEIGHT);
-  p->file = NULL;
-  if (file.type != MQ_NONE) {
-    if (!mq_is_obj(file, MQ_O_STRING))
-      mq_error(S, "%s: file must be a string, not %s", who, mq_value_a_type_name(file));
-    const mq_string *s = mq_as_string(file);
-    if (memchr(s->chars, '\0', s->len)) mq_error(S, "%s: file contains a NUL byte", who);
-    if (!(S->cfg.libs & MASQ_LIB_IO))
-      mq_error(S,
-               "%s: file= writes a file, and this host has not enabled file access "
-               "(MASQ_LIB_IO)",
-               who);
-    p->file = s->chars;
+  p->file = arg_file(S, who, file);
+  p->svg_w = MQ_SVG_W;
+  p->svg_h = MQ_SVG_H;
+  p->width = DEFAULT_WIDTH;
+  p->height = dflt_height;
+  if (p->file) { /* the sizes are the SVG's, in its units */
+    if (width.type != MQ_NONE)
+      p->svg_w = (int)mq_pic_bounded(S, width, who, "width", MQ_SVG_MIN, MQ_SVG_MAX);
+    if (height.type != MQ_NONE)
+      p->svg_h = (int)mq_pic_bounded(S, height, who, "height", MQ_SVG_MIN, MQ_SVG_MAX);
+  } else {
+    if (width.type == MQ_NONE) {
+      int w = 0;
+      if (S->cfg.columns) {
+        mq_hook_enter(S);
+        w = S->cfg.columns(S->cfg.columns_ud);
+        mq_hook_leave(S);
+      }
+      p->width = w <= 0 ? DEFAULT_WIDTH : w < 20 ? 20 : w > MQ_PIC_MAX_WIDTH ? MQ_PIC_MAX_WIDTH : w;
+    } else {
+      p->width = (int)mq_pic_bounded(S, width, who, "width", 20, MQ_PIC_MAX_WIDTH);
+    }
+    if (height.type != MQ_NONE)
+      p->height = (int)mq_pic_bounded(S, height, who, "height", 2, MQ_PIC_MAX_HEIGHT);
   }
   p->color = S->cfg.color && !p->file;
   p->labels = NULL;
@@ -107,21 +143,84 @@ void mq_pic_svg_frame(mq_state *S, mq_buf *o, double x, double y, double w, doub
   mq_svg_line(S, o, x, y + h, x, y, "#808080");
 }
 
-void mq_pic_svg_title(mq_state *S, mq_buf *o) {
-  mq_buf_printf(S, o, "<text x=\"%d\" y=\"20\">", MQ_SVG_LEFT);
+void mq_pic_text_title(mq_state *S, mq_buf *o, const mq_pic *p) {
+  if (!p->title) return;
+  mq_text_put(S, o, p->title->chars, p->title->len, false); /* control bytes as ? */
+  mq_buf_putc(S, o, '\n');
+}
+
+/* The SVG's text is 12 units high, the title 14 and bold; a character is
+ * taken as 7 units wide (9 in the title), more than a sans-serif letter's
+ * average, so that lines fit. */
+#define SVG_CHAR_W 7
+#define SVG_TITLE_CHAR_W 9
+#define SVG_LINE_H 16
+
+/* Writes [n] bytes of [text] as <text> lines from [y] down, at most
+ * [cols] characters long, broken at spaces (a word longer than a line is a
+ * line of its own); returns how many. [out] NULL: only counts them. */
+static int svg_lines(mq_state *S, mq_buf *out, const char *text, size_t n, int cols, int y,
+                     const char *attrs) {
+  int lines = 0;
+  size_t i = 0;
+  while (i < n) {
+    while (i < n && text[i] == ' ') i++;
+    if (i == n) break;
+    size_t end = i, last = i; /* the line is text[i, last) */
+    int width = 0;
+    while (end < n) {
+      size_t w = end;
+      while (w < n && text[w] != ' ') w++;
+      int ww = mq_text_put(S, NULL, text + end, w - end, true);
+      if (last > i && width + 1 + ww > cols) break;
+      width += (last > i) + ww;
+      last = w;
+      end = w;
+      while (end < n && text[end] == ' ') end++;
+    }
+    if (out) {
+      mq_buf_printf(S, out, "<text x=\"10\" y=\"%d\"%s>", y + lines * SVG_LINE_H, attrs);
+      mq_text_put(S, out, text + i, last - i, true);
+      mq_buf_puts(S, out, "</text>\n");
+    }
+    lines++;
+    i = last;
+  }
+  return lines;
+}
+
+void mq_pic_svg_begin(mq_state *S, mq_buf *o, size_t at, const mq_pic *p, int w, int h) {
+  size_t n = o->len - at;
+  char *header = mq_scratch(S, n + 1);
+  memcpy(header, o->data + at, n);
+  o->len = at;
+  int cols = (w - 20) / SVG_CHAR_W, tcols = (w - 20) / SVG_TITLE_CHAR_W;
+  const char *bold = " font-weight=\"bold\" font-size=\"14\"";
+  int tl = p->title ? svg_lines(S, NULL, p->title->chars, p->title->len, tcols, 0, bold) : 0;
+  int hl = svg_lines(S, NULL, header, n, cols, 0, "");
+  int dy = (tl + hl - 1) * SVG_LINE_H; /* one line was always there */
+  mq_svg_open(S, o, w, h + dy);
+  if (p->title) svg_lines(S, o, p->title->chars, p->title->len, tcols, 20, bold);
+  svg_lines(S, o, header, n, cols, 20 + tl * SVG_LINE_H, "");
+  mq_buf_printf(S, o, "<g transform=\"translate(0 %d)\">\n", dy);
+}
+
+void mq_pic_svg_end(mq_state *S, mq_buf *o) {
+  mq_buf_puts(S, o, "</g>\n");
+  mq_svg_close(S, o);
 }
 
 const mq_libfn mq_lib_plot[] = {
-    {"show_mask(x, width=none, height=none, file=none, labels=none)", mq_pic_show_mask,
-     "draw where x's valid entries are: a row per sample (dim 0), blocks for big x; "
-     "labels names the columns; file= writes an SVG (docs/PICTURES.md)"},
-    {"hist(x, bins=20, width=none, file=none)", mq_pic_hist,
+    {"show_mask(x, width=none, height=none, file=none, labels=none, title=none)", mq_pic_show_mask,
+     "draw where x's valid entries are: a row per sample (dim 0), blocks for big x (a block "
+     "partly valid is a shade); labels names the columns; file= writes an SVG (docs/PICTURES.md)"},
+    {"hist(x, bins=20, width=none, file=none, title=none)", mq_pic_hist,
      "horizontal bars of a histogram of x's valid finite entries (numpy's bins), NaN and inf "
      "counted apart; file= writes an SVG"},
-    {"plot(x, y=none, width=none, height=none, file=none)", mq_pic_plot,
+    {"plot(x, y=none, width=none, height=none, file=none, title=none)", mq_pic_plot,
      "plot(y) or plot(x, y): a line chart in braille dots; masked-out points leave gaps; "
      "file= writes an SVG"},
-    {"heatmap(x, width=none, height=none, file=none, labels=none)", mq_pic_heatmap,
+    {"heatmap(x, width=none, height=none, file=none, labels=none, title=none)", mq_pic_heatmap,
      "2-D x as a shade per entry, masked-out entries as a dot; file= writes an SVG"},
     {NULL, NULL, NULL},
 };

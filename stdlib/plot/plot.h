@@ -10,9 +10,12 @@
 #include "render.h"
 #include "../../vm/builtin.h"
 
-/* the SVGs' plotting area and its place */
+/* the SVGs' plotting area (its default size: width= and height= set it
+ * in an SVG, mq_pic_init) and its place */
 #define MQ_SVG_W 600
 #define MQ_SVG_H 400
+#define MQ_SVG_MIN 100
+#define MQ_SVG_MAX 4000
 #define MQ_SVG_LEFT 70
 #define MQ_SVG_TOP 40
 
@@ -25,18 +28,24 @@ typedef struct mq_pic {
   size_t text_len;
   const char *who;
   int width, height; /* in character cells */
+  int svg_w, svg_h; /* an SVG's plotting area, in its units */
   const char *file; /* NULL: draw on the terminal */
   bool color;
   const mq_list *labels; /* show_mask's and heatmap's column names, or NULL */
+  const mq_string *title; /* title=, or NULL */
 } mq_pic;
 
 /* An int argument in lo..hi, or an error naming it. */
 MQ_INTERNAL int64_t mq_pic_bounded(mq_state *S, mq_value v, const char *who, const char *what,
                                    int64_t lo, int64_t hi);
 /* The options from the arguments width= (none: the host's columns hook,
- * else 80), height= (none: [dflt_height]) and file=. */
+ * else 80), height= (none: [dflt_height]) and file=. With file=, width=
+ * and height= are the SVG's plotting area in its units instead
+ * (MQ_SVG_MIN to MQ_SVG_MAX; none: MQ_SVG_W x MQ_SVG_H). */
 MQ_INTERNAL void mq_pic_init(mq_state *S, mq_pic *p, const char *who, mq_value width,
-                             mq_value height, int dflt_height, mq_value file);
+                             mq_value height, int dflt_height, mq_value file, mq_value title);
+/* The title= line above a picture on the terminal, if there is one. */
+MQ_INTERNAL void mq_pic_text_title(mq_state *S, mq_buf *o, const mq_pic *p);
 /* The picture in S->out goes to the terminal or the file; returns none. */
 MQ_INTERNAL mq_value mq_pic_finish(mq_state *S, mq_pic *p);
 /* Whether the host takes pictures as text and SVG together
@@ -101,9 +110,14 @@ static inline const char *mq_pic_ints(char buf[32], int64_t v) {
 
 /* The frame of the SVG's plotting area. */
 MQ_INTERNAL void mq_pic_svg_frame(mq_state *S, mq_buf *o, double x, double y, double w, double h);
-/* Opens the SVG's title <text>: what follows is plain words and numbers,
- * which need no escaping, up to "</text>". */
-MQ_INTERNAL void mq_pic_svg_title(mq_state *S, mq_buf *o);
+/* An SVG picture's frame. Begin: the caller has written the picture's
+ * header (plain words and numbers) into [o] from [at]; it is taken out and
+ * the document opened, [w] x [h] units for the drawing, above it the
+ * title= (bold) and the header, each wrapped to the width at spaces, the
+ * drawing moved down by the lines they take (so it keeps its coordinates).
+ * End: closes what begin opened. */
+MQ_INTERNAL void mq_pic_svg_begin(mq_state *S, mq_buf *o, size_t at, const mq_pic *p, int w, int h);
+MQ_INTERNAL void mq_pic_svg_end(mq_state *S, mq_buf *o);
 
 /* The builtins (lib_plot.c's table binds them). */
 MQ_INTERNAL mq_value mq_pic_show_mask(mq_state *S, mq_value *args);

@@ -65,9 +65,15 @@ static int64_t block_size(const blocks *b, int i, int j) {
   return (h < b->br ? h : b->br) * (w < b->bc ? w : b->bc);
 }
 
-/* A block is drawn valid when at least half of its entries are. */
-static bool block_on(const blocks *b, int i, int j) {
-  return i < b->nr && 2 * b->valid[(size_t)i * (size_t)b->nc + (size_t)j] >= block_size(b, i, j);
+/* What a block holds: none of its entries valid, some, or all. A block
+ * with any masked-out entry is never drawn as valid (issue 33: a block drawn
+ * valid when half of it was hid Stocks' 133 empty rows). */
+typedef enum { BLOCK_NONE, BLOCK_PART, BLOCK_ALL } block_state;
+
+static block_state block_at(const blocks *b, int i, int j) {
+  if (i >= b->nr) return BLOCK_NONE;
+  int64_t v = b->valid[(size_t)i * (size_t)b->nc + (size_t)j];
+  return v == 0 ? BLOCK_NONE : v == block_size(b, i, j) ? BLOCK_ALL : BLOCK_PART;
 }
 
 static int64_t blocks_valid(const blocks *b) {
@@ -80,7 +86,12 @@ static int64_t blocks_valid(const blocks *b) {
 static void put_extent(mq_state *S, mq_buf *o, const mq_tensor *t, int64_t valid) {
   mq_buf_printf(S, o, "%s, %lld of %lld valid", mq_shape_str(S, t->ndim, t->shape),
                 (long long)valid, (long long)t->numel);
-  if (t->numel) mq_buf_printf(S, o, " (%.1f%%)", 100.0 * (double)valid / (double)t->numel);
+  if (!t->numel) return;
+  double pct = 100.0 * (double)valid / (double)t->numel;
+  /* a share that rounds to all or nothing says it is not */
+  if (valid < t->numel && pct >= 99.95) mq_buf_puts(S, o, " (>99.9%)");
+  else if (valid > 0 && pct < 0.05) mq_buf_puts(S, o, " (<0.1%)");
+  else mq_buf_printf(S, o, " (%.1f%%)", pct);
 }
 
 static void put_blocking(mq_state *S, mq_buf *o, const blocks *b, const char *rule) {
@@ -170,33 +181,35 @@ static void svg_names(mq_state *S, mq_buf *o, const mq_list *labels, double x0, 
 
 /* --- show_mask ------------------------------------------------------------------------------ */
 
+/* The SVG's cells: dark where every entry is valid, light where only some
+ * are, none where none is. */
+static const char *const mask_fill[] = {NULL, "#a9c8e4", "#2b6ca3"};
+
 static void show_mask_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) {
   blocks b;
-  blocks_fill(S, &b, x, 300, 300, false);
+  blocks_fill(S, &b, x, p->svg_h, p->svg_w / 2, false);
   char s[32];
-  double cw = (double)MQ_SVG_W / b.nc, ch = (double)MQ_SVG_H / b.nr;
+  double cw = (double)p->svg_w / b.nc, ch = (double)p->svg_h / b.nr;
   bool named = p->labels && b.bc == 1;
-  mq_svg_open(S, o, MQ_SVG_W + MQ_SVG_LEFT + 30,
-              MQ_SVG_H + MQ_SVG_TOP + 40 + (named ? SVG_NAMES : 0));
-  mq_pic_svg_title(S, o);
+  size_t at = o->len;
   mq_buf_puts(S, o, "mask ");
   put_extent(S, o, x, blocks_valid(&b));
-  put_blocking(S, o, &b, "drawn valid when at least half of it is");
-  mq_buf_puts(S, o, "</text>\n");
+  put_blocking(S, o, &b, "light where only part of it is valid");
+  mq_pic_svg_begin(S, o, at, p, p->svg_w + MQ_SVG_LEFT + 30,
+                   p->svg_h + MQ_SVG_TOP + 40 + (named ? SVG_NAMES : 0));
   for (int i = 0; i < b.nr; i++) {
     mq_poll(S);
-    for (int j = 0; j < b.nc;) { /* a run of valid blocks is one rectangle */
-      if (!block_on(&b, i, j)) {
-        j++;
-        continue;
-      }
-      int k = j;
-      while (k < b.nc && block_on(&b, i, k)) k++;
-      mq_svg_rect(S, o, MQ_SVG_LEFT + j * cw, MQ_SVG_TOP + i * ch, (k - j) * cw, ch, "#2b6ca3");
+    for (int j = 0; j < b.nc;) { /* a run of blocks of one state is one rectangle */
+      block_state st = block_at(&b, i, j);
+      int k = j + 1;
+      while (k < b.nc && block_at(&b, i, k) == st) k++;
+      if (st != BLOCK_NONE)
+        mq_svg_rect(S, o, MQ_SVG_LEFT + j * cw, MQ_SVG_TOP + i * ch, (k - j) * cw, ch,
+                    mask_fill[st]);
       j = k;
     }
   }
-  mq_pic_svg_frame(S, o, MQ_SVG_LEFT, MQ_SVG_TOP, MQ_SVG_W, MQ_SVG_H);
+  mq_pic_svg_frame(S, o, MQ_SVG_LEFT, MQ_SVG_TOP, p->svg_w, p->svg_h);
   double next = 0;
   for (int j = 0; j < b.nc; j++) {
     double xx = MQ_SVG_LEFT + (j + 0.5) * cw;
@@ -205,10 +218,28 @@ static void show_mask_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p)
     next = xx + 40;
   }
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + 12, "end", "0");
-  mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + MQ_SVG_H, "end", mq_pic_ints(s, b.rows - 1));
-  mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + MQ_SVG_H / 2, "end", "row");
-  if (named) svg_names(S, o, p->labels, MQ_SVG_LEFT, cw, MQ_SVG_TOP + MQ_SVG_H);
-  mq_svg_close(S, o);
+  mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + p->svg_h, "end", mq_pic_ints(s, b.rows - 1));
+  mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + p->svg_h / 2.0, "end", "row");
+  if (named) svg_names(S, o, p->labels, MQ_SVG_LEFT, cw, MQ_SVG_TOP + p->svg_h);
+  mq_pic_svg_end(S, o);
+}
+
+/* The glyph of a line's cell, its blocks [top] and [bottom] (two rows of
+ * blocks per line): half blocks where each is all valid or none, else a
+ * shade by the valid share of the two, ░ up to a third, ▒ up to two
+ * thirds, ▓ above. */
+static uint32_t mask_glyph(const blocks *b, int top, int j) {
+  block_state t = block_at(b, top, j), u = block_at(b, top + 1, j);
+  if (t != BLOCK_PART && u != BLOCK_PART) {
+    bool a = t == BLOCK_ALL, c = u == BLOCK_ALL;
+    return a && c ? 0x2588 : a ? 0x2580 : c ? 0x2584 : ' ';
+  }
+  int64_t nvalid = 0, nall = 0;
+  for (int i = top; i < top + 2 && i < b->nr; i++) {
+    nvalid += b->valid[(size_t)i * (size_t)b->nc + (size_t)j];
+    nall += block_size(b, i, j);
+  }
+  return 3 * nvalid <= nall ? 0x2591 : 3 * nvalid <= 2 * nall ? 0x2592 : 0x2593;
 }
 
 static void show_mask_text(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) {
@@ -219,7 +250,7 @@ static void show_mask_text(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p
   blocks_fill(S, &b, x, 2 * p->height, avail, false);
   mq_buf_puts(S, o, "mask ");
   put_extent(S, o, x, blocks_valid(&b));
-  put_blocking(S, o, &b, "drawn when at least half of it is valid");
+  put_blocking(S, o, &b, "shaded \xe2\x96\x91\xe2\x96\x92\xe2\x96\x93 where only part of it is valid");
   mq_buf_putc(S, o, '\n');
   int cw = avail / b.nc;
   if (cw > 4) cw = 4;
@@ -230,16 +261,17 @@ static void show_mask_text(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p
     int64_t nvalid = 0, nall = 0;
     row_label(g, l + 1, lw, (int64_t)l * 2 * b.br);
     for (int j = 0; j < b.nc; j++) {
-      bool top = block_on(&b, 2 * l, j), bottom = block_on(&b, 2 * l + 1, j);
-      uint32_t cp = top && bottom ? 0x2588 : top ? 0x2580 : bottom ? 0x2584 : ' ';
+      uint32_t cp = mask_glyph(&b, 2 * l, j);
       for (int k = 0; k < cw - gap; k++) mq_grid_put(g, x0 + j * cw + k, l + 1, cp, MQ_PIC_MAIN);
       for (int i = 2 * l; i < 2 * l + 2 && i < b.nr; i++) {
         nvalid += b.valid[(size_t)i * (size_t)b.nc + (size_t)j];
         nall += block_size(&b, i, j);
       }
     }
-    /* the sparkline: the valid share of the line's rows, in eighths rounded up */
+    /* the sparkline: the valid share of the line's rows, in eighths rounded
+     * up, but full only when all of them are valid */
     int eighths = nvalid ? (int)ceil(8.0 * (double)nvalid / (double)nall) : 0;
+    if (eighths == 8 && nvalid < nall) eighths = 7;
     mq_grid_put(g, x0 + b.nc * cw + 1, l + 1, eighths ? 0x2580 + (uint32_t)eighths : ' ',
                 MQ_PIC_DIM);
   }
@@ -255,10 +287,11 @@ static mq_value block_picture(mq_state *S, mq_value *args, mq_tensor *x, const c
                               void (*svg)(mq_state *, mq_buf *, mq_tensor *, const mq_pic *),
                               void (*text)(mq_state *, mq_buf *, mq_tensor *, const mq_pic *)) {
   mq_pic p;
-  mq_pic_init(S, &p, who, args[1], args[2], 20, args[3]);
+  mq_pic_init(S, &p, who, args[1], args[2], 20, args[3], args[5]);
   p.labels = arg_labels(S, args[4], who, x);
   mq_buf *o = &S->out;
   o->len = 0;
+  if (!p.file) mq_pic_text_title(S, o, &p);
   if (x->numel == 0) {
     if (p.file)
       mq_error(S, "%s: x of shape %s has no entries to draw", who,
@@ -375,34 +408,44 @@ static void heatmap_text(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) 
   mq_buf_putc(S, o, '\n');
 }
 
+/* The SVG's cells are as wide and as high as the area allows, up to 40
+ * units, neither more than three times the other (a table of many rows
+ * and few columns stays a picture, not a strip); the legend stands at
+ * their right, a ramp from the greatest mean at the top to the least. */
 static void heatmap_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) {
   blocks b;
-  blocks_fill(S, &b, x, 100, 150, true);
+  blocks_fill(S, &b, x, p->svg_h / 4, p->svg_w / 4, true);
   double lo, hi;
   bool bad, any = heat_range(&b, &lo, &hi, &bad);
-  double c = (double)MQ_SVG_W / b.nc;
-  if ((double)MQ_SVG_H / b.nr < c) c = (double)MQ_SVG_H / b.nr;
-  if (c > 40) c = 40;
-  double w = c * b.nc, h = c * b.nr;
+  double cw = (double)p->svg_w / b.nc, ch = (double)p->svg_h / b.nr;
+  if (cw > 40) cw = 40;
+  if (ch > 40) ch = 40;
+  if (cw > 3 * ch) cw = 3 * ch;
+  if (ch > 3 * cw) ch = 3 * cw;
+  double w = cw * b.nc, h = ch * b.nr;
   bool named = p->labels && b.bc == 1;
-  mq_svg_open(S, o, MQ_SVG_W + MQ_SVG_LEFT + 30,
-              MQ_SVG_TOP + (int)ceil(h) + 60 + (named ? SVG_NAMES : 0));
-  mq_pic_svg_title(S, o);
+  const double legend_h = RAMP_LEVELS * 16;
+  double lx = MQ_SVG_LEFT + w + 16; /* the legend's ramp */
+  size_t at = o->len;
   heat_header(S, o, x, &b);
-  mq_buf_puts(S, o, "</text>\n");
+  /* the canvas: the area's, or wider when the legend and its labels (90
+   * units) would not fit at the right of the cells */
+  int canvas_w = p->svg_w + MQ_SVG_LEFT + 30, need = (int)ceil(lx) + 16 + 90;
+  mq_pic_svg_begin(S, o, at, p, need > canvas_w ? need : canvas_w,
+                   MQ_SVG_TOP + (int)ceil(h > legend_h ? h : legend_h) + 40 + (named ? SVG_NAMES : 0));
   for (int i = 0; i < b.nr; i++) {
     mq_poll(S);
     for (int j = 0; j < b.nc; j++) {
       size_t k = (size_t)i * (size_t)b.nc + (size_t)j;
       int l = heat_level(&b, k, lo, hi);
-      double cx = MQ_SVG_LEFT + j * c, cy = MQ_SVG_TOP + i * c;
+      double cx = MQ_SVG_LEFT + j * cw, cy = MQ_SVG_TOP + i * ch;
       char rgb[8];
       if (l >= 0)
         heat_rgb(rgb, hi > lo ? mq_pic_frac(b.sum[k] / (double)b.finite[k], lo, hi) : 0.5);
-      mq_svg_rect(S, o, cx, cy, c, c, l == -1 ? "#f0f0f0" : l == -2 ? "#ff0000" : rgb);
+      mq_svg_rect(S, o, cx, cy, cw, ch, l == -1 ? "#f0f0f0" : l == -2 ? "#ff0000" : rgb);
       if (l == -1) { /* masked out: a light cell, crossed */
-        mq_svg_line(S, o, cx, cy, cx + c, cy + c, "#b0b0b0");
-        mq_svg_line(S, o, cx + c, cy, cx, cy + c, "#b0b0b0");
+        mq_svg_line(S, o, cx, cy, cx + cw, cy + ch, "#b0b0b0");
+        mq_svg_line(S, o, cx + cw, cy, cx, cy + ch, "#b0b0b0");
       }
     }
   }
@@ -412,15 +455,14 @@ static void heatmap_svg(mq_state *S, mq_buf *o, mq_tensor *x, const mq_pic *p) {
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + h, "end", mq_pic_ints(a, b.rows - 1));
   mq_svg_text(S, o, MQ_SVG_LEFT, MQ_SVG_TOP - 4, "start", "0");
   mq_svg_text(S, o, MQ_SVG_LEFT + w, MQ_SVG_TOP - 4, "end", mq_pic_ints(a, b.cols - 1));
-  if (named) svg_names(S, o, p->labels, MQ_SVG_LEFT, c, MQ_SVG_TOP + h);
-  double ly = MQ_SVG_TOP + h + 12 + (named ? SVG_NAMES : 0);
+  if (named) svg_names(S, o, p->labels, MQ_SVG_LEFT, cw, MQ_SVG_TOP + h);
   if (any) {
-    mq_svg_text(S, o, MQ_SVG_LEFT, ly + 12, "start", mq_pic_nums(a, lo));
     for (int l = 0; l < RAMP_LEVELS; l++)
-      mq_svg_rect(S, o, MQ_SVG_LEFT + 60 + l * 16, ly, 16, 16, ramp_rgb[l]);
-    mq_svg_text(S, o, MQ_SVG_LEFT + 70 + RAMP_LEVELS * 16, ly + 12, "start", mq_pic_nums(a, hi));
+      mq_svg_rect(S, o, lx, MQ_SVG_TOP + (RAMP_LEVELS - 1 - l) * 16, 16, 16, ramp_rgb[l]);
+    mq_svg_text(S, o, lx + 22, MQ_SVG_TOP + 12, "start", mq_pic_nums(a, hi));
+    mq_svg_text(S, o, lx + 22, MQ_SVG_TOP + legend_h, "start", mq_pic_nums(a, lo));
   }
-  mq_svg_close(S, o);
+  mq_pic_svg_end(S, o);
 }
 
 mq_value mq_pic_heatmap(mq_state *S, mq_value *args) {

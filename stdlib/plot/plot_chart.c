@@ -111,27 +111,26 @@ static void hist_text(mq_state *S, mq_buf *o, const hist *h, const mq_pic *p) {
   mq_grid_emit(S, g, o, p->color);
 }
 
-static void hist_svg(mq_state *S, mq_buf *o, const hist *h, const mq_tensor *x) {
+static void hist_svg(mq_state *S, mq_buf *o, const hist *h, const mq_tensor *x, const mq_pic *p) {
   char s[32];
-  mq_svg_open(S, o, MQ_SVG_W + MQ_SVG_LEFT + 30, MQ_SVG_H + MQ_SVG_TOP + 50);
-  mq_pic_svg_title(S, o);
+  size_t at = o->len;
   hist_header(S, o, h, x);
-  mq_buf_puts(S, o, "</text>\n");
-  double bw = (double)MQ_SVG_W / h->bins;
+  mq_pic_svg_begin(S, o, at, p, p->svg_w + MQ_SVG_LEFT + 30, p->svg_h + MQ_SVG_TOP + 50);
+  double bw = (double)p->svg_w / h->bins;
   for (int k = 0; k < h->bins && h->max; k++) {
-    double bh = (double)MQ_SVG_H * (double)h->counts[k] / (double)h->max;
-    mq_svg_rect(S, o, MQ_SVG_LEFT + k * bw, MQ_SVG_TOP + MQ_SVG_H - bh, bw * 0.9, bh, "#2b6ca3");
+    double bh = (double)p->svg_h * (double)h->counts[k] / (double)h->max;
+    mq_svg_rect(S, o, MQ_SVG_LEFT + k * bw, MQ_SVG_TOP + p->svg_h - bh, bw * 0.9, bh, "#2b6ca3");
   }
-  mq_pic_svg_frame(S, o, MQ_SVG_LEFT, MQ_SVG_TOP, MQ_SVG_W, MQ_SVG_H);
+  mq_pic_svg_frame(S, o, MQ_SVG_LEFT, MQ_SVG_TOP, p->svg_w, p->svg_h);
   mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + 12, "end", mq_pic_ints(s, h->max));
-  mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + MQ_SVG_H, "end", "0");
+  mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + p->svg_h, "end", "0");
   if (h->counted) {
-    mq_svg_text(S, o, MQ_SVG_LEFT, MQ_SVG_TOP + MQ_SVG_H + 18, "start",
+    mq_svg_text(S, o, MQ_SVG_LEFT, MQ_SVG_TOP + p->svg_h + 18, "start",
                 mq_pic_nums(s, h->edges[0]));
-    mq_svg_text(S, o, MQ_SVG_LEFT + MQ_SVG_W, MQ_SVG_TOP + MQ_SVG_H + 18, "end",
+    mq_svg_text(S, o, MQ_SVG_LEFT + p->svg_w, MQ_SVG_TOP + p->svg_h + 18, "end",
                 mq_pic_nums(s, h->edges[h->bins]));
   }
-  mq_svg_close(S, o);
+  mq_pic_svg_end(S, o);
 }
 
 mq_value mq_pic_hist(mq_state *S, mq_value *args) {
@@ -139,13 +138,14 @@ mq_value mq_pic_hist(mq_state *S, mq_value *args) {
   hist h;
   mq_tensor *x = mq_arg_tensor(S, args[0], "x");
   h.bins = (int)mq_pic_bounded(S, args[1], "hist", "bins", 1, MAX_BINS);
-  mq_pic_init(S, &p, "hist", args[2], mq_none(), 0, args[3]);
+  mq_pic_init(S, &p, "hist", args[2], mq_none(), 0, args[3], args[4]);
   hist_count(S, &h, x);
   mq_buf *o = &S->out;
   o->len = 0;
   if (p.file) {
-    hist_svg(S, o, &h, x);
+    hist_svg(S, o, &h, x, &p);
   } else {
+    mq_pic_text_title(S, o, &p);
     hist_header(S, o, &h, x);
     mq_buf_putc(S, o, '\n');
     if (h.counted) hist_text(S, o, &h, &p);
@@ -153,7 +153,7 @@ mq_value mq_pic_hist(mq_state *S, mq_value *args) {
   }
   mq_pic_finish(S, &p);
   if (!mq_pic_wants_svg(S, &p)) return mq_none();
-  if (h.counted) hist_svg(S, o, &h, x);
+  if (h.counted) hist_svg(S, o, &h, x, &p);
   return mq_pic_give_svg(S, &p);
 }
 
@@ -317,18 +317,17 @@ static void plot_text(mq_state *S, mq_buf *o, const series *s, const mq_pic *p) 
   mq_grid_emit(S, g, o, p->color);
 }
 
-static void plot_svg(mq_state *S, mq_buf *o, const series *s) {
+static void plot_svg(mq_state *S, mq_buf *o, const series *s, const mq_pic *p) {
   char a[32];
-  mq_svg_open(S, o, MQ_SVG_W + MQ_SVG_LEFT + 30, MQ_SVG_H + MQ_SVG_TOP + 50);
-  mq_pic_svg_title(S, o);
+  size_t at = o->len;
   plot_header(S, o, s);
-  mq_buf_puts(S, o, "</text>\n");
-  mq_pic_svg_frame(S, o, MQ_SVG_LEFT, MQ_SVG_TOP, MQ_SVG_W, MQ_SVG_H);
+  mq_pic_svg_begin(S, o, at, p, p->svg_w + MQ_SVG_LEFT + 30, p->svg_h + MQ_SVG_TOP + 50);
+  mq_pic_svg_frame(S, o, MQ_SVG_LEFT, MQ_SVG_TOP, p->svg_w, p->svg_h);
   if (s->drawn) {
     mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + 12, "end", mq_pic_nums(a, s->yhi));
-    mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + MQ_SVG_H, "end", mq_pic_nums(a, s->ylo));
-    mq_svg_text(S, o, MQ_SVG_LEFT, MQ_SVG_TOP + MQ_SVG_H + 18, "start", mq_pic_nums(a, s->xlo));
-    mq_svg_text(S, o, MQ_SVG_LEFT + MQ_SVG_W, MQ_SVG_TOP + MQ_SVG_H + 18, "end",
+    mq_svg_text(S, o, MQ_SVG_LEFT - 6, MQ_SVG_TOP + p->svg_h, "end", mq_pic_nums(a, s->ylo));
+    mq_svg_text(S, o, MQ_SVG_LEFT, MQ_SVG_TOP + p->svg_h + 18, "start", mq_pic_nums(a, s->xlo));
+    mq_svg_text(S, o, MQ_SVG_LEFT + p->svg_w, MQ_SVG_TOP + p->svg_h + 18, "end",
                 mq_pic_nums(a, s->xhi));
   }
   pen pn = {0};
@@ -337,9 +336,9 @@ static void plot_svg(mq_state *S, mq_buf *o, const series *s) {
   pn.o = o;
   pn.x0 = MQ_SVG_LEFT;
   pn.y0 = MQ_SVG_TOP;
-  series_walk(S, s, MQ_SVG_W + 1, MQ_SVG_H + 1, &pn);
+  series_walk(S, s, p->svg_w + 1, p->svg_h + 1, &pn);
   svg_pen_end(&pn);
-  mq_svg_close(S, o);
+  mq_pic_svg_end(S, o);
 }
 
 static mq_pic_vals series_vals(mq_state *S, mq_value v, const char *what) {
@@ -361,13 +360,14 @@ mq_value mq_pic_plot(mq_state *S, mq_value *args) {
       mq_error(S, "plot: x has %lld points and y %lld", (long long)s.x.n, (long long)s.y.n);
   }
   s.n = s.y.n;
-  mq_pic_init(S, &p, "plot", args[2], args[3], 12, args[4]);
+  mq_pic_init(S, &p, "plot", args[2], args[3], 12, args[4], args[5]);
   series_range(S, &s);
   mq_buf *o = &S->out;
   o->len = 0;
   if (p.file) {
-    plot_svg(S, o, &s);
+    plot_svg(S, o, &s, &p);
   } else {
+    mq_pic_text_title(S, o, &p);
     plot_header(S, o, &s);
     mq_buf_putc(S, o, '\n');
     if (s.drawn) plot_text(S, o, &s, &p);
@@ -375,6 +375,6 @@ mq_value mq_pic_plot(mq_state *S, mq_value *args) {
   }
   mq_pic_finish(S, &p);
   if (!mq_pic_wants_svg(S, &p)) return mq_none();
-  if (s.drawn) plot_svg(S, o, &s);
+  if (s.drawn) plot_svg(S, o, &s, &p);
   return mq_pic_give_svg(S, &p);
 }

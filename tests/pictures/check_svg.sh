@@ -34,6 +34,17 @@ hist(tensor([0.5, 1.5, 1.5, 2.5, 2.5, 2.5, 3.5, 3.5, 3.5, 3.5]), bins=4, file="h
 plot(masked(arange(0, 30) * 1.0, (arange(0, 30) < 10) | (arange(0, 30) >= 20)), file="plot.svg")
 # 2 x 2: the least, the greatest, a masked-out entry, a NaN
 heatmap(masked(tensor([[0.0, 1.0], [5.0, nan]]), tensor([[true, true], [false, true]])), file="heat.svg")
+# like Stocks.csv: 524 rows of 7, 133 of them empty (every fourth from row 1,
+# rows 0 and 523); height=524 draws a row per unit, the default 400 blocks
+# of 2 rows, partly valid (light) wherever one holds an empty row
+r = arange(524).reshape([524, 1]) * ones([1, 7], dtype="int64")
+empty = (r % 4 == 1) | (r == 0) | (r == 523)
+show_mask(masked(ones([524, 7]), ~empty), height=524, file="stocks.svg")
+show_mask(masked(ones([524, 7]), ~empty), file="stocks400.svg")
+# a tall table as a heatmap: cells no more than 3 times as high as wide, the
+# legend at their right; a title of 130 characters wraps onto the canvas
+heatmap(masked(arange(0, 2000 * 54).reshape([2000, 54]) * 1.0, ones([2000, 54]) > 0),
+        file="tall.svg", title="World Bank fertility rates, 54 columns of 2000 rows, a title of the kind that runs off a canvas when it is not wrapped")
 MASQ
 "$masq" pics.masq > out.txt 2>&1
 status=$?
@@ -80,12 +91,13 @@ def png_pixels(path):
 
 def is_white(p): return min(p) >= 245
 def is_blue(p): return p[2] > 120 and p[0] < 90        # #2b6ca3
+def is_light(p): return 150 <= p[0] < 200 and p[2] > 200   # #a9c8e4
 def is_grey(p): return abs(p[0] - p[1]) < 8 and abs(p[1] - p[2]) < 8 and 200 <= p[0] < 250
 
 check("masq wrote the SVGs", status == 0, open("out.txt").read())
 check("nothing printed with file=", os.path.getsize("out.txt") == 0)
 pics = {}
-for name in ("mask", "hist", "plot", "heat"):
+for name in ("mask", "hist", "plot", "heat", "stocks", "stocks400", "tall"):
     svg = name + ".svg"
     if not os.path.exists(svg):
         check(svg + " written", False)
@@ -100,7 +112,8 @@ for name in ("mask", "hist", "plot", "heat"):
         continue
     if not render:
         continue
-    r = subprocess.run(["rsvg-convert", svg, "-o", name + ".png"], capture_output=True, text=True)
+    zoom = ["-z", "4"] if name == "stocks400" else []  # its blocks are 1.53 units high
+    r = subprocess.run(["rsvg-convert"] + zoom + [svg, "-o", name + ".png"], capture_output=True, text=True)
     check(svg + " renders", r.returncode == 0, r.stderr)
     if r.returncode == 0:
         pics[name] = png_pixels(name + ".png")
@@ -142,6 +155,49 @@ if "heat" in pics:
     check("heatmap: the least is dark, the greatest bright", sum(dark) < 250 and sum(bright) > 450, "%s %s" % (dark, bright))
     check("heatmap: a masked-out cell is light grey", is_grey(masked), str(masked))
     check("heatmap: a NaN cell is red", nan[0] > 200 and nan[1] < 60 and nan[2] < 60, str(nan))
+
+empty = [r for r in range(524) if r % 4 == 1 or r in (0, 523)]
+def drop(name):
+    """How far down a picture's drawing moved under a header of several lines."""
+    g = xml.dom.minidom.parse(name + ".svg").getElementsByTagName("g")
+    return int(g[0].getAttribute("transform").split()[1].rstrip(")")) if g else 0
+
+if "stocks" in pics:
+    p = pics["stocks"]  # 524 units high: row r at y T + r
+    T = 40 + drop("stocks")
+    rows = [p[T + r][L + 300] for r in range(524)]
+    bad = [r for r in range(1, 523) if (not is_white(rows[r]) if r in empty else not is_blue(rows[r]))]
+    check("stocks, a row per unit: each of the 133 empty rows is blank, the others dark", not bad, str(bad[:10]))
+if "stocks400" in pics:
+    p = pics["stocks400"]  # 262 blocks of 2 rows in 400 units, drawn 4 times as big
+    T = 40 + drop("stocks400")  # its header takes two lines
+    def shade(b):
+        return p[int(4 * (T + (b + 0.5) * H / 262))][4 * (L + 300)]
+    holes = [sum(r in empty for r in (2 * b, 2 * b + 1)) for b in range(262)]
+    want = [(is_blue, is_light, is_white)[n] for n in holes]
+    bad = [b for b in range(262) if not want[b](shade(b))]
+    check("stocks, blocks of 2 rows: dark, light where one row is empty, blank where both", not bad,
+          str([(b, shade(b)) for b in bad[:5]]))
+
+if "tall" in pics:
+    doc = xml.dom.minidom.parse("tall.svg")
+    width = int(doc.documentElement.getAttribute("width"))
+    texts = [(t.getAttribute("font-weight") == "bold", t.firstChild.data)
+             for t in doc.getElementsByTagName("text") if t.getAttribute("x") == "10"]
+    check("tall: the title is bold, wrapped on two lines", [b for b, _ in texts].count(True) == 2, str(texts))
+    check("tall: each title or header line fits the canvas (9 or 7 units a character)",
+          all(len(s) * (9 if b else 7) <= width - 20 for b, s in texts), str(texts))
+    rects = [r for r in doc.getElementsByTagName("rect") if r.getAttribute("x")]
+    cells = [r for r in rects if float(r.getAttribute("x")) < 670 and float(r.getAttribute("width")) < 40]
+    cw, ch = float(cells[0].getAttribute("width")), float(cells[0].getAttribute("height"))
+    check("tall: cells no more than 3 times as high as wide", ch <= 3 * cw + 1e-9 and cw <= 3 * ch + 1e-9, "%s x %s" % (cw, ch))
+    right = max(float(r.getAttribute("x")) + float(r.getAttribute("width")) for r in cells)
+    check("tall: the cells fill the 600 units across (square cells made a strip 216 wide)",
+          right - 70 >= 599, str(right))
+    legend = [r for r in rects if r.getAttribute("width") == "16.00"]
+    check("tall: the legend's 9 shades stand right of the cells, from their top",
+          len(legend) == 9 and all(float(r.getAttribute("x")) > right for r in legend)
+          and min(float(r.getAttribute("y")) for r in legend) == 40, str(len(legend)))
 
 # The command line's width: COLUMNS, else 80 when not a terminal.
 def widest(env):

@@ -70,6 +70,16 @@ check "a bracketed paste of a session runs too" wait_line 'tensor\(\[6, 7\]\)'
 # once as pasted, once computed
 check "... every entry of it" wait_line '100' 2
 check "... without running its output lines" not has_text 'error'
+# A bracketed paste runs as typed (README): an error stops its own entry,
+# and the lines after it run, with the variables bound before it.
+start
+printf 'masq> a = 41\nmasq> b = nope + 1\nmasq> a + 1\nmasq> fn g(v) {\n  ...>   return v * 2\n  ...> }\nmasq> g(a)\n' |
+  T load-buffer -
+T paste-buffer -p
+key Enter
+check "a paste's error is reported" wait_text "error: undefined variable 'nope'"
+check "... and the lines after it run" wait_line '42'
+check "... a function over lines too" wait_line '82'
 
 # --- an error on a long line ------------------------------------------------
 

@@ -248,7 +248,7 @@ static void test_binary_masked(void) {
   /* separately built but equal masks match */
   mq_tensor *a2 = m0();
   CHECK_STR(fmt(mq_binary(S, MQ_BIN_LT, a, a2)),
-            "MaskedTensor(\n  [False, False,       --, False,       --]\n)");
+            "MaskedTensor(\n  [   False,    False,       --,    False,       --]\n)");
   /* int mt / int mt is float32 */
   mq_tensor *ia = msk(I64(1, SHAPE(5), VALS(0, 1, 2, 3, 4)), VALS(1, 1, 0, 1, 0));
   mq_tensor *ib = msk(I64(1, SHAPE(5), VALS(1, 2, 3, 4, 5)), VALS(1, 1, 0, 1, 0));
@@ -553,9 +553,9 @@ static void test_print_masked(void) {
   CHECK_STR(fmt(msk(arange_f(3), VALS(0, 0, 0))), "MaskedTensor(\n  [      --,       --,       --]\n)");
   CHECK_STR(fmt(msk(arange_f(3), VALS(1, 1, 1))), "MaskedTensor(\n  [  0.0000,   1.0000,   2.0000]\n)");
   CHECK_STR(fmt(msk(F32(1, SHAPE(5), VALS(-1.5, 12345.678, 3.0, 1e10, -0.0)), VALS(1, 1, 0, 1, 1))),
-            "MaskedTensor(\n  [ -1.5000, 12345.6777,               --, 10000000000.0000,  -0.0000]\n)");
+            "MaskedTensor(\n  [         -1.5000,       12345.6777,               --, 10000000000.0000,\n            -0.0000]\n)");
   CHECK_STR(fmt(msk(F32(1, SHAPE(4), VALS(-1.5, 12345.678, 3.0, 1e10)), VALS(1, 1, 1, 1))),
-            "MaskedTensor(\n  [ -1.5000, 12345.6777,   3.0000, 10000000000.0000]\n)");
+            "MaskedTensor(\n  [         -1.5000,       12345.6777,           3.0000, 10000000000.0000]\n)");
   CHECK_STR(fmt(msk(F32(1, SHAPE(4), VALS(NAN, INFINITY, -INFINITY, 1.0)), VALS(1, 1, 1, 0))),
             "MaskedTensor(\n  [     nan,      inf,     -inf,       --]\n)");
   CHECK_STR(fmt(msk(F32(1, SHAPE(4), VALS(1e-5, 0.00005, 0.00004999, -1e-9)), VALS(1, 1, 1, 1))),
@@ -571,7 +571,7 @@ static void test_print_masked(void) {
             "MaskedTensor(\n  [          --, 123456789012,            3]\n)");
   CHECK_STR(fmt(msk(I64(1, SHAPE(3), VALS(1, 22, 333)), VALS(1, 1, 1))), "MaskedTensor(\n  [  1,  22, 333]\n)");
   CHECK_STR(fmt(msk(I64(1, SHAPE(3), VALS(-1, 0, 7)), VALS(1, 0, 1))), "MaskedTensor(\n  [      -1,       --,        7]\n)");
-  CHECK_STR(fmt(msk(BOOLS(1, SHAPE(3), VALS(1, 0, 1)), VALS(1, 1, 0))), "MaskedTensor(\n  [True, False,       --]\n)");
+  CHECK_STR(fmt(msk(BOOLS(1, SHAPE(3), VALS(1, 0, 1)), VALS(1, 1, 0))), "MaskedTensor(\n  [    True,    False,       --]\n)");
   CHECK_STR(fmt(msk(F32(1, SHAPE(1), VALS(3)), VALS(1))), "MaskedTensor(\n  [  3.0000]\n)");
   CHECK_STR(fmt(msk(F32(1, SHAPE(1), VALS(3)), VALS(0))), "MaskedTensor(\n  [      --]\n)");
   /* empty: torch raises; we print */
@@ -583,11 +583,11 @@ static void test_print_masked(void) {
   CHECK_STR(fmt(msk(F32(2, SHAPE(2, 3), VALS(0, 1, 2, 3, 4, 5)), VALS(1, 0, 1, 0, 1, 1))),
             "MaskedTensor(\n  [\n    [  0.0000,       --,   2.0000],\n    [      --,   4.0000,   5.0000]\n  ]\n)");
   CHECK_STR(fmt(msk(F32(2, SHAPE(2, 3), VALS(1.0, 123456.0, 2.0, 3.0, 4.0, 5.0)), VALS(1, 1, 0, 1, 0, 1))),
-            "MaskedTensor(\n  [\n    [  1.0000, 123456.0000,          --],\n    [  3.0000,       --,   5.0000]\n  ]\n)");
+            "MaskedTensor(\n  [\n    [     1.0000, 123456.0000,          --],\n    [     3.0000,          --,      5.0000]\n  ]\n)");
   CHECK_STR(fmt(msk(I64(2, SHAPE(2, 3), VALS(0, 0, 3, 4, 0, 5)), VALS(0, 0, 1, 0, 0, 1))),
             "MaskedTensor(\n  [\n    [      --,       --,        3],\n    [      --,       --,        5]\n  ]\n)");
   CHECK_STR(fmt(msk(BOOLS(2, SHAPE(2, 2), VALS(1, 0, 0, 1)), VALS(1, 0, 1, 1))),
-            "MaskedTensor(\n  [\n    [True,       --],\n    [False, True]\n  ]\n)");
+            "MaskedTensor(\n  [\n    [    True,       --],\n    [   False,     True]\n  ]\n)");
   CHECK_STR(fmt(msk(F32(2, SHAPE(1, 1), VALS(2)), VALS(1))), "MaskedTensor(\n  [\n    [  2.0000]\n  ]\n)");
   CHECK_STR(fmt(msk(F32(3, SHAPE(2, 2, 2), VALS(0, 1, 2, 3, 4, 5, 6, 7)), VALS(1, 0, 1, 1, 0, 0, 1, 0))),
             "MaskedTensor(\n  [\n    [\n      [  0.0000,       --],\n      [  2.0000,   3.0000]\n    ],\n"
@@ -604,7 +604,7 @@ static void test_print_masked(void) {
   /* large: summarized */
   mq_tensor *big = mq_masked(S, mq_arange(S, 0, 2000, 1, MQ_DT_F32),
                              mq_binary(S, MQ_BIN_NE, mq_arange(S, 0, 2000, 1, MQ_DT_I64), weak_int(1998)));
-  CHECK_STR(fmt(big), "MaskedTensor(\n  [  0.0000,   1.0000,   2.0000,       ..., 1997.0000,        --, 1999.0000]\n)");
+  CHECK_STR(fmt(big), "MaskedTensor(\n  [   0.0000,    1.0000,    2.0000,       ..., 1997.0000,        --, 1999.0000]\n)");
   mq_tensor *b2 = mq_masked(S, mq_tensor_full(S, MQ_DT_F32, 2, SHAPE(40, 40), 1), mq_tensor_scalar(S, MQ_DT_BOOL, 1));
   CHECK_STR(fmt(b2), "MaskedTensor(\n  [\n"
                      "    [  1.0000,   1.0000,   1.0000,      ...,   1.0000,   1.0000,   1.0000],\n"
