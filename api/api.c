@@ -26,6 +26,7 @@
 #include "../vm/chunk.h"
 #include "../vm/errval.h"
 #include "../vm/globals.h"
+#include "../vm/table.h"
 #include "../vm/vm.h"
 #include "../vm/walk.h"
 #include "api_int.h"
@@ -100,6 +101,7 @@ masq_state *masq_open(const masq_config *cfg) {
   mq_chunk_init_kinds(S);
   mq_errval_init_kind(S);
   mq_zip_init_kind(S);
+  mq_table_init_kind(S);
   mq_builtin_init_kind(S);
   S->hooks.host_call = mq_host_call;
   S->hooks.host_free = mq_hostfn_free;

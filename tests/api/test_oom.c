@@ -186,7 +186,7 @@ static char *read_all(const char *path) {
     "}\n" \
     "# CSV: a table with missing cells, back again; its summary and describe\n" \
     "save_csv(\"%s/t.csv\", mt, header=[\"a\", \"b\", \"c\"])\n" \
-    "tc, names = load_csv(\"%s/t.csv\")\n" \
+    "tc, names = load_csv(\"%s/t.csv\", tensor=true)\n" \
     "print(names, tc, summary(tc))\n" \
     "describe(tc, names=names)\n" \
     "# the host function\n" \
