@@ -273,6 +273,27 @@ mq_value mq_lib_table_describe(mq_state *S, const mq_table *t) {
   return mq_describe_table(S, st, n, names);
 }
 
+/* A date or datetime column's line: how many valid, the first and last. */
+static void when_line(mq_state *S, mq_buf *b, mq_tensor *x, bool datetime) {
+  mq_tensor *d = mq_contiguous(S, mq_get_data(S, x));
+  const uint8_t *ok = mq_tensor_data(mq_contiguous(S, mq_get_mask(S, x)));
+  const int64_t *v = mq_tensor_data(d);
+  int64_t n = 0, lo = 0, hi = 0;
+  for (int64_t i = 0; i < d->numel; i++) {
+    if (!ok[i]) continue;
+    if (!n || v[i] < lo) lo = v[i];
+    if (!n || v[i] > hi) hi = v[i];
+    n++;
+  }
+  mq_buf_printf(S, b, "%s · %lld of %lld valid", datetime ? "datetime" : "date", (long long)n,
+                (long long)d->numel);
+  if (!n) return;
+  char a[48], c[48];
+  mq_csv_format_when(a, sizeof a, lo, datetime);
+  mq_csv_format_when(c, sizeof c, hi, datetime);
+  mq_buf_printf(S, b, " · %s to %s", a, c);
+}
+
 /* One line a column: its name, then summary's line (text: how many valid). */
 mq_value mq_lib_table_summary(mq_state *S, const mq_table *t) {
   mq_buf *b = &S->out;
@@ -293,8 +314,10 @@ mq_value mq_lib_table_summary(mq_state *S, const mq_table *t) {
       mq_buf_printf(S, b, "text · %lld of %d valid", (long long)valid, l->len);
       continue;
     }
-    if (t->kinds[j] != MQ_CSV_NUM)
-      mq_buf_puts(S, b, t->kinds[j] == MQ_CSV_DATE ? "date (days) · " : "datetime (seconds) · ");
+    if (t->kinds[j] != MQ_CSV_NUM) {
+      when_line(S, b, mq_as_tensor(t->cols[j]), t->kinds[j] == MQ_CSV_DATETIME);
+      continue;
+    }
     mq_summary_line(S, b, mq_as_tensor(t->cols[j]));
   }
   return mq_objv(mq_string_new(S, b->data, b->len));
