@@ -37,15 +37,7 @@ static mq_value lib_table(mq_state *S, mq_value *args) {
     if (!mq_dentry_live(e)) continue;
     if (!mq_is_obj(e->key, MQ_O_STRING))
       mq_error(S, "table: column names are strings, not %s", mq_value_a_type_name(e->key));
-    mq_value col = e->val;
-    if (mq_is_obj(col, MQ_O_LIST)) { /* numbers: a tensor; strings: text */
-      const mq_list *l = mq_as_list(col);
-      bool text = false;
-      for (int k = 0; k < l->len && !text; k++)
-        text = mq_is_obj(l->items[k], MQ_O_STRING) || l->items[k].type == MQ_NONE;
-      if (!text && l->len) col = mq_objv(mq_tensor_from_value(S, col, "column"));
-    }
-    mq_table_set(S, t, mq_as_string(e->key), col, MQ_CSV_NUM, "table");
+    mq_table_set(S, t, mq_as_string(e->key), e->val, MQ_CSV_NUM, "table");
   }
   return mq_objv(t);
 }

@@ -55,10 +55,19 @@ static int find_name(const mq_table *t, const char *s, size_t len) {
   return -1;
 }
 
+/* Whether a list is text: it holds a string or none (a list of numbers
+ * becomes a tensor). */
+static bool is_text(const mq_list *l) {
+  for (int i = 0; i < l->len; i++)
+    if (mq_is_obj(l->items[i], MQ_O_STRING) || l->items[i].type == MQ_NONE) return true;
+  return false;
+}
+
 /* A copy of a text column, checked: strings and none only. */
 static mq_list *text_copy(mq_state *S, const mq_list *l, const char *who) {
   mq_list *c = mq_list_new(S, l->len);
   for (int i = 0; i < l->len; i++) {
+    mq_poll(S);
     mq_value v = l->items[i];
     if (v.type != MQ_NONE && !mq_is_obj(v, MQ_O_STRING))
       mq_error(S, "%s: a text column holds strings and none (missing), not %s (item %d)", who,
@@ -71,6 +80,8 @@ static mq_list *text_copy(mq_state *S, const mq_list *l, const char *who) {
 void mq_table_set(mq_state *S, mq_table *t, const mq_string *name, mq_value col,
                   mq_csv_kind kind, const char *who) {
   int64_t n;
+  if (mq_is_obj(col, MQ_O_LIST) && mq_as_list(col)->len && !is_text(mq_as_list(col)))
+    col = mq_objv(mq_tensor_from_value(S, col, "column")); /* numbers: a tensor */
   if (mq_is_obj(col, MQ_O_LIST)) {
     col = mq_objv(text_copy(S, mq_as_list(col), who));
     kind = MQ_CSV_TEXT;
@@ -193,7 +204,10 @@ static mq_table *filter_rows(mq_state *S, const mq_table *t, mq_tensor *m) {
   mq_tensor *v = mq_contiguous(S, mq_get_mask(S, m));
   const uint8_t *dd = mq_tensor_data(d), *vv = mq_tensor_data(v);
   int64_t n = 0;
-  for (int64_t i = 0; i < t->nrows; i++) n += dd[i] && vv[i];
+  for (int64_t i = 0; i < t->nrows; i++) {
+    mq_poll(S);
+    n += dd[i] && vv[i];
+  }
   mq_tensor *idx = mq_tensor_new(S, MQ_DT_I64, 1, &n);
   int64_t *ix = mq_tensor_data(idx);
   for (int64_t i = 0, k = 0; i < t->nrows; i++)
@@ -282,12 +296,18 @@ mq_tensor *mq_table_validity(mq_state *S, const mq_table *t, mq_list **names) {
     mq_list_push(S, *names, mq_objv(t->names[j]));
     if (t->kinds[j] == MQ_CSV_TEXT) {
       const mq_list *l = mq_as_list(t->cols[j]);
-      for (int64_t r = 0; r < t->nrows; r++) md[r * t->ncols + j] = l->items[r].type != MQ_NONE;
+      for (int64_t r = 0; r < t->nrows; r++) {
+        mq_poll(S);
+        md[r * t->ncols + j] = l->items[r].type != MQ_NONE;
+      }
       continue;
     }
     mq_tensor *v = mq_contiguous(S, mq_get_mask(S, mq_as_tensor(t->cols[j])));
     const uint8_t *vd = mq_tensor_data(v);
-    for (int64_t r = 0; r < t->nrows; r++) md[r * t->ncols + j] = vd[r] != 0;
+    for (int64_t r = 0; r < t->nrows; r++) {
+      mq_poll(S);
+      md[r * t->ncols + j] = vd[r] != 0;
+    }
   }
   return mq_masked(S, mq_tensor_full(S, MQ_DT_F32, 2, shape, 0), m);
 }
@@ -315,6 +335,23 @@ static int float_decimals(const double *v, const uint8_t *ok, int n) {
   return dec;
 }
 
+/* Text as a cell shows it: control bytes as spaces (a line break would
+ * break the table), cut after 40 characters (pandas cuts at 50) at a
+ * character's start, with "...". */
+static char *display_text(mq_state *S, const mq_string *s) {
+  size_t len = 0;
+  for (int chars = 0; len < s->len; len++) {
+    if (((uint8_t)s->chars[len] & 0xc0) != 0x80 && chars++ == 40) break;
+  }
+  char *c = mq_scratch(S, len + 4);
+  for (size_t q = 0; q < len; q++) {
+    uint8_t ch = (uint8_t)s->chars[q];
+    c[q] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
+  }
+  strcpy(c + len, len < s->len ? "..." : "");
+  return c;
+}
+
 /* The text of column j's cells at rows [rows] (n of them). */
 static char **column_cells(mq_state *S, const mq_table *t, int j, const int64_t *rows, int n) {
   char **cells = mq_scratch(S, (size_t)(n ? n : 1) * sizeof *cells);
@@ -326,15 +363,7 @@ static char **column_cells(mq_state *S, const mq_table *t, int j, const int64_t 
         cells[k] = "--";
         continue;
       }
-      const mq_string *s = mq_as_string(v);
-      size_t len = s->len > 40 ? 40 : s->len; /* long text cut, as pandas' 50 */
-      char *c = mq_scratch(S, len + 4);
-      for (size_t q = 0; q < len; q++) {
-        char ch = s->chars[q];
-        c[q] = ch == '\n' || ch == '\r' || ch == '\t' || ch == '\0' ? ' ' : ch;
-      }
-      strcpy(c + len, s->len > 40 ? "..." : "");
-      cells[k] = c;
+      cells[k] = display_text(S, mq_as_string(v));
     }
     return cells;
   }
@@ -414,6 +443,7 @@ static void table_format(mq_state *S, mq_buf *b, mq_obj *o) {
   for (int k = 0; k < n; k++) rows[k] = cut && k >= HEAD_ROWS ? t->nrows - 2 * HEAD_ROWS + k : k;
   char ***cells = mq_scratch(S, (size_t)t->ncols * sizeof *cells);
   int *w = mq_scratch(S, (size_t)t->ncols * sizeof *w);
+  char **heads = mq_scratch(S, (size_t)t->ncols * sizeof *heads);
   char lab[32];
   int lw = snprintf(lab, sizeof lab, "%lld", (long long)(t->nrows ? t->nrows - 1 : 0));
   /* a labelled table's first column takes the numbers' place, left-aligned */
@@ -424,8 +454,8 @@ static void table_format(mq_state *S, mq_buf *b, mq_obj *o) {
   for (int j = labelled; j < t->ncols; j++) {
     mq_poll(S);
     cells[j] = column_cells(S, t, j, rows, n);
-    w[j] = text_width(t->names[j]->chars);
-    if (w[j] > 40) w[j] = 40;
+    heads[j] = display_text(S, t->names[j]);
+    w[j] = text_width(heads[j]);
     for (int k = 0; k < n; k++)
       if (text_width(cells[j][k]) > w[j]) w[j] = text_width(cells[j][k]);
   }
@@ -440,17 +470,8 @@ static void table_format(mq_state *S, mq_buf *b, mq_obj *o) {
     }
     pad(S, b, lw);
     for (int j = j0; j < j1; j++) {
-      const mq_string *nm = t->names[j];
-      int nw = text_width(nm->chars);
-      pad(S, b, 2 + w[j] - (nw > 40 ? 40 : nw));
-      if (nw > 40) { /* cut at a character, not inside one */
-        size_t q = 0;
-        for (int c = 0; c < 37; q++) c += ((uint8_t)nm->chars[q + 1] & 0xc0) != 0x80;
-        mq_buf_putn(S, b, nm->chars, q);
-        mq_buf_puts(S, b, "...");
-      } else {
-        mq_buf_putn(S, b, nm->chars, nm->len);
-      }
+      pad(S, b, 2 + w[j] - text_width(heads[j]));
+      mq_buf_puts(S, b, heads[j]);
     }
     for (int k = 0; k < n; k++) {
       mq_buf_putc(S, b, '\n');

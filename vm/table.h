@@ -30,9 +30,10 @@ static inline mq_table *mq_as_table(mq_value v) { return (mq_table *)v.as.o; }
 
 /* A new empty table (no columns, no rows), owned by the pool. */
 MQ_INTERNAL mq_table *mq_table_new(mq_state *S);
-/* Adds column [name] (or replaces the one of that name): a 1-D tensor or
- * a list of strings and none (copied; kind MQ_CSV_TEXT); of the table's
- * row count unless it is the first. [who] prefixes errors. */
+/* Adds column [name] (or replaces the one of that name): a 1-D tensor, a
+ * list of numbers (made a tensor), or a list of strings and none (copied;
+ * kind MQ_CSV_TEXT); of the table's row count unless it is the only one.
+ * [who] prefixes errors. */
 MQ_INTERNAL void mq_table_set(mq_state *S, mq_table *t, const mq_string *name, mq_value col,
                               mq_csv_kind kind, const char *who);
 /* The index of column [name]; an error naming the columns there are and
