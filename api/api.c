@@ -559,6 +559,7 @@ static void summarize(mq_state *S, void *ud) {
     size_t at = job->summary.len;
     /* Quoted, a string stays on one line and keeps its NUL bytes visible. */
     if (mq_is_obj(v, MQ_O_STRING)) mq_string_quote(S, &job->summary, mq_as_string(v));
+    else if (mq_is_obj(v, MQ_O_TABLE)) mq_table_shape(S, &job->summary, mq_as_table(v));
     else mq_value_format_head(S, &job->summary, v, 60); /* no more than is shown */
     if (job->summary.len - at > 60) {
       job->summary.len = at + 57;

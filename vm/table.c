@@ -499,6 +499,15 @@ static void table_format(mq_state *S, mq_buf *b, mq_obj *o) {
                   t->nrows == 1 ? "" : "s", t->ncols, t->ncols == 1 ? "" : "s");
 }
 
+void mq_table_shape(mq_state *S, mq_buf *b, const mq_table *t) {
+  mq_buf_printf(S, b, "[%lld row%s x %d column%s]", (long long)t->nrows, t->nrows == 1 ? "" : "s",
+                t->ncols, t->ncols == 1 ? "" : "s");
+  for (int j = 0; j < t->ncols && b->len < 200; j++) {
+    mq_buf_puts(S, b, j ? ", " : " ");
+    mq_buf_puts(S, b, display_text(S, t->names[j]));
+  }
+}
+
 void mq_table_init_kind(mq_state *S) {
   S->kinds[MQ_O_TABLE] = (mq_kind){table_free, table_format, NULL, NULL, NULL};
 }

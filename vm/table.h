@@ -59,6 +59,8 @@ MQ_INTERNAL mq_tensor *mq_table_to_tensor(mq_state *S, const mq_table *t, mq_str
  * columns) float32 tensor of zeros masked where a cell is missing, for
  * show_mask; *names gets a new list of the column names. */
 MQ_INTERNAL mq_tensor *mq_table_validity(mq_state *S, const mq_table *t, mq_list **names);
+/* "[rows x columns] name, name, ..." on one line: a table at a glance. */
+MQ_INTERNAL void mq_table_shape(mq_state *S, mq_buf *b, const mq_table *t);
 /* Sets the hooks of the table kind (free, print). */
 MQ_INTERNAL void mq_table_init_kind(mq_state *S);
 
