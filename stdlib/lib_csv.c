@@ -5,6 +5,7 @@
 #include "../runtime/io/csv.h"
 #include "../runtime/io/npy.h"
 #include "../core/checked.h"
+#include "../core/dict.h"
 #include "../core/range.h"
 #include "../vm/table.h"
 #include "stdlib.h"
@@ -139,19 +140,48 @@ static char arg_comment(mq_state *S, mq_value v, char delim) {
   return c;
 }
 
-/* A table of the parsed columns; without a header they are named "0", "1"... */
+/* Column j's name in the table, as pandas names it: "0", "1"... without a
+ * header, "Unnamed: 3" for an empty name, and a name taken before gets the
+ * first ".1", ".2"... that no column is named ("a", "a.1"), so that every
+ * column can be picked. [header]: the header's names; [used]: the names
+ * given so far (dicts, so a wide file costs time in proportion). */
+static mq_string *column_name(mq_state *S, const mq_dict *header, const mq_dict *used,
+                              mq_dict *next, const mq_csv_table *p, int j) {
+  char nm[32];
+  mq_string *name = p->names ? p->names[j] : NULL;
+  if (!name) name = mq_string_new(S, nm, (size_t)snprintf(nm, sizeof nm, "%d", j));
+  else if (!name->len) name = mq_string_new(S, nm, (size_t)snprintf(nm, sizeof nm, "Unnamed: %d", j));
+  if (mq_dict_find(S, used, mq_objv(name)) < 0) return name;
+  mq_buf *b = &S->out;
+  int e = mq_dict_find(S, next, mq_objv(name)); /* where the last search for it stopped */
+  for (int64_t k = e < 0 ? 1 : next->entries[e].val.as.i;; k++) {
+    mq_poll(S);
+    b->len = 0;
+    mq_buf_putn(S, b, name->chars, name->len);
+    mq_buf_printf(S, b, ".%lld", (long long)k);
+    mq_value cand = mq_objv(mq_string_new(S, b->data, b->len));
+    if (mq_dict_find(S, used, cand) < 0 && mq_dict_find(S, header, cand) < 0) {
+      mq_dict_set(S, next, mq_objv(name), mq_int(k + 1));
+      return mq_as_string(cand);
+    }
+  }
+}
+
+/* A table of the parsed columns. */
 static mq_value table_of(mq_state *S, const mq_csv_table *p) {
   mq_table *t = mq_table_new(S);
+  mq_dict *header = mq_dict_new(S, 0), *used = mq_dict_new(S, 0), *next = mq_dict_new(S, 0);
+  for (int j = 0; p->names && j < p->ncols; j++) {
+    mq_poll(S);
+    mq_dict_set(S, header, mq_objv(p->names[j]), mq_bool(true));
+  }
   for (int j = 0; j < p->ncols; j++) {
     mq_poll(S);
-    mq_string *name = p->names ? p->names[j] : NULL;
-    if (!name) {
-      char nm[16];
-      name = mq_string_new(S, nm, (size_t)snprintf(nm, sizeof nm, "%d", j));
-    }
+    mq_string *name = column_name(S, header, used, next, p, j);
+    mq_dict_set(S, used, mq_objv(name), mq_bool(true));
     const mq_csv_column *c = &p->cols[j];
     mq_value v = c->kind == MQ_CSV_TEXT ? mq_objv(c->text) : mq_objv(c->x);
-    mq_table_set(S, t, name, v, (mq_csv_kind)c->kind, "load_csv");
+    mq_table_add(S, t, name, v, (mq_csv_kind)c->kind);
   }
   t->nrows = p->rows;
   return mq_objv(t);

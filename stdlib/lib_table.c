@@ -231,7 +231,7 @@ mq_value mq_describe_table(mq_state *S, const double *st, int64_t ncol,
   mq_list *label = mq_list_new(S, MQ_DESCRIBE_STATS);
   for (int s = 0; s < MQ_DESCRIBE_STATS; s++)
     mq_list_push(S, label, mq_objv(mq_string_new(S, mq_describe_names[s], strlen(mq_describe_names[s]))));
-  mq_table_set(S, r, mq_string_new(S, "", 0), mq_objv(label), MQ_CSV_TEXT, "describe");
+  mq_table_add(S, r, mq_string_new(S, "", 0), mq_objv(label), MQ_CSV_TEXT);
   r->labelled = true;
   int64_t n = MQ_DESCRIBE_STATS;
   for (int64_t c = 0; c < ncol; c++) {

@@ -49,7 +49,7 @@ static void table_free(mq_state *S, mq_obj *o) {
   mq_free(S, t, sizeof *t);
 }
 
-static int find_name(const mq_table *t, const char *s, size_t len) {
+int mq_table_find_name(const mq_table *t, const char *s, size_t len) {
   for (int j = 0; j < t->ncols; j++)
     if (t->names[j]->len == len && memcmp(t->names[j]->chars, s, len) == 0) return j;
   return -1;
@@ -77,6 +77,28 @@ static mq_list *text_copy(mq_state *S, const mq_list *l, const char *who) {
   return c;
 }
 
+/* Column [j] (t->ncols: a new one) becomes [col] of [n] entries. */
+static void put(mq_state *S, mq_table *t, int j, const mq_string *name, mq_value col, int64_t n,
+                mq_csv_kind kind, const char *who) {
+  bool only = t->ncols == 0 || (t->ncols == 1 && j == 0);
+  if (!only && n != t->nrows)
+    mq_error(S, "%s: column \"%s\" has %lld entr%s but the table has %lld row%s", who,
+             name->chars, (long long)n, n == 1 ? "y" : "ies", (long long)t->nrows,
+             t->nrows == 1 ? "" : "s");
+  if (j == t->ncols) {
+    grow(S, t);
+    t->ncols++;
+    t->names[j] = (mq_string *)name;
+    t->names[j]->hdr.rc++;
+  } else {
+    mq_release(S, t->cols[j]);
+  }
+  mq_retain(col);
+  t->cols[j] = col;
+  t->kinds[j] = (uint8_t)kind;
+  t->nrows = n;
+}
+
 void mq_table_set(mq_state *S, mq_table *t, const mq_string *name, mq_value col,
                   mq_csv_kind kind, const char *who) {
   int64_t n;
@@ -98,24 +120,15 @@ void mq_table_set(mq_state *S, mq_table *t, const mq_string *name, mq_value col,
     mq_error(S, "%s: a table's column is a 1-D tensor or a list of strings, not %s", who,
              mq_value_a_type_name(col));
   }
-  int j = find_name(t, name->chars, name->len);
-  bool only = t->ncols == 0 || (t->ncols == 1 && j == 0);
-  if (!only && n != t->nrows)
-    mq_error(S, "%s: column \"%s\" has %lld entr%s but the table has %lld row%s", who,
-             name->chars, (long long)n, n == 1 ? "y" : "ies", (long long)t->nrows,
-             t->nrows == 1 ? "" : "s");
-  if (j < 0) {
-    grow(S, t);
-    j = t->ncols++;
-    t->names[j] = (mq_string *)name;
-    t->names[j]->hdr.rc++;
-  } else {
-    mq_release(S, t->cols[j]);
-  }
-  mq_retain(col);
-  t->cols[j] = col;
-  t->kinds[j] = (uint8_t)kind;
-  t->nrows = n;
+  int j = mq_table_find_name(t, name->chars, name->len);
+  put(S, t, j < 0 ? t->ncols : j, name, col, n, kind, who);
+}
+
+void mq_table_add(mq_state *S, mq_table *t, const mq_string *name, mq_value col,
+                  mq_csv_kind kind) {
+  MQ_ASSERT(mq_table_find_name(t, name->chars, name->len) < 0);
+  int64_t n = kind == MQ_CSV_TEXT ? mq_as_list(col)->len : mq_as_tensor(col)->shape[0];
+  put(S, t, t->ncols, name, col, n, kind, "table");
 }
 
 int mq_table_find(mq_state *S, const mq_table *t, mq_value name, const char *who) {
@@ -123,7 +136,7 @@ int mq_table_find(mq_state *S, const mq_table *t, mq_value name, const char *who
     mq_error(S, "%s: a table's columns are named by strings, not %s (rows: t[2:5], "
                 "t[mask])", who, mq_value_a_type_name(name));
   const mq_string *s = mq_as_string(name);
-  int j = find_name(t, s->chars, s->len);
+  int j = mq_table_find_name(t, s->chars, s->len);
   if (j >= 0) return j;
   const char **cands = mq_scratch(S, (size_t)(t->ncols ? t->ncols : 1) * sizeof *cands);
   mq_buf *b = &S->out;
@@ -157,7 +170,7 @@ static mq_table *map_columns(mq_state *S, const mq_table *t, col_fn f, void *ud)
   for (int j = 0; j < t->ncols; j++) {
     mq_poll(S);
     mq_value c = f(S, t->cols[j], t->kinds[j] == MQ_CSV_TEXT, ud);
-    mq_table_set(S, r, t->names[j], c, (mq_csv_kind)t->kinds[j], "table");
+    mq_table_add(S, r, t->names[j], c, (mq_csv_kind)t->kinds[j]);
   }
   r->labelled = t->labelled;
   return r;
@@ -224,7 +237,9 @@ mq_value mq_table_index(mq_state *S, const mq_table *t, mq_value key) {
     mq_table *r = mq_table_new(S);
     for (int k = 0; k < l->len; k++) {
       int j = mq_table_find(S, t, l->items[k], "t[[names]]");
-      mq_table_set(S, r, t->names[j], t->cols[j], (mq_csv_kind)t->kinds[j], "t[[names]]");
+      if (mq_table_find_name(r, t->names[j]->chars, t->names[j]->len) >= 0)
+        mq_error(S, "t[[names]]: column \"%s\" is named twice", t->names[j]->chars);
+      mq_table_add(S, r, t->names[j], t->cols[j], (mq_csv_kind)t->kinds[j]);
     }
     if (l->len == 0) r->nrows = t->nrows;
     return mq_objv(r);
@@ -316,6 +331,9 @@ mq_tensor *mq_table_validity(mq_state *S, const mq_table *t, mq_list **names) {
 
 /* Rows shown: all up to MAX_ROWS, else the first and last HEAD_ROWS. */
 enum { MAX_ROWS = 30, HEAD_ROWS = 5 };
+/* Columns shown: all up to MAX_COLS (the 58 of the World Bank's
+ * fertility table fold into blocks), else the first and last HEAD_COLS. */
+enum { MAX_COLS = 60, HEAD_COLS = 20 };
 
 /* The decimals a float column shows: the fewest (1 to 6) that show every
  * shown value as %.6f does; -1 for %g when a value is too large or too
@@ -441,43 +459,61 @@ static void table_format(mq_state *S, mq_buf *b, mq_obj *o) {
   int n = cut ? 2 * HEAD_ROWS : (int)t->nrows;
   int64_t *rows = mq_scratch(S, (size_t)(n ? n : 1) * sizeof *rows);
   for (int k = 0; k < n; k++) rows[k] = cut && k >= HEAD_ROWS ? t->nrows - 2 * HEAD_ROWS + k : k;
-  char ***cells = mq_scratch(S, (size_t)t->ncols * sizeof *cells);
-  int *w = mq_scratch(S, (size_t)t->ncols * sizeof *w);
-  char **heads = mq_scratch(S, (size_t)t->ncols * sizeof *heads);
-  char lab[32];
-  int lw = snprintf(lab, sizeof lab, "%lld", (long long)(t->nrows ? t->nrows - 1 : 0));
   /* a labelled table's first column takes the numbers' place, left-aligned */
   bool labelled = t->labelled && t->kinds[0] == MQ_CSV_TEXT;
   char **labels = labelled ? column_cells(S, t, 0, rows, n) : NULL;
+  char lab[32];
+  int lw = snprintf(lab, sizeof lab, "%lld", (long long)(t->nrows ? t->nrows - 1 : 0));
   for (int k = 0; labelled && k < n; k++)
     if (k == 0 || text_width(labels[k]) > lw) lw = text_width(labels[k]);
-  for (int j = labelled; j < t->ncols; j++) {
+  if (cut && lw < 3) lw = 3; /* the "..." row */
+  /* the columns shown: all up to MAX_COLS, else the first and last
+   * HEAD_COLS with a column of "..." (-1) between */
+  int total = t->ncols - labelled, m = total > MAX_COLS ? 2 * HEAD_COLS + 1 : total;
+  int *show = mq_scratch(S, (size_t)(m ? m : 1) * sizeof *show);
+  for (int q = 0; q < m; q++)
+    show[q] = total <= MAX_COLS ? labelled + q
+              : q < HEAD_COLS   ? labelled + q
+              : q == HEAD_COLS  ? -1
+                                : t->ncols - (m - q);
+  char ***cells = mq_scratch(S, (size_t)(m ? m : 1) * sizeof *cells);
+  char **heads = mq_scratch(S, (size_t)(m ? m : 1) * sizeof *heads);
+  int *w = mq_scratch(S, (size_t)(m ? m : 1) * sizeof *w);
+  for (int q = 0; q < m; q++) {
     mq_poll(S);
-    cells[j] = column_cells(S, t, j, rows, n);
-    heads[j] = display_text(S, t->names[j]);
-    w[j] = text_width(heads[j]);
+    if (show[q] < 0) {
+      cells[q] = mq_scratch(S, (size_t)(n ? n : 1) * sizeof **cells);
+      for (int k = 0; k < n; k++) cells[q][k] = "...";
+      heads[q] = "...";
+      w[q] = 3;
+      continue;
+    }
+    cells[q] = column_cells(S, t, show[q], rows, n);
+    heads[q] = display_text(S, t->names[show[q]]);
+    w[q] = text_width(heads[q]);
     for (int k = 0; k < n; k++)
-      if (text_width(cells[j][k]) > w[j]) w[j] = text_width(cells[j][k]);
+      if (text_width(cells[q][k]) > w[q]) w[q] = text_width(cells[q][k]);
   }
+  /* blocks of the columns that fit the width, one under the other */
   int width = table_width(S);
   bool folded = false;
-  for (int j0 = labelled; j0 < t->ncols;) {
-    int used = lw, j1 = j0;
-    while (j1 < t->ncols && (j1 == j0 || used + 2 + w[j1] <= width)) used += 2 + w[j1++];
-    if (j0 > (int)labelled) {
-      mq_buf_putc(S, b, '\n');
+  for (int q0 = 0; q0 < m;) {
+    int used = lw, q1 = q0;
+    while (q1 < m && (q1 == q0 || used + 2 + w[q1] <= width)) used += 2 + w[q1++];
+    if (q0) {
+      mq_buf_puts(S, b, "\n\n");
       folded = true;
     }
     pad(S, b, lw);
-    for (int j = j0; j < j1; j++) {
-      pad(S, b, 2 + w[j] - text_width(heads[j]));
-      mq_buf_puts(S, b, heads[j]);
+    for (int q = q0; q < q1; q++) {
+      pad(S, b, 2 + w[q] - text_width(heads[q]));
+      mq_buf_puts(S, b, heads[q]);
     }
     for (int k = 0; k < n; k++) {
       mq_buf_putc(S, b, '\n');
       if (cut && k == HEAD_ROWS) {
-        mq_buf_printf(S, b, "%*s", lw, "...");
-        for (int j = j0; j < j1; j++) mq_buf_printf(S, b, "  %*s", w[j], "...");
+        mq_buf_printf(S, b, "%-*s", lw, "...");
+        for (int q = q0; q < q1; q++) mq_buf_printf(S, b, "  %*s", w[q], "...");
         mq_buf_putc(S, b, '\n');
       }
       if (labelled) {
@@ -486,15 +522,14 @@ static void table_format(mq_state *S, mq_buf *b, mq_obj *o) {
       } else {
         mq_buf_printf(S, b, "%*lld", lw, (long long)rows[k]);
       }
-      for (int j = j0; j < j1; j++) {
-        pad(S, b, 2 + w[j] - text_width(cells[j][k]));
-        mq_buf_puts(S, b, cells[j][k]);
+      for (int q = q0; q < q1; q++) {
+        pad(S, b, 2 + w[q] - text_width(cells[q][k]));
+        mq_buf_puts(S, b, cells[q][k]);
       }
     }
-    if (j1 < t->ncols) mq_buf_putc(S, b, '\n');
-    j0 = j1;
+    q0 = q1;
   }
-  if (cut || folded || t->nrows == 0)
+  if (cut || folded || total > MAX_COLS || t->nrows == 0)
     mq_buf_printf(S, b, "\n[%lld row%s x %d column%s]", (long long)t->nrows,
                   t->nrows == 1 ? "" : "s", t->ncols, t->ncols == 1 ? "" : "s");
 }

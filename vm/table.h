@@ -36,9 +36,17 @@ MQ_INTERNAL mq_table *mq_table_new(mq_state *S);
  * [who] prefixes errors. */
 MQ_INTERNAL void mq_table_set(mq_state *S, mq_table *t, const mq_string *name, mq_value col,
                               mq_csv_kind kind, const char *who);
+/* Adds column [name], which the table does not have: a 1-D tensor, or a
+ * list of strings and none (kind MQ_CSV_TEXT) that no script holds (it is
+ * kept, not copied: tables share their text lists and never change one).
+ * For columns taken from another table, or made by the library. */
+MQ_INTERNAL void mq_table_add(mq_state *S, mq_table *t, const mq_string *name, mq_value col,
+                              mq_csv_kind kind);
 /* The index of column [name]; an error naming the columns there are and
  * the closest to [name] if there is none. */
 MQ_INTERNAL int mq_table_find(mq_state *S, const mq_table *t, mq_value name, const char *who);
+/* The index of the column named by [len] bytes at [s], or -1. */
+MQ_INTERNAL int mq_table_find_name(const mq_table *t, const char *s, size_t len);
 /* Column [j] as a value: its tensor, or a new list of its text. */
 MQ_INTERNAL mq_value mq_table_column(mq_state *S, const mq_table *t, int j);
 /* A new table of the rows at [idx] (a plain int64 1-D tensor of valid
