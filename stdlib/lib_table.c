@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "../core/dict.h"
+#include "../runtime/io/csv.h"
 #include "../runtime/print/summary.h"
 #include "../runtime/tensor/msort.h"
 #include "../runtime/tensor/shape.h"
@@ -315,6 +316,60 @@ mq_value mq_lib_table_summary(mq_state *S, const mq_table *t) {
   return mq_objv(mq_string_new(S, b->data, b->len));
 }
 
+/* --- parts of dates ------------------------------------------------------------------ */
+
+enum { P_YEAR, P_MONTH, P_DAY, P_WEEKDAY, P_DAYOFYEAR, P_HOUR, P_MINUTE, P_SECOND, P_N };
+static const char *const part_names[P_N] = {"year", "month", "day", "weekday", "dayofyear",
+                                            "hour", "minute", "second"};
+
+/* One part of the date [v] (days since 1970-01-01, or seconds with [secs]). */
+static int64_t date_part_of(int64_t v, bool secs, int part) {
+  int64_t days = v, s = 0;
+  if (secs) {
+    days = v / 86400 - (v % 86400 < 0);
+    s = v - days * 86400;
+  }
+  int64_t y;
+  int m, d;
+  mq_civil_from_days(days, &y, &m, &d);
+  switch (part) {
+  case P_YEAR: return y;
+  case P_MONTH: return m;
+  case P_DAY: return d;
+  case P_WEEKDAY: return ((days % 7) + 7 + 3) % 7; /* 1970-01-01 was a Thursday; Monday is 0 */
+  case P_DAYOFYEAR: return days - mq_days_from_civil(y, 1, 1) + 1;
+  case P_HOUR: return s / 3600;
+  case P_MINUTE: return s / 60 % 60;
+  default: return s % 60;
+  }
+}
+
+static mq_value lib_date_part(mq_state *S, mq_value *args) {
+  mq_tensor *x = mq_arg_tensor(S, args[0], "x");
+  if (x->dtype != MQ_DT_I64)
+    mq_error(S, "date_part: x must be int64 days (or seconds, seconds=true) as load_csv reads "
+                "dates, not %s", mq_dtype_name((mq_dtype)x->dtype));
+  if (!mq_is_obj(args[1], MQ_O_STRING))
+    mq_error(S, "date_part: part must be a string such as \"year\", not %s",
+             mq_value_a_type_name(args[1]));
+  bool secs = mq_arg_bool(S, args[2], "seconds");
+  int part = 0;
+  while (part < P_N && !mq_string_is(mq_as_string(args[1]), part_names[part])) part++;
+  if (part == P_N || (!secs && part >= P_HOUR))
+    mq_error(S, "date_part: part must be one of year, month, day, weekday, dayofyear%s, not %s",
+             secs ? ", hour, minute, second" : " (hour, minute, second with seconds=true)",
+             mq_string_quoted(S, mq_as_string(args[1])));
+  mq_tensor *d = mq_contiguous(S, mq_get_data(S, x));
+  mq_tensor *r = mq_tensor_new(S, MQ_DT_I64, d->ndim, d->shape);
+  const int64_t *src = mq_tensor_data(d);
+  int64_t *dst = mq_tensor_data(r);
+  for (int64_t i = 0; i < d->numel; i++) {
+    if ((i & 0xffff) == 0xffff) mq_poll(S);
+    dst[i] = date_part_of(src[i], secs, part);
+  }
+  return mq_objv(x->mask ? mq_masked(S, r, mq_get_mask(S, x)) : r);
+}
+
 const mq_libfn mq_lib_table[] = {
     {"columns(t)", lib_columns, "the column names of table t, a list of strings (t.columns)",
      MQ_BK_NONE, 0},
@@ -326,6 +381,12 @@ const mq_libfn mq_lib_table[] = {
      "a table of each value of column by (ascending; missing keys dropped) and fn (a builtin "
      "such as mean, sum, count, std, median) of the other numeric columns' entries in its "
      "rows (columns= picks them)",
+     MQ_BK_NONE, 0},
+    {"date_part(x, part, seconds=false)", lib_date_part,
+     "a part of the dates x (int64 days since 1970-01-01, as load_csv reads ISO dates; "
+     "seconds=true: datetimes' seconds) as int64, masked where x is: \"year\", \"month\", "
+     "\"day\", \"weekday\" (Monday 0), \"dayofyear\"; with seconds, \"hour\", "
+     "\"minute\", \"second\" too",
      MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

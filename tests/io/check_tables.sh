@@ -8,8 +8,9 @@
 # and 1, median and the 0.1, 0.25, 0.5, 0.75, 0.9 quantiles (linear, as
 # pandas), each within 1e-12 relative (measured: see docs/IO.md); the
 # same column names, rows and valid cells of every column, text included;
-# and a grouped mean: co2 by year (date // 10000), fertility's 1960, 1990
-# and 2012 by the initial of the country's name (a text key).
+# and grouped means: co2 by year (date // 10000), fertility's 1960, 1990
+# and 2012 by the initial of the country's name (a text key), Stocks' IBM,
+# AMZN and ^GSPC by the year of their ISO date (date_part).
 # Usage: sh tests/io/check_tables.sh path/to/masq
 # Without pandas or the data packages it prints a SKIP line and
 # "io-tables: 0 passed, 0 failed, 1 skipped".
@@ -81,6 +82,8 @@ initial = []
 for n in fert["Country Name"] { append(initial, n[0]) }
 fert["initial"] = initial
 groups("fertility", group(fert, "initial", mean, ["1960", "1990", "2012"]), "initial")
+stocks["year"] = date_part(stocks["Date"], "year")
+groups("stocks", group(stocks, "year", mean, ["IBM", "AMZN", "^GSPC"]), "year")
 MASQ
 "$masq" stats.masq "$fert" "$co2" "$stocks" >masq.txt 2>masq.err
 echo "masq exit $?" >>masq.err
@@ -149,6 +152,12 @@ for initial, row in g.iterrows():
     for c in ["1960", "1990", "2012"]:
         if not math.isnan(row[c]):
             close("fertility %s mean of %s" % (c, initial), ("fertility", "%s@%s" % (c, initial), "gmean"), row[c])
+d = pd.to_datetime(stocks.Date)
+g = stocks.groupby(d.dt.year)[["IBM", "AMZN", "^GSPC"]].mean()
+for year, row in g.iterrows():
+    for c in ["IBM", "AMZN", "^GSPC"]:
+        if not math.isnan(row[c]):
+            close("stocks %s mean of %d" % (c, year), ("stocks", "%s@%d" % (c, year), "gmean"), row[c])
 print("io-tables: largest relative difference from pandas %.3g (%s)" % tuple(worst))
 checks.report("io-tables")
 PY
