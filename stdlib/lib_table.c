@@ -316,6 +316,33 @@ mq_value mq_lib_table_summary(mq_state *S, const mq_table *t) {
   return mq_objv(mq_string_new(S, b->data, b->len));
 }
 
+/* isin(texts, values): which strings of a text column are among [values]
+ * (a string or a list of them), as a bool tensor masked where the cell is
+ * missing: the row mask of t[isin(t["station"], ["north", "east"])]. */
+static mq_value lib_isin(mq_state *S, mq_value *args) {
+  if (!mq_is_obj(args[0], MQ_O_LIST))
+    mq_error(S, "isin: x must be a text column (a list of strings), not %s; for numbers "
+                "compare: (x == 1) | (x == 2)", mq_value_a_type_name(args[0]));
+  int nv = 0;
+  const mq_string **vals = mq_arg_string_list(S, args[1], "isin", "values", &nv);
+  mq_dict *set = mq_dict_new(S, nv);
+  for (int k = 0; k < nv; k++) mq_dict_set(S, set, mq_objv((mq_string *)vals[k]), mq_bool(true));
+  const mq_list *l = mq_as_list(args[0]);
+  int64_t n = l->len;
+  mq_tensor *r = mq_tensor_new(S, MQ_DT_BOOL, 1, &n), *m = mq_tensor_new(S, MQ_DT_BOOL, 1, &n);
+  uint8_t *rd = mq_tensor_data(r), *md = mq_tensor_data(m);
+  for (int i = 0; i < l->len; i++) {
+    mq_poll(S);
+    mq_value v = l->items[i];
+    if (v.type != MQ_NONE && !mq_is_obj(v, MQ_O_STRING))
+      mq_error(S, "isin: x must hold strings and none (missing), not %s (item %d)",
+               mq_value_a_type_name(v), i);
+    md[i] = v.type != MQ_NONE;
+    rd[i] = md[i] && mq_dict_find(S, set, v) >= 0;
+  }
+  return mq_objv(mq_masked(S, r, m));
+}
+
 /* --- parts of dates ------------------------------------------------------------------ */
 
 enum { P_YEAR, P_MONTH, P_DAY, P_WEEKDAY, P_DAYOFYEAR, P_HOUR, P_MINUTE, P_SECOND, P_N };
@@ -381,6 +408,10 @@ const mq_libfn mq_lib_table[] = {
      "a table of each value of column by (ascending; missing keys dropped) and fn (a builtin "
      "such as mean, sum, count, std, median) of the other numeric columns' entries in its "
      "rows (columns= picks them)",
+     MQ_BK_NONE, 0},
+    {"isin(x, values)", lib_isin,
+     "true where the strings of text column x are among values (a string or a list of "
+     "them), masked where x is none: t[isin(t[\"station\"], [\"north\", \"east\"])]",
      MQ_BK_NONE, 0},
     {"date_part(x, part, seconds=false)", lib_date_part,
      "a part of the dates x (int64 days since 1970-01-01, as load_csv reads ISO dates; "
