@@ -351,23 +351,16 @@ static const char *const part_names[P_N] = {"year", "month", "day", "weekday", "
 
 /* One part of the date [v] (days since 1970-01-01, or seconds with [secs]). */
 static int64_t date_part_of(int64_t v, bool secs, int part) {
-  int64_t days = v, s = 0;
-  if (secs) {
-    days = v / 86400 - (v % 86400 < 0);
-    s = v - days * 86400;
-  }
-  int64_t y;
-  int m, d;
-  mq_civil_from_days(days, &y, &m, &d);
+  mq_when w = mq_when_of(v, secs);
   switch (part) {
-  case P_YEAR: return y;
-  case P_MONTH: return m;
-  case P_DAY: return d;
-  case P_WEEKDAY: return ((days % 7) + 7 + 3) % 7; /* 1970-01-01 was a Thursday; Monday is 0 */
-  case P_DAYOFYEAR: return days - mq_days_from_civil(y, 1, 1) + 1;
-  case P_HOUR: return s / 3600;
-  case P_MINUTE: return s / 60 % 60;
-  default: return s % 60;
+  case P_YEAR: return w.year;
+  case P_MONTH: return w.month;
+  case P_DAY: return w.day;
+  case P_WEEKDAY: return ((w.days % 7) + 7 + 3) % 7; /* 1970-01-01 was a Thursday; Monday is 0 */
+  case P_DAYOFYEAR: return w.days - mq_days_from_civil(w.year, 1, 1) + 1;
+  case P_HOUR: return w.hour;
+  case P_MINUTE: return w.minute;
+  default: return w.second;
   }
 }
 

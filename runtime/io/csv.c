@@ -256,7 +256,7 @@ int64_t mq_days_from_civil(int64_t y, int m, int d) {
   return era * 146097 + doe - 719468;
 }
 
-void mq_civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
   z += 719468;
   int64_t era = (z >= 0 ? z : z - 146096) / 146097;
   int64_t doe = z - era * 146097;
@@ -302,18 +302,25 @@ static bool parse_when(const uint8_t *s, size_t len, bool *datetime, int64_t *v)
   return true;
 }
 
-int mq_csv_format_when(char *out, size_t cap, int64_t v, bool datetime) {
-  int64_t days = v, secs = 0;
-  if (datetime) {
-    days = v / 86400 - (v % 86400 < 0);
-    secs = v - days * 86400;
+mq_when mq_when_of(int64_t v, bool datetime) {
+  mq_when w = {v, 0, 0, 0, 0, 0, 0};
+  int64_t secs = 0;
+  if (datetime) { /* floor division: -1 is 1969-12-31 23:59:59 */
+    w.days = v / 86400 - (v % 86400 < 0);
+    secs = v - w.days * 86400;
   }
-  int64_t y;
-  int m, d;
-  mq_civil_from_days(days, &y, &m, &d);
-  if (!datetime) return snprintf(out, cap, "%04lld-%02d-%02d", (long long)y, m, d);
-  return snprintf(out, cap, "%04lld-%02d-%02d %02d:%02d:%02d", (long long)y, m, d,
-                  (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
+  civil_from_days(w.days, &w.year, &w.month, &w.day);
+  w.hour = (int)(secs / 3600);
+  w.minute = (int)(secs / 60 % 60);
+  w.second = (int)(secs % 60);
+  return w;
+}
+
+int mq_csv_format_when(char *out, size_t cap, int64_t v, bool datetime) {
+  mq_when w = mq_when_of(v, datetime);
+  if (!datetime) return snprintf(out, cap, "%04lld-%02d-%02d", (long long)w.year, w.month, w.day);
+  return snprintf(out, cap, "%04lld-%02d-%02d %02d:%02d:%02d", (long long)w.year, w.month, w.day,
+                  w.hour, w.minute, w.second);
 }
 
 /* Length of the well-formed UTF-8 sequence at s (of n bytes), 0 if none. */

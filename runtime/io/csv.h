@@ -62,10 +62,15 @@ typedef struct mq_csv_table {
 MQ_INTERNAL void mq_csv_parse(mq_state *S, const uint8_t *p, size_t n, const mq_csv_opts *o,
                               mq_csv_table *out);
 
-/* Days since 1970-01-01 of a proleptic Gregorian date, and back (for
- * printing and writing date columns). */
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
 MQ_INTERNAL int64_t mq_days_from_civil(int64_t y, int m, int d);
-MQ_INTERNAL void mq_civil_from_days(int64_t z, int64_t *y, int *m, int *d);
+/* A date column's entry (days) or a datetime's (seconds, [datetime]) as
+ * its calendar parts; the time is 0 for a date. */
+typedef struct mq_when {
+  int64_t days, year;
+  int month, day, hour, minute, second;
+} mq_when;
+MQ_INTERNAL mq_when mq_when_of(int64_t v, bool datetime);
 /* A date or datetime cell as text ("1990-01-01", "1990-01-01 12:30:00")
  * into [out] (at least 40 bytes); returns its length. */
 MQ_INTERNAL int mq_csv_format_when(char *out, size_t cap, int64_t v, bool datetime);
