@@ -248,6 +248,7 @@ test-run: all $(UNITS) $(APIS) $(EMBED) $(ASAN_DIR)/masq $(ASAN_UNITS) $(ASAN_AP
 	@sh tests/io/check_numpy.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_half.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_csv.sh $(B)/masq | tee -a $(B)/results
+	@sh tests/io/check_tables.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/io/check_scipy.sh $(B)/masq | tee -a $(B)/results
 	@sh tests/pictures/check_svg.sh $(B)/masq | tee -a $(B)/results
 	@sh tools/conformance/run.sh $(B)/masq | tee -a $(B)/results

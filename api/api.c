@@ -29,6 +29,7 @@
 #include "../vm/chunk.h"
 #include "../vm/errval.h"
 #include "../vm/globals.h"
+#include "../vm/table.h"
 #include "../vm/vm.h"
 #include "../vm/walk.h"
 #include "api_int.h"
@@ -103,6 +104,7 @@ masq_state *masq_open(const masq_config *cfg) {
   mq_chunk_init_kinds(S);
   mq_errval_init_kind(S);
   mq_zip_init_kind(S);
+  mq_table_init_kind(S);
   mq_builtin_init_kind(S);
   S->hooks.host_call = mq_host_call;
   S->hooks.host_free = mq_hostfn_free;
@@ -571,6 +573,7 @@ static void summarize(mq_state *S, void *ud) {
     size_t at = job->summary.len;
     /* Quoted, a string stays on one line and keeps its NUL bytes visible. */
     if (mq_is_obj(v, MQ_O_STRING)) mq_string_quote(S, &job->summary, mq_as_string(v));
+    else if (mq_is_obj(v, MQ_O_TABLE)) mq_table_shape(S, &job->summary, mq_as_table(v));
     else mq_value_format_head(S, &job->summary, v, 60); /* no more than is shown */
     if (job->summary.len - at > 60) {
       job->summary.len = at + 57;

@@ -130,6 +130,7 @@ const char *mq_value_type_name(mq_value v) {
   case MQ_O_DICT: return "dict";
   case MQ_O_ENUMERATE: return "enumerate";
   case MQ_O_ZIP: return "zip";
+  case MQ_O_TABLE: return "table";
   }
   return "?";
 }
@@ -140,7 +141,7 @@ const char *mq_value_a_type_name(mq_value v) {
       {"enumerate", "an enumerate"}, {"bool", "a bool"}, {"float", "a float"},
       {"tensor", "a tensor"}, {"string", "a string"}, {"list", "a list"},
       {"function", "a function"}, {"range", "a range"}, {"sparse tensor", "a sparse tensor"},
-      {"dict", "a dict"}, {"zip", "a zip"},
+      {"dict", "a dict"}, {"zip", "a zip"}, {"table", "a table"},
   };
   const char *name = mq_value_type_name(v);
   for (size_t i = 0; i < sizeof with_article / sizeof *with_article; i++)

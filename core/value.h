@@ -32,9 +32,10 @@ typedef enum mq_otype {
   MQ_O_ERROR,    /* a caught error: message and location (vm/errval.h) */
   MQ_O_DICT,     /* keys to values, insertion-ordered (core/dict.h) */
   MQ_O_ENUMERATE, /* enumerate(xs), lazy (vm/walk.h) */
-  MQ_O_ZIP        /* zip(xs, ys), lazy (vm/walk.h) */
+  MQ_O_ZIP,       /* zip(xs, ys), lazy (vm/walk.h) */
+  MQ_O_TABLE      /* named columns of one length (vm/table.h) */
 } mq_otype;
-#define MQ_O_NKINDS (MQ_O_ZIP + 1)
+#define MQ_O_NKINDS (MQ_O_TABLE + 1)
 
 typedef struct mq_obj {
   uint32_t rc;

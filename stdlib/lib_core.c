@@ -8,6 +8,7 @@
 #include "../runtime/tensor/parallel.h"
 #include "../runtime/sparse/sparse.h"
 #include "../vm/globals.h"
+#include "../vm/table.h"
 #include "stdlib.h"
 
 #define T(i, what) mq_arg_tensor(S, args[i], what)
@@ -41,6 +42,12 @@ static mq_value lib_get_mask(mq_state *S, mq_value *args) {
   RET(mq_get_mask(S, T(0, "x")));
 }
 static mq_value lib_to_tensor(mq_state *S, mq_value *args) {
+  if (mq_is_obj(args[0], MQ_O_TABLE)) { /* its numeric columns side by side */
+    int n;
+    mq_tensor *x = mq_table_to_tensor(S, mq_as_table(args[0]), NULL, &n);
+    RET(args[1].type == MQ_NONE ? x : mq_to_tensor(S, x, mq_arg_number(S, args[1], "fill")));
+  }
+  if (args[1].type == MQ_NONE) mq_error(S, "to_tensor() missing argument 'fill'");
   RET(mq_to_tensor(S, T(0, "x"), mq_arg_number(S, args[1], "fill")));
 }
 static mq_value lib_is_masked(mq_state *S, mq_value *args) {
@@ -253,7 +260,7 @@ const mq_libfn mq_lib_core[] = {
      "masked(data, mask, requires_grad) under torch.masked's name", MQ_BK_NONE, 0},
     {"get_data(x)", lib_get_data, "the data of a masked tensor, masked-out entries included", MQ_BK_NONE, 0},
     {"get_mask(x)", lib_get_mask, "the validity mask as a bool tensor (true = valid)", MQ_BK_NONE, 0},
-    {"to_tensor(x, fill)", lib_to_tensor, "a plain tensor with masked-out entries set to fill", MQ_BK_NONE, 0},
+    {"to_tensor(x, fill=none)", lib_to_tensor, "a plain tensor with masked-out entries set to fill; of a table, its numeric and date columns as one masked (rows, columns) tensor (filled if fill is given)", MQ_BK_NONE, 0},
     {"is_masked(x)", lib_is_masked, "true if x is a masked tensor", MQ_BK_NONE, 0},
     {"tensor(data, dtype=none, requires_grad=false)", lib_tensor, "a tensor from a number or nested list", MQ_BK_NONE, 0},
     {"zeros(*shape, dtype=none)", lib_zeros, "a tensor of zeros (float32 unless dtype is given)", MQ_BK_NONE, 0},

@@ -50,6 +50,7 @@ static mq_value lib_min(mq_state *S, mq_value *args) { return extreme(S, args, f
 /* stable= and sorted= are torch's; masq's orders are always stable and
  * sorted, which is a valid answer to either value */
 static mq_value lib_sort(mq_state *S, mq_value *args) {
+  if (mq_is_obj(args[0], MQ_O_TABLE)) return mq_lib_table_sort(S, args); /* by a column */
   mq_tensor *x = T(0, "x"), *v, *i;
   (void)mq_arg_bool(S, args[3], "stable");
   mq_sort(S, x, dim_of(S, args[1], x), mq_arg_bool(S, args[2], "descending"), &v, &i);
@@ -173,7 +174,8 @@ const mq_libfn mq_lib_index[] = {
      "valid entry masked out; with a tensor for dim: minimum(x, dim)",
      MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
     {"sort(x, dim=-1, descending=false, stable=true)", lib_sort,
-     "[values, indices] sorted along dim (always stable, NaN largest); masked-out entries last",
+     "[values, indices] sorted along dim (always stable, NaN largest); masked-out entries last; "
+     "sort(t, \"name\") of a table: its rows by that column",
      MQ_BK_NONE, 0, MQ_KEEP_DTYPE},
     {"argsort(x, dim=-1, descending=false, stable=true)", lib_argsort,
      "the int64 indices that sort x along dim (masked-out entries last, masked out)",

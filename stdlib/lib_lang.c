@@ -12,6 +12,7 @@
 #include "../vm/walk.h"
 #include "text/convert.h"
 #include "text/format.h"
+#include "../vm/table.h"
 #include "stdlib.h"
 
 static mq_value lib_len(mq_state *S, mq_value *args) {
@@ -25,6 +26,7 @@ static mq_value lib_len(mq_state *S, mq_value *args) {
   }
   if (mq_is_obj(v, MQ_O_RANGE)) return mq_int(mq_as_range(v)->len);
   if (mq_is_obj(v, MQ_O_DICT)) return mq_int(mq_as_dict(v)->len);
+  if (mq_is_obj(v, MQ_O_TABLE)) return mq_int(mq_as_table(v)->nrows); /* its rows, as pandas' */
   mq_error(S, "len() of %s", mq_value_a_type_name(v));
 }
 
@@ -157,7 +159,7 @@ static mq_value lib_perf_counter(mq_state *S, mq_value *args) {
 }
 
 const mq_libfn mq_lib_lang[] = {
-    {"len(x)", lib_len, "the length of a list, string or dict, or the first dim of a tensor", MQ_BK_NONE, 0},
+    {"len(x)", lib_len, "the length of a list, string or dict, the first dim of a tensor, the rows of a table", MQ_BK_NONE, 0},
     {"perf_counter()", lib_perf_counter,
      "seconds on a monotonic clock (Python's time.perf_counter): t1 - t0 times a step", MQ_BK_NONE, 0},
     {"range(start, stop=none, step=1)", lib_range,

@@ -2,7 +2,10 @@
  * (runtime/print/summary.h computes them; large tensors print the same summary
  * line above their body, runtime/print/print.c). */
 #include "../runtime/print/summary.h"
+#include "../vm/table.h"
 #include "stdlib.h"
+
+#include <stdio.h>
 
 const mq_string **mq_arg_string_list(mq_state *S, mq_value v, const char *fn, const char *what,
                                      int *n) {
@@ -28,6 +31,7 @@ const mq_string **mq_arg_string_list(mq_state *S, mq_value v, const char *fn, co
 }
 
 static mq_value lib_summary(mq_state *S, mq_value *args) {
+  if (mq_is_obj(args[0], MQ_O_TABLE)) return mq_lib_table_summary(S, mq_as_table(args[0]));
   mq_tensor *t = mq_arg_tensor_stored(S, args[0], "x");
   mq_buf *b = &S->out;
   b->len = 0;
@@ -36,6 +40,11 @@ static mq_value lib_summary(mq_state *S, mq_value *args) {
 }
 
 static mq_value lib_describe(mq_state *S, mq_value *args) {
+  if (mq_is_obj(args[0], MQ_O_TABLE)) {
+    if (args[1].type != MQ_NONE || args[2].type != MQ_NONE)
+      mq_error(S, "describe: a table describes its columns by their names (no dim=, names=)");
+    return mq_lib_table_describe(S, mq_as_table(args[0]));
+  }
   mq_tensor *t = mq_arg_tensor(S, args[0], "x");
   if (t->ndim == 0) mq_error(S, "describe: x must have at least one dim, not be 0-d");
   int dim = 0;
@@ -45,21 +54,29 @@ static mq_value lib_describe(mq_state *S, mq_value *args) {
   }
   int n = 0;
   const mq_string **names = mq_arg_string_list(S, args[2], "describe", "names", &n);
-  mq_buf *b = &S->out;
-  b->len = 0;
-  mq_describe(S, b, t, dim, names, n);
-  mq_write(S, b->data, b->len);
-  return mq_none();
+  int64_t ncol;
+  double *st = mq_describe_stats(S, t, dim, &ncol);
+  if (names && n != ncol)
+    mq_error(S, "describe: names has %d entr%s but x has %lld column%s", n, n == 1 ? "y" : "ies",
+             (long long)ncol, ncol == 1 ? "" : "s");
+  mq_string **nm = mq_scratch(S, (size_t)(ncol ? ncol : 1) * sizeof *nm);
+  for (int64_t c = 0; c < ncol; c++) {
+    char buf[24];
+    nm[c] = names ? (mq_string *)names[c]
+                  : mq_string_new(S, buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)c));
+  }
+  return mq_describe_table(S, st, ncol, nm);
 }
 
 const mq_libfn mq_lib_summary[] = {
     {"summary(x)", lib_summary,
      "one line: shape, dtype, % valid, min/max/mean/std of the valid finite entries, NaN and "
-     "inf counts (large tensors print it above their body)",
+     "inf counts (large tensors print it above their body); of a table, a line a column",
      MQ_BK_NONE, 0},
     {"describe(x, dim=none, names=none)", lib_describe,
-     "print count, mean, std, min, quartiles and max of each column's valid entries (pandas' "
-     "describe; dim=1: per row of a 2-D x; names= column headings)",
+     "a table of count, mean, std (ddof 1), min, quartiles and max of each column's valid "
+     "entries (pandas' describe; dim=1: per row of a 2-D x; names= column headings); of a "
+     "table, its numeric columns",
      MQ_BK_NONE, 0},
     {NULL, NULL, NULL, MQ_BK_NONE, 0},
 };

@@ -25,6 +25,7 @@ extern const mq_libfn mq_lib_plot[];
 extern const mq_libfn mq_lib_nn[];
 extern const mq_libfn mq_lib_cpu[];
 extern const mq_libfn mq_lib_text[];
+extern const mq_libfn mq_lib_table[];
 
 /* Every table of builtins with the library group (MASQ_LIB_*) it belongs
  * to; a group the host did not enable is not bound at all. */
@@ -49,6 +50,7 @@ static const struct {
     {mq_lib_nn, MASQ_LIB_CORE},
     {mq_lib_cpu, MASQ_LIB_CORE},
     {mq_lib_text, MASQ_LIB_CORE}, /* after the tensor builtins it overloads */
+    {mq_lib_table, MASQ_LIB_CORE},
     {mq_lib_io, MASQ_LIB_IO},
     {mq_lib_csv, MASQ_LIB_IO},
     {mq_lib_sparse_io, MASQ_LIB_IO},

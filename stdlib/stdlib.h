@@ -49,6 +49,17 @@ MQ_INTERNAL double mq_literal_of_f32(double v);
  * (lib_index.c): "linear", "lower", "higher", "midpoint" or "nearest". */
 MQ_INTERNAL int mq_arg_qinterp(mq_state *S, mq_value v, const char *who);
 
+/* Tables (lib_table.c) for the builtins that take one besides a tensor:
+ * sort(t, "name", descending) with sort's arguments; describe and summary
+ * of a table; describe's table of statistics (mq_describe_stats: [ncol]
+ * columns, named by [names]). */
+struct mq_table;
+MQ_INTERNAL mq_value mq_lib_table_sort(mq_state *S, mq_value *args);
+MQ_INTERNAL mq_value mq_lib_table_describe(mq_state *S, const struct mq_table *t);
+MQ_INTERNAL mq_value mq_lib_table_summary(mq_state *S, const struct mq_table *t);
+MQ_INTERNAL mq_value mq_describe_table(mq_state *S, const double *st, int64_t ncol,
+                                       mq_string *const *names);
+
 /* Warnings a state gives once (bits of S->warned). */
 enum { MQ_WARN_MASKED_GRAD = 1 };
 /* Writes "warning: [message]" at the running call's location to the host's

@@ -67,10 +67,16 @@ for modules, packages in [(["pytest"], "python3-pytest"), (["ensurepip"], "pytho
                           (["dask"], "python3-dask")]:
     if not has(*modules):
         want.append(packages)
+# the real files tests/io/check_tables.sh loads and checks against pandas
+for modules, packages in [(["pandas"], "python3-pandas"), (["statsmodels"], "python3-statsmodels")]:
+    if not has(*modules):
+        want.append(packages)
+if not os.path.exists("/usr/share/matplotlib/mpl-data/sample_data/Stocks.csv"):
+    want.append("python-matplotlib-data")
 print(" ".join(want))
 EOF
   ) || py="python3-numpy
-python3-dev python3-pytest python3-venv python3-ipykernel python3-jupyter-client python3-nbformat python3-nbclient python3-dask"
+python3-dev python3-pytest python3-venv python3-ipykernel python3-jupyter-client python3-nbformat python3-nbclient python3-dask python3-pandas python3-statsmodels python-matplotlib-data"
   need="$need$(echo "$py" | sed -n '1s/^./ &/p')"
   for p in $(echo "$py" | sed -n 2p); do
     grep -qx "$p" "$skipped" 2>/dev/null || want="$want $p"

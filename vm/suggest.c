@@ -1,6 +1,8 @@
 /* suggest.c - "did you mean" for a name that is not defined. */
 #include "suggest.h"
 
+#include "table.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 
@@ -116,6 +118,13 @@ void mq_no_method(mq_state *S, const mq_function *f, const char *name, mq_value 
   if (!call && mq_errval_is_field(name))
     mq_error(S, "%s %s has no field '%s' (message, line, col and file are the fields of a caught "
                 "error)", a, type, name);
+  if (!call && mq_is_obj(receiver, MQ_O_TABLE)) { /* pandas' df.co2 */
+    const mq_table *t = mq_as_table(receiver);
+    for (int j = 0; j < t->ncols; j++)
+      if (strcmp(t->names[j]->chars, name) == 0 && t->names[j]->len == strlen(name))
+        mq_error(S, "a table's columns are picked by name in brackets: t[\"%s\"], not t.%s", name,
+                 name);
+  }
   const char *habit = mq_habit_hint(name);
   if (habit)
     mq_error(S, "%s %s has no %s '%s'; %s", a, type, call ? "method" : "attribute", name, habit);

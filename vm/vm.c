@@ -19,6 +19,7 @@
 #include "../runtime/tensor/shape.h"
 #include "../runtime/sparse/sparse.h"
 #include "../runtime/tensor/tensor.h"
+#include "table.h"
 #include "builtin.h"
 #include "errval.h"
 #include "fuse.h"
@@ -267,6 +268,8 @@ static int item_values(const uint8_t *kinds, int nitems) {
   return n;
 }
 
+static mq_value table_index(mq_state *S, const mq_table *t, const uint8_t *kinds, int nitems,
+                            mq_value *vals);
 static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int nitems,
                             mq_value *vals) {
   bool seq = mq_is_obj(obj, MQ_O_LIST) || mq_is_obj(obj, MQ_O_STRING);
@@ -299,12 +302,27 @@ static mq_value index_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
     if (nitems != 1 || kinds[0] != MQ_IXB_VALUE) mq_error(S, "a dict is indexed by one key");
     return mq_dict_get(S, mq_as_dict(obj), vals[0]);
   }
+  if (mq_is_obj(obj, MQ_O_TABLE)) return table_index(S, mq_as_table(obj), kinds, nitems, vals);
   if (!mq_is_tensor(obj) && !mq_is_sparse(obj))
     mq_error(S, "%s cannot be indexed", mq_value_a_type_name(obj));
   mq_index_item items[256];
   index_items(S, kinds, nitems, vals, items);
   if (mq_is_sparse(obj)) return mq_objv(mq_sparse_index(S, mq_as_tensor_any(obj), items, nitems));
   return mq_objv(mq_index(S, mq_as_tensor(obj), items, nitems));
+}
+
+/* t[...] on a table: one key (vm/table.h), or one slice of rows. */
+static mq_value table_index(mq_state *S, const mq_table *t, const uint8_t *kinds, int nitems,
+                            mq_value *vals) {
+  if (nitems == 1 && kinds[0] == MQ_IXB_VALUE) return mq_table_index(S, t, vals[0]);
+  if (nitems != 1 || !(kinds[0] & MQ_IXB_SLICE))
+    mq_error(S, "a table is indexed by one thing: a column name, a list of names, rows (a "
+                "slice, a bool mask, positions); t[rows][name] picks both");
+  mq_index_item it;
+  index_items(S, kinds, nitems, vals, &it);
+  int64_t start, step, len;
+  mq_index_slice(S, &it, t->nrows, &start, &step, &len);
+  return mq_objv(mq_table_slice(S, t, start, step, len));
 }
 
 /* The items of x[...] on a tensor, from INDEX's kinds and values. */
@@ -371,6 +389,14 @@ static mq_value store_value(mq_state *S, mq_value obj, const uint8_t *kinds, int
       if (e >= 0) v = element_update(S, d->entries[e].val, v, aug);
     }
     mq_dict_set(S, d, vals[0], v);
+    return obj;
+  }
+  if (mq_is_obj(obj, MQ_O_TABLE)) {
+    if (!one || !mq_is_obj(vals[0], MQ_O_STRING))
+      mq_error(S, "a table's columns are assigned by name, as in t[\"name\"] = column");
+    mq_table *t = mq_as_table(obj);
+    if (aug) v = element_update(S, mq_table_column(S, t, mq_table_find(S, t, vals[0], "t[name]")), v, aug);
+    mq_table_set(S, t, mq_as_string(vals[0]), v, MQ_CSV_NUM, "t[name] = column");
     return obj;
   }
   if (mq_is_obj(obj, MQ_O_LIST)) {

@@ -85,6 +85,9 @@ mq_value mq_walk_item(mq_state *S, mq_value seq, int64_t i, bool *done) {
     return d->entries[i].key;
   }
   if (is_zip(seq)) return zip_item(S, (const mq_zip *)seq.as.o, i, done);
+  if (mq_is_obj(seq, MQ_O_TABLE))
+    mq_error(S, "cannot iterate over a table: `for c in t.columns` walks its column names, "
+                "t[i] is its row i");
   mq_error(S, "cannot iterate over %s", mq_value_a_type_name(seq));
 }
 

@@ -1,4 +1,5 @@
-/* csv.c - CSV tables to masked float tensors and back.
+/* csv.c - CSV files to tables of typed, masked columns (or the old
+ * (rows, columns) float tensor) and back.
  *
  * A hand-written scanner rather than libcsv (Debian's libcsv-dev): libcsv
  * reports no positions, so file:line:column errors would mean feeding it
@@ -8,17 +9,20 @@
  * pool on an error without global state. The whole job here is two loops
  * over bytes already in memory (RFC 4180: fields split by the delimiter,
  * double quotes around a field that holds the delimiter, quotes or line
- * breaks, a quote inside written twice): the first counts the records, so
- * the table is made once at its size (memory in proportion to the file:
- * its bytes, the table, and a few bytes a column), the second unescapes
- * quoted fields in place and reads the cells into the table.
+ * breaks, a quote inside written twice), three passes over the bytes, which
+ * are never written: the first counts the records, so the table is made
+ * once at its size (memory in proportion to the file: its bytes, the
+ * table, and a few bytes a column), the second checks the rows' shapes and
+ * finds what each column's cells all are (int64, float, ISO date or
+ * datetime, else text), the third reads the cells into the columns.
  *
  * Decisions (docs/IO.md): blank lines are skipped, as pandas and libcsv
  * do; a lone CR ends a line as CRLF and LF do; spaces and tabs around a
  * cell are ignored when it is read as a number or compared with the na
  * strings (not in header names); a cell is a number if strtod/strtof reads
  * all of it and it is decimal (no hex, no "nan(...)"), so "inf", "-inf"
- * and "nan" are numbers unless na lists them. */
+ * and "nan" are numbers unless na lists them; a column is int64 when
+ * every valid cell is an integer that fits, so 19580329 stays exact. */
 #include "csv.h"
 
 #include <math.h>
@@ -32,16 +36,19 @@
 typedef struct scan {
   mq_state *S;
   const mq_csv_opts *o;
-  uint8_t *p;
+  const uint8_t *p;
   size_t n, i, line_start;
   int64_t line;
-  bool dry; /* only counting: quoted fields are not unescaped */
 } scan;
 
-/* One field: its text (unescaped) and where it starts. */
+/* One field: where its text is and where it starts. A quoted field's text
+ * is s[0..raw) with every "" standing for one quote (len bytes once
+ * unescaped); nothing is written into the file's bytes, so every pass
+ * reads the same text. */
 typedef struct field {
   const uint8_t *s;
-  size_t len;
+  size_t len, raw;
+  bool quoted;
   int64_t line, col;         /* where it starts */
   int64_t end_line, end_col; /* just past its end */
 } field;
@@ -66,21 +73,50 @@ static bool at_break(const scan *sc) {
   return sc->i < sc->n && (sc->p[sc->i] == '\r' || sc->p[sc->i] == '\n');
 }
 
-/* Skips blank lines; false at the end of the input. */
+static bool at_comment(const scan *sc) {
+  return sc->o->comment && sc->i < sc->n && sc->p[sc->i] == (uint8_t)sc->o->comment;
+}
+
+/* Skips to the line break ending a comment (not past it). */
+static void skip_comment(scan *sc) {
+  while (sc->i < sc->n && !at_break(sc)) {
+    if ((sc->i & 0xffff) == 0xffff) mq_check_interrupt(sc->S);
+    sc->i++;
+  }
+}
+
+static bool read_field(scan *sc, field *f);
+
+/* Skips blank lines, comment lines and the lines skiprows= names; false
+ * at the end of the input. */
 static bool next_record(scan *sc) {
-  while (at_break(sc)) eat_newline(sc);
-  return sc->i < sc->n;
+  for (;;) {
+    if (at_comment(sc)) skip_comment(sc);
+    if (at_break(sc)) {
+      eat_newline(sc);
+      continue;
+    }
+    if (sc->i >= sc->n) return false;
+    int64_t k = sc->line - 1;
+    if (k < sc->o->skip_first || (k < sc->o->nskip_line && sc->o->skip_line[k])) {
+      field f;
+      while (!read_field(sc, &f)) mq_poll(sc->S);
+      continue;
+    }
+    return true;
+  }
 }
 
 /* Reads one field into *f; true if it was the last of its record (the
- * record's line break is consumed). */
+ * record's line break, and a comment before it, are consumed). */
 static bool read_field(scan *sc, field *f) {
-  uint8_t *p = sc->p;
-  const char d = sc->o->delim;
+  const uint8_t *p = sc->p;
+  const char d = sc->o->delim, cm = sc->o->comment;
   f->line = sc->line;
   f->col = col_at(sc, sc->i);
-  if (sc->i < sc->n && p[sc->i] == '"') {
-    size_t w = ++sc->i, start = w;
+  f->quoted = sc->i < sc->n && p[sc->i] == '"';
+  if (f->quoted) {
+    size_t start = ++sc->i, w = 0;
     for (;;) {
       if (sc->i >= sc->n)
         fail_at(sc, f->line, f->col, "unterminated quoted field (the quote opened here)", NULL);
@@ -88,15 +124,12 @@ static bool read_field(scan *sc, field *f) {
       uint8_t c = p[sc->i];
       if (c == '"') {
         if (sc->i + 1 < sc->n && p[sc->i + 1] == '"') {
-          if (!sc->dry) p[w] = '"';
           w++;
           sc->i += 2;
           continue;
         }
-        sc->i++;
         break;
       }
-      if (!sc->dry) p[w] = c;
       w++;
       if (c == '\n' || (c == '\r' && !(sc->i + 1 < sc->n && p[sc->i + 1] == '\n'))) {
         sc->i++;
@@ -107,20 +140,23 @@ static bool read_field(scan *sc, field *f) {
       }
     }
     f->s = p + start;
-    f->len = w - start;
-    if (sc->i < sc->n && p[sc->i] != d && !at_break(sc))
+    f->raw = sc->i - start;
+    f->len = w;
+    sc->i++; /* the closing quote */
+    if (sc->i < sc->n && p[sc->i] != d && !at_break(sc) && !at_comment(sc))
       fail_at(sc, sc->line, col_at(sc, sc->i),
               "unexpected character after a closing quote (a quote inside a quoted field is "
               "written twice: \"\")",
               NULL);
   } else {
     size_t start = sc->i;
-    while (sc->i < sc->n && p[sc->i] != d && p[sc->i] != '\r' && p[sc->i] != '\n') {
+    while (sc->i < sc->n && p[sc->i] != d && p[sc->i] != '\r' && p[sc->i] != '\n' &&
+           !(cm && p[sc->i] == (uint8_t)cm)) {
       if (((sc->i - start) & 0xffff) == 0xffff) mq_check_interrupt(sc->S);
       sc->i++;
     }
     f->s = p + start;
-    f->len = sc->i - start;
+    f->len = f->raw = sc->i - start;
   }
   f->end_line = sc->line;
   f->end_col = col_at(sc, sc->i);
@@ -128,8 +164,29 @@ static bool read_field(scan *sc, field *f) {
     sc->i++;
     return false;
   }
+  if (at_comment(sc)) skip_comment(sc);
   if (sc->i < sc->n) eat_newline(sc);
   return true;
+}
+
+/* A field's text, unescaped: the file's own bytes unless a doubled quote
+ * must become one ([tmp] then holds it; it grows as needed). */
+typedef struct textbuf {
+  uint8_t *s;
+  size_t cap;
+} textbuf;
+
+static const uint8_t *field_text(mq_state *S, const field *f, textbuf *tmp) {
+  if (f->len == f->raw) return f->s;
+  if (tmp->cap < f->len) {
+    tmp->cap = mq_ck_zmul(S, f->len, 2, "a CSV field");
+    tmp->s = mq_scratch(S, tmp->cap);
+  }
+  for (size_t r = 0, w = 0; r < f->raw; r++) {
+    tmp->s[w++] = f->s[r];
+    if (f->s[r] == '"') r++; /* "" is one quote */
+  }
+  return tmp->s;
 }
 
 /* --- cells ------------------------------------------------------------------------- */
@@ -173,6 +230,99 @@ static bool parse_number(const uint8_t *s, size_t len, mq_dtype dt, double *v) {
   return end == t + len;
 }
 
+/* The cell as an int64 (an optional sign, then digits only); false if it
+ * is not one or does not fit. */
+static bool parse_int(const uint8_t *s, size_t len, int64_t *v) {
+  size_t k = len && (s[0] == '+' || s[0] == '-');
+  bool neg = len && s[0] == '-';
+  if (k == len) return false;
+  uint64_t acc = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  for (; k < len; k++) {
+    if (s[k] < '0' || s[k] > '9') return false;
+    unsigned dgt = s[k] - '0';
+    if (acc > (lim - dgt) / 10) return false;
+    acc = acc * 10 + dgt;
+  }
+  *v = neg ? (int64_t)(0 - acc) : (int64_t)acc;
+  return true;
+}
+
+int64_t mq_days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
+  z += 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+  *y = yoe + era * 400 + (*m <= 2);
+}
+
+static bool digits(const uint8_t *s, int n, int *v) {
+  *v = 0;
+  for (int k = 0; k < n; k++) {
+    if (s[k] < '0' || s[k] > '9') return false;
+    *v = *v * 10 + (s[k] - '0');
+  }
+  return true;
+}
+
+/* An ISO date "YYYY-MM-DD" (days) or datetime "YYYY-MM-DD[T ]HH:MM[:SS]"
+ * (seconds), a real day of the calendar; false otherwise. */
+static bool parse_when(const uint8_t *s, size_t len, bool *datetime, int64_t *v) {
+  int y, mo, d, h = 0, mi = 0, se = 0;
+  if (len < 10 || s[4] != '-' || s[7] != '-' || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) ||
+      !digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1)
+    return false;
+  static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap)) return false;
+  int64_t days = mq_days_from_civil(y, mo, d);
+  *datetime = len > 10;
+  if (len == 10) {
+    *v = days;
+    return true;
+  }
+  if (len != 16 && len != 19) return false;
+  if ((s[10] != 'T' && s[10] != ' ') || s[13] != ':' || !digits(s + 11, 2, &h) ||
+      !digits(s + 14, 2, &mi) || h > 23 || mi > 59)
+    return false;
+  if (len == 19 && (s[16] != ':' || !digits(s + 17, 2, &se) || se > 59)) return false;
+  *v = days * 86400 + h * 3600 + mi * 60 + se;
+  return true;
+}
+
+mq_when mq_when_of(int64_t v, bool datetime) {
+  mq_when w = {v, 0, 0, 0, 0, 0, 0};
+  int64_t secs = 0;
+  if (datetime) { /* floor division: -1 is 1969-12-31 23:59:59 */
+    w.days = v / 86400 - (v % 86400 < 0);
+    secs = v - w.days * 86400;
+  }
+  civil_from_days(w.days, &w.year, &w.month, &w.day);
+  w.hour = (int)(secs / 3600);
+  w.minute = (int)(secs / 60 % 60);
+  w.second = (int)(secs % 60);
+  return w;
+}
+
+int mq_csv_format_when(char *out, size_t cap, int64_t v, bool datetime) {
+  mq_when w = mq_when_of(v, datetime);
+  if (!datetime) return snprintf(out, cap, "%04lld-%02d-%02d", (long long)w.year, w.month, w.day);
+  return snprintf(out, cap, "%04lld-%02d-%02d %02d:%02d:%02d", (long long)w.year, w.month, w.day,
+                  w.hour, w.minute, w.second);
+}
+
 /* Length of the well-formed UTF-8 sequence at s (of n bytes), 0 if none. */
 static size_t utf8_len(const uint8_t *s, size_t n) {
   size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
@@ -212,16 +362,15 @@ static const char *cell_text(mq_state *S, const uint8_t *s, size_t len) {
 
 /* --- the table --------------------------------------------------------------------- */
 
-/* A header name: its text, unescaped in place in the file's bytes (later
- * fields never write before their own start). Strings are made only for
- * the columns selected. */
+/* A header name: its text, unescaped. Strings are made only for the
+ * columns selected. */
 typedef struct slice {
   const uint8_t *s;
   size_t len;
 } slice;
 
-/* The source column of each selected column, from columns= and the header;
- * NULL without columns= (column k is then the source's k). */
+/* The source column of each selected column, from usecols= and the header;
+ * NULL without usecols= (column k is then the source's k). */
 static int *resolve_columns(scan *sc, const slice *names, int width, int *nsel) {
   const mq_csv_opts *o = sc->o;
   mq_state *S = sc->S;
@@ -241,7 +390,7 @@ static int *resolve_columns(scan *sc, const slice *names, int width, int *nsel) 
       continue;
     }
     if (!names)
-      mq_error(S, "%s: %s: columns= names a column, but header=false gives no names (select by "
+      mq_error(S, "%s: %s: usecols= names a column, but header=false gives no names (select by "
                   "index)", o->who, o->file);
     src[k] = -1;
     for (int j = 0; j < width && src[k] < 0; j++)
@@ -266,9 +415,9 @@ static int *resolve_columns(scan *sc, const slice *names, int width, int *nsel) 
 static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
 
 /* The first pass: how many records there are and how many fields the
- * first has, read as the parse reads them (without unescaping), so the
- * table is made once at its size. An error stops it where the parse will
- * stop (there or earlier), so it is left to the parse to report. */
+ * first has, read as the others read them, so the table is made once at
+ * its size. An error stops it where the next pass will stop (there or
+ * earlier), so it is left to that pass to report. */
 typedef struct count_job {
   scan sc;
   int64_t records, fields; /* fields: of the first record, so far */
@@ -287,113 +436,267 @@ static void count_records(mq_state *S, void *ud) {
   }
 }
 
-void mq_csv_parse(mq_state *S, uint8_t *p, size_t n, const mq_csv_opts *o, mq_csv_table *out) {
-  scan sc = {S, o, p, n, 0, 0, 1, false};
-  if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) sc.i = sc.line_start = 3;
-  if (!next_record(&sc)) mq_error(S, "%s: %s is empty (no header and no rows)", o->who, o->file);
-  count_job cj = {sc, 0, 0};
-  cj.sc.dry = true;
-  masq_status st = mq_protect(S, count_records, &cj);
-  if (st != MASQ_OK && st != MASQ_ERR_RUNTIME) mq_rethrow(S, st); /* an interrupt */
-  if (st != MASQ_OK && cj.records == 0) { /* the first record is bad: its error first */
-    field f;
-    while (!read_field(&sc, &f)) continue;
-    mq_error(S, "%s: %s: a record the first pass could not read was read (a bug in masq)", o->who, o->file);
-  }
-  if (st != MASQ_OK) cj.records++; /* the record it failed in, read again below */
-  if (cj.fields >= INT32_MAX) fail_at(&sc, sc.line, col_at(&sc, sc.i), "too many columns", NULL);
-  size_t width = (size_t)cj.fields;
-  int64_t rows = cj.records - o->header;
-  /* the first record: the header, or the first row (which sets the width) */
-  slice *names = NULL;
-  if (o->header) {
-    names = mq_scratch(S, width * sizeof *names);
-    for (size_t c = 0; c < width; c++) {
-      field f;
-      read_field(&sc, &f);
-      names[c] = (slice){f.s, f.len};
-    }
-  }
+/* What a column's cells may all be: each cell clears the kinds it is not. */
+enum { MAY_INT = 1, MAY_FLOAT = 2, MAY_DATE = 4, MAY_DATETIME = 8, SEEN = 16 };
+
+/* The state of the passes over the rows, after the header. */
+typedef struct rows_job {
+  scan sc;
+  const slice *names;
+  size_t width;
   int nsel;
-  int *src = resolve_columns(&sc, names, (int)width, &nsel);
-  /* where each source column goes, with columns=: to[k] is the first
-   * selected column that reads source column k, more[j] the next after j
-   * (a column may be selected twice), -1 none */
-  int32_t *to = NULL, *more = NULL;
-  if (src) {
-    to = mq_scratch(S, width * sizeof *to);
-    memset(to, 0xff, width * sizeof *to);
-    more = mq_scratch(S, (size_t)(nsel ? nsel : 1) * sizeof *more);
-    for (int j = nsel - 1; j >= 0; j--) {
-      more[j] = to[src[j]];
-      to[src[j]] = j;
-    }
+  const int32_t *to, *more; /* usecols=: source column -> selected ones */
+  int64_t rows;
+  uint8_t *may;             /* the infer pass: per selected column */
+  mq_csv_column *cols;      /* the fill pass: the columns, or */
+  mq_tensor *x, *valid;     /* the old (rows, columns) tensor */
+  textbuf tmp;
+} rows_job;
+
+static MQ_NORETURN void not_a_number(rows_job *j, const field *f, size_t k) {
+  mq_state *S = j->sc.S;
+  const char *col = j->names ? cell_text(S, j->names[k].s, j->names[k].len) : NULL;
+  mq_buf *m = &S->out;
+  m->len = 0;
+  const uint8_t *t = field_text(S, f, &j->tmp);
+  mq_buf_printf(S, m, "%s is not a number nor one of the na strings", cell_text(S, t, f->len));
+  if (col) mq_buf_printf(S, m, " (column %s)", col);
+  fail_at(&j->sc, f->line, f->col, m->data, NULL);
+}
+
+/* One cell in the infer pass. */
+static void infer_cell(rows_job *j, int32_t c, const uint8_t *s, size_t len, const field *f,
+                       size_t k) {
+  const mq_csv_opts *o = j->sc.o;
+  uint8_t m = j->may[c];
+  int64_t iv;
+  double dv;
+  bool dt;
+  if (o->dtype != MQ_DT__ALL) { /* every column numbers: the first that is not stops */
+    if (!parse_number(s, len, MQ_DT_F64, &dv)) not_a_number(j, f, k);
+    return;
   }
-  int64_t shape[2] = {rows, nsel}, r = 0;
-  mq_tensor *x = mq_tensor_new(S, o->dtype, 2, shape), *valid = mq_tensor_new(S, MQ_DT_BOOL, 2, shape);
-  float *xf = mq_tensor_data(x);
-  double *xd = mq_tensor_data(x);
-  uint8_t *xm = mq_tensor_data(valid);
-  while (next_record(&sc)) {
+  if ((m & MAY_INT) && !parse_int(s, len, &iv)) m &= (uint8_t)~MAY_INT;
+  if ((m & MAY_FLOAT) && !parse_number(s, len, MQ_DT_F64, &dv)) m &= (uint8_t)~MAY_FLOAT;
+  if (m & (MAY_DATE | MAY_DATETIME)) {
+    if (!parse_when(s, len, &dt, &iv)) m &= (uint8_t)~(MAY_DATE | MAY_DATETIME);
+    else if (dt) m &= (uint8_t)~MAY_DATE;
+  }
+  j->may[c] = m | SEEN;
+}
+
+/* The kind a column's cells agreed on, and its dtype. */
+static mq_csv_kind kind_of(const mq_csv_opts *o, uint8_t m, mq_dtype *dt) {
+  *dt = MQ_DT_I64;
+  if (o->dtype != MQ_DT__ALL || !(m & SEEN)) { /* an empty column is float64, as pandas' */
+    *dt = o->dtype != MQ_DT__ALL ? o->dtype : MQ_DT_F64;
+    return MQ_CSV_NUM;
+  }
+  if (m & MAY_INT) return MQ_CSV_NUM;
+  if (m & MAY_FLOAT) {
+    *dt = MQ_DT_F64;
+    return MQ_CSV_NUM;
+  }
+  if (m & MAY_DATE) return MQ_CSV_DATE;
+  if (m & MAY_DATETIME) return MQ_CSV_DATETIME;
+  return MQ_CSV_TEXT;
+}
+
+/* One cell in the fill pass, into row r of selected column c. */
+static void fill_cell(rows_job *j, int32_t c, int64_t r, const uint8_t *s, size_t len, bool ok,
+                      const uint8_t *raw, size_t rawlen) {
+  mq_state *S = j->sc.S;
+  if (j->x) {
+    size_t at = (size_t)r * (size_t)j->nsel + (size_t)c;
+    double v = 0;
+    if (ok) parse_number(s, len, (mq_dtype)j->x->dtype, &v);
+    if (j->x->dtype == MQ_DT_F32) ((float *)mq_tensor_data(j->x))[at] = (float)v;
+    else ((double *)mq_tensor_data(j->x))[at] = v;
+    ((uint8_t *)mq_tensor_data(j->valid))[at] = ok;
+    return;
+  }
+  mq_csv_column *col = &j->cols[c];
+  if (col->kind == MQ_CSV_TEXT) { /* text keeps its spaces */
+    mq_value v = ok ? mq_objv(mq_string_new(S, (const char *)raw, rawlen)) : mq_none();
+    mq_list_push(S, col->text, v);
+    return;
+  }
+  mq_tensor *data = col->x;
+  ((uint8_t *)mq_tensor_data(data->mask))[r] = ok;
+  void *d = mq_tensor_data(data);
+  int64_t iv = 0;
+  double dv = 0;
+  bool dt;
+  if (col->kind != MQ_CSV_NUM) {
+    if (ok) parse_when(s, len, &dt, &iv);
+    ((int64_t *)d)[r] = iv;
+  } else if (data->dtype == MQ_DT_I64) {
+    if (ok) parse_int(s, len, &iv);
+    ((int64_t *)d)[r] = iv;
+  } else {
+    if (ok) parse_number(s, len, (mq_dtype)data->dtype, &dv);
+    if (data->dtype == MQ_DT_F32) ((float *)d)[r] = (float)dv;
+    else ((double *)d)[r] = dv;
+  }
+}
+
+/* A pass over the rows: [fill] false infers the columns' kinds and checks
+ * the rows' shapes, true writes the cells. */
+static void walk_rows(rows_job *j, bool fill) {
+  scan *sc = &j->sc;
+  mq_state *S = sc->S;
+  const mq_csv_opts *o = sc->o;
+  int64_t r = 0;
+  while (next_record(sc)) {
     mq_poll(S);
     size_t k = 0;
     field lastf = {0};
     for (bool last = false; !last; k++) {
       field f;
-      last = read_field(&sc, &f);
+      last = read_field(sc, &f);
       lastf = f;
-      if (k >= width) {
+      if (k >= j->width) {
         char what[96];
         snprintf(what, sizeof what, "this row has more fields than %s's %zu",
-                 o->header ? "the header" : "the first row", width);
-        fail_at(&sc, f.line, f.col, what, NULL);
+                 o->header ? "the header" : "the first row", j->width);
+        fail_at(sc, f.line, f.col, what, NULL);
       }
-      int32_t j = to ? to[k] : (int32_t)k;
-      if (j < 0) continue;
-      const uint8_t *s = f.s;
+      int32_t c = j->to ? j->to[k] : (int32_t)k;
+      if (c < 0 || r == j->rows) continue; /* r == rows cannot be: checked below */
+      const uint8_t *raw = field_text(S, &f, &j->tmp), *s = raw;
       size_t len = f.len;
       trim(&s, &len);
       bool ok = !is_na(o, s, len);
-      double v = 0;
-      if (ok && !parse_number(s, len, o->dtype, &v)) {
-        const char *col =
-            names ? cell_text(S, names[k].s, names[k].len) : NULL;
-        mq_buf *m = &S->out;
-        m->len = 0;
-        mq_buf_printf(S, m, "%s is not a number nor one of the na strings", cell_text(S, f.s, f.len));
-        if (col) mq_buf_printf(S, m, " (column %s)", col);
-        fail_at(&sc, f.line, f.col, m->data, NULL);
-      }
-      if (r == rows) continue; /* cannot be: the count read the same records (checked below) */
-      for (; j >= 0; j = to ? more[j] : -1) {
-        size_t at = (size_t)r * (size_t)nsel + (size_t)j;
-        if (o->dtype == MQ_DT_F32) xf[at] = (float)v;
-        else xd[at] = v;
-        xm[at] = ok;
+      for (; c >= 0; c = j->to ? j->more[c] : -1) {
+        if (!fill && ok) infer_cell(j, c, s, len, &f, k);
+        if (fill) fill_cell(j, c, r, s, len, ok, raw, f.len);
       }
     }
-    if (k < width) {
+    if (k < j->width) {
       char what[160];
-      snprintf(what, sizeof what, "this row has %zu field%s, but %s has %zu", k, plural((int64_t)k),
-               o->header ? "the header" : "the first row", width);
-      fail_at(&sc, lastf.end_line, lastf.end_col, what, NULL);
+      snprintf(what, sizeof what, "this row has %zu field%s, but %s has %zu", k,
+               plural((int64_t)k), o->header ? "the header" : "the first row", j->width);
+      fail_at(sc, lastf.end_line, lastf.end_col, what, NULL);
     }
-    if (r == rows) break;
+    if (r == j->rows) break;
     r++;
   }
-  if (r != rows || next_record(&sc))
-    mq_error(S, "%s: %s: the rows are not the %lld the first pass counted (a bug in masq)", o->who,
-             o->file, (long long)rows);
-  out->x = mq_masked(S, x, valid);
-  out->ncols = nsel;
-  out->names = NULL;
-  if (names) {
-    out->names = mq_scratch(S, (size_t)(nsel ? nsel : 1) * sizeof *out->names);
-    for (int j = 0; j < nsel; j++) {
-      const slice *nm = &names[src ? src[j] : j];
-      out->names[j] = mq_string_new(S, (const char *)nm->s, nm->len);
+  if (r != j->rows || next_record(sc))
+    mq_error(S, "%s: %s: the rows are not the %lld the first pass counted (a bug in masq)",
+             o->who, o->file, (long long)j->rows);
+}
+
+/* Makes the columns, empty, of the kinds the infer pass found. */
+static void make_columns(rows_job *j, mq_csv_table *out) {
+  mq_state *S = j->sc.S;
+  const mq_csv_opts *o = j->sc.o;
+  int64_t shape[2] = {j->rows, j->nsel};
+  if (o->tensor) {
+    j->x = mq_tensor_new(S, o->dtype == MQ_DT__ALL ? MQ_DT_F32 : o->dtype, 2, shape);
+    j->valid = mq_tensor_new(S, MQ_DT_BOOL, 2, shape);
+    return;
+  }
+  j->cols = out->cols = mq_scratch(S, (size_t)(j->nsel ? j->nsel : 1) * sizeof *j->cols);
+  for (int c = 0; c < j->nsel; c++) {
+    mq_csv_column *col = &j->cols[c];
+    mq_dtype dt;
+    col->kind = (uint8_t)kind_of(o, j->may[c], &dt);
+    col->name = out->names ? out->names[c] : NULL;
+    col->x = NULL;
+    col->text = NULL;
+    if (col->kind == MQ_CSV_TEXT) {
+      if (j->rows > INT32_MAX) mq_error(S, "%s: %s: too many rows for a text column", o->who, o->file);
+      col->text = mq_list_new(S, (int)j->rows);
+      continue;
+    }
+    mq_tensor *d = mq_tensor_new(S, dt, 1, shape);
+    mq_tensor_set_mask(S, d, mq_tensor_new(S, MQ_DT_BOOL, 1, shape));
+    col->x = d;
+  }
+}
+
+void mq_csv_parse(mq_state *S, const uint8_t *p, size_t n, const mq_csv_opts *o,
+                  mq_csv_table *out) {
+  scan sc = {S, o, p, n, 0, 0, 1};
+  if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) sc.i = sc.line_start = 3;
+  if (!next_record(&sc))
+    mq_error(S, "%s: %s is empty (no header and no rows)", o->who, o->file);
+  count_job cj = {sc, 0, 0};
+  masq_status st = mq_protect(S, count_records, &cj);
+  if (st != MASQ_OK && st != MASQ_ERR_RUNTIME) mq_rethrow(S, st); /* an interrupt */
+  if (st != MASQ_OK && cj.records == 0) { /* the first record is bad: its error first */
+    field f;
+    while (!read_field(&sc, &f)) continue;
+    mq_error(S, "%s: %s: a record the first pass could not read was read (a bug in masq)",
+             o->who, o->file);
+  }
+  if (st != MASQ_OK) cj.records++; /* the record it failed in, read again below */
+  if (cj.fields >= INT32_MAX) fail_at(&sc, sc.line, col_at(&sc, sc.i), "too many columns", NULL);
+  rows_job j;
+  memset(&j, 0, sizeof j);
+  j.width = (size_t)cj.fields;
+  j.rows = cj.records - o->header;
+  /* the first record: the header, or the first row (which sets the width) */
+  slice *names = NULL;
+  if (o->header) {
+    names = mq_scratch(S, j.width * sizeof *names);
+    textbuf tmp = {NULL, 0};
+    for (size_t c = 0; c < j.width; c++) {
+      field f;
+      read_field(&sc, &f);
+      const uint8_t *t = field_text(S, &f, &tmp);
+      if (t == tmp.s) { /* keep it: the buffer is reused */
+        uint8_t *keep = mq_scratch(S, f.len ? f.len : 1);
+        memcpy(keep, t, f.len);
+        t = keep;
+      }
+      names[c] = (slice){t, f.len};
     }
   }
+  int *src = resolve_columns(&sc, names, (int)j.width, &j.nsel);
+  /* where each source column goes, with usecols=: to[k] is the first
+   * selected column that reads source column k, more[c] the next after c
+   * (a column may be selected twice), -1 none */
+  if (src) {
+    int32_t *to = mq_scratch(S, j.width * sizeof *to);
+    int32_t *more = mq_scratch(S, (size_t)(j.nsel ? j.nsel : 1) * sizeof *more);
+    memset(to, 0xff, j.width * sizeof *to);
+    for (int c = j.nsel - 1; c >= 0; c--) {
+      more[c] = to[src[c]];
+      to[src[c]] = c;
+    }
+    j.to = to;
+    j.more = more;
+  }
+  j.names = names;
+  out->ncols = j.nsel;
+  out->rows = j.rows;
+  out->names = NULL;
+  out->cols = NULL;
+  out->x = NULL;
+  if (names) {
+    out->names = mq_scratch(S, (size_t)(j.nsel ? j.nsel : 1) * sizeof *out->names);
+    for (int c = 0; c < j.nsel; c++) {
+      const slice *nm = &names[src ? src[c] : c];
+      out->names[c] = mq_string_new(S, (const char *)nm->s, nm->len);
+    }
+  }
+  j.may = mq_scratch(S, (size_t)(j.nsel ? j.nsel : 1));
+  memset(j.may, MAY_INT | MAY_FLOAT | MAY_DATE | MAY_DATETIME, (size_t)(j.nsel ? j.nsel : 1));
+  j.sc = sc;
+  /* the old tensor needs no kinds, only the first cell that is not a number */
+  rows_job infer = j;
+  if (o->tensor && o->dtype == MQ_DT__ALL) {
+    mq_csv_opts numeric = *o;
+    numeric.dtype = MQ_DT_F32;
+    infer.sc.o = &numeric;
+    walk_rows(&infer, false);
+  } else {
+    walk_rows(&infer, false);
+  }
+  make_columns(&j, out);
+  walk_rows(&j, true);
+  if (j.x) out->x = mq_masked(S, j.x, j.valid);
 }
 
 /* --- writing ------------------------------------------------------------------------- */
@@ -420,7 +723,7 @@ static void sb_put(mq_state *S, sbuf *b, const char *s, size_t n) {
 /* The shortest text that reads back as v (in v's own precision), in
  * Python's repr style: fixed notation for exponents -4 to 15 ("-300",
  * "0.1"), scientific otherwise ("1e-05", "1.5e+20"). */
-static int shortest(char *t, size_t cap, double v, bool f32) {
+int mq_csv_shortest(char *t, size_t cap, double v, bool f32) {
   if (isnan(v)) return snprintf(t, cap, "nan");
   if (isinf(v)) return snprintf(t, cap, v < 0 ? "-inf" : "inf");
   int prec = 1;
@@ -444,11 +747,16 @@ static int shortest(char *t, size_t cap, double v, bool f32) {
 }
 
 /* A header name, quoted when a reader would otherwise split or trim it. */
+static void put_text(mq_state *S, sbuf *b, const mq_string *s, char delim, bool empty_quoted);
 static void put_name(mq_state *S, sbuf *b, const mq_string *s, char delim) {
-  bool quote = s->len == 0;
+  put_text(S, b, s, delim, true);
+}
+
+static void put_text(mq_state *S, sbuf *b, const mq_string *s, char delim, bool empty_quoted) {
+  bool quote = empty_quoted && s->len == 0;
   for (size_t k = 0; k < s->len && !quote; k++) {
     char c = s->chars[k];
-    quote = c == delim || c == '"' || c == '\n' || c == '\r';
+    quote = c == delim || c == '"' || c == '\n' || c == '\r' || c == '#'; /* # may be a comment */
   }
   /* spaces would be kept but look trimmed; a first name starting like a
    * BOM would lose it */
@@ -491,11 +799,70 @@ char *mq_csv_encode(mq_state *S, mq_tensor *x, const mq_string *const *names, in
       switch ((mq_dtype)d->dtype) {
       case MQ_DT_BOOL: tl = snprintf(t, sizeof t, "%d", ((const uint8_t *)mq_tensor_data(d))[k] != 0); break;
       case MQ_DT_I64: tl = snprintf(t, sizeof t, "%lld", (long long)((const int64_t *)mq_tensor_data(d))[k]); break;
-      case MQ_DT_F32: tl = shortest(t, sizeof t, ((const float *)mq_tensor_data(d))[k], true); break;
-      default: tl = shortest(t, sizeof t, ((const double *)mq_tensor_data(d))[k], false); break;
+      case MQ_DT_F32: tl = mq_csv_shortest(t, sizeof t, ((const float *)mq_tensor_data(d))[k], true); break;
+      default: tl = mq_csv_shortest(t, sizeof t, ((const double *)mq_tensor_data(d))[k], false); break;
       }
       sb_put(S, &b, t, (size_t)tl);
     }
+    sb_put(S, &b, "\n", 1);
+  }
+  *len = b.len;
+  return b.s ? b.s : mq_scratch(S, 1);
+}
+
+char *mq_csv_encode_columns(mq_state *S, const mq_csv_column *cols, int ncols, int64_t rows,
+                            bool header, char delim, size_t *len) {
+  sbuf b = {NULL, 0, 0};
+  for (int j = 0; header && j < ncols; j++) {
+    if (j) sb_put(S, &b, &delim, 1);
+    put_name(S, &b, cols[j].name, delim);
+  }
+  if (header) sb_put(S, &b, "\n", 1);
+  /* each column's data and mask, contiguous, in a dtype the writer reads */
+  const void **data = mq_scratch(S, (size_t)(ncols ? ncols : 1) * sizeof *data);
+  const uint8_t **mask = mq_scratch(S, (size_t)(ncols ? ncols : 1) * sizeof *mask);
+  uint8_t *dts = mq_scratch(S, (size_t)(ncols ? ncols : 1));
+  for (int j = 0; j < ncols; j++) {
+    if (cols[j].kind == MQ_CSV_TEXT) continue;
+    mq_tensor *d = mq_contiguous(S, mq_get_data(S, cols[j].x));
+    if (mq_dtype_is_narrow((mq_dtype)d->dtype)) d = mq_astype(S, d, mq_dtype_compute((mq_dtype)d->dtype));
+    data[j] = mq_tensor_data(d);
+    dts[j] = d->dtype;
+    mask[j] = mq_tensor_data(mq_contiguous(S, mq_get_mask(S, cols[j].x)));
+  }
+  char t[64];
+  for (int64_t r = 0; r < rows; r++) {
+    mq_poll(S);
+    size_t line_start = b.len;
+    for (int j = 0; j < ncols; j++) {
+      if (j) sb_put(S, &b, &delim, 1);
+      const mq_csv_column *c = &cols[j];
+      if (c->kind == MQ_CSV_TEXT) {
+        mq_value v = c->text->items[r];
+        if (mq_is_obj(v, MQ_O_STRING)) put_text(S, &b, mq_as_string(v), delim, true);
+        continue;
+      }
+      if (!mask[j][r]) continue;
+      int tl;
+      switch ((mq_dtype)dts[j]) {
+      case MQ_DT_BOOL: tl = snprintf(t, sizeof t, "%d", ((const uint8_t *)data[j])[r] != 0); break;
+      case MQ_DT_I64: {
+        int64_t v = ((const int64_t *)data[j])[r];
+        tl = c->kind == MQ_CSV_NUM ? snprintf(t, sizeof t, "%lld", (long long)v)
+                                   : mq_csv_format_when(t, sizeof t, v, c->kind == MQ_CSV_DATETIME);
+        break;
+      }
+      case MQ_DT_F32: tl = mq_csv_shortest(t, sizeof t, ((const float *)data[j])[r], true); break;
+      default: tl = mq_csv_shortest(t, sizeof t, ((const double *)data[j])[r], false); break;
+      }
+      /* a whole float keeps a point ("3.0", as pandas writes it), so the
+       * column reads back as floats, not ints */
+      if (mq_dtype_is_float((mq_dtype)dts[j]) && strspn(t, "-0123456789") == (size_t)tl)
+        tl += snprintf(t + tl, sizeof t - (size_t)tl, ".0");
+      sb_put(S, &b, t, (size_t)tl);
+    }
+    /* a row of nothing would be a blank line, which readers skip */
+    if (b.len == line_start + (size_t)(ncols ? ncols - 1 : 0)) sb_put(S, &b, "\"\"", 2);
     sb_put(S, &b, "\n", 1);
   }
   *len = b.len;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "../kernels/ops.h"
+#include "../../core/checked.h"
 #include "../tensor/msort.h"
 
 /* [t]'s entries in order, read in place when [t] is contiguous (printing a
@@ -144,13 +145,10 @@ double mq_quantile_sorted(const double *v, int64_t n, double q) {
 #define NUM_BEFORE(x, y, ctx) (*(x) < *(y))
 MQ_DEF_MSORT(sort_doubles, double, int, NUM_BEFORE)
 
-enum { N_STATS = 8 };
-static const char *const stat_names[N_STATS] = {"count", "mean", "std", "min",
-                                                "25%",   "50%",  "75%", "max"};
-
-/* One column's statistics as text, "--" where there is no valid entry. */
+/* One column's statistics: count, then mean, std, min, quartiles, max, NaN
+ * where there is no valid entry (std: fewer than two). */
 static void describe_column(mq_state *S, const flat *f, int64_t start, int64_t n, int64_t step,
-                            char out[N_STATS][32]) {
+                            double st[MQ_DESCRIBE_STATS]) {
   double *vals = mq_scratch(S, (size_t)(n ? n : 1) * sizeof *vals);
   int64_t cnt = 0;
   bool nan = false;
@@ -163,28 +161,25 @@ static void describe_column(mq_state *S, const flat *f, int64_t start, int64_t n
     sum += x;
     vals[cnt++] = x;
   }
-  snprintf(out[0], 32, "%lld", (long long)cnt);
-  if (!cnt) {
-    for (int s = 1; s < N_STATS; s++) snprintf(out[s], 32, "--");
-    return;
-  }
+  st[0] = (double)cnt;
+  for (int s = 1; s < MQ_DESCRIBE_STATS; s++) st[s] = NAN;
+  if (!cnt) return;
   /* a valid NaN makes every statistic NaN, as it does torch.masked's */
   double mean = sum / (double)cnt, ss = 0;
   for (int64_t k = 0; k < cnt; k++) ss += (vals[k] - mean) * (vals[k] - mean);
-  double st[N_STATS] = {0, mean, cnt > 1 ? sqrt(ss / (double)(cnt - 1)) : NAN};
-  if (nan) {
-    for (int s = 3; s < N_STATS; s++) st[s] = NAN;
-  } else {
-    vals = sort_doubles(S, vals, mq_scratch(S, (size_t)cnt * sizeof *vals), cnt, 0);
-    st[3] = vals[0];
-    st[7] = vals[cnt - 1];
-    for (int q = 1; q <= 3; q++) st[3 + q] = mq_quantile_sorted(vals, cnt, q * 0.25);
-  }
-  for (int s = 1; s < N_STATS; s++) snprintf(out[s], 32, "%.6g", st[s]);
+  st[1] = mean;
+  st[2] = cnt > 1 ? sqrt(ss / (double)(cnt - 1)) : NAN;
+  if (nan) return;
+  vals = sort_doubles(S, vals, mq_scratch(S, (size_t)cnt * sizeof *vals), cnt, 0);
+  st[3] = vals[0];
+  st[7] = vals[cnt - 1];
+  for (int q = 1; q <= 3; q++) st[3 + q] = mq_quantile_sorted(vals, cnt, q * 0.25);
 }
 
-void mq_describe(mq_state *S, mq_buf *b, mq_tensor *t, int dim, const mq_string *const *names,
-                 int n) {
+const char *const mq_describe_names[MQ_DESCRIBE_STATS] = {"count", "mean", "std", "min",
+                                                          "25%",   "50%",  "75%", "max"};
+
+double *mq_describe_stats(mq_state *S, mq_tensor *t, int dim, int64_t *ncols) {
   flat f = flat_of(S, t);
   /* columns: ncol of them, each [len] entries [step] apart from [start] */
   int64_t ncol = 1, len = t->numel, step = 1, cstride = 0;
@@ -196,33 +191,12 @@ void mq_describe(mq_state *S, mq_buf *b, mq_tensor *t, int dim, const mq_string 
       ncol = last, len = last ? t->numel / last : 0, step = last, cstride = 1;
     }
   }
-  if (names && n != ncol)
-    mq_error(S, "describe: names has %d entr%s but x has %lld column%s", n, n == 1 ? "y" : "ies",
-             (long long)ncol, ncol == 1 ? "" : "s");
-  char(*cells)[N_STATS][32] = mq_scratch(S, (size_t)(ncol ? ncol : 1) * sizeof *cells);
-  int *w = mq_scratch(S, (size_t)(ncol ? ncol : 1) * sizeof *w);
+  size_t cells = mq_ck_zmul(S, (size_t)(ncol ? ncol : 1), MQ_DESCRIBE_STATS * sizeof(double), "describe");
+  double *st = mq_scratch(S, cells);
   for (int64_t c = 0; c < ncol; c++) {
     mq_check_interrupt(S);
-    describe_column(S, &f, c * cstride, len, step, cells[c]);
-    char head[32];
-    int hl = names ? (int)names[c]->len : snprintf(head, sizeof head, "%lld", (long long)c);
-    w[c] = hl;
-    for (int s = 0; s < N_STATS; s++)
-      if ((int)strlen(cells[c][s]) > w[c]) w[c] = (int)strlen(cells[c][s]);
+    describe_column(S, &f, c * cstride, len, step, st + c * MQ_DESCRIBE_STATS);
   }
-  mq_buf_printf(S, b, "%-5s", "");
-  for (int64_t c = 0; c < ncol; c++) {
-    if (names) {
-      mq_buf_printf(S, b, "  %*s", w[c] - (int)names[c]->len, "");
-      mq_buf_putn(S, b, names[c]->chars, names[c]->len);
-    } else {
-      mq_buf_printf(S, b, "  %*lld", w[c], (long long)c);
-    }
-  }
-  mq_buf_putc(S, b, '\n');
-  for (int s = 0; s < N_STATS; s++) {
-    mq_buf_printf(S, b, "%-5s", stat_names[s]);
-    for (int64_t c = 0; c < ncol; c++) mq_buf_printf(S, b, "  %*s", w[c], cells[c][s]);
-    mq_buf_putc(S, b, '\n');
-  }
+  *ncols = ncol;
+  return st;
 }

@@ -12,14 +12,14 @@
  * among the valid entries are counted instead. */
 MQ_INTERNAL void mq_summary_line(mq_state *S, mq_buf *b, const mq_tensor *t);
 
-/* Appends describe's table: count, mean, std, min, 25%, 50%, 75%, max of
- * the valid entries of each column, as pandas' DataFrame.describe. A 1-D
- * [t] is one column; a 2-D one has a column per entry of the dim not
- * reduced (dim 0, the default, reduces down the rows); more dims: the last
- * dim's entries are the columns. [names] (n of them, or NULL) head the
- * columns. */
-MQ_INTERNAL void mq_describe(mq_state *S, mq_buf *b, mq_tensor *t, int dim,
-                             const mq_string *const *names, int n);
+/* pandas' describe() numbers of each column of [t]'s valid entries: count,
+ * mean, std (ddof 1), min, 25%, 50%, 75%, max (mq_describe_names), NaN
+ * where undefined; MQ_DESCRIBE_STATS doubles a column, *ncols columns.
+ * A 1-D [t] is one column; 2-D: its columns (dim 0) or rows (dim 1);
+ * more dims: the last dim's entries are the columns. */
+enum { MQ_DESCRIBE_STATS = 8 };
+MQ_INTERNAL const char *const mq_describe_names[MQ_DESCRIBE_STATS];
+MQ_INTERNAL double *mq_describe_stats(mq_state *S, mq_tensor *t, int dim, int64_t *ncols);
 
 /* The q-quantile (0 <= q <= 1) of [n] sorted values, interpolated linearly
  * as numpy's quantile (method "linear", also torch's): the same arithmetic,

@@ -353,6 +353,9 @@ mq_tensor *mq_tensor_from_value_stored(mq_state *S, mq_value v, const char *what
     const mq_range *r = mq_as_range(v);
     return mq_arange_i64(S, r->start, r->stop, r->step);
   }
+  if (mq_is_obj(v, MQ_O_TABLE)) /* pandas' df.mean() habit */
+    mq_error(S, "%s: expected a tensor, got a table: a column is t[\"name\"]; to_tensor(t) "
+                "stacks the numeric columns into one (rows, columns) tensor", what);
   if (!mq_is_obj(v, MQ_O_LIST))
     mq_error(S, "%s: expected a tensor, got %s", what, mq_value_type_name(v));
   return mq_tensor_from_list(S, mq_as_list(v), what, false);

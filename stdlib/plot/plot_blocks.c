@@ -3,6 +3,7 @@
  * tensor is summed over blocks of rows and columns, as many blocks as the
  * picture has cells (plot.h). */
 #include "../../core/checked.h"
+#include "../../vm/table.h"
 #include "plot.h"
 
 /* --- blocks: a tensor as rows x columns, summed over blocks of entries -------------------- */
@@ -309,6 +310,14 @@ static mq_value block_picture(mq_state *S, mq_value *args, mq_tensor *x, const c
 }
 
 mq_value mq_pic_show_mask(mq_state *S, mq_value *args) {
+  if (mq_is_obj(args[0], MQ_O_TABLE)) { /* every cell, text included, columns named */
+    mq_value a[6]; /* the arguments as show_mask's signature has them */
+    mq_list *names;
+    memcpy(a, args, sizeof a);
+    mq_tensor *x = mq_table_validity(S, mq_as_table(args[0]), &names);
+    if (a[4].type == MQ_NONE) a[4] = mq_objv(names);
+    return block_picture(S, a, x, "show_mask", "mask", show_mask_svg, show_mask_text);
+  }
   mq_tensor *x = mq_arg_tensor(S, args[0], "x");
   return block_picture(S, args, x, "show_mask", "mask", show_mask_svg, show_mask_text);
 }

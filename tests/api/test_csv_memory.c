@@ -45,7 +45,7 @@ static masq_status load_check(masq_state *M, const char *path, const char *args,
                               long extent, long total) {
   char src[512];
   snprintf(src, sizeof src,
-           "t = load_csv(\"%s\"%s)\n"
+           "t = load_csv(\"%s\", tensor=true%s)\n"
            "if shape(t[0])[%d] != %ld or sum(t[0]) != %ld { error(\"wrong table\") }",
            path, args, dim, extent, total);
   return eval(M, src);
@@ -59,7 +59,7 @@ int main(void) {
   write_csv(wide, sizeof wide, "wide.csv", 1, 1000000, 0);
   masq_state *M = open_capped(24u << 20);
   CHECK_OK(M, load_check(M, wide, ", header=false", 1, 1000000, 1000000));
-  CHECK_OK(M, load_check(M, wide, ", header=false, columns=[0, -1]", 1, 2, 2));
+  CHECK_OK(M, load_check(M, wide, ", header=false, usecols=[0, -1]", 1, 2, 2));
   masq_close(M);
 
   write_csv(tall, sizeof tall, "tall.csv", 1000000, 1, 0);
@@ -69,10 +69,10 @@ int main(void) {
 
   write_csv(named, sizeof named, "named.csv", 1, 1000000, 1);
   M = open_capped(40u << 20);
-  snprintf(src, sizeof src, "t = load_csv(\"%s\")", named);
+  snprintf(src, sizeof src, "t = load_csv(\"%s\", tensor=true)", named);
   CHECK_ERR(M, eval(M, src), MASQ_ERR_MEMORY, "memory limit of 41943040 bytes exceeded");
   snprintf(src, sizeof src,
-           "t = load_csv(\"%s\", columns=[\"c7\", -1])\n"
+           "t = load_csv(\"%s\", tensor=true, usecols=[\"c7\", -1])\n"
            "if shape(t[0])[1] != 2 or t[1] != [\"c7\", \"c999999\"] { error(\"wrong columns\") }",
            named);
   CHECK_OK(M, eval(M, src));

@@ -186,9 +186,19 @@ static char *read_all(const char *path) {
     "}\n" \
     "# CSV: a table with missing cells, back again; its summary and describe\n" \
     "save_csv(\"%s/t.csv\", mt, header=[\"a\", \"b\", \"c\"])\n" \
-    "tc, names = load_csv(\"%s/t.csv\")\n" \
+    "tc, names = load_csv(\"%s/t.csv\", tensor=true)\n" \
     "print(names, tc, summary(tc))\n" \
     "describe(tc, names=names)\n" \
+    "# the same file as a table: a text column, filter, sort, group, back again\n" \
+    "tb = load_csv(\"%s/t.csv\")\n" \
+    "lab = []\n" \
+    "for i in range(len(tb)) { append(lab, str(i)) }\n" \
+    "tb[\"label\"] = lab\n" \
+    "tb[\"twice\"] = tb[\"a\"] * 2\n" \
+    "print(tb, tb.columns, len(tb), tb[tb[\"a\"] > 0], sort(tb, \"b\", descending=true))\n" \
+    "print(describe(tb), summary(tb), group(tb, \"label\", count), to_tensor(tb))\n" \
+    "save_csv(\"%s/t2.csv\", tb)\n" \
+    "print(load_csv(\"%s/t2.csv\"))\n" \
     "# the host function\n" \
     "print(\"host_twice:\", host_twice(mt[1]), host_twice(to_tensor(mt, 1) * 2))\n" \
     "# a module, a closure, lists, format and a few training steps\n" \
@@ -216,11 +226,11 @@ static const char *helper_text = "fn helper_scale(x, k=2) = x * k\n";
 static char *make_script(const char *dir) {
   char *tour = read_all("examples/tour.masq");
   if (!tour) return NULL;
-  size_t n = strlen(tour) + strlen(EXTRA_FMT) + 7 * strlen(dir) + 1;
+  size_t n = strlen(tour) + strlen(EXTRA_FMT) + 10 * strlen(dir) + 1;
   char *s = malloc(n);
   if (s) {
     strcpy(s, tour);
-    snprintf(s + strlen(tour), n - strlen(tour), EXTRA_FMT, dir, dir, dir, dir, dir, dir, dir);
+    snprintf(s + strlen(tour), n - strlen(tour), EXTRA_FMT, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
   }
   free(tour);
   char path[64];
@@ -519,6 +529,8 @@ int main(void) {
   snprintf(path, sizeof path, "%s/all.npz", dir);
   unlink(path);
   snprintf(path, sizeof path, "%s/t.csv", dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/t2.csv", dir);
   unlink(path);
   snprintf(path, sizeof path, "%s/helper.masq", dir);
   unlink(path);

@@ -3,7 +3,10 @@
  * back, save it again and load that; a zip also as scipy.sparse's .npz
  * (load_npz: csr, csc, coo, the constructors' checks; to_dense, save_npz
  * and load_npz again); then the same bytes as a CSV table
- * (load_csv, its summary, save_csv and load_csv again; tests/csv seeds).
+ * (load_csv with tensor=true, its summary, save_csv and load_csv again;
+ * then as a table with comment="#": print, summary, describe, show_mask,
+ * sort and group by its first column, save_csv and load_csv again;
+ * tests/csv seeds).
  * The bytes go to an in-memory file (memfd) that the script names as /proc/self/fd/N, so load() runs exactly
  * as for a file on disk. The state has the io library, a memory limit and
  * an interrupt budget, and must still work afterwards. */
@@ -83,11 +86,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       run(M, &budget, "s = none");
     }
   }
-  if (run(M, &budget, "t = load_csv(p)") == MASQ_OK) {
+  if (run(M, &budget, "t = load_csv(p, tensor=true)") == MASQ_OK) {
     run(M, &budget, "print(t[0])\nprint(summary(t[0]))");
     if (run(M, &budget, "save_csv(q, t[0], header=t[1])") == MASQ_OK)
-      run(M, &budget, "print(load_csv(q)[0])");
+      run(M, &budget, "print(load_csv(q, tensor=true)[0])");
     run(M, &budget, "t = none");
+  }
+  /* as a table: typed columns, comments, printing, the table's ops */
+  if (run(M, &budget, "t = load_csv(p, comment=\"#\")") == MASQ_OK) {
+    run(M, &budget, "print(t)\nprint(summary(t))\nprint(describe(t))\nshow_mask(t)");
+    run(M, &budget, "c = t.columns[0]\nprint(sort(t, c, descending=true)[0:3])\n"
+                    "print(group(t, c, count))");
+    if (run(M, &budget, "save_csv(q, t)") == MASQ_OK) run(M, &budget, "print(load_csv(q))");
+    run(M, &budget, "t = none\nc = none");
   }
   if (!fuzz_state_works(M, &budget)) {
     masq_close(state);

@@ -72,7 +72,7 @@ table = [["t", "note", "v"], ["1.5", "a, \"quoted\"\nnote", "NA"], ["-2e-3", "",
          ["inf", "x", "7"]]
 with open("py.csv", "w", newline="") as fh:
     csv.writer(fh, lineterminator="\r\n").writerows(table)
-out = run_masq("""x, names = load_csv("py.csv", columns=["t", "v"], dtype="float64")
+out = run_masq("""x, names = load_csv("py.csv", tensor=true, usecols=["t", "v"], dtype="float64")
 print(names)
 v = to_tensor(x, -1)
 m = get_mask(x)
