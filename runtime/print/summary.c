@@ -123,7 +123,7 @@ void mq_summary_line(mq_state *S, mq_buf *b, const mq_tensor *t) {
     mq_buf_printf(S, b, " mean %s", a);
     if (r.finite > 1) {
       short_num(a, sizeof a, r.std);
-      mq_buf_printf(S, b, " std %s", a);
+      mq_buf_printf(S, b, " std %s (ddof 1)", a); /* std(x)'s default is ddof 0: said */
     }
   }
   if (r.nan) mq_buf_printf(S, b, " · %lld NaN", (long long)r.nan);
@@ -176,7 +176,7 @@ static void describe_column(mq_state *S, const flat *f, int64_t start, int64_t n
   for (int q = 1; q <= 3; q++) st[3 + q] = mq_quantile_sorted(vals, cnt, q * 0.25);
 }
 
-const char *const mq_describe_names[MQ_DESCRIBE_STATS] = {"count", "mean", "std", "min",
+const char *const mq_describe_names[MQ_DESCRIBE_STATS] = {"count", "mean", "std (ddof 1)", "min",
                                                           "25%",   "50%",  "75%", "max"};
 
 double *mq_describe_stats(mq_state *S, mq_tensor *t, int dim, int64_t *ncols) {
