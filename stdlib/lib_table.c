@@ -26,6 +26,20 @@ static mq_value lib_columns(mq_state *S, mq_value *args) {
   return mq_objv(l);
 }
 
+/* dtypes(t): what each column holds, as pandas' df.dtypes says it. */
+static mq_value lib_dtypes(mq_state *S, mq_value *args) {
+  const mq_table *t = arg_table(S, args[0], "dtypes");
+  mq_list *l = mq_list_new(S, t->ncols);
+  for (int j = 0; j < t->ncols; j++) {
+    const char *k = t->kinds[j] == MQ_CSV_DATE       ? "date"
+                    : t->kinds[j] == MQ_CSV_DATETIME ? "datetime"
+                    : t->kinds[j] == MQ_CSV_TEXT     ? "text"
+                    : mq_dtype_name((mq_dtype)mq_as_tensor(t->cols[j])->dtype);
+    mq_list_push(S, l, mq_objv(mq_string_new(S, k, strlen(k))));
+  }
+  return mq_objv(l);
+}
+
 /* table({"name": column, ...}): columns in the dict's order. */
 static mq_value lib_table(mq_state *S, mq_value *args) {
   if (!mq_is_obj(args[0], MQ_O_DICT))
@@ -392,6 +406,11 @@ static mq_value lib_date_part(mq_state *S, mq_value *args) {
 
 const mq_libfn mq_lib_table[] = {
     {"columns(t)", lib_columns, "the column names of table t, a list of strings (t.columns)",
+     MQ_BK_NONE, 0},
+    {"dtypes(t)", lib_dtypes,
+     "what each column of table t holds, a list of strings: its dtype (\"int64\", "
+     "\"float64\" ...), or \"date\" (int64 days since 1970-01-01), \"datetime\" (int64 "
+     "seconds) or \"text\"",
      MQ_BK_NONE, 0},
     {"table(columns)", lib_table,
      "a table from a dict of name: column, each a 1-D tensor or list of numbers, or a list "

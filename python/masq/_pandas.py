@@ -127,3 +127,82 @@ def to_pandas(value, like=None):
             df.columns = columns
         return df
     raise ValueError(f"to_pandas: a Series or a DataFrame holds 1 or 2 dimensions, not {data.ndim}")
+
+
+def _name(name):
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"masq: a table's global name must be an identifier, not {name!r}")
+    return name
+
+
+def table_to_pandas(state, name):
+    """The table held by global [name] of masq.State [state] (a table from
+    load_csv, table(...), group ...) as a pandas DataFrame, column by column:
+    numbers in their dtypes (a missing cell NaN in a float column, pd.NA in
+    an int or bool one), dates and datetimes as datetime64 (missing: NaT),
+    text as Python strings (missing: None)."""
+    import pandas as pd
+
+    name = _name(name)
+    cols = state.eval(f"columns({name})")
+    kinds = state.eval(f"dtypes({name})")
+    out = {}
+    for j, (col, kind) in enumerate(zip(cols, kinds)):
+        v = state.eval(f"{name}[columns({name})[{j}]]")
+        if kind == "text":
+            out[col] = pd.Series(list(v), dtype=object)
+            continue
+        arr = v if isinstance(v, np.ma.MaskedArray) else np.ma.asarray(v)
+        data, missing = np.ma.getdata(arr), np.ma.getmaskarray(arr)
+        if kind in ("date", "datetime"):
+            vals = data.astype("datetime64[D]" if kind == "date" else "datetime64[s]").astype("datetime64[ns]")
+            vals[missing] = np.datetime64("NaT")
+            out[col] = vals
+        else:
+            out[col] = _values(data, missing if missing.any() else None)
+    return pd.DataFrame(out)
+
+
+def table_from_pandas(state, name, df):
+    """Binds a pandas DataFrame as a masq table global [name] of [state],
+    column by column: numbers and bools as their tensors (NaN, None and
+    pd.NA masked out), datetime64 columns as int64 days (whole days) or
+    seconds, masked at NaT (numbers in masq, as date_part reads them), and
+    other columns as text (their str(), missing cells none). The index is
+    not passed. Returns nothing; the table is state[name]'s to use."""
+    import pandas as pd
+
+    name = _name(name)
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"masq: table_from_pandas takes a DataFrame, not a {type(df).__name__}")
+    temps, parts, n = [], [], len(df)
+    try:
+        for j in range(df.shape[1]):
+            col, g = df.iloc[:, j], f"__py_t{j}"
+            temps.append(g)
+            if pd.api.types.is_datetime64_any_dtype(col.dtype):
+                missing = col.isna().to_numpy()
+                ns = col.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+                day = 86400 * 10**9
+                whole = not (ns[~missing] % day).any()
+                ints = np.where(missing, 0, ns // (day if whole else 10**9))
+                state[g] = np.ma.array(ints, mask=missing)
+            elif pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_numeric_dtype(col.dtype):
+                state[g] = col
+            else:  # text: a list of strings, then none where missing
+                missing = col.isna().to_numpy()
+                state[g] = ["" if m else str(v) for v, m in zip(col.tolist(), missing)] if n else []
+                state[g + "_m"] = missing
+                temps.append(g + "_m")
+                if n:
+                    state.eval(f"for i in range(len({g})) {{ if {g}_m[i] {{ {g}[i] = none }} }}")
+            parts.append(f"{_quoted(str(df.columns[j]))}: {g}")
+        state.eval(f"{name} = table({{{', '.join(parts)}}})")
+    finally:
+        for g in temps:
+            state[g] = None
+
+
+def _quoted(s):
+    """s as a masq string literal."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'

@@ -388,6 +388,9 @@ static PyObject *convert(pm_state *st, reading *rd, const char *name, PyObject *
   masq_get_global(st->M, name, &t); /* the first error again, for the message */
   if (depth > 0)
     PyErr_Format(PyExc_TypeError, "masq: a list item has no Python form (%s)", masq_last_error(st->M)->message);
+  else if (strstr(masq_last_error(st->M)->message, "is a table"))
+    PyErr_Format(PyExc_TypeError, "masq: global '%s' is a table, which has no Python form of its "
+                 "own: masq.table_to_pandas(s, name) makes it a DataFrame", name);
   else
     PyErr_Format(PyExc_TypeError, "masq: global '%s' has no Python form (%s)", name,
                  masq_last_error(st->M)->message);
