@@ -459,8 +459,78 @@ static void run_block(const job *J, const char *pa, const char *ad, int64_t ars,
   }
 }
 
+/* Tile [i0, i1) x [j0, j1) of batch b's product on thread t. */
 static void tile_of_batch(const job *J, int t, int64_t b, int64_t i0, int64_t i1, int64_t j0,
-                          int64_t j1);
+                          int64_t j1) {
+  const mq_gemm *G = J->G;
+  int64_t es = (int64_t)mq_dtype_size(G->dt);
+  char *pa = J->pa + (size_t)t * J->pa_size, *pb = J->pb + (size_t)t * J->pb_size;
+  span r = {i0, i1, j0, j1, 0, G->K};
+  if (J->sp) {
+    const span *s = &J->sp[b];
+    r.i0 = s->i0 > i0 ? s->i0 : i0, r.i1 = s->i1 < i1 ? s->i1 : i1;
+    r.j0 = s->j0 > j0 ? s->j0 : j0, r.j1 = s->j1 < j1 ? s->j1 : j1;
+    r.k0 = s->k0, r.k1 = s->k1;
+  }
+  if (r.k0 >= r.k1) r.i1 = r.i0; /* no step: every chain is empty */
+  char *c = (char *)G->C + (G->coff ? G->coff[b] : 0) * es;
+  if (!G->accumulate) zero_outside(c, G->dt, G->ldc, i0, i1, j0, j1, &r);
+  if (r.i0 >= r.i1 || r.j0 >= r.j1) return;
+  operand a = at_batch(&G->A, G->in, b), bb = at_batch(&G->B, G->in, b);
+  if (J->slow) {
+    tile_slow(J, &a, &bb, c, &r);
+    return;
+  }
+  if (!J->pairs && G->in == MQ_DT_F32 && G->dt == MQ_DT_F32 && r.i1 - r.i0 <= 4 &&
+      bb.cs == 1 && (!bb.m || bb.mcs == 1)) {
+    const float *ap = (const float *)(const void *)a.p + r.i0 * a.rs + r.k0 * a.cs;
+    const uint8_t *am = a.m ? a.m + r.i0 * a.mrs + r.k0 * a.mcs : NULL;
+    const float *bp = (const float *)(const void *)bb.p + r.k0 * bb.rs + r.j0;
+    const uint8_t *bm = bb.m ? bb.m + r.k0 * bb.mrs + r.j0 : NULL;
+    if (mq_gemm_few_rows_f32(J->cpu, r.i1 - r.i0, r.j1 - r.j0, r.k1 - r.k0, ap, a.rs, a.cs, am,
+                             a.mrs, a.mcs, bp, bb.rs, bm, bb.mrs,
+                             (float *)(void *)c + r.i0 * G->ldc + r.j0, G->ldc, G->accumulate))
+      return;
+  }
+  /* A's rows or columns contiguous and all valid (or all valid in its
+   * span, where the tile's rows lie): the kernel reads them in place */
+  /* (bfloat16: rows only, read as words, and an even number of steps) */
+  int64_t aes = (int64_t)mq_dtype_size(G->in);
+  bool in_place = J->pairs ? a.cs == 1 && (r.k1 - r.k0) % 2 == 0
+                           : G->in == G->dt && (a.cs == 1 || a.rs == 1);
+  const char *ad = J->kern.direct && in_place && (!a.m || (J->sp && J->sp[b].a_full))
+                       ? a.p + r.i0 * a.rs * aes
+                       : NULL;
+  for (int64_t k0 = r.k0; k0 < r.k1; k0 += KC) {
+    int64_t kc = r.k1 - k0 < KC ? r.k1 - k0 : KC;
+    packed_b want = {bb.p, bb.m, r.j0, r.j1, k0, kc}, *have = J->last ? &J->last[t] : NULL;
+    bool packed = have && !memcmp(have, &want, sizeof want);
+    if (have) *have = want;
+    if (J->pairs) {
+      if (!packed)
+        pack_pairs((uint32_t *)(void *)pb, &bb, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
+      if (ad) { /* full panels read in place; a last partial one packed */
+        int64_t ni = r.i1 - r.i0, full = ni / J->kern.mr * J->kern.mr;
+        if (full < ni)
+          pack_pairs((uint32_t *)(void *)(pa + full * ((kc + 1) / 2) * es), &a, r.i0 + full,
+                     ni - full, k0, kc, J->kern.mr, true);
+      } else {
+        pack_pairs((uint32_t *)(void *)pa, &a, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
+      }
+      kc = (kc + 1) / 2; /* words, each of the element size of float32 */
+    } else {
+      if (!packed) pack(pb, G->dt, &bb, G->in, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
+      if (ad) { /* full panels read in place; a last partial one packed */
+        int64_t ni = r.i1 - r.i0, full = ni / J->kern.mr * J->kern.mr;
+        if (full < ni) pack(pa + full * kc * es, G->dt, &a, G->in, r.i0 + full, ni - full, k0, kc, J->kern.mr, true);
+      } else {
+        pack(pa, G->dt, &a, G->in, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
+      }
+    }
+    run_block(J, pa, ad ? ad + k0 * a.cs * aes : NULL, a.rs, a.cs, pb, c, r.i0, r.j0, r.i1 - r.i0,
+              r.j1 - r.j0, kc, G->accumulate || k0 > r.k0);
+  }
+}
 
 /* Tiles [lo, hi) of the batches' results: q = batch * tiles + tile; with
  * sum_batches, tiles of the one result, each taking every batch in
@@ -476,81 +546,6 @@ static void tiles(void *ctx, int64_t lo, int64_t hi, int t) {
     if (!G->sum_batches) tile_of_batch(J, t, q / per, i0, i1, j0, j1);
     else
       for (int64_t b = 0; b < G->nbatch; b++) tile_of_batch(J, t, b, i0, i1, j0, j1);
-  }
-}
-
-/* Tile [i0, i1) x [j0, j1) of batch b's product on thread t. */
-static void tile_of_batch(const job *J, int t, int64_t b, int64_t i0, int64_t i1, int64_t j0,
-                          int64_t j1) {
-  const mq_gemm *G = J->G;
-  int64_t es = (int64_t)mq_dtype_size(G->dt);
-  char *pa = J->pa + (size_t)t * J->pa_size, *pb = J->pb + (size_t)t * J->pb_size;
-  {
-    span r = {i0, i1, j0, j1, 0, G->K};
-    if (J->sp) {
-      const span *s = &J->sp[b];
-      r.i0 = s->i0 > i0 ? s->i0 : i0, r.i1 = s->i1 < i1 ? s->i1 : i1;
-      r.j0 = s->j0 > j0 ? s->j0 : j0, r.j1 = s->j1 < j1 ? s->j1 : j1;
-      r.k0 = s->k0, r.k1 = s->k1;
-    }
-    if (r.k0 >= r.k1) r.i1 = r.i0; /* no step: every chain is empty */
-    char *c = (char *)G->C + (G->coff ? G->coff[b] : 0) * es;
-    if (!G->accumulate) zero_outside(c, G->dt, G->ldc, i0, i1, j0, j1, &r);
-    if (r.i0 >= r.i1 || r.j0 >= r.j1) return;
-    operand a = at_batch(&G->A, G->in, b), bb = at_batch(&G->B, G->in, b);
-    if (J->slow) {
-      tile_slow(J, &a, &bb, c, &r);
-      return;
-    }
-    if (!J->pairs && G->in == MQ_DT_F32 && G->dt == MQ_DT_F32 && r.i1 - r.i0 <= 4 &&
-        bb.cs == 1 && (!bb.m || bb.mcs == 1)) {
-      const float *ap = (const float *)(const void *)a.p + r.i0 * a.rs + r.k0 * a.cs;
-      const uint8_t *am = a.m ? a.m + r.i0 * a.mrs + r.k0 * a.mcs : NULL;
-      const float *bp = (const float *)(const void *)bb.p + r.k0 * bb.rs + r.j0;
-      const uint8_t *bm = bb.m ? bb.m + r.k0 * bb.mrs + r.j0 : NULL;
-      if (mq_gemm_few_rows_f32(J->cpu, r.i1 - r.i0, r.j1 - r.j0, r.k1 - r.k0, ap, a.rs, a.cs, am,
-                               a.mrs, a.mcs, bp, bb.rs, bm, bb.mrs,
-                               (float *)(void *)c + r.i0 * G->ldc + r.j0, G->ldc, G->accumulate))
-        return;
-    }
-    /* A's rows or columns contiguous and all valid (or all valid in its
-     * span, where the tile's rows lie): the kernel reads them in place */
-    /* (bfloat16: rows only, read as words, and an even number of steps) */
-    int64_t aes = (int64_t)mq_dtype_size(G->in);
-    bool in_place = J->pairs ? a.cs == 1 && (r.k1 - r.k0) % 2 == 0
-                             : G->in == G->dt && (a.cs == 1 || a.rs == 1);
-    const char *ad = J->kern.direct && in_place && (!a.m || (J->sp && J->sp[b].a_full))
-                         ? a.p + r.i0 * a.rs * aes
-                         : NULL;
-    for (int64_t k0 = r.k0; k0 < r.k1; k0 += KC) {
-      int64_t kc = r.k1 - k0 < KC ? r.k1 - k0 : KC;
-      packed_b want = {bb.p, bb.m, r.j0, r.j1, k0, kc}, *have = J->last ? &J->last[t] : NULL;
-      bool packed = have && !memcmp(have, &want, sizeof want);
-      if (have) *have = want;
-      if (J->pairs) {
-        if (!packed)
-          pack_pairs((uint32_t *)(void *)pb, &bb, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
-        if (ad) { /* full panels read in place; a last partial one packed */
-          int64_t ni = r.i1 - r.i0, full = ni / J->kern.mr * J->kern.mr;
-          if (full < ni)
-            pack_pairs((uint32_t *)(void *)(pa + full * ((kc + 1) / 2) * es), &a, r.i0 + full,
-                       ni - full, k0, kc, J->kern.mr, true);
-        } else {
-          pack_pairs((uint32_t *)(void *)pa, &a, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
-        }
-        kc = (kc + 1) / 2; /* words, each of the element size of float32 */
-      } else {
-        if (!packed) pack(pb, G->dt, &bb, G->in, r.j0, r.j1 - r.j0, k0, kc, J->kern.nr, false);
-        if (ad) { /* full panels read in place; a last partial one packed */
-          int64_t ni = r.i1 - r.i0, full = ni / J->kern.mr * J->kern.mr;
-          if (full < ni) pack(pa + full * kc * es, G->dt, &a, G->in, r.i0 + full, ni - full, k0, kc, J->kern.mr, true);
-        } else {
-          pack(pa, G->dt, &a, G->in, r.i0, r.i1 - r.i0, k0, kc, J->kern.mr, true);
-        }
-      }
-      run_block(J, pa, ad ? ad + k0 * a.cs * aes : NULL, a.rs, a.cs, pb, c, r.i0, r.j0, r.i1 - r.i0,
-                r.j1 - r.j0, kc, G->accumulate || k0 > r.k0);
-    }
   }
 }
 
