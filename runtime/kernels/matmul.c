@@ -224,8 +224,12 @@ static mq_tensor *matmul(mq_state *S, mq_tensor *a, mq_tensor *b, mq_tensor *kee
   mq_dtype in = half ? want : dt;
   if (dt != MQ_DT_I64) {
     A = mq_astype(S, A, in), B = mq_astype(S, B, in);
-    mm_float(S, A, B, out, in, nb, shape, nbatch,
-             keep && a->ndim > 1 && b->ndim > 1 ? mq_expand(S, keep, nd, shape) : NULL);
+    /* keep, when it broadcasts to the result without growing it */
+    int64_t kshape[MQ_MAX_DIMS + 2];
+    bool fits = keep && a->ndim > 1 && b->ndim > 1 &&
+                mq_broadcast_try(keep->ndim, keep->shape, nd, shape, kshape) == nd &&
+                !memcmp(kshape, shape, (size_t)nd * sizeof *shape);
+    mm_float(S, A, B, out, in, nb, shape, nbatch, fits ? mq_expand(S, keep, nd, shape) : NULL);
   } else {
     A = prepare(S, A, dt, false), B = prepare(S, B, dt, true);
   }
@@ -270,27 +274,7 @@ static mq_tensor *matmul(mq_state *S, mq_tensor *a, mq_tensor *b, mq_tensor *kee
 
 mq_tensor *mq_matmul(mq_state *S, mq_tensor *a, mq_tensor *b) { return matmul(S, a, b, NULL); }
 
-/* Whether [k]'s shape broadcasts to a @ b's without growing: aligned from
- * the right, each of its dims 1 or the result's (batch dims broadcast
- * between a and b are checked by matmul itself; here only its own). */
-static bool keep_fits(const mq_tensor *k, const mq_tensor *a, const mq_tensor *b) {
-  if (a->ndim < 2 || b->ndim < 2 || k->ndim < 2 || k->ndim > (a->ndim > b->ndim ? a->ndim : b->ndim))
-    return false;
-  int64_t last[2] = {a->shape[a->ndim - 2], b->shape[b->ndim - 1]};
-  for (int d = 0; d < 2; d++) {
-    int64_t e = k->shape[k->ndim - 2 + d];
-    if (e != 1 && e != last[d]) return false;
-  }
-  for (int d = 0; d < k->ndim - 2; d++) { /* from the right: a's and b's batch dims */
-    int64_t e = k->shape[k->ndim - 3 - d];
-    int ai = a->ndim - 3 - d, bi = b->ndim - 3 - d;
-    int64_t ea = ai >= 0 ? a->shape[ai] : 1, eb = bi >= 0 ? b->shape[bi] : 1;
-    if (e != 1 && e != (ea != 1 ? ea : eb)) return false;
-  }
-  return true;
-}
-
 mq_tensor *mq_matmul_within(mq_state *S, mq_tensor *a, mq_tensor *b, mq_tensor *keep) {
-  bool usable = keep->layout == 0 && !keep->mask && keep->dtype == MQ_DT_BOOL && keep_fits(keep, a, b);
+  bool usable = keep->layout == 0 && !keep->mask && keep->dtype == MQ_DT_BOOL;
   return matmul(S, a, b, usable ? keep : NULL);
 }
